@@ -309,6 +309,11 @@ class HostKeyPolicy:
         """The clause saying which of the user's settings would have had ssh accept the key."""
         if not self.note:
             return ""
+        if "UserKnownHostsFile" in self.note:  # (alone: ssh asks about every key, records none)
+            return (
+                f" (gpuonboard does not follow {self.note}, which has ssh forget every host key and ask"
+                " about it each time: it never accepts one silently)"
+            )
         return (
             f" (gpuonboard does not follow {self.note}, which has ssh accept a host key it does not"
             " know: it never accepts one silently)"

@@ -3,7 +3,8 @@
 Ansible variables map to ours: `ansible_host` -> address (without it, as in Ansible, the
 host name is the address unless the SSH config has a Host entry for it), `ansible_port` -> port,
 `ansible_user` -> user, `ansible_ssh_private_key_file` -> key_file, `ansible_connection`
-local/ssh, `-J`/`ProxyJump` in `ansible_ssh_common_args` -> jump. Our own settings may be
+local/ssh; the ssh args (`-J`, `-o ProxyCommand=`, `-p`, `-i` ...) are read where the host
+is resolved (sshargs, resolve). Our own settings may be
 given plainly (`vendor`, `order`) or prefixed (`gpuonboard_vendor`); every other variable
 is kept under `vars` for playbooks, so a team's inventory needs no edit.
 """
@@ -14,7 +15,6 @@ import ipaddress
 import itertools
 import math
 import re
-import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -128,10 +128,8 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     """Ansible host/group variables -> our host keys, other variables under `vars`.
 
     A Jinja2 template in one of our settings (`ansible_host: "{{ ip }}"`) is an error unless
-    `templates` (kept as written). A ProxyCommand that is `ssh -W %h:%p bastion` and nothing
-    more becomes the jump; any other is kept as the host's `proxy_command` (never dropped:
-    connecting straight to a private address instead of through the bastion would only time
-    out, or reach another box)."""
+    `templates` (kept as written). The ssh args stay under `vars` as written: the host's
+    resolution reads them all together, as ssh does (sshargs)."""
     out = LineDict()
     out.key_lines, out.key_sources = {}, {}
     extra = LineDict()
@@ -149,17 +147,6 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
             ours, value = "connection", ("local" if value == "local" else "ssh")
         if ours == "use_agent" and isinstance(value, str) and value.lower() in _BOOL_TEXT:
             value = _BOOL_TEXT[value.lower()]  # (INI keeps `false` as text; Ansible reads it as a boolean)
-        if key in ("ansible_ssh_common_args", "ansible_ssh_extra_args") and isinstance(value, str):
-            try:
-                found = _proxy_jump(value)
-            except ValueError as exc:
-                raise InventoryError(f"{where(path or Path('inventory'), raw, key)}: {key} {exc}.") from None
-            if found:
-                # (kept as written too: a `-F FILE` beside the jump names the SSH config Ansible's
-                # ssh reads for the host, and a host's args replace its groups' whole: sshlookup)
-                extra[key] = value
-                _keep_origin(extra, key, key, lines, files)
-                ours, value = found
         if ours is None:
             extra[key] = value
             _keep_origin(extra, key, key, lines, files)
@@ -186,83 +173,6 @@ def _keep_origin(
         out.key_lines[ours] = lines[key]
     if key in files:
         out.key_sources[ours] = files[key]
-
-
-def _proxy_jump(args: str) -> tuple[str, str] | None:
-    """What ssh arguments say of the way to the host: ("jump", X) for `-J X`, `-o ProxyJump=X`
-    or a ProxyCommand that is `ssh -W %h:%p X` and nothing more; ("proxy_command", C) for any
-    other ProxyCommand (run by the connection as OpenSSH runs it: a bastion's own `-i` key,
-    `nc -X connect`); None when they name none."""
-    try:
-        words = shlex.split(args)
-    except ValueError:
-        return None
-    for i, w in enumerate(words):
-        if w == "-J" and i + 1 < len(words):
-            return "jump", words[i + 1]
-        m = re.match(r"^(?:-o)?ProxyJump[= ](.+)$", w, re.I)
-        if m:
-            return "jump", m.group(1)
-        m = re.match(r"^(?:-o)?ProxyCommand[= ](.+)$", w, re.I)
-        if w == "-o" and i + 1 < len(words):
-            m = re.match(r"^ProxyJump[= ](.+)$", words[i + 1], re.I)
-            if m:
-                return "jump", m.group(1)
-            m = re.match(r"^ProxyCommand[= ](.+)$", words[i + 1], re.I)
-        if m:
-            try:
-                return "jump", _jump_of_proxy_command(m.group(1))
-            except ValueError:
-                return "proxy_command", m.group(1)
-    return None
-
-
-# ssh options that take a value (ssh(1) synopsis)
-_SSH_VALUE_OPTS = set("BbcDEeFIiJLlmOoPpQRSWw")
-
-
-def _jump_of_proxy_command(command: str) -> str:
-    """`ssh [-q] [-p P] [-l U] -W %h:%p [U@]BASTION` -> `U@BASTION:P` (what ProxyJump means)."""
-    refuse = (
-        f"has ProxyCommand {command!r}, which gpuonboard cannot follow (only `ssh -W %h:%p"
-        " [user@]bastion`); write the bastion as ProxyJump (-J user@bastion:port) or give the host"
-        " a 'jump:'"
-    )
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        raise ValueError(refuse) from None
-    if not words or words[0].rsplit("/", 1)[-1] != "ssh":
-        raise ValueError(refuse)
-    opts: dict[str, str] = {}
-    dest: list[str] = []
-    i = 1
-    while i < len(words):
-        w = words[i]
-        if w.startswith("-") and len(w) > 1:  # ssh reads options after the destination too
-            flag = w[1]
-            if flag in _SSH_VALUE_OPTS:
-                value = w[2:] or (words[i + 1] if i + 1 < len(words) else "")
-                i += 1 if w[2:] else 2
-                if flag == "o" and re.match(r"^(port|user)[= ]", value, re.I):
-                    name, _, v = re.split(r"([= ])", value, maxsplit=1)
-                    opts["p" if name.lower() == "port" else "l"] = v.strip()
-                else:
-                    opts[flag] = value
-                continue
-            i += 1  # flags without a value (-q, -A, -T, -4 ...)
-            continue
-        dest.append(w)
-        i += 1
-    if opts.get("W") not in ("%h:%p", "[%h]:%p") or len(dest) != 1 or set(opts) - {"W", "p", "l"}:
-        # (a bastion's own -i key, -F file or other -o option: only the command itself says it)
-        raise ValueError(refuse)
-    target = dest[0]
-    if "l" in opts and "@" not in target:
-        target = f"{opts['l']}@{target}"
-    if "p" in opts:
-        target = f"{target}:{opts['p']}"
-    return target
 
 
 def _check_name(path: Path, line: int | None, kind: str, name: Any) -> None:

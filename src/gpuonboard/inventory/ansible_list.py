@@ -21,7 +21,7 @@ from gpuonboard.errors import InventoryError
 from gpuonboard.inventory.ansible import convert_vars, merged_shape
 from gpuonboard.inventory.ansible_vars import AnsibleGroups, VarsFiles
 from gpuonboard.inventory.jumps import parse_jump
-from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS, local_path, parse_ssh_args
+from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS, local_path, parse_ssh_args, route
 from gpuonboard.yamlload import LineDict
 
 PREFIX = "ansible-inventory:"  # `--inventory ansible-inventory:PATH`
@@ -164,14 +164,15 @@ def list_view(data: Any) -> dict[str, dict[str, Any]]:
             for ours, theirs in (("port", "port"), ("user", "user"), ("key_file", "identityfile"))
         }
         key = given["key_file"]
+        way = route(args, {}) or ("", "")
         out[name] = {
             "address": str(args.first("hostname") or address),
             "port": int(given["port"] or 22),
             "user": given["user"] or "root",
             "key_file": local_path(key) if key and key != c.get("key_file") else key,
             "connection": connection,
-            "jump": parse_jump(c.get("jump"), _no_err),
-            "proxy_command": c.get("proxy_command"),
+            "jump": parse_jump(way[1] if way[0] == "jump" else c.get("jump"), _no_err),
+            "proxy_command": way[1] if way[0] == "proxy_command" else c.get("proxy_command"),
             "groups": sorted(member[name]),
             "vars": dict(c.get("vars", {})),
         }

@@ -16,6 +16,7 @@ from gpuonboard.inventory.fields import bad_host_char
 from gpuonboard.inventory.model import Host, Vendor
 from gpuonboard.inventory.resolve import resolve_host
 from gpuonboard.inventory.rules import is_digits
+from gpuonboard.inventory.sshargs import host_ssh_args
 from gpuonboard.inventory.sshlookup import config_alias, uses_ssh_config_entry
 from gpuonboard.inventory.sshresolve import OpenSSHConfig
 from gpuonboard.yamlload import LineDict, where
@@ -112,6 +113,11 @@ def jump_origin(
             found = (layer, label)
     if found is not None and found[1].startswith("host "):
         return None  # (the host's own line, as for its other fields)
+    args = host_ssh_args(name, layers, path) if ansible and found is None else None
+    key = next((k for k in ("proxyjump", "proxycommand") if args is not None and k in args.source), None)
+    if args is not None and key is not None:  # (the ssh args' -J or ProxyCommand: resolve._way)
+        at, label = args.source[key]
+        return None if label.endswith(f" of host {name!r}") else at
     if found is not None and found[1].startswith(("group ", *(("defaults",) if ansible else ()))):
         return where(path, found[0], "jump")
     alias = config_alias(name, layers, ssh_cfg, ansible)

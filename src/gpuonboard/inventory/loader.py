@@ -28,7 +28,7 @@ from gpuonboard.inventory.limit import ANSIBLE_ORDER
 from gpuonboard.inventory.model import Host, Inventory
 from gpuonboard.inventory.resolve import resolve_host
 from gpuonboard.inventory.rules import MAX_HOSTS, name_problem
-from gpuonboard.inventory.sshargs import host_ssh_args
+from gpuonboard.inventory.sshargs import host_ssh_args, whose
 from gpuonboard.inventory.sshlookup import (
     config_alias,
     host_ssh_config,
@@ -337,10 +337,14 @@ def _key_file_origin(
     for layer, label in layers:
         if "key_file" in layer:
             found = (layer, label)
+    # (an Ansible host's ssh tries ansible_ssh_args' files, its key file, then the other args')
+    args = host_ssh_args(name, layers, path) if ansible else None
+    for at, label in _args_key(name, args, True, host.key_file):
+        return at, label
     if found is not None and found[1].startswith(("host ", "group ", *(("defaults",) if ansible else ()))):
         return where(path, found[0], "key_file"), found[1]
-    if ansible and "identityfile" in (args := host_ssh_args(name, layers, path)).source:
-        return args.source["identityfile"]
+    for at, label in _args_key(name, args, False, host.key_file):
+        return at, label
     alias = config_alias(name, layers, ssh_cfg, ansible)
     if alias is not None and "identityfile" in ssh_cfg.lookup(alias):
         return str(ssh_cfg_path), "ssh_config"
@@ -350,3 +354,12 @@ def _key_file_origin(
     if found is not None:
         return where(path, found[0], "key_file"), found[1]
     return None
+
+
+def _args_key(name: str, args: Any, before: bool, key_file: str) -> list[tuple[str, str]]:
+    """Where ssh args (`before`: ansible_ssh_args, else the common and extra args) name the
+    key file `key_file`: [(`file, line N`, `` `-i KEY` from its ansible_ssh_common_args ``)]."""
+    files = args.key_files(before) if args is not None else ()
+    return [
+        (at, f"`{written}` from {whose(name, label)}") for f, written, (at, label) in files if f == key_file
+    ]

@@ -209,10 +209,10 @@ class Inventory:
                         f" SSH config's IdentityFile {path}, {problem}; fix that path, or set key_file"
                         " for the host in the inventory."
                     )
-                if who.startswith("ansible_ssh_"):
+                if who.startswith("`"):  # (`-i KEY` from its ansible_ssh_common_args: loader)
                     raise InventoryError(
-                        f"{loc}: host {hop.name!r} gets `-i {path}` from the {who}, {problem} (ssh"
-                        " would skip it and try the agent and default keys); fix the path, or remove it."
+                        f"{loc}: host {hop.name!r} gets {who} (read as {path}), {problem} (ssh would skip"
+                        " it and try the agent and default keys); fix the path, or remove it."
                     )
                 if who != f"host {hop.name!r}":
                     who += f" (for host {hop.name!r})"

@@ -27,7 +27,7 @@ from gpuonboard.inventory.jumps import parse_jump
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
-from gpuonboard.inventory.sshargs import HOST_KEY_KEYS, SSHArgs, host_ssh_args, lax_host_keys, local_path
+from gpuonboard.inventory.sshargs import LAX_CHECKING, SSHArgs, host_ssh_args, local_path, route, whose
 from gpuonboard.inventory.sshlookup import (
     config_alias,
     config_extras,
@@ -155,15 +155,10 @@ def resolve_host(
     use_agent = s.merged.get("use_agent", True)
     if not isinstance(use_agent, bool):
         raise s.err("use_agent", "must be true or false.")
-    jump = parse_jump(s.pick("jump", "proxyjump", None), s.err)
-    extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
-    extras.update(s.args.extra_files(s.from_inventory("key_file"), extras))
-    if (proxy := _proxy_command(s)) is not None:  # (the inventory's beats the SSH config's)
-        extras["proxy_command"] = proxy
-    if "proxy_command" in extras:  # (a ProxyCommand beats a vendor's or default jump)
-        jump = ()
-        if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
-            del extras["proxy_command"]
+    jump, extras = _way(s)
+    if s.ansible:  # (every identity file ssh would try, in its order)
+        files = _ssh_keys(s)
+        key_file, extras["extra_key_files"] = (files[0] if files else None), tuple(files[1:])
     host_key = _host_key(s)
     timeout = s.pick("connect_timeout", "connecttimeout", 10)
     if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):
@@ -298,24 +293,58 @@ _ANSIBLE_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking
 
 
 def _host_key_note(s: _Settings, ssh_cfg: Any) -> str | None:
-    """Where the user's settings would have ssh accept an unknown host key, which gpuonboard
-    does not follow (said when it refuses one): Ansible's host key checking turned off, or
-    `StrictHostKeyChecking no` / `accept-new`, `UserKnownHostsFile /dev/null` in the ssh args,
-    else in the SSH config (ssh's command line comes first); None where nothing says so."""
+    """Where the user's settings would have ssh accept an unknown host key (or, with
+    `UserKnownHostsFile /dev/null` alone, ask about it every time), which gpuonboard does not
+    follow (said when it refuses one); None where nothing says so. Each keyword is the first
+    that sets it, as ssh reads them: ansible_ssh_args, Ansible's own `StrictHostKeyChecking=no`
+    (its host key checking turned off), the common and extra args, then the SSH config."""
+    config = s.sshc or _config_settings(s, ssh_cfg)
+    where_config = f"{getattr(ssh_cfg, 'path', 'the SSH config')}: `%s` for this host"
+    checking = _first_setting(s, "stricthostkeychecking", config, where_config)
+    if checking is not None and checking[0].strip().lower() in LAX_CHECKING:
+        return checking[1]
+    if checking is not None and checking[0].strip().lower() in ("yes", "true"):
+        return None  # (ssh refuses an unknown key: nothing to name)
+    files = _first_setting(s, "userknownhostsfile", config, where_config)
+    return files[1] if files is not None and files[0].strip() == "/dev/null" else None
+
+
+def _first_setting(
+    s: _Settings, key: str, config: Mapping[str, Any], at_config: str
+) -> tuple[str, str] | None:
+    """The value ssh takes for host key setting `key` and where it was written: the args'
+    (ansible_ssh_args before Ansible's own, common and extra args after), Ansible's host key
+    checking turned off (for StrictHostKeyChecking), else the config's."""
+    given = s.args.values.get(key)
+    if isinstance(given, str) and s.args.before_inventory(key):
+        return given, _args_note(s, key)
+    if key == "stricthostkeychecking" and (off := _ansible_checking_off(s)) is not None:
+        return "no", off
+    if isinstance(given, str):
+        return given, _args_note(s, key)
+    value = config.get(key)
+    if isinstance(value, str):
+        shown = "no" if value.strip() == "false" else value.strip()  # (`ssh -G` prints no as false)
+        keyword = "StrictHostKeyChecking" if key == "stricthostkeychecking" else "UserKnownHostsFile"
+        return value, at_config % f"{keyword} {shown}"
+    return None
+
+
+def _args_note(s: _Settings, key: str) -> str:
+    at, label = s.args.source[key]
+    return f"{at}: `{s.args.written[key]}` in the {label}"
+
+
+def _ansible_checking_off(s: _Settings) -> str | None:
+    """Where an Ansible host's host key checking is turned off (the last layer setting it)."""
     for layer, label in reversed(s.ordered if s.ansible else ()):
         given = layer.get("vars")
         key = next((k for k in _ANSIBLE_CHECKING if isinstance(given, Mapping) and k in given), None)
         if key is not None:
             assert isinstance(given, Mapping)
             if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
-                break
+                return None
             return f"{where(s.path, given, key)}: {key}: {given[key]} of {label}"
-    if (lax := lax_host_keys(s.args.values)) is not None:
-        key = next(k for k in HOST_KEY_KEYS if lax.lower().startswith(k))
-        at, label = s.args.source[key]
-        return f"{at}: `{s.args.written[key]}` in the {label}"
-    if (lax := lax_host_keys(s.sshc or _config_settings(s, ssh_cfg))) is not None:
-        return f"{getattr(ssh_cfg, 'path', 'the SSH config')}: `{lax}` for this host"
     return None
 
 
@@ -333,6 +362,66 @@ def _config_settings(s: _Settings, ssh_cfg: Any) -> Mapping[str, Any]:
         return dict(ssh_cfg.lookup(alias)) if hasattr(ssh_cfg, "lookup") else {}
     except InventoryError:
         return {}
+
+
+def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """The jump hops and the Host fields the SSH config and ssh args add (a ProxyCommand, more
+    key and certificate files). An Ansible host's ssh args naming a ProxyJump or ProxyCommand
+    decide as ssh does (the first of them in ansible_ssh_args, common then extra args wins,
+    before the config's); else the inventory's own jump or proxy_command, else the config's."""
+    extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
+    extras.update(s.args.extra_certificates(extras))
+    own = next((k for k in ("jump", "proxy_command") if s.from_inventory(k)), None)
+    if (way := route(s.args, s.sshc)) is not None and own is not None:
+        key = "proxyjump" if "proxyjump" in s.args.source else "proxycommand"
+        at, label = s.args.source[key]
+        raise s.err(
+            own,
+            f"and `{s.args.written[key]}` in the {label} ({at}) both say how to reach the host (ssh"
+            " follows only the args); keep one of them.",
+        )
+    if way is not None:
+        extras.pop("proxy_command", None)
+        kind, value = way
+        if kind == "proxy_command":
+            extras["proxy_command"] = _args_proxy_command(s, value)
+        return (parse_jump(value, s.err) if kind == "jump" else ()), extras
+    jump = parse_jump(s.pick("jump", "proxyjump", None), s.err)
+    if (proxy := _proxy_command(s)) is not None:  # (the inventory's beats the SSH config's)
+        extras["proxy_command"] = proxy
+    if "proxy_command" in extras:  # (a ProxyCommand beats a vendor's or default jump)
+        jump = ()
+        if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
+            del extras["proxy_command"]
+    return jump, extras
+
+
+def _args_proxy_command(s: _Settings, command: str) -> str:
+    """A ProxyCommand of the ssh args (or of the config, after the args' `ProxyJump none`),
+    checked: one line, no token OpenSSH leaves unexpanded there."""
+    bad = "a line break" if "\n" in command else bad_token(command, PROXY_COMMAND_TOKENS)
+    if bad is None:
+        return command
+    key = "proxycommand" if "proxycommand" in s.args.source else "proxyjump"
+    at, label = s.args.source[key]
+    raise InventoryError(
+        f"{at}: host {s.name!r} takes the ProxyCommand {command!r} (by {whose(s.name, label)}), which"
+        f" holds {bad}, which OpenSSH does not expand there (it knows %h, %n, %p, %r and %%); fix it."
+    )
+
+
+def _ssh_keys(s: _Settings) -> list[str]:
+    """An Ansible host's identity files in the order its ssh tries them, each once: those of
+    ansible_ssh_args, the inventory's key file, those of the common and extra args, the SSH
+    config's IdentityFiles; else the vendor profile's key_file."""
+    inventory = [_key_path(s, s.merged["key_file"])] if s.from_inventory("key_file") else []
+    config = [local_path(str(f)) for f in s.sshc.get("identityfile") or ()]
+    found = [f for f, _, _ in s.args.key_files(True)] + inventory
+    found += [f for f, _, _ in s.args.key_files(False)] + config
+    files = [f for f in dict.fromkeys(found) if f]
+    if not files and (fallback := _key_path(s, s.merged.get("key_file"))):
+        files = [fallback]
+    return files
 
 
 def _proxy_command(s: _Settings) -> str | None:
@@ -362,7 +451,8 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
     if address is not None and s.looked_up is not None and s.sshc.get("hostname"):
         address = s.sshc["hostname"]  # (`ansible_host=test1` with `Host test1` / `HostName 172.2.0.10`)
     if (given := s.args.first("hostname")) is not None:  # (`-o HostName=` beats the destination)
-        address = given.replace("%h", address or name).replace("%%", "%")
+        original = s.merged.get("address") or name  # (%h: the name ssh was given, not the config's HostName)
+        address = given.replace("%h", str(original)).replace("%%", "%")
     if address is None:
         hostname = s.sshc.get("hostname")
         if connection == "local":
@@ -446,7 +536,12 @@ def _host_key(s: _Settings) -> str | None:
 
 def _key_file(s: _Settings) -> str | None:
     """The key file, `~` and environment variables expanded, relative to the inventory file."""
-    key_file = s.pick("key_file", "identityfile", None)
+    return _key_path(s, s.pick("key_file", "identityfile", None))
+
+
+def _key_path(s: _Settings, key_file: Any) -> str | None:
+    """`key_file` (of the inventory or the SSH config) checked, `~` and environment variables
+    expanded, relative to the inventory file."""
     if key_file is not None and not isinstance(key_file, str):
         raise s.err("key_file", "must be a path string.")
     if key_file:

@@ -100,7 +100,7 @@ def user_ssh_config(
             raise InventoryError(f"{where(hosts_file, raw, 'ssh_config')}: SSH config {candidate} not found.")
     named = "the ssh_config argument" if candidate is not None else None
     if candidate is None and (env := os.environ.get("GPUONBOARD_SSH_CONFIG")):
-        candidate, named = Path(env), "$GPUONBOARD_SSH_CONFIG"
+        candidate, named = Path(os.path.expanduser(env)), "$GPUONBOARD_SSH_CONFIG"  # (`~/...` quoted)
     if candidate is None:
         candidate = Path.home() / ".ssh" / "config"
     if named is not None and str(candidate) not in NO_CONFIG and not candidate.is_file():
@@ -299,11 +299,11 @@ def followable(name: str, sshc: Mapping[str, Any], cfg: Any) -> dict[str, Any]:
         )
     command = out.pop("proxycommand", None)
     if command is not None and command != "none" and "proxyjump" not in out:
-        from gpuonboard.inventory.ansible import _jump_of_proxy_command
+        from gpuonboard.inventory.sshargs import jump_of_proxy_command
 
         raw = cfg.unexpanded(name, "proxycommand") if hasattr(cfg, "unexpanded") else command
         try:
-            out["proxyjump"] = _jump_of_proxy_command(str(raw))
+            out["proxyjump"] = jump_of_proxy_command(str(raw))
         except ValueError:
             bad = bad_token(str(raw), PROXY_COMMAND_TOKENS)
             if bad is not None:

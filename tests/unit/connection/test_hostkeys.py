@@ -317,3 +317,18 @@ def test_a_refusal_names_the_users_setting_that_would_have_accepted_the_key(
         f" (gpuonboard does not follow {note}, which has ssh accept a host key it does not know: it"
         " never accepts one silently)."
     )
+
+
+def test_a_refusal_says_ssh_would_ask_where_only_the_known_hosts_file_is_dev_null(
+    tmp_path: Path, keys: dict[str, Any]
+) -> None:
+    """`UserKnownHostsFile /dev/null` alone (StrictHostKeyChecking left at `ask`) has ssh ask
+    about the key every time, not accept it (was: "which has ssh accept a host key")."""
+    note = "hosts.ini, line 2: `-o UserKnownHostsFile=/dev/null` in the ansible_ssh_args of host 'gpu-1'"
+    policy = HostKeyPolicy("gpu-1", None, KnownHosts(tmp_path / "known_hosts"), trust_new=False, note=note)
+    with pytest.raises(HostKeyError) as err:
+        policy.missing_host_key(None, "[10.0.0.1]:22", keys["ec1"])
+    assert err.value.message.endswith(
+        f" (gpuonboard does not follow {note}, which has ssh forget every host key and ask about it"
+        " each time: it never accepts one silently)."
+    )

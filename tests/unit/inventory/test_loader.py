@@ -423,6 +423,20 @@ def test_ssh_config_named_in_the_inventory_and_by_environment(
     assert inventory.load(inv_dir2).hosts["myalias"].port == 2200
 
 
+def test_an_ssh_config_the_environment_names_with_a_tilde_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`GPUONBOARD_SSH_CONFIG='~/.ssh/gpu_config'` (quoted, so the shell left the `~`) names
+    the file in the home folder, as OpenSSH's `-F ~/...` does (was: refused, "is not there")."""
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "gpu_config").write_text("Host myalias\n  HostName 10.1.2.3\n  Port 2200\n")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", "~/.ssh/gpu_config")
+    inv_dir = write(tmp_path / "inv", {"hosts.yml": "hosts:\n  myalias: {}\n"})
+    host = inventory.load(inv_dir).hosts["myalias"]
+    assert (host.address, host.port) == ("10.1.2.3", 2200)
+
+
 @pytest.mark.parametrize(("kind", "what"), [("missing", "not there"), ("directory", "a directory")])
 def test_an_ssh_config_the_environment_names_that_is_no_file_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, what: str

@@ -17,7 +17,7 @@ import pytest
 
 from gpuonboard import inventory
 from gpuonboard.errors import InventoryError
-from gpuonboard.inventory.sshargs import parse_ssh_args
+from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS, parse_ssh_args
 from gpuonboard.inventory.sshresolve import parse_dump
 
 SSH = shutil.which("ssh")
@@ -124,15 +124,15 @@ def test_a_hosts_args_replace_its_groups_whole(tmp_path: Path, monkeypatch: pyte
     assert (h.user, h.port, h.key_file) == ("vagrant", 22, str(key))
 
 
-_ARGS = "ansible_ssh_common_args of host 'gpu1'"
+_ARGS = "its ansible_ssh_common_args"
 
 
 @pytest.mark.parametrize(
     ("args", "said"),
     [
-        ("-p {{ ssh_port }}", f"gets `-p {{{{...}}}}` from the {_ARGS}, an Ansible template"),
-        ("-p twentytwo", f"gets `-p twentytwo` from the {_ARGS}, which is no port"),
-        ("-i ~/.ssh/%C", f"gets `-i ~/.ssh/%C` from the {_ARGS}, a path with a %-token"),
+        ("-p {{ ssh_port }}", f"gets `-p {{{{...}}}}` from {_ARGS}, an Ansible template"),
+        ("-p twentytwo", f"gets `-p twentytwo` from {_ARGS}, which is no port"),
+        ("-i ~/.ssh/%C", f"gets `-i ~/.ssh/%C` from {_ARGS}, a path with a %-token"),
     ],
 )
 def test_args_that_cannot_be_followed_are_refused_naming_the_line(
@@ -153,9 +153,9 @@ def test_a_missing_key_of_the_args_is_named_before_connecting(
     with pytest.raises(InventoryError) as err:
         inv.check_key_files(inv.hosts.values())
     assert err.value.message == (
-        f"{tmp_path / 'hosts.ini'}, line 2: host 'gpu1' gets `-i {tmp_path / 'nokey'}` from the"
-        " ansible_ssh_common_args of host 'gpu1', which does not exist (ssh would skip it and try"
-        " the agent and default keys); fix the path, or remove it."
+        f"{tmp_path / 'hosts.ini'}, line 2: host 'gpu1' gets `-i ./nokey` from its"
+        f" ansible_ssh_common_args (read as {tmp_path / 'nokey'}), which does not exist (ssh would"
+        " skip it and try the agent and default keys); fix the path, or remove it."
     )
 
 
@@ -215,12 +215,24 @@ def test_the_comparison_with_ansible_inventory_reads_the_args_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The corpus comparison (`ansible-inventory --list` against our reading) takes the ssh args
-    as Ansible's ssh does, so an inventory whose port, user and key are in them agrees."""
+    as Ansible's ssh does, so an inventory whose port, user, key and jump are in them agrees.
+    Both sides read the args with the same parse_ssh_args, so agreeing proves only that
+    Ansible's variables were collected alike: what they mean is checked against `ssh -G`."""
     from gpuonboard.inventory.ansible_compare import disagreement
 
-    line = "ansible_ssh_common_args='-p 2222 -l ops -i @KEY@'"
-    _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n")
+    args = "-p 2222 -l ops -i @KEY@ -J ops@b1.example"
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 ansible_ssh_common_args='{args}'\n")
     assert disagreement(tmp_path / "hosts.ini", tmp_path / "user_config", ANSIBLE_INVENTORY) is None
+    if SSH is not None:  # (the oracle that is not our own reading)
+        key = str(tmp_path / "gpu.pem")
+        g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": args.replace("@KEY@", key)}, "10.0.0.1")
+        host = h.hosts["gpu1"]
+        assert (host.port, host.user, (host.key_file,), host.jump) == (
+            int(g["port"][0]),
+            g["user"][0],
+            g["identityfile"],
+            tuple(g["proxyjump"][0].split(",")),
+        )
 
 
 @pytest.mark.parametrize("reader", ["ssh -G", "own reader"])
@@ -239,3 +251,235 @@ def test_a_config_block_that_only_turns_off_host_key_checking_is_noted(
     hosts = _load(tmp_path, monkeypatch, ini, config)
     note = f"{tmp_path / 'user_config'}: `StrictHostKeyChecking no` for this host"
     assert (hosts.hosts["gpu1"].host_key_note, hosts.hosts["gpu2"].host_key_note) == (note, None)
+
+
+def _ssh_g_way(g: dict[str, tuple[str, ...]]) -> tuple[tuple[str, ...], str | None]:
+    """The jump hops and ProxyCommand of `ssh -G` output, as a Host holds them."""
+    jump = tuple(g["proxyjump"][0].split(",")) if "proxyjump" in g else ()
+    return jump, (g["proxycommand"][0] if "proxycommand" in g else None)
+
+
+@needs_ssh
+def test_a_proxy_command_in_ansible_ssh_args_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NVIDIA DeepOps' inventory (tests/fixtures/ansible/deepops-uncommented) with its
+    `ansible_ssh_common_args=` renamed `ansible_ssh_args=` (the value, `-o ProxyCommand="ssh -W
+    %h:%p -q ubuntu@10.0.0.1"`, kept): ssh goes through the bastion (was: dialled directly)."""
+    import shutil as sh
+
+    sh.copytree(Path(__file__).parents[2] / "fixtures" / "ansible" / "deepops-uncommented", tmp_path / "dp")
+    hosts = tmp_path / "dp" / "inventory"
+    text = hosts.read_text()
+    assert "\nansible_ssh_common_args='-o ProxyCommand=" in text
+    hosts.write_text(text.replace("\nansible_ssh_common_args=", "\nansible_ssh_args="))
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    h = inventory.load(hosts).hosts["gpu01"]
+    g = _ansible_ssh_g(
+        tmp_path, {"ansible_ssh_args": '-o ProxyCommand="ssh -W %h:%p -q ubuntu@10.0.0.1"'}, h.address
+    )
+    assert g["proxycommand"] == ("ssh -W %h:%p -q ubuntu@10.0.0.1",)
+    assert (h.jump, h.proxy_command) == (("ubuntu@10.0.0.1",), None)  # (`ssh -W` through it: a jump)
+
+
+# (ansible_ssh_args, common args, extra args, SSH config): the way to the host
+ROUTES = {
+    "ssh_args none beats the config's jump": (
+        "-o ProxyCommand=none",
+        "",
+        "",
+        "Host 10.0.*\n  ProxyJump ops@b9.example\n",
+    ),
+    "the common args' jump beats the extra args'": (
+        "",
+        "-o ProxyJump=ops@b1.example",
+        "-o ProxyJump=ops@b2.example",
+        "",
+    ),
+    "a jump then a ProxyCommand: the first": (
+        "",
+        "-o ProxyJump=ops@b1.example",
+        "-o ProxyCommand='nc %h %p'",
+        "",
+    ),
+    "a ProxyCommand then a jump: the first": (
+        "",
+        "-o ProxyCommand='nc %h %p'",
+        "-o ProxyJump=ops@b1.example",
+        "",
+    ),
+    "-J none keeps the config's ProxyCommand": ("", "-J none", "", "Host 10.0.*\n  ProxyCommand nc %h %p\n"),
+    "ProxyJump none drops the config's jump": (
+        "",
+        "-o ProxyJump=none",
+        "",
+        "Host 10.0.*\n  ProxyJump ops@b9.example\n",
+    ),
+}
+
+
+@needs_ssh
+@pytest.mark.parametrize("case", list(ROUTES))
+def test_the_way_to_the_host_is_the_one_ssh_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The first ProxyJump or ProxyCommand across ansible_ssh_args, the common and the extra
+    args wins, before the config's, as `ssh -G` of Ansible's command line shows (was: only the
+    common and extra args read, the extra args' jump beating the common args', a jump and a
+    ProxyCommand refused as both, `-J none` dropping the config's ProxyCommand)."""
+    first, common, extra, config = ROUTES[case]
+    hvars = {k: v for k, v in zip(ANSIBLE_SSH_ARGS, (first, common, extra), strict=True) if v}
+    line = " ".join(f'{k}="{v}"' for k, v in hvars.items())
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n", config).hosts["gpu1"]
+    assert (h.jump, h.proxy_command) == _ssh_g_way(_ansible_ssh_g(tmp_path, hvars, "10.0.0.1"))
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ("-o 'Port=2222", "`-o 'Port=2222` from its ansible_ssh_common_args, which does not split"),
+        ('-l "" -p 2222', "`-l -p` from its ansible_ssh_common_args, whose -l has no value"),
+        ("-p", "`-p` from its ansible_ssh_common_args, whose -p has no value"),
+        ("-o Port", "`-o Port` from its ansible_ssh_common_args, with no value after the keyword"),
+        ("-Z -p 2205", "`-Z` from its ansible_ssh_common_args, and ssh knows no option -Z"),
+        ("-o ProxyCommand=x -J ops@b", "`-J ops@b` from its ansible_ssh_common_args, after a ProxyCommand"),
+        ("-o ProxyJump=a -J ops@b", "`-J ops@b` from its ansible_ssh_common_args, beside another jump"),
+        ("-C foo -p 2210", "`foo` from its ansible_ssh_common_args, a word that is no option"),
+        ("-C {{ more_args }}", "`{{...}}` from its ansible_ssh_common_args, an Ansible template"),
+    ],
+)
+def test_args_ssh_or_ansible_refuse_are_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: str, said: str
+) -> None:
+    """Args that Ansible (a quote not closed) or ssh (an option without its value, one it does
+    not know, `-J` after a ProxyCommand, a stray word taken for the host) would refuse are
+    refused in one sentence naming the line (was: skipped or half read, the host dialled as if
+    they said nothing)."""
+    ini = f'[gpus]\ngpu1 ansible_host=10.0.0.1 ansible_ssh_common_args="{args}"\n'
+    with pytest.raises(InventoryError) as err:
+        _load(tmp_path, monkeypatch, ini)
+    assert err.value.message.startswith(f"{tmp_path / 'hosts.ini'}, line 2: host 'gpu1' gets {said}")
+
+
+@needs_ssh
+@pytest.mark.parametrize("args", ["-p ssh", "-o Port=ssh", "-p +2222", '-p " 2222"'])
+def test_ports_ssh_reads_are_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: str) -> None:
+    """A service name or `+2222` is a port to ssh (its a2port), and Ansible strips each word
+    (was: refused, "which is no port ..., and ssh refuses it")."""
+    ini = f"[gpus]\ngpu1 ansible_host=10.0.0.1 ansible_ssh_common_args='{args}'\n"
+    h = _load(tmp_path, monkeypatch, ini).hosts["gpu1"]
+    words = [w.strip() for w in shlex.split(args) if w.strip()]  # (Ansible's _split_ssh_args)
+    g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": shlex.join(words)}, "10.0.0.1")
+    assert h.port == int(g["port"][0])
+
+
+KEYS = {
+    "ansible_ssh_args -i before the inventory key": (
+        "ansible_ssh_private_key_file=@D@/gpu.pem ansible_ssh_args='-i @D@/gpu2.pem'",
+        "",
+    ),
+    "common -i before the config's": (
+        "ansible_ssh_common_args='-i @D@/gpu2.pem'",
+        "Host 10.0.0.*\n  IdentityFile @D@/k3.pem\n",
+    ),
+    "two -i before the config's": (
+        "ansible_ssh_common_args='-i @D@/a.pem -i @D@/b.pem'",
+        "Host 10.0.0.*\n  IdentityFile @D@/k3.pem\n",
+    ),
+}
+
+
+@needs_ssh
+@pytest.mark.parametrize("case", list(KEYS))
+def test_every_key_ssh_tries_is_kept_in_its_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """ssh tries ansible_ssh_args' keys, the inventory's key file, the common and extra args'
+    keys, then the SSH config's, as `ssh -G` lists them (was: the inventory's or the config's
+    key lost, the args' tried twice)."""
+    line, config = (x.replace("@D@", str(tmp_path)) for x in KEYS[case])
+    for name in ("gpu2.pem", "k3.pem", "a.pem", "b.pem"):
+        (tmp_path / name).write_text("not a key\n")
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n", config).hosts["gpu1"]
+    hvars = dict(w.split("=", 1) for w in shlex.split(line))
+    assert (h.key_file, *h.extra_key_files) == _ansible_ssh_g(tmp_path, hvars, "10.0.0.1")["identityfile"]
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "ansible_ssh_private_key_file=@KEY@ ansible_ssh_args='-i ./missing.pem'",
+            "gets `-i ./missing.pem` from its ansible_ssh_args (read as {d}/missing.pem)",
+        ),
+        (
+            "ansible_ssh_common_args='-o IdentityFile=~/nokey-zz.pem'",
+            "gets `-o IdentityFile=~/nokey-zz.pem` from its ansible_ssh_common_args (read as",
+        ),
+    ],
+)
+def test_a_missing_key_is_named_as_written_where_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, said: str
+) -> None:
+    """The key ssh tries first is named as the user wrote it, in the variable that gave it (was:
+    "field 'key_file' names .../missing.pem" for an ansible_ssh_args key, and `-i /root/k.pem`
+    for `-o IdentityFile=~/k.pem`)."""
+    inv = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n")
+    with pytest.raises(InventoryError) as err:
+        inv.check_key_files(inv.hosts.values())
+    assert err.value.message.startswith(
+        f"{tmp_path / 'hosts.ini'}, line 2: host 'gpu1' {said.format(d=tmp_path)}"
+    )
+
+
+@needs_ssh
+def test_percent_h_in_the_args_hostname_is_the_name_ssh_was_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-o HostName=%h.lab` for `ansible_host=myalias` is `myalias.lab`, though the config's
+    `Host myalias` gives another HostName (was: that HostName with `.lab`)."""
+    config = "Host myalias\n  HostName 10.9.9.9\n"
+    line = "ansible_host=myalias ansible_ssh_common_args='-o HostName=%h.lab'"
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 {line}\n", config).hosts["gpu1"]
+    g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": "-o HostName=%h.lab"}, "myalias")
+    assert h.address == g["hostname"][0] == "myalias.lab"
+
+
+@needs_ssh
+@pytest.mark.parametrize(
+    ("line", "config"),
+    [
+        ("ansible_ssh_common_args='-o StrictHostKeyChecking=yes'", "StrictHostKeyChecking no"),
+        ("ansible_host_key_checking=false ansible_ssh_args='-o StrictHostKeyChecking=yes'", ""),
+        ("ansible_ssh_common_args='-o UserKnownHostsFile=@D@/kh'", "UserKnownHostsFile /dev/null"),
+    ],
+)
+def test_no_host_key_note_where_the_first_setting_is_strict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, line: str, config: str
+) -> None:
+    """ssh takes the first setting of each keyword (ansible_ssh_args, Ansible's own
+    `StrictHostKeyChecking=no`, the common and extra args, the config): where that is strict,
+    nothing the user set would have ssh accept the key (was: a note naming the overridden one)."""
+    line = line.replace("@D@", str(tmp_path))
+    ini = f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n"
+    h = _load(tmp_path, monkeypatch, ini, f"Host 10.0.0.*\n  {config}\n" if config else "").hosts["gpu1"]
+    hvars = dict(w.split("=", 1) for w in shlex.split(line))
+    argv_vars = {k: v for k, v in hvars.items() if k != "ansible_host_key_checking"}
+    if "ansible_host_key_checking" in hvars:  # (Ansible's own, after ansible_ssh_args)
+        argv_vars["ansible_ssh_args"] += " -o StrictHostKeyChecking=no"
+    g = _ansible_ssh_g(tmp_path, argv_vars, "10.0.0.1")
+    assert g["stricthostkeychecking"][0] in ("true", "ask") and g["userknownhostsfile"][0] != "/dev/null"
+    assert h.host_key_note is None
+
+
+def test_an_own_jump_and_an_args_way_to_the_host_are_refused_as_both(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gpuonboard_jump beside `-o ProxyCommand=none` in the args: ssh (Ansible) dials directly,
+    gpuonboard would go through the jump; neither is guessed."""
+    line = "gpuonboard_jump=ops@b1.example ansible_ssh_common_args='-o ProxyCommand=none'"
+    with pytest.raises(
+        InventoryError, match=r"field 'jump' and `-o ProxyCommand=none` in the ansible_ssh_common_args"
+    ):
+        _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n")
