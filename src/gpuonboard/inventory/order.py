@@ -97,6 +97,8 @@ def parse_order(
             f"names {zero.group(0).strip()!r} of GPU memory; write the size ordered, like 'A100 80GB'.",
         )
     interconnect = raw.get("interconnect")
+    if isinstance(interconnect, str) and interconnect.strip().lower() in INTERCONNECTS:
+        interconnect = interconnect.strip().lower()  # ('NVLink', as people write it)
     if interconnect is not None and interconnect not in INTERCONNECTS:
         raise order.fail("interconnect", f"must be one of {', '.join(INTERCONNECTS)}, not {interconnect!r}.")
     min_driver = order.min_driver()

@@ -144,6 +144,14 @@ def test_order_file_rdma_loaded(tmp_path: Path) -> None:
     assert load_order(str(f)).rdma == (8, 400.0)
 
 
+@pytest.mark.parametrize("written", ["NVLink", "NVLINK", "PCIe", " nvlink "])
+def test_an_interconnect_written_in_any_case_is_read(tmp_path: Path, written: str) -> None:
+    """`interconnect: NVLink`, as people write it, was refused ("must be one of nvlink, pcie")."""
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  gpu_count: 8\n  interconnect: '{written}'\n")
+    assert load_order(str(f)).interconnect == written.strip().lower()
+
+
 def test_order_file_bad_rdma_names_file_line_and_field(tmp_path: Path) -> None:
     f = tmp_path / "order.yml"
     f.write_text("order:\n  gpu_count: 8\n  rdma: 8x400\n")

@@ -31,9 +31,13 @@ def families() -> tuple[str, ...]:
 
 
 def name_family(name: str) -> str | None:
-    """The family a GPU name tells (the first whose pattern matches it in upper case); None: unknown."""
+    """The family a GPU name tells: a family's word in it ('NVIDIA RTX PRO 6000D Blackwell
+    Workstation Edition', 'NVIDIA RTX 6000 Ada Generation'), else the first family whose pattern
+    matches it in upper case; None: unknown."""
     upper = name.upper()
-    return next((family for family, names in name_families() if names.search(upper)), None)
+    words = set(re.split(r"[^A-Z0-9]+", upper))
+    said = next((family for word, family in family_words().items() if word in words), None)
+    return said or next((family for family, names in name_families() if names.search(upper)), None)
 
 
 # the Grace CPU of a superchip, which an order may name: AWS's 'NVIDIA GB200 Grace Blackwell'
@@ -55,6 +59,7 @@ def architecture_problem(
     problems: list[str] = []
     unseen: list[str] = []
     untold = None
+    wrong: dict[str, list[str]] = {}  # the family of ordered words it is not -> those words
     for word in words:
         if word == GRACE:
             if cut and not superchip:
@@ -69,5 +74,7 @@ def architecture_problem(
                 " architecture (`nvidia-smi -q` prints its Product Architecture)"
             )
         elif family != family_words()[word]:
-            problems.append(f"'{word.title()}' ordered, this GPU is {family}")
+            wrong.setdefault(family_words()[word], []).append(word.title())
+    # (one sentence a family: 'Ada Lovelace' ordered is one word of the order)
+    problems += [f"'{' '.join(said)}' ordered, this GPU is {family}" for said in wrong.values()]
     return problems, unseen, untold

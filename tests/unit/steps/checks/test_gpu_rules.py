@@ -122,3 +122,31 @@ def test_gpu_model_order_naming_the_architecture(
 ) -> None:
     text = (REAL / capture).read_text()
     assert verdicts(tmp_path, capture, text, f"gpu_model: {order}\n")["gpu_model"][0] == verdict
+
+
+# --- round 25 review: an order of no model word, only an architecture with a size, a form or a
+# count, passed any GPU of that family (the architecture word was dropped before the order was
+# asked for its model). Whole real captures, unedited.
+@pytest.mark.parametrize(
+    ("capture", "order"),
+    [
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "Hopper 80GB"),
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "NVIDIA Hopper 80GB"),
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "8x Hopper 80GB"),
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "Hopper SXM"),
+        ("nvidia-smi-q__l40s__1gpu__driver595.80__nvenc-load.txt", "Ada 48GB"),
+        ("nvidia-smi-q__l40s__1gpu__driver595.80__nvenc-load.txt", "Ada Lovelace 48GB"),
+        (
+            "nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt",
+            "Grace Hopper 96GB",
+        ),
+    ],
+)
+def test_gpu_model_order_of_an_architecture_and_no_model_fails(
+    tmp_path: Path, capture: str, order: str
+) -> None:
+    text = (REAL / capture).read_text()
+    assert verdicts(tmp_path, capture, text, f"gpu_model: {order}\n")["gpu_model"][0] == "fail"
+    assert (
+        "no GPU model in the order" in details(tmp_path, capture, text, f"gpu_model: {order}\n")["gpu_model"]
+    )
