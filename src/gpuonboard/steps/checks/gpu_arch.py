@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuonboard.resources import DATA_DIR, table_rows
+from gpuonboard.model_names import FAMILIES_FILE as FAMILIES_FILE
+from gpuonboard.model_names import GRACE as GRACE
+from gpuonboard.model_names import family_words as family_words
+from gpuonboard.resources import table_rows
 from gpuonboard.steps.checks.once import loaded_once
-
-FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
 
 
 @loaded_once
@@ -38,16 +39,6 @@ def name_family(name: str) -> str | None:
     words = set(re.split(r"[^A-Z0-9]+", upper))
     said = next((family for word, family in family_words().items() if word in words), None)
     return said or next((family for family, names in name_families() if names.search(upper)), None)
-
-
-# the Grace CPU of a superchip, which an order may name: AWS's 'NVIDIA GB200 Grace Blackwell'
-GRACE = "GRACE"
-
-
-def family_words() -> dict[str, str]:
-    """Each word of a family's name -> that family: {'HOPPER': 'Hopper', 'ADA': 'Ada Lovelace',
-    'LOVELACE': 'Ada Lovelace', ...}: the words an order's model may name its family by."""
-    return {word: family for family in families() for word in family.upper().split()}
 
 
 def architecture_problem(

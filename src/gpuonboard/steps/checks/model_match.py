@@ -1,6 +1,6 @@
 """GPU model matching for the `acceptance` step: is a delivered GPU name the ordered model?
 
-Reads names and orders as words (steps/checks/model_names.py: the normalisation of GPU names,
+Reads names and orders as words (gpuonboard/model_names.py: the normalisation of GPU names,
 the GPU count an order's model may carry, whether an order names a model), and owns the data
 tables of name markers, the comparison of the vGPU profiles a guest's driver prints (read by
 steps/checks/vgpu_name.py), and `match_model` / `model_matches`, which `rule_gpu_model` applies
@@ -15,10 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuonboard.resources import DATA_DIR, table_rows
-from gpuonboard.steps.base import Verdict
-from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
-from gpuonboard.steps.checks.model_names import (
+from gpuonboard.model_names import (
     _BARE_COUNT,
     _INTERCONNECT,
     _LEADING,
@@ -38,9 +35,12 @@ from gpuonboard.steps.checks.model_names import (
     names_a_model,
     no_model_said,
 )
-from gpuonboard.steps.checks.model_names import is_placeholder_name as is_placeholder_name
-from gpuonboard.steps.checks.model_names import model_tokens as model_tokens
-from gpuonboard.steps.checks.model_names import split_count as split_count
+from gpuonboard.model_names import is_placeholder_name as is_placeholder_name
+from gpuonboard.model_names import model_tokens as model_tokens
+from gpuonboard.model_names import split_count as split_count
+from gpuonboard.resources import DATA_DIR, table_rows
+from gpuonboard.steps.base import Verdict
+from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu

@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory import OrderSpec
+
 from ...offline_judge import details, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
@@ -145,8 +150,12 @@ def test_gpu_model_order_naming_the_architecture(
 def test_gpu_model_order_of_an_architecture_and_no_model_fails(
     tmp_path: Path, capture: str, order: str
 ) -> None:
-    text = (REAL / capture).read_text()
-    assert verdicts(tmp_path, capture, text, f"gpu_model: {order}\n")["gpu_model"][0] == "fail"
-    assert (
-        "no GPU model in the order" in details(tmp_path, capture, text, f"gpu_model: {order}\n")["gpu_model"]
-    )
+    """Before: pass. An order file holding such a model is refused when loaded (inventory/order.py);
+    an order built otherwise (the API's OrderSpec) fails the rule, naming why."""
+    (tmp_path / capture).write_text((REAL / capture).read_text())
+    facts = parse_facts(offline.load_outputs([str(tmp_path / capture)]))
+    row = next(c for c in offline.judge(facts, OrderSpec(gpu_model=order)) if c.name == "gpu_model")
+    assert row.verdict == "fail" and "no GPU model in the order" in row.detail, row
+    (tmp_path / "order.yml").write_text(f"order:\n  gpu_model: {order}\n")
+    with pytest.raises(InventoryError, match="names no GPU model"):
+        offline.load_order(str(tmp_path / "order.yml"))

@@ -2,7 +2,8 @@
 the normalisation of a name (vendor words, joined numbers, memory sizes, a name nvidia-smi's
 table cut with '...'), the GPU count an order's model may carry ('8x A100', '8卡 H200'), and
 whether an order's model names a model at all (`names_a_model`: 'Hopper 80GB' names none), which
-the inventory loader asks of an order's `gpu_model` too. Pure: no I/O.
+the inventory loader asks of an order's `gpu_model` too (so it is a module of its own, below
+both: it imports neither steps nor the inventory). Pure but for the packaged tables it reads.
 """
 
 from __future__ import annotations
@@ -11,7 +12,21 @@ import functools
 import re
 from dataclasses import dataclass
 
-from gpuonboard.steps.checks.gpu_arch import GRACE, family_words
+from gpuonboard.resources import DATA_DIR, table_rows
+
+FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
+# the Grace CPU of a superchip, which an order may name: AWS's 'NVIDIA GB200 Grace Blackwell'
+GRACE = "GRACE"
+
+
+@functools.cache
+def family_words() -> dict[str, str]:
+    """Each word of an architecture family's name (data/gpu_architectures.yml) -> that family:
+    {'HOPPER': 'Hopper', 'ADA': 'Ada Lovelace', 'LOVELACE': 'Ada Lovelace', ...}: the words an
+    order's model may name its family by (steps/checks/gpu_arch.py checks the table's rows)."""
+    families = [str(row.get("family") or "") for row in table_rows(FAMILIES_FILE, "families")]
+    return {word: family for family in families for word in family.upper().split()}
+
 
 # words that name the maker or a brand an order may leave out ("RTX 4090" is always GeForce,
 # "T4" always Tesla); QUADRO is not here: "Quadro RTX 6000" (Turing) is another card than an
