@@ -94,6 +94,13 @@ class IbPort:
     # one adapter, its physical and its SR-IOV virtual ones, shares it); None: not read
     adapter: str | None = None
     vf: bool | None = None  # an SR-IOV virtual function; None: not known (ibstatus)
+    # the InfiniBand port's GUID, hex digits only (ibstat's `Port GUID`, the low half of
+    # ibstatus's `default gid` and ibv_devinfo -v's `GID[0]`); None: not read, or a RoCE port
+    # (not compared: ibv_devinfo -v prints it after the fields a whole port record needs)
+    guid: str | None = field(default=None, compare=False)
+    # False where the listing ends inside this port's record: its last field read may be cut
+    # short (`Rate: 2` of `Rate: 200`), the fields after it are not read
+    whole: bool = field(default=True, compare=False)
 
     @property
     def active(self) -> bool:
@@ -113,6 +120,14 @@ class IbReport:
     # where a listing cut short ends mid-record ("mlx5_2 port 1 has no link_layer line"); None
     # when it is whole or the tool itself said it stopped
     cut: str | None = None
+    # the tool that printed it ("ibstat"; "" when not said), as sentences name a listing
+    tool: str = field(default="", compare=False)
+    # where several listings merged (merge_listings) disagree about a port's state or rate (taken
+    # at two times: those ports are not known), one clause per port; None where none does
+    disagree: str | None = None
+    # why several listings merged are not of one box at one time (an adapter or port GUID each, a
+    # whole listing without ports another lists); None where nothing says so
+    rivals: str | None = None
 
 
 # the part numbers (PCI device ids) of Mellanox / NVIDIA SR-IOV virtual functions, as the kernel's
@@ -252,12 +267,14 @@ def parse_ib_sysfs(text: str) -> IbReport:
         )
     # (no line read at all: not a box without a device, a text this parser cannot read)
     cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text)
-    return IbReport(tuple(ports), tuple(warnings), cut is None, cut)
+    if cut and ports and cut.startswith(f"{ports[-1].device} port {ports[-1].port} "):
+        ports[-1] = replace(ports[-1], whole=False)  # (its link layer cut: the line read is not whole)
+    return IbReport(tuple(ports), tuple(warnings), cut is None, cut, "sysfs")
 
 
 _HCA = re.compile(r"^hca_id:\s*(\S+)")
 _PORT = re.compile(r"^\s*port:\s*(\d+)\s*$")
-_FIELD = re.compile(r"^\s*(state|phys_state|link_layer|active_width|active_speed):\s*(.*?)\s*$")
+_FIELD = re.compile(r"^\s*(state|phys_state|link_layer|active_width|active_speed|GID\[\s*0\]):\s*(.*?)\s*$")
 _PORT_COUNT = re.compile(r"^\s*(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
 _VERBOSE = re.compile(r"^\s*max_mr_size:")  # the first line only `ibv_devinfo -v` prints
 _WHOLE_CODE = re.compile(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
@@ -323,8 +340,26 @@ class _Listing:
                 self.tool,
                 self.adapter,
                 self.vf,
+                _port_guid(fields, layer),
+                why is None,
             )
         )
+
+
+def _port_guid(fields: Mapping[str, str], layer: str | None) -> str | None:
+    """An InfiniBand port's GUID as hex digits: ibstat's `Port GUID: 0x946dae0300cde884`, or the
+    interface half of ibstatus's `default gid` / ibv_devinfo -v's `GID[0]` (`fe80:0000:0000:0000:
+    946d:ae03:00cd:e884`: the subnet prefix, then the port GUID); None for a RoCE port (its GID
+    is its MAC address's) or where none was read."""
+    if layer not in ("InfiniBand", "IB"):
+        return None
+    # (whole values only: a GID[0] line, the last of an ibv_devinfo -v port, may be cut short)
+    guid = fields.get("port guid", "")
+    if re.fullmatch(r"0x[0-9a-fA-F]{16}", guid):
+        return _guid(guid)
+    groups = (fields.get("default gid") or fields.get("GID[0]") or "").split(":")
+    whole = len(groups) == 8 and all(re.fullmatch(r"[0-9a-fA-F]{4}", g) for g in groups)
+    return _guid("".join(groups[4:])) if whole else None
 
 
 def _devinfo_rate(fields: Mapping[str, str]) -> float | None:
@@ -352,7 +387,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     devices found` is no port, not an unreadable output; a listing that ends mid-record (see the
     module docstring) is incomplete."""
     if no_rdma_device(text):
-        return IbReport(())
+        return IbReport((), tool="ibv_devinfo")
     listing = _Listing("ibv_devinfo")
     current: dict[str, str] | None = None
     number = 0
@@ -371,7 +406,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
             flush()
             number, current = int(m.group(1)), {}
         elif current is not None and (m := _FIELD.match(line)):
-            current.setdefault(m.group(1), m.group(2))
+            current.setdefault(re.sub(r"\s+", "", m.group(1)), m.group(2))
         elif listing.device and current is None and (m := _PORT_COUNT.match(line)):
             listing.declared = int(m.group(1))
         elif listing.device and current is None and (m := _DEVICE_FIELD.match(line)):
@@ -387,7 +422,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     if not listing.ports and text.strip():
         warnings = ("ibv_devinfo: no hca_id/port blocks found",)
         listing.mark("no port block in it")
-    return IbReport(tuple(listing.ports), warnings, listing.cut is None, listing.cut)
+    return IbReport(tuple(listing.ports), warnings, listing.cut is None, listing.cut, "ibv_devinfo")
 
 
 # a line of its own saying the tool stopped (ibstat's `ibpanic: [PID] main: stat of IB device
@@ -395,10 +430,10 @@ def parse_ibv_devinfo(text: str) -> IbReport:
 _STOPPED = re.compile(r"^\s*(?:ibpanic|ibwarn|ibstat(?:us)?):|\bfailed\b.*\b(?:IB device|umad)\b", re.I)
 _CA = re.compile(r"^CA\s+'([^']+)'\s*$")
 _CA_PORT = re.compile(r"^\s*Port\s+(\d+):\s*$")
-_CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer):\s*(.*?)\s*$")
+_CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer|Port GUID):\s*(.*?)\s*$")
 _CA_DEVICE = re.compile(r"^\s*(CA type|System image GUID):\s*(.*?)\s*$")
 _STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
-_STATUS_FIELD = re.compile(r"^\s*(state|phys state|rate|link_layer):\s*(.*?)\s*$")
+_STATUS_FIELD = re.compile(r"^\s*(state|phys state|rate|link_layer|default gid):\s*(.*?)\s*$")
 # the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c
 # port_dump, scripts/ibstatus port_status)
 _REQUIRED = {"ibstat": ("state", "rate", "link layer"), "ibstatus": ("state", "rate", "link_layer")}
@@ -447,7 +482,8 @@ def _blocks(
         if listing.cut is None:
             warnings.append(f"{tool}: no port blocks found")
         listing.mark("no port block in it")
-    return IbReport(tuple(listing.ports), tuple(warnings), not stopped and listing.cut is None, listing.cut)
+    complete = not stopped and listing.cut is None
+    return IbReport(tuple(listing.ports), tuple(warnings), complete, listing.cut, tool)
 
 
 # the whole output of a tool that found no RDMA device (see the module docstring)
@@ -470,7 +506,7 @@ def parse_ibstat(text: str) -> IbReport:
     `ibpanic:` line (a device it could not open) leaves the report incomplete, except the panic
     alone on libibumad's fallback name `mthca0`: no RDMA device (no port, complete)."""
     if no_rdma_device(text):
-        return IbReport(())
+        return IbReport((), tool="ibstat")
     return _blocks(text, _CA, _CA_PORT, _CA_FIELD, "ibstat")
 
 
@@ -503,7 +539,7 @@ def parse_rdma(text: str) -> IbReport:
     """Any of the formats, recognised by content (rdma_format); a tool's own "no RDMA device"
     output reads as the sysfs listing of a box without one (no port)."""
     if no_rdma_device(text):
-        return IbReport(())
+        return IbReport((), tool="ibv_devinfo" if "No IB devices" in text else "ibstat")
     return _each_port_once(_PARSERS[rdma_format(text)](text))
 
 
@@ -538,9 +574,10 @@ def merge_listings(reports: Sequence[IbReport]) -> IbReport:
     `ibstat` its rate; a whole `ibv_devinfo -v` lists the ports after the device an `ibstat`
     stopped at). A port is its listings' fields together; where two say different states or
     rates (taken at two times, the port flapped between them) that field is not known (a blank
-    state: neither up nor down; no rate) and the report says so in `cut`. The ports are all
-    known when one listing is whole (`complete`, no `cut`: the caller marks one narrowed by its
-    command as not whole)."""
+    state: neither up nor down; no rate) and the report says so in `disagree`. Listings that are
+    not of one box at one time (`rivals`: a GUID each, a whole listing without ports another
+    lists) are merged for show only. The ports are all known when a whole listing (`complete`, no
+    `cut`: the caller marks one narrowed by its command as not whole) lists every port listed."""
     if len(reports) == 1:
         return reports[0]
     copies: dict[tuple[str, int], list[IbPort]] = {}
@@ -553,10 +590,56 @@ def merge_listings(reports: Sequence[IbReport]) -> IbReport:
         port, why = _merged_port(seen)
         ports.append(port)
         clash += [f"{device} port {number} {why}"] if why else []
-    whole = any(r.complete and r.cut is None for r in reports)
-    cut = "; ".join(clash) or (None if whole else next((r.cut for r in reports if r.cut), None))
+    whole = any(r.complete and r.cut is None and set(copies) <= _keys(r) for r in reports)
+    cut = None if whole else next((r.cut for r in reports if r.cut), None)
     warnings = tuple(w for r in reports for w in r.warnings) + tuple(clash)
-    return IbReport(tuple(ports), warnings, whole and not clash, cut)
+    tools = "+".join(dict.fromkeys(r.tool for r in reports if r.tool))
+    return IbReport(
+        tuple(ports), warnings, whole, cut, tools, "; ".join(clash) or None, listings_disagree(reports)
+    )
+
+
+def _keys(report: IbReport) -> set[tuple[str, int]]:
+    return {(p.device, p.port) for p in report.ports}
+
+
+def _named_ports(keys: Iterable[tuple[str, int]]) -> str:
+    """'mlx5_10/1, mlx5_11/1' (the first three, then how many more)."""
+    shown = [f"{d}/{n}" for d, n in sorted(keys)]
+    return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+
+
+def listings_disagree(reports: Sequence[IbReport]) -> str | None:
+    """Why listings of RDMA ports in several formats are not of one box at one time (two boxes'
+    outputs in one folder, or a box whose devices changed between them): a device whose system
+    image GUID, or a port whose GUID, reads otherwise in two of them; a whole listing that does
+    not list a port another lists (a cut or narrowed listing may list fewer). None where nothing
+    says so; one sentence otherwise."""
+    said: list[str] = []
+    for what, of in (("system image GUID", lambda p: p.adapter), ("port GUID", lambda p: p.guid)):
+        read: dict[str, dict[str, set[str]]] = {}
+        for r in reports:
+            for p in r.ports:
+                if (value := of(p)) is not None:
+                    name = p.device if what.startswith("system") else f"{p.device}/{p.port}"
+                    read.setdefault(name, {}).setdefault(value, set()).add(p.source)
+        said += [
+            f"{name}'s {what} reads "
+            + ", ".join(f"0x{v} in {'+'.join(sorted(src))}" for v, src in values.items())
+            for name, values in read.items()
+            if len(values) > 1
+        ]
+    listed = set().union(*(_keys(r) for r in reports))
+    for r in reports:
+        if r.complete and r.cut is None and (missing := listed - _keys(r)):
+            said.append(f"the whole {r.tool or 'listing'} does not list {_named_ports(missing)}")
+    if not said:
+        return None
+    shown = "; ".join(said[:3]) + (f"; {len(said) - 3} more" if len(said) > 3 else "")
+    return (
+        f"the RDMA port listings disagree: {shown} (two boxes' outputs, or a box whose devices"
+        " changed between them)"
+    )
 
 
 def _first(values: Iterable[_T | None]) -> _T | None:
@@ -566,24 +649,29 @@ def _first(values: Iterable[_T | None]) -> _T | None:
 
 def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
     """One port's copies from several listings as one, and why a field of it is not known (two
-    listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`); None when they agree."""
-    states = {p.state for p in seen if p.state.strip()}
-    rates = {p.rate_gbps for p in seen if p.active and p.rate_gbps is not None}
+    listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`); None when they agree. A
+    copy its own listing ends inside (`Rate: 2` of `Rate: 200`) gives no port field where a
+    whole copy is read (its device's GUID and part number, read before the port, still count)."""
+    voters = [p for p in seen if p.whole] or list(seen)
+    states = {p.state for p in voters if p.state.strip()}
+    rates = {p.rate_gbps for p in voters if p.active and p.rate_gbps is not None}
     why = None
     if len(states) > 1:
-        why = "reads " + ", ".join(f"{p.state} in {p.source}" for p in seen)
+        why = "reads " + ", ".join(f"{p.state} in {p.source}" for p in voters)
     elif len(rates) > 1:
-        why = "reads " + ", ".join(f"{p.rate_gbps:g} Gb/s in {p.source}" for p in seen if p.rate_gbps)
+        why = "reads " + ", ".join(f"{p.rate_gbps:g} Gb/s in {p.source}" for p in voters if p.rate_gbps)
     state = next(iter(states)) if len(states) == 1 else ""
     port = IbPort(
         seen[0].device,
         seen[0].port,
         state,
         next(iter(rates)) if len(rates) == 1 else None,
-        _first(p.link_layer for p in seen),
-        _first(p.phys_state for p in seen),
+        _first(p.link_layer for p in voters),
+        _first(p.phys_state for p in voters),
         "+".join(dict.fromkeys(p.source for p in seen)),
         _first(p.adapter for p in seen),
         _first(p.vf for p in seen),
+        _first(p.guid for p in seen),
+        voters[0].whole,
     )
     return port, why

@@ -27,6 +27,7 @@ from gpuonboard.inventory.fields import (
     remote_path_problem,
 )
 from gpuonboard.inventory.model import DataDiskSpec, OrderSpec
+from gpuonboard.model_names import names_a_model
 from gpuonboard.units import parse_ram_size, parse_size
 from gpuonboard.yamlload import LineDict, did_you_mean, shown, where
 
@@ -96,7 +97,16 @@ def parse_order(
             "gpu_model",
             f"names {zero.group(0).strip()!r} of GPU memory; write the size ordered, like 'A100 80GB'.",
         )
+    if gpu_model is not None and not names_a_model(gpu_model):
+        # (judged, it would fail every box, or pass any GPU of the size or form it names)
+        raise order.fail(
+            "gpu_model",
+            f"names no GPU model ({gpu_model.strip()!r}: only a maker, architecture, size, form, count or"
+            " platform); write the model ordered, like 'H100 80GB SXM'.",
+        )
     interconnect = raw.get("interconnect")
+    if isinstance(interconnect, str) and interconnect.strip().lower() in INTERCONNECTS:
+        interconnect = interconnect.strip().lower()  # ('NVLink', as people write it)
     if interconnect is not None and interconnect not in INTERCONNECTS:
         raise order.fail("interconnect", f"must be one of {', '.join(INTERCONNECTS)}, not {interconnect!r}.")
     min_driver = order.min_driver()

@@ -72,7 +72,8 @@ def test_two_listings_that_disagree_on_a_port_leave_it_unknown(tmp_path: Path) -
     (tmp_path / "ibstat.txt").write_text(IBSTAT.read_text())
     verdict, actual = rdma("8x200", tmp_path / "ibstat.txt", tmp_path / "ibstatus.txt")
     assert verdict == "unverified"
-    assert "mlx5_3 port 1 reads ACTIVE in ibstat, DOWN in ibstatus" in actual
+    assert "(the listings disagree: mlx5_3 port 1 reads ACTIVE in ibstat, DOWN in ibstatus;" in actual
+    assert "incomplete probe" not in actual  # (round 25: a disagreement, not a listing cut short)
 
 
 def test_two_listings_in_one_format_stay_refused(tmp_path: Path) -> None:
@@ -81,3 +82,62 @@ def test_two_listings_in_one_format_stay_refused(tmp_path: Path) -> None:
     (tmp_path / "b.txt").write_text(IBSTATUS.read_text().replace("4: ACTIVE", "1: DOWN", 1))
     with pytest.raises(UsageError, match="a second rdma_ports output"):
         offline.load_outputs([str(tmp_path)])
+
+
+H100 = REAL / "ibstat__h100-8x-ndr400__some-down__gpud.txt"
+NO_DEVICE = REAL / "ibv_devinfo__no-ib-devices.txt"
+
+
+def _cas(text: str, *names: str) -> str:
+    """The `CA 'NAME'` blocks of an ibstat output, each whole, in the order given."""
+    blocks = text.split("CA '")
+    return "".join("CA '" + b for b in blocks[1:] if b.split("'")[0] in names)
+
+
+def test_a_listing_of_no_device_beside_a_cut_one_is_a_disagreement() -> None:
+    """The real ibv_devinfo `No IB devices found` beside the A100 ibstat cut by `ibpanic` after
+    mlx5_7 (both files as they are). Before: fail "8 of 8 port(s) ACTIVE at >= 200 Gb/s" for 10
+    ports (the whole listing of no port made the cut one count as whole). They cannot be of one
+    box at one time: unverified, naming the ports the whole listing lacks."""
+    verdict, actual = rdma("10x200", NO_DEVICE, IBSTAT)
+    assert verdict == "unverified"
+    assert "the whole ibv_devinfo does not list mlx5_0/1" in actual
+    assert "two boxes' outputs" in actual
+
+
+def test_two_boxes_listings_in_two_formats_never_add_up_to_a_pass(tmp_path: Path) -> None:
+    """One file: the CA 'mlx5_10' and 'mlx5_11' blocks of the H100 box's ibstat (400 Gb/s
+    active); the other: the mlx5_0..mlx5_5 blocks of the A100 box's ibstatus (200 Gb/s active).
+    Each alone fails 8x200 (2 of 8, 6 of 8); before, merged, they passed "8 of 8". Two whole
+    listings of other ports are two boxes: unverified."""
+    (tmp_path / "ibstat.txt").write_text(_cas(H100.read_text(), "mlx5_10", "mlx5_11"))
+    status = IBSTATUS.read_text().split("\n\n")
+    (tmp_path / "ibstatus.txt").write_text("\n\n".join(status[:6]) + "\n")
+    assert rdma("8x200", tmp_path / "ibstat.txt")[0] == "fail"
+    assert rdma("8x200", tmp_path / "ibstatus.txt")[0] == "fail"
+    verdict, actual = rdma("8x200", tmp_path / "ibstat.txt", tmp_path / "ibstatus.txt")
+    assert verdict == "unverified"
+    assert "the whole ibstatus does not list mlx5_10/1, mlx5_11/1" in actual
+
+
+def test_two_boxes_with_one_device_set_are_told_by_their_port_guids() -> None:
+    """The H100 box's whole ibstat and the A100 box's whole ibstatus (both files as they are):
+    before, unverified as one box's port that flapped ("mlx5_0 port 1 reads 400 Gb/s in ibstat,
+    200 Gb/s in ibstatus"); now the port GUIDs (ibstat's `Port GUID`, ibstatus's `default gid`)
+    say two boxes, named as such."""
+    verdict, actual = rdma("8x200", H100, IBSTATUS)
+    assert verdict == "unverified"
+    assert "mlx5_0/1's port GUID reads 0x946dae0300cde72c in ibstat, 0x00155dfffd3411eb in ibstatus" in actual
+    assert "reads 400 Gb/s" not in actual
+
+
+def test_a_field_cut_short_gives_way_to_the_whole_listing(tmp_path: Path) -> None:
+    """The A100 ibstat cut inside mlx5_7's `Rate: 200`, as `Rate: 2` (all after it removed),
+    beside the box's whole ibstatus. Before: unverified, "mlx5_7 port 1 reads 2 Gb/s in ibstat,
+    200 Gb/s in ibstatus"; the cut record's rate gives way: the ibstatus alone passes 8x200."""
+    text = IBSTAT.read_text()
+    at = text.index("Rate: 200", text.index("CA 'mlx5_7'"))
+    (tmp_path / "ibstat.txt").write_text(text[: at + len("Rate: 2")])
+    (tmp_path / "ibstatus.txt").write_text(IBSTATUS.read_text())
+    both = rdma("8x200", tmp_path / "ibstat.txt", tmp_path / "ibstatus.txt")
+    assert both == ("pass", "8 of 9 port(s) ACTIVE at >= 200 Gb/s")

@@ -165,3 +165,13 @@ def test_an_ibstat_without_its_indentation_is_judged() -> None:
     report = parse_rdma(flat)
     assert rule_rdma((8, 400.0), report.ports, report.complete, report.cut).verdict == "pass"  # type: ignore[union-attr]
     assert rule_rdma((9, 400.0), report.ports, report.complete, report.cut).verdict == "fail"  # type: ignore[union-attr]
+
+
+def test_an_infiniband_ports_guid_is_read_in_each_format() -> None:
+    """ibstat's `Port GUID` and the interface half of ibstatus's `default gid` of gpud's A100 VM
+    (one box) read the same; a RoCE port (mlx5_8 of the ibstatus, Ethernet) has none."""
+    ibstat = parse_ibstat(read("ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt"))
+    ibstatus = infiniband.parse_ibstatus(read("ibstatus__a100-hdr200__all-active__gpud.txt"))
+    assert ibstat.ports[0].guid == ibstatus.ports[0].guid == "00155dfffd3411eb"
+    assert ibstatus.ports[8].guid is None
+    assert infiniband.listings_disagree([ibstat, ibstatus]) is None

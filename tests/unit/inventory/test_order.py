@@ -144,6 +144,39 @@ def test_order_file_rdma_loaded(tmp_path: Path) -> None:
     assert load_order(str(f)).rdma == (8, 400.0)
 
 
+@pytest.mark.parametrize(
+    "model",
+    ["NVIDIA", "HGX", "NVLink", "HBM3", "80GB", "SXM", "Hopper 80GB", "8x Hopper 80GB", "Ada Lovelace"],
+)
+def test_an_ordered_model_of_no_model_word_is_refused_naming_the_field(tmp_path: Path, model: str) -> None:
+    """`gpu_model: Hopper 80GB` (an architecture and a size), `NVIDIA`, `HGX`, `SXM`: loaded, it
+    failed every box as "no GPU model in the order", or (`80GB`, `SXM`) passed any GPU of that
+    size or form; now one sentence naming the file, the field and the words."""
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  gpu_count: 8\n  gpu_model: {model}\n")
+    with pytest.raises(InventoryError) as err:
+        load_order(str(f))
+    msg = str(err.value)
+    assert str(f) in msg and "'gpu_model'" in msg and "names no GPU model" in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    "model", ["H100 80GB SXM", "TITAN V", "GB200 Grace Blackwell", "RTX PRO 6000 S", "A100-4C"]
+)
+def test_an_ordered_model_naming_a_model_loads(tmp_path: Path, model: str) -> None:
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  gpu_model: {model}\n")
+    assert load_order(str(f)).gpu_model == model
+
+
+@pytest.mark.parametrize("written", ["NVLink", "NVLINK", "PCIe", " nvlink "])
+def test_an_interconnect_written_in_any_case_is_read(tmp_path: Path, written: str) -> None:
+    """`interconnect: NVLink`, as people write it, was refused ("must be one of nvlink, pcie")."""
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  gpu_count: 8\n  interconnect: '{written}'\n")
+    assert load_order(str(f)).interconnect == written.strip().lower()
+
+
 def test_order_file_bad_rdma_names_file_line_and_field(tmp_path: Path) -> None:
     f = tmp_path / "order.yml"
     f.write_text("order:\n  gpu_count: 8\n  rdma: 8x400\n")

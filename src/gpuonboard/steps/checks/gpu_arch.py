@@ -7,10 +7,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuonboard.resources import DATA_DIR, table_rows
+from gpuonboard.model_names import FAMILIES_FILE as FAMILIES_FILE
+from gpuonboard.model_names import GRACE as GRACE
+from gpuonboard.model_names import family_words as family_words
+from gpuonboard.resources import table_rows
 from gpuonboard.steps.checks.once import loaded_once
-
-FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
 
 
 @loaded_once
@@ -31,19 +32,13 @@ def families() -> tuple[str, ...]:
 
 
 def name_family(name: str) -> str | None:
-    """The family a GPU name tells (the first whose pattern matches it in upper case); None: unknown."""
+    """The family a GPU name tells: a family's word in it ('NVIDIA RTX PRO 6000D Blackwell
+    Workstation Edition', 'NVIDIA RTX 6000 Ada Generation'), else the first family whose pattern
+    matches it in upper case; None: unknown."""
     upper = name.upper()
-    return next((family for family, names in name_families() if names.search(upper)), None)
-
-
-# the Grace CPU of a superchip, which an order may name: AWS's 'NVIDIA GB200 Grace Blackwell'
-GRACE = "GRACE"
-
-
-def family_words() -> dict[str, str]:
-    """Each word of a family's name -> that family: {'HOPPER': 'Hopper', 'ADA': 'Ada Lovelace',
-    'LOVELACE': 'Ada Lovelace', ...}: the words an order's model may name its family by."""
-    return {word: family for family in families() for word in family.upper().split()}
+    words = set(re.split(r"[^A-Z0-9]+", upper))
+    said = next((family for word, family in family_words().items() if word in words), None)
+    return said or next((family for family, names in name_families() if names.search(upper)), None)
 
 
 def architecture_problem(
@@ -55,6 +50,7 @@ def architecture_problem(
     problems: list[str] = []
     unseen: list[str] = []
     untold = None
+    wrong: dict[str, list[str]] = {}  # the family of ordered words it is not -> those words
     for word in words:
         if word == GRACE:
             if cut and not superchip:
@@ -69,5 +65,7 @@ def architecture_problem(
                 " architecture (`nvidia-smi -q` prints its Product Architecture)"
             )
         elif family != family_words()[word]:
-            problems.append(f"'{word.title()}' ordered, this GPU is {family}")
+            wrong.setdefault(family_words()[word], []).append(word.title())
+    # (one sentence a family: 'Ada Lovelace' ordered is one word of the order)
+    problems += [f"'{' '.join(said)}' ordered, this GPU is {family}" for said in wrong.values()]
     return problems, unseen, untold

@@ -104,6 +104,7 @@ def rule_rdma(
     ports: Sequence[IbPort] | None,
     complete: bool = True,
     cut: str | None = None,
+    disagree: str | None = None,
 ) -> Check | None:
     """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
     rate or more, each physical link once (the VF ports of a listed physical function are not
@@ -111,8 +112,10 @@ def rule_rdma(
     unverified; an active port whose rate is not reported (ibv_devinfo without -v) cannot count:
     unverified; a listing that stopped early (`complete` False: ibstat's `ibpanic:` line) or ends
     mid-record (`cut` says where: IbReport.cut) with too few good ports = unverified (the ports
-    not listed are not known to be down). "No RDMA device found" needs a whole listing with no
-    port. None when the order asks for no RDMA."""
+    not listed are not known to be down); listings merged that disagree about a port's state or
+    rate (`disagree`, taken at two times: that port is neither up nor down) with too few good
+    ports = unverified, naming the disagreement. "No RDMA device found" needs a whole listing
+    with no port. None when the order asks for no RDMA."""
     if order_rdma is None:
         return None
     count, gbit = order_rdma
@@ -135,6 +138,17 @@ def rule_rdma(
     actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
     if len(good) >= count:
         return Check("rdma_ports", expected, actual + shared_said(shared), "pass")
+    if disagree is not None:
+        return Check(
+            "rdma_ports",
+            expected,
+            f"{actual}{shared_said(shared)} (the listings disagree: {disagree}; each such port is"
+            " neither counted up nor called down)",
+            "unverified",
+            "the saved RDMA port listings were taken at two times and a port changed between them:"
+            " save `ibv_devinfo -v` (or ibstat and ibstatus one after the other) on the box and"
+            " judge it again.",
+        )
     if not complete or cut is not None:
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
@@ -199,7 +213,17 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
     report = infiniband.merge_listings(
         [_listing(out) for out in (first, *first.beside) if out.exit_code == 0]
     )
-    return rule_rdma(order.rdma, report.ports, report.complete, report.cut)
+    if report.rivals is not None:
+        return Check(
+            "rdma_ports",
+            _rdma_expected(order.rdma),
+            f"not judged: {report.rivals}",
+            "unverified",
+            "the saved RDMA port listings are not of one box at one time: judge each box's"
+            " listings apart (one folder per box), or save `ibv_devinfo -v` on the box and judge it"
+            " again.",
+        )
+    return rule_rdma(order.rdma, report.ports, report.complete, report.cut, report.disagree)
 
 
 def _listing(out: ProbeOutput) -> infiniband.IbReport:

@@ -14,6 +14,8 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.checks import driver_compat
 from gpuonboard.steps.checks.ngc import load_releases
 
@@ -151,3 +153,35 @@ def test_gpu_model_order_naming_the_architecture(
 ) -> None:
     text = (REAL / capture).read_text()
     assert verdicts(tmp_path, capture, text, f"gpu_model: {order}\n")["gpu_model"][0] == verdict
+
+
+# --- round 25 review: an order of no model word, only an architecture with a size, a form or a
+# count, passed any GPU of that family (the architecture word was dropped before the order was
+# asked for its model). Whole real captures, unedited.
+@pytest.mark.parametrize(
+    ("capture", "order"),
+    [
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "Hopper 80GB"),
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "NVIDIA Hopper 80GB"),
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "8x Hopper 80GB"),
+        ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "Hopper SXM"),
+        ("nvidia-smi-q__l40s__1gpu__driver595.80__nvenc-load.txt", "Ada 48GB"),
+        ("nvidia-smi-q__l40s__1gpu__driver595.80__nvenc-load.txt", "Ada Lovelace 48GB"),
+        (
+            "nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt",
+            "Grace Hopper 96GB",
+        ),
+    ],
+)
+def test_gpu_model_order_of_an_architecture_and_no_model_fails(
+    tmp_path: Path, capture: str, order: str
+) -> None:
+    """Before: pass. An order file holding such a model is refused when loaded (inventory/order.py);
+    an order built otherwise (the API's OrderSpec) fails the rule, naming why."""
+    (tmp_path / capture).write_text((REAL / capture).read_text())
+    facts = parse_facts(offline.load_outputs([str(tmp_path / capture)]))
+    row = next(c for c in offline.judge(facts, OrderSpec(gpu_model=order)) if c.name == "gpu_model")
+    assert row.verdict == "fail" and "no GPU model in the order" in row.detail, row
+    (tmp_path / "order.yml").write_text(f"order:\n  gpu_model: {order}\n")
+    with pytest.raises(InventoryError, match="names no GPU model"):
+        offline.load_order(str(tmp_path / "order.yml"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.steps.checks.model_match import model_matches, model_tokens
+from gpuonboard.steps.checks.model_match import match_model, model_matches, model_tokens
 
 FIX = Path(__file__).parents[3] / "fixtures"
 
@@ -299,3 +299,54 @@ def test_model_matching_architecture_words(
     from gpuonboard.steps.checks.model_match import match_model
 
     assert match_model(ordered, delivered, None, None, family).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("ordered", "name", "family", "verdict", "said"),
+    [
+        # the name holds its family's word, where no pattern of data/gpu_architectures.yml read it
+        (
+            "RTX PRO 6000D Ada",
+            "NVIDIA RTX PRO 6000D Blackwell Workstation Edition",
+            None,
+            "fail",
+            "is Blackwell",
+        ),
+        # names the table of patterns missed (each family from NVIDIA's own tables)
+        ("A100X Hopper", "NVIDIA A100X", None, "fail", "this GPU is Ampere"),
+        ("T550 Laptop Ampere", "NVIDIA T550 Laptop GPU", None, "fail", "this GPU is Turing"),
+        ("RTX A4000H Ada", "NVIDIA RTX A4000H", None, "fail", "this GPU is Ampere"),
+        # -q's Product Architecture against the family the name says: they disagree, neither wins
+        ("RTX 6000 Blackwell", "NVIDIA RTX 6000 Ada Generation", "Blackwell", "unverified", "they disagree"),
+        # one sentence for a family named in two words
+        (
+            "RTX PRO 6000 Ada Lovelace",
+            "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+            None,
+            "fail",
+            "'Ada Lovelace' ordered, this GPU is Blackwell",
+        ),
+    ],
+)
+def test_the_family_an_order_names_against_the_one_the_name_tells(
+    ordered: str, name: str, family: str | None, verdict: str, said: str
+) -> None:
+    got = match_model(ordered, name, None, family=family)
+    assert got.verdict == verdict and said in got.why, got
+
+
+def test_a_size_glued_to_its_memory_type_is_a_size() -> None:
+    """'RTX 4090 24GDDR6X', as marketplaces list it: 24 GB of GDDR6X, checked against the VRAM
+    (was: "'24' ... not checked", warn)."""
+    assert match_model("RTX 4090 24GDDR6X", "NVIDIA GeForce RTX 4090", 24564).verdict == "pass"
+    got = match_model("RTX 4090 48GDDR6X", "NVIDIA GeForce RTX 4090", 24564)
+    assert got.verdict == "fail" and "'48GB' ordered, the GPU has 24564 MiB" in got.why
+
+
+def test_a_cut_name_shows_the_short_word_the_order_wrote() -> None:
+    """The table's 'NVIDIA RTX PRO 6000 Blac...' (tests/fixtures/real/nvidia-smi__rtx-pro-6000-
+    blackwell__4gpu-1-lost__driver610.57.04.txt) against Vast.ai's 'RTX PRO 6000 S': the cut
+    tail may hold it, and the note names 'S' as ordered, not the words it stands for ('SERVER,
+    EDITION')."""
+    got = match_model("RTX PRO 6000 S", "NVIDIA RTX PRO 6000 Blac...", None)
+    assert got.verdict == "warn" and "not shown: S;" in got.why and "SERVER" not in got.why, got

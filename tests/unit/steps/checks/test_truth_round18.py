@@ -9,6 +9,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
+from gpuonboard.model_names import names_a_model
 
 from ...offline_judge import checks, verdicts
 
@@ -18,13 +19,16 @@ VIEWS = sorted(p.name for p in REAL.glob("nvidia-smi*__*.txt") if not p.name.sta
 
 def listing(name: str) -> tuple[str, str] | None:
     """The real capture's GPUs as `nvidia-smi -L` prints them, and an order naming the first GPU's
-    model with the size of memory the capture shows (None: no named GPU with its memory)."""
+    model with the size of memory the capture shows (None: no named GPU with its memory, or a name
+    cut before its model, which an order file may not hold since round 25)."""
     try:
         report = parse_facts(offline.load_outputs([str(REAL / name)])).gpu
     except Exception:  # (a capture the offline judge refuses as a whole)
         return None
     gpus = report.gpus if report is not None else []
     if not gpus or not gpus[0].name or not gpus[0].memory_total_mib or gpus[0].memory_unified:
+        return None
+    if not names_a_model(gpus[0].name):  # (a name the table cut before its model: 'NVIDIA GeForce ...')
         return None
     lines = [
         f"GPU {n}: {g.name} (UUID: {g.uuid or f'GPU-{n:08d}-0000-0000-0000-000000000000'})"
