@@ -160,3 +160,52 @@ def test_a_grepped_lscpu_never_passes_on_the_lines_it_kept(tmp_path: Path, comma
     assert actual.startswith("20 cores / 40 threads; `lscpu | ") and "keeps only the lines" in actual
     # (a fail the kept lines show still fails: a filter adds no CPU)
     assert verdicts(tmp_path, "lscpu.txt", command + "\n" + kept, "cpu_cores: 48")["cpu_cores"][0] == "fail"
+
+
+HYPERV_CPUINFO = "proc-cpuinfo__amd-ryzen-3-4100__hyperv-vm-2socket-2core-smt__ollama-7287.txt"
+
+
+def _cpuinfo_lines() -> list[str]:
+    return (REAL / HYPERV_CPUINFO).read_text().splitlines(keepends=True)
+
+
+def _topology_lines() -> str:
+    return "".join(
+        line for line in _cpuinfo_lines() if line.startswith(("processor", "physical id", "core id"))
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "ordered"),
+    [
+        # `grep processor /proc/cpuinfo` saved alone
+        ("".join(line for line in _cpuinfo_lines() if line.startswith("processor")), 8),
+        # `grep -E 'processor|physical id|core id' /proc/cpuinfo`, alone and under its prompt
+        (_topology_lines(), 8),
+        ("$ grep -E 'processor|physical id|core id' /proc/cpuinfo\n" + _topology_lines(), 8),
+        # `grep` of its first 2 CPUs' lines: what it left out is not known to be missing
+        ("$ grep -E -m 6 'processor|physical id|core id' /proc/cpuinfo\n"
+         + "".join(_topology_lines().splitlines(True)[:6]), 4),
+        # `cat /proc/cpuinfo | head -n 56`: its first two whole blocks
+        ("$ cat /proc/cpuinfo | head -n 56\n" + "".join(_cpuinfo_lines()[:56]), 4),
+        # the top scrolled off: the text starts at `processor : 4`
+        ("".join(_cpuinfo_lines()[4 * 28 :]), 8),
+    ],
+)  # fmt: skip
+def test_a_cpuinfo_not_known_whole_never_fails_cpu_cores(tmp_path: Path, text: str, ordered: int) -> None:
+    """The real HyperV /proc/cpuinfo (8 CPUs, 4 cores) cut or filtered in-test as each case
+    says, saved as cpuinfo.txt: each failed cpu_cores (`1 cores / 1 threads`, `1 cores / 2
+    threads`, `2 cores / 4 threads`); the CPUs a filter or a cut left out are not known to be
+    missing: unverified."""
+    assert verdicts(tmp_path, "cpuinfo.txt", text, f"cpu_cores: {ordered}")["cpu_cores"][0] == "unverified"
+
+
+def test_a_grepped_cpuinfo_passes_on_the_cores_it_kept(tmp_path: Path) -> None:
+    """`grep -E 'processor|physical id|core id' /proc/cpuinfo` of the real HyperV box (in-test),
+    an order of 4 cores: /proc/cpuinfo lists the online CPUs only and a filter adds none, so the
+    4 cores it shows pass."""
+    text = "$ grep -E 'processor|physical id|core id' /proc/cpuinfo\n" + _topology_lines()
+    assert verdicts(tmp_path, "cpuinfo.txt", text, "cpu_cores: 4")["cpu_cores"] == (
+        "pass",
+        "4 cores / 8 threads",
+    )

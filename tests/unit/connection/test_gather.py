@@ -247,3 +247,24 @@ def test_a_df_that_hangs_is_stopped_and_said(tmp_path: Path) -> None:
     check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/data")), facts, 0.05)
     assert check.verdict == "unverified"
     assert "df did not answer within 1 s" in check.actual
+
+
+def test_cpu_cores_from_proc_cpuinfo_names_it_not_lscpu() -> None:
+    """The real HyperV /proc/cpuinfo as the lscpu probe's answer on a box without lscpu: with its
+    `physical id` / `core id` / `cpu cores` lines dropped in-test (arm64, POWER9 print none), the
+    unverified said "the core count is not in this lscpu output" and "run `lscpu`" where lscpu
+    is not installed; ordered 9 CPUs, its fail said "a smaller CPU model or fewer sockets" though
+    /proc/cpuinfo lists the online CPUs only. Both now name /proc/cpuinfo."""
+    lines = HYPERV_CPUINFO.read_text().splitlines(keepends=True)
+    bare = "".join(ln for ln in lines if not ln.startswith(("physical id", "core id", "cpu cores")))
+    check = rule_cpu(OrderSpec(cpu_cores=8), parse_facts({"lscpu": ProbeOutput(bare, "", 0)}))
+    assert check.verdict == "unverified" and check.actual.endswith(
+        "the core count is not in this /proc/cpuinfo"
+    )
+    assert "lscpu gave" not in check.detail
+    failed = rule_cpu(
+        OrderSpec(cpu_cores=9), parse_facts({"lscpu": ProbeOutput(HYPERV_CPUINFO.read_text(), "", 0)})
+    )
+    assert failed.verdict == "fail" and failed.detail.startswith(
+        "fewer online CPUs than ordered in /proc/cpuinfo"
+    )
