@@ -55,6 +55,17 @@ def pasted(name: str, prompt: str) -> str:
         ("rdma_ports", "ibv_devinfo -d mlx5_0", True),
         ("rdma_ports", "ibv_devinfo --ib-port=1", True),
         ("lscpu", "lscpu", False),
+        ("lscpu", "lscpu | grep -v Flags", False),  # (drops no line a count is read from)
+        ("lscpu", "lscpu | grep -vE '^(Flags|Vulnerability)'", False),
+        ("lscpu", "lscpu | grep -v -e Flags -e NUMA", False),
+        ("lscpu", "lscpu | grep -v 'Flags\\|L[123]'", False),
+        ("lscpu", "lscpu | grep -v Off-line", True),
+        ("lscpu", "lscpu | grep -v CPU", True),
+        ("lscpu", "lscpu | grep -v 0-", True),  # (a CPU list's value)
+        ("lscpu", "lscpu | grep -v -A1 Flags", True),  # (an option not read)
+        ("lscpu", "lscpu | grep -v Flags other.txt", True),  # (grep reads the file)
+        ("lscpu", "lscpu | grep Flags", True),
+        ("df", "df -h | grep -v tmpfs", True),
         ("df", "", False),
     ],
 )
@@ -134,6 +145,7 @@ def test_a_prompt_with_no_space_before_its_command_is_read(tmp_path: Path) -> No
 
 
 OFFLINE_CPUS = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"
+EPYC = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
 
 
 @pytest.mark.parametrize(
@@ -209,3 +221,15 @@ def test_a_grepped_cpuinfo_passes_on_the_cores_it_kept(tmp_path: Path) -> None:
         "pass",
         "4 cores / 8 threads",
     )
+
+
+def test_an_lscpu_without_its_flags_line_is_judged_whole(tmp_path: Path) -> None:
+    """The real 2-socket Xeon E5-2630 v4 (40 CPUs, 36 offline) without its Flags line (in-test)
+    under its copied `lscpu | grep -v Flags`, and the real 2-socket EPYC 9374F (64 cores) so: a
+    grep -v that drops no line a count is read from shows every CPU and core; the Xeon's fail
+    and the EPYC's pass stand (the pass was unverified, "keeps only the lines grep let
+    through")."""
+    for name, order, verdict in ((OFFLINE_CPUS, 16, "fail"), (EPYC, 64, "pass")):
+        kept = "".join(ln for ln in (REAL / name).read_text().splitlines(True) if not ln.startswith("Flags"))
+        text = "$ lscpu | grep -v Flags\n" + kept
+        assert verdicts(tmp_path, "lscpu.txt", text, f"cpu_cores: {order}")["cpu_cores"][0] == verdict
