@@ -68,7 +68,7 @@ def _narrowed_run(kind: str, ran: Run) -> str:
         return f"`{ran.said}` {PCIE_PATHS_ONLY}"
     for stage in ran.stages[1:]:  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
         if stage and (name := stage[0].rsplit("/", 1)[-1]) not in _PASSES:
-            if kind == "lscpu" and _drops_no_count(stage):
+            if kind == "lscpu" and _args_of(ran.head, ("lscpu",)) and _drops_no_count(stage):
                 continue  # (`lscpu | grep -v Flags`)
             return f"`{ran.said}` keeps only the lines {name} let through"
     if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
