@@ -231,6 +231,30 @@ def test_cpu_cores_of_a_proc_cpuinfo_cut_short_is_unverified() -> None:
     )
 
 
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox here")
+def test_a_df_that_hangs_under_busyboxs_timeout_is_stopped_and_said(tmp_path: Path) -> None:
+    """The same hung df on a box whose `timeout` is BusyBox's (this machine's real busybox,
+    handed the program by its path): it exits 143 on expiry, not GNU's 124, so the probe ran plain df
+    again after `df -T /` timed out (twice the wait) and then ended with 143 and no line saying
+    why. Now 143 is a timeout too: exit 124, the line said, after one wait only."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "df").write_text('#!/bin/sh\necho ran >> "$0.calls"\nexec sleep 60\n')
+    (bin_dir / "df").chmod(0o755)
+    # (BusyBox runs its own applet of a name it has, `df` too: the program is handed by its path)
+    (bin_dir / "timeout").write_text(
+        f'#!/bin/sh\nk=$2; s=$3; shift 3; p=$(command -v "$1"); shift\n'
+        f'exec {shutil.which("busybox")} timeout -k "$k" "$s" "$p" "$@"\n'
+    )
+    (bin_dir / "timeout").chmod(0o755)
+    for tool in ("sleep", "true", "sh"):
+        os.symlink(shutil.which(tool) or f"/bin/{tool}", bin_dir / tool)
+    facts = _probe(bin_dir, ("df",), df_timeout=1)
+    assert facts.raw["df"].exit_code == 124
+    assert "df did not answer within 1 s" in facts.raw["df"].stderr
+    assert (bin_dir / "df.calls").read_text().count("ran") == 1
+
+
 def test_a_df_that_hangs_is_stopped_and_said(tmp_path: Path) -> None:
     """A hard NFS mount whose server is gone makes df block in statfs for ever (here: a df that
     sleeps), and with it the whole batched probe: every rule was lost to "a remote command timed
