@@ -292,3 +292,18 @@ def test_cpu_cores_from_proc_cpuinfo_names_it_not_lscpu() -> None:
     assert failed.verdict == "fail" and failed.detail.startswith(
         "fewer online CPUs than ordered in /proc/cpuinfo"
     )
+
+
+PI3_CPUINFO = REAL / "proc-cpuinfo__raspberry-pi-3b-cortex-a53__no-topology__arm-socs-table-6.txt"
+
+
+@pytest.mark.parametrize(("ordered", "verdict"), [(4, "unverified"), (8, "fail")])
+def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: str) -> None:
+    """The real /proc/cpuinfo of a Raspberry Pi 3 (arm64: 4 CPU blocks, no topology lines, the
+    board's lines after the last block) as the lscpu probe's answer on a box without lscpu: 4
+    cores ordered said "the core count is not in this lscpu output"; 8 ordered fail on its 4
+    online CPUs, saying /proc/cpuinfo lists the online CPUs only."""
+    facts = parse_facts({"lscpu": ProbeOutput(PI3_CPUINFO.read_text(), "", 0)})
+    check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
+    assert check.verdict == verdict, check
+    assert "/proc/cpuinfo" in (check.actual + check.detail) and "lscpu output" not in check.actual
