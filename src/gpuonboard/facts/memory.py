@@ -242,6 +242,15 @@ def _runs_free(command: str) -> bool:
     return False
 
 
+def _clustered_unit(command: str) -> int | None:
+    """The unit a copied free command gives in a cluster of its short options (`-wm`, `-th`,
+    `-mt`: _NAMED_FLAG reads a unit letter only first in its word), the last one given; None
+    where none does."""
+    letters = "".join(re.findall(r"(?:^|\s)-([A-Za-z]{2,})(?=\s|$)", tool_words("", "free", command)))
+    units = [_FLAG_UNITS[letter] for letter in letters if letter in "bkmgh"]
+    return units[-1] if units else None
+
+
 def _swap_says_kib(text: str) -> bool:
     """Whether the Swap total of a free output is too much swap read as MiB (_SWAP_MAX_MIB)."""
     for line in text.splitlines():
@@ -275,6 +284,8 @@ def _free_unit(name: str, text: str, command: str = "") -> tuple[int, bool]:
     flag = _NAMED_FLAG.search(named)
     if flag:
         return _FLAG_UNITS[flag.group(1).lower()], False
+    if (clustered := _clustered_unit(command)) is not None:
+        return clustered, False  # (`free -wm`, `free -tg`)
     text = english_free(text)
     mem = next((ln.split() for ln in text.splitlines() if ln.strip().startswith("Mem:")), [])
     if len(mem) > 1 and not mem[1].isdecimal() and _HUMAN.match(mem[1]):

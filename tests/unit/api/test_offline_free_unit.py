@@ -89,3 +89,12 @@ def test_the_kib_or_mib_reading_is_a_range_of_the_memory_info() -> None:
     assert info.unit_unsure and info.total_bytes == 1031694 * 1024
     assert info.total_bytes + info.total_spread[1] == 1031694 * 1024**2
     assert not memory.parse_free(memory.free_as_kib("free-m.txt", text)).unit_unsure
+
+
+@pytest.mark.parametrize("command", ["$ free -wm", "$ free -mw", "$ sudo free -tm"])
+def test_a_unit_in_a_cluster_of_free_options_is_read(tmp_path: Path, command: str) -> None:
+    """The 1 TiB VM's `free -m` (Mem: 1031694) under a copied command whose unit flag shares
+    its word with another (`-wm`): read as MiB, 1007.5 GiB, it passes 1 TB (a unit letter was
+    read only first in its word, and a command running free without a unit read is KiB)."""
+    text = command + "\n" + (REAL / TIB_VM).read_text()
+    assert ram(tmp_path, "free.txt", text, "1TB") == ("pass", "1007.5 GiB (1.1 TB)")
