@@ -74,8 +74,8 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
         return kernel_log_narrowed(ran)
     found = _args_of(ran.head, _tools(kind))
-    if found is None and kind == "lscpu" and ran.head:  # (/proc/cpuinfo read by a filter)
-        name = ran.head[0].rsplit("/", 1)[-1]
+    if found is None and kind == "lscpu" and any(w.endswith("cpuinfo") for w in ran.head[1:]):
+        name = ran.head[0].rsplit("/", 1)[-1]  # (/proc/cpuinfo read by a filter: `grep -E ... /proc/cpuinfo`)
         return "" if name in _PASSES else f"`{ran.said}` keeps only the lines {name} let through"
     if found is None:
         return ""

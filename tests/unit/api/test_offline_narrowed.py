@@ -65,6 +65,13 @@ def pasted(name: str, prompt: str) -> str:
         ("lscpu", "lscpu | grep -v -A1 Flags", True),  # (an option not read)
         ("lscpu", "lscpu | grep -v Flags other.txt", True),  # (grep reads the file)
         ("lscpu", "lscpu | grep Flags", True),
+        ("lscpu", "cat /proc/cpuinfo", False),  # (a /proc/cpuinfo: read by the lscpu kind)
+        ("lscpu", "less /proc/cpuinfo", False),
+        ("lscpu", "python3 collect_env.py", False),  # (a command not known: says nothing)
+        ("lscpu", "grep -E 'processor|core id' /proc/cpuinfo", True),
+        ("lscpu", "sudo head -n 56 /proc/cpuinfo", True),
+        ("lscpu", "sed -n 1,56p /proc/cpuinfo", True),
+        ("lscpu", "cat /proc/cpuinfo | grep -v flags", True),
         ("df", "df -h | grep -v tmpfs", True),
         ("df", "", False),
     ],
