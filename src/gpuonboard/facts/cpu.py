@@ -422,13 +422,17 @@ def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
 def _cpuinfo_cut(text: str, blocks: list[dict[str, str]]) -> str | None:
     """Why a /proc/cpuinfo is not known whole, or None: the kernel ends each line with a newline,
     lists its online CPUs from `processor : 0` (the top of the text scrolled off otherwise),
-    prints the same lines in every CPU's block (a block without one of the first block's lines
-    is cut), and, where each block gives its `physical id` and `siblings`, as many blocks of a
-    physical id as its siblings count (blocks left off by a paste or a `head`)."""
+    each once in rising order (a block pasted twice counts a CPU twice), prints the same lines
+    in every CPU's block (a block without one of the first block's lines is cut), and, where
+    each block gives its `physical id` and `siblings`, as many blocks of a physical id as its
+    siblings count (blocks left off by a paste or a `head`)."""
     if not text.endswith("\n"):
         return f"it ends inside the block of CPU {blocks[-1]['processor']}"
     if blocks[0]["processor"] != "0":
         return f"it starts at CPU {blocks[0]['processor']}: its top, from CPU 0, is missing"
+    numbers = [int(b["processor"]) for b in blocks]
+    if again := next((b for b, n in zip(numbers[1:], numbers, strict=False) if b <= n), None):
+        return f"CPU {again} follows a CPU numbered as high or higher (a block pasted twice?)"
     first = set(blocks[0])
     if short := next((b for b in blocks if not first <= set(b)), None):
         return f"the block of CPU {short['processor']} lacks lines of CPU 0's block"

@@ -384,3 +384,16 @@ def test_proc_cpuinfo_without_core_id_counts_the_cpu_cores_of_each_package() -> 
     and `cpu cores` (2 per package) still give 4 cores of 2 sockets, which were left unread."""
     info = parse_cpuinfo("".join(line for line in _hyperv_lines() if not line.startswith("core id")))
     assert (info.logical_cpus, info.physical_cores, info.sockets, info.threads_per_core) == (8, 4, 2, 2)
+
+
+def test_proc_cpuinfo_pasted_twice_counts_nothing() -> None:
+    """The real HyperV /proc/cpuinfo (8 CPUs) with its blocks of CPUs 4-7 pasted a second time
+    after it (in-test): 12 CPUs were counted (4 cores / 12 threads), a CPU twice; the kernel
+    lists each CPU once in rising order, so the text is not known whole."""
+    lines = _hyperv_lines()
+    text = "".join(lines) + "\n\n" + "".join(lines[4 * 28 :]) + "\n"
+    info = parse_cpuinfo(text)
+    assert (info.logical_cpus, info.cut) == (
+        None,
+        "CPU 4 follows a CPU numbered as high or higher (a block pasted twice?)",
+    )
