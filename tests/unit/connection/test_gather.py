@@ -294,7 +294,7 @@ def test_cpu_cores_from_proc_cpuinfo_names_it_not_lscpu() -> None:
     )
 
 
-PI3_CPUINFO = REAL / "proc-cpuinfo__raspberry-pi-3b-cortex-a53__no-topology__arm-socs-table-6.txt"
+PI3_CPUINFO = REAL / "proc-cpuinfo__raspberry-pi-3b-cortex-a53__no-core-ids__arm-socs-table-6.txt"
 
 
 @pytest.mark.parametrize(("ordered", "verdict"), [(4, "unverified"), (8, "fail")])
