@@ -121,11 +121,23 @@ def nproc_refusal(name: str, command: str) -> str | None:
             "`nproc --all` counts every CPU of the kernel, not those this login may use (its CPU set"
             " or affinity), which is what nproc is read for: save plain `nproc` of the box."
         )
-    if ran is None or (_plain_nproc(ran.head) and not _OMP.search(command)):
+    if ran is None or (_plain_nproc(ran.head) and not _OMP.search(command)) or _shows_a_file(ran.stages):
         return None
     return (
         f"its copied command `{ran.said}` is not plain `nproc`, so its number is not the count of"
         " CPUs this login may use that nproc is read for: save plain `nproc` of the box."
+    )
+
+
+def _shows_a_file(stages: list[list[str]]) -> bool:
+    """Whether a command only shows a saved file as it is (`cat saved.txt`, `less nproc.txt`, no
+    nproc run): it says nothing of what printed the number, which is read by the file's name."""
+    words = [word for stage in stages for word in stage]
+    return (
+        len(stages) == 1
+        and bool(words)
+        and words[0] in ("cat", "less", "more", "type")
+        and not any(word.rsplit("/", 1)[-1] == "nproc" for word in words)
     )
 
 

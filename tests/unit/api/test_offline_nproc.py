@@ -91,12 +91,13 @@ def test_a_number_another_command_printed_is_not_nproc(tmp_path: Path, capture: 
         "$ nproc | tee nproc.txt",
         "$ /usr/bin/nproc",
         "$ command nproc",
+        "$ cat saved.txt",  # (a file shown as it is: read by its name)
     ],
 )
 def test_plain_nproc_under_its_copied_command_is_read(tmp_path: Path, command: str) -> None:
     """The allocation's plain `nproc` (8) under a copied command that runs it with no argument:
-    by its path (`/usr/bin/nproc`) or through the shell's `command` (both were refused as "not
-    plain `nproc`")."""
+    by its path (`/usr/bin/nproc`) or through the shell's `command`, or under a `cat` of a saved
+    file (all three were refused as "not plain `nproc`")."""
     facts, _ = judged_box(
         tmp_path, {"nproc.txt": command + "\n" + (REAL / PLAIN).read_text()}, "cpu_cores: 4\n"
     )
