@@ -13,6 +13,7 @@ import re
 
 from gpuonboard.api.command_line import Run, run, runs
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
+from gpuonboard.facts.cpu import lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 
 # the commands of a pipeline after the tool known to pass every line it gets (a pager, a tee, a
@@ -67,10 +68,15 @@ def _narrowed_run(kind: str, ran: Run) -> str:
         return f"`{ran.said}` {PCIE_PATHS_ONLY}"
     for stage in ran.stages[1:]:  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
         if stage and (name := stage[0].rsplit("/", 1)[-1]) not in _PASSES:
+            if kind == "lscpu" and _args_of(ran.head, ("lscpu",)) and _drops_no_count(stage):
+                continue  # (`lscpu | grep -v Flags`)
             return f"`{ran.said}` keeps only the lines {name} let through"
     if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
         return kernel_log_narrowed(ran)
     found = _args_of(ran.head, _tools(kind))
+    if found is None and kind == "lscpu" and any(w.endswith("cpuinfo") for w in ran.head[1:]):
+        name = ran.head[0].rsplit("/", 1)[-1]  # (/proc/cpuinfo read by a filter: `grep -E ... /proc/cpuinfo`)
+        return "" if name in _PASSES else f"`{ran.said}` keeps only the lines {name} let through"
     if found is None:
         return ""
     tool, args = found
@@ -82,6 +88,77 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     if kind == "rdma_ports" and _asks_for_ports(tool, args):
         return f"{said} lists only the devices or ports it asked for"
     return ""
+
+
+# lines of lscpu a grep -v must keep, in English and in every language lscpu is translated into
+# (its labels of these fields: data/lscpu_labels.yml): what the CPU count and cores are read from
+_COUNT_FIELDS = (
+    "Architecture",
+    "CPU(s)",
+    "On-line CPU(s) list",
+    "Off-line CPU(s) list",
+    "Model name",
+    "Thread(s) per core",
+    "Core(s) per socket",
+    "Core(s) per cluster",
+    "Socket(s)",
+    "Cluster(s)",
+)
+# the options of a grep -v read here (any other, a context option, `-f FILE`, is read as narrowing)
+_GREP_FLAGS = frozenset("vEFGiwsx")
+
+
+# values those lines hold (a CPU list, a count, ARM's `-`, an architecture)
+_COUNT_VALUES = ("0-63,128-191", "1,3,5-7", "0", "2", "16", "-", "x86_64", "aarch64", "ppc64le")
+
+
+def _count_lines() -> list[str]:
+    """Lines of lscpu for each label of _COUNT_FIELDS, English and translated, and each of
+    _COUNT_VALUES."""
+    labels = [label for label, field in lscpu_labels().items() if field in _COUNT_FIELDS]
+    return [f"{label}:   {value}" for label in (*_COUNT_FIELDS, *labels) for value in _COUNT_VALUES]
+
+
+def _drops_no_count(stage: list[str]) -> bool:
+    """Whether a pipeline's stage is a `grep -v` (egrep, fgrep) whose patterns match none of the
+    lines lscpu's counts are read from (_COUNT_FIELDS): `grep -v Flags`, `grep -v '^Vulnerability'`."""
+    name, flags, patterns, operands = stage[0].rsplit("/", 1)[-1], "", [], []
+    words = iter(stage[1:])
+    for word in words:
+        if word == "-e":
+            patterns.append(next(words, ""))
+        elif word.startswith("-e") and len(word) > 2:
+            patterns.append(word[2:])
+        elif word.startswith("-") and len(word) > 1:
+            flags += word[1:]
+        else:
+            operands.append(word)
+    if len(operands) != (0 if patterns else 1):
+        return False  # (a file named after the pattern: grep reads that, not lscpu)
+    patterns += operands
+    if name not in ("grep", "egrep", "fgrep") or "v" not in flags or not set(flags) <= _GREP_FLAGS:
+        return False
+    try:
+        found = [_grep_regex(p, name, flags) for p in patterns]
+    except re.error:
+        return False
+    return not any(regex.search(line) for regex in found for line in _count_lines())
+
+
+def _grep_regex(pattern: str, name: str, flags: str) -> re.Pattern[str]:
+    """Python's regex of a grep pattern: fixed (-F, fgrep), extended (-E, egrep) or basic (its
+    `\\|`, `\\(`, `\\)`, `\\+`, `\\?` are ERE's operators, its bare ones literal)."""
+    if "F" in flags or name == "fgrep":
+        text = re.escape(pattern)
+    elif "E" in flags or name == "egrep":
+        text = pattern
+    else:
+        text = re.sub(r"\\([|()+?{}])|([|()+?{}])", lambda m: m.group(1) or "\\" + m.group(2), pattern)
+    if "x" in flags:
+        text = f"^(?:{text})$"
+    elif "w" in flags:
+        text = rf"(?<!\w)(?:{text})(?!\w)"
+    return re.compile(text, re.IGNORECASE if "i" in flags else 0)
 
 
 def matrix_pci(kind: str, command: str) -> bool:

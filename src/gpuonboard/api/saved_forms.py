@@ -95,8 +95,15 @@ def df_si(name: str, command: str) -> bool:
 
 
 # `nproc --all` (`-a` is no nproc flag): in the copied command, or in the file's name from its
-# `nproc` on (`nproc-all.txt`, `nproc --all.txt`)
+# `nproc` on, after nproc's own flags only (`nproc-all.txt`, `nproc --all.txt`, `nproc
+# --ignore=2 --all.txt`; not `nproc_gpu-all.txt`, a description's word)
 _NPROC_ALL = re.compile(r"(?:^|[\s_-])-{0,2}all(?=$|[\s_.=-])", re.IGNORECASE | re.MULTILINE)
+_NPROC_ALL_NAME = re.compile(
+    r"^nproc(?:[\s_]*-{1,2}ignore(?:[=\s_-]?\d+)?)*[\s_-]*-{0,2}all(?=$|[\s_.=-])",
+    re.IGNORECASE | re.MULTILINE,
+)
+# the shell's builtins that run the command after them as it is (`command nproc`)
+_BUILTINS = frozenset({"command", "exec", "builtin"})
 # the variables GNU nproc prints in place of its count (OMP_NUM_THREADS, OMP_THREAD_LIMIT)
 _OMP = re.compile(r"(?<![\w])OMP_(?:NUM_THREADS|THREAD_LIMIT)=")
 
@@ -109,17 +116,37 @@ def nproc_refusal(name: str, command: str) -> str | None:
     /proc/cpuinfo` the online CPUs, `taskset -c 0-3 nproc` and `nproc --ignore=N` fewer than
     the login may use, `OMP_NUM_THREADS=16 nproc` the variable."""
     ran = run(command, ("nproc",)) if command else None
-    if _NPROC_ALL.search(tool_words(name, "nproc")) or (ran and _NPROC_ALL.search(" ".join(ran.head))):
+    if _NPROC_ALL_NAME.search(tool_words(name, "nproc")) or (ran and _NPROC_ALL.search(" ".join(ran.head))):
         return (
             "`nproc --all` counts every CPU of the kernel, not those this login may use (its CPU set"
             " or affinity), which is what nproc is read for: save plain `nproc` of the box."
         )
-    if ran is None or (ran.head == ["nproc"] and not _OMP.search(command)):
+    if ran is None or (_plain_nproc(ran.head) and not _OMP.search(command)) or _shows_a_file(ran.stages):
         return None
     return (
         f"its copied command `{ran.said}` is not plain `nproc`, so its number is not the count of"
         " CPUs this login may use that nproc is read for: save plain `nproc` of the box."
     )
+
+
+def _shows_a_file(stages: list[list[str]]) -> bool:
+    """Whether a command only shows a saved file as it is (`cat saved.txt`, `less nproc.txt`, no
+    nproc run): it says nothing of what printed the number, which is read by the file's name."""
+    words = [word for stage in stages for word in stage]
+    return (
+        len(stages) == 1
+        and bool(words)
+        and words[0] in ("cat", "less", "more", "type")
+        and not any(word.rsplit("/", 1)[-1] == "nproc" for word in words)
+    )
+
+
+def _plain_nproc(words: list[str]) -> bool:
+    """Whether a command's words run nproc with no argument: `nproc`, `/usr/bin/nproc`, `command
+    nproc` (the shell's builtins that run it as it is)."""
+    while words and words[0] in _BUILTINS:
+        words = words[1:]
+    return len(words) == 1 and words[0].rsplit("/", 1)[-1] == "nproc"
 
 
 _QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")

@@ -49,7 +49,8 @@ CORE_NAMES = (
 
 
 # A hung driver (a GPU fallen off the bus, a wedged persistence daemon) makes nvidia-smi
-# block for ever: each call gets this long, then TERM (KILL 5 s later) and exit 124.
+# block for ever: each call gets this long, then TERM (KILL 5 s later) and exit 124 (GNU timeout's
+# 124 or 137, BusyBox's 143).
 NVIDIA_SMI_TIMEOUT = 60
 TIMED_OUT = 124  # the probe's exit code when nvidia-smi did not answer in time
 
@@ -60,7 +61,7 @@ def _nvidia_smi_prelude(seconds: int) -> str:
     return (
         "command -v nvidia-smi >/dev/null 2>&1 || exit 127; "
         f'if command -v timeout >/dev/null 2>&1; then n() {{ timeout -k 5 {seconds} nvidia-smi "$@"; '
-        f"c=$?; [ $c -eq 124 ] || [ $c -eq 137 ] && exit {TIMED_OUT}; return $c; }}; "
+        f"c=$?; case $c in 124|137|143) exit {TIMED_OUT} ;; esac; return $c; }}; "
         'else n() { nvidia-smi "$@"; }; fi; '
     )
 
@@ -107,7 +108,8 @@ _LOOP_BACKING = (
 
 # A network mount whose server is gone (a hard NFS mount) makes df block in statfs for ever,
 # and with it the whole probe (every rule lost to "a remote command timed out"): df gets this
-# long, then TERM (KILL 5 s later) and exit 124, where the host's `timeout` takes -k.
+# long, then TERM (KILL 5 s later) and exit 124, where the host's `timeout` takes -k (GNU
+# timeout exits 124 on expiry, 137 where KILL was needed; BusyBox's exits 143, its TERM's).
 DF_TIMEOUT = 30
 
 
@@ -120,8 +122,8 @@ def df_command(seconds: int = DF_TIMEOUT) -> str:
     return (
         f"t=; timeout -k 5 {seconds} true >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
         "$t df -P -k -T / >/dev/null 2>&1; c=$?; "
-        "case $c in 0) $t df -P -k -T; c=$? ;; 124|137) ;; *) $t df -P -k; c=$? ;; esac; "
-        f"case $c in 124|137) echo {said} >&2; exit 124 ;; esac; exit $c"
+        "case $c in 0) $t df -P -k -T; c=$? ;; 124|137|143) ;; *) $t df -P -k; c=$? ;; esac; "
+        f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; exit $c"
     )
 
 

@@ -16,6 +16,7 @@ from gpuonboard.facts.wrapped import rejoined
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
+    "CPUINFO",
     "cgroup_cpuset_read",
     "CpuInfo",
     "looks_like_cpuinfo",
@@ -32,7 +33,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class CpuInfo:
-    """CPU shape of a host as lscpu reports it."""
+    """CPU shape of a host as lscpu (or /proc/cpuinfo) reports it."""
 
     architecture: str | None
     model_name: str | None
@@ -51,8 +52,15 @@ class CpuInfo:
     # lscpu prints after them follows) with CPUs of CPU(s) not in the types read or a type's
     # core count unread; physical_cores is then None (the types cut off are unknown)
     cut: str | None = None
+    # what was read: "lscpu", or "/proc/cpuinfo" (CPUINFO: the live probe reads it where lscpu is
+    # not installed; it lists the online CPUs only)
+    source: str = "lscpu"
+    # why a /proc/cpuinfo may hold only some of the kernel's lines (a grep of it), or None: what
+    # it counts is there, but a filter may have left CPUs out
+    filtered: str | None = None
 
 
+CPUINFO = "/proc/cpuinfo"
 LSCPU_LABELS_FILE = DATA_DIR / "lscpu_labels.yml"
 # the fields lscpu prints once per CPU type (an ARM big.LITTLE part such as the GB10's
 # Cortex-X925 + Cortex-A725 prints a "Model name" block for each type)
@@ -388,41 +396,93 @@ def looks_like_cpuinfo(text: str) -> bool:
     return _CPUINFO_FIRST.fullmatch(first.strip()) is not None
 
 
+# a CPU block's first line (x86, arm64, POWER, RISC-V alike)
+_CPUINFO_BLOCK = re.compile(r"processor\s*:\s*(\d+)\s*")
+# the lines of a CPU block that give the topology only: a block of nothing else is a filter's
+# (`grep -E 'processor|physical id|core id' /proc/cpuinfo`), never the kernel's whole block,
+# which also names the CPU (x86's vendor_id, arm64's CPU implementer, POWER's cpu, RISC-V's isa)
+_CPUINFO_TOPOLOGY = frozenset({"processor", "physical id", "core id", "siblings", "cpu cores", "apicid"})
+
+
 def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
-    """One `key: value` mapping per CPU block of /proc/cpuinfo (the blocks that hold a
-    `processor` line: arm64 prints its model lines after the last block)."""
-    blocks: list[dict[str, str]] = [{}]
+    """One `key: value` mapping per CPU block of /proc/cpuinfo, a block begun by each
+    `processor : N` line (not by a blank line: a paste that lost the blank lines between blocks,
+    or a grep of the file, has none); the lines after the last block (arm64's model lines) join
+    it."""
+    blocks: list[dict[str, str]] = []
     for line in text.splitlines():
-        if not line.strip():
+        if _CPUINFO_BLOCK.fullmatch(line.strip()):
             blocks.append({})
-            continue
         key, colon, value = line.partition(":")
-        if colon:
+        if colon and blocks:
             blocks[-1].setdefault(key.strip(), value.strip())
-    return [b for b in blocks if b.get("processor", "").isdecimal()]
+    return blocks
+
+
+def _cpuinfo_cut(text: str, blocks: list[dict[str, str]]) -> str | None:
+    """Why a /proc/cpuinfo is not known whole, or None: the kernel ends each line with a newline,
+    lists its online CPUs from `processor : 0` (the top of the text scrolled off otherwise),
+    each once in rising order (a block pasted twice counts a CPU twice), prints the same lines
+    in every CPU's block (a block without one of the first block's lines is cut), and, where
+    each block gives its `physical id` and `siblings`, as many blocks of a physical id as its
+    siblings count (blocks left off by a paste or a `head`)."""
+    if not text.endswith("\n"):
+        return f"it ends inside the block of CPU {blocks[-1]['processor']}"
+    if blocks[0]["processor"] != "0":
+        return f"it starts at CPU {blocks[0]['processor']}: its top, from CPU 0, is missing"
+    numbers = [int(b["processor"]) for b in blocks]
+    if again := next((b for b, n in zip(numbers[1:], numbers, strict=False) if b <= n), None):
+        return f"CPU {again} follows a CPU numbered as high or higher (a block pasted twice?)"
+    first = set(blocks[0])
+    if short := next((b for b in blocks if not first <= set(b)), None):
+        return f"the block of CPU {short['processor']} lacks lines of CPU 0's block"
+    if all("physical id" in b and b.get("siblings", "").isdecimal() for b in blocks):
+        held: dict[str, int] = {}
+        for b in blocks:
+            held[b["physical id"]] = held.get(b["physical id"], 0) + 1
+        for b in blocks:
+            if held[b["physical id"]] != int(b["siblings"]):
+                return (
+                    f"it holds {held[b['physical id']]} CPUs of physical id {b['physical id']}, whose"
+                    f" siblings line says {b['siblings']}"
+                )
+    return None
+
+
+def _cpuinfo_cores(blocks: list[dict[str, str]]) -> tuple[int | None, int | None]:
+    """(physical cores, sockets) of /proc/cpuinfo's blocks: the distinct (`physical id`, `core
+    id`) pairs and the distinct physical ids, the topology the kernel gives lscpu too; where
+    `core id` is missing, x86's `cpu cores` of each physical id (the cores of its package);
+    (None, None) where neither is in every block (arm64 and many VMs print neither)."""
+    if not all("physical id" in b for b in blocks):
+        return None, None
+    sockets = {b["physical id"] for b in blocks}
+    if all("core id" in b for b in blocks):
+        return len({(b["physical id"], b["core id"]) for b in blocks}), len(sockets)
+    per_socket = {b["physical id"]: b.get("cpu cores", "") for b in blocks}
+    if all(cores.isdecimal() for cores in per_socket.values()):
+        return sum(int(cores) for cores in per_socket.values()), len(sockets)
+    return None, None
 
 
 def parse_cpuinfo(text: str) -> CpuInfo:
-    """The CPU shape of a /proc/cpuinfo: one block per logical CPU; the cores are the distinct
-    (`physical id`, `core id`) pairs and the sockets the distinct physical ids, the topology
-    the kernel gives lscpu too (known only where every block has both: arm64 and many VMs
-    print neither, and then only the CPUs are counted). A text cut short (without the newline
-    the kernel ends each line with, or a last block with fewer lines than the first) counts
-    nothing: the CPUs after the cut are unknown."""
+    """The CPU shape of a /proc/cpuinfo (source "/proc/cpuinfo"): one block per online logical
+    CPU, the cores and sockets by _cpuinfo_cores. A text not known whole (_cpuinfo_cut) counts
+    nothing: the CPUs outside it are unknown. Blocks holding only topology lines (a grep of the
+    file) are read, and said `filtered`."""
     blocks = _cpuinfo_blocks(text)
     if not blocks:
         return _empty("output not recognised as /proc/cpuinfo")
-    if not text.endswith("\n") or len(blocks[-1]) < len(blocks[0]):
-        cut = f"it ends inside the block of CPU {blocks[-1]['processor']}"
-        return dataclasses.replace(_empty(f"/proc/cpuinfo cut short: {cut}"), cut=cut)
-    pairs = [(b.get("physical id"), b.get("core id")) for b in blocks]
-    known = all(socket is not None and core is not None for socket, core in pairs)
+    if cut := _cpuinfo_cut(text, blocks):
+        return dataclasses.replace(_empty(f"/proc/cpuinfo cut short: {cut}"), cut=cut, source=CPUINFO)
     logical = len(blocks)
-    physical = len(set(pairs)) if known else None
-    sockets = len({socket for socket, _ in pairs}) if known else None
+    physical, sockets = _cpuinfo_cores(blocks)
     threads = logical // physical if physical and logical % physical == 0 else None
     cores = physical // sockets if physical and sockets and physical % sockets == 0 else None
     names = list(dict.fromkeys(b["model name"] for b in blocks if b.get("model name")))
+    filtered = None
+    if set(blocks[0]) <= _CPUINFO_TOPOLOGY:
+        filtered = "it holds only the topology lines of each CPU's block (a grep of /proc/cpuinfo)"
     return CpuInfo(
         architecture=None,
         model_name=" + ".join(names) or None,
@@ -431,6 +491,8 @@ def parse_cpuinfo(text: str) -> CpuInfo:
         threads_per_core=threads,
         logical_cpus=logical,
         physical_cores=physical,
+        source=CPUINFO,
+        filtered=filtered,
     )
 
 

@@ -223,6 +223,44 @@ def _numbers(text: str) -> list[int]:
     return values
 
 
+# free's flags that set no unit (`-w` wide, `-t` total, `-l` low/high, `-v` committed) in a file's
+# name from its `free` on (`free-w.txt`, `free -t.txt`): free then prints KiB
+_OTHER_FLAG = re.compile(r"free[-_ ]*-{0,2}(?:w|wide|t|total|l|lohi|v|committed)(?![a-z0-9])", re.IGNORECASE)
+# the most swap a `free -m` of a box this tool judges is taken to show (256 GiB, in MiB): installers
+# make a few GiB, RHEL's guide at most the RAM of a small box; a Swap total above it read as MiB
+# is no swap a box was given, so the output is plain free's KiB
+_SWAP_MAX_MIB = 256 << 10
+
+
+def _runs_free(command: str) -> bool:
+    """Whether the copied `command` runs free (`free`, `sudo free`, `ssh box free -w`, a path to
+    it), not a file named for it (`cat free.txt`)."""
+    for part in re.split(r"[;&|]+", command):
+        words = part.replace("'", " ").replace('"', " ").split()
+        if any(word.rsplit("/", 1)[-1] == "free" for word in words):
+            return True
+    return False
+
+
+def _clustered_unit(command: str) -> int | None:
+    """The unit a copied free command gives in a cluster of its short options (`-wm`, `-th`,
+    `-mt`: _NAMED_FLAG reads a unit letter only first in its word), the last one given; None
+    where none does."""
+    letters = "".join(re.findall(r"(?:^|\s)-([A-Za-z]{2,})(?=\s|$)", tool_words("", "free", command)))
+    units = [_FLAG_UNITS[letter] for letter in letters if letter in "bkmgh"]
+    return units[-1] if units else None
+
+
+def _swap_says_kib(text: str) -> bool:
+    """Whether the Swap total of a free output is too much swap read as MiB (_SWAP_MAX_MIB)."""
+    for line in text.splitlines():
+        label, colon, rest = line.partition(":")
+        cells = rest.split()
+        if colon and label.strip() == "Swap" and cells and cells[0].isdecimal():
+            return int(cells[0]) > _SWAP_MAX_MIB
+    return False
+
+
 def free_unit(name: str, text: str, command: str = "") -> int:
     """Bytes per number of a saved `free` output (see _free_unit); a file named for plain `free`
     whose total is plausible in KiB and in MiB is read in KiB."""
@@ -246,10 +284,14 @@ def _free_unit(name: str, text: str, command: str = "") -> tuple[int, bool]:
     flag = _NAMED_FLAG.search(named)
     if flag:
         return _FLAG_UNITS[flag.group(1).lower()], False
+    if (clustered := _clustered_unit(command)) is not None:
+        return clustered, False  # (`free -wm`, `free -tg`)
     text = english_free(text)
     mem = next((ln.split() for ln in text.splitlines() if ln.strip().startswith("Mem:")), [])
     if len(mem) > 1 and not mem[1].isdecimal() and _HUMAN.match(mem[1]):
         return 0, False  # `free -h`: 1.9Gi, 503G ... (parse_free reads these itself)
+    if _runs_free(command) or _OTHER_FLAG.search(tool_words(name, "free")):
+        return _KIB, False  # (`$ sudo free`, free-w.txt: free with no unit flag prints KiB)
     total = parse_free(text, 1).total_bytes
     if total is None:
         raise FreeFormatError(f"{name}: no Mem total found in this free output.")
@@ -264,8 +306,9 @@ def _free_unit(name: str, text: str, command: str = "") -> tuple[int, bool]:
         return candidates[0], False
     if _KIB in candidates and named:  # (named for plain `free`: free.txt)
         # (a name says no flag: a `free -m` saved as free.txt is as likely; a MiB reading
-        # also plausible is kept as the range up to it, never taken as 1024x less RAM)
-        return _KIB, _MIB in candidates
+        # also plausible is kept as the range up to it, never taken as 1024x less RAM, unless
+        # its Swap total says KiB: 2097148 read as MiB is 2 TiB of swap)
+        return _KIB, _MIB in candidates and not _swap_says_kib(text)
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(
         f"{name}: cannot tell the unit of this free output (Mem total {total} reads as {readings});"

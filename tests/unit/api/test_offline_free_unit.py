@@ -6,6 +6,7 @@ tests/fixtures/real/SOURCES.md, section "Truth sweep round 25 (pasted host tools
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -43,12 +44,43 @@ def test_free_m_of_a_big_box_saved_as_free_txt_never_fails_as_missing_ram(
 
 
 def test_plain_free_of_a_small_box_still_passes_and_fails_by_its_kib(tmp_path: Path) -> None:
-    """The 2 GiB VM's plain `free` as free.txt: a 2 GB order passes on its KiB; a 4 GB order,
-    which its KiB fails and its MiB reading (1.9 TiB) would pass, is unverified, not failed."""
+    """The 2 GiB VM's plain `free` as free.txt: a 2 GB order passes on its KiB; a 4 GB order
+    fails on it: its Swap total, 2097148, read as MiB would be 2 TiB of swap (it was unverified,
+    its MiB reading 1.9 TiB kept as plausible). With that Swap row zeroed in-test nothing but
+    the name is left, and a MiB reading as plausible leaves the 4 GB order unverified."""
     text = (REAL / SMALL_VM).read_text()
     assert ram(tmp_path, "free.txt", text, "2GB")[0] == "pass"
-    assert ram(tmp_path, "free.txt", text, "4GB")[0] == "unverified"
+    assert ram(tmp_path, "free.txt", text, "4GB")[0] == "fail"
     assert ram(tmp_path, "free-k.txt", text, "4GB")[0] == "fail"
+    assert ram(tmp_path, "free.txt", _no_swap(text), "4GB")[0] == "unverified"
+
+
+def _no_swap(text: str) -> str:
+    """A free output with its Swap row's numbers made 0 (a box without swap)."""
+    return re.sub(r"(?m)^(Swap:.*)$", lambda m: re.sub(r"\d+", "0", m.group(1)), text)
+
+
+@pytest.mark.parametrize(
+    ("name", "prompt"),
+    [
+        ("free.txt", "user@vm:~$ free\n"),
+        ("free.txt", "$ sudo free\n"),
+        ("free.txt", "$ /usr/bin/free\n"),
+        ("free-w.txt", ""),  # (-w, -t: flags that set no unit)
+        ("free-t.txt", ""),
+        ("free -w.txt", ""),
+    ],
+)
+def test_free_with_no_unit_flag_copied_or_named_is_read_in_kib(
+    tmp_path: Path, name: str, prompt: str
+) -> None:
+    """The 2 GiB VM's plain `free` (its Swap row zeroed in-test, so that only the command or the
+    name tells) under a copied command that runs free with no unit flag, or named for free with
+    a flag that sets none: free prints KiB, so an 8 GB order fails (it was unverified: "1.9 TiB
+    as free -m: the file's name says no flag"). A `cat free.txt` above it tells nothing."""
+    text = _no_swap((REAL / SMALL_VM).read_text())
+    assert ram(tmp_path, name, prompt + text, "8GB") == ("fail", "1.9 GiB (2.1 GB)")
+    assert ram(tmp_path, "free.txt", "$ cat free.txt\n" + text, "8GB")[0] == "unverified"
 
 
 def test_the_kib_or_mib_reading_is_a_range_of_the_memory_info() -> None:
@@ -57,3 +89,12 @@ def test_the_kib_or_mib_reading_is_a_range_of_the_memory_info() -> None:
     assert info.unit_unsure and info.total_bytes == 1031694 * 1024
     assert info.total_bytes + info.total_spread[1] == 1031694 * 1024**2
     assert not memory.parse_free(memory.free_as_kib("free-m.txt", text)).unit_unsure
+
+
+@pytest.mark.parametrize("command", ["$ free -wm", "$ free -mw", "$ sudo free -tm"])
+def test_a_unit_in_a_cluster_of_free_options_is_read(tmp_path: Path, command: str) -> None:
+    """The 1 TiB VM's `free -m` (Mem: 1031694) under a copied command whose unit flag shares
+    its word with another (`-wm`): read as MiB, 1007.5 GiB, it passes 1 TB (a unit letter was
+    read only first in its word, and a command running free without a unit read is KiB)."""
+    text = command + "\n" + (REAL / TIB_VM).read_text()
+    assert ram(tmp_path, "free.txt", text, "1TB") == ("pass", "1007.5 GiB (1.1 TB)")

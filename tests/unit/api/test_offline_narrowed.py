@@ -55,6 +55,24 @@ def pasted(name: str, prompt: str) -> str:
         ("rdma_ports", "ibv_devinfo -d mlx5_0", True),
         ("rdma_ports", "ibv_devinfo --ib-port=1", True),
         ("lscpu", "lscpu", False),
+        ("lscpu", "lscpu | grep -v Flags", False),  # (drops no line a count is read from)
+        ("lscpu", "lscpu | grep -vE '^(Flags|Vulnerability)'", False),
+        ("lscpu", "lscpu | grep -v -e Flags -e NUMA", False),
+        ("lscpu", "lscpu | grep -v 'Flags\\|L[123]'", False),
+        ("lscpu", "lscpu | grep -v Off-line", True),
+        ("lscpu", "lscpu | grep -v CPU", True),
+        ("lscpu", "lscpu | grep -v 0-", True),  # (a CPU list's value)
+        ("lscpu", "lscpu | grep -v -A1 Flags", True),  # (an option not read)
+        ("lscpu", "lscpu | grep -v Flags other.txt", True),  # (grep reads the file)
+        ("lscpu", "lscpu | grep Flags", True),
+        ("lscpu", "cat /proc/cpuinfo", False),  # (a /proc/cpuinfo: read by the lscpu kind)
+        ("lscpu", "less /proc/cpuinfo", False),
+        ("lscpu", "python3 collect_env.py", False),  # (a command not known: says nothing)
+        ("lscpu", "grep -E 'processor|core id' /proc/cpuinfo", True),
+        ("lscpu", "sudo head -n 56 /proc/cpuinfo", True),
+        ("lscpu", "sed -n 1,56p /proc/cpuinfo", True),
+        ("lscpu", "cat /proc/cpuinfo | grep -v flags", True),
+        ("df", "df -h | grep -v tmpfs", True),
         ("df", "", False),
     ],
 )
@@ -134,6 +152,7 @@ def test_a_prompt_with_no_space_before_its_command_is_read(tmp_path: Path) -> No
 
 
 OFFLINE_CPUS = "lscpu__xeon-e5-2630v4__2socket__36-of-40-cpus-offline.txt"
+EPYC = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
 
 
 @pytest.mark.parametrize(
@@ -160,3 +179,64 @@ def test_a_grepped_lscpu_never_passes_on_the_lines_it_kept(tmp_path: Path, comma
     assert actual.startswith("20 cores / 40 threads; `lscpu | ") and "keeps only the lines" in actual
     # (a fail the kept lines show still fails: a filter adds no CPU)
     assert verdicts(tmp_path, "lscpu.txt", command + "\n" + kept, "cpu_cores: 48")["cpu_cores"][0] == "fail"
+
+
+HYPERV_CPUINFO = "proc-cpuinfo__amd-ryzen-3-4100__hyperv-vm-2socket-2core-smt__ollama-7287.txt"
+
+
+def _cpuinfo_lines() -> list[str]:
+    return (REAL / HYPERV_CPUINFO).read_text().splitlines(keepends=True)
+
+
+def _topology_lines() -> str:
+    return "".join(
+        line for line in _cpuinfo_lines() if line.startswith(("processor", "physical id", "core id"))
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "ordered"),
+    [
+        # `grep processor /proc/cpuinfo` saved alone
+        ("".join(line for line in _cpuinfo_lines() if line.startswith("processor")), 8),
+        # `grep -E 'processor|physical id|core id' /proc/cpuinfo`, alone and under its prompt
+        (_topology_lines(), 8),
+        ("$ grep -E 'processor|physical id|core id' /proc/cpuinfo\n" + _topology_lines(), 8),
+        # `grep` of its first 2 CPUs' lines: what it left out is not known to be missing
+        ("$ grep -E -m 6 'processor|physical id|core id' /proc/cpuinfo\n"
+         + "".join(_topology_lines().splitlines(True)[:6]), 4),
+        # `cat /proc/cpuinfo | head -n 56`: its first two whole blocks
+        ("$ cat /proc/cpuinfo | head -n 56\n" + "".join(_cpuinfo_lines()[:56]), 4),
+        # the top scrolled off: the text starts at `processor : 4`
+        ("".join(_cpuinfo_lines()[4 * 28 :]), 8),
+    ],
+)  # fmt: skip
+def test_a_cpuinfo_not_known_whole_never_fails_cpu_cores(tmp_path: Path, text: str, ordered: int) -> None:
+    """The real HyperV /proc/cpuinfo (8 CPUs, 4 cores) cut or filtered in-test as each case
+    says, saved as cpuinfo.txt: each failed cpu_cores (`1 cores / 1 threads`, `1 cores / 2
+    threads`, `2 cores / 4 threads`); the CPUs a filter or a cut left out are not known to be
+    missing: unverified."""
+    assert verdicts(tmp_path, "cpuinfo.txt", text, f"cpu_cores: {ordered}")["cpu_cores"][0] == "unverified"
+
+
+def test_a_grepped_cpuinfo_passes_on_the_cores_it_kept(tmp_path: Path) -> None:
+    """`grep -E 'processor|physical id|core id' /proc/cpuinfo` of the real HyperV box (in-test),
+    an order of 4 cores: /proc/cpuinfo lists the online CPUs only and a filter adds none, so the
+    4 cores it shows pass."""
+    text = "$ grep -E 'processor|physical id|core id' /proc/cpuinfo\n" + _topology_lines()
+    assert verdicts(tmp_path, "cpuinfo.txt", text, "cpu_cores: 4")["cpu_cores"] == (
+        "pass",
+        "4 cores / 8 threads",
+    )
+
+
+def test_an_lscpu_without_its_flags_line_is_judged_whole(tmp_path: Path) -> None:
+    """The real 2-socket Xeon E5-2630 v4 (40 CPUs, 36 offline) without its Flags line (in-test)
+    under its copied `lscpu | grep -v Flags`, and the real 2-socket EPYC 9374F (64 cores) so: a
+    grep -v that drops no line a count is read from shows every CPU and core; the Xeon's fail
+    and the EPYC's pass stand (the pass was unverified, "keeps only the lines grep let
+    through")."""
+    for name, order, verdict in ((OFFLINE_CPUS, 16, "fail"), (EPYC, 64, "pass")):
+        kept = "".join(ln for ln in (REAL / name).read_text().splitlines(True) if not ln.startswith("Flags"))
+        text = "$ lscpu | grep -v Flags\n" + kept
+        assert verdicts(tmp_path, "lscpu.txt", text, f"cpu_cores: {order}")["cpu_cores"][0] == verdict

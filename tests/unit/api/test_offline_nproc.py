@@ -29,7 +29,8 @@ NO_QUOTA = "/sys/fs/cgroup/cpu.max:max 100000\n"
 @pytest.mark.parametrize(
     ("name", "prompt"),
     [("nproc.txt", "$ nproc --all\n"), ("nproc.txt", "user@carter-cn-03:~$ nproc --all\n"),
-     ("nproc-all.txt", ""), ("nproc --all.txt", "")],
+     ("nproc-all.txt", ""), ("nproc --all.txt", ""), ("nproc_all.txt", ""),
+     ("nproc --ignore=2 --all.txt", "")],
 )  # fmt: skip
 def test_nproc_all_is_refused_not_read_as_the_usable_cpus(tmp_path: Path, name: str, prompt: str) -> None:
     with pytest.raises(UsageError) as err:
@@ -39,10 +40,14 @@ def test_nproc_all_is_refused_not_read_as_the_usable_cpus(tmp_path: Path, name: 
     assert message.count(". ") == 0
 
 
-@pytest.mark.parametrize("name", ["nproc.txt", "nproc__all-boxes.txt", "nproc-allocation.txt"])
+@pytest.mark.parametrize(
+    "name",
+    ["nproc.txt", "nproc__all-boxes.txt", "nproc-allocation.txt", "nproc_gpu-all.txt", "nproc-node-all.txt"],
+)
 def test_plain_nproc_is_still_read(tmp_path: Path, name: str) -> None:
     """The same allocation's plain `nproc` (8), named without --all (a description after `__`,
-    or a word that only starts with `all`, is no flag)."""
+    a word that only starts with `all`, or `all` after a word that is no nproc flag, is no flag:
+    `nproc_gpu-all.txt` was refused as `nproc --all`)."""
     facts, _ = judged_box(tmp_path, {name: (REAL / PLAIN).read_text()}, "cpu_cores: 4\n")
     assert facts.nproc == 8
 
@@ -77,8 +82,22 @@ def test_a_number_another_command_printed_is_not_nproc(tmp_path: Path, capture: 
     assert f"its copied command `{command[2:]}` is not plain `nproc`" in str(err.value)
 
 
-@pytest.mark.parametrize("command", ["$ nproc", "$ ssh box nproc", "$ sudo nproc", "$ nproc | tee nproc.txt"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ nproc",
+        "$ ssh box nproc",
+        "$ sudo nproc",
+        "$ nproc | tee nproc.txt",
+        "$ /usr/bin/nproc",
+        "$ command nproc",
+        "$ cat saved.txt",  # (a file shown as it is: read by its name)
+    ],
+)
 def test_plain_nproc_under_its_copied_command_is_read(tmp_path: Path, command: str) -> None:
+    """The allocation's plain `nproc` (8) under a copied command that runs it with no argument:
+    by its path (`/usr/bin/nproc`) or through the shell's `command`, or under a `cat` of a saved
+    file (all three were refused as "not plain `nproc`")."""
     facts, _ = judged_box(
         tmp_path, {"nproc.txt": command + "\n" + (REAL / PLAIN).read_text()}, "cpu_cores: 4\n"
     )

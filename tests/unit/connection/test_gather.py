@@ -231,6 +231,30 @@ def test_cpu_cores_of_a_proc_cpuinfo_cut_short_is_unverified() -> None:
     )
 
 
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox here")
+def test_a_df_that_hangs_under_busyboxs_timeout_is_stopped_and_said(tmp_path: Path) -> None:
+    """The same hung df on a box whose `timeout` is BusyBox's (this machine's real busybox,
+    handed the program by its path): it exits 143 on expiry, not GNU's 124, so the probe ran plain df
+    again after `df -T /` timed out (twice the wait) and then ended with 143 and no line saying
+    why. Now 143 is a timeout too: exit 124, the line said, after one wait only."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "df").write_text('#!/bin/sh\necho ran >> "$0.calls"\nexec sleep 60\n')
+    (bin_dir / "df").chmod(0o755)
+    # (BusyBox runs its own applet of a name it has, `df` too: the program is handed by its path)
+    (bin_dir / "timeout").write_text(
+        f'#!/bin/sh\nk=$2; s=$3; shift 3; p=$(command -v "$1"); shift\n'
+        f'exec {shutil.which("busybox")} timeout -k "$k" "$s" "$p" "$@"\n'
+    )
+    (bin_dir / "timeout").chmod(0o755)
+    for tool in ("sleep", "true", "sh"):
+        os.symlink(shutil.which(tool) or f"/bin/{tool}", bin_dir / tool)
+    facts = _probe(bin_dir, ("df",), df_timeout=1)
+    assert facts.raw["df"].exit_code == 124
+    assert "df did not answer within 1 s" in facts.raw["df"].stderr
+    assert (bin_dir / "df.calls").read_text().count("ran") == 1
+
+
 def test_a_df_that_hangs_is_stopped_and_said(tmp_path: Path) -> None:
     """A hard NFS mount whose server is gone makes df block in statfs for ever (here: a df that
     sleeps), and with it the whole batched probe: every rule was lost to "a remote command timed
@@ -247,3 +271,39 @@ def test_a_df_that_hangs_is_stopped_and_said(tmp_path: Path) -> None:
     check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/data")), facts, 0.05)
     assert check.verdict == "unverified"
     assert "df did not answer within 1 s" in check.actual
+
+
+def test_cpu_cores_from_proc_cpuinfo_names_it_not_lscpu() -> None:
+    """The real HyperV /proc/cpuinfo as the lscpu probe's answer on a box without lscpu: with its
+    `physical id` / `core id` / `cpu cores` lines dropped in-test (arm64, POWER9 print none), the
+    unverified said "the core count is not in this lscpu output" and "run `lscpu`" where lscpu
+    is not installed; ordered 9 CPUs, its fail said "a smaller CPU model or fewer sockets" though
+    /proc/cpuinfo lists the online CPUs only. Both now name /proc/cpuinfo."""
+    lines = HYPERV_CPUINFO.read_text().splitlines(keepends=True)
+    bare = "".join(ln for ln in lines if not ln.startswith(("physical id", "core id", "cpu cores")))
+    check = rule_cpu(OrderSpec(cpu_cores=8), parse_facts({"lscpu": ProbeOutput(bare, "", 0)}))
+    assert check.verdict == "unverified" and check.actual.endswith(
+        "the core count is not in this /proc/cpuinfo"
+    )
+    assert "lscpu gave" not in check.detail
+    failed = rule_cpu(
+        OrderSpec(cpu_cores=9), parse_facts({"lscpu": ProbeOutput(HYPERV_CPUINFO.read_text(), "", 0)})
+    )
+    assert failed.verdict == "fail" and failed.detail.startswith(
+        "fewer online CPUs than ordered in /proc/cpuinfo"
+    )
+
+
+PI3_CPUINFO = REAL / "proc-cpuinfo__raspberry-pi-3b-cortex-a53__no-core-ids__arm-socs-table-6.txt"
+
+
+@pytest.mark.parametrize(("ordered", "verdict"), [(4, "unverified"), (8, "fail")])
+def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: str) -> None:
+    """The real /proc/cpuinfo of a Raspberry Pi 3 (arm64: 4 CPU blocks, no topology lines, the
+    board's lines after the last block) as the lscpu probe's answer on a box without lscpu: 4
+    cores ordered said "the core count is not in this lscpu output"; 8 ordered fail on its 4
+    online CPUs, saying /proc/cpuinfo lists the online CPUs only."""
+    facts = parse_facts({"lscpu": ProbeOutput(PI3_CPUINFO.read_text(), "", 0)})
+    check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
+    assert check.verdict == verdict, check
+    assert "/proc/cpuinfo" in (check.actual + check.detail) and "lscpu output" not in check.actual

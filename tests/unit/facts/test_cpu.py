@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from gpuonboard.facts.cpu import CpuInfo, looks_like_cpuinfo, parse_cpuinfo, parse_lscpu
+from gpuonboard.facts.cpu import CPUINFO, CpuInfo, looks_like_cpuinfo, parse_cpuinfo, parse_lscpu
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -254,8 +254,11 @@ JC_CPUINFO = "proc-cpuinfo__i5-8279u__vm-2socket-1core__jc.txt"
     ("name", "expected"),
     [
         # 8 CPUs: 2 sockets of 2 cores, each core two threads (core id 0, 0, 1, 1 per socket)
-        (HYPERV_CPUINFO, CpuInfo(None, "AMD Ryzen 3 4100 4-Core Processor", 2, 2, 2, 8, 4)),
-        (JC_CPUINFO, CpuInfo(None, "Intel(R) Core(TM) i5-8279U CPU @ 2.40GHz", 2, 1, 1, 2, 2)),
+        (HYPERV_CPUINFO, CpuInfo(None, "AMD Ryzen 3 4100 4-Core Processor", 2, 2, 2, 8, 4, source=CPUINFO)),
+        (
+            JC_CPUINFO,
+            CpuInfo(None, "Intel(R) Core(TM) i5-8279U CPU @ 2.40GHz", 2, 1, 1, 2, 2, source=CPUINFO),
+        ),
     ],
 )
 def test_proc_cpuinfo_counts_cpus_cores_and_sockets(name: str, expected: CpuInfo) -> None:
@@ -324,3 +327,73 @@ def test_bare_field_tries_the_labels_a_line_can_start_with_and_reads_what_every_
         ]
     lines += ["", "   ", "\t", "fpu vme de pse tsc msr pae mce cx8"]
     assert [_bare_field(line) for line in lines] == [_bare_field_every_label(line) for line in lines]
+
+
+def _hyperv_lines() -> list[str]:
+    return (FIXTURES / "real" / HYPERV_CPUINFO).read_text().splitlines(keepends=True)
+
+
+@pytest.mark.parametrize(
+    ("edit", "cut"),
+    [
+        # its first 56 lines: two whole blocks of physical id 0, whose siblings line says 4
+        (lambda lines: "".join(lines[:56]), "it holds 2 CPUs of physical id 0, whose siblings line says 4"),
+        # the top scrolled off: from `processor : 4` on
+        (
+            lambda lines: "".join(
+                lines[next(i for i, x in enumerate(lines) if x.startswith("processor\t: 4")) :]
+            ),
+            "it starts at CPU 4: its top, from CPU 0, is missing",
+        ),
+        # without its last 10 lines: CPU 7's block cut at a line's end
+        (lambda lines: "".join(lines[:-10]), "the block of CPU 7 lacks lines of CPU 0's block"),
+    ],
+)
+def test_proc_cpuinfo_not_whole_counts_nothing(edit: Any, cut: str) -> None:
+    """The real HyperV /proc/cpuinfo (8 CPUs) edited in-test as each case says: every edit ends
+    at a CPU block's end with the kernel's newline, which was read as fewer CPUs (1 core / 2
+    threads, 2 cores / 4 threads); the CPUs outside it are unknown: no count, the cut said."""
+    info = parse_cpuinfo(edit(_hyperv_lines()))
+    assert (info.logical_cpus, info.physical_cores, info.cut) == (None, None, cut)
+
+
+@pytest.mark.parametrize(
+    ("keep", "expected"),
+    [
+        # every line but the blank ones (a paste that lost them): the whole topology
+        (lambda line: line.strip() != "", (8, 4, 2, None)),
+        # `grep -E 'processor|physical id|core id' /proc/cpuinfo`
+        (lambda line: re.match("processor|physical id|core id", line), (8, 4, 2, "grep")),
+        # `grep processor /proc/cpuinfo`
+        (lambda line: line.startswith("processor"), (8, None, None, "grep")),
+    ],
+)
+def test_proc_cpuinfo_without_blank_lines_counts_each_processor_block(
+    keep: Any, expected: tuple[Any, ...]
+) -> None:
+    """The real HyperV /proc/cpuinfo with only the lines `keep` keeps (in-test): blocks were
+    split at blank lines only, so a text without them was one CPU (1 core / 1 thread). Each
+    `processor : N` line now begins a block; blocks of topology lines only are said filtered."""
+    info = parse_cpuinfo("".join(line for line in _hyperv_lines() if keep(line)))
+    filtered = info.filtered and "grep"
+    assert (info.logical_cpus, info.physical_cores, info.sockets, filtered) == expected
+
+
+def test_proc_cpuinfo_without_core_id_counts_the_cpu_cores_of_each_package() -> None:
+    """The real HyperV /proc/cpuinfo with its `core id` lines dropped in-test: its `physical id`
+    and `cpu cores` (2 per package) still give 4 cores of 2 sockets, which were left unread."""
+    info = parse_cpuinfo("".join(line for line in _hyperv_lines() if not line.startswith("core id")))
+    assert (info.logical_cpus, info.physical_cores, info.sockets, info.threads_per_core) == (8, 4, 2, 2)
+
+
+def test_proc_cpuinfo_pasted_twice_counts_nothing() -> None:
+    """The real HyperV /proc/cpuinfo (8 CPUs) with its blocks of CPUs 4-7 pasted a second time
+    after it (in-test): 12 CPUs were counted (4 cores / 12 threads), a CPU twice; the kernel
+    lists each CPU once in rising order, so the text is not known whole."""
+    lines = _hyperv_lines()
+    text = "".join(lines) + "\n\n" + "".join(lines[4 * 28 :]) + "\n"
+    info = parse_cpuinfo(text)
+    assert (info.logical_cpus, info.cut) == (
+        None,
+        "CPU 4 follows a CPU numbered as high or higher (a block pasted twice?)",
+    )

@@ -9,9 +9,17 @@ kernel and firmware keep.
 from __future__ import annotations
 
 import math
+import re
 
 from gpuonboard.connection.gather import Facts
-from gpuonboard.facts.cpu import CPU_LIMIT_FILES, CPUSET_FILES, cgroup_cpuset_read, nproc_unread
+from gpuonboard.facts.cpu import (
+    CPU_LIMIT_FILES,
+    CPUINFO,
+    CPUSET_FILES,
+    cgroup_cpuset_read,
+    looks_like_lscpu,
+    nproc_unread,
+)
 from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
@@ -27,6 +35,11 @@ from gpuonboard.units import format_bytes
 
 def _or_unknown(n: int | None) -> str:
     return "?" if n is None else str(n)
+
+
+# a /proc/cpuinfo's line of any architecture: x86's `processor : 0`, ARMv7's `Processor : ARMv7
+# ...`, s390's `vendor_id : IBM/S390` and `# processors : 4`
+_CPUINFO_LINE = re.compile(r"^(?:processor|Processor|vendor_id|# processors)\s*:", re.M)
 
 
 # what told the usable CPU count, by _usable_cpus's reason
@@ -92,10 +105,13 @@ def _limited_detail(usable: int, why: str, logical: int, offline: int | None) ->
     )
 
 
-def _cores_unread(ordered: int, expected: str, actual: str, logical: int, threads: int | None) -> Check:
-    """cpu_cores where lscpu gave enough CPUs but no core count (no `Socket(s)` or `Core(s) per
-    socket` read): each core holds at most `Thread(s) per core` of the CPUs, so there are at
-    least CPU(s) / threads cores; below the order that bound says nothing about hyperthreads."""
+def _cores_unread(
+    ordered: int, expected: str, actual: str, logical: int, threads: int | None, source: str = "lscpu"
+) -> Check:
+    """cpu_cores where lscpu (or /proc/cpuinfo: `source`) gave enough CPUs but no core count (no
+    `Socket(s)` or `Core(s) per socket` read; no `physical id` / `core id`): each core holds at
+    most `Thread(s) per core` of the CPUs, so there are at least CPU(s) / threads cores; below
+    the order that bound says nothing about hyperthreads."""
     if threads is not None and threads > 0 and math.ceil(logical / threads) >= ordered:
         at_least = math.ceil(logical / threads)
         return Check(
@@ -103,6 +119,18 @@ def _cores_unread(ordered: int, expected: str, actual: str, logical: int, thread
             expected,
             f"{actual}: at least {at_least} cores ({logical} CPUs, {threads} per core)",
             "pass",
+        )
+    if source == CPUINFO:
+        return Check(
+            "cpu_cores",
+            expected,
+            f"{actual}: the core count is not in this /proc/cpuinfo",
+            "unverified",
+            f"/proc/cpuinfo lists {logical} online CPUs but no `physical id` and `core id` lines"
+            " (arm64, POWER and many VMs print none), so the cores cannot be told from hyperthreads:"
+            " read /sys/devices/system/cpu/cpu*/topology/core_cpus_list on the box (`grep ."
+            " /sys/devices/system/cpu/cpu*/topology/core_cpus_list`), or save `lscpu` where util-linux"
+            " is installed",
         )
     per_core = "no Thread(s) per core" if threads is None else f"{threads} threads per core"
     return Check(
@@ -148,8 +176,24 @@ def _lscpu_narrowed(check: Check, facts: Facts) -> Check:
     (`lscpu | grep -E '^CPU\\(s\\)|Socket|Core|Thread'`: ProbeOutput.partial): a line it left
     out may say CPUs are offline (`Off-line CPU(s) list`, which fails a box whose lscpu says
     40 CPUs with 36 of them offline) or hold another CPU type's cores; unverified. A fail
-    stands: a filter adds no CPU."""
+    stands: a filter adds no CPU. Of a /proc/cpuinfo so kept (`grep -E 'processor|core id'
+    /proc/cpuinfo`, `cat /proc/cpuinfo | head -n 56`, or blocks of topology lines only), the
+    other way round: it lists the online CPUs only, so a pass stands, but a filter that left
+    CPU blocks out left CPUs out: a warning or a fail is unverified."""
     out = facts.raw.get("lscpu")
+    cpu = facts.cpu
+    if cpu is not None and cpu.source == CPUINFO:
+        kept = (out.partial if out is not None else "") or cpu.filtered
+        if check.verdict not in ("warn", "fail") or not kept:
+            return check
+        return Check(
+            check.name,
+            check.expected,
+            f"{check.actual}; {kept}",
+            "unverified",
+            "a filter of /proc/cpuinfo may have left out the blocks of some CPUs, so fewer cores or"
+            " CPUs than ordered is not known: save the whole `cat /proc/cpuinfo` (or `lscpu`) of the box",
+        )
     if check.verdict not in ("pass", "warn") or out is None or not out.partial:
         return check
     return Check(
@@ -214,13 +258,23 @@ def _lscpu_unread(expected: str, facts: Facts) -> Check:
             "lscpu (util-linux) is not on the login user's PATH, so the CPU cores could not be read:"
             " install util-linux (or ask the vendor to), or save `lscpu` run where it is installed",
         )
-    if facts.cpu is not None and facts.cpu.cut:  # (a /proc/cpuinfo cut inside a CPU's block)
+    if facts.cpu is not None and facts.cpu.cut:  # (a /proc/cpuinfo not known whole)
         return Check(
             "cpu_cores",
             expected,
             f"unknown: the CPU listing is cut short ({facts.cpu.cut})",
             "unverified",
-            "the CPUs after the cut are unknown: save the whole `lscpu` (or `cat /proc/cpuinfo`) of the box",
+            "the CPUs outside what was read are unknown: save the whole `cat /proc/cpuinfo` (or"
+            " `lscpu`) of the box",
+        )
+    if said is not None and _CPUINFO_LINE.search(said.stdout) and not looks_like_lscpu(said.stdout):
+        return Check(  # (the live probe's /proc/cpuinfo where lscpu is not installed: s390, ARMv7)
+            "cpu_cores",
+            expected,
+            "unknown: /proc/cpuinfo (lscpu is not installed) gave no CPU list this tool reads",
+            "unverified",
+            "this kernel's /proc/cpuinfo has no `processor : N` block per CPU (s390, 32-bit ARM),"
+            " so the CPU cores could not be read: install util-linux and run `lscpu` on the box",
         )
     return Check(
         "cpu_cores",
@@ -259,7 +313,9 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         if usable < order.cpu_cores:
             detail = _limited_detail(usable, why, logical, facts.cpu.offline_cpus)
             if physical is not None and physical < order.cpu_cores:  # (the first shortfall to say)
-                short = f"lscpu counts {physical} cores, fewer than the {order.cpu_cores} ordered"
+                short = (
+                    f"{facts.cpu.source} counts {physical} cores, fewer than the {order.cpu_cores} ordered"
+                )
                 detail = f"{short}; and {detail}"
             return Check("cpu_cores", expected, actual, "fail", detail)
         if why in _CPU_SETS and math.ceil(usable / threads) < order.cpu_cores:
@@ -288,16 +344,22 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 " off are unknown: save the whole `lscpu` of the box",
             )
         if physical is None:
-            return _cores_unread(order.cpu_cores, expected, actual, logical, facts.cpu.threads_per_core)
+            return _cores_unread(
+                order.cpu_cores, expected, actual, logical, facts.cpu.threads_per_core, facts.cpu.source
+            )
         return Check("cpu_cores", expected, actual, "warn", "the order is met only by counting hyperthreads")
-    return Check(
-        "cpu_cores",
-        expected,
-        actual,
-        "fail",
-        "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
-        " ask the vendor for the box that was ordered",
-    )
+    if facts.cpu.source == CPUINFO:  # (it lists the online CPUs only)
+        why = (
+            "fewer online CPUs than ordered in /proc/cpuinfo, hyperthreads included (it lists only the"
+            " CPUs online): CPUs offline, a smaller CPU model or fewer sockets; run `lscpu` (its"
+            " Off-line CPU(s) list) and ask the vendor for the box that was ordered"
+        )
+    else:
+        why = (
+            "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
+            " ask the vendor for the box that was ordered"
+        )
+    return Check("cpu_cores", expected, actual, "fail", why)
 
 
 # The kernel and firmware keep part of RAM out of `free`'s total: about 1.7 % on the real
