@@ -77,6 +77,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "sudo__": None,
         "dmesg": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
+        "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     assert detect_kind(text) == want
