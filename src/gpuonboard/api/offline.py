@@ -25,10 +25,8 @@ from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs
-from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
-from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION
@@ -476,7 +474,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         copied, command = copied_command(pasted), prompt_command(pasted)
     else:
         command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
-    kind = detect_kind(text) or _kind_by_name(path.name, text)
+    kind = detect_kind(text) or saved_forms.kind_by_name(path.name, text)
     if kind == "nproc" and (why := saved_forms.nproc_refusal(path.name, copied or command)):
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
@@ -486,64 +484,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     if kind is None and (headed := saved_forms.with_df_header(command, text)):
         text, kind = headed, "df"  # (`df -h | grep nvme`: grep dropped df's header)
     if kind is None:
-        return _without_kind(where, text, copied)
+        return saved_forms.without_kind(where, text, copied)
     return _read_as(path, where, kind, text, warned, copied, command)
-
-
-def _kind_by_name(name: str, text: str) -> str | None:
-    """The kind of an output known by its file's name only: a bare number in nproc*, one word of
-    `systemctl is-active nvidia-fabricmanager` in *fabric*."""
-    if name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
-        return "nproc"
-    if "fabric" in name.lower() and text.strip().split("\n")[0].strip() in (
-        "active",
-        "inactive",
-        "failed",
-        "activating",
-        "deactivating",
-        "unknown",
-    ):
-        return "fabric_manager"
-    return None
-
-
-def _without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
-    """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
-    message read as such, else a UsageError saying what it looks like and what to save."""
-    if saved_forms.q_blocks_alone(text):
-        raise UsageError(
-            f"{where}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
-            " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
-            " `nvidia-smi -q` output."
-        )
-    if saved_forms.df_rows(text) >= 2:
-        raise UsageError(
-            f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
-            " (df run in a language other than English, Chinese, German, Spanish, French, Portuguese"
-            " or Russian?): save it with"
-            " `LC_ALL=C df -P -k`."
-        )
-    if (missing := saved_forms.missing_output(where, text, copied)) is not None:
-        return missing
-    if (refused := kernel_log_refusal(text)) is not None:
-        # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
-        return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
-    if other := saved_forms.other_form(text):
-        raise UsageError(f"{where}: {other}")
-    if saved_forms.csv_width(text):
-        raise UsageError(
-            f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
-            " above it names its fields: save it with its header (`--format=csv`, without"
-            " `noheader`), or with the command line above it."
-        )
-    raise UsageError(
-        f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-        " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
-        " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
-        " info, iperf3 -J, lscpu or /proc/cpuinfo, free or /proc/meminfo, df, lsblk -J or -P,"
-        " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
-        " file named *fabric*)."
-    )
 
 
 def _read_as(

@@ -11,9 +11,12 @@ import io
 import re
 from dataclasses import dataclass
 
+from gpuonboard.api import transcript
 from gpuonboard.api.command_line import pipeline, run
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
+from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
+from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import ProbeOutput, first_line
@@ -414,3 +417,59 @@ def missing_output(where: str, text: str, copied: str) -> tuple[str, ProbeOutput
     if (why := not_this_box(missing, copied)) is not None:
         raise UsageError(f"{where}: {why}")
     return missing.probe, ProbeOutput("", missing.line, 127)
+
+
+def kind_by_name(name: str, text: str) -> str | None:
+    """The kind of an output known by its file's name only: a bare number in nproc*, one word of
+    `systemctl is-active nvidia-fabricmanager` in *fabric*."""
+    if name.lower().startswith("nproc") and re.fullmatch(r"\s*\d+\s*", text):
+        return "nproc"
+    if "fabric" in name.lower() and text.strip().split("\n")[0].strip() in (
+        "active",
+        "inactive",
+        "failed",
+        "activating",
+        "deactivating",
+        "unknown",
+    ):
+        return "fabric_manager"
+    return None
+
+
+def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
+    """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
+    message read as such, else a UsageError saying what it looks like and what to save."""
+    if q_blocks_alone(text):
+        raise UsageError(
+            f"{where}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
+            " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
+            " `nvidia-smi -q` output."
+        )
+    if df_rows(text) >= 2:
+        raise UsageError(
+            f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
+            " (df run in a language other than English, Chinese, German, Spanish, French, Portuguese"
+            " or Russian?): save it with"
+            " `LC_ALL=C df -P -k`."
+        )
+    if (missing := missing_output(where, text, copied)) is not None:
+        return missing
+    if (refused := kernel_log_refusal(text)) is not None:
+        # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
+        return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
+    if other := other_form(text):
+        raise UsageError(f"{where}: {other}")
+    if csv_width(text):
+        raise UsageError(
+            f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
+            " above it names its fields: save it with its header (`--format=csv`, without"
+            " `noheader`), or with the command line above it."
+        )
+    raise UsageError(
+        f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
+        " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
+        " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
+        " info, iperf3 -J, lscpu or /proc/cpuinfo, free or /proc/meminfo, df, lsblk -J or -P,"
+        " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
+        " file named *fabric*)."
+    )
