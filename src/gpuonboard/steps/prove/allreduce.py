@@ -197,8 +197,10 @@ def reference_check(
     (a warning when the table has none). ``without_p2p``: NCCL ran with its P2P transport off,
     through host memory: an NVLink row's figure is not comparable (a warning that says so, as
     gpu_benchmark does for a figure its reference cannot judge), nor is a row's with `p2p: true`
-    (a PCIe peer-to-peer figure) unless the run still met it. ``pcie_gen``: the GPUs' lowest
-    PCIe link generation (a row with `pcie_gen` judges only a box whose links are that new)."""
+    (a PCIe peer-to-peer figure) unless the run still met it (a warning down to the fail line of
+    half the row's figure, what a path through host memory moves; a failure below it).
+    ``pcie_gen``: the GPUs' lowest PCIe link generation (a row with `pcie_gen` judges only a box
+    whose links are that new)."""
     ref = match_reference(table, gpu_name, ranks, interconnect, pcie_gen)
     if ref is None:
         notes = [variant_note(gpu_name), generation_note(table, gpu_name, ranks, interconnect, pcie_gen)]
@@ -226,8 +228,10 @@ def reference_check(
     fail_below = float(table.get("fail_below", 0.5))
     verdict: Verdict = "pass" if ratio >= warn_below else "warn" if ratio >= fail_below else "fail"
     unverified = "" if ref.get("verified") else " (reference not verified)"
-    if without_p2p and ref.get("p2p") and verdict != "pass":
-        # a figure through host memory below a P2P figure is no fault of the links
+    if without_p2p and ref.get("p2p") and verdict != "pass" and peak >= fail_below * want / 2:
+        # a figure through host memory below a P2P figure is no fault of the links, down to the
+        # fail line of half the row's figure (host memory moves about half of what peer-to-peer
+        # does); below that it fails as any run does (2 GB/s against the Gen4 row's 20 GB/s)
         return Check(
             "allreduce_busbw",
             f"{want:.0f} GB/s with GPU peer-to-peer ({ref['id']})",

@@ -724,3 +724,34 @@ def test_a_reason_fault_of_a_gpu_named_by_address_is_said_once() -> None:
     assert verdict == "unverified"
     assert "GPU at PCI 00000000:23:00.0: Clocks Event Reasons/SW Power Cap reads [Unknown Error]" in actual
     assert "not reported" not in actual
+
+
+RTX4090_MASKS = (
+    "index, uuid, clocks_throttle_reasons.active\n"
+    "0, GPU-313bbff0-b0a0-fd26-4820-0578bdef3a12, 0x0000000000000001\n"
+    "1, GPU-1a287db8-89a4-4cd7-5933-ae53d0c4d4ad, 0x0000000000000001\n"
+    "2, GPU-a4f36154-6f3f-303f-e098-dec1632fd43f, 0x0000000000000001\n"
+    "3, GPU-025f6884-1162-3032-9aab-14e0d5622783, [N/A]\n"
+)
+
+
+@pytest.mark.parametrize(
+    "csv",
+    [
+        RTX4090_MASKS.split("\n1,")[0].replace("0x0000000000000001", "0x0000000000000000") + "\n",
+        RTX4090_MASKS,
+    ],
+    ids=["gpu0-only", "gpu3-na"],
+)
+def test_a_reasons_mask_of_some_gpus_leaves_the_others_pass(csv: str) -> None:
+    """The real 8 x RTX 4090 `-q` beside a CSV of `index, uuid, clocks_throttle_reasons.active` by
+    the capture's uuids: GPU 0 only at 0x0 (a `-i 0` query), or GPUs 0-3 at 0x1 (gpu_idle) with
+    GPU 3's `[N/A]`. The mask alone reads NVML's `unknown` reason, which -q never prints: the GPUs
+    it did not cover lacked it by the format, not by a cell (it was unverified, "GPU 1: clock
+    event reason unknown not reported")."""
+    raw = {
+        "nvidia_smi_q": ProbeOutput(RTX4090_8_Q.read_text(), "", 0),
+        "nvidia_smi_csv": ProbeOutput(csv, "", 0),
+    }
+    [check] = [c for c in gpu_health.evaluate(parse_facts(raw)) if c.name == "throttling"]
+    assert (check.verdict, check.actual) == ("pass", "none active")

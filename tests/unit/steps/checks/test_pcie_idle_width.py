@@ -201,13 +201,13 @@ def test_gen1_is_power_saving_only_in_an_idle_pstate_with_no_load(
     assert _edited_row(name, old, new, gpu, count) == ("warn", actual)
 
 
-def test_an_idle_gen1_link_whose_width_is_unread_warns_and_names_the_link() -> None:
+def test_an_idle_gen1_link_whose_width_is_unread_is_unverified_and_names_the_field() -> None:
     """The real 8 x RTX 4090 `-q` (GPU 4 idle at P8, Gen1 of Gen4 at x16), GPU 4's Link Width
-    `Current : 16x` edited in-test to `N/A`: a link whose width was not read may
-    have lost lanes, so it is no power-saving pass; the card's maximum was read, so the row never
-    says it was not (it said "GPU 4 Gen1 (the card's maximum not reported)")."""
+    `Current : 16x` edited in-test to `N/A`: the generation is power saving, the width unknown,
+    so unverified naming the field not read (it warned "GPU 4 Gen1 of Gen4" as a slow idle link;
+    before that it said "GPU 4 Gen1 (the card's maximum not reported)")."""
     got = _edited_row(RTX4090_IDLE, "Current                   : 16x", "Current                   : N/A", 4)
-    assert got == ("warn", f"GPU 4 Gen1 of Gen4; {RTX4090_OTHERS}")
+    assert got == ("unverified", "GPU 4 Gen1 (current width not reported)")
 
 
 def test_a_link_whose_current_width_is_unread_names_that_field() -> None:
@@ -215,3 +215,100 @@ def test_a_link_whose_current_width_is_unread_names_that_field() -> None:
     in-test to `N/A`: unverified, naming the field not read, not the card's maximum (read)."""
     got = _edited_row(RTX4090_IDLE, "Current                   : 16x", "Current                   : N/A", 0)
     assert got == ("unverified", "GPU 0 Gen4 (current width not reported)")
+
+
+# the real idle A10 `-q`'s GPU: its uuid and bus id, for the CSVs written beside it
+A10_ID = "0, GPU-14705cc6-2e5b-ae28-e00a-0f87622e4299, 00000000:08:00.0"
+
+
+def _a10_busy() -> str:
+    """The real idle A10 `-q` edited to a GPU at work: PCIe Current and Device Current
+    generation 1 -> 4, Performance State P8 -> P0, `Gpu : 0 %` -> `100 %`."""
+    text = (REAL / A10_IDLE).read_text()
+    edited = text.replace("Current                   : 1", "Current                   : 4")
+    edited = edited.replace(
+        "Performance State                     : P8", "Performance State                     : P0"
+    )
+    edited = edited.replace(
+        "        Gpu                               : 0 %", "        Gpu                               : 100 %"
+    )
+    assert edited.count("Current                   : 4") == 2 and edited.count(": 100 %") == 1
+    return edited
+
+
+def _with_csv(outputs: dict[str, str], header: str, row: str) -> tuple[str, str]:
+    """pcie_link's (verdict, actual) of `outputs` (probe -> text) beside a CSV query of the A10's
+    GPU (`index, uuid, pci.bus_id, ` + header; A10_ID + row)."""
+    csv = f"index, uuid, pci.bus_id, {header}\n{A10_ID}, {row}\n"
+    probes = {k: ProbeOutput(v, "", 0) for k, v in outputs.items()}
+    probes["nvidia_smi_csv"] = ProbeOutput(csv, "", 0)
+    (check,) = [c for c in gpu_health.evaluate(parse_facts(probes)) if c.name == "pcie_link"]
+    return check.verdict, check.actual
+
+
+LINK_ONLY = "pcie.link.gen.current, pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max"
+
+
+@pytest.mark.parametrize(
+    ("header", "row", "actual"),
+    [
+        (LINK_ONLY, "1, 4, 16, 16", "GPU 0 Gen1 of Gen4 (in the CSV query)"),
+        (LINK_ONLY, "1, 4, 8, 16", "GPU 0 x8 of x16, Gen1 of Gen4 (in the CSV query)"),
+        ("pcie.link.gen.current", "1", "GPU 0 Gen1 of Gen4 (in the CSV query)"),
+    ],
+    ids=["gen1-x16", "gen1-x8", "gen-current-only"],
+)
+def test_a_csv_link_read_with_no_load_beside_a_busy_q_is_unverified(
+    header: str, row: str, actual: str
+) -> None:
+    """The real A10 `-q` edited to Gen4, P0, 100 % (_a10_busy) beside a CSV of the same GPU that
+    reads only its link (Gen1): that reading has no load of its own, and -q's P0, 100 % went with
+    -q's Gen4, so whether the GPU was idle at the CSV's moment is unknown (it failed as a slot
+    fault from -q's load)."""
+    verdict, shown = _with_csv({"nvidia_smi_q": _a10_busy()}, header, row)
+    assert (verdict, shown) == ("unverified", actual + " (whether the GPU was idle is not reported)")
+
+
+def test_a_tables_load_is_no_load_of_a_csv_link() -> None:
+    """The real A10 table (`nvidia-smi`, no link) edited to P0, 100 % (its `P8` -> `P0`, `0%
+    Default` -> `100%  Default`) beside a CSV reading only the link, Gen1 x16 of Gen4 x16: the
+    table's load is another call's, so the link's load is unknown (it failed)."""
+    table = (REAL / "nvidia-smi__a10__1gpu__driver550.90.12.txt").read_text()
+    busy = table.replace(" P8 ", " P0 ").replace("     0%      Default", "   100%      Default")
+    assert busy != table and "100%" in busy
+    verdict, shown = _with_csv({"nvidia_smi": busy}, LINK_ONLY, "1, 4, 16, 16")
+    assert (verdict, shown) == ("unverified", "GPU 0 Gen1 of Gen4 (whether the GPU was idle is not reported)")
+
+
+@pytest.mark.parametrize(
+    ("header", "row"),
+    [
+        ("pstate, pcie.link.gen.current, utilization.gpu [%]", "P8, 1, 0 %"),
+        ("pstate, pcie.link.gen.current, pcie.link.gen.max, utilization.gpu [%]", "P8, 1, 4, 0 %"),
+        (f"utilization.gpu [%], {LINK_ONLY}", "0 %, 1, 4, 16, 16"),
+        (LINK_ONLY, "1, 4, 16, 16"),
+    ],
+    ids=["p8-gen1-no-width", "p8-gen1-max-no-width", "util0-no-pstate", "no-load"],
+)
+def test_an_idle_csv_gen1_beside_the_idle_q_is_power_saving(header: str, row: str) -> None:
+    """The real idle A10 `-q` (Gen1 x16 of Gen4 x16, P8, 0 %) beside a CSV of the same GPU at
+    Gen1 that leaves out the width, the P-state or the whole load: a field the CSV did not read
+    is no worse link; -q read that same Gen1 link idle, so it is power saving (it warned)."""
+    verdict, shown = _with_csv({"nvidia_smi_q": (REAL / A10_IDLE).read_text()}, header, row)
+    assert (verdict, shown) == ("pass", "at max width; idle, power saving: GPU 0 Gen1 of Gen4")
+
+
+def test_an_idle_gen1_csv_with_no_width_alone_is_unverified() -> None:
+    """A CSV of the real A10's GPU, `pstate, pcie.link.gen.current, pcie.link.gen.max,
+    utilization.gpu` = `P8, 1, 4, 0 %` with no other output: Gen1 at P8 is power saving, the
+    width unread, so unverified naming it (it warned "GPU 0 Gen1 of Gen4")."""
+    csv = (
+        "index, uuid, pci.bus_id, pstate, pcie.link.gen.current, pcie.link.gen.max, utilization.gpu [%]\n"
+        f"{A10_ID}, P8, 1, 4, 0 %\n"
+    )
+    facts = parse_facts({"nvidia_smi_csv": ProbeOutput(csv, "", 0)})
+    (check,) = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "GPU 0 Gen1 (current width and max width not reported)",
+    )

@@ -12,6 +12,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from gpuonboard.connection import LocalRunner
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
@@ -118,6 +120,20 @@ def test_a_low_no_p2p_figure_is_not_comparable_with_a_pcie_p2p_row() -> None:
         allreduce_checks({**r, "p2p": None}, table, "NVIDIA GeForce RTX 4090", 2, "pcie", pcie_gen=4)
     )
     assert on["allreduce_busbw"].verdict == "fail"
+
+
+@pytest.mark.parametrize(("peak", "verdict"), [(5.0, "warn"), (4.9, "fail"), (2.0, "fail")])
+def test_a_no_p2p_figure_is_judged_against_half_the_p2p_row(peak: float, verdict: str) -> None:
+    """A 2-GPU PCIe Gen4 run with NCCL's P2P off against the Gen4 row (20 GB/s with peer-to-peer):
+    through host memory a run moves about half of it, so down to 50 % of that half (5 GB/s) it is
+    not comparable (a warning); below it, 2 GB/s (10 % of the row), it fails as low bus bandwidth
+    (it warned "not comparable" at any figure)."""
+    table = load_references()
+    check = reference_check(
+        table, "NVIDIA GeForce RTX 4090", 2, "pcie", peak, "x", without_p2p=True, pcie_gen=4
+    )
+    assert check.verdict == verdict, check
+    assert ("low bus bandwidth" in check.detail) == (verdict == "fail")
 
 
 def test_reference_check_without_p2p_only_changes_nvlink_rows() -> None:

@@ -51,26 +51,63 @@ def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str], l
 
 
 def _readings(g: GpuInfo) -> list[tuple[GpuInfo, str]]:
-    """`g` as merged, then `g` as each format that read its link saw it (its link, and its own
-    P-state, utilisation and gpu_idle state: the merged GPU's only where that format read none
-    of them), with that format's name ('' for the merged GPU)."""
-    out = [(g, "")]
-    for label, gen, gen_max, width, width_max, pstate, util, idle in g.link_reads:
+    """`g` as merged, then `g` as each format that read its link saw it, with that format's name
+    ('' for the merged GPU). A reading is judged beside its own load (P-state, utilisation,
+    gpu_idle): a load read by a format that read another link, or none, is another moment's,
+    so it is left out (the load unknown: unverified, never idle nor busy) unless a format read
+    that same link generation (and width) with it: -q's Gen1 x16 at P8 lends its P8 to a CSV's
+    Gen1 x16 read with no P-state, never to a CSV's Gen1 beside -q's Gen4 at P0, 100 %."""
+    reads = [(r[0], r[1:5], r[5:]) for r in g.link_reads]
+    out = [(_own_load(g, reads), "")]
+    for label, (gen, gen_max, width, width_max), load in reads:
+        lent = [o[2] for o in reads if o[0] != label and _same_link((gen, width), (o[1][0], o[1][2]))]
+        pstate, util, idle = (
+            next((v for v in [mine, *(o[i] for o in lent)] if v is not None), None)
+            for i, mine in enumerate(load)
+        )
         link: dict[str, Any] = {
             "pcie_gen_current": gen,
             "pcie_gen_max": gen_max or g.pcie_gen_max,
             "pcie_width_current": width,
             "pcie_width_max": width_max or g.pcie_width_max,
+            "performance_state": pstate,
+            "utilization_gpu_pct": util,
+            "clock_event_reasons": ("gpu_idle",) if idle else (),
+            "clock_event_reasons_known": idle is not None,
         }
-        if pstate is not None or util is not None or idle is not None:
-            link.update(
-                performance_state=pstate,
-                utilization_gpu_pct=util,
-                clock_event_reasons=("gpu_idle",) if idle else (),
-                clock_event_reasons_known=idle is not None,
-            )
         out.append((replace(g, **link), FORMAT_NAMES.get(label, label)))
     return out
+
+
+def _same_link(a: tuple[int | None, int | None], b: tuple[int | None, int | None]) -> bool:
+    """Whether two readings' (generation, width) are one link state: the same generation, and
+    the same width where both read it."""
+    return a[0] is not None and a[0] == b[0] and (a[1] is None or b[1] is None or a[1] == b[1])
+
+
+_LOAD_FIELDS = ("performance_state", "utilization_gpu_pct", "clock_event_reasons")
+
+
+def _own_load(g: GpuInfo, reads: list[tuple[str, Any, Any]]) -> GpuInfo:
+    """The merged `g` with each load field (its `provenance`) taken from a format that read no
+    link, or another link than the merged one, left out: a table's P0, 100 % is no load of a
+    CSV's Gen1 read at another moment."""
+    came = dict(g.provenance)
+    linked = {came[f] for f in ("pcie_gen_current", "pcie_width_current") if f in came}
+    if not linked:
+        return g
+    linked |= {
+        label
+        for label, link, _ in reads
+        if _same_link((g.pcie_gen_current, g.pcie_width_current), (link[0], link[2]))
+    }
+    other = [f for f in _LOAD_FIELDS if f in came and came[f] not in linked]
+    if not other:
+        return g
+    blank: dict[str, Any] = {f: () if f == "clock_event_reasons" else None for f in other}
+    if "clock_event_reasons" in other:
+        blank["clock_event_reasons_known"] = False
+    return replace(g, **blank)
 
 
 def _classed(g: GpuInfo, where: str) -> tuple[str, str]:
@@ -103,7 +140,7 @@ def _classed(g: GpuInfo, where: str) -> tuple[str, str]:
 
 
 def _power_saving(g: GpuInfo) -> bool:
-    """A link at Gen1 at its full width (both read) on a GPU in an idle P-state (P5-P15) with no
+    """A link at Gen1 at its full width (or a width not read) on a GPU in an idle P-state (P5-P15) with no
     utilisation read above 0: the driver's power saving (nvidia-smi: "may be reduced when the
     GPU is not in use"), never a degraded link: the generation the slot allows is the link's
     maximum (NVML: "possible with this device and system"), judged against the card's by
@@ -111,11 +148,11 @@ def _power_saving(g: GpuInfo) -> bool:
     Quadro, RTX 4000 SFF); an idle H100 / H200 / A100 sits at P0 ("Idle: Active") at its full
     generation, so Gen1 there, or on a P-state not read, or at 100 %, is no power saving seen.
     (A generation between, Gen3 of Gen4 idle, is no power-saving state seen either: a link that
-    may not train higher, so still a warning; as is a width not read: lanes lost cannot be told.)"""
+    may not train higher, so still a warning.) A width not read is no narrower link: the link's
+    generation is power saving, its width unknown, and _links_read names it unverified."""
     return (
         g.pcie_gen_current == 1
-        and bool(g.pcie_width_current and g.pcie_width_max)
-        and g.pcie_width_current == g.pcie_width_max
+        and not (g.pcie_width_current and g.pcie_width_max and g.pcie_width_current < g.pcie_width_max)
         and g.performance_state in IDLE_PSTATES
         and not (g.utilization_gpu_pct or 0) > 0
     )

@@ -209,12 +209,18 @@ _RULE_VALUES: Mapping[str, tuple[tuple[str, str], ...]] = {
 # that can change its verdict: a name another GPU of the model (and MIG mode) read and this one
 # did not (a reason's state printed N/A or empty while its other reasons were read) was not read
 # there, never Not Active. (gpu_idle and the clock settings, applications clocks, sync boost and
-# the display clock, change no throttling verdict: unread, they leave the pass as it is)
+# the display clock, change no throttling verdict: unread, they leave the pass as it is; nor
+# does NVML's catch-all `unknown`: only the CSV's bitmask reads it, -q and -q -x never print it,
+# so a GPU the mask did not cover (a `-i 0` CSV, a row's [N/A]) beside one it did lacks it by
+# the format, with every reason -q names read)
 _RULE_NAMES: Mapping[str, tuple[str, str, Callable[[str], bool]]] = {
     "throttling": (
         "clock_event_reasons_read",
         "clock event reason",
-        lambda name: name in (*HARD_THROTTLE, "sw_power_cap") or name not in CLOCK_EVENT_REASONS,
+        lambda name: (
+            name != "unknown"
+            and (name in (*HARD_THROTTLE, "sw_power_cap") or name not in CLOCK_EVENT_REASONS)
+        ),
     ),
 }
 
