@@ -488,23 +488,27 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if total + more >= floor:
         return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si)
     short = format_bytes(wanted - total - more)
+    why = _ram_short_why(facts, unified, allowed)
+    return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+
+
+def _ram_short_why(facts: Facts, unified: bool, allowed: float) -> str:
+    """Why a box holds less RAM than ordered, and what to ask (ram's fail)."""
     if unified:
-        why = (
+        return (
             f"more than the firmware of a box whose GPU shares its memory keeps for the GPU (up to"
             f" {allowed:.0%} + 256 MiB); a model with less memory: ask the vendor for the box that"
             " was ordered"
         )
-    else:
-        why = (
-            f"more than the {allowed:.0%} + 256 MiB the kernel and firmware keep; a missing or failed"
-            " DIMM, or a smaller box"
-        )
-        if not _limit_read(facts, MEMORY_LIMIT_FILES):
-            # (lxcfs, in an LXC or Kubernetes container, shows the container's memory limit as
-            # free's total: 3.7Gi of a 4000 MB LXD limit; no limit file read says otherwise)
-            why += ", or a container's memory limit, which lxcfs shows as free's total"
-        why += ": ask the vendor"
-    return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+    why = (
+        f"more than the {allowed:.0%} + 256 MiB the kernel and firmware keep; a missing or failed"
+        " DIMM, or a smaller box"
+    )
+    if not _limit_read(facts, MEMORY_LIMIT_FILES):
+        # (lxcfs, in an LXC or Kubernetes container, shows the container's memory limit as
+        # free's total: 3.7Gi of a 4000 MB LXD limit; no limit file read says otherwise)
+        why += ", or a container's memory limit, which lxcfs shows as free's total"
+    return why + ": ask the vendor"
 
 
 def _rounded_ram(
