@@ -93,11 +93,31 @@ class _Lines(dict[str, _Line]):
         return line
 
 
-def _text_tree(lines: Iterable[str], read: _Lines) -> dict[str, Any]:
+class _Section(dict[str, Any]):
+    """A section of a -q text tree (its label -> a value or a sub-section), with its labels
+    casefolded for _tree_child, gathered at the first lookup of a label not printed exactly
+    (the tree is whole by then: it is never changed once built)."""
+
+    __slots__ = ("_folded",)
+    _folded: dict[str, Any]
+
+    def folded(self) -> dict[str, Any]:
+        """casefolded label -> the value of the first label so folded."""
+        try:
+            return self._folded
+        except AttributeError:
+            folded: dict[str, Any] = {}
+            for label, value in self.items():
+                folded.setdefault(label.casefold(), value)
+            self._folded = folded
+            return folded
+
+
+def _text_tree(lines: Iterable[str], read: _Lines) -> _Section:
     """Nested dict from the indented `key : value` layout of `nvidia-smi -q` (`lines` as
     str.splitlines gives them)."""
-    root: dict[str, Any] = {}
-    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
+    root = _Section()
+    stack: list[tuple[int, _Section]] = [(-1, root)]
     for raw in lines:
         node = read[raw].node
         if node is None:
@@ -107,7 +127,7 @@ def _text_tree(lines: Iterable[str], read: _Lines) -> dict[str, Any]:
             stack.pop()
         parent = stack[-1][1]
         if value is None:  # a section header such as "FB Memory Usage"
-            section: dict[str, Any] = {}
+            section = _Section()
             parent.setdefault(key, section)
             stack.append((indent, section))
         else:
@@ -121,6 +141,8 @@ def _tree_child(node: Mapping[str, Any], key: str) -> Any:
     `Virtualization Mode`. The exact label wins where both are present. None when absent."""
     if key in node:
         return node[key]
+    if isinstance(node, _Section):
+        return node.folded().get(key.casefold())
     low = key.casefold()
     return next((value for label, value in node.items() if label.casefold() == low), None)
 
@@ -134,7 +156,7 @@ def _tree_raw(tree: Mapping[str, Any], *path: str) -> str | None:
     """Value at `path` in a text tree as written (labels case-insensitive); None when missing."""
     node: Any = tree
     for key in path:
-        if not isinstance(node, Mapping):
+        if not isinstance(node, dict):  # (a text tree's sections are dicts)
             return None
         node = _tree_child(node, key)
         if node is None:
@@ -172,22 +194,19 @@ def _wrapped_lines(lines: Sequence[str], read: _Lines) -> dict[int, int]:
     (the text's longest line is taken as the wrap width). Fragment line -> the line it continues."""
     width = max((len(line) for line in lines), default=0)
     heads = [i for i, line in enumerate(lines) if _gpu_head(line)]
+    info = [read[line] for line in lines]
     fragments: dict[int, int] = {}
     # (the lines above the first record, `Driver Version : 580.159.04` wrapped to `580` /
     # `.159.04` at 60 columns, are all `key : value` lines: any other is a fragment)
     for start, end in zip([-1, *heads], [*heads, len(lines)], strict=True):
-        keyed = [read[lines[i]].indent for i in range(start + 1, end) if read[lines[i]].keyed]
+        keyed = [line.indent for line in info[start + 1 : end] if line.keyed]
         floor = min(keyed, default=0) if start >= 0 else width
         for i in range(max(start + 2, 1), end):
+            this = info[i]
+            if this.blank or this.keyed or this.indent >= floor:
+                continue
             line, prev = lines[i], lines[i - 1]
-            this = read[line]
-            if (
-                not this.blank
-                and not this.keyed
-                and this.indent < floor
-                and (i - 1 in fragments or read[prev].keyed)
-                and len(prev) + 1 + len(line.split()[0]) > width
-            ):
+            if (i - 1 in fragments or info[i - 1].keyed) and len(prev) + 1 + len(line.split()[0]) > width:
                 fragments[i] = fragments.get(i - 1, i - 1)
     return fragments
 
@@ -343,7 +362,7 @@ def _tree_section(tree: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
     """The first sub-section of `names` present (labels case-insensitive), else an empty one."""
     for name in names:
         section = _tree_child(tree, name)
-        if isinstance(section, Mapping):
+        if isinstance(section, dict):
             return section
     return {}
 
@@ -430,7 +449,7 @@ def _tree_deep(node: Mapping[str, Any], *labels: str) -> str | None:
 
     def children(block: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return [
-            c for k, c in block.items() if isinstance(c, Mapping) and k.casefold() not in _POWER_OTHER_BLOCKS
+            c for k, c in block.items() if isinstance(c, dict) and k.casefold() not in _POWER_OTHER_BLOCKS
         ]
 
     return _first_deep([node], labels, _tree_get, children)
@@ -550,7 +569,7 @@ def _tree_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[st
         if key == "Processes":
             continue
         path = f"{prefix}{key}"
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             yield from _tree_leaves(value, f"{path}/")
         else:
             yield path, value
@@ -620,7 +639,7 @@ def _split_fields(m: re.Match[str]) -> str:
 
 # a line whose first character other than whitespace is a colon (a match of _JOINED_FIELDS may
 # run from a label's line over line breaks to such a line: `\s+:`)
-_LEADING_COLON = re.compile(r"(?m)^\s*:")
+_LEADING_COLON = re.compile(r"\n\s*:")
 
 
 def _split_joined_fields(text: str) -> str:
@@ -628,7 +647,7 @@ def _split_joined_fields(text: str) -> str:
     the end of the line that holds both its colons, and starts on that line unless that line
     starts with a colon: where no line does, only the lines with two colons are matched, each
     alone (the same result as the whole text matched, at a fraction of the regex work)."""
-    if _LEADING_COLON.search(text):
+    if _LEADING_COLON.search("\n" + text):
         return _JOINED_FIELDS.sub(_split_fields, text)
     lines = text.split("\n")
     for i, line in enumerate(lines):
