@@ -61,13 +61,14 @@ class _Line(NamedTuple):
     is a `key : value` line (`key :` too: a value left empty, or wrapped onto the next line),
     whether it is a section header ('FB Memory Usage': no value, no colon, not the banner; R610
     prints 'Memory Max Operating T.Limit Temp Specification: 0 C', the label too long for its
-    column), and its indent (_indent)."""
+    column), its indent (_indent), and whether it heads a GPU record (_gpu_head)."""
 
     node: tuple[int, str, str | None] | None
     blank: bool
     keyed: bool
     header: bool
     indent: int
+    gpu_head: bool
 
 
 def _read_line(raw: str) -> _Line:
@@ -80,7 +81,7 @@ def _read_line(raw: str) -> _Line:
         value = match.group(3)
         node = (len(match.group(1).expandtabs()), match.group(2), None if value is None else value.strip())
     header = bool(text) and not keyed and not text.startswith("=") and not re.search(r":(\s|$)", text)
-    return _Line(node, not text, keyed, header, _indent(raw))
+    return _Line(node, not text, keyed, header, _indent(raw), _gpu_head(raw))
 
 
 class _Lines(dict[str, _Line]):
@@ -176,11 +177,11 @@ def _gpu_head(line: str) -> bool:
     return line.startswith("GPU") and _TEXT_GPU_HEADER.match(line) is not None
 
 
-def _text_gpu_blocks(lines: Iterable[str]) -> list[tuple[str, list[str]]]:
+def _text_gpu_blocks(lines: Iterable[str], read: _Lines) -> list[tuple[str, list[str]]]:
     """(header, body lines) of each 'GPU 00000000:07:00.0' section of `nvidia-smi -q`."""
     blocks: list[tuple[str, list[str]]] = []
     for raw in lines:
-        if _gpu_head(raw):
+        if read[raw].gpu_head:
             blocks.append((raw.strip(), []))
         elif blocks:
             blocks[-1][1].append(raw)
@@ -193,8 +194,8 @@ def _wrapped_lines(lines: Sequence[str], read: _Lines) -> dict[int, int]:
     than every `key : value` line of the record, after a line too long for the first word of it
     (the text's longest line is taken as the wrap width). Fragment line -> the line it continues."""
     width = max((len(line) for line in lines), default=0)
-    heads = [i for i, line in enumerate(lines) if _gpu_head(line)]
     info = [read[line] for line in lines]
+    heads = [i for i, line in enumerate(info) if line.gpu_head]
     fragments: dict[int, int] = {}
     # (the lines above the first record, `Driver Version : 580.159.04` wrapped to `580` /
     # `.159.04` at 60 columns, are all `key : value` lines: any other is a fragment)
@@ -676,7 +677,7 @@ def parse_text_q(text: str) -> GpuReport:
     warnings = list(unjoined)
     every = text.splitlines()
     tree = _text_tree(every, read)
-    blocks = _text_gpu_blocks(every)
+    blocks = _text_gpu_blocks(every, read)
     trees = [_text_tree(lines, read) for _, lines in blocks]
     attached = _int(_tree_get(tree, "Attached GPUs"))
     complete = True
