@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
@@ -55,41 +55,84 @@ def _indent(line: str) -> int:
     return len(spread) - len(spread.lstrip())
 
 
-def _keyed(line: str) -> bool:
-    """A `key : value` line of `nvidia-smi -q` (`key :` too: a value left empty, or wrapped
-    onto the next line)."""
-    match = _TEXT_LINE.match(line)
-    return match is not None and (match.group(3) is not None or line.rstrip().endswith(" :"))
+class _Line(NamedTuple):
+    """What the -q parse reads of one line: its node of the text tree (indent, label, value;
+    None for a blank line, the banner's `=====` or no label), whether it is blank, whether it
+    is a `key : value` line (`key :` too: a value left empty, or wrapped onto the next line),
+    whether it is a section header ('FB Memory Usage': no value, no colon, not the banner; R610
+    prints 'Memory Max Operating T.Limit Temp Specification: 0 C', the label too long for its
+    column), its indent (_indent), and whether it heads a GPU record (_gpu_head)."""
+
+    node: tuple[int, str, str | None] | None
+    blank: bool
+    keyed: bool
+    header: bool
+    indent: int
+    gpu_head: bool
 
 
-def _header(line: str) -> bool:
-    """A section header of `nvidia-smi -q` ('FB Memory Usage'): no value, no colon (R610 prints
-    'Memory Max Operating T.Limit Temp Specification: 0 C', the label too long for its
-    column), not the banner."""
-    text = line.strip()
-    return bool(text) and not _keyed(line) and not text.startswith("=") and not re.search(r":(\s|$)", text)
+def _read_line(raw: str) -> _Line:
+    """_Line of one line (one _TEXT_LINE match serves the tree node, _keyed and _header)."""
+    text = raw.strip()
+    match = _TEXT_LINE.match(raw)
+    keyed = match is not None and (match.group(3) is not None or raw.rstrip().endswith(" :"))
+    node = None
+    if match is not None and text and not text.startswith("====="):
+        value = match.group(3)
+        node = (len(match.group(1).expandtabs()), match.group(2), None if value is None else value.strip())
+    header = bool(text) and not keyed and not text.startswith("=") and not re.search(r":(\s|$)", text)
+    return _Line(node, not text, keyed, header, _indent(raw), _gpu_head(raw))
 
 
-def _text_tree(text: str) -> dict[str, Any]:
-    """Nested dict from the indented `key : value` layout of `nvidia-smi -q`."""
-    root: dict[str, Any] = {}
-    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
-    for raw in text.splitlines():
-        if not raw.strip() or raw.strip().startswith("====="):
+class _Lines(dict[str, _Line]):
+    """The _Line of each distinct line of one -q text, read at its first lookup: a record's
+    lines are read once for the whole text's tree, the record's, the re-join and the flatten
+    check (the GPUs of one box print many lines alike)."""
+
+    def __missing__(self, raw: str) -> _Line:
+        line = self[raw] = _read_line(raw)
+        return line
+
+
+class _Section(dict[str, Any]):
+    """A section of a -q text tree (its label -> a value or a sub-section), with its labels
+    casefolded for _tree_child, gathered at the first lookup of a label not printed exactly
+    (the tree is whole by then: it is never changed once built)."""
+
+    __slots__ = ("_folded",)
+    _folded: dict[str, Any]
+
+    def folded(self) -> dict[str, Any]:
+        """casefolded label -> the value of the first label so folded."""
+        try:
+            return self._folded
+        except AttributeError:
+            folded: dict[str, Any] = {}
+            for label, value in self.items():
+                folded.setdefault(label.casefold(), value)
+            self._folded = folded
+            return folded
+
+
+def _text_tree(lines: Iterable[str], read: _Lines) -> _Section:
+    """Nested dict from the indented `key : value` layout of `nvidia-smi -q` (`lines` as
+    str.splitlines gives them)."""
+    root = _Section()
+    stack: list[tuple[int, _Section]] = [(-1, root)]
+    for raw in lines:
+        node = read[raw].node
+        if node is None:
             continue
-        match = _TEXT_LINE.match(raw)
-        if match is None:
-            continue
-        indent, key, value = len(match.group(1).expandtabs()), match.group(2), match.group(3)
+        indent, key, value = node
         while stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
         if value is None:  # a section header such as "FB Memory Usage"
-            section: dict[str, Any] = {}
+            section = _Section()
             parent.setdefault(key, section)
             stack.append((indent, section))
         else:
-            parent.setdefault(key, value.strip())
+            parent.setdefault(key, value)
     return root
 
 
@@ -99,6 +142,8 @@ def _tree_child(node: Mapping[str, Any], key: str) -> Any:
     `Virtualization Mode`. The exact label wins where both are present. None when absent."""
     if key in node:
         return node[key]
+    if isinstance(node, _Section):
+        return node.folded().get(key.casefold())
     low = key.casefold()
     return next((value for label, value in node.items() if label.casefold() == low), None)
 
@@ -112,7 +157,7 @@ def _tree_raw(tree: Mapping[str, Any], *path: str) -> str | None:
     """Value at `path` in a text tree as written (labels case-insensitive); None when missing."""
     node: Any = tree
     for key in path:
-        if not isinstance(node, Mapping):
+        if not isinstance(node, dict):  # (a text tree's sections are dicts)
             return None
         node = _tree_child(node, key)
         if node is None:
@@ -127,39 +172,42 @@ _TEXT_GPU_HEADER = re.compile(r"^GPU\s+\S+\s*$")
 _TEXT_PROCESSES = re.compile(r"^(\s*)Processes(?:\s+:\s*(.*?))?\s*$")
 
 
-def _text_gpu_blocks(text: str) -> list[tuple[str, list[str]]]:
+def _gpu_head(line: str) -> bool:
+    """A 'GPU 00000000:07:00.0' line, the head of a GPU record of `nvidia-smi -q`."""
+    return line.startswith("GPU") and _TEXT_GPU_HEADER.match(line) is not None
+
+
+def _text_gpu_blocks(lines: Iterable[str], read: _Lines) -> list[tuple[str, list[str]]]:
     """(header, body lines) of each 'GPU 00000000:07:00.0' section of `nvidia-smi -q`."""
     blocks: list[tuple[str, list[str]]] = []
-    for raw in text.splitlines():
-        if _TEXT_GPU_HEADER.match(raw):
+    for raw in lines:
+        if read[raw].gpu_head:
             blocks.append((raw.strip(), []))
         elif blocks:
             blocks[-1][1].append(raw)
     return blocks
 
 
-def _wrapped_lines(lines: Sequence[str]) -> dict[int, int]:
+def _wrapped_lines(lines: Sequence[str], read: _Lines) -> dict[int, int]:
     """The lines of a -q text pasted soft-wrapped (at a terminal's, a page's or a chat's width)
     that continue the value above them: inside a GPU record, a line with no ` : ` indented less
     than every `key : value` line of the record, after a line too long for the first word of it
     (the text's longest line is taken as the wrap width). Fragment line -> the line it continues."""
     width = max((len(line) for line in lines), default=0)
-    heads = [i for i, line in enumerate(lines) if _TEXT_GPU_HEADER.match(line)]
+    info = [read[line] for line in lines]
+    heads = [i for i, line in enumerate(info) if line.gpu_head]
     fragments: dict[int, int] = {}
     # (the lines above the first record, `Driver Version : 580.159.04` wrapped to `580` /
     # `.159.04` at 60 columns, are all `key : value` lines: any other is a fragment)
     for start, end in zip([-1, *heads], [*heads, len(lines)], strict=True):
-        keyed = [_indent(lines[i]) for i in range(start + 1, end) if _keyed(lines[i])]
+        keyed = [line.indent for line in info[start + 1 : end] if line.keyed]
         floor = min(keyed, default=0) if start >= 0 else width
         for i in range(max(start + 2, 1), end):
+            this = info[i]
+            if this.blank or this.keyed or this.indent >= floor:
+                continue
             line, prev = lines[i], lines[i - 1]
-            if (
-                line.strip()
-                and not _keyed(line)
-                and _indent(line) < floor
-                and (i - 1 in fragments or _keyed(prev))
-                and len(prev) + 1 + len(line.split()[0]) > width
-            ):
+            if (i - 1 in fragments or info[i - 1].keyed) and len(prev) + 1 + len(line.split()[0]) > width:
                 fragments[i] = fragments.get(i - 1, i - 1)
     return fragments
 
@@ -168,7 +216,7 @@ def _wrapped_lines(lines: Sequence[str]) -> dict[int, int]:
 _UNIT = re.compile(r"[KMGT]i?B(?:/s)?|[KMG]?Hz|%|C|W|mW|mV|V|[mun]s|seconds|bank\(s\)")
 
 
-def _unwrapped(text: str) -> tuple[str, list[str]]:
+def _unwrapped(text: str, read: _Lines) -> tuple[str, list[str]]:
     """`text` with each value a paste soft-wrapped joined again (_wrapped_lines), and warnings.
     A fragment is appended as it stands where no character can have been lost: whitespace meets
     at the break, or the text was cut at one column (every line before a fragment is as long as
@@ -178,7 +226,7 @@ def _unwrapped(text: str) -> tuple[str, list[str]]:
     word in it (`=` of an annotation's `<===`), or only a unit after a number (`15.65` / `W`), is
     appended after a space, no word lost."""
     lines = text.split("\n")
-    fragments = _wrapped_lines(lines)
+    fragments = _wrapped_lines(lines, read)
     if not fragments:
         return text, []
     width = max(len(line) for line in lines)
@@ -224,14 +272,14 @@ def _unwrapped(text: str) -> tuple[str, list[str]]:
     return "\n".join(kept), list(dict.fromkeys(unread.values()))
 
 
-def _flattened(lines: Sequence[str]) -> bool:
+def _flattened(lines: Sequence[str], read: _Lines) -> bool:
     """Whether a -q GPU record's indentation was lost in a paste (runs of spaces collapsed to
     one, leading whitespace stripped): a section header followed by a line at its own indent,
     where nvidia-smi indents a section's entries under its header. Which section a value
     belongs to cannot be told then; a section's entries read as absent."""
-    filled = [line for line in lines if line.strip()]
+    filled = [read[line] for line in lines if not read[line].blank]
     pairs = zip(filled, filled[1:], strict=False)
-    return any(_header(line) and _indent(after) == _indent(line) for line, after in pairs)
+    return any(line.header and after.indent == line.indent for line, after in pairs)
 
 
 # the labels of one process entry under 'Processes' (R418 .. R610 captures)
@@ -246,7 +294,7 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
     after it, or a paste lost the indentation (runs of spaces collapsed, indents stripped), so
     the entries at the header's own indent are read, and the list is not known to be whole."""
     for i, raw in enumerate(lines):
-        match = _TEXT_PROCESSES.match(raw)
+        match = _TEXT_PROCESSES.match(raw) if "Processes" in raw else None
         if match is None:
             continue
         if match.group(2) is not None:  # "Processes : None" (or N/A)
@@ -292,7 +340,7 @@ def _processes_closed(lines: Sequence[str]) -> bool:
     the record after the list's entries (`Capabilities`). A record cut in or before its list,
     whatever of it was read, leaves the list open."""
     for i, raw in enumerate(lines):
-        match = _TEXT_PROCESSES.match(raw)
+        match = _TEXT_PROCESSES.match(raw) if "Processes" in raw else None
         if match is None:
             continue
         if match.group(2) is not None:
@@ -315,7 +363,7 @@ def _tree_section(tree: Mapping[str, Any], *names: str) -> Mapping[str, Any]:
     """The first sub-section of `names` present (labels case-insensitive), else an empty one."""
     for name in names:
         section = _tree_child(tree, name)
-        if isinstance(section, Mapping):
+        if isinstance(section, dict):
             return section
     return {}
 
@@ -402,7 +450,7 @@ def _tree_deep(node: Mapping[str, Any], *labels: str) -> str | None:
 
     def children(block: Mapping[str, Any]) -> list[Mapping[str, Any]]:
         return [
-            c for k, c in block.items() if isinstance(c, Mapping) and k.casefold() not in _POWER_OTHER_BLOCKS
+            c for k, c in block.items() if isinstance(c, dict) and k.casefold() not in _POWER_OTHER_BLOCKS
         ]
 
     return _first_deep([node], labels, _tree_get, children)
@@ -441,9 +489,10 @@ def _text_engines(section: Mapping[str, Any]) -> EngineReadings:
     )
 
 
-def _text_gpu(key: str, lines: list[str], position: int, warnings: list[str]) -> GpuInfo:
-    """One 'GPU <bus id>' section of `nvidia-smi -q`."""
-    section = _text_tree("\n".join(lines))
+def _text_gpu(
+    key: str, lines: list[str], section: Mapping[str, Any], position: int, warnings: list[str]
+) -> GpuInfo:
+    """One 'GPU <bus id>' section of `nvidia-smi -q` (its `lines`, read into the tree `section`)."""
     name = _tree_get(section, "Product Name")
     if name is None:
         warnings.append(f"{key}: no Product Name")
@@ -521,7 +570,7 @@ def _tree_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[st
         if key == "Processes":
             continue
         path = f"{prefix}{key}"
-        if isinstance(value, Mapping):
+        if isinstance(value, dict):
             yield from _tree_leaves(value, f"{path}/")
         else:
             yield path, value
@@ -589,11 +638,30 @@ def _split_fields(m: re.Match[str]) -> str:
     return f"{m.group(1)}{m.group(2)}\n{m.group(1)}{m.group(3)}"
 
 
-def _ends_in_label(text: str) -> bool:
+# a line whose first character other than whitespace is a colon (a match of _JOINED_FIELDS may
+# run from a label's line over line breaks to such a line: `\s+:`)
+_LEADING_COLON = re.compile(r"\n\s*:")
+
+
+def _split_joined_fields(text: str) -> str:
+    """`text` with each line of two joined fields (_JOINED_FIELDS) split in two. A match ends at
+    the end of the line that holds both its colons, and starts on that line unless that line
+    starts with a colon: where no line does, only the lines with two colons are matched, each
+    alone (the same result as the whole text matched, at a fraction of the regex work)."""
+    if _LEADING_COLON.search("\n" + text):
+        return _JOINED_FIELDS.sub(_split_fields, text)
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.count(":") >= 2:
+            lines[i] = _JOINED_FIELDS.sub(_split_fields, line)
+    return "\n".join(lines)
+
+
+def _ends_in_label(lines: Sequence[str]) -> bool:
     """Whether the text's last line is a label with nothing after it (a section's header, or a
     field cut before its colon: `Process ID`): a whole `-q` ends with a value (`Processes : None`,
     `Used GPU Memory : 4 MiB`), so what that label held was cut off."""
-    last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+    last = next((line for line in reversed(lines) if line.strip()), "")
     match = _TEXT_LINE.match(last)
     return bool(last.startswith((" ", "\t"))) and match is not None and not (match.group(3) or "").strip()
 
@@ -602,28 +670,33 @@ def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
     and so is one with lines left out by hand: `[...]`, read as no section)."""
-    text, elided = ELISION.subn("", text)
-    text = _JOINED_FIELDS.sub(_split_fields, text)
-    text, unjoined = _unwrapped(text)
+    text, elided = ELISION.subn("", text) if "..." in text or "…" in text else (text, 0)
+    text = _split_joined_fields(text)
+    read = _Lines()
+    text, unjoined = _unwrapped(text, read)
     warnings = list(unjoined)
-    tree = _text_tree(text)
-    blocks = _text_gpu_blocks(text)
+    every = text.splitlines()
+    tree = _text_tree(every, read)
+    blocks = _text_gpu_blocks(every, read)
+    trees = [_text_tree(lines, read) for _, lines in blocks]
     attached = _int(_tree_get(tree, "Attached GPUs"))
     complete = True
-    flat = any(_flattened(lines) for _, lines in blocks)
+    flat = any(_flattened(lines, read) for _, lines in blocks)
     if blocks:
-        first = _text_tree("\n".join(blocks[0][1]))
-        last = first if len(blocks) == 1 else _text_tree("\n".join(blocks[-1][1]))
-        if _text_block_cut(first, last, len(blocks) == 1) or _capabilities_missing(tree, last):
+        if _text_block_cut(trees[0], trees[-1], len(blocks) == 1) or _capabilities_missing(tree, trees[-1]):
             complete = False
             if not text.endswith("\n") and blocks[-1][1]:
                 # the last line itself was cut mid-value ("Product Name : NVIDIA H1"): drop it
                 blocks[-1] = (blocks[-1][0], blocks[-1][1][:-1])
+                trees[-1] = _text_tree(blocks[-1][1], read)
     elif attached:
         complete = False  # "Attached GPUs : 8" and not one GPU record after it
-    if blocks and _ends_in_label(text):
+    if blocks and _ends_in_label(every):
         complete = False  # ("Processes", "Process ID" last: its values cut off)
-    gpus = [_text_gpu(key, lines, position, warnings) for position, (key, lines) in enumerate(blocks)]
+    gpus = [
+        _text_gpu(key, lines, section, position, warnings)
+        for position, ((key, lines), section) in enumerate(zip(blocks, trees, strict=True))
+    ]
     if not complete and gpus and not _processes_closed(blocks[-1][1]):
         # the last GPU's block is where the output was cut: its process list may go on there
         # (whole entries read or not: a cut inside an entry leaves the list not known whole)

@@ -1,0 +1,135 @@
+"""The `nvidia-smi -q` text parse's shortcuts (each line read once a parse, the joined-fields
+regex on the lines that can hold two fields, a tree section's casefolded labels) read as the
+long way read: every real and derived -q capture, and copies of them edited in-test as each
+test's docstring says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpuonboard.facts.nvidia_smi.text_q import (
+    _JOINED_FIELDS,
+    _indent,
+    _Lines,
+    _read_line,
+    _Section,
+    _split_fields,
+    _split_joined_fields,
+    _text_tree,
+    _tree_child,
+)
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+CAPTURES = sorted(
+    path
+    for folder in ("real", "derived")
+    for path in (FIXTURES / folder).glob("nvidia-smi-q*.txt")
+    if not path.name.startswith("nvidia-smi-q-x")
+)
+_LINE = re.compile(r"^(\s*)(\S.*?)(?:\s*:(?:\s(.*)|$))?\s*$")
+
+
+def _edited(text: str) -> list[str]:
+    """The capture, and copies: every 9th line joined to the next one by four spaces (two fields
+    on one line, as a paste that lost a newline), every 13th line's ` : ` broken onto a line of
+    its own starting with the colon, each line cut at 40 and at 60 columns, runs of spaces
+    collapsed, CRLF line ends."""
+    lines = text.split("\n")
+    joined = [
+        f"{line}    {lines[i + 1].lstrip()}" if i % 9 == 0 and i + 1 < len(lines) else line
+        for i, line in enumerate(lines)
+    ]
+    colon = [line.replace(" : ", "\n  : ", 1) if i % 13 == 0 else line for i, line in enumerate(lines)]
+    cuts = [
+        "\n".join(
+            part for line in lines for part in ([line[k : k + w] for k in range(0, len(line), w)] or [""])
+        )
+        for w in (40, 60)
+    ]
+    collapsed = "\n".join(re.sub(r"\s+", " ", line).strip() for line in lines)
+    return [text, "\n".join(joined), "\n".join(colon), *cuts, collapsed, text.replace("\n", "\r\n")]
+
+
+def test_every_capture_is_read() -> None:
+    assert len(CAPTURES) >= 25
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_joined_fields_split_line_by_line_as_the_whole_text_regex_splits(path: Path) -> None:
+    """The capture and its edits (_edited), and a field whose colon line follows its label's
+    line (`Label` / `  : value    Other   : x`, the one match that spans lines)."""
+    texts = [*_edited(path.read_text()), "    Mode\n      : On      Other Mode      : Off\n"]
+    for text in texts:
+        assert _split_joined_fields(text) == _JOINED_FIELDS.sub(_split_fields, text)
+
+
+def _keyed(line: str) -> bool:
+    """The former `_keyed`: a `key : value` line (`key :` too)."""
+    match = _LINE.match(line)
+    return match is not None and (match.group(3) is not None or line.rstrip().endswith(" :"))
+
+
+def _header(line: str) -> bool:
+    """The former `_header`: a section header, no value, no colon, not the banner."""
+    text = line.strip()
+    return bool(text) and not _keyed(line) and not text.startswith("=") and not re.search(r":(\s|$)", text)
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_one_reading_of_a_line_is_what_each_line_test_read(path: Path) -> None:
+    """Every line of the capture and its edits (_edited), split at newlines and by
+    str.splitlines (the re-join and the tree each split their way)."""
+    for text in _edited(path.read_text()):
+        for raw in {*text.split("\n"), *text.splitlines()}:
+            line = _read_line(raw)
+            match = _LINE.match(raw)
+            node = None
+            if match is not None and raw.strip() and not raw.strip().startswith("====="):
+                value = match.group(3)
+                node = (
+                    len(match.group(1).expandtabs()),
+                    match.group(2),
+                    None if value is None else value.strip(),
+                )
+            head = re.match(r"GPU\s+\S+\s*$", raw) is not None
+            assert line == (node, not raw.strip(), _keyed(raw), _header(raw), _indent(raw), head), raw
+
+
+def _scanned(node: dict[str, Any], key: str) -> Any:
+    """The former `_tree_child`: the exact label, else the first label equal casefolded."""
+    if key in node:
+        return node[key]
+    return next((value for label, value in node.items() if label.casefold() == key.casefold()), None)
+
+
+def _sections(tree: dict[str, Any]) -> list[dict[str, Any]]:
+    return [tree, *(s for value in tree.values() if isinstance(value, dict) for s in _sections(value))]
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_a_section_finds_a_label_as_the_scan_of_its_labels_finds_it(path: Path) -> None:
+    """Every label of every section of the capture's tree, as printed, upper-cased, lower-cased
+    and swapped in case, and one absent, looked up in the tree of the capture and of a copy where
+    every 3rd line is doubled above itself with its label's case swapped and a value of 9 (two
+    labels alike but for case: the first printed wins)."""
+    text = path.read_text()
+    doubled = [
+        part
+        for i, line in enumerate(text.splitlines())
+        for part in (
+            [line.partition(" : ")[0].swapcase() + (" : 9" if " : " in line else ""), line]
+            if i % 3 == 0 and line.strip()
+            else [line]
+        )
+    ]
+    for lines in (text.splitlines(), doubled):
+        tree = _text_tree(lines, _Lines())
+        for section in _sections(tree):
+            assert isinstance(section, _Section)
+            for label in [*section, "No Such Label"]:
+                for key in (label, label.upper(), label.lower(), label.swapcase()):
+                    assert _tree_child(section, key) is _scanned(section, key), key
