@@ -324,6 +324,22 @@ def test_model_matching_architecture_words(
         ("RTX A4000H Ada", "NVIDIA RTX A4000H", None, "fail", "this GPU is Ampere"),
         # -q's Product Architecture against the family the name says: they disagree, neither wins
         ("RTX 6000 Blackwell", "NVIDIA RTX 6000 Ada Generation", "Blackwell", "unverified", "they disagree"),
+        # round 25: an ordered family that is neither of the two fails on both (was unverified);
+        # the disagreement names the ordered words (was "'Ada' ordered")
+        (
+            "H100 Blackwell",
+            "NVIDIA H100 80GB HBM3",
+            "Ampere",
+            "fail",
+            "'Blackwell' ordered, this GPU is Ampere",
+        ),
+        (
+            "L40S Ada Lovelace",
+            "NVIDIA L40S",
+            "Hopper",
+            "unverified",
+            "'Ada Lovelace' ordered, and the output says the GPU's architecture is Hopper",
+        ),
         # one sentence for a family named in two words
         (
             "RTX PRO 6000 Ada Lovelace",
