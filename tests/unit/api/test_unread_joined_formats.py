@@ -62,7 +62,8 @@ def test_the_two_formats_in_one_saved_session_are_judged_together(tmp_path: Path
 def test_two_listings_that_disagree_on_a_port_leave_it_unknown(tmp_path: Path) -> None:
     """The ibstatus with mlx5_3's state edited to `1: DOWN` (taken at another time than the
     ibstat, the port flapped between them): that port is neither counted up nor called down, so 8
-    ports at 200 are not known (unverified, naming the disagreement), never a pass or a fail."""
+    ports at 200 are not known (unverified, naming the disagreement), never a pass or a fail; 9
+    ports fail, too few even counting mlx5_3 up."""
     text = IBSTATUS.read_text()
     head = "Infiniband device 'mlx5_3' port 1 status:"
     at = text.index(head)
@@ -74,6 +75,10 @@ def test_two_listings_that_disagree_on_a_port_leave_it_unknown(tmp_path: Path) -
     assert verdict == "unverified"
     assert "(the listings disagree: mlx5_3 port 1 reads ACTIVE in ibstat, DOWN in ibstatus;" in actual
     assert "incomplete probe" not in actual  # (round 25: a disagreement, not a listing cut short)
+    # 9 ordered: 7 good + mlx5_3 disputed = 8 even counting it up (before: unverified)
+    verdict, actual = rdma("9x200", tmp_path / "ibstat.txt", tmp_path / "ibstatus.txt")
+    assert verdict == "fail", actual
+    assert "the listings disagree: mlx5_3 port 1 reads ACTIVE in ibstat, DOWN in ibstatus" in actual
 
 
 def test_two_listings_in_one_format_stay_refused(tmp_path: Path) -> None:

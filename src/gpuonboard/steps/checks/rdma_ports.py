@@ -115,7 +115,8 @@ def rule_rdma(
     mid-record (`cut` says where: IbReport.cut) with too few good ports = unverified (the ports
     not listed are not known to be down); listings merged that disagree about a port's state or
     rate (`disagree`, taken at two times: that port is neither up nor down) with too few good
-    ports = unverified, naming the disagreement. "No RDMA device found" needs a whole listing
+    ports = unverified, naming the disagreement, unless even counting each such port up misses
+    the order (fail). "No RDMA device found" needs a whole listing
     with no port. Ports a sysfs listing lists that the whole ibv_devinfo beside it does not
     (`unopened`: infiniband.unopened_ports) are there but the verbs library cannot open them: they
     make up no pass; where they would, warn. None when the order asks for no RDMA."""
@@ -143,7 +144,7 @@ def rule_rdma(
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
             return _rdma_unopened(expected, actual + shared_said(shared), unopened)
         return Check("rdma_ports", expected, actual + shared_said(shared), "pass")
-    if disagree is not None:
+    if disagree is not None and len(good) + len(unknown) >= count:
         return Check(
             "rdma_ports",
             expected,
@@ -169,7 +170,10 @@ def rule_rdma(
             " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
         )
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
-    said += f"; {_state_unread(unread)}" if unread else ""
+    if disagree is not None:  # (each port they disagree on counted up, still too few)
+        said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
+    elif unread:
+        said += f"; {_state_unread(unread)}"
     return Check("rdma_ports", expected, actual + said, "fail", advice)
 
 
