@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from gpuonboard.resources import DATA_DIR, table_rows
@@ -32,9 +33,13 @@ def family_words() -> dict[str, str]:
 # "T4" always Tesla); QUADRO is not here: "Quadro RTX 6000" (Turing) is another card than an
 # "RTX 6000" (Ada)
 _VENDOR_WORDS = {"NVIDIA", "TESLA", "GEFORCE", "CORPORATION", "GPU", "GPUS"}
-# NVIDIA's product-page name of its data-centre cards, which no driver prints: 'NVIDIA H100
-# Tensor Core GPU' (the 'GPU' is a vendor word above: 'RTX 4090 Laptop GPU' is its Laptop word)
-_TENSOR_CORE = re.compile(r"\bTENSOR[- ]?CORES?\b")
+# NVIDIA's product-page names, which no driver prints: 'NVIDIA H100 Tensor Core GPU' (the 'GPU'
+# is a vendor word above: 'RTX 4090 Laptop GPU' is its Laptop word), 'GH200 Grace Hopper
+# Superchip', 'GB200 Grace Blackwell Superchip'
+_TENSOR_CORE = re.compile(r"\b(?:TENSOR[- ]?CORES?|SUPERCHIPS?)\b")
+# the only Grace Hopper product is the GH200 ('Grace Hopper 96GB' orders one); a Grace Blackwell
+# is a GB200, GB300 or GB10: no model (names_a_model)
+_GRACE_HOPPER = "GH200"
 # tokens in a delivered name that make it another product than a name without them; such a
 # token fails the match unless the order names it too. D: the China-market RTX 4090 D; MIG: a
 # MIG device (a slice of a GPU); NVL / PCIE: the PCIe cards of SXM lines (H100 NVL, H100 PCIe);
@@ -202,6 +207,8 @@ def _name_tokens(name: str) -> _Name:
             joined.add(tokens[-1])
         else:
             tokens.append(t)
+    if {GRACE, "HOPPER"} <= set(tokens) and not _model_words(tokens):  # ('Grace Hopper 96GB')
+        tokens.insert(tokens.index(GRACE), _GRACE_HOPPER)
     fragment = ""
     if cut and not at_boundary and tokens and not _MEMORY.match(tokens[-1]):
         fragment = tokens.pop()  # the last word was cut: 'Gene...' of 'Generation'
@@ -251,10 +258,17 @@ def names_a_model(model: str) -> bool:
     """Whether an order's model names a model: a word left when its GPU count, maker, interconnect,
     platform (HGX, NVL72), memory type and architecture words ('Hopper', 'Grace') are set aside
     that is not a size, form, product-marker or edition word ('Hopper 80GB', 'NVIDIA', 'HGX',
-    'SXM' name none; 'H100', 'TITAN V', 'GB200 Grace Blackwell' do)."""
-    words = _name_tokens(split_count(model)[0]).tokens
-    return any(
-        _is_model_word(t)
+    'SXM' name none, nor 'Grace Blackwell' (a GB200, GB300 or GB10); 'H100', 'TITAN V', 'GB200
+    Grace Blackwell' and 'Grace Hopper', the only one of which is the GH200, do)."""
+    return bool(_model_words(_name_tokens(split_count(model)[0]).tokens))
+
+
+def _model_words(words: Iterable[str]) -> list[str]:
+    """The normalised words that can name a model, set aside the interconnect, platform,
+    architecture and Grace words (names_a_model)."""
+    return [
+        t
         for t in words
-        if not (_INTERCONNECT.match(t) or _PLATFORM.match(t) or t in family_words() or t == GRACE)
-    )
+        if _is_model_word(t)
+        and not (_INTERCONNECT.match(t) or _PLATFORM.match(t) or t in family_words() or t == GRACE)
+    ]

@@ -128,6 +128,11 @@ class IbReport:
     # why several listings merged are not of one box at one time (an adapter or port GUID each, a
     # whole listing without ports another lists); None where nothing says so
     rivals: str | None = None
+    # the ports (device, port) a sysfs listing (ibstat, ibstatus, /sys/class/infiniband) lists
+    # that the whole verbs listing (ibv_devinfo) beside it does not: there, but the verbs library
+    # (NCCL, every RDMA user) cannot open them from that login (ib_uverbs not loaded,
+    # /dev/infiniband not passed to the container, a pod given only some uverbs devices)
+    unopened: frozenset[tuple[str, int]] = frozenset()
 
 
 # the part numbers (PCI device ids) of Mellanox / NVIDIA SR-IOV virtual functions, as the kernel's
@@ -594,27 +599,52 @@ def merge_listings(reports: Sequence[IbReport]) -> IbReport:
     cut = None if whole else next((r.cut for r in reports if r.cut), None)
     warnings = tuple(w for r in reports for w in r.warnings) + tuple(clash)
     tools = "+".join(dict.fromkeys(r.tool for r in reports if r.tool))
+    unopened = unopened_ports(reports)
     return IbReport(
-        tuple(ports), warnings, whole, cut, tools, "; ".join(clash) or None, listings_disagree(reports)
+        tuple(ports),
+        warnings,
+        whole,
+        cut,
+        tools,
+        "; ".join(clash) or None,
+        listings_disagree(reports, unopened),
+        unopened,
     )
+
+
+_SYSFS_TOOLS = frozenset({"ibstat", "ibstatus", "sysfs"})  # (read /sys/class/infiniband)
+
+
+def unopened_ports(reports: Sequence[IbReport]) -> frozenset[tuple[str, int]]:
+    """The ports a sysfs listing (ibstat, ibstatus, the /sys/class/infiniband listing) lists that
+    a whole verbs listing (ibv_devinfo, which opens each device through ib_uverbs) beside it does
+    not: one box gives this where ib_uverbs is not loaded or /dev/infiniband (or some of its
+    uverbs devices) is not passed to the container, so these ports are there but not usable for
+    RDMA from that login. Empty where no whole ibv_devinfo listing sits beside a sysfs one."""
+    sysfs = set().union(*(_keys(r) for r in reports if r.tool in _SYSFS_TOOLS))
+    verbs = [r for r in reports if r.tool == "ibv_devinfo" and r.complete and r.cut is None]
+    return frozenset(k for r in verbs for k in sysfs - _keys(r))
 
 
 def _keys(report: IbReport) -> set[tuple[str, int]]:
     return {(p.device, p.port) for p in report.ports}
 
 
-def _named_ports(keys: Iterable[tuple[str, int]]) -> str:
+def named_ports(keys: Iterable[tuple[str, int]]) -> str:
     """'mlx5_10/1, mlx5_11/1' (the first three, then how many more)."""
     shown = [f"{d}/{n}" for d, n in sorted(keys)]
     return ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
 
 
-def listings_disagree(reports: Sequence[IbReport]) -> str | None:
+def listings_disagree(
+    reports: Sequence[IbReport], unopened: frozenset[tuple[str, int]] = frozenset()
+) -> str | None:
     """Why listings of RDMA ports in several formats are not of one box at one time (two boxes'
     outputs in one folder, or a box whose devices changed between them): a device whose system
     image GUID, or a port whose GUID, reads otherwise in two of them; a whole listing that does
-    not list a port another lists (a cut or narrowed listing may list fewer). None where nothing
-    says so; one sentence otherwise."""
+    not list a port another lists (a cut or narrowed listing may list fewer; a verbs listing
+    that lacks ports a sysfs one lists, `unopened`, is one box whose verbs cannot open them, not
+    two boxes). None where nothing says so; one sentence otherwise."""
     said: list[str] = []
     for what, of in (("system image GUID", lambda p: p.adapter), ("port GUID", lambda p: p.guid)):
         read: dict[str, dict[str, set[str]]] = {}
@@ -631,8 +661,9 @@ def listings_disagree(reports: Sequence[IbReport]) -> str | None:
         ]
     listed = set().union(*(_keys(r) for r in reports))
     for r in reports:
-        if r.complete and r.cut is None and (missing := listed - _keys(r)):
-            said.append(f"the whole {r.tool or 'listing'} does not list {_named_ports(missing)}")
+        missing = listed - _keys(r) - (unopened if r.tool == "ibv_devinfo" else frozenset())
+        if r.complete and r.cut is None and missing:
+            said.append(f"the whole {r.tool or 'listing'} does not list {named_ports(missing)}")
     if not said:
         return None
     shown = "; ".join(said[:3]) + (f"; {len(said) - 3} more" if len(said) > 3 else "")

@@ -375,11 +375,15 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
     if (way := route(s.args, s.sshc)) is not None and own is not None:
         key = "proxyjump" if "proxyjump" in s.args.source else "proxycommand"
         at, label = s.args.source[key]
-        raise s.err(
-            own,
-            f"and `{s.args.written[key]}` in the {label} ({at}) both say how to reach the host (ssh"
-            " follows only the args); keep one of them.",
-        )
+        args_layer, own_layer = _layer_rank(s, label.partition(" of ")[2]), _layer_rank(s, s.origin[own][1])
+        if args_layer == own_layer:  # (one host or group says both: which it meant is not known)
+            raise s.err(
+                own,
+                f"and `{s.args.written[key]}` in the {label} ({at}) both say how to reach the host (ssh"
+                " follows only the args); keep one of them.",
+            )
+        if own_layer > args_layer:  # (the more specific layer wins, as a host's args beat `all`'s jump)
+            way = None
     if way is not None:
         extras.pop("proxy_command", None)
         kind, value = way
@@ -394,6 +398,12 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
         if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
             del extras["proxy_command"]
     return jump, extras
+
+
+def _layer_rank(s: _Settings, label: str) -> int:
+    """Where the layer `label` ("host 'gpu2'", "group 'gpus'", "defaults") stands in the host's
+    precedence (higher beats lower); -1 where it is none of them."""
+    return next((i for i, (_, lab) in enumerate(s.ordered) if lab == label), -1)
 
 
 def _args_proxy_command(s: _Settings, command: str) -> str:

@@ -62,7 +62,8 @@ def test_the_two_formats_in_one_saved_session_are_judged_together(tmp_path: Path
 def test_two_listings_that_disagree_on_a_port_leave_it_unknown(tmp_path: Path) -> None:
     """The ibstatus with mlx5_3's state edited to `1: DOWN` (taken at another time than the
     ibstat, the port flapped between them): that port is neither counted up nor called down, so 8
-    ports at 200 are not known (unverified, naming the disagreement), never a pass or a fail."""
+    ports at 200 are not known (unverified, naming the disagreement), never a pass or a fail; 9
+    ports fail, too few even counting mlx5_3 up."""
     text = IBSTATUS.read_text()
     head = "Infiniband device 'mlx5_3' port 1 status:"
     at = text.index(head)
@@ -74,6 +75,10 @@ def test_two_listings_that_disagree_on_a_port_leave_it_unknown(tmp_path: Path) -
     assert verdict == "unverified"
     assert "(the listings disagree: mlx5_3 port 1 reads ACTIVE in ibstat, DOWN in ibstatus;" in actual
     assert "incomplete probe" not in actual  # (round 25: a disagreement, not a listing cut short)
+    # 9 ordered: 7 good + mlx5_3 disputed = 8 even counting it up (before: unverified)
+    verdict, actual = rdma("9x200", tmp_path / "ibstat.txt", tmp_path / "ibstatus.txt")
+    assert verdict == "fail", actual
+    assert "the listings disagree: mlx5_3 port 1 reads ACTIVE in ibstat, DOWN in ibstatus" in actual
 
 
 def test_two_listings_in_one_format_stay_refused(tmp_path: Path) -> None:
@@ -94,15 +99,16 @@ def _cas(text: str, *names: str) -> str:
     return "".join("CA '" + b for b in blocks[1:] if b.split("'")[0] in names)
 
 
-def test_a_listing_of_no_device_beside_a_cut_one_is_a_disagreement() -> None:
+def test_a_listing_of_no_device_beside_a_cut_one_is_not_whole() -> None:
     """The real ibv_devinfo `No IB devices found` beside the A100 ibstat cut by `ibpanic` after
     mlx5_7 (both files as they are). Before: fail "8 of 8 port(s) ACTIVE at >= 200 Gb/s" for 10
-    ports (the whole listing of no port made the cut one count as whole). They cannot be of one
-    box at one time: unverified, naming the ports the whole listing lacks."""
+    ports (the whole listing of no port made the cut one count as whole). The ibstat is cut (the
+    ports after mlx5_7 not known) and a verbs listing is no count of a sysfs one's ports (one box
+    without ib_uverbs gives both; round 25: no "two boxes"): unverified, as the cut ibstat alone."""
     verdict, actual = rdma("10x200", NO_DEVICE, IBSTAT)
     assert verdict == "unverified"
-    assert "the whole ibv_devinfo does not list mlx5_0/1" in actual
-    assert "two boxes' outputs" in actual
+    assert "the listing stopped early" in actual
+    assert "two boxes' outputs" not in actual
 
 
 def test_two_boxes_listings_in_two_formats_never_add_up_to_a_pass(tmp_path: Path) -> None:
@@ -141,3 +147,15 @@ def test_a_field_cut_short_gives_way_to_the_whole_listing(tmp_path: Path) -> Non
     (tmp_path / "ibstatus.txt").write_text(IBSTATUS.read_text())
     both = rdma("8x200", tmp_path / "ibstat.txt", tmp_path / "ibstatus.txt")
     assert both == ("pass", "8 of 9 port(s) ACTIVE at >= 200 Gb/s")
+
+
+def test_a_verbs_listing_of_no_device_beside_a_sysfs_one_is_verbs_that_cannot_open_the_ports() -> None:
+    """The real ibv_devinfo `No IB devices found` beside the A100 box's whole ibstatus (both files
+    as they are). One box gives this where ib_uverbs is not loaded or /dev/infiniband is not
+    passed to the container: ibstatus reads sysfs, ibv_devinfo opens the verbs devices. Before:
+    unverified "the RDMA port listings disagree ... (two boxes' outputs ...)"; base: pass. Now:
+    the ports are there but verbs (NCCL) cannot open them: warn, never a pass, no "two boxes"."""
+    verdict, actual = rdma("8x200", IBSTATUS, NO_DEVICE)
+    assert verdict == "warn"
+    assert "ibv_devinfo (verbs) does not list mlx5_0/1" in actual
+    assert "two boxes" not in actual

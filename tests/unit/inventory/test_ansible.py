@@ -516,3 +516,24 @@ def test_an_inventory_proxy_command_is_checked(tmp_path: Path) -> None:
         "hosts:\n  a: {address: 10.0.0.1, proxy_command: 'ssh -W %h:%p -i k b'}\n"
     )
     assert inventory.load(tmp_path).hosts["a"].proxy_command == "ssh -W %h:%p -i k b"
+
+
+def test_a_jump_and_ssh_args_of_two_layers_take_the_more_specific(tmp_path: Path) -> None:
+    """`all: vars: jump:` beside one host's own `ansible_ssh_common_args: -o ProxyJump=...`:
+    before, the whole inventory was refused ("defaults field 'jump' and `-o ProxyJump=...` both
+    say how to reach the host"); the host's args beat the `all` jump (gpu2 via 10.0.0.9, gpu1
+    via 10.0.0.1); one layer saying both is still refused."""
+    path = tmp_path / "hosts.yml"
+    path.write_text(
+        "all:\n  vars:\n    jump: ubuntu@10.0.0.1\n  hosts:\n    gpu1: {ansible_host: 10.0.0.11}\n"
+        "    gpu2: {ansible_host: 10.0.0.12, ansible_ssh_common_args: '-o ProxyJump=ubuntu@10.0.0.9'}\n"
+    )
+    hosts = inventory.load(path).hosts
+    assert hosts["gpu1"].jump == ("ubuntu@10.0.0.1",)
+    assert hosts["gpu2"].jump == ("ubuntu@10.0.0.9",)
+    path.write_text(
+        "all:\n  hosts:\n    gpu2: {ansible_host: 10.0.0.12, jump: ubuntu@10.0.0.1,"
+        " ansible_ssh_common_args: '-o ProxyJump=ubuntu@10.0.0.9'}\n"
+    )
+    with pytest.raises(InventoryError, match=r"'jump' and `-o ProxyJump=ubuntu@10.0.0.9`.*both say"):
+        inventory.load(path)

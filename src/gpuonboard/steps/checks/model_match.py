@@ -537,11 +537,14 @@ def match_model(
     arch_problems, arch_unseen, arch_untold = architecture_problem(
         archs, family or told, got.superchip, name.cut
     )
-    if archs and family and told and family != told and archs != [GRACE]:
-        # (-q's Product Architecture and the name's family disagree: neither is taken)
+    ordered_families = {family_words()[a] for a in archs if a != GRACE}
+    if ordered_families & {family, told} and family and told and family != told:
+        # (-q's Product Architecture and the name's family disagree, one of them the ordered one:
+        # neither is taken; an ordered family that is neither fails on both)
         arch_problems, arch_unseen = [a for a in arch_problems if a.startswith("'Grace'")], []
+        words = " ".join(a.title() for a in archs if a != GRACE)
         arch_untold = (
-            f"'{archs[0].title()}' ordered, and the output says the GPU's architecture is {family},"
+            f"'{words}' ordered, and the output says the GPU's architecture is {family},"
             f" its name that it is {told}: they disagree"
         )
     problems: list[str] = []

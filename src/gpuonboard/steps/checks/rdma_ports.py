@@ -105,6 +105,7 @@ def rule_rdma(
     complete: bool = True,
     cut: str | None = None,
     disagree: str | None = None,
+    unopened: frozenset[tuple[str, int]] = frozenset(),
 ) -> Check | None:
     """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
     rate or more, each physical link once (the VF ports of a listed physical function are not
@@ -114,8 +115,11 @@ def rule_rdma(
     mid-record (`cut` says where: IbReport.cut) with too few good ports = unverified (the ports
     not listed are not known to be down); listings merged that disagree about a port's state or
     rate (`disagree`, taken at two times: that port is neither up nor down) with too few good
-    ports = unverified, naming the disagreement. "No RDMA device found" needs a whole listing
-    with no port. None when the order asks for no RDMA."""
+    ports = unverified, naming the disagreement, unless even counting each such port up misses
+    the order (fail). "No RDMA device found" needs a whole listing
+    with no port. Ports a sysfs listing lists that the whole ibv_devinfo beside it does not
+    (`unopened`: infiniband.unopened_ports) are there but the verbs library cannot open them: they
+    make up no pass; where they would, warn. None when the order asks for no RDMA."""
     if order_rdma is None:
         return None
     count, gbit = order_rdma
@@ -137,8 +141,10 @@ def rule_rdma(
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
     if len(good) >= count:
+        if len([p for p in good if (p.device, p.port) not in unopened]) < count:
+            return _rdma_unopened(expected, actual + shared_said(shared), unopened)
         return Check("rdma_ports", expected, actual + shared_said(shared), "pass")
-    if disagree is not None:
+    if disagree is not None and len(good) + len(unknown) >= count:
         return Check(
             "rdma_ports",
             expected,
@@ -164,8 +170,27 @@ def rule_rdma(
             " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
         )
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
-    said += f"; {_state_unread(unread)}" if unread else ""
+    if disagree is not None:  # (each port they disagree on counted up, still too few)
+        said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
+    elif unread:
+        said += f"; {_state_unread(unread)}"
     return Check("rdma_ports", expected, actual + said, "fail", advice)
+
+
+def _rdma_unopened(expected: str, actual: str, unopened: frozenset[tuple[str, int]]) -> Check:
+    """The `rdma_ports` row where the ports are up at the ordered rate in sysfs (ibstat, ibstatus)
+    but the whole ibv_devinfo beside it does not list enough of them: the verbs library cannot open
+    them from that login, so NCCL cannot use them for RDMA (no pass; the hardware is there)."""
+    return Check(
+        "rdma_ports",
+        expected,
+        f"{actual} in sysfs, but ibv_devinfo (verbs) does not list {infiniband.named_ports(unopened)}:"
+        " the ports are there, the verbs library cannot open them from this login",
+        "warn",
+        "RDMA is not usable from this login on those ports (NCCL falls back to TCP): load ib_uverbs"
+        " (`modprobe ib_uverbs`) or pass /dev/infiniband (every uverbs device) to the container or"
+        " pod, then show `ibv_devinfo -v` listing every port PORT_ACTIVE.",
+    )
 
 
 def _rdma_unknown(expected: str, actual: str, unknown: Sequence[IbPort], unread: Sequence[IbPort]) -> Check:
@@ -223,7 +248,7 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
             " listings apart (one folder per box), or save `ibv_devinfo -v` on the box and judge it"
             " again.",
         )
-    return rule_rdma(order.rdma, report.ports, report.complete, report.cut, report.disagree)
+    return rule_rdma(order.rdma, report.ports, report.complete, report.cut, report.disagree, report.unopened)
 
 
 def _listing(out: ProbeOutput) -> infiniband.IbReport:

@@ -167,10 +167,6 @@ def test_gpu_model_order_naming_the_architecture(
         ("nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt", "Hopper SXM"),
         ("nvidia-smi-q__l40s__1gpu__driver595.80__nvenc-load.txt", "Ada 48GB"),
         ("nvidia-smi-q__l40s__1gpu__driver595.80__nvenc-load.txt", "Ada Lovelace 48GB"),
-        (
-            "nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt",
-            "Grace Hopper 96GB",
-        ),
     ],
 )
 def test_gpu_model_order_of_an_architecture_and_no_model_fails(
@@ -183,5 +179,29 @@ def test_gpu_model_order_of_an_architecture_and_no_model_fails(
     row = next(c for c in offline.judge(facts, OrderSpec(gpu_model=order)) if c.name == "gpu_model")
     assert row.verdict == "fail" and "no GPU model in the order" in row.detail, row
     (tmp_path / "order.yml").write_text(f"order:\n  gpu_model: {order}\n")
+    with pytest.raises(InventoryError, match="names no GPU model"):
+        offline.load_order(str(tmp_path / "order.yml"))
+
+
+GH200_Q = "nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt"
+
+
+@pytest.mark.parametrize("order", ["Grace Hopper 96GB", "Grace Hopper", "GH200 Grace Hopper Superchip"])
+def test_gpu_model_grace_hopper_is_the_gh200(tmp_path: Path, order: str) -> None:
+    """The real GH200 480GB `nvidia-smi -q` (unedited). The only Grace Hopper product is the
+    GH200: before, 'Grace Hopper 96GB' and 'Grace Hopper' were refused when the order was loaded
+    ("names no GPU model") and 'GH200 Grace Hopper Superchip' failed ("'SUPERCHIP' not in the
+    name", a product-page word no driver prints); all load and pass."""
+    (tmp_path / GH200_Q).write_text((REAL / GH200_Q).read_text())
+    (tmp_path / "order.yml").write_text(f"order:\n  gpu_model: {order}\n")
+    offline.load_order(str(tmp_path / "order.yml"))
+    facts = parse_facts(offline.load_outputs([str(tmp_path / GH200_Q)]))
+    row = next(c for c in offline.judge(facts, OrderSpec(gpu_model=order)) if c.name == "gpu_model")
+    assert row.verdict == "pass", row
+
+
+def test_gpu_model_grace_blackwell_names_no_model(tmp_path: Path) -> None:
+    """'Grace Blackwell' is a GB200, a GB300 or a GB10: still refused when loaded."""
+    (tmp_path / "order.yml").write_text("order:\n  gpu_model: Grace Blackwell\n")
     with pytest.raises(InventoryError, match="names no GPU model"):
         offline.load_order(str(tmp_path / "order.yml"))

@@ -276,6 +276,12 @@ def test_abbreviations_rows_spell_out_a_name_nvidia_gives_their_model() -> None:
         ("NVIDIA B200 Blackwell", "NVIDIA B200", None, "pass"),
         ("NVIDIA GB200 Grace Blackwell", "NVIDIA GB200", None, "pass"),
         ("GH200 Grace Hopper", "NVIDIA GH200 480GB", None, "pass"),
+        # round 25: 'Superchip' is a product-page word; the only Grace Hopper is the GH200
+        ("GH200 Grace Hopper Superchip", "NVIDIA GH200 480GB", None, "pass"),
+        ("GB200 Grace Blackwell Superchip", "NVIDIA GB200", None, "pass"),
+        ("Grace Hopper", "NVIDIA GH200 480GB", None, "pass"),
+        ("Grace Hopper", "NVIDIA H100 80GB HBM3", None, "fail"),
+        ("H100 Grace Hopper", "NVIDIA GH200 480GB", None, "fail"),
         ("NVIDIA H100 Tensor Core GPU", "NVIDIA H100 80GB HBM3", None, "pass"),
         ("L40S Ada Lovelace", "NVIDIA L40S", None, "pass"),
         ("RTX 6000 Ada", "NVIDIA RTX 6000 Ada Generation", None, "pass"),
@@ -318,6 +324,22 @@ def test_model_matching_architecture_words(
         ("RTX A4000H Ada", "NVIDIA RTX A4000H", None, "fail", "this GPU is Ampere"),
         # -q's Product Architecture against the family the name says: they disagree, neither wins
         ("RTX 6000 Blackwell", "NVIDIA RTX 6000 Ada Generation", "Blackwell", "unverified", "they disagree"),
+        # round 25: an ordered family that is neither of the two fails on both (was unverified);
+        # the disagreement names the ordered words (was "'Ada' ordered")
+        (
+            "H100 Blackwell",
+            "NVIDIA H100 80GB HBM3",
+            "Ampere",
+            "fail",
+            "'Blackwell' ordered, this GPU is Ampere",
+        ),
+        (
+            "L40S Ada Lovelace",
+            "NVIDIA L40S",
+            "Hopper",
+            "unverified",
+            "'Ada Lovelace' ordered, and the output says the GPU's architecture is Hopper",
+        ),
         # one sentence for a family named in two words
         (
             "RTX PRO 6000 Ada Lovelace",
