@@ -533,31 +533,8 @@ def match_model(
         return ModelMatch("fail", no_model_said(model))
     if not name.tokens and not name.cut:
         return ModelMatch("fail", "the GPU has no name")
-    told = name_family(delivered)
-    arch_problems, arch_unseen, arch_untold = architecture_problem(
-        archs, family or told, got.superchip, name.cut
-    )
-    ordered_families = {family_words()[a] for a in archs if a != GRACE}
-    if ordered_families & {family, told} and family and told and family != told:
-        # (-q's Product Architecture and the name's family disagree, one of them the ordered one:
-        # neither is taken; an ordered family that is neither fails on both)
-        arch_problems, arch_unseen = [a for a in arch_problems if a.startswith("'Grace'")], []
-        words = " ".join(a.title() for a in archs if a != GRACE)
-        arch_untold = (
-            f"'{words}' ordered, and the output says the GPU's architecture is {family},"
-            f" its name that it is {told}: they disagree"
-        )
-    problems: list[str] = []
-    unseen: list[str] = []  # ordered words the cut-off tail of the name may hold
-    bare: list[str] = []  # ordered short bare numbers the name does not hold: not demanded
-    for token in want:
-        problem = _word_problem(token, _show(token, want_name.joined), got, vram_mib)
-        if problem and _BARE_COUNT.match(token):
-            bare.append(token)
-        elif problem == "":
-            unseen.append(token)
-        elif problem is not None:
-            problems.append(problem)
+    arch_problems, arch_unseen, arch_untold = _architecture_judged(archs, family, delivered, got, name)
+    problems, unseen, bare = _words_judged(want, want_name, got, vram_mib)
     platform = _platform_problem(platforms, want, got)
     if platform == "":
         unseen.append("SXM")
@@ -590,6 +567,23 @@ def match_model(
     unknown = untold or arch_untold or _size_untold(want, want_name, got, vram_mib)
     if unknown:
         return ModelMatch("unverified", unknown)
+    return _passed_or_warned(model, want, want_name, name, got, unseen, vague, bare, vram_mib, vram_gib)
+
+
+def _passed_or_warned(
+    model: str,
+    want: list[str],
+    want_name: _Name,
+    name: _Name,
+    got: _Delivered,
+    unseen: list[str],
+    vague: str,
+    bare: list[str],
+    vram_mib: int | None,
+    vram_gib: float | None,
+) -> ModelMatch:
+    """The verdict of a name that fails no ordered word: a warning where the name's cut may hide
+    a word, the board was reworked, or a bare number ordered is not in the name; else a pass."""
     # a cut inside a number ('RTX 207...' of an RTX 2070, 'RTX 3050 4...' of '4GB Laptop GPU')
     # hides the words after it, which may mark another product (SUPER, Laptop, Max-Q); a card's
     # form word in sight (SXM, PCIe: 'A100-SXM4-40...') says a data-centre name, which has none;
@@ -607,6 +601,46 @@ def match_model(
     if bare:
         return ModelMatch("warn", _bare_note(bare))
     return ModelMatch("pass")
+
+
+def _architecture_judged(
+    archs: list[str], family: str | None, delivered: str, got: _Delivered, name: _Name
+) -> tuple[list[str], list[str], str | None]:
+    """(problems, words the cut tail may hold, why it cannot be told) of the architecture words
+    an order names that the GPU's name does not hold, judged by the family `-q` gives (`family`)
+    or the one the name tells."""
+    told = name_family(delivered)
+    problems, unseen, untold = architecture_problem(archs, family or told, got.superchip, name.cut)
+    ordered_families = {family_words()[a] for a in archs if a != GRACE}
+    if ordered_families & {family, told} and family and told and family != told:
+        # (-q's Product Architecture and the name's family disagree, one of them the ordered one:
+        # neither is taken; an ordered family that is neither fails on both)
+        problems, unseen = [a for a in problems if a.startswith("'Grace'")], []
+        words = " ".join(a.title() for a in archs if a != GRACE)
+        untold = (
+            f"'{words}' ordered, and the output says the GPU's architecture is {family},"
+            f" its name that it is {told}: they disagree"
+        )
+    return problems, unseen, untold
+
+
+def _words_judged(
+    want: list[str], want_name: _Name, got: _Delivered, vram_mib: int | None
+) -> tuple[list[str], list[str], list[str]]:
+    """(problems, ordered words the cut-off tail of the name may hold, ordered short bare numbers
+    the name does not hold: not demanded) of the ordered model's words against the name's."""
+    problems: list[str] = []
+    unseen: list[str] = []
+    bare: list[str] = []
+    for token in want:
+        problem = _word_problem(token, _show(token, want_name.joined), got, vram_mib)
+        if problem and _BARE_COUNT.match(token):
+            bare.append(token)
+        elif problem == "":
+            unseen.append(token)
+        elif problem is not None:
+            problems.append(problem)
+    return problems, unseen, bare
 
 
 def _size_untold(want: list[str], want_name: _Name, got: _Delivered, vram_mib: int | None) -> str | None:
