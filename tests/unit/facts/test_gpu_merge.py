@@ -4,6 +4,8 @@ open is a fault, and each field says which format it came from."""
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import pytest
@@ -240,6 +242,21 @@ SAME_BOX = [
         REAL / "nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.57.04__kmd-version.txt",
     ),
 ]
+
+
+def csv_edited(tmp_path: Path, box: tuple[Path, ...], cells: dict[str, str]) -> tuple[Path, ...]:
+    """`box` with its real CSV's named cells of its one GPU row set to `cells`."""
+    source = box[-1]
+    rows = list(csv.reader(io.StringIO(source.read_text())))
+    header = [h.strip() for h in rows[0]]
+    for name, value in cells.items():
+        rows[1][header.index(name)] = f" {value}"
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows(rows)
+    (tmp_path / "edit").mkdir()
+    edited = tmp_path / "edit" / source.name
+    edited.write_text(text.getvalue())
+    return (*box[:-1], edited)
 
 
 def _judged(

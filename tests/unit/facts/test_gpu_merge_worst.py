@@ -10,25 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from .test_gpu_merge import REAL, SAME_BOX, _judged
+from .test_gpu_merge import REAL, SAME_BOX, _judged, csv_edited
 
 # one H100 80GB HBM3 box in MIG mode (driver 590.48.01): -L, -q, the table and the CSV
 BOX = SAME_BOX[3]
-CSV = BOX[-1]
-
-
-def _csv_edited(tmp_path: Path, cells: dict[str, str]) -> Path:
-    """The box's real CSV with the named cells of its one GPU row set to `cells`."""
-    rows = list(csv.reader(io.StringIO(CSV.read_text())))
-    header = [h.strip() for h in rows[0]]
-    for name, value in cells.items():
-        rows[1][header.index(name)] = f" {value}"
-    text = io.StringIO()
-    csv.writer(text, lineterminator="\n").writerows(rows)
-    (tmp_path / "edit").mkdir()
-    edited = tmp_path / "edit" / CSV.name
-    edited.write_text(text.getvalue())
-    return edited
 
 
 @pytest.mark.parametrize(
@@ -73,7 +58,7 @@ def test_a_fault_the_csv_reads_beside_a_clean_q_is_judged(
     (tmp_path / "b").mkdir()
     _, clean = _judged(tmp_path / "a", BOX)
     assert clean[rule].verdict == "pass"
-    facts, got = _judged(tmp_path / "b", (*BOX[:-1], _csv_edited(tmp_path, cells)))
+    facts, got = _judged(tmp_path / "b", csv_edited(tmp_path, BOX, cells))
     assert got[rule].verdict == verdict, got[rule]
     assert said in got[rule].actual
     assert facts.gpu is not None

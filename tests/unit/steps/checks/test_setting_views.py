@@ -4,9 +4,7 @@ reading (steps/checks/setting_views.py; the readings kept by facts/gpu_merge.py 
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import io
 from pathlib import Path
 from typing import Any
 
@@ -15,27 +13,12 @@ import pytest
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check
 
-from ...facts.test_gpu_merge import SAME_BOX, _judged
+from ...facts.test_gpu_merge import SAME_BOX, _judged, csv_edited
 
 # one H200 box (driver 580.159.04): -q -x, -q, the table and a CSV (ECC mode only)
 H200 = SAME_BOX[0]
 # one H100 80GB HBM3 box in MIG mode (driver 590.48.01): -L, -q, the table and a CSV of ~200 fields
 H100 = SAME_BOX[3]
-
-
-def _csv_edited(tmp_path: Path, box: tuple[Path, ...], cells: dict[str, str]) -> tuple[Path, ...]:
-    """`box` with its real CSV's named cells of its one GPU row set to `cells`."""
-    source = box[-1]
-    rows = list(csv.reader(io.StringIO(source.read_text())))
-    header = [h.strip() for h in rows[0]]
-    for name, value in cells.items():
-        rows[1][header.index(name)] = f" {value}"
-    text = io.StringIO()
-    csv.writer(text, lineterminator="\n").writerows(rows)
-    (tmp_path / "edit").mkdir()
-    edited = tmp_path / "edit" / source.name
-    edited.write_text(text.getvalue())
-    return (*box[:-1], edited)
 
 
 def _table_edited(tmp_path: Path, old: str, new: str) -> tuple[Path, ...]:
@@ -121,7 +104,7 @@ def test_a_setting_the_csv_reads_otherwise_than_q_is_judged_by_both(
     _, clean = _judged(tmp_path / "a", H100)
     assert clean[rule].verdict == "pass"
     (tmp_path / "b").mkdir()
-    _, got = _judged(tmp_path / "b", _csv_edited(tmp_path, H100, cells))
+    _, got = _judged(tmp_path / "b", csv_edited(tmp_path, H100, cells))
     assert got[rule].verdict == verdict, got[rule]
     assert said in got[rule].actual
 
@@ -202,7 +185,7 @@ def _csv_added(tmp_path: Path, box: tuple[Path, ...], name: str, value: str) -> 
             "requested",
         ),
         (
-            lambda tmp: _csv_edited(tmp, H100, {"fabric.state": "Not Started", "fabric.status": "[N/A]"}),
+            lambda tmp: csv_edited(tmp, H100, {"fabric.state": "Not Started", "fabric.status": "[N/A]"}),
             "fabric_manager",
             "fail",
             "GPU 0: Not Started; the formats disagree",
@@ -239,7 +222,7 @@ def test_a_format_s_reading_is_judged_with_its_own_pair_never_another_format_s(
             "enforced power limit 700 W in -q -x and -q and the table, 500 W in the CSV query",
         ),
         (
-            lambda tmp: _csv_edited(
+            lambda tmp: csv_edited(
                 tmp, H100, {"enforced.power.limit [W]": "500.00 W", "power.limit [W]": "[N/A]"}
             ),
             "enforced power limit 700 W in -q and the table, 500 W in the CSV query",
@@ -274,7 +257,7 @@ def test_a_csv_s_requested_limit_never_stands_for_the_table_s_enforced_cap(tmp_p
     text = table.read_text()
     assert text.count("432W /  700W") == 1
     capped.write_text(text.replace("432W /  700W", "432W /  500W"))
-    box = _csv_edited(tmp_path, (listing, capped, H100[3]), {"enforced.power.limit [W]": "[N/A]"})
+    box = csv_edited(tmp_path, (listing, capped, H100[3]), {"enforced.power.limit [W]": "[N/A]"})
     (tmp_path / "box").mkdir()
     facts, got = _judged(tmp_path / "box", box)
     assert facts.gpu is not None and facts.gpu.gpus[0].power_limit_w == 500
@@ -313,7 +296,7 @@ def test_a_fabric_registration_read_in_progress_and_completed_is_unverified_not_
     the rule is unverified, asking for a rerun. Before: fabric_manager failed (the worst reading),
     advising to install the fabric manager."""
     (tmp_path / "box").mkdir()
-    box = _csv_edited(tmp_path, H100, {"fabric.state": "In Progress", "fabric.status": status})
+    box = csv_edited(tmp_path, H100, {"fabric.state": "In Progress", "fabric.status": status})
     _, got = _judged(tmp_path / "box", box)
     check = got["fabric_manager"]
     assert check.verdict == "unverified", check
@@ -336,7 +319,7 @@ def test_a_fabric_in_transit_beside_a_failing_completed_reading_still_fails(tmp_
             "Status                                         : Insufficient Resources",
         )
     )
-    box = _csv_edited(tmp_path, (H100[0], edited, H100[2], H100[3]), {"fabric.state": "In Progress"})
+    box = csv_edited(tmp_path, (H100[0], edited, H100[2], H100[3]), {"fabric.state": "In Progress"})
     (tmp_path / "box").mkdir()
     _, got = _judged(tmp_path / "box", box)
     assert got["fabric_manager"].verdict == "fail", got["fabric_manager"]
