@@ -344,6 +344,7 @@ def _ansible_checking_off(s: _Settings) -> str | None:
             assert isinstance(given, Mapping)
             if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
                 return None
+            label = getattr(given, "key_layers", {}).get(key, (label,))[0]
             return f"{where(s.path, given, key)}: {key}: {given[key]} of {label}"
     return None
 
@@ -376,6 +377,9 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
         key = "proxyjump" if "proxyjump" in s.args.source else "proxycommand"
         at, label = s.args.source[key]
         args_layer, own_layer = _layer_rank(s, label.partition(" of ")[2]), _layer_rank(s, s.origin[own][1])
+        if s.ansible:  # (merged Ansible vars: the group or host that set each, in Ansible's order)
+            (args_who, args_layer), (own_who, own_layer) = _ansible_rank(s, label), _ansible_rank(s, own)
+            args_layer = own_layer if args_who == own_who else args_layer
         if args_layer == own_layer:  # (one host or group says both: which it meant is not known)
             raise s.err(
                 own,
@@ -398,6 +402,17 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
         if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
             del extras["proxy_command"]
     return jump, extras
+
+
+def _ansible_rank(s: _Settings, key: str) -> tuple[str, int]:
+    """The group or host (or the Ansible config) that set an Ansible host's `key` (one of ours,
+    or `ansible_ssh_common_args of ...`: an ssh args variable) and its rank in Ansible's
+    precedence (higher beats lower); a key from the inventory's defaults ranks lowest."""
+    var = key.partition(" of ")[0]
+    layer, label = s.origin.get("vars" if var.startswith("ansible_") else var, s.ordered[-1])
+    given = layer.get("vars") if var.startswith("ansible_") else layer
+    found = getattr(given, "key_layers", {}).get(var)
+    return (found[0], found[1]) if found else (label, 0 if label == "defaults" else 1 << 20)
 
 
 def _layer_rank(s: _Settings, label: str) -> int:
