@@ -203,6 +203,9 @@ class _Settings:
     looked_up: str | None = None  # the name `sshc` was looked up at: the host's, or its address
     ansible: bool = False  # an Ansible inventory: its `all` vars (`defaults`) beat the SSH config
     args: SSHArgs = SSHArgs()  # what an Ansible host's ssh args set (`-p 2222`, `-o User=ops`)
+    # the SSH config's ProxyCommand as written (`sshc` holds `ssh -W %h:%p b` as ProxyJump b):
+    # after the args' `-J none`, ssh still takes it, unlike the config's own ProxyJump
+    config_command: str | None = None
 
     def file_of(self, label: str) -> Path:
         """The file a layer was written in: the vendor profile's, else the inventory's."""
@@ -283,10 +286,23 @@ def _merge_layers(
     # the vendor profile and defaults for every host
     alias = config_alias(name, layers, ssh_cfg, ansible)
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
+    command = sshc.get("proxycommand")
+    if str(sshc.get("proxyjump", "none")).lower() != "none" or str(command).strip().lower() == "none":
+        command = None  # (the config's own ProxyJump: `-J none` drops it)
+    elif command is not None and hasattr(ssh_cfg, "unexpanded"):
+        command = ssh_cfg.unexpanded(alias, "proxycommand")
     if sshc and alias is not None:
         sshc = followable(alias, sshc, ssh_cfg)
     args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
-    return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible, args=args)
+    return replace(
+        s,
+        merged=merged,
+        sshc=sshc,
+        looked_up=alias,
+        ansible=ansible,
+        args=args,
+        config_command=None if command is None else str(command),
+    )
 
 
 _ANSIBLE_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
@@ -373,7 +389,8 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
     extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
     extras.update(s.args.extra_certificates(extras))
     own = next((k for k in ("jump", "proxy_command") if s.from_inventory(k)), None)
-    if (way := route(s.args, s.sshc)) is not None and own is not None:
+    config = {"proxycommand": s.config_command} if s.config_command is not None else {}
+    if (way := route(s.args, config)) is not None and own is not None:
         key = "proxyjump" if "proxyjump" in s.args.source else "proxycommand"
         at, label = s.args.source[key]
         args_layer, own_layer = _layer_rank(s, label.partition(" of ")[2]), _layer_rank(s, s.origin[own][1])

@@ -335,6 +335,22 @@ def test_the_way_to_the_host_is_the_one_ssh_takes(
     assert (h.jump, h.proxy_command) == _ssh_g_way(_ansible_ssh_g(tmp_path, hvars, "10.0.0.1"))
 
 
+@needs_ssh
+@pytest.mark.parametrize("none", ["-J none", "-o ProxyJump=none"])
+def test_jump_none_keeps_the_configs_ssh_w_proxy_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, none: str
+) -> None:
+    """`-J none` in the args beside the config's `ProxyCommand ssh -W %h:%p ops@b9.example` (the
+    form read as a jump): ssh still goes through b9, as `ssh -G` shows (was: dialled directly,
+    the config's ProxyCommand dropped with its own ProxyJump)."""
+    config = "Host 10.0.*\n  ProxyCommand ssh -W %h:%p ops@b9.example\n"
+    line = f"ansible_ssh_common_args='{none}'"
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n", config).hosts["gpu1"]
+    g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": none}, "10.0.0.1")
+    assert g["proxycommand"] == ("ssh -W %h:%p ops@b9.example",)
+    assert (h.jump, h.proxy_command) == (("ops@b9.example",), None)
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
