@@ -35,7 +35,13 @@ from gpuonboard.inventory.sshlookup import (
     refuse_include_problem,
     ssh_config_aliases,
 )
-from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, OpenSSHConfig, bad_token, ssh_program
+from gpuonboard.inventory.sshresolve import (
+    CONNECTION_KEYS,
+    PROXY_COMMAND_TOKENS,
+    OpenSSHConfig,
+    bad_token,
+    ssh_program,
+)
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -286,6 +292,9 @@ def _merge_layers(
     # the vendor profile and defaults for every host
     alias = config_alias(name, layers, ssh_cfg, ansible)
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
+    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
+    if (given := args.first("hostname")) is not None and hasattr(ssh_cfg, "resolution_with"):
+        alias, sshc = _with_args_hostname(str(merged.get("address") or name), alias, given, ssh_cfg)
     command = sshc.get("proxycommand")
     if str(sshc.get("proxyjump", "none")).lower() != "none" or str(command).strip().lower() == "none":
         command = None  # (the config's own ProxyJump: `-J none` drops it)
@@ -293,7 +302,6 @@ def _merge_layers(
         command = ssh_cfg.unexpanded(alias, "proxycommand")
     if sshc and alias is not None:
         sshc = followable(alias, sshc, ssh_cfg)
-    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
     return replace(
         s,
         merged=merged,
@@ -303,6 +311,19 @@ def _merge_layers(
         args=args,
         config_command=None if command is None else str(command),
     )
+
+
+def _with_args_hostname(
+    address: str, alias: str | None, hostname: str, ssh_cfg: Any
+) -> tuple[str | None, Mapping[str, Any]]:
+    """The config's settings for an Ansible host whose ssh args set `-o HostName=`: ssh reads
+    its config with that HostName already set, so a `Match host HOSTNAME` block applies (`ssh -G`
+    of Ansible's command line shows it); the address is still what `Host` patterns test."""
+    target = alias if alias is not None else address.strip().removeprefix("[").removesuffix("]")
+    found = ssh_cfg.resolution_with(target, hostname)
+    if not found.set_keys & CONNECTION_KEYS - {"hostname"}:
+        return None, {}  # (a `Match host ADDRESS` block no longer applies)
+    return target, found.lookup()
 
 
 _ANSIBLE_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
