@@ -42,6 +42,7 @@ OPTIONS: tuple[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = 
 # Ansible's ssh adds these only when they are not empty (an empty ANSIBLE_REMOTE_USER sets none)
 _SKIP_EMPTY = frozenset({"ansible_user", "ansible_port", "ansible_private_key_file"})
 CONFIG_LAYER = "the Ansible config"
+ENV_SOURCE = "environment variable "  # (where a setting from the environment is said to be written)
 
 
 def find_config(
@@ -116,7 +117,7 @@ def config_vars(environ: Mapping[str, str] | None = None, path: Path | None = No
         value, source, line, label = None, None, None, ""
         for name in env_names:
             if name in environ:
-                value, source, line = environ[name], Path(f"environment variable {name}"), None
+                value, source, line = environ[name], Path(f"{ENV_SOURCE}{name}"), None
         if value is None and parser is not None and path is not None:
             for section, key in entries:
                 if (found := parser.get(section, key, raw=True, fallback=None)) is not None:

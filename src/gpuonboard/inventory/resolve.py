@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE
 from gpuonboard.inventory.fields import (
     CONNECT_TIMEOUT_RANGE,
     CONNECTIONS,
@@ -382,7 +383,12 @@ def _ansible_checking_off(s: _Settings) -> str | None:
             if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
                 return None
             label = getattr(given, "key_layers", {}).get(key, (label,))[0]
-            return f"{where(s.path, given, key)}: {key}: {given[key]} of {label}"
+            at = where(s.path, given, key)
+            if label == CONFIG_LAYER and at.startswith(ENV_SOURCE):  # (ANSIBLE_HOST_KEY_CHECKING=False)
+                return f"{at.removeprefix(ENV_SOURCE)}={given[key]} in the environment"
+            if label == CONFIG_LAYER:
+                return f"{at}: `host_key_checking = {given[key]}` in the Ansible config"
+            return f"{at}: {key}: {given[key]} of {label}"
     return None
 
 

@@ -138,8 +138,11 @@ def test_host_key_checking_off_is_named_not_followed(tmp_path: Path, monkeypatch
     )
     h = inventory.load(hosts).hosts["gpu1"]
     assert h.host_key_note == (
-        f"{tmp_path / 'ansible.cfg'}, line 2: ansible_host_key_checking: False of the Ansible config"
+        f"{tmp_path / 'ansible.cfg'}, line 2: `host_key_checking = False` in the Ansible config"
     )
+    monkeypatch.setenv("ANSIBLE_SSH_HOST_KEY_CHECKING", "no")
+    h = inventory.load(hosts).hosts["gpu1"]
+    assert h.host_key_note == "ANSIBLE_SSH_HOST_KEY_CHECKING=no in the environment"
 
 
 @pytest.mark.parametrize(
@@ -207,5 +210,5 @@ def test_deepops_config_turns_host_key_checking_off_and_is_named(
     assert (h.address, h.port, h.user) == (g["hostname"][0], int(g["port"][0]), g["user"][0])
     assert (g["stricthostkeychecking"][0], g["userknownhostsfile"][0]) == ("false", "/dev/null")
     assert h.host_key_note == (
-        f"{DEEPOPS / 'deepops-ansible.cfg'}, line 5: ansible_host_key_checking: False of the Ansible config"
+        f"{DEEPOPS / 'deepops-ansible.cfg'}, line 5: `host_key_checking = False` in the Ansible config"
     )
