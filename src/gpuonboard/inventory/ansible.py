@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible_cfg import config_vars
 from gpuonboard.inventory.ansible_vars import (
     AnsibleGroups,
     VarsFiles,
@@ -135,6 +136,9 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     extra = LineDict()
     extra.key_lines, extra.key_sources = {}, {}
     lines, files = getattr(raw, "key_lines", {}), getattr(raw, "key_sources", {})
+    # (in a merged Ansible host: the group or host that set each key, and its rank)
+    layers: dict[str, tuple[str, int]] = getattr(raw, "key_layers", {})
+    out.key_layers, extra.key_layers = {}, {}  # type: ignore[attr-defined]
     for key, value in raw.items():
         if key in _PASSWORD_VARS:
             continue
@@ -150,6 +154,8 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
         if ours is None:
             extra[key] = value
             _keep_origin(extra, key, key, lines, files)
+            if key in layers:
+                extra.key_layers[key] = layers[key]  # type: ignore[attr-defined]
             continue
         if isinstance(value, str) and is_template(value) and not templates:
             raise InventoryError(
@@ -159,6 +165,8 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
             )
         out[ours] = value
         _keep_origin(out, ours, key, lines, files)
+        if key in layers:
+            out.key_layers[ours] = layers[key]  # type: ignore[attr-defined]
     if extra:
         out["vars"] = extra
     out.line = getattr(raw, "line", None)
@@ -373,7 +381,8 @@ def merged_shape(inv: AnsibleGroups, path: Path, files: VarsFiles) -> LineDict:
             f"{path}: the groups of this inventory list more than {MAX_MEMBERSHIPS:,} hosts in all;"
             " list fewer hosts per group."
         )
-    per_host = {h: host_vars(inv, h, groups_of[h], files) for h in inv.hosts}
+    config = config_vars()  # (ansible.cfg and ANSIBLE_* where Ansible finds them)
+    per_host = {h: host_vars(inv, h, groups_of[h], files, config) for h in inv.hosts}
 
     def convert(values: Mapping[str, Any], name: str) -> LineDict:
         own = inv.hosts.get(name)
@@ -384,6 +393,7 @@ def merged_shape(inv: AnsibleGroups, path: Path, files: VarsFiles) -> LineDict:
         for key in getattr(values, "key_sources", {}):
             shown.take_origin(key, values)
         shown.line = inv.lines.get(name)
+        shown.key_layers = getattr(values, "key_layers", {})  # type: ignore[attr-defined]
         return convert_vars(shown, path)
 
     shape = native_shape(per_host, groups_of, order, convert, path, inv.lines)

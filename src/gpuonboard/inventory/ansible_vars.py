@@ -3,7 +3,8 @@ next to it, the order groups apply in (depth, then `ansible_group_priority`, the
 each host's variables merged as `ansible-inventory --list` merges them; then the native-shaped
 mapping the loader validates (`native_shape`), also used for `ansible-inventory --list` output.
 
-Precedence, lowest first (Ansible's VARIABLE_PRECEDENCE default): the inventory's `all` vars,
+Precedence, lowest first (Ansible's VARIABLE_PRECEDENCE default, below it what Ansible's config
+gives every host: ansible_cfg): the inventory's `all` vars,
 its groups' vars (sorted), group_vars/all, group_vars/<group> (sorted), the host's own
 inventory vars, host_vars/<host>. A later value replaces an earlier one whole (no deep merge).
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER
 from gpuonboard.yamlload import LineDict, from_file, parse_yaml, read_text
 
 # Ansible's host_group_vars plugin: `NAME`, `NAME.yml`, `NAME.yaml` or `NAME.json` (the first that
@@ -149,6 +151,9 @@ class HostVars:
 
     values: LineDict  # (key_sources, key_lines: the vars file and line of each key set by one)
     origin: dict[str, str]  # "all" (the inventory's all vars), "inventory", or a vars file's label
+    # the group or host (or the Ansible config) that set each key, and that layer's rank in
+    # Ansible's precedence (higher beats lower): which of two settings Ansible would take
+    layers: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def sorted_groups(inv: AnsibleGroups, depths: Mapping[str, int]) -> list[str]:
@@ -177,28 +182,42 @@ def memberships(inv: AnsibleGroups, order: Sequence[str]) -> dict[str, list[str]
     return {h: sorted(gs, key=lambda g: rank.get(g, -1)) for h, gs in member_of.items()}
 
 
-def host_vars(inv: AnsibleGroups, host: str, groups: Sequence[str], files: VarsFiles) -> HostVars:
-    """`host`'s vars merged in Ansible's precedence (`groups`: its groups in Ansible's order)."""
+def host_vars(
+    inv: AnsibleGroups,
+    host: str,
+    groups: Sequence[str],
+    files: VarsFiles,
+    config: Mapping[str, Any] | None = None,
+) -> HostVars:
+    """`host`'s vars merged in Ansible's precedence (`groups`: its groups in Ansible's order),
+    above what Ansible's config (`config`: ansible_cfg.config_vars) gives every host."""
     values = LineDict()
     values.key_lines, values.key_sources = {}, {}
     origin: dict[str, str] = {}
+    layers: dict[str, tuple[str, int]] = {}
+    rank = 0
 
-    def layer(vs: Mapping[str, Any], label: str) -> None:
+    def layer(vs: Mapping[str, Any], label: str, who: str) -> None:
+        nonlocal rank
+        rank += 1
         for k, v in vs.items():
             values[k] = v
             origin[k] = label
+            layers[k] = (who, rank)
             # the vars file a key was last set in (and its line there), for the errors about it
             values.take_origin(k, vs)
 
-    layer(inv.group_vars.get("all", {}), "all")
+    layer(config or {}, CONFIG_LAYER, CONFIG_LAYER)
+    layer(inv.group_vars.get("all", {}), "all", "group 'all'")
     for g in groups:
         if g != "all":
-            layer(inv.group_vars.get(g, {}), "inventory")
+            layer(inv.group_vars.get(g, {}), "inventory", f"group {g!r}")
     for g in groups:
-        layer(files.get("group_vars", g), f"group_vars/{g}")
-    layer(inv.hosts.get(host, {}), "inventory")
-    layer(files.get("host_vars", host), f"host_vars/{host}")
-    return HostVars(values, origin)
+        layer(files.get("group_vars", g), f"group_vars/{g}", f"group {g!r}")
+    layer(inv.hosts.get(host, {}), "inventory", f"host {host!r}")
+    layer(files.get("host_vars", host), f"host_vars/{host}", f"host {host!r}")
+    values.key_layers = layers  # type: ignore[attr-defined]  # (read by convert_vars)
+    return HostVars(values, origin, layers)
 
 
 # our host keys a vendor profile may also give: from the inventory's `all` vars they stay below
@@ -215,7 +234,7 @@ def _set_by_all_alone(
     `all` vars alone (those go to `defaults`, below a vendor profile)."""
     common: dict[str, Any] | None = None
     for name, hv in per_host.items():
-        from_all = {k for k, lab in hv.origin.items() if lab == "all"}
+        from_all = {k for k, lab in hv.origin.items() if lab in ("all", CONFIG_LAYER)}
         only_all = convert({k: v for k, v in hv.values.items() if k in from_all}, "all")
         mine = converted[name]
         keys = {
@@ -240,14 +259,17 @@ def native_shape(
     hosts = LineDict()
     hosts.key_lines = dict(lines or {})
     defaults = LineDict()
-    defaults.key_lines = {}
+    defaults.key_lines, defaults.key_sources = {}, {}
     converted = {name: convert(hv.values, name) for name, hv in per_host.items()}
     hoisted = _set_by_all_alone(per_host, converted, convert)
     defaults.update(hoisted)
+    for key in hoisted:  # (set in ansible.cfg: an error about it names that file and line)
+        defaults.take_origin(key, next(iter(converted.values())))
     for name, conv in converted.items():
         mine = LineDict({k: v for k, v in conv.items() if k not in hoisted})
         mine.key_lines = dict(getattr(conv, "key_lines", {}))
         mine.key_sources = dict(getattr(conv, "key_sources", {}))
+        mine.key_layers = dict(getattr(conv, "key_layers", {}))  # type: ignore[attr-defined]
         mine.line = (lines or {}).get(name)
         hosts[name] = mine
     groups = LineDict()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE
 from gpuonboard.inventory.fields import (
     CONNECT_TIMEOUT_RANGE,
     CONNECTIONS,
@@ -35,7 +36,13 @@ from gpuonboard.inventory.sshlookup import (
     refuse_include_problem,
     ssh_config_aliases,
 )
-from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, OpenSSHConfig, bad_token, ssh_program
+from gpuonboard.inventory.sshresolve import (
+    CONNECTION_KEYS,
+    PROXY_COMMAND_TOKENS,
+    OpenSSHConfig,
+    bad_token,
+    ssh_program,
+)
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 
@@ -203,6 +210,9 @@ class _Settings:
     looked_up: str | None = None  # the name `sshc` was looked up at: the host's, or its address
     ansible: bool = False  # an Ansible inventory: its `all` vars (`defaults`) beat the SSH config
     args: SSHArgs = SSHArgs()  # what an Ansible host's ssh args set (`-p 2222`, `-o User=ops`)
+    # the SSH config's ProxyCommand as written (`sshc` holds `ssh -W %h:%p b` as ProxyJump b):
+    # after the args' `-J none`, ssh still takes it, unlike the config's own ProxyJump
+    config_command: str | None = None
 
     def file_of(self, label: str) -> Path:
         """The file a layer was written in: the vendor profile's, else the inventory's."""
@@ -283,10 +293,38 @@ def _merge_layers(
     # the vendor profile and defaults for every host
     alias = config_alias(name, layers, ssh_cfg, ansible)
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
+    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
+    if (given := args.first("hostname")) is not None and hasattr(ssh_cfg, "resolution_with"):
+        alias, sshc = _with_args_hostname(str(merged.get("address") or name), alias, given, ssh_cfg)
+    command = sshc.get("proxycommand")
+    if str(sshc.get("proxyjump", "none")).lower() != "none" or str(command).strip().lower() == "none":
+        command = None  # (the config's own ProxyJump: `-J none` drops it)
+    elif command is not None and hasattr(ssh_cfg, "unexpanded"):
+        command = ssh_cfg.unexpanded(alias, "proxycommand")
     if sshc and alias is not None:
         sshc = followable(alias, sshc, ssh_cfg)
-    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
-    return replace(s, merged=merged, sshc=sshc, looked_up=alias, ansible=ansible, args=args)
+    return replace(
+        s,
+        merged=merged,
+        sshc=sshc,
+        looked_up=alias,
+        ansible=ansible,
+        args=args,
+        config_command=None if command is None else str(command),
+    )
+
+
+def _with_args_hostname(
+    address: str, alias: str | None, hostname: str, ssh_cfg: Any
+) -> tuple[str | None, Mapping[str, Any]]:
+    """The config's settings for an Ansible host whose ssh args set `-o HostName=`: ssh reads
+    its config with that HostName already set, so a `Match host HOSTNAME` block applies (`ssh -G`
+    of Ansible's command line shows it); the address is still what `Host` patterns test."""
+    target = alias if alias is not None else address.strip().removeprefix("[").removesuffix("]")
+    found = ssh_cfg.resolution_with(target, hostname)
+    if not found.set_keys & CONNECTION_KEYS - {"hostname"}:
+        return None, {}  # (a `Match host ADDRESS` block no longer applies)
+    return target, found.lookup()
 
 
 _ANSIBLE_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
@@ -344,7 +382,13 @@ def _ansible_checking_off(s: _Settings) -> str | None:
             assert isinstance(given, Mapping)
             if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
                 return None
-            return f"{where(s.path, given, key)}: {key}: {given[key]} of {label}"
+            label = getattr(given, "key_layers", {}).get(key, (label,))[0]
+            at = where(s.path, given, key)
+            if label == CONFIG_LAYER and at.startswith(ENV_SOURCE):  # (ANSIBLE_HOST_KEY_CHECKING=False)
+                return f"{at.removeprefix(ENV_SOURCE)}={given[key]} in the environment"
+            if label == CONFIG_LAYER:
+                return f"{at}: `host_key_checking = {given[key]}` in the Ansible config"
+            return f"{at}: {key}: {given[key]} of {label}"
     return None
 
 
@@ -372,10 +416,14 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
     extras = config_extras(s.sshc, s.from_inventory("key_file"), s.from_inventory("jump"))
     extras.update(s.args.extra_certificates(extras))
     own = next((k for k in ("jump", "proxy_command") if s.from_inventory(k)), None)
-    if (way := route(s.args, s.sshc)) is not None and own is not None:
+    config = {"proxycommand": s.config_command} if s.config_command is not None else {}
+    if (way := route(s.args, config)) is not None and own is not None:
         key = "proxyjump" if "proxyjump" in s.args.source else "proxycommand"
         at, label = s.args.source[key]
         args_layer, own_layer = _layer_rank(s, label.partition(" of ")[2]), _layer_rank(s, s.origin[own][1])
+        if s.ansible:  # (merged Ansible vars: the group or host that set each, in Ansible's order)
+            (args_who, args_layer), (own_who, own_layer) = _ansible_rank(s, label), _ansible_rank(s, own)
+            args_layer = own_layer if args_who == own_who else args_layer
         if args_layer == own_layer:  # (one host or group says both: which it meant is not known)
             raise s.err(
                 own,
@@ -398,6 +446,17 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
         if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
             del extras["proxy_command"]
     return jump, extras
+
+
+def _ansible_rank(s: _Settings, key: str) -> tuple[str, int]:
+    """The group or host (or the Ansible config) that set an Ansible host's `key` (one of ours,
+    or `ansible_ssh_common_args of ...`: an ssh args variable) and its rank in Ansible's
+    precedence (higher beats lower); a key from the inventory's defaults ranks lowest."""
+    var = key.partition(" of ")[0]
+    layer, label = s.origin.get("vars" if var.startswith("ansible_") else var, s.ordered[-1])
+    given = layer.get("vars") if var.startswith("ansible_") else layer
+    found = getattr(given, "key_layers", {}).get(var)
+    return (found[0], found[1]) if found else (label, 0 if label == "defaults" else 1 << 20)
 
 
 def _layer_rank(s: _Settings, label: str) -> int:

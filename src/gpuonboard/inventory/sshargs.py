@@ -228,7 +228,9 @@ def host_ssh_args(name: str, ordered: Sequence[tuple[Mapping[str, Any], str]], p
         given = layer.get("vars")
         for key in ANSIBLE_SSH_ARGS:
             if isinstance(given, Mapping) and isinstance(given.get(key), str):
-                texts[key] = (given[key], (where(path, given, key), f"{key} of {label}"))
+                # (in an Ansible host, merged: the group or host that set it, or the config)
+                who = getattr(given, "key_layers", {}).get(key, (label,))[0]
+                texts[key] = (given[key], (where(path, given, key), f"{key} of {who}"))
     args = parse_ssh_args(texts[k] for k in ANSIBLE_SSH_ARGS if k in texts)
     for written, (at, label), problem in args.problems[:1]:
         shown = written.replace("\0t\0", "{{...}}")

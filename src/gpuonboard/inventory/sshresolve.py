@@ -256,6 +256,19 @@ class OpenSSHConfig:
             raise got
         return got
 
+    def resolution_with(self, alias: str, hostname: str) -> SSHResolution:
+        """`alias` as `ssh -o HostName=HOSTNAME ALIAS` resolves it: a `Match host` block of the
+        config then tests `hostname` (ssh's command line sets it before the config is read)."""
+        key = f"{alias}\0HostName={hostname}"
+        if key not in self._done:
+            self._default_identities()
+            with self._wrapper() as wrapper:
+                self._done[key] = self._resolve_or_error(alias, wrapper, ("-o", f"HostName={hostname}"))
+        got = self._done[key]
+        if isinstance(got, InventoryError):
+            raise got
+        return got
+
     def lookup(self, alias: str) -> dict[str, Any]:
         """The settings this config sets for `alias` (paramiko's lookup() shape)."""
         return self.resolution(alias).lookup()
@@ -293,16 +306,20 @@ class OpenSSHConfig:
             wrapper.chmod(0o600)
             yield wrapper
 
-    def _resolve_or_error(self, alias: str, wrapper: Path | None) -> SSHResolution | InventoryError:
+    def _resolve_or_error(
+        self, alias: str, wrapper: Path | None, options: tuple[str, ...] = ()
+    ) -> SSHResolution | InventoryError:
         try:
-            return self._resolve(alias, wrapper)
+            return self._resolve(alias, wrapper, options)
         except InventoryError as exc:
             return exc
 
-    def _call(self, config: Path, alias: str, verbose: bool) -> tuple[dict[str, tuple[str, ...]], str]:
-        """One `ssh -G` of `alias` with `config`: its options and stderr; a failure or a
-        timeout is an InventoryError naming the config and ssh's own words."""
-        argv = [self.program, *(["-v"] if verbose else []), "-G", "-F", str(config), "--", alias]
+    def _call(
+        self, config: Path, alias: str, verbose: bool, options: tuple[str, ...] = ()
+    ) -> tuple[dict[str, tuple[str, ...]], str]:
+        """One `ssh -G` of `alias` with `config` (and command-line `options`): its options and
+        stderr; a failure or a timeout is an InventoryError naming the config and ssh's words."""
+        argv = [self.program, *(["-v"] if verbose else []), "-G", "-F", str(config), *options, "--", alias]
         try:
             status, out, err = _run(argv, self.timeout)
         except OSError as exc:  # (ssh not executable, no process left to start)
@@ -325,20 +342,20 @@ class OpenSSHConfig:
             )
         return parse_dump(out), err
 
-    def _resolve(self, alias: str, wrapper: Path | None) -> SSHResolution:
+    def _resolve(self, alias: str, wrapper: Path | None, options: tuple[str, ...] = ()) -> SSHResolution:
         if alias.startswith("-") or not alias or any(c.isspace() or ord(c) < 32 for c in alias):
             raise InventoryError(f"{self.path}: {alias!r} is no host alias `ssh -G` can be asked about.")
         local, _ = _local_user()
         sentinel: dict[str, tuple[str, ...]] | None = None
         if wrapper is not None:
             with contextlib.suppress(InventoryError):  # (then the plain reading decides)
-                got, err = self._call(wrapper, alias, verbose=True)
+                got, err = self._call(wrapper, alias, True, options)
                 dump = "\n".join(" ".join(v) for k, v in got.items() if k not in ("user", "port"))
                 if USER_SENTINEL not in dump and PORT_SENTINEL not in dump:
                     sentinel = got
                     if "re-parsing configuration" not in err:  # (no final pass: exact)
                         return self._resolution(alias, got, sentinel, local)
-        values, _ = self._call(self.path, alias, verbose=False)
+        values, _ = self._call(self.path, alias, False, options)
         return self._resolution(alias, values, sentinel, local)
 
     def _resolution(

@@ -335,6 +335,48 @@ def test_the_way_to_the_host_is_the_one_ssh_takes(
     assert (h.jump, h.proxy_command) == _ssh_g_way(_ansible_ssh_g(tmp_path, hvars, "10.0.0.1"))
 
 
+@needs_ssh
+@pytest.mark.parametrize("none", ["-J none", "-o ProxyJump=none"])
+def test_jump_none_keeps_the_configs_ssh_w_proxy_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, none: str
+) -> None:
+    """`-J none` in the args beside the config's `ProxyCommand ssh -W %h:%p ops@b9.example` (the
+    form read as a jump): ssh still goes through b9, as `ssh -G` shows (was: dialled directly,
+    the config's ProxyCommand dropped with its own ProxyJump)."""
+    config = "Host 10.0.*\n  ProxyCommand ssh -W %h:%p ops@b9.example\n"
+    line = f"ansible_ssh_common_args='{none}'"
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n", config).hosts["gpu1"]
+    g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": none}, "10.0.0.1")
+    assert g["proxycommand"] == ("ssh -W %h:%p ops@b9.example",)
+    assert (h.jump, h.proxy_command) == (("ops@b9.example",), None)
+
+
+MATCH_CONFIGS = {
+    "Match host HOSTNAME applies": "Match host 192.0.2.9\n  Port 2400\n  User m\n",
+    "Host ADDRESS, then Match host HOSTNAME": (
+        "Host 10.0.0.1\n  Port 2402\nMatch host 192.0.2.9\n  User mm\n  Port 2403\n"
+    ),
+    "Match host ADDRESS no longer applies": "Match host 10.0.0.1\n  Port 2404\n",
+    "Host HOSTNAME does not apply": "Host 192.0.2.9\n  Port 2405\n",
+}
+
+
+@needs_ssh
+@pytest.mark.parametrize("case", list(MATCH_CONFIGS))
+def test_args_hostname_is_what_a_config_match_host_tests(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """`-o HostName=192.0.2.9` in the args beside a config's `Match host` block: ssh reads its
+    config with that HostName set, so `Match host 192.0.2.9` applies and `Match host ADDRESS` no
+    longer does, while `Host` still tests the address, as `ssh -G` shows (was: the config read at
+    the address alone: port 22 as root where ssh uses 2400 as m, 2404 where ssh uses 22)."""
+    line = "ansible_ssh_common_args='-o HostName=192.0.2.9'"
+    config = MATCH_CONFIGS[case]
+    h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n", config).hosts["gpu1"]
+    g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": "-o HostName=192.0.2.9"}, "10.0.0.1")
+    assert (h.address, h.port, h.user) == (g["hostname"][0], int(g["port"][0]), g["user"][0])
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
