@@ -34,6 +34,9 @@ MATMUL = {
 }
 METRICS = (*MATMUL.values(), "membw_gbps", "h2d_gbps", "d2h_gbps", "p2p_nvlink_gbps", "power_w")
 # per-GPU figures compared with the GPU's peers (membw_triad_gbps has no floor of its own)
+# the figures judged by a floor alone (h2d/d2h are judged against the PCIe link as well, NVLink
+# pairs by p2p_check): measured on a GPU whose floors lack one, the figure is `unverified`
+FLOORED = (*MATMUL.values(), "membw_gbps", "power_w")
 PEER_METRICS = (*MATMUL.values(), "membw_gbps", "membw_triad_gbps", "h2d_gbps", "d2h_gbps")
 WARN_BAND = 1.10
 # a PCIe x16 link's host<->device copy, GB/s (each generation doubles the per-lane rate)
@@ -562,6 +565,33 @@ def floor_known_check(
     return Check("perf_floor_known", "a floors row for every GPU model", known, "pass")
 
 
+def where_of(row: Mapping[str, Any] | None, overrides: Mapping[str, float]) -> str:
+    """Where a GPU's floors come from: its row ("row h800-sxm"), the host's vars.perf_floors, or both."""
+    said = [f"row {row['id']}"] if row else []
+    return " and ".join([*said, *(["vars.perf_floors"] if overrides else [])])
+
+
+def no_floor_check(
+    idx: int, name: str, metric: str, value: float, source: str, per_gpu: Mapping[int, Mapping[str, float]]
+) -> Check:
+    """`perf_<metric>_gpu<N>` for a figure measured on a GPU whose floors (its row, the host's
+    vars.perf_floors) give none for that metric: `unverified`, never a pass (nothing judged the
+    figure itself), with the median of its peers where there are any (perf_stragglers compares
+    them)."""
+    u = unit(metric)
+    peers = [m[metric] for i, m in per_gpu.items() if i != idx and metric in m]
+    shown = f"; median of the other {len(peers)} GPU(s) {_fmt(statistics.median(peers))} {u}" if peers else ""
+    return Check(
+        f"perf_{metric}_gpu{idx}",
+        f"a floor for {metric} on this GPU (none in {source})",
+        f"GPU {idx} {name}: {_fmt(value)} {u}{shown}",
+        "unverified",
+        f"no {metric} floor in {source}, so this figure was compared with its peers only"
+        " (perf_stragglers), never with what a healthy card of the model reaches: no claim either way;"
+        " add the floor to data/gpu_perf_floors.yml or set vars.perf_floors",
+    )
+
+
 def perf_checks(
     result: Mapping[str, Any],
     table: Mapping[str, Any],
@@ -579,6 +609,7 @@ def perf_checks(
     rows: dict[str, str | None] = {}
     notes: dict[str, str] = {}
     per_gpu: dict[int, dict[str, float]] = {}
+    unfloored: list[tuple[int, str, str, float, str]] = []
     nvlink_floor: Floor | None = None
     for g in result.get("gpus") or []:
         idx = int(g.get("index", 0))
@@ -616,6 +647,12 @@ def perf_checks(
                         "the floor could not be judged: use a PyTorch that runs this dtype here",
                     )
                 )
+        if floors:
+            unfloored += [
+                (idx, name, m, metrics[m], where_of(row, overrides))
+                for m in FLOORED
+                if m in metrics and m not in floors
+            ]
         if not row and not overrides:
             shown = ", ".join(f"{m} {_fmt(v)} {unit(m)}" for m, v in metrics.items())
             checks.append(
@@ -630,6 +667,7 @@ def perf_checks(
         if link is not None:
             checks.append(link)
     checks.insert(0, floor_known_check(rows, overrides, notes))
+    checks += [no_floor_check(*u, per_gpu) for u in unfloored]
     checks += straggler_checks(per_gpu, straggler_margin)
     pairs = p2p_check(result.get("p2p"), nvlink_floor, straggler_margin)
     if pairs is not None:

@@ -539,3 +539,45 @@ def test_sustained_sm_clock_not_supported_in_every_sample_is_no_pass() -> None:
     # a window with no sample at all for the GPU
     empty = sustained_check(0, {"samples": 0, "reasons": {}, "seconds": 45})
     assert empty.verdict == "unverified" and "no number for any field (no sample of this GPU" in empty.detail
+
+
+def _real_h200_as(name: str, n: int = 1) -> dict[str, Any]:
+    """The real quick gpu_perf.py run on a healthy 1 x H200 (tests/fixtures/prove/README.md) with
+    its GPU renamed `name` and, for n > 1, copied to n GPUs (index i) with no pairs: the edits a
+    test using it makes."""
+    from gpuonboard.steps.prove import parse_result
+
+    fixtures = Path(__file__).resolve().parents[3] / "fixtures"
+    result = parse_result((fixtures / "prove" / "gpu_perf_quick_h200.out").read_text())
+    assert result is not None
+    gpu = result["gpus"][0]
+    result["gpus"] = [{**copy.deepcopy(gpu), "index": i, "name": name} for i in range(n)]
+    result["p2p"] = None
+    sustained = result["sustained"]["per_gpu"]["0"]
+    result["sustained"]["per_gpu"] = {str(i): copy.deepcopy(sustained) for i in range(n)}
+    return result
+
+
+def test_a_metric_the_row_gives_no_floor_is_unverified_not_passed() -> None:
+    """The real H200 quick run renamed `NVIDIA H800` (its China-market sibling; edit: the name,
+    and a second GPU copied from the first): row h800-sxm has floors for fp32, the memory copy
+    and power only, so its bf16 / fp16 / tf32 / fp8 figures were judged by nobody and the step
+    passed on peers alone; each is now `unverified`, with the peers' median shown."""
+    c = by_name(perf_checks(_real_h200_as("NVIDIA H800", 2), TABLE, []))
+    assert c["perf_fp32_tflops_gpu0"].verdict == "pass"  # the row's own floor judges fp32
+    for metric in ("tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops"):
+        check = c[f"perf_{metric}_gpu1"]
+        assert check.verdict == "unverified", check
+        assert check.expected == f"a floor for {metric} on this GPU (none in row h800-sxm)"
+        assert "median of the other 1 GPU(s)" in check.actual
+        assert check.detail.startswith(f"no {metric} floor in row h800-sxm, so this figure was compared")
+    assert c["perf_bf16_tflops_gpu0"].actual.startswith("GPU 0 NVIDIA H800: 692 TFLOPS; median")
+    # a host's vars.perf_floors for one metric of an unknown model leaves the others unjudged too
+    r = _real_h200_as("NVIDIA Future GPU")
+    c = by_name(perf_checks(r, TABLE, [], {"bf16_tflops": 100.0}))
+    assert c["perf_bf16_tflops_gpu0"].verdict == "pass"
+    assert c["perf_fp8_tflops_gpu0"].verdict == "unverified"
+    assert (
+        c["perf_fp8_tflops_gpu0"].expected == "a floor for fp8_tflops on this GPU (none in vars.perf_floors)"
+    )
+    assert c["perf_fp8_tflops_gpu0"].actual.endswith("TFLOPS")  # one GPU: no peers to show
