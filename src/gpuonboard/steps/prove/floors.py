@@ -9,6 +9,7 @@ against the PCIe link, GPU-to-GPU copies against the topology, and the sustained
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -592,6 +593,31 @@ def no_floor_check(
     )
 
 
+def bus_key(text: Any) -> tuple[int, int, int] | None:
+    """A PCI address ("00000000:1B:00.0", "0000:1b:00.0") as (domain, bus, device), else None."""
+    m = re.fullmatch(
+        r"\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.[0-7]\s*", str(text or "")
+    )
+    return (int(m[1] or "0", 16), int(m[2], 16), int(m[3], 16)) if m else None
+
+
+def pair_facts(result: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> dict[int, GpuInfo]:
+    """nvidia-smi's facts for each CUDA device of a gpu_perf result, by index. CUDA numbers
+    devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (and CUDA_VISIBLE_DEVICES renumbers
+    them), so a device whose PCI address the result gives is paired by that address (none where
+    no listed GPU has it: another GPU's facts are no claim about it); by index only without one."""
+    by_bus = {k: g for g in gpus if (k := bus_key(g.pci_bus_id)) is not None}
+    by_index = {g.index: g for g in gpus}
+    out: dict[int, GpuInfo] = {}
+    for entry in result.get("gpus") or []:
+        idx = int(entry.get("index", 0))
+        key = bus_key(entry.get("pci_bus_id"))
+        info = by_bus.get(key) if key is not None and by_bus else by_index.get(idx)
+        if info is not None:
+            out[idx] = info
+    return out
+
+
 def perf_checks(
     result: Mapping[str, Any],
     table: Mapping[str, Any],
@@ -603,7 +629,7 @@ def perf_checks(
     """Rules over a CUDA gpu_perf.py result (pure): floors, stragglers, PCIe link, pairs,
     sustained window. `causes(index)` names the likely causes of a low figure for a GPU."""
     overrides = dict(overrides or {})
-    facts = {g.index: g for g in gpus}
+    facts = pair_facts(result, gpus)
     sustained = (result.get("sustained") or {}).get("per_gpu") or {}
     checks: list[Check] = []
     rows: dict[str, str | None] = {}

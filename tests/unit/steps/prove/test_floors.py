@@ -581,3 +581,33 @@ def test_a_metric_the_row_gives_no_floor_is_unverified_not_passed() -> None:
         c["perf_fp8_tflops_gpu0"].expected == "a floor for fp8_tflops on this GPU (none in vars.perf_floors)"
     )
     assert c["perf_fp8_tflops_gpu0"].actual.endswith("TFLOPS")  # one GPU: no peers to show
+
+
+def test_cuda_devices_are_paired_with_nvidia_smi_gpus_by_pci_address() -> None:
+    """CUDA numbers devices fastest first (or as CUDA_VISIBLE_DEVICES lists them), nvidia-smi by
+    PCI bus: the facts are the real 8 x H100 `nvidia-smi -q` with GPU 1's link edited to Gen3
+    (a riser), and CUDA device 0 is that GPU (its result carries GPU 1's PCI address) measuring
+    a Gen3 x16 figure. Paired by index, its 11 GB/s was judged against GPU 0's Gen5 link and
+    failed as "a riser"; paired by address it is what its Gen3 link moves."""
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    q = (
+        Path(__file__).resolve().parents[3]
+        / "fixtures"
+        / "real"
+        / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+    )
+    first, second = parse_any(q.read_text()).gpus[:2]
+    facts = [first, replace(second, pcie_gen_max=3)]
+    r = _result(2)
+    r["gpus"][0].update(pci_bus_id="0000:3b:00.0", h2d_gbps=11.0, d2h_gbps=11.2)  # nvidia-smi's GPU 1
+    r["gpus"][1].update(pci_bus_id="00000000:19:00.0")  # nvidia-smi's GPU 0
+    assert facts[0].pci_bus_id == "00000000:19:00.0" and facts[1].pci_bus_id == "00000000:3B:00.0"
+    c = by_name(perf_checks(r, TABLE, facts))
+    assert c["perf_h2d_gpu0"].verdict == "pass"
+    assert c["perf_h2d_gpu0"].actual.endswith("on Gen3 x16")
+    assert c["perf_h2d_gpu1"].actual.endswith("on Gen5 x16")
+    # an address no listed GPU has: no other GPU's facts judge it (the sampled link does)
+    r["gpus"][0]["pci_bus_id"] = "00000000:99:00.0"
+    r["gpus"][0]["pcie"] = None
+    assert by_name(perf_checks(r, TABLE, facts))["perf_h2d_gpu0"].verdict == "unverified"
