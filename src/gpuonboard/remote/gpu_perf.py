@@ -676,6 +676,7 @@ def summarize_window(
         for name in decode_reasons(r.get("clocks_throttle_reasons.active")):
             reasons[name] = reasons.get(name, 0) + 1
     temps, limits = _values(rows, "temperature.gpu"), _values(rows, "power.limit")
+    stamps = _values(rows, "timestamp")
     return {
         "samples": len(rows),
         "sm_clock_first_mhz": _median(_values(rows[:tenth], "clocks.sm")),
@@ -687,6 +688,8 @@ def summarize_window(
         "power_median_w": _median(_values(rows, "power.draw")),
         "power_limit_w": _median(limits),
         "reasons": reasons,
+        # how much of the window the samples span (a sampler that died part-way saw only some)
+        "sampled_s": max(stamps) - min(stamps) if stamps else None,
         "clock_samples": len(clocks),
         "reasons_samples": len(_values(rows, "clocks_throttle_reasons.active")),
     }
@@ -726,6 +729,7 @@ def sustained_summary(
             tflops_first=w["windows_tflops"][0],
             tflops_last=w["windows_tflops"][-1],
             tflops_median=_median(w["windows_tflops"]),
+            window_s=w["end"] - w["start"],
         )
         per_gpu[str(i)] = entry
     return {"seconds": float(args.sustain), "per_gpu": per_gpu}

@@ -44,6 +44,7 @@ WARN_BAND = 1.10
 PCIE_X16_GBPS = {1: 3.0, 2: 6.0, 3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
 LINK_SHARE = 0.7  # below this share of the link's figure: the link is not what the card has
 CLOCK_DROP_WARN = 0.10
+SAMPLED_GAP_S = 2.0  # a window's samples may miss this much of it (a sample every 0.5 s)
 TEMP_SPREAD_WARN_C = 5.0
 POWER_SHARE_WARN = 0.6  # median power below this share of the cap ...
 CLOCK_SHARE_WARN = 0.8  # ... while the SM clock is below this share of its first figure
@@ -476,6 +477,9 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
             f"sw_power_cap in {reasons['sw_power_cap']:.0f} samples: the GPU ran at its power cap"
             " (expected under full load)"
         )
+    if short := _short_sampling(s):
+        verdict = "unverified" if verdict == "pass" else verdict
+        problems.append(short)
     if verdict == "pass" and unread:
         verdict = "unverified"
         problems.append(
@@ -495,6 +499,19 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
         actual,
         verdict,
         "; ".join([*problems, *([note] if note else [])]),
+    )
+
+
+def _short_sampling(s: Mapping[str, Any]) -> str:
+    """'' or why the samples saw only part of the sustained window (the sampler stopped, or
+    nvidia-smi hung, part-way): what came after is unread, so no claim about it."""
+    window, sampled = finite_number(s.get("window_s")), finite_number(s.get("sampled_s"))
+    if window is None or sampled is None or window - sampled <= max(SAMPLED_GAP_S, 0.2 * window):
+        return ""
+    return (
+        f"nvidia-smi's samples span only {sampled:.0f} s of the {window:.0f} s window (its sampler"
+        " stopped or hung part-way): the clock, power and slowdown reasons of the rest were not"
+        " read, so no claim about them"
     )
 
 

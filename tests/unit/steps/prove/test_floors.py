@@ -611,3 +611,27 @@ def test_cuda_devices_are_paired_with_nvidia_smi_gpus_by_pci_address() -> None:
     r["gpus"][0]["pci_bus_id"] = "00000000:99:00.0"
     r["gpus"][0]["pcie"] = None
     assert by_name(perf_checks(r, TABLE, facts))["perf_h2d_gpu0"].verdict == "unverified"
+
+
+def test_a_sustained_window_the_sampler_saw_only_part_of_is_no_pass() -> None:
+    """Our own real sampler capture under load (1 x H200, 114 samples, no timestamp column), each
+    row given in-test a timestamp 0.5 s after the last (the sampler's -lms 500) and cut to its
+    first 30 rows, as when nvidia-smi stops part-way through a 57 s window: the 14.5 s it saw
+    passed as the whole window; now it is unverified and says how much was sampled."""
+    lines = SAMPLER.read_text().splitlines()
+    stamped = [f"2026/12/04 10:00:{i * 0.5:06.3f}, {line}" for i, line in enumerate(lines[:30])]
+    rows = gp.parse_samples("\n".join(stamped), ("timestamp", *SAMPLER_FIELDS))
+    assert len(rows) == 30
+    window = {**gp.summarize_window(rows, 0, None, None), "seconds": 57, "window_s": 57.0}
+    assert window["sampled_s"] == 14.5
+    c = sustained_check(0, window)
+    assert c.verdict == "unverified", c
+    assert "nvidia-smi's samples span only 14 s of the 57 s window" in c.detail
+    # the whole window sampled: judged as before
+    stamped = [
+        f"2026/12/04 10:{i * 0.5 // 60:02.0f}:{i * 0.5 % 60:06.3f}, {line}" for i, line in enumerate(lines)
+    ]
+    rows = gp.parse_samples("\n".join(stamped), ("timestamp", *SAMPLER_FIELDS))
+    whole = {**gp.summarize_window(rows, 0, None, None), "seconds": 57, "window_s": 57.0}
+    assert whole["sampled_s"] == 56.5
+    assert "samples span only" not in sustained_check(0, whole).detail
