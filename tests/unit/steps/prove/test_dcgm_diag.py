@@ -151,9 +151,9 @@ def test_a_fail_dcgm_printed_after_a_break_still_fails() -> None:
 
 def test_raw_control_characters_in_dcgm_text_are_never_printed_raw() -> None:
     """The same real document with an ANSI colour escape (raw ESC) and a raw line break put
-    in-test inside its persistence warnings (both: the GPU's and the summary's): the lenient read keeps the document, and the
-    sentence quoting DCGM's warning carries neither raw: the ESC is written `\\x1b`, the break
-    is a space."""
+    in-test inside its persistence warnings (both: the GPU's and the summary's): the lenient
+    read keeps the document, and the sentence quoting DCGM's warning carries neither raw: the
+    ESC is written `\\x1b`, the break is a space."""
     text = SOFTWARE_FAIL.read_text().replace("as root.", "as root.\x1b[31m\n(red)")
     checks = {c.name: c for c in dcgm_checks(dcgm.parse(text), 2, listed=1)}
     actual = checks["dcgm_software"].actual
