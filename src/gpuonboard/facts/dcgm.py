@@ -252,18 +252,24 @@ def _tests_after(text: str, pos: int) -> tuple[DcgmTest, ...]:
     the last one named before it."""
     decoder = json.JSONDecoder(strict=False)
     found: list[DcgmTest] = []
+
+    def category_before(i: int) -> str:
+        named = re.findall(r'"category"\s*:\s*"([^"]*)"', text[pos:i]) or re.findall(
+            r'"category"\s*:\s*"([^"]*)"', text[:pos]
+        )
+        return named[-1] if named else "?"
+
     i = text.find("{", pos)
     while i >= 0:
         try:
             obj, end = decoder.raw_decode(text, i)
         except json.JSONDecodeError:
             obj, end = None, i + 1
-        named = re.findall(r'"category"\s*:\s*"([^"]*)"', text[:i])
         if isinstance(obj, Mapping) and isinstance(obj.get("tests"), list):
-            category = str(obj.get("category") or (named[-1] if named else "?"))
+            category = str(obj.get("category") or category_before(i))
             found += [_test(category, t) for t in obj["tests"] if isinstance(t, Mapping)]
         elif isinstance(obj, Mapping) and "name" in obj and ("results" in obj or "test_summary" in obj):
-            found.append(_test(named[-1] if named else "?", obj))
+            found.append(_test(category_before(i), obj))
         else:
             end = i + 1
         i = text.find("{", end)
