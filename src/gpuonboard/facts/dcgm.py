@@ -106,6 +106,17 @@ def normalise_status(raw: object) -> str:
     return _STATUS.get(" ".join(str(raw).split()).lower(), "unknown")
 
 
+_SPACES = re.compile(r"[\t\n\r\v\f]+")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """DCGM's text as a sentence may quote it: the raw control characters JSON forbids but the
+    lenient read keeps (strict=False) made visible, a line break or tab a space, any other (an
+    ANSI escape's ESC) written as `\\x1b`, so none reaches a terminal or a report raw."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", _SPACES.sub(" ", text))
+
+
 def _texts(items: object) -> list[str]:
     """Warning texts from a `warnings` list (strings, 2.x; {"warning": text} objects), or one
     plain string (DCGM 3.1/3.2 print a GPU's one warning so: NVIDIA/DCGM dcgmi/Diag.cpp)."""
@@ -131,18 +142,20 @@ def _entity(result: Mapping[str, Any]) -> str | None:
 
 
 def _dedupe(items: Iterable[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(x.strip() for x in items if x.strip()))
+    return tuple(dict.fromkeys(printable(x).strip() for x in items if x.strip()))
 
 
 def _test(category: str, test: Mapping[str, Any]) -> DcgmTest:
     results = [r for r in test.get("results") or [] if isinstance(r, Mapping)]
     summary = test.get("test_summary") if isinstance(test.get("test_summary"), Mapping) else None
-    per_result = [(normalise_status(r.get("status")), str(r.get("status")), _entity(r)) for r in results]
+    per_result = [
+        (normalise_status(r.get("status")), printable(str(r.get("status"))), _entity(r)) for r in results
+    ]
     # DCGM 4's test_summary and each GPU's own result: the worst of them all, never the summary
     # alone (a summary "Pass" over a GPU's "Skip" or "Fail" is no pass of that GPU)
     said: list[tuple[str, str, str | None]] = list(per_result)
     if summary is not None and "status" in summary:
-        said.append((normalise_status(summary["status"]), str(summary["status"]), None))
+        said.append((normalise_status(summary["status"]), printable(str(summary["status"])), None))
     if said:
         status = min((s for s, _, _ in said), key=_WORST.index)
         raw = next(r for s, r, _ in said if s == status)
@@ -154,7 +167,8 @@ def _test(category: str, test: Mapping[str, Any]) -> DcgmTest:
     # (a result with no GPU named, or a CPU's or a switch's, names no GPU: `_entity`)
     gpus = tuple(e for s, _, e in per_result if s == status and e is not None)
     entities = tuple(dict.fromkeys(e for _, _, e in per_result if e is not None))
-    return DcgmTest(category, str(test.get("name") or "?"), status, raw, gpus, _dedupe(messages), entities)
+    name = printable(str(test.get("name") or "?"))
+    return DcgmTest(printable(category), name, status, raw, gpus, _dedupe(messages), entities)
 
 
 def parse(text: str) -> DcgmDiag:
@@ -163,7 +177,7 @@ def parse(text: str) -> DcgmDiag:
     start = text.find("{")
     if start < 0:
         last = (text.strip().splitlines() or ["no output"])[-1]
-        return DcgmDiag(None, None, (), f"no JSON in the output ({last[:200]})")
+        return DcgmDiag(None, None, (), f"no JSON in the output ({printable(last[:200])})")
     try:
         # strict=False: a raw control character (a tab, a newline) inside a warning string is
         # still DCGM's text, never a reason to drop the whole document
@@ -229,14 +243,44 @@ def _not_whole(text: str, start: int, exc: json.JSONDecodeError) -> DcgmDiag:
             continue
         partial = _read(data).tests if isinstance(data, dict) else ()
         break
-    return DcgmDiag(None, None, (), error, partial, cut)
+    return DcgmDiag(None, None, (), error, partial + _tests_after(text, exc.pos), cut)
+
+
+def _tests_after(text: str, pos: int) -> tuple[DcgmTest, ...]:
+    """The tests DCGM printed whole after a break at `pos` (a foreign line, a garbled stretch):
+    each test object, or category object with its tests, that decodes on its own, its category
+    the last one named before it."""
+    decoder = json.JSONDecoder(strict=False)
+    found: list[DcgmTest] = []
+
+    def category_before(i: int) -> str:
+        named = re.findall(r'"category"\s*:\s*"([^"]*)"', text[pos:i]) or re.findall(
+            r'"category"\s*:\s*"([^"]*)"', text[:pos]
+        )
+        return named[-1] if named else "?"
+
+    i = text.find("{", pos)
+    while i >= 0:
+        try:
+            obj, end = decoder.raw_decode(text, i)
+        except json.JSONDecodeError:
+            obj, end = None, i + 1
+        if isinstance(obj, Mapping) and isinstance(obj.get("tests"), list):
+            category = str(obj.get("category") or category_before(i))
+            found += [_test(category, t) for t in obj["tests"] if isinstance(t, Mapping)]
+        elif isinstance(obj, Mapping) and "name" in obj and ("results" in obj or "test_summary" in obj):
+            found.append(_test(category_before(i), obj))
+        else:
+            end = i + 1
+        i = text.find("{", end)
+    return tuple(found)
 
 
 def _read(data: Any) -> DcgmDiag:
     """A decoded document -> DcgmDiag (an unknown shape or DCGM's runtime error: `error`)."""
     key = next((k for k in ROOT_KEYS if isinstance(data.get(k), dict)), None)
     if key is None:
-        found = ", ".join(sorted(map(str, data))[:5]) or "nothing"
+        found = printable(", ".join(sorted(map(str, data))[:5])) or "nothing"
         return DcgmDiag(None, None, (), f"unknown JSON shape (no {' or '.join(ROOT_KEYS)!r}; found {found})")
     root: dict[str, Any] = data[key]
     meta: dict[str, Any] = data["metadata"] if isinstance(data.get("metadata"), dict) else {}
@@ -253,10 +297,10 @@ def _read(data: Any) -> DcgmDiag:
     if not error and not tests:
         error = "the document holds no test results"
     return DcgmDiag(
-        str(version) if version else None,
-        str(driver) if driver else None,
+        printable(str(version)) if version else None,
+        printable(str(driver)) if driver else None,
         tuple(tests),
-        str(error) if error else None,
+        printable(str(error)) if error else None,
     )
 
 

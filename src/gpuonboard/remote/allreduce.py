@@ -319,6 +319,11 @@ def prepare_nccl(torch: Any, local_rank: int) -> dict[str, Any]:
     return p2p
 
 
+def local_ranks() -> int:
+    """This node's rank count (torchrun's LOCAL_WORLD_SIZE; 1 without it)."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE", "0") or 0) or 1
+
+
 def worker(args: argparse.Namespace) -> int:
     import torch
     import torch.distributed as dist
@@ -381,6 +386,11 @@ def worker(args: argparse.Namespace) -> int:
                 "backend": backend,
                 "device": "cuda" if gpu else "cpu",
                 "device_name": torch.cuda.get_device_name(device) if gpu else "cpu",
+                # the GPUs this node's ranks ran on (local rank i on cuda:i), by name: on a box of
+                # mixed models the reference row must fit every one of them
+                "device_names": [torch.cuda.get_device_name(i) for i in range(local_ranks())]
+                if gpu
+                else None,
                 "world_size": n,
                 "torch_version": torch.__version__,
                 "nccl_version": ".".join(map(str, torch.cuda.nccl.version())) if gpu else None,
@@ -401,6 +411,9 @@ def worker(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # in PCI bus order (CUDA's own is fastest first) local rank i's cuda:i is nvidia-smi's GPU i,
+    # whose facts judge it (torchrun's ranks inherit it)
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     if "LOCAL_RANK" in os.environ and "TORCHELASTIC_RUN_ID" in os.environ:

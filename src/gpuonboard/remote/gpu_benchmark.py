@@ -434,6 +434,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "precision": "amp-fp16" if use_cuda else "fp32",
         "image_size": args.image_size,
         "sampler": None,
+        "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
     }
     if not use_cuda:
         torch.set_num_threads(max(1, min(os.cpu_count() or 1, 8)))
@@ -475,6 +476,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # CUDA numbers devices fastest first unless told otherwise, nvidia-smi (the sampler) by PCI
+    # bus: in bus order worker N's cuda:N is nvidia-smi's GPU N (the workers inherit it)
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     args = parse_args(argv)
     if args.worker >= 0:
         try:

@@ -271,11 +271,22 @@ def membw_rates(torch: Any, gpu: int | None, nbytes: int, seconds: float) -> dic
     return {"copy": copy, "triad": triad}
 
 
+def bus_id_of(torch: Any, gpu: int | None) -> str | None:
+    """The CUDA device's PCI address as nvidia-smi writes it ("00000000:1B:00.0"; None where
+    torch's device properties do not carry it): the key that pairs it with nvidia-smi's GPU."""
+    props = torch.cuda.get_device_properties(gpu) if gpu is not None else None
+    parts = [getattr(props, f"pci_{k}_id", None) for k in ("domain", "bus", "device")]
+    if not all(isinstance(x, int) for x in parts):
+        return None
+    return f"{parts[0]:08X}:{parts[1]:02X}:{parts[2]:02X}.0"
+
+
 def device_info(torch: Any, gpu: int | None) -> dict[str, Any]:
     cap = capability_of(torch, gpu)
     return {
         "name": torch.cuda.get_device_name(gpu) if gpu is not None else "cpu",
         "capability": f"{cap[0]}.{cap[1]}" if cap else None,
+        "pci_bus_id": bus_id_of(torch, gpu),
     }
 
 
@@ -469,7 +480,7 @@ def phase_deadlines(args: argparse.Namespace, planned_s: float) -> tuple[float, 
 
 
 def gpu_entry(index: int) -> dict[str, Any]:
-    empty = dict.fromkeys(("name", "capability", "h2d_gbps", "d2h_gbps", "pcie", "error"))
+    empty = dict.fromkeys(("name", "capability", "pci_bus_id", "h2d_gbps", "d2h_gbps", "pcie", "error"))
     return {**empty, "index": index, "matmul_tflops": {}, "skipped": {}, "membw_gbps": {}}
 
 
@@ -491,7 +502,9 @@ def per_gpu_phase(
             w.kill()
     out: list[dict[str, Any] | None] = []
     for i, (w, error) in enumerate(zip(workers, errors, strict=True)):
-        result["gpus"][i].update({k: v for k, v in w.info.items() if k in ("name", "capability")})
+        result["gpus"][i].update(
+            {k: v for k, v in w.info.items() if k in ("name", "capability", "pci_bus_id")}
+        )
         data = w.results[-1] if w.results else {}
         if error or "error" in data:
             fail_gpu(result, i, phase, error or str(data["error"]))
@@ -663,6 +676,7 @@ def summarize_window(
         for name in decode_reasons(r.get("clocks_throttle_reasons.active")):
             reasons[name] = reasons.get(name, 0) + 1
     temps, limits = _values(rows, "temperature.gpu"), _values(rows, "power.limit")
+    stamps = _values(rows, "timestamp")
     return {
         "samples": len(rows),
         "sm_clock_first_mhz": _median(_values(rows[:tenth], "clocks.sm")),
@@ -674,6 +688,8 @@ def summarize_window(
         "power_median_w": _median(_values(rows, "power.draw")),
         "power_limit_w": _median(limits),
         "reasons": reasons,
+        # how much of the window the samples span (a sampler that died part-way saw only some)
+        "sampled_s": max(stamps) - min(stamps) if stamps else None,
         "clock_samples": len(clocks),
         "reasons_samples": len(_values(rows, "clocks_throttle_reasons.active")),
     }
@@ -713,6 +729,7 @@ def sustained_summary(
             tflops_first=w["windows_tflops"][0],
             tflops_last=w["windows_tflops"][-1],
             tflops_median=_median(w["windows_tflops"]),
+            window_s=w["end"] - w["start"],
         )
         per_gpu[str(i)] = entry
     return {"seconds": float(args.sustain), "per_gpu": per_gpu}
@@ -771,6 +788,7 @@ def new_result(args: argparse.Namespace, torch: Any, cuda: bool, n: int) -> dict
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "cuda_device_count": torch.cuda.device_count() if cuda else 0,
+        "cuda_device_order": os.environ.get("CUDA_DEVICE_ORDER"),
         "seconds": float(args.seconds),
         "size_scale": float(args.size_scale),
         "gpus": [gpu_entry(i) for i in range(n)],
@@ -812,6 +830,9 @@ def _exit_on_signal(signum: int, frame: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # CUDA numbers devices fastest first unless told otherwise, nvidia-smi (its sampler, `topo
+    # -m`) by PCI bus: in bus order CUDA device i is nvidia-smi's GPU i (workers inherit it)
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     args = parse_args(argv)
     if args.worker >= 0:
         return worker_main(args)

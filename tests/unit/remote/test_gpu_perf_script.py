@@ -103,6 +103,8 @@ def test_cpu_run_has_the_contract_shape() -> None:
     assert set(g["membw_gbps"]) == {"copy", "triad"}
     assert all(v > 0 for v in [*g["matmul_tflops"].values(), *g["membw_gbps"].values()])
     assert g["h2d_gbps"] is None and g["d2h_gbps"] is None and g["pcie"] is None
+    # CUDA device i is nvidia-smi's GPU i only in PCI bus order (CUDA's default is fastest first)
+    assert r["cuda_device_order"] == "PCI_BUS_ID" and g["pci_bus_id"] is None
     assert 0 < r["elapsed_s"] < time.monotonic() - t0
 
 

@@ -9,12 +9,13 @@ complete within `collective_timeout` ends the run with the reason instead of han
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuonboard import shell
 from gpuonboard.errors import UsageError
 from gpuonboard.facts import topo
+from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.probe import Probe
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext, Verdict
@@ -49,6 +50,7 @@ from gpuonboard.steps.prove.references import (
     link_generation,
     load_references,
     match_reference,
+    names_of,
     variant_note,
 )
 from gpuonboard.steps.prove.rules import (
@@ -183,9 +185,38 @@ def pair_list(pairs: list[list[int]], most: int = 12) -> str:
     return shown + (f" and {len(pairs) - most} more" if len(pairs) > most else "")
 
 
+def ran_names(gpus: Sequence[GpuInfo], nproc: int) -> list[str]:
+    """The names of the GPUs an all-reduce of `nproc` ranks (0: one per GPU) runs on, for a result
+    that does not name them (allreduce.py before `device_names`): every GPU's, or the first
+    `nproc` where all GPUs are one model; on a mixed box with fewer ranks than GPUs which ran is
+    not known (CUDA orders devices fastest first), so every model is named."""
+    names = [g.name for g in gpus]
+    if nproc and nproc < len(names) and len(set(names)) == 1:
+        return names[:nproc]
+    return names
+
+
+def mixed_check(gpu_name: str | Sequence[str], ranks: int, interconnect: str, actual: str) -> Check:
+    """`allreduce_busbw` of a run over GPUs of several models that no reference row fits all of:
+    `unverified`; the slowest GPU and link set the pace, and no one model's figure is a claim
+    about the mix."""
+    names = [gpu_name] if isinstance(gpu_name, str) else list(gpu_name)
+    counts = ", ".join(f"{names.count(n)} x {n}" for n in names_of(names))
+    return Check(
+        "allreduce_busbw",
+        f"a reference for {ranks} GPUs of models {', '.join(names_of(names))} ({interconnect})",
+        actual,
+        "unverified",
+        f"the all-reduce ran over GPUs of several models ({counts}) and no row of"
+        " data/allreduce_reference.yml fits all of them: one model's figure is no claim about the"
+        " mix, so the bus bandwidth was not judged; set allreduce_nproc and CUDA_VISIBLE_DEVICES to"
+        " GPUs of one model for a verdict",
+    )
+
+
 def reference_check(
     table: Mapping[str, Any],
-    gpu_name: str,
+    gpu_name: str | Sequence[str],
     ranks: int,
     interconnect: str,
     peak: float,
@@ -202,11 +233,15 @@ def reference_check(
     ``pcie_gen``: the GPUs' lowest PCIe link generation (a row with `pcie_gen` judges only a box
     whose links are that new)."""
     ref = match_reference(table, gpu_name, ranks, interconnect, pcie_gen)
+    names = names_of(gpu_name)
+    gen_note = "" if ref else generation_note(table, names, ranks, interconnect, pcie_gen)
+    if ref is None and len(names) > 1 and not gen_note:
+        return mixed_check(gpu_name, ranks, interconnect, actual)
     if ref is None:
-        notes = [variant_note(gpu_name), generation_note(table, gpu_name, ranks, interconnect, pcie_gen)]
+        notes = [*(variant_note(n) for n in names), gen_note]
         return Check(
             "allreduce_busbw",
-            f"a reference for {ranks} x {gpu_name} ({interconnect})",
+            f"a reference for {ranks} x {' + '.join(names)} ({interconnect})",
             actual,
             "warn",
             "".join(f"{n}; " for n in notes if n)
@@ -274,7 +309,7 @@ def acs_check(acs: dict[str, int] | None) -> Check:
 def allreduce_checks(
     r: Mapping[str, Any],
     table: Mapping[str, Any],
-    gpu_name: str,
+    gpu_name: str | Sequence[str],
     gpu_count: int,
     interconnect: str,
     acs: dict[str, int] | None = None,
@@ -338,6 +373,9 @@ def allreduce_checks(
     if p2p is not None:
         checks.append(p2p)
     ranks = int(n or gpu_count)
+    ran = r.get("device_names")
+    if isinstance(ran, list) and ran and all(isinstance(x, str) and x for x in ran):
+        gpu_name = ran  # the names of the GPUs the ranks used, as CUDA gave them
     checks.append(reference_check(table, gpu_name, ranks, interconnect, peak, actual, p2p_off(r), pcie_gen))
     if acs_asked:
         checks.append(acs_check(acs))
@@ -456,7 +494,7 @@ class AllreduceStep(Step):
         checks += allreduce_checks(
             data,
             table,
-            gpus[0].name if gpus else "",
+            ran_names(gpus, nproc),
             len(gpus),
             link,
             acs,

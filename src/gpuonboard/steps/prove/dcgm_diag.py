@@ -158,8 +158,13 @@ def _not_whole_checks(diag: dcgm.DcgmDiag | None, level: int, reason: str, incom
         )
     elif bad:
         found = ", ".join(f"{t.name} {t.raw_status}" for t in bad)
+        said = (
+            f"was {where} after it reported"
+            if where == "cut short"
+            else "was broken mid-way; around the break it reported"
+        )
         detail = (
-            f"DCGM's document was {where} after it reported {found}"
+            f"DCGM's document {said} {found}"
             " (judged in their own rules); the rest was not read, so nothing else was verified;"
             f" rerun `dcgmi diag -r {level} -j` and check that its output is whole JSON"
         )
@@ -168,7 +173,11 @@ def _not_whole_checks(diag: dcgm.DcgmDiag | None, level: int, reason: str, incom
             "DCGM gave no whole result, so nothing was verified (no claim about the GPUs); rerun the"
             f" step, or run `dcgmi diag -r {level} -j` by hand and check that its output is whole JSON"
         )
-    note = f"read before DCGM's document was {where}"
+    note = (
+        f"read before DCGM's document was {where}"
+        if where == "cut short"
+        else "read around a break in DCGM's document"
+    )
     return [Check("dcgm_diag", want, f"incomplete probe: {reason}", "unverified", detail)] + _test_checks(
         bad, level, note
     )

@@ -9,6 +9,7 @@ against the PCIe link, GPU-to-GPU copies against the topology, and the sustained
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,12 +35,16 @@ MATMUL = {
 }
 METRICS = (*MATMUL.values(), "membw_gbps", "h2d_gbps", "d2h_gbps", "p2p_nvlink_gbps", "power_w")
 # per-GPU figures compared with the GPU's peers (membw_triad_gbps has no floor of its own)
+# the figures judged by a floor alone (h2d/d2h are judged against the PCIe link as well, NVLink
+# pairs by p2p_check): measured on a GPU whose floors lack one, the figure is `unverified`
+FLOORED = (*MATMUL.values(), "membw_gbps", "power_w")
 PEER_METRICS = (*MATMUL.values(), "membw_gbps", "membw_triad_gbps", "h2d_gbps", "d2h_gbps")
 WARN_BAND = 1.10
 # a PCIe x16 link's host<->device copy, GB/s (each generation doubles the per-lane rate)
 PCIE_X16_GBPS = {1: 3.0, 2: 6.0, 3: 12.0, 4: 25.0, 5: 50.0, 6: 100.0}
 LINK_SHARE = 0.7  # below this share of the link's figure: the link is not what the card has
 CLOCK_DROP_WARN = 0.10
+SAMPLED_GAP_S = 2.0  # a window's samples may miss this much of it (a sample every 0.5 s)
 TEMP_SPREAD_WARN_C = 5.0
 POWER_SHARE_WARN = 0.6  # median power below this share of the cap ...
 CLOCK_SHARE_WARN = 0.8  # ... while the SM clock is below this share of its first figure
@@ -472,6 +477,9 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
             f"sw_power_cap in {reasons['sw_power_cap']:.0f} samples: the GPU ran at its power cap"
             " (expected under full load)"
         )
+    if short := _short_sampling(s):
+        verdict = "unverified" if verdict == "pass" else verdict
+        problems.append(short)
     if verdict == "pass" and unread:
         verdict = "unverified"
         problems.append(
@@ -491,6 +499,19 @@ def sustained_check(idx: int, s: Mapping[str, Any]) -> Check:
         actual,
         verdict,
         "; ".join([*problems, *([note] if note else [])]),
+    )
+
+
+def _short_sampling(s: Mapping[str, Any]) -> str:
+    """'' or why the samples saw only part of the sustained window (the sampler stopped, or
+    nvidia-smi hung, part-way): what came after is unread, so no claim about it."""
+    window, sampled = finite_number(s.get("window_s")), finite_number(s.get("sampled_s"))
+    if window is None or sampled is None or window - sampled <= max(SAMPLED_GAP_S, 0.2 * window):
+        return ""
+    return (
+        f"nvidia-smi's samples span only {sampled:.0f} s of the {window:.0f} s window (its sampler"
+        " stopped or hung part-way): the clock, power and slowdown reasons of the rest were not"
+        " read, so no claim about them"
     )
 
 
@@ -562,6 +583,58 @@ def floor_known_check(
     return Check("perf_floor_known", "a floors row for every GPU model", known, "pass")
 
 
+def where_of(row: Mapping[str, Any] | None, overrides: Mapping[str, float]) -> str:
+    """Where a GPU's floors come from: its row ("row h800-sxm"), the host's vars.perf_floors, or both."""
+    said = [f"row {row['id']}"] if row else []
+    return " and ".join([*said, *(["vars.perf_floors"] if overrides else [])])
+
+
+def no_floor_check(
+    idx: int, name: str, metric: str, value: float, source: str, per_gpu: Mapping[int, Mapping[str, float]]
+) -> Check:
+    """`perf_<metric>_gpu<N>` for a figure measured on a GPU whose floors (its row, the host's
+    vars.perf_floors) give none for that metric: `unverified`, never a pass (nothing judged the
+    figure itself), with the median of its peers where there are any (perf_stragglers compares
+    them)."""
+    u = unit(metric)
+    peers = [m[metric] for i, m in per_gpu.items() if i != idx and metric in m]
+    shown = f"; median of the other {len(peers)} GPU(s) {_fmt(statistics.median(peers))} {u}" if peers else ""
+    return Check(
+        f"perf_{metric}_gpu{idx}",
+        f"a floor for {metric} on this GPU (none in {source})",
+        f"GPU {idx} {name}: {_fmt(value)} {u}{shown}",
+        "unverified",
+        f"no {metric} floor in {source}, so this figure was compared with its peers only"
+        " (perf_stragglers), never with what a healthy card of the model reaches: no claim either way;"
+        " add the floor to data/gpu_perf_floors.yml or set vars.perf_floors",
+    )
+
+
+def bus_key(text: Any) -> tuple[int, int, int] | None:
+    """A PCI address ("00000000:1B:00.0", "0000:1b:00.0") as (domain, bus, device), else None."""
+    m = re.fullmatch(
+        r"\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.[0-7]\s*", str(text or "")
+    )
+    return (int(m[1] or "0", 16), int(m[2], 16), int(m[3], 16)) if m else None
+
+
+def pair_facts(result: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> dict[int, GpuInfo]:
+    """nvidia-smi's facts for each CUDA device of a gpu_perf result, by index. CUDA numbers
+    devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (and CUDA_VISIBLE_DEVICES renumbers
+    them), so a device whose PCI address the result gives is paired by that address (none where
+    no listed GPU has it: another GPU's facts are no claim about it); by index only without one."""
+    by_bus = {k: g for g in gpus if (k := bus_key(g.pci_bus_id)) is not None}
+    by_index = {g.index: g for g in gpus}
+    out: dict[int, GpuInfo] = {}
+    for entry in result.get("gpus") or []:
+        idx = int(entry.get("index", 0))
+        key = bus_key(entry.get("pci_bus_id"))
+        info = by_bus.get(key) if key is not None and by_bus else by_index.get(idx)
+        if info is not None:
+            out[idx] = info
+    return out
+
+
 def perf_checks(
     result: Mapping[str, Any],
     table: Mapping[str, Any],
@@ -573,12 +646,13 @@ def perf_checks(
     """Rules over a CUDA gpu_perf.py result (pure): floors, stragglers, PCIe link, pairs,
     sustained window. `causes(index)` names the likely causes of a low figure for a GPU."""
     overrides = dict(overrides or {})
-    facts = {g.index: g for g in gpus}
+    facts = pair_facts(result, gpus)
     sustained = (result.get("sustained") or {}).get("per_gpu") or {}
     checks: list[Check] = []
     rows: dict[str, str | None] = {}
     notes: dict[str, str] = {}
     per_gpu: dict[int, dict[str, float]] = {}
+    unfloored: list[tuple[int, str, str, float, str]] = []
     nvlink_floor: Floor | None = None
     for g in result.get("gpus") or []:
         idx = int(g.get("index", 0))
@@ -616,6 +690,12 @@ def perf_checks(
                         "the floor could not be judged: use a PyTorch that runs this dtype here",
                     )
                 )
+        if floors:
+            unfloored += [
+                (idx, name, m, metrics[m], where_of(row, overrides))
+                for m in FLOORED
+                if m in metrics and m not in floors
+            ]
         if not row and not overrides:
             shown = ", ".join(f"{m} {_fmt(v)} {unit(m)}" for m, v in metrics.items())
             checks.append(
@@ -630,6 +710,7 @@ def perf_checks(
         if link is not None:
             checks.append(link)
     checks.insert(0, floor_known_check(rows, overrides, notes))
+    checks += [no_floor_check(*u, per_gpu) for u in unfloored]
     checks += straggler_checks(per_gpu, straggler_margin)
     pairs = p2p_check(result.get("p2p"), nvlink_floor, straggler_margin)
     if pairs is not None:

@@ -16,7 +16,7 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.remote.gpu_perf import MODES, estimate_s
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health import HARD_THROTTLE
-from gpuonboard.steps.prove.floors import load_floors, parse_overrides, perf_checks, unit
+from gpuonboard.steps.prove.floors import load_floors, pair_facts, parse_overrides, perf_checks, unit
 from gpuonboard.steps.prove.gpu_benchmark import likely_causes
 from gpuonboard.steps.prove.launch import _LAUNCH_ARGS, _float_arg, _get, launch_settings, run_script
 from gpuonboard.steps.prove.rules import (
@@ -167,7 +167,7 @@ def run_checks(r: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> list[Check]:
 def causes_for(r: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> Any:
     """A function naming the likely causes of a low figure on GPU N: gpu_health's rules over the
     GPU's facts (throttling, PCIe link, power limit) and the slowing reasons sampled under load."""
-    facts = {g.index: g for g in gpus}
+    facts = pair_facts(r, gpus)
     per_gpu = (r.get("sustained") or {}).get("per_gpu") or {}
 
     def causes(idx: int) -> str:

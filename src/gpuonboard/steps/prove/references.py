@@ -117,13 +117,21 @@ def _gen_fits(row: Mapping[str, Any], pcie_gen: int | None) -> bool:
     return want is None or (pcie_gen is not None and pcie_gen >= int(want))
 
 
+def names_of(gpu_name: str | Sequence[str]) -> list[str]:
+    """The distinct GPU names of a run, in order: one name, or each GPU's."""
+    names = [gpu_name] if isinstance(gpu_name, str) else list(gpu_name)
+    return list(dict.fromkeys(names)) or [""]
+
+
 def _rows_for(
-    table: Mapping[str, Any], gpu_name: str, gpu_count: int, interconnect: str
+    table: Mapping[str, Any], gpu_name: str | Sequence[str], gpu_count: int, interconnect: str
 ) -> list[dict[str, Any]]:
-    """The rows matching GPU name, count and interconnect, in table order."""
+    """The rows matching GPU name (every one of several: a row judges a mixed box only when it
+    fits all its models, as the `*` PCIe row does), count and interconnect, in table order."""
+    names = names_of(gpu_name)
     out = []
     for row in table["references"]:
-        if not row_matches_name(row, gpu_name):
+        if not all(row_matches_name(row, name) for name in names):
             continue
         if row.get("gpus") is not None and int(row["gpus"]) != gpu_count:
             continue
@@ -135,7 +143,7 @@ def _rows_for(
 
 def match_reference(
     table: Mapping[str, Any],
-    gpu_name: str,
+    gpu_name: str | Sequence[str],
     gpu_count: int,
     interconnect: str,
     pcie_gen: int | None = None,
@@ -147,7 +155,11 @@ def match_reference(
 
 
 def generation_note(
-    table: Mapping[str, Any], gpu_name: str, gpu_count: int, interconnect: str, pcie_gen: int | None
+    table: Mapping[str, Any],
+    gpu_name: str | Sequence[str],
+    gpu_count: int,
+    interconnect: str,
+    pcie_gen: int | None,
 ) -> str:
     """'' or why no row judged the box although one matches its name, count and interconnect:
     that row's figure assumes a newer PCIe link than the GPUs have, or their link is unread."""

@@ -131,3 +131,32 @@ def test_run_dcgm_keeps_the_fail_read_before_a_cut_when_dcgmi_also_wrote_to_stde
     assert [(c.name, c.verdict) for c in checks] == CUT_FAIL, checks
     assert checks[0].actual.endswith("; Error: pipe closed"), checks[0].actual
     assert result is not None and result["cut"] and result["partial"][0]["status"] == "fail"
+
+
+def test_a_fail_dcgm_printed_after_a_break_still_fails() -> None:
+    """The real DCGM 4.5.2 GB10 level-2 document with a line `WARNING: x` put in-test after
+    `"category" : "Deployment",`, before the software test: nothing before the break is a test,
+    and the software Fail DCGM printed whole after it used to be lost (no `dcgm_software` rule,
+    "nothing was verified"); it now fails its rule, the summary still an incomplete probe."""
+    text = SOFTWARE_FAIL.read_text().replace('"Deployment",', '"Deployment",\nWARNING: x\n', 1)
+    checks = dcgm_checks(dcgm.parse(text), 2, listed=1)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+    summary, software = checks
+    assert "broken mid-way; around the break it reported software Fail" in summary.detail
+    assert software.actual.startswith(
+        "Fail on GPU 0: Persistence Mode: Persistence mode for GPU 0 is disabled."
+    )
+    assert software.actual.endswith("(read around a break in DCGM's document)")
+
+
+def test_raw_control_characters_in_dcgm_text_are_never_printed_raw() -> None:
+    """The same real document with an ANSI colour escape (raw ESC) and a raw line break put
+    in-test inside its persistence warnings (both: the GPU's and the summary's): the lenient
+    read keeps the document, and the sentence quoting DCGM's warning carries neither raw: the
+    ESC is written `\\x1b`, the break is a space."""
+    text = SOFTWARE_FAIL.read_text().replace("as root.", "as root.\x1b[31m\n(red)")
+    checks = {c.name: c for c in dcgm_checks(dcgm.parse(text), 2, listed=1)}
+    actual = checks["dcgm_software"].actual
+    assert checks["dcgm_software"].verdict == "fail"
+    assert "as root.\\x1b[31m (red)" in actual, actual
+    assert not any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in actual + checks["dcgm_software"].detail)

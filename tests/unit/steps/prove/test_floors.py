@@ -539,3 +539,99 @@ def test_sustained_sm_clock_not_supported_in_every_sample_is_no_pass() -> None:
     # a window with no sample at all for the GPU
     empty = sustained_check(0, {"samples": 0, "reasons": {}, "seconds": 45})
     assert empty.verdict == "unverified" and "no number for any field (no sample of this GPU" in empty.detail
+
+
+def _real_h200_as(name: str, n: int = 1) -> dict[str, Any]:
+    """The real quick gpu_perf.py run on a healthy 1 x H200 (tests/fixtures/prove/README.md) with
+    its GPU renamed `name` and, for n > 1, copied to n GPUs (index i) with no pairs: the edits a
+    test using it makes."""
+    from gpuonboard.steps.prove import parse_result
+
+    fixtures = Path(__file__).resolve().parents[3] / "fixtures"
+    result = parse_result((fixtures / "prove" / "gpu_perf_quick_h200.out").read_text())
+    assert result is not None
+    gpu = result["gpus"][0]
+    result["gpus"] = [{**copy.deepcopy(gpu), "index": i, "name": name} for i in range(n)]
+    result["p2p"] = None
+    sustained = result["sustained"]["per_gpu"]["0"]
+    result["sustained"]["per_gpu"] = {str(i): copy.deepcopy(sustained) for i in range(n)}
+    return result
+
+
+def test_a_metric_the_row_gives_no_floor_is_unverified_not_passed() -> None:
+    """The real H200 quick run renamed `NVIDIA H800` (its China-market sibling; edit: the name,
+    and a second GPU copied from the first): row h800-sxm has floors for fp32, the memory copy
+    and power only, so its bf16 / fp16 / tf32 / fp8 figures were judged by nobody and the step
+    passed on peers alone; each is now `unverified`, with the peers' median shown."""
+    c = by_name(perf_checks(_real_h200_as("NVIDIA H800", 2), TABLE, []))
+    assert c["perf_fp32_tflops_gpu0"].verdict == "pass"  # the row's own floor judges fp32
+    for metric in ("tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops"):
+        check = c[f"perf_{metric}_gpu1"]
+        assert check.verdict == "unverified", check
+        assert check.expected == f"a floor for {metric} on this GPU (none in row h800-sxm)"
+        assert "median of the other 1 GPU(s)" in check.actual
+        assert check.detail.startswith(f"no {metric} floor in row h800-sxm, so this figure was compared")
+    assert c["perf_bf16_tflops_gpu0"].actual.startswith("GPU 0 NVIDIA H800: 692 TFLOPS; median")
+    # a host's vars.perf_floors for one metric of an unknown model leaves the others unjudged too
+    r = _real_h200_as("NVIDIA Future GPU")
+    c = by_name(perf_checks(r, TABLE, [], {"bf16_tflops": 100.0}))
+    assert c["perf_bf16_tflops_gpu0"].verdict == "pass"
+    assert c["perf_fp8_tflops_gpu0"].verdict == "unverified"
+    assert (
+        c["perf_fp8_tflops_gpu0"].expected == "a floor for fp8_tflops on this GPU (none in vars.perf_floors)"
+    )
+    assert c["perf_fp8_tflops_gpu0"].actual.endswith("TFLOPS")  # one GPU: no peers to show
+
+
+def test_cuda_devices_are_paired_with_nvidia_smi_gpus_by_pci_address() -> None:
+    """CUDA numbers devices fastest first (or as CUDA_VISIBLE_DEVICES lists them), nvidia-smi by
+    PCI bus: the facts are the real 8 x H100 `nvidia-smi -q` with GPU 1's link edited to Gen3
+    (a riser), and CUDA device 0 is that GPU (its result carries GPU 1's PCI address) measuring
+    a Gen3 x16 figure. Paired by index, its 11 GB/s was judged against GPU 0's Gen5 link and
+    failed as "a riser"; paired by address it is what its Gen3 link moves."""
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    q = (
+        Path(__file__).resolve().parents[3]
+        / "fixtures"
+        / "real"
+        / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+    )
+    first, second = parse_any(q.read_text()).gpus[:2]
+    facts = [first, replace(second, pcie_gen_max=3)]
+    r = _result(2)
+    r["gpus"][0].update(pci_bus_id="0000:3b:00.0", h2d_gbps=11.0, d2h_gbps=11.2)  # nvidia-smi's GPU 1
+    r["gpus"][1].update(pci_bus_id="00000000:19:00.0")  # nvidia-smi's GPU 0
+    assert facts[0].pci_bus_id == "00000000:19:00.0" and facts[1].pci_bus_id == "00000000:3B:00.0"
+    c = by_name(perf_checks(r, TABLE, facts))
+    assert c["perf_h2d_gpu0"].verdict == "pass"
+    assert c["perf_h2d_gpu0"].actual.endswith("on Gen3 x16")
+    assert c["perf_h2d_gpu1"].actual.endswith("on Gen5 x16")
+    # an address no listed GPU has: no other GPU's facts judge it (the sampled link does)
+    r["gpus"][0]["pci_bus_id"] = "00000000:99:00.0"
+    r["gpus"][0]["pcie"] = None
+    assert by_name(perf_checks(r, TABLE, facts))["perf_h2d_gpu0"].verdict == "unverified"
+
+
+def test_a_sustained_window_the_sampler_saw_only_part_of_is_no_pass() -> None:
+    """Our own real sampler capture under load (1 x H200, 114 samples, no timestamp column), each
+    row given in-test a timestamp 0.5 s after the last (the sampler's -lms 500) and cut to its
+    first 30 rows, as when nvidia-smi stops part-way through a 57 s window: the 14.5 s it saw
+    passed as the whole window; now it is unverified and says how much was sampled."""
+    lines = SAMPLER.read_text().splitlines()
+    stamped = [f"2026/12/04 10:00:{i * 0.5:06.3f}, {line}" for i, line in enumerate(lines[:30])]
+    rows = gp.parse_samples("\n".join(stamped), ("timestamp", *SAMPLER_FIELDS))
+    assert len(rows) == 30
+    window = {**gp.summarize_window(rows, 0, None, None), "seconds": 57, "window_s": 57.0}
+    assert window["sampled_s"] == 14.5
+    c = sustained_check(0, window)
+    assert c.verdict == "unverified", c
+    assert "nvidia-smi's samples span only 14 s of the 57 s window" in c.detail
+    # the whole window sampled: judged as before
+    stamped = [
+        f"2026/12/04 10:{i * 0.5 // 60:02.0f}:{i * 0.5 % 60:06.3f}, {line}" for i, line in enumerate(lines)
+    ]
+    rows = gp.parse_samples("\n".join(stamped), ("timestamp", *SAMPLER_FIELDS))
+    whole = {**gp.summarize_window(rows, 0, None, None), "seconds": 57, "window_s": 57.0}
+    assert whole["sampled_s"] == 56.5
+    assert "samples span only" not in sustained_check(0, whole).detail
