@@ -1,24 +1,16 @@
 #!/usr/bin/env python3
 """Fan-out benchmark: `invoke check` across N real sshd test hosts (8xA100 profile).
 
-Usage: .venv/bin/python bench/fanout.py 1 10 50   [--reps 3] [--profile h100-8x-throttled]
+Usage: .venv/bin/python bench/fanout.py 1 10 50   [--reps 3] [--profile h100-8x-throttled|h200-1gpu]
 
 Which nvidia-smi formats a simulated host answers is its profile's (testing/profiles): the live
 probe asks every host for all of them (`-q -x`, `-q`, the CSV query, the table, `-L`, ...), and
-a real host answers them all. The repository holds no box captured in every format at 8 GPUs:
-the 8xA100 profile (the default) answers `-q -x` (derived from a real A100's record) and no `-q`
+a real host answers them all. The repository holds no 8-GPU box captured in every format: the
+8xA100 profile (the default) answers `-q -x` (derived from a real A100's record) and no `-q`
 text, CSV, table or `-L`; `--profile h100-8x-throttled` is a real 8xH100 box's `-q` text and no
-`-q -x` (its order is an 8xH100's; the box is NO-GO, its GPUs slowed down, so the check exits
-1). A real 8-GPU host parses both: its CPU is about the two figures' sum less one host's share
-of the rest (docs/benchmarks.md, round 26).
-
-Prints, per N: wall seconds of the whole `gpuonboard check` command (process start to
-exit, imports included), the engine's seconds (the runner's span, from the run's own phase
-timings: GPUONBOARD_TIMINGS, see src/gpuonboard/timings.py), the rest (command - engine), hosts/s,
-the CPU milliseconds per host of the gpuonboard process (user + system, os.wait4 of the child),
-and per host the SSH connections, logins, sessions (remote command executions) counted from
-each sshd's VERBOSE log. First run = empty known_hosts state with pinned keys; second run =
-the same again (nothing changes). With --phases, the median wall/CPU of each phase per N too.
+`-q -x` (ordered as an 8xH100; NO-GO, its GPUs slowed down, so its check exits 1);
+`--profile h200-1gpu` is the one box whose every answer is real (`-q -x`, `-q`, the table,
+topo -m; one GPU). docs/benchmarks.md (round 26) has the three figures.
 
 The projects (reports, raw outputs, ledger, logs: about 25 new files a host) are written to a
 freshly made ext4 with a journal (`--disk fresh`, the default; root: loop mount), as on a
@@ -58,6 +50,8 @@ PROFILES: dict[str, tuple[dict[str, object], int]] = {
     "a100-8x-nvlink": (DEMO_ORDER, 0),
     # the real 8xH100 `-q` text (gpud's capture): HW Slowdown active on its GPUs, so NO-GO (1)
     "h100-8x-throttled": ({**DEMO_ORDER, "gpu_model": "H100 80GB HBM3"}, 1),
+    # the one box captured in every format it answered (-q -x, -q, the table, topo -m: all real)
+    "h200-1gpu": ({"gpu_model": "H200", "gpu_count": 1}, 0),
 }
 
 
