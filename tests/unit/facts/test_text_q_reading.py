@@ -65,9 +65,14 @@ def test_every_capture_is_read() -> None:
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
 def test_joined_fields_split_line_by_line_as_the_whole_text_regex_splits(path: Path) -> None:
-    """The capture and its edits (_edited), and a field whose colon line follows its label's
-    line (`Label` / `  : value    Other   : x`, the one match that spans lines)."""
-    texts = [*_edited(path.read_text()), "    Mode\n      : On      Other Mode      : Off\n"]
+    """The capture and its edits (_edited), a field whose colon line follows its label's line
+    (`Label` / `  : value    Other   : x`, the one match that spans lines), and lines of two
+    fields whose colons follow a no-break space, a tab or a bus id's colons."""
+    texts = [
+        *_edited(path.read_text()),
+        "    Mode\n      : On      Other Mode      : Off\n",
+        "    Mode\u00a0: On      Other Mode\t\t: Off\n    Bus Id : 00000000:18:00.0    Domain   : 0x0000",
+    ]
     for text in texts:
         assert _split_joined_fields(text) == _JOINED_FIELDS.sub(_split_fields, text)
 

@@ -663,18 +663,22 @@ def _split_fields(m: re.Match[str]) -> str:
 # a line whose first character other than whitespace is a colon (a match of _JOINED_FIELDS may
 # run from a label's line over line breaks to such a line: `\s+:`)
 _LEADING_COLON = re.compile(r"\n\s*:")
+# what a line that _JOINED_FIELDS matches holds: two colons, each after a space (its first
+# field's `\s+:`, its second's `[ \t]{2,}:`); a bus id's or a clock time's colons are not so
+_SPACED_COLONS = re.compile(r"\s:[^\n]*\s:")
 
 
 def _split_joined_fields(text: str) -> str:
     """`text` with each line of two joined fields (_JOINED_FIELDS) split in two. A match ends at
     the end of the line that holds both its colons, and starts on that line unless that line
-    starts with a colon: where no line does, only the lines with two colons are matched, each
-    alone (the same result as the whole text matched, at a fraction of the regex work)."""
+    starts with a colon: where no line does, only the lines with two colons, each after a space,
+    are matched, each alone (the same result as the whole text matched, at a fraction of the
+    regex work)."""
     if _LEADING_COLON.search("\n" + text):
         return _JOINED_FIELDS.sub(_split_fields, text)
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if line.count(":") >= 2:
+        if line.count(":") >= 2 and _SPACED_COLONS.search(line):
             lines[i] = _JOINED_FIELDS.sub(_split_fields, line)
     return "\n".join(lines)
 
