@@ -1,15 +1,16 @@
 #!/usr/bin/env python3
 """Fan-out benchmark: `invoke check` across N real sshd test hosts (8xA100 profile).
 
-Usage: .venv/bin/python bench/fanout.py 1 10 50   [--reps 3]
+Usage: .venv/bin/python bench/fanout.py 1 10 50   [--reps 3] [--profile h100-8x-throttled|h200-1gpu]
 
-Prints, per N: wall seconds of the whole `gpuonboard check` command (process start to
-exit, imports included), the engine's seconds (the runner's span, from the run's own phase
-timings: GPUONBOARD_TIMINGS, see src/gpuonboard/timings.py), the rest (command - engine), hosts/s,
-the CPU milliseconds per host of the gpuonboard process (user + system, os.wait4 of the child),
-and per host the SSH connections, logins, sessions (remote command executions) counted from
-each sshd's VERBOSE log. First run = empty known_hosts state with pinned keys; second run =
-the same again (nothing changes). With --phases, the median wall/CPU of each phase per N too.
+Which nvidia-smi formats a simulated host answers is its profile's (testing/profiles): the live
+probe asks every host for all of them (`-q -x`, `-q`, the CSV query, the table, `-L`, ...), and
+a real host answers them all. The repository holds no 8-GPU box captured in every format: the
+8xA100 profile (the default) answers `-q -x` (derived from a real A100's record) and no `-q`
+text, CSV, table or `-L`; `--profile h100-8x-throttled` is a real 8xH100 box's `-q` text and no
+`-q -x` (ordered as an 8xH100; NO-GO, its GPUs slowed down, so its check exits 1);
+`--profile h200-1gpu` is the one box whose every answer is real (`-q -x`, `-q`, the table,
+topo -m; one GPU). docs/benchmarks.md (round 26) has the three figures.
 
 The projects (reports, raw outputs, ledger, logs: about 25 new files a host) are written to a
 freshly made ext4 with a journal (`--disk fresh`, the default; root: loop mount), as on a
@@ -44,10 +45,17 @@ from freshdisk import fresh_disk, unmount  # noqa: E402
 from gpuonboard.testing import TestHostPool  # noqa: E402
 from gpuonboard.testing.sim import DEMO_IMAGE, DEMO_ORDER  # noqa: E402
 
-ORDER = DEMO_ORDER  # what the a100-8x-nvlink profile box was "ordered" as
+# each benchmark profile: what its box was "ordered" as, and the exit code its check ends with
+PROFILES: dict[str, tuple[dict[str, object], int]] = {
+    "a100-8x-nvlink": (DEMO_ORDER, 0),
+    # the real 8xH100 `-q` text (gpud's capture): HW Slowdown active on its GPUs, so NO-GO (1)
+    "h100-8x-throttled": ({**DEMO_ORDER, "gpu_model": "H100 80GB HBM3"}, 1),
+    # the one box captured in every format it answered (-q -x, -q, the table, topo -m: all real)
+    "h200-1gpu": ({"gpu_model": "H200", "gpu_count": 1}, 0),
+}
 
 
-def write_project(root: Path, pool: TestHostPool, names: list[str]) -> None:
+def write_project(root: Path, pool: TestHostPool, names: list[str], order: dict[str, object]) -> None:
     (root / "playbooks").symlink_to(REPO / "playbooks")
     (root / "templates").symlink_to(REPO / "templates")
     hosts = {
@@ -61,7 +69,7 @@ def write_project(root: Path, pool: TestHostPool, names: list[str]) -> None:
     }
     # the demo box's driver runs NGC 23.10 (as in `make demo`): the check passes, exit 0
     doc = {
-        "defaults": {"user": "root", "order": ORDER, "vars": {"container_image": DEMO_IMAGE}},
+        "defaults": {"user": "root", "order": order, "vars": {"container_image": DEMO_IMAGE}},
         "hosts": hosts,
     }
     (root / "inventory").mkdir()
@@ -90,7 +98,7 @@ class Run:
         return self.phases.get("runner", (float("nan"), 0.0))[0]
 
 
-def run_check(root: Path, n: int) -> Run:
+def run_check(root: Path, n: int, expected_code: int = 0) -> Run:
     cmd = [
         sys.executable,
         "-c",
@@ -115,7 +123,7 @@ def run_check(root: Path, n: int) -> Run:
         _pid, status, usage = os.wait4(proc.pid, 0)
         dt = time.perf_counter() - t0
         proc.returncode = code = os.waitstatus_to_exitcode(status)
-        if code != 0:
+        if code != expected_code:
             out.seek(0)
             print(out.read()[-4000:].decode(errors="replace"), file=sys.stderr)
     phases: dict[str, tuple[float, float]] = {}
@@ -157,7 +165,9 @@ def main() -> int:
         default="fresh",
         help="fresh: the projects on a new ext4 with a journal (default, root); shared: the temp dir",
     )
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="a100-8x-nvlink", help="the hosts' kind")
     a = ap.parse_args()
+    order, expected_code = PROFILES[a.profile]
     # as an installed package is: its bytecode compiled (pip does it at install); a shell with
     # PYTHONDONTWRITEBYTECODE=1 would otherwise have every run compile what changed since
     compileall.compile_dir(REPO / "src" / "gpuonboard", quiet=1)
@@ -170,7 +180,7 @@ def main() -> int:
         _projects_disk(Path(tmp), a.disk == "fresh") as work,
     ):
         t0 = time.perf_counter()
-        pool.add_many([(f"h{i:02d}", "a100-8x-nvlink") for i in range(1, biggest + 1)])
+        pool.add_many([(f"h{i:02d}", a.profile) for i in range(1, biggest + 1)])
         print(f"started {biggest} test hosts in {time.perf_counter() - t0:.2f}s")
         print(
             f"{'N':>3} {'run':>6} {'median s':>9} {'min s':>7} {'engine s':>8} {'rest s':>7}"
@@ -184,13 +194,13 @@ def main() -> int:
                 for rep in range(a.reps):
                     root = work / f"p{n}-{label}-{rep}"
                     root.mkdir()
-                    write_project(root, pool, names)
+                    write_project(root, pool, names, order)
                     if label == "second":
-                        run_check(root, n)  # the no-change rerun follows a first run
+                        run_check(root, n, expected_code)  # the no-change rerun follows a first run
                     before = counts(pool, names)
-                    r = run_check(root, n)
+                    r = run_check(root, n, expected_code)
                     after = counts(pool, names)
-                    if r.code != 0:
+                    if r.code != expected_code:
                         print(f"  N={n} {label} rep {rep}: exit {r.code}", file=sys.stderr)
                         failed = True
                     runs.append(r)

@@ -2,7 +2,7 @@
 """Profile `gpuonboard check` on N simulated 8xA100 hosts: where the engine's CPU goes.
 
 Usage: .venv/bin/python bench/profile_check.py 10 [--forks 1] [--out /tmp/check.prof] [--reps 1]
-       [--disk fresh|shared]
+       [--disk fresh|shared] [--profile h100-8x-throttled]
 
 Starts N real sshd test hosts (as bench/fanout.py does), writes the same project, and runs
 the check in a child process under cProfile (cProfile sees only the thread it runs in, so
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 sys.path.insert(0, str(REPO / "bench"))
 
-from fanout import _projects_disk, write_project  # noqa: E402
+from fanout import PROFILES, _projects_disk, write_project  # noqa: E402
 
 from gpuonboard.testing import TestHostPool  # noqa: E402
 
@@ -112,7 +112,7 @@ main()
 """
 
 
-def run_once(root: Path, n: int, forks: int, out: str | None) -> float:
+def run_once(root: Path, n: int, forks: int, out: str | None, expected_code: int = 0) -> float:
     if out:
         cmd = [sys.executable, "-c", CHILD, out]
     elif os.environ.get("PROFILE_THREADS"):  # CPU seconds per kind of thread, on stderr
@@ -127,7 +127,7 @@ def run_once(root: Path, n: int, forks: int, out: str | None) -> float:
     proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL)
     _pid, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    if code != 0:
+    if code != expected_code:
         print(f"exit {code}", file=sys.stderr)
     return usage.ru_utime + usage.ru_stime
 
@@ -145,7 +145,9 @@ def main() -> int:
         default="fresh",
         help="fresh: the projects on a new ext4 with a journal, as bench/fanout.py (root)",
     )
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="a100-8x-nvlink", help="the hosts' kind")
     a = ap.parse_args()
+    order, expected_code = PROFILES[a.profile]
     compileall.compile_dir(REPO / "src" / "gpuonboard", quiet=1)
     with (
         tempfile.TemporaryDirectory(prefix="gpuonboard-prof-") as tmp,
@@ -153,12 +155,12 @@ def main() -> int:
         _projects_disk(Path(tmp), a.disk == "fresh") as work,
     ):
         names = [f"h{i:02d}" for i in range(1, a.n + 1)]
-        pool.add_many([(n, "a100-8x-nvlink") for n in names])
+        pool.add_many([(n, a.profile) for n in names])
         for rep in range(a.reps):
             root = work / f"p{rep}"
             root.mkdir()
-            write_project(root, pool, names)
-            cpu = run_once(root, a.n, a.forks, a.out or None)
+            write_project(root, pool, names, order)
+            cpu = run_once(root, a.n, a.forks, a.out or None, expected_code)
             print(f"rep {rep}: CPU {cpu:.3f}s = {cpu / a.n * 1000:.1f} ms/host (forks {a.forks})")
         if a.out:
             st = pstats.Stats(a.out)

@@ -1,5 +1,6 @@
 """The `nvidia-smi -q` text parse's shortcuts (each line read once a parse, the joined-fields
-regex on the lines that can hold two fields, a tree section's casefolded labels) read as the
+regex on the lines that can hold two fields, a tree section's casefolded labels, a GPU record's
+fault screen on its values) read as the
 long way read: every real and derived -q capture, and copies of them edited in-test as each
 test's docstring says."""
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gpuonboard.facts.nvidia_smi.faults import FAULT_WORDS, NVML_FIELD_ERRORS, _field_faults
 from gpuonboard.facts.nvidia_smi.text_q import (
     _JOINED_FIELDS,
     _indent,
@@ -19,8 +21,11 @@ from gpuonboard.facts.nvidia_smi.text_q import (
     _Section,
     _split_fields,
     _split_joined_fields,
+    _text_faults,
+    _text_gpu_blocks,
     _text_tree,
     _tree_child,
+    _tree_leaves,
 )
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -60,9 +65,14 @@ def test_every_capture_is_read() -> None:
 
 @pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
 def test_joined_fields_split_line_by_line_as_the_whole_text_regex_splits(path: Path) -> None:
-    """The capture and its edits (_edited), and a field whose colon line follows its label's
-    line (`Label` / `  : value    Other   : x`, the one match that spans lines)."""
-    texts = [*_edited(path.read_text()), "    Mode\n      : On      Other Mode      : Off\n"]
+    """The capture and its edits (_edited), a field whose colon line follows its label's line
+    (`Label` / `  : value    Other   : x`, the one match that spans lines), and lines of two
+    fields whose colons follow a no-break space, a tab or a bus id's colons."""
+    texts = [
+        *_edited(path.read_text()),
+        "    Mode\n      : On      Other Mode      : Off\n",
+        "    Mode\u00a0: On      Other Mode\t\t: Off\n    Bus Id : 00000000:18:00.0    Domain   : 0x0000",
+    ]
     for text in texts:
         assert _split_joined_fields(text) == _JOINED_FIELDS.sub(_split_fields, text)
 
@@ -133,3 +143,62 @@ def test_a_section_finds_a_label_as_the_scan_of_its_labels_finds_it(path: Path) 
             for label in [*section, "No Such Label"]:
                 for key in (label, label.upper(), label.lower(), label.swapcase()):
                     assert _tree_child(section, key) is _scanned(section, key), key
+
+
+# what a cell of a -q record may read in place of its value: nvidia-smi's markers, every NVML
+# error string and GPU-level fault word, as printed, bracketed, upper-cased, and beside an "_"
+_CELLS = (
+    "N/A",
+    "ERR!",
+    "[N/A]",
+    "[Not Supported]",
+    *(form for word in (*FAULT_WORDS, *NVML_FIELD_ERRORS) for form in (word, f"[{word}]", word.upper())),
+    "access_timeout_recovery",
+    "Timeout_",
+    "Unknown Error \u017f",
+)
+
+
+def _faulted(text: str) -> list[str]:
+    """Copies of the capture where one value in every 7th `key : value` line (starting at the
+    k-th, k = 0..6) reads each of _CELLS in turn; and one whose Fabric State reads In Progress
+    with its Status ERR! (a status beside a state that says it was not read)."""
+    lines = text.splitlines()
+    keyed = [i for i, line in enumerate(lines) if " : " in line]
+    copies = []
+    for k in range(7):
+        edited = list(lines)
+        for n, i in enumerate(keyed[k::7]):
+            label = edited[i].partition(" : ")[0]
+            edited[i] = f"{label} : {_CELLS[(n + k) % len(_CELLS)]}"
+        copies.append("\n".join(edited))
+    fabric = re.sub(r"(\n\s+State\s+: )\S[^\n]*", r"\1In Progress", text)
+    copies.append(re.sub(r"(\n\s+Status\s+: )\S[^\n]*", r"\1ERR!", fabric))
+    return copies
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_a_record_s_fault_screen_finds_what_its_leaves_find(path: Path) -> None:
+    """Each GPU record's faults and cell faults (`_text_faults`) are `_field_faults` of its
+    leaves, in the capture, its edits (_edited) and the copies with fault markers in its cells
+    (_faulted)."""
+    text = path.read_text()
+    for edited in [*_edited(text), *_faulted(text)]:
+        lines = edited.splitlines()
+        read = _Lines()
+        for _key, body in _text_gpu_blocks(lines, read):
+            section = _text_tree(body, read)
+            assert _text_faults(section) == _field_faults(_tree_leaves(section), "Product Name")
+
+
+def test_the_fault_screen_is_tried_on_records_with_and_without_faults() -> None:
+    """The copies with markers (_faulted) hold records with faults and cell faults, and the
+    captures records with none: both ways of the screen are tried."""
+    seen: set[bool] = set()
+    for path in CAPTURES:
+        for edited in [path.read_text(), *_faulted(path.read_text())]:
+            read = _Lines()
+            for _key, body in _text_gpu_blocks(edited.splitlines(), read):
+                faults, cells = _text_faults(_text_tree(body, read))
+                seen.add(bool(faults or cells))
+    assert seen == {True, False}

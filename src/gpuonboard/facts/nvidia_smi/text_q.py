@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple
 
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
-from gpuonboard.facts.nvidia_smi.faults import _field_faults
+from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
 from gpuonboard.facts.nvidia_smi.model import (
     EngineReadings,
     GpuInfo,
@@ -503,7 +503,7 @@ def _text_gpu(
         warnings,
     )
     processes, processes_known = _text_processes(lines)
-    faults, cell_faults = _field_faults(_tree_leaves(section), "Product Name")
+    faults, cell_faults = _text_faults(section)
     return GpuInfo(
         index=position,
         name=name or "",
@@ -561,6 +561,28 @@ def _text_gpu(
             _tree_raw(section, "GPU Reset Status", "Drain and Reset Recommended"),
         ),
     )
+
+
+def _text_faults(section: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """_field_faults of a GPU record's tree, its values screened first (_may_fault), with no
+    label path built: a record none of whose values holds a fault word or marker has none, and
+    _field_faults, which screens a part of those values, would find none (a fault word stands
+    within one value, so a part of them holds one only where the whole does)."""
+    if not _may_fault(_tree_values(section, [])):
+        return (), ()
+    return _field_faults(_tree_leaves(section), "Product Name")
+
+
+def _tree_values(tree: Mapping[str, Any], into: list[str]) -> list[str]:
+    """`into` with the values of _tree_leaves(tree) appended, in its order (no paths)."""
+    for key, value in tree.items():
+        if key == "Processes":
+            continue
+        if isinstance(value, dict):
+            _tree_values(value, into)
+        else:
+            into.append(value)
+    return into
 
 
 def _tree_leaves(tree: Mapping[str, Any], prefix: str = "") -> Iterable[tuple[str, str]]:
@@ -641,18 +663,22 @@ def _split_fields(m: re.Match[str]) -> str:
 # a line whose first character other than whitespace is a colon (a match of _JOINED_FIELDS may
 # run from a label's line over line breaks to such a line: `\s+:`)
 _LEADING_COLON = re.compile(r"\n\s*:")
+# what a line that _JOINED_FIELDS matches holds: two colons, each after a space (its first
+# field's `\s+:`, its second's `[ \t]{2,}:`); a bus id's or a clock time's colons are not so
+_SPACED_COLONS = re.compile(r"\s:[^\n]*\s:")
 
 
 def _split_joined_fields(text: str) -> str:
     """`text` with each line of two joined fields (_JOINED_FIELDS) split in two. A match ends at
     the end of the line that holds both its colons, and starts on that line unless that line
-    starts with a colon: where no line does, only the lines with two colons are matched, each
-    alone (the same result as the whole text matched, at a fraction of the regex work)."""
+    starts with a colon: where no line does, only the lines with two colons, each after a space,
+    are matched, each alone (the same result as the whole text matched, at a fraction of the
+    regex work)."""
     if _LEADING_COLON.search("\n" + text):
         return _JOINED_FIELDS.sub(_split_fields, text)
     lines = text.split("\n")
     for i, line in enumerate(lines):
-        if line.count(":") >= 2:
+        if line.count(":") >= 2 and _SPACED_COLONS.search(line):
             lines[i] = _JOINED_FIELDS.sub(_split_fields, line)
     return "\n".join(lines)
 
