@@ -161,27 +161,14 @@ class GpuInfo:
     # where each field came from when several nvidia-smi formats were merged: field -> source
     # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
     provenance: tuple[tuple[str, str], ...] = ()
-    # (field, format, value) of each setting (SETTINGS in facts/gpu_agree.py: persistence, MIG,
-    # ECC and compute modes, power limits, fabric state ...) two formats of the merged GPU read
-    # otherwise: separate calls, one of which may have come after the setting changed (`nvidia-smi
-    # -pm 1` between them); the field above is the richest format's, and a rule judges each
-    # format's reading (steps/checks/setting_views.py), a pair's (gpu_agree.PAIRS: MIG mode and
-    # pending, enforced and requested limit, fabric state and status) both fields where either is
-    # read otherwise; () where they agree or one format read it
-    setting_reads: tuple[tuple[str, str, object], ...] = ()
-    # (format, utilization %, memory used MiB, whether that output read its process list as
-    # empty) of each format that read either figure, where two or more did: separate calls, at
-    # separate moments; the figures above are each the richest format's, so each output's empty
-    # process list is judged beside its own figures, not another call's sample
-    # (gpu_health/usage.py); () where one format read them
-    usage_samples: tuple[tuple[str, int | None, int | None, bool], ...] = ()
-    # (format, link generation, its max, link width, its max, P-state, utilization %, gpu_idle
-    # active: None where the reasons were not read) of each format that read the PCIe link, where
-    # two or more did: separate calls, at separate moments; the fields above are each the richest
-    # format's, so each format's link is judged beside its own load (gpu_health/pcie.py)
-    link_reads: tuple[
-        tuple[str, int | None, int | None, int | None, int | None, str | None, int | None, bool | None], ...
-    ] = ()
+    # each nvidia-smi format's own reading of this GPU, (format, that format's GpuInfo), richest
+    # first, where two or more formats read it: separate calls, at separate moments. The fields
+    # above are merged (each from the richest format that read it; faults, counts and slowdowns
+    # from all), so a rule that must not mix two moments judges each format's reading
+    # (gpu_agree.setting_reads: a setting read otherwise, setting_views.py; gpu_agree.link_reads:
+    # the PCIe link beside its own load, gpu_health/pcie.py; gpu_agree.usage_samples: figures
+    # beside its own process list, gpu_health/usage.py); () where one format read it
+    readings: tuple[tuple[str, GpuInfo], ...] = ()
     # the row's number (1-based) in a CSV whose rows cannot be told apart as GPUs or as samples
     # of one (an `-l` log without index, uuid or pci.bus_id): the rules then name the row, not a
     # GPU (its `index` is the row's place, not a GPU's index); None for a GPU known as one
