@@ -191,6 +191,13 @@ def link_reads(g: GpuInfo) -> tuple[LinkRead, ...]:
     return reads if len(reads) > 1 else ()
 
 
+def own_readings(g: GpuInfo) -> list[tuple[str, GpuInfo]]:
+    """Each format's own reading of `g` (its `readings`; `-L`, which reads no values, left out),
+    or `g` itself under '' where one format read it: a rule of one moment's figures (a clock
+    beside its load) judges each of these, never one format's clock beside another's load."""
+    return [(label, c) for label, c in g.readings if label != "list"] or [("", g)]
+
+
 def usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool], ...]:
     """(format, utilization %, memory used MiB, whether that output read its process list as
     empty) of each of `g`'s `readings` that read either figure, where two or more did; ()

@@ -108,6 +108,15 @@ class GpuInfo:
     # and this one printed N/A, empty or a fault marker for is unread there, never Not Active
     clock_event_reasons_read: tuple[str, ...] = ()
     performance_state: str | None = None  # "P0".."P12"
+    # clocks in MHz (-q -x <clocks> / <max_clocks> / <applications_clocks>, -q "Clocks" / "Max
+    # Clocks" / "Applications Clocks", CSV clocks.current.sm / clocks.max.sm /
+    # clocks.applications.graphics): the SM clock at this output's moment and its max, and the
+    # graphics clock the application-clock setting (`nvidia-smi -ac`) holds with its default;
+    # None where N/A, deprecated (R580+ application clocks) or not reported
+    clocks_sm_mhz: int | None = None
+    clocks_sm_max_mhz: int | None = None
+    clocks_applications_mhz: int | None = None
+    clocks_default_applications_mhz: int | None = None
     utilization_gpu_pct: int | None = None
     # the other engines' utilisation (NVENC / NVDEC / NVJPG / OFA) and the encoder's active
     # sessions: a GPU idle by SM figures may still be busy encoding; None when N/A or not reported
@@ -275,3 +284,12 @@ class EngineReadings(TypedDict):
     jpeg_util_pct: float | None
     ofa_util_pct: float | None
     encoder_sessions: int | None
+
+
+class ClockReadings(TypedDict):
+    """The GpuInfo fields of the clocks: the SM clock and its max, the application clocks."""
+
+    clocks_sm_mhz: int | None
+    clocks_sm_max_mhz: int | None
+    clocks_applications_mhz: int | None
+    clocks_default_applications_mhz: int | None
