@@ -15,8 +15,23 @@ from collections.abc import Callable, Sequence
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuReport
 from gpuonboard.facts.nvidia_smi.values import _is_version, no_cuda
 
-# each format as the sentences name it
-FORMAT_NAMES = {"xml": "-q -x", "text": "-q", "csv": "the CSV query", "table": "the table", "list": "-L"}
+# each nvidia-smi format (GpuReport.source, GpuInfo.readings' labels): (its name in a sentence,
+# its call in an advice to rerun it)
+FORMATS = {
+    "xml": ("-q -x", "`nvidia-smi -q -x`"),
+    "text": ("-q", "`nvidia-smi -q`"),
+    "csv": ("the CSV query", "the `nvidia-smi --query-gpu` CSV"),
+    "table": ("the table", "the plain `nvidia-smi` table"),
+    "list": ("-L", "`nvidia-smi -L`"),
+}
+FORMAT_NAMES = {label: name for label, (name, _call) in FORMATS.items()}
+
+
+def format_call(label: str) -> str:
+    """The call of format `label` ('`nvidia-smi -q -x`'), for an advice or a sentence."""
+    return FORMATS[label][1] if label in FORMATS else f"`nvidia-smi` ({label})"
+
+
 # the fields of one GPU that no two formats of one box at one time print otherwise
 IDENTITY = (("name", "name"), ("uuid", "UUID"), ("serial", "serial"), ("memory_total_mib", "memory total"))
 # a GPU's settings: what a rule judges (persistence, MIG, ECC modes, the power limits, the fabric
@@ -139,13 +154,60 @@ def gpu_clashes(g: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> list[Clash
 
 
 def setting_reads(copies: Sequence[tuple[str, GpuInfo]]) -> tuple[tuple[str, str, object], ...]:
-    """(field, format, value) for each setting (SETTINGS) that the copies of one GPU read as two
-    values or more, every format's reading of it, and of a pair (PAIRS) both fields, every
-    format's reading of each (a view takes a format's pair together: `paired`); () where they
-    agree (a format that did not read a setting, None, says nothing about it)."""
+    """(field, format, value) for each setting (SETTINGS) that the copies of one GPU (its
+    `readings`) read as two values or more, every format's reading of it, and of a pair (PAIRS)
+    both fields, every format's reading of each (a view takes a format's pair together:
+    `paired`); () where they agree (a format that did not read a setting, None, says nothing
+    about it). The calls ran at separate moments: a setting may have changed between them
+    (`nvidia-smi -pm 1`), so a rule judges each format's reading (steps/checks/setting_views.py)."""
     read = {field: _read(copies, field) for field, _word in SETTINGS}
     kept = {p for field, r in read.items() if _differ(field, r) for p in paired(field)}
     return tuple((field, label, v) for field, r in read.items() if field in kept for label, v in r)
+
+
+# one format's reading of a GPU's PCIe link beside its own load: (format, link generation, its
+# max, link width, its max, P-state, utilization %, gpu_idle active: None where the reasons
+# were not read)
+LinkRead = tuple[str, int | None, int | None, int | None, int | None, str | None, int | None, bool | None]
+
+
+def link_reads(g: GpuInfo) -> tuple[LinkRead, ...]:
+    """Each format's reading of `g`'s PCIe link beside its own load, where two or more of its
+    `readings` read the link; () otherwise (gpu_health/pcie.py judges each beside its own load)."""
+    reads = tuple(
+        (
+            label,
+            c.pcie_gen_current,
+            c.pcie_gen_max,
+            c.pcie_width_current,
+            c.pcie_width_max,
+            c.performance_state,
+            c.utilization_gpu_pct,
+            "gpu_idle" in c.clock_event_reasons if c.clock_event_reasons_known else None,
+        )
+        for label, c in g.readings
+        if label != "list" and (c.pcie_gen_current or c.pcie_width_current)
+    )
+    return reads if len(reads) > 1 else ()
+
+
+def own_readings(g: GpuInfo) -> list[tuple[str, GpuInfo]]:
+    """Each format's own reading of `g` (its `readings`; `-L`, which reads no values, left out),
+    or `g` itself under '' where one format read it: a rule of one moment's figures (a clock
+    beside its load) judges each of these, never one format's clock beside another's load."""
+    return [(label, c) for label, c in g.readings if label != "list"] or [("", g)]
+
+
+def usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool], ...]:
+    """(format, utilization %, memory used MiB, whether that output read its process list as
+    empty) of each of `g`'s `readings` that read either figure, where two or more did; ()
+    otherwise (gpu_health/usage.py judges each output's empty list beside its own figures)."""
+    samples = tuple(
+        (label, c.utilization_gpu_pct, c.memory_used_mib, c.processes_known and not c.processes)
+        for label, c in g.readings
+        if label != "list" and (c.utilization_gpu_pct is not None or c.memory_used_mib is not None)
+    )
+    return samples if len(samples) > 1 else ()
 
 
 def _read(copies: Sequence[tuple[str, GpuInfo]], field: str) -> list[tuple[str, object]]:
@@ -166,10 +228,11 @@ def paired(field: str) -> tuple[str, ...]:
 def disputed(g: GpuInfo, fields: Sequence[str] = ()) -> list[str]:
     """The settings of `g` (of `fields`, all where empty) its formats read as two values or more
     (`setting_reads` also keeps a disputed setting's pair, which they may agree about)."""
+    reads = setting_reads(g.readings)
     out = []
-    for field in dict.fromkeys(f for f, _, _ in g.setting_reads):
+    for field in dict.fromkeys(f for f, _, _ in reads):
         if (not fields or field in fields) and _differ(
-            field, [(label, v) for f, label, v in g.setting_reads if f == field]
+            field, [(label, v) for f, label, v in reads if f == field]
         ):
             out.append(field)
     return out
@@ -211,7 +274,7 @@ def setting_said(g: GpuInfo, fields: Sequence[str] = ()) -> list[str]:
     out = []
     for field in disputed(g, fields):
         said: dict[object, list[str]] = {}
-        for f, label, value in g.setting_reads:
+        for f, label, value in setting_reads(g.readings):
             if f == field and label not in said.setdefault(value, []):
                 said[value].append(label)
         shown = _in_w if field.endswith("_w") else str

@@ -187,15 +187,13 @@ def _same(a: GpuInfo, b: GpuInfo) -> bool:
     return a.index == b.index
 
 
-# a merged GPU's own (its formats' provenance and samples), or the format's it took a field from
+# a merged GPU's own (its formats' provenance and readings), or the format's it took a field from
 _OWN = (
     "index",
     "provenance",
-    "usage_samples",
     "processes_open",
-    "setting_reads",
     "power_limit_requested",
-    "link_reads",
+    "readings",
 )
 _FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in _OWN]
 # what every format that read the GPU says, never one of them chosen: a fault one format shows
@@ -269,39 +267,12 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
         g.power_limit_requested for label, g in ranked if label == limit_from
     )
     sources = {label for _, label in provenance}
-    samples = tuple(
-        (label, g.utilization_gpu_pct, g.memory_used_mib, g.processes_known and not g.processes)
-        for label, g in ranked
-        if label != "list" and (g.utilization_gpu_pct is not None or g.memory_used_mib is not None)
-    )
     return dataclasses.replace(
         base,
         **values,
         provenance=tuple(provenance) if len(sources) > 1 else base.provenance,
-        usage_samples=samples if len(samples) > 1 else (),
-        setting_reads=gpu_agree.setting_reads(ranked),
-        link_reads=_link_reads(ranked),
+        readings=tuple(ranked) if len(ranked) > 1 else (),
     )
-
-
-def _link_reads(ranked: Sequence[tuple[str, GpuInfo]]) -> tuple[Any, ...]:
-    """Each format's reading of the PCIe link beside its own load (GpuInfo.link_reads), where
-    two or more formats read the link; () otherwise."""
-    reads = tuple(
-        (
-            label,
-            g.pcie_gen_current,
-            g.pcie_gen_max,
-            g.pcie_width_current,
-            g.pcie_width_max,
-            g.performance_state,
-            g.utilization_gpu_pct,
-            "gpu_idle" in g.clock_event_reasons if g.clock_event_reasons_known else None,
-        )
-        for label, g in ranked
-        if label != "list" and (g.pcie_gen_current or g.pcie_width_current)
-    )
-    return reads if len(reads) > 1 else ()
 
 
 def _worst_read(
@@ -540,16 +511,6 @@ def _base(
     return list(widest.gpus), False, widest
 
 
-# a format's name in a sentence (GpuReport.source / GpuEvidence.answered labels)
-_FORMAT_NAMES = {
-    "xml": "nvidia-smi -q -x",
-    "text": "nvidia-smi -q",
-    "csv": "--query-gpu CSV",
-    "table": "nvidia-smi table",
-    "list": "nvidia-smi -L",
-}
-
-
 def _wider(
     base: list[GpuInfo],
     ranked: list[tuple[str, GpuReport]],
@@ -722,11 +683,12 @@ def _union(
 def _outlisted(
     base: list[GpuInfo], base_report: GpuReport | None, wider: tuple[str, list[GpuInfo], GpuReport | None]
 ) -> str:
-    """What says the chosen format lists some GPUs only: 'the --query-gpu CSV lists 1 GPU(s) but
-    the nvidia-smi table lists 2 (...)'."""
-    narrow = _FORMAT_NAMES.get(base_report.source if base_report else "list", "one format")
+    """What says the chosen format lists some GPUs only: 'the `nvidia-smi --query-gpu` CSV lists
+    1 GPU(s) but the plain `nvidia-smi` table lists 2 (...)'."""
+    narrow = base_report.source if base_report else "list"
+    shown = gpu_agree.format_call(narrow) if narrow in gpu_agree.FORMATS else "one format"
     return (
-        f"the {narrow} lists {len(base)} GPU(s) but the {_FORMAT_NAMES.get(wider[0], wider[0])} lists"
+        f"{shown} lists {len(base)} GPU(s) but {gpu_agree.format_call(wider[0])} lists"
         f" {len(wider[1])} (an output cut short, or captures of other times)"
     )
 

@@ -73,8 +73,8 @@ def test_a_csv_cut_after_its_first_row_beside_the_whole_table_is_no_count(tmp_pa
     verdict, actual = got["gpu_count"]
     assert verdict == "unverified", actual
     assert actual == (
-        "2 listed; incomplete probe: the --query-gpu CSV lists 1 GPU(s) but the nvidia-smi table"
-        " lists 2 (an output cut short, or captures of other times)"
+        "2 listed; incomplete probe: the `nvidia-smi --query-gpu` CSV lists 1 GPU(s) but the plain"
+        " `nvidia-smi` table lists 2 (an output cut short, or captures of other times)"
     )
     assert got["ecc_mode"][0] == "unverified" and "all 2 GPUs" in got["ecc_mode"][1], got["ecc_mode"]
 

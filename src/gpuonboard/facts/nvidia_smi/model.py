@@ -108,6 +108,15 @@ class GpuInfo:
     # and this one printed N/A, empty or a fault marker for is unread there, never Not Active
     clock_event_reasons_read: tuple[str, ...] = ()
     performance_state: str | None = None  # "P0".."P12"
+    # clocks in MHz (-q -x <clocks> / <max_clocks> / <applications_clocks>, -q "Clocks" / "Max
+    # Clocks" / "Applications Clocks", CSV clocks.current.sm / clocks.max.sm /
+    # clocks.applications.graphics): the SM clock at this output's moment and its max, and the
+    # graphics clock the application-clock setting (`nvidia-smi -ac`) holds with its default;
+    # None where N/A, deprecated (R580+ application clocks) or not reported
+    clocks_sm_mhz: int | None = None
+    clocks_sm_max_mhz: int | None = None
+    clocks_applications_mhz: int | None = None
+    clocks_default_applications_mhz: int | None = None
     utilization_gpu_pct: int | None = None
     # the other engines' utilisation (NVENC / NVDEC / NVJPG / OFA) and the encoder's active
     # sessions: a GPU idle by SM figures may still be busy encoding; None when N/A or not reported
@@ -161,27 +170,14 @@ class GpuInfo:
     # where each field came from when several nvidia-smi formats were merged: field -> source
     # ("xml", "text", "csv", "table", "list", "compute_apps"); empty for a single source
     provenance: tuple[tuple[str, str], ...] = ()
-    # (field, format, value) of each setting (SETTINGS in facts/gpu_agree.py: persistence, MIG,
-    # ECC and compute modes, power limits, fabric state ...) two formats of the merged GPU read
-    # otherwise: separate calls, one of which may have come after the setting changed (`nvidia-smi
-    # -pm 1` between them); the field above is the richest format's, and a rule judges each
-    # format's reading (steps/checks/setting_views.py), a pair's (gpu_agree.PAIRS: MIG mode and
-    # pending, enforced and requested limit, fabric state and status) both fields where either is
-    # read otherwise; () where they agree or one format read it
-    setting_reads: tuple[tuple[str, str, object], ...] = ()
-    # (format, utilization %, memory used MiB, whether that output read its process list as
-    # empty) of each format that read either figure, where two or more did: separate calls, at
-    # separate moments; the figures above are each the richest format's, so each output's empty
-    # process list is judged beside its own figures, not another call's sample
-    # (gpu_health/usage.py); () where one format read them
-    usage_samples: tuple[tuple[str, int | None, int | None, bool], ...] = ()
-    # (format, link generation, its max, link width, its max, P-state, utilization %, gpu_idle
-    # active: None where the reasons were not read) of each format that read the PCIe link, where
-    # two or more did: separate calls, at separate moments; the fields above are each the richest
-    # format's, so each format's link is judged beside its own load (gpu_health/pcie.py)
-    link_reads: tuple[
-        tuple[str, int | None, int | None, int | None, int | None, str | None, int | None, bool | None], ...
-    ] = ()
+    # each nvidia-smi format's own reading of this GPU, (format, that format's GpuInfo), richest
+    # first, where two or more formats read it: separate calls, at separate moments. The fields
+    # above are merged (each from the richest format that read it; faults, counts and slowdowns
+    # from all), so a rule that must not mix two moments judges each format's reading
+    # (gpu_agree.setting_reads: a setting read otherwise, setting_views.py; gpu_agree.link_reads:
+    # the PCIe link beside its own load, gpu_health/pcie.py; gpu_agree.usage_samples: figures
+    # beside its own process list, gpu_health/usage.py); () where one format read it
+    readings: tuple[tuple[str, GpuInfo], ...] = ()
     # the row's number (1-based) in a CSV whose rows cannot be told apart as GPUs or as samples
     # of one (an `-l` log without index, uuid or pci.bus_id): the rules then name the row, not a
     # GPU (its `index` is the row's place, not a GPU's index); None for a GPU known as one
@@ -288,3 +284,12 @@ class EngineReadings(TypedDict):
     jpeg_util_pct: float | None
     ofa_util_pct: float | None
     encoder_sessions: int | None
+
+
+class ClockReadings(TypedDict):
+    """The GpuInfo fields of the clocks: the SM clock and its max, the application clocks."""
+
+    clocks_sm_mhz: int | None
+    clocks_sm_max_mhz: int | None
+    clocks_applications_mhz: int | None
+    clocks_default_applications_mhz: int | None

@@ -196,6 +196,14 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         clock_event_reasons_known=reasons_known,
         clock_event_reasons_read=reasons_read,
         performance_state=_pstate(cells.get("pstate")),
+        clocks_sm_mhz=_int(_csv_first(cells, "clocks.current.sm", "clocks.sm")),
+        clocks_sm_max_mhz=_int(_csv_first(cells, "clocks.max.sm", "clocks.max.sm_clock")),
+        clocks_applications_mhz=_int(
+            _csv_first(cells, "clocks.applications.graphics", "clocks.applications.gr")
+        ),
+        clocks_default_applications_mhz=_int(
+            _csv_first(cells, "clocks.default_applications.graphics", "clocks.default_applications.gr")
+        ),
         utilization_gpu_pct=_int(cells.get("utilization.gpu")),
         encoder_util_pct=_float(cells.get("utilization.encoder")),
         decoder_util_pct=_float(cells.get("utilization.decoder")),

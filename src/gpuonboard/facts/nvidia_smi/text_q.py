@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
 from gpuonboard.facts.nvidia_smi.model import (
+    ClockReadings,
     EngineReadings,
     GpuInfo,
     GpuProcess,
@@ -477,6 +478,17 @@ def _text_power(section: Mapping[str, Any]) -> PowerReadings:
     )
 
 
+def _text_clocks(section: Mapping[str, Any]) -> ClockReadings:
+    """'Clocks' SM and 'Max Clocks' SM, 'Applications Clocks' and 'Default Applications Clocks'
+    Graphics (R580+: "Requested functionality has been deprecated", no value)."""
+    return ClockReadings(
+        clocks_sm_mhz=_int(_tree_get(section, "Clocks", "SM")),
+        clocks_sm_max_mhz=_int(_tree_get(section, "Max Clocks", "SM")),
+        clocks_applications_mhz=_int(_tree_get(section, "Applications Clocks", "Graphics")),
+        clocks_default_applications_mhz=_int(_tree_get(section, "Default Applications Clocks", "Graphics")),
+    )
+
+
 def _text_engines(section: Mapping[str, Any]) -> EngineReadings:
     """The video / JPEG / optical-flow engines' utilisation and the encoder's active sessions
     ('Utilization' > Encoder, Decoder, JPEG, OFA; 'Encoder Stats' > Active Sessions)."""
@@ -531,6 +543,7 @@ def _text_gpu(
         product_architecture=_tree_get(section, "Product Architecture"),
         **_text_memory_health(section),
         **_text_power(section),
+        **_text_clocks(section),
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
         clock_event_reasons_read=reasons_read,

@@ -12,6 +12,7 @@ from typing import cast
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
 from gpuonboard.facts.nvidia_smi.model import (
+    ClockReadings,
     EngineReadings,
     GpuInfo,
     GpuProcess,
@@ -195,7 +196,8 @@ _GPU_PLAN = _plan(
     *("ecc_errors/volatile", "ecc_errors/aggregate", "ecc_errors/aggregate/sram_threshold_exceeded"),
     *("ecc_errors/channel_repair_pending", "ecc_errors/tpc_repair_pending", "ecc_errors/unrepairable_memory"),
     *("retired_pages", "remapped_rows", "gpu_power_readings", "power_readings"),
-    *("clocks_event_reasons", "clocks_throttle_reasons"),
+    *("clocks_event_reasons", "clocks_throttle_reasons", "clocks/sm_clock", "max_clocks/sm_clock"),
+    *("applications_clocks/graphics_clock", "default_applications_clocks/graphics_clock"),
 )
 _ECC_PLAN = _plan(
     *("single_bit", "double_bit", "single_bit/total", "double_bit/total", "sram_correctable"),
@@ -351,6 +353,17 @@ def _xml_power(gpu: _Found) -> PowerReadings:
     )
 
 
+def _xml_clocks(gpu: _Found) -> ClockReadings:
+    """<clocks> and <max_clocks> sm_clock, <applications_clocks> and
+    <default_applications_clocks> graphics_clock."""
+    return ClockReadings(
+        clocks_sm_mhz=_int(gpu.raw("clocks/sm_clock")),
+        clocks_sm_max_mhz=_int(gpu.raw("max_clocks/sm_clock")),
+        clocks_applications_mhz=_int(gpu.raw("applications_clocks/graphics_clock")),
+        clocks_default_applications_mhz=_int(gpu.raw("default_applications_clocks/graphics_clock")),
+    )
+
+
 def _xml_engines(gpu: _Found) -> EngineReadings:
     """<utilization> encoder / decoder / JPEG / OFA and <encoder_stats><session_count>."""
     return EngineReadings(
@@ -418,6 +431,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         product_architecture=at.text("product_architecture"),
         **_xml_memory_health(at),
         **_xml_power(at),
+        **_xml_clocks(at),
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
         clock_event_reasons_read=reasons_read,

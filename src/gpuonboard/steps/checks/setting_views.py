@@ -2,7 +2,7 @@
 
 The merge (facts/gpu_merge.py) takes each field from the richest format that read it; a
 setting two formats read otherwise (persistence mode Enabled in `-q -x`, Disabled in the
-table) is kept with every format's reading (`GpuInfo.setting_reads`). The calls ran at
+table) is kept in every format's reading (`GpuInfo.readings`, `gpu_agree.setting_reads`). The calls ran at
 separate moments and the setting may have changed between them in either direction, so
 neither reading is the box's alone: each rule is judged again over the GPUs as each format
 read them, and a rule whose verdict one reading changes takes the worst of them, naming every
@@ -26,18 +26,10 @@ FABRIC_SETTINGS = ("fabric_state", "fabric_status")
 # a rule's checks over some GPUs
 Judge = Callable[[list[GpuInfo]], list[Check]]
 
-# each format's call, for the advice to rerun the formats that disagreed
-_CALLS = {
-    "xml": "`nvidia-smi -q -x`",
-    "text": "`nvidia-smi -q`",
-    "csv": "the `nvidia-smi --query-gpu` CSV",
-    "table": "the plain `nvidia-smi` table",
-}
-
 
 def setting_advice(labels: Sequence[str]) -> str:
     """The advice of a check the formats `labels` read otherwise: rerun those formats."""
-    calls = [_CALLS.get(label, f"`nvidia-smi` ({label})") for label in labels]
+    calls = [gpu_agree.format_call(label) for label in labels]
     named = ", ".join(calls[:-1]) + f" and {calls[-1]}" if len(calls) > 1 else "".join(calls)
     return (
         "the nvidia-smi formats of this box read this setting otherwise (separate calls: the setting"
@@ -61,7 +53,7 @@ def _as_read(gpus: Sequence[GpuInfo], label: str, fields: Sequence[str] = ()) ->
     none: never one format's MIG mode beside another's pending mode."""
     out = []
     for g in gpus:
-        mine = {f: v for f, lab, v in g.setting_reads if lab == label}
+        mine = {f: v for f, lab, v in gpu_agree.setting_reads(g.readings) if lab == label}
         values: dict[str, Any] = {
             p: mine.get(p) for f in gpu_agree.disputed(g, fields) if f in mine for p in gpu_agree.paired(f)
         }
@@ -76,7 +68,7 @@ def _labels(gpus: Sequence[GpuInfo], only: Sequence[str] = ()) -> list[str]:
             lab
             for g in gpus
             for field in gpu_agree.disputed(g, only)
-            for f, lab, _ in g.setting_reads
+            for f, lab, _ in gpu_agree.setting_reads(g.readings)
             if f == field
         )
     )
@@ -150,7 +142,12 @@ def _settled(
     if not fields or not set(fields) <= set(FABRIC_SETTINGS):
         return None
     moving = [g for g in gpus if "fabric_state" in gpu_agree.disputed(g)]
-    states = {str(v).strip().lower() for g in moving for f, _, v in g.setting_reads if f == "fabric_state"}
+    states = {
+        str(v).strip().lower()
+        for g in moving
+        for f, _, v in gpu_agree.setting_reads(g.readings)
+        if f == "fabric_state"
+    }
     if not moving or states != {"in progress", "completed"}:
         return None
     done = [
@@ -160,7 +157,7 @@ def _settled(
         and all(
             any(
                 f == "fabric_state" and lab == label and str(v).strip().lower() == "completed"
-                for f, lab, v in g.setting_reads
+                for f, lab, v in gpu_agree.setting_reads(g.readings)
             )
             for g in moving
         )

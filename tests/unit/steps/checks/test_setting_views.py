@@ -1,6 +1,7 @@
 """A GPU setting two nvidia-smi formats of one box read otherwise, judged over each format's
-reading (steps/checks/setting_views.py; the readings kept by facts/gpu_merge.py as
-`setting_reads`): the worst verdict, naming every format's value, never the first format's pass."""
+reading (steps/checks/setting_views.py; each format's reading kept by facts/gpu_merge.py in
+`GpuInfo.readings`, the settings they read otherwise by `gpu_agree.setting_reads`): the worst
+verdict, naming every format's value, never the first format's pass."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from gpuonboard.facts.gpu_agree import setting_reads
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check
 
@@ -47,7 +49,7 @@ def test_persistence_off_in_the_table_beside_on_in_q_x_is_no_pass(tmp_path: Path
     assert "the formats disagree" in check.actual
     assert "rerun `nvidia-smi -q -x`, `nvidia-smi -q` and the plain `nvidia-smi` table" in check.detail
     assert facts.gpu is not None
-    assert ("persistence_mode", "table", "Disabled") in facts.gpu.gpus[0].setting_reads
+    assert ("persistence_mode", "table", "Disabled") in setting_reads(facts.gpu.gpus[0].readings)
     # the rules that read no persistence mode are judged as before, with no note
     assert got["ecc_mode"].verdict == "pass" and "disagree" not in got["ecc_mode"].actual
 
@@ -112,7 +114,7 @@ def test_a_setting_the_csv_reads_otherwise_than_q_is_judged_by_both(
 def test_formats_that_agree_keep_no_setting_reads(tmp_path: Path) -> None:
     """The real H100 box unedited: every format reads the same settings, none kept."""
     facts, got = _judged(tmp_path, H100)
-    assert facts.gpu is not None and facts.gpu.gpus[0].setting_reads == ()
+    assert facts.gpu is not None and setting_reads(facts.gpu.gpus[0].readings) == ()
     assert not any("the formats disagree" in c.actual for c in got.values())
 
 
@@ -131,9 +133,9 @@ def test_the_worst_reading_wins_whichever_format_ranks_first() -> None:
         name="NVIDIA H100",
         persistence_mode="Disabled",
         power_limit_w=700.0,
-        setting_reads=(
-            ("persistence_mode", "xml", "Disabled"),
-            ("persistence_mode", "table", "Enabled"),
+        readings=(
+            ("xml", GpuInfo(index=0, name="NVIDIA H100", persistence_mode="Disabled")),
+            ("table", GpuInfo(index=0, name="NVIDIA H100", persistence_mode="Enabled")),
         ),
     )
     (check,) = judged_per_reading([g], _persistence)
@@ -148,8 +150,6 @@ def test_a_csv_power_limit_without_its_enforced_column_is_no_enforced_reading() 
     `enforced.power.limit` was not asked, `power_limit_requested`): beside -q's lower enforced
     limit (a BMC's cap, as the real GH200 -q's 700 W of 900 W) it is no disagreement about the
     enforced one."""
-    from gpuonboard.facts.gpu_agree import setting_reads
-
     q = GpuInfo(index=0, name="NVIDIA GH200 480GB", power_limit_w=700.0, requested_power_limit_w=900.0)
     bare = GpuInfo(index=0, name="NVIDIA GH200 480GB", power_limit_w=900.0, power_limit_requested=True)
     assert setting_reads([("text", q), ("csv", bare)]) == ()
@@ -270,7 +270,6 @@ def test_the_table_s_whole_watts_are_one_reading_with_a_fraction_within_1_w() ->
     printing that cap in whole watts: the real H200 table's cap `700W` edited in-test to `62W`.
     The table rounds: no disagreement (one more format of a 62 W cap would warn a small card).
     Before: setting_reads kept 62.5 in -q beside 62 in the table."""
-    from gpuonboard.facts.gpu_agree import setting_reads
     from gpuonboard.facts.nvidia_smi import parse_table, parse_text_q
 
     real = Path(__file__).resolve().parents[3] / "fixtures" / "real"

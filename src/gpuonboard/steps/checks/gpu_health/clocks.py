@@ -3,6 +3,7 @@ default, active clock-event (throttle) reasons, and the hottest GPU's temperatur
 
 from __future__ import annotations
 
+from gpuonboard.facts.gpu_agree import FORMAT_NAMES, own_readings
 from gpuonboard.facts.nvidia_smi import CLOCK_EVENT_REASONS, GpuInfo
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.gpu_health.common import HARD_THROTTLE, gpu_label, gpu_list, is_idle
@@ -79,17 +80,18 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
                 )
             else:
                 soft.append(f"{gpu_label(g)}: sw_power_cap")
+    held = _held_clocks(gpus)
     if hard:
         return Check(
             "throttling",
             "no slowdown active",
-            "; ".join(hard + soft + other),
+            "; ".join(hard + soft + other + held),
             "fail",
             "the GPU slows itself down (heat, power brake or a hardware fault);"
-            " ask the vendor to check cooling and power",
+            " ask the vendor to check cooling and power" + (f"; {HELD_ADVICE}" if held else ""),
         )
-    if soft or other:
-        advice = []
+    if soft or other or held:
+        advice = [HELD_ADVICE] if held else []
         if soft:
             advice.append("clocks are held at the power limit; normal under full load, suspicious at idle")
         if other:
@@ -98,7 +100,9 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
                 " holds the clocks back; `nvidia-smi -q -d PERFORMANCE,CLOCK` under load shows whether"
                 " they reach their maximum"
             )
-        return Check("throttling", "no slowdown active", "; ".join(soft + other), "warn", "; ".join(advice))
+        return Check(
+            "throttling", "no slowdown active", "; ".join(soft + other + held), "warn", "; ".join(advice)
+        )
     known = any(g.clock_event_reasons_known for g in gpus)
     if known:
         settings = _settings_named(gpus)
@@ -118,6 +122,57 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
         "this nvidia-smi output gives no clock-event (throttle) reasons; `nvidia-smi -q -d PERFORMANCE`"
         " shows them",
     )
+
+
+# a GPU at this utilisation or more whose SM clock is below this share of its max, with no
+# slowdown, power cap or unknown reason active in the same reading, is held there by a setting:
+# a clock lock (`nvidia-smi -lgc`, which sets no clock-event reason) or the application clocks
+# (`-ac`); a GPU under load otherwise boosts to its max (the real H200 at 100 %: 1980 of 1980 MHz)
+_BUSY_PCT = 50
+_HELD_SHARE = 0.75
+HELD_ADVICE = (
+    "a clock setting holds the SM clock far below its max under load (not heat or power): the box"
+    " runs slower than ordered; ask the vendor to reset it (`sudo nvidia-smi -rgc` for locked"
+    " clocks, `sudo nvidia-smi -rac` for the application clocks) and check that the SM clock"
+    " reaches its max under load (`nvidia-smi -q -d CLOCK`)"
+)
+
+
+def _held_clocks(gpus: list[GpuInfo]) -> list[str]:
+    """'GPU 0: SM clock 1095 of 1980 MHz at 100 % utilisation (no clock-event reason active: a
+    locked clock)' for each GPU one of whose formats read it busy with its SM clock far below
+    its max and nothing but a setting active to explain it; each format's clock is judged beside
+    its own load (gpu_agree.own_readings), the max (a property of the card) from any."""
+    out = []
+    for g in gpus:
+        for label, c in own_readings(g):
+            sm, top, util = c.clocks_sm_mhz, c.clocks_sm_max_mhz or g.clocks_sm_max_mhz, c.utilization_gpu_pct
+            if sm is None or not top or util is None or util < _BUSY_PCT or sm >= top * _HELD_SHARE:
+                continue
+            if any(
+                r == "sw_power_cap" or r in HARD_THROTTLE or r not in CLOCK_EVENT_REASONS
+                for r in c.clock_event_reasons
+            ):
+                continue  # (a slowdown, a power cap or an unknown reason: named as such)
+            where = f" in {FORMAT_NAMES.get(label, label)}" if label else ""
+            out.append(
+                f"{gpu_label(g)}: SM clock {sm} of {top} MHz at {util} % utilisation{where} ({_holder(c, g)})"
+            )
+            break
+    return out
+
+
+def _holder(c: GpuInfo, g: GpuInfo) -> str:
+    """What holds the clock: the application clocks where they are set below their default (or
+    their reason is active), else a locked clock (which sets no reason) or a reason not read."""
+    app = c.clocks_applications_mhz or g.clocks_applications_mhz
+    default = c.clocks_default_applications_mhz or g.clocks_default_applications_mhz
+    if "applications_clocks_setting" in c.clock_event_reasons or (app and default and app < default):
+        shown = f" {app} MHz" + (f" (default {default} MHz)" if default else "") if app else ""
+        return f"the application clocks set{shown}: `nvidia-smi -ac`"
+    if not c.clock_event_reasons_known:
+        return "the clock-event reasons not read: a locked clock or a slowdown"
+    return "no clock-event reason active: a locked clock, `nvidia-smi -lgc`"
 
 
 # reasons that are a setting, not a slowdown: clocks held at the application clocks (`-ac`; a

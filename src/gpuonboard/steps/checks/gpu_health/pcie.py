@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gpuonboard.facts.gpu_agree import FORMAT_NAMES
+from gpuonboard.facts.gpu_agree import FORMAT_NAMES, link_reads
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR, data_file
 from gpuonboard.steps.base import Check
@@ -39,7 +39,7 @@ _CLASSES = ("busy", "idle", "unknown", "downshift", "")
 def _slow_links(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str], list[str]]:
     """The links below the card's maximum: (at load or lanes lost, idle and narrower, idle or not
     unknown, idle at a lower generation only: power saving, no slow link). A GPU whose link two
-    nvidia-smi formats read (`link_reads`) is classed by each reading, the worst kept: the CSV's
+    nvidia-smi formats read (`gpu_agree.link_reads`) is classed by each reading, the worst kept: the CSV's
     Gen1 at P2, 100 % is no power saving because -q read Gen1 at P8 a moment before."""
     out: dict[str, list[str]] = {c: [] for c in _CLASSES}
     for g in gpus:
@@ -57,7 +57,7 @@ def _readings(g: GpuInfo) -> list[tuple[GpuInfo, str]]:
     so it is left out (the load unknown: unverified, never idle nor busy) unless a format read
     that same link generation (and width) with it: -q's Gen1 x16 at P8 lends its P8 to a CSV's
     Gen1 x16 read with no P-state, never to a CSV's Gen1 beside -q's Gen4 at P0, 100 %."""
-    reads = [(r[0], r[1:5], r[5:]) for r in g.link_reads]
+    reads = [(r[0], r[1:5], r[5:]) for r in link_reads(g)]
     out = [(_own_load(g, reads), "")]
     for label, (gen, gen_max, width, width_max), load in reads:
         lent = [o[2] for o in reads if o[0] != label and _same_link((gen, width), (o[1][0], o[1][2]))]

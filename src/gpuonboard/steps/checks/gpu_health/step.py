@@ -256,8 +256,11 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
     value where another GPU of the same model and MIG mode has one (that GPU's cell printed
     `N/A`, `[Not Supported]`, `[Insufficient Permissions]` or nothing): the other GPUs' values
     are no reading of it. A GPU whose cell fault already names the field is said there, a GPU
-    with no reading at all (only listed: _listed_not_read) by the gap of the whole output."""
-    read = [g for g in gpus if not g.faults and any(getattr(g, f) is not None for f in _READINGS)]
+    with no reading at all (only listed: _listed_not_read) by the gap of the whole output; where
+    no GPU has one of _READINGS (a CSV that asked a few fields: `index,
+    clocks_event_reasons.active`), every GPU is read as the others are, and judged so."""
+    whole = [g for g in gpus if not g.faults]
+    read = [g for g in whole if any(getattr(g, f) is not None for f in _READINGS)] or whole
     out: list[str] = []
     for attr, what in _RULE_VALUES.get(check_name, ()):
         # (a GPU whose MIG mode changes at its next reset reads N/A where its peers read values)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any
 
-from gpuonboard.facts.gpu_agree import FORMAT_NAMES
+from gpuonboard.facts.gpu_agree import FORMAT_NAMES, usage_samples
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault
 from gpuonboard.facts.nvidia_smi.values import _clean
@@ -127,9 +127,10 @@ def _as_listed(g: GpuInfo, label: str) -> GpuInfo:
     """`g` with only the figures of the output `label` (one of its `usage_samples`: its
     utilisation and memory sample, and the engines where that output gave them): that output's
     process list and figures, of one moment."""
-    own = next((util, mem) for fmt, util, mem, _empty in g.usage_samples if fmt == label)
+    samples = usage_samples(g)
+    own = next((util, mem) for fmt, util, mem, _empty in samples if fmt == label)
     from_output = {field for field, fmt in g.provenance if fmt == label}
-    if not g.provenance and label == g.usage_samples[0][0]:
+    if not g.provenance and label == samples[0][0]:
         from_output = {f.name for f in fields(g)}  # (no provenance: every field is the richest's)
 
     def kept(field: str) -> Any:
@@ -151,7 +152,7 @@ def _busy_beside_empty_list(g: GpuInfo) -> str | None:
     """The work ('GPU 0 at 54 % utilisation with 17.8 GiB used') that an output whose own
     process list reads empty shows in its own figures, where several outputs read `g`
     (`usage_samples`): another job, whichever output ranks first; None where none does."""
-    for label, _util, _mem, empty in g.usage_samples:
+    for label, _util, _mem, empty in usage_samples(g):
         if empty and (b := _busy(_as_listed(g, label))):
             return b
     return None
@@ -161,7 +162,7 @@ def _disagree(g: GpuInfo) -> str | None:
     """'54 % / 18193 MiB in the CSV query, 0 % / 0 MiB in the table' where the outputs of
     separate calls disagree on whether the GPU works (one sample busy, another idle by both
     figures): the GPU changed between the calls; None where they agree."""
-    samples = g.usage_samples
+    samples = usage_samples(g)
     idle = [s for s in samples if s[1] is not None and s[2] is not None and not _figures_busy(s[1], s[2])]
     if not idle or not any(_figures_busy(u, m) for _f, u, m, _e in samples):
         return None
