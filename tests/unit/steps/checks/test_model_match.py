@@ -372,3 +372,40 @@ def test_a_cut_name_shows_the_short_word_the_order_wrote() -> None:
     EDITION')."""
     got = match_model("RTX PRO 6000 S", "NVIDIA RTX PRO 6000 Blac...", None)
     assert got.verdict == "warn" and "not shown: S;" in got.why and "SERVER" not in got.why, got
+
+
+# --- a memory size that only the marked product is sold with names it (data/gpu_name_markers.yml
+# `with_gb` / `without_gb`): Lambda rents the Quadro RTX 6000 as "RTX 6000 (24 GB)"; the RTX 6000
+# Ada has 48 GB. The names and sizes are the captures' own.
+def _quadro_rtx_6000() -> tuple[str, int]:
+    """The name and MiB of the first row of the akash-network issue #81 capture (as saved)."""
+    text = (
+        FIX / "real/nvidia-smi-query-gpu-noheader__quadro-rtx-6000__2gpu__driver570.211.01.csv"
+    ).read_text()
+    name, mib = text.splitlines()[1].split(", ")[:2]
+    return name, int(mib.split()[0])
+
+
+def _rtx_6000_ada() -> tuple[str, int]:
+    """The whole name and MiB of the RTX 6000 Ada capture's first GPU (`nvidia-smi -q`'s name)."""
+    text = (FIX / "real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt").read_text()
+    mib = re.search(r"/\s*(\d+)MiB", text)
+    assert mib
+    return "NVIDIA RTX 6000 Ada Generation", int(mib[1])
+
+
+@pytest.mark.parametrize(
+    ("ordered", "ada", "verdict"),
+    [
+        ("RTX 6000 (24 GB)", False, "pass"),  # Lambda's instance name
+        ("RTX 6000 24GB", False, "pass"),
+        ("Quadro RTX 6000 24GB", False, "pass"),
+        ("RTX 6000 (24 GB)", True, "fail"),  # the 48 GB Ada card does not pass it
+        ("RTX 6000 48GB", False, "fail"),  # a size of the Ada card: Quadro still not ordered
+        ("RTX 6000 48GB", True, "pass"),
+        ("RTX 6000", False, "fail"),  # no size: "RTX 6000" is the Ada card too
+    ],
+)
+def test_model_size_only_the_marked_product_has_names_it(ordered: str, ada: bool, verdict: str) -> None:
+    name, mib = _rtx_6000_ada() if ada else _quadro_rtx_6000()
+    assert match_model(ordered, name, mib).verdict == verdict, match_model(ordered, name, mib)
