@@ -131,21 +131,11 @@ def rule_rdma(
     count, gbit = order_rdma
     expected = _rdma_expected(order_rdma, layer, nic)
     if ports is None:
-        return Check(
-            "rdma_ports",
-            expected,
-            "RDMA ports not readable",
-            "unverified",
-            "the RDMA port listing could not be read; run `ibv_devinfo -v` or list"
-            " /sys/class/infiniband on the box.",
-        )
+        return _unreadable(expected)
     shared = infiniband.shared_ports(ports)
     ports = [p for p in ports if p not in shared]
     listed = bool(ports)
-    # (a port of the other fabric is real but not the one ordered; one whose layer is not read
-    # is neither counted nor called the wrong fabric)
-    wrong = [p for p in ports if layer and _fabric(p) not in (layer, None)]
-    fabric_unread = [p for p in ports if layer and _fabric(p) is None]
+    wrong, fabric_unread = _by_fabric(ports, layer)
     ports = [p for p in ports if p not in wrong]
     up = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
     good = [p for p in up if p not in fabric_unread]
@@ -187,6 +177,26 @@ def rule_rdma(
     elif unread:
         said += f"; {_state_unread(unread)}"
     return Check("rdma_ports", expected, actual + said, "fail", advice)
+
+
+def _unreadable(expected: str) -> Check:
+    """The `rdma_ports` row where the port listing could not be read."""
+    return Check(
+        "rdma_ports",
+        expected,
+        "RDMA ports not readable",
+        "unverified",
+        "the RDMA port listing could not be read; run `ibv_devinfo -v` or list"
+        " /sys/class/infiniband on the box.",
+    )
+
+
+def _by_fabric(ports: Sequence[IbPort], layer: str | None) -> tuple[list[IbPort], list[IbPort]]:
+    """(the ports of the other fabric than `layer`: real but not the one ordered, the ports whose
+    link layer was not read: neither counted nor called the wrong fabric); none without a layer."""
+    if layer is None:
+        return [], []
+    return [p for p in ports if _fabric(p) not in (layer, None)], [p for p in ports if _fabric(p) is None]
 
 
 def _no_device(expected: str) -> Check:
