@@ -249,6 +249,12 @@ PRO6000_MAXQ = ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 97887
         ("RTX PRO 6000 WS", ("NVIDIA RTX PRO 6000D Blackwell Workstation Edition", 97887), False),
         # the short word is read so only beside its model
         ("RTX 4090 S", REAL_NAMES["rtx4090"], False),
+        # Vast.ai's 'Q_RTX_6000' / 'Q RTX 6000' (search index files 13980951571, 31885922036) is the
+        # Quadro (the akash-network issue #81 capture's name and MiB), not the RTX 6000 Ada
+        ("Q RTX 6000", ("Quadro RTX 6000", 24576), True),
+        ("Q_RTX_6000", ("Quadro RTX 6000", 24576), True),
+        ("Q RTX 6000", ("NVIDIA RTX 6000 Ada Generation", 49140), False),
+        ("Q RTX 4000", REAL_NAMES["rtx4000sff"], False),
     ],
 )
 def test_model_matching_marketplace_short_words(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
