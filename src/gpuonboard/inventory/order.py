@@ -26,7 +26,7 @@ from gpuonboard.inventory.fields import (
 )
 from gpuonboard.inventory.model import DataDiskSpec, OrderSpec
 from gpuonboard.inventory.rdma_order import parse_rdma_order
-from gpuonboard.model_names import names_a_model
+from gpuonboard.model_names import instance_type_problem, names_a_model
 from gpuonboard.units import parse_ram_size, parse_size
 from gpuonboard.yamlload import LineDict, did_you_mean, where
 
@@ -78,6 +78,10 @@ def parse_order(
             "gpu_model",
             f"names {zero.group(0).strip()!r} of GPU memory; write the size ordered, like 'A100 80GB'.",
         )
+    if gpu_model is not None and (instance := instance_type_problem(gpu_model)):
+        # (judged, its words are in no name a driver prints: it would fail every box, the ordered
+        # card included)
+        raise order.fail("gpu_model", f"{instance}.")
     if gpu_model is not None and not names_a_model(gpu_model):
         # (judged, it would fail every box, or pass any GPU of the size or form it names)
         raise order.fail(
