@@ -255,6 +255,12 @@ PRO6000_MAXQ = ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 97887
         ("Q_RTX_6000", ("Quadro RTX 6000", 24576), True),
         ("Q RTX 6000", ("NVIDIA RTX 6000 Ada Generation", 49140), False),
         ("Q RTX 4000", REAL_NAMES["rtx4000sff"], False),
+        # Vast.ai's 'GH200_SXM' (search index file 13980951571): every GH200 is a superchip module,
+        # none a PCIe card (data/gpu_name_markers.yml `sxm_only`); the name and MiB of
+        # tests/fixtures/real/nvidia-smi__gh200-480gb__1gpu__driver550.127.05__gls.txt
+        ("GH200_SXM", ("NVIDIA GH200 480GB", 97871), True),
+        ("GH200 PCIe", ("NVIDIA GH200 480GB", 97871), False),
+        ("GH200_SXM", ("NVIDIA H100 80GB HBM3", 81559), False),
     ],
 )
 def test_model_matching_marketplace_short_words(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
