@@ -250,7 +250,7 @@ PRO6000_MAXQ = ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 97887
         # the short word is read so only beside its model
         ("RTX 4090 S", REAL_NAMES["rtx4090"], False),
         # Vast.ai's 'Q_RTX_6000' / 'Q RTX 6000' (search index files 13980951571, 31885922036) is the
-        # Quadro (the akash-network issue #81 capture's name and MiB), not the RTX 6000 Ada
+        # Quadro (the name and MiB of akash-network/provider-configs issue #81), not the RTX 6000 Ada
         ("Q RTX 6000", ("Quadro RTX 6000", 24576), True),
         ("Q_RTX_6000", ("Quadro RTX 6000", 24576), True),
         ("Q RTX 6000", ("NVIDIA RTX 6000 Ada Generation", 49140), False),
@@ -388,14 +388,12 @@ def test_a_cut_name_shows_the_short_word_the_order_wrote() -> None:
 
 # --- a memory size that only the marked product is sold with names it (data/gpu_name_markers.yml
 # `with_gb` / `without_gb`): Lambda rents the Quadro RTX 6000 as "RTX 6000 (24 GB)"; the RTX 6000
-# Ada has 48 GB. The names and sizes are the captures' own.
+# Ada has 48 GB. The names and sizes are real outputs' own.
 def _quadro_rtx_6000() -> tuple[str, int]:
-    """The name and MiB of the first row of the akash-network issue #81 capture (as saved)."""
-    text = (
-        FIX / "real/nvidia-smi-query-gpu-noheader__quadro-rtx-6000__2gpu__driver570.211.01.csv"
-    ).read_text()
-    name, mib = text.splitlines()[1].split(", ")[:2]
-    return name, int(mib.split()[0])
+    """The name and MiB a real 2 x Quadro RTX 6000 node printed (`nvidia-smi
+    --query-gpu=name,memory.total,driver_version,pci.device_id --format=csv,noheader`, driver
+    570.211.01: "Quadro RTX 6000, 24576 MiB, ..."; akash-network/provider-configs issue #81)."""
+    return "Quadro RTX 6000", 24576
 
 
 def _rtx_6000_ada() -> tuple[str, int]:
