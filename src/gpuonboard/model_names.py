@@ -272,3 +272,56 @@ def _model_words(words: Iterable[str]) -> list[str]:
         if _is_model_word(t)
         and not (_INTERCONNECT.match(t) or _PLATFORM.match(t) or t in family_words() or t == GRACE)
     ]
+
+
+# a cloud's instance type written where a GPU model goes: the GPU and its count are the
+# provider's to say, not words of any name a driver prints (so it would fail every box, the
+# ordered card included). Each form as the provider spells its names: AWS EC2 `p5.48xlarge`,
+# `g4dn.metal`; Azure `Standard_ND96isr_H100_v5`, `NC24ads_A100_v4`, a series `NC A100 v4`;
+# Google Cloud `a3-highgpu-8g`, `g2-standard-4`; Lambda's API `gpu_8x_h100_sxm5`; Hetzner `GEX44`
+_INSTANCE_TYPES = (
+    (
+        "an AWS EC2 instance type",
+        re.compile(r"[a-z]{1,3}\d+[a-z-]*\.(?:\d*xlarge|large|metal(?:-\d+xl)?)", re.I),
+    ),
+    (
+        "an Azure VM size",
+        re.compile(r"(?:Standard[_ ])?N[A-Z]{0,2}\d+[a-z]*(?:[_ ][A-Za-z0-9]+)*[_ ]v\d+", re.I),
+    ),
+    ("an Azure VM series", re.compile(r"N[CDVG][A-Z]?(?:\s+[A-Z0-9]+)+\s+v\d+")),
+    (
+        "a Google Cloud machine type",
+        re.compile(r"[agn]\d+x?-(?:high|mega|ultra|edge)?(?:gpu|standard)-\d+g?", re.I),
+    ),
+    ("a Lambda instance type", re.compile(r"gpu_(\d+)x_([a-z0-9_]+)", re.I)),
+    ("a Hetzner server type", re.compile(r"GEX\d+", re.I)),
+)
+
+
+def instance_type_problem(model: str) -> str | None:
+    """Why an order's model is a cloud instance type, not a GPU model (`p5.48xlarge`,
+    `Standard_ND96isr_H100_v5`, `gpu_8x_h100_sxm5`), naming what to write; None for a model.
+    Lambda's API names hold the GPU and its count: those are said back spelled as an order."""
+    text = model.strip()
+    for kind, pattern in _INSTANCE_TYPES:
+        m = pattern.fullmatch(text)
+        if m is None:
+            continue
+        if kind.startswith("a Lambda"):
+            gpu = m.group(2).replace("_", " ").upper()
+            example = f"gpu_model: '{gpu}' and gpu_count: {int(m.group(1))}"  # (the name's own words)
+        else:
+            # (the GPU word an Azure size holds, `H100` of `ND96isr_H100_v5`; not its size or version)
+            said = [w.upper() for w in re.split(r"[_\s]+", text)[1:] if _is_gpu_word(w.upper())]
+            gpu = f"the {said[0]} model with its memory and form" if said else "its GPU model"
+            example = f"gpu_model: {gpu} and gpu_count: their number"
+        return (
+            f"is {kind} ({text!r}), not a GPU model: write the GPU it holds and their number, as"
+            f" {example} (the provider's page for {text} names them)"
+        )
+    return None
+
+
+def _is_gpu_word(token: str) -> bool:
+    """A GPU model word inside an instance type's name ('H100' of `ND96isr_H100_v5`)."""
+    return bool(re.fullmatch(r"(?:[ABHLT]\d{1,3}[A-Z]?|V100S?|GH\d+|GB\d+|MI\d+X?)", token))

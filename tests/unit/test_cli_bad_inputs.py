@@ -105,8 +105,9 @@ CASES = [
     ),
     inv(
         "interconnect-infiniband.yml",
-        "{path}, line 5: host 'gpu-1' order field 'interconnect' must be one of nvlink, pcie,"
-        " not 'infiniband'.",
+        "{path}, line 5: host 'gpu-1' order field 'interconnect' must be one of nvlink, pcie (the link"
+        " between the GPUs), not 'infiniband'; the RDMA fabric goes in `rdma` with its ports and rate,"
+        ' like "8x400G InfiniBand".',
     ),
     inv(
         "min-driver-float.yml",

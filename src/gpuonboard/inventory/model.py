@@ -45,6 +45,10 @@ class OrderSpec:
     interconnect: str | None = None
     min_driver: str | None = None
     rdma: tuple[int, float] | None = None  # `rdma: "8x400G"` -> (8, 400.0): ports x Gb/s each
+    # the fabric `rdma` names ("InfiniBand", "Ethernet" for RoCE; None: either), and a NIC model
+    # word it names that is not checked ("ConnectX-7"; "" where none): inventory/rdma_order.py
+    rdma_layer: str | None = None
+    rdma_nic: str = ""
 
 
 @dataclass(frozen=True)

@@ -19,45 +19,26 @@ from gpuonboard.inventory.fields import (
     GPU_COUNT_RANGE,
     INTERCONNECTS,
     ORDER_KEYS,
-    RDMA_GBITS_RANGE,
-    RDMA_PORTS_RANGE,
     SIZE_MAX_BYTES,
     NumberRange,
     normal_remote_path,
     remote_path_problem,
 )
 from gpuonboard.inventory.model import DataDiskSpec, OrderSpec
-from gpuonboard.model_names import names_a_model
+from gpuonboard.inventory.rdma_order import parse_rdma_order
+from gpuonboard.model_names import instance_type_problem, names_a_model
 from gpuonboard.units import parse_ram_size, parse_size
-from gpuonboard.yamlload import LineDict, did_you_mean, shown, where
+from gpuonboard.yamlload import LineDict, did_you_mean, where
 
 _ZERO_MEMORY = re.compile(r"(?<![\d.])0+\s*G(?:I?B)?\b", re.IGNORECASE)  # "0GB", "0 GiB", "00G"
-# (bits only: `G`, `Gb`, `Gbit`, `Gbps`, `Gb/s`; a capital-B `GB`, `GB/s` is bytes: 50 GB/s is 400 Gb/s)
-_RDMA = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*([Gg]|[Gg]b|[Gg]bit|[Gg]bps|[Gg]b/s)", re.ASCII)
-_RDMA_BYTES = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB|GB/s|GBps)", re.ASCII)
 
 
 def parse_rdma(value: object) -> tuple[int, float]:
     """An order's `rdma` field, COUNTxRATE with the rate in Gb/s (`8x400G`, `8 x 400Gbps`,
-    `2x200Gb/s`) -> (8, 400.0); ValueError with the reason otherwise."""
-    if isinstance(value, str) and (b := _RDMA_BYTES.fullmatch(value.strip())):
-        bits = float(b.group(2)) * 8
-        raise ValueError(
-            f"is {value!r}: a rate in bytes ({b.group(3)}); port rates are sold in bits: write"
-            f' "{b.group(1)}x{bits:g}G" if {b.group(2)} {b.group(3)} a port was meant, or'
-            f' "{b.group(1)}x{b.group(2)}G" for {b.group(2)} Gb/s'
-        )
-    if not isinstance(value, str) or not (m := _RDMA.fullmatch(value.strip())):
-        raise ValueError(f'must be ports x rate like "8x400G" (8 ports of 400 Gb/s each), not {shown(value)}')
-    count, rate = int(m.group(1)), float(m.group(2))
-    if count < 1 or rate <= 0:
-        raise ValueError(f"is {value!r}, which checks nothing; give at least 1 port and a rate above 0")
-    for rule, number in ((RDMA_PORTS_RANGE, count), (RDMA_GBITS_RANGE, rate)):
-        if problem := rule.problem(number):
-            raise ValueError(
-                f"is {shown(value)}: the {'ports' if number is count else 'rate'} {problem[:-1]}"
-            )
-    return count, rate
+    `2x200Gb/s`, with a fabric: `8x400G InfiniBand`) -> (8, 400.0); ValueError with the reason
+    otherwise (inventory.rdma_order reads the fabric and NIC words too)."""
+    rdma = parse_rdma_order(value)
+    return rdma.ports, rdma.gbit
 
 
 def parse_order(
@@ -97,6 +78,10 @@ def parse_order(
             "gpu_model",
             f"names {zero.group(0).strip()!r} of GPU memory; write the size ordered, like 'A100 80GB'.",
         )
+    if gpu_model is not None and (instance := instance_type_problem(gpu_model)):
+        # (judged, its words are in no name a driver prints: it would fail every box, the ordered
+        # card included)
+        raise order.fail("gpu_model", f"{instance}.")
     if gpu_model is not None and not names_a_model(gpu_model):
         # (judged, it would fail every box, or pass any GPU of the size or form it names)
         raise order.fail(
@@ -108,12 +93,21 @@ def parse_order(
     if isinstance(interconnect, str) and interconnect.strip().lower() in INTERCONNECTS:
         interconnect = interconnect.strip().lower()  # ('NVLink', as people write it)
     if interconnect is not None and interconnect not in INTERCONNECTS:
-        raise order.fail("interconnect", f"must be one of {', '.join(INTERCONNECTS)}, not {interconnect!r}.")
+        fabric = str(interconnect).strip().lower() in ("infiniband", "ib", "roce", "rocev2", "ethernet")
+        raise order.fail(
+            "interconnect",
+            f"must be one of {', '.join(INTERCONNECTS)} (the link between the GPUs), not {interconnect!r}"
+            + (
+                '; the RDMA fabric goes in `rdma` with its ports and rate, like "8x400G InfiniBand".'
+                if fabric
+                else "."
+            ),
+        )
     min_driver = order.min_driver()
     rdma = None
     if raw.get("rdma") is not None:
         try:
-            rdma = parse_rdma(raw["rdma"])
+            rdma = parse_rdma_order(raw["rdma"])
         except ValueError as exc:
             raise order.fail("rdma", f"{exc}.") from None
     data_disk = order.data_disk()
@@ -126,7 +120,9 @@ def parse_order(
         data_disk=data_disk,
         interconnect=interconnect,
         min_driver=min_driver,
-        rdma=rdma,
+        rdma=(rdma.ports, rdma.gbit) if rdma else None,
+        rdma_layer=rdma.layer if rdma else None,
+        rdma_nic=rdma.nic if rdma else "",
     )
 
 

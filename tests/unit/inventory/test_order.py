@@ -204,3 +204,14 @@ def test_real_gpu_memory_sizes_are_taken(tmp_path: Path, model: str) -> None:
     f = tmp_path / "order.yml"
     f.write_text(f"order:\n  gpu_model: {model}\n")
     assert load_order(str(f)).gpu_model == model
+
+
+def test_order_file_instance_type_refused_naming_what_to_write(tmp_path: Path) -> None:
+    """`gpu_model: p5.48xlarge` (an AWS instance type) loaded, and its words, in no name a driver
+    prints, failed the real 8 x H100 80GB HBM3 box it names: now refused at load."""
+    f = tmp_path / "order.yml"
+    f.write_text("order:\n  gpu_model: p5.48xlarge\n")
+    with pytest.raises(InventoryError) as err:
+        load_order(str(f))
+    msg = str(err.value)
+    assert "line 2" in msg and "'gpu_model'" in msg and "AWS EC2 instance type" in msg and "gpu_count" in msg

@@ -68,6 +68,41 @@ def marker_siblings(path: str = str(MARKERS_FILE)) -> dict[str, tuple[frozenset[
     return out
 
 
+# per sibling model of a marker word: (its words, the GB sizes only its product with the word has)
+_SizedSiblings = tuple[tuple[frozenset[str], frozenset[int]], ...]
+
+
+@loaded_once
+def marker_sizes(path: str = str(MARKERS_FILE)) -> dict[str, _SizedSiblings]:
+    """Per product-marker word (data/gpu_name_markers.yml `markers`), each sibling model whose
+    product with the word is sold with memory sizes its sibling without it is not (`with_gb`
+    less `without_gb`): {'QUADRO': (({'RTX', '6000'}, {24}), ...)}."""
+    out: dict[str, _SizedSiblings] = {}
+    for row in table_rows(Path(path), "markers"):
+        word = _name_tokens(str(row.get("word") or "")).tokens[0]
+        rows = []
+        for sib in row.get("siblings") or []:
+            sized = [sib.get(k, []) for k in ("with_gb", "without_gb")]
+            if not all(isinstance(v, list) and all(isinstance(n, int) and n > 0 for n in v) for v in sized):
+                raise ValueError(f"{path}: sibling {sib.get('model')!r} of {word!r}: sizes must be GB lists")
+            if only := frozenset(sized[0]) - frozenset(sized[1]):
+                rows.append((frozenset(_name_tokens(str(sib["model"])).tokens), only))
+        out[word] = tuple(rows)
+    return out
+
+
+def _implied_markers(want: list[str], have: frozenset[str]) -> set[str]:
+    """The product-marker words an order names by a memory size only that product is sold with,
+    not by the word: 'RTX 6000 (24 GB)' (Lambda's name) is the Quadro RTX 6000, as the RTX 6000
+    Ada has 48 GB. Every ordered size must be one of the marked product's; none ordered implies none."""
+    sizes = {int(m.group(1)) for t in want if (m := _MEMORY.match(t))}
+    return {
+        word
+        for word, rows in marker_sizes().items()
+        if sizes and any(model <= have and model <= set(want) and sizes <= only for model, only in rows)
+    }
+
+
 @loaded_once
 def marked_tails(path: str = str(MARKERS_FILE)) -> tuple[tuple[str, ...], ...]:
     """The words of each name of data/gpu_name_markers.yml `tails`: a name nvidia-smi prints with
@@ -554,9 +589,9 @@ def match_model(
     # of a model sold with several under one name it cannot be told
     kind_problems, untold = _kind_problem(kinds, got)
     problems += kind_problems
-    named = set(want) | (
-        {"NVL"} if "PCIE" in want and any(m <= got.have for m in nvl_pcie_cards()) else set()
-    )
+    named = set(want) | _implied_markers(want, got.have)
+    if "PCIE" in want and any(m <= got.have for m in nvl_pcie_cards()):
+        named.add("NVL")
     extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - named if _marks_another_product(t, got.have))
     problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]
     cut_problem, vague = _cut_word(want, got)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from gpuonboard.facts import infiniband
 from gpuonboard.facts.infiniband import IbPort
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND
 from gpuonboard.steps.base import Check
 
 if TYPE_CHECKING:
@@ -106,6 +107,8 @@ def rule_rdma(
     cut: str | None = None,
     disagree: str | None = None,
     unopened: frozenset[tuple[str, int]] = frozenset(),
+    layer: str | None = None,
+    nic: str = "",
 ) -> Check | None:
     """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
     rate or more, each physical link once (the VF ports of a listed physical function are not
@@ -119,27 +122,32 @@ def rule_rdma(
     the order (fail). "No RDMA device found" needs a whole listing
     with no port. Ports a sysfs listing lists that the whole ibv_devinfo beside it does not
     (`unopened`: infiniband.unopened_ports) are there but the verbs library cannot open them: they
-    make up no pass; where they would, warn. None when the order asks for no RDMA."""
+    make up no pass; where they would, warn. `layer` (the order's fabric: "InfiniBand", or
+    "Ethernet" for RoCE) counts only ports of that link layer: a port of the other is real but the
+    wrong fabric (named; too few = fail naming both), one whose link layer was not read is
+    neither (unverified where it could make up the order). None when the order asks for no RDMA."""
     if order_rdma is None:
         return None
     count, gbit = order_rdma
-    expected = _rdma_expected(order_rdma)
+    expected = _rdma_expected(order_rdma, layer, nic)
     if ports is None:
-        return Check(
-            "rdma_ports",
-            expected,
-            "RDMA ports not readable",
-            "unverified",
-            "the RDMA port listing could not be read; run `ibv_devinfo -v` or list"
-            " /sys/class/infiniband on the box.",
-        )
+        return _unreadable(expected)
     shared = infiniband.shared_ports(ports)
     ports = [p for p in ports if p not in shared]
-    good = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
+    listed = bool(ports)
+    wrong, fabric_unread = _by_fabric(ports, layer)
+    ports = [p for p in ports if p not in wrong]
+    up = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
+    good = [p for p in up if p not in fabric_unread]
     # (a port whose state file the probe could not read, blank: not known to be down)
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
-    actual = f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s" if ports else "no port listed"
+    unknown += [p for p in up if p not in good and p not in unknown]
+    on = f" on {_fabric_shown(layer)}" if layer else ""
+    actual = (
+        f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s{on}" if listed else "no port listed"
+    )
+    actual += _wrong_said(wrong, layer, fabric_unread)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
             return _rdma_unopened(expected, actual + shared_said(shared), unopened)
@@ -158,23 +166,83 @@ def rule_rdma(
     if not complete or cut is not None:
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
-        return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread)
-    if not ports:
-        return Check(
-            "rdma_ports",
-            expected,
-            "no RDMA device found",
-            "fail",
-            "no InfiniBand/RoCE device is visible (driver not loaded, or no NIC): ask the"
-            " vendor for the ordered"
-            " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
-        )
+        return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread, fabric_unread)
+    if not listed:
+        return _no_device(expected)
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
+    if layer and (wrong_up := [p for p in wrong if p.active]):
+        advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
     elif unread:
         said += f"; {_state_unread(unread)}"
     return Check("rdma_ports", expected, actual + said, "fail", advice)
+
+
+def _unreadable(expected: str) -> Check:
+    """The `rdma_ports` row where the port listing could not be read."""
+    return Check(
+        "rdma_ports",
+        expected,
+        "RDMA ports not readable",
+        "unverified",
+        "the RDMA port listing could not be read; run `ibv_devinfo -v` or list"
+        " /sys/class/infiniband on the box.",
+    )
+
+
+def _by_fabric(ports: Sequence[IbPort], layer: str | None) -> tuple[list[IbPort], list[IbPort]]:
+    """(the ports of the other fabric than `layer`: real but not the one ordered, the ports whose
+    link layer was not read: neither counted nor called the wrong fabric); none without a layer."""
+    if layer is None:
+        return [], []
+    return [p for p in ports if _fabric(p) not in (layer, None)], [p for p in ports if _fabric(p) is None]
+
+
+def _no_device(expected: str) -> Check:
+    """The `rdma_ports` row of a whole listing with no port at all."""
+    return Check(
+        "rdma_ports",
+        expected,
+        "no RDMA device found",
+        "fail",
+        "no InfiniBand/RoCE device is visible (driver not loaded, or no NIC): ask the"
+        " vendor for the ordered"
+        " RDMA NICs with their driver (MLNX_OFED / DOCA-OFED) loaded.",
+    )
+
+
+def _fabric(port: IbPort) -> str | None:
+    """A port's link layer as an order names it ("InfiniBand", "Ethernet"); None: not read."""
+    text = (port.link_layer or "").strip().lower()
+    return INFINIBAND if text == "infiniband" else ETHERNET if text == "ethernet" else None
+
+
+def _fabric_shown(layer: str | None) -> str:
+    """'InfiniBand', 'Ethernet (RoCE)'."""
+    return f"{layer} (RoCE)" if layer == ETHERNET else str(layer)
+
+
+def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Sequence[IbPort]) -> str:
+    """The ports of the other fabric than ordered, and those whose link layer was not read, named."""
+    said = ""
+    if wrong:
+        other = ETHERNET if layer == INFINIBAND else INFINIBAND
+        said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {', '.join(map(_show, wrong))}"
+    if fabric_unread:
+        said += f"; link layer not read: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
+    return said
+
+
+def _wrong_fabric_advice(layer: str, up: int) -> str:
+    """The advice where `up` ports of the other fabric than ordered are up: the NICs are there, on
+    the wrong fabric (an InfiniBand order is not met by RoCE ports, nor a RoCE order by InfiniBand)."""
+    other = ETHERNET if layer == INFINIBAND else INFINIBAND
+    return (
+        f"{layer} was ordered and {up} port(s) up are {_fabric_shown(other)}: the wrong fabric"
+        f" (a VPI adapter's port type is set in its firmware, `mlxconfig LINK_TYPE_P1`); ask the"
+        f" vendor for {_fabric_shown(layer)} ports, or fix the order if {other} was sold."
+    )
 
 
 def _rdma_unopened(expected: str, actual: str, unopened: frozenset[tuple[str, int]]) -> Check:
@@ -193,13 +261,28 @@ def _rdma_unopened(expected: str, actual: str, unopened: frozenset[tuple[str, in
     )
 
 
-def _rdma_unknown(expected: str, actual: str, unknown: Sequence[IbPort], unread: Sequence[IbPort]) -> Check:
-    """The `rdma_ports` row where the ports whose rate or state could not be read would make up
-    the order: each is not known to be up, nor down."""
-    rateless = len(unknown) - len(unread)
+def _rdma_unknown(
+    expected: str,
+    actual: str,
+    unknown: Sequence[IbPort],
+    unread: Sequence[IbPort],
+    fabric_unread: Sequence[IbPort] = (),
+) -> Check:
+    """The `rdma_ports` row where the ports whose rate, state or link layer could not be read
+    would make up the order: each is not known to be up, nor down, nor of the ordered fabric."""
+    rateless = len([p for p in unknown if p not in unread and p.rate_gbps is None])
     said = [f"{rateless} active with no rate reported"] if rateless else []
     if unread:
         said.append(_state_unread(unread))
+    if fabric_unread and not said:
+        return Check(
+            "rdma_ports",
+            expected,
+            actual,
+            "unverified",
+            "the ports' link layer (InfiniBand or Ethernet) was not reported: read"
+            " /sys/class/infiniband/*/ports/*/link_layer, or `ibv_devinfo -v`.",
+        )
     advice = (
         "the port state was not reported (a sysfs file the login could not read); read"
         " /sys/class/infiniband/*/ports/*/state and rate as root, or `ibv_devinfo -v`."
@@ -215,8 +298,12 @@ def _state_unread(ports: Sequence[IbPort]) -> str:
     return f"state not readable: {', '.join(f'{p.device}/{p.port}' for p in ports)}"
 
 
-def _rdma_expected(order_rdma: tuple[int, float]) -> str:
-    return f"{order_rdma[0]} RDMA port(s) ACTIVE at >= {order_rdma[1]:g} Gb/s"
+def _rdma_expected(order_rdma: tuple[int, float], layer: str | None = None, nic: str = "") -> str:
+    """'8 RDMA port(s) ACTIVE at >= 400 Gb/s'; with a fabric ordered, '8 InfiniBand port(s) ...';
+    a NIC model ordered is said as not checked."""
+    kind = _fabric_shown(layer) if layer else "RDMA"
+    said = f" ({nic}: the NIC model is not checked)" if nic else ""
+    return f"{order_rdma[0]} {kind} port(s) ACTIVE at >= {order_rdma[1]:g} Gb/s{said}"
 
 
 def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
@@ -226,13 +313,13 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
     if not facts.given("rdma_ports"):  # (offline: no saved listing among the files)
         return Check(
             "rdma_ports",
-            _rdma_expected(order.rdma),
+            _rdma_expected(order.rdma, order.rdma_layer, order.rdma_nic),
             "not judged: no ibv_devinfo, ibstat or ibstatus output was given",
             "unverified",
             "add the saved `ibv_devinfo -v` output to judge it",
         )
     if facts.raw["rdma_ports"].exit_code != 0:
-        return rule_rdma(order.rdma, None)
+        return rule_rdma(order.rdma, None, layer=order.rdma_layer, nic=order.rdma_nic)
     first = facts.raw["rdma_ports"]
     # (offline, the listings in other formats given beside it: ibstat's rates, ibv_devinfo's states)
     report = infiniband.merge_listings(
@@ -241,14 +328,23 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
     if report.rivals is not None:
         return Check(
             "rdma_ports",
-            _rdma_expected(order.rdma),
+            _rdma_expected(order.rdma, order.rdma_layer, order.rdma_nic),
             f"not judged: {report.rivals}",
             "unverified",
             "the saved RDMA port listings are not of one box at one time: judge each box's"
             " listings apart (one folder per box), or save `ibv_devinfo -v` on the box and judge it"
             " again.",
         )
-    return rule_rdma(order.rdma, report.ports, report.complete, report.cut, report.disagree, report.unopened)
+    return rule_rdma(
+        order.rdma,
+        report.ports,
+        report.complete,
+        report.cut,
+        report.disagree,
+        report.unopened,
+        order.rdma_layer,
+        order.rdma_nic,
+    )
 
 
 def _listing(out: ProbeOutput) -> infiniband.IbReport:

@@ -249,6 +249,18 @@ PRO6000_MAXQ = ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", 97887
         ("RTX PRO 6000 WS", ("NVIDIA RTX PRO 6000D Blackwell Workstation Edition", 97887), False),
         # the short word is read so only beside its model
         ("RTX 4090 S", REAL_NAMES["rtx4090"], False),
+        # Vast.ai's 'Q_RTX_6000' / 'Q RTX 6000' (search index files 13980951571, 31885922036) is the
+        # Quadro (the name and MiB of akash-network/provider-configs issue #81), not the RTX 6000 Ada
+        ("Q RTX 6000", ("Quadro RTX 6000", 24576), True),
+        ("Q_RTX_6000", ("Quadro RTX 6000", 24576), True),
+        ("Q RTX 6000", ("NVIDIA RTX 6000 Ada Generation", 49140), False),
+        ("Q RTX 4000", REAL_NAMES["rtx4000sff"], False),
+        # Vast.ai's 'GH200_SXM' (search index file 13980951571): every GH200 is a superchip module,
+        # none a PCIe card (data/gpu_name_markers.yml `sxm_only`); the name and MiB of
+        # tests/fixtures/real/nvidia-smi__gh200-480gb__1gpu__driver550.127.05__gls.txt
+        ("GH200_SXM", ("NVIDIA GH200 480GB", 97871), True),
+        ("GH200 PCIe", ("NVIDIA GH200 480GB", 97871), False),
+        ("GH200_SXM", ("NVIDIA H100 80GB HBM3", 81559), False),
     ],
 )
 def test_model_matching_marketplace_short_words(ordered: str, delivered: tuple[str, int], ok: bool) -> None:
@@ -372,3 +384,38 @@ def test_a_cut_name_shows_the_short_word_the_order_wrote() -> None:
     EDITION')."""
     got = match_model("RTX PRO 6000 S", "NVIDIA RTX PRO 6000 Blac...", None)
     assert got.verdict == "warn" and "not shown: S;" in got.why and "SERVER" not in got.why, got
+
+
+# --- a memory size that only the marked product is sold with names it (data/gpu_name_markers.yml
+# `with_gb` / `without_gb`): Lambda rents the Quadro RTX 6000 as "RTX 6000 (24 GB)"; the RTX 6000
+# Ada has 48 GB. The names and sizes are real outputs' own.
+def _quadro_rtx_6000() -> tuple[str, int]:
+    """The name and MiB a real 2 x Quadro RTX 6000 node printed (`nvidia-smi
+    --query-gpu=name,memory.total,driver_version,pci.device_id --format=csv,noheader`, driver
+    570.211.01: "Quadro RTX 6000, 24576 MiB, ..."; akash-network/provider-configs issue #81)."""
+    return "Quadro RTX 6000", 24576
+
+
+def _rtx_6000_ada() -> tuple[str, int]:
+    """The whole name and MiB of the RTX 6000 Ada capture's first GPU (`nvidia-smi -q`'s name)."""
+    text = (FIX / "real/nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt").read_text()
+    mib = re.search(r"/\s*(\d+)MiB", text)
+    assert mib
+    return "NVIDIA RTX 6000 Ada Generation", int(mib[1])
+
+
+@pytest.mark.parametrize(
+    ("ordered", "ada", "verdict"),
+    [
+        ("RTX 6000 (24 GB)", False, "pass"),  # Lambda's instance name
+        ("RTX 6000 24GB", False, "pass"),
+        ("Quadro RTX 6000 24GB", False, "pass"),
+        ("RTX 6000 (24 GB)", True, "fail"),  # the 48 GB Ada card does not pass it
+        ("RTX 6000 48GB", False, "fail"),  # a size of the Ada card: Quadro still not ordered
+        ("RTX 6000 48GB", True, "pass"),
+        ("RTX 6000", False, "fail"),  # no size: "RTX 6000" is the Ada card too
+    ],
+)
+def test_model_size_only_the_marked_product_has_names_it(ordered: str, ada: bool, verdict: str) -> None:
+    name, mib = _rtx_6000_ada() if ada else _quadro_rtx_6000()
+    assert match_model(ordered, name, mib).verdict == verdict, match_model(ordered, name, mib)

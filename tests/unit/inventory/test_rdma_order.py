@@ -1,0 +1,71 @@
+"""An order's `rdma` as vendors write it (inventory/rdma_order.py): ports x rate with the fabric
+named (`8x400G InfiniBand`) or told by a word (NDR, RoCE v2, GbE), a NIC model word kept as not
+checked; a rate with no port count (`3.2 Tbps InfiniBand`) refused naming what to write."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api.offline import load_order
+from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND, RdmaOrder, parse_rdma_order
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("8x400G", RdmaOrder(8, 400.0)),
+        ("8x400G InfiniBand", RdmaOrder(8, 400.0, INFINIBAND)),
+        ("8x400Gb/s IB", RdmaOrder(8, 400.0, INFINIBAND)),
+        ("8x400G (NDR, InfiniBand)", RdmaOrder(8, 400.0, INFINIBAND)),
+        ("8x ConnectX-7 400Gb/s NDR", RdmaOrder(8, 400.0, INFINIBAND, "ConnectX-7")),
+        ("8 x NVIDIA ConnectX-7 400G InfiniBand", RdmaOrder(8, 400.0, INFINIBAND, "NVIDIA ConnectX-7")),
+        ("8x400G NDR400", RdmaOrder(8, 400.0, INFINIBAND)),
+        ("4x200G (4X HDR)", RdmaOrder(4, 200.0, INFINIBAND)),
+        ("2x100G RoCE v2", RdmaOrder(2, 100.0, ETHERNET)),
+        ("2x100G RoCEv2", RdmaOrder(2, 100.0, ETHERNET)),
+        ("1x400G Ethernet", RdmaOrder(1, 400.0, ETHERNET)),
+        ("8x200GbE", RdmaOrder(8, 200.0, ETHERNET)),
+        ("8x1.6T", RdmaOrder(8, 1600.0)),
+    ],
+)
+def test_rdma_order_vendor_forms(text: str, want: RdmaOrder) -> None:
+    assert parse_rdma_order(text) == want
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("3.2 Tbps InfiniBand", "one rate (3200 Gb/s) and no port count"),
+        ("3.2 Tbps InfiniBand", '"8x400G InfiniBand"'),
+        ("RoCE v2 100G", '"1x100G RoCE"'),
+        ("8x400G NDR RoCE", "names InfiniBand ('NDR') and Ethernet ('RoCE') both"),
+        ("8x200G NDR400", "the rate 200 Gb/s and the speed word's 400 Gb/s disagree"),
+        ("8x50GB/s", "a rate in bytes"),
+        ("8x NDR", '"8x400G InfiniBand"'),
+        # a count or InfiniBand's link width (`4X HDR`): not told
+        ("4x HDR200", "may be the port count or the link width"),
+        ("4x HDR200", '"4x200G InfiniBand"'),
+    ],
+)
+def test_rdma_order_refused_naming_what_to_write(text: str, said: str) -> None:
+    with pytest.raises(ValueError, match=None) as err:
+        parse_rdma_order(text)
+    assert said in str(err.value)
+
+
+def test_order_file_rdma_fabric_loaded(tmp_path: Path) -> None:
+    f = tmp_path / "order.yml"
+    f.write_text('order:\n  rdma: "8x ConnectX-7 400Gb/s NDR"\n')
+    spec = load_order(str(f))
+    assert (spec.rdma, spec.rdma_layer, spec.rdma_nic) == ((8, 400.0), INFINIBAND, "ConnectX-7")
+
+
+def test_order_file_rdma_total_refused_with_its_line(tmp_path: Path) -> None:
+    f = tmp_path / "order.yml"
+    f.write_text('order:\n  gpu_count: 8\n  rdma: "3.2 Tbps InfiniBand"\n')
+    with pytest.raises(InventoryError) as err:
+        load_order(str(f))
+    assert "line 3" in str(err.value) and "'rdma'" in str(err.value) and "8x400G InfiniBand" in str(err.value)

@@ -1,0 +1,82 @@
+"""The `rdma_ports` rule with the order's fabric (steps/checks/rdma_ports.py): an order naming
+InfiniBand or RoCE (`8x400G InfiniBand`, `2x100G RoCE v2`) counts only ports of that link layer,
+read from real listings of boxes with both: a port of the other fabric is real but not the one
+ordered (named; too few = fail naming both), one whose link layer was not read is neither."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ...offline_judge import checks, details, verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+# 8 x NDR 400 InfiniBand and one 200 Gb/s RoCE bond (sysfs listing)
+SYSFS = "ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt"
+# a ConnectX-6 InfiniBand port (200 Gb/s) and two ConnectX-5 RoCE ports (100 Gb/s)
+DEVINFO = "ibv_devinfo-v__connectx6-ib_plus_connectx5-roce__3hca.txt"
+# a RoCE and an InfiniBand physical function (200 Gb/s each) and 8 SR-IOV VFs
+NODE = "ibstat__connectx6-hdr200__2pf_plus_8vf-1active__openshift-sriov-node.txt"
+
+
+def _rdma(tmp_path: Path, name: str, rdma: str, text: str | None = None) -> tuple[str, str]:
+    text = (REAL / name).read_text() if text is None else text
+    return verdicts(tmp_path, name, text, f'order:\n  rdma: "{rdma}"\n')["rdma_ports"]
+
+
+@pytest.mark.parametrize(
+    ("name", "rdma", "verdict"),
+    [
+        (SYSFS, "8x400G InfiniBand", "pass"),
+        (SYSFS, "8x ConnectX-7 400Gb/s NDR", "pass"),
+        (SYSFS, "9x200G InfiniBand", "fail"),  # the 9th port up at 200 Gb/s is the RoCE bond
+        (SYSFS, "9x200G", "pass"),  # no fabric named: either counts
+        (SYSFS, "1x200G RoCE", "pass"),
+        (SYSFS, "2x200G RoCE v2", "fail"),  # the InfiniBand ports do not make up a RoCE order
+        (DEVINFO, "3x25G InfiniBand", "fail"),
+        (DEVINFO, "1x50G IB", "pass"),
+        (DEVINFO, "2x25G RoCE", "pass"),
+        (DEVINFO, "2x100GbE", "pass"),
+        (NODE, "2x200G InfiniBand", "fail"),
+        (NODE, "1x200G HDR", "pass"),
+    ],
+)
+def test_rdma_counts_only_the_ordered_fabric(tmp_path: Path, name: str, rdma: str, verdict: str) -> None:
+    got, actual = _rdma(tmp_path, name, rdma)
+    assert got == verdict, actual
+
+
+def test_rdma_wrong_fabric_fail_names_both(tmp_path: Path) -> None:
+    text = (REAL / DEVINFO).read_text()
+    order = 'order:\n  rdma: "3x25G InfiniBand"\n'
+    verdict, actual = verdicts(tmp_path, DEVINFO, text, order)["rdma_ports"]
+    assert verdict == "fail"
+    assert actual == (
+        "1 of 1 port(s) ACTIVE at >= 25 Gb/s on InfiniBand; on Ethernet (RoCE), not the InfiniBand"
+        " ordered: mlx5_1/1 ACTIVE 100 Gb/s Ethernet, mlx5_2/1 ACTIVE 100 Gb/s Ethernet"
+    )
+    detail = details(tmp_path, DEVINFO, text, order)["rdma_ports"]
+    assert detail.startswith("InfiniBand was ordered and 2 port(s) up are Ethernet (RoCE): the wrong fabric")
+
+
+def test_rdma_link_layer_not_read_is_unverified(tmp_path: Path) -> None:
+    """The sysfs capture with mlx5_0's link_layer cell blanked (the probe's line for a link_layer
+    file it could not read; not the last line, so the listing is whole): 8 InfiniBand ports
+    ordered, 7 read as InfiniBand, mlx5_0 neither counted nor called Ethernet."""
+    lines = (REAL / SYSFS).read_text().splitlines(keepends=True)
+    assert lines[0].startswith("mlx5_0\t") and lines[0].rstrip("\n").endswith("\tInfiniBand")
+    lines[0] = lines[0].rstrip("\n")[: -len("InfiniBand")] + "\n"
+    verdict, actual = _rdma(tmp_path, SYSFS, "8x400G InfiniBand", "".join(lines))
+    assert verdict == "unverified", actual
+    assert "link layer not read: mlx5_0/1" in actual
+    # (7 up at the rate and one unread cannot make 9: the order is missed either way)
+    assert _rdma(tmp_path, SYSFS, "10x400G InfiniBand", "".join(lines))[0] == "fail"
+
+
+def test_rdma_expected_names_the_fabric_and_the_unchecked_nic(tmp_path: Path) -> None:
+    text = (REAL / SYSFS).read_text()
+    order = 'order:\n  rdma: "8x ConnectX-7 400Gb/s NDR"\n'
+    row = next(c for c in checks(tmp_path, SYSFS, text, order) if c.name == "rdma_ports")
+    want = "8 InfiniBand port(s) ACTIVE at >= 400 Gb/s (ConnectX-7: the NIC model is not checked)"
+    assert row.expected == want
