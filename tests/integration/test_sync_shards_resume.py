@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -169,3 +170,122 @@ def test_a_tampered_encrypted_partial_is_sent_again_from_the_start(project: Proj
     _resume(
         project, tmp_path, flags, unpack=True, tamper=True, age_recipients=[pub], age_identity_file=str(key)
     )
+
+
+def _record(project: Project, data_dir: Path) -> Path:
+    """The host's list of what uploads wrote in the unpacked tree `many` (uploadlock.WRITTEN_DIR)."""
+    home = project.pool.hosts["dataset"].home
+    digest = hashlib.sha256(f"{os.path.realpath(data_dir)}/many".encode()).hexdigest()
+    (record,) = (home / ".cache" / "gpuonboard").glob(f"written.*/{digest}")
+    return record
+
+
+def _hold_record(record: Path) -> None:
+    """The list made a FIFO (its owner's, as the file was): the host's write of a new list,
+    which reads the old one first, waits there until `_release` opens it for writing."""
+    st = record.stat()
+    record.unlink()
+    os.mkfifo(record, 0o666)
+    os.chown(record, st.st_uid, st.st_gid)
+    os.chmod(record, 0o666)
+
+
+def _release(record: Path, seconds: float) -> bool:
+    """Let the waiting write read an empty old list (open the FIFO for writing, close it);
+    False when no reader came in `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            fd = os.open(record, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:  # (ENXIO: nobody reads it yet)
+            time.sleep(0.05)
+            continue
+        os.close(fd)
+        return True
+    return False
+
+
+def _arrives_while_listing(
+    project: Project, data_dir: Path, proc: subprocess.Popen[Any], seconds: float
+) -> bool:
+    """Whether the shard's first bytes reach the host while the list's write still waits."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and proc.poll() is None:
+        part = _partial(data_dir / "many.shards")
+        if part is not None and part.stat().st_size > 0:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_the_first_shard_streams_while_the_hosts_list_of_what_uploads_wrote_is_written(
+    project: Project, tmp_path: Path
+) -> None:
+    """Round 26: the host's list of what uploads wrote in the unpacked tree (a line per file,
+    2 MB at 50,000 files) was written after the lease and before the first shard's byte. It is
+    written beside the first stream now, and waited for before the closing command swaps the
+    tree in. The real sshd test host, the list made a FIFO (edit: the test's), so its write waits
+    there: the shard's bytes reach the host meanwhile (before: nothing until the list was
+    written), and once it is released the run ends verified with the new list."""
+    src, data_dir = _setup(project, tmp_path)
+    flags = ["--shards", "--unpack"]
+    assert project.cli("sync", "--host", "dataset", *flags).returncode == 0
+    record = _record(project, data_dir)
+    (src / "d0" / "new.bin").write_bytes(os.urandom(SIZE))
+    _hold_record(record)
+    argv = [*project.cli_argv(), "sync", "--host", "dataset", *flags, "--bwlimit", "400k"]
+    proc = subprocess.Popen(
+        argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        arrived = _arrives_while_listing(project, data_dir, proc, 20)
+        assert _release(record, 20)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert arrived, "the first shard waited for the host's list of what uploads wrote"
+    s = _step(project)
+    assert proc.returncode == 0 and s["status"] == "changed", (out, err, s)
+    _assert_host_holds_only(data_dir, src, unpack=True)
+    listed = record.read_bytes().split(b"\0")
+    assert record.is_file() and any(e.endswith(b" d0/new.bin") for e in listed), listed[:5]
+
+
+def test_a_run_cut_off_while_that_list_is_written_resumes(project: Project, tmp_path: Path) -> None:
+    """The same, the run SIGTERMed once part of the shard reached the host while the list's
+    write still waited (then released): the rerun resumes from the bytes the host kept, the
+    tree verified and the list written."""
+    src, data_dir = _setup(project, tmp_path)
+    flags = ["--shards", "--unpack"]
+    assert project.cli("sync", "--host", "dataset", *flags).returncode == 0
+    record = _record(project, data_dir)
+    (src / "d0" / "new.bin").write_bytes(os.urandom(SIZE))
+    for p in sorted(src.rglob("*.bin"))[::2]:  # (most of the shard changes: a partial worth resuming)
+        p.write_bytes(os.urandom(SIZE))
+    _hold_record(record)
+    argv = [*project.cli_argv(), "sync", "--host", "dataset", *flags, "--bwlimit", "400k"]
+    proc = subprocess.Popen(
+        argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+    def far_enough() -> bool:
+        part = _partial(data_dir / "many.shards")
+        return part is not None and part.stat().st_size >= 1024 * 1024
+
+    released = threading.Thread(target=_release, args=(record, 60), daemon=True)
+    try:
+        interrupt_when(proc, far_enough, 20)
+    finally:
+        released.start()
+        released.join()
+    time.sleep(0.5)  # (the host's side of the cut stream settles)
+    if record.exists() and not record.is_file():
+        record.unlink()  # (a write cut before it read the old list left the FIFO)
+    r = project.cli("sync", "--host", "dataset", *flags)
+    s = _step(project)
+    assert r.returncode == 0 and s["status"] == "changed", (r.stdout + r.stderr, s)
+    assert s["diff"]["resumed_shards"] == 1 and s["diff"]["resumed_bytes"] > 0, s["diff"]
+    _assert_host_holds_only(data_dir, src, unpack=True)
+    assert any(e.endswith(b" d0/new.bin") for e in _record(project, data_dir).read_bytes().split(b"\0"))
