@@ -137,7 +137,7 @@ def _entity(result: Mapping[str, Any]) -> str | None:
         return None
     for key in ("entity_id", "gpu_ids", "gpu_id"):
         if key in result:
-            return str(result[key])
+            return printable(str(result[key]))
     return None
 
 

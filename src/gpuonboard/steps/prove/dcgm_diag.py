@@ -268,7 +268,7 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
     diag = dcgm.parse(r.stdout)
     if diag.error and r.stderr.strip():
         # (replace: the tests read before a break, and whether it was a cut, are kept)
-        diag = replace(diag, error=f"{diag.error}; {r.stderr.strip().splitlines()[-1]}")
+        diag = replace(diag, error=f"{diag.error}; {dcgm.printable(r.stderr.strip().splitlines()[-1])}")
     listed = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.complete else None
     checks = dcgm_checks(diag, level, listed=listed)
     return checks, {**asdict(diag), "level": level, "exit_code": r.exit_code}
