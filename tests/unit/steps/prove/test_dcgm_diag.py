@@ -186,3 +186,28 @@ def test_control_characters_in_dcgms_stderr_and_gpu_ids_are_never_printed_raw(
     assert checks[1].actual.startswith("Fail on GPU 0\\x1b[31m"), checks[1].actual
     for c in checks:
         assert not any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in c.actual + c.detail), c
+
+
+def test_a_test_read_after_a_break_in_a_document_also_cut_short_says_around_the_break() -> None:
+    """The real DCGM 4.5.2 GB10 level-2 document with a line `WARNING: x` put in-test after
+    `"category" : "Deployment",` and cut 5 characters before its end: the software Fail is read
+    after the break, yet was said "read before DCGM's document was cut short"; it now says it
+    was read around the break, and the summary that the document broke, then was cut."""
+    text = SOFTWARE_FAIL.read_text().replace('"Deployment",', '"Deployment",\nWARNING: x\n', 1)
+    checks = dcgm_checks(dcgm.parse(text[: len(text) - 5]), 2, listed=1)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+    summary, software = checks
+    assert summary.actual.startswith("incomplete probe: not JSON (cut short:"), summary.actual
+    assert "broken mid-way, then cut short; before the cut it reported software Fail" in summary.detail
+    assert software.actual.endswith("(read around a break in DCGM's document)"), software.actual
+
+
+def test_a_foreign_line_with_an_open_brace_does_not_make_a_whole_document_cut() -> None:
+    """The same real document, whole, with a line `WARNING: {x` put in-test after `"category" :
+    "Hardware",`: the foreign line's brace was counted as the document's, so it was called cut
+    short; it is broken mid-way, and the software Fail before the break is judged."""
+    text = SOFTWARE_FAIL.read_text().replace('"Hardware",', '"Hardware",\nWARNING: {x\n', 1)
+    checks = dcgm_checks(dcgm.parse(text), 2, listed=1)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+    assert "broken mid-way, though it ends with its closing brace" in checks[0].actual, checks[0].actual
+    assert "cut short" not in checks[0].actual + checks[0].detail + checks[1].actual
