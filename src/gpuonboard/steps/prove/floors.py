@@ -9,7 +9,6 @@ against the PCIe link, GPU-to-GPU copies against the topology, and the sustained
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, StepArgsError, Verdict
@@ -663,14 +663,6 @@ def unfloored_checks(unfloored: Sequence[tuple[int, str, str, float, str]]) -> l
     return checks
 
 
-def bus_key(text: Any) -> tuple[int, int, int] | None:
-    """A PCI address ("00000000:1B:00.0", "0000:1b:00.0") as (domain, bus, device), else None."""
-    m = re.fullmatch(
-        r"\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.[0-7]\s*", str(text or "")
-    )
-    return (int(m[1] or "0", 16), int(m[2], 16), int(m[3], 16)) if m else None
-
-
 def pair_facts(result: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> dict[int, GpuInfo]:
     """nvidia-smi's facts for each CUDA device of a gpu_perf result, by index. CUDA numbers
     devices fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID (and CUDA_VISIBLE_DEVICES renumbers
@@ -681,7 +673,7 @@ def pair_facts(result: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> dict[int, 
     out: dict[int, GpuInfo] = {}
     for entry in result.get("gpus") or []:
         idx = int(entry.get("index", 0))
-        key = bus_key(entry.get("pci_bus_id"))
+        key = bus_key(str(entry.get("pci_bus_id") or ""))
         info = by_bus.get(key) if key is not None and by_bus else by_index.get(idx)
         if info is not None:
             out[idx] = info
