@@ -523,8 +523,8 @@ def partly_sampled(check: Check, s: Mapping[str, Any] | None) -> Check:
     short = _short_sampling(s or {})
     if not short:
         return check
-    said = f"judged by a {check.verdict}" if check.verdict != "pass" else "a pass"
-    return replace(check, verdict="unverified", detail=f"{short} ({said} of the samples seen is no claim)")
+    said = f"the samples seen may be the ramp-up, so their {check.verdict} against the floor is no claim"
+    return replace(check, verdict="unverified", detail=f"{short}; {said}")
 
 
 def _unread_in_window(s: Mapping[str, Any], first: float | None, last: float | None) -> list[str]:
