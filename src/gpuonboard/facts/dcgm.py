@@ -86,6 +86,8 @@ class DcgmDiag:
     partial: tuple[DcgmTest, ...] = ()
     # the document ends before its closing brace (cut short), not broken mid-way
     cut: bool = False
+    # how many of `partial`, its last ones, were read whole after the break (`_tests_after`)
+    after_break: int = 0
 
 
 def command(level: int) -> str:
@@ -137,7 +139,7 @@ def _entity(result: Mapping[str, Any]) -> str | None:
         return None
     for key in ("entity_id", "gpu_ids", "gpu_id"):
         if key in result:
-            return str(result[key])
+            return printable(str(result[key]))
     return None
 
 
@@ -229,7 +231,11 @@ def _not_whole(text: str, start: int, exc: json.JSONDecodeError) -> DcgmDiag:
     """A document that does not parse: cut short (it never closes its outer brace) or broken
     mid-way (it does), with the tests read before the break (the text up to the last point
     where it could end, closed: `partial`)."""
-    _, still_open, in_str = _scan(text, start, len(text))
+    # the line of the break left out (a foreign line's own braces, `WARNING: {x`, are not the
+    # document's): what is still open at the end is the cut
+    eol = text.find("\n", exc.pos)
+    rest = text[: exc.pos] + (text[eol:] if eol >= 0 else "")
+    _, still_open, in_str = _scan(rest, start, len(rest))
     cut = bool(still_open) or in_str
     how = "cut short" if cut else "broken mid-way, though it ends with its closing brace"
     # (json's "Unterminated string starting at" names where its string began)
@@ -243,7 +249,8 @@ def _not_whole(text: str, start: int, exc: json.JSONDecodeError) -> DcgmDiag:
             continue
         partial = _read(data).tests if isinstance(data, dict) else ()
         break
-    return DcgmDiag(None, None, (), error, partial + _tests_after(text, exc.pos), cut)
+    after = _tests_after(text, exc.pos)
+    return DcgmDiag(None, None, (), error, partial + after, cut, len(after))
 
 
 def _tests_after(text: str, pos: int) -> tuple[DcgmTest, ...]:

@@ -21,6 +21,18 @@ NVIDIA = "10DE"
 _WORD = re.compile(r"^\s*(?:0x)?([0-9a-f]{4})([0-9a-f]{4})\s*$", re.IGNORECASE)
 
 
+@functools.lru_cache(maxsize=1024)  # (each GPU's address is looked up once for every other GPU)
+def bus_key(bus_id: str | None) -> str | None:
+    """A GPU's PCI address as one key: '00000000:3B:00.0', '0000:3b:00.0' and '3B:00.0' (no
+    domain: domain 0) are one address, domain without leading zeros ('0:3b:00.0'); None for no
+    address ('N/A', empty)."""
+    if not bus_id or ":" not in bus_id:
+        return None
+    text = bus_id.strip().lower()
+    domain, _, rest = text.partition(":") if text.count(":") > 1 else ("0", "", text)
+    return f"{domain.lstrip('0') or '0'}:{rest}"
+
+
 def _split(raw: str | None) -> tuple[str, str] | None:
     m = _WORD.match(raw or "")
     return (m.group(1).upper(), m.group(2).upper()) if m else None

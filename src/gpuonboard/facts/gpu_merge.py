@@ -11,7 +11,6 @@ is a fact of its own (`Refusal`), never a broken driver. Pure: no I/O.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from typing import Any
 
 from gpuonboard.facts import gpu_agree
 from gpuonboard.facts.csvtext import csv_rows
+from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
@@ -133,7 +133,7 @@ def unopened_gpus(texts: Sequence[str], labels: Sequence[str] = ()) -> list[GpuI
             continue
         for line in text.splitlines():
             m = _NO_HANDLE.search(line)
-            key = _bus_key(m.group(2)) if m else None
+            key = bus_key(m.group(2)) if m else None
             if m and key and key not in found:
                 cause = m.group(3).strip().rstrip(".") or "Unknown Error"
                 index = int(m.group(1)) if m.group(1) else -1  # -1: not printed
@@ -165,20 +165,9 @@ def _may_name_unopened(text: str) -> bool:
     return _NO_HANDLE_ANY.search(text) is not None
 
 
-@functools.lru_cache(maxsize=1024)  # (each GPU's address is looked up once for every other GPU)
-def _bus_key(bus_id: str | None) -> str | None:
-    """'00000000:3B:00.0', '0000:3b:00.0' and '3B:00.0' (no domain: domain 0) are one address:
-    domain without leading zeros."""
-    if not bus_id or ":" not in bus_id:
-        return None
-    text = bus_id.strip().lower()
-    domain, _, rest = text.partition(":") if text.count(":") > 1 else ("0", "", text)
-    return f"{domain.lstrip('0') or '0'}:{rest}"
-
-
 def _same(a: GpuInfo, b: GpuInfo) -> bool:
     """One physical GPU in two formats: by PCI address, else UUID, else index."""
-    ka, kb = _bus_key(a.pci_bus_id), _bus_key(b.pci_bus_id)
+    ka, kb = bus_key(a.pci_bus_id), bus_key(b.pci_bus_id)
     if ka and kb:
         return ka == kb
     ua, ub = gpu_agree.uuid_of(a), gpu_agree.uuid_of(b)
@@ -454,15 +443,15 @@ def merge(
 def _with_inforom(report: GpuReport, outputs: Sequence[str]) -> GpuReport:
     """`report` with the GPUs whose infoROM nvidia-smi warns is corrupted (in any of its outputs,
     stdout or stderr) holding that cell fault; an address no listed GPU has is kept unplaced."""
-    named = {_bus_key(a): a for text in outputs for a in inforom_corrupted(text)}
+    named = {bus_key(a): a for text in outputs for a in inforom_corrupted(text)}
     if not named:
         return report
     gpus = []
     for g in report.gpus:
-        if _bus_key(g.pci_bus_id) in named:
+        if bus_key(g.pci_bus_id) in named:
             g = dataclasses.replace(g, cell_faults=tuple(dict.fromkeys((*g.cell_faults, INFOROM_FAULT))))
         gpus.append(g)
-    placed = {_bus_key(g.pci_bus_id) for g in gpus}
+    placed = {bus_key(g.pci_bus_id) for g in gpus}
     unplaced = tuple(f"GPU at PCI {a}: {INFOROM_FAULT}" for k, a in named.items() if k not in placed)
     return dataclasses.replace(report, gpus=tuple(gpus), unplaced_faults=report.unplaced_faults + unplaced)
 
@@ -527,7 +516,7 @@ def _wider(
         (label, list(r.gpus), r) for label, r in ranked
     ]
     sets += [("list", listed, None)] if listed else []
-    lost = [g for g in unopened if not any(_bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id) for x in base)]
+    lost = [g for g in unopened if not any(bus_key(x.pci_bus_id) == bus_key(g.pci_bus_id) for x in base)]
     found = [s for s in sets if base and len(s[1]) > len(base) + len(lost) and _all_among(base, s[1])]
     return max(found, key=lambda s: len(s[1]), default=None)
 
@@ -541,7 +530,7 @@ def _one_per_address(gpus: list[GpuInfo]) -> tuple[list[GpuInfo], list[int]]:
     out: list[GpuInfo] = []
     repeated = []
     for g in gpus:
-        key = _bus_key(g.pci_bus_id)
+        key = bus_key(g.pci_bus_id)
         was = out[first[key]] if key in first else None
         if key and was is not None and (was.index == g.index or _same_record(was, g)):
             repeated.append(was.index)  # (what either copy read is that GPU's: a block's header
@@ -701,7 +690,7 @@ def _with_unopened(
     one no listed GPU holds (it numbers the GPUs it opens as it would all: 0, 2, 3 leave 1)."""
     gpus = list(gpus)
     for g in unopened:
-        at = [i for i, x in enumerate(gpus) if _bus_key(x.pci_bus_id) == _bus_key(g.pci_bus_id)]
+        at = [i for i, x in enumerate(gpus) if bus_key(x.pci_bus_id) == bus_key(g.pci_bus_id)]
         if at:
             gpus[at[0]] = _unopened_at(gpus[at[0]], g, copies[at[0]] if at[0] < len(copies) else [])
             continue

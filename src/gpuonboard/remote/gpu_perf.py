@@ -26,7 +26,8 @@ it is killed and its GPU reported with an error while the rest is still reported
    window give the SM clock (first / last tenth medians, min), temperature, power and the
    clock-event (throttle) reasons, counted in samples.
 The sampler (`nvidia-smi --query-gpu=SAMPLE_FIELDS -lms 500`) runs for the whole run; `pcie` is the
-highest link generation and width it saw (idle links train down, copies and matmul bring them up).
+highest link generation and width it saw (idle links train down, copies and matmul bring them up);
+a device's rows are those of its PCI address (`pci.bus_id`), by index only without one.
 
 Timing: CUDA events around batches of calls (perf_counter after synchronising both devices for
 P2P), after a warm-up of about a fifth of the measurement; a figure is the median over batches of
@@ -70,7 +71,8 @@ STARTUP_S = 120.0  # a worker's time to import torch and make its CUDA context
 SAMPLE_MS = 500
 SAMPLE_FIELDS = tuple(
     "timestamp,index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit,"  # noqa: SIM905
-    "pcie.link.gen.current,pcie.link.width.current,clocks_throttle_reasons.active,utilization.gpu".split(",")
+    "pcie.link.gen.current,pcie.link.width.current,clocks_throttle_reasons.active,utilization.gpu,"
+    "pci.bus_id".split(",")  # (the address: CUDA's device i need not be nvidia-smi's GPU i)
 )
 # other spellings of the same fields (newer drivers' names, a header's units stripped)
 FIELD_ALIASES = {
@@ -626,7 +628,7 @@ def parse_samples(text: str, fields: tuple[str, ...] = SAMPLE_FIELDS) -> list[di
         if not row["index"].isdecimal():
             continue
         parsed: dict[str, Any] = {k: _number(v) for k, v in row.items() if k not in ("index", "timestamp")}
-        parsed["index"] = int(row["index"])
+        parsed.update(index=int(row["index"]), **{"pci.bus_id": _bus(row.get("pci.bus_id"))})
         parsed["timestamp"] = _timestamp(row["timestamp"]) if "timestamp" in row else None
         out.append(parsed)
     return out
@@ -640,9 +642,25 @@ def decode_reasons(mask: float | None) -> list[str]:
     return [REASONS[i] if i < len(REASONS) else f"bit {i}" for i in range(bits.bit_length()) if bits >> i & 1]
 
 
-def pcie_seen(rows: list[dict[str, Any]], index: int) -> dict[str, int] | None:
+def _bus(text: Any) -> str | None:
+    """A PCI address as one key: '00000000:1B:00.0' and '0000:1b:00.0' -> '0:1b:00.0' (None: no
+    address; gpuonboard.facts.gpu_ids.bus_key's rule, this script ships alone)."""
+    parts = str(text or "").strip().lower().split(":")
+    return f"{parts[0].lstrip('0') or '0'}:{parts[1]}:{parts[2]}" if len(parts) == 3 else None
+
+
+def gpu_rows(rows: list[dict[str, Any]], index: int, bus_id: str | None = None) -> list[dict[str, Any]]:
+    """One GPU's sampler rows: by PCI address where the GPU and the rows carry one (under
+    CUDA_VISIBLE_DEVICES CUDA's device 0 may be nvidia-smi's GPU 2), else by index."""
+    key = _bus(bus_id)
+    if key and any(r.get("pci.bus_id") for r in rows):
+        return [r for r in rows if r.get("pci.bus_id") == key]
+    return [r for r in rows if r["index"] == index]
+
+
+def pcie_seen(rows: list[dict[str, Any]], index: int, bus_id: str | None = None) -> dict[str, int] | None:
     """The highest PCIe generation and width the sampler saw on one GPU (None: never seen)."""
-    mine = [r for r in rows if r["index"] == index]
+    mine = gpu_rows(rows, index, bus_id)
     gens, widths = _values(mine, "pcie.link.gen.current"), _values(mine, "pcie.link.width.current")
     return {"gen": int(max(gens)), "width": int(max(widths))} if gens and widths else None
 
@@ -656,7 +674,7 @@ def _median(values: list[float]) -> float | None:
 
 
 def summarize_window(
-    rows: list[dict[str, Any]], index: int, start: float | None, end: float | None
+    rows: list[dict[str, Any]], index: int, start: float | None, end: float | None, bus_id: str | None = None
 ) -> dict[str, Any]:
     """One GPU's sampler rows between start and end (epoch s; None: every row, as for a capture
     without timestamps): SM clock medians over the first and last tenth of the rows, min and max;
@@ -665,9 +683,8 @@ def summarize_window(
     reasons mask as a number (`[N/A]`, `[Not Supported]` cells are no reading)."""
     rows = [
         r
-        for r in rows
-        if r["index"] == index
-        and (start is None or r["timestamp"] is None or start <= r["timestamp"] <= (end or float("inf")))
+        for r in gpu_rows(rows, index, bus_id)
+        if (start is None or r["timestamp"] is None or start <= r["timestamp"] <= (end or float("inf")))
     ]
     tenth = max(1, len(rows) // 10)
     clocks = _values(rows, "clocks.sm")
@@ -717,13 +734,16 @@ def stop_sampler(sampler: subprocess.Popen[bytes], log: str) -> str:
 
 
 def sustained_summary(
-    args: argparse.Namespace, windows: list[dict[str, Any] | None], rows: list[dict[str, Any]]
+    args: argparse.Namespace,
+    windows: list[dict[str, Any] | None],
+    rows: list[dict[str, Any]],
+    buses: list[Any],
 ) -> dict[str, Any]:
     per_gpu: dict[str, Any] = {}
     for i, w in enumerate(windows):
         if w is None:
             continue
-        entry = summarize_window(rows, i, w["start"], w["end"])
+        entry = summarize_window(rows, i, w["start"], w["end"], buses[i])
         entry.update(
             dtype=w["dtype"],
             tflops_first=w["windows_tflops"][0],
@@ -757,10 +777,11 @@ def cuda_run(args: argparse.Namespace, result: dict[str, Any], n: int) -> None:
         rows = parse_samples(text)
         if result["sampler"] and not rows:
             result["worker_errors"].append(f"sampler: nvidia-smi gave no samples: {text.strip()[-200:]}")
+        buses = [g.get("pci_bus_id") for g in result["gpus"]]
         for i in range(n):
-            result["gpus"][i]["pcie"] = pcie_seen(rows, i)
+            result["gpus"][i]["pcie"] = pcie_seen(rows, i, buses[i])
         if windows is not None:
-            result["sustained"] = sustained_summary(args, windows, rows)
+            result["sustained"] = sustained_summary(args, windows, rows, buses)
     finally:
         if sampler is not None:
             stop_sampler(sampler, log)

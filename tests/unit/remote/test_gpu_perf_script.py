@@ -349,7 +349,8 @@ def test_sampler_window_and_link() -> None:
     train down); reason bits past the table are named by number."""
     t = time.mktime(time.strptime("2026/01/02 03:04:05", "%Y/%m/%d %H:%M:%S"))
     lines = [
-        f"2026/01/02 03:04:{5 + k:02d}.000, 0, {clock}, 1980, {60 + k}, 650.5, 700.00, {gen}, 16, {mask}, 100"
+        f"2026/01/02 03:04:{5 + k:02d}.000, 0, {clock}, 1980, {60 + k}, 650.5, 700.00, {gen}, 16, {mask},"
+        " 100, 00000000:1B:00.0"
         for k, (clock, gen, mask) in enumerate(
             [(1980, 1, "0x0"), (1980, 5, "0x4"), (1900, 5, "0x40"), (1700, 4, "0x800"), (1500, 5, "0x0")]
         )
@@ -362,6 +363,32 @@ def test_sampler_window_and_link() -> None:
     assert s["reasons"]["sw_power_cap"] == 1 and s["reasons"]["hw_thermal_slowdown"] == 1
     assert s["reasons"]["bit 11"] == 1
     assert gp.pcie_seen(rows, 0) == {"gen": 5, "width": 16} and gp.pcie_seen(rows, 3) is None
+
+
+def test_sampler_rows_are_a_gpus_by_pci_address_not_cuda_index() -> None:
+    """Our real H200 sampler capture under load, in-test given the link and address columns and
+    copied to a second GPU (nvidia-smi's GPU 1 at 00000000:3B:00.0, its power edited to 100 W and
+    its link to Gen3 x16): under CUDA_VISIBLE_DEVICES=1 CUDA's device 0 is that GPU, and its rows
+    were taken by index (GPU 0's: 700 W class, no link); by its address they are its own."""
+    text = (
+        REAL / "nvidia-smi-query-gpu-sampler__h200__1gpu__driver580.159.04__resnet50-load.csv"
+    ).read_text()
+    lines = []
+    for line in text.splitlines():
+        cells = line.split(", ")
+        lines.append(", ".join([*cells, "5", "16", "00000000:19:00.0"]))
+        cells[0], cells[4] = "1", "100.00"
+        lines.append(", ".join([*cells, "3", "16", "00000000:3B:00.0"]))
+    fields = (*BENCH_FIELDS, "pcie.link.gen.current", "pcie.link.width.current", "pci.bus_id")
+    rows = gp.parse_samples("\n".join(lines), fields)
+    assert len(rows) == 228 and rows[1]["pci.bus_id"] == "0:3b:00.0"
+    s = gp.summarize_window(rows, 0, None, None, "00000000:3B:00.0")  # torch's pci ids of device 0
+    assert s["samples"] == 114 and s["power_median_w"] == 100.0
+    assert gp.pcie_seen(rows, 0, "0000:3b:00.0") == {"gen": 3, "width": 16}
+    # an address no row has: no other GPU's rows; no address: by index, as before
+    assert gp.summarize_window(rows, 0, None, None, "00000000:99:00.0")["samples"] == 0
+    assert gp.pcie_seen(rows, 0) == {"gen": 5, "width": 16}
+    assert "pci.bus_id" in gp.SAMPLE_FIELDS
 
 
 def test_estimates_match_the_modes() -> None:

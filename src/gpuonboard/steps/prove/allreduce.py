@@ -196,6 +196,18 @@ def ran_names(gpus: Sequence[GpuInfo], nproc: int) -> list[str]:
     return names
 
 
+def ran_over(ranks: int, gpu_name: str | Sequence[str]) -> str:
+    """The GPUs of a run, counted per model: "8 x NVIDIA A100 80GB PCIe", "4 GPUs: 3 x NVIDIA
+    A100-PCIE-40GB, 1 x NVIDIA A10" (never "4 x A + B", read as 4 + 1), "2 GPUs among 2 x A, 1 x B"
+    where the names are not one per rank (which ran is not known)."""
+    names = [gpu_name] if isinstance(gpu_name, str) else list(gpu_name)
+    models = names_of(names)
+    if len(models) == 1:
+        return f"{ranks} x {models[0]}"
+    counts = ", ".join(f"{names.count(n)} x {n}" for n in models)
+    return f"{ranks} GPUs: {counts}" if len(names) == ranks else f"{ranks} GPUs among {counts}"
+
+
 def mixed_check(gpu_name: str | Sequence[str], ranks: int, interconnect: str, actual: str) -> Check:
     """`allreduce_busbw` of a run over GPUs of several models that no reference row fits all of:
     `unverified`; the slowest GPU and link set the pace, and no one model's figure is a claim
@@ -204,7 +216,7 @@ def mixed_check(gpu_name: str | Sequence[str], ranks: int, interconnect: str, ac
     counts = ", ".join(f"{names.count(n)} x {n}" for n in names_of(names))
     return Check(
         "allreduce_busbw",
-        f"a reference for {ranks} GPUs of models {', '.join(names_of(names))} ({interconnect})",
+        f"a reference for {ran_over(ranks, names)} ({interconnect})",
         actual,
         "unverified",
         f"the all-reduce ran over GPUs of several models ({counts}) and no row of"
@@ -241,7 +253,7 @@ def reference_check(
         notes = [*(variant_note(n) for n in names), gen_note]
         return Check(
             "allreduce_busbw",
-            f"a reference for {ranks} x {' + '.join(names)} ({interconnect})",
+            f"a reference for {ran_over(ranks, gpu_name)} ({interconnect})",
             actual,
             "warn",
             "".join(f"{n}; " for n in notes if n)

@@ -148,8 +148,13 @@ def _not_whole_checks(diag: dcgm.DcgmDiag | None, level: int, reason: str, incom
     incomplete probe, `unverified`; but a test DCGM had reported Fail or Warn before the break
     fails or warns (what DCGM found is not unsaid by a cut), naming the break."""
     want = f"dcgmi diag -r {level}: every test Pass"
-    bad = [t for t in (diag.partial if diag else ()) if t.status in ("fail", "warn")]
+    read = diag.partial if diag else ()
     where = "cut short" if diag is not None and diag.cut else "broken"
+    # (the last `after_break` were read whole after a break: around it, even in a document also
+    # cut short)
+    first_after = len(read) - (diag.after_break if diag else 0)
+    bad_at = [i for i, t in enumerate(read) if t.status in ("fail", "warn")]
+    bad = [read[i] for i in bad_at]
     if incomplete:
         detail = (
             "DCGM gave no whole result, so nothing was verified (no claim about the GPUs); rerun the"
@@ -159,9 +164,11 @@ def _not_whole_checks(diag: dcgm.DcgmDiag | None, level: int, reason: str, incom
     elif bad:
         found = ", ".join(f"{t.name} {t.raw_status}" for t in bad)
         said = (
-            f"was {where} after it reported"
-            if where == "cut short"
-            else "was broken mid-way; around the break it reported"
+            "was broken mid-way; around the break it reported"
+            if where == "broken"
+            else "was broken mid-way, then cut short; before the cut it reported"
+            if bad_at[-1] >= first_after
+            else "was cut short after it reported"
         )
         detail = (
             f"DCGM's document {said} {found}"
@@ -173,23 +180,23 @@ def _not_whole_checks(diag: dcgm.DcgmDiag | None, level: int, reason: str, incom
             "DCGM gave no whole result, so nothing was verified (no claim about the GPUs); rerun the"
             f" step, or run `dcgmi diag -r {level} -j` by hand and check that its output is whole JSON"
         )
-    note = (
-        f"read before DCGM's document was {where}"
-        if where == "cut short"
-        else "read around a break in DCGM's document"
-    )
+    around = "read around a break in DCGM's document"
+    notes = [
+        around if where == "broken" or i >= first_after else f"read before DCGM's document was {where}"
+        for i in bad_at
+    ]
     return [Check("dcgm_diag", want, f"incomplete probe: {reason}", "unverified", detail)] + _test_checks(
-        bad, level, note
+        bad, level, notes
     )
 
 
-def _test_checks(tests: Sequence[dcgm.DcgmTest], level: int, note: str = "") -> list[Check]:
-    """One `dcgm_<test>` rule per DCGM test; `note` (where the test was read from a document
-    not whole) is added to each one's reading."""
+def _test_checks(tests: Sequence[dcgm.DcgmTest], level: int, notes: Sequence[str] = ()) -> list[Check]:
+    """One `dcgm_<test>` rule per DCGM test; `notes` (per test: where it was read from a
+    document not whole) is added to each one's reading."""
     checks: list[Check] = []
     seen: set[str] = set()
-    tail = f" ({note})" if note else ""
-    for t in tests:
+    for i, t in enumerate(tests):
+        tail = f" ({notes[i]})" if i < len(notes) else ""
         name = f"dcgm_{dcgm.slug(t.name)}"
         if name in seen:
             name = f"{name}_{dcgm.slug(t.category)}"
@@ -268,7 +275,7 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
     diag = dcgm.parse(r.stdout)
     if diag.error and r.stderr.strip():
         # (replace: the tests read before a break, and whether it was a cut, are kept)
-        diag = replace(diag, error=f"{diag.error}; {r.stderr.strip().splitlines()[-1]}")
+        diag = replace(diag, error=f"{diag.error}; {dcgm.printable(r.stderr.strip().splitlines()[-1])}")
     listed = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.complete else None
     checks = dcgm_checks(diag, level, listed=listed)
     return checks, {**asdict(diag), "level": level, "exit_code": r.exit_code}

@@ -9,14 +9,14 @@ against the PCIe link, GPU-to-GPU copies against the topology, and the sustained
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import UsageError
+from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.resources import DATA_DIR
 from gpuonboard.steps.base import Check, StepArgsError, Verdict
@@ -515,6 +515,18 @@ def _short_sampling(s: Mapping[str, Any]) -> str:
     )
 
 
+def partly_sampled(check: Check, s: Mapping[str, Any] | None) -> Check:
+    """A check of a GPU's sustained power median (`perf_power_w_gpu<N>`), `unverified` when the
+    sampler saw only part of the window (`_short_sampling`): the samples seen may be the ramp-up,
+    whose power is below what the GPU draws at full load, so neither a pass nor a failure is
+    claimed from them (a hard or thermal slowdown they show still fails perf_sustained)."""
+    short = _short_sampling(s or {})
+    if not short:
+        return check
+    said = f"the samples seen may be the ramp-up, so their {check.verdict} against the floor is no claim"
+    return replace(check, verdict="unverified", detail=f"{short}; {said}")
+
+
 def _unread_in_window(s: Mapping[str, Any], first: float | None, last: float | None) -> list[str]:
     """What the sampler did not read for a GPU over the window: no sample at all, the SM clock
     (no first or last figure), the clock-event reasons (no sample held a mask; a result from
@@ -533,7 +545,10 @@ def _num(value: Any) -> str:
 
 
 def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
-    """`perf_temp_spread`: the median temperatures under load differ by <= 5 °C between GPUs."""
+    """`perf_temp_spread`: the median temperatures under load differ by <= 5 °C between GPUs.
+    A GPU whose window the sampler saw only part of (`_short_sampling`) has a median of the part
+    seen (the ramp-up runs cooler): the spread is `unverified` then, unless the GPUs sampled over
+    the whole window already differ by more (hard evidence: a warning)."""
     temps = {
         k: t
         for k, s in per_gpu.items()
@@ -541,18 +556,31 @@ def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
     }
     if len(temps) < 2:
         return None
-    hot = max(temps, key=lambda k: temps[k])
-    cold = min(temps, key=lambda k: temps[k])
-    spread = temps[hot] - temps[cold]
+    partial = sorted((k for k in temps if _short_sampling(per_gpu[k])), key=int)
+    whole = {k: t for k, t in temps.items() if k not in partial}
+    judged = whole if partial and len(whole) >= 2 else temps
+    hot = max(judged, key=lambda k: judged[k])
+    cold = min(judged, key=lambda k: judged[k])
+    spread = judged[hot] - judged[cold]
+    verdict: Verdict = "warn" if spread > TEMP_SPREAD_WARN_C else "pass"
+    detail = (
+        f"GPU {hot} runs hotter than its peers: uneven airflow, a failing fan or a blocked inlet;"
+        " it throttles first"
+    )
+    if partial and (verdict == "pass" or judged is temps):
+        verdict = "unverified"
+        detail = (
+            f"nvidia-smi's samples of GPU {', '.join(partial)} span only part of the window (its"
+            " sampler stopped or hung part-way): their median temperature is of the part seen, so no"
+            " claim about the spread"
+        )
     return Check(
         "perf_temp_spread",
         f"<= {TEMP_SPREAD_WARN_C:.0f} °C between GPUs under load (median temperatures)",
-        f"{spread:.0f} °C: GPU {hot} {temps[hot]:.0f} °C, GPU {cold} {temps[cold]:.0f} °C",
-        "warn" if spread > TEMP_SPREAD_WARN_C else "pass",
-        f"GPU {hot} runs hotter than its peers: uneven airflow, a failing fan or a blocked inlet;"
-        " it throttles first"
-        if spread > TEMP_SPREAD_WARN_C
-        else "",
+        f"{spread:.0f} °C: GPU {hot} {judged[hot]:.0f} °C, GPU {cold} {judged[cold]:.0f} °C"
+        + (f" (of the {len(judged)} GPUs sampled over the whole window)" if judged is not temps else ""),
+        verdict,
+        "" if verdict == "pass" else detail,
     )
 
 
@@ -589,33 +617,50 @@ def where_of(row: Mapping[str, Any] | None, overrides: Mapping[str, float]) -> s
     return " and ".join([*said, *(["vars.perf_floors"] if overrides else [])])
 
 
-def no_floor_check(
-    idx: int, name: str, metric: str, value: float, source: str, per_gpu: Mapping[int, Mapping[str, float]]
-) -> Check:
-    """`perf_<metric>_gpu<N>` for a figure measured on a GPU whose floors (its row, the host's
-    vars.perf_floors) give none for that metric: `unverified`, never a pass (nothing judged the
-    figure itself), with the median of its peers where there are any (perf_stragglers compares
-    them)."""
-    u = unit(metric)
-    peers = [m[metric] for i, m in per_gpu.items() if i != idx and metric in m]
-    shown = f"; median of the other {len(peers)} GPU(s) {_fmt(statistics.median(peers))} {u}" if peers else ""
-    return Check(
-        f"perf_{metric}_gpu{idx}",
-        f"a floor for {metric} on this GPU (none in {source})",
-        f"GPU {idx} {name}: {_fmt(value)} {u}{shown}",
-        "unverified",
-        f"no {metric} floor in {source}, so this figure was compared with its peers only"
-        " (perf_stragglers), never with what a healthy card of the model reaches: no claim either way;"
-        " add the floor to data/gpu_perf_floors.yml or set vars.perf_floors",
-    )
+def _gpu_list(indices: Sequence[int]) -> str:
+    """GPU indices as runs: [0, 1, 2, 3, 5] -> "0-3, 5"."""
+    runs: list[list[int]] = []
+    for i in sorted(indices):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
-def bus_key(text: Any) -> tuple[int, int, int] | None:
-    """A PCI address ("00000000:1B:00.0", "0000:1b:00.0") as (domain, bus, device), else None."""
-    m = re.fullmatch(
-        r"\s*(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})\.[0-7]\s*", str(text or "")
-    )
-    return (int(m[1] or "0", 16), int(m[2], 16), int(m[3], 16)) if m else None
+def unfloored_checks(unfloored: Sequence[tuple[int, str, str, float, str]]) -> list[Check]:
+    """`perf_<metric>_unfloored`: ONE check per metric measured on GPUs whose floors (their row,
+    the host's vars.perf_floors) give none for it, a model without a row included: `unverified`,
+    never a pass (nothing judged the figures themselves; perf_stragglers compares the peers),
+    with each model's GPUs and their median, min and max."""
+    by_metric: dict[str, dict[tuple[str, str], dict[int, float]]] = {}
+    for idx, name, metric, value, source in unfloored:
+        by_metric.setdefault(metric, {}).setdefault((source, name), {})[idx] = value
+    checks: list[Check] = []
+    for metric in (m for m in FLOORED if m in by_metric):
+        u = unit(metric)
+        said = []
+        for (source, name), values in by_metric[metric].items():
+            figs = list(values.values())
+            shown = (
+                f"median {_fmt(statistics.median(figs))} {u} (min {_fmt(min(figs))}, max {_fmt(max(figs))})"
+                if len(figs) > 1
+                else f"{_fmt(figs[0])} {u}"
+            )
+            none = f"none in {source}" if source else "no floors row"
+            said.append(f"{none}: GPU {_gpu_list(list(values))} {name} {shown}")
+        checks.append(
+            Check(
+                f"perf_{metric}_unfloored",
+                f"a floor for {metric} on every GPU that measured it",
+                "; ".join(said),
+                "unverified",
+                f"no {metric} floor, so these figures were compared with their peers only"
+                " (perf_stragglers), never with what a healthy card of the model reaches: no claim"
+                " either way; add the floor to data/gpu_perf_floors.yml or set vars.perf_floors",
+            )
+        )
+    return checks
 
 
 def pair_facts(result: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> dict[int, GpuInfo]:
@@ -628,7 +673,7 @@ def pair_facts(result: Mapping[str, Any], gpus: Sequence[GpuInfo]) -> dict[int, 
     out: dict[int, GpuInfo] = {}
     for entry in result.get("gpus") or []:
         idx = int(entry.get("index", 0))
-        key = bus_key(entry.get("pci_bus_id"))
+        key = bus_key(str(entry.get("pci_bus_id") or ""))
         info = by_bus.get(key) if key is not None and by_bus else by_index.get(idx)
         if info is not None:
             out[idx] = info
@@ -675,10 +720,11 @@ def perf_checks(
             if metric not in floors or metric == "p2p_nvlink_gbps":
                 continue
             if metric in metrics:
+                check = floor_check(
+                    idx, name, metric, metrics[metric], floors[metric], str(row["id"] if row else ""), why
+                )
                 checks.append(
-                    floor_check(
-                        idx, name, metric, metrics[metric], floors[metric], str(row["id"] if row else ""), why
-                    )
+                    partly_sampled(check, sustained.get(str(idx))) if metric == "power_w" else check
                 )
             elif metric.endswith("_tflops") and (skip := (g.get("skipped") or {}).get(metric.split("_")[0])):
                 checks.append(
@@ -690,27 +736,16 @@ def perf_checks(
                         "the floor could not be judged: use a PyTorch that runs this dtype here",
                     )
                 )
-        if floors:
-            unfloored += [
-                (idx, name, m, metrics[m], where_of(row, overrides))
-                for m in FLOORED
-                if m in metrics and m not in floors
-            ]
-        if not row and not overrides:
-            shown = ", ".join(f"{m} {_fmt(v)} {unit(m)}" for m, v in metrics.items())
-            checks.append(
-                Check(
-                    f"perf_gpu{idx}",
-                    f"(information only: no floor for this {'variant' if name in notes else 'model'})",
-                    f"GPU {idx} {name}: {shown or 'no figure'}",
-                    "pass",
-                )
-            )
+        unfloored += [
+            (idx, name, m, metrics[m], where_of(row, overrides))
+            for m in FLOORED
+            if m in metrics and m not in floors
+        ]
         link = link_check(idx, g, info)
         if link is not None:
             checks.append(link)
     checks.insert(0, floor_known_check(rows, overrides, notes))
-    checks += [no_floor_check(*u, per_gpu) for u in unfloored]
+    checks += unfloored_checks(unfloored)
     checks += straggler_checks(per_gpu, straggler_margin)
     pairs = p2p_check(result.get("p2p"), nvlink_floor, straggler_margin)
     if pairs is not None:

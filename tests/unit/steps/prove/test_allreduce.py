@@ -10,7 +10,7 @@ from typing import Any
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.prove import allreduce_checks, load_references, parse_result
-from gpuonboard.steps.prove.allreduce import ran_names
+from gpuonboard.steps.prove.allreduce import ran_names, ran_over
 
 FIX = Path(__file__).resolve().parents[3] / "fixtures"
 A100_PCIE = "NVIDIA A100 80GB PCIe"
@@ -57,7 +57,7 @@ def test_a_mixed_box_is_not_judged_by_its_first_gpus_row() -> None:
         "allreduce_busbw"
     ]
     assert mixed.verdict == "unverified"
-    assert mixed.expected == f"a reference for 8 GPUs of models {A100_PCIE}, {A10} (pcie)"
+    assert mixed.expected == f"a reference for 8 GPUs: 4 x {A100_PCIE}, 4 x {A10} (pcie)"
     assert f"(4 x {A100_PCIE}, 4 x {A10}) and no row of data/allreduce_reference.yml fits all" in mixed.detail
     # the names the ranks' CUDA devices gave (allreduce.py's device_names) decide over the listing
     ran = {**r, "device_names": [A100_PCIE] * 8}
@@ -74,3 +74,17 @@ def test_the_gpus_that_ran_by_name() -> None:
     assert ran_names(one_model, 0) == [A100_PCIE] * 4
     # fewer ranks than GPUs on a mixed box: which ran is not known (CUDA orders fastest first)
     assert ran_names(mixed, 2) == [A100_PCIE, A10, A100_PCIE]
+
+
+def test_a_mixed_box_without_a_row_counts_each_model() -> None:
+    """The real 8-rank A100 result judged on a box of 7 x A100 PCIe + 1 x A10 (the names are the
+    edit) linked at Gen3, where the `*` row is a Gen4 figure: the warning said "a reference for
+    8 x NVIDIA A100 80GB PCIe + NVIDIA A10", read as 8 + 1 GPUs; it now counts each model."""
+    names = [A100_PCIE] * 7 + [A10]
+    busbw = {c.name: c for c in allreduce_checks(_recorded(), _table(), names, 8, "pcie", pcie_gen=3)}[
+        "allreduce_busbw"
+    ]
+    assert busbw.verdict == "warn", busbw
+    assert busbw.expected == f"a reference for 8 GPUs: 7 x {A100_PCIE}, 1 x {A10} (pcie)"
+    assert ran_over(2, [A100_PCIE, A10, A100_PCIE]) == f"2 GPUs among 2 x {A100_PCIE}, 1 x {A10}"
+    assert ran_over(4, A10) == f"4 x {A10}"

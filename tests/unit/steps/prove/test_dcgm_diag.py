@@ -160,3 +160,54 @@ def test_raw_control_characters_in_dcgm_text_are_never_printed_raw() -> None:
     assert checks["dcgm_software"].verdict == "fail"
     assert "as root.\\x1b[31m (red)" in actual, actual
     assert not any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in actual + checks["dcgm_software"].detail)
+
+
+def test_control_characters_in_dcgms_stderr_and_gpu_ids_are_never_printed_raw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `dcgmi` on the PATH printing the real DCGM 4.5.2 document cut 5 characters before its
+    end, with the software test's GPU id edited in-test to `"0\\u001b[31m"` (a JSON-escaped ESC),
+    and a stderr line holding a raw ESC colour code: the stderr line joined the error and the
+    id the Fail's sentence raw; both are now written `\\x1b`."""
+    doc = tmp_path / "doc.json"
+    text = SOFTWARE_FAIL.read_text()
+    text = text.replace('"entity_id" : 0', '"entity_id" : "0\\u001b[31m"', 1)
+    doc.write_text(text[: len(text) - 5])
+    bin_dir = tmp_path / "bin"
+    script = f"#!/bin/sh\ncat '{doc}'\nprintf 'Error: \\033[31mpipe closed\\n' >&2\nexit 1\n"
+    add_executable(bin_dir, "dcgmi", script)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    host = Host("box", "127.0.0.1", connection="local", vars={"remote_tmp": str(tmp_path)})
+    facts = parse_facts({"os_release": ProbeOutput("ID=ubuntu\n", "", 0)})
+    facts.raw[DCGM_PROBE.name] = ProbeOutput(f"{bin_dir}/dcgmi\n", "", 0)
+    checks, _ = run_dcgm(StepContext(host, LocalRunner(host), facts, False, tmp_path), 2, 60)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL, checks
+    assert checks[0].actual.endswith("; Error: \\x1b[31mpipe closed"), checks[0].actual
+    assert checks[1].actual.startswith("Fail on GPU 0\\x1b[31m"), checks[1].actual
+    for c in checks:
+        assert not any(ord(ch) < 32 or 127 <= ord(ch) < 160 for ch in c.actual + c.detail), c
+
+
+def test_a_test_read_after_a_break_in_a_document_also_cut_short_says_around_the_break() -> None:
+    """The real DCGM 4.5.2 GB10 level-2 document with a line `WARNING: x` put in-test after
+    `"category" : "Deployment",` and cut 5 characters before its end: the software Fail is read
+    after the break, yet was said "read before DCGM's document was cut short"; it now says it
+    was read around the break, and the summary that the document broke, then was cut."""
+    text = SOFTWARE_FAIL.read_text().replace('"Deployment",', '"Deployment",\nWARNING: x\n', 1)
+    checks = dcgm_checks(dcgm.parse(text[: len(text) - 5]), 2, listed=1)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+    summary, software = checks
+    assert summary.actual.startswith("incomplete probe: not JSON (cut short:"), summary.actual
+    assert "broken mid-way, then cut short; before the cut it reported software Fail" in summary.detail
+    assert software.actual.endswith("(read around a break in DCGM's document)"), software.actual
+
+
+def test_a_foreign_line_with_an_open_brace_does_not_make_a_whole_document_cut() -> None:
+    """The same real document, whole, with a line `WARNING: {x` put in-test after `"category" :
+    "Hardware",`: the foreign line's brace was counted as the document's, so it was called cut
+    short; it is broken mid-way, and the software Fail before the break is judged."""
+    text = SOFTWARE_FAIL.read_text().replace('"Hardware",', '"Hardware",\nWARNING: {x\n', 1)
+    checks = dcgm_checks(dcgm.parse(text), 2, listed=1)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+    assert "broken mid-way, though it ends with its closing brace" in checks[0].actual, checks[0].actual
+    assert "cut short" not in checks[0].actual + checks[0].detail + checks[1].actual

@@ -305,7 +305,7 @@ def test_a_mig_slice_of_a_real_h200_is_not_failed(name: str) -> None:
     assert known.verdict == "unverified" and known.actual == f"no floor is known for {name}"
     said = "a MIG slice, a part of the" if name == "NVIDIA H200" else "'MIG' in the name: a MIG slice"
     assert said in known.detail
-    assert by_name(checks)["perf_gpu0"].expected == "(information only: no floor for this variant)"
+    assert by_name(checks)["perf_bf16_tflops_unfloored"].actual.startswith(f"no floors row: GPU 0 {name} ")
 
 
 def test_the_all_reduce_check_says_why_a_variant_has_no_row() -> None:

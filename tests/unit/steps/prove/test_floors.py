@@ -397,9 +397,9 @@ def test_a_model_without_a_row_gets_relative_checks_only() -> None:
     c = by_name(checks)
     assert c["perf_floor_known"].verdict == "unverified"
     assert c["perf_floor_known"].actual == "no floor is known for NVIDIA Future GPU"
-    assert c["perf_gpu0"].expected == "(information only: no floor for this model)"
+    assert c["perf_bf16_tflops_unfloored"].verdict == "unverified"
     assert c["perf_straggler_bf16_tflops_gpu1"].verdict == "fail"
-    assert not [x for x in checks if x.name.startswith("perf_bf16_tflops")]
+    assert not [x for x in checks if x.name.startswith("perf_bf16_tflops_gpu")]
 
 
 def test_host_overrides_replace_the_row() -> None:
@@ -558,29 +558,82 @@ def _real_h200_as(name: str, n: int = 1) -> dict[str, Any]:
     return result
 
 
-def test_a_metric_the_row_gives_no_floor_is_unverified_not_passed() -> None:
-    """The real H200 quick run renamed `NVIDIA H800` (its China-market sibling; edit: the name,
-    and a second GPU copied from the first): row h800-sxm has floors for fp32, the memory copy
-    and power only, so its bf16 / fp16 / tf32 / fp8 figures were judged by nobody and the step
-    passed on peers alone; each is now `unverified`, with the peers' median shown."""
-    c = by_name(perf_checks(_real_h200_as("NVIDIA H800", 2), TABLE, []))
+def test_a_metric_the_row_gives_no_floor_is_one_unverified_check_per_metric() -> None:
+    """The real H200 quick run renamed `NVIDIA H800` (its China-market sibling; edits: the name,
+    copied to 8 GPUs, GPU 3's bf16 figure set to 650): row h800-sxm has floors for fp32, the
+    memory copy and power only, so its bf16 / fp16 / tf32 / fp8 figures are judged by nobody.
+    They were one `unverified` check per GPU per metric (32 on a healthy 8 x H800); now ONE per
+    metric, naming the row, the GPUs and their median, min and max, never a pass."""
+    r = _real_h200_as("NVIDIA H800", 8)
+    r["gpus"][3]["matmul_tflops"]["bf16"] = 650.0
+    checks = perf_checks(r, TABLE, [])
+    c = by_name(checks)
     assert c["perf_fp32_tflops_gpu0"].verdict == "pass"  # the row's own floor judges fp32
-    for metric in ("tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops"):
-        check = c[f"perf_{metric}_gpu1"]
-        assert check.verdict == "unverified", check
-        assert check.expected == f"a floor for {metric} on this GPU (none in row h800-sxm)"
-        assert "median of the other 1 GPU(s)" in check.actual
-        assert check.detail.startswith(f"no {metric} floor in row h800-sxm, so this figure was compared")
-    assert c["perf_bf16_tflops_gpu0"].actual.startswith("GPU 0 NVIDIA H800: 692 TFLOPS; median")
-    # a host's vars.perf_floors for one metric of an unknown model leaves the others unjudged too
-    r = _real_h200_as("NVIDIA Future GPU")
-    c = by_name(perf_checks(r, TABLE, [], {"bf16_tflops": 100.0}))
-    assert c["perf_bf16_tflops_gpu0"].verdict == "pass"
-    assert c["perf_fp8_tflops_gpu0"].verdict == "unverified"
-    assert (
-        c["perf_fp8_tflops_gpu0"].expected == "a floor for fp8_tflops on this GPU (none in vars.perf_floors)"
+    unfloored = [x for x in checks if x.name.endswith("_unfloored")]
+    assert [x.name for x in unfloored] == [
+        f"perf_{m}_unfloored" for m in ("tf32_tflops", "bf16_tflops", "fp16_tflops", "fp8_tflops")
+    ]
+    assert all(x.verdict == "unverified" for x in unfloored)
+    assert not [x for x in checks if x.name.startswith(("perf_bf16_tflops_gpu", "perf_fp8_tflops_gpu"))]
+    bf16 = c["perf_bf16_tflops_unfloored"]
+    assert bf16.expected == "a floor for bf16_tflops on every GPU that measured it"
+    assert bf16.actual == "none in row h800-sxm: GPU 0-7 NVIDIA H800 median 692 TFLOPS (min 650, max 692)"
+    assert bf16.detail.startswith("no bf16_tflops floor, so these figures were compared with their peers")
+
+
+def test_a_model_without_a_row_and_a_partial_row_are_judged_alike() -> None:
+    """The real H200 quick run renamed `NVIDIA Future GPU` (edits: the name, 2 GPUs): a model with
+    no row gave information-only passes of its figures (`perf_gpu<N>`), and a host's
+    vars.perf_floors for one metric turned them into per-GPU unverifieds; both now get the same
+    one `unverified` check per metric with no floor, and no pass of an unjudged figure."""
+    r = _real_h200_as("NVIDIA Future GPU", 2)
+    checks = perf_checks(r, TABLE, [])
+    c = by_name(checks)
+    assert c["perf_floor_known"].verdict == "unverified"
+    assert not [x for x in checks if x.name.startswith("perf_gpu")]
+    assert c["perf_bf16_tflops_unfloored"].actual == (
+        "no floors row: GPU 0-1 NVIDIA Future GPU median 692 TFLOPS (min 692, max 692)"
     )
-    assert c["perf_fp8_tflops_gpu0"].actual.endswith("TFLOPS")  # one GPU: no peers to show
+    assert c["perf_power_w_unfloored"].verdict == "unverified"
+    # a host's vars.perf_floors for one metric: that one judged, the others the same mechanism
+    c = by_name(perf_checks(_real_h200_as("NVIDIA Future GPU"), TABLE, [], {"bf16_tflops": 100.0}))
+    assert c["perf_bf16_tflops_gpu0"].verdict == "pass"
+    assert "perf_bf16_tflops_unfloored" not in c
+    assert c["perf_fp8_tflops_unfloored"].verdict == "unverified"
+    assert c["perf_fp8_tflops_unfloored"].actual == (
+        "none in vars.perf_floors: GPU 0 NVIDIA Future GPU 1,263 TFLOPS"
+    )
+
+
+def test_power_and_temperature_of_a_partly_sampled_window_are_no_claim() -> None:
+    """The real H200 quick run (2 GPUs, edits: GPU 0's window given `window_s` 57 and `sampled_s`
+    14, as when nvidia-smi stops part-way; GPU 1 sampled over the whole window 8 °C hotter): the
+    sustained check was already `unverified`, but its 14 s of samples (maybe the ramp-up) still
+    failed a vars.perf_floors power line or passed the datasheet one, and set the temperature
+    spread. Power and spread are now `unverified` too; only GPUs sampled throughout judge it."""
+    r = _real_h200_as("NVIDIA H200", 2)
+    per = r["sustained"]["per_gpu"]
+    per["0"].update(window_s=57.0, sampled_s=14.0)
+    per["1"].update(window_s=57.0, sampled_s=56.5, temp_median_c=72.0)
+    c = by_name(perf_checks(r, TABLE, [], {"power_w": 800.0}))
+    assert c["perf_sustained_gpu0"].verdict == "unverified"
+    assert c["perf_power_w_gpu1"].verdict == "fail"  # the whole window sampled: judged
+    power = c["perf_power_w_gpu0"]
+    assert power.verdict == "unverified", power
+    assert power.detail.startswith("nvidia-smi's samples span only 14 s of the 57 s window")
+    assert power.detail.endswith(
+        "the samples seen may be the ramp-up, so their fail against the floor is no claim"
+    )
+    assert by_name(perf_checks(r, TABLE, []))["perf_power_w_gpu0"].verdict == "unverified"
+    spread = c["perf_temp_spread"]
+    assert spread.verdict == "unverified", spread
+    assert spread.detail.startswith("nvidia-smi's samples of GPU 0 span only part of the window")
+    # GPUs sampled throughout that already differ by more: a warning on that evidence
+    r["gpus"].append({**copy.deepcopy(r["gpus"][1]), "index": 2})
+    per["2"] = {**per["1"], "temp_median_c": 60.0}
+    spread = by_name(perf_checks(r, TABLE, []))["perf_temp_spread"]
+    assert spread.verdict == "warn"
+    assert spread.actual == "12 °C: GPU 1 72 °C, GPU 2 60 °C (of the 2 GPUs sampled over the whole window)"
 
 
 def test_cuda_devices_are_paired_with_nvidia_smi_gpus_by_pci_address() -> None:
