@@ -445,6 +445,14 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
             " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
             " `nvidia-smi -q` output."
         )
+    if df_rows(text) >= 2 and df_rows(next(line for line in text.splitlines() if line.strip())):
+        # (no line above the first row: the output's top, its header among it, was cut off)
+        raise UsageError(
+            f"{where}: rows like df's (a mount point, a use %) with no header line above them (the"
+            " output's top cut off, or left out by a filter), so neither their units nor whether a"
+            " mount was cut away is known: save the whole `df` output (`LC_ALL=C df -P -k`), or its"
+            " rows under the copied command (`$ df -h | grep nvme`)."
+        )
     if df_rows(text) >= 2:
         raise UsageError(
             f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
