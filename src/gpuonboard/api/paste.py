@@ -110,7 +110,7 @@ def normalise(text: str) -> str:
     (_messages_joined)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
-    text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
+    text = _unprefixed(_unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX))))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unfenced(text)))))
 
 
@@ -213,6 +213,25 @@ def _unguttered(text: str) -> str:
     if numbers != list(range(numbers[0], numbers[0] + end)):
         return text
     return "\n".join([line[m.end() :] for line, m in zip(lines, found, strict=False) if m] + lines[end:])
+
+
+# the prefix Ray puts on each line a remote process printed, and so each launcher built on it
+# (SkyPilot's `sky launch` / `sky exec`: `(sky-cmd, pid=13008) `; Ray's `(pid=4321) `,
+# `(MyActor pid=4321) `, `(pid=4321, ip=10.0.0.2) `)
+_LAUNCHER_PREFIX = re.compile(r"\((?:[\w.-]+,? )?pid=\d+(?:, ip=[\d.]+)?\) ?")
+
+
+def _unprefixed(text: str) -> str:
+    """A paste from a launcher's log whose every line carries one prefix naming the remote
+    process that printed it (SkyPilot's `(sky-cmd, pid=13008) `, before each line of an
+    `nvidia-smi` run through `sky launch`), as the lines without it: no output read here starts
+    its lines so. Before, such a table was read as nvidia-smi that answered and listed no GPU."""
+    lines = text.split("\n")
+    said = [line for line in lines if line.strip()]
+    first = _LAUNCHER_PREFIX.match(said[0]) if said else None
+    if first is None or not all(line.startswith(first.group()) for line in said):
+        return text
+    return "\n".join(line.removeprefix(first.group()) for line in lines)
 
 
 # a Markdown code fence line: ``` or ~~~, with the block's language after an opening one
