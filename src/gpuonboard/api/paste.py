@@ -110,8 +110,8 @@ def normalise(text: str) -> str:
     (_messages_joined)."""
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
-    text = _unprefixed(_unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX))))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unfenced(text)))))
+    text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
+    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unprefixed(_unfenced(text))))))
 
 
 _ADDRESS = r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
@@ -225,13 +225,15 @@ def _unprefixed(text: str) -> str:
     """A paste from a launcher's log whose every line carries one prefix naming the remote
     process that printed it (SkyPilot's `(sky-cmd, pid=13008) `, before each line of an
     `nvidia-smi` run through `sky launch`), as the lines without it: no output read here starts
-    its lines so. Before, such a table was read as nvidia-smi that answered and listed no GPU."""
+    its lines so; lines above the first that carries it (a prompt) are kept. Before, such a table
+    was read as nvidia-smi that answered and listed no GPU."""
     lines = text.split("\n")
-    said = [line for line in lines if line.strip()]
-    first = _LAUNCHER_PREFIX.match(said[0]) if said else None
-    if first is None or not all(line.startswith(first.group()) for line in said):
+    # (from the first line that carries it: a prompt line copied above, `$ sky launch ...`, has none)
+    start = next((i for i, line in enumerate(lines) if _LAUNCHER_PREFIX.match(line)), None)
+    first = _LAUNCHER_PREFIX.match(lines[start]) if start is not None else None
+    if first is None or not all(line.startswith(first.group()) for line in lines[start:] if line.strip()):
         return text
-    return "\n".join(line.removeprefix(first.group()) for line in lines)
+    return "\n".join(lines[:start] + [line.removeprefix(first.group()) for line in lines[start:]])
 
 
 # a Markdown code fence line: ``` or ~~~, with the block's language after an opening one
