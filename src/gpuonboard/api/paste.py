@@ -225,13 +225,18 @@ def _unprefixed(text: str) -> str:
     """A paste from a launcher's log whose every line carries one prefix naming the remote
     process that printed it (SkyPilot's `(sky-cmd, pid=13008) `, before each line of an
     `nvidia-smi` run through `sky launch`), as the lines without it: no output read here starts
-    its lines so; lines above the first that carries it (a prompt) are kept. Before, such a table
+    its lines so; lines above the first that carries it (a prompt) are kept, and so are the lines
+    without it below (a wrap's pieces). Before, such a table
     was read as nvidia-smi that answered and listed no GPU."""
     lines = text.split("\n")
     # (from the first line that carries it: a prompt line copied above, `$ sky launch ...`, has none)
     start = next((i for i, line in enumerate(lines) if _LAUNCHER_PREFIX.match(line)), None)
     first = _LAUNCHER_PREFIX.match(lines[start]) if start is not None else None
-    if first is None or not all(line.startswith(first.group()) for line in lines[start:] if line.strip()):
+    said = [line for line in lines[start or 0 :] if line.strip()]
+    # (one process's lines, at least 3 or all: those without it are a wrap's pieces of the line
+    # before, joined later; another process's prefix is another output interleaved)
+    carried = [m.group() for line in said if (m := _LAUNCHER_PREFIX.match(line))]
+    if first is None or len(set(carried)) > 1 or len(carried) < min(3, len(said)):
         return text
     return "\n".join(lines[:start] + [line.removeprefix(first.group()) for line in lines[start:]])
 
