@@ -152,7 +152,11 @@ def _nvidia_smi_failed(text: str) -> bool:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or len(lines) > _FAILURE_MAX_LINES:
         return False
-    line, advice = nvidia_smi_failure(text, "")
+    # (another operation's refusal names NVML's error too: left out, it is no failed query)
+    own = [line for line in lines if not saved_forms.OTHER_OPERATION.match(line.strip())]
+    if not own:
+        return False
+    line, advice = nvidia_smi_failure("\n".join(own), "")
     if advice:
         failed = not _KERNEL_LINE.search(line)
     else:

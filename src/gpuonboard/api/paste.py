@@ -111,7 +111,7 @@ def normalise(text: str) -> str:
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unfenced(text)))))
+    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unprefixed(_unfenced(text))))))
 
 
 _ADDRESS = r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
@@ -213,6 +213,32 @@ def _unguttered(text: str) -> str:
     if numbers != list(range(numbers[0], numbers[0] + end)):
         return text
     return "\n".join([line[m.end() :] for line, m in zip(lines, found, strict=False) if m] + lines[end:])
+
+
+# the prefix Ray puts on each line a remote process printed, and so each launcher built on it
+# (SkyPilot's `sky launch` / `sky exec`: `(sky-cmd, pid=13008) `; Ray's `(pid=4321) `,
+# `(MyActor pid=4321) `, `(pid=4321, ip=10.0.0.2) `)
+_LAUNCHER_PREFIX = re.compile(r"\((?:[\w.-]+,? )?pid=\d+(?:, ip=[\d.]+)?\) ?")
+
+
+def _unprefixed(text: str) -> str:
+    """A paste from a launcher's log whose every line carries one prefix naming the remote
+    process that printed it (SkyPilot's `(sky-cmd, pid=13008) `, before each line of an
+    `nvidia-smi` run through `sky launch`), as the lines without it: no output read here starts
+    its lines so; lines above the first that carries it (a prompt) are kept, and so are the lines
+    without it below (a wrap's pieces). Before, such a table
+    was read as nvidia-smi that answered and listed no GPU."""
+    lines = text.split("\n")
+    # (from the first line that carries it: a prompt line copied above, `$ sky launch ...`, has none)
+    start = next((i for i, line in enumerate(lines) if _LAUNCHER_PREFIX.match(line)), None)
+    first = _LAUNCHER_PREFIX.match(lines[start]) if start is not None else None
+    said = [line for line in lines[start or 0 :] if line.strip()]
+    # (one process's lines, at least 3 or all: those without it are a wrap's pieces of the line
+    # before, joined later; another process's prefix is another output interleaved)
+    carried = [m.group() for line in said if (m := _LAUNCHER_PREFIX.match(line))]
+    if first is None or len(set(carried)) > 1 or len(carried) < min(3, len(said)):
+        return text
+    return "\n".join(lines[:start] + [line.removeprefix(first.group()) for line in lines[start:]])
 
 
 # a Markdown code fence line: ``` or ~~~, with the block's language after an opening one

@@ -22,6 +22,7 @@ from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import ProbeOutput, first_line
 
 __all__ = [
+    "OTHER_OPERATION",
     "csv_width",
     "df_rows",
     "df_si",
@@ -174,6 +175,23 @@ def with_query_header(command: str, text: str) -> str:
     if csv_width(text) != len(fields):
         return ""
     return ", ".join(fields) + "\n" + text
+
+
+# nvidia-smi's refusal of an operation other than the query of the GPUs, NVML's error after it:
+# `nvidia-smi mig -lci`'s "Failed to display compute instances: Insufficient Permissions", `-pm
+# 1`'s "Unable to set persistence mode for GPU ...: Insufficient Permissions", `mig -cgi`'s
+# "Unable to create a GPU instance ...", NVML's "Failed to properly shut down NVML: ..." below its
+# init failure: none says the query read no GPU (the plain nvidia-smi of a login that may not
+# list or change MIG instances reads them), so none is nvidia-smi's failure; its query's own
+# words are "Failed to initialize NVML: ..." and "Unable to determine the device handle ..."
+# (nvidia-smi's "Terminating early due to previous errors." follows such a refusal)
+OTHER_OPERATION = re.compile(
+    r"(?:Failed|Unable) to (?!initialize NVML\b|determine the device handle\b).*:\s*(?:Insufficient"
+    r" Permissions|Not Supported|Unknown Error|Not Found|Driver Not Loaded|GPU is lost|GPU requires"
+    r" reset|Timeout|In use by another client|Invalid Argument|No permission|GPU access blocked by"
+    r" the operating system)\.?$|Terminating early due to previous errors\.?$",
+    re.I,
+)
 
 
 def df_rows(text: str) -> int:
@@ -445,6 +463,14 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
             " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
             " `nvidia-smi -q` output."
         )
+    if df_rows(text) >= 2 and df_rows(next(line for line in text.splitlines() if line.strip())):
+        # (no line above the first row: the output's top, its header among it, was cut off)
+        raise UsageError(
+            f"{where}: rows like df's (a mount point, a use %) with no header line above them (the"
+            " output's top cut off, or left out by a filter), so neither their units nor whether a"
+            " mount was cut away is known: save the whole `df` output (`LC_ALL=C df -P -k`), or its"
+            " rows under the copied command (`$ df -h | grep nvme`)."
+        )
     if df_rows(text) >= 2:
         raise UsageError(
             f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
@@ -454,6 +480,13 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
         )
     if (missing := missing_output(where, text, copied)) is not None:
         return missing
+    said = [line.strip() for line in text.splitlines() if line.strip()]
+    if said and all(OTHER_OPERATION.match(line) for line in said) and not said[0].startswith("Term"):
+        raise UsageError(
+            f"{where}: nvidia-smi's refusal of an operation other than its query of the GPUs"
+            f" (`{said[0]}`), which does not say whether nvidia-smi reads them: save the plain"
+            " `nvidia-smi` (or `nvidia-smi -q`) output of the box."
+        )
     if (refused := kernel_log_refusal(text)) is not None:
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
         return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)

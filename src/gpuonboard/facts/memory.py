@@ -156,7 +156,10 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     header_index = next((i for i, line in enumerate(lines) if "total" in line.split()), None)
     if header_index is None:
         return MemoryInfo(None, None, None, ("output not recognised as free (no header)",))
+    # (free's header starts with `total`: a word before it is another output's, a line a paste
+    # glued onto it, `4.0GB` of `numfmt ... && free -h`, never a column of the rows below)
     columns = lines[header_index].split()
+    columns = columns[columns.index("total") :]
     rows = {}
     for line in lines[header_index + 1 :]:
         label, _, rest = line.partition(":")

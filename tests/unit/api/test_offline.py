@@ -43,6 +43,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-nvlink": "nvidia_nvlink",
         "nvidia-smi-L__": "nvidia_smi_list",
         "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log
+        "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
         "proc-cpuinfo": "lscpu",  # (`cat /proc/cpuinfo`: read as the CPUs, cores and sockets it gives)
@@ -51,6 +52,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only
         "df-fr-h": "df",  # French df: read since round 24 (data/df_labels.yml)
         "df-h__it-it": None,  # Italian df: refused, naming LC_ALL=C
+        "df-h__k3s-node": None,  # rows with no header line (the paste's top cut off): refused
         "df-h": "df",
         "df-ah": "df",
         "df-TH": "df",
@@ -432,3 +434,45 @@ def test_a_saved_nproc_is_read_by_its_file_name(tmp_path: Path) -> None:
     assert json.loads(r.stdout)["facts"]["nproc"] == 12
     (tmp_path / "count.txt").write_text("12\n")  # (a bare number under another name: no telling)
     assert cli(tmp_path, str(tmp_path / "count.txt")).returncode == 2
+
+
+MIG_LCI = "nvidia-smi-mig-lci__insufficient-permissions__a100-node__hami-1044.txt"
+
+
+def test_another_operations_refusal_is_no_failed_nvidia_smi(tmp_path: Path) -> None:
+    """A real `nvidia-smi mig -lci` refused on an A100 node (HAMi issue #1044: "Failed to display
+    compute instances: Insufficient Permissions"; its prompt line `[root@aio-node15 ~]# nvidia-smi
+    mig -lci` put back above it here) was read as nvidia-smi that
+    failed: `nvidia_driver` failed, "the login user may not open the NVIDIA device files", though
+    only the listing of MIG compute instances was refused. It is refused now, alone or in a
+    session, in one sentence naming what to save; so is the same refusal of `nvidia-smi -pm 1`
+    (the capture's two lines replaced by `$ nvidia-smi -pm 1`, "Unable to set persistence mode for
+    GPU 00000000:01:00.0: Insufficient Permissions" and "Terminating early due to previous
+    errors.")."""
+    text = "[root@aio-node15 ~]# nvidia-smi mig -lci\n" + (REAL / MIG_LCI).read_text()
+    pm = (
+        "$ nvidia-smi -pm 1\nUnable to set persistence mode for GPU 00000000:01:00.0: Insufficient"
+        " Permissions\nTerminating early due to previous errors.\n"
+    )
+    for saved, said in (
+        (text, "Failed to display compute instances: Insufficient Permissions"),
+        (pm, "Unable to set persistence mode for GPU 00000000:01:00.0: Insufficient Permissions"),
+    ):
+        path = tmp_path / "smi.txt"
+        path.write_text(saved)
+        with pytest.raises(UsageError) as raised:
+            offline.load_outputs([str(path)])
+        assert str(raised.value) == (
+            f"{path}: nvidia-smi's refusal of an operation other than its query of the GPUs (`{said}`),"
+            " which does not say whether nvidia-smi reads them: save the plain `nvidia-smi` (or"
+            " `nvidia-smi -q`) output of the box."
+        )
+    # in a session beside the box's own table, noted and not read: the table is judged as it reads
+    table = (REAL / "nvidia-smi__a100-sxm4-40gb__1gpu__driver550.144.03.txt").read_text()
+    path = tmp_path / "session.txt"
+    path.write_text(f"{text}[root@aio-node15 ~]# nvidia-smi\n{table}")
+    notes: list[str] = []
+    facts = parse_facts(offline.load_outputs([str(path)], notes=notes))
+    row = {c.name: c for c in offline.judge(facts, None)}["nvidia_driver"]
+    assert row.verdict == "pass" and row.actual.startswith("driver 550.144.03")
+    assert any("`nvidia-smi mig -lci`" in note for note in notes)

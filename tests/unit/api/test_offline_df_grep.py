@@ -49,3 +49,21 @@ def test_df_in_a_language_not_read_is_refused_naming_the_locale(tmp_path: Path) 
     name = "df-h__it-it__raspberry-pi-sd-card__markdown-line-breaks.txt"
     with pytest.raises(UsageError, match=r"save it with `LC_ALL=C df -P -k`"):
         verdicts(tmp_path, name, (REAL / name).read_text())
+
+
+def test_df_rows_whose_header_was_cut_off_are_refused_saying_so(tmp_path: Path) -> None:
+    """A real `df -h` of a k3s node pasted from its middle (shkeeper.io issue #16: kubelet tmpfs,
+    containerd shm and overlay rows, no header line above them): refused before as a df "under a
+    header this tool cannot read (df run in a language other than English ...?)", a header the
+    paste does not have. It names the cut now; the rows alone stay unread (their units, -h or
+    -H, and the mounts cut away above them are unknown)."""
+    name = "df-h__k3s-node__kubelet-tmpfs-overlay-rows__top-cut-no-header__shkeeper-16.txt"
+    with pytest.raises(UsageError) as raised:
+        verdicts(tmp_path, "df.txt", (REAL / name).read_text(), "data_disk: /data 1TB")
+    assert str(raised.value).endswith(
+        "df.txt: rows like df's (a mount point, a use %) with no header line above them (the output's"
+        " top cut off, or left out by a filter), so neither their units nor whether a mount was cut"
+        " away is known: save the whole `df` output (`LC_ALL=C df -P -k`), or its rows under the"
+        " copied command (`$ df -h | grep nvme`)."
+    )
+    assert "language" not in str(raised.value)

@@ -285,3 +285,35 @@ def test_a_quoted_table_above_a_long_note_is_unquoted(tmp_path: Path) -> None:
     whole = _verdicts(tmp_path / "whole", H200_TABLE, table, order)
     assert whole["gpu_count"][0] == "pass"
     assert _verdicts(tmp_path / "noted", H200_TABLE, quote + "\n\n" + NOTE + "\n", order) == whole
+
+
+SKYPILOT = "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt"
+
+
+def test_every_real_capture_under_a_launcher_s_line_prefix_is_judged_as_itself(tmp_path: Path) -> None:
+    """A real `nvidia-smi` run through SkyPilot's `sky launch` (skypilot PR #4099: each line
+    behind Ray's `(sky-cmd, pid=13008) `, the table cut after GPU 0) was read as nvidia-smi that
+    answered and listed no GPU: its driver and its GPU unread. Every real capture with that
+    prefix put before each of its lines (Ray's `(pid=4321) ` too) is judged as the capture."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    moved = []
+    for name in CAPTURES:
+        if name == SKYPILOT or (whole := _whole(name)) is None:
+            continue
+        text = (REAL / name).read_text(encoding="utf-8")
+        for prefix in ("(sky-cmd, pid=13008) ", "(pid=4321) "):
+            pasted = "\n".join(prefix + line if line else line for line in text.split("\n"))
+            got = _verdicts(tmp_path / "pasted", name, pasted, order)
+            moved += [
+                f"{name} {prefix}: {rule} {whole.get(rule)} -> {row}"
+                for rule, row in got.items()
+                if row != whole.get(rule)
+            ]
+    assert not moved, "\n".join(moved[:10])
+    got = _verdicts(tmp_path / "sky", "nvidia-smi.txt", (REAL / SKYPILOT).read_text(), order)
+    assert got["nvidia_driver"][1].startswith("driver 535.183.06, CUDA 12.2; incomplete probe")
+    assert got["gpu_count"] == (
+        "pass",
+        "1 listed; incomplete probe: nvidia-smi's output lists 1 GPU(s) and was cut off",
+    )

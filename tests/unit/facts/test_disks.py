@@ -44,6 +44,8 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h__ru-ru__ubuntu-laptop__sda2-root.txt",
         "df-h-path__pt-br__lvm-opt-10g.txt",
         "df-h__it-it__raspberry-pi-sd-card__markdown-line-breaks.txt",
+        # df rows with no header line above them (the paste's top cut off): refused, same file
+        "df-h__k3s-node__kubelet-tmpfs-overlay-rows__top-cut-no-header__shkeeper-16.txt",
     }
     assert {p.name for p in REAL.glob("df*")} == {
         "df-h__8gpu-server-mi300x.txt",

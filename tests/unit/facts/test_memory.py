@@ -50,6 +50,15 @@ CASES = [
         0,
         (0, 2**20),
     ),
+    # numfmt's `4.0GB` on the line above an old procps' `free -h` (15G, 31G swap): no column of it
+    (
+        "real/free-h__numfmt-line-above-header__15g-server__linuxgsm-1971.txt",
+        1024,
+        15 * 2**30,
+        round(3.5 * 2**30),
+        31 * 2**30,
+        (0, 2**30),
+    ),
     # inside an LXD container of a 4000 MB limit, lxcfs's view: `free -h` 3.7Gi
     (
         "real/free-h__lxd-container-4000mb-limit__lxcfs__debian10.txt",
@@ -268,3 +277,19 @@ def test_a_saved_proc_meminfo_gives_the_exact_total(tmp_path: Path) -> None:
     assert parse_meminfo(text).total_bytes == 3997272 * 1024
     assert verdicts(tmp_path, name, text, "ram: 4GB")["ram"] == ("pass", "3.8 GiB (4.1 GB)")
     assert verdicts(tmp_path, name, text, "ram: 4.2GB")["ram"][0] == "fail"  # exact: no rounding range
+
+
+def test_a_line_pasted_above_the_header_is_no_column_of_free(tmp_path: Path) -> None:
+    """A real `numfmt ... && free -h` (LinuxGSM PR #1971: numfmt's `4.0GB` printed on the line
+    above free's header): the paste's wrap-join put `4.0GB` at the header's start, its columns
+    read one off the Mem row's, and `ram` was "unknown: no Mem total could be read" (unverified,
+    though 15G is clearly short of 32 GiB). free's header starts with `total`: the words before
+    it are no column. (The capture's prompt line is not part of the fixture.)"""
+    from ..offline_judge import verdicts
+
+    name = "free-h__numfmt-line-above-header__15g-server__linuxgsm-1971.txt"
+    text = (FIXTURES / "real" / name).read_text()
+    assert parse_free(text).total_bytes == 15 * 1024**3
+    assert verdicts(tmp_path, "free-h.txt", text, "ram: 32GB")["ram"] == ("fail", "15.0 GiB (16.1 GB)")
+    # 15G rounded holds the 15.3 GiB 16 GB needs less its tolerance: unknown, as without the line
+    assert verdicts(tmp_path, "free-h.txt", text, "ram: 16GB")["ram"][0] == "unverified"

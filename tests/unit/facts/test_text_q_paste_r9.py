@@ -25,7 +25,12 @@ from gpuonboard.facts.nvidia_smi.text_q import _TEXT_ELIDED
 from ..offline_judge import column_wrapped, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-Q_TEXTS = sorted(p.name for p in (*REAL.glob("nvidia-smi-q__*.txt"), *REAL.glob("nvidia-smi-q-d-*.txt")))
+# (a -q cut inside its first record, ollama issue #6364: tested in steps/checks/test_gpu_rules.py)
+Q_TEXTS = sorted(
+    p.name
+    for p in (*REAL.glob("nvidia-smi-q__*.txt"), *REAL.glob("nvidia-smi-q-d-*.txt"))
+    if "__cut-" not in p.name
+)
 H200_LOAD = "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt"
 RTX4090_BUSY = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-6-gen1.txt"
 RTX4080_SUPER = "nvidia-smi-q__geforce-rtx-4080-super__1gpu__driver595.71.05__nvenc-load.txt"

@@ -363,6 +363,15 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             fault_advice(g.index for g in faulty),
         )
     read = [s for s in sizes if s is not None]
+    if not read and (incomplete := _incomplete(facts)):
+        # (a -q cut before its first FB Memory Usage: the format reports it, the cut took it away)
+        return Check(
+            "vram",
+            expected,
+            f"unknown: no GPU's memory total in what was read; {incomplete}",
+            "unverified",
+            RERUN_ADVICE,
+        )
     if not read:
         refused = _refused(facts)
         return Check(

@@ -84,10 +84,19 @@ LOST_GPU_CAPTURES = {
         for p in (FIXTURES / "real").glob("nvidia-smi*")
         # other commands' outputs (topo -m, nvlink -s, -L) and the benchmark's sampler log
         if not p.name.startswith(
-            ("nvidia-smi-topo", "nvidia-smi-nvlink-", "nvidia-smi-L__", "nvidia-smi-query-gpu-sampler")
+            (
+                "nvidia-smi-topo",
+                "nvidia-smi-nvlink-",
+                "nvidia-smi-L__",
+                "nvidia-smi-query-gpu-sampler",
+                "nvidia-smi-mig-",
+            )
         )
         # (a box with a GPU nvidia-smi cannot open: test_audit_captures_r3.py, R3-F2)
         and p.name not in LOST_GPU_CAPTURES
+        # (a launcher's line prefix before each line: read through the paste's clean-up only,
+        # tests/unit/api/test_paste_transforms.py)
+        and "line-prefix" not in p.name
     )
     # (the derived utilisation streams the simulator's monitor and autostop watcher replay are
     # no listing)

@@ -205,3 +205,19 @@ def test_gpu_model_grace_blackwell_names_no_model(tmp_path: Path) -> None:
     (tmp_path / "order.yml").write_text("order:\n  gpu_model: Grace Blackwell\n")
     with pytest.raises(InventoryError, match="names no GPU model"):
         offline.load_order(str(tmp_path / "order.yml"))
+
+
+def test_vram_of_a_q_cut_before_any_memory_total_says_the_cut(tmp_path: Path) -> None:
+    """A real `nvidia-smi -q` of a GRID P40-24Q vGPU pasted cut after its `Minor Number` line
+    (ollama issue #6364): `vram` said "unknown: no nvidia-smi format that answered reports GPU
+    memory", advising to ask the provider to allow a format, though `-q` reports it and the cut
+    took it away. It names the cut now, with the advice to rerun (unverified, as before)."""
+    name = "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt"
+    text = (REAL / name).read_text()
+    verdict, actual = verdicts(tmp_path, "smi-q.txt", text, "gpu_model: P40-24Q\nvram: 24GB")["vram"]
+    assert verdict == "unverified"
+    assert actual.startswith("unknown: no GPU's memory total in what was read; incomplete probe: ")
+    assert (
+        "ask the provider"
+        not in details(tmp_path, "smi-q.txt", text, "gpu_model: P40-24Q\nvram: 24GB")["vram"]
+    )
