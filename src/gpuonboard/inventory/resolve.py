@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
-from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE, ansible_boolean
 from gpuonboard.inventory.fields import (
     CONNECT_TIMEOUT_RANGE,
     CONNECTIONS,
@@ -380,7 +380,7 @@ def _ansible_checking_off(s: _Settings) -> str | None:
         key = next((k for k in _ANSIBLE_CHECKING if isinstance(given, Mapping) and k in given), None)
         if key is not None:
             assert isinstance(given, Mapping)
-            if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
+            if ansible_boolean(given[key]):  # (Ansible's non-strict boolean: `n`, `nope` are false)
                 return None
             label = getattr(given, "key_layers", {}).get(key, (label,))[0]
             at = where(s.path, given, key)
