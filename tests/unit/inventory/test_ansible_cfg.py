@@ -357,3 +357,19 @@ def test_the_config_is_found_in_the_current_directory_then_home(
         assert config_vars()["ansible_user"] == "mine"
     finally:
         tmp_path.chmod(0o755)
+
+
+def test_errors_about_a_config_setting_name_the_config_and_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-F ./missing` in the config's ssh_args and a template in its remote_user: one sentence
+    naming ansible.cfg and the line (was: the inventory file, and "write the value itself for
+    this host" while pointing at the config)."""
+    cfg = "[defaults]\nremote_user = ops\n[ssh_connection]\nssh_args = -F ./missing\n"
+    hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
+    with pytest.raises(InventoryError, match=r"ansible.cfg, line 4: host 'gpu1' has `-F ./missing` in the"):
+        inventory.load(hosts)
+    (tmp_path / "ansible.cfg").write_text("[defaults]\nremote_user = {{ lookup('env', 'USER') }}\n")
+    with pytest.raises(InventoryError, match=r"ansible.cfg, line 2: remote_user is a Jinja2 template") as err:
+        inventory.load(hosts)
+    assert str(err.value).endswith("write the value itself there.")
