@@ -373,3 +373,56 @@ def test_errors_about_a_config_setting_name_the_config_and_its_line(
     with pytest.raises(InventoryError, match=r"ansible.cfg, line 2: remote_user is a Jinja2 template") as err:
         inventory.load(hosts)
     assert str(err.value).endswith("write the value itself there.")
+
+
+TWO = "[gpus]\ngpu1 ansible_host=10.0.0.1\ngpu2 ansible_host=10.0.0.2{}\n"
+
+
+@pytest.mark.parametrize("gpu2", ["", " gpuonboard_jump=198.51.100.8"])
+def test_an_all_vars_jump_beats_the_config_jump_whatever_other_hosts_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu2: str
+) -> None:
+    """`[all:vars] gpuonboard_jump` beside the config's `ssh_common_args = -J ...`: the `all`
+    vars rank above the config, whether or not another host has its own jump (was: the config's
+    jump won only where every host took the `all` one)."""
+    ini = TWO.format(gpu2) + "[all:vars]\ngpuonboard_jump=198.51.100.2\n"
+    hosts = _setup(tmp_path, monkeypatch, "[ssh_connection]\nssh_common_args = -J 203.0.113.1\n", ini)
+    assert inventory.load(hosts).hosts["gpu1"].jump == ("198.51.100.2",)
+
+
+VENDOR = "name: V\nssh:\n  user: vuser\n  port: 2222\n  key_file: /keys/vendor\n  jump: [198.51.100.9]\n"
+
+
+@pytest.mark.parametrize("gpu2", ["", " ansible_user=hu ansible_port=2100 gpuonboard_jump=198.51.100.8"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        "[defaults]\nremote_user = ops\nremote_port = 2299\nprivate_key_file = /keys/cfg\n",
+        "[ssh_connection]\nssh_common_args = -p 2299 -l ops -i /keys/cfg -J 203.0.113.1\n",
+    ],
+)
+def test_the_whole_config_sits_below_a_vendor_profile_whatever_other_hosts_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu2: str, cfg: str
+) -> None:
+    """The Ansible config's remote_user/remote_port/private_key_file and its ssh args' -p/-l/-i/-J
+    all sit below a vendor profile, whatever other hosts set (was: the config's settings won
+    where another host had its own ansible_user, and its args' -p/-l/-J always won)."""
+    ini = TWO.format(gpu2) + "[all:vars]\ngpuonboard_vendor=v2\n"
+    hosts = _setup(tmp_path, monkeypatch, cfg, ini)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v2.yml").write_text(VENDOR)
+    h = inventory.load(hosts).hosts["gpu1"]
+    assert (h.user, h.port, h.key_file, h.jump) == ("vuser", 2222, "/keys/vendor", ("198.51.100.9",))
+
+
+def test_the_all_vars_sit_below_a_vendor_profile_whatever_other_hosts_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[all:vars] ansible_user` stays below a vendor profile for a host even where another host
+    has its own ansible_user (was: it beat the vendor then)."""
+    ini = TWO.format(" ansible_user=hu") + "[all:vars]\ngpuonboard_vendor=v2\nansible_user=ops\n"
+    hosts = _setup(tmp_path, monkeypatch, "", ini)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v2.yml").write_text(VENDOR)
+    inv = inventory.load(hosts)
+    assert (inv.hosts["gpu1"].user, inv.hosts["gpu2"].user) == ("vuser", "hu")
