@@ -426,3 +426,18 @@ def test_the_all_vars_sit_below_a_vendor_profile_whatever_other_hosts_take(
     (tmp_path / "vendors" / "v2.yml").write_text(VENDOR)
     inv = inventory.load(hosts)
     assert (inv.hosts["gpu1"].user, inv.hosts["gpu2"].user) == ("vuser", "hu")
+
+
+def test_a_vendor_jump_that_beats_the_config_jump_is_named_where_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vendor profile's jump beats the config's `-J`, and an error about it names the vendor
+    profile's file, not ansible.cfg (was: the config's jump taken, the vendor's never checked)."""
+    ini = TWO.format("") + "[all:vars]\ngpuonboard_vendor=v2\n"
+    hosts = _setup(tmp_path, monkeypatch, "[ssh_connection]\nssh_common_args = -J 203.0.113.1\n", ini)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v2.yml").write_text(VENDOR.replace("198.51.100.9", "gpu1"))
+    with pytest.raises(
+        InventoryError, match=r"v2.yml, line \d+: host 'gpu1' lists itself as its own jump host"
+    ):
+        inventory.load(hosts)
