@@ -402,7 +402,7 @@ def _ansible_checking_off(s: _Settings) -> str | None:
         key = next((k for k in _ANSIBLE_CHECKING if isinstance(given, Mapping) and k in given), None)
         if key is not None:
             assert isinstance(given, Mapping)
-            if ansible_boolean(given[key]):  # (Ansible's non-strict boolean: `n`, `nope` are false)
+            if given[key] is None or ansible_boolean(given[key]):  # (non-strict: `n`, `nope` are false)
                 return None
             label = getattr(given, "key_layers", {}).get(key, (label,))[0]
             at = where(s.path, given, key)
