@@ -321,3 +321,20 @@ def sshd_on_ipv6(h: TestHost, port: int) -> Iterator[None]:
         yield
     finally:
         os.kill(pid, signal.SIGTERM)  # the daemon this helper started, by its pid file
+
+
+@pytest.fixture(autouse=True)
+def _no_user_ansible_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Never read the developer's ansible.cfg (./, ~/.ansible.cfg, /etc/ansible) nor ANSIBLE_*
+    connection settings, in the test or the CLI it runs: an Ansible inventory's hosts take them
+    (inventory.ansible_cfg). A test that wants a config sets ANSIBLE_CONFIG itself."""
+    from gpuonboard.inventory.ansible_cfg import OPTIONS
+
+    empty = tmp_path_factory.getbasetemp() / "empty-ansible.cfg"
+    empty.touch()
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(empty))
+    for _, _, names in OPTIONS:
+        for name in names:
+            monkeypatch.delenv(name, raising=False)

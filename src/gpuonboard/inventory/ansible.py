@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
-from gpuonboard.inventory.ansible_cfg import config_vars
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE, OPTIONS, config_vars
 from gpuonboard.inventory.ansible_vars import (
     AnsibleGroups,
     VarsFiles,
@@ -125,6 +125,10 @@ def is_native(data: Mapping[str, Any]) -> bool:
     return not (data and all(k not in _NATIVE_TOP and group_shaped(v) for k, v in data.items()))
 
 
+# a host variable the Ansible config sets -> its setting's name there (`remote_user`)
+_CONFIG_NAMES = {var: entries[0][1] for var, entries, _ in OPTIONS}
+
+
 def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bool = False) -> LineDict:
     """Ansible host/group variables -> our host keys, other variables under `vars`.
 
@@ -158,10 +162,12 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
                 extra.key_layers[key] = layers[key]  # type: ignore[attr-defined]
             continue
         if isinstance(value, str) and is_template(value) and not templates:
+            at = where(path or Path("inventory"), raw, key)
+            setting = _CONFIG_NAMES.get(key, key) if layers.get(key, ("",))[0] == CONFIG_LAYER else key
+            setting = "its value" if at.startswith(ENV_SOURCE) else setting
             raise InventoryError(
-                f"{where(path or Path('inventory'), raw, key)}: {key} is a Jinja2 template"
-                f" ({value[:80]!r}), which Ansible renders only when it connects; gpuonboard does not"
-                " render inventory templates: write the value itself for this host."
+                f"{at}: {setting} is a Jinja2 template ({value[:80]!r}), which Ansible renders only"
+                " when it connects; gpuonboard does not render templates: write the value itself there."
             )
         out[ours] = value
         _keep_origin(out, ours, key, lines, files)

@@ -15,6 +15,7 @@ host's variable before its config.
 from __future__ import annotations
 
 import configparser
+import decimal
 import os
 import re
 import stat
@@ -22,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gpuonboard.errors import InventoryError
-from gpuonboard.yamlload import LineDict, read_text
+from gpuonboard.yamlload import LineDict, read_bounded
 
 # host variable <- the file's (section, key) entries and the environment variables, each list in
 # Ansible's order (a later one found wins, as Ansible loops them)
@@ -42,6 +43,13 @@ OPTIONS: tuple[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = 
 # Ansible's ssh adds these only when they are not empty (an empty ANSIBLE_REMOTE_USER sets none)
 _SKIP_EMPTY = frozenset({"ansible_user", "ansible_port", "ansible_private_key_file"})
 CONFIG_LAYER = "the Ansible config"
+# the most of a config file read: far above any real one (DeepOps' is 2 kB, Ansible's example
+# with every setting 25 kB), a bound only against a path naming a device or a dump
+MAX_CONFIG_BYTES = 16 << 20
+# Ansible reads a config file only with one of these extensions (its get_config_type)
+CONFIG_EXTENSIONS = (".cfg", ".ini")
+# the words Ansible's non-strict boolean reads as true (anything else is false)
+TRUE_WORDS = frozenset({"y", "yes", "on", "1", "true", "t"})
 ENV_SOURCE = "environment variable "  # (where a setting from the environment is said to be written)
 
 
@@ -77,23 +85,52 @@ def _option_lines(text: str) -> dict[tuple[str, str], int]:
     return lines
 
 
+def _read(path: Path) -> str:
+    """The config file's text as Ansible reads it: UTF-8, a byte that is not kept as a lone
+    surrogate (Ansible's surrogate_or_strict; refused only where a value read holds one)."""
+    if os.path.splitext(str(path))[1] not in CONFIG_EXTENSIONS:
+        raise InventoryError(
+            f"{path}: Ansible reads a config file only when its name ends in .cfg or .ini, and"
+            " refuses to run with this one (named by ANSIBLE_CONFIG); rename it, or point"
+            " ANSIBLE_CONFIG at an ansible.cfg."
+        )
+    data = read_bounded(path, InventoryError, "Ansible config", MAX_CONFIG_BYTES)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InventoryError(
+            f"{path}: the Ansible config file is UTF-16 text (as Windows PowerShell's `>` writes"
+            " it), which Ansible cannot read; save it as UTF-8."
+        )
+    return data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+
+
+def _parse_problem(exc: configparser.Error, text: str) -> tuple[int | None, str]:
+    """The line configparser stopped at and what is wrong there, in words (`text`: the file's)."""
+    if isinstance(exc, configparser.DuplicateOptionError):
+        return exc.lineno, f"the option {exc.option!r} is set a second time in section [{exc.section}]"
+    if isinstance(exc, configparser.DuplicateSectionError):
+        return exc.lineno, f"the section [{exc.section}] is opened a second time"
+    if isinstance(exc, configparser.MissingSectionHeaderError):
+        return exc.lineno, "a setting comes before any [section] header"
+    if isinstance(exc, configparser.ParsingError) and exc.errors:
+        line = exc.errors[0][0]
+        written = text.splitlines()[line - 1].strip() if 0 < line <= len(text.splitlines()) else ""
+        return line, f"{written[:80]!r} is no `key = value` line"
+    return None, str(exc).splitlines()[0][:120]
+
+
 def _parse(path: Path) -> tuple[configparser.ConfigParser, dict[tuple[str, str], int]]:
     """The config file parsed as Ansible parses it; one sentence naming the line where Ansible
     would refuse it."""
-    text = read_text(path, InventoryError, "Ansible config")
+    text = _read(path)
     parser = configparser.ConfigParser(inline_comment_prefixes=(";",), interpolation=None)
     try:
         parser.read_string(text, str(path))
     except configparser.Error as exc:
-        line = getattr(exc, "lineno", None)
-        if line is None and isinstance(exc, configparser.ParsingError) and exc.errors:
-            line = exc.errors[0][0]
-        reason = exc.message.splitlines()[0] if isinstance(exc, configparser.ParsingError) else str(exc)
-        reason = reason.replace(f"While reading from {str(path)!r}", "").strip(" :[]")
+        line, problem = _parse_problem(exc, text)
         at = f"{path}, line {line}" if line else str(path)
         raise InventoryError(
-            f"{at}: Ansible cannot read this config file ({reason.splitlines()[0][:120]}), so neither"
-            " can gpuonboard; fix the line, or point ANSIBLE_CONFIG at another file."
+            f"{at}: {problem}, so Ansible refuses this config file and gpuonboard does too; fix the"
+            " line, or point ANSIBLE_CONFIG at another file."
         ) from None
     return parser, _option_lines(text)
 
@@ -117,7 +154,7 @@ def config_vars(environ: Mapping[str, str] | None = None, path: Path | None = No
         value, source, line, label = None, None, None, ""
         for name in env_names:
             if name in environ:
-                value, source, line = environ[name], Path(f"{ENV_SOURCE}{name}"), None
+                value, source, line, label = environ[name], Path(f"{ENV_SOURCE}{name}"), None, "its value"
         if value is None and parser is not None and path is not None:
             for section, key in entries:
                 if (found := parser.get(section, key, raw=True, fallback=None)) is not None:
@@ -127,6 +164,11 @@ def config_vars(environ: Mapping[str, str] | None = None, path: Path | None = No
             continue
         assert source is not None
         where_at = f"{source}, line {line}" if line else str(source)
+        if re.search("[\udc80-\udcff]", value):
+            raise InventoryError(
+                f"{where_at}: {label} holds a byte that is not UTF-8 text (the file saved in another"
+                " encoding, such as Latin-1 or GBK?); write it in UTF-8."
+            )
         out[var] = _typed(var, value, where_at, source, label)
         out.key_sources[var] = source
         if line is not None:
@@ -134,16 +176,34 @@ def config_vars(environ: Mapping[str, str] | None = None, path: Path | None = No
     return out
 
 
+def ansible_boolean(value: object) -> bool:
+    """A setting as Ansible's non-strict boolean reads it: true only for a true word (`yes`,
+    `on`, `1`, `true`, `t`, `y`, any case) or value, anything else false."""
+    if isinstance(value, (bool, int, float)):
+        return value in (1, True)
+    return isinstance(value, str) and value.strip().lower() in TRUE_WORDS
+
+
 def _typed(var: str, value: str, at: str, source: Path, label: str) -> str | int:
-    """`value` as Ansible types it: a port a whole number (else Ansible refuses the config), a
-    relative key file from the config file's directory."""
+    """`value` as Ansible types it: a port a whole number (`2299.0` and ` 2222` too; else Ansible
+    refuses the setting), a key file `~` and `$VAR` expanded, then, if still relative, from the
+    config file's directory (from the environment: the current directory), as its unfrackpath."""
     if var == "ansible_port":
-        if not re.fullmatch(r"[0-9]+", value) or not 0 < int(value) < 65536:
+        try:
+            number = decimal.Decimal(value)
+            port = int(number) if number == int(number) else None
+        except (ArithmeticError, ValueError):
+            port = None
+        if port is None:
             raise InventoryError(
-                f"{at}: {label or 'the port'} {value!r} is no port number (1-65535), and Ansible"
-                " refuses the config for it; fix it."
+                f"{at}: {label} {value!r} is not a whole number, so Ansible refuses the setting and"
+                " gpuonboard does too; write the port number (1-65535)."
             )
-        return int(value)
-    if var == "ansible_private_key_file" and label and "{{" not in value:
-        return os.path.join(source.parent, os.path.expanduser(value))
+        if not 0 < port < 65536:
+            raise InventoryError(f"{at}: {label} {value!r} is no port number (1-65535); fix it.")
+        return port
+    if var == "ansible_private_key_file" and "{{" not in value:
+        expanded = os.path.expanduser(os.path.expandvars(value))
+        base = os.getcwd() if str(source).startswith(ENV_SOURCE) else str(source.parent)
+        return os.path.normpath(os.path.join(base, expanded))
     return value

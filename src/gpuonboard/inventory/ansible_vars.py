@@ -220,28 +220,33 @@ def host_vars(
     return HostVars(values, origin, layers)
 
 
+# the attribute of a host entry holding what it takes from the `all` vars or the Ansible config:
+# its own `defaults`, below a vendor profile
+BELOW_VENDOR = "below_vendor"
 # our host keys a vendor profile may also give: from the inventory's `all` vars they stay below
 # the vendor profile (`defaults`), as before group_vars/ were read
 _DEFAULT_KEYS = ("address", "port", "user", "key_file", "use_agent", "jump", "connection", "vendor")
 
 
-def _set_by_all_alone(
-    per_host: Mapping[str, HostVars],
-    converted: Mapping[str, Mapping[str, Any]],
-    convert: Callable[[Mapping[str, Any], str], LineDict],
-) -> dict[str, Any]:
-    """Our scalar connection keys that every host takes, with one value, from the inventory's
-    `all` vars alone (those go to `defaults`, below a vendor profile)."""
-    common: dict[str, Any] | None = None
-    for name, hv in per_host.items():
-        from_all = {k for k, lab in hv.origin.items() if lab in ("all", CONFIG_LAYER)}
-        only_all = convert({k: v for k, v in hv.values.items() if k in from_all}, "all")
-        mine = converted[name]
-        keys = {
-            k: only_all[k] for k in _DEFAULT_KEYS if k in only_all and k in mine and mine[k] == only_all[k]
-        }
-        common = keys if common is None else {k: v for k, v in common.items() if keys.get(k, object()) == v}
-    return common or {}
+def _set_by_all(
+    hv: HostVars, mine: Mapping[str, Any], convert: Callable[[Mapping[str, Any], str], LineDict]
+) -> LineDict:
+    """The host's scalar connection keys it takes from the inventory's `all` vars or the Ansible
+    config (those stay below a vendor profile), each with its origin and layer: decided by
+    where the host's own key came from, never by what other hosts take."""
+    from_all = {k for k, lab in hv.origin.items() if lab in ("all", CONFIG_LAYER)}
+    only_all = convert({k: v for k, v in hv.values.items() if k in from_all}, "all")
+    low = LineDict()
+    low.key_lines, low.key_sources = {}, {}
+    layers = getattr(mine, "key_layers", {})
+    low.key_layers = {}  # type: ignore[attr-defined]
+    for k in _DEFAULT_KEYS:
+        if k in only_all and k in mine and mine[k] == only_all[k]:
+            low[k] = mine[k]
+            low.take_origin(k, mine)
+            if k in layers:
+                low.key_layers[k] = layers[k]  # type: ignore[attr-defined]
+    return low
 
 
 def native_shape(
@@ -261,16 +266,26 @@ def native_shape(
     defaults = LineDict()
     defaults.key_lines, defaults.key_sources = {}, {}
     converted = {name: convert(hv.values, name) for name, hv in per_host.items()}
-    hoisted = _set_by_all_alone(per_host, converted, convert)
-    defaults.update(hoisted)
-    for key in hoisted:  # (set in ansible.cfg: an error about it names that file and line)
-        defaults.take_origin(key, next(iter(converted.values())))
+    low = {name: _set_by_all(per_host[name], conv, convert) for name, conv in converted.items()}
+    # (what every host takes alike also goes to `defaults`, read for the SSH config's jump hosts)
+    shared = [dict(v) for v in low.values()]
+    common = (
+        {k: v for k, v in shared[0].items() if all(o.get(k, object()) == v for o in shared)} if shared else {}
+    )
+    defaults.update(common)
+    defaults.key_layers = {}  # type: ignore[attr-defined]
+    first = next(iter(low.values()), LineDict())
+    for key in common:  # (set in ansible.cfg: an error about it names that file and line)
+        defaults.take_origin(key, first)
+        if key in getattr(first, "key_layers", {}):
+            defaults.key_layers[key] = first.key_layers[key]  # type: ignore[attr-defined]
     for name, conv in converted.items():
-        mine = LineDict({k: v for k, v in conv.items() if k not in hoisted})
+        mine = LineDict({k: v for k, v in conv.items() if k not in low[name]})
         mine.key_lines = dict(getattr(conv, "key_lines", {}))
         mine.key_sources = dict(getattr(conv, "key_sources", {}))
         mine.key_layers = dict(getattr(conv, "key_layers", {}))  # type: ignore[attr-defined]
         mine.line = (lines or {}).get(name)
+        setattr(mine, BELOW_VENDOR, low[name])  # (the loader puts these under the vendor profile)
         hosts[name] = mine
     groups = LineDict()
     groups.key_lines = {}

@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER
 from gpuonboard.inventory.fields import bad_host_char
 from gpuonboard.inventory.model import Host, Vendor
 from gpuonboard.inventory.resolve import resolve_host
@@ -115,9 +116,11 @@ def jump_origin(
         return None  # (the host's own line, as for its other fields)
     args = host_ssh_args(name, layers, path) if ansible and found is None else None
     key = next((k for k in ("proxyjump", "proxycommand") if args is not None and k in args.source), None)
+    vendor_way = vendor is not None and bool({"jump", "proxy_command"} & set(vendor.host_defaults))
     if args is not None and key is not None:  # (the ssh args' -J or ProxyCommand: resolve._way)
         at, label = args.source[key]
-        return None if label.endswith(f" of host {name!r}") else at
+        if not (vendor_way and label.endswith(f" of {CONFIG_LAYER}")):  # (the config's: below the vendor)
+            return None if label.endswith(f" of host {name!r}") else at
     if found is not None and found[1].startswith(("group ", *(("defaults",) if ansible else ()))):
         return where(path, found[0], "jump")
     alias = config_alias(name, layers, ssh_cfg, ansible)

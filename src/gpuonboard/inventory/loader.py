@@ -14,6 +14,7 @@ from typing import Any
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import ansible as ansible_inventory
 from gpuonboard.inventory import ansible_ini, ansible_list
+from gpuonboard.inventory.ansible_vars import BELOW_VENDOR
 from gpuonboard.inventory.fields import (
     GROUP_KEYS,
     TOP_KEYS,
@@ -218,7 +219,7 @@ def build(
         hdef = as_mapping(hdef or LineDict(), hosts_file, hosts_raw, hname, f"host {hname!r}")
         check_host_keys(hdef, hosts_file, f"host {hname!r}")
         member_of = tuple(g for g, ms in groups.items() if hname in ms)
-        layers: list[tuple[Mapping[str, Any], str]] = [(defaults, "defaults")]
+        layers: list[tuple[Mapping[str, Any], str]] = [(_own_defaults(defaults, hdef), "defaults")]
         layers += [(group_vars[g], f"group {g!r}") for g in member_of]
         layers.append((hdef, f"host {hname!r}"))
         # (Ansible's ssh reads the config its args' `-F` names, else ~/.ssh/config)
@@ -265,6 +266,23 @@ def build(
         ansible_order=getattr(raw, ANSIBLE_ORDER, None) or {},
         jump_hosts=config_hops,
     )
+
+
+def _own_defaults(defaults: LineDict, hdef: LineDict) -> LineDict:
+    """The defaults of one host: an Ansible host's keys from its `all` vars or the Ansible config
+    (ansible_vars.BELOW_VENDOR) over the inventory's, each keeping its origin and layer."""
+    low = getattr(hdef, BELOW_VENDOR, None)
+    if not low:
+        return defaults
+    own = LineDict({**defaults, **low})
+    own.key_lines = {**getattr(defaults, "key_lines", {}), **getattr(low, "key_lines", {})}
+    own.key_sources = {**getattr(defaults, "key_sources", {}), **getattr(low, "key_sources", {})}
+    for key in low:
+        if key not in getattr(low, "key_sources", {}):
+            own.key_sources.pop(key, None)
+    own.key_layers = {**getattr(defaults, "key_layers", {}), **getattr(low, "key_layers", {})}  # type: ignore[attr-defined]
+    own.line = defaults.line
+    return own
 
 
 def _hosts_mapping(raw: Mapping[str, Any], hosts_file: Path) -> LineDict:

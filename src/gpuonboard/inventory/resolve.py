@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
-from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE, ansible_boolean
 from gpuonboard.inventory.fields import (
     CONNECT_TIMEOUT_RANGE,
     CONNECTIONS,
@@ -231,11 +231,19 @@ class _Settings:
         beats = ("host ", "group ", "defaults") if self.ansible else ("host ", "group ")
         return key in self.merged and self.origin.get(key, (None, ""))[1].startswith(beats)
 
+    def vendor_beats_args(self, key: str, ssh_key: str) -> bool:
+        """Whether the vendor profile's `key` beats what the ssh args set for `ssh_key`: args
+        from the Ansible config sit below a vendor profile, as the config's remote_user does."""
+        source = self.args.source.get(ssh_key, ("", ""))[1]
+        return source.endswith(f" of {CONFIG_LAYER}") and self.origin.get(key, ({}, ""))[1].startswith(
+            "vendor "
+        )
+
     def pick(self, key: str, ssh_key: str, default: Any) -> Any:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group
         (nor, in an Ansible inventory, its `all` vars: `from_inventory`). An Ansible host's ssh
         args come between: ssh gets them after Ansible's own `-o Port=`, before the config."""
-        given = self.args.first(ssh_key)
+        given = None if self.vendor_beats_args(key, ssh_key) else self.args.first(ssh_key)
         if self.from_inventory(key) and not (given is not None and self.args.before_inventory(ssh_key)):
             return self.merged[key]
         if given is not None:
@@ -294,12 +302,13 @@ def _merge_layers(
     alias = config_alias(name, layers, ssh_cfg, ansible)
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
     args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
-    if (given := args.first("hostname")) is not None and hasattr(ssh_cfg, "resolution_with"):
-        alias, sshc = _with_args_hostname(str(merged.get("address") or name), alias, given, ssh_cfg)
+    options = _resolving_args(args)
+    if options and hasattr(ssh_cfg, "resolution_with"):
+        alias, sshc = _with_args(str(merged.get("address") or name), alias, options, ssh_cfg)
     command = sshc.get("proxycommand")
     if str(sshc.get("proxyjump", "none")).lower() != "none" or str(command).strip().lower() == "none":
         command = None  # (the config's own ProxyJump: `-J none` drops it)
-    elif command is not None and hasattr(ssh_cfg, "unexpanded"):
+    elif command is not None and hasattr(ssh_cfg, "unexpanded") and not options:
         command = ssh_cfg.unexpanded(alias, "proxycommand")
     if sshc and alias is not None:
         sshc = followable(alias, sshc, ssh_cfg)
@@ -314,14 +323,27 @@ def _merge_layers(
     )
 
 
-def _with_args_hostname(
-    address: str, alias: str | None, hostname: str, ssh_cfg: Any
+def _resolving_args(args: SSHArgs) -> tuple[str, ...]:
+    """What an Ansible host's ssh args set that changes how ssh reads its config (`-o
+    HostName=`, `-J none` / `-o ProxyJump=none`), as `ssh -o` options; ssh sets them first."""
+    options = []
+    if (given := args.first("hostname")) is not None:
+        options.append(f"HostName={given}")
+    jump = args.first("proxyjump")
+    if jump is not None and jump.strip().lower() == "none" and "proxycommand" not in args.values:
+        options.append("ProxyJump=none")
+    return tuple(options)
+
+
+def _with_args(
+    address: str, alias: str | None, options: tuple[str, ...], ssh_cfg: Any
 ) -> tuple[str | None, Mapping[str, Any]]:
-    """The config's settings for an Ansible host whose ssh args set `-o HostName=`: ssh reads
-    its config with that HostName already set, so a `Match host HOSTNAME` block applies (`ssh -G`
-    of Ansible's command line shows it); the address is still what `Host` patterns test."""
+    """The config's settings for an Ansible host whose ssh args change how ssh reads it
+    (`_resolving_args`), as `ssh -G` of Ansible's command line shows them: with `-o HostName=`
+    a `Match host HOSTNAME` block applies; with `-J none` a config's ProxyJump yields, so its
+    later ProxyCommand applies. The address is still what `Host` patterns test."""
     target = alias if alias is not None else address.strip().removeprefix("[").removesuffix("]")
-    found = ssh_cfg.resolution_with(target, hostname)
+    found = ssh_cfg.resolution_with(target, options)
     if not found.set_keys & CONNECTION_KEYS - {"hostname"}:
         return None, {}  # (a `Match host ADDRESS` block no longer applies)
     return target, found.lookup()
@@ -380,7 +402,7 @@ def _ansible_checking_off(s: _Settings) -> str | None:
         key = next((k for k in _ANSIBLE_CHECKING if isinstance(given, Mapping) and k in given), None)
         if key is not None:
             assert isinstance(given, Mapping)
-            if str(given[key]).strip().lower() not in ("false", "no", "off", "0"):
+            if given[key] is None or ansible_boolean(given[key]):  # (non-strict: `n`, `nope` are false)
                 return None
             label = getattr(given, "key_layers", {}).get(key, (label,))[0]
             at = where(s.path, given, key)
@@ -417,7 +439,11 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
     extras.update(s.args.extra_certificates(extras))
     own = next((k for k in ("jump", "proxy_command") if s.from_inventory(k)), None)
     config = {"proxycommand": s.config_command} if s.config_command is not None else {}
-    if (way := route(s.args, config)) is not None and own is not None:
+    way = route(s.args, config)
+    key = "proxyjump" if "proxyjump" in s.args.source else "proxycommand"
+    if way is not None and any(s.vendor_beats_args(k, key) for k in ("jump", "proxy_command")):
+        way = None  # (the Ansible config's `-J` sits below the vendor profile's jump)
+    if way is not None and own is not None:
         key = "proxyjump" if "proxyjump" in s.args.source else "proxycommand"
         at, label = s.args.source[key]
         args_layer, own_layer = _layer_rank(s, label.partition(" of ")[2]), _layer_rank(s, s.origin[own][1])
@@ -485,8 +511,13 @@ def _ssh_keys(s: _Settings) -> list[str]:
     config's IdentityFiles; else the vendor profile's key_file."""
     inventory = [_key_path(s, s.merged["key_file"])] if s.from_inventory("key_file") else []
     config = [local_path(str(f)) for f in s.sshc.get("identityfile") or ()]
-    found = [f for f, _, _ in s.args.key_files(True)] + inventory
-    found += [f for f, _, _ in s.args.key_files(False)] + config
+    below = s.origin.get("key_file", ({}, ""))[1].startswith("vendor ")  # (the config's `-i`: below it)
+    found: list[str | None] = [
+        f for f, _, (_, by) in s.args.key_files(True) if not (below and by.endswith(CONFIG_LAYER))
+    ]
+    found += inventory
+    found += [f for f, _, (_, by) in s.args.key_files(False) if not (below and by.endswith(CONFIG_LAYER))]
+    found += config
     files = [f for f in dict.fromkeys(found) if f]
     if not files and (fallback := _key_path(s, s.merged.get("key_file"))):
         files = [fallback]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
-from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS
+from gpuonboard.inventory.sshargs import ANSIBLE_SSH_ARGS, whose
 from gpuonboard.inventory.sshresolve import (
     CONNECTION_KEYS,
     MAX_CONFIG_BYTES,
@@ -192,22 +192,27 @@ def _file_arg(words: Iterator[str]) -> str | None:
     return found
 
 
-def ansible_config_file(layers: Iterable[tuple[Mapping[str, Any], str]]) -> tuple[str, str] | None:
-    """The SSH config Ansible's ssh reads for a host whose ssh args name one with `-F`, and where:
-    ('./ssh_config', "ansible_ssh_common_args of group 'all'"). Each of ansible_ssh_common_args
-    and ansible_ssh_extra_args is the last layer's (a host's replaces its groups' whole), and
-    ssh takes the last -F of the common args, then the extra args; None where none names one."""
-    args: dict[str, tuple[str, str]] = {}
+def ansible_config_file(
+    layers: Iterable[tuple[Mapping[str, Any], str]], path: Path
+) -> tuple[str, str, str] | None:
+    """The SSH config Ansible's ssh reads for a host whose ssh args name one with `-F`, where
+    it is named and the file and line that say it: ('./ssh_config', "ansible_ssh_common_args of
+    group 'all'", "inv.ini, line 4"); the group, host or Ansible config that set the args (a
+    merged Ansible host's vars know it). Each of ansible_ssh_common_args and
+    ansible_ssh_extra_args is the last layer's (a host's replaces its groups' whole), and ssh
+    takes the last -F of the common args, then the extra args; None where none names one."""
+    args: dict[str, tuple[str, str, str]] = {}
     for layer, label in layers:
         given = layer.get("vars")
         for key in ANSIBLE_SSH_ARGS:
             if isinstance(given, Mapping) and isinstance(given.get(key), str):
-                args[key] = (given[key], label)
+                who = getattr(given, "key_layers", {}).get(key, (label,))[0]
+                args[key] = (given[key], who, where(path, given, key))
     found = None
     for key in (k for k in ANSIBLE_SSH_ARGS if k in args):
-        value, label = args[key]
+        value, label, at = args[key]
         if (file := config_file_arg(value)) is not None:
-            found = (file, f"{key} of {label}")
+            found = (file, f"{key} of {label}", at)
     return found
 
 
@@ -217,18 +222,19 @@ def host_ssh_config(
     """The SSH config Ansible's ssh reads for this host of an Ansible inventory: the file `-F`
     names in its ssh args (`ssh -G -F FILE`; none for `-F /dev/null` or `-F none`), else `cfg`
     (~/.ssh/config, or the one given). A relative FILE is read from the current directory, as
-    ssh reads it where Ansible runs; one that is no file is an InventoryError naming the host.
-    `opened`: the configs read so far, by path (one per file, its lookups cached)."""
-    found = ansible_config_file(layers)
+    ssh reads it where Ansible runs; one that is no file is an InventoryError naming the host
+    and the file and line of the args. `opened`: the configs read so far, by path (one per
+    file, its lookups cached)."""
+    found = ansible_config_file(layers, path)
     if found is None:
         return cfg
-    file, origin = found
-    origin = origin.removesuffix(f" of host {name!r}")
+    file, label, written_at = found
+    origin = whose(name, label)
     if file in NO_CONFIG:
         return None
     if unrendered(file):
         raise InventoryError(
-            f"{path}: host {name!r} has `-F {file}` in its {origin}, an Ansible template that"
+            f"{written_at}: host {name!r} has `-F {file}` in {origin}, an Ansible template that"
             " Ansible renders only when a play connects (`ansible-inventory` keeps it as written),"
             " so the SSH config its ssh reads is not known: write that config's path there instead"
             " (`-F ./ssh_config` is read from the directory gpuonboard runs in)."
@@ -237,9 +243,9 @@ def host_ssh_config(
     if str(at) not in opened:
         if not at.is_file():
             raise InventoryError(
-                f"{path}: host {name!r} has `-F {file}` in its {origin}, and {at} is no file (ssh"
-                " reads a relative path from the directory it runs in); run gpuonboard where Ansible"
-                " runs, or write the config's full path."
+                f"{written_at}: host {name!r} has `-F {file}` in {origin}, and {at} is no file"
+                " (ssh reads a relative path from the directory it runs in); run gpuonboard where"
+                " Ansible runs, or write the config's full path."
             )
         opened[str(at)] = config_at(at, named_by_inventory=True)
     return opened[str(at)]

@@ -36,7 +36,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -256,14 +256,17 @@ class OpenSSHConfig:
             raise got
         return got
 
-    def resolution_with(self, alias: str, hostname: str) -> SSHResolution:
-        """`alias` as `ssh -o HostName=HOSTNAME ALIAS` resolves it: a `Match host` block of the
-        config then tests `hostname` (ssh's command line sets it before the config is read)."""
-        key = f"{alias}\0HostName={hostname}"
+    def resolution_with(self, alias: str, options: Sequence[str]) -> SSHResolution:
+        """`alias` as `ssh -o OPTION... ALIAS` resolves it (`options`: `HostName=10.0.0.5`,
+        `ProxyJump=none`): ssh's command line sets them before the config is read, so a `Match
+        host` block tests that HostName, and a config's ProxyJump yields to `none` (its later
+        ProxyCommand then applies)."""
+        key = "\0".join((alias, *options))
         if key not in self._done:
             self._default_identities()
+            words = tuple(w for option in options for w in ("-o", option))
             with self._wrapper() as wrapper:
-                self._done[key] = self._resolve_or_error(alias, wrapper, ("-o", f"HostName={hostname}"))
+                self._done[key] = self._resolve_or_error(alias, wrapper, words)
         got = self._done[key]
         if isinstance(got, InventoryError):
             raise got

@@ -148,9 +148,11 @@ def test_host_key_checking_off_is_named_not_followed(tmp_path: Path, monkeypatch
 @pytest.mark.parametrize(
     ("cfg", "line", "words"),
     [
-        ("remote_user = ops\n", 1, "no section header"),
-        ("[defaults]\nremote_user = a\nremote_user = b\n", 3, "already exists"),
-        ("[defaults]\nremote_port = '2222 '\n", 2, "no port number"),
+        ("remote_user = ops\n", 1, "before any \\[section\\] header"),
+        ("[defaults]\nremote_user = a\nremote_user = b\n", 3, "'remote_user' is set a second time"),
+        ("[defaults]\nremote_user\n", 2, "'remote_user' is no `key = value` line"),
+        ("[defaults]\nremote_port = 22x\n", 2, "'22x' is not a whole number"),
+        ("[defaults]\nremote_port = 2299.5\n", 2, "'2299.5' is not a whole number"),
     ],
 )
 def test_a_config_ansible_refuses_is_refused_naming_the_line(
@@ -161,7 +163,7 @@ def test_a_config_ansible_refuses_is_refused_naming_the_line(
     hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
     with pytest.raises(InventoryError, match=rf"ansible.cfg, line {line}: .*{words}") as err:
         inventory.load(hosts)
-    assert "\n" not in str(err.value)
+    assert "\n" not in str(err.value) and str(err.value).count(str(tmp_path)) == 1
 
 
 def test_an_unbounded_config_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -212,3 +214,230 @@ def test_deepops_config_turns_host_key_checking_off_and_is_named(
     assert h.host_key_note == (
         f"{DEEPOPS / 'deepops-ansible.cfg'}, line 5: `host_key_checking = False` in the Ansible config"
     )
+
+
+@needs_both
+@pytest.mark.parametrize("written", ["$HOME/.ssh/id_gpu", "${HOME}/.ssh/id_gpu", "~/.ssh/id_gpu"])
+def test_a_key_file_with_a_variable_is_expanded_before_the_config_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, written: str
+) -> None:
+    """`private_key_file = $HOME/.ssh/id_gpu` is HOME's key, as Ansible's unfrackpath expands the
+    variables before it joins a relative path onto the config's folder (was:
+    `<config folder>/<HOME>/.ssh/id_gpu`, a file that does not exist)."""
+    hosts = _setup(
+        tmp_path, monkeypatch, f"[defaults]\nprivate_key_file = {written}\n", "gpu1 ansible_host=10.0.0.1\n"
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    h = inventory.load(hosts).hosts["gpu1"]
+    g = _ansible_ssh_g(tmp_path, "gpu1", hosts)
+    assert h.key_file == g["identityfile"][0] == str(tmp_path / "home" / ".ssh" / "id_gpu")
+
+
+@needs_both
+def test_a_relative_key_file_of_the_environment_is_from_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ANSIBLE_PRIVATE_KEY_FILE=keys/id_env is resolved from the directory Ansible runs in, not
+    the inventory's (was: `<inventory folder>/keys/id_env`)."""
+    _setup(tmp_path, monkeypatch, "", "")
+    (tmp_path / "inv").mkdir()
+    hosts = tmp_path / "inv" / "hosts.ini"
+    hosts.write_text("gpu1 ansible_host=10.0.0.1\n")
+    monkeypatch.setenv("ANSIBLE_PRIVATE_KEY_FILE", "keys/id_env")
+    h = inventory.load(hosts).hosts["gpu1"]
+    g = _ansible_ssh_g(tmp_path, "gpu1", hosts)
+    assert h.key_file == g["identityfile"][0] == str(tmp_path / "keys" / "id_env")
+
+
+@needs_both
+@pytest.mark.parametrize("comment", ["# 团队配置".encode("gbk"), b"# caf\xe9"])
+def test_a_byte_not_utf8_in_a_comment_is_read_as_ansible_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, comment: bytes
+) -> None:
+    """A GBK or Latin-1 comment in ansible.cfg: Ansible reads the file (surrogate_or_strict), so
+    its settings reach the host (was: every Ansible inventory refused, "save it as UTF-8")."""
+    hosts = _setup(tmp_path, monkeypatch, "", "gpu1 ansible_host=10.0.0.1\n")
+    (tmp_path / "ansible.cfg").write_bytes(b"[defaults]\n" + comment + b"\nremote_user = ops\n")
+    h = inventory.load(hosts).hosts["gpu1"]
+    assert h.user == _ansible_ssh_g(tmp_path, "gpu1", hosts)["user"][0] == "ops"
+
+
+def test_a_setting_read_with_a_byte_not_utf8_is_refused_naming_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A value gpuonboard uses that holds a byte that is not UTF-8 is one sentence naming the line."""
+    hosts = _setup(tmp_path, monkeypatch, "", "gpu1 ansible_host=10.0.0.1\n")
+    (tmp_path / "ansible.cfg").write_bytes(b"[defaults]\n# caf\xe9\nremote_user = op\xe9\n")
+    with pytest.raises(InventoryError, match=r"ansible.cfg, line 3: \[defaults\] remote_user holds a byte"):
+        inventory.load(hosts)
+
+
+@needs_both
+@pytest.mark.parametrize(
+    ("cfg", "env"), [("[defaults]\nremote_port = 2299.0\n", None), ("", " 2299"), ("", "2299.0 ")]
+)
+def test_a_port_ansible_reads_as_a_whole_number_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str, env: str | None
+) -> None:
+    """`remote_port = 2299.0` and ANSIBLE_REMOTE_PORT=" 2299": Ansible takes port 2299 (its
+    integer type reads a decimal with no fraction, spaces around); was: refused, saying Ansible
+    refuses the config."""
+    hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
+    if env is not None:
+        monkeypatch.setenv("ANSIBLE_REMOTE_PORT", env)
+    h = inventory.load(hosts).hosts["gpu1"]
+    assert h.port == int(_ansible_ssh_g(tmp_path, "gpu1", hosts)["port"][0]) == 2299
+
+
+@needs_both
+@pytest.mark.parametrize("word", ["n", "f", "nope", "'off'"])
+def test_host_key_checking_that_is_no_true_word_is_off_and_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, word: str
+) -> None:
+    """`host_key_checking = n` (or any word that is not a true one): Ansible's non-strict boolean
+    reads it as false and its ssh accepts any host key; the host's note names it (was: none)."""
+    hosts = _setup(
+        tmp_path, monkeypatch, f"[defaults]\nhost_key_checking = {word}\n", "gpu1 ansible_host=10.0.0.1\n"
+    )
+    h = inventory.load(hosts).hosts["gpu1"]
+    assert _ansible_ssh_g(tmp_path, "gpu1", hosts)["stricthostkeychecking"][0] == "false"
+    assert h.host_key_note is not None and "ansible.cfg, line 2: `host_key_checking" in h.host_key_note
+
+
+def test_a_large_config_is_read_and_the_bound_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 5 MiB ansible.cfg (long comments) is read (was: refused past 4 MiB); past 16 MiB the
+    refusal says the bound."""
+    padding = "# " + "x" * 1000 + "\n"
+    hosts = _setup(
+        tmp_path,
+        monkeypatch,
+        "[defaults]\nremote_user = ops\n" + padding * 5200,
+        "gpu1 ansible_host=10.0.0.1\n",
+    )
+    assert inventory.load(hosts).hosts["gpu1"].user == "ops"
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n" + padding * 17_000)
+    with pytest.raises(InventoryError, match=r"ansible.cfg: the Ansible config file is larger than 16 MiB"):
+        inventory.load(hosts)
+
+
+@pytest.mark.parametrize("name", ["team.conf", "ansible.yml", "ansible"])
+def test_ansible_config_that_ansible_refuses_by_its_extension_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """ANSIBLE_CONFIG naming a file whose name does not end in .cfg or .ini: Ansible refuses to
+    run ("Unsupported configuration file extension"), so does gpuonboard (was: read)."""
+    hosts = _setup(tmp_path, monkeypatch, "", "gpu1 ansible_host=10.0.0.1\n")
+    (tmp_path / name).write_text("[defaults]\nremote_user = ops\n")
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(tmp_path / name))
+    with pytest.raises(
+        InventoryError, match=rf"{name}: Ansible reads a config file only when its name ends in"
+    ):
+        inventory.load(hosts)
+
+
+def test_the_config_is_found_in_the_current_directory_then_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no ANSIBLE_CONFIG, ./ansible.cfg of the current directory, else ~/.ansible.cfg; a
+    world-writable current directory's is skipped, as Ansible skips it."""
+    from gpuonboard.inventory.ansible_cfg import config_vars
+
+    hosts = _setup(tmp_path, monkeypatch, "[defaults]\nremote_user = here\n", "gpu1 ansible_host=10.0.0.1\n")
+    (tmp_path / "home").mkdir()
+    (tmp_path / "home" / ".ansible.cfg").write_text("[defaults]\nremote_user = mine\n")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert inventory.load(hosts).hosts["gpu1"].user == "here"
+    (tmp_path / "ansible.cfg").unlink()
+    assert inventory.load(hosts).hosts["gpu1"].user == "mine"
+    (tmp_path / "ansible.cfg").write_text("[defaults]\nremote_user = here\n")
+    tmp_path.chmod(0o777)
+    try:
+        assert config_vars()["ansible_user"] == "mine"
+    finally:
+        tmp_path.chmod(0o755)
+
+
+def test_errors_about_a_config_setting_name_the_config_and_its_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-F ./missing` in the config's ssh_args and a template in its remote_user: one sentence
+    naming ansible.cfg and the line (was: the inventory file, and "write the value itself for
+    this host" while pointing at the config)."""
+    cfg = "[defaults]\nremote_user = ops\n[ssh_connection]\nssh_args = -F ./missing\n"
+    hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
+    with pytest.raises(InventoryError, match=r"ansible.cfg, line 4: host 'gpu1' has `-F ./missing` in the"):
+        inventory.load(hosts)
+    (tmp_path / "ansible.cfg").write_text("[defaults]\nremote_user = {{ lookup('env', 'USER') }}\n")
+    with pytest.raises(InventoryError, match=r"ansible.cfg, line 2: remote_user is a Jinja2 template") as err:
+        inventory.load(hosts)
+    assert str(err.value).endswith("write the value itself there.")
+
+
+TWO = "[gpus]\ngpu1 ansible_host=10.0.0.1\ngpu2 ansible_host=10.0.0.2{}\n"
+
+
+@pytest.mark.parametrize("gpu2", ["", " gpuonboard_jump=198.51.100.8"])
+def test_an_all_vars_jump_beats_the_config_jump_whatever_other_hosts_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu2: str
+) -> None:
+    """`[all:vars] gpuonboard_jump` beside the config's `ssh_common_args = -J ...`: the `all`
+    vars rank above the config, whether or not another host has its own jump (was: the config's
+    jump won only where every host took the `all` one)."""
+    ini = TWO.format(gpu2) + "[all:vars]\ngpuonboard_jump=198.51.100.2\n"
+    hosts = _setup(tmp_path, monkeypatch, "[ssh_connection]\nssh_common_args = -J 203.0.113.1\n", ini)
+    assert inventory.load(hosts).hosts["gpu1"].jump == ("198.51.100.2",)
+
+
+VENDOR = "name: V\nssh:\n  user: vuser\n  port: 2222\n  key_file: /keys/vendor\n  jump: [198.51.100.9]\n"
+
+
+@pytest.mark.parametrize("gpu2", ["", " ansible_user=hu ansible_port=2100 gpuonboard_jump=198.51.100.8"])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        "[defaults]\nremote_user = ops\nremote_port = 2299\nprivate_key_file = /keys/cfg\n",
+        "[ssh_connection]\nssh_common_args = -p 2299 -l ops -i /keys/cfg -J 203.0.113.1\n",
+    ],
+)
+def test_the_whole_config_sits_below_a_vendor_profile_whatever_other_hosts_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gpu2: str, cfg: str
+) -> None:
+    """The Ansible config's remote_user/remote_port/private_key_file and its ssh args' -p/-l/-i/-J
+    all sit below a vendor profile, whatever other hosts set (was: the config's settings won
+    where another host had its own ansible_user, and its args' -p/-l/-J always won)."""
+    ini = TWO.format(gpu2) + "[all:vars]\ngpuonboard_vendor=v2\n"
+    hosts = _setup(tmp_path, monkeypatch, cfg, ini)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v2.yml").write_text(VENDOR)
+    h = inventory.load(hosts).hosts["gpu1"]
+    assert (h.user, h.port, h.key_file, h.jump) == ("vuser", 2222, "/keys/vendor", ("198.51.100.9",))
+
+
+def test_the_all_vars_sit_below_a_vendor_profile_whatever_other_hosts_take(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[all:vars] ansible_user` stays below a vendor profile for a host even where another host
+    has its own ansible_user (was: it beat the vendor then)."""
+    ini = TWO.format(" ansible_user=hu") + "[all:vars]\ngpuonboard_vendor=v2\nansible_user=ops\n"
+    hosts = _setup(tmp_path, monkeypatch, "", ini)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v2.yml").write_text(VENDOR)
+    inv = inventory.load(hosts)
+    assert (inv.hosts["gpu1"].user, inv.hosts["gpu2"].user) == ("vuser", "hu")
+
+
+def test_a_vendor_jump_that_beats_the_config_jump_is_named_where_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The vendor profile's jump beats the config's `-J`, and an error about it names the vendor
+    profile's file, not ansible.cfg (was: the config's jump taken, the vendor's never checked)."""
+    ini = TWO.format("") + "[all:vars]\ngpuonboard_vendor=v2\n"
+    hosts = _setup(tmp_path, monkeypatch, "[ssh_connection]\nssh_common_args = -J 203.0.113.1\n", ini)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v2.yml").write_text(VENDOR.replace("198.51.100.9", "gpu1"))
+    with pytest.raises(
+        InventoryError, match=r"v2.yml, line \d+: host 'gpu1' lists itself as its own jump host"
+    ):
+        inventory.load(hosts)

@@ -316,6 +316,14 @@ ROUTES = {
         "",
         "Host 10.0.*\n  ProxyJump ops@b9.example\n",
     ),
+    # (ssh takes the first of ProxyJump and ProxyCommand: with `none` set first, the config's
+    # ProxyJump yields to its later ProxyCommand)
+    "-J none: the config's ProxyCommand after its ProxyJump": (
+        "",
+        "-J none",
+        "",
+        "Host 10.0.0.1\n  ProxyJump ops@b8.example\nHost 10.0.*\n  ProxyCommand nc %h %p\n",
+    ),
 }
 
 
@@ -337,13 +345,16 @@ def test_the_way_to_the_host_is_the_one_ssh_takes(
 
 @needs_ssh
 @pytest.mark.parametrize("none", ["-J none", "-o ProxyJump=none"])
+@pytest.mark.parametrize("before", ["", "Host 10.0.0.1\n  ProxyJump ops@b8.example\n"])
 def test_jump_none_keeps_the_configs_ssh_w_proxy_command(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, none: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, none: str, before: str
 ) -> None:
     """`-J none` in the args beside the config's `ProxyCommand ssh -W %h:%p ops@b9.example` (the
-    form read as a jump): ssh still goes through b9, as `ssh -G` shows (was: dialled directly,
-    the config's ProxyCommand dropped with its own ProxyJump)."""
-    config = "Host 10.0.*\n  ProxyCommand ssh -W %h:%p ops@b9.example\n"
+    form read as a jump), also after a ProxyJump of the config (ssh takes the first of the two,
+    and `none` came first): ssh still goes through b9, as `ssh -G` shows (was: dialled directly,
+    the config's ProxyCommand dropped with its own ProxyJump; with a ProxyJump before it, still
+    direct: the config was read without the args' `none`)."""
+    config = before + "Host 10.0.*\n  ProxyCommand ssh -W %h:%p ops@b9.example\n"
     line = f"ansible_ssh_common_args='{none}'"
     h = _load(tmp_path, monkeypatch, f"[gpus]\ngpu1 ansible_host=10.0.0.1 {line}\n", config).hosts["gpu1"]
     g = _ansible_ssh_g(tmp_path, {"ansible_ssh_common_args": none}, "10.0.0.1")
