@@ -5,6 +5,12 @@ VENV ?= .venv
 # more of those waits: test_dataset.py with tests/unit/facts took 17, 39 and 4 % less wall time
 # than with 2, in turns, for the same CPU-s (docs/benchmarks.md, "Test-suite time")
 TEST_WORKERS ?= 3
+# xdist's default scheduling (--dist load) hands each worker a first chunk of a quarter of its share
+# of the tests in collection order: 846 of ~10,150, so the first worker got all ~520 tests of
+# tests/integration (collected first) and ran them one after another while the others took the
+# unit tests, then waited idle (docs/benchmarks.md, "Test-suite time (2026-12-06, round 26)").
+# At most 2 tests a step: the slow integration tests are shared among the workers as each frees up.
+TEST_SCHED ?= --maxschedchunk 2
 PY := $(VENV)/bin/python
 INVOKE := $(VENV)/bin/invoke
 SIM := .gpuonboard/sim
@@ -42,7 +48,7 @@ lint:
 # worker) and each CLI a test starts compiles gpuonboard again (__pycache__/ is git-ignored)
 test: lint
 	@BOOTSTRAP_TESTS=1 bash scripts/bootstrap.sh
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) tests
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) $(TEST_SCHED) tests
 
 clean:
 	@$(INVOKE) sim.down --base $(SIM) >/dev/null 2>&1 || true
