@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -225,8 +226,6 @@ def test_a_signal_while_pyrage_runs_stops_the_run_not_the_step(sig: signal.Signa
     runs in review) and the step failed instead of the run stopping. The plaintext and the sink
     are C objects in memory (reading a file, more of the signals land inside its read call,
     inside the `try:`, and hid the fault), so almost all the time is spent in pyrage."""
-    import threading
-
     plain = bytes(64 << 20)  # (encrypting it takes far longer than the latest signal's delay)
     enc = crypto.Encryption(recipients=(str(pyrage.x25519.Identity.generate().to_public()),))
     saved = signal.getsignal(sig)
@@ -234,21 +233,42 @@ def test_a_signal_while_pyrage_runs_stops_the_run_not_the_step(sig: signal.Signa
     outcomes = []
     try:
         for delay_ms in (5, 10, 20, 30, 45):
-            timer = threading.Timer(delay_ms / 1000, os.kill, (os.getpid(), sig))
-            timer.start()
-            try:
-                crypto.encrypt_stream(io.BytesIO(plain), io.BytesIO(), enc)
-                outcomes.append("finished")
-            except KeyboardInterrupt as exc:
-                outcomes.append(type(exc).__name__)
-            except Exception as exc:
-                outcomes.append(f"{type(exc).__name__}: {exc}")
-            finally:
-                timer.join()
+            outcome = "late"
+            for _ in range(3):  # a signal that lands after the encryption ended proves nothing: again
+                outcome = _signal_during_encryption(plain, enc, sig, delay_ms / 1000)
+                if outcome != "late":
+                    break
+            outcomes.append(outcome)
     finally:
         signal.signal(sig, saved)
     want = "Terminated" if sig == signal.SIGTERM else "KeyboardInterrupt"
-    assert outcomes == [want] * 5
+    # on a loaded machine the timer's thread may first run after the encryption ended (the signal
+    # then lands outside it, "late"); every signal that landed inside must stop the run
+    assert [o for o in outcomes if o != "late"] == [want] * sum(o != "late" for o in outcomes)
+    assert outcomes.count("late") < 3, outcomes
+
+
+def _signal_during_encryption(plain: bytes, enc: crypto.Encryption, sig: signal.Signals, delay: float) -> str:
+    """Encrypt `plain` while a timer sends `sig` to this process after `delay` seconds: the
+    interrupt's type, "finished", "late" (the signal came after the encryption ended: caught
+    here, so it never reaches pytest and stops the test worker), or the exception said."""
+    import threading
+
+    timer = threading.Timer(delay, os.kill, (os.getpid(), sig))
+    ended = False
+    timer.start()
+    try:
+        try:
+            crypto.encrypt_stream(io.BytesIO(plain), io.BytesIO(), enc)
+            ended = True
+        finally:
+            timer.join()
+            time.sleep(0.05)  # the handler runs at the next bytecode after the signal: here
+    except KeyboardInterrupt as exc:
+        return "late" if ended else type(exc).__name__
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return "finished"
 
 
 def test_identity_file_readable_by_others_is_refused_and_its_key_lines_are_masked(tmp_path: Path) -> None:
