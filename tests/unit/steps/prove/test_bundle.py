@@ -137,3 +137,14 @@ def test_a_multi_line_import_keeps_the_lines_after_it_and_its_aliases() -> None:
     scope: dict[str, object] = {}
     exec(compile(shipped, "s.py", "exec"), scope)
     assert (scope["Y"], scope["Z"], "X" in scope) == (1, 2, False)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REMOTE.glob("*.py") if p.name != "__init__.py"))
+def test_scripts_and_parts_keep_to_older_host_pythons_grammar(name: str) -> None:
+    """Python 3.8's grammar, as the scripts were written before parts; smoke_train (host Pythons
+    before 3.10) and the part every script ships, `_common`, call no `zip(strict=)` either."""
+    text = (REMOTE / name).read_text()
+    tree = ast.parse(text, feature_version=(3, 8))
+    if name in ("smoke_train.py", "_common.py"):
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        assert not [c for c in calls if any(k.arg == "strict" for k in c.keywords)]
