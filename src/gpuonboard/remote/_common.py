@@ -4,7 +4,7 @@ nvidia-smi sampler and NVML's clock-event reason names.
 A part, not a script: a script imports from it as `from gpuonboard.remote._common import ...`
 at the top level of its file, and `steps.prove.bundle` replaces that statement with this file's
 code when the script is shipped, so that the host gets one stdin script needing only the stdlib
-(and torch). Here: stdlib only, no `__file__` (pass the script's own), no other part's import."""
+(and torch). Here: stdlib only, no `__file__` (a script passes its own)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
 """gpuonboard GPU performance: matmul TFLOPS per dtype, memory / host / GPU-to-GPU bandwidth, sustained load.
 
-Shipped to the host and run with its (or the container's) Python: stdlib + torch only. Prints
+Shipped to the host and run with its (or the container's) Python: stdlib + torch only; its parts
+(remote/_common.py, remote/_perf_sampler.py: the nvidia-smi sampler and `topo -m` readers) are
+inlined into the one file shipped (steps.prove.bundle). Prints
 `GPUONBOARD_PLAN {"gpus": N, "estimate_s": S}` before measuring and ONE final line
 `GPUONBOARD_RESULT {json}` (the shape in the issue-29 contract); exit 1 only when the script
 itself could not run (no torch), 2 for a bad argument (one line on stderr).
