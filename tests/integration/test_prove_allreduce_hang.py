@@ -11,7 +11,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -20,9 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.steps.prove import script_bytes
+
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "src" / "gpuonboard" / "remote" / "allreduce.py"
 MARK = "GPUONBOARD_RESULT "
 
 
@@ -46,7 +46,7 @@ def _rank_pid(script: Path, rank: int) -> int | None:
 def test_a_frozen_rank_ends_the_run_on_the_collective_timeout(tmp_path: Path) -> None:
     script = tmp_path / "gpuonboard-allreduce-hang" / "allreduce.py"
     script.parent.mkdir()
-    shutil.copy(SCRIPT, script)
+    script.write_bytes(script_bytes("allreduce.py"))  # as shipped: its parts inlined
     limit = 8
     argv = [
         sys.executable,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -16,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
+from gpuonboard.steps.prove import script_bytes
 
-SCRIPT = Path(__file__).resolve().parents[2] / "src" / "gpuonboard" / "remote" / "allreduce.py"
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 
 
 def _pids_naming(text: str, *, ranks_only: bool = False) -> list[int]:
@@ -60,7 +59,7 @@ def _run_until_stopped(argv: list[str], script: Path, timeout: int) -> tuple[str
 def test_launcher_timeout_stops_the_ranks(tmp_path: Path) -> None:
     script = tmp_path / "gpuonboard-allreduce-test" / "allreduce.py"
     script.parent.mkdir()
-    shutil.copy(SCRIPT, script)
+    script.write_bytes(script_bytes("allreduce.py"))  # as shipped: its parts inlined
     try:
         # a short launcher timeout, as long as the ranks were running when it struck (a busy
         # machine starts them later: then again with a longer one)

@@ -7,25 +7,23 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from gpuonboard.steps.prove import allreduce_checks, load_references, parse_result, smoke_checks
+from gpuonboard.steps.prove import allreduce_checks, load_references, parse_result, script_bytes, smoke_checks
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch not installed")
 
-REMOTE = Path(__file__).resolve().parents[2] / "src" / "gpuonboard" / "remote"
 PARTIAL = "box:4242:4242 [0] NCCL INFO Using network Socket"
 
 
 def _run(script: str, args: list[str], tmp_path: Path, env: dict[str, str] | None = None) -> str:
     work = tmp_path / f"gpuonboard-{script.split('.')[0]}-qa"
     work.mkdir()
-    shutil.copy(REMOTE / script, work / script)
+    (work / script).write_bytes(script_bytes(script))  # as shipped: its parts inlined
     r = subprocess.run(
         [sys.executable, str(work / script), *args],
         capture_output=True,

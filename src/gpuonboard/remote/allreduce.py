@@ -33,8 +33,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from gpuonboard.remote._common import MARK as MARK  # (this script's name too: the tests')
+from gpuonboard.remote._common import emit
+
 warnings.filterwarnings("ignore", message=".*NumPy.*")
-MARK = "GPUONBOARD_RESULT "
 MiB = 1 << 20
 PERIOD = 251  # the input pattern's period (a prime: no alignment with chunk sizes)
 P2P_MARK = "GPUONBOARD_P2P "
@@ -54,11 +56,6 @@ COLLECTIVE_TIMEOUT_TEXT = re.compile(
     r"collective operation timeout|before timing out|timed out waiting", re.I
 )
 INIT_TIMEOUT_TEXT = re.compile(r"DistStoreError|wait timeout after", re.I)
-
-
-def emit(result: dict[str, Any]) -> None:
-    sys.stdout.write(MARK + json.dumps(result, sort_keys=True) + "\n")
-    sys.stdout.flush()
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -324,6 +321,44 @@ def local_ranks() -> int:
     return int(os.environ.get("LOCAL_WORLD_SIZE", "0") or 0) or 1
 
 
+def one_size(
+    torch: Any, dist: Any, numel: int, rank_of: tuple[int, int], device: Any, warm: int, iters: int
+) -> dict[str, Any]:
+    """One all-reduce size on this rank (`rank_of`: its rank, the world size): whether the sum
+    is exact on every rank, and the slowest rank's time per call."""
+    rank, n = rank_of
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    t = pattern(numel, rank, device)
+    dist.all_reduce(t)
+    correct = is_exact_sum(t, n, device)
+    for _ in range(warm - 1):
+        dist.all_reduce(t)
+    sync()
+    dist.barrier()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(t)
+    sync()
+    elapsed = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64, device=device)
+    dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank decides
+    ok = torch.tensor([1.0 if correct else 0.0], device=device)
+    dist.all_reduce(ok, op=dist.ReduceOp.MIN)
+    sec = float(elapsed.item())
+    nbytes = numel * 4
+    algbw = nbytes / sec / 1e9 if sec > 0 else 0.0
+    return {
+        "bytes": nbytes,
+        "time_us": sec * 1e6,
+        "algbw_gbps": algbw,
+        "busbw_gbps": algbw * 2 * (n - 1) / n,
+        "correct": bool(ok.item() == 1.0),
+    }
+
+
 def worker(args: argparse.Namespace) -> int:
     import torch
     import torch.distributed as dist
@@ -344,41 +379,10 @@ def worker(args: argparse.Namespace) -> int:
     warm = args.warmup or (5 if gpu else 1)
     iters = args.iters or (20 if gpu else 3)
 
-    def sync() -> None:
-        if gpu:
-            torch.cuda.synchronize(device)
-
-    rows = []
-    for size in sizes(lo, hi, args.factor):
-        numel = max(1, size // 4)
-        t = pattern(numel, rank, device)
-        dist.all_reduce(t)
-        correct = is_exact_sum(t, n, device)
-        for _ in range(warm - 1):
-            dist.all_reduce(t)
-        sync()
-        dist.barrier()
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            dist.all_reduce(t)
-        sync()
-        elapsed = torch.tensor([(time.perf_counter() - t0) / iters], dtype=torch.float64, device=device)
-        dist.all_reduce(elapsed, op=dist.ReduceOp.MAX)  # the slowest rank decides
-        ok = torch.tensor([1.0 if correct else 0.0], device=device)
-        dist.all_reduce(ok, op=dist.ReduceOp.MIN)
-        sec = float(elapsed.item())
-        nbytes = numel * 4
-        algbw = nbytes / sec / 1e9 if sec > 0 else 0.0
-        rows.append(
-            {
-                "bytes": nbytes,
-                "time_us": sec * 1e6,
-                "algbw_gbps": algbw,
-                "busbw_gbps": algbw * 2 * (n - 1) / n,
-                "correct": bool(ok.item() == 1.0),
-            }
-        )
-        del t
+    rows = [
+        one_size(torch, dist, max(1, size // 4), (rank, n), device, warm, iters)
+        for size in sizes(lo, hi, args.factor)
+    ]
     if rank == 0:
         emit(
             {

@@ -27,8 +27,11 @@ import time
 import warnings
 from typing import Any
 
+from gpuonboard.remote._common import emit, exit_on_signal, private_dir, reason_names
+from gpuonboard.remote._common import start_sampler as start_smi
+from gpuonboard.remote._common import stop_sampler as stop_smi
+
 warnings.filterwarnings("ignore", message=".*NumPy.*")
-MARK = "GPUONBOARD_RESULT "
 WORKER_MARK = "GPUONBOARD_WORKER "
 SAMPLE_FIELDS = (
     "index",
@@ -41,36 +44,6 @@ SAMPLE_FIELDS = (
     "utilization.gpu",
 )
 LOADED_UTIL_PCT = 50.0
-# NVML clock-event reason bits (same order as gpuonboard.facts.nvidia_smi.CLOCK_EVENT_REASONS)
-REASONS = (
-    "gpu_idle",
-    "applications_clocks_setting",
-    "sw_power_cap",
-    "hw_slowdown",
-    "sync_boost",
-    "sw_thermal_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake_slowdown",
-    "display_clock_setting",
-)
-
-
-def emit(result: dict[str, Any], mark: str = MARK) -> None:
-    sys.stdout.write(mark + json.dumps(result, sort_keys=True) + "\n")
-    sys.stdout.flush()
-
-
-def private_dir() -> str | None:
-    """The private temp dir gpuonboard shipped this script into (removed by its shell on every
-    exit, a kill included), else None (the system's temp dir) for a script run by hand."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return here if os.path.basename(here).startswith("gpuonboard-") else None
-
-
-def _exit_on_signal(signum: int, frame: Any) -> None:
-    """SIGTERM / SIGHUP (the host's `timeout`, a `kill`): unwind through `finally`, so the
-    nvidia-smi sampler (which samples for ever) and the workers are stopped, not left running."""
-    raise SystemExit(128 + signum)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -291,7 +264,7 @@ def decode_reasons(value: str) -> list[str]:
         mask = int(value.strip(), 16)
     except ValueError:
         return []
-    return [REASONS[i] if i < len(REASONS) else f"bit {i}" for i in range(mask.bit_length()) if mask >> i & 1]
+    return reason_names(mask)
 
 
 def _is_mask(value: str) -> bool:
@@ -355,20 +328,7 @@ def summarize_samples(text: str) -> dict[str, Any]:
 
 def start_sampler(sample_ms: int, log: str) -> subprocess.Popen[bytes] | None:
     """Start `nvidia-smi -lms` sampling SAMPLE_FIELDS into `log` (None: no nvidia-smi here)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return None
-    with open(log, "w") as f:
-        return subprocess.Popen(
-            [
-                smi,
-                f"--query-gpu={','.join(SAMPLE_FIELDS)}",
-                "--format=csv,noheader,nounits",
-                f"-lms={sample_ms}",
-            ],
-            stdout=f,
-            stderr=subprocess.DEVNULL,
-        )
+    return start_smi(SAMPLE_FIELDS, sample_ms, log, subprocess.DEVNULL)
 
 
 def worker_argv(args: argparse.Namespace) -> list[str]:
@@ -410,13 +370,7 @@ def collect_workers(procs: list[subprocess.Popen[str]]) -> tuple[list[Any], list
 
 def stop_sampler(sampler: subprocess.Popen[bytes], log: str) -> dict[str, Any]:
     """Stop the sampler (killed after 5 s); its samples summarised per GPU."""
-    sampler.terminate()
-    try:
-        sampler.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        sampler.kill()
-    with open(log) as f:
-        return summarize_samples(f.read())
+    return summarize_samples(stop_smi(sampler, log))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -442,12 +396,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return result
     n = torch.cuda.device_count()
     result["cuda_device_count"] = n
-    tmp = tempfile.mkdtemp(prefix="gpuonboard-bench-", dir=private_dir())
+    tmp = tempfile.mkdtemp(prefix="gpuonboard-bench-", dir=private_dir(__file__))
     sampler = None
     procs: list[subprocess.Popen[str]] = []
     log = os.path.join(tmp, "samples.csv")
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _exit_on_signal)
+        signal.signal(sig, exit_on_signal)
     try:
         sampler = start_sampler(args.sample_ms, log)
         if sampler is not None:

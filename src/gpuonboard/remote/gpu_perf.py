@@ -1,6 +1,8 @@
 """gpuonboard GPU performance: matmul TFLOPS per dtype, memory / host / GPU-to-GPU bandwidth, sustained load.
 
-Shipped to the host and run with its (or the container's) Python: stdlib + torch only. Prints
+Shipped to the host and run with its (or the container's) Python: stdlib + torch only; its parts
+(remote/_common.py, remote/_perf_sampler.py: the nvidia-smi sampler and `topo -m` readers) are
+inlined into the one file shipped (steps.prove.bundle). Prints
 `GPUONBOARD_PLAN {"gpus": N, "estimate_s": S}` before measuring and ONE final line
 `GPUONBOARD_RESULT {json}` (the shape in the issue-29 contract); exit 1 only when the script
 itself could not run (no torch), 2 for a bad argument (one line on stderr).
@@ -44,7 +46,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import statistics
@@ -57,8 +58,20 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from gpuonboard.remote._common import REASONS as REASONS  # (this script's names too: the tests')
+from gpuonboard.remote._common import emit, exit_on_signal, private_dir, stop_sampler
+from gpuonboard.remote._perf_sampler import SAMPLE_FIELDS as SAMPLE_FIELDS
+from gpuonboard.remote._perf_sampler import (
+    _median,
+    parse_samples,
+    pcie_seen,
+    start_sampler,
+    summarize_window,
+    topology,
+)
+from gpuonboard.remote._perf_sampler import parse_topology as parse_topology
+
 warnings.filterwarnings("ignore", message=".*NumPy.*")
-MARK = "GPUONBOARD_RESULT "
 PLAN_MARK = "GPUONBOARD_PLAN "
 WORKER_MARK = "GPUONBOARD_WORKER "
 READY_MARK = "GPUONBOARD_READY "
@@ -68,27 +81,6 @@ BASE_N = 8192  # matmul size at --size-scale 1: 3 x 256 MiB in fp32
 MEM_BYTES = 1 << 30  # per buffer for copy / triad (triad: 3 GiB in all)
 LINK_BYTES = 256 << 20  # host <-> device and device <-> device copies
 STARTUP_S = 120.0  # a worker's time to import torch and make its CUDA context
-SAMPLE_MS = 500
-SAMPLE_FIELDS = tuple(
-    "timestamp,index,clocks.sm,clocks.max.sm,temperature.gpu,power.draw,power.limit,"  # noqa: SIM905
-    "pcie.link.gen.current,pcie.link.width.current,clocks_throttle_reasons.active,utilization.gpu,"
-    "pci.bus_id".split(",")  # (the address: CUDA's device i need not be nvidia-smi's GPU i)
-)
-# other spellings of the same fields (newer drivers' names, a header's units stripped)
-FIELD_ALIASES = {
-    "clocks.current.sm": "clocks.sm",
-    "clocks_event_reasons.active": "clocks_throttle_reasons.active",
-}
-# NVML clock-event reason bits (same order as gpuonboard.facts.nvidia_smi.CLOCK_EVENT_REASONS)
-REASONS = tuple(
-    "gpu_idle applications_clocks_setting sw_power_cap hw_slowdown sync_boost sw_thermal_slowdown "  # noqa: SIM905
-    "hw_thermal_slowdown hw_power_brake_slowdown display_clock_setting".split()
-)
-
-
-def emit(mark: str, data: dict[str, Any]) -> None:
-    sys.stdout.write(mark + json.dumps(data, sort_keys=True, allow_nan=False) + "\n")
-    sys.stdout.flush()
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -366,7 +358,7 @@ def worker_main(args: argparse.Namespace) -> int:
     inject = dict(x.split("@", 1)[::-1] for x in args.inject.split(",") if "@" in x)  # {"1": "hang"}
 
     def go() -> None:
-        emit(READY_MARK, info)
+        emit(info, READY_MARK, allow_nan=False)
         if not sys.stdin.readline():
             raise SystemExit(0)
         if inject.get(str(args.worker)) == "hang":
@@ -385,15 +377,15 @@ def worker_main(args: argparse.Namespace) -> int:
             torch.zeros(1, device=f"cuda:{gpu}")
         info = device_info(torch, gpu)
         if args.phase == "sustain":
-            emit(WORKER_MARK, sustain_one(args, torch, args.worker, go))
+            emit(sustain_one(args, torch, args.worker, go), WORKER_MARK, allow_nan=False)
         elif args.phase == "links":
             go()
-            links_run(args, torch, lambda row: emit(WORKER_MARK, row))
+            links_run(args, torch, lambda row: emit(row, WORKER_MARK, allow_nan=False))
         else:
             go()
-            emit(WORKER_MARK, {**info, **perf_one(args, torch, gpu)})
+            emit({**info, **perf_one(args, torch, gpu)}, WORKER_MARK, allow_nan=False)
     except Exception as exc:  # reported to the parent, which records it against this GPU
-        emit(WORKER_MARK, {"error": f"{type(exc).__name__}: {exc}"[:500]})
+        emit({"error": f"{type(exc).__name__}: {exc}"[:500]}, WORKER_MARK, allow_nan=False)
     return 0
 
 
@@ -546,193 +538,6 @@ def links_phase(args: argparse.Namespace, result: dict[str, Any], n: int, tmp: s
         result["p2p"] = {"access": access, "gbps": gbps, "topology": topology()}
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_GPU_LABEL = re.compile(r"^GPU(\d+)$")
-
-
-def parse_topology(text: str) -> dict[str, str] | None:
-    """`nvidia-smi topo -m` -> {"0-1": "NV18", "0-2": "SYS", ...} for GPU pairs i < j (None: no
-    GPU matrix in it). Tab separated or space aligned (a capture pasted from a terminal), ANSI
-    escapes, NIC rows and legends allowed: the GPU columns come first and no GPU-to-GPU cell is
-    empty, so a row's first whitespace-separated cells are its GPU links."""
-    columns: list[int] | None = None
-    rows: dict[int, list[str]] = {}
-    for raw in text.splitlines():
-        cells = _ANSI.sub("", raw).split()
-        labels = [m.group(1) for m in map(_GPU_LABEL.match, cells) if m]
-        if columns is None and labels and "X" not in cells:
-            columns = [int(x) for x in labels]
-            continue
-        row = _GPU_LABEL.match(cells[0]) if cells and columns is not None else None
-        if row and "X" in cells:
-            rows[int(row.group(1))] = cells[1 : 1 + len(columns or [])]
-    if columns is None or not rows:
-        return None
-    pairs: dict[str, str] = {}
-    for i, cells in sorted(rows.items()):
-        for j, cell in zip(columns, cells, strict=False):
-            if i < j:
-                pairs[f"{i}-{j}"] = cell
-    return pairs
-
-
-def topology() -> dict[str, str] | None:
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return None
-    try:
-        done = subprocess.run([smi, "topo", "-m"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    # 14: "infoROM is corrupted", a warning beside a whole answer (nvidia-smi(1), RETURN VALUE;
-    # the package's facts/gpu_probes.WARNING_EXIT: this script runs on the host and imports
-    # nothing of the package); any other non-zero code is a partial answer or none
-    return parse_topology(done.stdout) if done.returncode in (0, 14) else None
-
-
-def _number(text: str) -> float | None:
-    """'1980', '627.40 W', '0x...04' (a hex mask) -> a number; '[N/A]', '' -> None."""
-    text = text.strip()
-    if text.lower().startswith("0x"):
-        with contextlib.suppress(ValueError):
-            return float(int(text, 16))
-        return None
-    match = re.match(r"[-+]?\d+(?:\.\d+)?", text)
-    return float(match.group(0)) if match else None
-
-
-def _timestamp(text: str) -> float | None:
-    """nvidia-smi's '2026/07/03 22:11:09.763' (local time) -> epoch seconds."""
-    try:
-        whole, _, frac = text.strip().partition(".")
-        return time.mktime(time.strptime(whole, "%Y/%m/%d %H:%M:%S")) + float(f"0.{frac or 0}")
-    except ValueError:
-        return None
-
-
-def parse_samples(text: str, fields: tuple[str, ...] = SAMPLE_FIELDS) -> list[dict[str, Any]]:
-    """`nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits] [-lms N]` -> one dict per row:
-    field -> number (None when not a number; `timestamp` as epoch seconds, the reasons mask as an
-    int), `index` an int. A header line, when there is one, names the fields (units stripped,
-    newer names mapped to SAMPLE_FIELDS' through FIELD_ALIASES); else `fields` does."""
-    out: list[dict[str, Any]] = []
-    names = list(fields)
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.split(",")]
-        if "index" in cells or "timestamp" in cells or any(c.startswith("clocks") for c in cells):
-            names = [FIELD_ALIASES.get(c.split(" [")[0], c.split(" [")[0]) for c in cells]
-            continue
-        if len(cells) != len(names) or "index" not in names:
-            continue
-        row = dict(zip(names, cells, strict=True))
-        if not row["index"].isdecimal():
-            continue
-        parsed: dict[str, Any] = {k: _number(v) for k, v in row.items() if k not in ("index", "timestamp")}
-        parsed.update(index=int(row["index"]), **{"pci.bus_id": _bus(row.get("pci.bus_id"))})
-        parsed["timestamp"] = _timestamp(row["timestamp"]) if "timestamp" in row else None
-        out.append(parsed)
-    return out
-
-
-def decode_reasons(mask: float | None) -> list[str]:
-    """The clock-event reasons bitmask -> names (bits past the table: 'bit N')."""
-    if mask is None:
-        return []
-    bits = int(mask)
-    return [REASONS[i] if i < len(REASONS) else f"bit {i}" for i in range(bits.bit_length()) if bits >> i & 1]
-
-
-def _bus(text: Any) -> str | None:
-    """A PCI address as one key: '00000000:1B:00.0' and '0000:1b:00.0' -> '0:1b:00.0' (None: no
-    address; gpuonboard.facts.gpu_ids.bus_key's rule, this script ships alone)."""
-    parts = str(text or "").strip().lower().split(":")
-    return f"{parts[0].lstrip('0') or '0'}:{parts[1]}:{parts[2]}" if len(parts) == 3 else None
-
-
-def gpu_rows(rows: list[dict[str, Any]], index: int, bus_id: str | None = None) -> list[dict[str, Any]]:
-    """One GPU's sampler rows: by PCI address where the GPU and the rows carry one (under
-    CUDA_VISIBLE_DEVICES CUDA's device 0 may be nvidia-smi's GPU 2), else by index."""
-    key = _bus(bus_id)
-    if key and any(r.get("pci.bus_id") for r in rows):
-        return [r for r in rows if r.get("pci.bus_id") == key]
-    return [r for r in rows if r["index"] == index]
-
-
-def pcie_seen(rows: list[dict[str, Any]], index: int, bus_id: str | None = None) -> dict[str, int] | None:
-    """The highest PCIe generation and width the sampler saw on one GPU (None: never seen)."""
-    mine = gpu_rows(rows, index, bus_id)
-    gens, widths = _values(mine, "pcie.link.gen.current"), _values(mine, "pcie.link.width.current")
-    return {"gen": int(max(gens)), "width": int(max(widths))} if gens and widths else None
-
-
-def _values(rows: list[dict[str, Any]], field: str) -> list[float]:
-    return [r[field] for r in rows if r.get(field) is not None]
-
-
-def _median(values: list[float]) -> float | None:
-    return float(statistics.median(values)) if values else None
-
-
-def summarize_window(
-    rows: list[dict[str, Any]], index: int, start: float | None, end: float | None, bus_id: str | None = None
-) -> dict[str, Any]:
-    """One GPU's sampler rows between start and end (epoch s; None: every row, as for a capture
-    without timestamps): SM clock medians over the first and last tenth of the rows, min and max;
-    temperature max and median; power median and limit; samples each clock-event reason was
-    active (every known reason listed, 0 included); how many samples read an SM clock and a
-    reasons mask as a number (`[N/A]`, `[Not Supported]` cells are no reading)."""
-    rows = [
-        r
-        for r in gpu_rows(rows, index, bus_id)
-        if (start is None or r["timestamp"] is None or start <= r["timestamp"] <= (end or float("inf")))
-    ]
-    tenth = max(1, len(rows) // 10)
-    clocks = _values(rows, "clocks.sm")
-    reasons = dict.fromkeys(REASONS, 0)
-    for r in rows:
-        for name in decode_reasons(r.get("clocks_throttle_reasons.active")):
-            reasons[name] = reasons.get(name, 0) + 1
-    temps, limits = _values(rows, "temperature.gpu"), _values(rows, "power.limit")
-    stamps = _values(rows, "timestamp")
-    return {
-        "samples": len(rows),
-        "sm_clock_first_mhz": _median(_values(rows[:tenth], "clocks.sm")),
-        "sm_clock_last_mhz": _median(_values(rows[-tenth:], "clocks.sm")),
-        "sm_clock_min_mhz": min(clocks) if clocks else None,
-        "sm_clock_max_mhz": max(_values(rows, "clocks.max.sm"), default=None),
-        "temp_max_c": max(temps) if temps else None,
-        "temp_median_c": _median(temps),
-        "power_median_w": _median(_values(rows, "power.draw")),
-        "power_limit_w": _median(limits),
-        "reasons": reasons,
-        # how much of the window the samples span (a sampler that died part-way saw only some)
-        "sampled_s": max(stamps) - min(stamps) if stamps else None,
-        "clock_samples": len(clocks),
-        "reasons_samples": len(_values(rows, "clocks_throttle_reasons.active")),
-    }
-
-
-def start_sampler(log: str) -> subprocess.Popen[bytes] | None:
-    """`nvidia-smi --query-gpu=SAMPLE_FIELDS -lms` into `log` (None: no nvidia-smi here)."""
-    smi = shutil.which("nvidia-smi")
-    if not smi:
-        return None
-    query = [f"--query-gpu={','.join(SAMPLE_FIELDS)}", "--format=csv,noheader,nounits", f"-lms={SAMPLE_MS}"]
-    with open(log, "w") as f:
-        return subprocess.Popen([smi, *query], stdout=f, stderr=subprocess.STDOUT)
-
-
-def stop_sampler(sampler: subprocess.Popen[bytes], log: str) -> str:
-    sampler.terminate()
-    try:
-        sampler.wait(timeout=5)
-    except subprocess.TimeoutExpired:
-        sampler.kill()
-        sampler.wait(timeout=5)
-    with open(log, errors="replace") as f:
-        return f.read()
-
-
 def sustained_summary(
     args: argparse.Namespace,
     windows: list[dict[str, Any] | None],
@@ -757,12 +562,12 @@ def sustained_summary(
 
 def cuda_run(args: argparse.Namespace, result: dict[str, Any], n: int) -> None:
     """The three phases on n GPUs (or CPU workers, for the tests), the sampler around them."""
-    tmp = tempfile.mkdtemp(prefix="gpuonboard-perf-", dir=private_dir())
+    tmp = tempfile.mkdtemp(prefix="gpuonboard-perf-", dir=private_dir(__file__))
     log = os.path.join(tmp, "samples.csv")
     sampler = None if args.cpu_workers else start_sampler(log)
     result["sampler"] = "nvidia-smi" if sampler else None
     for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _exit_on_signal)
+        signal.signal(sig, exit_on_signal)
     text = ""
     try:
         for i, data in enumerate(per_gpu_phase(args, result, n, tmp, "perf", 7 * 1.2 * args.seconds)):
@@ -828,7 +633,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.device == "cuda" and not cuda:
         raise RuntimeError("--device cuda asked for, but torch.cuda.is_available() is False")
     n = torch.cuda.device_count() if cuda else max(1, args.cpu_workers)
-    emit(PLAN_MARK, {"gpus": n, "estimate_s": estimate_s(n, args.seconds, args.sustain, cuda)})
+    plan = {"gpus": n, "estimate_s": estimate_s(n, args.seconds, args.sustain, cuda)}
+    emit(plan, PLAN_MARK, allow_nan=False)
     result = new_result(args, torch, cuda, n)
     if cuda or args.cpu_workers:
         cuda_run(args, result, n)
@@ -836,18 +642,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cpu_run(args, torch, result)
     result["elapsed_s"] = round(time.monotonic() - t0, 3)
     return result
-
-
-def private_dir() -> str | None:
-    """The private temp dir gpuonboard shipped this script into (removed by its shell on every
-    exit), else None (the system's temp dir) for a script run by hand."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return here if os.path.basename(here).startswith("gpuonboard-") else None
-
-
-def _exit_on_signal(signum: int, frame: Any) -> None:
-    """SIGTERM / SIGHUP: unwind through `finally`, so workers and the sampler are stopped."""
-    raise SystemExit(128 + signum)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -860,14 +654,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         result = run(args)
     except ImportError as exc:
-        emit(
-            MARK, {"schema": 1, "ok": False, "error": f"cannot import torch: {exc}", "python": sys.executable}
-        )
+        error = {"schema": 1, "ok": False, "error": f"cannot import torch: {exc}", "python": sys.executable}
+        emit(error, allow_nan=False)
         return 1
     except Exception as exc:
-        emit(MARK, {"schema": 1, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]})
+        emit({"schema": 1, "ok": False, "error": f"{type(exc).__name__}: {exc}"[:500]}, allow_nan=False)
         return 1
-    emit(MARK, result)
+    emit(result, allow_nan=False)
     return 0
 
 

@@ -10,7 +10,6 @@ rule fails: judging is gpuonboard's job; exit 1 only when the script itself coul
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
@@ -20,21 +19,9 @@ import time
 import warnings
 from typing import Any
 
+from gpuonboard.remote._common import emit, private_dir
+
 warnings.filterwarnings("ignore", message=".*NumPy.*")
-MARK = "GPUONBOARD_RESULT "
-
-
-def emit(result: dict[str, Any]) -> None:
-    """The one machine-readable line gpuonboard parses."""
-    sys.stdout.write(MARK + json.dumps(result, sort_keys=True) + "\n")
-    sys.stdout.flush()
-
-
-def private_dir() -> str | None:
-    """The private temp dir gpuonboard shipped this script into (removed by its shell on every
-    exit, a kill included), else None (the system's temp dir) for a script run by hand."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    return here if os.path.basename(here).startswith("gpuonboard-") else None
 
 
 def same_tensors(a: Any, b: Any) -> bool:
@@ -179,7 +166,7 @@ def checkpoint_roundtrip(
     optimizer state bit for bit, remove it: the result's "checkpoint" entry."""
     import torch
 
-    workdir = args.workdir or tempfile.mkdtemp(prefix="gpuonboard-smoke-", dir=private_dir())
+    workdir = args.workdir or tempfile.mkdtemp(prefix="gpuonboard-smoke-", dir=private_dir(__file__))
     ckpt = os.path.join(workdir, "smoke_checkpoint.pt")
     probe = torch.randn(16, args.dim, generator=torch.Generator().manual_seed(args.seed + 1)).to(device)
     model.eval()

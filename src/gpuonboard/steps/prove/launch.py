@@ -11,21 +11,22 @@ import re
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from importlib import resources
 from typing import Any
 
 from gpuonboard import shell
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Step, StepArgsError, StepContext, truthy
 from gpuonboard.steps.container import ContainerState, gpu_flags
+from gpuonboard.steps.prove.bundle import script_text
 from gpuonboard.steps.prove.rules import _gpu_count
 
 MARK = "GPUONBOARD_RESULT "
 
 
 def script_bytes(name: str) -> bytes:
-    """A bundled remote script (package data under gpuonboard/remote/)."""
-    return resources.files("gpuonboard.remote").joinpath(name).read_bytes()
+    """A bundled remote script (package data under gpuonboard/remote/) as it is shipped: one
+    file, the parts it imports (remote/_*.py) inlined (see `bundle`)."""
+    return script_text(name).encode()
 
 
 def parse_result(stdout: str) -> dict[str, Any] | None:
