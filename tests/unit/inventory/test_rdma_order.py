@@ -29,6 +29,18 @@ from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND, RdmaOrder, par
         ("1x400G Ethernet", RdmaOrder(1, 400.0, ETHERNET)),
         ("8x200GbE", RdmaOrder(8, 200.0, ETHERNET)),
         ("8x1.6T", RdmaOrder(8, 1600.0)),
+        # each InfiniBand generation at its 4X rate (ibstat's `Rate: 40` of a 4X FDR10 port), and
+        # at another width: 1X NDR is 100 Gb/s (mlx5 reports NDR at 1X, 2X and 4X)
+        ("2x40G FDR10", RdmaOrder(2, 40.0, INFINIBAND)),
+        ("2x40G (4X FDR10)", RdmaOrder(2, 40.0, INFINIBAND)),
+        ("4x40G QDR", RdmaOrder(4, 40.0, INFINIBAND)),
+        ("4x20G DDR", RdmaOrder(4, 20.0, INFINIBAND)),
+        ("4x10G SDR", RdmaOrder(4, 10.0, INFINIBAND)),
+        ("4x56G FDR", RdmaOrder(4, 56.0, INFINIBAND)),
+        ("8x100G HDR100", RdmaOrder(8, 100.0, INFINIBAND)),
+        ("8x200G NDR200", RdmaOrder(8, 200.0, INFINIBAND)),
+        ("8x100G NDR", RdmaOrder(8, 100.0, INFINIBAND)),
+        ("8x800G XDR", RdmaOrder(8, 800.0, INFINIBAND)),
     ],
 )
 def test_rdma_order_vendor_forms(text: str, want: RdmaOrder) -> None:
@@ -48,6 +60,12 @@ def test_rdma_order_vendor_forms(text: str, want: RdmaOrder) -> None:
         # a count or InfiniBand's link width (`4X HDR`): not told
         ("4x HDR200", "may be the port count or the link width"),
         ("4x HDR200", '"4x200G InfiniBand"'),
+        # a rate no port of the generation runs at: one sentence naming both
+        ("8x400G EDR", "400 Gb/s and 'EDR' disagree, as InfiniBand EDR runs 25 Gb/s a lane"),
+        ("8x400G EDR", '"8x100G EDR"'),
+        ("8x400G FDR", "400 Gb/s and 'FDR' disagree, as InfiniBand FDR runs 14 Gb/s a lane"),
+        ("8x100G FDR10", "100 Gb/s and 'FDR10' disagree"),
+        ("8x300G NDR300", "300 Gb/s and 'NDR300' disagree"),
     ],
 )
 def test_rdma_order_refused_naming_what_to_write(text: str, said: str) -> None:
