@@ -224,13 +224,14 @@ def _fabric_shown(layer: str | None) -> str:
 
 
 def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Sequence[IbPort]) -> str:
-    """The ports of the other fabric than ordered, and those whose link layer was not read, named."""
+    """The ports of the other fabric than ordered, and those whose link layer is not known (not
+    read, or read otherwise by two listings), named."""
     said = ""
     if wrong:
         other = ETHERNET if layer == INFINIBAND else INFINIBAND
         said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {', '.join(map(_show, wrong))}"
     if fabric_unread:
-        said += f"; link layer not read: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
+        said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
     return said
 
 

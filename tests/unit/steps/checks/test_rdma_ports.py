@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ...offline_judge import checks, details, verdicts
+from ...offline_judge import checks, details, judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 # 8 x NDR 400 InfiniBand and one 200 Gb/s RoCE bond (sysfs listing)
@@ -69,7 +69,7 @@ def test_rdma_link_layer_not_read_is_unverified(tmp_path: Path) -> None:
     lines[0] = lines[0].rstrip("\n")[: -len("InfiniBand")] + "\n"
     verdict, actual = _rdma(tmp_path, SYSFS, "8x400G InfiniBand", "".join(lines))
     assert verdict == "unverified", actual
-    assert "link layer not read: mlx5_0/1" in actual
+    assert "link layer not known: mlx5_0/1" in actual
     # (7 up at the rate and one unread cannot make 9: the order is missed either way)
     assert _rdma(tmp_path, SYSFS, "10x400G InfiniBand", "".join(lines))[0] == "fail"
 
@@ -80,3 +80,53 @@ def test_rdma_expected_names_the_fabric_and_the_unchecked_nic(tmp_path: Path) ->
     row = next(c for c in checks(tmp_path, SYSFS, text, order) if c.name == "rdma_ports")
     want = "8 InfiniBand port(s) ACTIVE at >= 400 Gb/s (ConnectX-7: the NIC model is not checked)"
     assert row.expected == want
+
+
+IBSTAT = "ibstat__h100-8x-ndr400__some-down__gpud.txt"  # 8 x NDR 400 InfiniBand, 4 Ethernet ports
+
+
+def _sysfs_of(ibstat: str, layers: dict[str, str]) -> str:
+    """The probe's sysfs listing of the ports an ibstat lists (six cells each), with the link
+    layer of the devices in `layers` replaced: the box's second listing, as saved beside it."""
+    from gpuonboard.facts.infiniband import parse_ibstat
+
+    return "".join(
+        f"{p.device}\t{p.port}\t{'4' if p.active else '1'}: {p.state}\t5: {p.phys_state}"
+        f"\t{p.rate_gbps:g} Gb/sec\t{layers.get(p.device, p.link_layer)}\n"
+        for p in parse_ibstat(ibstat).ports
+    )
+
+
+def test_rdma_link_layer_two_listings_disagree_on_is_unverified(tmp_path: Path) -> None:
+    """The real 8 x NDR ibstat (mlx5_1: `Link layer: Ethernet`, up at 100 Gb/s) saved beside the
+    sysfs listing of the same ports where mlx5_1 reads InfiniBand: that port's fabric is not
+    known; a `9x100G InfiniBand` order is unverified naming both readings, never a pass and never
+    a fail calling the port Ethernet."""
+    ibstat = (REAL / IBSTAT).read_text()
+    sysfs = _sysfs_of(ibstat, {"mlx5_1": "InfiniBand"})
+    _, rows = judged_box(
+        tmp_path, {"ibstat.txt": ibstat, "ib-sysfs.txt": sysfs}, 'order:\n  rdma: "9x100G InfiniBand"\n'
+    )
+    row = rows["rdma_ports"]
+    assert row.verdict == "unverified", row
+    said = row.actual.split("the listings disagree: ")[1]
+    assert (
+        said.startswith("mlx5_1 port 1 reads ")
+        and "Ethernet in ibstat" in said
+        and "InfiniBand in sysfs" in said
+    )
+    assert "link layer not known: mlx5_1/1" in row.actual
+    assert "mlx5_1/1 ACTIVE" not in row.actual  # (not named as a port of the other fabric)
+
+
+def test_rdma_link_layer_ib_is_infiniband(tmp_path: Path) -> None:
+    """The real ConnectX-6 VF ibstat (one port, Active, `Rate: 100`) with its `Link layer:
+    InfiniBand` written `IB` (libibumad's default where the kernel has no link_layer file): an
+    InfiniBand port, which meets `1x100G InfiniBand`."""
+    name = "ibstat__connectx6-vf-mt4124__1port-active-hdr100__openstack-vm.txt"
+    text = (REAL / name).read_text()
+    assert text.count("Link layer: InfiniBand") == 1
+    verdict, actual = _rdma(
+        tmp_path, name, "1x100G InfiniBand", text.replace("Link layer: InfiniBand", "Link layer: IB")
+    )
+    assert verdict == "pass", actual
