@@ -9,6 +9,7 @@ unreadable listing, or one not whole with too few good ports, is `unverified`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -167,6 +168,8 @@ def rule_rdma(
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
         return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread, fabric_unread)
+    if bonds := [p for p in good if _is_bond(p)]:
+        return _rdma_bond(expected, actual + shared_said(shared), bonds)
     if not listed:
         return _no_device(expected)
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
@@ -177,6 +180,32 @@ def rule_rdma(
     elif unread:
         said += f"; {_state_unread(unread)}"
     return Check("rdma_ports", expected, actual + said, "fail", advice)
+
+
+# an RDMA device of a bond (mlx5's RoCE LAG `mlx5_bond_0`: one device for the bonded ports of a
+# dual-port card, tests/fixtures/real/ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt)
+_BOND = re.compile(r"bond", re.IGNORECASE)
+
+
+def _is_bond(port: IbPort) -> bool:
+    """The port is a bond's: a link aggregation of two or more ports listed as one."""
+    return bool(_BOND.search(port.device))
+
+
+def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
+    """The `rdma_ports` row where too few ports are up but a bond is among them: a bond is two or
+    more physical ports listed as one device, and no listing says how many, so the ports it
+    stands for may make up the order (never a fail claiming fewer ports)."""
+    names = ", ".join(f"{p.device}/{p.port}" for p in bonds)
+    return Check(
+        "rdma_ports",
+        expected,
+        f"{actual}; {names} is a bond (a link aggregation of 2 or more ports, listed as one port:"
+        " how many is not listed), so the ports it stands for may make up the order",
+        "unverified",
+        "a bonded RDMA device (RoCE LAG) lists its ports as one: show its members on the box"
+        " (`cat /proc/net/bonding/bond0`, or `ip -d link show` of each port) with their speed.",
+    )
 
 
 def _unreadable(expected: str) -> Check:

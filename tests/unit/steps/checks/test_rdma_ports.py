@@ -33,7 +33,8 @@ def _rdma(tmp_path: Path, name: str, rdma: str, text: str | None = None) -> tupl
         (SYSFS, "9x200G InfiniBand", "fail"),  # the 9th port up at 200 Gb/s is the RoCE bond
         (SYSFS, "9x200G", "pass"),  # no fabric named: either counts
         (SYSFS, "1x200G RoCE", "pass"),
-        (SYSFS, "2x200G RoCE v2", "fail"),  # the InfiniBand ports do not make up a RoCE order
+        # the InfiniBand ports do not make up a RoCE order; the bond may hold 2 or more ports
+        (SYSFS, "2x200G RoCE v2", "unverified"),
         (DEVINFO, "3x25G InfiniBand", "fail"),
         (DEVINFO, "1x50G IB", "pass"),
         (DEVINFO, "2x25G RoCE", "pass"),
@@ -130,3 +131,14 @@ def test_rdma_link_layer_ib_is_infiniband(tmp_path: Path) -> None:
         tmp_path, name, "1x100G InfiniBand", text.replace("Link layer: InfiniBand", "Link layer: IB")
     )
     assert verdict == "pass", actual
+
+
+def test_rdma_bond_is_not_one_port(tmp_path: Path) -> None:
+    """The real sysfs listing's mlx5_bond_0 (a RoCE LAG: 2 or more ports listed as one device, up
+    at 200 Gb/s): a `2x200G RoCE` order is unverified naming the bond, never a fail claiming the
+    box has 1 port; where the other ports are too few without it, still a fail."""
+    verdict, actual = _rdma(tmp_path, SYSFS, "2x200G RoCE")
+    assert verdict == "unverified", actual
+    assert "mlx5_bond_0/1 is a bond (a link aggregation of 2 or more ports" in actual
+    assert _rdma(tmp_path, SYSFS, "10x200G")[0] == "unverified"  # (8 InfiniBand ports and the bond)
+    assert _rdma(tmp_path, SYSFS, "2x400G RoCE")[0] == "fail"  # (no port up at 400 Gb/s on RoCE)
