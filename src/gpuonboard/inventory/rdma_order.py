@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from gpuonboard.inventory.fields import RDMA_GBITS_RANGE, RDMA_PORTS_RANGE
 from gpuonboard.yamlload import shown
 
-__all__ = ["ETHERNET", "INFINIBAND", "RdmaOrder", "parse_rdma_order"]
+__all__ = ["ETHERNET", "INFINIBAND", "RdmaOrder", "fabric_named", "parse_rdma_order"]
 
 # the link layers as the RDMA tools print them (sysfs link_layer, ibstat, ibv_devinfo)
 INFINIBAND = "InfiniBand"
@@ -27,7 +27,7 @@ _UNIT = r"([GgTt])(?:bit|bps|b/s|bE|b)?(?![A-Za-z/])"
 _RATE = rf"(\d+(?:\.\d+)?)\s*{_UNIT}"
 _RDMA = re.compile(rf"(\d+)\s*[xX×*]\s*{_RATE}", re.ASCII)
 _RATE_ONLY = re.compile(_RATE, re.ASCII)
-_RDMA_BYTES = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB|GB/s|GBps)", re.ASCII)
+_RDMA_BYTES = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB/s|GBps|GB)(?![A-Za-z/])", re.ASCII)
 _GBE = re.compile(r"\d\s*GbE\b", re.ASCII)
 # words naming the fabric; an InfiniBand speed generation names InfiniBand (`NDR400`: its rate too)
 _IB_WORD = re.compile(r"\b(?:InfiniBand|IB)\b", re.IGNORECASE | re.ASCII)
@@ -86,6 +86,15 @@ def _layer(text: str) -> tuple[str | None, str]:
     return (INFINIBAND if ib else ETHERNET if eth else None), rest
 
 
+def fabric_named(text: str) -> str | None:
+    """The RDMA fabric a text names (`RoCE v2`, `100GbE`, `Infiniband NDR`: INFINIBAND or
+    ETHERNET), as `rdma` reads it; None where it names none, or both."""
+    try:
+        return _layer(re.sub(r"[(),;]", " ", text))[0]
+    except ValueError:
+        return None
+
+
 def _generation_rate(text: str, value: str) -> float | None:
     """The rate a generation word with its number names (`NDR200`: 200), checked to be one of the
     generation's (ValueError otherwise); None where the word has no number."""
@@ -113,7 +122,7 @@ def _check_generation(value: str, word: str, rate: float, shown_as: str) -> None
 
 def parse_rdma_order(value: object) -> RdmaOrder:
     """An order's `rdma` field (module doc) -> RdmaOrder; ValueError with the reason otherwise."""
-    if isinstance(value, str) and (b := _RDMA_BYTES.fullmatch(value.strip())):
+    if isinstance(value, str) and (b := _RDMA_BYTES.search(value)):  # (a fabric word may follow)
         bits = float(b.group(2)) * 8
         raise ValueError(
             f"is {value!r}: a rate in bytes ({b.group(3)}); port rates are sold in bits: write"

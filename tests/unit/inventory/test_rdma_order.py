@@ -56,6 +56,7 @@ def test_rdma_order_vendor_forms(text: str, want: RdmaOrder) -> None:
         ("8x400G NDR RoCE", "names InfiniBand ('NDR') and Ethernet ('RoCE') both"),
         ("8x200G NDR400", "the rate 200 Gb/s and the speed word's 400 Gb/s disagree"),
         ("8x50GB/s", "a rate in bytes"),
+        ("8x50GB/s InfiniBand", '"8x400G" if 50 GB/s a port was meant'),  # (a fabric word after it)
         ("8x NDR", '"8x400G InfiniBand"'),
         # a count or InfiniBand's link width (`4X HDR`): not told
         ("4x HDR200", "may be the port count or the link width"),
@@ -87,3 +88,29 @@ def test_order_file_rdma_total_refused_with_its_line(tmp_path: Path) -> None:
     with pytest.raises(InventoryError) as err:
         load_order(str(f))
     assert "line 3" in str(err.value) and "'rdma'" in str(err.value) and "8x400G InfiniBand" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("interconnect", "example"),
+    [
+        ("RoCE v2", '"2x100G RoCE"'),
+        ("100GbE", '"2x100G RoCE"'),
+        ("Infiniband NDR", '"8x400G InfiniBand"'),
+        ("IB", '"8x400G InfiniBand"'),
+        ("NVSwitch", None),  # (no fabric named: no `rdma` hint)
+    ],
+)
+def test_interconnect_naming_a_fabric_points_to_rdma(
+    tmp_path: Path, interconnect: str, example: str | None
+) -> None:
+    """`interconnect` is the link between the GPUs; a fabric written there, as `rdma` reads its
+    words, is pointed to `rdma` with an example of the fabric written."""
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  interconnect: {interconnect}\n")
+    with pytest.raises(InventoryError) as err:
+        load_order(str(f))
+    said = str(err.value)
+    if example is None:
+        assert "`rdma`" not in said
+    else:
+        assert f"the RDMA fabric goes in `rdma` with its ports and rate, like {example}." in said

@@ -144,10 +144,7 @@ def rule_rdma(
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     unknown += [p for p in up if p not in good and p not in unknown]
-    on = f" on {_fabric_shown(layer)}" if layer else ""
-    actual = (
-        f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s{on}" if listed else "no port listed"
-    )
+    actual = _counted(len(good), len(ports), gbit, layer) if listed else "no port listed"
     actual += _wrong_said(wrong, layer, fabric_unread)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
@@ -173,8 +170,8 @@ def rule_rdma(
     if not listed:
         return _no_device(expected)
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
-    if layer and (wrong_up := [p for p in wrong if p.active]):
-        advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice
+    if layer and not ports and (wrong_up := [p for p in wrong if p.active]):  # (none of the fabric ordered)
+        advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice[0].upper() + advice[1:]
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
     elif unread:
@@ -206,6 +203,15 @@ def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
         "a bonded RDMA device (RoCE LAG) lists its ports as one: show its members on the box"
         " (`cat /proc/net/bonding/bond0`, or `ip -d link show` of each port) with their speed.",
     )
+
+
+def _counted(good: int, ports: int, gbit: float, layer: str | None) -> str:
+    """'7 of 8 port(s) ACTIVE at >= 400 Gb/s on InfiniBand'; 'no InfiniBand port listed' where
+    every port listed is of the other fabric."""
+    if layer and not ports:
+        return f"no {_fabric_shown(layer)} port listed"
+    on = f" on {_fabric_shown(layer)}" if layer else ""
+    return f"{good} of {ports} port(s) ACTIVE at >= {gbit:g} Gb/s{on}"
 
 
 def _unreadable(expected: str) -> Check:

@@ -57,8 +57,27 @@ def test_rdma_wrong_fabric_fail_names_both(tmp_path: Path) -> None:
         "1 of 1 port(s) ACTIVE at >= 25 Gb/s on InfiniBand; on Ethernet (RoCE), not the InfiniBand"
         " ordered: mlx5_1/1 ACTIVE 100 Gb/s Ethernet, mlx5_2/1 ACTIVE 100 Gb/s Ethernet"
     )
+    # (an InfiniBand port is listed: the shortfall is of count or speed, not the wrong fabric)
     detail = details(tmp_path, DEVINFO, text, order)["rdma_ports"]
-    assert detail.startswith("InfiniBand was ordered and 2 port(s) up are Ethernet (RoCE): the wrong fabric")
+    assert detail.startswith("fewer RDMA ports are up at the ordered rate") and "LINK_TYPE" not in detail
+
+
+def test_rdma_every_port_of_the_other_fabric_said_plainly(tmp_path: Path) -> None:
+    """The real sysfs listing without its last line (the RoCE bond): 8 InfiniBand ports and none
+    of Ethernet; a `1x200G RoCE` order fails saying no RoCE port is listed (not "0 of 0
+    port(s)"), with the wrong-fabric advice first and the next sentence capitalised."""
+    lines = (REAL / SYSFS).read_text().splitlines(keepends=True)
+    assert lines[-1].startswith("mlx5_bond_0\t")
+    text = "".join(lines[:-1])
+    order = 'order:\n  rdma: "1x200G RoCE"\n'
+    verdict, actual = verdicts(tmp_path, SYSFS, text, order)["rdma_ports"]
+    assert verdict == "fail"
+    assert actual.startswith(
+        "no Ethernet (RoCE) port listed; on InfiniBand, not the Ethernet ordered: mlx5_0/1"
+    )
+    detail = details(tmp_path, SYSFS, text, order)["rdma_ports"]
+    assert detail.startswith("Ethernet was ordered and 8 port(s) up are InfiniBand: the wrong fabric")
+    assert "if InfiniBand was sold. Fewer RDMA ports are up" in detail
 
 
 def test_rdma_link_layer_not_read_is_unverified(tmp_path: Path) -> None:
