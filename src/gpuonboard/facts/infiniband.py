@@ -101,6 +101,9 @@ class IbPort:
     # False where the listing ends inside this port's record: its last field read may be cut
     # short (`Rate: 2` of `Rate: 200`), the fields after it are not read
     whole: bool = field(default=True, compare=False)
+    # the device's transport as ibv_devinfo prints it (`InfiniBand`, `iWARP`: an iWARP port's link
+    # layer is Ethernet, and it is not RoCE); None: not said (sysfs, ibstat, ibstatus)
+    transport: str | None = field(default=None, compare=False)
 
     @property
     def active(self) -> bool:
@@ -307,6 +310,7 @@ class _Listing:
     adapter: str | None = None  # the device's system image GUID
     vf: bool | None = None  # the device is an SR-IOV virtual function (its part number says)
     vendor: str | None = None  # ibv_devinfo's vendor_id (its part numbers are Mellanox's or not)
+    transport: str | None = None  # ibv_devinfo's `transport:` word (`InfiniBand`, `iWARP`)
 
     def device_field(self, name: str, value: str) -> None:
         """A device-level line: its system image GUID, vendor, or part number (ibstat's `CA type:
@@ -330,7 +334,7 @@ class _Listing:
         if self.device is not None:
             self.mark(_cut_count(self.device, self.listed, self.declared))
         self.device, self.declared, self.listed = device, None, 0
-        self.adapter = self.vf = self.vendor = None
+        self.adapter = self.vf = self.vendor = self.transport = None
 
     def port(self, number: int, fields: Mapping[str, str], why: str | None, rate: float | None) -> None:
         """One port block: kept when its state was read, the listing cut when it is not whole."""
@@ -354,6 +358,7 @@ class _Listing:
                 self.vf,
                 _port_guid(fields, layer),
                 why is None,
+                self.transport,
             )
         )
 
@@ -427,6 +432,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
             verbose = True
         elif listing.device and current is None and (m := _TRANSPORT.match(line)):
             ib = m.group(1) == "InfiniBand"
+            listing.transport = m.group(1)
     flush()
     listing.head(None)
     listing.mark(_cut_tail(text, (_HCA,)))
@@ -716,5 +722,6 @@ def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
         _first(p.vf for p in seen),
         _first(p.guid for p in seen),
         voters[0].whole,
+        _first(p.transport for p in seen),
     )
     return port, ("reads " + "; and ".join(whys)) if whys else None

@@ -170,7 +170,8 @@ def rule_rdma(
     if not listed:
         return _no_device(expected)
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
-    if layer and not ports and (wrong_up := [p for p in wrong if p.active]):  # (none of the fabric ordered)
+    if layer and not ports and (wrong_up := [p for p in wrong if p.active and _fabric(p) != IWARP]):
+        # (none of the fabric ordered listed: a VPI port set to the other)
         advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice[0].upper() + advice[1:]
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
@@ -247,24 +248,32 @@ def _no_device(expected: str) -> Check:
     )
 
 
+IWARP = "iWARP"  # (an Ethernet port of iWARP transport: RDMA over TCP, neither RoCE nor InfiniBand)
+
+
 def _fabric(port: IbPort) -> str | None:
-    """A port's link layer as an order names it ("InfiniBand", "Ethernet"); None: not read."""
+    """A port's fabric as an order names it ("InfiniBand", "Ethernet" for RoCE), or "iWARP" where
+    ibv_devinfo says the device's transport is iWARP (its link layer reads Ethernet); None: not read."""
+    if (port.transport or "").lower() == "iwarp":
+        return IWARP
     text = (port.link_layer or "").strip().lower()
     return INFINIBAND if text == "infiniband" else ETHERNET if text == "ethernet" else None
 
 
 def _fabric_shown(layer: str | None) -> str:
-    """'InfiniBand', 'Ethernet (RoCE)'."""
-    return f"{layer} (RoCE)" if layer == ETHERNET else str(layer)
+    """'InfiniBand', 'Ethernet (RoCE)', 'iWARP (Ethernet, not RoCE)'."""
+    return {ETHERNET: f"{ETHERNET} (RoCE)", IWARP: f"{IWARP} (Ethernet, not RoCE)"}.get(
+        str(layer), str(layer)
+    )
 
 
 def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Sequence[IbPort]) -> str:
-    """The ports of the other fabric than ordered, and those whose link layer is not known (not
-    read, or read otherwise by two listings), named."""
+    """The ports of another fabric than ordered (each fabric apart), and those whose link layer is
+    not known (not read, or read otherwise by two listings), named."""
     said = ""
-    if wrong:
-        other = ETHERNET if layer == INFINIBAND else INFINIBAND
-        said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {', '.join(map(_show, wrong))}"
+    for other in dict.fromkeys(_fabric(p) for p in wrong):
+        ports = ", ".join(_show(p) for p in wrong if _fabric(p) == other)
+        said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {ports}"
     if fabric_unread:
         said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
     return said

@@ -161,3 +161,30 @@ def test_rdma_bond_is_not_one_port(tmp_path: Path) -> None:
     assert "mlx5_bond_0/1 is a bond (a link aggregation of 2 or more ports" in actual
     assert _rdma(tmp_path, SYSFS, "10x200G")[0] == "unverified"  # (8 InfiniBand ports and the bond)
     assert _rdma(tmp_path, SYSFS, "2x400G RoCE")[0] == "fail"  # (no port up at 400 Gb/s on RoCE)
+
+
+# `ibv_devinfo` of a SoftiWARP device, as Jason Gunthorpe posted it to linux-rdma on 7 Sep 2022
+# ("Re: [PATCH] Add missing ib_uverbs dependency from SoftiWARP", Message-ID
+# <YxilUf2HbA6PAo59@nvidia.com>; the lines after `$ build/bin/ibv_devinfo`, byte for byte)
+SIW_DEVINFO = (
+    "hca_id:\tsiw0\n\ttransport:\t\t\tiWARP (1)\n\tfw_ver:\t\t\t\t0.0.0\n"
+    "\tnode_guid:\t\t\t7686:e2ff:fe28:63fc\n\tsys_image_guid:\t\t\t7486:e228:63fc:0000\n"
+    "\tvendor_id:\t\t\t0x626d74\n\tvendor_part_id:\t\t\t1\n\thw_ver:\t\t\t\t0x0\n"
+    "\tphys_port_cnt:\t\t\t1\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+    "\t\t\tmax_mtu:\t\t1024 (3)\n\t\t\tactive_mtu:\t\t1024 (3)\n\t\t\tsm_lid:\t\t\t0\n"
+    "\t\t\tport_lid:\t\t0\n\t\t\tport_lmc:\t\t0x00\n\t\t\tlink_layer:\t\tEthernet\n"
+)
+
+
+def test_rdma_iwarp_port_is_not_roce(tmp_path: Path) -> None:
+    """The real siw0 listing (transport iWARP, link layer Ethernet, active, no rate without -v):
+    not a RoCE port, so a `1x10G RoCE` order fails saying so, not unverified as a RoCE port whose
+    rate was not reported; an order naming no fabric still counts it (unverified: no rate)."""
+    name = "ibv_devinfo.txt"
+    verdict, actual = _rdma(tmp_path, name, "1x10G RoCE", SIW_DEVINFO)
+    assert verdict == "fail", actual
+    assert actual.startswith(
+        "no Ethernet (RoCE) port listed; on iWARP (Ethernet, not RoCE), not the Ethernet"
+    )
+    assert "siw0/1 ACTIVE" in actual
+    assert _rdma(tmp_path, name, "1x10G", SIW_DEVINFO)[0] == "unverified"
