@@ -27,6 +27,19 @@ if TYPE_CHECKING:
 __all__ = ["rdma_check", "rule_rdma"]
 
 
+def _rdma_disagree(expected: str, actual: str, disagree: str) -> Check:
+    """The `rdma_ports` row where listings merged disagree about ports that could make up the order."""
+    return Check(
+        "rdma_ports",
+        expected,
+        f"{actual} (the listings disagree: {disagree}; each such port is neither counted up nor called down)",
+        "unverified",
+        "the saved RDMA port listings were taken at two times and a port changed between them:"
+        " save `ibv_devinfo -v` (or ibstat and ibstatus one after the other) on the box and"
+        " judge it again.",
+    )
+
+
 def _rdma_not_whole(expected: str, actual: str, cut: str | None) -> Check:
     """The `rdma_ports` row of a listing that is not whole and has too few good ports: the ports
     it does not list are not known to be down (cut short where `cut` says; else stopped early)."""
@@ -151,16 +164,7 @@ def rule_rdma(
             return _rdma_unopened(expected, actual + shared_said(shared), unopened)
         return Check("rdma_ports", expected, actual + shared_said(shared), "pass")
     if disagree is not None and len(good) + len(unknown) >= count:
-        return Check(
-            "rdma_ports",
-            expected,
-            f"{actual}{shared_said(shared)} (the listings disagree: {disagree}; each such port is"
-            " neither counted up nor called down)",
-            "unverified",
-            "the saved RDMA port listings were taken at two times and a port changed between them:"
-            " save `ibv_devinfo -v` (or ibstat and ibstatus one after the other) on the box and"
-            " judge it again.",
-        )
+        return _rdma_disagree(expected, actual + shared_said(shared), disagree)
     if not complete or cut is not None:
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
