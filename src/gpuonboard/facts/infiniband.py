@@ -101,6 +101,9 @@ class IbPort:
     # False where the listing ends inside this port's record: its last field read may be cut
     # short (`Rate: 2` of `Rate: 200`), the fields after it are not read
     whole: bool = field(default=True, compare=False)
+    # the device's transport as ibv_devinfo prints it (`InfiniBand`, `iWARP`: an iWARP port's link
+    # layer is Ethernet, and it is not RoCE); None: not said (sysfs, ibstat, ibstatus)
+    transport: str | None = field(default=None, compare=False)
 
     @property
     def active(self) -> bool:
@@ -122,8 +125,8 @@ class IbReport:
     cut: str | None = None
     # the tool that printed it ("ibstat"; "" when not said), as sentences name a listing
     tool: str = field(default="", compare=False)
-    # where several listings merged (merge_listings) disagree about a port's state or rate (taken
-    # at two times: those ports are not known), one clause per port; None where none does
+    # where several listings merged (merge_listings) disagree about a port's state, rate or link
+    # layer (taken at two times: those fields are not known), one clause per port; None where none does
     disagree: str | None = None
     # why several listings merged are not of one box at one time (an adapter or port GUID each, a
     # whole listing without ports another lists); None where nothing says so
@@ -183,6 +186,13 @@ def _phys(text: str) -> str | None:
 # ibv_devinfo's / ibstat's words; `IB` where the kernel has no link_layer file (libibumad's and
 # the ibstatus script's default)
 _LAYERS = frozenset({"InfiniBand", "Ethernet", "Unknown", "IB"})
+
+
+def _layer(text: str | None) -> str | None:
+    """A port's link layer by its name (libibumad's and ibstatus's `IB` is InfiniBand); None where
+    none was read."""
+    text = (text or "").strip()
+    return "InfiniBand" if text == "IB" else text or None
 
 
 def _cut_field(fields: Mapping[str, str], required: Sequence[str], layer: str) -> str | None:
@@ -264,7 +274,7 @@ def parse_ib_sysfs(text: str) -> IbReport:
                 int(port),
                 _state(state),
                 float(m.group(1)) if m else None,
-                cells[-1] or None,
+                _layer(cells[-1]),
                 _phys(phys),
                 adapter=_guid(guid),
                 vf={"vf": True, "pf": False}.get(function),
@@ -300,6 +310,7 @@ class _Listing:
     adapter: str | None = None  # the device's system image GUID
     vf: bool | None = None  # the device is an SR-IOV virtual function (its part number says)
     vendor: str | None = None  # ibv_devinfo's vendor_id (its part numbers are Mellanox's or not)
+    transport: str | None = None  # ibv_devinfo's `transport:` word (`InfiniBand`, `iWARP`)
 
     def device_field(self, name: str, value: str) -> None:
         """A device-level line: its system image GUID, vendor, or part number (ibstat's `CA type:
@@ -323,7 +334,7 @@ class _Listing:
         if self.device is not None:
             self.mark(_cut_count(self.device, self.listed, self.declared))
         self.device, self.declared, self.listed = device, None, 0
-        self.adapter = self.vf = self.vendor = None
+        self.adapter = self.vf = self.vendor = self.transport = None
 
     def port(self, number: int, fields: Mapping[str, str], why: str | None, rate: float | None) -> None:
         """One port block: kept when its state was read, the listing cut when it is not whole."""
@@ -340,13 +351,14 @@ class _Listing:
                 number,
                 _state(fields["state"]),
                 rate,
-                layer or None,
+                _layer(layer),
                 _phys(phys) if phys is not None else None,
                 self.tool,
                 self.adapter,
                 self.vf,
                 _port_guid(fields, layer),
                 why is None,
+                self.transport,
             )
         )
 
@@ -420,6 +432,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
             verbose = True
         elif listing.device and current is None and (m := _TRANSPORT.match(line)):
             ib = m.group(1) == "InfiniBand"
+            listing.transport = m.group(1)
     flush()
     listing.head(None)
     listing.mark(_cut_tail(text, (_HCA,)))
@@ -577,9 +590,10 @@ def merge_listings(reports: Sequence[IbReport]) -> IbReport:
     """One report of several listings of one box's RDMA ports in different formats, each of
     which answers other questions (`ibv_devinfo` without -v says each port's state and no rate,
     `ibstat` its rate; a whole `ibv_devinfo -v` lists the ports after the device an `ibstat`
-    stopped at). A port is its listings' fields together; where two say different states or
-    rates (taken at two times, the port flapped between them) that field is not known (a blank
-    state: neither up nor down; no rate) and the report says so in `disagree`. Listings that are
+    stopped at). A port is its listings' fields together; where two say different states, rates
+    or link layers (taken at two times, the port flapped between them) that field is not known (a
+    blank state: neither up nor down; no rate; no link layer: neither fabric) and the report says
+    so in `disagree`. Listings that are
     not of one box at one time (`rivals`: a GUID each, a whole listing without ports another
     lists) are merged for show only. The ports are all known when a whole listing (`complete`, no
     `cut`: the caller marks one narrowed by its command as not whole) lists every port listed."""
@@ -680,29 +694,34 @@ def _first(values: Iterable[_T | None]) -> _T | None:
 
 def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
     """One port's copies from several listings as one, and why a field of it is not known (two
-    listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`); None when they agree. A
+    listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`, `reads Ethernet in ibstat,
+    InfiniBand in sysfs`: its state, rate or link layer None); None when they agree. A
     copy its own listing ends inside (`Rate: 2` of `Rate: 200`) gives no port field where a
     whole copy is read (its device's GUID and part number, read before the port, still count)."""
     voters = [p for p in seen if p.whole] or list(seen)
     states = {p.state for p in voters if p.state.strip()}
     rates = {p.rate_gbps for p in voters if p.active and p.rate_gbps is not None}
-    why = None
+    layers = {p.link_layer for p in voters if p.link_layer not in (None, "Unknown")}
+    whys = []
     if len(states) > 1:
-        why = "reads " + ", ".join(f"{p.state} in {p.source}" for p in voters)
+        whys.append(", ".join(f"{p.state} in {p.source}" for p in voters))
     elif len(rates) > 1:
-        why = "reads " + ", ".join(f"{p.rate_gbps:g} Gb/s in {p.source}" for p in voters if p.rate_gbps)
+        whys.append(", ".join(f"{p.rate_gbps:g} Gb/s in {p.source}" for p in voters if p.rate_gbps))
+    if len(layers) > 1:  # (not known: neither fabric is counted, nor called the wrong one)
+        whys.append(", ".join(f"{p.link_layer} in {p.source}" for p in voters if p.link_layer))
     state = next(iter(states)) if len(states) == 1 else ""
     port = IbPort(
         seen[0].device,
         seen[0].port,
         state,
         next(iter(rates)) if len(rates) == 1 else None,
-        _first(p.link_layer for p in voters),
+        next(iter(layers)) if len(layers) == 1 else None if layers else _first(p.link_layer for p in voters),
         _first(p.phys_state for p in voters),
         "+".join(dict.fromkeys(p.source for p in seen)),
         _first(p.adapter for p in seen),
         _first(p.vf for p in seen),
         _first(p.guid for p in seen),
         voters[0].whole,
+        _first(p.transport for p in seen),
     )
-    return port, why
+    return port, ("reads " + "; and ".join(whys)) if whys else None

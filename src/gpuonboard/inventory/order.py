@@ -25,7 +25,7 @@ from gpuonboard.inventory.fields import (
     remote_path_problem,
 )
 from gpuonboard.inventory.model import DataDiskSpec, OrderSpec
-from gpuonboard.inventory.rdma_order import parse_rdma_order
+from gpuonboard.inventory.rdma_order import INFINIBAND, fabric_named, parse_rdma_order
 from gpuonboard.model_names import instance_type_problem, names_a_model
 from gpuonboard.units import parse_ram_size, parse_size
 from gpuonboard.yamlload import LineDict, did_you_mean, where
@@ -93,12 +93,13 @@ def parse_order(
     if isinstance(interconnect, str) and interconnect.strip().lower() in INTERCONNECTS:
         interconnect = interconnect.strip().lower()  # ('NVLink', as people write it)
     if interconnect is not None and interconnect not in INTERCONNECTS:
-        fabric = str(interconnect).strip().lower() in ("infiniband", "ib", "roce", "rocev2", "ethernet")
+        fabric = fabric_named(interconnect) if isinstance(interconnect, str) else None
+        example = "8x400G InfiniBand" if fabric == INFINIBAND else "2x100G RoCE"
         raise order.fail(
             "interconnect",
             f"must be one of {', '.join(INTERCONNECTS)} (the link between the GPUs), not {interconnect!r}"
             + (
-                '; the RDMA fabric goes in `rdma` with its ports and rate, like "8x400G InfiniBand".'
+                f'; the RDMA fabric goes in `rdma` with its ports and rate, like "{example}".'
                 if fabric
                 else "."
             ),

@@ -1,6 +1,7 @@
 """An order's `rdma` field as vendors write it: ports x rate (`8x400G`), with the fabric named or
 told by a word (`8x400G InfiniBand`, `8x ConnectX-7 400Gb/s NDR`, `2x100G RoCE v2`, `8x200GbE`):
-InfiniBand (IB, or an InfiniBand speed generation: FDR, EDR, HDR, NDR, XDR) or Ethernet (RoCE,
+InfiniBand (IB, or an InfiniBand speed generation: SDR, DDR, QDR, FDR10, FDR, EDR, HDR, NDR, XDR;
+the rate must be one a port of that generation runs at: `8x400G EDR` is refused) or Ethernet (RoCE,
 RoCEv2, Ethernet, GbE). A NIC model word (ConnectX-7) is kept, said as not checked. A rate with
 no port count (`3.2 Tbps InfiniBand`, `RoCE v2 100G`) is refused: a total of the box's ports or
 one port's cannot be told.
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from gpuonboard.inventory.fields import RDMA_GBITS_RANGE, RDMA_PORTS_RANGE
 from gpuonboard.yamlload import shown
 
-__all__ = ["ETHERNET", "INFINIBAND", "RdmaOrder", "parse_rdma_order"]
+__all__ = ["ETHERNET", "INFINIBAND", "RdmaOrder", "fabric_named", "parse_rdma_order"]
 
 # the link layers as the RDMA tools print them (sysfs link_layer, ibstat, ibv_devinfo)
 INFINIBAND = "InfiniBand"
@@ -26,18 +27,28 @@ _UNIT = r"([GgTt])(?:bit|bps|b/s|bE|b)?(?![A-Za-z/])"
 _RATE = rf"(\d+(?:\.\d+)?)\s*{_UNIT}"
 _RDMA = re.compile(rf"(\d+)\s*[xX×*]\s*{_RATE}", re.ASCII)
 _RATE_ONLY = re.compile(_RATE, re.ASCII)
-_RDMA_BYTES = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB|GB/s|GBps)", re.ASCII)
+_RDMA_BYTES = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB/s|GBps|GB)(?![A-Za-z/])", re.ASCII)
 _GBE = re.compile(r"\d\s*GbE\b", re.ASCII)
 # words naming the fabric; an InfiniBand speed generation names InfiniBand (`NDR400`: its rate too)
 _IB_WORD = re.compile(r"\b(?:InfiniBand|IB)\b", re.IGNORECASE | re.ASCII)
 _ETH_WORD = re.compile(r"\b(?:RoCE(?:\s*v[12])?|Ethernet)\b", re.IGNORECASE | re.ASCII)
-_GENERATION = re.compile(r"\b(FDR|EDR|HDR|NDR|XDR)(\d+)?\b", re.IGNORECASE | re.ASCII)
+_WORDS = r"SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR"  # (FDR10, Mellanox's 10 Gb/s lane, before FDR)
+_GENERATION = re.compile(rf"\b({_WORDS})(\d+)?\b", re.IGNORECASE | re.ASCII)
 # InfiniBand's link width before its generation (`8x400G (4X NDR)`): not a count, where the
 # text holds ports x rate besides (`4x HDR200` alone is refused: a count or the width)
-_WIDTH = re.compile(r"\b(?:1|2|4|8|12)[xX]\s+(?=(?:FDR|EDR|HDR|NDR|XDR)\b)", re.IGNORECASE | re.ASCII)
-# each generation's rate of a 4X port, for the example an error gives (IBTA roadmap; ibstat
-# prints `400 Gb/sec (4X NDR)`: tests/fixtures/real/ibstat__h100-8x-ndr400__some-down__gpud.txt)
-_GENERATION_GBIT = {"FDR": 56.0, "EDR": 100.0, "HDR": 200.0, "NDR": 400.0, "XDR": 800.0}
+_WIDTH = re.compile(rf"\b(?:1|2|4|8|12)[xX]\s+(?=(?:{_WORDS})\b)", re.IGNORECASE | re.ASCII)
+# each generation's rate of one lane in Gb/s, as the kernel's sysfs `rate` file computes a port's
+# (drivers/infiniband/core/sysfs.c rate_show: lane x width, `400 Gb/sec (4X NDR)`, `40 Gb/sec (4X
+# FDR10)`: FDR10 a 10 Gb/s lane, FDR 14); a port is 1X, 2X, 4X, 8X or 12X wide (mlx5 reports
+# NDR at 1X, 2X and 4X: 100, 200 and 400 Gb/s), so a generation allows those multiples only
+_LANE_GBIT = {
+    "SDR": 2.5, "DDR": 5.0, "QDR": 10.0, "FDR10": 10.0, "FDR": 14.0,
+    "EDR": 25.0, "HDR": 50.0, "NDR": 100.0, "XDR": 200.0,
+}  # fmt: skip
+_WIDTHS = (1, 2, 4, 8, 12)
+# each generation's rate of a 4X port, for the example an error gives (ibstat prints `400 Gb/sec
+# (4X NDR)`: tests/fixtures/real/ibstat__h100-8x-ndr400__some-down__gpud.txt)
+_GENERATION_GBIT = {word: 4 * lane for word, lane in _LANE_GBIT.items()}
 # a NIC model (not checked: the rule reads ports, states, rates and link layers)
 _NIC = re.compile(
     r"\b(?:(?:NVIDIA|Mellanox)\s+)?(?:ConnectX|CX)-?\d+(?:\s*(?:Dx|Lx|VPI))?\b", re.IGNORECASE | re.ASCII
@@ -60,9 +71,9 @@ def _gbit(number: str, unit: str) -> float:
     return float(number) * (1000 if unit.upper() == "T" else 1)
 
 
-def _layer(text: str) -> tuple[str | None, float | None, str]:
-    """(the fabric the words name, the rate an InfiniBand generation with its rate names,
-    the text without those words); ValueError where they name both fabrics."""
+def _layer(text: str) -> tuple[str | None, str]:
+    """(the fabric the words name, the text without those words); ValueError where they name
+    both fabrics."""
     ib = _IB_WORD.search(text) or _GENERATION.search(text)
     eth = _ETH_WORD.search(text) or _GBE.search(text)
     if ib and eth:
@@ -71,15 +82,47 @@ def _layer(text: str) -> tuple[str | None, float | None, str]:
             f' ({eth.group(0).strip()!r}) both; write one fabric, like "8x400G InfiniBand" or'
             ' "8x400G RoCE"'
         )
-    generation = _GENERATION.search(text)
-    rate = float(generation.group(2)) if generation and generation.group(2) else None
     rest = _GENERATION.sub(" ", _ETH_WORD.sub(" ", _IB_WORD.sub(" ", text)))
-    return (INFINIBAND if ib else ETHERNET if eth else None), rate, rest
+    return (INFINIBAND if ib else ETHERNET if eth else None), rest
+
+
+def fabric_named(text: str) -> str | None:
+    """The RDMA fabric a text names (`RoCE v2`, `100GbE`, `Infiniband NDR`: INFINIBAND or
+    ETHERNET), as `rdma` reads it; None where it names none, or both."""
+    try:
+        return _layer(re.sub(r"[(),;]", " ", text))[0]
+    except ValueError:
+        return None
+
+
+def _generation_rate(text: str, value: str) -> float | None:
+    """The rate a generation word with its number names (`NDR200`: 200), checked to be one of the
+    generation's (ValueError otherwise); None where the word has no number."""
+    generation = _GENERATION.search(text)
+    if generation is None or not generation.group(2):
+        return None
+    rate = float(generation.group(2))
+    _check_generation(value, generation.group(1), rate, generation.group(0))
+    return rate
+
+
+def _check_generation(value: str, word: str, rate: float, shown_as: str) -> None:
+    """ValueError where an InfiniBand generation has no port of `rate` Gb/s (`400G EDR`: EDR
+    runs 25 Gb/s a lane, 100 Gb/s a 4X port)."""
+    lane = _LANE_GBIT[word.upper()]
+    rates = [lane * w for w in _WIDTHS]
+    if rate not in rates:
+        said = ", ".join(f"{r:g}" for r in rates[:-1]) + f" or {rates[-1]:g}"
+        raise ValueError(
+            f"is {value!r}: {rate:g} Gb/s and {shown_as!r} disagree, as InfiniBand {word.upper()} runs"
+            f" {lane:g} Gb/s a lane, {said} Gb/s a port (1X to 12X wide; {4 * lane:g} at 4X); write"
+            f' the rate of each port and its generation, like "8x{4 * lane:g}G {word.upper()}"'
+        )
 
 
 def parse_rdma_order(value: object) -> RdmaOrder:
     """An order's `rdma` field (module doc) -> RdmaOrder; ValueError with the reason otherwise."""
-    if isinstance(value, str) and (b := _RDMA_BYTES.fullmatch(value.strip())):
+    if isinstance(value, str) and (b := _RDMA_BYTES.search(value)):  # (a fabric word may follow)
         bits = float(b.group(2)) * 8
         raise ValueError(
             f"is {value!r}: a rate in bytes ({b.group(3)}); port rates are sold in bits: write"
@@ -91,7 +134,8 @@ def parse_rdma_order(value: object) -> RdmaOrder:
     text = re.sub(r"[(),;]", " ", value).strip()
     if _RDMA.search(without_width := _WIDTH.sub(" ", text)):
         text = without_width
-    layer, generation_rate, rest = _layer(text)
+    layer, rest = _layer(text)
+    generation_rate = _generation_rate(text, value)
     nics = [" ".join(m.group(0).split()) for m in _NIC.finditer(rest)]
     rest = " ".join(_NIC.sub(" ", rest).split())
     m = _RDMA.fullmatch(rest)
@@ -113,6 +157,8 @@ def parse_rdma_order(value: object) -> RdmaOrder:
             f"is {value!r}: the rate {rate:g} Gb/s and the speed word's {generation_rate:g} Gb/s"
             " disagree; write the rate of each port once"
         )
+    if (generation := _GENERATION.search(text)) and generation_rate is None:
+        _check_generation(value, generation.group(1), rate, generation.group(0))
     if count < 1 or rate <= 0:
         raise ValueError(f"is {value!r}, which checks nothing; give at least 1 port and a rate above 0")
     for what, rule, number in (("ports", RDMA_PORTS_RANGE, count), ("rate", RDMA_GBITS_RANGE, rate)):

@@ -29,6 +29,18 @@ from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND, RdmaOrder, par
         ("1x400G Ethernet", RdmaOrder(1, 400.0, ETHERNET)),
         ("8x200GbE", RdmaOrder(8, 200.0, ETHERNET)),
         ("8x1.6T", RdmaOrder(8, 1600.0)),
+        # each InfiniBand generation at its 4X rate (ibstat's `Rate: 40` of a 4X FDR10 port), and
+        # at another width: 1X NDR is 100 Gb/s (mlx5 reports NDR at 1X, 2X and 4X)
+        ("2x40G FDR10", RdmaOrder(2, 40.0, INFINIBAND)),
+        ("2x40G (4X FDR10)", RdmaOrder(2, 40.0, INFINIBAND)),
+        ("4x40G QDR", RdmaOrder(4, 40.0, INFINIBAND)),
+        ("4x20G DDR", RdmaOrder(4, 20.0, INFINIBAND)),
+        ("4x10G SDR", RdmaOrder(4, 10.0, INFINIBAND)),
+        ("4x56G FDR", RdmaOrder(4, 56.0, INFINIBAND)),
+        ("8x100G HDR100", RdmaOrder(8, 100.0, INFINIBAND)),
+        ("8x200G NDR200", RdmaOrder(8, 200.0, INFINIBAND)),
+        ("8x100G NDR", RdmaOrder(8, 100.0, INFINIBAND)),
+        ("8x800G XDR", RdmaOrder(8, 800.0, INFINIBAND)),
     ],
 )
 def test_rdma_order_vendor_forms(text: str, want: RdmaOrder) -> None:
@@ -44,10 +56,17 @@ def test_rdma_order_vendor_forms(text: str, want: RdmaOrder) -> None:
         ("8x400G NDR RoCE", "names InfiniBand ('NDR') and Ethernet ('RoCE') both"),
         ("8x200G NDR400", "the rate 200 Gb/s and the speed word's 400 Gb/s disagree"),
         ("8x50GB/s", "a rate in bytes"),
+        ("8x50GB/s InfiniBand", '"8x400G" if 50 GB/s a port was meant'),  # (a fabric word after it)
         ("8x NDR", '"8x400G InfiniBand"'),
         # a count or InfiniBand's link width (`4X HDR`): not told
         ("4x HDR200", "may be the port count or the link width"),
         ("4x HDR200", '"4x200G InfiniBand"'),
+        # a rate no port of the generation runs at: one sentence naming both
+        ("8x400G EDR", "400 Gb/s and 'EDR' disagree, as InfiniBand EDR runs 25 Gb/s a lane"),
+        ("8x400G EDR", '"8x100G EDR"'),
+        ("8x400G FDR", "400 Gb/s and 'FDR' disagree, as InfiniBand FDR runs 14 Gb/s a lane"),
+        ("8x100G FDR10", "100 Gb/s and 'FDR10' disagree"),
+        ("8x300G NDR300", "300 Gb/s and 'NDR300' disagree"),
     ],
 )
 def test_rdma_order_refused_naming_what_to_write(text: str, said: str) -> None:
@@ -69,3 +88,29 @@ def test_order_file_rdma_total_refused_with_its_line(tmp_path: Path) -> None:
     with pytest.raises(InventoryError) as err:
         load_order(str(f))
     assert "line 3" in str(err.value) and "'rdma'" in str(err.value) and "8x400G InfiniBand" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("interconnect", "example"),
+    [
+        ("RoCE v2", '"2x100G RoCE"'),
+        ("100GbE", '"2x100G RoCE"'),
+        ("Infiniband NDR", '"8x400G InfiniBand"'),
+        ("IB", '"8x400G InfiniBand"'),
+        ("NVSwitch", None),  # (no fabric named: no `rdma` hint)
+    ],
+)
+def test_interconnect_naming_a_fabric_points_to_rdma(
+    tmp_path: Path, interconnect: str, example: str | None
+) -> None:
+    """`interconnect` is the link between the GPUs; a fabric written there, as `rdma` reads its
+    words, is pointed to `rdma` with an example of the fabric written."""
+    f = tmp_path / "order.yml"
+    f.write_text(f"order:\n  interconnect: {interconnect}\n")
+    with pytest.raises(InventoryError) as err:
+        load_order(str(f))
+    said = str(err.value)
+    if example is None:
+        assert "`rdma`" not in said
+    else:
+        assert f"the RDMA fabric goes in `rdma` with its ports and rate, like {example}." in said

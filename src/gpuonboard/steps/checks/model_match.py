@@ -91,11 +91,14 @@ def marker_sizes(path: str = str(MARKERS_FILE)) -> dict[str, _SizedSiblings]:
     return out
 
 
-def _implied_markers(want: list[str], have: frozenset[str]) -> set[str]:
+def _implied_markers(want: list[str], have: frozenset[str], vram_gib: float | None = None) -> set[str]:
     """The product-marker words an order names by a memory size only that product is sold with,
     not by the word: 'RTX 6000 (24 GB)' (Lambda's name) is the Quadro RTX 6000, as the RTX 6000
-    Ada has 48 GB. Every ordered size must be one of the marked product's; none ordered implies none."""
+    Ada has 48 GB; so is 'RTX 6000' with `vram: 24GB` (`vram_gib`, the size written apart). Every
+    ordered size must be one of the marked product's; none ordered implies none."""
     sizes = {int(m.group(1)) for t in want if (m := _MEMORY.match(t))}
+    if vram_gib is not None and abs(vram_gib - round(vram_gib)) < 0.01:
+        sizes.add(round(vram_gib))
     return {
         word
         for word, rows in marker_sizes().items()
@@ -589,7 +592,7 @@ def match_model(
     # of a model sold with several under one name it cannot be told
     kind_problems, untold = _kind_problem(kinds, got)
     problems += kind_problems
-    named = set(want) | _implied_markers(want, got.have)
+    named = set(want) | _implied_markers(want, got.have, vram_gib)
     if "PCIE" in want and any(m <= got.have for m in nvl_pcie_cards()):
         named.add("NVL")
     extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - named if _marks_another_product(t, got.have))

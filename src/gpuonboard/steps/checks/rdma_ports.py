@@ -9,6 +9,7 @@ unreadable listing, or one not whole with too few good ports, is `unverified`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -24,6 +25,19 @@ if TYPE_CHECKING:
     from gpuonboard.inventory import OrderSpec
 
 __all__ = ["rdma_check", "rule_rdma"]
+
+
+def _rdma_disagree(expected: str, actual: str, disagree: str) -> Check:
+    """The `rdma_ports` row where listings merged disagree about ports that could make up the order."""
+    return Check(
+        "rdma_ports",
+        expected,
+        f"{actual} (the listings disagree: {disagree}; each such port is neither counted up nor called down)",
+        "unverified",
+        "the saved RDMA port listings were taken at two times and a port changed between them:"
+        " save `ibv_devinfo -v` (or ibstat and ibstatus one after the other) on the box and"
+        " judge it again.",
+    )
 
 
 def _rdma_not_whole(expected: str, actual: str, cut: str | None) -> Check:
@@ -143,40 +157,66 @@ def rule_rdma(
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     unknown += [p for p in up if p not in good and p not in unknown]
-    on = f" on {_fabric_shown(layer)}" if layer else ""
-    actual = (
-        f"{len(good)} of {len(ports)} port(s) ACTIVE at >= {gbit:g} Gb/s{on}" if listed else "no port listed"
-    )
+    actual = _counted(len(good), len(ports), gbit, layer) if listed else "no port listed"
     actual += _wrong_said(wrong, layer, fabric_unread)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
             return _rdma_unopened(expected, actual + shared_said(shared), unopened)
         return Check("rdma_ports", expected, actual + shared_said(shared), "pass")
     if disagree is not None and len(good) + len(unknown) >= count:
-        return Check(
-            "rdma_ports",
-            expected,
-            f"{actual}{shared_said(shared)} (the listings disagree: {disagree}; each such port is"
-            " neither counted up nor called down)",
-            "unverified",
-            "the saved RDMA port listings were taken at two times and a port changed between them:"
-            " save `ibv_devinfo -v` (or ibstat and ibstatus one after the other) on the box and"
-            " judge it again.",
-        )
+        return _rdma_disagree(expected, actual + shared_said(shared), disagree)
     if not complete or cut is not None:
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
         return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread, fabric_unread)
+    if bonds := [p for p in good if _is_bond(p)]:
+        return _rdma_bond(expected, actual + shared_said(shared), bonds)
     if not listed:
         return _no_device(expected)
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
-    if layer and (wrong_up := [p for p in wrong if p.active]):
-        advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice
+    if layer and not ports and (wrong_up := [p for p in wrong if p.active and _fabric(p) != IWARP]):
+        # (none of the fabric ordered listed: a VPI port set to the other)
+        advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice[0].upper() + advice[1:]
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
     elif unread:
         said += f"; {_state_unread(unread)}"
     return Check("rdma_ports", expected, actual + said, "fail", advice)
+
+
+# an RDMA device of a bond (mlx5's RoCE LAG `mlx5_bond_0`: one device for the bonded ports of a
+# dual-port card, tests/fixtures/real/ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt)
+_BOND = re.compile(r"bond", re.IGNORECASE)
+
+
+def _is_bond(port: IbPort) -> bool:
+    """The port is a bond's: a link aggregation of two or more ports listed as one."""
+    return bool(_BOND.search(port.device))
+
+
+def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
+    """The `rdma_ports` row where too few ports are up but a bond is among them: a bond is two or
+    more physical ports listed as one device, and no listing says how many, so the ports it
+    stands for may make up the order (never a fail claiming fewer ports)."""
+    names = ", ".join(f"{p.device}/{p.port}" for p in bonds)
+    return Check(
+        "rdma_ports",
+        expected,
+        f"{actual}; {names} is a bond (a link aggregation of 2 or more ports, listed as one port:"
+        " how many is not listed), so the ports it stands for may make up the order",
+        "unverified",
+        "a bonded RDMA device (RoCE LAG) lists its ports as one: show its members on the box"
+        " (`cat /proc/net/bonding/bond0`, or `ip -d link show` of each port) with their speed.",
+    )
+
+
+def _counted(good: int, ports: int, gbit: float, layer: str | None) -> str:
+    """'7 of 8 port(s) ACTIVE at >= 400 Gb/s on InfiniBand'; 'no InfiniBand port listed' where
+    every port listed is of the other fabric."""
+    if layer and not ports:
+        return f"no {_fabric_shown(layer)} port listed"
+    on = f" on {_fabric_shown(layer)}" if layer else ""
+    return f"{good} of {ports} port(s) ACTIVE at >= {gbit:g} Gb/s{on}"
 
 
 def _unreadable(expected: str) -> Check:
@@ -212,25 +252,34 @@ def _no_device(expected: str) -> Check:
     )
 
 
+IWARP = "iWARP"  # (an Ethernet port of iWARP transport: RDMA over TCP, neither RoCE nor InfiniBand)
+
+
 def _fabric(port: IbPort) -> str | None:
-    """A port's link layer as an order names it ("InfiniBand", "Ethernet"); None: not read."""
+    """A port's fabric as an order names it ("InfiniBand", "Ethernet" for RoCE), or "iWARP" where
+    ibv_devinfo says the device's transport is iWARP (its link layer reads Ethernet); None: not read."""
+    if (port.transport or "").lower() == "iwarp":
+        return IWARP
     text = (port.link_layer or "").strip().lower()
     return INFINIBAND if text == "infiniband" else ETHERNET if text == "ethernet" else None
 
 
 def _fabric_shown(layer: str | None) -> str:
-    """'InfiniBand', 'Ethernet (RoCE)'."""
-    return f"{layer} (RoCE)" if layer == ETHERNET else str(layer)
+    """'InfiniBand', 'Ethernet (RoCE)', 'iWARP (Ethernet, not RoCE)'."""
+    return {ETHERNET: f"{ETHERNET} (RoCE)", IWARP: f"{IWARP} (Ethernet, not RoCE)"}.get(
+        str(layer), str(layer)
+    )
 
 
 def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Sequence[IbPort]) -> str:
-    """The ports of the other fabric than ordered, and those whose link layer was not read, named."""
+    """The ports of another fabric than ordered (each fabric apart), and those whose link layer is
+    not known (not read, or read otherwise by two listings), named."""
     said = ""
-    if wrong:
-        other = ETHERNET if layer == INFINIBAND else INFINIBAND
-        said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {', '.join(map(_show, wrong))}"
+    for other in dict.fromkeys(_fabric(p) for p in wrong):
+        ports = ", ".join(_show(p) for p in wrong if _fabric(p) == other)
+        said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {ports}"
     if fabric_unread:
-        said += f"; link layer not read: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
+        said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
     return said
 
 

@@ -419,3 +419,20 @@ def _rtx_6000_ada() -> tuple[str, int]:
 def test_model_size_only_the_marked_product_has_names_it(ordered: str, ada: bool, verdict: str) -> None:
     name, mib = _rtx_6000_ada() if ada else _quadro_rtx_6000()
     assert match_model(ordered, name, mib).verdict == verdict, match_model(ordered, name, mib)
+
+
+@pytest.mark.parametrize(
+    ("vram_gib", "ada", "verdict"),
+    [
+        (24.0, False, "pass"),  # `gpu_model: RTX 6000` + `vram: 24GB`: the Quadro, as 'RTX 6000 24GB'
+        (48.0, False, "fail"),  # a size of the Ada card: Quadro still not ordered
+        (48.0, True, "pass"),
+        (24.0, True, "pass"),  # `vram` is a floor the 48 GB card meets (the vram rule judges it)
+    ],
+)
+def test_model_size_given_as_vram_names_the_marked_product(vram_gib: float, ada: bool, verdict: str) -> None:
+    """The size only the marked product is sold with names it wherever the order writes it: in
+    gpu_model ('RTX 6000 24GB') or as its `vram` beside a bare 'RTX 6000'."""
+    name, mib = _rtx_6000_ada() if ada else _quadro_rtx_6000()
+    got = match_model("RTX 6000", name, mib, vram_gib)
+    assert got.verdict == verdict, got

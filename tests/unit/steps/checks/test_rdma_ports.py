@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ...offline_judge import checks, details, verdicts
+from ...offline_judge import checks, details, judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 # 8 x NDR 400 InfiniBand and one 200 Gb/s RoCE bond (sysfs listing)
@@ -33,7 +33,8 @@ def _rdma(tmp_path: Path, name: str, rdma: str, text: str | None = None) -> tupl
         (SYSFS, "9x200G InfiniBand", "fail"),  # the 9th port up at 200 Gb/s is the RoCE bond
         (SYSFS, "9x200G", "pass"),  # no fabric named: either counts
         (SYSFS, "1x200G RoCE", "pass"),
-        (SYSFS, "2x200G RoCE v2", "fail"),  # the InfiniBand ports do not make up a RoCE order
+        # the InfiniBand ports do not make up a RoCE order; the bond may hold 2 or more ports
+        (SYSFS, "2x200G RoCE v2", "unverified"),
         (DEVINFO, "3x25G InfiniBand", "fail"),
         (DEVINFO, "1x50G IB", "pass"),
         (DEVINFO, "2x25G RoCE", "pass"),
@@ -56,8 +57,27 @@ def test_rdma_wrong_fabric_fail_names_both(tmp_path: Path) -> None:
         "1 of 1 port(s) ACTIVE at >= 25 Gb/s on InfiniBand; on Ethernet (RoCE), not the InfiniBand"
         " ordered: mlx5_1/1 ACTIVE 100 Gb/s Ethernet, mlx5_2/1 ACTIVE 100 Gb/s Ethernet"
     )
+    # (an InfiniBand port is listed: the shortfall is of count or speed, not the wrong fabric)
     detail = details(tmp_path, DEVINFO, text, order)["rdma_ports"]
-    assert detail.startswith("InfiniBand was ordered and 2 port(s) up are Ethernet (RoCE): the wrong fabric")
+    assert detail.startswith("fewer RDMA ports are up at the ordered rate") and "LINK_TYPE" not in detail
+
+
+def test_rdma_every_port_of_the_other_fabric_said_plainly(tmp_path: Path) -> None:
+    """The real sysfs listing without its last line (the RoCE bond): 8 InfiniBand ports and none
+    of Ethernet; a `1x200G RoCE` order fails saying no RoCE port is listed (not "0 of 0
+    port(s)"), with the wrong-fabric advice first and the next sentence capitalised."""
+    lines = (REAL / SYSFS).read_text().splitlines(keepends=True)
+    assert lines[-1].startswith("mlx5_bond_0\t")
+    text = "".join(lines[:-1])
+    order = 'order:\n  rdma: "1x200G RoCE"\n'
+    verdict, actual = verdicts(tmp_path, SYSFS, text, order)["rdma_ports"]
+    assert verdict == "fail"
+    assert actual.startswith(
+        "no Ethernet (RoCE) port listed; on InfiniBand, not the Ethernet ordered: mlx5_0/1"
+    )
+    detail = details(tmp_path, SYSFS, text, order)["rdma_ports"]
+    assert detail.startswith("Ethernet was ordered and 8 port(s) up are InfiniBand: the wrong fabric")
+    assert "if InfiniBand was sold. Fewer RDMA ports are up" in detail
 
 
 def test_rdma_link_layer_not_read_is_unverified(tmp_path: Path) -> None:
@@ -69,7 +89,7 @@ def test_rdma_link_layer_not_read_is_unverified(tmp_path: Path) -> None:
     lines[0] = lines[0].rstrip("\n")[: -len("InfiniBand")] + "\n"
     verdict, actual = _rdma(tmp_path, SYSFS, "8x400G InfiniBand", "".join(lines))
     assert verdict == "unverified", actual
-    assert "link layer not read: mlx5_0/1" in actual
+    assert "link layer not known: mlx5_0/1" in actual
     # (7 up at the rate and one unread cannot make 9: the order is missed either way)
     assert _rdma(tmp_path, SYSFS, "10x400G InfiniBand", "".join(lines))[0] == "fail"
 
@@ -80,3 +100,91 @@ def test_rdma_expected_names_the_fabric_and_the_unchecked_nic(tmp_path: Path) ->
     row = next(c for c in checks(tmp_path, SYSFS, text, order) if c.name == "rdma_ports")
     want = "8 InfiniBand port(s) ACTIVE at >= 400 Gb/s (ConnectX-7: the NIC model is not checked)"
     assert row.expected == want
+
+
+IBSTAT = "ibstat__h100-8x-ndr400__some-down__gpud.txt"  # 8 x NDR 400 InfiniBand, 4 Ethernet ports
+
+
+def _sysfs_of(ibstat: str, layers: dict[str, str]) -> str:
+    """The probe's sysfs listing of the ports an ibstat lists (six cells each), with the link
+    layer of the devices in `layers` replaced: the box's second listing, as saved beside it."""
+    from gpuonboard.facts.infiniband import parse_ibstat
+
+    return "".join(
+        f"{p.device}\t{p.port}\t{'4' if p.active else '1'}: {p.state}\t5: {p.phys_state}"
+        f"\t{p.rate_gbps:g} Gb/sec\t{layers.get(p.device, p.link_layer)}\n"
+        for p in parse_ibstat(ibstat).ports
+    )
+
+
+def test_rdma_link_layer_two_listings_disagree_on_is_unverified(tmp_path: Path) -> None:
+    """The real 8 x NDR ibstat (mlx5_1: `Link layer: Ethernet`, up at 100 Gb/s) saved beside the
+    sysfs listing of the same ports where mlx5_1 reads InfiniBand: that port's fabric is not
+    known; a `9x100G InfiniBand` order is unverified naming both readings, never a pass and never
+    a fail calling the port Ethernet."""
+    ibstat = (REAL / IBSTAT).read_text()
+    sysfs = _sysfs_of(ibstat, {"mlx5_1": "InfiniBand"})
+    _, rows = judged_box(
+        tmp_path, {"ibstat.txt": ibstat, "ib-sysfs.txt": sysfs}, 'order:\n  rdma: "9x100G InfiniBand"\n'
+    )
+    row = rows["rdma_ports"]
+    assert row.verdict == "unverified", row
+    said = row.actual.split("the listings disagree: ")[1]
+    assert (
+        said.startswith("mlx5_1 port 1 reads ")
+        and "Ethernet in ibstat" in said
+        and "InfiniBand in sysfs" in said
+    )
+    assert "link layer not known: mlx5_1/1" in row.actual
+    assert "mlx5_1/1 ACTIVE" not in row.actual  # (not named as a port of the other fabric)
+
+
+def test_rdma_link_layer_ib_is_infiniband(tmp_path: Path) -> None:
+    """The real ConnectX-6 VF ibstat (one port, Active, `Rate: 100`) with its `Link layer:
+    InfiniBand` written `IB` (libibumad's default where the kernel has no link_layer file): an
+    InfiniBand port, which meets `1x100G InfiniBand`."""
+    name = "ibstat__connectx6-vf-mt4124__1port-active-hdr100__openstack-vm.txt"
+    text = (REAL / name).read_text()
+    assert text.count("Link layer: InfiniBand") == 1
+    verdict, actual = _rdma(
+        tmp_path, name, "1x100G InfiniBand", text.replace("Link layer: InfiniBand", "Link layer: IB")
+    )
+    assert verdict == "pass", actual
+
+
+def test_rdma_bond_is_not_one_port(tmp_path: Path) -> None:
+    """The real sysfs listing's mlx5_bond_0 (a RoCE LAG: 2 or more ports listed as one device, up
+    at 200 Gb/s): a `2x200G RoCE` order is unverified naming the bond, never a fail claiming the
+    box has 1 port; where the other ports are too few without it, still a fail."""
+    verdict, actual = _rdma(tmp_path, SYSFS, "2x200G RoCE")
+    assert verdict == "unverified", actual
+    assert "mlx5_bond_0/1 is a bond (a link aggregation of 2 or more ports" in actual
+    assert _rdma(tmp_path, SYSFS, "10x200G")[0] == "unverified"  # (8 InfiniBand ports and the bond)
+    assert _rdma(tmp_path, SYSFS, "2x400G RoCE")[0] == "fail"  # (no port up at 400 Gb/s on RoCE)
+
+
+# `ibv_devinfo` of a SoftiWARP device, as Jason Gunthorpe posted it to linux-rdma on 7 Sep 2022
+# ("Re: [PATCH] Add missing ib_uverbs dependency from SoftiWARP", Message-ID
+# <YxilUf2HbA6PAo59@nvidia.com>; the lines after `$ build/bin/ibv_devinfo`, byte for byte)
+SIW_DEVINFO = (
+    "hca_id:\tsiw0\n\ttransport:\t\t\tiWARP (1)\n\tfw_ver:\t\t\t\t0.0.0\n"
+    "\tnode_guid:\t\t\t7686:e2ff:fe28:63fc\n\tsys_image_guid:\t\t\t7486:e228:63fc:0000\n"
+    "\tvendor_id:\t\t\t0x626d74\n\tvendor_part_id:\t\t\t1\n\thw_ver:\t\t\t\t0x0\n"
+    "\tphys_port_cnt:\t\t\t1\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+    "\t\t\tmax_mtu:\t\t1024 (3)\n\t\t\tactive_mtu:\t\t1024 (3)\n\t\t\tsm_lid:\t\t\t0\n"
+    "\t\t\tport_lid:\t\t0\n\t\t\tport_lmc:\t\t0x00\n\t\t\tlink_layer:\t\tEthernet\n"
+)
+
+
+def test_rdma_iwarp_port_is_not_roce(tmp_path: Path) -> None:
+    """The real siw0 listing (transport iWARP, link layer Ethernet, active, no rate without -v):
+    not a RoCE port, so a `1x10G RoCE` order fails saying so, not unverified as a RoCE port whose
+    rate was not reported; an order naming no fabric still counts it (unverified: no rate)."""
+    name = "ibv_devinfo.txt"
+    verdict, actual = _rdma(tmp_path, name, "1x10G RoCE", SIW_DEVINFO)
+    assert verdict == "fail", actual
+    assert actual.startswith(
+        "no Ethernet (RoCE) port listed; on iWARP (Ethernet, not RoCE), not the Ethernet"
+    )
+    assert "siw0/1 ACTIVE" in actual
+    assert _rdma(tmp_path, name, "1x10G", SIW_DEVINFO)[0] == "unverified"
