@@ -39,6 +39,7 @@ CORE_NAMES = (
     "free",
     "df",
     "lsblk",
+    "mounts",
     "os_release",
     "kernel",
     "nproc",
@@ -115,23 +116,38 @@ DF_TIMEOUT = 30
 
 def df_command(seconds: int = DF_TIMEOUT) -> str:
     """Shell: df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks
-    local is a network share only by its type); a df that refuses -T (old BusyBox) answers
-    without it. -T is tried on / alone: GNU df exits 1 beside a mount it could not read, its rows
-    printed, so a fallback on df's own exit code would print a second table after the first."""
+    local is a network share only by its type), run once where the host's df takes -T and its
+    `timeout` takes -k. Its rows are kept in a variable (a fork, no program): a df that failed
+    without printing a row is asked again, without -T (a df that refuses it: toybox, BusyBox
+    before 1.23), then without the host's `timeout` (an old BusyBox one that refuses -k); GNU
+    df's exit 1 beside a mount it could not read keeps its rows and asks nothing again. The
+    types df did not give are read from the kernel's mount table (the `mounts` probe)."""
     said = shell.quote(f"df did not answer within {seconds} s (a network mount that does not answer?)")
     return (
-        f"t=; timeout -k 5 {seconds} true >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
-        "$t df -P -k -T / >/dev/null 2>&1; c=$?; "
-        "case $c in 0) $t df -P -k -T; c=$? ;; 124|137|143) ;; *) $t df -P -k; c=$? ;; esac; "
+        "command -v df >/dev/null 2>&1 || exit 127; "
+        f"t=; command -v timeout >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
+        'd() { o=$($t df -P -k $1); c=$?; case $c in 0|124|137|143) return 1 ;; esac; [ -z "$o" ]; }; '
+        'd -T && d "" && [ -n "$t" ] && t= && d -T && d ""; '
+        '[ -n "$o" ] && printf \'%s\\n\' "$o"; '
         f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; exit $c"
     )
 
 
 # lsblk's JSON (util-linux 2.27+), else its pairs (`-P`: RHEL/CentOS 7, Ubuntu 14.04), which
-# facts/disks.py reads alike; a box without lsblk still exits 127
+# facts/disks.py reads alike. JSON is asked once, its text kept in a variable (a fork, no
+# program): an lsblk that failed without printing anything is asked for its pairs; a box
+# without lsblk exits 127
 _LSBLK_COLUMNS = "-b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"
 LSBLK_COMMAND = (
-    f"if lsblk -J -o NAME >/dev/null 2>&1; then lsblk -J {_LSBLK_COLUMNS}; else lsblk -P {_LSBLK_COLUMNS}; fi"
+    "command -v lsblk >/dev/null 2>&1 || exit 127; "
+    f'o=$(lsblk -J {_LSBLK_COLUMNS}); c=$?; [ "$c" -ne 0 ] && [ -z "$o" ] && exec lsblk -P {_LSBLK_COLUMNS}; '
+    '[ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c'
+)
+# the kernel's mount table of the probe's own mount namespace (device, mount point, type, ...),
+# read by the shell's builtins (no program): the type of each mount a df without -T listed
+MOUNTS_COMMAND = (
+    "[ -r /proc/self/mounts ] || exit 127; "
+    "while IFS= read -r l; do printf '%s\\n' \"$l\"; done </proc/self/mounts"
 )
 # free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
 # without busybox's applets, distroless), which facts/memory.py reads alike
@@ -188,6 +204,7 @@ def core_probes(
         Probe("free", FREE_COMMAND),
         Probe("df", df_command(df_timeout)),
         Probe("lsblk", LSBLK_COMMAND),
+        Probe("mounts", MOUNTS_COMMAND),
         Probe("os_release", "cat /etc/os-release"),
         Probe("kernel", "uname -r"),
         Probe("nproc", "nproc"),
@@ -524,6 +541,8 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
 
         mounts = disks.parse_df(df_text) if df_text else ()
         block = disks.parse_lsblk(lsblk_text) if lsblk_text else ()
+        if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
+            mounts = disks.with_mount_types(mounts, disks.parse_mount_table(table))
     nproc = None
     if nproc_text := _ok(raw, "nproc"):
         from gpuonboard.facts import cpu

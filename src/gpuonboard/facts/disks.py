@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import re
@@ -26,6 +27,7 @@ __all__ = [
     "mount_for",
     "parse_df",
     "parse_loop_backing",
+    "parse_mount_table",
     "parse_lsblk",
     "parse_lsblk_json",
     "parse_lsblk_pairs",
@@ -35,6 +37,7 @@ __all__ = [
     "shares_disk",
     "short_name",
     "unmounted_disks",
+    "with_mount_types",
 ]
 
 
@@ -474,6 +477,40 @@ def _lsblk_entries(text: str) -> list[Any] | str:
         return f"its JSON is cut short or damaged: {exc.msg} at line {exc.lineno}"
     entries = document.get("blockdevices") if isinstance(document, Mapping) else None
     return entries if isinstance(entries, list) else 'it has no lsblk "blockdevices" list'
+
+
+# the octal escapes the kernel writes in /proc/mounts for a blank, a tab, a newline, a backslash
+_MOUNTS_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+def parse_mount_table(text: str) -> dict[str, str]:
+    """Each mount point's file system type in the kernel's mount table (/proc/self/mounts,
+    /proc/mounts, /etc/mtab: `DEVICE MOUNTPOINT TYPE OPTIONS 0 0`), the last mount at a point
+    (the one over the others, which df reads). A last line without the newline the kernel ends
+    each with may be cut inside its type (`nfs` of `nfs4`) and is not read."""
+    lines = text.split("\n")
+    if lines and lines[-1]:
+        lines.pop()
+    types: dict[str, str] = {}
+    for line in lines:
+        fields = line.split()
+        if len(fields) >= 4 and fields[1].startswith("/"):
+            point = _MOUNTS_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[1])
+            types.pop(point, None)
+            types[point] = fields[2]
+    return types
+
+
+def with_mount_types(mounts: Sequence[Mount], types: Mapping[str, str]) -> tuple[Mount, ...]:
+    """df's mounts, each that df gave no type (a df without -T) given its type in the kernel's
+    mount table (parse_mount_table) by its mount point: a GPFS or WekaFS share whose device
+    looks local is a network share only by its type."""
+    return tuple(
+        dataclasses.replace(m, fstype=types[m.mountpoint])
+        if m.fstype is None and m.mountpoint in types
+        else m
+        for m in mounts
+    )
 
 
 def _trigger(mount: Mount) -> bool:

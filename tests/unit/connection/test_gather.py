@@ -5,6 +5,7 @@ then parsed and judged as a live check is."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -307,3 +308,110 @@ def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: st
     check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
     assert check.verdict == verdict, check
     assert "/proc/cpuinfo" in (check.actual + check.detail) and "lscpu output" not in check.actual
+
+
+def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Facts:
+    """_probe, the mount table read from `table` in /proc/self/mounts' place."""
+    probes = [p for p in core_probes() if p.name in names]
+    probes = [
+        dataclasses.replace(p, command=p.command.replace("/proc/self/mounts", str(table))) for p in probes
+    ]
+    token = new_token()
+    done = subprocess.run(
+        ["/bin/sh", "-c", build_script(probes, token)],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+
+
+def _mount_table(df_t: str) -> str:
+    """The kernel's mount table (/proc/mounts' `DEVICE MOUNTPOINT TYPE OPTIONS 0 0`) of a
+    `df -T` output's rows: its device, mount point and type cells, options `rw,relatime`."""
+    rows = [line.split() for line in df_t.splitlines()[1:] if line.strip()]
+    return "".join(f"{r[0]} {r[-1]} {r[1]} rw,relatime 0 0\n" for r in rows)
+
+
+def test_a_df_that_refuses_t_gets_each_type_from_the_mount_table(tmp_path: Path) -> None:
+    """ibm-spectrum-scale-csi#80's real `df -hT` in a pod given a GPFS volume, on a box whose df
+    refuses -T (toybox, BusyBox before 1.23; here the replay's refusal): df answers `-P -k` with
+    the same rows less the Type column (edited in-test), and the kernel's mount table holds
+    each row's device, mount point and type (built in-test from the capture's cells). The probe
+    read no type at all: `remote_fs0_1m` looked like a local disk (`warn`, could not tell
+    whether it is on another disk than /, its 15T size passed). Now each type is read from the
+    mount table: unverified, a network share (gpfs) whose size is the cluster's."""
+    df_t = GPFS_DF_HT.read_text()
+    table = tmp_path / "mounts"
+    table.write_text(_mount_table(df_t))
+    bin_dir = _box(tmp_path, {"df": {"-P -k": _untyped(df_t)}})
+    facts = _probe_with_table(bin_dir, ("df", "mounts"), table)
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/var/lib/mongodb/data", 10**12)), facts, 0.05)
+    assert check.verdict == "unverified", check
+    assert check.actual.endswith("(a network share, gpfs)")
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/"] == "overlay"
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox here")
+def test_a_real_busybox_df_that_refuses_t_gets_types_from_this_machines_mount_table(tmp_path: Path) -> None:
+    """This machine's real BusyBox df applet, refusing -T as a BusyBox built without it does (a
+    wrapper hands it `-Z` in -T's place: BusyBox's own `invalid option` and usage, exit 1), and
+    this machine's real /proc/self/mounts: every mount df lists has its type, as the kernel's
+    mount table gives it (before: no type at all)."""
+    wrapper = tmp_path / "df"
+    wrapper.write_text(
+        f'#!/bin/sh\nfor a; do shift; [ "$a" = -T ] && a=-Z; set -- "$@" "$a"; done\n'
+        f'exec {shutil.which("busybox")} df "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    bin_dir = _tools(tmp_path, {"df": str(wrapper)})
+    facts = _probe(bin_dir, ("df", "mounts"))
+    assert "invalid option -- 'Z'" in facts.raw["df"].stderr
+    from gpuonboard.facts.disks import parse_mount_table
+
+    table = parse_mount_table(Path("/proc/self/mounts").read_text())
+    assert facts.mounts
+    assert all(m.fstype == table[m.mountpoint] for m in facts.mounts), facts.mounts
+
+
+def _counted(tmp_path: Path, tools: tuple[str, ...]) -> Path:
+    """A bin dir where each of `tools` is this machine's real one behind a wrapper that notes
+    each run in `<tool>.calls`."""
+    bin_dir = tmp_path / "counted"
+    bin_dir.mkdir()
+    for tool in tools:
+        real = shutil.which(tool)
+        assert real is not None
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "$*" >> "$0.calls"\nexec {real} "$@"\n')
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.skipif(shutil.which("lsblk") is None, reason="no lsblk here")
+def test_df_lsblk_and_timeout_run_once_each_where_they_answer(tmp_path: Path) -> None:
+    """The probe's cost per host: this machine's real GNU df, lsblk and timeout (each noted as
+    it runs). df ran three times (`timeout true`, `df -T /`, then the table) and lsblk twice
+    (`-J -o NAME`, then the table); now each runs once: df's types and lsblk's JSON, as before."""
+    bin_dir = _counted(tmp_path, ("df", "lsblk", "timeout"))
+    facts = _probe(bin_dir, ("df", "lsblk"))
+    assert facts.mounts and all(m.fstype for m in facts.mounts)
+    assert facts.raw["lsblk"].stdout.lstrip().startswith("{")
+    calls = {t: (bin_dir / f"{t}.calls").read_text().splitlines() for t in ("df", "lsblk", "timeout")}
+    assert calls == {
+        "df": ["-P -k -T"],
+        "lsblk": [f"-J {LSBLK_COLUMNS}"],
+        "timeout": [f"-k 5 {DF_TIMEOUT} df -P -k -T"],
+    }
+
+
+def test_a_timeout_that_refuses_k_runs_df_without_it_with_types(tmp_path: Path) -> None:
+    """A `timeout` that refuses -k (BusyBox before -k came; here the replay's refusal of every
+    argument) and a df with -T (the real GPFS `df -hT`): df is asked again without `timeout`,
+    and its types kept."""
+    df_t = GPFS_DF_HT.read_text()
+    bin_dir = _box(tmp_path, {"df": {"-P -k -T": df_t}, "timeout": {}})
+    facts = _probe(bin_dir, ("df",))
+    assert facts.raw["df"].exit_code == 0
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
