@@ -149,6 +149,13 @@ MOUNTS_COMMAND = (
     "[ -r /proc/self/mounts ] || exit 127; "
     "while IFS= read -r l; do printf '%s\\n' \"$l\"; done </proc/self/mounts"
 )
+# nproc, else the kernel's affinity list it counts (/proc/self/status' Cpus_allowed_list line,
+# read by the shell's builtins: a box without coreutils), which facts/cpu.py parse_nproc reads
+NPROC_COMMAND = (
+    "if command -v nproc >/dev/null 2>&1; then exec nproc; fi; [ -r /proc/self/status ] || exit 127; "
+    "while IFS= read -r l; do case $l in Cpus_allowed_list:*) printf '%s\\n' \"$l\"; exit 0 ;; esac;"
+    " done </proc/self/status; exit 127"
+)
 # free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
 # without busybox's applets, distroless), which facts/memory.py reads alike
 # lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux), which
@@ -207,7 +214,7 @@ def core_probes(
         Probe("mounts", MOUNTS_COMMAND),
         Probe("os_release", "cat /etc/os-release"),
         Probe("kernel", "uname -r"),
-        Probe("nproc", "nproc"),
+        Probe("nproc", NPROC_COMMAND),
         Probe(
             "container_runtime",
             "docker --version 2>/dev/null || podman --version 2>/dev/null || exit 127",

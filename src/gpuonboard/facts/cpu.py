@@ -496,11 +496,20 @@ def parse_cpuinfo(text: str) -> CpuInfo:
     )
 
 
+# the kernel's affinity list of a process (/proc/self/status), the CPUs nproc counts: the live
+# probe's answer where nproc is not installed (`Cpus_allowed_list:\t0-3,8-11`)
+AFFINITY_LINE = "Cpus_allowed_list:"
+_AFFINITY = re.compile(rf"\s*{AFFINITY_LINE}[ \t]*([0-9,-]+)[ \t]*\r?\n\s*")
+
+
 def parse_nproc(text: str) -> int | None:
-    """The count `nproc` prints (the CPUs this login may use), or None: nproc prints its number
-    and a newline, so a number without one (`1` of `16\\n`) may be cut short and is not read."""
-    match = _NPROC.fullmatch(text)
-    return int(match.group(1)) if match else None
+    """The count `nproc` prints (the CPUs this login may use), or the CPUs of the kernel's
+    affinity list (/proc/self/status' Cpus_allowed_list line, which nproc counts), or None:
+    each ends with a newline, so one without it (`1` of `16\\n`) may be cut short and is not read."""
+    if match := _NPROC.fullmatch(text):
+        return int(match.group(1))
+    match = _AFFINITY.fullmatch(text)
+    return _cpu_list_count(match.group(1)) or None if match else None
 
 
 def nproc_unread(text: str) -> str | None:
@@ -512,6 +521,11 @@ def nproc_unread(text: str) -> str | None:
         return (
             f"the nproc output ({shown}) ends without the newline nproc prints after its number,"
             " so it may be cut short"
+        )
+    if shown.startswith(AFFINITY_LINE):
+        return (
+            f"the affinity list read in nproc's place ({shown[:60]}) ends without the newline"
+            " of /proc/self/status, or names no CPU, so it may be cut short"
         )
     return f"the nproc output is not a number ({shown[:40]!r})"
 

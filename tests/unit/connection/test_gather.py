@@ -415,3 +415,57 @@ def test_a_timeout_that_refuses_k_runs_df_without_it_with_types(tmp_path: Path) 
     facts = _probe(bin_dir, ("df",))
     assert facts.raw["df"].exit_code == 0
     assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+
+
+def _probe_pinned(bin_dir: Path, names: tuple[str, ...], cpus: set[int]) -> Facts:
+    """_probe, run with its CPU affinity narrowed to `cpus` (as `taskset -c` or a job's CPU
+    binding narrows a login's)."""
+    probes = [p for p in core_probes() if p.name in names]
+    token = new_token()
+    done = subprocess.run(
+        ["/bin/sh", "-c", build_script(probes, token)],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+    )
+    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+
+
+@pytest.mark.skipif(
+    shutil.which("lscpu") is None
+    or len(os.sched_getaffinity(0)) < 2
+    or not Path("/proc/self/status").is_file(),
+    reason="needs lscpu, 2 CPUs and /proc/self/status",
+)
+def test_a_box_without_nproc_reads_the_affinity_list_it_counts(tmp_path: Path) -> None:
+    """A box without coreutils' nproc (its PATH here: this machine's real lscpu only), the login
+    pinned to one CPU (as `taskset -c 0` pins it): the nproc probe exited 127 and the CPUs this
+    login may use were unknown, so the machine's cores ordered passed on lscpu alone. The probe
+    now reads the kernel's affinity list nproc counts (/proc/self/status' Cpus_allowed_list,
+    real): one CPU, and the cores ordered fail, as they do where nproc says 1."""
+    bin_dir = _tools(tmp_path, {"lscpu": shutil.which("lscpu") or "lscpu"})
+    facts = _probe_pinned(bin_dir, ("lscpu", "nproc"), {0})
+    assert facts.raw["nproc"].stdout.startswith("Cpus_allowed_list:")
+    assert facts.nproc == 1
+    cores = facts.cpu.physical_cores if facts.cpu else None
+    assert cores is not None and cores >= 2
+    check = rule_cpu(OrderSpec(cpu_cores=cores), facts)
+    assert check.verdict == "fail", check
+    assert check.detail.startswith("only 1 CPU usable (affinity/cgroup) of 2")
+
+
+def test_a_box_without_nproc_or_proc_self_status_says_nproc_is_missing() -> None:
+    """Neither nproc nor a readable /proc/self/status: exit 127, nproc not installed."""
+    command = next(p.command for p in core_probes() if p.name == "nproc")
+    done = subprocess.run(
+        ["/bin/sh", "-c", command.replace("/proc/self/status", "/nonexistent/status")],
+        env={"PATH": "/nonexistent"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 127
