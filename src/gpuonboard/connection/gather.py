@@ -143,12 +143,11 @@ LSBLK_COMMAND = (
     f'o=$(lsblk -J {_LSBLK_COLUMNS}); c=$?; [ "$c" -ne 0 ] && [ -z "$o" ] && exec lsblk -P {_LSBLK_COLUMNS}; '
     '[ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c'
 )
+# a file's lines, printed by the shell's builtins (no program: a box without cat)
+_LINES = "while IFS= read -r l; do printf '%s\\n' \"$l\"; done <{}"
 # the kernel's mount table of the probe's own mount namespace (device, mount point, type, ...),
-# read by the shell's builtins (no program): the type of each mount a df without -T listed
-MOUNTS_COMMAND = (
-    "[ -r /proc/self/mounts ] || exit 127; "
-    "while IFS= read -r l; do printf '%s\\n' \"$l\"; done </proc/self/mounts"
-)
+# read by the shell's builtins: the type of each mount a df without -T listed
+MOUNTS_COMMAND = "[ -r /proc/self/mounts ] || exit 127; " + _LINES.format("/proc/self/mounts")
 # nproc, else the kernel's affinity list it counts (/proc/self/status' Cpus_allowed_list line,
 # read by the shell's builtins: a box without coreutils), which facts/cpu.py parse_nproc reads
 NPROC_COMMAND = (
@@ -156,17 +155,22 @@ NPROC_COMMAND = (
     "while IFS= read -r l; do case $l in Cpus_allowed_list:*) printf '%s\\n' \"$l\"; exit 0 ;; esac;"
     " done </proc/self/status; exit 127"
 )
-# free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
-# without busybox's applets, distroless), which facts/memory.py reads alike
-# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux), which
-# facts/cpu.py reads for the same CPU, core and socket counts
+# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux; by the shell's
+# builtins where there is no cat either), which facts/cpu.py reads for the same CPU, core and
+# socket counts, and after it the kernel's list of online CPUs (`ONLINE_FILE: 1-63`), which
+# tells a /proc/cpuinfo whole where CPU 0 is offline from one whose top is missing
+_ONLINE = "/sys/devices/system/cpu/online"
 LSCPU_COMMAND = (
-    "if command -v lscpu >/dev/null 2>&1; then lscpu;"
-    " elif [ -r /proc/cpuinfo ]; then cat /proc/cpuinfo; else exit 127; fi"
+    "if command -v lscpu >/dev/null 2>&1; then exec lscpu; fi; [ -r /proc/cpuinfo ] || exit 127; "
+    "if command -v cat >/dev/null 2>&1; then cat /proc/cpuinfo || exit; else "
+    + _LINES.format("/proc/cpuinfo")
+    + f"; fi; [ -r {_ONLINE} ] && read -r o <{_ONLINE} && printf '{_ONLINE}: %s\\n' \"$o\"; exit 0"
 )
+# free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
+# without busybox's applets, distroless; by the shell's builtins), which facts/memory.py reads
 FREE_COMMAND = (
-    "if command -v free >/dev/null 2>&1; then free -k;"
-    " elif [ -r /proc/meminfo ]; then cat /proc/meminfo; else exit 127; fi"
+    "if command -v free >/dev/null 2>&1; then exec free -k; fi; [ -r /proc/meminfo ] || exit 127; "
+    + _LINES.format("/proc/meminfo")
 )
 
 

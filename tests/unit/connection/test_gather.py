@@ -469,3 +469,48 @@ def test_a_box_without_nproc_or_proc_self_status_says_nproc_is_missing() -> None
         check=False,
     )
     assert done.returncode == 127
+
+
+def _without_cpu0() -> str:
+    """The real HyperV /proc/cpuinfo as the kernel prints it with CPU 0 offline (edited in-test):
+    CPU 0's block dropped, and the `siblings` of its package's other blocks 3 (the kernel counts
+    the online CPUs of a package there); then the live probe's online list, `1-7`."""
+    blocks = HYPERV_CPUINFO.read_text().split("\n\n")
+    kept = [b.replace("siblings\t: 4", "siblings\t: 3") if "physical id\t: 0" in b else b for b in blocks[1:]]
+    return "\n\n".join(kept) + "/sys/devices/system/cpu/online: 1-7\n"
+
+
+def test_a_proc_cpuinfo_whose_cpu0_is_offline_is_whole() -> None:
+    """A box without lscpu whose CPU 0 is offline (`chcpu -d 0`; the real HyperV /proc/cpuinfo
+    edited as _without_cpu0 says): it starts at `processor : 1`, and the cut test took its top
+    for missing (cpu_cores unverified, "it starts at CPU 1"). The online list the probe prints
+    after it names CPUs 1-7, all there: read whole, 4 cores pass."""
+    text = _without_cpu0()
+    facts = parse_facts({"lscpu": ProbeOutput(text, "", 0)})
+    assert facts.cpu is not None and facts.cpu.logical_cpus == 7 and facts.cpu.physical_cores == 4
+    assert rule_cpu(OrderSpec(cpu_cores=4), facts).verdict == "pass"
+
+
+def test_a_proc_cpuinfo_that_lacks_an_online_cpus_block_is_cut() -> None:
+    """The same listing with its last block (CPU 7) dropped in-test too (a cut at a block's
+    end): the online list names CPU 7, so it is cut short, unverified, never 7 CPUs counted."""
+    text = _without_cpu0()
+    last = text.rindex("processor\t: 7")
+    text = text[:last] + "/sys/devices/system/cpu/online: 1-7\n"
+    check = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
+    assert check.verdict == "unverified", check
+    assert "CPU 7" in check.actual
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
+def test_a_box_without_lscpu_or_cat_reads_proc_cpuinfo_and_meminfo(tmp_path: Path) -> None:
+    """A minimal image without util-linux, procps or cat (its PATH here: an empty folder): the
+    fallbacks ran `cat /proc/cpuinfo` and `cat /proc/meminfo`, which were not found (exit 127:
+    `lscpu is not installed`, `free is not installed`, both unverified). The shell's builtins
+    now read them (this machine's, real): every CPU and the RAM."""
+    bin_dir = tmp_path / "empty"
+    bin_dir.mkdir()
+    facts = _probe(bin_dir, ("lscpu", "free"))
+    blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
+    assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks)
+    assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
