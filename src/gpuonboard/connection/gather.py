@@ -143,11 +143,17 @@ LSBLK_COMMAND = (
     f'o=$(lsblk -J {_LSBLK_COLUMNS}); c=$?; [ "$c" -ne 0 ] && [ -z "$o" ] && exec lsblk -P {_LSBLK_COLUMNS}; '
     '[ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c'
 )
-# a file's lines, printed by the shell's builtins (no program: a box without cat)
-_LINES = "while IFS= read -r l; do printf '%s\\n' \"$l\"; done <{}"
-# the kernel's mount table of the probe's own mount namespace (device, mount point, type, ...),
-# read by the shell's builtins: the type of each mount a df without -T listed
-MOUNTS_COMMAND = "[ -r /proc/self/mounts ] || exit 127; " + _LINES.format("/proc/self/mounts")
+# a file's lines, printed by the shell's builtins (no program: a box without cat), a last line
+# without its newline too
+_LINES = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <{}'
+# the kernel's mount table of the probe's own mount namespace (device, mount point, type, ...):
+# the type of each mount a df without -T listed. By cat (a Kubernetes node's table of thousands
+# of mounts is ~0.4 MB, which the shell's `read` takes a byte at a time: ~0.2 s), by the shell's
+# builtins where there is no cat
+MOUNTS_COMMAND = (
+    "[ -r /proc/self/mounts ] || exit 127; command -v cat >/dev/null 2>&1 && exec cat /proc/self/mounts; "
+    + _LINES.format("/proc/self/mounts")
+)
 # nproc, else the kernel's affinity list it counts (/proc/self/status' Cpus_allowed_list line,
 # read by the shell's builtins: a box without coreutils), which facts/cpu.py parse_nproc reads
 NPROC_COMMAND = (
@@ -165,6 +171,18 @@ LSCPU_COMMAND = (
     "if command -v cat >/dev/null 2>&1; then cat /proc/cpuinfo || exit; else "
     + _LINES.format("/proc/cpuinfo")
     + f"; fi; [ -r {_ONLINE} ] && read -r o <{_ONLINE} && printf '{_ONLINE}: %s\\n' \"$o\"; exit 0"
+)
+# /etc/os-release, else /usr/lib/os-release (os-release(5): a system may ship that one alone),
+# and the kernel's release as `uname -r` prints it (/proc/sys/kernel/osrelease): by the shell's
+# builtins, `cat` and `uname` where the files cannot be read
+OS_RELEASE_COMMAND = (
+    "for f in /etc/os-release /usr/lib/os-release; do [ -r $f ] || continue; "
+    + _LINES.format("$f")
+    + "; exit 0; done; exec cat /etc/os-release"
+)
+KERNEL_COMMAND = (
+    '[ -r /proc/sys/kernel/osrelease ] && read -r k </proc/sys/kernel/osrelease && [ -n "$k" ]'
+    " && printf '%s\\n' \"$k\" && exit 0; exec uname -r"
 )
 # free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
 # without busybox's applets, distroless; by the shell's builtins), which facts/memory.py reads
@@ -216,8 +234,8 @@ def core_probes(
         Probe("df", df_command(df_timeout)),
         Probe("lsblk", LSBLK_COMMAND),
         Probe("mounts", MOUNTS_COMMAND),
-        Probe("os_release", "cat /etc/os-release"),
-        Probe("kernel", "uname -r"),
+        Probe("os_release", OS_RELEASE_COMMAND),
+        Probe("kernel", KERNEL_COMMAND),
         Probe("nproc", NPROC_COMMAND),
         Probe(
             "container_runtime",

@@ -514,3 +514,34 @@ def test_a_box_without_lscpu_or_cat_reads_proc_cpuinfo_and_meminfo(tmp_path: Pat
     blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
     assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks)
     assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
+
+
+@pytest.mark.skipif(
+    not (Path("/etc/os-release").is_file() and Path("/proc/sys/kernel/osrelease").is_file()),
+    reason="needs /etc/os-release and /proc/sys/kernel/osrelease",
+)
+def test_a_box_without_cat_or_uname_reads_its_os_and_kernel(tmp_path: Path) -> None:
+    """A minimal image without cat or uname (its PATH here: an empty folder): the OS and kernel
+    probes exited 127 (`cat`, `uname` not found) and the report named neither. The shell's
+    builtins now read /etc/os-release and the kernel's release (this machine's, real), as
+    `cat` and `uname -r` print them."""
+    bin_dir = tmp_path / "empty"
+    bin_dir.mkdir()
+    facts = _probe(bin_dir, ("os_release", "kernel"))
+    assert facts.raw["os_release"].stdout.rstrip("\n") == Path("/etc/os-release").read_text().rstrip("\n")
+    assert facts.kernel == os.uname().release
+
+
+def test_a_box_with_only_usr_lib_os_release_names_its_os(tmp_path: Path) -> None:
+    """os-release(5): a system may ship /usr/lib/os-release alone. Here /etc/os-release is
+    missing (its path pointed elsewhere in-test) and /usr/lib/os-release holds this machine's
+    real one: the OS is read (before: `cat: /etc/os-release: No such file`, no OS)."""
+    if not Path("/etc/os-release").is_file():
+        pytest.skip("no /etc/os-release here")
+    usr_lib = tmp_path / "os-release"
+    usr_lib.write_text(Path("/etc/os-release").read_text())
+    command = next(p.command for p in core_probes() if p.name == "os_release")
+    command = command.replace("/usr/lib/os-release", str(usr_lib)).replace("/etc/os-release", "/nonexistent")
+    done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=30, check=False)
+    facts = parse_facts({"os_release": ProbeOutput(done.stdout, done.stderr, done.returncode)})
+    assert facts.os_release.get("NAME"), done
