@@ -23,6 +23,7 @@ __all__ = [
     "df_lists_sizes",
     "df_open_row",
     "looks_like_lsblk_pairs",
+    "looks_like_mount_table",
     "lsblk_unread",
     "mount_for",
     "parse_df",
@@ -481,6 +482,19 @@ def _lsblk_entries(text: str) -> list[Any] | str:
 
 # the octal escapes the kernel writes in /proc/mounts for a blank, a tab, a newline, a backslash
 _MOUNTS_ESCAPE = re.compile(r"\\([0-7]{3})")
+
+
+# one line of the kernel's mount table: device, mount point (absolute), type, options, and
+# the two numbers (dump, pass) it ends with
+_MOUNT_LINE = re.compile(r"^\S+ /\S* [\w.-]+ \S+ \d+ \d+$")
+
+
+def looks_like_mount_table(text: str) -> bool:
+    """A saved /proc/mounts, /proc/self/mounts or /etc/mtab (`cat /proc/mounts`): its first lines
+    each `DEVICE MOUNTPOINT TYPE OPTIONS 0 0` (a last one may be cut)."""
+    lines = [line for line in text.splitlines() if line.strip()][:20]
+    whole = lines[:-1] if len(lines) > 1 else lines
+    return bool(whole) and all(_MOUNT_LINE.match(line) for line in whole)
 
 
 def parse_mount_table(text: str) -> dict[str, str]:
