@@ -497,34 +497,34 @@ def looks_like_mount_table(text: str) -> bool:
     return bool(whole) and all(_MOUNT_LINE.match(line) for line in whole)
 
 
-def parse_mount_table(text: str) -> dict[str, str]:
-    """Each mount point's file system type in the kernel's mount table (/proc/self/mounts,
-    /proc/mounts, /etc/mtab: `DEVICE MOUNTPOINT TYPE OPTIONS 0 0`), the last mount at a point
-    (the one over the others, which df reads). A last line without the newline the kernel ends
-    each with may be cut inside its type (`nfs` of `nfs4`) and is not read."""
+def parse_mount_table(text: str) -> dict[str, tuple[str, str]]:
+    """Each mount point's device and file system type in the kernel's mount table
+    (/proc/self/mounts, /proc/mounts, /etc/mtab: `DEVICE MOUNTPOINT TYPE OPTIONS 0 0`), of the
+    last mount at a point (the one over the others, which df reads). A last line without the
+    newline the kernel ends each with may be cut inside its type (`nfs` of `nfs4`): not read."""
     lines = text.split("\n")
     if lines and lines[-1]:
         lines.pop()
-    types: dict[str, str] = {}
+    table: dict[str, tuple[str, str]] = {}
     for line in lines:
         fields = line.split()
         if len(fields) >= 4 and fields[1].startswith("/"):
-            point = _MOUNTS_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), fields[1])
-            types.pop(point, None)
-            types[point] = fields[2]
-    return types
+            device, point = (_MOUNTS_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), f) for f in fields[:2])
+            table.pop(point, None)
+            table[point] = (device, fields[2])
+    return table
 
 
-def with_mount_types(mounts: Sequence[Mount], types: Mapping[str, str]) -> tuple[Mount, ...]:
+def with_mount_types(mounts: Sequence[Mount], table: Mapping[str, tuple[str, str]]) -> tuple[Mount, ...]:
     """df's mounts, each that df gave no type (a df without -T) given its type in the kernel's
-    mount table (parse_mount_table) by its mount point: a GPFS or WekaFS share whose device
-    looks local is a network share only by its type."""
-    return tuple(
-        dataclasses.replace(m, fstype=types[m.mountpoint])
-        if m.fstype is None and m.mountpoint in types
-        else m
-        for m in mounts
-    )
+    mount table (parse_mount_table) where the table's mount at its mount point is of the same
+    device (df reads that table: another device there is another mount, its type unknown): a
+    GPFS or WekaFS share whose device looks local is a network share only by its type."""
+    typed = []
+    for m in mounts:
+        device, fstype = table.get(m.mountpoint, ("", ""))
+        typed.append(dataclasses.replace(m, fstype=fstype) if m.fstype is None and device == m.device else m)
+    return tuple(typed)
 
 
 def _trigger(mount: Mount) -> bool:
