@@ -161,13 +161,17 @@ NPROC_COMMAND = (
     "while IFS= read -r l; do case $l in Cpus_allowed_list:*) printf '%s\\n' \"$l\"; exit 0 ;; esac;"
     " done </proc/self/status; exit 127"
 )
-# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux; by the shell's
-# builtins where there is no cat either), which facts/cpu.py reads for the same CPU, core and
-# socket counts, and after it the kernel's list of online CPUs (`ONLINE_FILE: 1-63`), which
-# tells a /proc/cpuinfo whole where CPU 0 is offline from one whose top is missing
+# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux; an lscpu that
+# failed without printing anything: OpenVZ, gVisor, a kernel 2.6.32 without
+# /sys/devices/system/cpu/possible; by the shell's builtins where there is no cat either), which
+# facts/cpu.py reads for the same CPU, core and socket counts, and after it the kernel's list of
+# online CPUs (`ONLINE_FILE: 1-63`), which tells a /proc/cpuinfo whole where CPU 0 is offline
+# from one whose top is missing
 _ONLINE = "/sys/devices/system/cpu/online"
 LSCPU_COMMAND = (
-    "if command -v lscpu >/dev/null 2>&1; then exec lscpu; fi; [ -r /proc/cpuinfo ] || exit 127; "
+    "if command -v lscpu >/dev/null 2>&1; then o=$(lscpu); c=$?; "
+    'if [ "$c" -eq 0 ] || [ -n "$o" ]; then [ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c; fi; fi; '
+    '[ -r /proc/cpuinfo ] || exit "${c:-127}"; '
     "if command -v cat >/dev/null 2>&1; then cat /proc/cpuinfo || exit; else "
     + _LINES.format("/proc/cpuinfo")
     + f"; fi; [ -r {_ONLINE} ] && read -r o <{_ONLINE} && printf '{_ONLINE}: %s\\n' \"$o\"; exit 0"

@@ -545,3 +545,23 @@ def test_a_box_with_only_usr_lib_os_release_names_its_os(tmp_path: Path) -> None
     done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=30, check=False)
     facts = parse_facts({"os_release": ProbeOutput(done.stdout, done.stderr, done.returncode)})
     assert facts.os_release.get("NAME"), done
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
+def test_an_lscpu_that_fails_without_output_gives_way_to_proc_cpuinfo(tmp_path: Path) -> None:
+    """lscpu in an OpenVZ or gVisor container, or on a 2.6.32 kernel, prints only `lscpu: failed
+    to determine number of CPUs: /sys/devices/system/cpu/possible: No such file or directory`
+    and exits 1 (google/gvisor#91, evdenis/cvehound#29, OutsideIT/FireMotD#38: that line, and
+    here its exit 1, by a stand-in lscpu): cpu_cores was unverified, "lscpu failed", though the
+    kernel's /proc/cpuinfo was readable. It is now read (this machine's, real): every CPU."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    said = "lscpu: failed to determine number of CPUs: "
+    said += "/sys/devices/system/cpu/possible: No such file or directory"
+    (bin_dir / "lscpu").write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n")
+    (bin_dir / "lscpu").chmod(0o755)
+    os.symlink("/bin/cat", bin_dir / "cat")
+    facts = _probe(bin_dir, ("lscpu",))
+    blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
+    assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks), facts.raw["lscpu"]
+    assert said in facts.raw["lscpu"].stderr
