@@ -24,7 +24,7 @@ from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
-from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs
+from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs, looks_like_mount_table
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
@@ -38,7 +38,7 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import acceptance, gpu_health
 from gpuonboard.yamlload import LineDict, load_yaml
 
-KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "os_release", "nvcc")
+KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "mounts", "os_release", "nvcc")
 # saved outputs of the fabric probes (facts/extra_probes.py): kind = the live probe's name
 FABRIC_KINDS = (
     "kernel_log",
@@ -207,6 +207,8 @@ def detect_kind(text: str) -> str | None:
         return "free"
     if df_header(head) is not None:
         return "df"
+    if looks_like_mount_table(head):  # (`cat /proc/mounts`: the type of each mount df listed)
+        return "mounts"
     if "Cuda compilation tools" in head:
         return "nvcc"
     if "PRETTY_NAME=" in head or head.startswith("NAME="):

@@ -39,6 +39,7 @@ CORE_NAMES = (
     "free",
     "df",
     "lsblk",
+    "mounts",
     "os_release",
     "kernel",
     "nproc",
@@ -115,35 +116,83 @@ DF_TIMEOUT = 30
 
 def df_command(seconds: int = DF_TIMEOUT) -> str:
     """Shell: df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks
-    local is a network share only by its type); a df that refuses -T (old BusyBox) answers
-    without it. -T is tried on / alone: GNU df exits 1 beside a mount it could not read, its rows
-    printed, so a fallback on df's own exit code would print a second table after the first."""
+    local is a network share only by its type), run once where the host's df takes -T and its
+    `timeout` takes -k. Its rows are kept in a variable (a fork, no program): a df that failed
+    without printing a row is asked again, without -T (a df that refuses it: toybox, BusyBox
+    before 1.23), then without the host's `timeout` (an old BusyBox one that refuses -k); GNU
+    df's exit 1 beside a mount it could not read keeps its rows and asks nothing again. The
+    types df did not give are read from the kernel's mount table (the `mounts` probe)."""
     said = shell.quote(f"df did not answer within {seconds} s (a network mount that does not answer?)")
     return (
-        f"t=; timeout -k 5 {seconds} true >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
-        "$t df -P -k -T / >/dev/null 2>&1; c=$?; "
-        "case $c in 0) $t df -P -k -T; c=$? ;; 124|137|143) ;; *) $t df -P -k; c=$? ;; esac; "
+        "command -v df >/dev/null 2>&1 || exit 127; "
+        f"t=; command -v timeout >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
+        'd() { o=$($t df -P -k $1); c=$?; case $c in 0|124|137|143) return 1 ;; esac; [ -z "$o" ]; }; '
+        'd -T && d "" && [ -n "$t" ] && t= && d -T && d ""; '
+        '[ -n "$o" ] && printf \'%s\\n\' "$o"; '
         f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; exit $c"
     )
 
 
 # lsblk's JSON (util-linux 2.27+), else its pairs (`-P`: RHEL/CentOS 7, Ubuntu 14.04), which
-# facts/disks.py reads alike; a box without lsblk still exits 127
+# facts/disks.py reads alike. JSON is asked once, its text kept in a variable (a fork, no
+# program): an lsblk that failed without printing anything is asked for its pairs; a box
+# without lsblk exits 127
 _LSBLK_COLUMNS = "-b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL"
 LSBLK_COMMAND = (
-    f"if lsblk -J -o NAME >/dev/null 2>&1; then lsblk -J {_LSBLK_COLUMNS}; else lsblk -P {_LSBLK_COLUMNS}; fi"
+    "command -v lsblk >/dev/null 2>&1 || exit 127; "
+    f'o=$(lsblk -J {_LSBLK_COLUMNS}); c=$?; [ "$c" -ne 0 ] && [ -z "$o" ] && exec lsblk -P {_LSBLK_COLUMNS}; '
+    '[ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c'
+)
+# a file's lines, printed by the shell's builtins (no program: a box without cat), a last line
+# without its newline too
+_LINES = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <{}'
+# the kernel's mount table of the probe's own mount namespace (device, mount point, type, ...):
+# the type of each mount a df without -T listed. By cat (a Kubernetes node's table of thousands
+# of mounts is ~0.4 MB, which the shell's `read` takes a byte at a time: ~0.2 s), by the shell's
+# builtins where there is no cat
+MOUNTS_COMMAND = (
+    "[ -r /proc/self/mounts ] || exit 127; command -v cat >/dev/null 2>&1 && exec cat /proc/self/mounts; "
+    + _LINES.format("/proc/self/mounts")
+)
+# nproc, else the kernel's affinity list it counts (/proc/self/status' Cpus_allowed_list line,
+# read by the shell's builtins: a box without coreutils), which facts/cpu.py parse_nproc reads
+NPROC_COMMAND = (
+    "if command -v nproc >/dev/null 2>&1; then exec nproc; fi; [ -r /proc/self/status ] || exit 127; "
+    "while IFS= read -r l; do case $l in Cpus_allowed_list:*) printf '%s\\n' \"$l\"; exit 0 ;; esac;"
+    " done </proc/self/status; exit 127"
+)
+# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux; an lscpu that
+# failed without printing anything: OpenVZ, gVisor, a kernel 2.6.32 without
+# /sys/devices/system/cpu/possible; by the shell's builtins where there is no cat either), which
+# facts/cpu.py reads for the same CPU, core and socket counts, and after it the kernel's list of
+# online CPUs (`ONLINE_FILE: 1-63`), which tells a /proc/cpuinfo whole where CPU 0 is offline
+# from one whose top is missing
+_ONLINE = "/sys/devices/system/cpu/online"
+LSCPU_COMMAND = (
+    "if command -v lscpu >/dev/null 2>&1; then o=$(lscpu); c=$?; "
+    'if [ "$c" -eq 0 ] || [ -n "$o" ]; then [ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c; fi; fi; '
+    '[ -r /proc/cpuinfo ] || exit "${c:-127}"; '
+    "if command -v cat >/dev/null 2>&1; then cat /proc/cpuinfo || exit; else "
+    + _LINES.format("/proc/cpuinfo")
+    + f"; fi; [ -r {_ONLINE} ] && read -r o <{_ONLINE} && printf '{_ONLINE}: %s\\n' \"$o\"; exit 0"
+)
+# /etc/os-release, else /usr/lib/os-release (os-release(5): a system may ship that one alone),
+# and the kernel's release as `uname -r` prints it (/proc/sys/kernel/osrelease): by the shell's
+# builtins, `cat` and `uname` where the files cannot be read
+OS_RELEASE_COMMAND = (
+    "for f in /etc/os-release /usr/lib/os-release; do [ -r $f ] || continue; "
+    + _LINES.format("$f")
+    + "; exit 0; done; exec cat /etc/os-release"
+)
+KERNEL_COMMAND = (
+    '[ -r /proc/sys/kernel/osrelease ] && read -r k </proc/sys/kernel/osrelease && [ -n "$k" ]'
+    " && printf '%s\\n' \"$k\" && exit 0; exec uname -r"
 )
 # free, else the kernel's /proc/meminfo it reads (a minimal image without procps: Alpine
-# without busybox's applets, distroless), which facts/memory.py reads alike
-# lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux), which
-# facts/cpu.py reads for the same CPU, core and socket counts
-LSCPU_COMMAND = (
-    "if command -v lscpu >/dev/null 2>&1; then lscpu;"
-    " elif [ -r /proc/cpuinfo ]; then cat /proc/cpuinfo; else exit 127; fi"
-)
+# without busybox's applets, distroless; by the shell's builtins), which facts/memory.py reads
 FREE_COMMAND = (
-    "if command -v free >/dev/null 2>&1; then free -k;"
-    " elif [ -r /proc/meminfo ]; then cat /proc/meminfo; else exit 127; fi"
+    "if command -v free >/dev/null 2>&1; then exec free -k; fi; [ -r /proc/meminfo ] || exit 127; "
+    + _LINES.format("/proc/meminfo")
 )
 
 
@@ -188,9 +237,10 @@ def core_probes(
         Probe("free", FREE_COMMAND),
         Probe("df", df_command(df_timeout)),
         Probe("lsblk", LSBLK_COMMAND),
-        Probe("os_release", "cat /etc/os-release"),
-        Probe("kernel", "uname -r"),
-        Probe("nproc", "nproc"),
+        Probe("mounts", MOUNTS_COMMAND),
+        Probe("os_release", OS_RELEASE_COMMAND),
+        Probe("kernel", KERNEL_COMMAND),
+        Probe("nproc", NPROC_COMMAND),
         Probe(
             "container_runtime",
             "docker --version 2>/dev/null || podman --version 2>/dev/null || exit 127",
@@ -524,6 +574,8 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
 
         mounts = disks.parse_df(df_text) if df_text else ()
         block = disks.parse_lsblk(lsblk_text) if lsblk_text else ()
+        if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
+            mounts = disks.with_mount_types(mounts, disks.parse_mount_table(table))
     nproc = None
     if nproc_text := _ok(raw, "nproc"):
         from gpuonboard.facts import cpu

@@ -218,6 +218,17 @@ def _int(fields: Mapping[str, str], key: str, warnings: list[str]) -> int | None
 _CPU_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 
 
+def _cpu_list_numbers(value: str) -> list[int] | None:
+    """The CPUs a kernel CPU list names ('0-3,8' -> [0, 1, 2, 3, 8]); None if not a list."""
+    numbers: list[int] = []
+    for part in value.replace(" ", "").split(","):
+        match = _CPU_RANGE.match(part)
+        if not match or int(match.group(2) or match.group(1)) < int(match.group(1)):
+            return None
+        numbers += range(int(match.group(1)), int(match.group(2) or match.group(1)) + 1)
+    return numbers
+
+
 def _cpu_list_count(value: str | None) -> int | None:
     """How many CPUs a lscpu CPU list names ('0-3,8,10-11' -> 7, '' -> 0); None if not a list."""
     if value is None:
@@ -396,6 +407,10 @@ def looks_like_cpuinfo(text: str) -> bool:
     return _CPUINFO_FIRST.fullmatch(first.strip()) is not None
 
 
+# the kernel's list of online CPUs, which the live probe prints after /proc/cpuinfo (a CPU 0
+# taken offline leaves /proc/cpuinfo starting at `processor : 1`, whole all the same)
+ONLINE_FILE = "/sys/devices/system/cpu/online"
+_ONLINE_LINE = re.compile(rf"^{ONLINE_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
 # a CPU block's first line (x86, arm64, POWER, RISC-V alike)
 _CPUINFO_BLOCK = re.compile(r"processor\s*:\s*(\d+)\s*")
 # the lines of a CPU block that give the topology only: a block of nothing else is a filter's
@@ -428,9 +443,17 @@ def _cpuinfo_cut(text: str, blocks: list[dict[str, str]]) -> str | None:
     siblings count (blocks left off by a paste or a `head`)."""
     if not text.endswith("\n"):
         return f"it ends inside the block of CPU {blocks[-1]['processor']}"
-    if blocks[0]["processor"] != "0":
-        return f"it starts at CPU {blocks[0]['processor']}: its top, from CPU 0, is missing"
     numbers = [int(b["processor"]) for b in blocks]
+    online = _ONLINE_LINE.search(text)
+    listed = _cpu_list_numbers(online.group(1)) if online else None
+    if listed is not None and online is not None:  # (the live probe's: which CPUs are online)
+        if missing := sorted(set(listed) - set(numbers)):
+            return (
+                f"it lacks the block of CPU {missing[0]}, one of the online CPUs"
+                f" ({ONLINE_FILE}: {online.group(1)})"
+            )
+    elif blocks[0]["processor"] != "0":
+        return f"it starts at CPU {blocks[0]['processor']}: its top, from CPU 0, is missing"
     if again := next((b for b, n in zip(numbers[1:], numbers, strict=False) if b <= n), None):
         return f"CPU {again} follows a CPU numbered as high or higher (a block pasted twice?)"
     first = set(blocks[0])
@@ -496,11 +519,20 @@ def parse_cpuinfo(text: str) -> CpuInfo:
     )
 
 
+# the kernel's affinity list of a process (/proc/self/status), the CPUs nproc counts: the live
+# probe's answer where nproc is not installed (`Cpus_allowed_list:\t0-3,8-11`)
+AFFINITY_LINE = "Cpus_allowed_list:"
+_AFFINITY = re.compile(rf"\s*{AFFINITY_LINE}[ \t]*([0-9,-]+)[ \t]*\r?\n\s*")
+
+
 def parse_nproc(text: str) -> int | None:
-    """The count `nproc` prints (the CPUs this login may use), or None: nproc prints its number
-    and a newline, so a number without one (`1` of `16\\n`) may be cut short and is not read."""
-    match = _NPROC.fullmatch(text)
-    return int(match.group(1)) if match else None
+    """The count `nproc` prints (the CPUs this login may use), or the CPUs of the kernel's
+    affinity list (/proc/self/status' Cpus_allowed_list line, which nproc counts), or None:
+    each ends with a newline, so one without it (`1` of `16\\n`) may be cut short and is not read."""
+    if match := _NPROC.fullmatch(text):
+        return int(match.group(1))
+    match = _AFFINITY.fullmatch(text)
+    return _cpu_list_count(match.group(1)) or None if match else None
 
 
 def nproc_unread(text: str) -> str | None:
@@ -512,6 +544,11 @@ def nproc_unread(text: str) -> str | None:
         return (
             f"the nproc output ({shown}) ends without the newline nproc prints after its number,"
             " so it may be cut short"
+        )
+    if shown.startswith(AFFINITY_LINE):
+        return (
+            f"the affinity list read in nproc's place ({shown[:60]}) ends without the newline"
+            " of /proc/self/status, or names no CPU, so it may be cut short"
         )
     return f"the nproc output is not a number ({shown[:40]!r})"
 

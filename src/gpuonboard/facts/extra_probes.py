@@ -67,7 +67,8 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     log's first line>` (so a reader can tell whether the log reaches back to boot) and
     `# dropped: driver <N> other <M>` (the matching lines left out of each kind: so it can tell
     the log kept is whole). When nothing could be read: exit 126, and stderr names each refusal
-    and its first line.
+    and its first line; a host without grep, head or tail (the filter's tools) exits 126 too,
+    naming the one missing.
     A reader that answers with nothing (a dmesg whose ring buffer was cleared) reads no log, and a
     journalctl that shows no kernel lines to this user ("-- No entries --", "Hint: You are
     currently not seeing messages ...", "No journal files were found.") counts as a refusal, not
@@ -101,6 +102,11 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     # (each refusal's first line; util-linux's dmesg names itself, `dmesg: read kernel buffer failed`)
     first = "l=$(printf '%s\\n' \"$o\" | head -n 1); l=${l:-printed nothing}; "
     return (
+        # (a host without grep, head or tail filters nothing: a log read through a missing grep
+        # printed its header alone, a whole log from boot with no fault in it)
+        "for x in grep head tail; do command -v $x >/dev/null 2>&1 || {"
+        ' echo "$x is not installed: the kernel log cannot be filtered on the host" >&2;'
+        f" exit {KERNEL_LOG_REFUSED}; }}; done; "
         '__gpo_n() { if [ -n "$1" ]; then printf \'%s\\n\' "$1" | grep -cE -- "$2"; else echo 0; fi; }; '
         "e=; "
         f'if o=$(dmesg 2>&1) && [ -n "$o" ]; then s=dmesg; {whole}; {emit}; fi; {first}'

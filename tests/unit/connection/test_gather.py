@@ -5,6 +5,7 @@ then parsed and judged as a live check is."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -307,3 +308,260 @@ def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: st
     check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
     assert check.verdict == verdict, check
     assert "/proc/cpuinfo" in (check.actual + check.detail) and "lscpu output" not in check.actual
+
+
+def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Facts:
+    """_probe, the mount table read from `table` in /proc/self/mounts' place."""
+    probes = [p for p in core_probes() if p.name in names]
+    probes = [
+        dataclasses.replace(p, command=p.command.replace("/proc/self/mounts", str(table))) for p in probes
+    ]
+    token = new_token()
+    done = subprocess.run(
+        ["/bin/sh", "-c", build_script(probes, token)],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+
+
+def _mount_table(df_t: str) -> str:
+    """The kernel's mount table (/proc/mounts' `DEVICE MOUNTPOINT TYPE OPTIONS 0 0`) of a
+    `df -T` output's rows: its device, mount point and type cells, options `rw,relatime`."""
+    rows = [line.split() for line in df_t.splitlines()[1:] if line.strip()]
+    return "".join(f"{r[0]} {r[-1]} {r[1]} rw,relatime 0 0\n" for r in rows)
+
+
+def test_a_df_that_refuses_t_gets_each_type_from_the_mount_table(tmp_path: Path) -> None:
+    """ibm-spectrum-scale-csi#80's real `df -hT` in a pod given a GPFS volume, on a box whose df
+    refuses -T (toybox, BusyBox before 1.23; here the replay's refusal): df answers `-P -k` with
+    the same rows less the Type column (edited in-test), and the kernel's mount table holds
+    each row's device, mount point and type (built in-test from the capture's cells). The probe
+    read no type at all: `remote_fs0_1m` looked like a local disk (`warn`, could not tell
+    whether it is on another disk than /, its 15T size passed). Now each type is read from the
+    mount table: unverified, a network share (gpfs) whose size is the cluster's."""
+    df_t = GPFS_DF_HT.read_text()
+    table = tmp_path / "mounts"
+    table.write_text(_mount_table(df_t))
+    bin_dir = _box(tmp_path, {"df": {"-P -k": _untyped(df_t)}})
+    facts = _probe_with_table(bin_dir, ("df", "mounts"), table)
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/var/lib/mongodb/data", 10**12)), facts, 0.05)
+    assert check.verdict == "unverified", check
+    assert check.actual.endswith("(a network share, gpfs)")
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/"] == "overlay"
+
+
+@pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox here")
+def test_a_real_busybox_df_that_refuses_t_gets_types_from_this_machines_mount_table(tmp_path: Path) -> None:
+    """This machine's real BusyBox df applet, refusing -T as a BusyBox built without it does (a
+    wrapper hands it `-Z` in -T's place: BusyBox's own `invalid option` and usage, exit 1), and
+    this machine's real /proc/self/mounts: every mount df lists has its type, as the kernel's
+    mount table gives it (before: no type at all)."""
+    wrapper = tmp_path / "df"
+    wrapper.write_text(
+        f'#!/bin/sh\nfor a; do shift; [ "$a" = -T ] && a=-Z; set -- "$@" "$a"; done\n'
+        f'exec {shutil.which("busybox")} df "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    bin_dir = _tools(tmp_path, {"df": str(wrapper)})
+    facts = _probe(bin_dir, ("df", "mounts"))
+    assert "invalid option -- 'Z'" in facts.raw["df"].stderr
+    from gpuonboard.facts.disks import parse_mount_table
+
+    table = parse_mount_table(Path("/proc/self/mounts").read_text())
+    assert facts.mounts
+    assert all(m.fstype == table[m.mountpoint][1] for m in facts.mounts), facts.mounts
+
+
+def _counted(tmp_path: Path, tools: tuple[str, ...]) -> Path:
+    """A bin dir where each of `tools` is this machine's real one behind a wrapper that notes
+    each run in `<tool>.calls`."""
+    bin_dir = tmp_path / "counted"
+    bin_dir.mkdir()
+    for tool in tools:
+        real = shutil.which(tool)
+        assert real is not None
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "$*" >> "$0.calls"\nexec {real} "$@"\n')
+        (bin_dir / tool).chmod(0o755)
+    return bin_dir
+
+
+@pytest.mark.skipif(shutil.which("lsblk") is None, reason="no lsblk here")
+def test_df_lsblk_and_timeout_run_once_each_where_they_answer(tmp_path: Path) -> None:
+    """The probe's cost per host: this machine's real GNU df, lsblk and timeout (each noted as
+    it runs). df ran three times (`timeout true`, `df -T /`, then the table) and lsblk twice
+    (`-J -o NAME`, then the table); now each runs once: df's types and lsblk's JSON, as before."""
+    bin_dir = _counted(tmp_path, ("df", "lsblk", "timeout"))
+    facts = _probe(bin_dir, ("df", "lsblk"))
+    assert facts.mounts and all(m.fstype for m in facts.mounts)
+    assert facts.raw["lsblk"].stdout.lstrip().startswith("{")
+    calls = {t: (bin_dir / f"{t}.calls").read_text().splitlines() for t in ("df", "lsblk", "timeout")}
+    assert calls == {
+        "df": ["-P -k -T"],
+        "lsblk": [f"-J {LSBLK_COLUMNS}"],
+        "timeout": [f"-k 5 {DF_TIMEOUT} df -P -k -T"],
+    }
+
+
+def test_a_timeout_that_refuses_k_runs_df_without_it_with_types(tmp_path: Path) -> None:
+    """A `timeout` that refuses -k (BusyBox before -k came; here the replay's refusal of every
+    argument) and a df with -T (the real GPFS `df -hT`): df is asked again without `timeout`,
+    and its types kept."""
+    df_t = GPFS_DF_HT.read_text()
+    bin_dir = _box(tmp_path, {"df": {"-P -k -T": df_t}, "timeout": {}})
+    facts = _probe(bin_dir, ("df",))
+    assert facts.raw["df"].exit_code == 0
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+
+
+def _probe_pinned(bin_dir: Path, names: tuple[str, ...], cpus: set[int]) -> Facts:
+    """_probe, run with its CPU affinity narrowed to `cpus` (as `taskset -c` or a job's CPU
+    binding narrows a login's)."""
+    probes = [p for p in core_probes() if p.name in names]
+    token = new_token()
+    done = subprocess.run(
+        ["/bin/sh", "-c", build_script(probes, token)],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
+    )
+    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+
+
+@pytest.mark.skipif(
+    shutil.which("lscpu") is None
+    or len(os.sched_getaffinity(0)) < 2
+    or not Path("/proc/self/status").is_file(),
+    reason="needs lscpu, 2 CPUs and /proc/self/status",
+)
+def test_a_box_without_nproc_reads_the_affinity_list_it_counts(tmp_path: Path) -> None:
+    """A box without coreutils' nproc (its PATH here: this machine's real lscpu only), the login
+    pinned to one CPU (as `taskset -c 0` pins it): the nproc probe exited 127 and the CPUs this
+    login may use were unknown, so the machine's cores ordered passed on lscpu alone. The probe
+    now reads the kernel's affinity list nproc counts (/proc/self/status' Cpus_allowed_list,
+    real): one CPU, and the cores ordered fail, as they do where nproc says 1."""
+    bin_dir = _tools(tmp_path, {"lscpu": shutil.which("lscpu") or "lscpu"})
+    facts = _probe_pinned(bin_dir, ("lscpu", "nproc"), {0})
+    assert facts.raw["nproc"].stdout.startswith("Cpus_allowed_list:")
+    assert facts.nproc == 1
+    cores = facts.cpu.physical_cores if facts.cpu else None
+    assert cores is not None and cores >= 2
+    check = rule_cpu(OrderSpec(cpu_cores=cores), facts)
+    assert check.verdict == "fail", check
+    assert check.detail.startswith("only 1 CPU usable (affinity/cgroup) of 2")
+
+
+def test_a_box_without_nproc_or_proc_self_status_says_nproc_is_missing() -> None:
+    """Neither nproc nor a readable /proc/self/status: exit 127, nproc not installed."""
+    command = next(p.command for p in core_probes() if p.name == "nproc")
+    done = subprocess.run(
+        ["/bin/sh", "-c", command.replace("/proc/self/status", "/nonexistent/status")],
+        env={"PATH": "/nonexistent"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 127
+
+
+def _without_cpu0() -> str:
+    """The real HyperV /proc/cpuinfo as the kernel prints it with CPU 0 offline (edited in-test):
+    CPU 0's block dropped, and the `siblings` of its package's other blocks 3 (the kernel counts
+    the online CPUs of a package there); then the live probe's online list, `1-7`."""
+    blocks = HYPERV_CPUINFO.read_text().split("\n\n")
+    kept = [b.replace("siblings\t: 4", "siblings\t: 3") if "physical id\t: 0" in b else b for b in blocks[1:]]
+    return "\n\n".join(kept) + "/sys/devices/system/cpu/online: 1-7\n"
+
+
+def test_a_proc_cpuinfo_whose_cpu0_is_offline_is_whole() -> None:
+    """A box without lscpu whose CPU 0 is offline (`chcpu -d 0`; the real HyperV /proc/cpuinfo
+    edited as _without_cpu0 says): it starts at `processor : 1`, and the cut test took its top
+    for missing (cpu_cores unverified, "it starts at CPU 1"). The online list the probe prints
+    after it names CPUs 1-7, all there: read whole, 4 cores pass."""
+    text = _without_cpu0()
+    facts = parse_facts({"lscpu": ProbeOutput(text, "", 0)})
+    assert facts.cpu is not None and facts.cpu.logical_cpus == 7 and facts.cpu.physical_cores == 4
+    assert rule_cpu(OrderSpec(cpu_cores=4), facts).verdict == "pass"
+
+
+def test_a_proc_cpuinfo_that_lacks_an_online_cpus_block_is_cut() -> None:
+    """The same listing with its last block (CPU 7) dropped in-test too (a cut at a block's
+    end): the online list names CPU 7, so it is cut short, unverified, never 7 CPUs counted."""
+    text = _without_cpu0()
+    last = text.rindex("processor\t: 7")
+    text = text[:last] + "/sys/devices/system/cpu/online: 1-7\n"
+    check = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
+    assert check.verdict == "unverified", check
+    assert "CPU 7" in check.actual
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
+def test_a_box_without_lscpu_or_cat_reads_proc_cpuinfo_and_meminfo(tmp_path: Path) -> None:
+    """A minimal image without util-linux, procps or cat (its PATH here: an empty folder): the
+    fallbacks ran `cat /proc/cpuinfo` and `cat /proc/meminfo`, which were not found (exit 127:
+    `lscpu is not installed`, `free is not installed`, both unverified). The shell's builtins
+    now read them (this machine's, real): every CPU and the RAM."""
+    bin_dir = tmp_path / "empty"
+    bin_dir.mkdir()
+    facts = _probe(bin_dir, ("lscpu", "free"))
+    blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
+    assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks)
+    assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
+
+
+@pytest.mark.skipif(
+    not (Path("/etc/os-release").is_file() and Path("/proc/sys/kernel/osrelease").is_file()),
+    reason="needs /etc/os-release and /proc/sys/kernel/osrelease",
+)
+def test_a_box_without_cat_or_uname_reads_its_os_and_kernel(tmp_path: Path) -> None:
+    """A minimal image without cat or uname (its PATH here: an empty folder): the OS and kernel
+    probes exited 127 (`cat`, `uname` not found) and the report named neither. The shell's
+    builtins now read /etc/os-release and the kernel's release (this machine's, real), as
+    `cat` and `uname -r` print them."""
+    bin_dir = tmp_path / "empty"
+    bin_dir.mkdir()
+    facts = _probe(bin_dir, ("os_release", "kernel"))
+    assert facts.raw["os_release"].stdout.rstrip("\n") == Path("/etc/os-release").read_text().rstrip("\n")
+    assert facts.kernel == os.uname().release
+
+
+def test_a_box_with_only_usr_lib_os_release_names_its_os(tmp_path: Path) -> None:
+    """os-release(5): a system may ship /usr/lib/os-release alone. Here /etc/os-release is
+    missing (its path pointed elsewhere in-test) and /usr/lib/os-release holds this machine's
+    real one: the OS is read (before: `cat: /etc/os-release: No such file`, no OS)."""
+    if not Path("/etc/os-release").is_file():
+        pytest.skip("no /etc/os-release here")
+    usr_lib = tmp_path / "os-release"
+    usr_lib.write_text(Path("/etc/os-release").read_text())
+    command = next(p.command for p in core_probes() if p.name == "os_release")
+    command = command.replace("/usr/lib/os-release", str(usr_lib)).replace("/etc/os-release", "/nonexistent")
+    done = subprocess.run(["/bin/sh", "-c", command], capture_output=True, text=True, timeout=30, check=False)
+    facts = parse_facts({"os_release": ProbeOutput(done.stdout, done.stderr, done.returncode)})
+    assert facts.os_release.get("NAME"), done
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
+def test_an_lscpu_that_fails_without_output_gives_way_to_proc_cpuinfo(tmp_path: Path) -> None:
+    """lscpu in an OpenVZ or gVisor container, or on a 2.6.32 kernel, prints only `lscpu: failed
+    to determine number of CPUs: /sys/devices/system/cpu/possible: No such file or directory`
+    and exits 1 (google/gvisor#91, evdenis/cvehound#29, OutsideIT/FireMotD#38: that line, and
+    here its exit 1, by a stand-in lscpu): cpu_cores was unverified, "lscpu failed", though the
+    kernel's /proc/cpuinfo was readable. It is now read (this machine's, real): every CPU."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    said = "lscpu: failed to determine number of CPUs: "
+    said += "/sys/devices/system/cpu/possible: No such file or directory"
+    (bin_dir / "lscpu").write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n")
+    (bin_dir / "lscpu").chmod(0o755)
+    os.symlink("/bin/cat", bin_dir / "cat")
+    facts = _probe(bin_dir, ("lscpu",))
+    blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
+    assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks), facts.raw["lscpu"]
+    assert said in facts.raw["lscpu"].stderr

@@ -92,3 +92,29 @@ def test_a_flood_of_corrected_pcie_errors_never_pushes_out_an_xid(tmp_path: Path
     log.write_text("[    0.000000] Linux version 6.8.0\n" + xid + event * 700)
     out = _probe(tmp_path, log)
     assert [(e.kind, e.code) for e in parse_kernel_log(out).events] == [("xid", 79)]
+
+
+def test_a_host_without_grep_never_reads_as_a_log_without_faults(tmp_path: Path) -> None:
+    """A host whose dmesg prints a real log with an Xid 79 (dmesg__xid-79-sxid-20034__nvswitch)
+    but that has no grep (its PATH here: that dmesg, head, tail, sort and cut): the probe's
+    filter printed its header alone, `# source: dmesg` and no line, and gpu_xid passed a GPU
+    that fell off the bus. It now exits 126 naming grep: gpu_xid unverified, saying why."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.checks.fabric_health import health_checks
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    log = REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt"
+    (bin_dir / "dmesg").write_text(f"#!/bin/sh\nexec /bin/cat {shlex.quote(str(log))}\n")
+    (bin_dir / "dmesg").chmod(0o755)
+    for tool in ("tail", "head", "sort", "cut"):
+        found = next(f"{d}/{tool}" for d in ("/usr/bin", "/bin") if os.path.exists(f"{d}/{tool}"))
+        (bin_dir / tool).symlink_to(found)
+    r = subprocess.run(
+        ["/bin/sh", "-c", KERNEL_LOG.command], env={"PATH": str(bin_dir)}, capture_output=True, text=True
+    )
+    facts = parse_facts({"kernel_log": ProbeOutput(r.stdout, r.stderr, r.returncode)})
+    xid = next(c for c in health_checks(facts) if c.name == "gpu_xid")
+    assert xid.verdict == "unverified", xid
+    assert "grep is not installed" in xid.actual + xid.detail

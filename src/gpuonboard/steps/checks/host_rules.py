@@ -13,6 +13,7 @@ import re
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts.cpu import (
+    AFFINITY_LINE,
     CPU_LIMIT_FILES,
     CPUINFO,
     CPUSET_FILES,
@@ -50,6 +51,8 @@ def _source(why: str, facts: Facts) -> str:
     """What told the usable CPU count (_usable_cpus's reason `why`): the CPU set's file read."""
     if why == "cgroup CPU set" and (read := cgroup_cpuset_read(_answered(facts, "cgroup_limits"))):
         return f"the cgroup's {read[1]}"
+    if why == "affinity/cgroup" and _answered(facts, "nproc").lstrip().startswith(AFFINITY_LINE):
+        return "the affinity list in /proc/self/status (nproc is not installed)"
     return _SOURCE_OF.get(why, why)
 
 
