@@ -43,3 +43,10 @@ def test_a_log_of_other_programs_alone_is_no_kernel_log() -> None:
     """Edit: only the capture's 7 gdm-x-session lines: no kernel line, so no kernel log."""
     lines = POP.read_text().splitlines()
     assert detect_kind("\n".join(lines[5:11]) + "\n") != "kernel_log"
+
+
+def test_a_journal_in_short_precise_whose_other_programs_outnumber_the_kernel_is_a_kernel_log() -> None:
+    """Edit: each line's time given microseconds (`18:37:03.000000`), as `journalctl -o
+    short-precise` prints it."""
+    text = POP.read_text().replace("18:37:03 ", "18:37:03.000000 ")
+    assert detect_kind(text) == "kernel_log"
