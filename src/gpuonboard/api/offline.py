@@ -27,6 +27,7 @@ from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs, looks_like_mount_table
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
+from gpuonboard.facts.kernel_wrap import SYSLOG_LINE
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION
@@ -127,7 +128,9 @@ def detect_fabric_kind(text: str) -> str | None:
         if all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in lines):
             return "nvidia_smi_list"
     kernel = sum(1 for line in lines[:200] if _KERNEL_LINE.search(line))
-    if kernel and kernel >= min(len(lines), 200) // 2:
+    # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's)
+    others = sum(1 for line in lines[:200] if SYSLOG_LINE.match(line) and not _KERNEL_LINE.search(line))
+    if kernel and kernel + others >= min(len(lines), 200) // 2:
         return "kernel_log"
     return None
 

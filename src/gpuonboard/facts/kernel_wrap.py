@@ -26,6 +26,10 @@ KERNEL_STAMP = re.compile(
     r"\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
     r"|kern\s*:\w+\s*:|\d{4}-\d\d-\d\dT\d\d:\d\d|[^\n]{0,60}?\bkernel: "
 )
+# a syslog's or a whole journal's line of any program (`Sep 23 18:37:03 host gdm-x-session[3434]: `,
+# `... systemd[1]: `): beside the kernel's in /var/log/syslog or `journalctl` without `-k`, a
+# line of its own, never the rest of the kernel line above it
+SYSLOG_LINE = re.compile(r"\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(?:\[\d+\])?: ")
 
 
 def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:
@@ -39,7 +43,10 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
     its own."""
     filled = [line for line in lines if line.strip()]
     # (journalctl's line between two boots is a line of its own too)
-    starts = [bool(KERNEL_STAMP.match(line) or BOOT_SEPARATOR.fullmatch(line.strip())) for line in filled]
+    starts = [
+        bool(KERNEL_STAMP.match(line) or SYSLOG_LINE.match(line) or BOOT_SEPARATOR.fullmatch(line.strip()))
+        for line in filled
+    ]
     if not any(starts) or (
         sum(starts) * 2 < len(filled) and not all_wraps(filled, own_lines(filled, starts))
     ):

@@ -199,4 +199,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt",
         # (journalctl under a Polish locale: `kwi 15 ...`; round 20)
         "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt",
+        # (a syslog mostly of gdm-x-session's lines; round 26)
+        "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt",
     }

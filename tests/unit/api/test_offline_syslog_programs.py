@@ -1,0 +1,52 @@
+"""A saved syslog or full journal holds other programs' lines beside the kernel's (an X
+server's, systemd's): each is a stamped line of its own, so a file whose kernel lines are
+fewer than the others is still a kernel log, its Xid read, never refused as no command output
+and never glued onto the kernel line above it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuonboard.api.offline import detect_kind
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+# pop-os/pop#3363: a laptop's syslog, 5 kernel lines (Xid 79) among 7 of gdm-x-session, the
+# last one cut inside its program's name
+POP = REAL / (
+    "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt"
+)
+
+
+def test_a_syslog_whose_other_programs_outnumber_the_kernel_is_a_kernel_log() -> None:
+    assert detect_kind(POP.read_text()) == "kernel_log"
+
+
+def test_the_xid_79_of_a_syslog_mostly_of_other_programs_fails(tmp_path: Path) -> None:
+    verdict, actual = verdicts(tmp_path, "syslog", POP.read_text())["gpu_xid"]
+    assert verdict == "fail", actual
+    assert "Xid 79" in actual, actual
+
+
+def test_an_other_programs_line_is_not_read_as_the_rest_of_a_kernel_line(tmp_path: Path) -> None:
+    """Edit: the real capture's kernel lines first, then its gdm-x-session lines, so the kernel's
+    stamped lines are the most; the NVRM line above the X server's is read as it is."""
+    lines = POP.read_text().splitlines()
+    text = "\n".join(lines[:5] + lines[5:7] + lines[:5]) + "\n"
+    verdict, actual = verdicts(tmp_path, "syslog", text)["gpu_xid"]
+    assert verdict == "fail", actual
+    assert "sideband" not in actual and "gdm" not in actual, actual
+
+
+def test_a_log_of_other_programs_alone_is_no_kernel_log() -> None:
+    """Edit: only the capture's 7 gdm-x-session lines: no kernel line, so no kernel log."""
+    lines = POP.read_text().splitlines()
+    assert detect_kind("\n".join(lines[5:11]) + "\n") != "kernel_log"
+
+
+def test_a_journal_in_short_precise_whose_other_programs_outnumber_the_kernel_is_a_kernel_log() -> None:
+    """Edit: each line's time given microseconds (`18:37:03.000000`), as `journalctl -o
+    short-precise` prints it."""
+    text = POP.read_text().replace("18:37:03 ", "18:37:03.000000 ")
+    assert detect_kind(text) == "kernel_log"
