@@ -232,7 +232,7 @@ def _holder(c: GpuInfo, g: GpuInfo, sm: int) -> tuple[str, str]:
     app = c.clocks_applications_mhz or g.clocks_applications_mhz
     default = c.clocks_default_applications_mhz or g.clocks_default_applications_mhz
     if app and default and app == default and abs(sm - app) <= app * 0.05:
-        return f"at its default application clocks, {app} MHz: auto boost off, nothing set", "default"
+        return f"at its default application clocks, {app} MHz: nothing set, no boost above them", "default"
     if "applications_clocks_setting" in c.clock_event_reasons or (app and default and app < default):
         shown = f" {app} MHz" + (f" (default {default} MHz)" if default else "") if app else ""
         return f"the application clocks set{shown}: `nvidia-smi -ac`", "app"
