@@ -25,10 +25,12 @@ from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs, looks_like_mount_table
+from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import SYSLOG_LINE
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
+from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
@@ -694,6 +696,13 @@ def facts_json(facts: Facts) -> dict[str, Any]:
     """Every parsed fact as JSON-able data (raw outputs and the private probes' names left out)."""
 
     def conv(value: Any) -> Any:
+        if isinstance(value, GpuInfo):  # (each format's reading: only where the formats differ)
+            doc = {
+                f.name: conv(getattr(value, f.name))
+                for f in dataclasses.fields(value)
+                if f.name != "readings"
+            }
+            return {**doc, "readings": [{"format": k, **conv(v)} for k, v in reading_differences(value)]}
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             return {f.name: conv(getattr(value, f.name)) for f in dataclasses.fields(value)}
         if isinstance(value, tuple | list):
@@ -705,8 +714,14 @@ def facts_json(facts: Facts) -> dict[str, Any]:
     out = {
         f.name: conv(getattr(facts, f.name))
         for f in dataclasses.fields(facts)
-        if f.name not in ("raw", "private")
+        if f.name not in ("raw", "private", "gpu_evidence")
     }
+    if (ev := facts.gpu_evidence) is not None:  # (its report is `gpu`: written once, there)
+        out["gpu_evidence"] = conv(dataclasses.replace(ev, report=None) if ev.report is facts.gpu else ev)
+        if ev.report is facts.gpu:
+            del out["gpu_evidence"]["report"]
+    else:
+        out["gpu_evidence"] = None
     out["summary"] = summary(facts)
     return out
 

@@ -9,11 +9,34 @@ chooses one answer, it names both, each with the format that gave it. Pure: no I
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuReport
 from gpuonboard.facts.nvidia_smi.values import _is_version, no_cuda
+
+# the views of one GPU's readings (setting_reads, disputed, link_reads, usage_samples), each
+# computed once per GPU: every rule that judges a format's reading asks them again (a 8-GPU
+# host's rules asked setting_reads ~16 times a GPU). Keyed by the object's identity and kept
+# with it (so its id is never another's while kept); bounded, as a run reads few GPUs at once
+_MEMO: dict[tuple[str, int], tuple[object, object]] = {}
+_MEMO_MAX = 512
+T = TypeVar("T")
+
+
+def _once(kind: str, of: object, compute: Callable[[], T]) -> T:
+    """`compute()` for `of` (a GPU or its readings), computed once while it is kept here."""
+    hit = _MEMO.get((kind, id(of)))
+    if hit is not None and hit[0] is of:
+        return hit[1]  # type: ignore[return-value]
+    value = compute()
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.clear()
+    _MEMO[(kind, id(of))] = (of, value)
+    return value
+
 
 # each nvidia-smi format (GpuReport.source, GpuInfo.readings' labels): (its name in a sentence,
 # its call in an advice to rerun it)
@@ -160,6 +183,10 @@ def setting_reads(copies: Sequence[tuple[str, GpuInfo]]) -> tuple[tuple[str, str
     `paired`); () where they agree (a format that did not read a setting, None, says nothing
     about it). The calls ran at separate moments: a setting may have changed between them
     (`nvidia-smi -pm 1`), so a rule judges each format's reading (steps/checks/setting_views.py)."""
+    return _once("settings", copies, lambda: _setting_reads(copies))
+
+
+def _setting_reads(copies: Sequence[tuple[str, GpuInfo]]) -> tuple[tuple[str, str, object], ...]:
     read = {field: _read(copies, field) for field, _word in SETTINGS}
     kept = {p for field, r in read.items() if _differ(field, r) for p in paired(field)}
     return tuple((field, label, v) for field, r in read.items() if field in kept for label, v in r)
@@ -174,6 +201,10 @@ LinkRead = tuple[str, int | None, int | None, int | None, int | None, str | None
 def link_reads(g: GpuInfo) -> tuple[LinkRead, ...]:
     """Each format's reading of `g`'s PCIe link beside its own load, where two or more of its
     `readings` read the link; () otherwise (gpu_health/pcie.py judges each beside its own load)."""
+    return _once("link", g, lambda: _link_reads(g))
+
+
+def _link_reads(g: GpuInfo) -> tuple[LinkRead, ...]:
     reads = tuple(
         (
             label,
@@ -202,12 +233,41 @@ def usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool],
     """(format, utilization %, memory used MiB, whether that output read its process list as
     empty) of each of `g`'s `readings` that read either figure, where two or more did; ()
     otherwise (gpu_health/usage.py judges each output's empty list beside its own figures)."""
+    return _once("usage", g, lambda: _usage_samples(g))
+
+
+def _usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool], ...]:
     samples = tuple(
         (label, c.utilization_gpu_pct, c.memory_used_mib, c.processes_known and not c.processes)
         for label, c in g.readings
         if label != "list" and (c.utilization_gpu_pct is not None or c.memory_used_mib is not None)
     )
     return samples if len(samples) > 1 else ()
+
+
+# a GPU's fields that are no reading of it: its number, where each field came from, the readings
+_NOT_READ = ("index", "provenance", "readings")
+
+
+def reading_differences(g: GpuInfo) -> list[tuple[str, dict[str, object]]]:
+    """(format, {field: value}) for each of `g`'s `readings`, holding only the fields its formats
+    read otherwise (each format's value, where it read one): a field they agree about, or that
+    one format read, is the merged GPU's, its format in `provenance`. `facts --json` writes this
+    for `readings`, not every format's whole reading (4 formats of an 8-GPU box: ~280 KB)."""
+    names = [f.name for f in dataclasses.fields(GpuInfo) if f.name not in _NOT_READ]
+    read = [
+        (label, {n: v for n in names if (v := getattr(c, n)) is not None and v != () and v != ""})
+        for label, c in g.readings
+    ]
+    differ = []
+    for n in names:
+        values: list[object] = []
+        for _label, r in read:
+            if n in r and r[n] not in values:
+                values.append(r[n])
+        if len(values) > 1:
+            differ.append(n)
+    return [(label, {n: r[n] for n in differ if n in r}) for label, r in read]
 
 
 def _read(copies: Sequence[tuple[str, GpuInfo]], field: str) -> list[tuple[str, object]]:
@@ -228,14 +288,17 @@ def paired(field: str) -> tuple[str, ...]:
 def disputed(g: GpuInfo, fields: Sequence[str] = ()) -> list[str]:
     """The settings of `g` (of `fields`, all where empty) its formats read as two values or more
     (`setting_reads` also keeps a disputed setting's pair, which they may agree about)."""
+    every = _once("disputed", g, lambda: _disputed(g))
+    return [field for field in every if not fields or field in fields]
+
+
+def _disputed(g: GpuInfo) -> list[str]:
     reads = setting_reads(g.readings)
-    out = []
-    for field in dict.fromkeys(f for f, _, _ in reads):
-        if (not fields or field in fields) and _differ(
-            field, [(label, v) for f, label, v in reads if f == field]
-        ):
-            out.append(field)
-    return out
+    return [
+        field
+        for field in dict.fromkeys(f for f, _, _ in reads)
+        if _differ(field, [(label, v) for f, label, v in reads if f == field])
+    ]
 
 
 def _differ(field: str, read: Sequence[tuple[str, object]]) -> bool:

@@ -6,7 +6,13 @@ from __future__ import annotations
 from gpuonboard.facts.gpu_agree import FORMAT_NAMES, own_readings
 from gpuonboard.facts.nvidia_smi import CLOCK_EVENT_REASONS, GpuInfo
 from gpuonboard.steps.base import Check, Verdict
-from gpuonboard.steps.checks.gpu_health.common import HARD_THROTTLE, gpu_label, gpu_list, is_idle
+from gpuonboard.steps.checks.gpu_health.common import (
+    HARD_THROTTLE,
+    IDLE_PSTATES,
+    gpu_label,
+    gpu_list,
+    is_idle,
+)
 
 
 def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) -> Check:
@@ -80,18 +86,23 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
                 )
             else:
                 soft.append(f"{gpu_label(g)}: sw_power_cap")
-    held = _held_clocks(gpus)
+    held, unread = _held_clocks(gpus)
+    # (the application clocks at their default: nothing set, no warning; named in a pass)
+    at_default = [text for text, kind in held if kind == "default"]
+    held = [(text, kind) for text, kind in held if kind != "default"]
+    advice_held = _held_advice(held)
+    texts = [text for text, _kind in held]
     if hard:
         return Check(
             "throttling",
             "no slowdown active",
-            "; ".join(hard + soft + other + held),
+            "; ".join(hard + soft + other + texts + unread),
             "fail",
             "the GPU slows itself down (heat, power brake or a hardware fault);"
-            " ask the vendor to check cooling and power" + (f"; {HELD_ADVICE}" if held else ""),
+            " ask the vendor to check cooling and power" + (f"; {advice_held}" if held else ""),
         )
     if soft or other or held:
-        advice = [HELD_ADVICE] if held else []
+        advice = [advice_held] if held else []
         if soft:
             advice.append("clocks are held at the power limit; normal under full load, suspicious at idle")
         if other:
@@ -101,11 +112,17 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
                 " they reach their maximum"
             )
         return Check(
-            "throttling", "no slowdown active", "; ".join(soft + other + held), "warn", "; ".join(advice)
+            "throttling",
+            "no slowdown active",
+            "; ".join(soft + other + texts + unread),
+            "warn",
+            "; ".join(advice),
         )
     known = any(g.clock_event_reasons_known for g in gpus)
+    if known and unread:
+        return Check("throttling", "no slowdown active", "; ".join(unread), "unverified", UNREAD_HELD_ADVICE)
     if known:
-        settings = _settings_named(gpus)
+        settings = _settings_named(gpus) + "".join(f"; {text}" for text in at_default)
         said = (
             f"none holding clocks back; {'; '.join(idle)}, no effect at that draw"
             if idle
@@ -117,10 +134,10 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
     return Check(
         "throttling",
         "no slowdown active",
-        "not reported",
+        "not reported" + (f" ({'; '.join(unread)})" if unread else ""),
         "unverified",
         "this nvidia-smi output gives no clock-event (throttle) reasons; `nvidia-smi -q -d PERFORMANCE`"
-        " shows them",
+        " shows them" + (f"; {UNREAD_HELD_ADVICE}" if unread else ""),
     )
 
 
@@ -130,49 +147,99 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
 # (`-ac`); a GPU under load otherwise boosts to its max (the real H200 at 100 %: 1980 of 1980 MHz)
 _BUSY_PCT = 50
 _HELD_SHARE = 0.75
+# the reasons a reading must have read the state of (Active / Not Active) before "none of them
+# active" says a setting holds its clock: the power cap and every slowdown. A reading that
+# printed one N/A, or no reasons at all (a CSV that did not ask them), could hide a power cap
+# (an L4 under its 72 W cap runs so) or a slowdown: its low clock is no claim of a setting
+MUST_READ = ("sw_power_cap", *HARD_THROTTLE)
 HELD_ADVICE = (
     "a clock setting holds the SM clock far below its max under load (not heat or power): the box"
     " runs slower than ordered; ask the vendor to reset it (`sudo nvidia-smi -rgc` for locked"
     " clocks, `sudo nvidia-smi -rac` for the application clocks) and check that the SM clock"
     " reaches its max under load (`nvidia-smi -q -d CLOCK`)"
 )
+# what holds the clock where the driver names a setting other than the clocks set by nvidia-smi
+_OTHER_HOLDERS = {
+    "sync_boost": (
+        "sync_boost active: the clock follows the slowest GPU of its sync-boost group",
+        "a sync-boost group holds the SM clock to its slowest GPU's under load: ask the vendor to"
+        " check that group's GPUs (one held back holds all) and that the SM clock reaches its max"
+        " under load (`nvidia-smi -q -d CLOCK`)",
+    ),
+    "display_clock_setting": (
+        "display_clock_setting active: the display clock setting holds it",
+        "the display clock setting holds the SM clock below its max under load: ask the vendor to"
+        " check the display settings of this GPU (a compute box drives no display)",
+    ),
+}
+UNREAD_HELD_ADVICE = (
+    "a busy GPU's SM clock reads far below its max in an output that did not read its clock-event"
+    " reasons (the power cap and the slowdowns): a power cap, a slowdown or a clock setting could"
+    " hold it; `nvidia-smi -q -d PERFORMANCE,CLOCK` under load says which"
+)
 
 
-def _held_clocks(gpus: list[GpuInfo]) -> list[str]:
-    """'GPU 0: SM clock 1095 of 1980 MHz at 100 % utilisation (no clock-event reason active: a
-    locked clock)' for each GPU one of whose formats read it busy with its SM clock far below
-    its max and nothing but a setting active to explain it; each format's clock is judged beside
-    its own load (gpu_agree.own_readings), the max (a property of the card) from any."""
-    out = []
+def _held_clocks(gpus: list[GpuInfo]) -> tuple[list[tuple[str, str]], list[str]]:
+    """(text, holder) per GPU one of whose formats read it busy with its SM clock far below its
+    max and nothing but a setting active to explain it ('GPU 0: SM clock 1095 of 1980 MHz at 100 %
+    utilisation (no clock-event reason active: a locked clock ...)', 'lock'), and the notes of
+    the GPUs whose only such reading did not read the power cap and slowdowns (MUST_READ): no
+    claim of a setting there. Each format's clock is judged beside its own load and reasons
+    (gpu_agree.own_readings); an idle reading (gpu_idle, P5 or slower) holds no load back."""
+    held: list[tuple[str, str]] = []
+    unread: list[str] = []
     for g in gpus:
+        notes = []
         for label, c in own_readings(g):
             sm, top, util = c.clocks_sm_mhz, c.clocks_sm_max_mhz or g.clocks_sm_max_mhz, c.utilization_gpu_pct
             if sm is None or not top or util is None or util < _BUSY_PCT or sm >= top * _HELD_SHARE:
                 continue
+            if "gpu_idle" in c.clock_event_reasons or c.performance_state in IDLE_PSTATES:
+                continue  # (an idle moment beside a trailing utilisation average)
             if any(
                 r == "sw_power_cap" or r in HARD_THROTTLE or r not in CLOCK_EVENT_REASONS
                 for r in c.clock_event_reasons
             ):
                 continue  # (a slowdown, a power cap or an unknown reason: named as such)
             where = f" in {FORMAT_NAMES.get(label, label)}" if label else ""
-            out.append(
-                f"{gpu_label(g)}: SM clock {sm} of {top} MHz at {util} % utilisation{where} ({_holder(c, g)})"
-            )
+            said = f"{gpu_label(g)}: SM clock {sm} of {top} MHz at {util} % utilisation{where}"
+            if not c.clock_event_reasons_known or not set(MUST_READ) <= set(c.clock_event_reasons_read):
+                notes.append(f"{said} with its power-cap and slowdown reasons not read")
+                continue
+            text, kind = _holder(c, g, sm)
+            held.append((f"{said} ({text})", kind))
             break
-    return out
+        else:
+            unread += notes[:1]
+    return held, unread
 
 
-def _holder(c: GpuInfo, g: GpuInfo) -> str:
-    """What holds the clock: the application clocks where they are set below their default (or
-    their reason is active), else a locked clock (which sets no reason) or a reason not read."""
+def _held_advice(held: list[tuple[str, str]]) -> str:
+    """The advice for what holds the clocks: reset the setting (lock, application clocks), or
+    check the sync-boost group or the display setting the driver names."""
+    kinds = dict.fromkeys(kind for _text, kind in held)
+    advice = [HELD_ADVICE] if {"lock", "app"} & set(kinds) else []
+    return "; ".join(advice + [_OTHER_HOLDERS[k][1] for k in kinds if k in _OTHER_HOLDERS])
+
+
+def _holder(c: GpuInfo, g: GpuInfo, sm: int) -> tuple[str, str]:
+    """What holds the clock and its kind: the application clocks where they are set below their
+    default (or their reason is active), a sync-boost group or the display clock where their
+    reason is active, else a locked clock (which sets no reason). Kind 'default' where the SM
+    clock runs at the application clocks at their default (a Kepler Tesla's default sits below
+    its max, a K80 with auto boost off runs 562 of 875 MHz): nothing was set and `-rac` would
+    change nothing, so the row names it and passes."""
     app = c.clocks_applications_mhz or g.clocks_applications_mhz
     default = c.clocks_default_applications_mhz or g.clocks_default_applications_mhz
+    if app and default and app == default and abs(sm - app) <= app * 0.05:
+        return f"at its default application clocks, {app} MHz: nothing set, no boost above them", "default"
     if "applications_clocks_setting" in c.clock_event_reasons or (app and default and app < default):
         shown = f" {app} MHz" + (f" (default {default} MHz)" if default else "") if app else ""
-        return f"the application clocks set{shown}: `nvidia-smi -ac`"
-    if not c.clock_event_reasons_known:
-        return "the clock-event reasons not read: a locked clock or a slowdown"
-    return "no clock-event reason active: a locked clock, `nvidia-smi -lgc`"
+        return f"the application clocks set{shown}: `nvidia-smi -ac`", "app"
+    for reason, (text, _advice) in _OTHER_HOLDERS.items():
+        if reason in c.clock_event_reasons:
+            return text, reason
+    return "no clock-event reason active: a locked clock, `nvidia-smi -lgc`", "lock"
 
 
 # reasons that are a setting, not a slowdown: clocks held at the application clocks (`-ac`; a

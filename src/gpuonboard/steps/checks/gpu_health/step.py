@@ -258,9 +258,14 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
     are no reading of it. A GPU whose cell fault already names the field is said there, a GPU
     with no reading at all (only listed: _listed_not_read) by the gap of the whole output; where
     no GPU has one of _READINGS (a CSV that asked a few fields: `index,
-    clocks_event_reasons.active`), every GPU is read as the others are, and judged so."""
+    clocks_event_reasons.active`), every GPU it read is judged so, never a GPU only `-L` listed
+    (nothing of it read: the incomplete probe says so, no field of that GPU is unread)."""
     whole = [g for g in gpus if not g.faults]
-    read = [g for g in whole if any(getattr(g, f) is not None for f in _READINGS)] or whole
+    # (-L was merged where a GPU holds its reading; a GPU with none that is only what -L gives is -L's)
+    listing = any(label == "list" for g in whole for label, _ in g.readings)
+    read = [g for g in whole if any(getattr(g, f) is not None for f in _READINGS)] or [
+        g for g in whole if not (listing and g == _as_listed(g))
+    ]
     out: list[str] = []
     for attr, what in _RULE_VALUES.get(check_name, ()):
         # (a GPU whose MIG mode changes at its next reset reads N/A where its peers read values)
@@ -273,6 +278,19 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
     faulted = {id(g) for g in read if any(rule_reads(check_name, fault) for fault in g.cell_faults)}
     out += _names_unread(check_name, read, faulted)
     return list(dict.fromkeys(out))
+
+
+def _as_listed(g: GpuInfo) -> GpuInfo:
+    """`g` as `nvidia-smi -L` alone gives it (gpu_merge._listed_gpu): equal to `g` where no other
+    format read anything of it."""
+    return GpuInfo(
+        index=g.index,
+        name=g.name,
+        uuid=g.uuid,
+        mig_mode=g.mig_mode,
+        faults=g.faults,
+        cell_faults=g.cell_faults,
+    )
 
 
 def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gpuonboard.facts.nvidia_smi import parse_any
 
 from ....facts.test_gpu_merge import REAL, _judged, csv_edited
@@ -83,3 +85,143 @@ def test_a_setting_on_an_idle_gpu_passes(tmp_path: Path) -> None:
     check = got["throttling"]
     assert check.verdict == "pass", check
     assert "applications_clocks_setting active (a clock setting)" in check.actual
+
+
+T4_XML = REAL / "nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml"
+# the CSV's clock-event reason cells, each printed `[N/A]` (a driver or a vGPU guest that cannot
+# read them): no reason's state read
+REASONS_NA = {
+    "clocks_event_reasons.active": "[N/A]",
+    **{
+        f"clocks_event_reasons.{r}": "[N/A]"
+        for r in (
+            "gpu_idle",
+            "applications_clocks_setting",
+            "sw_power_cap",
+            "hw_slowdown",
+            "hw_thermal_slowdown",
+            "hw_power_brake_slowdown",
+            "sw_thermal_slowdown",
+            "sync_boost",
+        )
+    },
+}
+
+
+def _q_edited(tmp_path: Path, sm: int, reasons: dict[str, str] | None = None, drop: bool = False) -> Path:
+    """The real H200 -q under load (100 %, P0) with its current SM and graphics clocks set to `sm`
+    MHz, the named Clocks Event Reasons lines set to their value, or (drop) that section cut out."""
+    lines = H200_LOAD_Q.read_text().splitlines(keepends=True)
+    at = lines.index("    Clocks\n")
+    for i in (at + 1, at + 2):
+        lines[i] = lines[i].replace("1980 MHz", f"{sm} MHz")
+    start = lines.index("    Clocks Event Reasons\n")
+    for i in range(start + 1, start + 10):
+        label = lines[i].split(":")[0].strip()
+        if label in (reasons or {}):
+            lines[i] = f"{lines[i].split(':')[0]}: {(reasons or {})[label]}\n"
+    if drop:
+        del lines[start : start + 10]
+    (tmp_path / "q").mkdir(exist_ok=True)
+    edited = tmp_path / "q" / H200_LOAD_Q.name
+    edited.write_text("".join(lines))
+    return edited
+
+
+def test_a_low_clock_in_a_csv_without_reasons_read_claims_no_setting(tmp_path: Path) -> None:
+    """The real H200 CSV with its SM clock edited to 1095 MHz at 100 % and every clock-event reason
+    cell edited to `[N/A]` (an L4 under its power cap in a CSV that did not ask the reasons reads
+    so). Before: warn "a locked clock or a slowdown" with the advice to reset the clocks (`-rgc`,
+    `-rac`): a claim of a setting from reasons never read."""
+    _facts, got = _judged(tmp_path, csv_edited(tmp_path, (H200_LOAD_CSV,), {**LOCKED, **REASONS_NA}))
+    check = got["throttling"]
+    assert check.verdict == "unverified", check
+    assert "SM clock 1095 of 1980 MHz at 100 % utilisation with its power-cap and slowdown" in check.actual
+    assert "-rgc" not in check.detail and "-rac" not in check.detail
+
+
+def test_a_low_clock_in_a_q_without_its_reasons_section_claims_no_setting(tmp_path: Path) -> None:
+    """The real H200 -q under load with SM 1100 MHz and its Clocks Event Reasons section cut out.
+    Before: warn with the advice to reset a clock setting."""
+    _facts, got = _judged(tmp_path, (_q_edited(tmp_path, 1100, drop=True),))
+    check = got["throttling"]
+    assert check.verdict == "unverified", check
+    assert "-rgc" not in check.detail and "1100 of 1980 MHz" in check.actual
+
+
+def test_a_power_cap_in_one_format_gets_no_setting_advice_from_another(tmp_path: Path) -> None:
+    """The real H200 -q edited to SM 1400 MHz with SW Power Cap Active, beside its CSV edited to
+    SM 1095 MHz with every reason `[N/A]`: one GPU under its power cap. Before: warn with both
+    the power-cap advice and the advice to reset a clock setting (contradictory, in one row)."""
+    q = _q_edited(tmp_path, 1400, {"SW Power Cap": "Active"})
+    _facts, got = _judged(tmp_path, csv_edited(tmp_path, (q, H200_LOAD_CSV), {**LOCKED, **REASONS_NA}))
+    check = got["throttling"]
+    assert check.verdict == "warn" and "GPU 0: sw_power_cap" in check.actual, check
+    assert "-rgc" not in check.detail and "power limit" in check.detail
+
+
+@pytest.mark.parametrize(
+    "reasons",
+    [{"SW Power Cap": "N/A"}, {"SW Thermal Slowdown": "N/A"}],
+    ids=["sw-power-cap-na", "sw-thermal-na"],
+)
+def test_a_partly_read_reasons_set_is_not_none_active(tmp_path: Path, reasons: dict[str, str]) -> None:
+    """The real H200 -q under load at SM 1100 MHz with one reason (the power cap, a slowdown)
+    edited to `N/A`, the others Not Active: that reason may be the one holding the clock. Before:
+    warn "no clock-event reason active: a locked clock"."""
+    _facts, got = _judged(tmp_path, (_q_edited(tmp_path, 1100, reasons),))
+    check = got["throttling"]
+    assert check.verdict == "unverified", check
+    assert "locked clock" not in check.actual and "-rgc" not in check.detail
+
+
+def test_a_partly_read_csv_reasons_set_is_not_none_active(tmp_path: Path) -> None:
+    """The real H200 CSV at SM 1095 MHz with its mask and sw_power_cap cells edited to `[N/A]`
+    (hw_slowdown and the others still Not Active). Before: warn "a locked clock"."""
+    cells = {**LOCKED, "clocks_event_reasons.active": "[N/A]", "clocks_event_reasons.sw_power_cap": "[N/A]"}
+    _facts, got = _judged(tmp_path, csv_edited(tmp_path, (H200_LOAD_CSV,), cells))
+    check = got["throttling"]
+    assert check.verdict == "unverified", check
+    assert "locked clock" not in check.actual
+
+
+def test_an_idle_reading_holds_no_load_back(tmp_path: Path) -> None:
+    """The real H200 -q at SM 345 MHz with Idle Active (an idle moment beside a trailing
+    utilisation average of 100 %). Before: warn "a locked clock"."""
+    _facts, got = _judged(tmp_path, (_q_edited(tmp_path, 345, {"Idle": "Active"}),))
+    assert got["throttling"].verdict == "pass", got["throttling"]
+
+
+def test_a_reading_at_an_idle_p_state_holds_no_load_back(tmp_path: Path) -> None:
+    """The real H200 CSV edited to P8 at SM 210 MHz (utilisation 100 % kept). Before: warn
+    "a locked clock" (the P-state was never looked at)."""
+    cells = {"pstate": "P8", "clocks.current.sm [MHz]": "210 MHz", "clocks.current.graphics [MHz]": "210 MHz"}
+    _facts, got = _judged(tmp_path, csv_edited(tmp_path, (H200_LOAD_CSV,), cells))
+    assert got["throttling"].verdict == "pass", got["throttling"]
+
+
+@pytest.mark.parametrize(
+    ("label", "named"),
+    [("Sync Boost", "sync_boost active"), ("Display Clock Setting", "display_clock_setting active")],
+)
+def test_a_setting_reason_active_is_named_as_the_holder(tmp_path: Path, label: str, named: str) -> None:
+    """The real H200 -q at SM 1100 MHz with Sync Boost (or Display Clock Setting) edited to Active.
+    Before: warn "no clock-event reason active: a locked clock" with that reason active."""
+    _facts, got = _judged(tmp_path, (_q_edited(tmp_path, 1100, {label: "Active"}),))
+    check = got["throttling"]
+    assert check.verdict == "warn", check
+    assert named in check.actual and "locked clock" not in check.actual
+    assert "-rgc" not in check.detail
+
+
+def test_application_clocks_at_their_default_are_not_a_setting(tmp_path: Path) -> None:
+    """The real Tesla T4 -q -x (SM 585 MHz = its default application clocks, max 1590 MHz) with
+    its GPU utilisation edited from 0 % to 100 %: nothing was set, `-rac` changes nothing.
+    Before: warn "a locked clock" with the advice `-rgc` / `-rac`."""
+    text = T4_XML.read_text().replace("<gpu_util>0 %</gpu_util>", "<gpu_util>100 %</gpu_util>")
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / T4_XML.name).write_text(text)
+    _facts, got = _judged(tmp_path, (tmp_path / "x" / T4_XML.name,))
+    check = got["throttling"]
+    assert check.verdict == "pass", check
+    assert "at its default application clocks, 585 MHz" in check.actual
