@@ -516,13 +516,17 @@ def _short_sampling(s: Mapping[str, Any]) -> str:
 
 
 def partly_sampled(check: Check, s: Mapping[str, Any] | None) -> Check:
-    """A check of a GPU's sustained power median (`perf_power_w_gpu<N>`), `unverified` when the
-    sampler saw only part of the window (`_short_sampling`): the samples seen may be the ramp-up,
-    whose power is below what the GPU draws at full load, so neither a pass nor a failure is
-    claimed from them (a hard or thermal slowdown they show still fails perf_sustained)."""
+    """A check of a GPU's sustained power median (`perf_power_w_gpu<N>`) when the sampler saw only
+    part of the window (`_short_sampling`): the samples seen may be the ramp-up, whose power is
+    below what the GPU draws at full load, so their median is a lower bound. At or above the floor
+    it passes (the GPU did draw it; a later slowdown is perf_sustained's, `unverified` then);
+    below it, neither a pass nor a failure is claimed (`unverified`)."""
     short = _short_sampling(s or {})
     if not short:
         return check
+    if check.verdict == "pass":
+        said = "the median of the part seen is a lower bound (the ramp-up draws less), and it meets the floor"
+        return replace(check, detail="; ".join(d for d in (check.detail, f"{short}; {said}") if d))
     said = f"the samples seen may be the ramp-up, so their {check.verdict} against the floor is no claim"
     return replace(check, verdict="unverified", detail=f"{short}; {said}")
 
@@ -547,8 +551,10 @@ def _num(value: Any) -> str:
 def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
     """`perf_temp_spread`: the median temperatures under load differ by <= 5 °C between GPUs.
     A GPU whose window the sampler saw only part of (`_short_sampling`) has a median of the part
-    seen (the ramp-up runs cooler): the spread is `unverified` then, unless the GPUs sampled over
-    the whole window already differ by more (hard evidence: a warning)."""
+    seen, and the ramp-up runs cooler: a lower bound. Such a GPU may be the hot side, never the
+    cold one (only GPUs sampled over the whole window are): a warning when the hottest reading
+    exceeds the coolest whole-window one by more than 5 °C (hard evidence); `unverified` when
+    a pass would rest on a partly-sampled GPU being no hotter than it read."""
     temps = {
         k: t
         for k, s in per_gpu.items()
@@ -557,28 +563,32 @@ def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
     if len(temps) < 2:
         return None
     partial = sorted((k for k in temps if _short_sampling(per_gpu[k])), key=int)
-    whole = {k: t for k, t in temps.items() if k not in partial}
-    judged = whole if partial and len(whole) >= 2 else temps
-    hot = max(judged, key=lambda k: judged[k])
-    cold = min(judged, key=lambda k: judged[k])
-    spread = judged[hot] - judged[cold]
-    verdict: Verdict = "warn" if spread > TEMP_SPREAD_WARN_C else "pass"
+    coolable = {k: t for k, t in temps.items() if k not in partial} or temps
+    hot = max(temps, key=lambda k: temps[k])
+    cold = min(coolable, key=lambda k: coolable[k])
+    spread = temps[hot] - temps[cold]
+    verdict: Verdict = "warn" if spread > TEMP_SPREAD_WARN_C and cold not in partial else "pass"
     detail = (
         f"GPU {hot} runs hotter than its peers: uneven airflow, a failing fan or a blocked inlet;"
         " it throttles first"
     )
-    if partial and (verdict == "pass" or judged is temps):
+    if partial and verdict == "pass":
         verdict = "unverified"
         detail = (
             f"nvidia-smi's samples of GPU {', '.join(partial)} span only part of the window (its"
-            " sampler stopped or hung part-way): their median temperature is of the part seen, so no"
-            " claim about the spread"
+            " sampler stopped or hung part-way): their median temperature is of the part seen (a"
+            " lower bound), so no claim about the spread"
+        )
+    elif partial:
+        detail += (
+            f"; GPU {', '.join(partial)} sampled over part of the window only: its median is a lower"
+            " bound, so the spread is at least this"
         )
     return Check(
         "perf_temp_spread",
         f"<= {TEMP_SPREAD_WARN_C:.0f} °C between GPUs under load (median temperatures)",
-        f"{spread:.0f} °C: GPU {hot} {judged[hot]:.0f} °C, GPU {cold} {judged[cold]:.0f} °C"
-        + (f" (of the {len(judged)} GPUs sampled over the whole window)" if judged is not temps else ""),
+        f"{spread:.0f} °C: GPU {hot} {temps[hot]:.0f} °C, GPU {cold} {temps[cold]:.0f} °C"
+        + (f" (GPU {hot} sampled over part of the window: at least)" if hot in partial else ""),
         verdict,
         "" if verdict == "pass" else detail,
     )

@@ -624,7 +624,10 @@ def test_power_and_temperature_of_a_partly_sampled_window_are_no_claim() -> None
     assert power.detail.endswith(
         "the samples seen may be the ramp-up, so their fail against the floor is no claim"
     )
-    assert by_name(perf_checks(r, TABLE, []))["perf_power_w_gpu0"].verdict == "unverified"
+    # at or above the floor the partial median (a lower bound: the ramp-up draws less) passes
+    datasheet = by_name(perf_checks(r, TABLE, []))["perf_power_w_gpu0"]
+    assert datasheet.verdict == "pass", datasheet
+    assert "is a lower bound (the ramp-up draws less), and it meets the floor" in datasheet.detail
     spread = c["perf_temp_spread"]
     assert spread.verdict == "unverified", spread
     assert spread.detail.startswith("nvidia-smi's samples of GPU 0 span only part of the window")
@@ -633,7 +636,32 @@ def test_power_and_temperature_of_a_partly_sampled_window_are_no_claim() -> None
     per["2"] = {**per["1"], "temp_median_c": 60.0}
     spread = by_name(perf_checks(r, TABLE, []))["perf_temp_spread"]
     assert spread.verdict == "warn"
-    assert spread.actual == "12 °C: GPU 1 72 °C, GPU 2 60 °C (of the 2 GPUs sampled over the whole window)"
+    assert spread.actual == "12 °C: GPU 1 72 °C, GPU 2 60 °C"
+
+
+def test_a_partly_sampled_gpu_that_reads_hot_still_warns_the_spread() -> None:
+    """The real H200 quick run (edits: GPU 0 sampled over the whole window at 60 °C; GPU 1 given
+    `window_s` 57 and `sampled_s` 14, as when nvidia-smi stops part-way, at 75 °C; then a third
+    GPU, a copy of GPU 0): a partial median (the ramp-up runs cooler) is a lower bound, so GPU 1
+    is at least 15 °C hotter: a warning. It was `unverified` with 2 GPUs, and with 3 GPU 1 was
+    left out of the reading (a 0 °C spread)."""
+    r = _real_h200_as("NVIDIA H200", 2)
+    per = r["sustained"]["per_gpu"]
+    per["0"].update(window_s=57.0, sampled_s=56.5, temp_median_c=60.0)
+    per["1"].update(window_s=57.0, sampled_s=14.0, temp_median_c=75.0)
+    for gpus in (2, 3):
+        if gpus == 3:
+            r["gpus"].append({**copy.deepcopy(r["gpus"][0]), "index": 2})
+            per["2"] = dict(per["0"])
+        spread = by_name(perf_checks(r, TABLE, []))["perf_temp_spread"]
+        assert spread.verdict == "warn", (gpus, spread)
+        assert spread.actual == (
+            "15 °C: GPU 1 75 °C, GPU 0 60 °C (GPU 1 sampled over part of the window: at least)"
+        )
+        assert spread.detail.startswith("GPU 1 runs hotter than its peers")
+    # the partly-sampled GPU reading cool is no evidence either way: still no claim
+    per["1"]["temp_median_c"] = 50.0
+    assert by_name(perf_checks(r, TABLE, []))["perf_temp_spread"].verdict == "unverified"
 
 
 def test_cuda_devices_are_paired_with_nvidia_smi_gpus_by_pci_address() -> None:
