@@ -598,11 +598,15 @@ def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
 
 
 def floor_known_check(
-    rows: Mapping[str, str | None], overrides: Mapping[str, float], notes: Mapping[str, str] | None = None
+    rows: Mapping[str, str | None],
+    overrides: Mapping[str, float],
+    notes: Mapping[str, str] | None = None,
+    figures: str = "",
 ) -> Check:
     """`perf_floor_known`: which row judged each model; a model with none gets only the relative
     checks, which is `unverified` (could not be judged), never a pass. `notes`: why a GPU name
-    matched no row (a variant of a model with a row, a MIG slice)."""
+    matched no row (a variant of a model with a row, a MIG slice); `figures`: what such GPUs
+    measured that no floor judges (`rowless_figures`), said in the detail."""
     notes = notes or {}
     unknown = sorted(name for name, row in rows.items() if row is None)
     known = ", ".join(f"{name}: {row}" for name, row in sorted(rows.items()) if row)
@@ -616,9 +620,10 @@ def floor_known_check(
             "unverified",
             "".join(f"{notes[n]}; " for n in unknown if n in notes)
             + "only relative checks ran (stragglers, temperature spread, PCIe link, GPU-to-GPU pairs);"
-            " add a row to data/gpu_perf_floors.yml, or set vars.perf_floors for this host or its vendor",
+            " add a row to data/gpu_perf_floors.yml, or set vars.perf_floors for this host or its vendor"
+            + (f"; {figures}" if figures else ""),
         )
-    return Check("perf_floor_known", "a floors row for every GPU model", known, "pass")
+    return Check("perf_floor_known", "a floors row for every GPU model", known, "pass", figures)
 
 
 def where_of(row: Mapping[str, Any] | None, overrides: Mapping[str, float]) -> str:
@@ -638,6 +643,27 @@ def _gpu_list(indices: Sequence[int]) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
+def _figures(values: Mapping[int, float], u: str) -> str:
+    """GPUs' figures of one metric: their median, min and max, or the one figure."""
+    figs = list(values.values())
+    if len(figs) == 1:
+        return f"{_fmt(figs[0])} {u}"
+    return f"median {_fmt(statistics.median(figs))} {u} (min {_fmt(min(figs))}, max {_fmt(max(figs))})"
+
+
+def rowless_figures(rowless: Mapping[str, Mapping[int, Mapping[str, float]]]) -> str:
+    """What GPUs of a model without a floors row measured that no floor judges at all (the
+    triad, host<->device copies): `name`: {index: {metric: value}} said per metric, as
+    information ('' where none)."""
+    said = []
+    for name, per_gpu in rowless.items():
+        for metric in (m for m in PEER_METRICS if m not in FLOORED):
+            values = {i: f[metric] for i, f in per_gpu.items() if metric in f}
+            if values:
+                said.append(f"{metric} GPU {_gpu_list(list(values))} {name} {_figures(values, unit(metric))}")
+    return f"measured without a floor (information): {'; '.join(said)}" if said else ""
+
+
 def unfloored_checks(unfloored: Sequence[tuple[int, str, str, float, str]]) -> list[Check]:
     """`perf_<metric>_unfloored`: ONE check per metric measured on GPUs whose floors (their row,
     the host's vars.perf_floors) give none for it, a model without a row included: `unverified`,
@@ -651,14 +677,8 @@ def unfloored_checks(unfloored: Sequence[tuple[int, str, str, float, str]]) -> l
         u = unit(metric)
         said = []
         for (source, name), values in by_metric[metric].items():
-            figs = list(values.values())
-            shown = (
-                f"median {_fmt(statistics.median(figs))} {u} (min {_fmt(min(figs))}, max {_fmt(max(figs))})"
-                if len(figs) > 1
-                else f"{_fmt(figs[0])} {u}"
-            )
             none = f"none in {source}" if source else "no floors row"
-            said.append(f"{none}: GPU {_gpu_list(list(values))} {name} {shown}")
+            said.append(f"{none}: GPU {_gpu_list(list(values))} {name} {_figures(values, u)}")
         checks.append(
             Check(
                 f"perf_{metric}_unfloored",
@@ -708,6 +728,7 @@ def perf_checks(
     notes: dict[str, str] = {}
     per_gpu: dict[int, dict[str, float]] = {}
     unfloored: list[tuple[int, str, str, float, str]] = []
+    rowless: dict[str, dict[int, dict[str, float]]] = {}  # model without a row -> its GPUs' figures
     nvlink_floor: Floor | None = None
     for g in result.get("gpus") or []:
         idx = int(g.get("index", 0))
@@ -722,6 +743,8 @@ def perf_checks(
         nvlink_floor = nvlink_floor or floors.get("p2p_nvlink_gbps")
         metrics = gpu_metrics(g, sustained.get(str(idx)))
         per_gpu[idx] = metrics
+        if row is None:
+            rowless.setdefault(name, {})[idx] = metrics
 
         def why(i: int = idx) -> str:
             return causes(i) if causes else "none found"
@@ -754,7 +777,7 @@ def perf_checks(
         link = link_check(idx, g, info)
         if link is not None:
             checks.append(link)
-    checks.insert(0, floor_known_check(rows, overrides, notes))
+    checks.insert(0, floor_known_check(rows, overrides, notes, rowless_figures(rowless)))
     checks += unfloored_checks(unfloored)
     checks += straggler_checks(per_gpu, straggler_margin)
     pairs = p2p_check(result.get("p2p"), nvlink_floor, straggler_margin)

@@ -605,6 +605,27 @@ def test_a_model_without_a_row_and_a_partial_row_are_judged_alike() -> None:
     )
 
 
+def test_a_model_without_a_row_still_shows_the_figures_no_floor_judges() -> None:
+    """The real H200 quick run renamed `NVIDIA Future GPU` (edits: the name, 2 GPUs, GPU 1's
+    triad set to 4,000 GB/s): its triad and host<->device copies have no floor in any row, and
+    since the information-only `perf_gpu<N>` checks went, no check showed them; perf_floor_known
+    now says them (information, its verdict unchanged)."""
+    r = _real_h200_as("NVIDIA Future GPU", 2)
+    r["gpus"][1]["membw_gbps"]["triad"] = 4000.0
+    known = by_name(perf_checks(r, TABLE, []))["perf_floor_known"]
+    assert known.verdict == "unverified"
+    assert "measured without a floor (information): membw_triad_gbps GPU 0-1 NVIDIA Future GPU median" in (
+        known.detail
+    ), known.detail
+    assert "(min 4,000, max 4,384)" in known.detail, known.detail
+    assert "h2d_gbps GPU 0-1 NVIDIA Future GPU" in known.detail and "d2h_gbps GPU 0-1" in known.detail
+    # with a host's vars.perf_floors the row-less GPUs' figures are said all the same
+    known = by_name(perf_checks(r, TABLE, [], {"bf16_tflops": 100.0}))["perf_floor_known"]
+    assert known.verdict == "pass" and "membw_triad_gbps GPU 0-1" in known.detail
+    # a model with a row: nothing added
+    assert by_name(perf_checks(_real_h200_as("NVIDIA H200", 2), TABLE, []))["perf_floor_known"].detail == ""
+
+
 def test_power_and_temperature_of_a_partly_sampled_window_are_no_claim() -> None:
     """The real H200 quick run (2 GPUs, edits: GPU 0's window given `window_s` 57 and `sampled_s`
     14, as when nvidia-smi stops part-way; GPU 1 sampled over the whole window 8 °C hotter): the
