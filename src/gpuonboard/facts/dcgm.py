@@ -227,16 +227,22 @@ def _scan(text: str, start: int, stop: int) -> tuple[list[tuple[int, str]], str,
     return points, "".join(closers[c] for c in reversed(stack)), in_str
 
 
+def _still_open(text: str, start: int) -> bool:
+    """Whether the document from `start` ends with a container or a string still open."""
+    _, still_open, in_str = _scan(text, start, len(text))
+    return bool(still_open) or in_str
+
+
 def _not_whole(text: str, start: int, exc: json.JSONDecodeError) -> DcgmDiag:
     """A document that does not parse: cut short (it never closes its outer brace) or broken
     mid-way (it does), with the tests read before the break (the text up to the last point
     where it could end, closed: `partial`)."""
-    # the line of the break left out (a foreign line's own braces, `WARNING: {x`, are not the
-    # document's): what is still open at the end is the cut
+    # cut: the outer brace stays open both in the whole text (a document on one line, broken
+    # mid-way, closes on the break's own line) and with the break's line left out (a foreign
+    # line's own braces, `WARNING: {x`, are not the document's)
     eol = text.find("\n", exc.pos)
     rest = text[: exc.pos] + (text[eol:] if eol >= 0 else "")
-    _, still_open, in_str = _scan(rest, start, len(rest))
-    cut = bool(still_open) or in_str
+    cut = all(_still_open(view, start) for view in (text, rest))
     how = "cut short" if cut else "broken mid-way, though it ends with its closing brace"
     # (json's "Unterminated string starting at" names where its string began)
     error = f"not JSON ({how}: {exc.msg.removesuffix(' at')} at character {exc.pos} of {len(text)})"

@@ -26,6 +26,9 @@ from gpuonboard.yamlload import LineDict, from_file, parse_yaml, read_text
 VARS_EXTENSIONS = ("", ".yml", ".yaml", ".json")
 MAX_VARS_FILES = 1_000  # files under group_vars/ and host_vars/ together
 
+# the inventory's own `all` vars (`[all:vars]`, `all: vars:`), as errors name them
+ALL_VARS = "the `all` vars"
+
 
 @dataclass
 class AnsibleGroups:
@@ -208,7 +211,7 @@ def host_vars(
             values.take_origin(k, vs)
 
     layer(config or {}, CONFIG_LAYER, CONFIG_LAYER)
-    layer(inv.group_vars.get("all", {}), "all", "group 'all'")
+    layer(inv.group_vars.get("all", {}), "all", ALL_VARS)
     for g in groups:
         if g != "all":
             layer(inv.group_vars.get(g, {}), "inventory", f"group {g!r}")

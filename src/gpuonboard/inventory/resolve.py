@@ -15,6 +15,7 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE, ansible_boolean
+from gpuonboard.inventory.ansible_vars import ALL_VARS
 from gpuonboard.inventory.fields import (
     CONNECT_TIMEOUT_RANGE,
     CONNECTIONS,
@@ -28,7 +29,15 @@ from gpuonboard.inventory.jumps import parse_jump
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
-from gpuonboard.inventory.sshargs import LAX_CHECKING, SSHArgs, host_ssh_args, local_path, route, whose
+from gpuonboard.inventory.sshargs import (
+    ANSIBLE_SSH_ARGS,
+    LAX_CHECKING,
+    SSHArgs,
+    host_ssh_args,
+    local_path,
+    route,
+    whose,
+)
 from gpuonboard.inventory.sshlookup import (
     config_alias,
     config_extras,
@@ -44,6 +53,10 @@ from gpuonboard.inventory.sshresolve import (
     ssh_program,
 )
 from gpuonboard.yamlload import LineDict, did_you_mean, where
+
+# the ssh args (`... of WHO`) that sit below a vendor profile in an Ansible inventory, as the
+# fields of the same layers do: the Ansible config's and the inventory's own `all` vars'
+BELOW_VENDOR_ARGS = (f" of {CONFIG_LAYER}", f" of {ALL_VARS}")
 
 
 def _deep_merge(base: dict[str, Any], over: Mapping[str, Any], path: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -222,7 +235,11 @@ class _Settings:
     def err(self, key: str, problem: str) -> InventoryError:
         """The error for a bad value of `key`, at the file and line of the layer that set it."""
         src, label = self.origin.get(key, (LineDict(), f"host {self.name!r}"))
-        return InventoryError(f"{where(self.file_of(label), src, key)}: {label} field {key!r} {problem}")
+        at = where(self.file_of(label), src, key)
+        if self.ansible and label == "defaults":  # (the layer's name is ours: name what the user wrote)
+            who = getattr(src, "key_layers", {}).get(key, (ALL_VARS,))[0]
+            label = f"{'the Ansible config' if who == CONFIG_LAYER else ALL_VARS}'"
+        return InventoryError(f"{at}: {label} field {key!r} {problem}")
 
     def from_inventory(self, key: str) -> bool:
         """Whether the host's own entry or one of its groups sets `key` (beating the SSH config);
@@ -233,18 +250,24 @@ class _Settings:
 
     def vendor_beats_args(self, key: str, ssh_key: str) -> bool:
         """Whether the vendor profile's `key` beats what the ssh args set for `ssh_key`: args
-        from the Ansible config sit below a vendor profile, as the config's remote_user does."""
+        from the Ansible config or the `all` vars sit below a vendor profile, as the config's
+        remote_user and the `all` vars' ansible_user do."""
         source = self.args.source.get(ssh_key, ("", ""))[1]
-        return source.endswith(f" of {CONFIG_LAYER}") and self.origin.get(key, ({}, ""))[1].startswith(
-            "vendor "
-        )
+        return source.endswith(BELOW_VENDOR_ARGS) and self.origin.get(key, ({}, ""))[1].startswith("vendor ")
 
     def pick(self, key: str, ssh_key: str, default: Any) -> Any:
         """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group
         (nor, in an Ansible inventory, its `all` vars: `from_inventory`). An Ansible host's ssh
         args come between: ssh gets them after Ansible's own `-o Port=`, before the config."""
-        given = None if self.vendor_beats_args(key, ssh_key) else self.args.first(ssh_key)
-        if self.from_inventory(key) and not (given is not None and self.args.before_inventory(ssh_key)):
+        if ssh_key == "proxyjump":  # (`route` decides the args' way: `_way`)
+            given = None if self.vendor_beats_args(key, ssh_key) else self.args.first(ssh_key)
+            before = self.args.before_inventory(ssh_key)
+        else:  # (the config's values, below a vendor profile's: the first of the inventory's args)
+            below = BELOW_VENDOR_ARGS if self.origin.get(key, ({}, ""))[1].startswith("vendor ") else ()
+            found = self.args.first_of(ssh_key, below)
+            given = None if found is None else found[0]
+            before = found is not None and found[1][1].startswith(f"{ANSIBLE_SSH_ARGS[0]} ")
+        if self.from_inventory(key) and not (given is not None and before):
             return self.merged[key]
         if given is not None:
             return local_path(given) if ssh_key == "identityfile" else given
@@ -513,10 +536,12 @@ def _ssh_keys(s: _Settings) -> list[str]:
     config = [local_path(str(f)) for f in s.sshc.get("identityfile") or ()]
     below = s.origin.get("key_file", ({}, ""))[1].startswith("vendor ")  # (the config's `-i`: below it)
     found: list[str | None] = [
-        f for f, _, (_, by) in s.args.key_files(True) if not (below and by.endswith(CONFIG_LAYER))
+        f for f, _, (_, by) in s.args.key_files(True) if not (below and by.endswith(BELOW_VENDOR_ARGS))
     ]
     found += inventory
-    found += [f for f, _, (_, by) in s.args.key_files(False) if not (below and by.endswith(CONFIG_LAYER))]
+    found += [
+        f for f, _, (_, by) in s.args.key_files(False) if not (below and by.endswith(BELOW_VENDOR_ARGS))
+    ]
     found += config
     files = [f for f in dict.fromkeys(found) if f]
     if not files and (fallback := _key_path(s, s.merged.get("key_file"))):

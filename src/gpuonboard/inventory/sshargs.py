@@ -70,7 +70,8 @@ class SSHArgs:
     # keyword -> where it was written (`file, line N`) and by what (`ansible_ssh_common_args of
     # host 'gpu1'`)
     source: dict[str, tuple[str, str]] = field(default_factory=dict)
-    # identity and certificate files: each (value, as written, where and by what), in order
+    # every value given for each keyword, not only the first (identity and certificate files
+    # accumulate; of the others ssh takes the first): (value, as written, where and by what)
     each: dict[str, list[tuple[str, str, tuple[str, str]]]] = field(default_factory=dict)
     # what ssh or Ansible would refuse: (as written, where and by what, why), in order
     problems: list[tuple[str, tuple[str, str], str]] = field(default_factory=list)
@@ -81,6 +82,14 @@ class SSHArgs:
         if isinstance(value, list):
             return value[0] if value else None
         return value
+
+    def first_of(self, key: str, skip: tuple[str, ...] = ()) -> tuple[str, tuple[str, str]] | None:
+        """The first value of `key` (value, where and by what), leaving out those written by
+        a source ending in one of `skip` (args below a vendor profile); None."""
+        for value, _, source in self.each.get(key, ()):
+            if not (skip and source[1].endswith(skip)) and (key not in LISTS or value.lower() != "none"):
+                return value, source
+        return None
 
     def before_inventory(self, key: str) -> bool:
         """Whether `key` was set by `ansible_ssh_args`, which ssh gets before Ansible's own
@@ -212,6 +221,8 @@ def _set(out: SSHArgs, keyword: str, value: str, written: str, source: tuple[str
         return  # (but a ProxyCommand after `ProxyJump none` still counts: `ssh -G` shows it)
     if keyword == "port" and (number := ssh_port(value)) is not None:
         value = str(number)  # (`-p ssh`, `-p +2222`: ssh reads them as ports 22 and 2222)
+    if keyword not in ("proxyjump", "proxycommand"):  # (the way: `route` reads the first alone)
+        out.each.setdefault(keyword, []).append((value, written, source))
     if keyword not in out.values:
         out.values[keyword] = value
         out.written[keyword] = written

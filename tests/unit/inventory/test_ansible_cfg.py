@@ -441,3 +441,95 @@ def test_a_vendor_jump_that_beats_the_config_jump_is_named_where_written(
         InventoryError, match=r"v2.yml, line \d+: host 'gpu1' lists itself as its own jump host"
     ):
         inventory.load(hosts)
+
+
+V2 = "name: V\nssh:\n  user: vuser\n  port: 2222\n"
+
+
+@pytest.mark.parametrize(
+    ("cfg", "env", "ini", "expected"),
+    [  # (the config's or environment's args set the option first, the inventory's args after)
+        (
+            "[ssh_connection]\nssh_args = -p 2299\n",
+            "",
+            "gpu1 ansible_host=192.0.2.10 ansible_ssh_common_args='-p 2100'\n",
+            ("vuser", 2100),
+        ),
+        (
+            "[ssh_connection]\nssh_common_args = -p 2299\n",
+            "",
+            "gpu1 ansible_host=192.0.2.10\n[gpus:vars]\nansible_ssh_extra_args=-p 2100\n",
+            ("vuser", 2100),
+        ),
+        (
+            "[ssh_connection]\nssh_common_args = -l cu\n",
+            "",
+            "gpu1 ansible_host=192.0.2.10 ansible_ssh_extra_args='-l hu'\n",
+            ("hu", 2222),
+        ),
+        (
+            "",
+            "-C -o ControlMaster=auto -o ControlPersist=60s -l ops",
+            "gpu1 ansible_host=192.0.2.10 ansible_ssh_common_args='-l hu'\n",
+            ("hu", 2222),
+        ),
+    ],
+)
+def test_a_host_or_groups_own_args_beat_the_vendor_where_the_config_set_the_option_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str, env: str, ini: str, expected: tuple[str, int]
+) -> None:
+    """Config < vendor < group/host: a host's or group's own `-p` / `-l` beat the vendor
+    profile's port and user even where the Ansible config's (or ANSIBLE_SSH_ARGS') args set the
+    same option first; only the first value of each option was kept, so the config's, beaten by
+    the vendor, hid the host's and the vendor's port 2222 / user vuser was taken."""
+    hosts = _setup(tmp_path, monkeypatch, cfg, f"[gpus]\n{ini}[all:vars]\ngpuonboard_vendor=v\n")
+    if env:
+        monkeypatch.setenv("ANSIBLE_SSH_ARGS", env)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v.yml").write_text(V2)
+    h = inventory.load(hosts).hosts["gpu1"]
+    assert (h.user, h.port) == expected
+
+
+@pytest.mark.parametrize(
+    ("all_vars", "expected"),
+    [
+        ("ansible_port=2299", 2222),
+        ("ansible_ssh_common_args=-p 2299", 2222),
+        ("ansible_ssh_args='-C -p 2299'", 2222),
+    ],
+)
+def test_the_all_vars_args_sit_below_a_vendor_profile_as_its_fields_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, all_vars: str, expected: int
+) -> None:
+    """One rule for the inventory's `all` vars: `[all:vars] ansible_port=2299` stayed below the
+    vendor profile's port 2222 while `[all:vars] ansible_ssh_common_args=-p 2299` beat it; both
+    (and ansible_ssh_args) now sit below it, as the Ansible config's do. A group's args still
+    beat it."""
+    ini = f"[gpus]\ngpu1 ansible_host=192.0.2.10\n[all:vars]\ngpuonboard_vendor=v\n{all_vars}\n"
+    hosts = _setup(tmp_path, monkeypatch, "", ini)
+    (tmp_path / "vendors").mkdir()
+    (tmp_path / "vendors" / "v.yml").write_text(V2)
+    assert inventory.load(hosts).hosts["gpu1"].port == expected
+    (tmp_path / "hosts.ini").write_text(ini + "[gpus:vars]\nansible_ssh_common_args=-p 2100\n")
+    assert inventory.load(hosts).hosts["gpu1"].port == 2100
+
+
+def test_an_all_vars_jump_beside_the_all_vars_args_jump_is_named_as_the_user_wrote_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`[all:vars] gpuonboard_jump` and `ansible_ssh_common_args=-J ...` both in the `all` vars:
+    the refusal named them by gpuonboard's internal layer ("defaults field 'jump'"); it names
+    the `all` vars."""
+    ini = (
+        "[gpus]\ngpu1 ansible_host=192.0.2.10\n[all:vars]\ngpuonboard_jump=198.51.100.2\n"
+        "ansible_ssh_common_args=-J 203.0.113.1\n"
+    )
+    hosts = _setup(tmp_path, monkeypatch, "", ini)
+    with pytest.raises(InventoryError) as err:
+        inventory.load(hosts)
+    message = err.value.message
+    assert "the `all` vars' field 'jump' and `-J 203.0.113.1` in the ansible_ssh_common_args of the" in (
+        message
+    ), message
+    assert "defaults" not in message, message

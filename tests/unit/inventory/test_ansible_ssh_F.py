@@ -104,7 +104,7 @@ def test_an_F_file_that_is_missing_is_said_naming_the_host(
     ini = "[gpus]\ngpu1 ansible_host=10.0.1.15\n[all:vars]\nansible_ssh_common_args='-F ./ssh_config'\n"
     with pytest.raises(InventoryError) as err:
         _load(tmp_path, monkeypatch, ini, VPC)
-    assert "host 'gpu1' has `-F ./ssh_config` in the ansible_ssh_common_args of group 'all', and" in (
+    assert "host 'gpu1' has `-F ./ssh_config` in the ansible_ssh_common_args of the `all` vars, and" in (
         err.value.message
     )
 

@@ -516,13 +516,17 @@ def _short_sampling(s: Mapping[str, Any]) -> str:
 
 
 def partly_sampled(check: Check, s: Mapping[str, Any] | None) -> Check:
-    """A check of a GPU's sustained power median (`perf_power_w_gpu<N>`), `unverified` when the
-    sampler saw only part of the window (`_short_sampling`): the samples seen may be the ramp-up,
-    whose power is below what the GPU draws at full load, so neither a pass nor a failure is
-    claimed from them (a hard or thermal slowdown they show still fails perf_sustained)."""
+    """A check of a GPU's sustained power median (`perf_power_w_gpu<N>`) when the sampler saw only
+    part of the window (`_short_sampling`): the samples seen may be the ramp-up, whose power is
+    below what the GPU draws at full load, so their median is a lower bound. At or above the floor
+    it passes (the GPU did draw it; a later slowdown is perf_sustained's, `unverified` then);
+    below it, neither a pass nor a failure is claimed (`unverified`)."""
     short = _short_sampling(s or {})
     if not short:
         return check
+    if check.verdict == "pass":
+        said = "the median of the part seen is a lower bound (the ramp-up draws less), and it meets the floor"
+        return replace(check, detail="; ".join(d for d in (check.detail, f"{short}; {said}") if d))
     said = f"the samples seen may be the ramp-up, so their {check.verdict} against the floor is no claim"
     return replace(check, verdict="unverified", detail=f"{short}; {said}")
 
@@ -547,8 +551,10 @@ def _num(value: Any) -> str:
 def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
     """`perf_temp_spread`: the median temperatures under load differ by <= 5 °C between GPUs.
     A GPU whose window the sampler saw only part of (`_short_sampling`) has a median of the part
-    seen (the ramp-up runs cooler): the spread is `unverified` then, unless the GPUs sampled over
-    the whole window already differ by more (hard evidence: a warning)."""
+    seen, and the ramp-up runs cooler: a lower bound. Such a GPU may be the hot side, never the
+    cold one (only GPUs sampled over the whole window are): a warning when the hottest reading
+    exceeds the coolest whole-window one by more than 5 °C (hard evidence); `unverified` when
+    a pass would rest on a partly-sampled GPU being no hotter than it read."""
     temps = {
         k: t
         for k, s in per_gpu.items()
@@ -557,28 +563,32 @@ def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
     if len(temps) < 2:
         return None
     partial = sorted((k for k in temps if _short_sampling(per_gpu[k])), key=int)
-    whole = {k: t for k, t in temps.items() if k not in partial}
-    judged = whole if partial and len(whole) >= 2 else temps
-    hot = max(judged, key=lambda k: judged[k])
-    cold = min(judged, key=lambda k: judged[k])
-    spread = judged[hot] - judged[cold]
-    verdict: Verdict = "warn" if spread > TEMP_SPREAD_WARN_C else "pass"
+    coolable = {k: t for k, t in temps.items() if k not in partial} or temps
+    hot = max(temps, key=lambda k: temps[k])
+    cold = min(coolable, key=lambda k: coolable[k])
+    spread = temps[hot] - temps[cold]
+    verdict: Verdict = "warn" if spread > TEMP_SPREAD_WARN_C and cold not in partial else "pass"
     detail = (
         f"GPU {hot} runs hotter than its peers: uneven airflow, a failing fan or a blocked inlet;"
         " it throttles first"
     )
-    if partial and (verdict == "pass" or judged is temps):
+    if partial and verdict == "pass":
         verdict = "unverified"
         detail = (
             f"nvidia-smi's samples of GPU {', '.join(partial)} span only part of the window (its"
-            " sampler stopped or hung part-way): their median temperature is of the part seen, so no"
-            " claim about the spread"
+            " sampler stopped or hung part-way): their median temperature is of the part seen (a"
+            " lower bound), so no claim about the spread"
+        )
+    elif partial:
+        detail += (
+            f"; GPU {', '.join(partial)} sampled over part of the window only: its median is a lower"
+            " bound, so the spread is at least this"
         )
     return Check(
         "perf_temp_spread",
         f"<= {TEMP_SPREAD_WARN_C:.0f} °C between GPUs under load (median temperatures)",
-        f"{spread:.0f} °C: GPU {hot} {judged[hot]:.0f} °C, GPU {cold} {judged[cold]:.0f} °C"
-        + (f" (of the {len(judged)} GPUs sampled over the whole window)" if judged is not temps else ""),
+        f"{spread:.0f} °C: GPU {hot} {temps[hot]:.0f} °C, GPU {cold} {temps[cold]:.0f} °C"
+        + (f" (GPU {hot} sampled over part of the window: at least)" if hot in partial else ""),
         verdict,
         "" if verdict == "pass" else detail,
     )
@@ -588,11 +598,15 @@ def temp_spread_check(per_gpu: Mapping[str, Mapping[str, Any]]) -> Check | None:
 
 
 def floor_known_check(
-    rows: Mapping[str, str | None], overrides: Mapping[str, float], notes: Mapping[str, str] | None = None
+    rows: Mapping[str, str | None],
+    overrides: Mapping[str, float],
+    notes: Mapping[str, str] | None = None,
+    figures: str = "",
 ) -> Check:
     """`perf_floor_known`: which row judged each model; a model with none gets only the relative
     checks, which is `unverified` (could not be judged), never a pass. `notes`: why a GPU name
-    matched no row (a variant of a model with a row, a MIG slice)."""
+    matched no row (a variant of a model with a row, a MIG slice); `figures`: what such GPUs
+    measured that no floor judges (`rowless_figures`), said in the detail."""
     notes = notes or {}
     unknown = sorted(name for name, row in rows.items() if row is None)
     known = ", ".join(f"{name}: {row}" for name, row in sorted(rows.items()) if row)
@@ -606,9 +620,10 @@ def floor_known_check(
             "unverified",
             "".join(f"{notes[n]}; " for n in unknown if n in notes)
             + "only relative checks ran (stragglers, temperature spread, PCIe link, GPU-to-GPU pairs);"
-            " add a row to data/gpu_perf_floors.yml, or set vars.perf_floors for this host or its vendor",
+            " add a row to data/gpu_perf_floors.yml, or set vars.perf_floors for this host or its vendor"
+            + (f"; {figures}" if figures else ""),
         )
-    return Check("perf_floor_known", "a floors row for every GPU model", known, "pass")
+    return Check("perf_floor_known", "a floors row for every GPU model", known, "pass", figures)
 
 
 def where_of(row: Mapping[str, Any] | None, overrides: Mapping[str, float]) -> str:
@@ -628,6 +643,27 @@ def _gpu_list(indices: Sequence[int]) -> str:
     return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else str(r[0]) for r in runs)
 
 
+def _figures(values: Mapping[int, float], u: str) -> str:
+    """GPUs' figures of one metric: their median, min and max, or the one figure."""
+    figs = list(values.values())
+    if len(figs) == 1:
+        return f"{_fmt(figs[0])} {u}"
+    return f"median {_fmt(statistics.median(figs))} {u} (min {_fmt(min(figs))}, max {_fmt(max(figs))})"
+
+
+def rowless_figures(rowless: Mapping[str, Mapping[int, Mapping[str, float]]]) -> str:
+    """What GPUs of a model without a floors row measured that no floor judges at all (the
+    triad, host<->device copies): `name`: {index: {metric: value}} said per metric, as
+    information ('' where none)."""
+    said = []
+    for name, per_gpu in rowless.items():
+        for metric in (m for m in PEER_METRICS if m not in FLOORED):
+            values = {i: f[metric] for i, f in per_gpu.items() if metric in f}
+            if values:
+                said.append(f"{metric} GPU {_gpu_list(list(values))} {name} {_figures(values, unit(metric))}")
+    return f"measured without a floor (information): {'; '.join(said)}" if said else ""
+
+
 def unfloored_checks(unfloored: Sequence[tuple[int, str, str, float, str]]) -> list[Check]:
     """`perf_<metric>_unfloored`: ONE check per metric measured on GPUs whose floors (their row,
     the host's vars.perf_floors) give none for it, a model without a row included: `unverified`,
@@ -641,14 +677,8 @@ def unfloored_checks(unfloored: Sequence[tuple[int, str, str, float, str]]) -> l
         u = unit(metric)
         said = []
         for (source, name), values in by_metric[metric].items():
-            figs = list(values.values())
-            shown = (
-                f"median {_fmt(statistics.median(figs))} {u} (min {_fmt(min(figs))}, max {_fmt(max(figs))})"
-                if len(figs) > 1
-                else f"{_fmt(figs[0])} {u}"
-            )
             none = f"none in {source}" if source else "no floors row"
-            said.append(f"{none}: GPU {_gpu_list(list(values))} {name} {shown}")
+            said.append(f"{none}: GPU {_gpu_list(list(values))} {name} {_figures(values, u)}")
         checks.append(
             Check(
                 f"perf_{metric}_unfloored",
@@ -698,6 +728,7 @@ def perf_checks(
     notes: dict[str, str] = {}
     per_gpu: dict[int, dict[str, float]] = {}
     unfloored: list[tuple[int, str, str, float, str]] = []
+    rowless: dict[str, dict[int, dict[str, float]]] = {}  # model without a row -> its GPUs' figures
     nvlink_floor: Floor | None = None
     for g in result.get("gpus") or []:
         idx = int(g.get("index", 0))
@@ -712,6 +743,8 @@ def perf_checks(
         nvlink_floor = nvlink_floor or floors.get("p2p_nvlink_gbps")
         metrics = gpu_metrics(g, sustained.get(str(idx)))
         per_gpu[idx] = metrics
+        if row is None:
+            rowless.setdefault(name, {})[idx] = metrics
 
         def why(i: int = idx) -> str:
             return causes(i) if causes else "none found"
@@ -744,7 +777,7 @@ def perf_checks(
         link = link_check(idx, g, info)
         if link is not None:
             checks.append(link)
-    checks.insert(0, floor_known_check(rows, overrides, notes))
+    checks.insert(0, floor_known_check(rows, overrides, notes, rowless_figures(rowless)))
     checks += unfloored_checks(unfloored)
     checks += straggler_checks(per_gpu, straggler_margin)
     pairs = p2p_check(result.get("p2p"), nvlink_floor, straggler_margin)

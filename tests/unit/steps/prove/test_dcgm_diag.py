@@ -6,6 +6,7 @@ host engine) still warns with that advice."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -211,3 +212,20 @@ def test_a_foreign_line_with_an_open_brace_does_not_make_a_whole_document_cut() 
     assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
     assert "broken mid-way, though it ends with its closing brace" in checks[0].actual, checks[0].actual
     assert "cut short" not in checks[0].actual + checks[0].detail + checks[1].actual
+
+
+def test_a_one_line_document_broken_mid_way_is_not_called_cut_short() -> None:
+    """The same real document, whole, re-printed in-test on one line (`json.dumps`, as a
+    compact `dcgmi diag -j` prints it) with the first comma past its middle removed: the break's
+    line was left out to find the cut, and with it the document's own closing braces, so it was
+    called cut short; it ends with its closing brace, so it is broken mid-way."""
+    raw = SOFTWARE_FAIL.read_text()
+    compact = json.dumps(json.loads(raw[raw.index("{") :]))
+    comma = compact.index(",", len(compact) // 2)
+    checks = dcgm_checks(dcgm.parse(compact[:comma] + compact[comma + 1 :]), 2, listed=1)
+    assert [(c.name, c.verdict) for c in checks] == CUT_FAIL
+    assert "broken mid-way, though it ends with its closing brace" in checks[0].actual, checks[0].actual
+    assert "cut short" not in checks[0].actual + checks[0].detail + checks[1].actual
+    # the same line cut short before its end still is
+    (cut, *_) = dcgm_checks(dcgm.parse(compact[: len(compact) * 2 // 3]), 2, listed=1)
+    assert cut.actual.startswith("incomplete probe: not JSON (cut short:"), cut.actual

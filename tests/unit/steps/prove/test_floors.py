@@ -605,6 +605,27 @@ def test_a_model_without_a_row_and_a_partial_row_are_judged_alike() -> None:
     )
 
 
+def test_a_model_without_a_row_still_shows_the_figures_no_floor_judges() -> None:
+    """The real H200 quick run renamed `NVIDIA Future GPU` (edits: the name, 2 GPUs, GPU 1's
+    triad set to 4,000 GB/s): its triad and host<->device copies have no floor in any row, and
+    since the information-only `perf_gpu<N>` checks went, no check showed them; perf_floor_known
+    now says them (information, its verdict unchanged)."""
+    r = _real_h200_as("NVIDIA Future GPU", 2)
+    r["gpus"][1]["membw_gbps"]["triad"] = 4000.0
+    known = by_name(perf_checks(r, TABLE, []))["perf_floor_known"]
+    assert known.verdict == "unverified"
+    assert "measured without a floor (information): membw_triad_gbps GPU 0-1 NVIDIA Future GPU median" in (
+        known.detail
+    ), known.detail
+    assert "(min 4,000, max 4,384)" in known.detail, known.detail
+    assert "h2d_gbps GPU 0-1 NVIDIA Future GPU" in known.detail and "d2h_gbps GPU 0-1" in known.detail
+    # with a host's vars.perf_floors the row-less GPUs' figures are said all the same
+    known = by_name(perf_checks(r, TABLE, [], {"bf16_tflops": 100.0}))["perf_floor_known"]
+    assert known.verdict == "pass" and "membw_triad_gbps GPU 0-1" in known.detail
+    # a model with a row: nothing added
+    assert by_name(perf_checks(_real_h200_as("NVIDIA H200", 2), TABLE, []))["perf_floor_known"].detail == ""
+
+
 def test_power_and_temperature_of_a_partly_sampled_window_are_no_claim() -> None:
     """The real H200 quick run (2 GPUs, edits: GPU 0's window given `window_s` 57 and `sampled_s`
     14, as when nvidia-smi stops part-way; GPU 1 sampled over the whole window 8 °C hotter): the
@@ -624,7 +645,10 @@ def test_power_and_temperature_of_a_partly_sampled_window_are_no_claim() -> None
     assert power.detail.endswith(
         "the samples seen may be the ramp-up, so their fail against the floor is no claim"
     )
-    assert by_name(perf_checks(r, TABLE, []))["perf_power_w_gpu0"].verdict == "unverified"
+    # at or above the floor the partial median (a lower bound: the ramp-up draws less) passes
+    datasheet = by_name(perf_checks(r, TABLE, []))["perf_power_w_gpu0"]
+    assert datasheet.verdict == "pass", datasheet
+    assert "is a lower bound (the ramp-up draws less), and it meets the floor" in datasheet.detail
     spread = c["perf_temp_spread"]
     assert spread.verdict == "unverified", spread
     assert spread.detail.startswith("nvidia-smi's samples of GPU 0 span only part of the window")
@@ -633,7 +657,32 @@ def test_power_and_temperature_of_a_partly_sampled_window_are_no_claim() -> None
     per["2"] = {**per["1"], "temp_median_c": 60.0}
     spread = by_name(perf_checks(r, TABLE, []))["perf_temp_spread"]
     assert spread.verdict == "warn"
-    assert spread.actual == "12 °C: GPU 1 72 °C, GPU 2 60 °C (of the 2 GPUs sampled over the whole window)"
+    assert spread.actual == "12 °C: GPU 1 72 °C, GPU 2 60 °C"
+
+
+def test_a_partly_sampled_gpu_that_reads_hot_still_warns_the_spread() -> None:
+    """The real H200 quick run (edits: GPU 0 sampled over the whole window at 60 °C; GPU 1 given
+    `window_s` 57 and `sampled_s` 14, as when nvidia-smi stops part-way, at 75 °C; then a third
+    GPU, a copy of GPU 0): a partial median (the ramp-up runs cooler) is a lower bound, so GPU 1
+    is at least 15 °C hotter: a warning. It was `unverified` with 2 GPUs, and with 3 GPU 1 was
+    left out of the reading (a 0 °C spread)."""
+    r = _real_h200_as("NVIDIA H200", 2)
+    per = r["sustained"]["per_gpu"]
+    per["0"].update(window_s=57.0, sampled_s=56.5, temp_median_c=60.0)
+    per["1"].update(window_s=57.0, sampled_s=14.0, temp_median_c=75.0)
+    for gpus in (2, 3):
+        if gpus == 3:
+            r["gpus"].append({**copy.deepcopy(r["gpus"][0]), "index": 2})
+            per["2"] = dict(per["0"])
+        spread = by_name(perf_checks(r, TABLE, []))["perf_temp_spread"]
+        assert spread.verdict == "warn", (gpus, spread)
+        assert spread.actual == (
+            "15 °C: GPU 1 75 °C, GPU 0 60 °C (GPU 1 sampled over part of the window: at least)"
+        )
+        assert spread.detail.startswith("GPU 1 runs hotter than its peers")
+    # the partly-sampled GPU reading cool is no evidence either way: still no claim
+    per["1"]["temp_median_c"] = 50.0
+    assert by_name(perf_checks(r, TABLE, []))["perf_temp_spread"].verdict == "unverified"
 
 
 def test_cuda_devices_are_paired_with_nvidia_smi_gpus_by_pci_address() -> None:
