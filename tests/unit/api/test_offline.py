@@ -43,6 +43,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-nvlink": "nvidia_nvlink",
         "nvidia-smi-L__": "nvidia_smi_list",
         "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log
+        "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
