@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from gpuonboard.api import paste, saved_forms, transcript
+from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
@@ -460,13 +461,19 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
 
 def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
     """A saved output of another form than the live probe's, as that probe's output: cgroup
-    limit files (`grep . /sys/fs/cgroup/memory.max ...`), a `--query-compute-apps` CSV with its
-    header; None for neither (errors name `where`)."""
+    limit files (`grep . /sys/fs/cgroup/memory.max ...`), the RDMA ports' sysfs files (`grep .
+    /sys/class/infiniband/*/ports/*/state ...`), a `--query-compute-apps` CSV with its header;
+    None for none of them (errors name `where`)."""
     if (limits := saved_forms.cgroup_limits(text)) is not None:
         lines, why = limits
         if why:
             raise UsageError(f"{where}: {why}")
         return "cgroup_limits", ProbeOutput(lines, "", 0)
+    if (ports := ib_sysfs_ports(text)) is not None:
+        lines, why = ports
+        if why:
+            raise UsageError(f"{where}: {why}")
+        return "rdma_ports", ProbeOutput(lines, "", 0)
     if (apps := saved_forms.compute_apps(text)) is not None:
         rows, why = apps
         if why:

@@ -194,6 +194,16 @@ OTHER_OPERATION = re.compile(
 )
 
 
+# nvidia-smi's refusal of its own command line, before it reads a GPU: a field this driver does
+# not know (`Field "cuda_version" is not a valid field to query.`), an option it does not take
+# (Windows' nvidia-smi has no `topo`: `ERROR: Option -m is missing its value. Please run
+# 'nvidia-smi -h' for help.`), options it cannot combine
+USAGE_ERROR = re.compile(
+    r"Field \"[^\"]+\" is not a valid field to query\.?|.*\bPlease run 'nvidia-smi (?:-h|--help[\w-]*)'"
+    r" for help\.?|(?:ERROR: )?Invalid combination of input arguments\.?"
+)
+
+
 def df_rows(text: str) -> int:
     """The lines of `text` shaped as df's rows: a use percentage, then a mount point (`/...`)."""
     return sum(1 for line in text.splitlines() if re.search(r"\s\d{1,3}%\s+/\S*\s*$", line))
@@ -486,6 +496,17 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
             f"{where}: nvidia-smi's refusal of an operation other than its query of the GPUs"
             f" (`{said[0]}`), which does not say whether nvidia-smi reads them: save the plain"
             " `nvidia-smi` (or `nvidia-smi -q`) output of the box."
+        )
+    if said and all(USAGE_ERROR.match(line) for line in said):
+        raise UsageError(
+            f"{where}: nvidia-smi's refusal of the command line it was given (`{said[0]}`), which"
+            " read no GPU and says nothing of the box: save the command's output again with the"
+            " options this driver takes (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them)."
+        )
+    if not said:
+        raise UsageError(
+            f"{where}: an empty file, which holds no command output to read (an `nvidia-smi nvlink -s`"
+            " of GPUs without NVLink prints nothing): leave it out, or save the command's output again."
         )
     if (refused := kernel_log_refusal(text)) is not None:
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)

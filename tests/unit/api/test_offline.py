@@ -43,6 +43,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-nvlink": "nvidia_nvlink",
         "nvidia-smi-L__": "nvidia_smi_list",
         "nvidia-smi-query-gpu-sampler": None,  # gpu_benchmark's headerless sampler log
+        "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
@@ -68,6 +69,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "docker-info": "docker_info",
         "iperf3": "iperf3",
         "ibv_devinfo": "rdma_ports",
+        "ib-sysfs-grep": None,  # `grep .` of the port files: read by its form (api/ib_sysfs_files.py)
         "ib-sysfs": "rdma_ports",
         "ibstatus": "rdma_ports",
         "ibstat": "rdma_ports",

@@ -112,7 +112,7 @@ def rule_driver(facts: Facts) -> Check:
         return Check("nvidia_driver", expected, actual, "fail", "; ".join([NO_CUDA_ADVICE, *notes]))
     verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
     if not facts.gpu.driver_version:
-        notes.insert(0, _NO_VERSION)
+        notes.insert(0, _no_version(facts))
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
 
 
@@ -135,11 +135,26 @@ DISAGREE_ADVICE = (
 )
 
 
-# what to save where the outputs given name no driver version (`nvidia-smi -L` alone)
-_NO_VERSION = (
-    "the outputs given name no driver version (`nvidia-smi -L` prints none): save `nvidia-smi`"
-    " (its table's header) or `nvidia-smi -q` of the box"
-)
+# why each nvidia-smi format given named no driver version (GpuReport.source's labels)
+_NO_VERSION_WHY = {
+    "xml": "-q -x gives no driver_version",
+    "text": "-q gives no Driver Version line",
+    "csv": "the CSV query gives no driver_version field",
+    "table": "the table gives no banner with it",
+    "list": "`nvidia-smi -L` prints none",
+}
+
+
+def _no_version(facts: Facts) -> str:
+    """What to save where the outputs given name no driver version, saying why of each format
+    given (`-L` prints none; a CSV query without the field; a `-q -x` its contributor trimmed),
+    never of a format that was not given."""
+    labels = facts.gpu.source.split("+") if facts.gpu is not None else []
+    why = "; ".join(_NO_VERSION_WHY[label] for label in labels if label in _NO_VERSION_WHY)
+    return (
+        f"the outputs given name no driver version{f' ({why})' if why else ''}: save `nvidia-smi`"
+        " (its table's header) or `nvidia-smi -q` of the box"
+    )
 
 
 def _driver_unread(expected: str, actual: str, unread: str, refused: str) -> Check:
@@ -559,7 +574,7 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
             expected,
             problem or "unknown: the driver version was not reported",
             "unverified",
-            no_gpu_detail(facts) if problem else _NO_VERSION,
+            no_gpu_detail(facts) if problem else _no_version(facts),
         )
     if disputed := _disputed(facts, "driver_version"):  # (two drivers named: neither judged)
         return Check("min_driver", expected, disputed, "unverified", DISAGREE_ADVICE)

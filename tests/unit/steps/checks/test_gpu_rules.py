@@ -221,3 +221,40 @@ def test_vram_of_a_q_cut_before_any_memory_total_says_the_cut(tmp_path: Path) ->
         "ask the provider"
         not in details(tmp_path, "smi-q.txt", text, "gpu_model: P40-24Q\nvram: 24GB")["vram"]
     )
+
+
+# (real capture, the format's words in the detail) of outputs that name no driver version
+NO_VERSION = [
+    # influxdata/telegraf's gtx-1070-ti.xml: a `-q -x` its contributor trimmed to the fields read
+    (
+        "nvidia-smi-q-x__geforce-gtx-1070-ti__1gpu__driver-unknown__trimmed.xml",
+        "-q -x gives no driver_version",
+    ),
+    # a --query-gpu CSV whose field list has no driver_version
+    (
+        "nvidia-smi-query-gpu__a100-pcie-40gb__2gpu__driver555.42.02.csv",
+        "the CSV query gives no driver_version field",
+    ),
+]
+
+
+@pytest.mark.parametrize(("capture", "words"), NO_VERSION)
+def test_no_driver_version_says_why_of_the_format_given(tmp_path: Path, capture: str, words: str) -> None:
+    """`nvidia_driver` and `min_driver` where the outputs given name no driver version: unverified,
+    the detail saying why of the format that was given, never that `nvidia-smi -L` (not given)
+    prints none, as it said of every output before."""
+    text = (REAL / capture).read_text(encoding="utf-8")
+    order = "gpu_model: A100\nmin_driver: '535.54'\n"
+    assert verdicts(tmp_path, capture, text, order)["nvidia_driver"][0] == "unverified"
+    said = details(tmp_path, capture, text, order)
+    for rule in ("nvidia_driver", "min_driver"):
+        assert f"name no driver version ({words})" in said[rule]
+        assert "nvidia-smi -L" not in said[rule]
+
+
+def test_no_driver_version_of_nvidia_smi_l_still_says_it_prints_none(tmp_path: Path) -> None:
+    """`nvidia-smi -L` alone: it prints no driver version, and the detail still says so."""
+    capture = "nvidia-smi-L__l40s__1gpu__driver595.80.txt"
+    text = (REAL / capture).read_text(encoding="utf-8")
+    said = details(tmp_path, capture, text, "gpu_model: L40S\n")["nvidia_driver"]
+    assert "name no driver version (`nvidia-smi -L` prints none)" in said

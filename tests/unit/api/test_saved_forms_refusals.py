@@ -1,0 +1,50 @@
+"""Saved files that hold no output of the box, refused (exit 2) in one sentence that says what
+they are (api/saved_forms.py `without_kind`): nvidia-smi's refusal of its own command line, before
+it reads any GPU (Windows' nvidia-smi has no `topo`; a `--query-gpu` field the driver does not
+know), and an empty file. Each was refused as "not a recognised command output", listing every
+format this tool reads. Real captures: tests/fixtures/real/SOURCES.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.errors import UsageError
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+USAGE_ERRORS = [
+    "nvidia-smi-usage-error__topo-m-on-windows__geforce-rtx-2080-super__driver591.86.txt",
+    "nvidia-smi-usage-error__query-gpu-cuda_version__geforce-rtx-3090__driver580.105.08.txt",
+]
+
+
+@pytest.mark.parametrize("capture", USAGE_ERRORS)
+def test_nvidia_smis_refusal_of_its_command_line_is_said_so(tmp_path: Path, capture: str) -> None:
+    text = (REAL / capture).read_text(encoding="utf-8")
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, capture, text, "gpu_model: RTX 3090\n")
+    said = str(refused.value)
+    assert f"nvidia-smi's refusal of the command line it was given (`{text.strip()}`)" in said
+    assert "not a recognised command output" not in said
+
+
+def test_a_usage_error_in_a_saved_session_is_noted_and_the_rest_judged(tmp_path: Path) -> None:
+    """The RTX 3090 report's refused query under its prompt line, `nvidia-smi -L` after it (edit:
+    both in one saved session): the refusal is not read, the listing is."""
+    refused = (REAL / USAGE_ERRORS[1]).read_text(encoding="utf-8")
+    text = (
+        "$ nvidia-smi --query-gpu=driver_version,cuda_version --format=csv,noheader\n"
+        f"{refused}\n$ nvidia-smi -L\n"
+        "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-00000000-0000-0000-0000-000000000000)\n"
+    )
+    assert verdicts(tmp_path, "session.txt", text, "gpu_model: RTX 3090\n")["gpu_model"][0] == "pass"
+
+
+def test_an_empty_file_is_refused_as_empty(tmp_path: Path) -> None:
+    """leptonai/gpud's `nvidia-smi.nvlink.status.a10` (an A10 box's `nvlink -s`, which printed
+    nothing) is an empty file: nothing in it names the command, so it is refused, saying so."""
+    with pytest.raises(UsageError, match=r"nvlink-s\.txt: an empty file, which holds no command output"):
+        verdicts(tmp_path, "nvlink-s.txt", "", "gpu_model: A10\n")
