@@ -12,8 +12,8 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -192,7 +192,7 @@ def _hold_record(record: Path) -> None:
 
 def _release(record: Path, seconds: float) -> bool:
     """Let the waiting write read an empty old list (open the FIFO for writing, close it);
-    False when no reader came in `seconds`."""
+    False when no reader came in `seconds`. The FIFO is then made a file again (empty)."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
@@ -205,87 +205,128 @@ def _release(record: Path, seconds: float) -> bool:
     return False
 
 
-def _arrives_while_listing(
-    project: Project, data_dir: Path, proc: subprocess.Popen[Any], seconds: float
-) -> bool:
-    """Whether the shard's first bytes reach the host while the list's write still waits."""
+def _listing_waits(record: Path, seconds: float) -> bool:
+    """Whether the host's list write (its `comm` reading the old list, here the FIFO) started."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and proc.poll() is None:
-        part = _partial(data_dir / "many.shards")
-        if part is not None and part.stat().st_size > 0:
+    while time.monotonic() < deadline:
+        ps = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+        if any(line.startswith("comm -z") and str(record) in line for line in ps.splitlines()):
             return True
-        time.sleep(0.02)
+        time.sleep(0.1)
     return False
 
 
-def test_the_first_shard_streams_while_the_hosts_list_of_what_uploads_wrote_is_written(
+def _start(project: Project, hosts: str, flags: list[str]) -> subprocess.Popen[bytes]:
+    argv = [*project.cli_argv(), "sync", "--host", hosts, *flags, "--bwlimit", "4000k"]
+    return subprocess.Popen(
+        argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+
+
+def _unheld(record: Path) -> None:
+    """After a test: the FIFO released and gone, whatever the run left of it."""
+    _release(record, 2)
+    time.sleep(1)
+    if record.exists() and not record.is_file():
+        record.unlink()
+
+
+def test_a_two_host_run_stopped_while_one_hosts_list_of_what_uploads_wrote_is_written_ends(
     project: Project, tmp_path: Path
 ) -> None:
-    """Round 26: the host's list of what uploads wrote in the unpacked tree (a line per file,
-    2 MB at 50,000 files) was written after the lease and before the first shard's byte. It is
-    written beside the first stream now, and waited for before the closing command swaps the
-    tree in. The real sshd test host, the list made a FIFO (edit: the test's), so its write waits
-    there: the shard's bytes reach the host meanwhile (before: nothing until the list was
-    written), and once it is released the run ends verified with the new list."""
+    """Review HH, round 26: `sync --host dataset,dataset2 --shards --unpack`, SIGTERMed while
+    host `dataset`'s list of what uploads wrote was being written (the real sshd test host, its
+    list made a FIFO: edit, the test's, so the write waits there) hung: the list was written by
+    an untracked ssh beside the first stream and the worker waited for it with no timeout. The
+    list is written before the first stream over the session's connection again: the run ends
+    at once, interrupted, and a rerun (the list released) ends verified with the new list."""
+    src, data_a = _setup(project, tmp_path)
+    data_b = tmp_path / "remote b"
+    entries = [
+        host_entry(project.pool.hosts["dataset"], project.pool, data_dir=str(d)) for d in (data_a, data_b)
+    ]
+    for e in entries:
+        e["vars"].update({"dataset": str(src), "shard_size": "64MiB", "shard_threshold": 100})
+    project.write_inventory({"dataset": entries[0], "dataset2": entries[1]})
+    flags = ["--shards", "--unpack"]
+    first = project.cli("sync", "--host", "dataset,dataset2", *flags, timeout=180)
+    assert first.returncode == 0, (first.stdout + first.stderr)[-800:]
+    record = _record(project, data_a)
+    (src / "d0" / "new.bin").write_bytes(os.urandom(SIZE))
+    _hold_record(record)
+    proc = _start(project, "dataset,dataset2", flags)
+    try:
+        assert _listing_waits(record, 60), "the host's list write never started"
+        time.sleep(8)  # (long enough for the shard to reach the host, were it sent meanwhile)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError("the run still ran 30 s after SIGTERM") from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        _unheld(record)
+    assert proc.returncode != 0, (out + err)[-600:]
+    assert "new.bin" not in {p.name for p in (data_a / "many").rglob("*")}  # (no swap on the held host)
+    again = project.cli("sync", "--host", "dataset,dataset2", *flags, timeout=180)
+    assert again.returncode == 0, (again.stdout + again.stderr)[-800:]
+    _assert_host_holds_only(data_a, src, unpack=True)
+    assert any(e.endswith(b" d0/new.bin") for e in _record(project, data_a).read_bytes().split(b"\0"))
+
+
+def _kill_masters(tmp_path: Path) -> list[int]:
+    """SIGKILL this test's OpenSSH master connections (their control paths are under tmp_path)."""
+    ps = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True).stdout
+    killed = []
+    for line in ps.splitlines():
+        pid, _, args = line.strip().partition(" ")
+        if "ControlMaster=yes" in args and str(tmp_path) in args:
+            os.kill(int(pid), signal.SIGKILL)
+            killed.append(int(pid))
+    return killed
+
+
+def test_no_tree_is_swapped_in_while_its_list_of_what_uploads_wrote_may_still_be_written(
+    project: Project, tmp_path: Path
+) -> None:
+    """Review HH, round 26: with the list written over the OpenSSH master beside the first
+    stream, a master that died (here SIGKILLed while the host's write waited on the list, a
+    FIFO: edit, the test's) ended the list's ssh (255), counted as written: the closing command
+    swapped the tree in and the run said `changed` (rc 0) while the host's write still waited,
+    to commit later over what the seed added. Now no byte is sent and nothing is swapped before
+    the list is written: while it waits the tree stays as it was; once released the run ends
+    (verified with the new list, or failed without a swap)."""
     src, data_dir = _setup(project, tmp_path)
     flags = ["--shards", "--unpack"]
     assert project.cli("sync", "--host", "dataset", *flags).returncode == 0
     record = _record(project, data_dir)
     (src / "d0" / "new.bin").write_bytes(os.urandom(SIZE))
     _hold_record(record)
-    argv = [*project.cli_argv(), "sync", "--host", "dataset", *flags, "--bwlimit", "400k"]
-    proc = subprocess.Popen(
-        argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    proc = _start(project, "dataset", flags)
     try:
-        arrived = _arrives_while_listing(project, data_dir, proc, 20)
-        assert _release(record, 20)
+        assert _listing_waits(record, 60), "the host's list write never started"
+        time.sleep(1)
+        _kill_masters(tmp_path)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and proc.poll() is None:
+            assert not (data_dir / "many" / "d0" / "new.bin").exists(), "swapped in while the list waits"
+            time.sleep(0.1)
+        assert not (data_dir / "many" / "d0" / "new.bin").exists(), "swapped in while the list waits"
+        assert _release(record, 5) or proc.poll() is not None
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert arrived, "the first shard waited for the host's list of what uploads wrote"
+        _unheld(record)
     s = _step(project)
-    assert proc.returncode == 0 and s["status"] == "changed", (out, err, s)
-    _assert_host_holds_only(data_dir, src, unpack=True)
-    listed = record.read_bytes().split(b"\0")
-    assert record.is_file() and any(e.endswith(b" d0/new.bin") for e in listed), listed[:5]
-
-
-def test_a_run_cut_off_while_that_list_is_written_resumes(project: Project, tmp_path: Path) -> None:
-    """The same, the run SIGTERMed once part of the shard reached the host while the list's
-    write still waited (then released): the rerun resumes from the bytes the host kept, the
-    tree verified and the list written."""
-    src, data_dir = _setup(project, tmp_path)
-    flags = ["--shards", "--unpack"]
-    assert project.cli("sync", "--host", "dataset", *flags).returncode == 0
-    record = _record(project, data_dir)
-    (src / "d0" / "new.bin").write_bytes(os.urandom(SIZE))
-    for p in sorted(src.rglob("*.bin"))[::2]:  # (most of the shard changes: a partial worth resuming)
-        p.write_bytes(os.urandom(SIZE))
-    _hold_record(record)
-    argv = [*project.cli_argv(), "sync", "--host", "dataset", *flags, "--bwlimit", "400k"]
-    proc = subprocess.Popen(
-        argv, cwd=project.root, env=project.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-
-    def far_enough() -> bool:
-        part = _partial(data_dir / "many.shards")
-        return part is not None and part.stat().st_size >= 1024 * 1024
-
-    released = threading.Thread(target=_release, args=(record, 60), daemon=True)
-    try:
-        interrupt_when(proc, far_enough, 20)
-    finally:
-        released.start()
-        released.join()
-    time.sleep(0.5)  # (the host's side of the cut stream settles)
-    if record.exists() and not record.is_file():
-        record.unlink()  # (a write cut before it read the old list left the FIFO)
-    r = project.cli("sync", "--host", "dataset", *flags)
-    s = _step(project)
-    assert r.returncode == 0 and s["status"] == "changed", (r.stdout + r.stderr, s)
-    assert s["diff"]["resumed_shards"] == 1 and s["diff"]["resumed_bytes"] > 0, s["diff"]
-    _assert_host_holds_only(data_dir, src, unpack=True)
-    assert any(e.endswith(b" d0/new.bin") for e in _record(project, data_dir).read_bytes().split(b"\0"))
+    if proc.returncode == 0:
+        assert s["status"] == "changed", s
+        _assert_host_holds_only(data_dir, src, unpack=True)
+        assert any(e.endswith(b" d0/new.bin") for e in _record(project, data_dir).read_bytes().split(b"\0"))
+    else:
+        assert not (data_dir / "many" / "d0" / "new.bin").exists(), (out + err)[-600:]

@@ -181,20 +181,28 @@ CURRENT_LISTING_FN = (
 # read as no list; the next write that succeeds removes it), exit 1; RECORD_STUCK where not
 # even that could be written (its dir not writable): it stays, and says too little
 RECORD_STUCK = 3
-_RECORD_OPEN = f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0; f=$(written "$1");'
+_RECORD_OPEN = (
+    f'w="{WRITTEN_DIR}"; {WRITTEN_FN}; mkdir -p -- "$w" 2>/dev/null || exit 0;'
+    ' f=$(written "$1"); i="$f.in.$$";'
+)
 _RECORD_CLOSE = (
-    ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f" && { rm -f -- "$f.stale"; exit 0; };'
-    ' rm -f -- "$f.$$" "$f" 2>/dev/null; [ -e "$f" ] || exit 1;'
+    ' | LC_ALL=C sort -zu > "$f.$$" && mv -f -- "$f.$$" "$f" && { rm -f -- "$f.stale" "$i"; exit 0; };'
+    ' rm -f -- "$f.$$" "$f" "$i" 2>/dev/null; [ -e "$f" ] || exit 1;'
     f' ( : > "$f.stale" ) 2>/dev/null && exit 1; exit {RECORD_STUCK}'
 )
-# sh, $1 the tree's recorded path, stdin the entries this upload writes there: they replace its
-# list, with those entries of the old list still true of the tree now (files an earlier upload
-# wrote that this one leaves as they are, or writes only later): never a copy more per rerun (a
-# rerun of an unpack lists every file anew, with its own stamp), nor an entry no file matches
+# the last record of write_listing_command's stdin (listing_stdin()): an input without it was
+# cut short (a link dropped, a sender killed mid-write) and is never committed as a shorter list
+LISTING_END = "end"
+# sh, $1 the tree's recorded path, stdin the entries this upload writes there, ending with
+# LISTING_END: they replace its list, with those entries of the old list still true of the tree
+# now (files an earlier upload wrote that this one leaves as they are, or writes only later):
+# never a copy more per rerun (a rerun of an unpack lists every file anew, with its own stamp),
+# nor an entry no file matches. A cut input (no LISTING_END last) is a failed write (exit 1)
 WRITE_LISTING_SCRIPT = (
     f"{_RECORD_OPEN} {CURRENT_LISTING_FN};"
-    ' { [ -e "$f.stale" ] || current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null; cat; }'
-    + _RECORD_CLOSE
+    f' cat > "$i" && [ "$(tail -z -n 1 -- "$i" | tr -d \'\\000\')" = {LISTING_END} ] &&'
+    ' { [ -e "$f.stale" ] || current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null;'
+    " sed -z '$d' -- \"$i\"; }" + _RECORD_CLOSE
 )
 # sh, $1 the tree's recorded path, $2 an unpack dir: the files there that a seed hard-linked from
 # the tree (more than one link; sha256-checked against the dataset before this runs) are added
@@ -262,13 +270,13 @@ def seeded_listing_command(tree: str, unpack_dir: str) -> str:
 def listing_stdin(entries: Iterable[tuple[str, str, int, int]]) -> bytes:
     """Pure: (kind 'f'/'l', rel, size, mtime) of the files and symlinks an upload writes in its
     tree, mtime in whole seconds as the file will have it on the host -> write_listing_command's
-    stdin (a symlink's size and mtime are not compared: `l 0 REL`)."""
+    stdin (a symlink's size and mtime are not compared: `l 0 REL`), ended by LISTING_END."""
     out = [
         (f"F {size} {mtime} {rel}" if k == "f" else f"l 0 {rel}").encode("utf-8", "surrogateescape")
         for k, rel, size, mtime in entries
         if k in ("f", "l")
     ]
-    return b"".join(e + b"\0" for e in out)
+    return b"".join(e + b"\0" for e in [*out, LISTING_END.encode()])
 
 
 # the environment variable that marks what an upload runs on the host (its rsync, its shard

@@ -455,6 +455,44 @@ def test_a_list_of_what_uploads_wrote_whose_write_fails_is_removed_not_left_as_i
     assert leftover == [], leftover
 
 
+def test_a_list_of_what_uploads_wrote_cut_short_in_its_input_is_never_committed(tmp_path: Path) -> None:
+    """The host's list write read its stdin to EOF and committed what came: an input cut short
+    (the link dropped, the sending process killed mid-write) was written as a valid shorter list,
+    its last entry cut (`F 9 1700000100 a.t`), the files after it missing: teardown then judged the
+    tree by a list that never was. The input now ends with LISTING_END; one without it is a failed
+    write (exit 1, the old list removed, no temp file left), at every cut point."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "ds").mkdir()
+    tree = str((tmp_path / "ds").resolve())
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+
+    def sh(command: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(["sh", "-c", command], input=stdin, capture_output=True, env=env, check=False)
+
+    read = uploadlock.read_listing_command(tree)
+    write = uploadlock.write_listing_command(tree)
+    v1 = uploadlock.listing_stdin([("f", "a.txt", 3, 1_700_000_000)])
+    assert sh(write, v1).returncode == 0
+    v2 = uploadlock.listing_stdin([("f", "a.txt", 9, 1_700_000_100), ("f", "b.txt", 4, 1_700_000_100)])
+    for cut in (len(v2) - 2, len(v2) - 5, len(v2) - 20, 0):  # (in the end mark, before it, mid-entry, empty)
+        assert sh(write, v1).returncode == 0
+        r = sh(write, v2[:cut])
+        assert r.returncode == 1, (cut, r)
+        assert uploadlock.parse_written(sh(read).stdout.decode()) is None, cut
+    leftover = [p.name for p in (home / ".cache" / "gpuonboard").rglob("*") if p.is_file()]
+    assert leftover == [], leftover
+    assert v2.endswith(b"\0end\0")
+    assert sh(write, v2).returncode == 0
+    assert uploadlock.parse_written(sh(read).stdout.decode()) == {
+        "a.txt": {(9, 1_700_000_100)},
+        "b.txt": {(4, 1_700_000_100)},
+    }
+    assert uploadlock.listing_stdin([]) == b"end\0"
+    assert sh(write, uploadlock.listing_stdin([])).returncode == 0  # (an upload that writes nothing)
+    assert uploadlock.parse_written(sh(read).stdout.decode()) == {}
+
+
 def test_the_plan_reads_a_list_of_what_uploads_wrote_only_up_to_a_cap(tmp_path: Path) -> None:
     """The plan's read of the host's list of what uploads wrote was a `cat` of it whole (2M
     entries: 9.6 s and 1.3 GB here): one longer than READ_LISTING_MAX is not read (`cut`),

@@ -7,11 +7,9 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import subprocess
-import threading
 import time
 
-from gpuonboard import machine, shell
+from gpuonboard import machine
 from gpuonboard.steps.base import StepContext
 from gpuonboard.steps.dataset.common import shown
 from gpuonboard.steps.dataset.hostdirs import taken_sentence
@@ -83,74 +81,24 @@ def take_lease(
 def _list_written(ctx: StepContext, work: Work, took: str) -> None:
     """List what this run writes in its plaintext tree as the host's list for that tree (see
     uploadlock.WRITTEN_DIR), when the take command said the record holds the tree (`tree PATH`).
-    Best effort, as the record: without it teardown keeps the tree on the host, and names it.
-    In shard mode the list (a line per file: 2 MB at 50,000 files) is written beside the first
-    stream, over the master connection (`work.listing`; `listing_done` waits for it), where it
-    was the last thing before the first shard's byte: the tree is swapped in only by the
-    closing command, which comes after it."""
+    Best effort, as the record: without it teardown keeps the tree on the host, and names it."""
     trees = [line[5:] for line in took.split("\n") if line.startswith("tree /")]
     work.listed = trees
-    if not trees:
-        return
-    # each file's mtime as it will stand on the host: the dataset file's (rsync -a, a
-    # decryption's touch), or in shard mode the stamp the closing command gives what it
-    # unpacked (the shards' members are normalised to mtime 0; the files a seed links from
-    # the old tree are listed as they stand there: ShardUpload._seed)
-    if work.groups and not work.stamp:
-        work.stamp = int(time.time())
-    if work.groups and work.master is not None:
-        cfg, alias, _control, _opts = work.master
-        job = threading.Thread(
-            target=_write_lists,
-            args=(work, work.ssh_argv(cfg, alias), trees),
-            daemon=True,
-            name="upload-listing",
+    if trees:
+        # each file's mtime as it will stand on the host: the dataset file's (rsync -a, a
+        # decryption's touch), or in shard mode the stamp the closing command gives what it
+        # unpacked (the shards' members are normalised to mtime 0; the files a seed links from
+        # the old tree are listed as they stand there: ShardUpload._seed)
+        if work.groups and not work.stamp:
+            work.stamp = int(time.time())
+        stamp = work.stamp if work.groups else 0
+        stdin = uploadlock.listing_stdin(
+            (e.kind, e.rel, e.size, stamp or host_seconds(e)) for e in work.tree.entries.values()
         )
-        work.listing = (job, [])
-        job.start()
-        return
-    stdin = _listing_stdin(work)
-    for tree in trees:
-        res = ctx.runner.run(uploadlock.write_listing_command(tree), stdin=stdin)
-        if res.exit_code == uploadlock.RECORD_STUCK:  # (any other failure removed the list)
-            work.kept += stuck_list_note(tree)
-
-
-def _listing_stdin(work: Work) -> bytes:
-    stamp = work.stamp if work.groups else 0
-    return uploadlock.listing_stdin(
-        (e.kind, e.rel, e.size, stamp or host_seconds(e)) for e in work.tree.entries.values()
-    )
-
-
-def _write_lists(work: Work, ssh: list[str], trees: list[str]) -> None:
-    """The listing thread: each tree's list written over the master connection; the trees
-    whose list is stuck (uploadlock.RECORD_STUCK) are noted in work.listing's list."""
-    assert work.listing is not None
-    stuck = work.listing[1]
-    stdin = _listing_stdin(work)
-    for tree in trees:
-        argv = [*ssh, shell.login_neutral(uploadlock.write_listing_command(tree))]
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            r = subprocess.run(argv, input=stdin, capture_output=True, timeout=3600, check=False)
-            if r.returncode == uploadlock.RECORD_STUCK:
-                stuck.append(tree)
-
-
-def listing_done(work: Work, timeout: float | None = None) -> None:
-    """Wait for the list written beside the first stream (see _list_written), and note the
-    trees whose list is stuck: before anything else changes that list or the tree (the seed's
-    additions, the closing command's swap), and before the master connection closes (at most
-    `timeout` seconds there: closing it ends a write still in flight)."""
-    if work.listing is None:
-        return
-    job, stuck = work.listing
-    job.join(timeout)
-    if job.is_alive():
-        return
-    work.listing = None
-    for tree in stuck:
-        work.kept += stuck_list_note(tree)
+        for tree in trees:
+            res = ctx.runner.run(uploadlock.write_listing_command(tree), stdin=stdin)
+            if res.exit_code == uploadlock.RECORD_STUCK:  # (any other failure removed the list)
+                work.kept += stuck_list_note(tree)
 
 
 def stuck_list_note(tree: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any, cast
 from gpuonboard import children, shell, transfer
 from gpuonboard.steps.base import Plan, StepContext
 from gpuonboard.steps.dataset.common import DISK_FULL, count, local_write_failure, shown, unreadable_source
-from gpuonboard.steps.dataset.lease import LEASE_LOST, listing_done, lost
+from gpuonboard.steps.dataset.lease import LEASE_LOST, lost
 from gpuonboard.steps.dataset.options import DatasetOptions
 from gpuonboard.steps.dataset.preflight import stream_progress
 from gpuonboard.steps.dataset.shardstore import (
@@ -184,7 +184,6 @@ class ShardUpload:
         an older gpuonboard's unpack time, an earlier run's stamp; the closing command stamps only
         the files it unpacked or copied): without this, teardown would keep the tree as holding
         what no upload wrote. Best effort, as the list (uploadlock.SEEDED_LISTING_SCRIPT)."""
-        listing_done(self.work)  # (the list it adds to is written first)
         for tree in self.work.listed:
             self.ctx.runner.run(uploadlock.seeded_listing_command(tree, self.unpack_dir), timeout=3600)
 
@@ -368,7 +367,6 @@ class ShardUpload:
         """The closing command: manifest, unpack of shards already there, stale removal, swap."""
         ctx, opts, work, last = self.ctx, self.opts, self.work, self.renamed
         encrypted = work.enc is not None
-        listing_done(work)  # (the host's list of what uploads wrote: whole before the swap)
         assert self.manifest_job is not None
         try:
             digest, packed_manifest = self.manifest_job.result()

@@ -15,7 +15,7 @@ from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm
 from gpuonboard.steps.dataset import hostdirs, preflight, scan
 from gpuonboard.steps.dataset.common import NOT_IN_PLAIN_ENCRYPTED, NOTHING_SENT, only_dirs, unreadable
-from gpuonboard.steps.dataset.lease import give_back_lease, listing_done, take_lease
+from gpuonboard.steps.dataset.lease import give_back_lease, take_lease
 from gpuonboard.steps.dataset.leftovers import stopped_note
 from gpuonboard.steps.dataset.options import ARGS, parse_options
 from gpuonboard.steps.dataset.plain import apply_plain, plan_plain
@@ -273,7 +273,6 @@ class DatasetStep(Step):
         the master connection, unlock, remove this run's local temp files."""
         if work.beat is not None:
             work.beat.stop()
-        listing_done(work, timeout=5)  # (before the master closes under it)
         if work.lease is not None:  # (None too when the host's closing work goes on without us)
             give_back_lease(ctx, work.lease)
         if work.on_interrupt is not None:  # (only now: an interrupt's main thread runs it

@@ -3,7 +3,6 @@ loaded, and what apply holds while it runs) and the shape of an open OpenSSH mas
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -56,9 +55,6 @@ class Work:
     # unpacked, as the host's list of what uploads wrote there records them (uploadlock.WRITTEN_DIR)
     stamp: int = 0
     listed: list[str] = field(default_factory=list)  # the trees whose list of what uploads wrote it added to
-    # shard mode: the thread writing that list beside the first stream, and the trees whose
-    # list it found stuck (lease.listing_done waits for it)
-    listing: tuple[threading.Thread, list[str]] | None = None
     keep_shards: bool = True  # shard mode: the shards stay on the host (False: --unpack without keep_shards)
     room: tuple[int, int] = (0, 0)  # plain mode: bytes the host's disk needs at the peak, and in the end
     room_note: str = ""  # shard mode: the preflight's sentence on the host space needed

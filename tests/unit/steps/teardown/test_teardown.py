@@ -471,11 +471,13 @@ def _probe(d: Path) -> str:
     return subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=env).stdout
 
 
-def _written(tree: Path, listing: bytes = b"") -> None:
-    """What `sync` lists on the host for a tree it writes (uploadlock.write_listing_command)."""
+def _written(tree: Path, listing: bytes | None = None) -> None:
+    """What `sync` lists on the host for a tree it writes (uploadlock.write_listing_command);
+    no listing: an upload that wrote nothing there."""
     env = {"HOME": str(tree.parent.parent / "home"), "PATH": "/usr/bin:/bin"}
     command = uploadlock.write_listing_command(str(tree))
-    subprocess.run(["sh", "-c", command], input=listing, env=env, check=True)
+    stdin = uploadlock.listing_stdin([]) if listing is None else listing
+    subprocess.run(["sh", "-c", command], input=stdin, env=env, check=True)
 
 
 # a shard store's manifest.json as gpuonboard writes it (transfer/shards.py manifest_pieces)

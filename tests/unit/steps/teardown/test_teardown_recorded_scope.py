@@ -91,7 +91,8 @@ def test_in_a_dir_that_is_not_the_data_dir_only_recorded_uploads_are_taken(tmp_p
     os.utime(other / ".imgs.gpuonboard-upload", (1_000_000_000, 1_000_000_000))  # (a run long over)
     (home / ".cache" / "gpuonboard").mkdir(parents=True)
     (home / ".cache" / "gpuonboard" / MY_RECORD).write_bytes(f"{other}/imgs.shards\0{other}/imgs\0".encode())
-    _sh(uploadlock.write_listing_command(f"{other}/imgs") + " </dev/null", home)  # (it wrote nothing)
+    nothing = "printf 'end\\0' | "  # (it wrote nothing: the input is the end mark alone)
+    _sh(nothing + uploadlock.write_listing_command(f"{other}/imgs"), home)
 
     found = parse_recorded(_sh(recorded_probe_command(), home).stdout)
     assert found is not None

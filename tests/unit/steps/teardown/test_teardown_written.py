@@ -152,7 +152,7 @@ def test_a_list_an_older_gpuonboard_wrote_keeps_its_tree_and_says_so(tmp_path: P
     (tree / "link").symlink_to("a.bin")
     older = b"f 64 a.bin\0f 32 sub/b.bin\0l 0 link\0"
     write = uploadlock.write_listing_command(str(tree))
-    assert _sh(write, home, older).returncode == 0  # (as an older gpuonboard wrote it)
+    assert _sh(write, home, older + b"end\0").returncode == 0  # (as an older gpuonboard wrote it)
     found = _found(home, disk)
     assert found.ours == () and found.kept == (("corpus", "older"),), found
     assert kept_note([(str(tree), "older")]) == (
@@ -189,7 +189,7 @@ def test_each_write_keeps_of_the_old_list_only_what_is_still_true(tmp_path: Path
     os.utime(tree / "a.bin", (1_600_000_000, 1_600_000_000))
     os.utime(tree / "b.bin", (1_600_000_000, 1_600_000_000))
     write = uploadlock.write_listing_command(str(tree))
-    assert _sh(write, home, b"f 8 a.bin\0f 4 b.bin\0").returncode == 0  # (an older gpuonboard's)
+    assert _sh(write, home, b"f 8 a.bin\0f 4 b.bin\0end\0").returncode == 0  # (an older gpuonboard's)
     for stamp in range(1_700_000_000, 1_700_000_004):
         listing = uploadlock.listing_stdin([("f", "a.bin", 8, stamp), ("f", "b.bin", 4, 1_600_000_000)])
         assert _sh(write, home, listing).returncode == 0
