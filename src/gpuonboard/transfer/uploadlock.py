@@ -200,7 +200,7 @@ LISTING_END = "end"
 # nor an entry no file matches. A cut input (no LISTING_END last) is a failed write (exit 1)
 WRITE_LISTING_SCRIPT = (
     f"{_RECORD_OPEN} {CURRENT_LISTING_FN};"
-    f' cat > "$i" && [ "$(tail -z -n 1 -- "$i" | tr -d \'\\000\')" = {LISTING_END} ] &&'
+    f' cat > "$i" && [ "$(sed -z -n \'$p\' -- "$i" | tr -d \'\\000\')" = {LISTING_END} ] &&'
     ' { [ -e "$f.stale" ] || current "$1" | LC_ALL=C comm -z -12 -- "$f" - 2>/dev/null;'
     " sed -z '$d' -- \"$i\"; }" + _RECORD_CLOSE
 )
