@@ -75,3 +75,24 @@ def test_docker_info_is_shown_not_judged() -> None:
     )
     r = cli(str(REAL / "iperf3-J__tcp-1stream-10s-omit3__iperf3.9.json"))
     assert "iperf3 -J: 0.22 Gbit/s sent, 0.22 received: read, not judged" in " ".join(r.stderr.split())
+
+
+def test_numactl_hardware_is_shown_not_judged_beside_the_outputs_judged(tmp_path: Path) -> None:
+    """A folder of a box's outputs holding `numactl --hardware` (egandro/proxmox-cpu-affinity
+    #58, its prompt line kept as the user pasted it) was refused whole, exit 2 ("not a
+    recognised command output"), no rule judged: it is shown in a note, the others judged."""
+    (tmp_path / "numactl.txt").write_text(
+        "root@node3:~# LANG=C numactl --hardware\n"
+        + (REAL / "numactl-H__2x-epyc-9375f__2node-1.5tb__proxmox-cpu-affinity-58.txt").read_text()
+    )
+    (tmp_path / "free.txt").write_text((REAL / "free__ubuntu-18.04-vm.txt").read_text())
+    order = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    order.write_text("ram: 1GB\n")
+    r = cli(str(tmp_path), "--order", str(order), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "numactl --hardware: 2 NUMA nodes, 64 CPUs, 1547299 MiB (1511.0 GiB) of memory: read, not judged"
+        in " ".join(r.stderr.split())
+    )
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["ram"]["verdict"] == "pass"
