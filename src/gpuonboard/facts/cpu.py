@@ -254,10 +254,15 @@ def _empty(message: str) -> CpuInfo:
 
 def _type_cores(fields: Mapping[str, str], warnings: list[str]) -> tuple[int | None, int | None, int | None]:
     """(sockets, cores per socket, physical cores) of one CPU type's block."""
-    if fields.get("Socket(s)") == "-" and ("Core(s) per cluster" in fields or "Cluster(s)" in fields):
-        # ARM without socket data from the firmware (Jetson Orin, Kunpeng 920, Ampere Altra on
-        # some boards): lscpu prints "Socket(s): -" and counts cores per cluster instead (zh_CN
-        # translates "Core(s) per cluster:" as it does "Core(s) per socket:")
+    clustered = "Cluster(s)" in fields or (
+        "Core(s) per cluster" in fields and "Core(s) per socket" not in fields
+    )
+    if clustered or (fields.get("Socket(s)") == "-" and "Core(s) per cluster" in fields):
+        # ARM whose cores lscpu counts per cluster (Jetson Orin, Kunpeng 920, Ampere Altra on some
+        # boards, Cavium ThunderX): it prints "Core(s) per cluster:" and "Cluster(s):", the
+        # cores being their product, and "Socket(s):" is "-" or the firmware's socket count,
+        # which multiplies nothing (zh_CN translates "Core(s) per cluster:" as it does "Core(s)
+        # per socket:")
         key = "Core(s) per cluster" if "Core(s) per cluster" in fields else "Core(s) per socket"
         clusters = _int(fields, "Cluster(s)", warnings)
         per_cluster = _int(fields, key, warnings)

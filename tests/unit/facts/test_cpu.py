@@ -78,6 +78,14 @@ CASES.append(
         CpuInfo("x86_64", "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz", 2, 8, 0, 32, 16, (), 28),
     )
 )
+# round 26: Cavium ThunderX in util-linux's cluster mode, its firmware's `Socket(s): 2` beside
+# `Core(s) per cluster: 48` and `Cluster(s): 2` (cores were unknown: no `Core(s) per socket`)
+CASES.append(
+    (
+        "lscpu__cavium-thunderx-88xx__2socket-cluster-mode__tp-libvirt-6474.txt",
+        CpuInfo("aarch64", "ThunderX-88XX", None, None, 1, 96, 96),
+    )
+)
 # round 24: German lscpu of a GB10 printed flat (util-linux 2.39 into a pipe: no indented type
 # blocks), its two CPU types' blocks one after the other at the margin
 DE_GB10 = "lscpu__de-de__gb10-cortex-x925-a725__flat-2-core-types__vllm-collect-env.txt"
