@@ -82,7 +82,7 @@ CASES.append(
 # `Core(s) per cluster: 48` and `Cluster(s): 2` (cores were unknown: no `Core(s) per socket`)
 CASES.append(
     (
-        "lscpu__cavium-thunderx-88xx__2socket-cluster-mode__tp-libvirt-6474.txt",
+        "lscpu__cavium-thunderx-88xx__2socket-cluster-mode__paste-ends-at-cluster-count__tp-libvirt-6474.txt",
         CpuInfo("aarch64", "ThunderX-88XX", None, None, 1, 96, 96),
     )
 )
