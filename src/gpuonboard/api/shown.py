@@ -21,6 +21,8 @@ def shown(kind: str, text: str) -> str:
         return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
     if kind == "numactl":
         return _numactl(text)
+    if kind == "ibdev2netdev":
+        return _ibdev2netdev(text)
     from gpuonboard.steps.prove.network import parse_iperf3
 
     r = parse_iperf3(text)
@@ -46,3 +48,18 @@ def _numactl(text: str) -> str:
     if sizes:
         said.append(f"{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory")
     return f"numactl --hardware: {', '.join(said)}: read, not judged (ram and cpu_cores read free and lscpu)."
+
+
+def _ibdev2netdev(text: str) -> str:
+    """What `ibdev2netdev` says: each RDMA port's net device and that net device's state, which
+    is not the port's (an InfiniBand port ACTIVE at its rate shows `(Down)` where its IPoIB
+    interface is not configured); `rdma_ports` reads ibstat, ibv_devinfo or sysfs."""
+    from gpuonboard.api.offline import IBDEV2NETDEV_LINE
+
+    ports = [m.groups() for line in text.splitlines() if (m := IBDEV2NETDEV_LINE.match(line.strip()))]
+    up = sum(1 for *_, state in ports if state == "Up")
+    return (
+        f"ibdev2netdev: {len(ports)} RDMA port{'' if len(ports) == 1 else 's'}, {up} of them with"
+        " their net device up (the net device's state, not the port's): read, not judged"
+        " (rdma_ports reads ibstat, ibv_devinfo or /sys/class/infiniband)."
+    )

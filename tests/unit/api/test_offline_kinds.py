@@ -96,3 +96,28 @@ def test_numactl_hardware_is_shown_not_judged_beside_the_outputs_judged(tmp_path
     )
     rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
     assert rules["ram"]["verdict"] == "pass"
+
+
+def test_ibdev2netdev_is_shown_not_judged_beside_the_ports_judged(tmp_path: Path) -> None:
+    """A folder holding `ibdev2netdev | column -t` (imbue-ai/cluster-health #4, with the user's
+    `# CX-7 1/8 infiniband` notes, its command line put back as pasted) beside the box's ibstat
+    was refused whole, exit 2, `rdma_ports` not judged: it is shown, its `(Up)`/`(Down)` said to be
+    the net devices' (an IB port may be ACTIVE with its IPoIB interface down), the ibstat judged."""
+    (tmp_path / "ibdev2netdev.txt").write_text(
+        "$ ibdev2netdev | column -t\n"
+        + (
+            REAL / "ibdev2netdev__8x-cx7-ib_plus_2x-cx6-eth__column-t-with-notes__imbue-cluster-health-4.txt"
+        ).read_text()
+    )
+    ibstat = "ibstat__connectx6-vf-mt4124__1port-active-hdr100__openstack-vm.txt"
+    (tmp_path / "ibstat.txt").write_text((REAL / ibstat).read_text())
+    order = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    order.write_text("rdma: 1x100G\n")
+    r = cli(str(tmp_path), "--order", str(order), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "ibdev2netdev: 12 RDMA ports, 2 of them with their net device up (the net device's state, not"
+        " the port's): read, not judged" in " ".join(r.stderr.split())
+    )
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["rdma_ports"]["verdict"] == "pass"
