@@ -121,3 +121,12 @@ def test_ibdev2netdev_is_shown_not_judged_beside_the_ports_judged(tmp_path: Path
     )
     rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
     assert rules["rdma_ports"]["verdict"] == "pass"
+
+
+def test_an_lscpu_pasted_without_its_architecture_line_is_judged() -> None:
+    """archspec/archspec #159 (a GH200, `rchitecture:` as pasted): refused, exit 2, "not a
+    recognised command output"; now read as the lscpu it is: 72 cores meet an order of 72."""
+    name = "lscpu__gh200-grace-neoverse-v2__first-letter-lost__archspec-159.txt"
+    r = cli(str(REAL / name), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["facts"]["cpu"]["physical_cores"] == 72
