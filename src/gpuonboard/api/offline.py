@@ -53,7 +53,12 @@ FABRIC_KINDS = (
     "fabric_manager",
 )
 # recognised and shown, not judged (no rule reads them offline): kind -> what it is
-SHOWN_KINDS = {"docker_info": "docker info", "iperf3": "iperf3 -J (network throughput JSON)"}
+SHOWN_KINDS = {
+    "docker_info": "docker info",
+    "iperf3": "iperf3 -J (network throughput JSON)",
+    "numactl": "numactl --hardware (NUMA nodes)",
+    "ibdev2netdev": "ibdev2netdev (RDMA devices' net devices)",
+}
 # the largest saved output read: an 8-GPU `nvidia-smi -q -x` is ~0.3 MB; a dataset or a log that
 # landed in the vendor's folder is not read into memory whole only to be refused
 MAX_OUTPUT_BYTES = 32 * 2**20
@@ -90,6 +95,13 @@ _IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*(?:\t[^\t]*
 # it tells them apart: ibstat `CA 'mlx5_0'`, ibstatus `Infiniband device 'mlx5_0' port 1 status:`
 _IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:)", re.M)
 
+# `numactl --hardware` (`-H`): `available: 2 nodes (0-1)`, then each node's `node 0 cpus: ...`
+_NUMACTL_HEAD = re.compile(r"^available: \d+ nodes? \(")
+_NUMACTL_CPUS = re.compile(r"^node \d+ cpus:")
+# `ibdev2netdev` (Mellanox OFED): `mlx5_0 port 1 ==> ib0 (Up)`, one line a port (also spaced by
+# `column -t`, a note of the user's after a `#`)
+IBDEV2NETDEV_LINE = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)\s+\((Up|Down)\)\s*(?:#.*)?$")
+
 
 def detect_fabric_kind(text: str) -> str | None:
     """The fabric probes' outputs and the kinds shown but not judged (docker info, iperf3 -J),
@@ -102,6 +114,10 @@ def detect_fabric_kind(text: str) -> str | None:
         return None
     if head.startswith("{") and '"intervals"' in text and '"start"' in text:
         return "iperf3"
+    if _NUMACTL_HEAD.match(lines[0]) and any(_NUMACTL_CPUS.match(line) for line in lines[1:4]):
+        return "numactl"
+    if all(IBDEV2NETDEV_LINE.match(line.strip()) for line in lines):
+        return "ibdev2netdev"
     if re.search(r"^Server Version:", head, re.M) or (
         re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
     ):

@@ -523,7 +523,8 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
         f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
         " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
         " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
-        " info, iperf3 -J, lscpu or /proc/cpuinfo, free or /proc/meminfo, df, lsblk -J or -P, /proc/mounts,"
+        " info, iperf3 -J, numactl --hardware, ibdev2netdev, lscpu or /proc/cpuinfo, free or"
+        " /proc/meminfo, df, lsblk -J or -P, /proc/mounts,"
         " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
         " file named *fabric*)."
     )

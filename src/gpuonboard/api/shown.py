@@ -1,6 +1,9 @@
-"""Saved outputs offline judging reads and shows without a rule: `docker info`, `iperf3 -J`."""
+"""Saved outputs offline judging reads and shows without a rule: `docker info`, `iperf3 -J`,
+`numactl --hardware`."""
 
 from __future__ import annotations
+
+import re
 
 
 def shown(kind: str, text: str) -> str:
@@ -16,6 +19,10 @@ def shown(kind: str, text: str) -> str:
             said.append(f"runtimes {', '.join(info.runtimes)}{default}")
         said.append("NVIDIA runtime registered" if info.nvidia_runtime else "no NVIDIA runtime")
         return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
+    if kind == "numactl":
+        return _numactl(text)
+    if kind == "ibdev2netdev":
+        return _ibdev2netdev(text)
     from gpuonboard.steps.prove.network import parse_iperf3
 
     r = parse_iperf3(text)
@@ -26,3 +33,33 @@ def shown(kind: str, text: str) -> str:
         else "no figures"
     )
     return f"iperf3 -J: {figures}: read, not judged (prove's network step judges it between the boxes)."
+
+
+def _numactl(text: str) -> str:
+    """What `numactl --hardware` says: its nodes, their CPUs and memory (numactl's `MB` are MiB);
+    the `ram` and `cpu_cores` rules read free and lscpu, not this."""
+    nodes = re.findall(r"^available: (\d+) nodes?", text, re.M)
+    cpus = sum(len(line.split()) for line in re.findall(r"^node \d+ cpus:(.*)$", text, re.M))
+    sizes = [int(size) for size in re.findall(r"^node \d+ size: (\d+) MB\s*$", text, re.M)]
+    said = [
+        f"{nodes[0]} NUMA node{'' if nodes[0] == '1' else 's'}" if nodes else "nodes not read",
+        f"{cpus} CPUs",
+    ]
+    if sizes:
+        said.append(f"{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory")
+    return f"numactl --hardware: {', '.join(said)}: read, not judged (ram and cpu_cores read free and lscpu)."
+
+
+def _ibdev2netdev(text: str) -> str:
+    """What `ibdev2netdev` says: each RDMA port's net device and that net device's state, which
+    is not the port's (an InfiniBand port ACTIVE at its rate shows `(Down)` where its IPoIB
+    interface is not configured); `rdma_ports` reads ibstat, ibv_devinfo or sysfs."""
+    from gpuonboard.api.offline import IBDEV2NETDEV_LINE
+
+    ports = [m.groups() for line in text.splitlines() if (m := IBDEV2NETDEV_LINE.match(line.strip()))]
+    up = sum(1 for *_, state in ports if state == "Up")
+    return (
+        f"ibdev2netdev: {len(ports)} RDMA port{'' if len(ports) == 1 else 's'}, {up} of them with"
+        " their net device up (the net device's state, not the port's): read, not judged"
+        " (rdma_ports reads ibstat, ibv_devinfo or /sys/class/infiniband)."
+    )

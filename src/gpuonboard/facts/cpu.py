@@ -140,12 +140,22 @@ def _bare_field(line: str) -> tuple[str, str] | None:
     return None
 
 
+# the fields a plain lscpu prints that count the box's CPUs and cores: a paste that lost the
+# lines above its `CPU(s):` (Architecture, CPU op-mode(s), Byte Order: none counts anything) is
+# still lscpu where they all follow; the CPU type blocks come after `CPU(s):`, so none is lost
+_COUNTING_FIELDS = frozenset({"CPU(s)", "Thread(s) per core", "Socket(s)"})
+
+
 def looks_like_lscpu(text: str) -> bool:
     """True when the first line is lscpu's "Architecture:" in any language lscpu is translated
-    into ("Architektur:", "架构：")."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    field = _split_field(first)
-    return field is not None and _field_name(field[0]) == "Architecture"
+    into ("Architektur:", "架构："), or, that line lost or garbled by a paste (`rchitecture:`),
+    when its lines give `CPU(s):`, `Thread(s) per core:`, `Socket(s):` and a core count."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    field = _split_field(lines[0]) if lines else None
+    if field is not None and _field_name(field[0]) == "Architecture":
+        return True
+    names = {_field_name(f[0]) for line in lines[:60] if (f := _split_field(line)) is not None}
+    return names >= _COUNTING_FIELDS and bool(names & {"Core(s) per socket", "Core(s) per cluster"})
 
 
 def _plain_pairs(text: str) -> list[tuple[str, str]]:
@@ -254,10 +264,15 @@ def _empty(message: str) -> CpuInfo:
 
 def _type_cores(fields: Mapping[str, str], warnings: list[str]) -> tuple[int | None, int | None, int | None]:
     """(sockets, cores per socket, physical cores) of one CPU type's block."""
-    if fields.get("Socket(s)") == "-" and ("Core(s) per cluster" in fields or "Cluster(s)" in fields):
-        # ARM without socket data from the firmware (Jetson Orin, Kunpeng 920, Ampere Altra on
-        # some boards): lscpu prints "Socket(s): -" and counts cores per cluster instead (zh_CN
-        # translates "Core(s) per cluster:" as it does "Core(s) per socket:")
+    clustered = "Cluster(s)" in fields or (
+        "Core(s) per cluster" in fields and "Core(s) per socket" not in fields
+    )
+    if clustered or (fields.get("Socket(s)") == "-" and "Core(s) per cluster" in fields):
+        # ARM whose cores lscpu counts per cluster (Jetson Orin, Kunpeng 920, Ampere Altra on some
+        # boards, Cavium ThunderX): it prints "Core(s) per cluster:" and "Cluster(s):", the
+        # cores being their product, and "Socket(s):" is "-" or the firmware's socket count,
+        # which multiplies nothing (zh_CN translates "Core(s) per cluster:" as it does "Core(s)
+        # per socket:")
         key = "Core(s) per cluster" if "Core(s) per cluster" in fields else "Core(s) per socket"
         clusters = _int(fields, "Cluster(s)", warnings)
         per_cluster = _int(fields, key, warnings)

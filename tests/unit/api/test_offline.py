@@ -68,6 +68,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "cpuset-cpus": None,  # a bare CPU list (`tail` of the file); tests put its file's name before it
         "docker-info": "docker_info",
         "iperf3": "iperf3",
+        "numactl-H": "numactl",  # (shown, not judged)
+        "ibdev2netdev": "ibdev2netdev",  # (shown, not judged: its Up/Down is the net device's)
         "ibv_devinfo": "rdma_ports",
         "ib-sysfs-grep": None,  # `grep .` of the port files: read by its form (api/ib_sysfs_files.py)
         "ib-sysfs": "rdma_ports",

@@ -75,3 +75,58 @@ def test_docker_info_is_shown_not_judged() -> None:
     )
     r = cli(str(REAL / "iperf3-J__tcp-1stream-10s-omit3__iperf3.9.json"))
     assert "iperf3 -J: 0.22 Gbit/s sent, 0.22 received: read, not judged" in " ".join(r.stderr.split())
+
+
+def test_numactl_hardware_is_shown_not_judged_beside_the_outputs_judged(tmp_path: Path) -> None:
+    """A folder of a box's outputs holding `numactl --hardware` (egandro/proxmox-cpu-affinity
+    #58, its prompt line kept as the user pasted it) was refused whole, exit 2 ("not a
+    recognised command output"), no rule judged: it is shown in a note, the others judged."""
+    (tmp_path / "numactl.txt").write_text(
+        "root@node3:~# LANG=C numactl --hardware\n"
+        + (REAL / "numactl-H__2x-epyc-9375f__2node-1.5tb__proxmox-cpu-affinity-58.txt").read_text()
+    )
+    (tmp_path / "free.txt").write_text((REAL / "free__ubuntu-18.04-vm.txt").read_text())
+    order = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    order.write_text("ram: 1GB\n")
+    r = cli(str(tmp_path), "--order", str(order), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "numactl --hardware: 2 NUMA nodes, 64 CPUs, 1547299 MiB (1511.0 GiB) of memory: read, not judged"
+        in " ".join(r.stderr.split())
+    )
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["ram"]["verdict"] == "pass"
+
+
+def test_ibdev2netdev_is_shown_not_judged_beside_the_ports_judged(tmp_path: Path) -> None:
+    """A folder holding `ibdev2netdev | column -t` (imbue-ai/cluster-health #4, with the user's
+    `# CX-7 1/8 infiniband` notes, its command line put back as pasted) beside the box's ibstat
+    was refused whole, exit 2, `rdma_ports` not judged: it is shown, its `(Up)`/`(Down)` said to be
+    the net devices' (an IB port may be ACTIVE with its IPoIB interface down), the ibstat judged."""
+    (tmp_path / "ibdev2netdev.txt").write_text(
+        "$ ibdev2netdev | column -t\n"
+        + (
+            REAL / "ibdev2netdev__8x-cx7-ib_plus_2x-cx6-eth__column-t-with-notes__imbue-cluster-health-4.txt"
+        ).read_text()
+    )
+    ibstat = "ibstat__connectx6-vf-mt4124__1port-active-hdr100__openstack-vm.txt"
+    (tmp_path / "ibstat.txt").write_text((REAL / ibstat).read_text())
+    order = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    order.write_text("rdma: 1x100G\n")
+    r = cli(str(tmp_path), "--order", str(order), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "ibdev2netdev: 12 RDMA ports, 2 of them with their net device up (the net device's state, not"
+        " the port's): read, not judged" in " ".join(r.stderr.split())
+    )
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["rdma_ports"]["verdict"] == "pass"
+
+
+def test_an_lscpu_pasted_without_its_architecture_line_is_judged() -> None:
+    """archspec/archspec #159 (a GH200, `rchitecture:` as pasted): refused, exit 2, "not a
+    recognised command output"; now read as the lscpu it is: 72 cores meet an order of 72."""
+    name = "lscpu__gh200-grace-neoverse-v2__first-letter-lost__archspec-159.txt"
+    r = cli(str(REAL / name), "--json")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["facts"]["cpu"]["physical_cores"] == 72

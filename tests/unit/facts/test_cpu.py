@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from gpuonboard.facts.cpu import CPUINFO, CpuInfo, looks_like_cpuinfo, parse_cpuinfo, parse_lscpu
+from gpuonboard.facts.cpu import (
+    CPUINFO,
+    CpuInfo,
+    looks_like_cpuinfo,
+    looks_like_lscpu,
+    parse_cpuinfo,
+    parse_lscpu,
+)
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -78,6 +85,22 @@ CASES.append(
         CpuInfo("x86_64", "Intel(R) Xeon(R) Silver 4110 CPU @ 2.10GHz", 2, 8, 0, 32, 16, (), 28),
     )
 )
+# round 26: Cavium ThunderX in util-linux's cluster mode, its firmware's `Socket(s): 2` beside
+# `Core(s) per cluster: 48` and `Cluster(s): 2` (cores were unknown: no `Core(s) per socket`)
+CASES.append(
+    (
+        "lscpu__cavium-thunderx-88xx__2socket-cluster-mode__paste-ends-at-cluster-count__tp-libvirt-6474.txt",
+        CpuInfo("aarch64", "ThunderX-88XX", None, None, 1, 96, 96),
+    )
+)
+# round 26: a GH200's lscpu pasted with the first letter of `Architecture:` lost (`rchitecture:`):
+# the architecture unknown, every count read
+CASES.append(
+    (
+        "lscpu__gh200-grace-neoverse-v2__first-letter-lost__archspec-159.txt",
+        CpuInfo(None, "Neoverse-V2", 1, 72, 1, 72, 72),
+    )
+)
 # round 24: German lscpu of a GB10 printed flat (util-linux 2.39 into a pipe: no indented type
 # blocks), its two CPU types' blocks one after the other at the margin
 DE_GB10 = "lscpu__de-de__gb10-cortex-x925-a725__flat-2-core-types__vllm-collect-env.txt"
@@ -134,7 +157,7 @@ def _as_json(text: str, nested: bool) -> str:
         elif bare:
             entries.append({"field": bare.group(1), "data": bare.group(2)})
     if nested:
-        entries = [{"field": "Architecture:", "data": entries[0]["data"], "children": entries[1:]}]
+        entries = [{**entries[0], "children": entries[1:]}]  # (its first line the root, as printed)
     return json.dumps({"lscpu": entries})
 
 
@@ -397,3 +420,19 @@ def test_proc_cpuinfo_pasted_twice_counts_nothing() -> None:
         None,
         "CPU 4 follows a CPU numbered as high or higher (a block pasted twice?)",
     )
+
+
+def test_an_lscpu_whose_architecture_line_was_lost_is_known_by_its_counts() -> None:
+    """archspec/archspec #159: a GH200's lscpu pasted as `rchitecture:  aarch64` (its first
+    letter lost) was no lscpu ("not a recognised command output", exit 2); its `CPU(s):`,
+    `Thread(s) per core:`, `Core(s) per socket:` and `Socket(s):` lines say it is, and the CPU
+    type blocks follow `CPU(s):`, so no core is lost with the lines above it. A /proc/cpuinfo, or
+    lscpu's lines without a core count (`lscpu | grep CPU`), is not known by them."""
+    text = (
+        FIXTURES / "real" / "lscpu__gh200-grace-neoverse-v2__first-letter-lost__archspec-159.txt"
+    ).read_text()
+    assert looks_like_lscpu(text)
+    assert looks_like_lscpu(text.replace("rchitecture:", "CPU op-mode(s):"))
+    assert not looks_like_lscpu("\n".join(line for line in text.splitlines() if "Core(s)" not in line))
+    for cpuinfo in (FIXTURES / "real").glob("proc-cpuinfo__*"):
+        assert not looks_like_lscpu(cpuinfo.read_text()), cpuinfo.name
