@@ -64,7 +64,34 @@ def parse_order(
                 f"{loc}: {who} order has an unknown key {key!r}"
                 f"{did_you_mean(key, ORDER_KEYS) or '; allowed: ' + ', '.join(sorted(ORDER_KEYS)) + '.'}"
             )
-    gpu_model = raw.get("gpu_model")
+    gpu_model = _gpu_model(raw.get("gpu_model"), order)
+    interconnect = _interconnect(raw.get("interconnect"), order)
+    min_driver = order.min_driver()
+    rdma = None
+    if raw.get("rdma") is not None:
+        try:
+            rdma = parse_rdma_order(raw["rdma"])
+        except ValueError as exc:
+            raise order.fail("rdma", f"{exc}.") from None
+    data_disk = order.data_disk()
+    return OrderSpec(
+        gpu_model=gpu_model,
+        gpu_count=order.count("gpu_count", GPU_COUNT_RANGE),
+        vram_bytes=order.size("vram", parse_ram_size),  # GPU memory is sold in binary sizes too
+        cpu_cores=order.count("cpu_cores", CPU_CORES_RANGE),
+        ram_bytes=order.size("ram", parse_ram_size),  # RAM is sold in binary sizes: 0.5TB = 512 GiB
+        data_disk=data_disk,
+        interconnect=interconnect,
+        min_driver=min_driver,
+        rdma=(rdma.ports, rdma.gbit) if rdma else None,
+        rdma_layer=rdma.layer if rdma else None,
+        rdma_nic=rdma.nic if rdma else "",
+    )
+
+
+def _gpu_model(gpu_model: Any, order: _Order) -> str | None:
+    """The order's `gpu_model`, refused where it is no text, empty, 0 GB, a cloud instance type
+    or names no GPU model (each would fail every box, or pass any GPU)."""
     if gpu_model is not None and not isinstance(gpu_model, str):
         raise order.fail("gpu_model", "must be a text like 'A100 80GB SXM'.")
     if gpu_model is not None and not gpu_model.strip():
@@ -89,7 +116,12 @@ def parse_order(
             f"names no GPU model ({gpu_model.strip()!r}: only a maker, architecture, size, form, count or"
             " platform); write the model ordered, like 'H100 80GB SXM'.",
         )
-    interconnect = raw.get("interconnect")
+    return gpu_model
+
+
+def _interconnect(interconnect: Any, order: _Order) -> str | None:
+    """The order's `interconnect` (`NVLink` as people write it), refused where it is none of
+    INTERCONNECTS, pointing an RDMA fabric to `rdma`."""
     if isinstance(interconnect, str) and interconnect.strip().lower() in INTERCONNECTS:
         interconnect = interconnect.strip().lower()  # ('NVLink', as people write it)
     if interconnect is not None and interconnect not in INTERCONNECTS:
@@ -104,27 +136,7 @@ def parse_order(
                 else "."
             ),
         )
-    min_driver = order.min_driver()
-    rdma = None
-    if raw.get("rdma") is not None:
-        try:
-            rdma = parse_rdma_order(raw["rdma"])
-        except ValueError as exc:
-            raise order.fail("rdma", f"{exc}.") from None
-    data_disk = order.data_disk()
-    return OrderSpec(
-        gpu_model=gpu_model,
-        gpu_count=order.count("gpu_count", GPU_COUNT_RANGE),
-        vram_bytes=order.size("vram", parse_ram_size),  # GPU memory is sold in binary sizes too
-        cpu_cores=order.count("cpu_cores", CPU_CORES_RANGE),
-        ram_bytes=order.size("ram", parse_ram_size),  # RAM is sold in binary sizes: 0.5TB = 512 GiB
-        data_disk=data_disk,
-        interconnect=interconnect,
-        min_driver=min_driver,
-        rdma=(rdma.ports, rdma.gbit) if rdma else None,
-        rdma_layer=rdma.layer if rdma else None,
-        rdma_nic=rdma.nic if rdma else "",
-    )
+    return interconnect
 
 
 @dataclass(frozen=True)
