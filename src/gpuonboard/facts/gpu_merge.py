@@ -181,6 +181,7 @@ _OWN = (
     "index",
     "provenance",
     "processes_open",
+    "record_cut",
     "power_limit_requested",
     "readings",
 )
@@ -251,6 +252,8 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
                 provenance.append((f.name, label))
                 break
     _worst_read(values, provenance, ranked)
+    # (some format's record of it was cut short: a field is whole where a whole record read it)
+    values["record_cut"] = any(g.record_cut for _, g in ranked)
     limit_from = dict(provenance).get("power_limit_w")
     values["power_limit_requested"] = any(
         g.power_limit_requested for label, g in ranked if label == limit_from
@@ -646,6 +649,21 @@ def _union(
         why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
         gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
 
+    complete = (
+        not (base_report is not None and not base_report.complete)
+        and (base_report is not None or whole)
+        and len(gpus) >= (attached or 0)
+        and (whole or len(gpus) >= len(listed))
+        and not skipped
+        and not repeated
+        and not clashes
+        and not outlisted
+    )
+    # a GPU record cut short, in a GPU set a whole listing counts: `-L` whole with as many GPUs,
+    # each one of them, or `Attached GPUs` of as many (a line above the records)
+    listed_all = listed_whole and len(listed) == len(gpus) and _all_among(listed, gpus)
+    counted = attached is not None and attached == len(gpus)
+    set_whole = complete or ((listed_all or counted) and not (gap or skipped or repeated or clashes))
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
         driver_version=_best_version([r.driver_version for _, r in ranked]),
@@ -655,14 +673,8 @@ def _union(
         warnings=tuple(dict.fromkeys(warnings)),
         # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
         # fewer GPUs than are attached
-        complete=not (base_report is not None and not base_report.complete)
-        and (base_report is not None or whole)
-        and len(gpus) >= (attached or 0)
-        and (whole or len(gpus) >= len(listed))
-        and not skipped
-        and not repeated
-        and not clashes
-        and not outlisted,
+        complete=complete,
+        set_whole=set_whole,
         gap=gap,
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),

@@ -575,6 +575,10 @@ def parse_xml(text: str) -> GpuReport:
 
 
 _XML_CUT = "the nvidia-smi -q -x output ends before </nvidia_smi_log> (mid-record): incomplete probe, rerun"
+_XML_CUT_AFTER = (
+    "the nvidia-smi -q -x output ends before </nvidia_smi_log>, after the record of every GPU"
+    " attached: each GPU's record was read whole"
+)
 
 
 def _xml_cut(body: str) -> GpuReport:
@@ -595,13 +599,16 @@ def _xml_cut(body: str) -> GpuReport:
         return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}", _XML_CUT), complete=False)
     if root is None or root.tag != "nvidia_smi_log":
         return GpuReport("xml", None, None, None, (), (_XML_CUT,), complete=False)
-    warnings: list[str] = [_XML_CUT]
+    attached = _int(_xml_raw(root, "attached_gpus"))
+    # cut after the last </gpu> of as many as attached: each GPU's record (its processes too) whole
+    after_gpus = bool(closed) and attached == len(closed)
+    warnings: list[str] = [_XML_CUT_AFTER if after_gpus else _XML_CUT]
     gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(closed)]
     return GpuReport(
         "xml",
         *_xml_versions(root, warnings),
-        _int(_xml_raw(root, "attached_gpus")),
+        attached,
         tuple(gpus),
         tuple(warnings),
-        complete=False,
+        complete=after_gpus,
     )
