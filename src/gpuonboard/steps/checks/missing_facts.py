@@ -79,9 +79,9 @@ def _incomplete_for(facts: Facts, *fields: str) -> str:
     (the names and count: gpu_model; the driver's answer: nvidia_driver) judges them whole. A
     field the cut took (GPU 1's memory total of a table cut in its row) keeps the cut."""
     report = facts.gpu
-    if report is not None and report.set_whole and not _attached_gap(facts):
-        if all(field_whole(g, f) for g in report.gpus for f in fields):
-            return ""
+    whole = report is not None and report.set_whole and not _attached_gap(facts)
+    if whole and report is not None and all(field_whole(g, f) for g in report.gpus for f in fields):
+        return ""
     return _incomplete(facts)
 
 
