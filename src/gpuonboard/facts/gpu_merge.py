@@ -649,21 +649,16 @@ def _union(
         why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
         gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
 
+    # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
+    # fewer GPUs than are attached
     complete = (
         not (base_report is not None and not base_report.complete)
         and (base_report is not None or whole)
         and len(gpus) >= (attached or 0)
         and (whole or len(gpus) >= len(listed))
-        and not skipped
-        and not repeated
-        and not clashes
-        and not outlisted
+        and not (skipped or repeated or clashes or outlisted)
     )
-    # a GPU record cut short, in a GPU set a whole listing counts: `-L` whole with as many GPUs,
-    # each one of them, or `Attached GPUs` of as many (a line above the records)
-    listed_all = listed_whole and len(listed) == len(gpus) and _all_among(listed, gpus)
-    counted = attached is not None and attached == len(gpus)
-    set_whole = complete or ((listed_all or counted) and not (gap or skipped or repeated or clashes))
+    flawed = bool(gap or skipped or repeated or clashes)
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
         driver_version=_best_version([r.driver_version for _, r in ranked]),
@@ -671,14 +666,21 @@ def _union(
         attached_gpus=attached,
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),
-        # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
-        # fewer GPUs than are attached
         complete=complete,
-        set_whole=set_whole,
+        set_whole=complete or (not flawed and _counted(gpus, attached, listed if listed_whole else [])),
         gap=gap,
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )
+
+
+def _counted(gpus: Sequence[GpuInfo], attached: int | None, listed: Sequence[GpuInfo]) -> bool:
+    """Whether a whole listing counts the GPU set whose some record was cut short: a whole `-L`
+    (`listed`) of as many GPUs, each one of them, or `Attached GPUs` of as many (a line above
+    the records)."""
+    if listed and len(listed) == len(gpus) and _all_among(listed, gpus):
+        return True
+    return attached is not None and attached == len(gpus)
 
 
 def _outlisted(
