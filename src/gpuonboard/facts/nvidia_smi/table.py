@@ -150,7 +150,9 @@ def _table_processes(
 
 # a bracketed marker is one token ("[Unknown Error]", "[GPU is lost]"), as is NVML's bare string
 _TABLE_TOKEN = re.compile(r"\[[^\]|]+\]|Unknown Error|\S+")
-_TABLE_BORDER = re.compile(r"^\s*\+[-=+]*\+\s*$")
+# a box's closing border, `+-----+` (a header rule, `|=====|`, closes nothing: a box-drawn paste's
+# `╞═══╡` reads as `+=====+`, the Processes table's header rule of a table cut under it)
+_TABLE_BORDER = re.compile(r"^\s*\+-[-+]*\+\s*$")
 _TABLE_CUT = (
     "the nvidia-smi table output is cut short before its Processes table closes: incomplete probe, rerun"
 )
