@@ -356,6 +356,18 @@ def _none_listed(read: list[GpuInfo], gpus: list[GpuInfo]) -> Check:
         )
     if all(g.processes_known for g in read):
         return Check("foreign_processes", "none", "none", "pass")
+    # a list the cut took (an output cut inside its process list, before this GPU's rows): a
+    # process that shows in no figure (a desktop's, a small job's) may be there; idle figures
+    # pass a GPU whose format lists no processes, never one whose list was cut away
+    if cut_away := [g for g in read if g.processes_open and not g.processes_known]:
+        return Check(
+            "foreign_processes",
+            "none",
+            f"no process list read for {gpu_list(cut_away, gpus)} ({CUT_LIST})",
+            "unverified",
+            "the process list of the GPU(s) named was cut from this output: rerun `nvidia-smi` and"
+            " save its whole output",
+        )
     no_list = [g for g in read if not g.processes_known]
     unjudged = [g for g in no_list if not _idle_by_numbers(g)]
     if unjudged:
