@@ -115,3 +115,15 @@ def test_the_table_cut_in_gpu_1_alone_stays_unverified(tmp_path: Path) -> None:
     got = verdicts(tmp_path, "nvidia-smi.txt", text, AKASH)
     assert got["gpu_model"][0] == "unverified" and "incomplete probe" in got["gpu_model"][1]
     assert got["nvidia_driver"][0] == "unverified"
+
+
+def test_a_q_cut_inside_its_process_list_never_passes_foreign_processes(tmp_path: Path) -> None:
+    """The real TITAN V `-q` (R560, its desktop's Xorg, gnome-shell and a test program listed:
+    a warn whole) cut after its Processes' first `GPU instance ID` line: whole in its GPU facts
+    since round 26, its process list cut away. Its idle figures (0 %, 290 MiB, engines idle) pass
+    a GPU whose format lists no processes, never one whose list was cut: unverified, saying so."""
+    lines = (REAL / "nvidia-smi-q__titan-v__1gpu__driver560.35.03.txt").read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("    Processes")) + 2
+    got = verdicts(tmp_path, "nvidia-smi-q.txt", "".join(lines[:at]))
+    assert got["foreign_processes"] == ("unverified", f"no process list read for GPU 0 ({CUT_LIST})")
+    assert got["temperature"][0] == "pass"  # (the GPU's sections read whole, judged)
