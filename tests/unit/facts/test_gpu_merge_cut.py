@@ -87,14 +87,33 @@ def test_a_q_cut_at_every_line_is_whole_only_in_its_last_records_processes() -> 
             assert not report.gpus or report.gpus[-1].record_cut, n
 
 
-def test_a_q_x_cut_after_every_gpu_record_is_whole() -> None:
-    """A real `-q -x` of 1 GPU cut before `</nvidia_smi_log>` but after its `</gpu>`: the GPU's
-    record (its processes too) closed, as many as attached: complete. Cut inside `</gpu>`: not."""
-    text = (REAL / "nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml").read_text()
-    after = text[: text.rindex("</gpu>") + len("</gpu>\n")]
-    assert parse_any(after).complete and len(parse_any(after).gpus) == 1
-    inside = text[: text.rindex("</gpu>")]
-    assert not parse_any(inside).complete
+@pytest.mark.parametrize(
+    "name", sorted(p.name for p in REAL.glob("nvidia-smi-q-x__*.xml") if "1of" not in p.name)
+)
+def test_a_q_x_cut_at_every_line_is_whole_only_from_its_processes(name: str) -> None:
+    """Every real `-q -x` of its whole box cut after each line: before the last record's
+    <processes> (or <compute_processes>) no GPU record is whole (not complete); from it on the
+    record is read, every other element whole, and complete, its process list open until the
+    list closed and then read whole (the list's own entries, never from the part cut away)."""
+    text = (REAL / name).read_text()
+    whole = parse_any(text)
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.strip() in ("<processes>", "<compute_processes>")]
+    ends = [i for i, line in enumerate(lines) if line.strip() in ("</processes>", "</compute_processes>")]
+    if not starts or not ends or whole.attached_gpus != len(whole.gpus):
+        pytest.skip("no process list of its own lines, or a view of some GPUs")
+    for n in range(1, len(lines), max(1, len(lines) // 200)):
+        report = parse_any("".join(lines[:n]))
+        if n <= starts[-1]:
+            assert not report.complete, n
+            continue
+        assert report.complete and len(report.gpus) == len(whole.gpus), n
+        last, was = report.gpus[-1], whole.gpus[-1]
+        assert last.temperature_c == was.temperature_c and last.name == was.name, n
+        if n <= ends[-1]:
+            assert last.processes_open and not last.processes_known, n
+        else:
+            assert (last.processes, last.processes_known) == (was.processes, was.processes_known), n
 
 
 def _akash() -> tuple[str, str]:
