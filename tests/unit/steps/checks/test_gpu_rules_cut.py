@@ -127,3 +127,33 @@ def test_a_q_cut_inside_its_process_list_never_passes_foreign_processes(tmp_path
     got = verdicts(tmp_path, "nvidia-smi-q.txt", "".join(lines[:at]))
     assert got["foreign_processes"] == ("unverified", f"no process list read for GPU 0 ({CUT_LIST})")
     assert got["temperature"][0] == "pass"  # (the GPU's sections read whole, judged)
+
+
+def _box_drawn(text: str) -> str:
+    """`text` as a page draws the table in box characters: borders `├─┼─┤`, header rules
+    `╞═╪═╡`, cell walls `│` (one character for one)."""
+    out = []
+    for line in text.split("\n"):
+        body = line.strip()
+        if body.startswith("|=") and body.endswith("|"):
+            out.append("╞" + body[1:-1].replace("=", "═").replace("+", "╪").replace("|", "╪") + "╡")
+        elif body.startswith("+-") and body.endswith("+"):
+            out.append("├" + body[1:-1].replace("-", "─").replace("+", "┼") + "┤")
+        else:
+            out.append(line.replace("|", "│"))
+    return "\n".join(out)
+
+
+def test_a_box_drawn_table_cut_under_its_processes_header_rule_is_no_whole_empty_list(
+    tmp_path: Path,
+) -> None:
+    """microsoft/pai #2001's table (cut under its Processes table's `|===|` header rule) as a
+    page draws it in box characters: that rule, `╞═══╡`, read back as `+===+`, was taken for the
+    table's closing border: a whole, empty process list, and the GPU at 14 % with 11.4 GiB used
+    failed foreign_processes ("another job") from the list the cut took. A header rule closes
+    no table: unverified, saying the cut, as the ASCII paste is."""
+    name = "nvidia-smi__geforce-gtx-titan-x__1gpu__driver384.111__cut-in-processes__pai-2001.txt"
+    text = (REAL / name).read_text()
+    drawn = verdicts(tmp_path, "nvidia-smi.txt", _box_drawn(text))
+    assert drawn["foreign_processes"][0] == "unverified" and CUT_LIST in drawn["foreign_processes"][1]
+    assert drawn == verdicts(tmp_path, "nvidia-smi.txt", text)
