@@ -11,7 +11,7 @@ import pytest
 
 from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST
 
-from ...offline_judge import judged_box, verdicts
+from ...offline_judge import health_row, judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 
@@ -157,3 +157,22 @@ def test_a_box_drawn_table_cut_under_its_processes_header_rule_is_no_whole_empty
     drawn = verdicts(tmp_path, "nvidia-smi.txt", _box_drawn(text))
     assert drawn["foreign_processes"][0] == "unverified" and CUT_LIST in drawn["foreign_processes"][1]
     assert drawn == verdicts(tmp_path, "nvidia-smi.txt", text)
+
+
+def test_a_q_x_cut_inside_its_process_list_is_read_and_no_desktop_is_called_from_the_cut() -> None:
+    """The real RTX 4000 SFF Ada `-q -x` (R595: cosmic-comp, a desktop, and a compute job listed;
+    foreign_processes fails whole) as the live probe reads it, cut inside its <processes>. Before,
+    the GPU record the cut went through was dropped: no GPU, every rule of the GPU unjudged. Now
+    the record is read (every element before the list whole: its temperature judged), its list
+    open: the 3.5 GiB a display-driving GPU holds is no desktop's warn from the list the cut took,
+    unverified, saying the cut."""
+    lines = (
+        (REAL / "nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml")
+        .read_text()
+        .splitlines(keepends=True)
+    )
+    at = next(i for i, line in enumerate(lines) if line.strip() == "<processes>") + 5
+    text = "".join(lines[:at])
+    verdict, actual = health_row(text, "foreign_processes")
+    assert verdict == "unverified" and CUT_LIST in actual
+    assert health_row(text, "temperature")[0] == health_row("".join(lines), "temperature")[0] == "pass"
