@@ -229,6 +229,16 @@ def own_readings(g: GpuInfo) -> list[tuple[str, GpuInfo]]:
     return [(label, c) for label, c in g.readings if label != "list"] or [("", g)]
 
 
+def field_whole(g: GpuInfo, field: str) -> bool:
+    """Whether `g`'s `field` is whole: no format's record of `g` was cut short, or the field's
+    value came from a format whose record of `g` was whole (`-L`'s whole name of a GPU whose
+    table rows were cut). A field no whole record read may be in the part cut away."""
+    if not g.record_cut:
+        return True
+    source = dict(g.provenance).get(field)
+    return source is not None and any(label == source and not c.record_cut for label, c in g.readings)
+
+
 def usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool], ...]:
     """(format, utilization %, memory used MiB, whether that output read its process list as
     empty) of each of `g`'s `readings` that read either figure, where two or more did; ()

@@ -181,6 +181,7 @@ _OWN = (
     "index",
     "provenance",
     "processes_open",
+    "record_cut",
     "power_limit_requested",
     "readings",
 )
@@ -251,6 +252,8 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
                 provenance.append((f.name, label))
                 break
     _worst_read(values, provenance, ranked)
+    # (some format's record of it was cut short: a field is whole where a whole record read it)
+    values["record_cut"] = any(g.record_cut for _, g in ranked)
     limit_from = dict(provenance).get("power_limit_w")
     values["power_limit_requested"] = any(
         g.power_limit_requested for label, g in ranked if label == limit_from
@@ -646,6 +649,16 @@ def _union(
         why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
         gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
 
+    # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
+    # fewer GPUs than are attached
+    complete = (
+        not (base_report is not None and not base_report.complete)
+        and (base_report is not None or whole)
+        and len(gpus) >= (attached or 0)
+        and (whole or len(gpus) >= len(listed))
+        and not (skipped or repeated or clashes or outlisted)
+    )
+    flawed = bool(gap or skipped or repeated or clashes)
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
         driver_version=_best_version([r.driver_version for _, r in ranked]),
@@ -653,20 +666,21 @@ def _union(
         attached_gpus=attached,
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),
-        # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
-        # fewer GPUs than are attached
-        complete=not (base_report is not None and not base_report.complete)
-        and (base_report is not None or whole)
-        and len(gpus) >= (attached or 0)
-        and (whole or len(gpus) >= len(listed))
-        and not skipped
-        and not repeated
-        and not clashes
-        and not outlisted,
+        complete=complete,
+        set_whole=complete or (not flawed and _counted(gpus, attached, listed if listed_whole else [])),
         gap=gap,
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )
+
+
+def _counted(gpus: Sequence[GpuInfo], attached: int | None, listed: Sequence[GpuInfo]) -> bool:
+    """Whether a whole listing counts the GPU set whose some record was cut short: a whole `-L`
+    (`listed`) of as many GPUs, each one of them, or `Attached GPUs` of as many (a line above
+    the records)."""
+    if listed and len(listed) == len(gpus) and _all_among(listed, gpus):
+        return True
+    return attached is not None and attached == len(gpus)
 
 
 def _outlisted(

@@ -232,10 +232,11 @@ SMI = [
         ("NVIDIA GeForce ...", 24576, "00000000:01:00.0", 350.0, None, "Disabled"),
     ),
     # cut at both ends (the issue's excerpt): CUDA 'N/A' is no version but nvidia-smi's word for
-    # no CUDA driver, kept as printed (values.no_cuda); the cut is flagged
+    # no CUDA driver, kept as printed (values.no_cuda); cut inside its Processes table, after
+    # the GPU rows: the GPU facts whole, the process list open (GpuInfo.processes_open)
     (
         "edited/nvidia-smi__geforce-rtx-5070__1gpu__driver575.64.03__cuda-na__cut-both-ends__edited.txt",
-        ("table", "575.64.03", "N/A", None, 1, False),
+        ("table", "575.64.03", "N/A", None, 1, True),
         ("NVIDIA GeForce RTX 5070", 12227, "00000000:02:00.0", 250.0, None, "Disabled"),
     ),
 ]
@@ -274,10 +275,12 @@ TABLE610_WIN = "real/nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.62__win
 CSV610 = "real/nvidia-smi-query-gpu__geforce-rtx-2080-super__1gpu__driver610.57.04__nvenc-load.csv"
 
 
-def test_mb_table_cut_in_processes_is_incomplete() -> None:
-    # F9: R325 printed "14MB /  6143MB" (binary megabytes) for each GTX TITAN
+def test_mb_table_cut_in_processes_keeps_its_gpu_rows_whole() -> None:
+    # F9: R325 printed "14MB /  6143MB" (binary megabytes) for each GTX TITAN; cut inside its
+    # process table, after every GPU row: the GPU facts whole, each process list open
     r = parse_any(read(TITAN_MB))
-    assert (r.driver_version, len(r.gpus), r.complete) == ("325.15", 3, False)
+    assert (r.driver_version, len(r.gpus), r.complete) == ("325.15", 3, True)
+    assert all(g.processes_open and not g.record_cut for g in r.gpus)
     assert [g.pci_bus_id for g in r.gpus] == ["0000:03:00.0", "0000:04:00.0", "0000:84:00.0"]
     assert [(g.memory_used_mib, g.memory_total_mib) for g in r.gpus] == [(14, 6143)] * 3
     assert not any("memory column" in w for w in r.warnings)

@@ -172,8 +172,11 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
     # other nvidia-smi commands' outputs (topo -m, nvlink -s, -L): their own parsers' tests
     other_commands = ("nvidia-smi-topo", "nvidia-smi-nvlink-", "nvidia-smi-L__", "nvidia-smi-mig-")
     # a -q cut in its first record (steps/checks/test_gpu_rules.py) and a table behind a
-    # launcher's line prefix (api/test_paste_transforms.py): tested there
+    # launcher's line prefix (api/test_paste_transforms.py), the tables cut short of round 26
+    # (facts/test_gpu_merge_cut.py, steps/checks/test_gpu_rules_cut.py): tested there
     elsewhere = {
+        *(p.name for p in REAL.glob("nvidia-smi__*__cut-in-processes__*.txt")),
+        "nvidia-smi__quadro-rtx-4000__2gpu-cut-in-gpu1__driver535.129.03__akash-provider-configs-12.txt",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
     }
@@ -1240,10 +1243,22 @@ def test_whole_q_captures_are_complete() -> None:
 
 @pytest.mark.parametrize("fraction", [0.3, 0.5, 0.7, 0.9, 0.97])
 def test_cut_table_is_incomplete(fraction: float) -> None:
+    """A table cut before its Processes header is incomplete; one cut inside its Processes
+    table (0.9, 0.97 of the real H100 table) has every GPU row whole: complete in its GPU facts,
+    each GPU's process list open (the part cut away may hold its rows) unless the table said
+    "No running processes found" before the cut (of every GPU: 0.97)."""
     text = H100_TABLE.read_text()
-    report = parse_table(text[: int(len(text) * fraction)])
-    assert report.complete is False
-    assert any("incomplete probe, rerun" in w for w in report.warnings)
+    cut = text[: int(len(text) * fraction)]
+    report = parse_table(cut)
+    if "Processes:" not in cut:
+        assert report.complete is False
+        assert any("incomplete probe, rerun" in w for w in report.warnings)
+        assert report.gpus[-1].record_cut
+    else:
+        assert report.complete is True
+        assert not any(g.record_cut for g in report.gpus)
+        assert all(g.processes_open != g.processes_known for g in report.gpus)
+        assert any("every GPU row was read" in w for w in report.warnings)
     assert parse_table(text).complete is True
 
 

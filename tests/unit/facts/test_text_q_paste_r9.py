@@ -192,12 +192,13 @@ def test_a_word_wrapped_name_is_unread_not_glued(tmp_path: Path, name: str) -> N
 
 def test_a_q_cut_after_its_processes_header_lists_no_empty_list() -> None:
     """Before: a -q ending at '    Processes' (the entries cut off) read as whole with a known,
-    empty process list."""
+    empty process list. Since: every section before it was read (complete in its GPU facts),
+    the list open."""
     text = real(H200_LOAD)
     cut = text[: text.index("    Processes\n") + len("    Processes\n")]
     report = read(cut)
-    assert not report.complete
-    assert [(g.processes, g.processes_known) for g in report.gpus] == [((), False)]
+    assert report.complete
+    assert [(g.processes, g.processes_known, g.processes_open) for g in report.gpus] == [((), False, True)]
 
 
 # (a table wrapped at 80 columns is read whole since round 23: api/test_offline_paste.py)

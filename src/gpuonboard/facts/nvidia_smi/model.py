@@ -142,6 +142,11 @@ class GpuInfo:
     # the list read may go on in the part cut away: rows read of a list the output cut before
     # it closed (a table cut inside its process rows, a -q cut inside the last GPU's Processes)
     processes_open: bool = False
+    # this format's record of the GPU was cut short (the table's rows, a -q block, a CSV row the
+    # output ended in): the values read are whole (a cut line or cell is not read), what was not
+    # read may be in the part cut away. Merged: some format's record of it was cut; a field is
+    # whole where a format whose record was whole read it (facts/gpu_agree.py `field_whole`)
+    record_cut: bool = False
     # What nvidia-smi printed instead of this GPU's values when it could not read them
     # ("ERR!" in the table, "GPU requires reset", "GPU is lost"), in FAULT_WORDS order;
     # () when the GPU answered. Its unreadable fields are None, never a value.
@@ -206,8 +211,16 @@ class GpuReport:
     warnings: tuple[str, ...] = ()
     # False when the output was cut off mid-record (an XML without its closing tag, a -q whose
     # last GPU block ends early, fewer GPUs listed than "Attached GPUs" says with the text ending
-    # inside a record): an incomplete probe to rerun, never a hardware claim
+    # inside a record): an incomplete probe to rerun, never a hardware claim. An output cut after
+    # every GPU's record, inside the process list that follows them (the table's Processes, the
+    # last -q record's Processes), is complete in its GPU facts: the GPUs whose lists the cut may
+    # have shortened have `processes_open`, and only the process rule reads that cut
     complete: bool = True
+    # the GPU set is known whole where `complete` is False for a GPU record cut short: every GPU
+    # listed by a whole listing (a whole `-L` of as many, `Attached GPUs` of as many): a rule
+    # reading only fields each GPU's whole record read judges as over a whole output
+    # (steps/checks/missing_facts.py `_incomplete_for`)
+    set_whole: bool = False
     # why the GPUs listed are not known to be all of them when that is not a cut-off (a CSV
     # whose rows cannot be told apart as GPUs or as samples of one); "" otherwise
     gap: str = ""

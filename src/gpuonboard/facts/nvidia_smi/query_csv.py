@@ -261,7 +261,9 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
             _csv_first(cells, "kmd_version", "driver_version"), "the CSV driver_version", warnings
         )
         count = count if count is not None else _int(cells.get("count"))
-        gpus.append(_csv_gpu(cells, position, warnings))
+        gpu = _csv_gpu(cells, position, warnings)
+        # (a row read with its cut last cell as not reported: that GPU's record was cut short)
+        gpus.append(dataclasses.replace(gpu, record_cut=True) if kind != "row" else gpu)
         stamps.append(_clean(cells.get("timestamp")))
     if "name" not in names:
         warnings.append("CSV has no 'name' field")

@@ -150,9 +150,15 @@ def _table_processes(
 
 # a bracketed marker is one token ("[Unknown Error]", "[GPU is lost]"), as is NVML's bare string
 _TABLE_TOKEN = re.compile(r"\[[^\]|]+\]|Unknown Error|\S+")
-_TABLE_BORDER = re.compile(r"^\s*\+[-=+]*\+\s*$")
+# a box's closing border, `+-----+` (a header rule, `|=====|`, closes nothing: a box-drawn paste's
+# `╞═══╡` reads as `+=====+`, the Processes table's header rule of a table cut under it)
+_TABLE_BORDER = re.compile(r"^\s*\+-[-+]*\+\s*$")
 _TABLE_CUT = (
     "the nvidia-smi table output is cut short before its Processes table closes: incomplete probe, rerun"
+)
+_TABLE_LISTS_CUT = (
+    "the nvidia-smi table output is cut short after its GPU rows, before its Processes table closes:"
+    " every GPU row was read, the process lists may go on in the part cut away"
 )
 
 
@@ -380,9 +386,13 @@ def parse_table(text: str) -> GpuReport:
     # header says `Driver-Model` (R610+) or `TCC/WDDM` (older drivers)
     driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
     i = 0
+    # the GPU table closed: a later table's header was reached (nvidia-smi prints every GPU's rows
+    # before its MIG devices and Processes tables), so a cut after it took no GPU row
+    rows_whole = False
     while i < len(lines):
         line = lines[i]
         if _TABLE_PROCESSES.search(line) or "MIG devices:" in line:
+            rows_whole = True
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
         name_cell = _TABLE_NAME_CELL.match(cells[0]) if len(cells) == 3 else None
@@ -397,6 +407,10 @@ def parse_table(text: str) -> GpuReport:
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))
         i += 3
     processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
+    whole = _table_complete(lines) and bool(gpus)
+    # cut after the GPU table closed, inside the MIG devices or Processes table: every GPU row
+    # is whole, only the process lists may go on in the part cut away
+    lists_cut = not whole and rows_whole and bool(gpus)
     gpus = [
         replace(
             gpu,
@@ -404,10 +418,14 @@ def parse_table(text: str) -> GpuReport:
             # a GPU with no row in a list cut short: its rows may be in the part cut away, its
             # list unread, never "none" (a busy GPU read as listing no process failed)
             processes_known=processes_known and (of_every_gpu or gpu.index in processes),
-            processes_open=processes_known and not of_every_gpu and gpu.index in processes,
+            processes_open=(processes_known and gpu.index in processes or lists_cut) and not of_every_gpu,
         )
         for gpu in gpus
     ]
+    if gpus and not whole and not rows_whole:
+        # the last GPU read is the one the cut went through: its rows' values read are whole (a
+        # cut row is not read), what its rows held after the cut is not
+        gpus[-1] = replace(gpus[-1], record_cut=True)
     for index in sorted(set(processes) - {gpu.index for gpu in gpus}):
         warnings.append(f"process table lists GPU {index}, which the GPU table does not have")
     if driver is None:
@@ -416,8 +434,10 @@ def parse_table(text: str) -> GpuReport:
         warnings.append("no GPU rows found in nvidia-smi table")
     # (nvidia-smi draws no table of no GPU, it says "No devices were found": a table whose rows
     # none could be read, its `|` lost in a paste, is mangled, never a whole answer)
-    complete = _table_complete(lines) and bool(gpus)
-    if not complete:
+    complete = whole or lists_cut
+    if lists_cut:
+        warnings.append(_TABLE_LISTS_CUT)
+    elif not complete:
         warnings.append(_TABLE_CUT)
     return GpuReport(
         "table",

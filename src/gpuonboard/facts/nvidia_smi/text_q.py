@@ -623,6 +623,22 @@ TEXT_FLAT = (
 TEXT_UNJOINED = "a value of the nvidia-smi -q text was soft-wrapped in the paste and could not be rejoined"
 
 
+TEXT_LISTS_CUT = (
+    "the nvidia-smi -q output ends inside or after the last GPU record's Processes: every GPU's"
+    " values were read, its process list may go on in the part cut away"
+)
+
+
+def _cut_in_processes(trees: Sequence[Mapping[str, Any]], attached: int | None) -> bool:
+    """Whether a cut -q output was cut inside or after its last record's `Processes` (every
+    record there, as many as `Attached GPUs` says): the record read its Product Name, PCI and
+    Processes header, so every section nvidia-smi prints before its process list was read."""
+    last = trees[-1]
+    if attached is not None and attached != len(trees):
+        return False
+    return "Processes" in last and all(key in last for key in _TEXT_RECORD_KEYS if key in trees[0])
+
+
 def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: bool) -> bool:
     """Whether the last -q GPU record ends early: it lacks a section the first record has (or,
     when it is the only record, one that every full record has), or it ends at a 'Processes'
@@ -736,10 +752,16 @@ def parse_text_q(text: str) -> GpuReport:
         _text_gpu(key, lines, section, position, warnings)
         for position, ((key, lines), section) in enumerate(zip(blocks, trees, strict=True))
     ]
+    # cut inside or after the last record's Processes (nvidia-smi prints it after every other
+    # section it reads; `Capabilities` alone follows): each GPU's record whole but that list
+    lists_cut = not complete and bool(gpus) and _cut_in_processes(trees, attached)
     if not complete and gpus and not _processes_closed(blocks[-1][1]):
         # the last GPU's block is where the output was cut: its process list may go on there
         # (whole entries read or not: a cut inside an entry leaves the list not known whole)
         gpus[-1] = replace(gpus[-1], processes_open=True)
+    if not complete and gpus and not lists_cut:
+        gpus[-1] = replace(gpus[-1], record_cut=True)  # (its values read are whole lines)
+    complete = complete or lists_cut
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     driver = _version(
         _tree_first(tree, ("KMD Version",), ("Driver Version",)), "the -q driver version", warnings
@@ -752,7 +774,7 @@ def parse_text_q(text: str) -> GpuReport:
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
     # (a cut is said as one unless the paste lost the indentation: that says more)
     gap = TEXT_FLAT if flat else _TEXT_ELIDED if elided else TEXT_UNJOINED if unjoined and complete else ""
-    warnings += [TEXT_CUT] if not complete else []
+    warnings += [TEXT_CUT] if not complete else [TEXT_LISTS_CUT] if lists_cut else []
     warnings += [f"{gap}: incomplete report"] if gap else []
     complete = complete and not elided
     return GpuReport(

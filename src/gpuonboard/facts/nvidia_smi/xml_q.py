@@ -7,6 +7,7 @@ import functools
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import cast
 
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
@@ -575,33 +576,66 @@ def parse_xml(text: str) -> GpuReport:
 
 
 _XML_CUT = "the nvidia-smi -q -x output ends before </nvidia_smi_log> (mid-record): incomplete probe, rerun"
+_XML_CUT_AFTER = (
+    "the nvidia-smi -q -x output ends before </nvidia_smi_log>, after the values of every GPU"
+    " attached: each GPU's values read whole, a process list it cut left open"
+)
 
 
 def _xml_cut(body: str) -> GpuReport:
     """A `-q -x` document cut off before its closing tag: the <gpu> records that closed are
-    read, the one cut off is not (its values may be cut too), and the report is incomplete."""
+    read, and a record cut inside or after its <processes> (every element nvidia-smi prints
+    before the list closed) is read without the list it may have lost (`processes_open`); one
+    cut before its <processes> is not read (its values may be cut too). Whole in its GPU facts
+    where as many records were read as attached, else incomplete."""
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
-    root: ET.Element | None = None
+    stack: list[ET.Element] = []
     closed: list[ET.Element] = []
+    listed: dict[int, bool] = {}  # id of an open <gpu> -> whether its process list closed
     try:
         parser.feed(body)
         for pair in parser.read_events():
             event, element = cast(tuple[str, ET.Element], pair)
-            if event == "start" and root is None:
-                root = element
-            elif event == "end" and element.tag == "gpu" and root is not None and element in list(root):
+            if event == "start":
+                stack.append(element)
+            else:
+                stack.pop()
+            record = stack[1] if len(stack) > 1 and stack[1].tag == "gpu" else None
+            if event == "end" and element.tag == "gpu" and len(stack) == 1:
                 closed.append(element)
+            elif record is not None and element.tag in _PROCESS_TAGS and element in list(record):
+                listed[id(record)] = event == "end"
     except ET.ParseError as exc:
         return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}", _XML_CUT), complete=False)
+    root = stack[0] if stack else None
     if root is None or root.tag != "nvidia_smi_log":
         return GpuReport("xml", None, None, None, (), (_XML_CUT,), complete=False)
-    warnings: list[str] = [_XML_CUT]
+    attached = _int(_xml_raw(root, "attached_gpus"))
+    warnings: list[str] = []
     gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(closed)]
+    cut = stack[1] if len(stack) > 1 and stack[1].tag == "gpu" else None
+    if cut is not None and id(cut) in listed:
+        gpus.append(_xml_open_record(cut, listed[id(cut)], len(gpus), warnings))
+    # cut after (or inside the process list of) the last record of as many as attached
+    after_gpus = bool(gpus) and attached == len(gpus)
     return GpuReport(
         "xml",
         *_xml_versions(root, warnings),
-        _int(_xml_raw(root, "attached_gpus")),
+        attached,
         tuple(gpus),
-        tuple(warnings),
-        complete=False,
+        (_XML_CUT_AFTER if after_gpus else _XML_CUT, *warnings),
+        complete=after_gpus,
     )
+
+
+def _xml_open_record(gpu: ET.Element, listed: bool, position: int, warnings: list[str]) -> GpuInfo:
+    """The <gpu> record a cut went through inside or after its process list: its elements up to
+    the list (the list too where it closed), the list open where it did not."""
+    whole = ET.Element(gpu.tag, gpu.attrib)
+    for child in list(gpu):
+        if child.tag in _PROCESS_TAGS and not listed:
+            break
+        whole.append(child)
+        if child.tag in _PROCESS_TAGS:
+            break
+    return replace(_xml_gpu(whole, position, warnings), processes_open=not listed)

@@ -27,6 +27,7 @@ from gpuonboard.steps.checks.missing_facts import (
     _disputed,
     _gpu_not_given,
     _incomplete,
+    _incomplete_for,
     _no_gpu_actual,
     _not_judged,
     _refused,
@@ -88,7 +89,7 @@ def rule_driver(facts: Facts) -> Check:
     if facts.gpu.disagreements:
         # two answers of nvidia-smi about one box: never one of them chosen, never a pass
         return Check("nvidia_driver", expected, f"{actual}; {_incomplete(facts)}", "fail", DISAGREE_ADVICE)
-    incomplete = _incomplete(facts)
+    incomplete = _incomplete_for(facts)  # (the driver answered for every GPU of a whole set)
     if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version) and incomplete:
         # the banner said, whole, that there is no CUDA driver: a fault read before the cut
         # (a banner cut inside it, `CUDA Version: N`, reads no such word and stays unverified)
@@ -230,12 +231,14 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     verdict: Verdict = (
         "fail" if fails or faulty or not names else "unverified" if unknown else "warn" if warns else "pass"
     )
-    if placeholder and not fails and not faulty and not _incomplete(facts) and not nameless:
+    if placeholder and not fails and not faulty and not _incomplete_for(facts, "name") and not nameless:
         return Check("gpu_model", expected, actual, "unverified", PLACEHOLDER_ADVICE)
     if (disputed := _disputed(facts, "name", "memory_total_mib")) and not faulty:
         # two names or sizes of one GPU: neither is judged (a fault read stays one)
         return Check("gpu_model", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
-    incomplete = _incomplete(facts) or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
+    # (each GPU's name read by a whole record of a whole GPU set: judged, whatever else was cut)
+    named = _incomplete_for(facts, "name")
+    incomplete = named or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
     if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
@@ -319,7 +322,7 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     n = len(facts.gpu.gpus)
     detail = _attached_gap(facts)
     faulty = [g for g in facts.gpu.gpus if g.faults]
-    incomplete = _incomplete(facts)
+    incomplete = _incomplete_for(facts)  # (a whole set's count: whole, whatever record was cut)
     if faulty and n >= order.gpu_count:
         # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU; an
         # output not read whole that shows no readable GPU at all says nothing of how many there
@@ -368,7 +371,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     unread = "; ".join(map(_unreadable, faulty))
     sizes = [g.memory_total_mib for g in facts.gpu.gpus if not g.faults]
     if not sizes:  # (every GPU listed unreadable: a fault; of an output cut short: no evidence)
-        if incomplete := _incomplete(facts):
+        if incomplete := _incomplete_for(facts, "memory_total_mib"):
             return Check("vram", expected, f"unknown: {unread}; {incomplete}", "unverified", RERUN_ADVICE)
         return Check(
             "vram",
@@ -378,7 +381,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             fault_advice(g.index for g in faulty),
         )
     read = [s for s in sizes if s is not None]
-    if not read and (incomplete := _incomplete(facts)):
+    if not read and (incomplete := _incomplete_for(facts, "memory_total_mib")):
         # (a -q cut before its first FB Memory Usage: the format reports it, the cut took it away)
         return Check(
             "vram",
@@ -406,7 +409,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return Check("vram", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
     ok = smallest >= order.vram_bytes * (1 - tolerance)
     unread_sizes = [_at_bus(g) for g in facts.gpu.gpus if not g.faults and g.memory_total_mib is None]
-    incomplete = _incomplete(facts) or (
+    incomplete = _incomplete_for(facts, "memory_total_mib") or (
         "; ".join(f"{g}: memory total not reported" for g in unread_sizes) if unread_sizes else ""
     )
     if ok and incomplete:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from gpuonboard.facts.gpu_agree import field_whole
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure
 from gpuonboard.steps.base import Check, Verdict
 
@@ -69,6 +70,19 @@ def _incomplete(facts: Facts) -> str:
     ) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
     # (outputs that disagree are whole: what they say otherwise is the sentence, no cut)
     return gap if facts.gpu.disagreements else f"incomplete probe: {gap}"
+
+
+def _incomplete_for(facts: Facts, *fields: str) -> str:
+    """`_incomplete`, but '' where the outputs were cut inside a GPU's record while the GPU set
+    is known whole (`GpuReport.set_whole`: a whole `-L`, `Attached GPUs`) and each of `fields` of
+    every GPU was read by a whole record (gpu_agree.field_whole): a rule reading only those
+    (the names and count: gpu_model; the driver's answer: nvidia_driver) judges them whole. A
+    field the cut took (GPU 1's memory total of a table cut in its row) keeps the cut."""
+    report = facts.gpu
+    whole = report is not None and report.set_whole and not _attached_gap(facts)
+    if whole and report is not None and all(field_whole(g, f) for g in report.gpus for f in fields):
+        return ""
+    return _incomplete(facts)
 
 
 def _disputed(facts: Facts, *fields: str) -> str:

@@ -70,11 +70,15 @@ def evaluate(facts: Facts, thresholds: Mapping[str, float] | None = None) -> lis
 
 def _processes_cut(facts: Facts) -> bool:
     """The nvidia-smi output read is one that lists processes (the table, -q, -q -x) and was
-    cut short: the processes of a GPU may be in the part cut away (a CSV lists none, cut or not)."""
+    cut short: the processes of a GPU may be in the part cut away (a CSV lists none, cut or not).
+    An output cut after every GPU's record, inside its process list, is complete in its GPU
+    facts; its cut is the GPUs' `processes_open` (a table cut under its `Processes:` header)."""
     report = facts.gpu
-    if report is None or report.complete:
+    if report is None:
         return False
-    return any(kind in report.source.split("+") for kind in ("table", "text", "xml"))
+    if any(g.processes_open for g in report.gpus):
+        return True
+    return not report.complete and any(kind in report.source.split("+") for kind in ("table", "text", "xml"))
 
 
 # rows whose fields the table never carries (the PCIe link, its replays, the clock event reasons,

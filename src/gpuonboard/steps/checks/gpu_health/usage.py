@@ -285,7 +285,8 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     unlisted = [g for g in read if not g.processes]
     # memory held with no process listed, on a GPU that drives a display and shows no other
     # work: a desktop's (a Windows host's under WSL, a VM host's: not listed in the guest)
-    display = [g for g in unlisted if _busy(g) and _display_held(g)]
+    # (a list the cut took may hold the job that holds it: never a desktop's from the cut)
+    display = [g for g in unlisted if _busy(g) and _display_held(g) and not _list_cut_away(g)]
     unlisted = [g for g in unlisted if g not in display]
     busy_listed_empty, busy_no_list, mixed = _judge_unlisted(unlisted)
     if mixed and not compute and not busy_listed_empty and not busy_no_list:
@@ -311,6 +312,12 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     if graphics or display:
         return _graphics_check(graphics, display)
     return _none_listed(read, gpus)
+
+
+def _list_cut_away(g: GpuInfo) -> bool:
+    """The output that would list `g`'s processes was cut before its list (or inside it, before
+    an entry of it was read whole): its processes may be in the part cut away."""
+    return g.processes_open and not g.processes_known
 
 
 def _graphics_check(graphics: list[str], display: list[GpuInfo]) -> Check:
@@ -356,6 +363,18 @@ def _none_listed(read: list[GpuInfo], gpus: list[GpuInfo]) -> Check:
         )
     if all(g.processes_known for g in read):
         return Check("foreign_processes", "none", "none", "pass")
+    # a list the cut took (an output cut inside its process list, before this GPU's rows): a
+    # process that shows in no figure (a desktop's, a small job's) may be there; idle figures
+    # pass a GPU whose format lists no processes, never one whose list was cut away
+    if cut_away := [g for g in read if _list_cut_away(g)]:
+        return Check(
+            "foreign_processes",
+            "none",
+            f"no process list read for {gpu_list(cut_away, gpus)} ({CUT_LIST})",
+            "unverified",
+            "the process list of the GPU(s) named was cut from this output: rerun `nvidia-smi` and"
+            " save its whole output",
+        )
     no_list = [g for g in read if not g.processes_known]
     unjudged = [g for g in no_list if not _idle_by_numbers(g)]
     if unjudged:
