@@ -169,11 +169,14 @@ def rule_rdma(
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
         return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread, fabric_unread)
-    if bonds := [p for p in good if _is_bond(p)]:
-        return _rdma_bond(expected, actual + shared_said(shared), bonds)
     if not listed:
         return _no_device(expected)
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
+    bonds = [p for p in good if _is_bond(p)]
+    if bonds and len(good) + len(bonds) * (BOND_MAX - 1) >= count:
+        return _rdma_bond(expected, actual + said, bonds)
+    if bonds:  # (even each bond standing for BOND_MAX ports, too few)
+        said += f"; {_bond_named(bonds)} (too few even counting each as {BOND_MAX} ports)"
     if layer and not ports and (wrong_up := [p for p in wrong if p.active and _fabric(p) != IWARP]):
         # (none of the fabric ordered listed: a VPI port set to the other)
         advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice[0].upper() + advice[1:]
@@ -184,9 +187,13 @@ def rule_rdma(
     return Check("rdma_ports", expected, actual + said, "fail", advice)
 
 
-# an RDMA device of a bond (mlx5's RoCE LAG `mlx5_bond_0`: one device for the bonded ports of a
-# dual-port card, tests/fixtures/real/ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt)
+# an RDMA device of a bond (mlx5's RoCE LAG `mlx5_bond_0`: one device for the bonded ports of one
+# card, tests/fixtures/real/ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt)
 _BOND = re.compile(r"bond", re.IGNORECASE)
+# the most ports one bond device stands for: an mlx5 LAG bonds the ports of one card, 2 (the
+# kernel's "net/mlx5: Implement RoCE LAG feature", dual-port cards only) or 4 since MLX5_MAX_PORTS
+# was raised to 4 ("net/mlx5: Lag, ... NICs with 4 ports", Mark Bloch, netdev 2022)
+BOND_MAX = 4
 
 
 def _is_bond(port: IbPort) -> bool:
@@ -194,16 +201,24 @@ def _is_bond(port: IbPort) -> bool:
     return bool(_BOND.search(port.device))
 
 
-def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
-    """The `rdma_ports` row where too few ports are up but a bond is among them: a bond is two or
-    more physical ports listed as one device, and no listing says how many, so the ports it
-    stands for may make up the order (never a fail claiming fewer ports)."""
+def _bond_named(bonds: Sequence[IbPort]) -> str:
+    """'mlx5_bond_0/1 is a bond (a link aggregation of 2 to 4 ports of one card, listed as one
+    port: how many is not listed)'."""
     names = ", ".join(f"{p.device}/{p.port}" for p in bonds)
+    return (
+        f"{names} is a bond (a link aggregation of 2 to {BOND_MAX} ports of one card, listed as one"
+        " port: how many is not listed)"
+    )
+
+
+def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
+    """The `rdma_ports` row where too few ports are up but a bond is among them and the ports it
+    may stand for (at most BOND_MAX each) would make up the order: no listing says how many, so
+    never a fail claiming fewer ports (the ports down or slower still named in `actual`)."""
     return Check(
         "rdma_ports",
         expected,
-        f"{actual}; {names} is a bond (a link aggregation of 2 or more ports, listed as one port:"
-        " how many is not listed), so the ports it stands for may make up the order",
+        f"{actual}; {_bond_named(bonds)}, so the ports it stands for may make up the order",
         "unverified",
         "a bonded RDMA device (RoCE LAG) lists its ports as one: show its members on the box"
         " (`cat /proc/net/bonding/bond0`, or `ip -d link show` of each port) with their speed.",

@@ -158,9 +158,35 @@ def test_rdma_bond_is_not_one_port(tmp_path: Path) -> None:
     box has 1 port; where the other ports are too few without it, still a fail."""
     verdict, actual = _rdma(tmp_path, SYSFS, "2x200G RoCE")
     assert verdict == "unverified", actual
-    assert "mlx5_bond_0/1 is a bond (a link aggregation of 2 or more ports" in actual
+    assert "mlx5_bond_0/1 is a bond (a link aggregation of 2 to 4 ports of one card" in actual
     assert _rdma(tmp_path, SYSFS, "10x200G")[0] == "unverified"  # (8 InfiniBand ports and the bond)
     assert _rdma(tmp_path, SYSFS, "2x400G RoCE")[0] == "fail"  # (no port up at 400 Gb/s on RoCE)
+
+
+@pytest.mark.parametrize(
+    ("rdma", "verdict"),
+    [
+        ("9x200G", "unverified"),  # 7 InfiniBand ports up and a bond of 2 to 4 may make 9
+        ("11x200G", "unverified"),  # 7 + a bond of 4
+        ("12x200G", "fail"),  # 7 + a bond of at most 4 ports: 11 at most
+        ("16x200G", "fail"),
+        ("8x200G RoCE", "fail"),  # one bond cannot make up 8 RoCE ports
+        ("4x200G RoCE", "unverified"),  # a bond of 4 may
+    ],
+)
+def test_rdma_bond_stands_for_at_most_four_ports(tmp_path: Path, rdma: str, verdict: str) -> None:
+    """The real sysfs listing with mlx5_9 edited DOWN (`4: ACTIVE\t5: LinkUp` -> `1: DOWN\t2:
+    Polling`): a bond (mlx5 LAG: the ports of one card, 2 or 4) stands for at most 4 ports, so an
+    order even 4 per bond cannot make up fails, and every row names the port down."""
+    text = (REAL / SYSFS).read_text()
+    old = "mlx5_9\t1\t4: ACTIVE\t5: LinkUp\t"
+    assert old in text
+    text = text.replace(old, "mlx5_9\t1\t1: DOWN\t2: Polling\t")
+    got, actual = _rdma(tmp_path, SYSFS, rdma, text)
+    assert got == verdict, actual
+    if "RoCE" not in rdma:
+        assert "down: mlx5_9/1 DOWN (Polling)" in actual
+    assert "mlx5_bond_0/1 is a bond" in actual
 
 
 # `ibv_devinfo` of a SoftiWARP device, as Jason Gunthorpe posted it to linux-rdma on 7 Sep 2022
