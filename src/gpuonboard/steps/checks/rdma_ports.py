@@ -177,9 +177,8 @@ def rule_rdma(
         return _rdma_bond(expected, actual + said, bonds)
     if bonds:  # (even each bond standing for BOND_MAX ports, too few)
         said += f"; {_bond_named(bonds)} (too few even counting each as {BOND_MAX} ports)"
-    if layer and not ports and (wrong_up := [p for p in wrong if p.active and _fabric(p) != IWARP]):
-        # (none of the fabric ordered listed: a VPI port set to the other)
-        advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice[0].upper() + advice[1:]
+    if layer and (flipped := _set_to_other(count, gbit, ports, good, wrong)):
+        advice = _wrong_fabric_advice(layer, len(flipped)) + " " + advice[0].upper() + advice[1:]
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
     elif unread:
@@ -296,6 +295,22 @@ def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Seque
     if fabric_unread:
         said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
     return said
+
+
+def _set_to_other(
+    count: int, gbit: float, ports: Sequence[IbPort], good: Sequence[IbPort], wrong: Sequence[IbPort]
+) -> list[IbPort]:
+    """The ports up on the other fabric (InfiniBand for a RoCE order, RoCE for an InfiniBand one)
+    that may be VPI ports set to it: all of them where no port of the fabric ordered is listed;
+    else those up at the ordered rate where they would make up the shortfall, and those of an
+    adapter (system image GUID) with a port of the fabric ordered (a dual-port card, one port of
+    each). None where they cannot explain it (slower ports of another card)."""
+    up = [p for p in wrong if p.active and _fabric(p) in (INFINIBAND, ETHERNET)]
+    if not ports:
+        return up
+    fast = [p for p in up if p.rate_gbps is not None and p.rate_gbps >= gbit]
+    cards = {p.adapter for p in ports if p.adapter}
+    return [p for p in up if (p in fast and len(good) + len(fast) >= count) or p.adapter in cards]
 
 
 def _wrong_fabric_advice(layer: str, up: int) -> str:

@@ -57,9 +57,33 @@ def test_rdma_wrong_fabric_fail_names_both(tmp_path: Path) -> None:
         "1 of 1 port(s) ACTIVE at >= 25 Gb/s on InfiniBand; on Ethernet (RoCE), not the InfiniBand"
         " ordered: mlx5_1/1 ACTIVE 100 Gb/s Ethernet, mlx5_2/1 ACTIVE 100 Gb/s Ethernet"
     )
-    # (an InfiniBand port is listed: the shortfall is of count or speed, not the wrong fabric)
+    # (the 2 RoCE ports up at >= 25 Gb/s would make up the shortfall: may be VPI ports set to Ethernet)
     detail = details(tmp_path, DEVINFO, text, order)["rdma_ports"]
-    assert detail.startswith("fewer RDMA ports are up at the ordered rate") and "LINK_TYPE" not in detail
+    assert detail.startswith("InfiniBand was ordered and 2 port(s) up are Ethernet (RoCE)"), detail
+
+
+@pytest.mark.parametrize(
+    ("name", "rdma", "advised"),
+    [
+        (NODE, "2x200G InfiniBand", True),  # mlx5_0 (Ethernet) shares mlx5_1's adapter GUID
+        (NODE, "2x200G RoCE", True),
+        (DEVINFO, "3x25G InfiniBand", True),  # the 2 RoCE ports up at 100 Gb/s make up the 2 short
+        (DEVINFO, "2x200G HDR", False),  # RoCE ports of another card, up at 100 Gb/s: cannot
+        (DEVINFO, "4x25G InfiniBand", False),  # 1 + 2 RoCE ports still short of 4
+    ],
+)
+def test_rdma_wrong_fabric_advice_where_the_other_fabric_explains_it(
+    tmp_path: Path, name: str, rdma: str, advised: bool
+) -> None:
+    """A fail with ports of both fabrics listed gives the `mlxconfig LINK_TYPE_P1` advice where
+    the other fabric's ports up at the ordered rate would make up the shortfall, or share an
+    adapter (system image GUID) with a port of the fabric ordered (the real OpenShift node's
+    ConnectX-6: one port Ethernet, one InfiniBand); not where they cannot explain it."""
+    text = (REAL / name).read_text()
+    order = f'order:\n  rdma: "{rdma}"\n'
+    assert verdicts(tmp_path, name, text, order)["rdma_ports"][0] == "fail"
+    detail = details(tmp_path, name, text, order)["rdma_ports"]
+    assert ("LINK_TYPE_P1" in detail) is advised, detail
 
 
 def test_rdma_every_port_of_the_other_fabric_said_plainly(tmp_path: Path) -> None:
