@@ -692,6 +692,17 @@ def _first(values: Iterable[_T | None]) -> _T | None:
     return next((v for v in values if v is not None), None)
 
 
+def _said_layer(port: IbPort) -> str | None:
+    """A copy's link layer as it bears on the merge: ibv_devinfo's `InfiniBand` of a device whose
+    transport is not InfiniBand nor iWARP (AWS EFA's `unspecified (4)`: rdma-core prints an
+    unspecified link layer as InfiniBand, where sysfs says `Unknown`) is "Unknown", so it
+    overrules no other listing's."""
+    transport = (port.transport or "infiniband").strip().lower()
+    if port.link_layer == "InfiniBand" and transport not in ("infiniband", "iwarp"):
+        return "Unknown"
+    return port.link_layer
+
+
 def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
     """One port's copies from several listings as one, and why a field of it is not known (two
     listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`, `reads Ethernet in ibstat,
@@ -701,7 +712,8 @@ def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
     voters = [p for p in seen if p.whole] or list(seen)
     states = {p.state for p in voters if p.state.strip()}
     rates = {p.rate_gbps for p in voters if p.active and p.rate_gbps is not None}
-    layers = {p.link_layer for p in voters if p.link_layer not in (None, "Unknown")}
+    said = [_said_layer(p) for p in voters]
+    layers = {layer for layer in said if layer not in (None, "Unknown")}
     whys = []
     if len(states) > 1:
         whys.append(", ".join(f"{p.state} in {p.source}" for p in voters))
@@ -715,7 +727,7 @@ def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
         seen[0].port,
         state,
         next(iter(rates)) if len(rates) == 1 else None,
-        next(iter(layers)) if len(layers) == 1 else None if layers else _first(p.link_layer for p in voters),
+        next(iter(layers)) if len(layers) == 1 else None if layers else _first(said),
         _first(p.phys_state for p in voters),
         "+".join(dict.fromkeys(p.source for p in seen)),
         _first(p.adapter for p in seen),

@@ -179,6 +179,12 @@ def rule_rdma(
         said += f"; {_bond_named(bonds)} (too few even counting each as {BOND_MAX} ports)"
     if layer and (flipped := _set_to_other(count, gbit, ports, good, wrong)):
         advice = _wrong_fabric_advice(layer, len(flipped)) + " " + advice[0].upper() + advice[1:]
+    if layer and (other := [p for p in wrong if p.active and _fabric(p) not in (INFINIBAND, ETHERNET)]):
+        advice += (
+            f" {', '.join(f'{p.device}/{p.port}' for p in other)}: RDMA of another transport"
+            f" ({', '.join(dict.fromkeys(str(_fabric(p)) for p in other))}), neither InfiniBand nor"
+            f" RoCE: it does not make up the {_fabric_shown(layer)} ordered; fix the order if it was sold."
+        )
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
     elif unread:
@@ -270,19 +276,27 @@ IWARP = "iWARP"  # (an Ethernet port of iWARP transport: RDMA over TCP, neither 
 
 
 def _fabric(port: IbPort) -> str | None:
-    """A port's fabric as an order names it ("InfiniBand", "Ethernet" for RoCE), or "iWARP" where
-    ibv_devinfo says the device's transport is iWARP (its link layer reads Ethernet); None: not read."""
-    if (port.transport or "").lower() == "iwarp":
-        return IWARP
+    """A port's fabric as an order names it ("InfiniBand", "Ethernet" for RoCE) by its link layer
+    where its transport is InfiniBand or not said (sysfs, ibstat, ibstatus); else the transport
+    ibv_devinfo names ("iWARP", "usNIC", "unspecified": AWS EFA, whose link layer rdma-core
+    prints as InfiniBand), neither fabric; None: not read."""
+    transport = (port.transport or "").strip()
+    if transport and transport.lower() != "infiniband":
+        return IWARP if transport.lower() == "iwarp" else transport
     text = (port.link_layer or "").strip().lower()
     return INFINIBAND if text == "infiniband" else ETHERNET if text == "ethernet" else None
 
 
 def _fabric_shown(layer: str | None) -> str:
-    """'InfiniBand', 'Ethernet (RoCE)', 'iWARP (Ethernet, not RoCE)'."""
-    return {ETHERNET: f"{ETHERNET} (RoCE)", IWARP: f"{IWARP} (Ethernet, not RoCE)"}.get(
-        str(layer), str(layer)
-    )
+    """'InfiniBand', 'Ethernet (RoCE)', 'iWARP (RDMA over TCP, not RoCE)', 'unspecified transport
+    (not InfiniBand nor RoCE)'."""
+    if layer in (None, INFINIBAND):
+        return str(layer)
+    if layer == ETHERNET:
+        return f"{ETHERNET} (RoCE)"
+    if layer == IWARP:
+        return f"{IWARP} (RDMA over TCP, not RoCE)"
+    return f"{layer} transport (not InfiniBand nor RoCE)"
 
 
 def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Sequence[IbPort]) -> str:
@@ -291,7 +305,7 @@ def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Seque
     said = ""
     for other in dict.fromkeys(_fabric(p) for p in wrong):
         ports = ", ".join(_show(p) for p in wrong if _fabric(p) == other)
-        said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {ports}"
+        said += f"; on {_fabric_shown(other)}, not the {_fabric_shown(layer)} ordered: {ports}"
     if fabric_unread:
         said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
     return said

@@ -97,7 +97,7 @@ def test_rdma_every_port_of_the_other_fabric_said_plainly(tmp_path: Path) -> Non
     verdict, actual = verdicts(tmp_path, SYSFS, text, order)["rdma_ports"]
     assert verdict == "fail"
     assert actual.startswith(
-        "no Ethernet (RoCE) port listed; on InfiniBand, not the Ethernet ordered: mlx5_0/1"
+        "no Ethernet (RoCE) port listed; on InfiniBand, not the Ethernet (RoCE) ordered: mlx5_0/1"
     )
     detail = details(tmp_path, SYSFS, text, order)["rdma_ports"]
     assert detail.startswith("Ethernet was ordered and 8 port(s) up are InfiniBand: the wrong fabric")
@@ -234,7 +234,52 @@ def test_rdma_iwarp_port_is_not_roce(tmp_path: Path) -> None:
     verdict, actual = _rdma(tmp_path, name, "1x10G RoCE", SIW_DEVINFO)
     assert verdict == "fail", actual
     assert actual.startswith(
-        "no Ethernet (RoCE) port listed; on iWARP (Ethernet, not RoCE), not the Ethernet"
+        "no Ethernet (RoCE) port listed; on iWARP (RDMA over TCP, not RoCE), not the Ethernet (RoCE)"
     )
     assert "siw0/1 ACTIVE" in actual
     assert _rdma(tmp_path, name, "1x10G", SIW_DEVINFO)[0] == "unverified"
+
+
+# AWS EFA: `ibv_devinfo` (transport `unspecified (4)`, link layer printed InfiniBand; rdma-core
+# pull request #884) and `ibstat` (`Link layer: Unknown`; amzn/amzn-drivers issue #114)
+EFA_DEVINFO = "ibv_devinfo__aws-efa__transport-unspecified__1port-active.txt"
+EFA_IBSTAT = "ibstat__aws-efa__link-layer-unknown__1port-active.txt"
+
+
+def test_rdma_efa_port_is_not_infiniband(tmp_path: Path) -> None:
+    """The real EFA ibv_devinfo (efa_0, `transport: unspecified (4)`, `link_layer: InfiniBand`,
+    active, no rate without -v): not an InfiniBand port, so a `1x100G InfiniBand` order fails
+    naming its transport (not unverified as an InfiniBand port whose rate was not reported)."""
+    verdict, actual = _rdma(tmp_path, EFA_DEVINFO, "1x100G InfiniBand")
+    assert verdict == "fail", actual
+    assert actual.startswith(
+        "no InfiniBand port listed; on unspecified transport (not InfiniBand nor RoCE), not the"
+        " InfiniBand ordered: efa_0/1 ACTIVE"
+    )
+    detail = details(
+        tmp_path, EFA_DEVINFO, (REAL / EFA_DEVINFO).read_text(), 'order:\n  rdma: "1x100G IB"\n'
+    )["rdma_ports"]
+    assert "efa_0/1: RDMA of another transport (unspecified), neither InfiniBand nor RoCE" in detail
+    assert "LINK_TYPE" not in detail
+
+
+def test_rdma_efa_unknown_link_layer_kept_in_the_merge() -> None:
+    """The real EFA ibstat (`Link layer: Unknown`, the kernel's sysfs word) merged with the real
+    EFA ibv_devinfo (`link_layer: InfiniBand` of transport `unspecified`: rdma-core's print of an
+    unspecified link layer; two EC2 boxes' captures, one efa_0 each, paired as one box's): the
+    port's link layer stays Unknown, not InfiniBand."""
+    from gpuonboard.facts.infiniband import merge_listings, parse_rdma
+
+    reports = [parse_rdma((REAL / name).read_text()) for name in (EFA_IBSTAT, EFA_DEVINFO)]
+    for ordered in (reports, reports[::-1]):
+        (port,) = merge_listings(ordered).ports
+        assert port.link_layer == "Unknown" and port.transport == "unspecified", port
+
+
+def test_rdma_usnic_port_is_not_roce(tmp_path: Path) -> None:
+    """The real siw0 listing with its transport edited to `usNIC (2)` (Cisco usNIC: link layer
+    Ethernet, not RoCE): a `1x10G RoCE` order fails naming the usNIC transport."""
+    text = SIW_DEVINFO.replace("iWARP (1)", "usNIC (2)")
+    verdict, actual = _rdma(tmp_path, "ibv_devinfo.txt", "1x10G RoCE", text)
+    assert verdict == "fail", actual
+    assert "on usNIC transport (not InfiniBand nor RoCE), not the Ethernet (RoCE) ordered: siw0/1" in actual
