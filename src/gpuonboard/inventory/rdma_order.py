@@ -33,7 +33,9 @@ _GBE = re.compile(r"\d\s*GbE\b", re.ASCII)
 _IB_WORD = re.compile(r"\b(?:InfiniBand|IB)\b", re.IGNORECASE | re.ASCII)
 _ETH_WORD = re.compile(r"\b(?:RoCE(?:\s*v[12])?|Ethernet)\b", re.IGNORECASE | re.ASCII)
 _WORDS = r"SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR"  # (FDR10, Mellanox's 10 Gb/s lane, before FDR)
-_GENERATION = re.compile(rf"\b({_WORDS})(\d+)?\b", re.IGNORECASE | re.ASCII)
+# (a generation's number is a port rate of two digits or more, `HDR100`, `NDR200`, `FDR10`; a word
+# with one digit is another thing's, `DDR5` / `DDR4` host memory: not a generation)
+_GENERATION = re.compile(rf"\b({_WORDS})(\d{{2,}})?\b", re.IGNORECASE | re.ASCII)
 # InfiniBand's link width before its generation (`8x400G (4X NDR)`): not a count, where the
 # text holds ports x rate besides (`4x HDR200` alone is refused: a count or the width)
 _WIDTH = re.compile(rf"\b(?:1|2|4|8|12)[xX]\s+(?=(?:{_WORDS})\b)", re.IGNORECASE | re.ASCII)
