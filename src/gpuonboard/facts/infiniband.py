@@ -104,6 +104,9 @@ class IbPort:
     # the device's transport as ibv_devinfo prints it (`InfiniBand`, `iWARP`: an iWARP port's link
     # layer is Ethernet, and it is not RoCE); None: not said (sysfs, ibstat, ibstatus)
     transport: str | None = field(default=None, compare=False)
+    # the InfiniBand speed generation its rate names where the listing prints it (sysfs `rate`
+    # and ibstatus's `400 Gb/sec (4X NDR)`: "NDR"); None: not printed (ibstat, ibv_devinfo)
+    generation: str | None = field(default=None, compare=False)
 
     @property
     def active(self) -> bool:
@@ -165,6 +168,13 @@ def shared_ports(ports: Sequence[IbPort]) -> list[IbPort]:
 
 _STATE = re.compile(r"^(?:\d+:\s*)?(?:PORT_)?([A-Za-z_]+)(?:\s*\(\d+\))?$")
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)\s*Gb/sec", re.I)
+_RATE_GENERATION = re.compile(r"\(\s*\d+X\s+([A-Z]+\d*)\s*\)")  # `(4X NDR)`, `(4X FDR10)`
+
+
+def _generation(rate: str | None) -> str | None:
+    """The speed generation a printed rate names (`40 Gb/sec (4X QDR)`: "QDR"); None: not printed."""
+    m = _RATE_GENERATION.search(rate or "")
+    return m.group(1) if m else None
 
 
 # ibstat's words for the logical states (the sysfs / ibv_devinfo names are INIT, ARMED ...)
@@ -278,6 +288,7 @@ def parse_ib_sysfs(text: str) -> IbReport:
                 _phys(phys),
                 adapter=_guid(guid),
                 vf={"vf": True, "pf": False}.get(function),
+                generation=_generation(rate),
             )
         )
     # (no line read at all: not a box without a device, a text this parser cannot read)
@@ -359,6 +370,7 @@ class _Listing:
                 _port_guid(fields, layer),
                 why is None,
                 self.transport,
+                _generation(fields.get("rate")),
             )
         )
 
@@ -735,5 +747,6 @@ def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
         _first(p.guid for p in seen),
         voters[0].whole,
         _first(p.transport for p in seen),
+        _first(p.generation for p in voters),
     )
     return port, ("reads " + "; and ".join(whys)) if whys else None

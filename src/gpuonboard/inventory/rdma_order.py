@@ -10,7 +10,7 @@ one port's cannot be told.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuonboard.inventory.fields import RDMA_GBITS_RANGE, RDMA_PORTS_RANGE
 from gpuonboard.yamlload import shown
@@ -66,6 +66,8 @@ class RdmaOrder:
     gbit: float
     layer: str | None = None
     nic: str = ""
+    # the InfiniBand speed generation named ("FDR10"; None: none)
+    generation: str | None = field(default=None, compare=False)
 
 
 def _gbit(number: str, unit: str) -> float:
@@ -166,7 +168,8 @@ def parse_rdma_order(value: object) -> RdmaOrder:
     for what, rule, number in (("ports", RDMA_PORTS_RANGE, count), ("rate", RDMA_GBITS_RANGE, rate)):
         if problem := rule.problem(number):
             raise ValueError(f"is {shown(value)}: the {what} {problem[:-1]}")
-    return RdmaOrder(count, rate, layer, ", ".join(nics))
+    named = _GENERATION.search(text)
+    return RdmaOrder(count, rate, layer, ", ".join(nics), named.group(1).upper() if named else None)
 
 
 def _unread(value: object, rest: str, layer: str | None) -> str:

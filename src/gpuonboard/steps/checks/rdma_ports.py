@@ -123,6 +123,7 @@ def rule_rdma(
     unopened: frozenset[tuple[str, int]] = frozenset(),
     layer: str | None = None,
     nic: str = "",
+    generation: str | None = None,
 ) -> Check | None:
     """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
     rate or more, each physical link once (the VF ports of a listed physical function are not
@@ -139,7 +140,11 @@ def rule_rdma(
     make up no pass; where they would, warn. `layer` (the order's fabric: "InfiniBand", or
     "Ethernet" for RoCE) counts only ports of that link layer: a port of the other is real but the
     wrong fabric (named; too few = fail naming both), one whose link layer was not read is
-    neither (unverified where it could make up the order). None when the order asks for no RDMA."""
+    neither (unverified where it could make up the order). A `generation` ordered (FDR10 and
+    later: 64b/66b) is not met by a port whose printed generation is an older one at the same
+    rate (`40 Gb/sec (4X QDR)`, 8b/10b: less data; named), nor known met where the listing prints
+    none and the rate is one an older generation runs at too (unverified where it could make up
+    the order). None when the order asks for no RDMA."""
     if order_rdma is None:
         return None
     count, gbit = order_rdma
@@ -152,13 +157,16 @@ def rule_rdma(
     wrong, fabric_unread = _by_fabric(ports, layer)
     ports = [p for p in ports if p not in wrong]
     up = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
-    good = [p for p in up if p not in fabric_unread]
+    older, untold = _by_generation(up, generation)
+    ports = [p for p in ports if p not in older]
+    up = [p for p in up if p not in older]
+    good = [p for p in up if p not in fabric_unread and p not in untold]
     # (a port whose state file the probe could not read, blank: not known to be down)
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     unknown += [p for p in up if p not in good and p not in unknown]
     actual = _counted(len(good), len(ports), gbit, layer) if listed else "no port listed"
-    actual += _wrong_said(wrong, layer, fabric_unread)
+    actual += _wrong_said(wrong, layer, fabric_unread) + _generation_said(older, untold, generation)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
             return _rdma_unopened(expected, actual + shared_said(shared), unopened)
@@ -311,6 +319,38 @@ def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Seque
     return said
 
 
+# the InfiniBand generations of 8b/10b encoding (SDR, DDR, QDR: 8 data bits in 10), whose ports
+# carry less than a 64b/66b one's (FDR10 on) at the same printed rate: a 40 Gb/s QDR port is not
+# an FDR10 one (drivers/infiniband/core/sysfs.c prints both `40 Gb/sec (4X ...)`)
+_OLDER = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0}
+_OLDER_RATES = frozenset(lane * width for lane in _OLDER.values() for width in (1, 2, 4, 8, 12))
+
+
+def _by_generation(up: Sequence[IbPort], generation: str | None) -> tuple[list[IbPort], list[IbPort]]:
+    """(the ports up whose printed generation is an 8b/10b one where a later one was ordered: not
+    counted, the ports whose generation is not printed at a rate an 8b/10b one runs at too: not
+    known); none where no generation, or an 8b/10b one, was ordered."""
+    if generation is None or generation in _OLDER:
+        return [], []
+    older = [p for p in up if p.generation in _OLDER]
+    untold = [p for p in up if p.generation is None and p.rate_gbps in _OLDER_RATES]
+    return older, untold
+
+
+def _generation_said(older: Sequence[IbPort], untold: Sequence[IbPort], generation: str | None) -> str:
+    """'; up on QDR, not the FDR10 ordered: mlx4_0/1 ...'; '; generation not printed: ...'."""
+    said = ""
+    if older:
+        said += f"; up on {older[0].generation}, not the {generation} ordered: {', '.join(map(_show, older))}"
+    if untold:
+        names = ", ".join(f"{p.device}/{p.port}" for p in untold)
+        said += (
+            f"; generation not printed (a {untold[0].rate_gbps:g} Gb/s port may be {generation} or an"
+            f" older one, QDR and before): {names}"
+        )
+    return said
+
+
 def _set_to_other(
     count: int, gbit: float, ports: Sequence[IbPort], good: Sequence[IbPort], wrong: Sequence[IbPort]
 ) -> list[IbPort]:
@@ -367,14 +407,17 @@ def _rdma_unknown(
     said = [f"{rateless} active with no rate reported"] if rateless else []
     if unread:
         said.append(_state_unread(unread))
-    if fabric_unread and not said:
+    if not said:  # (their link layer not read, or their generation not printed)
         return Check(
             "rdma_ports",
             expected,
             actual,
             "unverified",
             "the ports' link layer (InfiniBand or Ethernet) was not reported: read"
-            " /sys/class/infiniband/*/ports/*/link_layer, or `ibv_devinfo -v`.",
+            " /sys/class/infiniband/*/ports/*/link_layer, or `ibv_devinfo -v`."
+            if fabric_unread
+            else "the ports' speed generation was not printed (`Rate: 40` is QDR or FDR10): read"
+            " /sys/class/infiniband/*/ports/*/rate (`40 Gb/sec (4X FDR10)`), or `ibstatus`.",
         )
     advice = (
         "the port state was not reported (a sysfs file the login could not read); read"
@@ -437,6 +480,7 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
         report.unopened,
         order.rdma_layer,
         order.rdma_nic,
+        order.rdma_generation,
     )
 
 

@@ -283,3 +283,26 @@ def test_rdma_usnic_port_is_not_roce(tmp_path: Path) -> None:
     verdict, actual = _rdma(tmp_path, "ibv_devinfo.txt", "1x10G RoCE", text)
     assert verdict == "fail", actual
     assert "on usNIC transport (not InfiniBand nor RoCE), not the Ethernet (RoCE) ordered: siw0/1" in actual
+
+
+STATUS = "ibstatus__a100-hdr200__all-active__gpud.txt"  # 8 x HDR 200, mlx5_8 `40 Gb/sec (4X QDR)`
+
+
+def test_rdma_fdr10_order_not_met_by_a_qdr_port(tmp_path: Path) -> None:
+    """The real A100 ibstatus with mlx5_8's `link_layer: Ethernet` edited to InfiniBand: its
+    `40 Gb/sec (4X QDR)` is 40 Gb/s as FDR10's is, but 8b/10b (less data): a `9x40G FDR10` order
+    fails naming it; with `(4X QDR)` also cut from the rate (the generation not printed, as ibstat
+    prints `Rate: 40`) it is unverified; a `9x40G QDR` order passes."""
+    text = (REAL / STATUS).read_text()
+    old = "rate:            40 Gb/sec (4X QDR)\n        link_layer:      Ethernet"
+    assert old in text
+    text = text.replace(old, "rate:            40 Gb/sec (4X QDR)\n        link_layer:      InfiniBand")
+    verdict, actual = _rdma(tmp_path, STATUS, "9x40G FDR10", text)
+    assert verdict == "fail", actual
+    assert "up on QDR, not the FDR10 ordered: mlx5_8/1 ACTIVE 40 Gb/s InfiniBand" in actual
+    assert _rdma(tmp_path, STATUS, "9x40G QDR", text)[0] == "pass"
+    assert _rdma(tmp_path, STATUS, "8x40G FDR10", text)[0] == "pass"  # (the 8 HDR ports)
+    untold = text.replace("40 Gb/sec (4X QDR)", "40 Gb/sec")
+    verdict, actual = _rdma(tmp_path, STATUS, "9x40G FDR10", untold)
+    assert verdict == "unverified", actual
+    assert "generation not printed" in actual and "mlx5_8/1" in actual
