@@ -104,6 +104,9 @@ class IbPort:
     # the device's transport as ibv_devinfo prints it (`InfiniBand`, `iWARP`: an iWARP port's link
     # layer is Ethernet, and it is not RoCE); None: not said (sysfs, ibstat, ibstatus)
     transport: str | None = field(default=None, compare=False)
+    # the InfiniBand speed generation its rate names where the listing prints it (sysfs `rate`
+    # and ibstatus's `400 Gb/sec (4X NDR)`: "NDR"); None: not printed (ibstat, ibv_devinfo)
+    generation: str | None = field(default=None, compare=False)
 
     @property
     def active(self) -> bool:
@@ -165,6 +168,13 @@ def shared_ports(ports: Sequence[IbPort]) -> list[IbPort]:
 
 _STATE = re.compile(r"^(?:\d+:\s*)?(?:PORT_)?([A-Za-z_]+)(?:\s*\(\d+\))?$")
 _RATE = re.compile(r"^(\d+(?:\.\d+)?)\s*Gb/sec", re.I)
+_RATE_GENERATION = re.compile(r"\(\s*\d+X\s+([A-Z]+\d*)\s*\)")  # `(4X NDR)`, `(4X FDR10)`
+
+
+def _generation(rate: str | None) -> str | None:
+    """The speed generation a printed rate names (`40 Gb/sec (4X QDR)`: "QDR"); None: not printed."""
+    m = _RATE_GENERATION.search(rate or "")
+    return m.group(1) if m else None
 
 
 # ibstat's words for the logical states (the sysfs / ibv_devinfo names are INIT, ARMED ...)
@@ -278,6 +288,7 @@ def parse_ib_sysfs(text: str) -> IbReport:
                 _phys(phys),
                 adapter=_guid(guid),
                 vf={"vf": True, "pf": False}.get(function),
+                generation=_generation(rate),
             )
         )
     # (no line read at all: not a box without a device, a text this parser cannot read)
@@ -359,6 +370,7 @@ class _Listing:
                 _port_guid(fields, layer),
                 why is None,
                 self.transport,
+                _generation(fields.get("rate")),
             )
         )
 
@@ -692,6 +704,17 @@ def _first(values: Iterable[_T | None]) -> _T | None:
     return next((v for v in values if v is not None), None)
 
 
+def _said_layer(port: IbPort) -> str | None:
+    """A copy's link layer as it bears on the merge: ibv_devinfo's `InfiniBand` of a device whose
+    transport is not InfiniBand nor iWARP (AWS EFA's `unspecified (4)`: rdma-core prints an
+    unspecified link layer as InfiniBand, where sysfs says `Unknown`) is "Unknown", so it
+    overrules no other listing's."""
+    transport = (port.transport or "infiniband").strip().lower()
+    if port.link_layer == "InfiniBand" and transport not in ("infiniband", "iwarp"):
+        return "Unknown"
+    return port.link_layer
+
+
 def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
     """One port's copies from several listings as one, and why a field of it is not known (two
     listings disagree: `reads ACTIVE in ibstat, DOWN in ibv_devinfo`, `reads Ethernet in ibstat,
@@ -701,7 +724,8 @@ def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
     voters = [p for p in seen if p.whole] or list(seen)
     states = {p.state for p in voters if p.state.strip()}
     rates = {p.rate_gbps for p in voters if p.active and p.rate_gbps is not None}
-    layers = {p.link_layer for p in voters if p.link_layer not in (None, "Unknown")}
+    said = [_said_layer(p) for p in voters]
+    layers = {layer for layer in said if layer not in (None, "Unknown")}
     whys = []
     if len(states) > 1:
         whys.append(", ".join(f"{p.state} in {p.source}" for p in voters))
@@ -715,7 +739,7 @@ def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
         seen[0].port,
         state,
         next(iter(rates)) if len(rates) == 1 else None,
-        next(iter(layers)) if len(layers) == 1 else None if layers else _first(p.link_layer for p in voters),
+        next(iter(layers)) if len(layers) == 1 else None if layers else _first(said),
         _first(p.phys_state for p in voters),
         "+".join(dict.fromkeys(p.source for p in seen)),
         _first(p.adapter for p in seen),
@@ -723,5 +747,6 @@ def _merged_port(seen: Sequence[IbPort]) -> tuple[IbPort, str | None]:
         _first(p.guid for p in seen),
         voters[0].whole,
         _first(p.transport for p in seen),
+        _first(p.generation for p in voters),
     )
     return port, ("reads " + "; and ".join(whys)) if whys else None

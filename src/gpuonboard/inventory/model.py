@@ -49,6 +49,7 @@ class OrderSpec:
     # word it names that is not checked ("ConnectX-7"; "" where none): inventory/rdma_order.py
     rdma_layer: str | None = None
     rdma_nic: str = ""
+    rdma_generation: str | None = None  # the InfiniBand generation `rdma` names ("FDR10"; None: none)
 
 
 @dataclass(frozen=True)

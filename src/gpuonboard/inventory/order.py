@@ -86,6 +86,7 @@ def parse_order(
         rdma=(rdma.ports, rdma.gbit) if rdma else None,
         rdma_layer=rdma.layer if rdma else None,
         rdma_nic=rdma.nic if rdma else "",
+        rdma_generation=rdma.generation if rdma else None,
     )
 
 

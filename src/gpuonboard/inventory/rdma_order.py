@@ -10,7 +10,7 @@ one port's cannot be told.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuonboard.inventory.fields import RDMA_GBITS_RANGE, RDMA_PORTS_RANGE
 from gpuonboard.yamlload import shown
@@ -33,7 +33,9 @@ _GBE = re.compile(r"\d\s*GbE\b", re.ASCII)
 _IB_WORD = re.compile(r"\b(?:InfiniBand|IB)\b", re.IGNORECASE | re.ASCII)
 _ETH_WORD = re.compile(r"\b(?:RoCE(?:\s*v[12])?|Ethernet)\b", re.IGNORECASE | re.ASCII)
 _WORDS = r"SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR"  # (FDR10, Mellanox's 10 Gb/s lane, before FDR)
-_GENERATION = re.compile(rf"\b({_WORDS})(\d+)?\b", re.IGNORECASE | re.ASCII)
+# (a generation's number is a port rate of two digits or more, `HDR100`, `NDR200`, `FDR10`; a word
+# with one digit is another thing's, `DDR5` / `DDR4` host memory: not a generation)
+_GENERATION = re.compile(rf"\b({_WORDS})(\d{{2,}})?\b", re.IGNORECASE | re.ASCII)
 # InfiniBand's link width before its generation (`8x400G (4X NDR)`): not a count, where the
 # text holds ports x rate besides (`4x HDR200` alone is refused: a count or the width)
 _WIDTH = re.compile(rf"\b(?:1|2|4|8|12)[xX]\s+(?=(?:{_WORDS})\b)", re.IGNORECASE | re.ASCII)
@@ -64,6 +66,8 @@ class RdmaOrder:
     gbit: float
     layer: str | None = None
     nic: str = ""
+    # the InfiniBand speed generation named ("FDR10"; None: none)
+    generation: str | None = field(default=None, compare=False)
 
 
 def _gbit(number: str, unit: str) -> float:
@@ -164,7 +168,8 @@ def parse_rdma_order(value: object) -> RdmaOrder:
     for what, rule, number in (("ports", RDMA_PORTS_RANGE, count), ("rate", RDMA_GBITS_RANGE, rate)):
         if problem := rule.problem(number):
             raise ValueError(f"is {shown(value)}: the {what} {problem[:-1]}")
-    return RdmaOrder(count, rate, layer, ", ".join(nics))
+    named = _GENERATION.search(text)
+    return RdmaOrder(count, rate, layer, ", ".join(nics), named.group(1).upper() if named else None)
 
 
 def _unread(value: object, rest: str, layer: str | None) -> str:

@@ -114,3 +114,18 @@ def test_interconnect_naming_a_fabric_points_to_rdma(
         assert "`rdma`" not in said
     else:
         assert f"the RDMA fabric goes in `rdma` with its ports and rate, like {example}." in said
+
+
+@pytest.mark.parametrize("memory", ["DDR5", "DDR4", "GDDR6", "LPDDR5"])
+def test_rdma_order_memory_word_is_not_a_generation(memory: str) -> None:
+    """A memory word (`DDR5`: a generation word and one digit) is not InfiniBand's DDR: an order
+    `8x400G RoCE (DDR5 host)` is refused as words it cannot read, never as naming both fabrics;
+    `fabric_named` reads the RoCE alone."""
+    from gpuonboard.inventory.rdma_order import fabric_named
+
+    with pytest.raises(ValueError) as err:
+        parse_rdma_order(f"8x400G RoCE ({memory} host)")
+    assert "both" not in str(err.value) and 'must be ports x rate like "8x400G"' in str(err.value)
+    assert fabric_named(f"RoCE v2, {memory} memory") == ETHERNET
+    assert fabric_named(f"{memory} memory") is None
+    assert parse_rdma_order("8x200G HDR200").layer == INFINIBAND  # (a generation's number still read)

@@ -123,6 +123,7 @@ def rule_rdma(
     unopened: frozenset[tuple[str, int]] = frozenset(),
     layer: str | None = None,
     nic: str = "",
+    generation: str | None = None,
 ) -> Check | None:
     """Ordered RDMA (`rdma: "8x400G"` -> (8, 400.0)) vs ACTIVE ports (InfiniBand or RoCE) at that
     rate or more, each physical link once (the VF ports of a listed physical function are not
@@ -139,7 +140,11 @@ def rule_rdma(
     make up no pass; where they would, warn. `layer` (the order's fabric: "InfiniBand", or
     "Ethernet" for RoCE) counts only ports of that link layer: a port of the other is real but the
     wrong fabric (named; too few = fail naming both), one whose link layer was not read is
-    neither (unverified where it could make up the order). None when the order asks for no RDMA."""
+    neither (unverified where it could make up the order). A `generation` ordered (FDR10 and
+    later: 64b/66b) is not met by a port whose printed generation is an older one at the same
+    rate (`40 Gb/sec (4X QDR)`, 8b/10b: less data; named), nor known met where the listing prints
+    none and the rate is one an older generation runs at too (unverified where it could make up
+    the order). None when the order asks for no RDMA."""
     if order_rdma is None:
         return None
     count, gbit = order_rdma
@@ -152,13 +157,16 @@ def rule_rdma(
     wrong, fabric_unread = _by_fabric(ports, layer)
     ports = [p for p in ports if p not in wrong]
     up = [p for p in ports if p.active and p.rate_gbps is not None and p.rate_gbps >= gbit]
-    good = [p for p in up if p not in fabric_unread]
+    older, untold = _by_generation(up, generation)
+    ports = [p for p in ports if p not in older]
+    up = [p for p in up if p not in older]
+    good = [p for p in up if p not in fabric_unread and p not in untold]
     # (a port whose state file the probe could not read, blank: not known to be down)
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     unknown += [p for p in up if p not in good and p not in unknown]
     actual = _counted(len(good), len(ports), gbit, layer) if listed else "no port listed"
-    actual += _wrong_said(wrong, layer, fabric_unread)
+    actual += _wrong_said(wrong, layer, fabric_unread) + _generation_said(older, untold, generation)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
             return _rdma_unopened(expected, actual + shared_said(shared), unopened)
@@ -169,14 +177,22 @@ def rule_rdma(
         return _rdma_not_whole(expected, actual + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
         return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread, fabric_unread)
-    if bonds := [p for p in good if _is_bond(p)]:
-        return _rdma_bond(expected, actual + shared_said(shared), bonds)
     if not listed:
         return _no_device(expected)
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
-    if layer and not ports and (wrong_up := [p for p in wrong if p.active and _fabric(p) != IWARP]):
-        # (none of the fabric ordered listed: a VPI port set to the other)
-        advice = _wrong_fabric_advice(layer, len(wrong_up)) + " " + advice[0].upper() + advice[1:]
+    bonds = [p for p in good if _is_bond(p)]
+    if bonds and len(good) + len(bonds) * (BOND_MAX - 1) >= count:
+        return _rdma_bond(expected, actual + said, bonds)
+    if bonds:  # (even each bond standing for BOND_MAX ports, too few)
+        said += f"; {_bond_named(bonds)} (too few even counting each as {BOND_MAX} ports)"
+    if layer and (flipped := _set_to_other(count, gbit, ports, good, wrong)):
+        advice = _wrong_fabric_advice(layer, len(flipped)) + " " + advice[0].upper() + advice[1:]
+    if layer and (other := [p for p in wrong if p.active and _fabric(p) not in (INFINIBAND, ETHERNET)]):
+        advice += (
+            f" {', '.join(f'{p.device}/{p.port}' for p in other)}: RDMA of another transport"
+            f" ({', '.join(dict.fromkeys(str(_fabric(p)) for p in other))}), neither InfiniBand nor"
+            f" RoCE: it does not make up the {_fabric_shown(layer)} ordered; fix the order if it was sold."
+        )
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
     elif unread:
@@ -184,9 +200,13 @@ def rule_rdma(
     return Check("rdma_ports", expected, actual + said, "fail", advice)
 
 
-# an RDMA device of a bond (mlx5's RoCE LAG `mlx5_bond_0`: one device for the bonded ports of a
-# dual-port card, tests/fixtures/real/ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt)
+# an RDMA device of a bond (mlx5's RoCE LAG `mlx5_bond_0`: one device for the bonded ports of one
+# card, tests/fixtures/real/ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt)
 _BOND = re.compile(r"bond", re.IGNORECASE)
+# the most ports one bond device stands for: an mlx5 LAG bonds the ports of one card, 2 (the
+# kernel's "net/mlx5: Implement RoCE LAG feature", dual-port cards only) or 4 since MLX5_MAX_PORTS
+# was raised to 4 ("net/mlx5: Lag, ... NICs with 4 ports", Mark Bloch, netdev 2022)
+BOND_MAX = 4
 
 
 def _is_bond(port: IbPort) -> bool:
@@ -194,16 +214,24 @@ def _is_bond(port: IbPort) -> bool:
     return bool(_BOND.search(port.device))
 
 
-def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
-    """The `rdma_ports` row where too few ports are up but a bond is among them: a bond is two or
-    more physical ports listed as one device, and no listing says how many, so the ports it
-    stands for may make up the order (never a fail claiming fewer ports)."""
+def _bond_named(bonds: Sequence[IbPort]) -> str:
+    """'mlx5_bond_0/1 is a bond (a link aggregation of 2 to 4 ports of one card, listed as one
+    port: how many is not listed)'."""
     names = ", ".join(f"{p.device}/{p.port}" for p in bonds)
+    return (
+        f"{names} is a bond (a link aggregation of 2 to {BOND_MAX} ports of one card, listed as one"
+        " port: how many is not listed)"
+    )
+
+
+def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
+    """The `rdma_ports` row where too few ports are up but a bond is among them and the ports it
+    may stand for (at most BOND_MAX each) would make up the order: no listing says how many, so
+    never a fail claiming fewer ports (the ports down or slower still named in `actual`)."""
     return Check(
         "rdma_ports",
         expected,
-        f"{actual}; {names} is a bond (a link aggregation of 2 or more ports, listed as one port:"
-        " how many is not listed), so the ports it stands for may make up the order",
+        f"{actual}; {_bond_named(bonds)}, so the ports it stands for may make up the order",
         "unverified",
         "a bonded RDMA device (RoCE LAG) lists its ports as one: show its members on the box"
         " (`cat /proc/net/bonding/bond0`, or `ip -d link show` of each port) with their speed.",
@@ -256,19 +284,27 @@ IWARP = "iWARP"  # (an Ethernet port of iWARP transport: RDMA over TCP, neither 
 
 
 def _fabric(port: IbPort) -> str | None:
-    """A port's fabric as an order names it ("InfiniBand", "Ethernet" for RoCE), or "iWARP" where
-    ibv_devinfo says the device's transport is iWARP (its link layer reads Ethernet); None: not read."""
-    if (port.transport or "").lower() == "iwarp":
-        return IWARP
+    """A port's fabric as an order names it ("InfiniBand", "Ethernet" for RoCE) by its link layer
+    where its transport is InfiniBand or not said (sysfs, ibstat, ibstatus); else the transport
+    ibv_devinfo names ("iWARP", "usNIC", "unspecified": AWS EFA, whose link layer rdma-core
+    prints as InfiniBand), neither fabric; None: not read."""
+    transport = (port.transport or "").strip()
+    if transport and transport.lower() != "infiniband":
+        return IWARP if transport.lower() == "iwarp" else transport
     text = (port.link_layer or "").strip().lower()
     return INFINIBAND if text == "infiniband" else ETHERNET if text == "ethernet" else None
 
 
 def _fabric_shown(layer: str | None) -> str:
-    """'InfiniBand', 'Ethernet (RoCE)', 'iWARP (Ethernet, not RoCE)'."""
-    return {ETHERNET: f"{ETHERNET} (RoCE)", IWARP: f"{IWARP} (Ethernet, not RoCE)"}.get(
-        str(layer), str(layer)
-    )
+    """'InfiniBand', 'Ethernet (RoCE)', 'iWARP (RDMA over TCP, not RoCE)', 'unspecified transport
+    (not InfiniBand nor RoCE)'."""
+    if layer in (None, INFINIBAND):
+        return str(layer)
+    if layer == ETHERNET:
+        return f"{ETHERNET} (RoCE)"
+    if layer == IWARP:
+        return f"{IWARP} (RDMA over TCP, not RoCE)"
+    return f"{layer} transport (not InfiniBand nor RoCE)"
 
 
 def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Sequence[IbPort]) -> str:
@@ -277,10 +313,58 @@ def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Seque
     said = ""
     for other in dict.fromkeys(_fabric(p) for p in wrong):
         ports = ", ".join(_show(p) for p in wrong if _fabric(p) == other)
-        said += f"; on {_fabric_shown(other)}, not the {layer} ordered: {ports}"
+        said += f"; on {_fabric_shown(other)}, not the {_fabric_shown(layer)} ordered: {ports}"
     if fabric_unread:
         said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
     return said
+
+
+# the InfiniBand generations of 8b/10b encoding (SDR, DDR, QDR: 8 data bits in 10), whose ports
+# carry less than a 64b/66b one's (FDR10 on) at the same printed rate: a 40 Gb/s QDR port is not
+# an FDR10 one (drivers/infiniband/core/sysfs.c prints both `40 Gb/sec (4X ...)`)
+_OLDER = {"SDR": 2.5, "DDR": 5.0, "QDR": 10.0}
+_OLDER_RATES = frozenset(lane * width for lane in _OLDER.values() for width in (1, 2, 4, 8, 12))
+
+
+def _by_generation(up: Sequence[IbPort], generation: str | None) -> tuple[list[IbPort], list[IbPort]]:
+    """(the ports up whose printed generation is an 8b/10b one where a later one was ordered: not
+    counted, the ports whose generation is not printed at a rate an 8b/10b one runs at too: not
+    known); none where no generation, or an 8b/10b one, was ordered."""
+    if generation is None or generation in _OLDER:
+        return [], []
+    older = [p for p in up if p.generation in _OLDER]
+    untold = [p for p in up if p.generation is None and p.rate_gbps in _OLDER_RATES]
+    return older, untold
+
+
+def _generation_said(older: Sequence[IbPort], untold: Sequence[IbPort], generation: str | None) -> str:
+    """'; up on QDR, not the FDR10 ordered: mlx4_0/1 ...'; '; generation not printed: ...'."""
+    said = ""
+    if older:
+        said += f"; up on {older[0].generation}, not the {generation} ordered: {', '.join(map(_show, older))}"
+    if untold:
+        names = ", ".join(f"{p.device}/{p.port}" for p in untold)
+        said += (
+            f"; generation not printed (a {untold[0].rate_gbps:g} Gb/s port may be {generation} or an"
+            f" older one, QDR and before): {names}"
+        )
+    return said
+
+
+def _set_to_other(
+    count: int, gbit: float, ports: Sequence[IbPort], good: Sequence[IbPort], wrong: Sequence[IbPort]
+) -> list[IbPort]:
+    """The ports up on the other fabric (InfiniBand for a RoCE order, RoCE for an InfiniBand one)
+    that may be VPI ports set to it: all of them where no port of the fabric ordered is listed;
+    else those up at the ordered rate where they would make up the shortfall, and those of an
+    adapter (system image GUID) with a port of the fabric ordered (a dual-port card, one port of
+    each). None where they cannot explain it (slower ports of another card)."""
+    up = [p for p in wrong if p.active and _fabric(p) in (INFINIBAND, ETHERNET)]
+    if not ports:
+        return up
+    fast = [p for p in up if p.rate_gbps is not None and p.rate_gbps >= gbit]
+    cards = {p.adapter for p in ports if p.adapter}
+    return [p for p in up if (p in fast and len(good) + len(fast) >= count) or p.adapter in cards]
 
 
 def _wrong_fabric_advice(layer: str, up: int) -> str:
@@ -323,14 +407,17 @@ def _rdma_unknown(
     said = [f"{rateless} active with no rate reported"] if rateless else []
     if unread:
         said.append(_state_unread(unread))
-    if fabric_unread and not said:
+    if not said:  # (their link layer not read, or their generation not printed)
         return Check(
             "rdma_ports",
             expected,
             actual,
             "unverified",
             "the ports' link layer (InfiniBand or Ethernet) was not reported: read"
-            " /sys/class/infiniband/*/ports/*/link_layer, or `ibv_devinfo -v`.",
+            " /sys/class/infiniband/*/ports/*/link_layer, or `ibv_devinfo -v`."
+            if fabric_unread
+            else "the ports' speed generation was not printed (`Rate: 40` is QDR or FDR10): read"
+            " /sys/class/infiniband/*/ports/*/rate (`40 Gb/sec (4X FDR10)`), or `ibstatus`.",
         )
     advice = (
         "the port state was not reported (a sysfs file the login could not read); read"
@@ -393,6 +480,7 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
         report.unopened,
         order.rdma_layer,
         order.rdma_nic,
+        order.rdma_generation,
     )
 
 

@@ -57,9 +57,33 @@ def test_rdma_wrong_fabric_fail_names_both(tmp_path: Path) -> None:
         "1 of 1 port(s) ACTIVE at >= 25 Gb/s on InfiniBand; on Ethernet (RoCE), not the InfiniBand"
         " ordered: mlx5_1/1 ACTIVE 100 Gb/s Ethernet, mlx5_2/1 ACTIVE 100 Gb/s Ethernet"
     )
-    # (an InfiniBand port is listed: the shortfall is of count or speed, not the wrong fabric)
+    # (the 2 RoCE ports up at >= 25 Gb/s would make up the shortfall: may be VPI ports set to Ethernet)
     detail = details(tmp_path, DEVINFO, text, order)["rdma_ports"]
-    assert detail.startswith("fewer RDMA ports are up at the ordered rate") and "LINK_TYPE" not in detail
+    assert detail.startswith("InfiniBand was ordered and 2 port(s) up are Ethernet (RoCE)"), detail
+
+
+@pytest.mark.parametrize(
+    ("name", "rdma", "advised"),
+    [
+        (NODE, "2x200G InfiniBand", True),  # mlx5_0 (Ethernet) shares mlx5_1's adapter GUID
+        (NODE, "2x200G RoCE", True),
+        (DEVINFO, "3x25G InfiniBand", True),  # the 2 RoCE ports up at 100 Gb/s make up the 2 short
+        (DEVINFO, "2x200G HDR", False),  # RoCE ports of another card, up at 100 Gb/s: cannot
+        (DEVINFO, "4x25G InfiniBand", False),  # 1 + 2 RoCE ports still short of 4
+    ],
+)
+def test_rdma_wrong_fabric_advice_where_the_other_fabric_explains_it(
+    tmp_path: Path, name: str, rdma: str, advised: bool
+) -> None:
+    """A fail with ports of both fabrics listed gives the `mlxconfig LINK_TYPE_P1` advice where
+    the other fabric's ports up at the ordered rate would make up the shortfall, or share an
+    adapter (system image GUID) with a port of the fabric ordered (the real OpenShift node's
+    ConnectX-6: one port Ethernet, one InfiniBand); not where they cannot explain it."""
+    text = (REAL / name).read_text()
+    order = f'order:\n  rdma: "{rdma}"\n'
+    assert verdicts(tmp_path, name, text, order)["rdma_ports"][0] == "fail"
+    detail = details(tmp_path, name, text, order)["rdma_ports"]
+    assert ("LINK_TYPE_P1" in detail) is advised, detail
 
 
 def test_rdma_every_port_of_the_other_fabric_said_plainly(tmp_path: Path) -> None:
@@ -73,7 +97,7 @@ def test_rdma_every_port_of_the_other_fabric_said_plainly(tmp_path: Path) -> Non
     verdict, actual = verdicts(tmp_path, SYSFS, text, order)["rdma_ports"]
     assert verdict == "fail"
     assert actual.startswith(
-        "no Ethernet (RoCE) port listed; on InfiniBand, not the Ethernet ordered: mlx5_0/1"
+        "no Ethernet (RoCE) port listed; on InfiniBand, not the Ethernet (RoCE) ordered: mlx5_0/1"
     )
     detail = details(tmp_path, SYSFS, text, order)["rdma_ports"]
     assert detail.startswith("Ethernet was ordered and 8 port(s) up are InfiniBand: the wrong fabric")
@@ -158,9 +182,35 @@ def test_rdma_bond_is_not_one_port(tmp_path: Path) -> None:
     box has 1 port; where the other ports are too few without it, still a fail."""
     verdict, actual = _rdma(tmp_path, SYSFS, "2x200G RoCE")
     assert verdict == "unverified", actual
-    assert "mlx5_bond_0/1 is a bond (a link aggregation of 2 or more ports" in actual
+    assert "mlx5_bond_0/1 is a bond (a link aggregation of 2 to 4 ports of one card" in actual
     assert _rdma(tmp_path, SYSFS, "10x200G")[0] == "unverified"  # (8 InfiniBand ports and the bond)
     assert _rdma(tmp_path, SYSFS, "2x400G RoCE")[0] == "fail"  # (no port up at 400 Gb/s on RoCE)
+
+
+@pytest.mark.parametrize(
+    ("rdma", "verdict"),
+    [
+        ("9x200G", "unverified"),  # 7 InfiniBand ports up and a bond of 2 to 4 may make 9
+        ("11x200G", "unverified"),  # 7 + a bond of 4
+        ("12x200G", "fail"),  # 7 + a bond of at most 4 ports: 11 at most
+        ("16x200G", "fail"),
+        ("8x200G RoCE", "fail"),  # one bond cannot make up 8 RoCE ports
+        ("4x200G RoCE", "unverified"),  # a bond of 4 may
+    ],
+)
+def test_rdma_bond_stands_for_at_most_four_ports(tmp_path: Path, rdma: str, verdict: str) -> None:
+    """The real sysfs listing with mlx5_9 edited DOWN (`4: ACTIVE\t5: LinkUp` -> `1: DOWN\t2:
+    Polling`): a bond (mlx5 LAG: the ports of one card, 2 or 4) stands for at most 4 ports, so an
+    order even 4 per bond cannot make up fails, and every row names the port down."""
+    text = (REAL / SYSFS).read_text()
+    old = "mlx5_9\t1\t4: ACTIVE\t5: LinkUp\t"
+    assert old in text
+    text = text.replace(old, "mlx5_9\t1\t1: DOWN\t2: Polling\t")
+    got, actual = _rdma(tmp_path, SYSFS, rdma, text)
+    assert got == verdict, actual
+    if "RoCE" not in rdma:
+        assert "down: mlx5_9/1 DOWN (Polling)" in actual
+    assert "mlx5_bond_0/1 is a bond" in actual
 
 
 # `ibv_devinfo` of a SoftiWARP device, as Jason Gunthorpe posted it to linux-rdma on 7 Sep 2022
@@ -184,7 +234,75 @@ def test_rdma_iwarp_port_is_not_roce(tmp_path: Path) -> None:
     verdict, actual = _rdma(tmp_path, name, "1x10G RoCE", SIW_DEVINFO)
     assert verdict == "fail", actual
     assert actual.startswith(
-        "no Ethernet (RoCE) port listed; on iWARP (Ethernet, not RoCE), not the Ethernet"
+        "no Ethernet (RoCE) port listed; on iWARP (RDMA over TCP, not RoCE), not the Ethernet (RoCE)"
     )
     assert "siw0/1 ACTIVE" in actual
     assert _rdma(tmp_path, name, "1x10G", SIW_DEVINFO)[0] == "unverified"
+
+
+# AWS EFA: `ibv_devinfo` (transport `unspecified (4)`, link layer printed InfiniBand; rdma-core
+# pull request #884) and `ibstat` (`Link layer: Unknown`; amzn/amzn-drivers issue #114)
+EFA_DEVINFO = "ibv_devinfo__aws-efa__transport-unspecified__1port-active.txt"
+EFA_IBSTAT = "ibstat__aws-efa__link-layer-unknown__1port-active.txt"
+
+
+def test_rdma_efa_port_is_not_infiniband(tmp_path: Path) -> None:
+    """The real EFA ibv_devinfo (efa_0, `transport: unspecified (4)`, `link_layer: InfiniBand`,
+    active, no rate without -v): not an InfiniBand port, so a `1x100G InfiniBand` order fails
+    naming its transport (not unverified as an InfiniBand port whose rate was not reported)."""
+    verdict, actual = _rdma(tmp_path, EFA_DEVINFO, "1x100G InfiniBand")
+    assert verdict == "fail", actual
+    assert actual.startswith(
+        "no InfiniBand port listed; on unspecified transport (not InfiniBand nor RoCE), not the"
+        " InfiniBand ordered: efa_0/1 ACTIVE"
+    )
+    detail = details(
+        tmp_path, EFA_DEVINFO, (REAL / EFA_DEVINFO).read_text(), 'order:\n  rdma: "1x100G IB"\n'
+    )["rdma_ports"]
+    assert "efa_0/1: RDMA of another transport (unspecified), neither InfiniBand nor RoCE" in detail
+    assert "LINK_TYPE" not in detail
+
+
+def test_rdma_efa_unknown_link_layer_kept_in_the_merge() -> None:
+    """The real EFA ibstat (`Link layer: Unknown`, the kernel's sysfs word) merged with the real
+    EFA ibv_devinfo (`link_layer: InfiniBand` of transport `unspecified`: rdma-core's print of an
+    unspecified link layer; two EC2 boxes' captures, one efa_0 each, paired as one box's): the
+    port's link layer stays Unknown, not InfiniBand."""
+    from gpuonboard.facts.infiniband import merge_listings, parse_rdma
+
+    reports = [parse_rdma((REAL / name).read_text()) for name in (EFA_IBSTAT, EFA_DEVINFO)]
+    for ordered in (reports, reports[::-1]):
+        (port,) = merge_listings(ordered).ports
+        assert port.link_layer == "Unknown" and port.transport == "unspecified", port
+
+
+def test_rdma_usnic_port_is_not_roce(tmp_path: Path) -> None:
+    """The real siw0 listing with its transport edited to `usNIC (2)` (Cisco usNIC: link layer
+    Ethernet, not RoCE): a `1x10G RoCE` order fails naming the usNIC transport."""
+    text = SIW_DEVINFO.replace("iWARP (1)", "usNIC (2)")
+    verdict, actual = _rdma(tmp_path, "ibv_devinfo.txt", "1x10G RoCE", text)
+    assert verdict == "fail", actual
+    assert "on usNIC transport (not InfiniBand nor RoCE), not the Ethernet (RoCE) ordered: siw0/1" in actual
+
+
+STATUS = "ibstatus__a100-hdr200__all-active__gpud.txt"  # 8 x HDR 200, mlx5_8 `40 Gb/sec (4X QDR)`
+
+
+def test_rdma_fdr10_order_not_met_by_a_qdr_port(tmp_path: Path) -> None:
+    """The real A100 ibstatus with mlx5_8's `link_layer: Ethernet` edited to InfiniBand: its
+    `40 Gb/sec (4X QDR)` is 40 Gb/s as FDR10's is, but 8b/10b (less data): a `9x40G FDR10` order
+    fails naming it; with `(4X QDR)` also cut from the rate (the generation not printed, as ibstat
+    prints `Rate: 40`) it is unverified; a `9x40G QDR` order passes."""
+    text = (REAL / STATUS).read_text()
+    old = "rate:            40 Gb/sec (4X QDR)\n        link_layer:      Ethernet"
+    assert old in text
+    text = text.replace(old, "rate:            40 Gb/sec (4X QDR)\n        link_layer:      InfiniBand")
+    verdict, actual = _rdma(tmp_path, STATUS, "9x40G FDR10", text)
+    assert verdict == "fail", actual
+    assert "up on QDR, not the FDR10 ordered: mlx5_8/1 ACTIVE 40 Gb/s InfiniBand" in actual
+    assert _rdma(tmp_path, STATUS, "9x40G QDR", text)[0] == "pass"
+    assert _rdma(tmp_path, STATUS, "8x40G FDR10", text)[0] == "pass"  # (the 8 HDR ports)
+    untold = text.replace("40 Gb/sec (4X QDR)", "40 Gb/sec")
+    verdict, actual = _rdma(tmp_path, STATUS, "9x40G FDR10", untold)
+    assert verdict == "unverified", actual
+    assert "generation not printed" in actual and "mlx5_8/1" in actual
