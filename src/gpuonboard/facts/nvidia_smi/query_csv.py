@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from gpuonboard.facts.csvtext import csv_rows, first_csv_row
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
@@ -173,37 +174,12 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         mig_mode_pending=_on_off(cells.get("mig.mode.pending")),
         vbios=_clean(cells.get("vbios_version")),
         # no --query-gpu field for product brand / architecture
-        ecc_volatile_correctable=_int(cells.get("ecc.errors.corrected.volatile.total")),
-        ecc_volatile_uncorrectable=_int(cells.get("ecc.errors.uncorrected.volatile.total")),
-        ecc_aggregate_correctable=_int(cells.get("ecc.errors.corrected.aggregate.total")),
-        ecc_aggregate_uncorrectable=_int(cells.get("ecc.errors.uncorrected.aggregate.total")),
-        retired_pages_sbe=_int(_csv_first(cells, "retired_pages.single_bit_ecc.count", "retired_pages.sbe")),
-        retired_pages_dbe=_int(_csv_first(cells, "retired_pages.double_bit.count", "retired_pages.dbe")),
-        retired_pages_pending=_yes_no(cells.get("retired_pages.pending")),
-        remapped_rows_correctable=_int(cells.get("remapped_rows.correctable")),
-        remapped_rows_uncorrectable=_int(cells.get("remapped_rows.uncorrectable")),
-        remapped_rows_pending=_yes_no(cells.get("remapped_rows.pending")),
-        remapped_rows_failure=_yes_no(cells.get("remapped_rows.failure")),
-        power_draw_w=_float(_csv_first(cells, "power.draw", "power.draw.average", "power.draw.instant")),
-        power_limit_w=_float(_csv_first(cells, "enforced.power.limit", "power.limit")),
-        default_power_limit_w=_float(cells.get("power.default_limit")),
-        max_power_limit_w=_float(cells.get("power.max_limit")),
-        # (`power.limit` is the software limit, the requested one, where the enforced is given too)
-        requested_power_limit_w=_float(cells.get("power.limit")) if "enforced.power.limit" in cells else None,
-        power_limit_requested=_csv_first(cells, "enforced.power.limit") is None
-        and _csv_first(cells, "power.limit") is not None,
+        **_csv_errors_and_power(cells),
         clock_event_reasons=reasons,
         clock_event_reasons_known=reasons_known,
         clock_event_reasons_read=reasons_read,
         performance_state=_pstate(cells.get("pstate")),
-        clocks_sm_mhz=_int(_csv_first(cells, "clocks.current.sm", "clocks.sm")),
-        clocks_sm_max_mhz=_int(_csv_first(cells, "clocks.max.sm", "clocks.max.sm_clock")),
-        clocks_applications_mhz=_int(
-            _csv_first(cells, "clocks.applications.graphics", "clocks.applications.gr")
-        ),
-        clocks_default_applications_mhz=_int(
-            _csv_first(cells, "clocks.default_applications.graphics", "clocks.default_applications.gr")
-        ),
+        **_csv_clocks(cells),
         utilization_gpu_pct=_int(cells.get("utilization.gpu")),
         encoder_util_pct=_float(cells.get("utilization.encoder")),
         decoder_util_pct=_float(cells.get("utilization.decoder")),
@@ -217,6 +193,49 @@ def _csv_gpu(cells: Mapping[str, str], position: int, warnings: list[str]) -> Gp
         faults=faults,
         cell_faults=cell_faults,
     )
+
+
+def _csv_errors_and_power(cells: Mapping[str, str]) -> dict[str, Any]:
+    """A CSV row's memory error counts (ECC, retired pages, remapped rows) and power fields."""
+    return {
+        "ecc_volatile_correctable": _int(cells.get("ecc.errors.corrected.volatile.total")),
+        "ecc_volatile_uncorrectable": _int(cells.get("ecc.errors.uncorrected.volatile.total")),
+        "ecc_aggregate_correctable": _int(cells.get("ecc.errors.corrected.aggregate.total")),
+        "ecc_aggregate_uncorrectable": _int(cells.get("ecc.errors.uncorrected.aggregate.total")),
+        "retired_pages_sbe": _int(
+            _csv_first(cells, "retired_pages.single_bit_ecc.count", "retired_pages.sbe")
+        ),
+        "retired_pages_dbe": _int(_csv_first(cells, "retired_pages.double_bit.count", "retired_pages.dbe")),
+        "retired_pages_pending": _yes_no(cells.get("retired_pages.pending")),
+        "remapped_rows_correctable": _int(cells.get("remapped_rows.correctable")),
+        "remapped_rows_uncorrectable": _int(cells.get("remapped_rows.uncorrectable")),
+        "remapped_rows_pending": _yes_no(cells.get("remapped_rows.pending")),
+        "remapped_rows_failure": _yes_no(cells.get("remapped_rows.failure")),
+        "power_draw_w": _float(_csv_first(cells, "power.draw", "power.draw.average", "power.draw.instant")),
+        "power_limit_w": _float(_csv_first(cells, "enforced.power.limit", "power.limit")),
+        "default_power_limit_w": _float(cells.get("power.default_limit")),
+        "max_power_limit_w": _float(cells.get("power.max_limit")),
+        # (`power.limit` is the software limit, the requested one, where the enforced is given too)
+        "requested_power_limit_w": _float(cells.get("power.limit"))
+        if "enforced.power.limit" in cells
+        else None,
+        "power_limit_requested": _csv_first(cells, "enforced.power.limit") is None
+        and _csv_first(cells, "power.limit") is not None,
+    }
+
+
+def _csv_clocks(cells: Mapping[str, str]) -> dict[str, Any]:
+    """A CSV row's SM clocks (now, max) and application clocks (set, default)."""
+    return {
+        "clocks_sm_mhz": _int(_csv_first(cells, "clocks.current.sm", "clocks.sm")),
+        "clocks_sm_max_mhz": _int(_csv_first(cells, "clocks.max.sm", "clocks.max.sm_clock")),
+        "clocks_applications_mhz": _int(
+            _csv_first(cells, "clocks.applications.graphics", "clocks.applications.gr")
+        ),
+        "clocks_default_applications_mhz": _int(
+            _csv_first(cells, "clocks.default_applications.graphics", "clocks.default_applications.gr")
+        ),
+    }
 
 
 def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
