@@ -154,8 +154,21 @@ def looks_like_lscpu(text: str) -> bool:
     field = _split_field(lines[0]) if lines else None
     if field is not None and _field_name(field[0]) == "Architecture":
         return True
-    names = {_field_name(f[0]) for line in lines[:60] if (f := _split_field(line)) is not None}
-    return names >= _COUNTING_FIELDS and bool(names & {"Core(s) per socket", "Core(s) per cluster"})
+    # only lines above `CPU(s):` may be lost that way (a paste's first line, op-mode, byte order,
+    # address sizes: none counts anything); a grep of lscpu (`lscpu | grep -E '^(CPU|Thread|Core|
+    # Socket)'`) keeps the counts but drops the Off-line CPU(s) list, so the On-line list must be
+    # there (`virsh nodeinfo`, whose `CPU socket(s)` counts a NUMA cell's, has none either)
+    names = [_field_name(f[0]) if (f := _split_field(line)) is not None else "" for line in lines[:60]]
+    if "CPU(s)" not in names or "On-line CPU(s) list" not in names:
+        return False
+    above = names[1 : names.index("CPU(s)")]
+    if any(name not in _ABOVE_CPUS for name in above):
+        return False
+    return set(names) >= _COUNTING_FIELDS and bool(set(names) & {"Core(s) per socket", "Core(s) per cluster"})
+
+
+# the lines lscpu prints between Architecture and CPU(s) (util-linux 2.19 to 2.40)
+_ABOVE_CPUS = frozenset({"CPU op-mode(s)", "Byte Order", "Address sizes"})
 
 
 def _plain_pairs(text: str) -> list[tuple[str, str]]:
@@ -317,6 +330,8 @@ def parse_lscpu(text: str) -> CpuInfo:
     online = _cpu_list_count(host.get("On-line CPU(s) list"))
     if logical is None and offline is not None and online is not None:
         logical = online + offline  # (its CPU(s) line lost, a paste that joined it to another)
+    if offline is None and online is not None and logical is not None and online < logical:
+        offline = logical - online  # (its Off-line line lost: a grep or a paste that dropped it)
     per_type = [_type_cores(t, warnings) for t in types or [{}]]
     physical_each = [p for _, _, p in per_type]
     physical = None if None in physical_each else sum(p for p in physical_each if p is not None)

@@ -422,6 +422,44 @@ def test_proc_cpuinfo_pasted_twice_counts_nothing() -> None:
     )
 
 
+def test_a_grep_of_lscpu_keeping_its_counts_is_not_read_as_a_whole_lscpu() -> None:
+    """Review of round 26: an lscpu known by its counting lines alone took in `lscpu | grep -E
+    '^(CPU\\(s\\)|Thread|Core|Socket|Model name)'` of the real 2-socket Xeon Silver 4110 under
+    lxcfs (4 of 32 CPUs online), which drops the Off-line CPU(s) list: the box passed 16 cores
+    ordered from that line's absence. A paste that lost lines above `CPU(s):` keeps the On-line
+    list; a grep of the counts, or `virsh nodeinfo` (whose `CPU socket(s)` counts a NUMA cell's;
+    its lines written here as libvirt prints them), has none and is no lscpu."""
+    text = (
+        FIXTURES
+        / "real"
+        / "lscpu__xeon-silver-4110__2socket-32cpu__k8s-lxcfs-4-online__threads-per-core-0.txt"
+    ).read_text()
+    kept = re.compile(r"^(CPU\(s\)|Thread|Core|Socket|Model name)")
+    grep = "".join(line for line in text.splitlines(keepends=True) if kept.match(line))
+    assert not looks_like_lscpu(grep)
+    virsh = (
+        "CPU model:           x86_64\nCPU(s):              256\nCPU frequency:       2450 MHz\n"
+        "CPU socket(s):       1\nCore(s) per socket:  64\nThread(s) per core:  2\n"
+        "NUMA cell(s):        2\nMemory size:         1056462048 KiB\n"
+    )
+    assert not looks_like_lscpu(virsh)
+
+
+def test_an_online_list_shorter_than_cpus_counts_the_rest_offline() -> None:
+    """The same real lscpu with only its `Off-line CPU(s) list` line taken out: its On-line list
+    (8,9,24,25) names 4 of 32 CPUs, so 28 are offline whether or not that line was kept (the
+    box passed a 16-core order when it was not)."""
+    text = (
+        FIXTURES
+        / "real"
+        / "lscpu__xeon-silver-4110__2socket-32cpu__k8s-lxcfs-4-online__threads-per-core-0.txt"
+    ).read_text()
+    whole = parse_lscpu(text)
+    without = parse_lscpu("".join(line for line in text.splitlines(keepends=True) if "Off-line" not in line))
+    assert whole.offline_cpus == 28
+    assert without.offline_cpus == 28
+
+
 def test_an_lscpu_whose_architecture_line_was_lost_is_known_by_its_counts() -> None:
     """archspec/archspec #159: a GH200's lscpu pasted as `rchitecture:  aarch64` (its first
     letter lost) was no lscpu ("not a recognised command output", exit 2); its `CPU(s):`,
