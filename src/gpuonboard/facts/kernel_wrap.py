@@ -33,9 +33,10 @@ SYSLOG_LINE = re.compile(r"\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(
 # a syslog's or a journal's (short, short-precise, short-iso) line and its program: a line of
 # another program than `kernel` is that program's, whatever its message quotes (a sudo line whose
 # COMMAND is `grep NVRM: /var/log/kern.log`, a health checker's `NVRM: no errors reported`):
-# never a kernel line, never an Xid
+# never a kernel line, never an Xid. (The host holds no colon: `dmesg --time-format iso`'s
+# `2025-10-02T10:15:40,123456+00:00 NVRM: nvAssertFailed: ...` is the kernel's, no program's)
 PROGRAM_LINE = re.compile(
-    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+) \S+ ([^\s:\[]+)(?:\[\d+\])?: "
+    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+) [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: "
 )
 
 
