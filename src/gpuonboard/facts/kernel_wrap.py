@@ -36,7 +36,8 @@ SYSLOG_LINE = re.compile(r"\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(
 # never a kernel line, never an Xid. (The host holds no colon: `dmesg --time-format iso`'s
 # `2025-10-02T10:15:40,123456+00:00 NVRM: nvAssertFailed: ...` is the kernel's, no program's)
 PROGRAM_LINE = re.compile(
-    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+) [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: "
+    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+)"
+    r" [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: "
 )
 
 
