@@ -29,7 +29,7 @@ from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_p
 from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
-from gpuonboard.facts.kernel_wrap import SYSLOG_LINE
+from gpuonboard.facts.kernel_wrap import PROGRAM_LINE
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
@@ -87,6 +87,16 @@ _KERNEL_LINE = re.compile(
     rf"^(?:{KERNEL_STAMP.pattern})|NVRM: |nvidia-nvswitch\d+: SXid"
     r"|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
+
+
+def _kernel_line(line: str) -> bool:
+    """The line is the kernel's own: a syslog or journal line of the program `kernel`, or
+    (unprefixed) a line with a kernel log's stamp, an NVRM or SXid line."""
+    if program := PROGRAM_LINE.match(line.strip()):
+        return program.group(1) == "kernel"
+    return bool(_KERNEL_LINE.search(line))
+
+
 # `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
 _NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
 # the sysfs probe's line (facts/infiniband.py): DEV PORT STATE PHYS RATE [GUID pf|vf] LAYER
@@ -146,9 +156,10 @@ def detect_fabric_kind(text: str) -> str | None:
             return "nvidia_nvlink"
         if all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in lines):
             return "nvidia_smi_list"
-    kernel = sum(1 for line in lines[:200] if _KERNEL_LINE.search(line))
-    # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's)
-    others = sum(1 for line in lines[:200] if SYSLOG_LINE.match(line) and not _KERNEL_LINE.search(line))
+    kernel = sum(1 for line in lines[:200] if _kernel_line(line))
+    # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's;
+    # a log of other programs alone is no kernel log, whatever their messages quote)
+    others = sum(1 for line in lines[:200] if PROGRAM_LINE.match(line.strip()) and not _kernel_line(line))
     if kernel and kernel + others >= min(len(lines), 200) // 2:
         return "kernel_log"
     return None
@@ -182,7 +193,10 @@ def _nvidia_smi_failed(text: str) -> bool:
     if advice:
         failed = not _KERNEL_LINE.search(line)
     else:
-        failed = any(line.lstrip().startswith(_OWN_FAILURES) for line in lines)
+        failed = any(
+            line.lstrip().startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip())
+            for line in lines
+        )
     return failed and answered_unread(text) is None
 
 

@@ -23,6 +23,7 @@ from gpuonboard.facts.probe import ProbeOutput, first_line
 
 __all__ = [
     "OTHER_OPERATION",
+    "STATE_ERROR",
     "csv_width",
     "df_rows",
     "df_si",
@@ -184,14 +185,33 @@ def with_query_header(command: str, text: str) -> str:
 # init failure: none says the query read no GPU (the plain nvidia-smi of a login that may not
 # list or change MIG instances reads them), so none is nvidia-smi's failure; its query's own
 # words are "Failed to initialize NVML: ..." and "Unable to determine the device handle ..."
-# (nvidia-smi's "Terminating early due to previous errors." follows such a refusal)
+# (nvidia-smi's "Terminating early due to previous errors." follows such a refusal). Only NVML's
+# refusals of that operation (Insufficient Permissions, No permission, Not Supported, In use by
+# another client, Not Found, Invalid Argument): a state error it prints (GPU is lost, GPU
+# requires reset, Driver Not Loaded, Unknown Error, Timeout, GPU access blocked) is the box's,
+# which the query meets too: a failed nvidia-smi, its line quoted
 OTHER_OPERATION = re.compile(
     r"(?:Failed|Unable) to (?!initialize NVML\b|determine the device handle\b).*:\s*(?:Insufficient"
-    r" Permissions|Not Supported|Unknown Error|Not Found|Driver Not Loaded|GPU is lost|GPU requires"
-    r" reset|Timeout|In use by another client|Invalid Argument|No permission|GPU access blocked by"
-    r" the operating system)\.?$|Terminating early due to previous errors\.?$",
+    r" Permissions|Not Supported|Not Found|In use by another client|Invalid Argument|No permission)"
+    r"\.?$|Terminating early due to previous errors\.?$",
     re.I,
 )
+# NVML's state error after any operation's words: the box's (the query meets it too)
+STATE_ERROR = re.compile(
+    r"(?:Failed|Unable) to .*:\s*(?:Unknown Error|Driver Not Loaded|GPU is lost|GPU requires reset"
+    r"|Timeout|GPU access blocked by the operating system)\.?$",
+    re.I,
+)
+
+
+def _df_row_first(text: str) -> bool:
+    """The text's first line is a df row: whole, or a device name df wrapped onto a line of its
+    own (`/dev/mapper/centos-root` alone, an NFS `server:/export`) above a row."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if df_rows(lines[0]):
+        return True
+    named = lines[0].split()
+    return len(named) == 1 and bool(re.search(r"[/:]", named[0])) and len(lines) > 1 and df_rows(lines[1]) > 0
 
 
 # nvidia-smi's refusal of its own command line, before it reads a GPU: a field this driver does
@@ -473,7 +493,7 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
             " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
             " `nvidia-smi -q` output."
         )
-    if df_rows(text) >= 2 and df_rows(next(line for line in text.splitlines() if line.strip())):
+    if df_rows(text) >= 2 and _df_row_first(text):
         # (no line above the first row: the output's top, its header among it, was cut off)
         raise UsageError(
             f"{where}: rows like df's (a mount point, a use %) with no header line above them (the"

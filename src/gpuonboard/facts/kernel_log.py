@@ -75,6 +75,7 @@ from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
+from gpuonboard.facts.kernel_wrap import other_program
 from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
 
 __all__ = [
@@ -497,6 +498,10 @@ class _Reader:
             self.boot_first = line
         self.unfiltered = self.unfiltered or not (_PROBE_KEEPS.search(line) or _USER_KEEPS.search(line))
         self.lines += 1
+        if other_program(line):  # (another program's line quoting `NVRM: Xid ...` is no Xid)
+            if not _open_gpu_message(self.message):
+                self.flush()
+            return
         if event := _line_event(line, cut):
             if not _open_gpu_message(self.message):
                 self.flush()  # (an Xid / SXid line of its own may come between the records about a GPU)

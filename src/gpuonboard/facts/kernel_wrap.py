@@ -30,6 +30,21 @@ KERNEL_STAMP = re.compile(
 # `... systemd[1]: `): beside the kernel's in /var/log/syslog or `journalctl` without `-k`, a
 # line of its own, never the rest of the kernel line above it
 SYSLOG_LINE = re.compile(r"\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(?:\[\d+\])?: ")
+# a syslog's or a journal's (short, short-precise, short-iso) line and its program: a line of
+# another program than `kernel` is that program's, whatever its message quotes (a sudo line whose
+# COMMAND is `grep NVRM: /var/log/kern.log`, a health checker's `NVRM: no errors reported`):
+# never a kernel line, never an Xid. (The host holds no colon: `dmesg --time-format iso`'s
+# `2025-10-02T10:15:40,123456+00:00 NVRM: nvAssertFailed: ...` is the kernel's, no program's)
+PROGRAM_LINE = re.compile(
+    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+)"
+    r" [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: "
+)
+
+
+def other_program(line: str) -> bool:
+    """The line is a syslog or journal line of another program than the kernel."""
+    program = PROGRAM_LINE.match(line.strip())
+    return program is not None and program.group(1) != "kernel"
 
 
 def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:

@@ -150,16 +150,38 @@ def looks_like_free(text: str) -> bool:
     return bool(lines) and "total" in lines[0] and re.search(r"^\s*Mem:", english, re.M) is not None
 
 
+# free's column names (procps 3.3.10+ and older, `-w`'s buffers and cache)
+_FREE_COLUMNS = frozenset(
+    {"total", "used", "free", "shared", "buff/cache", "buffers", "cache", "cached", "available"}
+)
+
+
+def _header_index(lines: list[str]) -> int | None:
+    """The index of free's header: the line whose words from `total` on are free's columns
+    (`du -ch`'s `4.0G	total` above it holds `total` too); else the first line holding `total`
+    (a header cut short or mangled)."""
+    holding = [i for i, line in enumerate(lines) if "total" in line.split()]
+    for i in holding:
+        columns = _columns(lines[i].split())
+        if len(columns) >= 2 and all(word in _FREE_COLUMNS for word in columns):
+            return i
+    return holding[0] if holding else None
+
+
+def _columns(words: list[str]) -> list[str]:
+    """free's columns of its header line's words: from its (last) `total` on. A word before it
+    is another output's, a line a paste glued onto it (`4.0GB` of `numfmt ... && free -h`,
+    `du -ch`'s `4.0G	total` rejoined with it), never a column of the rows below."""
+    return words[len(words) - 1 - words[::-1].index("total") :]
+
+
 def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     """Parse `free` (KiB by default; pass unit_bytes=1 for `free -b`), in English or translated."""
     lines = [line for line in english_free(text).splitlines() if line.strip()]
-    header_index = next((i for i, line in enumerate(lines) if "total" in line.split()), None)
+    header_index = _header_index(lines)
     if header_index is None:
         return MemoryInfo(None, None, None, ("output not recognised as free (no header)",))
-    # (free's header starts with `total`: a word before it is another output's, a line a paste
-    # glued onto it, `4.0GB` of `numfmt ... && free -h`, never a column of the rows below)
-    columns = lines[header_index].split()
-    columns = columns[columns.index("total") :]
+    columns = _columns(lines[header_index].split())
     rows = {}
     for line in lines[header_index + 1 :]:
         label, _, rest = line.partition(":")

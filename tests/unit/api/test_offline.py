@@ -480,3 +480,38 @@ def test_another_operations_refusal_is_no_failed_nvidia_smi(tmp_path: Path) -> N
     row = {c.name: c for c in offline.judge(facts, None)}["nvidia_driver"]
     assert row.verdict == "pass" and row.actual.startswith("driver 550.144.03")
     assert any("`nvidia-smi mig -lci`" in note for note in notes)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Failed to display compute instances: GPU is lost",
+        "Unable to set persistence mode for GPU 00000000:01:00.0: GPU is lost",
+        "Failed to get the device handle for GPU 0000:01:00.0: GPU is lost",
+        "Failed to query GPU count: GPU is lost",
+        "Failed to display compute instances: GPU requires reset",
+        "Failed to display compute instances: Driver Not Loaded",
+        "Failed to display compute instances: Unknown Error",
+        "Failed to display compute instances: Timeout",
+    ],
+)
+def test_a_state_error_another_operation_prints_is_a_failed_nvidia_smi(tmp_path: Path, said: str) -> None:
+    """The real HAMi #1044 refusal with NVML's `Insufficient Permissions` replaced by a state
+    error (or its words by another operation's, `-pm 1`'s, the device handle's, the GPU count's),
+    `Terminating early due to previous errors.` below it, alone and in a session under `$ sudo
+    nvidia-smi -pm 1` above a real lscpu: the box's state, which the query meets too, was read as
+    another operation's refusal (refused; in the session "no nvidia-smi output was given"). Now
+    nvidia_driver fails quoting the line."""
+    assert "Insufficient Permissions" in (REAL / MIG_LCI).read_text()
+    text = f"{said}\nTerminating early due to previous errors.\n"
+    lscpu = (REAL / "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt").read_text()
+    for name, saved in (
+        ("smi.txt", text),
+        ("session.txt", f"$ sudo nvidia-smi -pm 1\n{text}$ lscpu\n{lscpu}"),
+    ):
+        path = tmp_path / name
+        path.write_text(saved)
+        facts = parse_facts(offline.load_outputs([str(path)]))
+        row = {c.name: c for c in offline.judge(facts, None)}["nvidia_driver"]
+        assert row.verdict == "fail", (name, row.actual)
+        assert said in row.actual, (name, row.actual)

@@ -67,3 +67,21 @@ def test_df_rows_whose_header_was_cut_off_are_refused_saying_so(tmp_path: Path) 
         " copied command (`$ df -h | grep nvme`)."
     )
     assert "language" not in str(raised.value)
+
+
+def test_df_rows_cut_below_their_header_at_a_wrapped_device_name_are_refused_saying_so(
+    tmp_path: Path,
+) -> None:
+    """The real `df -h` of a CentOS 7.7 VM, edited: its header line cut off, its
+    `/dev/mapper/centos-root` row moved first and wrapped at its name as df wraps a long device
+    name (the name alone, the numbers on the next line: df-h__root-lvm-name-wrapped__e6400.txt).
+    The name alone on the first line was taken for a header, "a header this tool cannot read (df
+    run in a language other than English ...?)". It names the cut now."""
+    lines = (REAL / "df-h__centos-7.7-vm__lvm-root.txt").read_text().splitlines()
+    root = next(line for line in lines if line.startswith("/dev/mapper/centos-root"))
+    name, rest = root.split(" ", 1)
+    text = "\n".join([name, " " * 22 + rest.strip(), *(line for line in lines[1:] if line != root)]) + "\n"
+    with pytest.raises(UsageError) as raised:
+        verdicts(tmp_path, "df.txt", text, "data_disk: /data 1TB")
+    assert "with no header line above them (the output's top cut off" in str(raised.value)
+    assert "language" not in str(raised.value)

@@ -50,3 +50,39 @@ def test_a_journal_in_short_precise_whose_other_programs_outnumber_the_kernel_is
     short-precise` prints it."""
     text = POP.read_text().replace("18:37:03 ", "18:37:03.000000 ")
     assert detect_kind(text) == "kernel_log"
+
+
+def _others_quoting(quote: str) -> str:
+    """The capture's 6 whole gdm-x-session lines, then a sudo line of the same box whose COMMAND
+    quotes `quote` (as `sudo grep NVRM: /var/log/kern.log` logs it): no line is the kernel's."""
+    lines = POP.read_text().splitlines()[5:11]
+    sudo = (
+        f"Sep 23 18:37:04 xxx sudo[40301]:   ubuntu : TTY=pts/0 ; USER=root ; COMMAND=/usr/bin/grep {quote}"
+    )
+    return "\n".join([*lines, sudo]) + "\n"
+
+
+def test_a_syslog_of_other_programs_quoting_nvrm_is_no_kernel_log() -> None:
+    """Edit: _others_quoting `NVRM: /var/log/kern.log`: an `NVRM: ` inside another program's
+    message is that program's line, so gpu_xid never passes "no Xid" on a log with no kernel line."""
+    assert detect_kind(_others_quoting("NVRM: /var/log/kern.log")) != "kernel_log"
+
+
+def test_a_health_checkers_nvrm_line_is_no_kernel_line() -> None:
+    """Edit: the capture's gdm-x-session lines then `gpud[2201]: health check: NVRM: no errors
+    reported`, as a health checker logs it."""
+    lines = POP.read_text().splitlines()[5:11]
+    text = "\n".join([*lines, "Sep 23 18:40:02 xxx gpud[2201]: health check: NVRM: no errors reported"])
+    assert detect_kind(text + "\n") != "kernel_log"
+
+
+def test_an_xid_quoted_by_another_program_is_no_xid(tmp_path: Path) -> None:
+    """Edit: the capture's first 2 kernel lines (no Xid) above _others_quoting an Xid 48 line
+    (`NVRM: Xid (PCI:0000:01:00): 48, ...`): the kernel log has no Xid; sudo's line is not one."""
+    kernel = POP.read_text().splitlines()[:2]
+    text = (
+        "\n".join(kernel) + "\n" + _others_quoting("'NVRM: Xid (PCI:0000:01:00): 48, DBE' /var/log/kern.log")
+    )
+    verdict, actual = verdicts(tmp_path, "syslog", text)["gpu_xid"]
+    assert verdict == "pass", actual
+    assert "48" not in actual, actual

@@ -293,3 +293,16 @@ def test_a_line_pasted_above_the_header_is_no_column_of_free(tmp_path: Path) -> 
     assert verdicts(tmp_path, "free-h.txt", text, "ram: 32GB")["ram"] == ("fail", "15.0 GiB (16.1 GB)")
     # 15G rounded holds the 15.3 GiB 16 GB needs less its tolerance: unknown, as without the line
     assert verdicts(tmp_path, "free-h.txt", text, "ram: 16GB")["ram"][0] == "unverified"
+
+
+def test_a_du_total_line_above_free_is_not_its_header() -> None:
+    """The real `free -b` of an H200 VM with `du -ch`'s last line, `4.0G<TAB>total`, pasted above
+    its header (a `du -ch ... && free -b` session): that line, the first holding `total`, was
+    read as free's header (glued onto it by the paste's unwrap: 7 columns, the Mem row's 6 values
+    "cut short"), so ram was unread. free's header is the line whose words are free's columns."""
+    real = (FIXTURES / "real" / "free-b__h200-vm.txt").read_text()
+    whole = parse_free(real, 1)
+    info = parse_free("4.0G\ttotal\n" + real, 1)
+    assert whole.total_bytes is not None
+    assert info.total_bytes == whole.total_bytes, info.warnings
+    assert info.available_bytes == whole.available_bytes

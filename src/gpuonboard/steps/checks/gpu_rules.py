@@ -358,6 +358,26 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     )
 
 
+# the nvidia-smi formats whose every whole GPU record gives its memory total (or says it is not
+# supported): a GPU of one without it had its record cut. A --query-gpu CSV gives it only where
+# memory.total was asked for; -L never
+_MEMORY_FORMATS = frozenset({"xml", "text", "table"})
+
+
+def _memory_cut(facts: Facts) -> bool:
+    """A GPU read without its memory total by a format that reports it, nvidia-smi not saying
+    the size is not supported (GB10's `Not Supported`): the cut took the total away, rather than
+    the format giving none (a CSV of utilisation and power only)."""
+    assert facts.gpu is not None
+    for gpu in facts.gpu.gpus:
+        if gpu.faults or gpu.memory_total_mib is not None or gpu.memory_unified:
+            continue
+        formats = {source for _, source in gpu.provenance} | {label for label, _ in gpu.readings}
+        if (formats or set(facts.gpu.source.split("+"))) & _MEMORY_FORMATS:
+            return True
+    return False
+
+
 def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """Each GPU has at least the ordered memory (minus the reserved-region gap)."""
     assert order.vram_bytes is not None
@@ -381,7 +401,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             fault_advice(g.index for g in faulty),
         )
     read = [s for s in sizes if s is not None]
-    if not read and (incomplete := _incomplete_for(facts, "memory_total_mib")):
+    if not read and (incomplete := _incomplete_for(facts, "memory_total_mib")) and _memory_cut(facts):
         # (a -q cut before its first FB Memory Usage: the format reports it, the cut took it away)
         return Check(
             "vram",

@@ -262,3 +262,29 @@ def test_no_driver_version_of_nvidia_smi_l_still_says_it_prints_none(tmp_path: P
     text = (REAL / capture).read_text(encoding="utf-8")
     said = details(tmp_path, capture, text, "gpu_model: L40S\n")["nvidia_driver"]
     assert "name no driver version (`nvidia-smi -L` prints none)" in said
+
+
+@pytest.mark.parametrize(
+    ("name", "saved", "cut"),
+    [
+        # the real GB10 table (memory "Not Supported") cut below its process list's header rule
+        ("nvidia-smi__gb10__1gpu__driver580.95.05__memory-not-supported.txt", "smi.txt", "|====="),
+        # the real util/power-only CSV cut inside its last value, `592.7` of `592.74 W`
+        ("nvidia-smi-query-gpu__util-power-only__1gpu__k8s-pod-busy.csv", "smi.csv", "592.7"),
+    ],
+)
+def test_vram_of_a_cut_format_that_gives_no_memory_total_names_no_cut(
+    tmp_path: Path, name: str, saved: str, cut: str
+) -> None:
+    """Each real capture cut (the edit) just after the last occurrence of `cut`, no newline
+    after it: the format itself gives no memory total (GB10's `Not Supported`, a CSV that did not
+    ask for memory.total), yet vram said "no GPU's memory total in what was read; incomplete
+    probe", as if the cut took it away. It says what the whole output says now."""
+    text = (REAL / name).read_text()
+    part = text[: text.rindex(cut) + len(cut)]
+    order = "vram: 80GB"
+    whole = verdicts(tmp_path, saved, text, order)["vram"]
+    verdict, actual = verdicts(tmp_path, saved, part, order)["vram"]
+    assert verdict == "unverified"
+    assert "no GPU's memory total in what was read" not in actual, actual
+    assert actual.startswith(whole[1]), (actual, whole)
