@@ -789,10 +789,10 @@ def test_a_live_upload_from_elsewhere_is_turned_away_by_the_host_lease(
     the same copy while one runs: turned away at once by the lease on the host, one sentence
     naming the running one; the running one finishes untouched and gives the lease back."""
     src, data_dir = setup(project, tmp_path)
-    (src / "big.bin").write_bytes(os.urandom(6 * 1024 * 1024))
+    (src / "big.bin").write_bytes(os.urandom(12 * 1024 * 1024))
     other = other_project(project, tmp_path)
     lease = data_dir / ".my data.gpuonboard-upload"
-    first = start_sync(project, "--host", "dataset", "--bwlimit", "1m")  # ~6 s, past the 3 runs below
+    first = start_sync(project, "--host", "dataset", "--bwlimit", "1m")  # ~12 s: past the 3 runs below
     try:
         _wait_for_lease(lease)
         second = other.cli("sync", "--host", "dataset")
