@@ -172,8 +172,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
     # other nvidia-smi commands' outputs (topo -m, nvlink -s, -L): their own parsers' tests
     other_commands = ("nvidia-smi-topo", "nvidia-smi-nvlink-", "nvidia-smi-L__", "nvidia-smi-mig-")
     # a -q cut in its first record (steps/checks/test_gpu_rules.py) and a table behind a
-    # launcher's line prefix (api/test_paste_transforms.py): tested there
+    # launcher's line prefix (api/test_paste_transforms.py), a CSV read beside its compute-apps
+    # list (steps/checks/test_gpu_health_usage_desktop.py): tested there
     elsewhere = {
+        "nvidia-smi-query-gpu__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.csv",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
     }

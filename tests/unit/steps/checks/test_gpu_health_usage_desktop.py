@@ -11,13 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from ...offline_judge import checks
+from ...offline_judge import checks, judged_box
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 KDE_TABLE = "nvidia-smi__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.txt"
 KDE_Q = "nvidia-smi-q__geforce-rtx-4080-super__1gpu__driver595.71.05__nvenc-load.txt"
 WIN591 = "nvidia-smi__geforce-rtx-2080-super__1gpu__driver591.86__windows-wddm-load.txt"
 WIN610 = "nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.62__windows-wddm.txt"
+KDE_CSV = "nvidia-smi-query-gpu__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.csv"
+KDE_APPS = (
+    Path(__file__).parents[3]
+    / "fixtures"
+    / "compute-apps"
+    / "nvidia-smi-query-compute-apps__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.csv"
+)
 
 
 def foreign(tmp_path: Path, text: str, name: str = "nvidia-smi.txt") -> tuple[str, str, str]:
@@ -50,6 +57,29 @@ def test_kde_compositor_in_q_beside_ffmpeg_still_fails_on_the_ffmpeg_jobs(tmp_pa
     assert actual.startswith("GPU 0: pid 5021 ffmpeg (360 MiB); GPU 0: pid 5022 ffmpeg (503 MiB)")
     assert "kwin_wayland (25 MiB) (C+G: a desktop's own process)" in actual
     assert "another job is using" in detail
+
+
+def test_kde_compositor_in_the_compute_apps_list_is_the_display(tmp_path: Path) -> None:
+    """The real RTX 4080 SUPER `--query-gpu` CSV and `--query-compute-apps` CSV of the same idle
+    moment, as captured: the compute-apps list (no type column) names kwin_wayland, which the
+    table of that moment types C+G: the display (warn), not the old "another job" fail."""
+    facts, rows = judged_box(
+        tmp_path,
+        {"query-gpu.csv": (REAL / KDE_CSV).read_text(), "compute-apps.csv": KDE_APPS.read_text()},
+        "gpu_count: 1\n",
+    )
+    assert facts.gpu is not None
+    [gpu] = facts.gpu.gpus  # (the CSV read as the capture says)
+    assert (gpu.name, gpu.memory_total_mib, gpu.utilization_gpu_pct) == (
+        "NVIDIA GeForce RTX 4080 SUPER",
+        16376,
+        0,
+    )
+    row = rows["foreign_processes"]
+    assert row.verdict == "warn", row
+    assert row.actual == (
+        "GPU 0: pid 2165 /usr/bin/kwin_wayland (25 MiB) (in --query-compute-apps: a desktop's own process)"
+    )
 
 
 def test_windows_shell_alone_is_the_display(tmp_path: Path) -> None:

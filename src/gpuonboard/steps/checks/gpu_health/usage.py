@@ -277,7 +277,8 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     or an empty one) shows utilisation >= 10 %, more than 1 GiB of memory used, or any work on
     another engine (encoder / decoder / JPEG / OFA above 0 %, an encoder session): another
     job, whose processes a container or VM hides. WARN: only graphics processes, and a desktop's
-    own processes typed C+G (a compositor, Windows' shell: data/desktop_processes.yml). PASS: every
+    own processes typed C+G or in a compute-apps list (a compositor, Windows' shell:
+    data/desktop_processes.yml). PASS: every
     GPU's list is known and empty, or (no list) its utilisation, memory, encoder and decoder
     all read idle (JPEG / OFA when reported). UNVERIFIED: no list, and the utilisation / memory
     figures or the encoder / decoder figures not reported (named in the row); and, where `cut`
@@ -337,18 +338,23 @@ def _sorted_processes(
     read: list[GpuInfo], fmt: Callable[[GpuInfo, GpuProcess], str]
 ) -> tuple[list[str], list[str], bool]:
     """(compute, graphics, a desktop's own process among them) of the processes listed: a `G`
-    process is graphics; a `C+G` one whose name is a desktop's own process (data/desktop_processes.yml:
-    KDE's kwin_wayland, Windows' dwm.exe and explorer.exe) is the box's display, listed with the
-    graphics; any other is compute."""
+    process is graphics; a `C+G` one (or one of a `--query-compute-apps` list, which gives no
+    type) whose name is a desktop's own process (data/desktop_processes.yml: KDE's kwin_wayland,
+    Windows' dwm.exe and explorer.exe) is the box's display, listed with the graphics; any other
+    is compute."""
     compute: list[str] = []
     graphics: list[str] = []
     desktop = False
     for g in read:
+        # (`--query-compute-apps` gives no type: its "C" is any process with a compute context,
+        # a C+G compositor's too)
+        apps = ("processes", "compute_apps") in g.provenance
         for p in g.processes:
             if p.type == "G":
                 graphics.append(fmt(g, p))
-            elif p.type == "C+G" and is_desktop_process(p.name):
-                graphics.append(f"{fmt(g, p)} (C+G: a desktop's own process)")
+            elif (p.type == "C+G" or apps) and is_desktop_process(p.name):
+                how = "in --query-compute-apps" if apps else "C+G"
+                graphics.append(f"{fmt(g, p)} ({how}: a desktop's own process)")
                 desktop = True
             else:
                 compute.append(fmt(g, p))
@@ -376,8 +382,9 @@ def _graphics_check(graphics: list[str], display: list[GpuInfo], desktop: bool =
             else ""
         )
         + (
-            "; a desktop session runs on the GPU you rent (its compositor or shell, typed C+G, is"
-            " the box's display, not another job): ask the vendor"
+            "; a desktop session runs on the GPU you rent (its compositor or shell, which nvidia-smi"
+            " lists as C+G or among the compute apps, is the box's display, not another job): ask"
+            " the vendor"
             if desktop
             else ""
         ),
