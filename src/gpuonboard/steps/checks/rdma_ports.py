@@ -394,6 +394,10 @@ def _rdma_unopened(expected: str, actual: str, unopened: frozenset[tuple[str, in
     )
 
 
+# the listing a port's rate was not read from, named (IbPort.source)
+_NO_RATE = {"ibv_devinfo": "ibv_devinfo without -v", "sysfs": "the sysfs listing read no rate file"}
+
+
 def _rdma_unknown(
     expected: str,
     actual: str,
@@ -403,7 +407,9 @@ def _rdma_unknown(
 ) -> Check:
     """The `rdma_ports` row where the ports whose rate, state or link layer could not be read
     would make up the order: each is not known to be up, nor down, nor of the ordered fabric."""
-    rateless = len([p for p in unknown if p not in unread and p.rate_gbps is None])
+    no_rate = [p for p in unknown if p not in unread and p.rate_gbps is None]
+    rateless = len(no_rate)
+    listings = ", ".join(dict.fromkeys(_NO_RATE.get(p.source, p.source) for p in no_rate)) or "no rate read"
     said = [f"{rateless} active with no rate reported"] if rateless else []
     if unread:
         said.append(_state_unread(unread))
@@ -423,8 +429,7 @@ def _rdma_unknown(
         "the port state was not reported (a sysfs file the login could not read); read"
         " /sys/class/infiniband/*/ports/*/state and rate as root, or `ibv_devinfo -v`."
         if unread
-        else "the port rate was not reported (ibv_devinfo without -v); read"
-        " /sys/class/infiniband/*/ports/*/rate."
+        else f"the port rate was not reported ({listings}); read /sys/class/infiniband/*/ports/*/rate."
     )
     return Check("rdma_ports", expected, f"{actual}; {'; '.join(said)}", "unverified", advice)
 

@@ -42,7 +42,8 @@ def test_datacentre_gpu_with_remapping_na_is_unverified(name: str) -> None:
     verdict, actual, detail = repair(name)
     assert verdict == "unverified", actual
     gpu = "GPU at PCI 00000000:01:00.0" if "1of4" in name else "GPU 0"  # (one GPU of 4: by address)
-    assert actual.startswith(f"not reported for {gpu} (nvidia-smi -q gave N/A or no such section;")
+    fmt = "-q -x" if name.endswith(".xml") else "-q"  # (the format read, named)
+    assert actual.startswith(f"not reported for {gpu} (nvidia-smi {fmt} gave N/A or no such section;")
     assert f"MIG mode on {gpu}" in actual
     assert "ROW_REMAPPER" in detail
 
@@ -93,3 +94,10 @@ def test_unverified_row_of_a_cut_output_names_the_cut() -> None:
         assert checks[name].verdict == "unverified", name
         assert gap in checks[name].actual, (name, checks[name].actual)
     assert checks["memory_repair"].actual.startswith("not reported for GPU 4")
+
+
+def test_repair_na_names_the_xml_it_read_not_q() -> None:
+    """The real A100 MIG `-q -x` (driver 510.47.03, <remapped_rows> N/A) read alone: the row
+    names `-q -x`, never "nvidia-smi -q gave N/A" (it said so before)."""
+    _verdict, actual, _detail = repair("nvidia-smi-q-x__a100-sxm4-40gb-mig__1gpu__driver510.47.03.xml")
+    assert actual.startswith("not reported for GPU 0 (nvidia-smi -q -x gave N/A or no such section;")

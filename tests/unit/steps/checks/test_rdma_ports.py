@@ -306,3 +306,37 @@ def test_rdma_fdr10_order_not_met_by_a_qdr_port(tmp_path: Path) -> None:
     verdict, actual = _rdma(tmp_path, STATUS, "9x40G FDR10", untold)
     assert verdict == "unverified", actual
     assert "generation not printed" in actual and "mlx5_8/1" in actual
+
+
+def test_rdma_rate_unread_names_the_sysfs_listing_it_read(tmp_path: Path) -> None:
+    """The real 8 x NDR sysfs listing with every rate cell blanked (the probe's empty cell for a
+    rate file it could not read; only the state, phys_state and link_layer files read): the
+    advice names the sysfs listing, never "(ibv_devinfo without -v)" (it said so before)."""
+    text = "".join(
+        "\t".join(cells[:4] + [""] + cells[5:]) + "\n"
+        for cells in (line.split("\t") for line in (REAL / SYSFS).read_text().splitlines())
+    )
+    row = next(
+        c
+        for c in checks(tmp_path, SYSFS, text, 'order:\n  rdma: "8x400G InfiniBand"\n')
+        if c.name == "rdma_ports"
+    )
+    assert row.verdict == "unverified"
+    assert "8 active with no rate reported" in row.actual
+    assert row.detail == (
+        "the port rate was not reported (the sysfs listing read no rate file);"
+        " read /sys/class/infiniband/*/ports/*/rate."
+    )
+
+
+def test_rdma_rate_unread_in_ibv_devinfo_without_v_says_so(tmp_path: Path) -> None:
+    """The real ConnectX-3 ibv_devinfo without -v (2 of 4 ports ACTIVE, no rate printed): the
+    advice names ibv_devinfo without -v, as before."""
+    name = "ibv_devinfo__connectx3-mlx4__2hca-2of4-ports-down.txt"
+    row = next(
+        c
+        for c in checks(tmp_path, name, (REAL / name).read_text(), 'order:\n  rdma: "2x40G InfiniBand"\n')
+        if c.name == "rdma_ports"
+    )
+    assert row.verdict == "unverified"
+    assert "(ibv_devinfo without -v)" in row.detail

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import (
@@ -284,11 +285,18 @@ def _repair_state_read(g: GpuInfo) -> bool:
     )
 
 
-def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool) -> Check:
+def _detailed_read(source: str) -> str:
+    """'nvidia-smi -q -x', 'nvidia-smi -q -x and -q': the detailed formats (of `source`, the
+    formats read joined by '+') that carry the repair state; '-q or -q -x' where not told."""
+    names = [FORMAT_NAMES[f] for f in source.split("+") if f in ("xml", "text")]
+    return "nvidia-smi " + (" and ".join(names) or "-q or -q -x")
+
+
+def _unread_repair(silent: list[GpuInfo], gpus: list[GpuInfo], detailed: bool, source: str = "") -> Check:
     """The memory-repair state of GPUs with (or maybe with) ECC that no format reported (N/A, or a format
-    without it): unverified, naming them, never "nothing pending"."""
+    without it): unverified, naming them and the format that gave N/A, never "nothing pending"."""
     mig = [g for g in silent if g.mig_mode == "Enabled"]
-    where = "nvidia-smi -q gave N/A or no such section"
+    where = f"{_detailed_read(source)} gave N/A or no such section"
     if not detailed:
         where = "the formats read gave none: N/A or no such field"
     if any(g.remapped_rows_pending is not None or g.remapped_rows_failure is not None for g in silent):
@@ -396,7 +404,7 @@ def _repair_findings(gpus: list[GpuInfo]) -> tuple[list[tuple[str, str]], list[t
     return fails, warns
 
 
-def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
+def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True, source: str = "") -> Check:
     """No pending or failed memory repair: row remaps, page retirement, channel/TPC repair.
 
     FAIL: remap failure, unrepairable memory, a pending remap / retirement / channel or TPC
@@ -409,7 +417,8 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
     count judged beside it (`Uncorrectable Error : N/A` under `Pending : No`: _unread_counts).
     The repair flags of newer drivers (channel / TPC repair, unrepairable memory) are not
     required: older drivers do not have them. A GeForce card without any of it is not held to
-    it, and is said to be "not reported".
+    it, and is said to be "not reported". `source`, the formats read ('xml+csv'), names the one
+    that gave N/A.
     """
     fails, warns = _repair_findings(gpus)
     findings = fails + warns
@@ -422,7 +431,7 @@ def rule_memory_repair(gpus: list[GpuInfo], detailed: bool = True) -> Check:
         and (held_as_datacenter(g) or (may_have_ecc(g) and g.ecc_mode != "Disabled" and not no_ecc_said(g)))
     ]
     if not findings and silent:
-        return _unread_repair(silent, gpus, detailed)
+        return _unread_repair(silent, gpus, detailed, source)
     gaps = [(g, what) for g in gpus if not g.faults and (what := _unread_counts(g))]
     # (an unread retired-page count may reach NVIDIA's limit, a fail; an unread count of rows
     # remapped after uncorrectable errors adds a warning at most: a warning read stays one)

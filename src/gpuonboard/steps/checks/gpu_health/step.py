@@ -109,7 +109,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_recovery_action(gpus),
         lambda: rule_ecc_mode(gpus),
         lambda: rule_ecc_errors(gpus),
-        lambda: rule_memory_repair(gpus, detailed),
+        lambda: rule_memory_repair(gpus, detailed, source),
         lambda: rule_pcie_link(gpus),
         lambda: rule_pcie_replays(gpus),
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),

@@ -3,6 +3,7 @@ process list or, where it lists none, from utilisation and memory used."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields, replace
 from typing import Any
 
@@ -10,8 +11,10 @@ from gpuonboard.facts.gpu_agree import FORMAT_NAMES, usage_samples
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault
 from gpuonboard.facts.nvidia_smi.values import _clean
+from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
+from gpuonboard.steps.checks.once import loaded_once
 
 # "Busy" from the numbers alone (when no process list can be read, or the list is empty while
 # the GPU works: processes of other containers / VMs are invisible in nvidia-smi's list).
@@ -33,6 +36,23 @@ ENGINES = (
     ("JPEG", "jpeg_util_pct"),
     ("OFA", "ofa_util_pct"),
 )
+
+
+DESKTOP_PROCESSES_FILE = DATA_DIR / "desktop_processes.yml"
+
+
+@loaded_once
+def desktop_process_names() -> frozenset[str]:
+    """The desktop session's own process names of `data/desktop_processes.yml` (display
+    servers, compositors, desktop shells, Windows' shell), lower case."""
+    return frozenset(str(r["name"]).lower() for r in table_rows(DESKTOP_PROCESSES_FILE, "desktop_processes"))
+
+
+def is_desktop_process(name: str) -> bool:
+    """The process name's last path component (after `/` or `\\`) is a desktop's own process;
+    a component nvidia-smi shortened (`...xperienceHost.exe`) is none."""
+    base = name.strip().replace("\\", "/").rsplit("/", 1)[-1]
+    return not base.startswith("...") and base.lower() in desktop_process_names()
 
 
 def _engine_work(g: GpuInfo) -> list[str]:
@@ -256,7 +276,9 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     FAIL: a compute process is listed, or a GPU with no listed process (no list in this output,
     or an empty one) shows utilisation >= 10 %, more than 1 GiB of memory used, or any work on
     another engine (encoder / decoder / JPEG / OFA above 0 %, an encoder session): another
-    job, whose processes a container or VM hides. WARN: only graphics processes. PASS: every
+    job, whose processes a container or VM hides. WARN: only graphics processes, and a desktop's
+    own processes typed C+G or in a compute-apps list (a compositor, Windows' shell:
+    data/desktop_processes.yml). PASS: every
     GPU's list is known and empty, or (no list) its utilisation, memory, encoder and decoder
     all read idle (JPEG / OFA when reported). UNVERIFIED: no list, and the utilisation / memory
     figures or the encoder / decoder figures not reported (named in the row); and, where `cut`
@@ -279,8 +301,7 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
         return f"{gpu_label(g)}: pid {p.pid} {name} ({used})"
 
     read = [g for g in gpus if not g.faults]
-    compute = [fmt(g, p) for g in read for p in g.processes if p.type != "G"]
-    graphics = [fmt(g, p) for g in read for p in g.processes if p.type == "G"]
+    compute, graphics, desktop = _sorted_processes(read, fmt)
     # GPUs with no process listed: the figures may still show someone's job
     unlisted = [g for g in read if not g.processes]
     # memory held with no process listed, on a GPU that drives a display and shows no other
@@ -310,7 +331,7 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             " save its whole output",
         )
     if graphics or display:
-        return _graphics_check(graphics, display)
+        return _graphics_check(graphics, display, desktop)
     return _none_listed(read, gpus)
 
 
@@ -320,9 +341,37 @@ def _list_cut_away(g: GpuInfo) -> bool:
     return g.processes_open and not g.processes_known
 
 
-def _graphics_check(graphics: list[str], display: list[GpuInfo]) -> Check:
-    """foreign_processes where only graphics processes are listed, or a GPU that drives a
-    display holds memory with no process listed: a warn."""
+def _sorted_processes(
+    read: list[GpuInfo], fmt: Callable[[GpuInfo, GpuProcess], str]
+) -> tuple[list[str], list[str], bool]:
+    """(compute, graphics, a desktop's own process among them) of the processes listed: a `G`
+    process is graphics; a `C+G` one (or one of a `--query-compute-apps` list, which gives no
+    type) whose name is a desktop's own process (data/desktop_processes.yml: KDE's kwin_wayland,
+    Windows' dwm.exe and explorer.exe) is the box's display, listed with the graphics; any other
+    is compute."""
+    compute: list[str] = []
+    graphics: list[str] = []
+    desktop = False
+    for g in read:
+        # (`--query-compute-apps` gives no type: its "C" is any process with a compute context,
+        # a C+G compositor's too)
+        apps = ("processes", "compute_apps") in g.provenance
+        for p in g.processes:
+            if p.type == "G":
+                graphics.append(fmt(g, p))
+            elif (p.type == "C+G" or apps) and is_desktop_process(p.name):
+                how = "in --query-compute-apps" if apps else "C+G"
+                graphics.append(f"{fmt(g, p)} ({how}: a desktop's own process)")
+                desktop = True
+            else:
+                compute.append(fmt(g, p))
+    return compute, graphics, desktop
+
+
+def _graphics_check(graphics: list[str], display: list[GpuInfo], desktop: bool = False) -> Check:
+    """foreign_processes where only graphics processes (or a desktop's own processes, whatever
+    their type: `desktop`) are listed, or a GPU that drives a display holds memory with no
+    process listed: a warn."""
     shown = [
         f"{gpu_label(g)} drives a display with {(g.memory_used_mib or 0) / 1024:.1f} GiB used"
         for g in display
@@ -337,6 +386,13 @@ def _graphics_check(graphics: list[str], display: list[GpuInfo]) -> Check:
             "; a desktop's memory on a GPU that drives a display is not listed where its processes"
             " run outside this system (a Windows host under WSL, a VM's host)"
             if display
+            else ""
+        )
+        + (
+            "; a desktop session runs on the GPU you rent (its compositor or shell, which nvidia-smi"
+            " lists as C+G or among the compute apps, is the box's display, not another job): ask"
+            " the vendor"
+            if desktop
             else ""
         ),
     )
