@@ -169,8 +169,15 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
     from gpuonboard.api.offline import detect_kind
 
     covered = {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
-    # other nvidia-smi commands' outputs (topo -m, nvlink -s, -L): their own parsers' tests
-    other_commands = ("nvidia-smi-topo", "nvidia-smi-nvlink-", "nvidia-smi-L__", "nvidia-smi-mig-")
+    # other nvidia-smi commands' outputs (topo -m, nvlink -s, -L) and its refusals of a command
+    # line (api/test_saved_forms_refusals.py): their own tests
+    other_commands = (
+        "nvidia-smi-topo",
+        "nvidia-smi-nvlink-",
+        "nvidia-smi-L__",
+        "nvidia-smi-mig-",
+        "nvidia-smi-usage-error",
+    )
     # a -q cut in its first record (steps/checks/test_gpu_rules.py) and a table behind a
     # launcher's line prefix (api/test_paste_transforms.py), the tables cut short of round 26
     # (facts/test_gpu_merge_cut.py, steps/checks/test_gpu_rules_cut.py), a CSV read beside its
@@ -179,10 +186,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         *(p.name for p in REAL.glob("nvidia-smi__*__cut-in-processes__*.txt")),
         "nvidia-smi__quadro-rtx-4000__2gpu-cut-in-gpu1__driver535.129.03__akash-provider-configs-12.txt",
         "nvidia-smi-query-gpu__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.csv",
-        # a trimmed -q -x and a usage error (steps/checks/test_gpu_rules.py NO_VERSION,
-        # api/test_saved_forms_refusals.py)
+        # a -q -x trimmed by its contributor (steps/checks/test_gpu_rules.py NO_VERSION)
         "nvidia-smi-q-x__geforce-gtx-1070-ti__1gpu__driver-unknown__trimmed.xml",
-        "nvidia-smi-usage-error__query-gpu-cuda_version__geforce-rtx-3090__driver580.105.08.txt",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
     }
