@@ -39,7 +39,6 @@ CORE_NAMES = (
     "free",
     "df",
     "lsblk",
-    "mounts",
     "os_release",
     "kernel",
     "nproc",
@@ -114,22 +113,40 @@ _LOOP_BACKING = (
 DF_TIMEOUT = 30
 
 
+# The most lines of the kernel's mount table the df probe prints (a Kubernetes node's table holds
+# thousands of mounts; their first 3 fields, ~100 bytes a line: at most ~0.4 MB)
+MOUNT_TABLE_LINES = 4096
+# the kernel's mount table of the probe's own mount namespace, each line's first 3 fields
+# (device, mount point, type: never the options, which may hold a share's `username=`), at most
+# MOUNT_TABLE_LINES lines: by cut and head (a Kubernetes node's table, which the shell's `read`
+# takes a byte at a time), by the shell's builtins where there are none
+_MOUNT_TABLE = (
+    "[ -r /proc/self/mounts ] && { echo '==> /proc/self/mounts <=='; "
+    "if command -v cut >/dev/null 2>&1 && command -v head >/dev/null 2>&1; then "
+    f"cut -d' ' -f1-3 /proc/self/mounts | head -n {MOUNT_TABLE_LINES}; else n=0; "
+    f'while [ $n -lt {MOUNT_TABLE_LINES} ] && read -r x y z _; do printf \'%s %s %s\\n\' "$x" "$y" "$z"; '
+    "n=$((n+1)); done </proc/self/mounts; fi; }"
+)
+
+
 def df_command(seconds: int = DF_TIMEOUT) -> str:
     """Shell: df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks
     local is a network share only by its type), run once where the host's df takes -T and its
     `timeout` takes -k. Its rows are kept in a variable (a fork, no program): a df that failed
     without printing a row is asked again, without -T (a df that refuses it: toybox, BusyBox
     before 1.23), then without the host's `timeout` (an old BusyBox one that refuses -k); GNU
-    df's exit 1 beside a mount it could not read keeps its rows and asks nothing again. The
-    types df did not give are read from the kernel's mount table (the `mounts` probe)."""
+    df's exit 1 beside a mount it could not read keeps its rows and asks nothing again. Where
+    the rows that answered have no types, the kernel's mount table follows them (after the line
+    `==> /proc/self/mounts <==`: each line's device, mount point and type), which types them."""
     said = shell.quote(f"df did not answer within {seconds} s (a network mount that does not answer?)")
     return (
         "command -v df >/dev/null 2>&1 || exit 127; "
         f"t=; command -v timeout >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
-        'd() { o=$($t df -P -k $1); c=$?; case $c in 0|124|137|143) return 1 ;; esac; [ -z "$o" ]; }; '
+        'd() { a=$1; o=$($t df -P -k $1); c=$?; case $c in 0|124|137|143) return 1 ;; esac; [ -z "$o" ]; }; '
         'd -T && d "" && [ -n "$t" ] && t= && d -T && d ""; '
         '[ -n "$o" ] && printf \'%s\\n\' "$o"; '
-        f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; exit $c"
+        f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; "
+        f'[ -n "$o" ] && [ -z "$a" ] && {_MOUNT_TABLE}; exit $c'
     )
 
 
@@ -146,14 +163,6 @@ LSBLK_COMMAND = (
 # a file's lines, printed by the shell's builtins (no program: a box without cat), a last line
 # without its newline too
 _LINES = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <{}'
-# the kernel's mount table of the probe's own mount namespace (device, mount point, type, ...):
-# the type of each mount a df without -T listed. By cat (a Kubernetes node's table of thousands
-# of mounts is ~0.4 MB, which the shell's `read` takes a byte at a time: ~0.2 s), by the shell's
-# builtins where there is no cat
-MOUNTS_COMMAND = (
-    "[ -r /proc/self/mounts ] || exit 127; command -v cat >/dev/null 2>&1 && exec cat /proc/self/mounts; "
-    + _LINES.format("/proc/self/mounts")
-)
 # nproc, else the kernel's affinity list it counts (/proc/self/status' Cpus_allowed_list line,
 # read by the shell's builtins: a box without coreutils), which facts/cpu.py parse_nproc reads
 NPROC_COMMAND = (
@@ -237,7 +246,6 @@ def core_probes(
         Probe("free", FREE_COMMAND),
         Probe("df", df_command(df_timeout)),
         Probe("lsblk", LSBLK_COMMAND),
-        Probe("mounts", MOUNTS_COMMAND),
         Probe("os_release", OS_RELEASE_COMMAND),
         Probe("kernel", KERNEL_COMMAND),
         Probe("nproc", NPROC_COMMAND),
@@ -542,11 +550,29 @@ def _read_gpus(
     return gpu, evidence
 
 
+def _mount_table_apart(raw: dict[str, ProbeOutput]) -> None:
+    """The kernel's mount table the df probe printed after its rows (df_command) as the output
+    `mounts` of its own, df's rows alone in `df`; a mount table's options (a saved `cat
+    /proc/mounts` read offline: a share's `username=`, `domain=`) dropped, so that no report
+    writes them. `raw` changed in place."""
+    from gpuonboard.facts import disks
+
+    df = raw["df"]
+    rows, table = disks.split_df_mount_table(df.stdout)
+    if table is not None:
+        raw["df"] = dataclasses.replace(df, stdout=rows)
+        raw["mounts"] = ProbeOutput(table, "", 0)
+    if (out := raw.get("mounts")) is not None and out.stdout:
+        raw["mounts"] = dataclasses.replace(out, stdout=disks.mount_table_fields(out.stdout))
+
+
 def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
     # each parser module is imported only when there is output for it to parse
     warnings: list[str] = []
     raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
+    if raw["df"].stdout or "mounts" in raw:
+        _mount_table_apart(raw)
     warnings += _read_past_exit(raw)
     topology = cpu_info = mem = None
     mounts: Sequence[disks.Mount] = ()

@@ -13,7 +13,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, parse_facts
+from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, df_command, parse_facts
+from gpuonboard.facts.disks import MOUNT_TABLE_MARK
 from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec
@@ -312,9 +313,14 @@ def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: st
 
 def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Facts:
     """_probe, the mount table read from `table` in /proc/self/mounts' place."""
-    probes = [p for p in core_probes() if p.name in names]
+    mark = "==> /proc/self/mounts <=="
     probes = [
-        dataclasses.replace(p, command=p.command.replace("/proc/self/mounts", str(table))) for p in probes
+        dataclasses.replace(
+            p,
+            command=p.command.replace(mark, "@").replace("/proc/self/mounts", str(table)).replace("@", mark),
+        )
+        for p in core_probes()
+        if p.name in names
     ]
     token = new_token()
     done = subprocess.run(
@@ -325,7 +331,7 @@ def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Fac
         timeout=60,
         check=False,
     )
-    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+    return parse_facts(split_output(done.stdout, done.stderr, token, [p.name for p in probes]))
 
 
 def _mount_table(df_t: str) -> str:
@@ -354,6 +360,56 @@ def test_a_df_that_refuses_t_gets_each_type_from_the_mount_table(tmp_path: Path)
     assert {m.mountpoint: m.fstype for m in facts.mounts}["/"] == "overlay"
 
 
+# a CIFS share's line as the kernel writes it in /proc/mounts: its options name the user, the
+# domain and the server's address, which no report may hold
+_CIFS_LINE = (
+    "//10.0.0.5/share /mnt/share cifs rw,relatime,vers=3.1.1,cache=strict,username=alice,"
+    "domain=CORP,uid=0,noforceuid,gid=0,noforcegid,addr=10.0.0.5,file_mode=0755 0 0\n"
+)
+
+
+@pytest.mark.parametrize("tools", ["builtins", "cut and head"])
+def test_the_mount_table_is_read_without_options_and_bounded(tools: str, tmp_path: Path) -> None:
+    """The GPFS box above (df refuses -T) whose mount table also holds a CIFS share's line with
+    `username=alice,domain=CORP,addr=...` (as the kernel writes it) and 5,000 more mounts
+    (Kubernetes' secret volumes, built in-test). The `mounts` probe stored the whole table, the
+    options too, in raw/<host>/mounts.txt and the report. Now df's probe prints each line's
+    device, mount point and type only, at most 4,096 lines, by cut and head or by the shell's
+    builtins, and still types the GPFS share."""
+    df_t = GPFS_DF_HT.read_text()
+    pods = "".join(
+        f"tmpfs /var/lib/kubelet/pods/{i:08d}/volumes/kubernetes.io~secret/token tmpfs rw,relatime 0 0\n"
+        for i in range(5000)
+    )
+    table = tmp_path / "mounts"
+    table.write_text(_mount_table(df_t) + _CIFS_LINE + pods)
+    bin_dir = _box(tmp_path, {"df": {"-P -k": _untyped(df_t)}})
+    if tools != "builtins":
+        for tool in ("cut", "head"):
+            os.symlink(shutil.which(tool) or tool, bin_dir / tool)
+    facts = _probe_with_table(bin_dir, ("df", "mounts"), table)
+    written = "".join(out.stdout for out in facts.raw.values())
+    assert "username=" not in written and "rw,relatime" not in written
+    lines = facts.raw["mounts"].stdout.splitlines()
+    assert 4000 < len(lines) <= 4096
+    assert "//10.0.0.5/share /mnt/share cifs" in lines
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+    assert "==>" not in facts.raw["df"].stdout
+    assert MOUNT_TABLE_MARK in df_command()
+
+
+def test_a_df_that_gives_types_reads_no_mount_table(tmp_path: Path) -> None:
+    """The real GPFS `df -hT` answered with -T: the kernel's mount table (with a CIFS share's
+    options) is not read at all (the `mounts` probe read it on every host, used or not)."""
+    df_t = GPFS_DF_HT.read_text()
+    table = tmp_path / "mounts"
+    table.write_text(_mount_table(df_t) + _CIFS_LINE)
+    bin_dir = _box(tmp_path, {"df": {"-P -k -T": df_t}})
+    facts = _probe_with_table(bin_dir, ("df", "mounts"), table)
+    assert "mounts" not in facts.raw and "/mnt/share" not in facts.raw["df"].stdout
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+
+
 @pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox here")
 def test_a_real_busybox_df_that_refuses_t_gets_types_from_this_machines_mount_table(tmp_path: Path) -> None:
     """This machine's real BusyBox df applet, refusing -T as a BusyBox built without it does (a
@@ -367,7 +423,7 @@ def test_a_real_busybox_df_that_refuses_t_gets_types_from_this_machines_mount_ta
     )
     wrapper.chmod(0o755)
     bin_dir = _tools(tmp_path, {"df": str(wrapper)})
-    facts = _probe(bin_dir, ("df", "mounts"))
+    facts = _probe(bin_dir, ("df",))
     assert "invalid option -- 'Z'" in facts.raw["df"].stderr
     from gpuonboard.facts.disks import parse_mount_table
 
