@@ -584,11 +584,18 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         topology = topo.parse_topo(topo_text)
         if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
             topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
+    nproc = None
+    if nproc_text := _ok(raw, "nproc"):
+        from gpuonboard.facts import cpu
+
+        nproc = cpu.parse_nproc(nproc_text)  # (a number without nproc's newline may be cut: None)
     if cpu_text := _ok(raw, "lscpu"):
         from gpuonboard.facts import cpu
 
         cpu_info = (
-            cpu.parse_cpuinfo(cpu_text) if cpu.looks_like_cpuinfo(cpu_text) else cpu.parse_lscpu(cpu_text)
+            cpu.parse_cpuinfo(cpu_text, nproc)
+            if cpu.looks_like_cpuinfo(cpu_text)
+            else cpu.parse_lscpu(cpu_text)
         )
     if free_text := _ok(raw, "free"):
         from gpuonboard.facts import memory
@@ -602,11 +609,6 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         block = disks.parse_lsblk(lsblk_text) if lsblk_text else ()
         if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
             mounts = disks.with_mount_types(mounts, disks.parse_mount_table(table))
-    nproc = None
-    if nproc_text := _ok(raw, "nproc"):
-        from gpuonboard.facts import cpu
-
-        nproc = cpu.parse_nproc(nproc_text)  # (a number without nproc's newline may be cut: None)
     memory_limit = cgroup_cpus = cgroup_cpuset = None
     if limits_text := _ok(raw, "cgroup_limits"):
         from gpuonboard.facts import cpu, memory

@@ -14,7 +14,6 @@ from pathlib import Path, PurePosixPath
 import pytest
 
 from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, df_command, parse_facts
-from gpuonboard.facts.disks import MOUNT_TABLE_MARK
 from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec
@@ -395,6 +394,8 @@ def test_the_mount_table_is_read_without_options_and_bounded(tools: str, tmp_pat
     assert "//10.0.0.5/share /mnt/share cifs" in lines
     assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
     assert "==>" not in facts.raw["df"].stdout
+    from gpuonboard.facts.disks import MOUNT_TABLE_MARK
+
     assert MOUNT_TABLE_MARK in df_command()
 
 
@@ -556,6 +557,46 @@ def test_a_proc_cpuinfo_that_lacks_an_online_cpus_block_is_cut() -> None:
     check = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
     assert check.verdict == "unverified", check
     assert "CPU 7" in check.actual
+
+
+def _lxcfs_view(siblings: str = "4") -> str:
+    """The real HyperV /proc/cpuinfo (CPUs 0-7) as an LXC container under lxcfs before 4.0 shows
+    it (edited in-test): its blocks, each `siblings` line set to `siblings` (lxcfs keeps the
+    host's), then the live probe's online list, the host's 32 CPUs (`0-31`)."""
+    text = HYPERV_CPUINFO.read_text().replace("siblings\t: 4", f"siblings\t: {siblings}")
+    return text + "/sys/devices/system/cpu/online: 0-31\n"
+
+
+@pytest.mark.parametrize("siblings", ["4", "16"])
+def test_an_lxcfs_proc_cpuinfo_of_fewer_cpus_than_online_is_whole(siblings: str) -> None:
+    """An LXC container without lscpu (Alpine) under lxcfs before 4.0 (_lxcfs_view), nproc 8:
+    /proc/cpuinfo lists the container's CPUs 0-7, the online list the host's 0-31. It read as
+    cut short ("lacks the block of CPU 8"), and cpu_cores warned on "8 logical CPUs (lscpu
+    unreadable)". Blocks 0 to nproc-1 with only CPUs above them missing are a container's view,
+    whole (a package's blocks fewer than the host's siblings line says too): 4 cores pass."""
+    facts = parse_facts(
+        {"lscpu": ProbeOutput(_lxcfs_view(siblings), "", 0), "nproc": ProbeOutput("8\n", "", 0)}
+    )
+    assert facts.cpu is not None and facts.cpu.cut is None, facts.cpu
+    assert (facts.cpu.logical_cpus, facts.cpu.physical_cores) == (8, 4)
+    assert rule_cpu(OrderSpec(cpu_cores=4), facts).verdict == "pass"
+
+
+@pytest.mark.parametrize("nproc", ["", "32\n"])
+def test_an_lxcfs_view_is_cut_where_nproc_does_not_count_its_blocks(nproc: str) -> None:
+    """The same view without nproc, or with nproc 32 (its 8 blocks not the CPUs this login may
+    use): cut short as before, unverified or a warning on nproc alone, which now says lscpu gave
+    nothing and /proc/cpuinfo was cut (it said "lscpu unreadable")."""
+    raw = {"lscpu": ProbeOutput(_lxcfs_view(), "", 0)} | (
+        {"nproc": ProbeOutput(nproc, "", 0)} if nproc else {}
+    )
+    facts = parse_facts(raw)
+    assert facts.cpu is not None and facts.cpu.cut is not None
+    check = rule_cpu(OrderSpec(cpu_cores=4), facts)
+    assert check.verdict == ("warn" if nproc else "unverified"), check
+    assert "lscpu unreadable" not in check.actual
+    if nproc:
+        assert check.actual == "32 logical CPUs (no lscpu; /proc/cpuinfo cut short)"
 
 
 @pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")

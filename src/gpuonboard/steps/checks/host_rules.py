@@ -239,6 +239,8 @@ def _usable_only(usable: int, why: str, cores: int, expected: str, facts: Facts)
     if facts.given("lscpu") and out is not None:
         failed = "lscpu not installed" if out.absent else "lscpu failed"
         lscpu = failed if out.exit_code else "lscpu unreadable"
+    if facts.cpu is not None and facts.cpu.source == CPUINFO:  # (read where lscpu gave nothing)
+        lscpu = f"no lscpu; /proc/cpuinfo {'cut short' if facts.cpu.cut else 'gives no core count'}"
     return Check(
         "cpu_cores",
         expected,
