@@ -132,18 +132,21 @@ _MOUNT_TABLE = (
 def df_command(seconds: int = DF_TIMEOUT) -> str:
     """Shell: df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks
     local is a network share only by its type), run once where the host's df takes -T and its
-    `timeout` takes -k. Its rows are kept in a variable (a fork, no program): a df that failed
-    without printing a row is asked again, without -T (a df that refuses it: toybox, BusyBox
-    before 1.23), then without the host's `timeout` (an old BusyBox one that refuses -k); GNU
-    df's exit 1 beside a mount it could not read keeps its rows and asks nothing again. Where
+    `timeout` takes -k (asked silently first, `timeout -k 5 1 true`: 0, or 126/127 where it took
+    -k but found no `true` to run; an old BusyBox one that refuses -k runs no df, and its usage
+    text is never quoted as df's failure). Its rows are kept in a variable (a fork, no
+    program): a df that failed without printing a row is asked again without -T (a df that
+    refuses it: toybox, BusyBox before 1.23); GNU df's exit 1 beside a mount it could not read
+    keeps its rows and asks nothing again. Where
     the rows that answered have no types, the kernel's mount table follows them (after the line
     `==> /proc/self/mounts <==`: each line's device, mount point and type), which types them."""
     said = shell.quote(f"df did not answer within {seconds} s (a network mount that does not answer?)")
     return (
         "command -v df >/dev/null 2>&1 || exit 127; "
-        f"t=; command -v timeout >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
+        "t=; command -v timeout >/dev/null 2>&1 && { timeout -k 5 1 true >/dev/null 2>&1; "
+        f"case $? in 0|126|127) t='timeout -k 5 {seconds}' ;; esac; }}; "
         'd() { a=$1; o=$($t df -P -k $1); c=$?; case $c in 0|124|137|143) return 1 ;; esac; [ -z "$o" ]; }; '
-        'd -T && d "" && [ -n "$t" ] && t= && d -T && d ""; '
+        'd -T && d ""; '
         '[ -n "$o" ] && printf \'%s\\n\' "$o"; '
         f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; "
         f'[ -n "$o" ] && [ -z "$a" ] && {_MOUNT_TABLE}; exit $c'

@@ -447,10 +447,12 @@ def _counted(tmp_path: Path, tools: tuple[str, ...]) -> Path:
 
 
 @pytest.mark.skipif(shutil.which("lsblk") is None, reason="no lsblk here")
-def test_df_lsblk_and_timeout_run_once_each_where_they_answer(tmp_path: Path) -> None:
+def test_df_and_lsblk_run_once_each_where_they_answer(tmp_path: Path) -> None:
     """The probe's cost per host: this machine's real GNU df, lsblk and timeout (each noted as
     it runs). df ran three times (`timeout true`, `df -T /`, then the table) and lsblk twice
-    (`-J -o NAME`, then the table); now each runs once: df's types and lsblk's JSON, as before."""
+    (`-J -o NAME`, then the table); now each runs once: df's types and lsblk's JSON, as before;
+    timeout twice: its silent check of -k (`true` is not on this PATH: exit 127, -k taken),
+    then df under it."""
     bin_dir = _counted(tmp_path, ("df", "lsblk", "timeout"))
     facts = _probe(bin_dir, ("df", "lsblk"))
     assert facts.mounts and all(m.fstype for m in facts.mounts)
@@ -459,7 +461,7 @@ def test_df_lsblk_and_timeout_run_once_each_where_they_answer(tmp_path: Path) ->
     assert calls == {
         "df": ["-P -k -T"],
         "lsblk": [f"-J {LSBLK_COLUMNS}"],
-        "timeout": [f"-k 5 {DF_TIMEOUT} df -P -k -T"],
+        "timeout": ["-k 5 1 true", f"-k 5 {DF_TIMEOUT} df -P -k -T"],
     }
 
 
@@ -472,6 +474,31 @@ def test_a_timeout_that_refuses_k_runs_df_without_it_with_types(tmp_path: Path) 
     facts = _probe(bin_dir, ("df",))
     assert facts.raw["df"].exit_code == 0
     assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+
+
+def test_df_s_own_unread_mount_is_quoted_where_timeout_refuses_k(tmp_path: Path) -> None:
+    """A BusyBox `timeout` before -k came (its usage text on stderr, exit 1, as BusyBox 1.28
+    prints it) and a df that lists the real GPFS `df -hT` rows but could not read a stale FUSE
+    mount (`df: /mnt/s3: Transport endpoint is not connected`, exit 1, as GNU df does): df's
+    partial reason quoted the timeout's usage line, and data_disk at /mnt/s3 said so. Now the
+    timeout is asked silently first and df runs without it: df's own line is quoted."""
+    bin_dir = _box(tmp_path, {})
+    rows = tmp_path / "df_t.txt"
+    rows.write_text(GPFS_DF_HT.read_text())
+    (bin_dir / "timeout").write_text(
+        '#!/bin/sh\nprintf "BusyBox v1.28.4 (2018-05-30) multi-call binary.\\n\\n'
+        'Usage: timeout [-t SECS] [-s SIG] PROG ARGS\\n" >&2; exit 1\n'
+    )
+    (bin_dir / "df").write_text(
+        f'#!/bin/sh\n/bin/cat {rows}; echo "df: /mnt/s3: Transport endpoint is not connected" >&2; exit 1\n'
+    )
+    for tool in ("timeout", "df"):
+        (bin_dir / tool).chmod(0o755)
+    facts = _probe(bin_dir, ("df",))
+    assert "Transport endpoint is not connected" in facts.raw["df"].partial, facts.raw["df"]
+    assert "Usage" not in facts.raw["df"].partial + facts.raw["df"].stderr
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/mnt/s3", 10**12)), facts, 0.05)
+    assert check.verdict == "unverified" and "Usage" not in check.detail, check
 
 
 def _probe_pinned(bin_dir: Path, names: tuple[str, ...], cpus: set[int]) -> Facts:
