@@ -178,15 +178,16 @@ NPROC_COMMAND = (
 # /sys/devices/system/cpu/possible; by the shell's builtins where there is no cat either), which
 # facts/cpu.py reads for the same CPU, core and socket counts, and after it the kernel's list of
 # online CPUs (`ONLINE_FILE: 1-63`), which tells a /proc/cpuinfo whole where CPU 0 is offline
-# from one whose top is missing
-_ONLINE = "/sys/devices/system/cpu/online"
+# from one whose top is missing, and of present CPUs (`.../present: 0-63`): those not online are
+# offline, as lscpu's Off-line CPU(s) list says
 LSCPU_COMMAND = (
     "if command -v lscpu >/dev/null 2>&1; then o=$(lscpu); c=$?; "
     'if [ "$c" -eq 0 ] || [ -n "$o" ]; then [ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c; fi; fi; '
     '[ -r /proc/cpuinfo ] || exit "${c:-127}"; '
     "if command -v cat >/dev/null 2>&1; then cat /proc/cpuinfo || exit; else "
     + _LINES.format("/proc/cpuinfo")
-    + f"; fi; [ -r {_ONLINE} ] && read -r o <{_ONLINE} && printf '{_ONLINE}: %s\\n' \"$o\"; exit 0"
+    + "; fi; for f in /sys/devices/system/cpu/online /sys/devices/system/cpu/present; do"
+    + """ [ -r $f ] && read -r o <$f && printf '%s: %s\\n' "$f" "$o"; done; exit 0"""
 )
 # /etc/os-release, else /usr/lib/os-release (os-release(5): a system may ship that one alone),
 # and the kernel's release as `uname -r` prints it (/proc/sys/kernel/osrelease): by the shell's

@@ -411,6 +411,9 @@ def looks_like_cpuinfo(text: str) -> bool:
 # taken offline leaves /proc/cpuinfo starting at `processor : 1`, whole all the same)
 ONLINE_FILE = "/sys/devices/system/cpu/online"
 _ONLINE_LINE = re.compile(rf"^{ONLINE_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
+# and of the present CPUs, which it prints after it: those not online are offline
+PRESENT_FILE = "/sys/devices/system/cpu/present"
+_PRESENT_LINE = re.compile(rf"^{PRESENT_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
 # a CPU block's first line (x86, arm64, POWER, RISC-V alike)
 _CPUINFO_BLOCK = re.compile(r"processor\s*:\s*(\d+)\s*")
 # the lines of a CPU block that give the topology only: a block of nothing else is a filter's
@@ -509,17 +512,19 @@ def _cpuinfo_cores(blocks: list[dict[str, str]]) -> tuple[int | None, int | None
 
 def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
     """The CPU shape of a /proc/cpuinfo (source "/proc/cpuinfo"): one block per online logical
-    CPU, the cores and sockets by _cpuinfo_cores. A text not known whole (_cpuinfo_cut; `usable`:
-    the CPUs this login may use, nproc's count) counts nothing: the CPUs outside it are unknown.
-    Blocks holding only topology lines (a grep of the file) are read, and said `filtered`."""
+    CPU (logical_cpus counts the offline ones too where the live probe's lists say them, as
+    lscpu's CPU(s) does: _offline_cpus), the cores and sockets by _cpuinfo_cores. A text not
+    known whole (_cpuinfo_cut; `usable`: the CPUs this login may use, nproc's count) counts
+    nothing: the CPUs outside it are unknown. Blocks holding only topology lines (a grep of the
+    file) are read, and said `filtered`."""
     blocks = _cpuinfo_blocks(text)
     if not blocks:
         return _empty("output not recognised as /proc/cpuinfo")
     if cut := _cpuinfo_cut(text, blocks, usable):
         return dataclasses.replace(_empty(f"/proc/cpuinfo cut short: {cut}"), cut=cut, source=CPUINFO)
-    logical = len(blocks)
+    online = len(blocks)
     physical, sockets = _cpuinfo_cores(blocks)
-    threads = logical // physical if physical and logical % physical == 0 else None
+    threads = online // physical if physical and online % physical == 0 else None
     cores = physical // sockets if physical and sockets and physical % sockets == 0 else None
     names = list(dict.fromkeys(b["model name"] for b in blocks if b.get("model name")))
     filtered = None
@@ -531,11 +536,22 @@ def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
         sockets=sockets,
         cores_per_socket=cores,
         threads_per_core=threads,
-        logical_cpus=logical,
+        logical_cpus=online + (offline := _offline_cpus(text) or 0),
         physical_cores=physical,
+        offline_cpus=offline or None,
         source=CPUINFO,
         filtered=filtered,
     )
+
+
+def _offline_cpus(text: str) -> int | None:
+    """The present CPUs not online, of the lists the live probe prints after /proc/cpuinfo
+    (lscpu's Off-line CPU(s) list alike: a CPU 0 taken offline, a kernel's `maxcpus=`), or None
+    where either list is not read."""
+    online, present = _ONLINE_LINE.search(text), _PRESENT_LINE.search(text)
+    up = _cpu_list_numbers(online.group(1)) if online else None
+    there = _cpu_list_numbers(present.group(1)) if present else None
+    return len(set(there) - set(up)) if up is not None and there is not None else None
 
 
 # the kernel's affinity list of a process (/proc/self/status), the CPUs nproc counts: the live

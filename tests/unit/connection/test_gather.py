@@ -626,6 +626,28 @@ def test_an_lxcfs_view_is_cut_where_nproc_does_not_count_its_blocks(nproc: str) 
         assert check.actual == "32 logical CPUs (no lscpu; /proc/cpuinfo cut short)"
 
 
+JC_CPUINFO = REAL / "proc-cpuinfo__i5-8279u__vm-2socket-1core__jc.txt"
+
+
+@pytest.mark.parametrize(("ordered", "verdict"), [(1, "pass"), (2, "fail")])
+def test_a_vm_whose_cpu0_is_offline_says_so(ordered: int, verdict: str) -> None:
+    """jc's real /proc/cpuinfo of a VM of two 1-core sockets, CPU 0 taken offline (edited
+    in-test: its block dropped), then the live probe's lists: online `1`, present `0-1`. It read
+    as 1 core / 1 thread on one socket with nothing said of the offline CPU (2 cores ordered
+    failed as "counts 1 cores"). Now the present CPUs not online are offline, as lscpu's
+    Off-line CPU(s) list: "2 CPUs, 1 online", a fail naming the offline CPU."""
+    text = JC_CPUINFO.read_text()
+    text = text[text.index("processor\t: 1") :]
+    text += "/sys/devices/system/cpu/online: 1\n/sys/devices/system/cpu/present: 0-1\n"
+    facts = parse_facts({"lscpu": ProbeOutput(text, "", 0)})
+    assert facts.cpu is not None and (facts.cpu.logical_cpus, facts.cpu.offline_cpus) == (2, 1)
+    check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
+    assert check.verdict == verdict, check
+    assert "1 online" in check.actual
+    if verdict == "fail":
+        assert "only 1 of 2 CPUs online (1 offline: present, not online" in check.detail
+
+
 @pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
 def test_a_box_without_lscpu_or_cat_reads_proc_cpuinfo_and_meminfo(tmp_path: Path) -> None:
     """A minimal image without util-linux, procps or cat (its PATH here: an empty folder): the
@@ -637,6 +659,8 @@ def test_a_box_without_lscpu_or_cat_reads_proc_cpuinfo_and_meminfo(tmp_path: Pat
     facts = _probe(bin_dir, ("lscpu", "free"))
     blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
     assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks)
+    if Path("/sys/devices/system/cpu/present").is_file():  # (and the kernel's CPU lists after it)
+        assert "\n/sys/devices/system/cpu/present: " in facts.raw["lscpu"].stdout
     assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
 
 
