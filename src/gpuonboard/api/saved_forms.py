@@ -484,9 +484,38 @@ def kind_by_name(name: str, text: str) -> str | None:
     return None
 
 
+# the kernel's affinity list line of a process's status file, which nproc counts (the live
+# probe's nproc answer where nproc is not installed), with its newline where one follows
+_AFFINITY = re.compile(r"^Cpus_allowed_list:[ \t]*[0-9,-]*[ \t]*(?:\n|$)", re.MULTILINE)
+# a copied command that reads another process's status (`cat /proc/1/status`): its affinity
+_OTHER_STATUS = re.compile(r"/proc/(?!self/|thread-self/|\$\$/)[^/\s]+/status")
+
+
+def affinity_output(where: str, text: str, copied: str) -> ProbeOutput | None:
+    """The CPUs this login may use, as nproc counts them, of a saved affinity list: the live
+    probe's own nproc answer (`Cpus_allowed_list:\t0-3,8-11`, raw/<host>/nproc.txt where nproc
+    was not installed), a `grep Cpus_allowed_list /proc/self/status`, or a whole `cat
+    /proc/self/status` (its first line `Name:`); None for other text. Another process's status
+    (`cat /proc/1/status`) is refused: its affinity is not the login's."""
+    match = _AFFINITY.search(text)
+    said = [line for line in text.splitlines() if line.strip()]
+    if match is None or not (len(said) == 1 or said[0].startswith("Name:")):
+        return None
+    if _OTHER_STATUS.search(copied):
+        raise UsageError(
+            f"{where}: an affinity list (Cpus_allowed_list) of another process's status file, not"
+            " the CPUs this login may use: save `nproc` of the box (or `grep Cpus_allowed_list"
+            " /proc/self/status`)."
+        )
+    return ProbeOutput(match.group(0), "", 0)
+
+
 def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
     """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
-    message read as such, else a UsageError saying what it looks like and what to save."""
+    message read as such, an affinity list as nproc (affinity_output), else a UsageError saying
+    what it looks like and what to save."""
+    if (affinity := affinity_output(where, text, copied)) is not None:
+        return "nproc", affinity
     if q_blocks_alone(text):
         raise UsageError(
             f"{where}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"

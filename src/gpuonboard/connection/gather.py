@@ -39,7 +39,6 @@ CORE_NAMES = (
     "free",
     "df",
     "lsblk",
-    "mounts",
     "os_release",
     "kernel",
     "nproc",
@@ -114,22 +113,43 @@ _LOOP_BACKING = (
 DF_TIMEOUT = 30
 
 
+# The most lines of the kernel's mount table the df probe prints (a Kubernetes node's table holds
+# thousands of mounts; their first 3 fields, ~100 bytes a line: at most ~0.4 MB)
+MOUNT_TABLE_LINES = 4096
+# the kernel's mount table of the probe's own mount namespace, each line's first 3 fields
+# (device, mount point, type: never the options, which may hold a share's `username=`), at most
+# MOUNT_TABLE_LINES lines: by cut and head (a Kubernetes node's table, which the shell's `read`
+# takes a byte at a time), by the shell's builtins where there are none
+_MOUNT_TABLE = (
+    "[ -r /proc/self/mounts ] && { echo '==> /proc/self/mounts <=='; "
+    "if command -v cut >/dev/null 2>&1 && command -v head >/dev/null 2>&1; then "
+    f"cut -d' ' -f1-3 /proc/self/mounts | head -n {MOUNT_TABLE_LINES}; else n=0; "
+    f'while [ $n -lt {MOUNT_TABLE_LINES} ] && read -r x y z _; do printf \'%s %s %s\\n\' "$x" "$y" "$z"; '
+    "n=$((n+1)); done </proc/self/mounts; fi; }"
+)
+
+
 def df_command(seconds: int = DF_TIMEOUT) -> str:
     """Shell: df with each file system's type (a GPFS, WekaFS or Lustre mount whose device looks
     local is a network share only by its type), run once where the host's df takes -T and its
-    `timeout` takes -k. Its rows are kept in a variable (a fork, no program): a df that failed
-    without printing a row is asked again, without -T (a df that refuses it: toybox, BusyBox
-    before 1.23), then without the host's `timeout` (an old BusyBox one that refuses -k); GNU
-    df's exit 1 beside a mount it could not read keeps its rows and asks nothing again. The
-    types df did not give are read from the kernel's mount table (the `mounts` probe)."""
+    `timeout` takes -k (asked silently first, `timeout -k 5 1 true`: 0, or 126/127 where it took
+    -k but found no `true` to run; an old BusyBox one that refuses -k runs no df, and its usage
+    text is never quoted as df's failure). Its rows are kept in a variable (a fork, no
+    program): a df that failed without printing a row is asked again without -T (a df that
+    refuses it: toybox, BusyBox before 1.23); GNU df's exit 1 beside a mount it could not read
+    keeps its rows and asks nothing again. Where
+    the rows that answered have no types, the kernel's mount table follows them (after the line
+    `==> /proc/self/mounts <==`: each line's device, mount point and type), which types them."""
     said = shell.quote(f"df did not answer within {seconds} s (a network mount that does not answer?)")
     return (
         "command -v df >/dev/null 2>&1 || exit 127; "
-        f"t=; command -v timeout >/dev/null 2>&1 && t='timeout -k 5 {seconds}'; "
-        'd() { o=$($t df -P -k $1); c=$?; case $c in 0|124|137|143) return 1 ;; esac; [ -z "$o" ]; }; '
-        'd -T && d "" && [ -n "$t" ] && t= && d -T && d ""; '
+        "t=; command -v timeout >/dev/null 2>&1 && { timeout -k 5 1 true >/dev/null 2>&1; "
+        f"case $? in 0|126|127) t='timeout -k 5 {seconds}' ;; esac; }}; "
+        'd() { a=$1; o=$($t df -P -k $1); c=$?; case $c in 0|124|137|143) return 1 ;; esac; [ -z "$o" ]; }; '
+        'd -T && d ""; '
         '[ -n "$o" ] && printf \'%s\\n\' "$o"; '
-        f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; exit $c"
+        f"case $c in 124|137|143) echo {said} >&2; exit 124 ;; esac; "
+        f'[ -n "$o" ] && [ -z "$a" ] && {_MOUNT_TABLE}; exit $c'
     )
 
 
@@ -146,14 +166,6 @@ LSBLK_COMMAND = (
 # a file's lines, printed by the shell's builtins (no program: a box without cat), a last line
 # without its newline too
 _LINES = 'while IFS= read -r l || [ -n "$l" ]; do printf \'%s\\n\' "$l"; done <{}'
-# the kernel's mount table of the probe's own mount namespace (device, mount point, type, ...):
-# the type of each mount a df without -T listed. By cat (a Kubernetes node's table of thousands
-# of mounts is ~0.4 MB, which the shell's `read` takes a byte at a time: ~0.2 s), by the shell's
-# builtins where there is no cat
-MOUNTS_COMMAND = (
-    "[ -r /proc/self/mounts ] || exit 127; command -v cat >/dev/null 2>&1 && exec cat /proc/self/mounts; "
-    + _LINES.format("/proc/self/mounts")
-)
 # nproc, else the kernel's affinity list it counts (/proc/self/status' Cpus_allowed_list line,
 # read by the shell's builtins: a box without coreutils), which facts/cpu.py parse_nproc reads
 NPROC_COMMAND = (
@@ -166,15 +178,16 @@ NPROC_COMMAND = (
 # /sys/devices/system/cpu/possible; by the shell's builtins where there is no cat either), which
 # facts/cpu.py reads for the same CPU, core and socket counts, and after it the kernel's list of
 # online CPUs (`ONLINE_FILE: 1-63`), which tells a /proc/cpuinfo whole where CPU 0 is offline
-# from one whose top is missing
-_ONLINE = "/sys/devices/system/cpu/online"
+# from one whose top is missing, and of present CPUs (`.../present: 0-63`): those not online are
+# offline, as lscpu's Off-line CPU(s) list says
 LSCPU_COMMAND = (
     "if command -v lscpu >/dev/null 2>&1; then o=$(lscpu); c=$?; "
     'if [ "$c" -eq 0 ] || [ -n "$o" ]; then [ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c; fi; fi; '
     '[ -r /proc/cpuinfo ] || exit "${c:-127}"; '
     "if command -v cat >/dev/null 2>&1; then cat /proc/cpuinfo || exit; else "
     + _LINES.format("/proc/cpuinfo")
-    + f"; fi; [ -r {_ONLINE} ] && read -r o <{_ONLINE} && printf '{_ONLINE}: %s\\n' \"$o\"; exit 0"
+    + "; fi; for f in /sys/devices/system/cpu/online /sys/devices/system/cpu/present; do"
+    + """ [ -r $f ] && read -r o <$f && printf '%s: %s\\n' "$f" "$o"; done; exit 0"""
 )
 # /etc/os-release, else /usr/lib/os-release (os-release(5): a system may ship that one alone),
 # and the kernel's release as `uname -r` prints it (/proc/sys/kernel/osrelease): by the shell's
@@ -237,7 +250,6 @@ def core_probes(
         Probe("free", FREE_COMMAND),
         Probe("df", df_command(df_timeout)),
         Probe("lsblk", LSBLK_COMMAND),
-        Probe("mounts", MOUNTS_COMMAND),
         Probe("os_release", OS_RELEASE_COMMAND),
         Probe("kernel", KERNEL_COMMAND),
         Probe("nproc", NPROC_COMMAND),
@@ -542,11 +554,29 @@ def _read_gpus(
     return gpu, evidence
 
 
+def _mount_table_apart(raw: dict[str, ProbeOutput]) -> None:
+    """The kernel's mount table the df probe printed after its rows (df_command) as the output
+    `mounts` of its own, df's rows alone in `df`; a mount table's options (a saved `cat
+    /proc/mounts` read offline: a share's `username=`, `domain=`) dropped, so that no report
+    writes them. `raw` changed in place."""
+    from gpuonboard.facts import disks
+
+    df = raw["df"]
+    rows, table = disks.split_df_mount_table(df.stdout)
+    if table is not None:
+        raw["df"] = dataclasses.replace(df, stdout=rows)
+        raw["mounts"] = ProbeOutput(table, "", 0)
+    if (out := raw.get("mounts")) is not None and out.stdout:
+        raw["mounts"] = dataclasses.replace(out, stdout=disks.mount_table_fields(out.stdout))
+
+
 def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
     # each parser module is imported only when there is output for it to parse
     warnings: list[str] = []
     raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
+    if raw["df"].stdout or "mounts" in raw:
+        _mount_table_apart(raw)
     warnings += _read_past_exit(raw)
     topology = cpu_info = mem = None
     mounts: Sequence[disks.Mount] = ()
@@ -558,11 +588,18 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         topology = topo.parse_topo(topo_text)
         if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
             topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
+    nproc = None
+    if nproc_text := _ok(raw, "nproc"):
+        from gpuonboard.facts import cpu
+
+        nproc = cpu.parse_nproc(nproc_text)  # (a number without nproc's newline may be cut: None)
     if cpu_text := _ok(raw, "lscpu"):
         from gpuonboard.facts import cpu
 
         cpu_info = (
-            cpu.parse_cpuinfo(cpu_text) if cpu.looks_like_cpuinfo(cpu_text) else cpu.parse_lscpu(cpu_text)
+            cpu.parse_cpuinfo(cpu_text, nproc)
+            if cpu.looks_like_cpuinfo(cpu_text)
+            else cpu.parse_lscpu(cpu_text)
         )
     if free_text := _ok(raw, "free"):
         from gpuonboard.facts import memory
@@ -576,11 +613,6 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         block = disks.parse_lsblk(lsblk_text) if lsblk_text else ()
         if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
             mounts = disks.with_mount_types(mounts, disks.parse_mount_table(table))
-    nproc = None
-    if nproc_text := _ok(raw, "nproc"):
-        from gpuonboard.facts import cpu
-
-        nproc = cpu.parse_nproc(nproc_text)  # (a number without nproc's newline may be cut: None)
     memory_limit = cgroup_cpus = cgroup_cpuset = None
     if limits_text := _ok(raw, "cgroup_limits"):
         from gpuonboard.facts import cpu, memory

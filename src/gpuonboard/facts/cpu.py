@@ -441,6 +441,9 @@ def looks_like_cpuinfo(text: str) -> bool:
 # taken offline leaves /proc/cpuinfo starting at `processor : 1`, whole all the same)
 ONLINE_FILE = "/sys/devices/system/cpu/online"
 _ONLINE_LINE = re.compile(rf"^{ONLINE_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
+# and of the present CPUs, which it prints after it: those not online are offline
+PRESENT_FILE = "/sys/devices/system/cpu/present"
+_PRESENT_LINE = re.compile(rf"^{PRESENT_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
 # a CPU block's first line (x86, arm64, POWER, RISC-V alike)
 _CPUINFO_BLOCK = re.compile(r"processor\s*:\s*(\d+)\s*")
 # the lines of a CPU block that give the topology only: a block of nothing else is a filter's
@@ -464,20 +467,34 @@ def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
     return blocks
 
 
-def _cpuinfo_cut(text: str, blocks: list[dict[str, str]]) -> str | None:
+def _lxcfs_view(numbers: list[int], listed: list[int], usable: int | None) -> bool:
+    """The blocks are CPUs 0 to k-1, k the CPUs this login may use (nproc), and the online list
+    holds more above them: a container's view of /proc/cpuinfo (lxcfs before 4.0 shows the
+    container's CPUs, renumbered from 0, while /sys/devices/system/cpu/online lists the
+    host's), whole; a CPU missing inside the blocks' range is a cut."""
+    whole = numbers == list(range(len(numbers))) and usable == len(numbers)
+    return whole and all(n > numbers[-1] for n in set(listed) - set(numbers))
+
+
+def _cpuinfo_cut(text: str, blocks: list[dict[str, str]], usable: int | None = None) -> str | None:
     """Why a /proc/cpuinfo is not known whole, or None: the kernel ends each line with a newline,
     lists its online CPUs from `processor : 0` (the top of the text scrolled off otherwise),
     each once in rising order (a block pasted twice counts a CPU twice), prints the same lines
     in every CPU's block (a block without one of the first block's lines is cut), and, where
     each block gives its `physical id` and `siblings`, as many blocks of a physical id as its
-    siblings count (blocks left off by a paste or a `head`)."""
+    siblings count (blocks left off by a paste or a `head`). An online CPU without its block is
+    a cut, unless the view is a container's (_lxcfs_view, `usable`: nproc's count), whose blocks
+    may also hold fewer CPUs of a package than its siblings line (the host's) says."""
     if not text.endswith("\n"):
         return f"it ends inside the block of CPU {blocks[-1]['processor']}"
     numbers = [int(b["processor"]) for b in blocks]
     online = _ONLINE_LINE.search(text)
     listed = _cpu_list_numbers(online.group(1)) if online else None
+    view = False
     if listed is not None and online is not None:  # (the live probe's: which CPUs are online)
-        if missing := sorted(set(listed) - set(numbers)):
+        missing = sorted(set(listed) - set(numbers))
+        view = bool(missing) and _lxcfs_view(numbers, listed, usable)
+        if missing and not view:
             return (
                 f"it lacks the block of CPU {missing[0]}, one of the online CPUs"
                 f" ({ONLINE_FILE}: {online.group(1)})"
@@ -489,16 +506,21 @@ def _cpuinfo_cut(text: str, blocks: list[dict[str, str]]) -> str | None:
     first = set(blocks[0])
     if short := next((b for b in blocks if not first <= set(b)), None):
         return f"the block of CPU {short['processor']} lacks lines of CPU 0's block"
-    if all("physical id" in b and b.get("siblings", "").isdecimal() for b in blocks):
-        held: dict[str, int] = {}
-        for b in blocks:
-            held[b["physical id"]] = held.get(b["physical id"], 0) + 1
-        for b in blocks:
-            if held[b["physical id"]] != int(b["siblings"]):
-                return (
-                    f"it holds {held[b['physical id']]} CPUs of physical id {b['physical id']}, whose"
-                    f" siblings line says {b['siblings']}"
-                )
+    return _siblings_short(blocks, view)
+
+
+def _siblings_short(blocks: list[dict[str, str]], view: bool) -> str | None:
+    """Where each block gives its `physical id` and `siblings`: a package whose blocks are not
+    as many as its siblings line says (fewer allowed in a container's view: `view`), or None."""
+    if not all("physical id" in b and b.get("siblings", "").isdecimal() for b in blocks):
+        return None
+    held: dict[str, int] = {}
+    for b in blocks:
+        held[b["physical id"]] = held.get(b["physical id"], 0) + 1
+    for b in blocks:
+        count, said = held[b["physical id"]], int(b["siblings"])
+        if count != said and not (view and count < said):
+            return f"it holds {count} CPUs of physical id {b['physical id']}, whose siblings line says {said}"
     return None
 
 
@@ -518,19 +540,21 @@ def _cpuinfo_cores(blocks: list[dict[str, str]]) -> tuple[int | None, int | None
     return None, None
 
 
-def parse_cpuinfo(text: str) -> CpuInfo:
+def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
     """The CPU shape of a /proc/cpuinfo (source "/proc/cpuinfo"): one block per online logical
-    CPU, the cores and sockets by _cpuinfo_cores. A text not known whole (_cpuinfo_cut) counts
+    CPU (logical_cpus counts the offline ones too where the live probe's lists say them, as
+    lscpu's CPU(s) does: _offline_cpus), the cores and sockets by _cpuinfo_cores. A text not
+    known whole (_cpuinfo_cut; `usable`: the CPUs this login may use, nproc's count) counts
     nothing: the CPUs outside it are unknown. Blocks holding only topology lines (a grep of the
     file) are read, and said `filtered`."""
     blocks = _cpuinfo_blocks(text)
     if not blocks:
         return _empty("output not recognised as /proc/cpuinfo")
-    if cut := _cpuinfo_cut(text, blocks):
+    if cut := _cpuinfo_cut(text, blocks, usable):
         return dataclasses.replace(_empty(f"/proc/cpuinfo cut short: {cut}"), cut=cut, source=CPUINFO)
-    logical = len(blocks)
+    online = len(blocks)
     physical, sockets = _cpuinfo_cores(blocks)
-    threads = logical // physical if physical and logical % physical == 0 else None
+    threads = online // physical if physical and online % physical == 0 else None
     cores = physical // sockets if physical and sockets and physical % sockets == 0 else None
     names = list(dict.fromkeys(b["model name"] for b in blocks if b.get("model name")))
     filtered = None
@@ -542,11 +566,22 @@ def parse_cpuinfo(text: str) -> CpuInfo:
         sockets=sockets,
         cores_per_socket=cores,
         threads_per_core=threads,
-        logical_cpus=logical,
+        logical_cpus=online + (offline := _offline_cpus(text) or 0),
         physical_cores=physical,
+        offline_cpus=offline or None,
         source=CPUINFO,
         filtered=filtered,
     )
+
+
+def _offline_cpus(text: str) -> int | None:
+    """The present CPUs not online, of the lists the live probe prints after /proc/cpuinfo
+    (lscpu's Off-line CPU(s) list alike: a CPU 0 taken offline, a kernel's `maxcpus=`), or None
+    where either list is not read."""
+    online, present = _ONLINE_LINE.search(text), _PRESENT_LINE.search(text)
+    up = _cpu_list_numbers(online.group(1)) if online else None
+    there = _cpu_list_numbers(present.group(1)) if present else None
+    return len(set(there) - set(up)) if up is not None and there is not None else None
 
 
 # the kernel's affinity list of a process (/proc/self/status), the CPUs nproc counts: the live

@@ -29,6 +29,9 @@ __all__ = [
     "parse_df",
     "parse_loop_backing",
     "parse_mount_table",
+    "split_df_mount_table",
+    "mount_table_fields",
+    "MOUNT_TABLE_MARK",
     "parse_lsblk",
     "parse_lsblk_json",
     "parse_lsblk_pairs",
@@ -484,9 +487,30 @@ def _lsblk_entries(text: str) -> list[Any] | str:
 _MOUNTS_ESCAPE = re.compile(r"\\([0-7]{3})")
 
 
-# one line of the kernel's mount table: device, mount point (absolute), type, options, and
-# the two numbers (dump, pass) it ends with
-_MOUNT_LINE = re.compile(r"^\S+ /\S* [\w.-]+ \S+ \d+ \d+$")
+# one line of the kernel's mount table: device, mount point (absolute), type, then options and
+# the two numbers (dump, pass) it ends with, or not (the live probe reads its first 3 fields)
+_MOUNT_LINE = re.compile(r"^\S+ /\S* [\w.-]+(?: \S+ \d+ \d+)?$")
+
+# the line the df probe prints before the mount table it adds where df gave no types
+MOUNT_TABLE_MARK = "==> /proc/self/mounts <=="
+
+
+def split_df_mount_table(text: str) -> tuple[str, str | None]:
+    """The df probe's output: df's own rows, and the kernel's mount table it printed after them
+    (after MOUNT_TABLE_MARK, only where df gave no types), or None where there is none."""
+    rows, mark, table = text.partition(f"\n{MOUNT_TABLE_MARK}\n")
+    if not mark and text.startswith(f"{MOUNT_TABLE_MARK}\n"):
+        rows, mark, table = "", "x", text[len(MOUNT_TABLE_MARK) + 1 :]
+    return (rows + "\n", table) if mark else (text, None)
+
+
+def mount_table_fields(text: str) -> str:
+    """A mount table's first 3 fields of each line (device, mount point, type), the options
+    after them dropped: they may hold a share's `username=` or `domain=`, never to be written
+    into a report. A last line without its newline stays without one (parse_mount_table reads
+    it as cut)."""
+    lines = text.split("\n")
+    return "\n".join(" ".join(line.split()[:3]) for line in lines)
 
 
 def looks_like_mount_table(text: str) -> bool:
@@ -499,7 +523,8 @@ def looks_like_mount_table(text: str) -> bool:
 
 def parse_mount_table(text: str) -> dict[str, tuple[str, str]]:
     """Each mount point's device and file system type in the kernel's mount table
-    (/proc/self/mounts, /proc/mounts, /etc/mtab: `DEVICE MOUNTPOINT TYPE OPTIONS 0 0`), of the
+    (/proc/self/mounts, /proc/mounts, /etc/mtab: `DEVICE MOUNTPOINT TYPE OPTIONS 0 0`, or the
+    first 3 fields of each line as the live probe reads them), of the
     last mount at a point (the one over the others, which df reads). A last line without the
     newline the kernel ends each with may be cut inside its type (`nfs` of `nfs4`): not read."""
     lines = text.split("\n")
@@ -508,7 +533,7 @@ def parse_mount_table(text: str) -> dict[str, tuple[str, str]]:
     table: dict[str, tuple[str, str]] = {}
     for line in lines:
         fields = line.split()
-        if len(fields) >= 4 and fields[1].startswith("/"):
+        if len(fields) >= 3 and fields[1].startswith("/"):
             device, point = (_MOUNTS_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), f) for f in fields[:2])
             table.pop(point, None)
             table[point] = (device, fields[2])

@@ -46,3 +46,19 @@ def test_the_gpfs_share_of_a_typeless_df_is_read_with_the_table(tmp_path: Path) 
     assert check.actual.endswith("(a network share, gpfs)")
     _, alone = judged_box(tmp_path / "alone", {"df.txt": df}, order)
     assert alone["data_disk"].verdict == "warn"
+
+
+def test_a_saved_mount_tables_options_are_not_kept(tmp_path: Path) -> None:
+    """The same pair, the table with a CIFS share's line as the kernel writes it (its options
+    naming the user, the domain and the server's address; added in-test): the table was kept
+    whole in the facts, whose raw outputs a report writes (raw/<host>/mounts.txt, the HTML).
+    Now only each line's device, mount point and type are kept, and the GPFS share still read."""
+    df, table = _untyped_and_table()
+    table += "//10.0.0.5/share /mnt/share cifs rw,vers=3.1.1,username=alice,domain=CORP,addr=10.0.0.5 0 0\n"
+    order = "data_disk: {mount: /var/lib/mongodb/data, min_size: 1TB}\n"
+    facts, checks = judged_box(tmp_path, {"df.txt": df, "mounts.txt": table}, order)
+    assert checks["data_disk"].verdict == "unverified"
+    kept = facts.raw["mounts"].stdout
+    assert "username=" not in kept and "rw," not in kept
+    assert "//10.0.0.5/share /mnt/share cifs\n" in kept
+    assert detect_kind(kept) == "mounts"

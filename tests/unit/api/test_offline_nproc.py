@@ -102,3 +102,39 @@ def test_plain_nproc_under_its_copied_command_is_read(tmp_path: Path, command: s
         tmp_path, {"nproc.txt": command + "\n" + (REAL / PLAIN).read_text()}, "cpu_cores: 4\n"
     )
     assert facts.nproc == 8
+
+
+@pytest.mark.parametrize(
+    ("name", "prompt"), [("nproc.txt", ""), ("status.txt", "$ grep Cpus_allowed_list /proc/self/status\n")]
+)
+def test_the_live_probes_affinity_list_is_read_as_nproc(tmp_path: Path, name: str, prompt: str) -> None:
+    """The live probe's nproc answer on a box without nproc, `Cpus_allowed_list:\\t0-3,8-11`
+    (the kernel's affinity list nproc counts), saved as raw/<host>/nproc.txt and judged without
+    summary.json, or the same line under its grep: refused as "a CSV without its header row".
+    Now read as nproc: 8 CPUs, which 16 cores ordered fail on."""
+    box = {"lscpu.txt": (REAL / LSCPU).read_text(), name: prompt + "Cpus_allowed_list:\t0-3,8-11\n"}
+    facts, by_rule = judged_box(tmp_path, box, "cpu_cores: 16\n")
+    assert facts.nproc == 8
+    assert by_rule["cpu_cores"].verdict == "fail"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="no /proc/self/status here")
+def test_a_saved_proc_self_status_is_read_as_nproc(tmp_path: Path) -> None:
+    """This machine's real `cat /proc/self/status` (cat's own: the login's affinity): its
+    Cpus_allowed_list counted as nproc counts it; another process's (`cat /proc/1/status`) is
+    refused, its affinity not the login's."""
+    status = Path("/proc/self/status").read_text()
+    line = next(ln for ln in status.splitlines() if ln.startswith("Cpus_allowed_list:"))
+    facts, _ = judged_box(tmp_path, {"status.txt": "$ cat /proc/self/status\n" + status}, "cpu_cores: 1\n")
+    assert facts.nproc == len(_cpus(line.split(":", 1)[1]))
+    with pytest.raises(UsageError, match="another process's status file"):
+        checks(tmp_path, "status.txt", "$ cat /proc/1/status\n" + status)
+
+
+def _cpus(listing: str) -> set[int]:
+    """The CPUs of a kernel CPU list (`0-3,8-11`)."""
+    cpus: set[int] = set()
+    for part in listing.strip().split(","):
+        low, _, high = part.partition("-")
+        cpus.update(range(int(low), int(high or low) + 1))
+    return cpus

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, parse_facts
+from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, df_command, parse_facts
 from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec
@@ -312,9 +312,14 @@ def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: st
 
 def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Facts:
     """_probe, the mount table read from `table` in /proc/self/mounts' place."""
-    probes = [p for p in core_probes() if p.name in names]
+    mark = "==> /proc/self/mounts <=="
     probes = [
-        dataclasses.replace(p, command=p.command.replace("/proc/self/mounts", str(table))) for p in probes
+        dataclasses.replace(
+            p,
+            command=p.command.replace(mark, "@").replace("/proc/self/mounts", str(table)).replace("@", mark),
+        )
+        for p in core_probes()
+        if p.name in names
     ]
     token = new_token()
     done = subprocess.run(
@@ -325,7 +330,7 @@ def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Fac
         timeout=60,
         check=False,
     )
-    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+    return parse_facts(split_output(done.stdout, done.stderr, token, [p.name for p in probes]))
 
 
 def _mount_table(df_t: str) -> str:
@@ -354,6 +359,58 @@ def test_a_df_that_refuses_t_gets_each_type_from_the_mount_table(tmp_path: Path)
     assert {m.mountpoint: m.fstype for m in facts.mounts}["/"] == "overlay"
 
 
+# a CIFS share's line as the kernel writes it in /proc/mounts: its options name the user, the
+# domain and the server's address, which no report may hold
+_CIFS_LINE = (
+    "//10.0.0.5/share /mnt/share cifs rw,relatime,vers=3.1.1,cache=strict,username=alice,"
+    "domain=CORP,uid=0,noforceuid,gid=0,noforcegid,addr=10.0.0.5,file_mode=0755 0 0\n"
+)
+
+
+@pytest.mark.parametrize("tools", ["builtins", "cut and head"])
+def test_the_mount_table_is_read_without_options_and_bounded(tools: str, tmp_path: Path) -> None:
+    """The GPFS box above (df refuses -T) whose mount table also holds a CIFS share's line with
+    `username=alice,domain=CORP,addr=...` (as the kernel writes it) and 5,000 more mounts
+    (Kubernetes' secret volumes, built in-test). The `mounts` probe stored the whole table, the
+    options too, in raw/<host>/mounts.txt and the report. Now df's probe prints each line's
+    device, mount point and type only, at most 4,096 lines, by cut and head or by the shell's
+    builtins, and still types the GPFS share."""
+    df_t = GPFS_DF_HT.read_text()
+    pods = "".join(
+        f"tmpfs /var/lib/kubelet/pods/{i:08d}/volumes/kubernetes.io~secret/token tmpfs rw,relatime 0 0\n"
+        for i in range(5000)
+    )
+    table = tmp_path / "mounts"
+    table.write_text(_mount_table(df_t) + _CIFS_LINE + pods)
+    bin_dir = _box(tmp_path, {"df": {"-P -k": _untyped(df_t)}})
+    if tools != "builtins":
+        for tool in ("cut", "head"):
+            os.symlink(shutil.which(tool) or tool, bin_dir / tool)
+    facts = _probe_with_table(bin_dir, ("df", "mounts"), table)
+    written = "".join(out.stdout for out in facts.raw.values())
+    assert "username=" not in written and "rw,relatime" not in written
+    lines = facts.raw["mounts"].stdout.splitlines()
+    assert 4000 < len(lines) <= 4096
+    assert "//10.0.0.5/share /mnt/share cifs" in lines
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+    assert "==>" not in facts.raw["df"].stdout
+    from gpuonboard.facts.disks import MOUNT_TABLE_MARK
+
+    assert MOUNT_TABLE_MARK in df_command()
+
+
+def test_a_df_that_gives_types_reads_no_mount_table(tmp_path: Path) -> None:
+    """The real GPFS `df -hT` answered with -T: the kernel's mount table (with a CIFS share's
+    options) is not read at all (the `mounts` probe read it on every host, used or not)."""
+    df_t = GPFS_DF_HT.read_text()
+    table = tmp_path / "mounts"
+    table.write_text(_mount_table(df_t) + _CIFS_LINE)
+    bin_dir = _box(tmp_path, {"df": {"-P -k -T": df_t}})
+    facts = _probe_with_table(bin_dir, ("df", "mounts"), table)
+    assert "mounts" not in facts.raw and "/mnt/share" not in facts.raw["df"].stdout
+    assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+
+
 @pytest.mark.skipif(shutil.which("busybox") is None, reason="no busybox here")
 def test_a_real_busybox_df_that_refuses_t_gets_types_from_this_machines_mount_table(tmp_path: Path) -> None:
     """This machine's real BusyBox df applet, refusing -T as a BusyBox built without it does (a
@@ -367,7 +424,7 @@ def test_a_real_busybox_df_that_refuses_t_gets_types_from_this_machines_mount_ta
     )
     wrapper.chmod(0o755)
     bin_dir = _tools(tmp_path, {"df": str(wrapper)})
-    facts = _probe(bin_dir, ("df", "mounts"))
+    facts = _probe(bin_dir, ("df",))
     assert "invalid option -- 'Z'" in facts.raw["df"].stderr
     from gpuonboard.facts.disks import parse_mount_table
 
@@ -390,10 +447,12 @@ def _counted(tmp_path: Path, tools: tuple[str, ...]) -> Path:
 
 
 @pytest.mark.skipif(shutil.which("lsblk") is None, reason="no lsblk here")
-def test_df_lsblk_and_timeout_run_once_each_where_they_answer(tmp_path: Path) -> None:
+def test_df_and_lsblk_run_once_each_where_they_answer(tmp_path: Path) -> None:
     """The probe's cost per host: this machine's real GNU df, lsblk and timeout (each noted as
     it runs). df ran three times (`timeout true`, `df -T /`, then the table) and lsblk twice
-    (`-J -o NAME`, then the table); now each runs once: df's types and lsblk's JSON, as before."""
+    (`-J -o NAME`, then the table); now each runs once: df's types and lsblk's JSON, as before;
+    timeout twice: its silent check of -k (`true` is not on this PATH: exit 127, -k taken),
+    then df under it."""
     bin_dir = _counted(tmp_path, ("df", "lsblk", "timeout"))
     facts = _probe(bin_dir, ("df", "lsblk"))
     assert facts.mounts and all(m.fstype for m in facts.mounts)
@@ -402,7 +461,7 @@ def test_df_lsblk_and_timeout_run_once_each_where_they_answer(tmp_path: Path) ->
     assert calls == {
         "df": ["-P -k -T"],
         "lsblk": [f"-J {LSBLK_COLUMNS}"],
-        "timeout": [f"-k 5 {DF_TIMEOUT} df -P -k -T"],
+        "timeout": ["-k 5 1 true", f"-k 5 {DF_TIMEOUT} df -P -k -T"],
     }
 
 
@@ -415,6 +474,31 @@ def test_a_timeout_that_refuses_k_runs_df_without_it_with_types(tmp_path: Path) 
     facts = _probe(bin_dir, ("df",))
     assert facts.raw["df"].exit_code == 0
     assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
+
+
+def test_df_s_own_unread_mount_is_quoted_where_timeout_refuses_k(tmp_path: Path) -> None:
+    """A BusyBox `timeout` before -k came (its usage text on stderr, exit 1, as BusyBox 1.28
+    prints it) and a df that lists the real GPFS `df -hT` rows but could not read a stale FUSE
+    mount (`df: /mnt/s3: Transport endpoint is not connected`, exit 1, as GNU df does): df's
+    partial reason quoted the timeout's usage line, and data_disk at /mnt/s3 said so. Now the
+    timeout is asked silently first and df runs without it: df's own line is quoted."""
+    bin_dir = _box(tmp_path, {})
+    rows = tmp_path / "df_t.txt"
+    rows.write_text(GPFS_DF_HT.read_text())
+    (bin_dir / "timeout").write_text(
+        '#!/bin/sh\nprintf "BusyBox v1.28.4 (2018-05-30) multi-call binary.\\n\\n'
+        'Usage: timeout [-t SECS] [-s SIG] PROG ARGS\\n" >&2; exit 1\n'
+    )
+    (bin_dir / "df").write_text(
+        f'#!/bin/sh\n/bin/cat {rows}; echo "df: /mnt/s3: Transport endpoint is not connected" >&2; exit 1\n'
+    )
+    for tool in ("timeout", "df"):
+        (bin_dir / tool).chmod(0o755)
+    facts = _probe(bin_dir, ("df",))
+    assert "Transport endpoint is not connected" in facts.raw["df"].partial, facts.raw["df"]
+    assert "Usage" not in facts.raw["df"].partial + facts.raw["df"].stderr
+    check = rule_data_disk(OrderSpec(data_disk=DataDiskSpec("/mnt/s3", 10**12)), facts, 0.05)
+    assert check.verdict == "unverified" and "Usage" not in check.detail, check
 
 
 def _probe_pinned(bin_dir: Path, names: tuple[str, ...], cpus: set[int]) -> Facts:
@@ -502,6 +586,68 @@ def test_a_proc_cpuinfo_that_lacks_an_online_cpus_block_is_cut() -> None:
     assert "CPU 7" in check.actual
 
 
+def _lxcfs_view(siblings: str = "4") -> str:
+    """The real HyperV /proc/cpuinfo (CPUs 0-7) as an LXC container under lxcfs before 4.0 shows
+    it (edited in-test): its blocks, each `siblings` line set to `siblings` (lxcfs keeps the
+    host's), then the live probe's online list, the host's 32 CPUs (`0-31`)."""
+    text = HYPERV_CPUINFO.read_text().replace("siblings\t: 4", f"siblings\t: {siblings}")
+    return text + "/sys/devices/system/cpu/online: 0-31\n"
+
+
+@pytest.mark.parametrize("siblings", ["4", "16"])
+def test_an_lxcfs_proc_cpuinfo_of_fewer_cpus_than_online_is_whole(siblings: str) -> None:
+    """An LXC container without lscpu (Alpine) under lxcfs before 4.0 (_lxcfs_view), nproc 8:
+    /proc/cpuinfo lists the container's CPUs 0-7, the online list the host's 0-31. It read as
+    cut short ("lacks the block of CPU 8"), and cpu_cores warned on "8 logical CPUs (lscpu
+    unreadable)". Blocks 0 to nproc-1 with only CPUs above them missing are a container's view,
+    whole (a package's blocks fewer than the host's siblings line says too): 4 cores pass."""
+    facts = parse_facts(
+        {"lscpu": ProbeOutput(_lxcfs_view(siblings), "", 0), "nproc": ProbeOutput("8\n", "", 0)}
+    )
+    assert facts.cpu is not None and facts.cpu.cut is None, facts.cpu
+    assert (facts.cpu.logical_cpus, facts.cpu.physical_cores) == (8, 4)
+    assert rule_cpu(OrderSpec(cpu_cores=4), facts).verdict == "pass"
+
+
+@pytest.mark.parametrize("nproc", ["", "32\n"])
+def test_an_lxcfs_view_is_cut_where_nproc_does_not_count_its_blocks(nproc: str) -> None:
+    """The same view without nproc, or with nproc 32 (its 8 blocks not the CPUs this login may
+    use): cut short as before, unverified or a warning on nproc alone, which now says lscpu gave
+    nothing and /proc/cpuinfo was cut (it said "lscpu unreadable")."""
+    raw = {"lscpu": ProbeOutput(_lxcfs_view(), "", 0)} | (
+        {"nproc": ProbeOutput(nproc, "", 0)} if nproc else {}
+    )
+    facts = parse_facts(raw)
+    assert facts.cpu is not None and facts.cpu.cut is not None
+    check = rule_cpu(OrderSpec(cpu_cores=4), facts)
+    assert check.verdict == ("warn" if nproc else "unverified"), check
+    assert "lscpu unreadable" not in check.actual
+    if nproc:
+        assert check.actual == "32 logical CPUs (no lscpu; /proc/cpuinfo cut short)"
+
+
+JC_CPUINFO = REAL / "proc-cpuinfo__i5-8279u__vm-2socket-1core__jc.txt"
+
+
+@pytest.mark.parametrize(("ordered", "verdict"), [(1, "pass"), (2, "fail")])
+def test_a_vm_whose_cpu0_is_offline_says_so(ordered: int, verdict: str) -> None:
+    """jc's real /proc/cpuinfo of a VM of two 1-core sockets, CPU 0 taken offline (edited
+    in-test: its block dropped), then the live probe's lists: online `1`, present `0-1`. It read
+    as 1 core / 1 thread on one socket with nothing said of the offline CPU (2 cores ordered
+    failed as "counts 1 cores"). Now the present CPUs not online are offline, as lscpu's
+    Off-line CPU(s) list: "2 CPUs, 1 online", a fail naming the offline CPU."""
+    text = JC_CPUINFO.read_text()
+    text = text[text.index("processor\t: 1") :]
+    text += "/sys/devices/system/cpu/online: 1\n/sys/devices/system/cpu/present: 0-1\n"
+    facts = parse_facts({"lscpu": ProbeOutput(text, "", 0)})
+    assert facts.cpu is not None and (facts.cpu.logical_cpus, facts.cpu.offline_cpus) == (2, 1)
+    check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
+    assert check.verdict == verdict, check
+    assert "1 online" in check.actual
+    if verdict == "fail":
+        assert "only 1 of 2 CPUs online (1 offline: present, not online" in check.detail
+
+
 @pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
 def test_a_box_without_lscpu_or_cat_reads_proc_cpuinfo_and_meminfo(tmp_path: Path) -> None:
     """A minimal image without util-linux, procps or cat (its PATH here: an empty folder): the
@@ -513,6 +659,8 @@ def test_a_box_without_lscpu_or_cat_reads_proc_cpuinfo_and_meminfo(tmp_path: Pat
     facts = _probe(bin_dir, ("lscpu", "free"))
     blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
     assert facts.cpu is not None and facts.cpu.logical_cpus == len(blocks)
+    if Path("/sys/devices/system/cpu/present").is_file():  # (and the kernel's CPU lists after it)
+        assert "\n/sys/devices/system/cpu/present: " in facts.raw["lscpu"].stdout
     assert facts.memory is not None and facts.memory.total_bytes == _mem_total()
 
 

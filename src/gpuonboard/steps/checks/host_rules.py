@@ -93,11 +93,16 @@ def _host_threads(per_core: int | None, cores: int | None, cpus: int | None) -> 
     return cpus // cores if cpus and cores and cpus % cores == 0 else 1
 
 
-def _limited_detail(usable: int, why: str, logical: int, offline: int | None) -> str:
+def _limited_detail(usable: int, why: str, logical: int, offline: int | None, source: str = "lscpu") -> str:
     """Why fewer CPUs than the host has may be used, and what to do."""
     if why == "offline":
+        listed = (
+            "lscpu's Off-line CPU(s) list"
+            if source == "lscpu"
+            else "present, not online, in /sys/devices/system/cpu"
+        )
         return (
-            f"only {usable} of {logical} CPUs online ({offline} offline: lscpu's Off-line CPU(s) list);"
+            f"only {usable} of {logical} CPUs online ({offline} offline: {listed});"
             " ask the vendor to bring them online (`chcpu -e`, or a kernel `maxcpus=`/`nr_cpus=` limit"
             " removed) or for the box that was ordered; in an LXC/LXD container, lxcfs shows the host's"
             " CPUs outside the container's share as offline: ask for the CPUs ordered"
@@ -239,6 +244,8 @@ def _usable_only(usable: int, why: str, cores: int, expected: str, facts: Facts)
     if facts.given("lscpu") and out is not None:
         failed = "lscpu not installed" if out.absent else "lscpu failed"
         lscpu = failed if out.exit_code else "lscpu unreadable"
+    if facts.cpu is not None and facts.cpu.source == CPUINFO:  # (read where lscpu gave nothing)
+        lscpu = f"no lscpu; /proc/cpuinfo {'cut short' if facts.cpu.cut else 'gives no core count'}"
     return Check(
         "cpu_cores",
         expected,
@@ -314,7 +321,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         else:
             actual += f", {usable} usable ({why})"
         if usable < order.cpu_cores:
-            detail = _limited_detail(usable, why, logical, facts.cpu.offline_cpus)
+            detail = _limited_detail(usable, why, logical, facts.cpu.offline_cpus, facts.cpu.source)
             if physical is not None and physical < order.cpu_cores:  # (the first shortfall to say)
                 short = (
                     f"{facts.cpu.source} counts {physical} cores, fewer than the {order.cpu_cores} ordered"
