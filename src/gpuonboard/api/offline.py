@@ -20,7 +20,7 @@ from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
-from gpuonboard.api.shown import shown
+from gpuonboard.api.shown import IBDEV2NETDEV_LINE, shown
 from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
@@ -108,9 +108,6 @@ _IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s
 # `numactl --hardware` (`-H`): `available: 2 nodes (0-1)`, then each node's `node 0 cpus: ...`
 _NUMACTL_HEAD = re.compile(r"^available: \d+ nodes? \(")
 _NUMACTL_CPUS = re.compile(r"^node \d+ cpus:")
-# `ibdev2netdev` (Mellanox OFED): `mlx5_0 port 1 ==> ib0 (Up)`, one line a port (also spaced by
-# `column -t`, a note of the user's after a `#`)
-IBDEV2NETDEV_LINE = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)\s+\((Up|Down)\)\s*(?:#.*)?$")
 
 
 def detect_fabric_kind(text: str) -> str | None:

@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import re
 
+# `ibdev2netdev` (Mellanox OFED): `mlx5_0 port 1 ==> ib0 (Up)`, one line a port (also spaced by
+# `column -t`, a note of the user's after a `#`)
+IBDEV2NETDEV_LINE = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)\s+\((Up|Down)\)\s*(?:#.*)?$")
+
 
 def shown(kind: str, text: str) -> str:
     """What a `docker info` or `iperf3 -J` output given says, in one line: no fact and no rule
@@ -54,8 +58,6 @@ def _ibdev2netdev(text: str) -> str:
     """What `ibdev2netdev` says: each RDMA port's net device and that net device's state, which
     is not the port's (an InfiniBand port ACTIVE at its rate shows `(Down)` where its IPoIB
     interface is not configured); `rdma_ports` reads ibstat, ibv_devinfo or sysfs."""
-    from gpuonboard.api.offline import IBDEV2NETDEV_LINE
-
     ports = [m.groups() for line in text.splitlines() if (m := IBDEV2NETDEV_LINE.match(line.strip()))]
     up = sum(1 for *_, state in ports if state == "Up")
     return (
