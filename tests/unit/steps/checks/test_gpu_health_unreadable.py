@@ -90,6 +90,7 @@ LOST_GPU_CAPTURES = {
                 "nvidia-smi-L__",
                 "nvidia-smi-query-gpu-sampler",
                 "nvidia-smi-mig-",
+                "nvidia-smi-usage-error",  # (nvidia-smi's refusal of a command line: no listing)
             )
         )
         # (a box with a GPU nvidia-smi cannot open: test_audit_captures_r3.py, R3-F2)
