@@ -153,16 +153,22 @@ def test_a_box_without_free_is_read_from_proc_meminfo(tmp_path: Path) -> None:
 
 def test_a_box_without_free_or_proc_meminfo_says_free_is_missing() -> None:
     """Neither free nor a readable /proc/meminfo: exit 127, free not installed (unverified)."""
-    command = next(p.command for p in core_probes() if p.name == "free")
+    assert _exit_without("free", "/proc/meminfo") == 127
+
+
+def _exit_without(probe: str, read: str) -> int:
+    """The exit status of the core probe `probe` with no tool on its PATH and the kernel file
+    `read` (its fallback) unreadable."""
+    command = next(p.command for p in core_probes() if p.name == probe)
     done = subprocess.run(
-        ["/bin/sh", "-c", command.replace("/proc/meminfo", "/nonexistent/meminfo")],
+        ["/bin/sh", "-c", command.replace(read, "/nonexistent/" + read.rsplit("/", 1)[1])],
         env={"PATH": "/nonexistent"},
         capture_output=True,
         text=True,
         timeout=30,
         check=False,
     )
-    assert done.returncode == 127
+    return done.returncode
 
 
 def _tools(tmp_path: Path, links: dict[str, str]) -> Path:
@@ -543,16 +549,7 @@ def test_a_box_without_nproc_reads_the_affinity_list_it_counts(tmp_path: Path) -
 
 def test_a_box_without_nproc_or_proc_self_status_says_nproc_is_missing() -> None:
     """Neither nproc nor a readable /proc/self/status: exit 127, nproc not installed."""
-    command = next(p.command for p in core_probes() if p.name == "nproc")
-    done = subprocess.run(
-        ["/bin/sh", "-c", command.replace("/proc/self/status", "/nonexistent/status")],
-        env={"PATH": "/nonexistent"},
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-    assert done.returncode == 127
+    assert _exit_without("nproc", "/proc/self/status") == 127
 
 
 def _without_cpu0() -> str:
