@@ -77,6 +77,7 @@ from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import other_program
 from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
+from gpuonboard.facts.nvidia_smi.values import ELISION
 
 __all__ = [
     "BootCounter",
@@ -154,6 +155,17 @@ class KernelLog:
     # a saved log's (no `# first:`): the first line of its last boot, where the log holds lines
     # no grep for the drivers' would keep (else its first line says nothing of where it starts)
     boot_first: str | None = None
+    # a line that says lines were left out by hand (a paste's `...`, `[...]`, `[    ....    ]`),
+    # as printed: what the log shows is not the whole of it; None where there is none
+    elided: str | None = None
+
+    @property
+    def left_out(self) -> str:
+        """Why the log read is not the whole log of its boot by its own lines: a poster's
+        elision marker between them; "" where it has none."""
+        if self.elided is None:
+            return ""
+        return f"lines were left out of it by hand, marked `{self.elided}`"
 
     @property
     def cut_by_cap(self) -> str:
@@ -629,6 +641,8 @@ def parse_kernel_log(text: str) -> KernelLog:
         dropped=reader.dropped,
         dropped_other=reader.dropped_other,
         sandbox=sandbox,
+        # (in the text as given: a wrapped line's join may take the marker in)
+        elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
     )
 
 

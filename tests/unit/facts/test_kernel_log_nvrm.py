@@ -34,10 +34,9 @@ def test_fallen_off_the_bus_over_three_dmesg_lines_is_one_event_naming_the_gpu()
     )
     check = rule_xid(log.events, True, "", [(0, "00000000:B3:00.0")], log.covers_boot)
     assert check.verdict == "fail"
-    assert check.actual == (
-        "GPU 0 (0000:b3:00.0): driver message (no Xid): GPU has fallen off the bus -> reboot;"
-        " a GPU (no PCI address in the message): driver message (no Xid): the driver failed to"
-        " probe a GPU -> reboot"
+    # (the probe failed for the 1 device that fell off the bus: that GPU's fault, listed once)
+    assert (
+        check.actual == "GPU 0 (0000:b3:00.0): driver message (no Xid): GPU has fallen off the bus -> reboot"
     )
 
 
@@ -438,4 +437,40 @@ def test_an_xid_line_between_the_records_about_a_gpu_keeps_its_address(at: int) 
     assert check.verdict == "fail"
     assert check.actual.startswith(
         "GPU 0 (0000:18:00.0): driver message (no Xid): GPU has fallen off the bus"
+    )
+
+
+# NVIDIA/open-gpu-kernel-modules #789 (an RTX 3090, 550.144.03): `RmInitAdapter: Cannot initialize
+# GSP firmware RM` then `GPU 0000:98:00.0: RmInitAdapter failed! (0x62:0x65:1792)`; #1058 (an
+# RTX 3080 laptop GPU): the same two lines, the first prefixed by the driver's instance `GPU0`
+GSP_789 = "dmesg__rminitadapter-cannot-initialize-gsp-no-pci__rtx3090__driver550.txt"
+GSP_1058 = "dmesg__gpu0-cannot-initialize-gsp-wpr2-up__rtx3080-laptop__gh100.txt"
+
+
+@pytest.mark.parametrize(("name", "pci"), [(GSP_789, "0000:98:00.0"), (GSP_1058, "0000:01:00.0")])
+def test_a_gsp_start_failure_is_the_gpu_failure_that_names_its_gpu(name: str, pci: str) -> None:
+    """The driver prints `RmInitAdapter: Cannot initialize GSP firmware RM` (no address) inside
+    RmInitAdapter, then that call's `GPU <address>: RmInitAdapter failed!`: one failure of the
+    GPU the second line names. It was listed as a second fault on "a GPU (no PCI address in the
+    message)" (and, on a slice, failed the rental for another tenant's GPU)."""
+    log = parse_kernel_log((REAL / name).read_text())
+    assert {e.fault for e in log.events} == {"gsp_init_failed", "rm_init_adapter_failed"}
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        f"GPU at PCI {pci}: driver message (no Xid): GPU failed to initialise (RmInitAdapter failed)"
+        " -> replace",
+    )
+
+
+def test_a_probe_failure_counting_more_gpus_than_the_log_names_stays_a_fault() -> None:
+    """NVIDIA/NVSentinel #155 with its summary edited to `failed for 2 device(s)`: one GPU fell
+    off the bus, the probe of another GPU the log does not name failed too: that one is listed."""
+    text = (REAL / FALLEN).read_text().replace("for 1 device(s)", "for 2 device(s)")
+    log = parse_kernel_log(text)
+    check = rule_xid(log.events, True, "", [(0, "00000000:B3:00.0")], log.covers_boot)
+    assert check.actual == (
+        "GPU 0 (0000:b3:00.0): driver message (no Xid): GPU has fallen off the bus -> reboot;"
+        " a GPU (no PCI address in the message): driver message (no Xid): the driver failed to"
+        " probe a GPU -> reboot"
     )

@@ -378,10 +378,11 @@ def health_checks(facts: Facts) -> list[Check]:
             checks += [sandbox_log_check("gpu_xid", "Xid", log.sandbox)]
             checks += [sandbox_log_check("nvswitch_sxid", "SXid", log.sandbox)]
         else:
-            narrowed = out.partial or log.cut_by_cap
+            # (a poster's `...` between its lines left some out, as a `| grep` does)
+            narrowed = out.partial or log.left_out or log.cut_by_cap
             covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
             checks.append(rule_xid(events, ok, why, pairs, covers, narrowed, slice_))
-            narrowed = out.partial or log.driver_cut_by_cap  # (its lines the driver's only)
+            narrowed = out.partial or log.left_out or log.driver_cut_by_cap  # (its lines the driver's only)
             checks.append(rule_sxid(log.events, ok, why, covers, narrowed))
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:

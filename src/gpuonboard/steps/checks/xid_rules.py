@@ -582,14 +582,27 @@ def _unexplained(events: Sequence[KernelEvent]) -> list[KernelEvent]:
 
     def explained(e: KernelEvent) -> bool:
         names_gpu = bool(e.pci) or _MINOR_NUMBER.search(e.message) is not None
-        return e.kind == "nvrm" and any(
-            e.fault in effects
+        found = [
+            c
+            for c, effects in causes
+            if e.kind == "nvrm"
+            and e.fault in effects
             and (c.load, c.earlier_boot) == (e.load, e.earlier_boot)
             and (not names_gpu or (bool(c.pci) and pci_key(c.pci) == pci_key(e.pci)))
-            for c, effects in causes
-        )
+        ]
+        count = _DEVICES.search(e.message)
+        if count is None or names_gpu:
+            return bool(found)
+        # (a count, "probe routine failed for 2 device(s)": as many GPUs of its load; a GPU more
+        # than the log names failed on its own)
+        return len({pci_key(c.pci) for c in found}) >= int(count.group(1))
 
     return [e for e in events if not explained(e)]
+
+
+# the driver's count of the devices a summary sentence is about ("The NVIDIA probe routine failed
+# for 1 device(s).")
+_DEVICES = re.compile(r"\bfor (\d+) device", re.IGNORECASE)
 
 
 # NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for

@@ -112,3 +112,33 @@ def test_the_rules_read_aer_only_where_gpu_xid_judges() -> None:
     events = parse_kernel_log(read(AER)).events + aer_events(read(AER))
     assert rule_sxid(events, True).verdict == "pass"
     assert rule_xid(events, True).verdict == "fail"
+
+
+# NVIDIA/open-gpu-kernel-modules #120 (515.65.01, an RTX 3070 laptop GPU): the dmesg the poster
+# gave as "the relevant entries", its `[    0.000000] Linux version ...` line, then their own
+# `[    ....    ]` where they left lines out, then the driver's load
+ELIDED = "dmesg__elided-by-hand-dots-line__rtx3070-laptop__open515.txt"
+
+
+def test_a_log_with_lines_left_out_by_hand_proves_no_absence(tmp_path: Path) -> None:
+    """The log starts at boot, but the poster's `[    ....    ]` left lines out between: "no
+    Xid" / "no SXid" there is not known. It passed, "no Xid in the kernel log" (since boot)."""
+    rules = verdicts(tmp_path, ELIDED, read(ELIDED))
+    for rule, what in (("gpu_xid", "Xid"), ("nvswitch_sxid", "SXid")):
+        assert rules[rule] == (
+            "unverified",
+            f"no {what} in the kernel log; lines were left out of it by hand, marked `[    ....    ]`",
+        )
+    said = details(tmp_path, ELIDED, read(ELIDED))["gpu_xid"]
+    assert "not the whole log of the boot" in said
+
+
+@pytest.mark.parametrize("marker", ["...", "[...]", "…"])
+def test_an_elided_log_still_fails_on_a_fault_it_shows(tmp_path: Path, marker: str) -> None:
+    """NVIDIA/NVSentinel #155's fallen-off-the-bus log with a marker line put in after its first
+    line: the fault it shows fails; the SXid side, unseen, is not known."""
+    lines = read(FALLEN).splitlines()
+    text = "\n".join([lines[0], marker, *lines[1:]]) + "\n"
+    rules = verdicts(tmp_path, "dmesg.txt", text)
+    assert rules["gpu_xid"][0] == "fail"
+    assert rules["nvswitch_sxid"][0] == "unverified"

@@ -105,3 +105,24 @@ def test_a_listing_of_fewer_gpus_than_attached_is_not_whole(tmp_path: Path) -> N
     row = judged(tmp_path, ONE_OF_FOUR, CONTAINER_DF, XID_119)["gpu_xid"]
     assert row.verdict == "fail"
     assert "does not show" not in row.actual
+
+
+# the host's driver failing another tenant's GPU in sentences of which one names no GPU:
+# NVIDIA/open-gpu-kernel-modules #789 (`RmInitAdapter: Cannot initialize GSP firmware RM`, then
+# `GPU 0000:98:00.0: RmInitAdapter failed!`), NVIDIA/NVSentinel #155 (`The NVIDIA GPU 0000:b3:00.0
+# ... fallen off the bus`, then `The NVIDIA probe routine failed for 1 device(s).`)
+GSP_789 = REAL / "dmesg__rminitadapter-cannot-initialize-gsp-no-pci__rtx3090__driver550.txt"
+FALLEN_155 = REAL / "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"
+
+
+@pytest.mark.parametrize(("log", "pci"), [(GSP_789, "0000:98:00.0"), (FALLEN_155, "0000:b3:00.0")])
+def test_a_failure_on_a_gpu_it_does_not_show_in_sentences_naming_none_warns(
+    tmp_path: Path, log: Path, pci: str
+) -> None:
+    """The sentence naming no GPU is a line of the same failure as the one naming 0000:98:00.0
+    (0000:b3:00.0): another tenant's GPU. It failed the RunPod pod, whose own GPU is healthy, as
+    "a GPU (no PCI address in the message)"."""
+    row = judged(tmp_path, POD_SMI, CONTAINER_DF, log)["gpu_xid"]
+    assert row.verdict == "warn", row
+    assert row.actual.startswith(f"GPU at PCI {pci} (a GPU this rental does not show)")
+    assert "no PCI address" not in row.actual
