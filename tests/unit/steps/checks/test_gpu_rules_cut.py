@@ -176,3 +176,57 @@ def test_a_q_x_cut_inside_its_process_list_is_read_and_no_desktop_is_called_from
     verdict, actual = health_row(text, "foreign_processes")
     assert verdict == "unverified" and CUT_LIST in actual
     assert health_row(text, "temperature")[0] == health_row("".join(lines), "temperature")[0] == "pass"
+
+
+A16_ORDER = "gpu_model: A16\ngpu_count: 4\n"
+
+
+def _a16_q_cut_after_replays() -> str:
+    """The real `nvidia-smi -q -i 0` of an A16 host (1 of 4 attached) cut by the test after its
+    `Replay Number Rollovers` line: GPU 0's record holds its PCIe replays, not yet its memory,
+    temperature, power or utilisation."""
+    text = (REAL / "nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt").read_text()
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Replay Number Rollovers" in line)
+    return "".join(lines[: at + 1])
+
+
+def test_a_whole_listing_beside_a_q_i_view_cut_in_its_record_passes_no_gpu_rule(tmp_path: Path) -> None:
+    """The real A16 host's whole `nvidia-smi -L` (4 GPUs) beside its `-q -i 0` cut inside GPU 0's
+    record (_a16_q_cut_after_replays). Before: the listing made the report whole, so
+    pcie_replays passed on GPU 0's replays alone ("not reported for GPU 1, GPU 2, GPU 3", no
+    GPU read whole). Now the cut record leaves the report incomplete: pcie_replays is
+    unverified "incomplete probe"; the listing's whole names and count still pass gpu_model and
+    gpu_count."""
+    files = {
+        "nvidia-smi-L.txt": (REAL / "nvidia-smi-L__a16__4gpu__driver470.129.04__ahv-host.txt").read_text(),
+        "nvidia-smi-q.txt": _a16_q_cut_after_replays(),
+    }
+    _facts, checks = judged_box(tmp_path, files, A16_ORDER)
+    replays = checks["pcie_replays"]
+    assert replays.verdict == "unverified" and "incomplete probe" in replays.actual
+    assert (checks["gpu_model"].verdict, checks["gpu_model"].actual) == ("pass", "4 x NVIDIA A16")
+    assert checks["gpu_count"].verdict == "pass"
+    assert not any(c.verdict == "pass" for c in checks.values() if c.name in ("pcie_link", "ecc_mode"))
+
+
+LOST = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
+
+
+@pytest.mark.parametrize("rows", ["gpu 2 whole", "gpu 2 first row"])
+def test_a_table_cut_below_a_lost_gpu_claims_no_missing_gpu(tmp_path: Path, rows: str) -> None:
+    """The real RTX PRO 6000 table (GPU 1 lost: `Unable to determine the device handle for GPU1`,
+    GPUs 0, 2 and 3 read) cut by the test after GPU 2's closing border (a cut between two GPU
+    records), or after GPU 2's first row; an order of 3 GPUs (the whole table passes it: 3
+    readable). Before: gpu_count failed ("3 (1 unreadable)", "2 of the 3 listed GPUs can be
+    read, 3 ordered"), a claim of missing GPUs from the cut. Now: unverified, "incomplete
+    probe"."""
+    lines = (REAL / LOST).read_text().splitlines(keepends=True)
+    borders = [i for i, line in enumerate(lines) if line.startswith("+---") and "+-----" in line[40:]]
+    gpu2 = next(i for i, line in enumerate(lines) if line.startswith("|   2 "))
+    cut = "".join(lines[: borders[2] + 1] if rows == "gpu 2 whole" else lines[: gpu2 + 1])
+    order = "gpu_model: RTX PRO 6000\ngpu_count: 3\n"
+    whole = verdicts(tmp_path, "nvidia-smi.txt", (REAL / LOST).read_text(), order)
+    assert whole["gpu_count"][0] == "pass"
+    verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", cut, order)["gpu_count"]
+    assert verdict == "unverified" and "incomplete probe" in actual
