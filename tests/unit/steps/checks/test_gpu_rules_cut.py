@@ -230,3 +230,25 @@ def test_a_table_cut_below_a_lost_gpu_claims_no_missing_gpu(tmp_path: Path, rows
     assert whole["gpu_count"][0] == "pass"
     verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", cut, order)["gpu_count"]
     assert verdict == "unverified" and "incomplete probe" in actual
+
+
+def test_a_q_x_cut_inside_its_process_list_judges_the_entries_read_whole() -> None:
+    """The real RTX 4000 SFF Ada `-q -x` (cosmic-comp and VS Code as graphics, then `python`, a
+    compute job, then chromium) cut by the test right after the python entry's
+    `</process_info>`, inside <processes>. Before: the entries read whole were dropped with the
+    open list, foreign_processes unverified ("the list the cut took"). Now the whole entries are
+    read, the list left open: the compute job read fails foreign_processes, as the whole output
+    does. Cut after cosmic-comp's entry alone, a graphics process beside a busy GPU, it stays
+    unverified, saying the cut."""
+    lines = (
+        (REAL / "nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml")
+        .read_text()
+        .splitlines(keepends=True)
+    )
+    ends = [i for i, line in enumerate(lines) if line.strip() == "</process_info>"]
+    python = next(i for i in ends if "<process_name>python</process_name>" in "".join(lines[i - 8 : i]))
+    verdict, actual = health_row("".join(lines[: python + 1]), "foreign_processes")
+    assert verdict == health_row("".join(lines), "foreign_processes")[0] == "fail"
+    assert "python" in actual
+    verdict, actual = health_row("".join(lines[: ends[0] + 1]), "foreign_processes")
+    assert verdict == "unverified" and CUT_LIST in actual
