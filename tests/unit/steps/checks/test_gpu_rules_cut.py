@@ -11,7 +11,7 @@ import pytest
 
 from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST
 
-from ...offline_judge import health_row, judged_box, verdicts
+from ...offline_judge import checks, health_row, judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 
@@ -252,3 +252,17 @@ def test_a_q_x_cut_inside_its_process_list_judges_the_entries_read_whole() -> No
     assert "python" in actual
     verdict, actual = health_row("".join(lines[: ends[0] + 1]), "foreign_processes")
     assert verdict == "unverified" and CUT_LIST in actual
+
+
+def test_a_table_cut_below_a_lost_gpu_says_no_count_delivered_of_the_models(tmp_path: Path) -> None:
+    """The real RTX PRO 6000 table (GPU 1 lost) cut by the test after GPU 2's closing border,
+    ordered as "4x RTX PRO 6000". Before: gpu_model's fail (GPU 1 unreadable, a fault read)
+    said "the order's model says 4 x, 3 delivered", a count of the box from the cut. Now the
+    fail stands on the lost GPU, and no count delivered is said."""
+    lines = (REAL / LOST).read_text().splitlines(keepends=True)
+    borders = [i for i, line in enumerate(lines) if line.startswith("+---") and "+-----" in line[40:]]
+    order = "gpu_model: 4x RTX PRO 6000\n"
+    got = checks(tmp_path, "nvidia-smi.txt", "".join(lines[: borders[2] + 1]), order)
+    model = next(c for c in got if c.name == "gpu_model")
+    assert model.verdict == "fail" and "GPU 1 unreadable" in model.actual
+    assert "delivered" not in model.detail and "incomplete probe" in model.actual
