@@ -230,13 +230,18 @@ def own_readings(g: GpuInfo) -> list[tuple[str, GpuInfo]]:
 
 
 def field_whole(g: GpuInfo, field: str) -> bool:
-    """Whether `g`'s `field` is whole: no format's record of `g` was cut short, or the field's
-    value came from a format whose record of `g` was whole (`-L`'s whole name of a GPU whose
-    table rows were cut). A field no whole record read may be in the part cut away."""
+    """Whether `g`'s `field` is whole: no format's record of `g` was cut short, or a format
+    whose record of `g` was whole read the field's value (`-L`'s whole name of a GPU whose
+    table rows, or `-q -i 0` record, were cut; the value may be merged from the cut record, the
+    richer format). A field no whole record read may be in the part cut away."""
     if not g.record_cut:
         return True
     source = dict(g.provenance).get(field)
-    return source is not None and any(label == source and not c.record_cut for label, c in g.readings)
+    value = getattr(g, field)
+    return any(
+        not c.record_cut and (label == source or (value is not None and getattr(c, field) == value))
+        for label, c in g.readings
+    )
 
 
 def usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool], ...]:

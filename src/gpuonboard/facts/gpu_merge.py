@@ -650,10 +650,12 @@ def _union(
         gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
 
     # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
-    # fewer GPUs than are attached
+    # fewer GPUs than are attached; where the set is `-L`'s, each GPU's values come from the
+    # other formats: one of them cut short (a `-q -i 0` cut inside its record beside a whole `-L`
+    # of 4) is a record cut, the set whole (`set_whole`), never a whole report
     complete = (
         not (base_report is not None and not base_report.complete)
-        and (base_report is not None or whole)
+        and (base_report is not None or (whole and all(r.complete for _, r in ranked if r.gpus)))
         and len(gpus) >= (attached or 0)
         and (whole or len(gpus) >= len(listed))
         and not (skipped or repeated or clashes or outlisted)

@@ -160,7 +160,10 @@ def test_err_gpu_in_a_paste_without_processes() -> None:
     assert c["gpu_health"].verdict == "fail"
     assert c["gpu_health"].actual == "GPU 3 (00000000:61:00.0): nvidia-smi reads ERR!"
     assert c["nvidia_driver"].verdict == "unverified"
-    assert c["gpu_count"].verdict == "fail"
+    # 7 of the 8 listed readable: a readable GPU 8 may follow GPU 7's border in the part cut
+    # away (the GPU table's rows end at no Processes header), so the count of readable GPUs is
+    # unverified, never "7 of 8 ordered" (round 27; it failed before); gpu_health fails GPU 3
+    assert c["gpu_count"].verdict == "unverified" and "incomplete probe" in c["gpu_count"].actual
     assert c["foreign_processes"].verdict == "unverified"
     assert c["foreign_processes"].actual.startswith("GPU 1 at 88 % utilisation with 15.7 GiB used")
     # (the row names the cut once: no "(of what was read; incomplete probe ...)" after its own)

@@ -94,7 +94,8 @@ def test_a_q_x_cut_at_every_line_is_whole_only_from_its_processes(name: str) -> 
     """Every real `-q -x` of its whole box cut after each line: before the last record's
     <processes> (or <compute_processes>) no GPU record is whole (not complete); from it on the
     record is read, every other element whole, and complete, its process list open until the
-    list closed and then read whole (the list's own entries, never from the part cut away)."""
+    list closed and then read whole (the list's own entries, never from the part cut away).
+    Inside the list, each entry that closed is read (before round 27 none was)."""
     text = (REAL / name).read_text()
     whole = parse_any(text)
     lines = text.splitlines(keepends=True)
@@ -112,6 +113,9 @@ def test_a_q_x_cut_at_every_line_is_whole_only_from_its_processes(name: str) -> 
         assert last.temperature_c == was.temperature_c and last.name == was.name, n
         if n <= ends[-1]:
             assert last.processes_open and not last.processes_known, n
+            # the entries that closed before the cut are read, each as the whole list has it
+            closed = sum(1 for line in lines[starts[-1] : n] if line.strip() == "</process_info>")
+            assert last.processes == was.processes[:closed], n
         else:
             assert (last.processes, last.processes_known) == (was.processes, was.processes_known), n
 

@@ -336,6 +336,17 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
     return (), False
 
 
+def _entry_cut(lines: Sequence[str]) -> bool:
+    """Whether a -q GPU record's process list holds an entry cut short: an entry without its
+    Process ID, or without both its Type and Name (`GPU instance ID : N/A` last, the rest of the
+    entry cut away). Each entry of a whole list has them; `Processes : None` has no entry."""
+    for raw in lines:
+        match = _TEXT_PROCESSES.match(raw) if "Processes" in raw else None
+        if match is not None:
+            return match.group(2) is None and not _text_processes(lines)[1]
+    return False
+
+
 def _processes_closed(lines: Sequence[str]) -> bool:
     """Whether a -q GPU record's process list ends in it: `Processes : None`, or a section of
     the record after the list's entries (`Capabilities`). A record cut in or before its list,
@@ -748,6 +759,8 @@ def parse_text_q(text: str) -> GpuReport:
         complete = False  # "Attached GPUs : 8" and not one GPU record after it
     if blocks and _ends_in_label(every):
         complete = False  # ("Processes", "Process ID" last: its values cut off)
+    elif blocks and not flat and _entry_cut(blocks[-1][1]):
+        complete = False  # (the last entry's Process ID, Name and Type not all read: cut off)
     gpus = [
         _text_gpu(key, lines, section, position, warnings)
         for position, ((key, lines), section) in enumerate(zip(blocks, trees, strict=True))

@@ -585,13 +585,15 @@ _XML_CUT_AFTER = (
 def _xml_cut(body: str) -> GpuReport:
     """A `-q -x` document cut off before its closing tag: the <gpu> records that closed are
     read, and a record cut inside or after its <processes> (every element nvidia-smi prints
-    before the list closed) is read without the list it may have lost (`processes_open`); one
-    cut before its <processes> is not read (its values may be cut too). Whole in its GPU facts
-    where as many records were read as attached, else incomplete."""
+    before the list closed) is read with the entries of the list that closed, the list open
+    (`processes_open`: the rest may be in the part cut away); one cut before its <processes> is
+    not read (its values may be cut too). Whole in its GPU facts where as many records were read
+    as attached, else incomplete."""
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     stack: list[ET.Element] = []
     closed: list[ET.Element] = []
     listed: dict[int, bool] = {}  # id of an open <gpu> -> whether its process list closed
+    entries: set[int] = set()  # ids of the <process_info> entries that closed
     try:
         parser.feed(body)
         for pair in parser.read_events():
@@ -605,6 +607,8 @@ def _xml_cut(body: str) -> GpuReport:
                 closed.append(element)
             elif record is not None and element.tag in _PROCESS_TAGS and element in list(record):
                 listed[id(record)] = event == "end"
+            elif event == "end" and element.tag == "process_info":
+                entries.add(id(element))
     except ET.ParseError as exc:
         return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}", _XML_CUT), complete=False)
     root = stack[0] if stack else None
@@ -615,7 +619,7 @@ def _xml_cut(body: str) -> GpuReport:
     gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(closed)]
     cut = stack[1] if len(stack) > 1 and stack[1].tag == "gpu" else None
     if cut is not None and id(cut) in listed:
-        gpus.append(_xml_open_record(cut, listed[id(cut)], len(gpus), warnings))
+        gpus.append(_xml_open_record(cut, listed[id(cut)], entries, len(gpus), warnings))
     # cut after (or inside the process list of) the last record of as many as attached
     after_gpus = bool(gpus) and attached == len(gpus)
     return GpuReport(
@@ -628,14 +632,22 @@ def _xml_cut(body: str) -> GpuReport:
     )
 
 
-def _xml_open_record(gpu: ET.Element, listed: bool, position: int, warnings: list[str]) -> GpuInfo:
+def _xml_open_record(
+    gpu: ET.Element, listed: bool, entries: set[int], position: int, warnings: list[str]
+) -> GpuInfo:
     """The <gpu> record a cut went through inside or after its process list: its elements up to
-    the list (the list too where it closed), the list open where it did not."""
+    the list (the list too where it closed); where it did not, the list's entries that closed
+    (`entries`, as the -q text reader keeps its whole entries), the list open and not known
+    whole."""
     whole = ET.Element(gpu.tag, gpu.attrib)
     for child in list(gpu):
-        if child.tag in _PROCESS_TAGS and not listed:
+        if child.tag in _PROCESS_TAGS:
+            if not listed:
+                read = ET.SubElement(whole, child.tag, child.attrib)
+                read.extend(e for e in child if id(e) in entries)
+            else:
+                whole.append(child)
             break
         whole.append(child)
-        if child.tag in _PROCESS_TAGS:
-            break
-    return replace(_xml_gpu(whole, position, warnings), processes_open=not listed)
+    record = _xml_gpu(whole, position, warnings)
+    return record if listed else replace(record, processes_open=True, processes_known=False)

@@ -244,7 +244,8 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
     if incomplete:  # (a fault read stays one; its count is of the GPUs read, not the box's)
         actual = f"{actual}; {incomplete}"
-    if count is not None and len(facts.gpu.gpus) < count:
+    # (fewer GPUs than the model's count in an output cut short is no count of the box's)
+    if count is not None and len(facts.gpu.gpus) < count and not incomplete:
         notes.append(f"the order's model says {count} x, {len(facts.gpu.gpus)} delivered")
         verdict = "fail"
     elif count is not None and order.gpu_count is not None and order.gpu_count != count:
@@ -325,13 +326,13 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     incomplete = _incomplete_for(facts)  # (a whole set's count: whole, whatever record was cut)
     if faulty and n >= order.gpu_count:
         # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU; an
-        # output not read whole that shows no readable GPU at all says nothing of how many there
-        # are (a table cut or mangled below `Unable to determine the device handle for GPU1`:
-        # no row read, only the lost GPU's line)
+        # output not read whole says nothing of how many readable GPUs there are beyond those
+        # read (a table cut below `Unable to determine the device handle for GPU1` and GPU 0's
+        # row, or between two GPU rows: the GPUs after the cut may be readable)
         usable = n - len(faulty)
         unread = "; ".join(map(_unreadable, faulty))
         short = usable < order.gpu_count
-        unknown = short and bool(incomplete) and not usable
+        unknown = short and bool(incomplete)
         return Check(
             "gpu_count",
             expected,

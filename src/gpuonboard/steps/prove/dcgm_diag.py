@@ -10,6 +10,7 @@ from typing import Any
 
 from gpuonboard import shell
 from gpuonboard.facts import dcgm
+from gpuonboard.facts.nvidia_smi import GpuReport
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Check, StepArgsError, StepContext, Verdict
 
@@ -254,6 +255,19 @@ def dcgm_failure_note(checks: Sequence[Check]) -> str:
     return ""
 
 
+def gpus_on_box(report: GpuReport | None) -> int | None:
+    """How many GPUs the box has by nvidia-smi, for DCGM's results to cover: the `Attached GPUs`
+    it states (a `-q` that shows 3 of its 8 attached, a view of some GPUs or a cut exactly
+    between two records, still says 8), else the GPUs of a report whose set is whole (read
+    whole, or counted by a whole listing: `set_whole`); None where a cut leaves it unknown."""
+    if report is None:
+        return None
+    whole = report.complete or report.set_whole
+    if report.attached_gpus:
+        return max(report.attached_gpus, len(report.gpus)) if whole else report.attached_gpus
+    return len(report.gpus) if whole else None
+
+
 def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check], dict[str, Any] | None]:
     """Run `dcgmi diag -r <level> -j` when the fact probe found dcgmi; rules and the parsed result."""
     found = ctx.facts.raw.get(DCGM_PROBE.name)
@@ -276,6 +290,5 @@ def run_dcgm(ctx: StepContext, level: int, timeout: float) -> tuple[list[Check],
     if diag.error and r.stderr.strip():
         # (replace: the tests read before a break, and whether it was a cut, are kept)
         diag = replace(diag, error=f"{diag.error}; {dcgm.printable(r.stderr.strip().splitlines()[-1])}")
-    listed = len(ctx.facts.gpu.gpus) if ctx.facts.gpu and ctx.facts.gpu.complete else None
-    checks = dcgm_checks(diag, level, listed=listed)
+    checks = dcgm_checks(diag, level, listed=gpus_on_box(ctx.facts.gpu))
     return checks, {**asdict(diag), "level": level, "exit_code": r.exit_code}

@@ -59,3 +59,25 @@ def test_a_record_without_capabilities_is_whole_on_an_older_driver() -> None:
     report = parse_text_q(text)
     assert report.complete
     assert [p.pid for p in report.gpus[0].processes] == [1720, 4556]
+
+
+# one RTXA6000-24Q vGPU guest (535.183.06, no Capabilities section), idle: its Processes lists
+# two Xorg entries (each `GPU instance ID`, `Compute instance ID`, `Process ID`, `Type`, `Name`,
+# `Used GPU Memory`), the warn of a desktop's processes whole
+VGPU = REAL / "nvidia-smi-q__rtxa6000-24q-vgpu__1gpu__driver535.183.06__unlicensed__guest.txt"
+
+
+@pytest.mark.parametrize("kept", ["GPU instance ID", "Compute instance ID", "Process ID"])
+def test_a_cut_inside_the_first_entry_of_an_idle_gpu_is_no_list_read(tmp_path: Path, kept: str) -> None:
+    """The real RTXA6000-24Q guest's `-q` cut by the test at a line end inside its first process
+    entry (after its `GPU instance ID`, `Compute instance ID` or `Process ID` line: no Type or
+    Name read). Before: read as a whole record with no process list known, so its idle figures
+    passed foreign_processes ("none by utilisation, memory used ..."), the whole output warning
+    on its Xorg entries. Now the entry cut short is a cut in the list: unverified, the list may
+    be in the part cut away."""
+    lines = VGPU.read_text().splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.strip() == "Processes")
+    at = next(i for i in range(start, len(lines)) if lines[i].strip().startswith(kept))
+    assert verdicts(tmp_path, "nvidia-smi-q.txt", VGPU.read_text())["foreign_processes"][0] == "warn"
+    verdict, actual = verdicts(tmp_path, "nvidia-smi-q.txt", "".join(lines[: at + 1]))["foreign_processes"]
+    assert verdict == "unverified" and "part cut away" in actual

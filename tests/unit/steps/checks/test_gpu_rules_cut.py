@@ -11,7 +11,7 @@ import pytest
 
 from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST
 
-from ...offline_judge import health_row, judged_box, verdicts
+from ...offline_judge import checks, health_row, judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 
@@ -176,3 +176,93 @@ def test_a_q_x_cut_inside_its_process_list_is_read_and_no_desktop_is_called_from
     verdict, actual = health_row(text, "foreign_processes")
     assert verdict == "unverified" and CUT_LIST in actual
     assert health_row(text, "temperature")[0] == health_row("".join(lines), "temperature")[0] == "pass"
+
+
+A16_ORDER = "gpu_model: A16\ngpu_count: 4\n"
+
+
+def _a16_q_cut_after_replays() -> str:
+    """The real `nvidia-smi -q -i 0` of an A16 host (1 of 4 attached) cut by the test after its
+    `Replay Number Rollovers` line: GPU 0's record holds its PCIe replays, not yet its memory,
+    temperature, power or utilisation."""
+    text = (REAL / "nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt").read_text()
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "Replay Number Rollovers" in line)
+    return "".join(lines[: at + 1])
+
+
+def test_a_whole_listing_beside_a_q_i_view_cut_in_its_record_passes_no_gpu_rule(tmp_path: Path) -> None:
+    """The real A16 host's whole `nvidia-smi -L` (4 GPUs) beside its `-q -i 0` cut inside GPU 0's
+    record (_a16_q_cut_after_replays). Before: the listing made the report whole, so
+    pcie_replays passed on GPU 0's replays alone ("not reported for GPU 1, GPU 2, GPU 3", no
+    GPU read whole). Now the cut record leaves the report incomplete: pcie_replays is
+    unverified "incomplete probe"; the listing's whole names and count still pass gpu_model and
+    gpu_count."""
+    files = {
+        "nvidia-smi-L.txt": (REAL / "nvidia-smi-L__a16__4gpu__driver470.129.04__ahv-host.txt").read_text(),
+        "nvidia-smi-q.txt": _a16_q_cut_after_replays(),
+    }
+    _facts, checks = judged_box(tmp_path, files, A16_ORDER)
+    replays = checks["pcie_replays"]
+    assert replays.verdict == "unverified" and "incomplete probe" in replays.actual
+    assert (checks["gpu_model"].verdict, checks["gpu_model"].actual) == ("pass", "4 x NVIDIA A16")
+    assert checks["gpu_count"].verdict == "pass"
+    assert not any(c.verdict == "pass" for c in checks.values() if c.name in ("pcie_link", "ecc_mode"))
+
+
+LOST = "nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt"
+
+
+@pytest.mark.parametrize("rows", ["gpu 2 whole", "gpu 2 first row"])
+def test_a_table_cut_below_a_lost_gpu_claims_no_missing_gpu(tmp_path: Path, rows: str) -> None:
+    """The real RTX PRO 6000 table (GPU 1 lost: `Unable to determine the device handle for GPU1`,
+    GPUs 0, 2 and 3 read) cut by the test after GPU 2's closing border (a cut between two GPU
+    records), or after GPU 2's first row; an order of 3 GPUs (the whole table passes it: 3
+    readable). Before: gpu_count failed ("3 (1 unreadable)", "2 of the 3 listed GPUs can be
+    read, 3 ordered"), a claim of missing GPUs from the cut. Now: unverified, "incomplete
+    probe"."""
+    lines = (REAL / LOST).read_text().splitlines(keepends=True)
+    borders = [i for i, line in enumerate(lines) if line.startswith("+---") and "+-----" in line[40:]]
+    gpu2 = next(i for i, line in enumerate(lines) if line.startswith("|   2 "))
+    cut = "".join(lines[: borders[2] + 1] if rows == "gpu 2 whole" else lines[: gpu2 + 1])
+    order = "gpu_model: RTX PRO 6000\ngpu_count: 3\n"
+    whole = verdicts(tmp_path, "nvidia-smi.txt", (REAL / LOST).read_text(), order)
+    assert whole["gpu_count"][0] == "pass"
+    verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", cut, order)["gpu_count"]
+    assert verdict == "unverified" and "incomplete probe" in actual
+
+
+def test_a_q_x_cut_inside_its_process_list_judges_the_entries_read_whole() -> None:
+    """The real RTX 4000 SFF Ada `-q -x` (cosmic-comp and VS Code as graphics, then `python`, a
+    compute job, then chromium) cut by the test right after the python entry's
+    `</process_info>`, inside <processes>. Before: the entries read whole were dropped with the
+    open list, foreign_processes unverified ("the list the cut took"). Now the whole entries are
+    read, the list left open: the compute job read fails foreign_processes, as the whole output
+    does. Cut after cosmic-comp's entry alone, a graphics process beside a busy GPU, it stays
+    unverified, saying the cut."""
+    lines = (
+        (REAL / "nvidia-smi-q-x__rtx-4000-sff-ada__1gpu__driver595.84__dtd-v13.xml")
+        .read_text()
+        .splitlines(keepends=True)
+    )
+    ends = [i for i, line in enumerate(lines) if line.strip() == "</process_info>"]
+    python = next(i for i in ends if "<process_name>python</process_name>" in "".join(lines[i - 8 : i]))
+    verdict, actual = health_row("".join(lines[: python + 1]), "foreign_processes")
+    assert verdict == health_row("".join(lines), "foreign_processes")[0] == "fail"
+    assert "python" in actual
+    verdict, actual = health_row("".join(lines[: ends[0] + 1]), "foreign_processes")
+    assert verdict == "unverified" and CUT_LIST in actual
+
+
+def test_a_table_cut_below_a_lost_gpu_says_no_count_delivered_of_the_models(tmp_path: Path) -> None:
+    """The real RTX PRO 6000 table (GPU 1 lost) cut by the test after GPU 2's closing border,
+    ordered as "4x RTX PRO 6000". Before: gpu_model's fail (GPU 1 unreadable, a fault read)
+    said "the order's model says 4 x, 3 delivered", a count of the box from the cut. Now the
+    fail stands on the lost GPU, and no count delivered is said."""
+    lines = (REAL / LOST).read_text().splitlines(keepends=True)
+    borders = [i for i, line in enumerate(lines) if line.startswith("+---") and "+-----" in line[40:]]
+    order = "gpu_model: 4x RTX PRO 6000\n"
+    got = checks(tmp_path, "nvidia-smi.txt", "".join(lines[: borders[2] + 1]), order)
+    model = next(c for c in got if c.name == "gpu_model")
+    assert model.verdict == "fail" and "GPU 1 unreadable" in model.actual
+    assert "delivered" not in model.detail and "incomplete probe" in model.actual

@@ -22,6 +22,7 @@ from gpuonboard.steps.prove.dcgm_diag import DCGM_PROBE, dcgm_checks, run_dcgm
 from gpuonboard.testing import add_executable
 
 PUBLIC = Path(__file__).resolve().parents[3] / "fixtures" / "public"
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
 ALL_PASS = PUBLIC / "dcgmi-diag-j__dcgm-3.1.0__8gpu__all-pass.txt"
 
 
@@ -229,3 +230,37 @@ def test_a_one_line_document_broken_mid_way_is_not_called_cut_short() -> None:
     # the same line cut short before its end still is
     (cut, *_) = dcgm_checks(dcgm.parse(compact[: len(compact) * 2 // 3]), 2, listed=1)
     assert cut.actual.startswith("incomplete probe: not JSON (cut short:"), cut.actual
+
+
+def test_dcgm_results_are_counted_against_the_gpus_attached_not_the_records_shown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real 8 x H100 `nvidia-smi -q` cut by the test exactly before its 4th GPU record (3
+    whole records shown, `Attached GPUs : 8`: a cut between records, or a view of some GPUs),
+    and a `dcgmi` printing the real DCGM 3.1.0 8-GPU document edited to name GPUs 0-2 only (its
+    "0,...,7" lists cut to "0,1,2", the results of GPUs 3-7 removed). Before: the 3 records
+    shown were the box's count, so `dcgm_diag` passed "10 tests, 10 pass" over 3 of 8 GPUs. Now
+    DCGM's results are counted against the 8 attached: unverified, naming the 5 never tested."""
+    lines = (REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt").read_text().splitlines(True)
+    fourth = [i for i, line in enumerate(lines) if line.startswith("GPU 0000")][3]
+    raw = (PUBLIC / "dcgmi-diag-j__dcgm-3.1.0__8gpu__all-pass.txt").read_text()
+    doc = json.loads(raw[raw.index("{") :])
+    for cat in doc["DCGM GPU Diagnostic"]["test_categories"]:
+        for t in filter(None, cat["tests"]):
+            t["results"] = [
+                {**r, "gpu_ids": "0,1,2"} if r["gpu_ids"] == "0,1,2,3,4,5,6,7" else r
+                for r in t["results"]
+                if r["gpu_ids"] not in (3, 4, 5, 6, 7)
+            ]
+    (tmp_path / "doc.json").write_text(json.dumps(doc, indent="\t"))
+    bin_dir = tmp_path / "bin"
+    add_executable(bin_dir, "dcgmi", f"#!/bin/sh\ncat '{tmp_path / 'doc.json'}'\n")
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    host = Host("box", "127.0.0.1", connection="local", vars={"remote_tmp": str(tmp_path)})
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput("".join(lines[:fourth]), "", 0)})
+    assert facts.gpu is not None and len(facts.gpu.gpus) == 3
+    facts.raw[DCGM_PROBE.name] = ProbeOutput(f"{bin_dir}/dcgmi\n", "", 0)
+    checks, _ = run_dcgm(StepContext(host, LocalRunner(host), facts, False, tmp_path), 1, 60)
+    summary = next(c for c in checks if c.name == "dcgm_diag")
+    assert summary.verdict == "unverified", summary
+    assert "DCGM gave results for GPU 0, 1, 2 only, of the 8 GPUs nvidia-smi lists" in summary.actual
