@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts import infiniband
-from gpuonboard.facts.infiniband import IbPort
+from gpuonboard.facts.infiniband import SOFTWARE, IbPort
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND
 from gpuonboard.steps.base import Check
@@ -304,6 +304,8 @@ def _fabric_shown(layer: str | None) -> str:
         return f"{ETHERNET} (RoCE)"
     if layer == IWARP:
         return f"{IWARP} (RDMA over TCP, not RoCE)"
+    if layer == SOFTWARE:
+        return f"{SOFTWARE} (Soft-RoCE rxe or soft-iWARP siw, the kernel's over a plain NIC: no RDMA adapter)"
     return f"{layer} transport (not InfiniBand nor RoCE)"
 
 
