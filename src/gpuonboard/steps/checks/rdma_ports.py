@@ -165,7 +165,8 @@ def rule_rdma(
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     unknown += [p for p in up if p not in good and p not in unknown]
-    actual = _counted(len(good), len(ports), gbit, layer) if listed else "no port listed"
+    # (the ports of an older generation are of the fabric ordered: counted among those listed)
+    actual = _counted(len(good), len(ports) + len(older), gbit, layer) if listed else "no port listed"
     actual += _wrong_said(wrong, layer, fabric_unread) + _generation_said(older, untold, generation)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:

@@ -334,6 +334,7 @@ def test_rdma_fdr10_order_not_met_by_a_qdr_port(tmp_path: Path) -> None:
     assert "up on QDR, not the FDR10 ordered: mlx5_8/1 ACTIVE 40 Gb/s InfiniBand" in actual
     assert _rdma(tmp_path, STATUS, "9x40G QDR", text)[0] == "pass"
     assert _rdma(tmp_path, STATUS, "8x40G FDR10", text)[0] == "pass"  # (the 8 HDR ports)
+    assert actual.startswith("8 of 9 port(s) ACTIVE at >= 40 Gb/s on InfiniBand;"), actual
     untold = text.replace("40 Gb/sec (4X QDR)", "40 Gb/sec")
     verdict, actual = _rdma(tmp_path, STATUS, "9x40G FDR10", untold)
     assert verdict == "unverified", actual
@@ -372,3 +373,19 @@ def test_rdma_rate_unread_in_ibv_devinfo_without_v_says_so(tmp_path: Path) -> No
     )
     assert row.verdict == "unverified"
     assert "(ibv_devinfo without -v)" in row.detail
+
+
+QIB_SYSFS = "ib-sysfs-grep__qib0-qdr-40g-1port__hwloc.txt"  # QLogic qib0, `40 Gb/sec (4X QDR)`
+
+
+def test_rdma_older_generation_port_is_counted_as_listed(tmp_path: Path) -> None:
+    """The real sysfs of a QLogic QDR HCA (qib0 ACTIVE `40 Gb/sec (4X QDR)`, InfiniBand) against
+    a `1x40G FDR10 InfiniBand` order: it fails, but said "no InfiniBand port listed; up on QDR
+    ...: qib0/1 ACTIVE 40 Gb/s InfiniBand", an InfiniBand port listed beside "none listed"; it
+    says 0 of the 1 InfiniBand port listed is up at the ordered generation."""
+    verdict, actual = _rdma(tmp_path, QIB_SYSFS, "1x40G FDR10 InfiniBand")
+    assert verdict == "fail", actual
+    assert actual.startswith("0 of 1 port(s) ACTIVE at >= 40 Gb/s on InfiniBand; up on QDR, not the FDR10"), (
+        actual
+    )
+    assert _rdma(tmp_path, QIB_SYSFS, "1x40G QDR InfiniBand")[0] == "pass"
