@@ -524,16 +524,31 @@ def _siblings_short(blocks: list[dict[str, str]], view: bool) -> str | None:
     return None
 
 
+def _package_cores(blocks: list[dict[str, str]], package: str) -> int:
+    """The cores of one physical id: its distinct `core id`s, or its `cpu cores` where that is
+    more and every CPU of the package is listed (as many blocks as its `siblings`). A package of
+    two dies (AMD's Magny-Cours Opteron 6100, 2 x 4 or 2 x 6 cores, no SMT) numbers its core ids
+    per die, 0-3 twice, while its `cpu cores` (8), counted from the kernel's thread-sibling
+    masks as lscpu's Thread(s) per core is, says each CPU is a core of its own."""
+    own = [b for b in blocks if b["physical id"] == package]
+    distinct = len({b["core id"] for b in own})
+    said, siblings = own[0].get("cpu cores", ""), own[0].get("siblings", "")
+    if said.isdecimal() and siblings.isdecimal() and int(siblings) == len(own):
+        return max(distinct, min(int(said), len(own)))
+    return distinct
+
+
 def _cpuinfo_cores(blocks: list[dict[str, str]]) -> tuple[int | None, int | None]:
     """(physical cores, sockets) of /proc/cpuinfo's blocks: the distinct (`physical id`, `core
-    id`) pairs and the distinct physical ids, the topology the kernel gives lscpu too; where
-    `core id` is missing, x86's `cpu cores` of each physical id (the cores of its package);
-    (None, None) where neither is in every block (arm64 and many VMs print neither)."""
+    id`) pairs (or a whole package's `cpu cores` where that is more: _package_cores) and the
+    distinct physical ids, the topology the kernel gives lscpu too; where `core id` is missing,
+    x86's `cpu cores` of each physical id (the cores of its package); (None, None) where
+    neither is in every block (arm64 and many VMs print neither)."""
     if not all("physical id" in b for b in blocks):
         return None, None
     sockets = {b["physical id"] for b in blocks}
     if all("core id" in b for b in blocks):
-        return len({(b["physical id"], b["core id"]) for b in blocks}), len(sockets)
+        return sum(_package_cores(blocks, package) for package in sockets), len(sockets)
     per_socket = {b["physical id"]: b.get("cpu cores", "") for b in blocks}
     if all(cores.isdecimal() for cores in per_socket.values()):
         return sum(int(cores) for cores in per_socket.values()), len(sockets)

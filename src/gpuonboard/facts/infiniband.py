@@ -305,7 +305,18 @@ _PORT_COUNT = re.compile(r"^\s*(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
 _VERBOSE = re.compile(r"^\s*max_mr_size:")  # the first line only `ibv_devinfo -v` prints
 _WHOLE_CODE = re.compile(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
 _TRANSPORT = re.compile(r"^\s*transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
-_DEVICE_FIELD = re.compile(r"^\s*(sys_image_guid|vendor_id|vendor_part_id):\s*(\S+)\s*$")
+_DEVICE_FIELD = re.compile(r"^\s*(sys_image_guid|vendor_id|vendor_part_id|fw_ver|hw_ver):\s*(\S+)\s*$")
+# a port of a software RDMA device, run by the kernel over an Ethernet NIC without an RDMA adapter
+# (Soft-RoCE `rdma_rxe`, soft-iWARP `siw`): its transport as _Listing.port names it
+SOFTWARE = "software RDMA"
+# ibv_devinfo's device lines of rdma_rxe: no firmware, hardware or part number, and its vendor id
+# RXE_VENDOR_ID 0xffffff (0x0000 before Linux 4.19); no adapter prints all four
+_RXE_FIELDS = {
+    "fw_ver": {"0.0.0"},
+    "hw_ver": {"0x0"},
+    "vendor_part_id": {"0"},
+    "vendor_id": {"0xffffff", "0x0000"},
+}
 
 
 @dataclass
@@ -322,11 +333,15 @@ class _Listing:
     vf: bool | None = None  # the device is an SR-IOV virtual function (its part number says)
     vendor: str | None = None  # ibv_devinfo's vendor_id (its part numbers are Mellanox's or not)
     transport: str | None = None  # ibv_devinfo's `transport:` word (`InfiniBand`, `iWARP`)
+    # the device's lines that tell a software RDMA device (_software): ibv_devinfo's fw_ver,
+    # hw_ver, vendor_id, vendor_part_id; ibstat's CA type, Firmware and Hardware version
+    marks: dict[str, str] = field(default_factory=dict)
 
     def device_field(self, name: str, value: str) -> None:
         """A device-level line: its system image GUID, vendor, or part number (ibstat's `CA type:
         MT4124`, ibv_devinfo's `vendor_part_id: 4124` of vendor 0x02c9): a VF's or not."""
         name, value = name.lower(), value.strip()
+        self.marks[name] = value.lower()
         if name in ("sys_image_guid", "system image guid"):
             self.adapter = _guid(value)
         elif name == "vendor_id":
@@ -346,6 +361,17 @@ class _Listing:
             self.mark(_cut_count(self.device, self.listed, self.declared))
         self.device, self.declared, self.listed = device, None, 0
         self.adapter = self.vf = self.vendor = self.transport = None
+        self.marks = {}
+
+    def _software(self, layer: str | None) -> bool:
+        """The device is software RDMA over an Ethernet NIC: ibv_devinfo's rdma_rxe lines
+        (_RXE_FIELDS), or ibstat's CA type, Firmware and Hardware version all printed empty
+        beside an Ethernet link layer (a real capture of rxe0; every adapter's driver names its
+        firmware, AWS EFA's empty ones go with a link layer of its own)."""
+        if all(self.marks.get(name) in values for name, values in _RXE_FIELDS.items()):
+            return True
+        ibstat = ("ca type", "firmware version", "hardware version")
+        return _layer(layer) == "Ethernet" and all(self.marks.get(name) == "" for name in ibstat)
 
     def port(self, number: int, fields: Mapping[str, str], why: str | None, rate: float | None) -> None:
         """One port block: kept when its state was read, the listing cut when it is not whole."""
@@ -369,7 +395,7 @@ class _Listing:
                 self.vf,
                 _port_guid(fields, layer),
                 why is None,
-                self.transport,
+                SOFTWARE if self._software(layer) else self.transport,
                 _generation(fields.get("rate")),
             )
         )
@@ -461,7 +487,7 @@ _STOPPED = re.compile(r"^\s*(?:ibpanic|ibwarn|ibstat(?:us)?):|\bfailed\b.*\b(?:I
 _CA = re.compile(r"^CA\s+'([^']+)'\s*$")
 _CA_PORT = re.compile(r"^\s*Port\s+(\d+):\s*$")
 _CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer|Port GUID):\s*(.*?)\s*$")
-_CA_DEVICE = re.compile(r"^\s*(CA type|System image GUID):\s*(.*?)\s*$")
+_CA_DEVICE = re.compile(r"^\s*(CA type|System image GUID|Firmware version|Hardware version):\s*(.*?)\s*$")
 _STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
 _STATUS_FIELD = re.compile(r"^\s*(state|phys state|rate|link_layer|default gid):\s*(.*?)\s*$")
 # the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c

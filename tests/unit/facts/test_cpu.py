@@ -292,6 +292,22 @@ def test_proc_cpuinfo_counts_cpus_cores_and_sockets(name: str, expected: CpuInfo
     assert parse_cpuinfo(text) == expected
 
 
+OPTERON_CPUINFO = "proc-cpuinfo__opteron-6134__4socket-8core-no-smt__core-ids-per-die__hwloc.txt"
+
+
+def test_proc_cpuinfo_of_two_die_packages_counts_the_kernels_cores() -> None:
+    """The real /proc/cpuinfo of a 4-socket Opteron 6134 box (Magny-Cours: two 4-core dies a
+    package, no SMT; hwloc's sysfs of it gives each CPU its own thread_siblings_list): each
+    package numbers its core ids per die, 0-3 twice, beside `cpu cores : 8` and `siblings : 8`.
+    The distinct (physical id, core id) pairs made it 16 cores / 32 threads, and an order of 32
+    cores warned "met only by counting hyperthreads" on a box without them; the kernel's own
+    count of each whole package's cores gives 32 cores of one thread each."""
+    info = parse_cpuinfo((FIXTURES / "real" / OPTERON_CPUINFO).read_text())
+    assert info.model_name == "AMD Opteron(tm) Processor 6134"
+    assert (info.logical_cpus, info.physical_cores, info.sockets) == (32, 32, 4)
+    assert (info.cores_per_socket, info.threads_per_core) == (8, 1)
+
+
 def test_proc_cpuinfo_without_topology_counts_cpus_only() -> None:
     """A /proc/cpuinfo without `physical id` / `core id` (arm64, many VMs; here the real HyperV
     one with those lines dropped in-test): the CPUs are counted, the cores unknown, never

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts import infiniband
-from gpuonboard.facts.infiniband import IbPort
+from gpuonboard.facts.infiniband import SOFTWARE, IbPort
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND
 from gpuonboard.steps.base import Check
@@ -165,7 +165,8 @@ def rule_rdma(
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
     unknown += [p for p in up if p not in good and p not in unknown]
-    actual = _counted(len(good), len(ports), gbit, layer) if listed else "no port listed"
+    # (the ports of an older generation are of the fabric ordered: counted among those listed)
+    actual = _counted(len(good), len(ports) + len(older), gbit, layer) if listed else "no port listed"
     actual += _wrong_said(wrong, layer, fabric_unread) + _generation_said(older, untold, generation)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
@@ -304,6 +305,8 @@ def _fabric_shown(layer: str | None) -> str:
         return f"{ETHERNET} (RoCE)"
     if layer == IWARP:
         return f"{IWARP} (RDMA over TCP, not RoCE)"
+    if layer == SOFTWARE:
+        return f"{SOFTWARE} (Soft-RoCE rxe or soft-iWARP siw, the kernel's over a plain NIC: no RDMA adapter)"
     return f"{layer} transport (not InfiniBand nor RoCE)"
 
 

@@ -285,6 +285,38 @@ def test_rdma_usnic_port_is_not_roce(tmp_path: Path) -> None:
     assert "on usNIC transport (not InfiniBand nor RoCE), not the Ethernet (RoCE) ordered: siw0/1" in actual
 
 
+# Soft-RoCE (rdma_rxe, RoCE run by the kernel over a plain Ethernet NIC): `ibstat` of rxe0 on a
+# laptop's Wi-Fi (linux-rdma list, 2022-01-19) and `ibv_devinfo -d rxe0 -v` of a CentOS 7 box
+RXE_IBSTAT = "ibstat__soft-roce-rxe0__1port-active-2.5g__linux-rdma-list.txt"
+RXE_DEVINFO = "ibv_devinfo-v__soft-roce-rxe0__vendor-0x0000__centos7__linux-riscv-dev.txt"
+
+
+@pytest.mark.parametrize("name", [RXE_IBSTAT, RXE_DEVINFO])
+def test_rdma_soft_roce_port_is_no_roce_adapter(tmp_path: Path, name: str) -> None:
+    """A real Soft-RoCE device: ibstat's rxe0 (`CA type:`, `Firmware version:` and `Hardware
+    version:` empty, `Link layer: Ethernet`, ACTIVE at 2.5) and ibv_devinfo -v's rxe0 (fw_ver
+    0.0.0, hw_ver 0x0, vendor_id 0x0000, vendor_part_id 0; 1X 2.5 Gbps). Both passed a `1x2.5G
+    RoCE` order as an RDMA NIC's port, while the kernel runs it in software over any Ethernet NIC
+    (an EC2 VM's ENA gives it `Rate: 100`); it fails naming software RDMA. An order naming no
+    fabric still counts it."""
+    verdict, actual = _rdma(tmp_path, name, "1x2.5G RoCE")
+    assert verdict == "fail", actual
+    assert actual.startswith("no Ethernet (RoCE) port listed; on software RDMA (Soft-RoCE rxe"), actual
+    assert "rxe0/1 ACTIVE 2.5 Gb/s" in actual
+    assert _rdma(tmp_path, name, "1x2.5G")[0] == "pass"
+
+
+def test_rdma_adapter_with_an_empty_ca_type_is_not_software(tmp_path: Path) -> None:
+    """The real rxe0 ibstat with its device lines filled in-test as a RoCE adapter's driver fills
+    some of them (Intel irdma prints no `CA type`, but its firmware and hardware version): one
+    empty field alone is no software device, so its port is RoCE and passes."""
+    text = (REAL / RXE_IBSTAT).read_text()
+    text = text.replace("Firmware version:\n", "Firmware version: 1.52\n")
+    text = text.replace("Hardware version:\n", "Hardware version: 2\n")
+    assert "CA type:\n" in text and "1.52" in text
+    assert _rdma(tmp_path, "ibstat.txt", "1x2.5G RoCE", text)[0] == "pass"
+
+
 STATUS = "ibstatus__a100-hdr200__all-active__gpud.txt"  # 8 x HDR 200, mlx5_8 `40 Gb/sec (4X QDR)`
 
 
@@ -302,6 +334,7 @@ def test_rdma_fdr10_order_not_met_by_a_qdr_port(tmp_path: Path) -> None:
     assert "up on QDR, not the FDR10 ordered: mlx5_8/1 ACTIVE 40 Gb/s InfiniBand" in actual
     assert _rdma(tmp_path, STATUS, "9x40G QDR", text)[0] == "pass"
     assert _rdma(tmp_path, STATUS, "8x40G FDR10", text)[0] == "pass"  # (the 8 HDR ports)
+    assert actual.startswith("8 of 9 port(s) ACTIVE at >= 40 Gb/s on InfiniBand;"), actual
     untold = text.replace("40 Gb/sec (4X QDR)", "40 Gb/sec")
     verdict, actual = _rdma(tmp_path, STATUS, "9x40G FDR10", untold)
     assert verdict == "unverified", actual
@@ -340,3 +373,19 @@ def test_rdma_rate_unread_in_ibv_devinfo_without_v_says_so(tmp_path: Path) -> No
     )
     assert row.verdict == "unverified"
     assert "(ibv_devinfo without -v)" in row.detail
+
+
+QIB_SYSFS = "ib-sysfs-grep__qib0-qdr-40g-1port__hwloc.txt"  # QLogic qib0, `40 Gb/sec (4X QDR)`
+
+
+def test_rdma_older_generation_port_is_counted_as_listed(tmp_path: Path) -> None:
+    """The real sysfs of a QLogic QDR HCA (qib0 ACTIVE `40 Gb/sec (4X QDR)`, InfiniBand) against
+    a `1x40G FDR10 InfiniBand` order: it fails, but said "no InfiniBand port listed; up on QDR
+    ...: qib0/1 ACTIVE 40 Gb/s InfiniBand", an InfiniBand port listed beside "none listed"; it
+    says 0 of the 1 InfiniBand port listed is up at the ordered generation."""
+    verdict, actual = _rdma(tmp_path, QIB_SYSFS, "1x40G FDR10 InfiniBand")
+    assert verdict == "fail", actual
+    assert actual.startswith("0 of 1 port(s) ACTIVE at >= 40 Gb/s on InfiniBand; up on QDR, not the FDR10"), (
+        actual
+    )
+    assert _rdma(tmp_path, QIB_SYSFS, "1x40G QDR InfiniBand")[0] == "pass"
