@@ -125,6 +125,25 @@ def is_native(data: Mapping[str, Any]) -> bool:
     return not (data and all(k not in _NATIVE_TOP and group_shaped(v) for k, v in data.items()))
 
 
+# Ansible's connection plugins gpuonboard can stand in for, by their short names (a name may be
+# written as its FQCN, `ansible.builtin.local`, or `ansible.legacy.ssh`): on this machine, or
+# over SSH to the same address, port, user and key (paramiko and `smart` are SSH too). Any other
+# (`community.docker.docker`, `winrm`, `network_cli`) reaches the host some other way.
+_CONNECTION_KINDS = {"local": "local", "ssh": "ssh", "smart": "ssh", "paramiko": "ssh", "paramiko_ssh": "ssh"}
+_BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
+
+
+def connection_kind(value: Any) -> Any:
+    """`ansible_connection` (or the config's `transport`) as ours: `local` or `ssh`, else the
+    plugin's name as written (refused where the host is resolved: gpuonboard cannot use it)."""
+    if not isinstance(value, str):
+        return value
+    name = value.strip()
+    for prefix in _BUILTIN_PREFIXES:
+        name = name.removeprefix(prefix)
+    return _CONNECTION_KINDS.get(name, value)
+
+
 # a host variable the Ansible config sets -> its setting's name there (`remote_user`)
 _CONFIG_NAMES = {var: entries[0][1] for var, entries, _ in OPTIONS}
 
@@ -152,7 +171,7 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
         if ours is None and key in _OUR_KEYS:
             ours = key
         if key == "ansible_connection":
-            ours, value = "connection", ("local" if value == "local" else "ssh")
+            ours, value = "connection", connection_kind(value)
         if ours == "use_agent" and isinstance(value, str) and value.lower() in _BOOL_TEXT:
             value = _BOOL_TEXT[value.lower()]  # (INI keeps `false` as text; Ansible reads it as a boolean)
         if ours is None:

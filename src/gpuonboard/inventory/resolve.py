@@ -160,6 +160,14 @@ def resolve_host(
     vendor = _host_vendor(layers, vendors, path, vendors_dir)
     s = _merge_layers(name, layers, vendor, path, ssh_cfg, name_is_address)
     connection = s.merged.get("connection", "ssh")
+    if connection not in CONNECTIONS and s.ansible:
+        raise s.err(
+            "connection",
+            f"is Ansible's {connection!r} connection (ansible_connection, or the config's"
+            " transport), which does not run over SSH, while gpuonboard reaches a host only over"
+            " SSH or on this machine, so it would reach another host than Ansible does; set"
+            " ansible_connection=ssh where SSH reaches this host, or leave it out of this inventory.",
+        )
     if connection not in CONNECTIONS:
         raise s.err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
     address = _address(s, connection, ssh_cfg, host_where, name_is_address)
@@ -238,7 +246,7 @@ class _Settings:
         at = where(self.file_of(label), src, key)
         if self.ansible and label == "defaults":  # (the layer's name is ours: name what the user wrote)
             who = getattr(src, "key_layers", {}).get(key, (ALL_VARS,))[0]
-            label = f"{'the Ansible config' if who == CONFIG_LAYER else ALL_VARS}'"
+            label = "the Ansible config's" if who == CONFIG_LAYER else f"{ALL_VARS}'"
         return InventoryError(f"{at}: {label} field {key!r} {problem}")
 
     def from_inventory(self, key: str) -> bool:

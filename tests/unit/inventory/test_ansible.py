@@ -537,3 +537,43 @@ def test_a_jump_and_ssh_args_of_two_layers_take_the_more_specific(tmp_path: Path
     )
     with pytest.raises(InventoryError, match=r"'jump' and `-o ProxyJump=ubuntu@10.0.0.9`.*both say"):
         inventory.load(path)
+
+
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "ansible"
+
+
+@pytest.mark.parametrize(
+    ("written", "kind"),
+    [
+        ("ansible.builtin.local", "local"),
+        ("ansible.legacy.local", "local"),
+        ("ansible.builtin.ssh", "ssh"),
+        ("paramiko_ssh", "ssh"),
+        ("ansible.builtin.paramiko_ssh", "ssh"),
+    ],
+)
+def test_a_connection_written_as_its_fqcn_is_that_connection(tmp_path: Path, written: str, kind: str) -> None:
+    """Ansible's own connection_local test inventory (tests/fixtures/ansible, SOURCES.md) with its
+    `ansible_connection=local` written as another name of the same plugin, its FQCN
+    (`ansible.builtin.local`, the edit): Ansible runs these hosts on this machine (`-vvv`: ESTABLISH
+    LOCAL CONNECTION); was: every name but a bare `local` read as ssh, so they were dialled as
+    root at localhost:22."""
+    text = (CORPUS / "ansible-connection-local" / "test_connection.inventory").read_text()
+    assert "ansible_connection=local\n" in text
+    path = tmp_path / "test_connection.inventory"
+    path.write_text(text.replace("ansible_connection=local\n", f"ansible_connection={written}\n"))
+    (tmp_path / "ssh_config").write_text("")
+    hosts = inventory.load(path, ssh_config=tmp_path / "ssh_config").hosts
+    assert {h.connection for h in hosts.values()} == {kind}
+
+
+def test_a_connection_that_is_not_ssh_is_refused_naming_it(tmp_path: Path) -> None:
+    """community.docker's connection test inventory (real, unedited): its hosts are containers
+    Ansible reaches with `docker exec` at `ansible_host=ubuntu-latest`; was: dialled over SSH at
+    ubuntu-latest:22 as root, now one sentence naming the connection and what to do."""
+    (tmp_path / "ssh_config").write_text("")
+    path = CORPUS / "community-docker-connection" / "test_connection.inventory"
+    with pytest.raises(
+        InventoryError, match="'community.docker.docker' connection .* set ansible_connection=ssh"
+    ):
+        inventory.load(path, ssh_config=tmp_path / "ssh_config")
