@@ -300,3 +300,24 @@ def _typed(var: str, value: str, at: str, source: Path, label: str) -> str | int
         base = os.getcwd() if str(source).startswith(ENV_SOURCE) else str(source.parent)
         return os.path.normpath(os.path.join(base, expanded))
     return value
+
+
+def config_inventory(environ: Mapping[str, str] | None = None) -> tuple[list[Path], str] | None:
+    """The inventory sources Ansible's config names (`[defaults] inventory`, a comma-separated
+    list, each relative path from the config file's directory; ANSIBLE_INVENTORY's from the
+    current directory, beating the file) and where that is written; None where none is named."""
+    environ = os.environ if environ is None else environ
+    if environ.get("ANSIBLE_INVENTORY", "").strip():
+        value, base, at = environ["ANSIBLE_INVENTORY"], Path.cwd(), f"{ENV_SOURCE}ANSIBLE_INVENTORY"
+    else:
+        path = find_config(environ)
+        if path is None:
+            return None
+        parser, lines = _parse(path)
+        found = parser.get("defaults", "inventory", raw=True, fallback=None)
+        if found is None or not found.strip():
+            return None
+        line = lines.get(("defaults", "inventory"))
+        value, base, at = found, path.parent, f"{path}, line {line}" if line else str(path)
+    sources = [_unquote(x.strip()) for x in value.split(",") if x.strip()]
+    return [base / os.path.expanduser(os.path.expandvars(s)) for s in sources], at
