@@ -60,6 +60,15 @@ _ANSIBLE_MAP = {
     "ansible_ssh_private_key_file": "key_file",
     "ansible_private_key_file": "key_file",
 }
+# Ansible's ssh connection reads each of these settings from the host's merged variables in this
+# order, the last one set winning whichever layer set each (ssh.py's option `vars` lists, read by
+# ConfigManager._loop_entries): a group's `ansible_ssh_host` beats the host's own `ansible_host`
+_LOSES_TO = {
+    "ansible_host": "ansible_ssh_host",
+    "ansible_port": "ansible_ssh_port",
+    "ansible_user": "ansible_ssh_user",
+    "ansible_private_key_file": "ansible_ssh_private_key_file",
+}
 _BOOL_TEXT = {
     "true": True,
     "yes": True,
@@ -163,8 +172,12 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     layers: dict[str, tuple[str, int]] = getattr(raw, "key_layers", {})
     out.key_layers, extra.key_layers = {}, {}  # type: ignore[attr-defined]
     for key, value in raw.items():
-        if key in _PASSWORD_VARS:
+        if key in _PASSWORD_VARS or (key in _LOSES_TO and raw.get(_LOSES_TO[key]) is not None):
             continue
+        if value is None and key in _LOSES_TO.values():  # (a null one is not set, for Ansible)
+            partner = next(k for k, v in _LOSES_TO.items() if v == key)
+            if raw.get(partner) is not None:
+                continue
         ours = _ANSIBLE_MAP.get(key)
         if ours is None and key.startswith("gpuonboard_") and key[11:] in _OUR_KEYS:
             ours = key[11:]

@@ -577,3 +577,54 @@ def test_a_connection_that_is_not_ssh_is_refused_naming_it(tmp_path: Path) -> No
         InventoryError, match="'community.docker.docker' connection .* set ansible_connection=ssh"
     ):
         inventory.load(path, ssh_config=tmp_path / "ssh_config")
+
+
+DELEGATE_TO_LOCAL = "".join(
+    (CORPUS / "ansible-delegate-to" / "inventory").read_text().splitlines(keepends=True)[:5]
+)  # (its [local] group: two local hosts, testhost3 and 4 at `ansible_ssh_host=127.0.0.3`, `.4`)
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (
+            (
+                "testhost3 ansible_ssh_host=127.0.0.3",
+                "testhost3 ansible_ssh_host=127.0.0.3 ansible_host=127.0.0.9",
+            ),
+            None,
+        ),
+        (
+            ("testhost3 ansible_ssh_host=127.0.0.3", "testhost3 ansible_host=127.0.0.9"),
+            "ansible_ssh_host=127.0.0.3",
+        ),
+        (
+            ("testhost3 ansible_ssh_host=127.0.0.3", "testhost3 ansible_port=2201 ansible_user=hu"),
+            "ansible_ssh_port=2202\nansible_ssh_user=gu",
+        ),
+    ],
+)
+def test_the_ssh_named_variable_wins_as_in_ansibles_ssh_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], where: str | None
+) -> None:
+    """Ansible's delegate_to test inventory's [local] group (real; testhost3's line edited as
+    `edit` says, and `where` added as the group's [local:vars]): Ansible's ssh connection takes
+    `ansible_ssh_host` over `ansible_host` (`_ssh_port`, `_ssh_user` likewise) whichever layer set
+    each, even a group's over the host's own (its `-vvv` ssh line, compared here); was: the one
+    written last, or the host's, so testhost3 was dialled at 127.0.0.9 (or port 2201 as hu)."""
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    text = DELEGATE_TO_LOCAL.replace(*edit) + (f"[local:vars]\n{where}\n" if where else "")
+    monkeypatch.chdir(tmp_path)
+    tmp_path.chmod(0o755)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER", "ANSIBLE_REMOTE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "inventory"
+    path.write_text(text)
+    h = inventory.load(path).hosts["testhost3"]
+    g = _ansible_ssh_g(tmp_path, "testhost3", path)
+    assert (h.address, h.port, h.user) == (g["hostname"][0], int(g["port"][0]), g["user"][0])
