@@ -686,8 +686,24 @@ def _key_path(s: _Settings, key_file: Any) -> str | None:
                 " or write the path out.",
             )
         if not os.path.isabs(key_file):
-            key_file = str((s.path.parent / key_file).resolve())
+            key_file = str((_key_base(s, key_file) / key_file).resolve())
     return key_file
+
+
+def _key_base(s: _Settings, key_file: str) -> Path:
+    """The folder a relative key file is read from: the inventory file's, but an Ansible
+    variable's (`ansible_ssh_private_key_file=./keys/id`) from the directory gpuonboard runs in,
+    as Ansible passes it to ssh as written and ssh opens it where Ansible runs."""
+    written = s.merged.get("key_file")
+    by = s.origin.get("key_file", ({}, ""))[1]
+    if (
+        s.ansible
+        and isinstance(written, str)
+        and _expand_path(written)[0] == key_file
+        and not by.startswith("vendor ")
+    ):
+        return Path.cwd()
+    return s.path.parent
 
 
 def _data_dir(s: _Settings) -> str | None:

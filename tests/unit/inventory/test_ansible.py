@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -628,3 +629,36 @@ def test_the_ssh_named_variable_wins_as_in_ansibles_ssh_connection(
     h = inventory.load(path).hosts["testhost3"]
     g = _ansible_ssh_g(tmp_path, "testhost3", path)
     assert (h.address, h.port, h.user) == (g["hostname"][0], int(g["port"][0]), g["user"][0])
+
+
+def test_a_relative_key_file_of_an_ansible_variable_is_read_where_ansible_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real Vagrant project's inventory (bon3409/ansible-semaphore-ui, inventory/local/hosts,
+    unedited): `ansible_ssh_private_key_file=./.vagrant/machines/app/virtualbox/private_key`, the
+    key Vagrant writes at the project's top, where `ansible-playbook -i inventory/local/hosts`
+    runs; Ansible hands ssh the path as written, ssh opens it there (its `-vvv` ssh line, read
+    by `ssh -G` from that directory). Was: read from the inventory's folder
+    (inventory/local/.vagrant/..., no such file: the project refused)."""
+    import shutil
+
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    (tmp_path / "inventory" / "local").mkdir(parents=True)
+    hosts = tmp_path / "inventory" / "local" / "hosts"
+    shutil.copy(CORPUS / "semaphore-vagrant" / "hosts", hosts)
+    key = tmp_path / ".vagrant" / "machines" / "app" / "virtualbox" / "private_key"
+    key.parent.mkdir(parents=True)
+    key.write_text("")
+    inv = inventory.load(Path("inventory/local/hosts"))
+    g = _ansible_ssh_g(tmp_path, "app", hosts)
+    assert inv.hosts["app"].key_file == os.path.abspath(g["identityfile"][0]) == str(key)
+    inv.check_key_files(inv.hosts.values())  # (no "does not exist")
