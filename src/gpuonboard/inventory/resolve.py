@@ -6,6 +6,7 @@ into a `Host`.
 
 from __future__ import annotations
 
+import decimal
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -174,6 +175,8 @@ def resolve_host(
     port = s.pick("port", "port", 22)
     if isinstance(port, str) and is_digits(port):
         port = int(port)
+    elif s.ansible and isinstance(port, (str, float)):
+        port = ansible_integer(port)
     if problem := PORT_RANGE.problem(port):
         raise s.err("port", problem)
     user = s.pick("user", "user", "root")
@@ -688,6 +691,16 @@ def _key_path(s: _Settings, key_file: Any) -> str | None:
         if not os.path.isabs(key_file):
             key_file = str((_key_base(s, key_file) / key_file).resolve())
     return key_file
+
+
+def ansible_integer(value: str | float) -> int | str | float:
+    """`value` as Ansible's ssh connection types its integer port: a number with no fraction
+    (`2222.0` from INI, `" 2222"`) is that whole number; anything else is left to be refused."""
+    try:
+        number = decimal.Decimal(value.strip() if isinstance(value, str) else value)
+        return int(number) if number == int(number) else value
+    except (ArithmeticError, ValueError):
+        return value
 
 
 def _key_base(s: _Settings, key_file: str) -> Path:

@@ -662,3 +662,42 @@ def test_a_relative_key_file_of_an_ansible_variable_is_read_where_ansible_runs(
     g = _ansible_ssh_g(tmp_path, "app", hosts)
     assert inv.hosts["app"].key_file == os.path.abspath(g["identityfile"][0]) == str(key)
     inv.check_key_files(inv.hosts.values())  # (no "does not exist")
+
+
+@pytest.mark.parametrize(
+    ("edit", "port", "user"),
+    [
+        (("ansible_ssh_port=22", "ansible_ssh_port=2222.0"), 2222, "vagrant"),
+        (("ansible_ssh_port=22", 'ansible_ssh_port=" 2222"'), 2222, "vagrant"),
+        (("ansible_user=vagrant", "ansible_user="), 22, None),
+    ],
+)
+def test_a_port_and_user_ansible_reads_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], port: int, user: str | None
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant) with its `[local:vars]` edited as
+    `edit` says: Ansible's ssh takes `2222.0` (INI types it a float) and `" 2222"` as port 2222,
+    and an empty `ansible_user` as none (no User on its ssh line: ssh's own default); was: the
+    port refused ("must be a number"), the empty user refused ("must be a user name string").
+    gpuonboard's user where none is set is root, as for any host without one."""
+    import getpass
+
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER", "ANSIBLE_REMOTE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    assert edit[0] in text
+    hosts = tmp_path / "hosts"
+    hosts.write_text(text.replace(*edit))
+    h = inventory.load(hosts).hosts["app"]
+    g = _ansible_ssh_g(tmp_path, "app", hosts)
+    assert h.port == int(g["port"][0]) == port
+    assert g["user"][0] == (user or getpass.getuser())
+    assert h.user == (user or "root")
