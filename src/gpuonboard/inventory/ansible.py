@@ -60,6 +60,15 @@ _ANSIBLE_MAP = {
     "ansible_ssh_private_key_file": "key_file",
     "ansible_private_key_file": "key_file",
 }
+# Ansible's ssh connection reads each of these settings from the host's merged variables in this
+# order, the last one set winning whichever layer set each (ssh.py's option `vars` lists, read by
+# ConfigManager._loop_entries): a group's `ansible_ssh_host` beats the host's own `ansible_host`
+_LOSES_TO = {
+    "ansible_host": "ansible_ssh_host",
+    "ansible_port": "ansible_ssh_port",
+    "ansible_user": "ansible_ssh_user",
+    "ansible_private_key_file": "ansible_ssh_private_key_file",
+}
 _BOOL_TEXT = {
     "true": True,
     "yes": True,
@@ -125,6 +134,25 @@ def is_native(data: Mapping[str, Any]) -> bool:
     return not (data and all(k not in _NATIVE_TOP and group_shaped(v) for k, v in data.items()))
 
 
+# Ansible's connection plugins gpuonboard can stand in for, by their short names (a name may be
+# written as its FQCN, `ansible.builtin.local`, or `ansible.legacy.ssh`): on this machine, or
+# over SSH to the same address, port, user and key (paramiko and `smart` are SSH too). Any other
+# (`community.docker.docker`, `winrm`, `network_cli`) reaches the host some other way.
+_CONNECTION_KINDS = {"local": "local", "ssh": "ssh", "smart": "ssh", "paramiko": "ssh", "paramiko_ssh": "ssh"}
+_BUILTIN_PREFIXES = ("ansible.builtin.", "ansible.legacy.")
+
+
+def connection_kind(value: Any) -> Any:
+    """`ansible_connection` (or the config's `transport`) as ours: `local` or `ssh`, else the
+    plugin's name as written (refused where the host is resolved: gpuonboard cannot use it)."""
+    if not isinstance(value, str):
+        return value
+    name = value.strip()
+    for prefix in _BUILTIN_PREFIXES:
+        name = name.removeprefix(prefix)
+    return _CONNECTION_KINDS.get(name, value)
+
+
 # a host variable the Ansible config sets -> its setting's name there (`remote_user`)
 _CONFIG_NAMES = {var: entries[0][1] for var, entries, _ in OPTIONS}
 
@@ -144,15 +172,21 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     layers: dict[str, tuple[str, int]] = getattr(raw, "key_layers", {})
     out.key_layers, extra.key_layers = {}, {}  # type: ignore[attr-defined]
     for key, value in raw.items():
-        if key in _PASSWORD_VARS:
+        if key in _PASSWORD_VARS or (key in _LOSES_TO and raw.get(_LOSES_TO[key]) is not None):
             continue
+        if value == "" and key in ("ansible_user", "ansible_ssh_user"):
+            continue  # (Ansible's ssh passes no User for an empty one: as if none were set)
+        if value is None and key in _LOSES_TO.values():  # (a null one is not set, for Ansible)
+            partner = next(k for k, v in _LOSES_TO.items() if v == key)
+            if raw.get(partner) is not None:
+                continue
         ours = _ANSIBLE_MAP.get(key)
         if ours is None and key.startswith("gpuonboard_") and key[11:] in _OUR_KEYS:
             ours = key[11:]
         if ours is None and key in _OUR_KEYS:
             ours = key
         if key == "ansible_connection":
-            ours, value = "connection", ("local" if value == "local" else "ssh")
+            ours, value = "connection", connection_kind(value)
         if ours == "use_agent" and isinstance(value, str) and value.lower() in _BOOL_TEXT:
             value = _BOOL_TEXT[value.lower()]  # (INI keeps `false` as text; Ansible reads it as a boolean)
         if ours is None:

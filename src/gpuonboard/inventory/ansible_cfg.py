@@ -36,12 +36,13 @@ OPTIONS: tuple[tuple[str, tuple[tuple[str, str], ...], tuple[str, ...]], ...] = 
         (("defaults", "host_key_checking"), ("ssh_connection", "host_key_checking")),
         ("ANSIBLE_HOST_KEY_CHECKING", "ANSIBLE_SSH_HOST_KEY_CHECKING"),
     ),
+    ("ansible_connection", (("defaults", "transport"),), ("ANSIBLE_TRANSPORT",)),
     ("ansible_ssh_args", (("ssh_connection", "ssh_args"),), ("ANSIBLE_SSH_ARGS",)),
     ("ansible_ssh_common_args", (("ssh_connection", "ssh_common_args"),), ("ANSIBLE_SSH_COMMON_ARGS",)),
     ("ansible_ssh_extra_args", (("ssh_connection", "ssh_extra_args"),), ("ANSIBLE_SSH_EXTRA_ARGS",)),
 )
 # Ansible's ssh adds these only when they are not empty (an empty ANSIBLE_REMOTE_USER sets none)
-_SKIP_EMPTY = frozenset({"ansible_user", "ansible_port", "ansible_private_key_file"})
+_SKIP_EMPTY = frozenset({"ansible_user", "ansible_port", "ansible_private_key_file", "ansible_connection"})
 CONFIG_LAYER = "the Ansible config"
 # the most of a config file read: far above any real one (DeepOps' is 2 kB, Ansible's example
 # with every setting 25 kB), a bound only against a path naming a device or a dump
@@ -51,6 +52,54 @@ CONFIG_EXTENSIONS = (".cfg", ".ini")
 # the words Ansible's non-strict boolean reads as true (anything else is false)
 TRUE_WORDS = frozenset({"y", "yes", "on", "1", "true", "t"})
 ENV_SOURCE = "environment variable "  # (where a setting from the environment is said to be written)
+
+
+_WHOLE, _NUMBER = "a whole number", "a number"
+# Ansible's own settings (not a plugin's) that it checks as it starts, whatever it then runs
+# (`ansible-inventory --list` too): a value that is no whole number, no number, or none of a few
+# words stops it before any host is read (ansible-core 2.19, lib/ansible/config/base.yml; the
+# list-valued ones, display_traceback and ignore_signature_status_codes, are not checked here).
+CHECKED: tuple[tuple[str, str, str, str | tuple[str, ...]], ...] = (
+    ("defaults", "fact_caching_timeout", "ANSIBLE_CACHE_PLUGIN_TIMEOUT", _WHOLE),
+    ("defaults", "log_verbosity", "ANSIBLE_LOG_VERBOSITY", _WHOLE),
+    ("defaults", "forks", "ANSIBLE_FORKS", _WHOLE),
+    ("defaults", "poll_interval", "ANSIBLE_POLL_INTERVAL", _WHOLE),
+    ("defaults", "remote_port", "ANSIBLE_REMOTE_PORT", _WHOLE),
+    ("defaults", "timeout", "ANSIBLE_TIMEOUT", _WHOLE),
+    ("defaults", "verbosity", "ANSIBLE_VERBOSITY", _WHOLE),
+    ("defaults", "max_diff_size", "ANSIBLE_MAX_DIFF_SIZE", _WHOLE),
+    ("defaults", "task_timeout", "ANSIBLE_TASK_TIMEOUT", _WHOLE),
+    ("defaults", "win_async_startup_timeout", "ANSIBLE_WIN_ASYNC_STARTUP_TIMEOUT", _WHOLE),
+    ("diff", "context", "ANSIBLE_DIFF_CONTEXT", _WHOLE),
+    ("galaxy", "server_timeout", "ANSIBLE_GALAXY_SERVER_TIMEOUT", _WHOLE),
+    ("persistent_connection", "connect_timeout", "ANSIBLE_PERSISTENT_CONNECT_TIMEOUT", _WHOLE),
+    ("persistent_connection", "connect_retry_timeout", "ANSIBLE_PERSISTENT_CONNECT_RETRY_TIMEOUT", _WHOLE),
+    ("persistent_connection", "command_timeout", "ANSIBLE_PERSISTENT_COMMAND_TIMEOUT", _WHOLE),
+    ("connection", "ssh_agent_key_lifetime", "ANSIBLE_SSH_AGENT_KEY_LIFETIME", _WHOLE),
+    ("defaults", "internal_poll_interval", "", _NUMBER),
+    ("", "", "ANSIBLE_WORKER_SHUTDOWN_POLL_COUNT", _WHOLE),
+    ("", "", "ANSIBLE_WORKER_SHUTDOWN_POLL_DELAY", _NUMBER),
+    ("", "", "ANSIBLE_GALAXY_COLLECTION_IMPORT_POLL_INTERVAL", _NUMBER),
+    ("", "", "ANSIBLE_GALAXY_COLLECTION_IMPORT_POLL_FACTOR", _NUMBER),
+    (
+        "defaults",
+        "collections_on_ansible_version_mismatch",
+        "ANSIBLE_COLLECTIONS_ON_ANSIBLE_VERSION_MISMATCH",
+        ("error", "warning", "ignore"),
+    ),
+    ("defaults", "gathering", "ANSIBLE_GATHERING", ("implicit", "explicit", "smart")),
+    ("defaults", "hash_behaviour", "ANSIBLE_HASH_BEHAVIOUR", ("replace", "merge")),
+    ("defaults", "duplicate_dict_key", "ANSIBLE_DUPLICATE_YAML_DICT_KEY", ("error", "warn", "ignore")),
+    (
+        "defaults",
+        "force_valid_group_names",
+        "ANSIBLE_TRANSFORM_INVALID_GROUP_CHARS",
+        ("always", "never", "ignore", "silently"),
+    ),
+    ("defaults", "playbook_vars_root", "ANSIBLE_PLAYBOOK_VARS_ROOT", ("top", "bottom", "all")),
+    ("defaults", "run_vars_plugins", "ANSIBLE_RUN_VARS_PLUGINS", ("demand", "start")),
+    ("inventory", "host_pattern_mismatch", "ANSIBLE_HOST_PATTERN_MISMATCH", ("error", "warning", "ignore")),
+)
 
 
 def find_config(
@@ -142,12 +191,56 @@ def _unquote(value: str) -> str:
     return value
 
 
+def _refused(value: str, kind: str | tuple[str, ...]) -> bool:
+    """Whether Ansible's ensure_type (and its choices) refuse `value` as written in the file or
+    the environment: a number is read unquoted, a word after one pair of quotes is taken off."""
+    if isinstance(kind, tuple):
+        return _unquote(value) not in kind
+    try:
+        if kind == _NUMBER:
+            float(value)
+            return False
+        number = decimal.Decimal(value)
+        return number != int(number)
+    except (ArithmeticError, ValueError):
+        return True
+
+
+def check_settings(
+    parser: configparser.ConfigParser | None,
+    lines: Mapping[tuple[str, str], int],
+    path: Path | None,
+    environ: Mapping[str, str],
+) -> None:
+    """One sentence naming the file and line (or the environment variable) of the first of
+    Ansible's own settings (CHECKED) whose value Ansible refuses as it starts."""
+    for section, key, env, kind in CHECKED:
+        if env and environ.get(env, "") != "":  # (an empty one: Ansible takes the default)
+            value, at, label = environ[env], f"{ENV_SOURCE}{env}", "its value"
+        elif (
+            key
+            and parser is not None
+            and (found := parser.get(section, key, raw=True, fallback=None)) is not None
+        ):
+            line = lines.get((section, key))
+            value, at, label = found, f"{path}, line {line}" if line else str(path), f"[{section}] {key}"
+        else:
+            continue
+        if _refused(value, kind):
+            want = kind if isinstance(kind, str) else "one of " + ", ".join(kind)
+            raise InventoryError(
+                f"{at}: {label} {value!r} is not {want}, so Ansible refuses this config as it starts"
+                f" (before it reads any host) and gpuonboard does too; write {want} there, or remove it."
+            )
+
+
 def config_vars(environ: Mapping[str, str] | None = None, path: Path | None = None) -> LineDict:
     """The host variables Ansible's config gives every host (`path`: the file, else the one
     find_config finds), each with the file and line (or the environment variable) it came from."""
     environ = os.environ if environ is None else environ
     path = find_config(environ) if path is None else path
     parser, lines = _parse(path) if path is not None else (None, {})
+    check_settings(parser, lines, path, environ)
     out = LineDict()
     out.key_lines, out.key_sources = {}, {}
     for var, entries, env_names in OPTIONS:
@@ -207,3 +300,24 @@ def _typed(var: str, value: str, at: str, source: Path, label: str) -> str | int
         base = os.getcwd() if str(source).startswith(ENV_SOURCE) else str(source.parent)
         return os.path.normpath(os.path.join(base, expanded))
     return value
+
+
+def config_inventory(environ: Mapping[str, str] | None = None) -> tuple[list[Path], str] | None:
+    """The inventory sources Ansible's config names (`[defaults] inventory`, a comma-separated
+    list, each relative path from the config file's directory; ANSIBLE_INVENTORY's from the
+    current directory, beating the file) and where that is written; None where none is named."""
+    environ = os.environ if environ is None else environ
+    if environ.get("ANSIBLE_INVENTORY", "").strip():
+        value, base, at = environ["ANSIBLE_INVENTORY"], Path.cwd(), f"{ENV_SOURCE}ANSIBLE_INVENTORY"
+    else:
+        path = find_config(environ)
+        if path is None:
+            return None
+        parser, lines = _parse(path)
+        found = parser.get("defaults", "inventory", raw=True, fallback=None)
+        if found is None or not found.strip():
+            return None
+        line = lines.get(("defaults", "inventory"))
+        value, base, at = found, path.parent, f"{path}, line {line}" if line else str(path)
+    sources = [_unquote(x.strip()) for x in value.split(",") if x.strip()]
+    return [base / os.path.expanduser(os.path.expandvars(s)) for s in sources], at

@@ -54,7 +54,7 @@ def disagreement(path: Path, ssh_config: Path, exe: str | None = None) -> str | 
         if want["jump"] and mine["jump"][-len(want["jump"]) :] == want["jump"]:
             mine["jump"] = want["jump"]  # (ours is the flat chain: the bastion's own jumps first)
         if isinstance(want["key_file"], str):  # (both expand `~` before use)
-            want["key_file"] = os.path.expanduser(want["key_file"])
+            want["key_file"] = os.path.abspath(os.path.expanduser(want["key_file"]))  # (ssh: from here)
         for key in want:
             if mine[key] != want[key]:
                 return f"host {name!r} {key}: ours {mine[key]!r}, Ansible's {want[key]!r}"

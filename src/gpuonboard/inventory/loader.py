@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import ansible as ansible_inventory
-from gpuonboard.inventory import ansible_ini, ansible_list
+from gpuonboard.inventory import ansible_cfg, ansible_ini, ansible_list
 from gpuonboard.inventory.ansible_vars import BELOW_VENDOR
 from gpuonboard.inventory.fields import (
     GROUP_KEYS,
@@ -86,13 +86,40 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
 def locate(project: Path, given: str) -> Path | str:
     """The inventory `--inventory` names, a relative path taken from the project folder (`~`
     expanded). `ansible-inventory:SOURCE` keeps its prefix and only SOURCE is resolved (a host
-    list like `gpu1,gpu2,` is Ansible's, left as it is), so `load` still sees the prefix."""
+    list like `gpu1,gpu2,` is Ansible's, left as it is), so `load` still sees the prefix. The
+    default, where there is no ./inventory: the one Ansible's config names (`_config_inventory`)."""
     if given.startswith(ansible_list.PREFIX):
         source = given[len(ansible_list.PREFIX) :]
         if source and "," not in source:
             source = str(_under(project, source))
         return ansible_list.PREFIX + source
+    if given == DEFAULT_INVENTORY and not (project / given).exists():
+        return _config_inventory() or _under(project, given)
     return _under(project, given)
+
+
+DEFAULT_INVENTORY = "inventory"  # (--inventory's default: the project's ./inventory)
+
+
+def _config_inventory() -> Path | None:
+    """Where there is no ./inventory, the one inventory Ansible's config names (`[defaults]
+    inventory`, or ANSIBLE_INVENTORY), as `ansible-playbook` with no `-i` reads it; several
+    sources, or one that is not there, is one sentence naming where the config says so."""
+    named = ansible_cfg.config_inventory()
+    if named is None:
+        return None
+    sources, at = named
+    if len(sources) > 1:
+        raise InventoryError(
+            f"{at}: the Ansible config names {len(sources)} inventories ({', '.join(map(str, sources))}),"
+            " which Ansible reads together while gpuonboard reads one; pass --inventory with the one to use."
+        )
+    if not sources[0].exists():
+        raise InventoryError(
+            f"{at}: the inventory the Ansible config names, {sources[0]}, does not exist (and there is"
+            " no ./inventory); fix that setting, or pass --inventory PATH."
+        )
+    return sources[0]
 
 
 def _under(project: Path, given: str) -> Path:

@@ -6,6 +6,7 @@ into a `Host`.
 
 from __future__ import annotations
 
+import decimal
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -160,12 +161,22 @@ def resolve_host(
     vendor = _host_vendor(layers, vendors, path, vendors_dir)
     s = _merge_layers(name, layers, vendor, path, ssh_cfg, name_is_address)
     connection = s.merged.get("connection", "ssh")
+    if connection not in CONNECTIONS and s.ansible:
+        raise s.err(
+            "connection",
+            f"is Ansible's {connection!r} connection (ansible_connection, or the config's"
+            " transport), which does not run over SSH, while gpuonboard reaches a host only over"
+            " SSH or on this machine, so it would reach another host than Ansible does; set"
+            " ansible_connection=ssh where SSH reaches this host, or leave it out of this inventory.",
+        )
     if connection not in CONNECTIONS:
         raise s.err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
     address = _address(s, connection, ssh_cfg, host_where, name_is_address)
     port = s.pick("port", "port", 22)
     if isinstance(port, str) and is_digits(port):
         port = int(port)
+    elif s.ansible and isinstance(port, (str, float)):
+        port = ansible_integer(port)
     if problem := PORT_RANGE.problem(port):
         raise s.err("port", problem)
     user = s.pick("user", "user", "root")
@@ -238,7 +249,7 @@ class _Settings:
         at = where(self.file_of(label), src, key)
         if self.ansible and label == "defaults":  # (the layer's name is ours: name what the user wrote)
             who = getattr(src, "key_layers", {}).get(key, (ALL_VARS,))[0]
-            label = f"{'the Ansible config' if who == CONFIG_LAYER else ALL_VARS}'"
+            label = "the Ansible config's" if who == CONFIG_LAYER else f"{ALL_VARS}'"
         return InventoryError(f"{at}: {label} field {key!r} {problem}")
 
     def from_inventory(self, key: str) -> bool:
@@ -678,8 +689,34 @@ def _key_path(s: _Settings, key_file: Any) -> str | None:
                 " or write the path out.",
             )
         if not os.path.isabs(key_file):
-            key_file = str((s.path.parent / key_file).resolve())
+            key_file = str((_key_base(s, key_file) / key_file).resolve())
     return key_file
+
+
+def ansible_integer(value: str | float) -> int | str | float:
+    """`value` as Ansible's ssh connection types its integer port: a number with no fraction
+    (`2222.0` from INI, `" 2222"`) is that whole number; anything else is left to be refused."""
+    try:
+        number = decimal.Decimal(value.strip() if isinstance(value, str) else value)
+        return int(number) if number == int(number) else value
+    except (ArithmeticError, ValueError):
+        return value
+
+
+def _key_base(s: _Settings, key_file: str) -> Path:
+    """The folder a relative key file is read from: the inventory file's, but an Ansible
+    variable's (`ansible_ssh_private_key_file=./keys/id`) from the directory gpuonboard runs in,
+    as Ansible passes it to ssh as written and ssh opens it where Ansible runs."""
+    written = s.merged.get("key_file")
+    by = s.origin.get("key_file", ({}, ""))[1]
+    if (
+        s.ansible
+        and isinstance(written, str)
+        and _expand_path(written)[0] == key_file
+        and not by.startswith("vendor ")
+    ):
+        return Path.cwd()
+    return s.path.parent
 
 
 def _data_dir(s: _Settings) -> str | None:

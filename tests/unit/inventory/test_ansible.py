@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -537,3 +538,166 @@ def test_a_jump_and_ssh_args_of_two_layers_take_the_more_specific(tmp_path: Path
     )
     with pytest.raises(InventoryError, match=r"'jump' and `-o ProxyJump=ubuntu@10.0.0.9`.*both say"):
         inventory.load(path)
+
+
+CORPUS = Path(__file__).resolve().parents[2] / "fixtures" / "ansible"
+
+
+@pytest.mark.parametrize(
+    ("written", "kind"),
+    [
+        ("ansible.builtin.local", "local"),
+        ("ansible.legacy.local", "local"),
+        ("ansible.builtin.ssh", "ssh"),
+        ("paramiko_ssh", "ssh"),
+        ("ansible.builtin.paramiko_ssh", "ssh"),
+    ],
+)
+def test_a_connection_written_as_its_fqcn_is_that_connection(tmp_path: Path, written: str, kind: str) -> None:
+    """Ansible's own connection_local test inventory (tests/fixtures/ansible, SOURCES.md) with its
+    `ansible_connection=local` written as another name of the same plugin, its FQCN
+    (`ansible.builtin.local`, the edit): Ansible runs these hosts on this machine (`-vvv`: ESTABLISH
+    LOCAL CONNECTION); was: every name but a bare `local` read as ssh, so they were dialled as
+    root at localhost:22."""
+    text = (CORPUS / "ansible-connection-local" / "test_connection.inventory").read_text()
+    assert "ansible_connection=local\n" in text
+    path = tmp_path / "test_connection.inventory"
+    path.write_text(text.replace("ansible_connection=local\n", f"ansible_connection={written}\n"))
+    (tmp_path / "ssh_config").write_text("")
+    hosts = inventory.load(path, ssh_config=tmp_path / "ssh_config").hosts
+    assert {h.connection for h in hosts.values()} == {kind}
+
+
+def test_a_connection_that_is_not_ssh_is_refused_naming_it(tmp_path: Path) -> None:
+    """community.docker's connection test inventory (real, unedited): its hosts are containers
+    Ansible reaches with `docker exec` at `ansible_host=ubuntu-latest`; was: dialled over SSH at
+    ubuntu-latest:22 as root, now one sentence naming the connection and what to do."""
+    (tmp_path / "ssh_config").write_text("")
+    path = CORPUS / "community-docker-connection" / "test_connection.inventory"
+    with pytest.raises(
+        InventoryError, match="'community.docker.docker' connection .* set ansible_connection=ssh"
+    ):
+        inventory.load(path, ssh_config=tmp_path / "ssh_config")
+
+
+DELEGATE_TO_LOCAL = "".join(
+    (CORPUS / "ansible-delegate-to" / "inventory").read_text().splitlines(keepends=True)[:5]
+)  # (its [local] group: two local hosts, testhost3 and 4 at `ansible_ssh_host=127.0.0.3`, `.4`)
+
+
+@pytest.mark.parametrize(
+    ("edit", "where"),
+    [
+        (
+            (
+                "testhost3 ansible_ssh_host=127.0.0.3",
+                "testhost3 ansible_ssh_host=127.0.0.3 ansible_host=127.0.0.9",
+            ),
+            None,
+        ),
+        (
+            ("testhost3 ansible_ssh_host=127.0.0.3", "testhost3 ansible_host=127.0.0.9"),
+            "ansible_ssh_host=127.0.0.3",
+        ),
+        (
+            ("testhost3 ansible_ssh_host=127.0.0.3", "testhost3 ansible_port=2201 ansible_user=hu"),
+            "ansible_ssh_port=2202\nansible_ssh_user=gu",
+        ),
+    ],
+)
+def test_the_ssh_named_variable_wins_as_in_ansibles_ssh_connection(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], where: str | None
+) -> None:
+    """Ansible's delegate_to test inventory's [local] group (real; testhost3's line edited as
+    `edit` says, and `where` added as the group's [local:vars]): Ansible's ssh connection takes
+    `ansible_ssh_host` over `ansible_host` (`_ssh_port`, `_ssh_user` likewise) whichever layer set
+    each, even a group's over the host's own (its `-vvv` ssh line, compared here); was: the one
+    written last, or the host's, so testhost3 was dialled at 127.0.0.9 (or port 2201 as hu)."""
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    text = DELEGATE_TO_LOCAL.replace(*edit) + (f"[local:vars]\n{where}\n" if where else "")
+    monkeypatch.chdir(tmp_path)
+    tmp_path.chmod(0o755)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER", "ANSIBLE_REMOTE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "inventory"
+    path.write_text(text)
+    h = inventory.load(path).hosts["testhost3"]
+    g = _ansible_ssh_g(tmp_path, "testhost3", path)
+    assert (h.address, h.port, h.user) == (g["hostname"][0], int(g["port"][0]), g["user"][0])
+
+
+def test_a_relative_key_file_of_an_ansible_variable_is_read_where_ansible_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real Vagrant project's inventory (bon3409/ansible-semaphore-ui, inventory/local/hosts,
+    unedited): `ansible_ssh_private_key_file=./.vagrant/machines/app/virtualbox/private_key`, the
+    key Vagrant writes at the project's top, where `ansible-playbook -i inventory/local/hosts`
+    runs; Ansible hands ssh the path as written, ssh opens it there (its `-vvv` ssh line, read
+    by `ssh -G` from that directory). Was: read from the inventory's folder
+    (inventory/local/.vagrant/..., no such file: the project refused)."""
+    import shutil
+
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    (tmp_path / "inventory" / "local").mkdir(parents=True)
+    hosts = tmp_path / "inventory" / "local" / "hosts"
+    shutil.copy(CORPUS / "semaphore-vagrant" / "hosts", hosts)
+    key = tmp_path / ".vagrant" / "machines" / "app" / "virtualbox" / "private_key"
+    key.parent.mkdir(parents=True)
+    key.write_text("")
+    inv = inventory.load(Path("inventory/local/hosts"))
+    g = _ansible_ssh_g(tmp_path, "app", hosts)
+    assert inv.hosts["app"].key_file == os.path.abspath(g["identityfile"][0]) == str(key)
+    inv.check_key_files(inv.hosts.values())  # (no "does not exist")
+
+
+@pytest.mark.parametrize(
+    ("edit", "port", "user"),
+    [
+        (("ansible_ssh_port=22", "ansible_ssh_port=2222.0"), 2222, "vagrant"),
+        (("ansible_ssh_port=22", 'ansible_ssh_port=" 2222"'), 2222, "vagrant"),
+        (("ansible_user=vagrant", "ansible_user="), 22, None),
+    ],
+)
+def test_a_port_and_user_ansible_reads_are_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], port: int, user: str | None
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant) with its `[local:vars]` edited as
+    `edit` says: Ansible's ssh takes `2222.0` (INI types it a float) and `" 2222"` as port 2222,
+    and an empty `ansible_user` as none (no User on its ssh line: ssh's own default); was: the
+    port refused ("must be a number"), the empty user refused ("must be a user name string").
+    gpuonboard's user where none is set is root, as for any host without one."""
+    import getpass
+
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER", "ANSIBLE_REMOTE_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    assert edit[0] in text
+    hosts = tmp_path / "hosts"
+    hosts.write_text(text.replace(*edit))
+    h = inventory.load(hosts).hosts["app"]
+    g = _ansible_ssh_g(tmp_path, "app", hosts)
+    assert h.port == int(g["port"][0]) == port
+    assert g["user"][0] == (user or getpass.getuser())
+    assert h.user == (user or "root")

@@ -23,7 +23,15 @@ ANSIBLE = shutil.which("ansible") or str(Path(sys.executable).with_name("ansible
 needs_both = pytest.mark.skipif(
     SSH is None or not Path(ANSIBLE).exists(), reason="needs OpenSSH's ssh and ansible-core"
 )
-_ENV = ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER", "ANSIBLE_REMOTE_PORT", "ANSIBLE_SSH_COMMON_ARGS")
+_ENV = (
+    "ANSIBLE_CONFIG",
+    "ANSIBLE_REMOTE_USER",
+    "ANSIBLE_REMOTE_PORT",
+    "ANSIBLE_SSH_COMMON_ARGS",
+    "ANSIBLE_TRANSPORT",
+    "ANSIBLE_FORKS",
+    "ANSIBLE_TIMEOUT",
+)
 
 
 def _setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str, ini: str) -> Path:
@@ -533,3 +541,136 @@ def test_an_all_vars_jump_beside_the_all_vars_args_jump_is_named_as_the_user_wro
         message
     ), message
     assert "defaults" not in message, message
+
+
+def _ansible_refuses_config(tmp_path: Path, hosts: Path) -> bool:
+    """Whether `ansible-inventory --list` stops on the config in `tmp_path` (its invalid-value or
+    invalid-choice error)."""
+    done = subprocess.run(
+        [str(Path(ANSIBLE).with_name("ansible-inventory")), "-i", str(hosts), "--list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp")},
+    )
+    return done.returncode != 0 and "AnsibleOptionsError" in done.stderr
+
+
+@needs_both
+@pytest.mark.parametrize(
+    ("cfg", "line", "words"),
+    [
+        ("[defaults]\nforks = lots\n", 2, r"\[defaults\] forks 'lots' is not a whole number"),
+        ("[defaults]\nremote_port = '2222'\n", 2, "remote_port \"'2222'\" is not a whole number"),
+        ("[defaults]\nremote_user = ops\nremote_port =\n", 3, "remote_port '' is not a whole number"),
+        ("[defaults]\ngathering = sometimes\n", 2, "is not one of implicit, explicit, smart"),
+        ("[defaults]\ninternal_poll_interval = fast\n", 2, "'fast' is not a number"),
+        ("[defaults]\n\n[diff]\ncontext = big\n", 4, r"\[diff\] context 'big' is not a whole number"),
+    ],
+)
+def test_a_setting_ansible_checks_as_it_starts_is_refused_as_ansible_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str, line: int, words: str
+) -> None:
+    """Ansible checks its own settings' values as it starts (`ansible-inventory --list` stops on
+    `forks = lots`, a quoted or empty `remote_port`, a `gathering` that is none of its words);
+    was: read (the quoted port as port 2222, the empty one as no port), now one sentence naming
+    the file and line."""
+    hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
+    assert _ansible_refuses_config(tmp_path, hosts)
+    with pytest.raises(InventoryError, match=rf"ansible.cfg, line {line}: .*{words}, so Ansible refuses"):
+        inventory.load(hosts)
+
+
+@needs_both
+@pytest.mark.parametrize(
+    ("cfg", "env"),
+    [
+        ("[defaults]\nforks = 1e1\ngathering = 'smart'\ninternal_poll_interval = .5\n", {}),
+        ("[defaults]\nforks = lots\n", {"ANSIBLE_FORKS": "8"}),
+        ("[defaults]\n", {"ANSIBLE_TIMEOUT": ""}),
+    ],
+)
+def test_a_setting_ansible_reads_is_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str, env: dict[str, str]
+) -> None:
+    """What Ansible reads is read: `forks = 1e1` (a whole number), a quoted word, the
+    environment's value beating the file's bad one, an empty variable (Ansible's default)."""
+    hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert not _ansible_refuses_config(tmp_path, hosts)
+    assert inventory.load(hosts).hosts["gpu1"].address == "10.0.0.1"
+
+
+@needs_both
+def test_a_setting_ansible_checks_is_refused_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ANSIBLE_FORKS=lots stops Ansible as the file's would; named as the variable."""
+    hosts = _setup(tmp_path, monkeypatch, "[defaults]\n", "gpu1 ansible_host=10.0.0.1\n")
+    monkeypatch.setenv("ANSIBLE_FORKS", "lots")
+    assert _ansible_refuses_config(tmp_path, hosts)
+    with pytest.raises(InventoryError, match="^environment variable ANSIBLE_FORKS: its value 'lots' is not"):
+        inventory.load(hosts)
+
+
+def _ansible_connects_locally(tmp_path: Path, host: str, hosts: Path) -> bool:
+    """Whether Ansible runs `host`'s tasks on this machine (`-vvv`: ESTABLISH LOCAL CONNECTION);
+    its ssh is /bin/false, so nothing is dialled."""
+    env = {**os.environ, "ANSIBLE_SSH_EXECUTABLE": "/bin/false", "ANSIBLE_SSH_RETRIES": "0"}
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
+    done = subprocess.run(
+        [ANSIBLE, host, "-i", str(hosts), "-m", "ping", "-vvv"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    return "ESTABLISH LOCAL CONNECTION" in done.stdout
+
+
+@needs_both
+@pytest.mark.parametrize(
+    ("ini", "local"),
+    [
+        ("gpu1 ansible_host=10.0.0.1\n", True),
+        ("gpu1 ansible_host=10.0.0.1 ansible_connection=ssh\n", False),
+    ],
+)
+def test_the_configs_transport_is_how_its_hosts_are_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ini: str, local: bool
+) -> None:
+    """`transport = local` in ansible.cfg runs every host without its own ansible_connection on
+    this machine, as Ansible does (was: not read, so such a host was dialled over SSH)."""
+    hosts = _setup(tmp_path, monkeypatch, "[defaults]\ntransport = local\n", ini)
+    assert _ansible_connects_locally(tmp_path, "gpu1", hosts) is local
+    assert inventory.load(hosts).hosts["gpu1"].connection == ("local" if local else "ssh")
+
+
+@pytest.mark.parametrize(
+    ("cfg", "env", "outcome"),
+    [
+        ("[defaults]\ntransport = paramiko\n", None, "ssh"),
+        ("[defaults]\ntransport = ansible.builtin.ssh\n", None, "ssh"),
+        ("[defaults]\ntransport = local\n", "ssh", "ssh"),
+        ("[defaults]\ntransport = community.docker.docker\n", None, "refused"),
+    ],
+)
+def test_a_transport_that_is_not_ssh_or_local_is_refused_naming_the_config(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str, env: str | None, outcome: str
+) -> None:
+    """paramiko (and `ansible.builtin.ssh`) reach the host over SSH; ANSIBLE_TRANSPORT beats the
+    file's; a transport that is not SSH (docker exec) is refused in one sentence naming the
+    config (was: dialled over SSH, at the container's name)."""
+    hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
+    if env is not None:
+        monkeypatch.setenv("ANSIBLE_TRANSPORT", env)
+    if outcome == "refused":
+        with pytest.raises(
+            InventoryError, match=r"ansible.cfg, line 2: .*'community.docker.docker' connection"
+        ):
+            inventory.load(hosts)
+    else:
+        assert inventory.load(hosts).hosts["gpu1"].connection == outcome

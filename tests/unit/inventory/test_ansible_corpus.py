@@ -27,6 +27,9 @@ REFUSED = {
     "ansible-delegate-to": "ansible_host is a Jinja2 template",
     "cns-master-workers": "OpenSSH cannot resolve host '<MASTER_IP>'",  # a template's placeholders
     "kubespray-inventory-yml": "'hosts' must be a mapping",  # Ansible takes "node1 node2 node3" as one host
+    # a connection that is not SSH (docker exec, a network device's plugin): another host
+    "community-docker-connection": "is Ansible's 'community.docker.docker' connection",
+    "ansible-network-connection": "is Ansible's 'network_noop' connection",
 }
 
 

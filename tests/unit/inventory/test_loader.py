@@ -15,6 +15,7 @@ import pytest
 from gpuonboard import inventory
 from gpuonboard.errors import ExitCode, InventoryError, UsageError
 from gpuonboard.inventory import DataDiskSpec, Inventory, OrderSpec
+from gpuonboard.inventory.loader import locate
 from gpuonboard.steps.container import parse_ref
 from gpuonboard.steps.teardown import mark_stale
 from gpuonboard.yamlload import parse_yaml
@@ -936,3 +937,71 @@ def test_a_data_dir_in_a_system_directory_of_the_host_is_refused_at_load(tmp_pat
             {"hosts.yml": f"hosts:\n  a: {{address: 10.0.0.1, data_dir: {fine}}}\n"},
         )
         assert inventory.load(root).hosts["a"].data_dir == fine
+
+
+ANSIBLE_CORPUS = REPO / "tests" / "fixtures" / "ansible"
+ANSIBLE_INVENTORY_EXE = Path(sys.executable).with_name("ansible-inventory")
+
+
+def _deepops_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str | None = None) -> Path:
+    """DeepOps' real ansible.cfg (`inventory = ./config/inventory`) at a project's top, its real
+    config.example inventory (uncommented, with its group_vars/host_vars) in config/, no
+    ./inventory; the current directory, the project."""
+    import shutil
+
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_INVENTORY"):
+        monkeypatch.delenv(name, raising=False)
+    tmp_path.chmod(0o755)
+    text = (ANSIBLE_CORPUS / "deepops-ansible.cfg").read_text()
+    (tmp_path / "ansible.cfg").write_text(text if cfg is None else text.replace("./config/inventory", cfg))
+    shutil.copytree(ANSIBLE_CORPUS / "deepops-uncommented", tmp_path / "config")
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.skipif(not ANSIBLE_INVENTORY_EXE.exists(), reason="ansible-core is not installed")
+def test_with_no_inventory_folder_the_ansible_configs_inventory_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A DeepOps checkout (real ansible.cfg and inventory, no ./inventory): `ansible-inventory
+    --list` with no `-i` reads ./config/inventory, the config's `inventory`, from the config's
+    folder; so does gpuonboard with no --inventory now (was: "inventory not found")."""
+    import json
+
+    project = _deepops_checkout(tmp_path, monkeypatch)
+    done = subprocess.run(
+        [str(ANSIBLE_INVENTORY_EXE), "--list"], capture_output=True, text=True, timeout=120, cwd=project
+    )
+    theirs = set(json.loads(done.stdout)["_meta"]["hostvars"])
+    path = locate(project, "inventory")
+    assert path == project / "config" / "inventory"
+    assert set(inventory.load(path).hosts) == theirs and theirs
+
+
+@pytest.mark.parametrize(
+    ("cfg", "words"),
+    [
+        ("./config/inventory, ./config/other", "names 2 inventories"),
+        ("./config/missing", "config/missing, does not exist"),
+    ],
+)
+def test_an_ansible_config_inventory_gpuonboard_cannot_read_alone_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str, words: str
+) -> None:
+    """DeepOps' ansible.cfg with its `inventory` edited to name two sources (Ansible reads both)
+    or a missing one: one sentence naming ansible.cfg's line 4 and what to pass."""
+    project = _deepops_checkout(tmp_path, monkeypatch, cfg)
+    with pytest.raises(InventoryError, match=rf"ansible.cfg, line 4: .*{words}.*--inventory"):
+        locate(project, "inventory")
+
+
+def test_an_inventory_folder_beats_the_ansible_configs_inventory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ./inventory exists it is read (gpuonboard's default), and a given --inventory always."""
+    project = _deepops_checkout(tmp_path, monkeypatch)
+    (project / "inventory").mkdir()
+    assert locate(project, "inventory") == project / "inventory"
+    assert locate(project, "config/inventory") == project / "config" / "inventory"
