@@ -403,3 +403,49 @@ def test_a_value_cleaned_again_reads_as_it_read_the_first_time() -> None:
         assert values._clean(f" {n} ") == str(n)
     assert 0 < len(values._CLEANED) <= values._CLEANED_MAX
     assert values._clean(None) is None
+
+
+def test_a_value_read_again_reads_as_it_read_the_first_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_int, _float, _on_off and _yes_no (kept by value: values._by_value) over every text of
+    every real and derived `-q -x` capture, every value of every `-q` capture (after ` : `),
+    every cell of the CSV captures, and spellings around them (padded, bracketed, upper-cased,
+    annotated, 64 and 65 characters long): read twice, after the tables were emptied, and with
+    tables of 20 values (emptied mid-way): each time as the reader without its table reads it."""
+    from gpuonboard.facts.nvidia_smi import values
+
+    texts = [
+        e.text or ""
+        for doc in _xml_documents()[:-3]
+        for e in ET.fromstring(
+            doc[doc.index("<nvidia_smi_log") :].split("</nvidia_smi_log>")[0] + "</nvidia_smi_log>"
+        ).iter()
+    ]
+    for folder in (REAL, REAL / "../derived"):
+        for path in sorted(folder.glob("nvidia-smi-q*.txt")):
+            texts += [line.split(" : ", 1)[1] for line in path.read_text().splitlines() if " : " in line]
+        for path in sorted(folder.glob("nvidia-smi-query*.csv")):
+            texts += [cell for line in path.read_text().splitlines() for cell in line.split(",")]
+    texts += [
+        f"{w}{t}{w}"
+        for t in ("N/A", "[N/A]", "ERR!", "Enabled", "On", "Off", "Yes", "No", "0", "1", "27 C", "26.78 W")
+        for w in ("", " ", "\t")
+    ]
+    texts += ["YES", "No <== pending", "7" * 64, "7" * 65, "", " ", "[", "]", "1e3", "-5 C", "0x10"]
+    readers = (values._int, values._float, values._on_off, values._yes_no)
+    assert len(values._READ_TABLES) == len(readers)
+    assert len(texts) > 20_000
+
+    def read_each() -> list[object]:
+        return [read(t) for read in readers for t in [*texts, None]]
+
+    plain = [read.__wrapped__(t) for read in readers for t in [*texts, None]]  # type: ignore[attr-defined]
+    for table in values._READ_TABLES:
+        table.clear()
+    assert read_each() == plain
+    assert read_each() == plain
+    assert all(0 < len(table) <= values._CLEANED_MAX for table in values._READ_TABLES)
+    monkeypatch.setattr(values, "_CLEANED_MAX", 20)
+    for table in values._READ_TABLES:
+        table.clear()
+    assert read_each() == plain
+    assert all(len(table) <= 20 for table in values._READ_TABLES)

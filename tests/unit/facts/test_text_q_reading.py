@@ -1,4 +1,5 @@
-"""The `nvidia-smi -q` text parse's shortcuts (each line read once a parse, the joined-fields
+"""The `nvidia-smi -q` text parse's shortcuts (each line read once a parse, a line read by an
+earlier parse taken from its table, the joined-fields
 regex on the lines that can hold two fields, a tree section's casefolded labels, a GPU record's
 fault screen on its values) read as the
 long way read: every real and derived -q capture, and copies of them edited in-test as each
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from gpuonboard.facts.nvidia_smi import text_q
 from gpuonboard.facts.nvidia_smi.faults import FAULT_WORDS, NVML_FIELD_ERRORS, _field_faults
 from gpuonboard.facts.nvidia_smi.text_q import (
     _JOINED_FIELDS,
@@ -107,6 +109,28 @@ def test_one_reading_of_a_line_is_what_each_line_test_read(path: Path) -> None:
                 )
             head = re.match(r"GPU\s+\S+\s*$", raw) is not None
             assert line == (node, not raw.strip(), _keyed(raw), _header(raw), _indent(raw), head), raw
+
+
+def test_a_line_read_by_an_earlier_parse_reads_as_it_read_the_first_time(monkeypatch: Any) -> None:
+    """Every capture and its edits (_edited), read with the table of lines emptied before each
+    text, then all of them again with the table holding every line read before (and in the
+    other order), then again with a table of 50 lines (emptied every 50 new lines, mid-parse):
+    the same reports (their repr); each line the table holds reads as _read_line reads it."""
+    texts = [t for path in CAPTURES for t in _edited(path.read_text())]
+    first = []
+    for t in texts:
+        text_q._READ_LINES.clear()
+        first.append(repr(text_q.parse_text_q(t)))
+    text_q._READ_LINES.clear()
+    for t in texts:
+        text_q.parse_text_q(t)
+    assert len(text_q._READ_LINES) > 500
+    assert [repr(text_q.parse_text_q(t)) for t in texts] == first
+    assert [repr(text_q.parse_text_q(t)) for t in reversed(texts)] == first[::-1]
+    assert all(line == _read_line(raw) for raw, line in text_q._READ_LINES.items())
+    monkeypatch.setattr(text_q, "_READ_LINES_MAX", 50)
+    assert [repr(text_q.parse_text_q(t)) for t in texts] == first
+    assert len(text_q._READ_LINES) <= 50
 
 
 def _scanned(node: dict[str, Any], key: str) -> Any:

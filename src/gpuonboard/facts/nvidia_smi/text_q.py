@@ -85,13 +85,29 @@ def _read_line(raw: str) -> _Line:
     return _Line(node, not text, keyed, header, _indent(raw), _gpu_head(raw))
 
 
+# _read_line's answers by the line as printed, across parses: the boxes of one fleet print most
+# lines of their -q texts alike (its labels, and values such as `Persistence Mode : Enabled`,
+# `Pending : N/A`), each read the same every time (_read_line reads the line alone; forgotten
+# all at once when full)
+_READ_LINES: dict[str, _Line] = {}
+_READ_LINES_MAX = 4096
+
+
 class _Lines(dict[str, _Line]):
     """The _Line of each distinct line of one -q text, read at its first lookup: a record's
     lines are read once for the whole text's tree, the record's, the re-join and the flatten
-    check (the GPUs of one box print many lines alike)."""
+    check (the GPUs of one box print many lines alike); a line read by an earlier parse is
+    taken from _READ_LINES."""
 
     def __missing__(self, raw: str) -> _Line:
-        line = self[raw] = _read_line(raw)
+        line = _READ_LINES.get(raw)
+        if line is None:
+            line = _read_line(raw)
+            if len(raw) <= 256:  # (a long line is seldom printed twice)
+                if len(_READ_LINES) >= _READ_LINES_MAX:
+                    _READ_LINES.clear()
+                _READ_LINES[raw] = line
+        self[raw] = line
         return line
 
 

@@ -4,6 +4,7 @@ compute modes. Pure functions of one raw value each; None where nvidia-smi gave 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
@@ -175,6 +176,37 @@ def _is_version(value: str | None) -> bool:
     return value is not None and _VERSION_NUMBER.fullmatch(value) is not None
 
 
+_Read = TypeVar("_Read")
+# the tables of the readers kept by value (_by_value), for the tests
+_READ_TABLES: list[dict[str, object]] = []
+
+
+def _by_value(read: Callable[[str | None], _Read]) -> Callable[[str | None], _Read]:
+    """`read` (a pure reader of one value) with its answer kept by the value as printed, as
+    _clean's are (values of up to 64 characters; forgotten all at once when _CLEANED_MAX are
+    kept): a GPU's record reads ~50 numbers and flags, most of them a few values ("0", "N/A",
+    "No", "Enabled"), read the same every time."""
+    table: dict[str, _Read] = {}
+    _READ_TABLES.append(table)  # type: ignore[arg-type]
+
+    @functools.wraps(read)
+    def reading(value: str | None) -> _Read:
+        if type(value) is not str or len(value) > 64:
+            return read(value)
+        try:
+            return table[value]
+        except KeyError:
+            pass
+        answer = read(value)
+        if len(table) >= _CLEANED_MAX:
+            table.clear()
+        table[value] = answer
+        return answer
+
+    return reading
+
+
+@_by_value
 def _int(value: str | None) -> int | None:
     """Leading integer of a value such as '27 C', '16x', '81920 MiB'; None when absent."""
     cleaned = _clean(value)
@@ -214,6 +246,7 @@ def _mib(value: str | None) -> int | None:
     return round(float(match.group(1)) * factor)
 
 
+@_by_value
 def _on_off(value: str | None) -> str | None:
     """Normalise 'On'/'Off'/'Enabled'/'Disabled' to 'Enabled'/'Disabled'."""
     cleaned = _clean(value)
@@ -231,6 +264,7 @@ _LEADING_FLOAT = re.compile(r"^\s*(-?\d+(?:\.\d+)?)")
 _PSTATE = re.compile(r"^P(\d{1,2})$")
 
 
+@_by_value
 def _float(value: str | None) -> float | None:
     """Leading number of a value such as '26.78 W' or '700.00'; None when absent."""
     cleaned = _clean(value)
@@ -249,6 +283,7 @@ ELISION = re.compile(r"^\s*[\[(]?\s*(?:\.{3,}|…)\s*[\])]?\s*$", re.M)
 _ANNOTATED = re.compile(r"^(\S+)\s+[^\w\s][^\w]*$")
 
 
+@_by_value
 def _yes_no(value: str | None) -> bool | None:
     """'Yes'/'No' (also 'True'/'False', '1'/'0') as a bool, an annotation without words after it
     left out; None when absent or unknown."""
