@@ -125,7 +125,9 @@ def test_a_banner_cut_inside_its_cuda_version_stays_an_incomplete_probe(tmp_path
     assert verdict == "unverified", actual
 
 
-WSL_CUDA_ERR = "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt"
+WSL_CUDA_ERR = (
+    "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt"
+)
 # (capture, its CUDA version as printed, the same place holding nvidia-smi's fault marker as the
 # real WSL2 table of microsoft/WSL#11589 prints it: `CUDA Version: ERR!`)
 CUDA_ERR = [
@@ -136,7 +138,9 @@ CUDA_ERR = [
 ]
 
 
-@pytest.mark.parametrize(("name", "said", "instead"), CUDA_ERR, ids=["table", "-q", "-q -x", "-q Unknown Error"])
+@pytest.mark.parametrize(
+    ("name", "said", "instead"), CUDA_ERR, ids=["table", "-q", "-q -x", "-q Unknown Error"]
+)
 def test_a_cuda_version_nvidia_smi_could_not_read_is_no_pass(
     tmp_path: Path, name: str, said: str, instead: str
 ) -> None:
