@@ -143,10 +143,8 @@ def test_a_whole_listing_beside_a_table_cut_in_a_gpu_keeps_the_names_whole() -> 
 
 # nvidia-smi -L (7 MIG devices on one A100) and then the table, cut by the page below its banner
 # (datadog-agent#33120): the table answered the driver and CUDA versions and no GPU row
-BANNER_ONLY = (
-    "session__a100-sxm4-80gb__7mig__nvidia-smi-L-then-table-cut-below-banner__driver535.216.01"
-    "__datadog-agent-33120.txt"
-)
+BANNER_ONLY = "transcript__nvidia-smi-L+nvidia-smi-CUT-below-banner__a100-sxm4-80gb-7mig-datadog-agent.txt"
+SESSIONS = REAL.parent / "sessions"
 
 
 def test_a_banner_beside_a_listing_gives_the_box_its_driver(tmp_path: Path) -> None:
@@ -155,7 +153,7 @@ def test_a_banner_beside_a_listing_gives_the_box_its_driver(tmp_path: Path) -> N
     with the table: `nvidia_driver` said "driver unknown" and asked to save the table's header,
     which was saved. The banner is the box's answer: "driver 535.216.01, CUDA 12.2", a pass (the
     GPU set is `-L`'s, whole)."""
-    text = (REAL / BANNER_ONLY).read_text(encoding="utf-8")
+    text = (SESSIONS / BANNER_ONLY).read_text(encoding="utf-8")
     assert verdicts(tmp_path, BANNER_ONLY, text)["nvidia_driver"] == ("pass", "driver 535.216.01, CUDA 12.2")
     listing, table = text.split("\n\n", 1)
     raw = {
@@ -170,7 +168,7 @@ def test_a_banner_beside_a_listing_gives_the_box_its_driver(tmp_path: Path) -> N
 def test_a_banner_of_another_driver_beside_a_listing_disagrees() -> None:
     """The same cut table beside a whole real `-q` of another box (driver 580.159.04): two
     drivers, named with their formats, never the listing's driver kept as the box's only one."""
-    table = (REAL / BANNER_ONLY).read_text(encoding="utf-8").split("\n\n", 1)[1].split("\n", 1)[1]
+    table = (SESSIONS / BANNER_ONLY).read_text(encoding="utf-8").split("\n\n", 1)[1].split("\n", 1)[1]
     q = (REAL / "nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text(encoding="utf-8")
     raw = {"nvidia_smi_q": ProbeOutput(q, "", 0), "nvidia_smi_table": ProbeOutput(table, "", 0)}
     report = merge(raw, parse_any).report
