@@ -172,7 +172,8 @@ def _no_gpu_actual(facts: Facts) -> str | None:
     return None
 
 
-# a table (or another format) whose banner was read and none of whose GPU rows could be
+# what a table (or another format) says whose banner was read and none of whose GPU rows
+# could be (docs/reference/rules.md, nvidia_driver)
 NO_ROW_READ = "nvidia-smi answered, but no GPU row of its output could be read (cut short or mangled)"
 
 
