@@ -433,7 +433,7 @@ def merge(
         return GpuEvidence(None, (), tuple(refusals), None)
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
-    merged = _with_inforom(_union(reports, listed, unopened, listed_whole), [*outputs, *warned])
+    merged = _with_inforom(_union(reports, listed, unopened, listed_whole, unread), [*outputs, *warned])
     apps_out = raw.get(APPS_PROBE)
     if apps_out is not None and apps_out.exit_code == 0 and merged.gpus:
         apps = parse_compute_apps(apps_out.stdout)
@@ -601,13 +601,19 @@ def _union(
     listed: list[GpuInfo],
     unopened: Sequence[GpuInfo] = (),
     listed_whole: bool = True,
+    banners: Sequence[tuple[str, GpuReport]] = (),
 ) -> GpuReport:
     """One GPU set (`_base`), each GPU's fields from the richest format that read it. A GPU of
     another format that matches none of the set (another PCI address) is not added: formats of
     one box name the same GPUs, and two boxes' outputs are never one box. A GPU nvidia-smi
     names as unopenable is added as an unreadable GPU (a fault). Where the set is `-L`'s listing
-    and that was cut short (`listed_whole` False), the report is not whole."""
+    and that was cut short (`listed_whole` False), the report is not whole. `banners` are the
+    formats that answered their versions but no GPU row (a table cut below its banner): their
+    driver and CUDA versions are answers of the box too, merged and compared as any format's."""
     ranked = sorted(reports, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
+    # (the `-L` of datadog-agent#33120 beside a table cut below its banner: `-L` prints no
+    # version, the banner's was the box's only one and was dropped)
+    versioned = ranked + sorted(banners, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [("list", g) for g in listed]
     base, whole, base_report = _base(ranked, listed, listed_whole)
@@ -622,7 +628,7 @@ def _union(
     copies = [[(label, c) for label, c in pool if _same(g, c) and (c is g or id(c) not in own)] for g in base]
     gpus = [_merge_gpu(g, of_g) for g, of_g in zip(base, copies, strict=True)]
     # what two formats say otherwise is named, each with its format, never one of them chosen
-    clashes = gpu_agree.version_clashes(ranked)
+    clashes = gpu_agree.version_clashes(versioned)
     clashes += [c for g, of_g in zip(gpus, copies, strict=True) for c in gpu_agree.gpu_clashes(g, of_g)]
     gpus = _with_unopened(gpus, unopened, copies)
     gpus.sort(key=lambda x: x.index)
@@ -663,8 +669,8 @@ def _union(
     flawed = bool(gap or skipped or repeated or clashes)
     return GpuReport(
         source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
-        driver_version=_best_version([r.driver_version for _, r in ranked]),
-        cuda_version=_best_version([r.cuda_version for _, r in ranked]),
+        driver_version=_best_version([r.driver_version for _, r in versioned]),
+        cuda_version=_best_version([r.cuda_version for _, r in versioned]),
         attached_gpus=attached,
         gpus=tuple(sorted(gpus, key=lambda g: g.index)),
         warnings=tuple(dict.fromkeys(warnings)),

@@ -19,6 +19,8 @@ from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.nvidia_smi.text_q import parse_text_q
 from gpuonboard.facts.probe import ProbeOutput
 
+from ..offline_judge import verdicts
+
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
 # real tables pasted cut inside their Processes table, every GPU row whole (round 26's sweep)
@@ -141,3 +143,38 @@ def test_a_whole_listing_beside_a_table_cut_in_a_gpu_keeps_the_names_whole() -> 
     # counts the set
     alone = merge({"nvidia_smi_table": ProbeOutput(table, "", 0)}, parse_any, parse_gpu_list).report
     assert alone is not None and not alone.set_whole and alone.gpus[-1].record_cut
+
+
+# nvidia-smi -L (7 MIG devices on one A100) and then the table, cut by the page below its banner
+# (datadog-agent#33120): the table answered the driver and CUDA versions and no GPU row
+BANNER_ONLY = "transcript__nvidia-smi-L+nvidia-smi-CUT-below-banner__a100-sxm4-80gb-7mig-datadog-agent.txt"
+SESSIONS = REAL.parent / "sessions"
+
+
+def test_a_banner_beside_a_listing_gives_the_box_its_driver(tmp_path: Path) -> None:
+    """The real session, and its two outputs saved as two files of one folder: `-L` prints no
+    version and the table cut below its banner lists no GPU, and the banner's driver was dropped
+    with the table: `nvidia_driver` said "driver unknown" and asked to save the table's header,
+    which was saved. The banner is the box's answer: "driver 535.216.01, CUDA 12.2", a pass (the
+    GPU set is `-L`'s, whole)."""
+    text = (SESSIONS / BANNER_ONLY).read_text(encoding="utf-8")
+    assert verdicts(tmp_path, BANNER_ONLY, text)["nvidia_driver"] == ("pass", "driver 535.216.01, CUDA 12.2")
+    listing, table = text.split("\n\n", 1)
+    raw = {
+        "nvidia_smi_list": ProbeOutput(listing.split("\n", 1)[1] + "\n", "", 0),
+        "nvidia_smi_table": ProbeOutput(table.split("\n", 1)[1], "", 0),
+    }
+    report = merge(raw, parse_any, parse_gpu_list).report
+    assert report is not None and (report.driver_version, report.cuda_version) == ("535.216.01", "12.2")
+    assert len(report.gpus) == 1 and report.complete
+
+
+def test_a_banner_of_another_driver_beside_a_listing_disagrees() -> None:
+    """The same cut table beside a whole real `-q` of another box (driver 580.159.04): two
+    drivers, named with their formats, never the listing's driver kept as the box's only one."""
+    table = (SESSIONS / BANNER_ONLY).read_text(encoding="utf-8").split("\n\n", 1)[1].split("\n", 1)[1]
+    q = (REAL / "nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text(encoding="utf-8")
+    raw = {"nvidia_smi_q": ProbeOutput(q, "", 0), "nvidia_smi_table": ProbeOutput(table, "", 0)}
+    report = merge(raw, parse_any).report
+    assert report is not None and not report.complete
+    assert any("driver 580.159.04 in -q, 535.216.01 in the table" in d for d in report.disagreements), report

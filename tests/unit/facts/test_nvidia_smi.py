@@ -190,6 +190,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-q-x__geforce-gtx-1070-ti__1gpu__driver-unknown__trimmed.xml",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
+        # a WSL2 table whose banner reads `CUDA Version: ERR!` (steps/checks/test_gpu_rules.py)
+        "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt",
     }
     outputs = {
         p.name

@@ -146,6 +146,11 @@ def _cuda_version(value: str | None, label: str, warnings: list[str]) -> str | N
         word = _TRAILING_NOTE.sub("", value.strip()) or value.strip()
         if word.strip("[]").strip().lower() in _NO_CUDA:
             return word.strip("[]").strip()
+        # a fault marker where the version stands (the WSL2 table's `CUDA Version: ERR!`,
+        # microsoft/WSL#11589): nvidia-smi could not read it, kept as printed (`cuda_unread`),
+        # never dropped as no value nor read as no CUDA driver
+        if _FIELD_FAULT.match(word):
+            return word.strip()
     return _version(value, label, warnings)
 
 
@@ -164,6 +169,12 @@ def read_cuda(printed: Iterable[str | None], label: str, warnings: list[str]) ->
         if read is not None:
             return read
     return None
+
+
+def cuda_unread(cuda_version: str | None) -> bool:
+    """Whether nvidia-smi printed a fault marker as the CUDA version (`_cuda_version`'s ERR!,
+    `[Unknown Error]`): it could not read it, which says neither a version nor no CUDA driver."""
+    return cuda_version is not None and _FIELD_FAULT.match(cuda_version) is not None
 
 
 def no_cuda(cuda_version: str | None) -> bool:

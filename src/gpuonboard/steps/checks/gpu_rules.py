@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.values import no_cuda
+from gpuonboard.facts.nvidia_smi.values import cuda_unread, no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -111,6 +111,8 @@ def rule_driver(facts: Facts) -> Check:
         )
     if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version):
         return Check("nvidia_driver", expected, actual, "fail", "; ".join([NO_CUDA_ADVICE, *notes]))
+    if cuda_unread(facts.gpu.cuda_version):
+        return Check("nvidia_driver", expected, actual, "unverified", "; ".join([CUDA_UNREAD_ADVICE, *notes]))
     verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
     if not facts.gpu.driver_version:
         notes.insert(0, _no_version(facts))
@@ -124,6 +126,15 @@ NO_CUDA_ADVICE = (
     " capability (NVIDIA_DRIVER_CAPABILITIES=utility) is given none; ask the vendor for the"
     " compute driver on the box (its libcuda), or a container started with"
     " NVIDIA_DRIVER_CAPABILITIES=compute,utility"
+)
+
+
+# where nvidia-smi printed a fault marker as the CUDA version (values.cuda_unread)
+CUDA_UNREAD_ADVICE = (
+    "nvidia-smi could not read the CUDA version (it printed a fault marker there), so whether a"
+    " CUDA program can start is not known: run one on the box (`python3 -c 'import torch;"
+    " print(torch.cuda.is_available())'`), and on WSL2 or in a container check that the driver's"
+    " libcuda is the one loaded (`ldconfig -p | grep libcuda`); then save `nvidia-smi` again"
 )
 
 

@@ -158,11 +158,23 @@ def _no_gpu_actual(facts: Facts) -> str | None:
         if raw.exit_code == 0 and failed_words and answered_unread(raw.stdout) is not None:
             return f"unknown: {facts.unread_not_a_fault()}"  # (a lost GPU's line; its rows unread)
         if raw.exit_code == 0 and facts.gpu is not None and not failed_words:
+            if facts.gpu.driver_version and not facts.gpu.complete:
+                # a banner read whole, its GPU rows cut away or mangled: an incomplete probe,
+                # never "listed no GPU" (nvidia-smi draws no table of no GPU)
+                return (
+                    f"unknown: driver {facts.gpu.driver_version}, CUDA {facts.gpu.cuda_version or 'unknown'};"
+                    f" incomplete probe: {NO_ROW_READ}"
+                )
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
         return "unknown: nvidia-smi failed" + (f" ({line[:160]})" if line else "")
     return None
+
+
+# what a table (or another format) says whose banner was read and none of whose GPU rows
+# could be (docs/reference/rules.md, nvidia_driver)
+NO_ROW_READ = "nvidia-smi answered, but no GPU row of its output could be read (cut short or mangled)"
 
 
 def _attached_gap(facts: Facts) -> str:

@@ -665,9 +665,10 @@ def test_an_answer_without_gpu_rows_is_not_called_a_failed_nvidia_smi() -> None:
     checks = _verdicts(OrderSpec(gpu_count=1), _facts(nvidia_smi=head))
     _, actual, _ = checks["nvidia_driver"]
     # what happened, and that the table is cut (an incomplete probe), not "nvidia-smi failed (...)"
+    # nor "listed no GPU" (round 27: the banner's driver said, the cut named as rules.md names it)
     assert actual == (
-        "nvidia-smi answered but listed no GPU (no GPU rows found in nvidia-smi table; the nvidia-smi"
-        " table output is cut short before its Processes table closes: incomplete probe, rerun)"
+        "driver 540.4.0, CUDA 12.6; incomplete probe: nvidia-smi answered, but no GPU row of its"
+        " output could be read (cut short or mangled)"
     )
     # no GPU could be read: the count is unverified, never a hardware failure
     assert checks["gpu_count"][:2] == ("unverified", actual.join(("unknown: ", "")))

@@ -125,6 +125,46 @@ def test_a_banner_cut_inside_its_cuda_version_stays_an_incomplete_probe(tmp_path
     assert verdict == "unverified", actual
 
 
+WSL_CUDA_ERR = (
+    "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt"
+)
+# (capture, its CUDA version as printed, the same place holding nvidia-smi's fault marker as the
+# real WSL2 table of microsoft/WSL#11589 prints it: `CUDA Version: ERR!`)
+CUDA_ERR = [
+    (TABLE, "CUDA Version: 12.4     |", "CUDA Version: ERR!     |"),
+    (TEXT_Q, ": 13.0\n", ": ERR!\n"),
+    (XML, "<cuda_version>13.0</cuda_version>", "<cuda_version>ERR!</cuda_version>"),
+    (TEXT_Q, ": 13.0\n", ": Unknown Error\n"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "said", "instead"), CUDA_ERR, ids=["table", "-q", "-q -x", "-q Unknown Error"]
+)
+def test_a_cuda_version_nvidia_smi_could_not_read_is_no_pass(
+    tmp_path: Path, name: str, said: str, instead: str
+) -> None:
+    """A whole real capture of a working box with its CUDA version edited to the fault marker
+    the real WSL2 table of microsoft/WSL#11589 prints there (`CUDA Version: ERR!`; in `-q` also
+    NVML's `Unknown Error`): nvidia-smi could not read the CUDA driver's version, and
+    `nvidia_driver` passed "CUDA unknown", the marker dropped as no value. It is a fact not read:
+    `unverified`, naming the marker, never a pass (and no claim that there is no CUDA driver)."""
+    text = _edited(name, said, instead)
+    verdict, actual = verdicts(tmp_path, name, text)["nvidia_driver"]
+    marker = instead.split(":")[-1].strip(" |\n") if "cuda_version" not in instead else "ERR!"
+    assert verdict == "unverified" and actual.endswith(f"CUDA {marker}"), actual
+    detail = details(tmp_path, name, text)["nvidia_driver"]
+    assert "could not read the CUDA version" in detail and "found no CUDA driver" not in detail, detail
+
+
+def test_the_real_wsl_table_with_cuda_err_says_the_marker(tmp_path: Path) -> None:
+    """The real WSL2 table itself (cut by the page inside its GPU's last row): unverified as any
+    cut table, and its actual says `CUDA ERR!` (it said "CUDA unknown")."""
+    text = (REAL / WSL_CUDA_ERR).read_text(encoding="utf-8")
+    verdict, actual = verdicts(tmp_path, WSL_CUDA_ERR, text)["nvidia_driver"]
+    assert verdict == "unverified" and actual.startswith("driver 546.80, CUDA ERR!;"), actual
+
+
 # --- `gpu_model` (rule_gpu_model) with an order naming the GPU's architecture or NVIDIA's
 # product-page words, as cloud listings name GPUs: AWS (instances.vantage.sh, as copied in
 # tsaol/aws-gpu data/all_gpu_instances.js, commit 77fcd9fe1d0652fd07b830e5ed030d61da87923e) lists
