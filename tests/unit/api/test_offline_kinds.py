@@ -130,3 +130,17 @@ def test_an_lscpu_pasted_without_its_architecture_line_is_judged() -> None:
     r = cli(str(REAL / name), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["facts"]["cpu"]["physical_cores"] == 72
+
+
+def test_numactl_cpu_compress_ranges_are_counted_as_their_cpus(tmp_path: Path) -> None:
+    """`numactl --hardware --cpu-compress` (kvcache-ai/ktransformers #797, as pasted with its
+    command line) lists each node's CPUs as ranges with their count, `0-15 (16)`: the note said
+    "4 CPUs" of a box of 32, counting the words; a range is all its CPUs."""
+    name = "numactl-H-cpu-compress__2x-epyc-9135__2node-1.1tb__ktransformers-797.txt"
+    (tmp_path / "numactl.txt").write_text((REAL / name).read_text())
+    r = cli(str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (
+        "numactl --hardware: 2 NUMA nodes, 32 CPUs, 1160593 MiB (1133.4 GiB) of memory: read, not judged"
+        in " ".join(r.stderr.split())
+    )
