@@ -255,7 +255,8 @@ def _cut_head(text: str, heads: Sequence[re.Pattern[str]], tool: str) -> str | N
         if any(h.match(line) for h in heads):
             return None
         if _RECORD_KEYS[tool].match(line):
-            return f"its first line {' '.join(line.split())!r} belongs to a record whose head was cut off above it"
+            first = " ".join(line.split())
+            return f"its first line {first!r} belongs to a record whose head was cut off above it"
     return None
 
 

@@ -186,7 +186,9 @@ def test_a_listing_whose_top_was_cut_off_is_not_whole() -> None:
     `1x100G` still passes."""
     devinfo = parse_rdma(read("ibv_devinfo__top-cut-inside-a-port__cx7-roce-mlx5_2-active__deepep-38.txt"))
     assert [p.device for p in devinfo.ports] == ["mlx5_2"] and not devinfo.complete
-    assert devinfo.cut == "its first line 'max_mtu: 4096 (5)' belongs to a record whose head was cut off above it"
+    assert devinfo.cut == (
+        "its first line 'max_mtu: 4096 (5)' belongs to a record whose head was cut off above it"
+    )
     assert rule_rdma((2, 400.0), devinfo.ports, devinfo.complete, devinfo.cut).verdict == "unverified"  # type: ignore[union-attr]
     text = read("ibstat__cx6dx-mt4125__2port-roce-100g-active__l2fwd-nv-6.txt")
     assert parse_rdma(text).complete and len(parse_rdma(text).ports) == 2
