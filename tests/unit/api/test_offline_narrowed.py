@@ -73,6 +73,13 @@ def pasted(name: str, prompt: str) -> str:
         ("lscpu", "sed -n 1,56p /proc/cpuinfo", True),
         ("lscpu", "cat /proc/cpuinfo | grep -v flags", True),
         ("df", "df -h | grep -v tmpfs", True),
+        ("df", "docker run --rm -it alpine df -h", True),  # (a new container's mounts)
+        ("df", "sudo podman container run alpine df", True),
+        ("df", "docker exec -it box df -h", False),
+        ("nvidia_smi_table", "docker run --rm --gpus 1 nvidia/cuda nvidia-smi", True),
+        ("nvidia_smi_table", "docker run --gpus '\"device=0\"' nvidia/cuda nvidia-smi", True),
+        ("nvidia_smi_table", "docker run --rm --gpus all nvidia/cuda nvidia-smi", False),
+        ("nvidia_smi_table", "docker run --rm --gpus=all nvidia/cuda nvidia-smi", False),
         ("df", "", False),
     ],
 )
@@ -240,3 +247,33 @@ def test_an_lscpu_without_its_flags_line_is_judged_whole(tmp_path: Path) -> None
         kept = "".join(ln for ln in (REAL / name).read_text().splitlines(True) if not ln.startswith("Flags"))
         text = "$ lscpu | grep -v Flags\n" + kept
         assert verdicts(tmp_path, "lscpu.txt", text, f"cpu_cores: {order}")["cpu_cores"][0] == verdict
+
+
+DF_RUN = "df-h__busybox-alpine-container-none-root__docker-run__moby-22677.txt"
+SMI_ONE = "nvidia-smi__l40s__1gpu__driver550.127.05.txt"
+
+
+def test_a_tool_run_in_a_container_the_command_started_shows_that_container(tmp_path: Path) -> None:
+    """moby/moby#22677's `docker run --rm -it alpine df -h` (its command line put back as
+    pasted): a new container's mounts, read as the box's, failed `/data` as "not a mount point;
+    it lives on the system disk /"; a mount not among them is now unknown. So is a GPU that
+    `docker run --gpus 1 ... nvidia-smi` (a 1-GPU L40S table with that command line added in the
+    test) does not show: an order for 2 GPUs failed "1 listed"; with `--gpus all` it still fails."""
+    text = pasted(DF_RUN, "docker run --rm -it alpine df -h")
+    verdict, actual = verdicts(tmp_path, DF_RUN, text, "data_disk: {mount: /data, min_size: 10GB}")[
+        "data_disk"
+    ]
+    assert (verdict, actual) == (
+        "unverified",
+        "unknown: /data is not in the df output, which lists only some filesystems",
+    )
+    whole = (REAL / DF_RUN).read_text()
+    assert (
+        verdicts(tmp_path, DF_RUN, whole, "data_disk: {mount: /data, min_size: 10GB}")["data_disk"][0]
+        == "fail"
+    )
+    one = pasted(SMI_ONE, "$ docker run --rm --gpus 1 nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi")
+    got = verdicts(tmp_path, SMI_ONE, one, "gpu_count: 2")["gpu_count"]
+    assert got[0] == "unverified" and "shows only the GPUs of a container it started" in got[1]
+    every = pasted(SMI_ONE, "$ docker run --rm --gpus all nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi")
+    assert verdicts(tmp_path, SMI_ONE, every, "gpu_count: 2")["gpu_count"][0] == "fail"
