@@ -43,11 +43,12 @@ def _numactl(text: str) -> str:
     """What `numactl --hardware` says: its nodes, their CPUs and memory (numactl's `MB` are MiB);
     the `ram` and `cpu_cores` rules read free and lscpu, not this."""
     nodes = re.findall(r"^available: (\d+) nodes?", text, re.M)
-    counts = [_numa_cpus(cells) for cells in re.findall(r"^node \d+ cpus:(.*)$", text, re.M)]
+    read = [_numa_cpus(cells) for cells in re.findall(r"^node \d+ cpus:(.*)$", text, re.M)]
+    counts = [count for count in read if count is not None]
     sizes = [int(size) for size in re.findall(r"^node \d+ size: (\d+) MB\s*$", text, re.M)]
     said = [
         f"{nodes[0]} NUMA node{'' if nodes[0] == '1' else 's'}" if nodes else "nodes not read",
-        f"{sum(counts)} CPUs" if counts and None not in counts else "CPUs not read",
+        f"{sum(counts)} CPUs" if read and len(counts) == len(read) else "CPUs not read",
     ]
     if sizes:
         said.append(f"{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory")
