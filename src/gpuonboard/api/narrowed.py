@@ -198,19 +198,20 @@ def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] 
 
 
 # container engines whose `run` starts a new container for the command after the image
-_ENGINES = frozenset({"docker", "podman", "nerdctl"})
+_ENGINES = frozenset({"docker", "podman", "nerdctl", "kubectl"})
 
 
 def _container_started(words: list[str], tool: str) -> list[str] | None:
     """The words between `run` and `tool` where the command starts a new container to run the
     tool in (`docker run --rm -it alpine df -h`, `sudo podman container run --gpus all IMAGE
-    nvidia-smi`): its own mounts and the GPUs it was given, not the box's; None otherwise."""
+    nvidia-smi`, `docker compose run app df`, `kubectl run t --rm -it --image=alpine -- df`):
+    its own mounts and the GPUs it was given, not the box's; None otherwise."""
     names = [word.rsplit("/", 1)[-1] for word in words]
     if not names or names[0] not in _ENGINES or tool not in names:
         return None
     at = names.index(tool)
     verbs = [w for w in words[1:at] if not w.startswith("-")]
-    if verbs[:1] == ["run"] or verbs[:2] == ["container", "run"]:
+    if verbs[:1] == ["run"] or verbs[:2] in (["container", "run"], ["compose", "run"]):
         return words[words.index("run") + 1 : at]
     return None
 

@@ -76,6 +76,9 @@ def pasted(name: str, prompt: str) -> str:
         ("df", "docker run --rm -it alpine df -h", True),  # (a new container's mounts)
         ("df", "sudo podman container run alpine df", True),
         ("df", "docker exec -it box df -h", False),
+        ("df", "docker compose run app df -h", True),
+        ("df", "kubectl run t --rm -it --image=alpine -- df -h", True),
+        ("df", "kubectl exec -it pod -- df -h", False),
         ("nvidia_smi_table", "docker run --rm --gpus 1 nvidia/cuda nvidia-smi", True),
         ("nvidia_smi_table", "docker run --gpus '\"device=0\"' nvidia/cuda nvidia-smi", True),
         ("nvidia_smi_table", "docker run --rm --gpus all nvidia/cuda nvidia-smi", False),
