@@ -133,11 +133,11 @@ def test_an_lscpu_pasted_without_its_architecture_line_is_judged() -> None:
 
 
 def test_numactl_cpu_compress_ranges_are_counted_as_their_cpus(tmp_path: Path) -> None:
-    """`numactl --hardware --cpu-compress` (kvcache-ai/ktransformers #797, as pasted with its
-    command line) lists each node's CPUs as ranges with their count, `0-15 (16)`: the note said
+    """`numactl --hardware --cpu-compress` (kvcache-ai/ktransformers #797, its command line put
+    back as pasted) lists each node's CPUs as ranges with their count, `0-15 (16)`: the note said
     "4 CPUs" of a box of 32, counting the words; a range is all its CPUs."""
     name = "numactl-H-cpu-compress__2x-epyc-9135__2node-1.1tb__ktransformers-797.txt"
-    (tmp_path / "numactl.txt").write_text((REAL / name).read_text())
+    (tmp_path / "numactl.txt").write_text("numactl --hardware --cpu-compress\n" + (REAL / name).read_text())
     r = cli(str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert (

@@ -11,7 +11,7 @@ import pytest
 
 from gpuonboard.api.narrowed import narrowed
 
-from ..offline_judge import verdicts
+from ..offline_judge import details, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 DF_PATHS = "df-h__paths-given__trn2-container-overlay.txt"
@@ -280,3 +280,25 @@ def test_a_tool_run_in_a_container_the_command_started_shows_that_container(tmp_
     assert got[0] == "unverified" and "shows only the GPUs of a container it started" in got[1]
     every = pasted(SMI_ONE, "$ docker run --rm --gpus all nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi")
     assert verdicts(tmp_path, SMI_ONE, every, "gpu_count: 2")["gpu_count"][0] == "fail"
+
+
+CPUINFO_GREP = "proc-cpuinfo-grep-processor__lxd-container-limits-cpu-4__lxcfs-181.txt"
+
+
+def test_a_grepped_cpuinfo_is_not_said_to_lack_the_core_lines_it_dropped(tmp_path: Path) -> None:
+    """lxc/lxcfs#181's `cat /proc/cpuinfo |grep processor` (an LXD container of 4 CPUs on a
+    Xeon E5-2660 host; its command line put back as pasted): cpu_cores was unverified saying the
+    box's /proc/cpuinfo has no `physical id` and `core id` lines, "arm64, POWER and many VMs
+    print none", where grep dropped them; it now names the filter."""
+    text = pasted(CPUINFO_GREP, "$ cat /proc/cpuinfo |grep processor")
+    verdict, actual = verdicts(tmp_path, CPUINFO_GREP, text, "cpu_cores: 4")["cpu_cores"]
+    assert verdict == "unverified"
+    assert (
+        actual
+        == "? cores / 4 threads; `cat /proc/cpuinfo |grep processor` keeps only the lines grep let through"
+    )
+    said = details(tmp_path, CPUINFO_GREP, text, "cpu_cores: 4")["cpu_cores"]
+    assert "arm64" not in said and "left out the `physical id` and `core id` lines" in said
+    # saved without the command, lines of one field alone are read as a grep's too
+    whole = (REAL / CPUINFO_GREP).read_text()
+    assert "arm64" not in details(tmp_path, CPUINFO_GREP, whole, "cpu_cores: 4")["cpu_cores"]

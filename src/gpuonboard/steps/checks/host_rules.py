@@ -113,6 +113,10 @@ def _limited_detail(usable: int, why: str, logical: int, offline: int | None, so
     )
 
 
+# the end of cpu_cores' actual where /proc/cpuinfo gives no `physical id` / `core id`
+_CORES_NOT_IN_CPUINFO = ": the core count is not in this /proc/cpuinfo"
+
+
 def _cores_unread(
     ordered: int, expected: str, actual: str, logical: int, threads: int | None, source: str = "lscpu"
 ) -> Check:
@@ -132,7 +136,7 @@ def _cores_unread(
         return Check(
             "cpu_cores",
             expected,
-            f"{actual}: the core count is not in this /proc/cpuinfo",
+            f"{actual}{_CORES_NOT_IN_CPUINFO}",
             "unverified",
             f"/proc/cpuinfo lists {logical} online CPUs but no `physical id` and `core id` lines"
             " (arm64, POWER and many VMs print none), so the cores cannot be told from hyperthreads:"
@@ -192,6 +196,16 @@ def _lscpu_narrowed(check: Check, facts: Facts) -> Check:
     cpu = facts.cpu
     if cpu is not None and cpu.source == CPUINFO:
         kept = (out.partial if out is not None else "") or cpu.filtered
+        if kept and check.verdict == "unverified" and check.actual.endswith(_CORES_NOT_IN_CPUINFO):
+            # (the box's /proc/cpuinfo may have them: the filter kept other lines)
+            return Check(
+                check.name,
+                check.expected,
+                f"{check.actual.removesuffix(_CORES_NOT_IN_CPUINFO)}; {kept}",
+                "unverified",
+                "the filter may have left out the `physical id` and `core id` lines the cores are"
+                " read from: save the whole `cat /proc/cpuinfo` (or `lscpu`) of the box",
+            )
         if check.verdict not in ("warn", "fail") or not kept:
             return check
         return Check(
