@@ -299,6 +299,10 @@ def _type_cores(fields: Mapping[str, str], warnings: list[str]) -> tuple[int | N
     return sockets, cores, sockets * cores if sockets is not None and cores is not None else None
 
 
+# why an `lscpu -J` whose JSON ends before its brackets close gives nothing
+LSCPU_JSON_CUT = "the `lscpu -J` output is cut short (its JSON does not close)"
+
+
 def _pairs(text: str) -> list[tuple[str, str]] | str:
     """The (English field, value) pairs of plain lscpu or `lscpu -J`, or why there are none."""
     stripped = text.strip()
@@ -306,7 +310,9 @@ def _pairs(text: str) -> list[tuple[str, str]] | str:
         return _plain_pairs(text)
     try:
         document = json.loads(stripped)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(stripped) - 1:  # (it ends before its brackets close: a paste or a session cut)
+            return LSCPU_JSON_CUT
         return f"lscpu JSON invalid: {exc}"
     entries = document.get("lscpu") if isinstance(document, Mapping) else None
     if not isinstance(entries, list):

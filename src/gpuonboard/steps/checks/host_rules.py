@@ -17,6 +17,7 @@ from gpuonboard.facts.cpu import (
     CPU_LIMIT_FILES,
     CPUINFO,
     CPUSET_FILES,
+    LSCPU_JSON_CUT,
     cgroup_cpuset_read,
     looks_like_lscpu,
     nproc_unread,
@@ -281,6 +282,14 @@ def _lscpu_unread(expected: str, facts: Facts) -> Check:
             "unverified",
             "lscpu (util-linux) is not on the login user's PATH, so the CPU cores could not be read:"
             " install util-linux (or ask the vendor to), or save `lscpu` run where it is installed",
+        )
+    if facts.cpu is not None and LSCPU_JSON_CUT in facts.cpu.warnings:
+        return Check(
+            "cpu_cores",
+            expected,
+            f"unknown: {LSCPU_JSON_CUT}",
+            "unverified",
+            "nothing of a JSON cut short is read: save the whole `lscpu -J` (or `lscpu`) of the box",
         )
     if facts.cpu is not None and facts.cpu.cut:  # (a /proc/cpuinfo not known whole)
         return Check(
