@@ -11,6 +11,7 @@ import pytest
 
 from gpuonboard.facts.cpu import (
     CPUINFO,
+    LSCPU_JSON_CUT,
     CpuInfo,
     looks_like_cpuinfo,
     looks_like_lscpu,
@@ -120,7 +121,14 @@ CASES.append(
     )
 )
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
-JSON_CASES = [(XEON_J, XEON_INFO)]
+JSON_CASES = [
+    (XEON_J, XEON_INFO),
+    # (cut inside its `Socket(s):` field: nothing read, and said so: steps/checks/test_host_rules_unread.py)
+    (
+        "lscpu-J__raspberry-pi-4-cortex-a72__cut-inside-socket-field__ohai-1760.json",
+        CpuInfo(None, None, None, None, None, None, None, (LSCPU_JSON_CUT,)),
+    ),
+]
 
 
 @pytest.mark.parametrize(("name", "expected"), CASES + JSON_CASES)
