@@ -52,7 +52,8 @@ where): an `hca_id:` with fewer `port:` blocks than its `phys_port_cnt`, a port 
 blocks than its `Number of ports:`, or a port block without `State` / `Rate` / `Link layer`; an
 ibstatus block without `state` / `rate` / `link_layer`; a sysfs listing whose last line has fewer
 cells or a link layer that is not a whole word; any listing whose last line is a record head
-cut mid-line (`CA 'mlx5_`); any listing whose first lines are a record's fields with no head
+cut mid-line (`CA 'mlx5_`); any listing with a line that stands for lines left out (`...`,
+`…`, `[...]`: gpud#752's ibstat paste); any listing whose first lines are a record's fields with no head
 above them (`max_mtu: 4096 (5)` before the first `hca_id:`, `State: Active` before the first `CA
 '...'`: its top cut off, deepseek-ai/DeepEP#38's paste). The ports it does not list are not
 ports that are down, and a port whose `state` was cut away is not listed at all.
@@ -248,6 +249,20 @@ _RECORD_KEYS = {
 }
 
 
+# a line a paste put in place of lines it left out (`...`, `…`, `[...]`), the typographic one as
+# ASCII already (api/paste.py)
+_ELISION = re.compile(r"^\s*[\[(<]?\s*(?:\.{3,}|…)\s*[\])>]?\s*$")
+
+
+def _elided(text: str) -> str | None:
+    """Why a listing with an elision line is not whole: the devices or ports it stands for are
+    not known (gpud#752's `ibstat` paste starts with `...` above its one CA)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if _ELISION.match(line):
+            return f"lines were left out by hand (`{line.strip()}` on line {number})"
+    return None
+
+
 def _cut_head(text: str, heads: Sequence[re.Pattern[str]], tool: str) -> str | None:
     """The listing's first line when it is a field of a record whose head is not above it (the
     listing's top cut off: the device and ports before it are not known)."""
@@ -322,7 +337,7 @@ def parse_ib_sysfs(text: str) -> IbReport:
             )
         )
     # (no line read at all: not a box without a device, a text this parser cannot read)
-    cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text)
+    cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text) or _elided(text)
     if cut and ports and cut.startswith(f"{ports[-1].device} port {ports[-1].port} "):
         ports[-1] = replace(ports[-1], whole=False)  # (its link layer cut: the line read is not whole)
     return IbReport(tuple(ports), tuple(warnings), cut is None, cut, "sysfs")
@@ -478,6 +493,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (_HCA,), "ibv_devinfo"))
+    listing.mark(_elided(text))
     listing.mark(_cut_tail(text, (_HCA,)))
     warnings: tuple[str, ...] = ()
     if not listing.ports and text.strip():
@@ -539,6 +555,7 @@ def _blocks(
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (head,), tool))
+    listing.mark(_elided(text))
     listing.mark(_cut_tail(text, (head,)))
     if not listing.ports and text.strip() and not stopped:
         if listing.cut is None:

@@ -38,6 +38,8 @@ NOT_WHOLE = {
     "ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt",
     # a paste whose top was cut off (it starts inside a port record): not whole by its first line
     "ibv_devinfo__top-cut-inside-a-port__cx7-roce-mlx5_2-active__deepep-38.txt",
+    # CAs left out by hand (`...`) and ibstat's own `ibpanic:`
+    "ibstat__one-ca-mlx5_7-hdr200__elided-top-and-values__ibpanic-mlx5_8__gpud-752.txt",
 }
 
 

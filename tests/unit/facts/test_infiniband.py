@@ -196,3 +196,19 @@ def test_a_listing_whose_top_was_cut_off_is_not_whole() -> None:
     assert [p.device for p in ibstat.ports] == ["mlx5_1"] and not ibstat.complete
     assert rule_rdma((2, 100.0), ibstat.ports, ibstat.complete, ibstat.cut).verdict == "unverified"  # type: ignore[union-attr]
     assert rule_rdma((1, 100.0), ibstat.ports, ibstat.complete, ibstat.cut).verdict == "pass"  # type: ignore[union-attr]
+
+
+def test_a_listing_with_lines_left_out_by_hand_is_not_whole() -> None:
+    """leptonai/gpud#752's `ibstat` paste starts with `...` (the CAs above mlx5_7 left out by
+    hand) and ends with ibstat's `ibpanic:` on mlx5_8. With that last line dropped in the test,
+    it was read as a whole listing of one port: `8x200G` failed "1 of 1 port(s)"; the `...`
+    now says devices were left out, so it is unverified (the one port read still passes
+    `1x200G`; its `CA type: ...` values are no elision lines)."""
+    text = read("ibstat__one-ca-mlx5_7-hdr200__elided-top-and-values__ibpanic-mlx5_8__gpud-752.txt")
+    assert not parse_rdma(text).complete
+    kept = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("ibpanic:"))
+    report = parse_rdma(kept)
+    assert [p.device for p in report.ports] == ["mlx5_7"] and not report.complete
+    assert report.cut == "lines were left out by hand (`...` on line 1)"
+    assert rule_rdma((8, 200.0), report.ports, report.complete, report.cut).verdict == "unverified"  # type: ignore[union-attr]
+    assert rule_rdma((1, 200.0), report.ports, report.complete, report.cut).verdict == "pass"  # type: ignore[union-attr]
