@@ -249,14 +249,12 @@ _RECORD_KEYS = {
 }
 
 
-# a line a paste put in place of lines it left out (`...`, `…`, `[...]`), the typographic one as
-# ASCII already (api/paste.py)
+# a line a paste put in place of lines it left out (`...`, `…`, `[...]`)
 _ELISION = re.compile(r"^\s*[\[(<]?\s*(?:\.{3,}|…)\s*[\])>]?\s*$")
 
 
 def _elided(text: str) -> str | None:
-    """Why a listing with an elision line is not whole: the devices or ports it stands for are
-    not known (gpud#752's `ibstat` paste starts with `...` above its one CA)."""
+    """Why a listing with an elision line is not whole (gpud#752's ibstat: `...` above its CA)."""
     for number, line in enumerate(text.splitlines(), 1):
         if _ELISION.match(line):
             return f"lines were left out by hand (`{line.strip()}` on line {number})"
