@@ -66,6 +66,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from gpuonboard.facts.elision import elided
+
 __all__ = [
     "IbPort",
     "IbReport",
@@ -249,18 +251,6 @@ _RECORD_KEYS = {
 }
 
 
-# a line a paste put in place of lines it left out (`...`, `…`, `[...]`)
-_ELISION = re.compile(r"^\s*[\[(<]?\s*(?:\.{3,}|…)\s*[\])>]?\s*$")
-
-
-def _elided(text: str) -> str | None:
-    """Why a listing with an elision line is not whole (gpud#752's ibstat: `...` above its CA)."""
-    for number, line in enumerate(text.splitlines(), 1):
-        if _ELISION.match(line):
-            return f"lines were left out by hand (`{line.strip()}` on line {number})"
-    return None
-
-
 def _cut_head(text: str, heads: Sequence[re.Pattern[str]], tool: str) -> str | None:
     """The listing's first line when it is a field of a record whose head is not above it (the
     listing's top cut off: the device and ports before it are not known)."""
@@ -335,7 +325,7 @@ def parse_ib_sysfs(text: str) -> IbReport:
             )
         )
     # (no line read at all: not a box without a device, a text this parser cannot read)
-    cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text) or _elided(text)
+    cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text) or elided(text)
     if cut and ports and cut.startswith(f"{ports[-1].device} port {ports[-1].port} "):
         ports[-1] = replace(ports[-1], whole=False)  # (its link layer cut: the line read is not whole)
     return IbReport(tuple(ports), tuple(warnings), cut is None, cut, "sysfs")
@@ -491,7 +481,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (_HCA,), "ibv_devinfo"))
-    listing.mark(_elided(text))
+    listing.mark(elided(text))
     listing.mark(_cut_tail(text, (_HCA,)))
     warnings: tuple[str, ...] = ()
     if not listing.ports and text.strip():
@@ -553,7 +543,7 @@ def _blocks(
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (head,), tool))
-    listing.mark(_elided(text))
+    listing.mark(elided(text))
     listing.mark(_cut_tail(text, (head,)))
     if not listing.ports and text.strip() and not stopped:
         if listing.cut is None:

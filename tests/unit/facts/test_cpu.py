@@ -482,3 +482,18 @@ def test_an_lscpu_whose_architecture_line_was_lost_is_known_by_its_counts() -> N
     assert not looks_like_lscpu("\n".join(line for line in text.splitlines() if "Core(s)" not in line))
     for cpuinfo in (FIXTURES / "real").glob("proc-cpuinfo__*"):
         assert not looks_like_lscpu(cpuinfo.read_text()), cpuinfo.name
+
+
+def test_proc_cpuinfo_with_blocks_left_out_by_hand_counts_nothing() -> None:
+    """intel/gprofiler#458's Graviton (Cortex-A72) /proc/cpuinfo, its first six blocks, with the
+    blocks of CPUs 1 to 4 replaced in the test by a `...` line, as a paste shortens it: an arm64
+    block has no `siblings` to tell CPUs missing, so it was read as a whole listing of 2 CPUs
+    (cpu_cores failed "fewer online CPUs than ordered"); the `...` says CPUs were left out."""
+    text = (
+        FIXTURES / "real" / "proc-cpuinfo__graviton-a1-cortex-a72__first-6-blocks__gprofiler-458.txt"
+    ).read_text()
+    assert parse_cpuinfo(text).logical_cpus == 6
+    blocks = text.split("\n\n")
+    shortened = "\n\n".join([blocks[0], "...", blocks[5]])
+    info = parse_cpuinfo(shortened)
+    assert (info.logical_cpus, info.cut) == (None, "lines were left out by hand (`...` on line 10)")
