@@ -120,6 +120,12 @@ CASES.append(
         CpuInfo("x86_64", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", 2, 4, 1, 8, 8),
     )
 )
+CASES.append(
+    (
+        "lscpu__threadripper-2950x__qubes-vm-1-of-4-online__qubes-issues-5708.txt",
+        CpuInfo("x86_64", "AMD Ryzen Threadripper 2950X 16-Core Processor", 1, 1, 1, 4, 1, offline_cpus=3),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [
     (XEON_J, XEON_INFO),

@@ -346,9 +346,8 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         if usable < order.cpu_cores:
             detail = _limited_detail(usable, why, logical, facts.cpu.offline_cpus, facts.cpu.source)
             if physical is not None and physical < order.cpu_cores:  # (the first shortfall to say)
-                short = (
-                    f"{facts.cpu.source} counts {physical} cores, fewer than the {order.cpu_cores} ordered"
-                )
+                cores = f"{physical} core{'s' if physical != 1 else ''}"
+                short = f"{facts.cpu.source} counts {cores}, fewer than the {order.cpu_cores} ordered"
                 detail = f"{short}; and {detail}"
             return Check("cpu_cores", expected, actual, "fail", detail)
         if why in _CPU_SETS and math.ceil(usable / threads) < order.cpu_cores:

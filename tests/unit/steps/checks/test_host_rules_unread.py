@@ -125,3 +125,14 @@ def test_an_lscpu_json_cut_short_says_so() -> None:
     damaged = text.replace('"lscpu": [', '"lscpu": [[', 1) + "]}]}]}]}"
     other = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(damaged, "", 0)}))
     assert other.verdict == "unverified" and "cut short" not in other.actual
+
+
+def test_one_core_counted_is_said_in_the_singular() -> None:
+    """QubesOS/qubes-issues#5708's lscpu of a VM with 1 of its 4 vCPUs online: the failure said
+    "lscpu counts 1 cores"; it says "1 core", the offline CPUs after it."""
+    text = (REAL / "lscpu__threadripper-2950x__qubes-vm-1-of-4-online__qubes-issues-5708.txt").read_text()
+    check = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
+    assert check.verdict == "fail"
+    assert check.detail.startswith(
+        "lscpu counts 1 core, fewer than the 4 ordered; and only 1 of 4 CPUs online"
+    )
