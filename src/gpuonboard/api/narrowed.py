@@ -81,6 +81,11 @@ def _narrowed_run(kind: str, ran: Run) -> str:
         return ""
     tool, args = found
     said = f"`{ran.said}`"
+    if (started := _container_started(ran.head, tool)) is not None:
+        if tool == "df":
+            return f"{said} lists the filesystems of a container it started, not the box's"
+        if tool == "nvidia-smi" and not _all_gpus(started):
+            return f"{said} shows only the GPUs of a container it started"
     if tool == "df" and _df_narrows(args):
         return f"{said} lists only some of the box's filesystems"
     if tool == "nvidia-smi" and _asks_for_gpus(args):
@@ -190,6 +195,36 @@ def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] 
         if (name := word.rsplit("/", 1)[-1]) in tools:
             return name, words[at + 1 :]
     return None
+
+
+# container engines whose `run` starts a new container for the command after the image
+_ENGINES = frozenset({"docker", "podman", "nerdctl", "kubectl"})
+
+
+def _container_started(words: list[str], tool: str) -> list[str] | None:
+    """The words between `run` and `tool` where the command starts a new container to run the
+    tool in (`docker run --rm -it alpine df -h`, `sudo podman container run --gpus all IMAGE
+    nvidia-smi`, `docker compose run app df`, `kubectl run t --rm -it --image=alpine -- df`):
+    its own mounts and the GPUs it was given, not the box's; None otherwise."""
+    names = [word.rsplit("/", 1)[-1] for word in words]
+    if not names or names[0] not in _ENGINES or tool not in names:
+        return None
+    at = names.index(tool)
+    verbs = [w for w in words[1:at] if not w.startswith("-")]
+    if verbs[:1] == ["run"] or verbs[:2] in (["container", "run"], ["compose", "run"]):
+        return words[words.index("run") + 1 : at]
+    return None
+
+
+def _all_gpus(options: list[str]) -> bool:
+    """`--gpus all` (`--gpus=all`, `--gpus '"all"'`): the container was given every GPU."""
+    for at, word in enumerate(options):
+        value = word.partition("=")[2] if word.startswith("--gpus=") else None
+        if word == "--gpus" and at + 1 < len(options):
+            value = options[at + 1]
+        if value is not None and value.strip("'\"") == "all":
+            return True
+    return False
 
 
 def _df_narrows(args: list[str]) -> bool:

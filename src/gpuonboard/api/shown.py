@@ -41,17 +41,42 @@ def shown(kind: str, text: str) -> str:
 
 def _numactl(text: str) -> str:
     """What `numactl --hardware` says: its nodes, their CPUs and memory (numactl's `MB` are MiB);
-    the `ram` and `cpu_cores` rules read free and lscpu, not this."""
+    the `ram` and `cpu_cores` rules read free and lscpu, not this. An output listing fewer nodes
+    than its `available:` line (cut short) says how many it read, its sums a floor."""
     nodes = re.findall(r"^available: (\d+) nodes?", text, re.M)
-    cpus = sum(len(line.split()) for line in re.findall(r"^node \d+ cpus:(.*)$", text, re.M))
+    read = [_numa_cpus(cells) for cells in re.findall(r"^node \d+ cpus:(.*)$", text, re.M)]
+    counts = [count for count in read if count is not None]
     sizes = [int(size) for size in re.findall(r"^node \d+ size: (\d+) MB\s*$", text, re.M)]
+    available = int(nodes[0]) if nodes else None
+
+    def of(total: str, listed: int) -> str:  # (a cut output: its sums a floor)
+        if available is None or listed >= available:
+            return total
+        return f"at least {total} ({listed} of {available} nodes read: the output is cut short)"
+
     said = [
         f"{nodes[0]} NUMA node{'' if nodes[0] == '1' else 's'}" if nodes else "nodes not read",
-        f"{cpus} CPUs",
+        of(f"{sum(counts)} CPUs", len(read)) if read and len(counts) == len(read) else "CPUs not read",
     ]
     if sizes:
-        said.append(f"{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory")
+        said.append(of(f"{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory", len(sizes)))
     return f"numactl --hardware: {', '.join(said)}: read, not judged (ram and cpu_cores read free and lscpu)."
+
+
+def _numa_cpus(cells: str) -> int | None:
+    """The CPUs of one `node N cpus:` line: numbers (`0 1 2`) or, with `--cpu-compress`, ranges
+    with their count after them (`0-15 (16)`, `0-3,8-11 (8)`), a range being all its CPUs; None
+    where a cell is neither (a line cut or garbled)."""
+    count = 0
+    for cell in re.sub(r"\(\d+\)", " ", cells).replace(",", " ").split():
+        if m := re.fullmatch(r"(\d+)(?:-(\d+))?", cell):
+            first, last = int(m[1]), int(m[2] or m[1])
+            if last < first:
+                return None
+            count += last - first + 1
+        else:
+            return None
+    return count
 
 
 def _ibdev2netdev(text: str) -> str:

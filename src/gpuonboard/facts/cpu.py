@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpuonboard.facts.elision import elided
 from gpuonboard.facts.wrapped import rejoined
 from gpuonboard.resources import DATA_DIR, table_rows
 
@@ -299,6 +300,10 @@ def _type_cores(fields: Mapping[str, str], warnings: list[str]) -> tuple[int | N
     return sockets, cores, sockets * cores if sockets is not None and cores is not None else None
 
 
+# why an `lscpu -J` whose JSON ends before its brackets close gives nothing
+LSCPU_JSON_CUT = "the `lscpu -J` output is cut short (its JSON does not close)"
+
+
 def _pairs(text: str) -> list[tuple[str, str]] | str:
     """The (English field, value) pairs of plain lscpu or `lscpu -J`, or why there are none."""
     stripped = text.strip()
@@ -306,7 +311,9 @@ def _pairs(text: str) -> list[tuple[str, str]] | str:
         return _plain_pairs(text)
     try:
         document = json.loads(stripped)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(stripped) - 1:  # (it ends before its brackets close: a paste or a session cut)
+            return LSCPU_JSON_CUT
         return f"lscpu JSON invalid: {exc}"
     entries = document.get("lscpu") if isinstance(document, Mapping) else None
     if not isinstance(entries, list):
@@ -478,7 +485,8 @@ def _lxcfs_view(numbers: list[int], listed: list[int], usable: int | None) -> bo
 
 def _cpuinfo_cut(text: str, blocks: list[dict[str, str]], usable: int | None = None) -> str | None:
     """Why a /proc/cpuinfo is not known whole, or None: the kernel ends each line with a newline,
-    lists its online CPUs from `processor : 0` (the top of the text scrolled off otherwise),
+    holds no line standing for lines left out by hand (`...`), lists its online CPUs from
+    `processor : 0` (the top of the text scrolled off otherwise),
     each once in rising order (a block pasted twice counts a CPU twice), prints the same lines
     in every CPU's block (a block without one of the first block's lines is cut), and, where
     each block gives its `physical id` and `siblings`, as many blocks of a physical id as its
@@ -487,6 +495,8 @@ def _cpuinfo_cut(text: str, blocks: list[dict[str, str]], usable: int | None = N
     may also hold fewer CPUs of a package than its siblings line (the host's) says."""
     if not text.endswith("\n"):
         return f"it ends inside the block of CPU {blocks[-1]['processor']}"
+    if left_out := elided(text):  # (`processor : 0`, `...`, `processor : 63`: a paste's)
+        return left_out
     numbers = [int(b["processor"]) for b in blocks]
     online = _ONLINE_LINE.search(text)
     listed = _cpu_list_numbers(online.group(1)) if online else None

@@ -52,8 +52,11 @@ where): an `hca_id:` with fewer `port:` blocks than its `phys_port_cnt`, a port 
 blocks than its `Number of ports:`, or a port block without `State` / `Rate` / `Link layer`; an
 ibstatus block without `state` / `rate` / `link_layer`; a sysfs listing whose last line has fewer
 cells or a link layer that is not a whole word; any listing whose last line is a record head
-cut mid-line (`CA 'mlx5_`). The ports it does not list are not ports that are down, and a port
-whose `state` was cut away is not listed at all.
+cut mid-line (`CA 'mlx5_`); any listing with a line that stands for lines left out (`...`,
+`…`, `[...]`: gpud#752's ibstat paste); any listing whose first lines are a record's fields with no head
+above them (`max_mtu: 4096 (5)` before the first `hca_id:`, `State: Active` before the first `CA
+'...'`: its top cut off, deepseek-ai/DeepEP#38's paste). The ports it does not list are not
+ports that are down, and a port whose `state` was cut away is not listed at all.
 """
 
 from __future__ import annotations
@@ -62,6 +65,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
+
+from gpuonboard.facts.elision import elided
 
 __all__ = [
     "IbPort",
@@ -230,6 +235,34 @@ def _cut_count(device: str, listed: int, declared: int | None) -> str | None:
 _FIELD_LINE = re.compile(r"^\s*(?!CA ')[^:'\s][^:']*:\s*\S")
 
 
+# the field names each tool prints under a device head (ibv_devinfo, ibstat, ibstatus): one of them
+# above the first head is the end of a record whose head was cut away
+_RECORD_KEYS = {
+    "ibv_devinfo": re.compile(
+        r"^\s*(?:transport|fw_ver|node_guid|sys_image_guid|vendor_id|vendor_part_id|hw_ver|board_id"
+        r"|phys_port_cnt|port|state|max_mtu|active_mtu|sm_lid|port_lid|port_lmc|link_layer|max_mr_size"
+        r"|active_width|active_speed|phys_state|GID\[\s*\d+\]):\s*\S"
+    ),
+    "ibstat": re.compile(
+        r"^\s*(?:CA type|Number of ports|Firmware version|Hardware version|Node GUID|System image GUID"
+        r"|Port \d+|State|Physical state|Rate|Base lid|LMC|SM lid|Capability mask|Port GUID|Link layer):"
+    ),
+    "ibstatus": re.compile(r"^\s*(?:default gid|base lid|sm lid|state|phys state|rate|link_layer):\s*\S"),
+}
+
+
+def _cut_head(text: str, heads: Sequence[re.Pattern[str]], tool: str) -> str | None:
+    """The listing's first line when it is a field of a record whose head is not above it (the
+    listing's top cut off: the device and ports before it are not known)."""
+    for line in text.splitlines():
+        if any(h.match(line) for h in heads):
+            return None
+        if _RECORD_KEYS[tool].match(line):
+            first = " ".join(line.split())
+            return f"its first line {first!r} belongs to a record whose head was cut off above it"
+    return None
+
+
 def _cut_tail(text: str, heads: Sequence[re.Pattern[str]]) -> str | None:
     """The listing's last line when it is a record head cut mid-line: not indented nor a field
     with its value, not a whole head, not the tool's own stop line."""
@@ -292,7 +325,7 @@ def parse_ib_sysfs(text: str) -> IbReport:
             )
         )
     # (no line read at all: not a box without a device, a text this parser cannot read)
-    cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text)
+    cut = "no line of it is a port line" if warnings and not ports else _sysfs_cut(text) or elided(text)
     if cut and ports and cut.startswith(f"{ports[-1].device} port {ports[-1].port} "):
         ports[-1] = replace(ports[-1], whole=False)  # (its link layer cut: the line read is not whole)
     return IbReport(tuple(ports), tuple(warnings), cut is None, cut, "sysfs")
@@ -473,6 +506,8 @@ def parse_ibv_devinfo(text: str) -> IbReport:
             listing.transport = m.group(1)
     flush()
     listing.head(None)
+    listing.mark(_cut_head(text, (_HCA,), "ibv_devinfo"))
+    listing.mark(elided(text))
     listing.mark(_cut_tail(text, (_HCA,)))
     warnings: tuple[str, ...] = ()
     if not listing.ports and text.strip():
@@ -533,6 +568,8 @@ def _blocks(
             listing.device_field(m.group(1), m.group(2))
     flush()
     listing.head(None)
+    listing.mark(_cut_head(text, (head,), tool))
+    listing.mark(elided(text))
     listing.mark(_cut_tail(text, (head,)))
     if not listing.ports and text.strip() and not stopped:
         if listing.cut is None:

@@ -130,3 +130,33 @@ def test_an_lscpu_pasted_without_its_architecture_line_is_judged() -> None:
     r = cli(str(REAL / name), "--json")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["facts"]["cpu"]["physical_cores"] == 72
+
+
+def test_numactl_cpu_compress_ranges_are_counted_as_their_cpus(tmp_path: Path) -> None:
+    """`numactl --hardware --cpu-compress` (kvcache-ai/ktransformers #797, its command line put
+    back as pasted) lists each node's CPUs as ranges with their count, `0-15 (16)`: the note said
+    "4 CPUs" of a box of 32, counting the words; a range is all its CPUs."""
+    name = "numactl-H-cpu-compress__2x-epyc-9135__2node-1.1tb__ktransformers-797.txt"
+    (tmp_path / "numactl.txt").write_text("numactl --hardware --cpu-compress\n" + (REAL / name).read_text())
+    r = cli(str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (
+        "numactl --hardware: 2 NUMA nodes, 32 CPUs, 1160593 MiB (1133.4 GiB) of memory: read, not judged"
+        in " ".join(r.stderr.split())
+    )
+
+
+def test_a_numactl_cut_short_says_its_sums_are_a_floor(tmp_path: Path) -> None:
+    """oneapi-src/unified-memory-framework#1289's `numactl -H` of a Sapphire Rapids HBM box (16
+    nodes, 8 of them HBM without CPUs; its `$ numactl -H` line put back as pasted) as the stored
+    excerpt shows it, cut inside node 10: the note said "564724 MiB (551.5 GiB) of memory" as
+    the box's; it says the 11 nodes read are a floor of the 16."""
+    name = "numactl-H__spr-hbm-flat-16node__cut-at-node-10__umf-1289.txt"
+    (tmp_path / "numactl.txt").write_text("$ numactl -H\n" + (REAL / name).read_text())
+    r = cli(str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert (
+        "numactl --hardware: 16 NUMA nodes, at least 192 CPUs (11 of 16 nodes read: the output is cut"
+        " short), at least 564724 MiB (551.5 GiB) of memory (11 of 16 nodes read: the output is cut short)"
+        in " ".join(r.stderr.split())
+    )

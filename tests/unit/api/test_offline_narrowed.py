@@ -11,7 +11,7 @@ import pytest
 
 from gpuonboard.api.narrowed import narrowed
 
-from ..offline_judge import verdicts
+from ..offline_judge import details, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 DF_PATHS = "df-h__paths-given__trn2-container-overlay.txt"
@@ -73,6 +73,16 @@ def pasted(name: str, prompt: str) -> str:
         ("lscpu", "sed -n 1,56p /proc/cpuinfo", True),
         ("lscpu", "cat /proc/cpuinfo | grep -v flags", True),
         ("df", "df -h | grep -v tmpfs", True),
+        ("df", "docker run --rm -it alpine df -h", True),  # (a new container's mounts)
+        ("df", "sudo podman container run alpine df", True),
+        ("df", "docker exec -it box df -h", False),
+        ("df", "docker compose run app df -h", True),
+        ("df", "kubectl run t --rm -it --image=alpine -- df -h", True),
+        ("df", "kubectl exec -it pod -- df -h", False),
+        ("nvidia_smi_table", "docker run --rm --gpus 1 nvidia/cuda nvidia-smi", True),
+        ("nvidia_smi_table", "docker run --gpus '\"device=0\"' nvidia/cuda nvidia-smi", True),
+        ("nvidia_smi_table", "docker run --rm --gpus all nvidia/cuda nvidia-smi", False),
+        ("nvidia_smi_table", "docker run --rm --gpus=all nvidia/cuda nvidia-smi", False),
         ("df", "", False),
     ],
 )
@@ -240,3 +250,55 @@ def test_an_lscpu_without_its_flags_line_is_judged_whole(tmp_path: Path) -> None
         kept = "".join(ln for ln in (REAL / name).read_text().splitlines(True) if not ln.startswith("Flags"))
         text = "$ lscpu | grep -v Flags\n" + kept
         assert verdicts(tmp_path, "lscpu.txt", text, f"cpu_cores: {order}")["cpu_cores"][0] == verdict
+
+
+DF_RUN = "df-h__busybox-alpine-container-none-root__docker-run__moby-22677.txt"
+SMI_ONE = "nvidia-smi__l40s__1gpu__driver550.127.05.txt"
+
+
+def test_a_tool_run_in_a_container_the_command_started_shows_that_container(tmp_path: Path) -> None:
+    """moby/moby#22677's `docker run --rm -it alpine df -h` (its command line put back as
+    pasted): a new container's mounts, read as the box's, failed `/data` as "not a mount point;
+    it lives on the system disk /"; a mount not among them is now unknown. So is a GPU that
+    `docker run --gpus 1 ... nvidia-smi` (a 1-GPU L40S table with that command line added in the
+    test) does not show: an order for 2 GPUs failed "1 listed"; with `--gpus all` it still fails."""
+    text = pasted(DF_RUN, "docker run --rm -it alpine df -h")
+    verdict, actual = verdicts(tmp_path, DF_RUN, text, "data_disk: {mount: /data, min_size: 10GB}")[
+        "data_disk"
+    ]
+    assert (verdict, actual) == (
+        "unverified",
+        "unknown: /data is not in the df output, which lists only some filesystems",
+    )
+    whole = (REAL / DF_RUN).read_text()
+    assert (
+        verdicts(tmp_path, DF_RUN, whole, "data_disk: {mount: /data, min_size: 10GB}")["data_disk"][0]
+        == "fail"
+    )
+    one = pasted(SMI_ONE, "$ docker run --rm --gpus 1 nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi")
+    got = verdicts(tmp_path, SMI_ONE, one, "gpu_count: 2")["gpu_count"]
+    assert got[0] == "unverified" and "shows only the GPUs of a container it started" in got[1]
+    every = pasted(SMI_ONE, "$ docker run --rm --gpus all nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi")
+    assert verdicts(tmp_path, SMI_ONE, every, "gpu_count: 2")["gpu_count"][0] == "fail"
+
+
+CPUINFO_GREP = "proc-cpuinfo-grep-processor__lxd-container-limits-cpu-4__lxcfs-181.txt"
+
+
+def test_a_grepped_cpuinfo_is_not_said_to_lack_the_core_lines_it_dropped(tmp_path: Path) -> None:
+    """lxc/lxcfs#181's `cat /proc/cpuinfo |grep processor` (an LXD container of 4 CPUs on a
+    Xeon E5-2660 host; its command line put back as pasted): cpu_cores was unverified saying the
+    box's /proc/cpuinfo has no `physical id` and `core id` lines, "arm64, POWER and many VMs
+    print none", where grep dropped them; it now names the filter."""
+    text = pasted(CPUINFO_GREP, "$ cat /proc/cpuinfo |grep processor")
+    verdict, actual = verdicts(tmp_path, CPUINFO_GREP, text, "cpu_cores: 4")["cpu_cores"]
+    assert verdict == "unverified"
+    assert (
+        actual
+        == "? cores / 4 threads; `cat /proc/cpuinfo |grep processor` keeps only the lines grep let through"
+    )
+    said = details(tmp_path, CPUINFO_GREP, text, "cpu_cores: 4")["cpu_cores"]
+    assert "arm64" not in said and "left out the `physical id` and `core id` lines" in said
+    # saved without the command, lines of one field alone are read as a grep's too
+    whole = (REAL / CPUINFO_GREP).read_text()
+    assert "arm64" not in details(tmp_path, CPUINFO_GREP, whole, "cpu_cores: 4")["cpu_cores"]

@@ -11,6 +11,7 @@ import pytest
 
 from gpuonboard.facts.cpu import (
     CPUINFO,
+    LSCPU_JSON_CUT,
     CpuInfo,
     looks_like_cpuinfo,
     looks_like_lscpu,
@@ -119,8 +120,21 @@ CASES.append(
         CpuInfo("x86_64", "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", 2, 4, 1, 8, 8),
     )
 )
+CASES.append(
+    (
+        "lscpu__threadripper-2950x__qubes-vm-1-of-4-online__qubes-issues-5708.txt",
+        CpuInfo("x86_64", "AMD Ryzen Threadripper 2950X 16-Core Processor", 1, 1, 1, 4, 1, offline_cpus=3),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
-JSON_CASES = [(XEON_J, XEON_INFO)]
+JSON_CASES = [
+    (XEON_J, XEON_INFO),
+    # (cut inside its `Socket(s):` field: nothing read, and said so: steps/checks/test_host_rules_unread.py)
+    (
+        "lscpu-J__raspberry-pi-4-cortex-a72__cut-inside-socket-field__ohai-1760.json",
+        CpuInfo(None, None, None, None, None, None, None, (LSCPU_JSON_CUT,)),
+    ),
+]
 
 
 @pytest.mark.parametrize(("name", "expected"), CASES + JSON_CASES)
@@ -490,3 +504,18 @@ def test_an_lscpu_whose_architecture_line_was_lost_is_known_by_its_counts() -> N
     assert not looks_like_lscpu("\n".join(line for line in text.splitlines() if "Core(s)" not in line))
     for cpuinfo in (FIXTURES / "real").glob("proc-cpuinfo__*"):
         assert not looks_like_lscpu(cpuinfo.read_text()), cpuinfo.name
+
+
+def test_proc_cpuinfo_with_blocks_left_out_by_hand_counts_nothing() -> None:
+    """intel/gprofiler#458's Graviton (Cortex-A72) /proc/cpuinfo, its first six blocks, with the
+    blocks of CPUs 1 to 4 replaced in the test by a `...` line, as a paste shortens it: an arm64
+    block has no `siblings` to tell CPUs missing, so it was read as a whole listing of 2 CPUs
+    (cpu_cores failed "fewer online CPUs than ordered"); the `...` says CPUs were left out."""
+    text = (
+        FIXTURES / "real" / "proc-cpuinfo__graviton-a1-cortex-a72__first-6-blocks__gprofiler-458.txt"
+    ).read_text()
+    assert parse_cpuinfo(text).logical_cpus == 6
+    blocks = text.split("\n\n")
+    shortened = "\n\n".join([blocks[0], "...", blocks[5]])
+    info = parse_cpuinfo(shortened)
+    assert (info.logical_cpus, info.cut) == (None, "lines were left out by hand (`...` on line 10)")

@@ -46,6 +46,8 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h__it-it__raspberry-pi-sd-card__markdown-line-breaks.txt",
         # df rows with no header line above them (the paste's top cut off): refused, same file
         "df-h__k3s-node__kubelet-tmpfs-overlay-rows__top-cut-no-header__shkeeper-16.txt",
+        # BusyBox `df -h` of `docker run --rm -it alpine df -h`: api/test_offline_narrowed.py
+        "df-h__busybox-alpine-container-none-root__docker-run__moby-22677.txt",
     }
     assert {p.name for p in REAL.glob("df*")} == {
         "df-h__8gpu-server-mi300x.txt",

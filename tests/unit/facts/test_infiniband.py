@@ -175,3 +175,40 @@ def test_an_infiniband_ports_guid_is_read_in_each_format() -> None:
     assert ibstat.ports[0].guid == ibstatus.ports[0].guid == "00155dfffd3411eb"
     assert ibstatus.ports[8].guid is None
     assert infiniband.listings_disagree([ibstat, ibstatus]) is None
+
+
+def test_a_listing_whose_top_was_cut_off_is_not_whole() -> None:
+    """deepseek-ai/DeepEP#38's `ibv_devinfo` paste starts inside a port record (`max_mtu: 4096
+    (5)`, its `hca_id:` and `port:` lines above cut off), then lists mlx5_2: it was read as a
+    whole listing of one port, so `2x400G` failed ("0 of 1 port(s)"); the devices above the cut
+    are not known, so it is unverified. The same for NVIDIA/l2fwd-nv#6's `ibstat` with its first
+    10 lines (`CA 'mlx5_0'` to `Port 1:`) cut off in the test: one port read, `2x100G` unverified,
+    `1x100G` still passes."""
+    devinfo = parse_rdma(read("ibv_devinfo__top-cut-inside-a-port__cx7-roce-mlx5_2-active__deepep-38.txt"))
+    assert [p.device for p in devinfo.ports] == ["mlx5_2"] and not devinfo.complete
+    assert devinfo.cut == (
+        "its first line 'max_mtu: 4096 (5)' belongs to a record whose head was cut off above it"
+    )
+    assert rule_rdma((2, 400.0), devinfo.ports, devinfo.complete, devinfo.cut).verdict == "unverified"  # type: ignore[union-attr]
+    text = read("ibstat__cx6dx-mt4125__2port-roce-100g-active__l2fwd-nv-6.txt")
+    assert parse_rdma(text).complete and len(parse_rdma(text).ports) == 2
+    ibstat = parse_rdma("".join(text.splitlines(keepends=True)[10:]))
+    assert [p.device for p in ibstat.ports] == ["mlx5_1"] and not ibstat.complete
+    assert rule_rdma((2, 100.0), ibstat.ports, ibstat.complete, ibstat.cut).verdict == "unverified"  # type: ignore[union-attr]
+    assert rule_rdma((1, 100.0), ibstat.ports, ibstat.complete, ibstat.cut).verdict == "pass"  # type: ignore[union-attr]
+
+
+def test_a_listing_with_lines_left_out_by_hand_is_not_whole() -> None:
+    """leptonai/gpud#752's `ibstat` paste starts with `...` (the CAs above mlx5_7 left out by
+    hand) and ends with ibstat's `ibpanic:` on mlx5_8. With that last line dropped in the test,
+    it was read as a whole listing of one port: `8x200G` failed "1 of 1 port(s)"; the `...`
+    now says devices were left out, so it is unverified (the one port read still passes
+    `1x200G`; its `CA type: ...` values are no elision lines)."""
+    text = read("ibstat__one-ca-mlx5_7-hdr200__elided-top-and-values__ibpanic-mlx5_8__gpud-752.txt")
+    assert not parse_rdma(text).complete
+    kept = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("ibpanic:"))
+    report = parse_rdma(kept)
+    assert [p.device for p in report.ports] == ["mlx5_7"] and not report.complete
+    assert report.cut == "lines were left out by hand (`...` on line 1)"
+    assert rule_rdma((8, 200.0), report.ports, report.complete, report.cut).verdict == "unverified"  # type: ignore[union-attr]
+    assert rule_rdma((1, 200.0), report.ports, report.complete, report.cut).verdict == "pass"  # type: ignore[union-attr]

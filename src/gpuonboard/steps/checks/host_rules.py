@@ -17,6 +17,7 @@ from gpuonboard.facts.cpu import (
     CPU_LIMIT_FILES,
     CPUINFO,
     CPUSET_FILES,
+    LSCPU_JSON_CUT,
     cgroup_cpuset_read,
     looks_like_lscpu,
     nproc_unread,
@@ -113,6 +114,10 @@ def _limited_detail(usable: int, why: str, logical: int, offline: int | None, so
     )
 
 
+# the end of cpu_cores' actual where /proc/cpuinfo gives no `physical id` / `core id`
+_CORES_NOT_IN_CPUINFO = ": the core count is not in this /proc/cpuinfo"
+
+
 def _cores_unread(
     ordered: int, expected: str, actual: str, logical: int, threads: int | None, source: str = "lscpu"
 ) -> Check:
@@ -132,7 +137,7 @@ def _cores_unread(
         return Check(
             "cpu_cores",
             expected,
-            f"{actual}: the core count is not in this /proc/cpuinfo",
+            f"{actual}{_CORES_NOT_IN_CPUINFO}",
             "unverified",
             f"/proc/cpuinfo lists {logical} online CPUs but no `physical id` and `core id` lines"
             " (arm64, POWER and many VMs print none), so the cores cannot be told from hyperthreads:"
@@ -192,6 +197,16 @@ def _lscpu_narrowed(check: Check, facts: Facts) -> Check:
     cpu = facts.cpu
     if cpu is not None and cpu.source == CPUINFO:
         kept = (out.partial if out is not None else "") or cpu.filtered
+        if kept and check.verdict == "unverified" and check.actual.endswith(_CORES_NOT_IN_CPUINFO):
+            # (the box's /proc/cpuinfo may have them: the filter kept other lines)
+            return Check(
+                check.name,
+                check.expected,
+                f"{check.actual.removesuffix(_CORES_NOT_IN_CPUINFO)}; {kept}",
+                "unverified",
+                "the filter may have left out the `physical id` and `core id` lines the cores are"
+                " read from: save the whole `cat /proc/cpuinfo` (or `lscpu`) of the box",
+            )
         if check.verdict not in ("warn", "fail") or not kept:
             return check
         return Check(
@@ -268,6 +283,14 @@ def _lscpu_unread(expected: str, facts: Facts) -> Check:
             "lscpu (util-linux) is not on the login user's PATH, so the CPU cores could not be read:"
             " install util-linux (or ask the vendor to), or save `lscpu` run where it is installed",
         )
+    if facts.cpu is not None and LSCPU_JSON_CUT in facts.cpu.warnings:
+        return Check(
+            "cpu_cores",
+            expected,
+            f"unknown: {LSCPU_JSON_CUT}",
+            "unverified",
+            "nothing of a JSON cut short is read: save the whole `lscpu -J` (or `lscpu`) of the box",
+        )
     if facts.cpu is not None and facts.cpu.cut:  # (a /proc/cpuinfo not known whole)
         return Check(
             "cpu_cores",
@@ -323,9 +346,8 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         if usable < order.cpu_cores:
             detail = _limited_detail(usable, why, logical, facts.cpu.offline_cpus, facts.cpu.source)
             if physical is not None and physical < order.cpu_cores:  # (the first shortfall to say)
-                short = (
-                    f"{facts.cpu.source} counts {physical} cores, fewer than the {order.cpu_cores} ordered"
-                )
+                cores = f"{physical} core{'s' if physical != 1 else ''}"
+                short = f"{facts.cpu.source} counts {cores}, fewer than the {order.cpu_cores} ordered"
                 detail = f"{short}; and {detail}"
             return Check("cpu_cores", expected, actual, "fail", detail)
         if why in _CPU_SETS and math.ceil(usable / threads) < order.cpu_cores:

@@ -11,7 +11,7 @@ import pytest
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
-from gpuonboard.steps.checks.host_rules import rule_data_disk, rule_ram
+from gpuonboard.steps.checks.host_rules import rule_cpu, rule_data_disk, rule_ram
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 ORDER = OrderSpec(ram_bytes=2**30, data_disk=DataDiskSpec("/mydata/data", 9 * 10**9))
@@ -109,3 +109,30 @@ def test_a_df_of_given_paths_without_root_leaves_the_data_disk_unverified(text: 
     check = rule_data_disk(ORDER, parse_facts({"df": ProbeOutput(text, "", 0)}), 0.03)
     assert check.verdict == "unverified", check
     assert check.actual == "unknown: /mydata/data is not in the df output, which lists only /opt"
+
+
+def test_an_lscpu_json_cut_short_says_so() -> None:
+    """chef/ohai#1760's `lscpu -J` of a Raspberry Pi 4, as the stored excerpt shows it (cut
+    after `"field": "Socket(s):",`): cpu_cores said "lscpu gave no readable output" and to run
+    lscpu on the box "to see why"; it names the JSON cut short, still unverified."""
+    text = (REAL / "lscpu-J__raspberry-pi-4-cortex-a72__cut-inside-socket-field__ohai-1760.json").read_text()
+    check = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        "unknown: the `lscpu -J` output is cut short (its JSON does not close)",
+    )
+    # a JSON damaged inside, not cut, is no lscpu read either, and not called cut short
+    damaged = text.replace('"lscpu": [', '"lscpu": [[', 1) + "]}]}]}]}"
+    other = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(damaged, "", 0)}))
+    assert other.verdict == "unverified" and "cut short" not in other.actual
+
+
+def test_one_core_counted_is_said_in_the_singular() -> None:
+    """QubesOS/qubes-issues#5708's lscpu of a VM with 1 of its 4 vCPUs online: the failure said
+    "lscpu counts 1 cores"; it says "1 core", the offline CPUs after it."""
+    text = (REAL / "lscpu__threadripper-2950x__qubes-vm-1-of-4-online__qubes-issues-5708.txt").read_text()
+    check = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
+    assert check.verdict == "fail"
+    assert check.detail.startswith(
+        "lscpu counts 1 core, fewer than the 4 ordered; and only 1 of 4 CPUs online"
+    )

@@ -1,0 +1,19 @@
+"""A line a paste put in place of lines it left out by hand: `...`, `…` (the typographic one is
+ASCII again after api/paste.py), `[...]`, `(...)`. A listing that holds one is not whole: the
+devices, ports or CPUs it stands for are not known (leptonai/gpud#752's `ibstat` paste starts
+with `...` above its one CA). Values a paste redacted as `...` (`CA type: ...`) are no such
+line."""
+
+from __future__ import annotations
+
+import re
+
+_ELISION = re.compile(r"^\s*[\[(<]?\s*(?:\.{3,}|…)\s*[\])>]?\s*$")
+
+
+def elided(text: str) -> str | None:
+    """Why `text` is not whole where a line of it stands for lines left out, else None."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if _ELISION.match(line):
+            return f"lines were left out by hand (`{line.strip()}` on line {number})"
+    return None
