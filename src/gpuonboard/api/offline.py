@@ -26,6 +26,7 @@ from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, df_lists_sizes, looks_like_lsblk_pairs, looks_like_mount_table
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
@@ -33,7 +34,6 @@ from gpuonboard.facts.kernel_wrap import PROGRAM_LINE
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
-from gpuonboard.facts.nvidia_smi.values import ELISION
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines

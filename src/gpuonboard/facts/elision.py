@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import re
 
-_ELISION = re.compile(r"^\s*[\[(<]?\s*(?:\.{3,}|…)\s*[\])>]?\s*$")
+# (one line; re.M so that a whole text's such lines can be found or removed at once)
+ELISION = re.compile(r"^\s*[\[(<]?\s*(?:\.{3,}|…)\s*[\])>]?\s*$", re.M)
 
 
 def elided(text: str) -> str | None:
     """Why `text` is not whole where a line of it stands for lines left out, else None."""
     for number, line in enumerate(text.splitlines(), 1):
-        if _ELISION.match(line):
+        if ELISION.match(line):
             return f"lines were left out by hand (`{line.strip()}` on line {number})"
     return None

@@ -58,6 +58,7 @@ import bisect
 import re
 from dataclasses import dataclass, replace
 
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
@@ -77,7 +78,6 @@ from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import other_program
 from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
-from gpuonboard.facts.nvidia_smi.values import ELISION
 
 __all__ = [
     "BootCounter",

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
 from gpuonboard.facts.nvidia_smi.model import (
@@ -23,7 +24,6 @@ from gpuonboard.facts.nvidia_smi.model import (
 )
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
-    ELISION,
     EccParts,
     _any_true,
     _clean,

@@ -285,11 +285,6 @@ def _float(value: str | None) -> float | None:
     return float(match.group(1)) if match else None
 
 
-# a paste's own mark of lines left out, on a line of its own: `...`, `....`, `…`, `[...]`,
-# `(...)` (an `nvidia-smi -q`, an `nvlink -s` listing shortened by hand)
-ELISION = re.compile(r"^\s*[\[(]?\s*(?:\.{3,}|…)\s*[\])]?\s*$", re.M)
-
-
 # a yes/no value followed by a paste's annotation that holds no word (`Yes   <===`, `No  *`)
 _ANNOTATED = re.compile(r"^(\S+)\s+[^\w\s][^\w]*$")
 
