@@ -484,11 +484,12 @@ def _refuse_unreadable(where: str, kind: str, text: str) -> None:
                 " paths; save `nvidia-smi topo -m` of the box instead."
             )
     if kind == "lsblk":
-        from gpuonboard.facts.disks import lsblk_unread
+        from gpuonboard.facts.lsblk_table import looks_like_lsblk_table, unread
 
-        if (why := lsblk_unread(text)) is not None:
+        if (why := unread(text)) is not None:
+            what = "lsblk table" if looks_like_lsblk_table(text) else "lsblk -J output"
             raise UsageError(
-                f"{where}: this lsblk -J output cannot be read ({why}); the file is cut short or"
+                f"{where}: this {what} cannot be read ({why}); the file is cut short or"
                 " damaged: save `lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` of the box again."
             )
 

@@ -14,6 +14,7 @@ from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs, looks_like
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROGRAM_LINE
+from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.values import ELISION
@@ -183,7 +184,11 @@ def detect_kind(text: str) -> str | None:
         return "nvidia_smi"
     if "GPU0" in head and ("Legend" in text or _TOPO_SIGN.search(head)):
         return "nvidia_topo"
-    if (head.startswith("{") and '"blockdevices"' in head) or looks_like_lsblk_pairs(head):
+    if (
+        (head.startswith("{") and '"blockdevices"' in head)
+        or looks_like_lsblk_pairs(head)
+        or looks_like_lsblk_table(head)  # (the plain table: its header names lsblk's columns)
+    ):
         return "lsblk"  # (`lsblk -P`'s `NAME="sda" ...` before os-release's `NAME="Ubuntu"`)
     if head.startswith("{") and '"lscpu"' in head:
         return "lscpu"

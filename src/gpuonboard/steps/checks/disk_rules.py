@@ -7,7 +7,7 @@ import dataclasses
 import re
 
 from gpuonboard.connection.gather import Facts
-from gpuonboard.facts import disks
+from gpuonboard.facts import disks, lsblk_table
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.host_facts import answered as _answered
@@ -32,6 +32,15 @@ def _separate_mounts(root: disks.Mount, facts: Facts) -> list[disks.Mount]:
         if shared is False and all(m.device != mount.device for m in found):
             found.append(mount)
     return sorted(found, key=lambda m: -(m.size_bytes or 0))
+
+
+def _device_size(device: disks.BlockDevice) -> str:
+    """A block device's size as lsblk gave it: exact, or the range a human size (`1.8T`) may be."""
+    size, rounding = device.size_bytes, device.size_rounding
+    if size is None or not rounding:
+        return format_bytes(size, binary=False)
+    low, high = (format_bytes(n, binary=False) for n in (size - rounding, size + rounding))
+    return f"{low} to {high}, as lsblk rounds it" if low != high else low
 
 
 def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
@@ -61,7 +70,7 @@ def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
             f" disk, set the order's data_disk mount to its path, or mount it at {path}"
         )
     if idle:
-        names = ", ".join(f"{d.name} ({format_bytes(d.size_bytes, binary=False)})" for d in idle)
+        names = ", ".join(f"{d.name} ({_device_size(d)})" for d in idle)
         one = len(idle) == 1
         return (
             f"lsblk shows {'a disk' if one else 'disks'} with nothing mounted: {names}; if"
@@ -214,7 +223,7 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
     check = _judge_data_disk(order, facts, tolerance)
-    unread = disks.lsblk_unread(_answered(facts, "lsblk"))
+    unread = lsblk_table.unread(_answered(facts, "lsblk"))
     if unread is None:
         return check
     note = (
