@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.api import saved_forms
-from gpuonboard.api.shown import IBDEV2NETDEV_LINE
+from gpuonboard.api.shown import ibdev2netdev_line
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs, looks_like_mount_table
 from gpuonboard.facts.infiniband import no_rdma_device
@@ -79,7 +79,7 @@ def detect_fabric_kind(text: str) -> str | None:
         return "iperf3"
     if _NUMACTL_HEAD.match(lines[0]) and any(_NUMACTL_CPUS.match(line) for line in lines[1:4]):
         return "numactl"
-    if all(IBDEV2NETDEV_LINE.match(line.strip()) for line in lines):
+    if all(ibdev2netdev_line(line) for line in lines):  # (plain or `-v`)
         return "ibdev2netdev"
     if re.search(r"^Server Version:", head, re.M) or (
         re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
