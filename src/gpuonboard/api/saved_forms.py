@@ -40,11 +40,6 @@ __all__ = [
 # forms of a command this tool reads in another form: (its first line, what it is, what to save)
 _OTHER_FORMS = (
     (
-        re.compile(r"^\s*NAME\s+MAJ:MIN\s+RM\s+SIZE\b"),
-        "a plain `lsblk` table",
-        "`lsblk -J -b -o NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` (its JSON is read)",
-    ),
-    (
         re.compile(r"^\s*CPU\s+(?:NODE\s+)?SOCKET\s+CORE\b|^# The following is the parsable format"),
         "`lscpu -e` / `lscpu -p` (one line per CPU)",
         "plain `lscpu`",
@@ -58,10 +53,9 @@ _OTHER_FORMS = (
 
 
 def other_form(text: str) -> str | None:
-    """The sentence for a saved output of a command this tool reads in another form (a plain
-    `lsblk` table, `lscpu -e`, some lines of an lscpu), or a part of nvidia-smi's table without
-    its banner and header (naming the GPUs it shows unreadable), naming what to save; None
-    otherwise."""
+    """The sentence for a saved output of a command this tool reads in another form (`lscpu -e`,
+    some lines of an lscpu), or a part of nvidia-smi's table without its banner and header
+    (naming the GPUs it shows unreadable), naming what to save; None otherwise."""
     first = first_line(text)
     for pattern, what, save in _OTHER_FORMS:
         if pattern.search(first):
@@ -573,7 +567,7 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
         " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
         " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
         " info, iperf3 -J, numactl --hardware, ibdev2netdev, lscpu or /proc/cpuinfo, free or"
-        " /proc/meminfo, df, lsblk -J or -P, /proc/mounts,"
+        " /proc/meminfo, df, lsblk (its table, -J or -P), /proc/mounts,"
         " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
         " file named *fabric*)."
     )

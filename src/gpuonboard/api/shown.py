@@ -8,6 +8,19 @@ import re
 # `ibdev2netdev` (Mellanox OFED): `mlx5_0 port 1 ==> ib0 (Up)`, one line a port (also spaced by
 # `column -t`, a note of the user's after a `#`)
 IBDEV2NETDEV_LINE = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)\s+\((Up|Down)\)\s*(?:#.*)?$")
+# `ibdev2netdev -v`: the PCI address (none for an mlx4), the device, `(MT4123 - MCX653105A-HDAT)`,
+# the card's description (may be empty, or padded with blanks), its firmware, then the port's own
+# state padded to six (`(ACTIVE)`, `(DOWN  )`) before the net device and its state; a Lustre
+# setup's `(o2ib)` or a note after it
+IBDEV2NETDEV_VERBOSE_LINE = re.compile(
+    r"^(?:[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]\s+)?(\S+)\s+\([^()]*\)\s.*?\bfw\s+\S+"
+    r"\s+port\s+(\d+)\s+\(([A-Z_]+)\s*\)\s+==>\s+(\S+)\s+\((Up|Down)\)(?:\s+\([^()]*\))*\s*(?:#.*)?$"
+)
+
+
+def ibdev2netdev_line(line: str) -> bool:
+    """Whether a line is one port's of `ibdev2netdev` or `ibdev2netdev -v`."""
+    return bool(IBDEV2NETDEV_LINE.match(line.strip()) or IBDEV2NETDEV_VERBOSE_LINE.match(line.strip()))
 
 
 def shown(kind: str, text: str) -> str:
@@ -82,11 +95,18 @@ def _numa_cpus(cells: str) -> int | None:
 def _ibdev2netdev(text: str) -> str:
     """What `ibdev2netdev` says: each RDMA port's net device and that net device's state, which
     is not the port's (an InfiniBand port ACTIVE at its rate shows `(Down)` where its IPoIB
-    interface is not configured); `rdma_ports` reads ibstat, ibv_devinfo or sysfs."""
-    ports = [m.groups() for line in text.splitlines() if (m := IBDEV2NETDEV_LINE.match(line.strip()))]
-    up = sum(1 for *_, state in ports if state == "Up")
+    interface is not configured); `-v` adds the port's own state (ACTIVE, DOWN, ...), without
+    its rate or link layer; `rdma_ports` reads ibstat, ibv_devinfo or sysfs."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    plain = [m.groups() for line in lines if (m := IBDEV2NETDEV_LINE.match(line))]
+    verbose = [m.groups() for line in lines if (m := IBDEV2NETDEV_VERBOSE_LINE.match(line))]
+    ports = len(plain) + len(verbose)
+    up = sum(1 for *_, state in plain if state == "Up") + sum(1 for *_, state in verbose if state == "Up")
+    said = f"ibdev2netdev: {ports} RDMA port{'' if ports == 1 else 's'}"
+    if verbose:
+        active = sum(1 for _, _, state, _, _ in verbose if state == "ACTIVE")
+        said += f", {active} of {len(verbose)} ACTIVE by `-v` (the port's own state; no rate or link layer)"
     return (
-        f"ibdev2netdev: {len(ports)} RDMA port{'' if len(ports) == 1 else 's'}, {up} of them with"
-        " their net device up (the net device's state, not the port's): read, not judged"
-        " (rdma_ports reads ibstat, ibv_devinfo or /sys/class/infiniband)."
+        f"{said}, {up} of them with their net device up (the net device's state, not the port's): read, not"
+        " judged (rdma_ports reads ibstat, ibv_devinfo or /sys/class/infiniband)."
     )

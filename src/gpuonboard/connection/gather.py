@@ -610,7 +610,9 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         from gpuonboard.facts import disks
 
         mounts = disks.parse_df(df_text) if df_text else ()
-        block = disks.parse_lsblk(lsblk_text) if lsblk_text else ()
+        from gpuonboard.facts.lsblk_table import read_lsblk
+
+        block = read_lsblk(lsblk_text) if lsblk_text else ()
         if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
             mounts = disks.with_mount_types(mounts, disks.parse_mount_table(table))
     memory_limit = cgroup_cpus = cgroup_cpuset = None

@@ -40,6 +40,7 @@ __all__ = [
     "same_device",
     "shares_disk",
     "short_name",
+    "size_rounding",
     "unmounted_disks",
     "with_mount_types",
 ]
@@ -71,6 +72,9 @@ class BlockDevice:
     rota: bool | None = None
     model: str | None = None
     parent: str | None = None
+    # how far the true size may be from size_bytes either way: lsblk rounds a human size to its
+    # last digit (`1.8T` is 1.75-1.85 TiB); 0 where exact (`-b` bytes)
+    size_rounding: int = 0
 
     @property
     def mountpoint(self) -> str | None:
@@ -105,6 +109,17 @@ def parse_size(value: str) -> int | None:
         return None
     number = float(match.group(1).replace(",", "."))
     return round(number * _base(match) ** _POWERS[match.group(2).upper()])
+
+
+_HUMAN_SIZE = re.compile(r"^(\d+)(?:[.,](\d+))?([KMGTPEZ])$", re.IGNORECASE)
+
+
+def size_rounding(cell: str) -> int:
+    """How far the true size may be from an lsblk human size cell's value either way: lsblk
+    (util-linux size_to_human_string) rounds to the nearest tenth of its unit and leaves out a
+    tenth of 0, so `1.8T` is 1.75-1.85 TiB and `477G` 476.95-477.05 GiB; 0 for bytes."""
+    match = _HUMAN_SIZE.match(cell.strip())
+    return 1024 ** _POWERS[match.group(3).upper()] // 20 if match else 0
 
 
 # a human size cell of `df -H` (SI powers, printed as df -h prints binary ones: `19G`)
@@ -383,6 +398,7 @@ def _flatten(entries: Iterable[Any], parent: str | None) -> list[BlockDevice]:
                 rota=_lsblk_rota(entry.get("rota")),
                 model=str(model).strip() if model else None,
                 parent=parent,
+                size_rounding=size_rounding(str(entry.get("size"))),  # (`-J` without `-b`: `1.8T`)
             )
         )
         children = entry.get("children")
@@ -458,6 +474,7 @@ def parse_lsblk_pairs(text: str) -> tuple[BlockDevice, ...]:
                 rota=_lsblk_rota(pairs.get("ROTA")),
                 model=(pairs.get("MODEL") or "").strip() or None,
                 parent=parent,
+                size_rounding=size_rounding(pairs.get("SIZE") or ""),
             )
         )
     return tuple(devices)

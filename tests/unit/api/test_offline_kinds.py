@@ -123,6 +123,39 @@ def test_ibdev2netdev_is_shown_not_judged_beside_the_ports_judged(tmp_path: Path
     assert rules["rdma_ports"]["verdict"] == "pass"
 
 
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (
+            "ibdev2netdev-v__cx4-ib-sriov-vfs__active-port-netdev-down__search-23205468075.txt",
+            "6 RDMA ports, 2 of 6 ACTIVE by `-v` (the port's own state; no rate or link layer), 1 of them"
+            " with their net device up",
+        ),
+        (
+            "ibdev2netdev-v__cx4-lx_cx5_cx6-socket-direct__8-ports__search-41237316056.txt",
+            "8 RDMA ports, 3 of 8 ACTIVE by `-v`",
+        ),
+        ("ibdev2netdev-v__mlx4-qdr-no-pci-address__search-49090933291.txt", "1 RDMA port, 1 of 1 ACTIVE"),
+        ("ibdev2netdev-v__4x-cx6-vpi-hdr__all-active__search-25374003452.txt", "4 RDMA ports, 4 of 4 ACTIVE"),
+    ],
+)
+def test_ibdev2netdev_v_is_shown_with_the_ports_own_state(tmp_path: Path, name: str, said: str) -> None:
+    """`ibdev2netdev -v` (PCI address, board, description, firmware, the port's own state padded
+    as `(DOWN  )`, then the net device's): refused, exit 2, "not a recognised command output",
+    and the box's ibstat beside it with it; now shown as plain ibdev2netdev is, with the port
+    states it adds (an ACTIVE port whose IPoIB device is Down, SR-IOV VFs DOWN), the ibstat
+    judged."""
+    (tmp_path / "ibdev2netdev-v.txt").write_text("# ibdev2netdev -v\n" + (REAL / name).read_text())
+    ibstat = "ibstat__connectx6-vf-mt4124__1port-active-hdr100__openstack-vm.txt"
+    (tmp_path / "ibstat.txt").write_text((REAL / ibstat).read_text())
+    order = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    order.write_text("rdma: 1x100G\n")
+    r = cli(str(tmp_path), "--order", str(order), "--json")
+    assert r.returncode == 0, r.stderr
+    assert f"ibdev2netdev: {said}" in " ".join(r.stderr.split())
+    assert {c["name"]: c for c in json.loads(r.stdout)["rules"]}["rdma_ports"]["verdict"] == "pass"
+
+
 def test_an_lscpu_pasted_without_its_architecture_line_is_judged() -> None:
     """archspec/archspec #159 (a GH200, `rchitecture:` as pasted): refused, exit 2, "not a
     recognised command output"; now read as the lscpu it is: 72 cores meet an order of 72."""

@@ -17,11 +17,6 @@ PUBLIC = Path(__file__).parents[2] / "fixtures" / "public"
     ("name", "sentence"),
     [
         (
-            "lsblk-plain__centos-7.7-vm-lvm__jc.txt",
-            "a plain `lsblk` table, which this tool does not read: save `lsblk -J -b -o"
-            " NAME,SIZE,TYPE,MOUNTPOINT,ROTA,MODEL` (its JSON is read) of the box.",
-        ),
-        (
             "lscpu-e__i7-6700-4c8t__notes.txt",
             "`lscpu -e` / `lscpu -p` (one line per CPU), which this tool does not read: save plain `lscpu`"
             " of the box.",

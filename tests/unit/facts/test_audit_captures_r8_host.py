@@ -145,7 +145,7 @@ DMESG_H = "dmesg-H__rtx3090-aarch64-rockchip__bar-invalid-fallen-off-bus-no-xid.
 def test_r8_b4_every_time_form_of_dmesg_h_reads_as_a_kernel_log_line() -> None:
     """`dmesg -H` stamps `[Nov18 10:51]` then `[  +0.000040]`: the file was recognised only
     because half its lines say NVRM; a log of the same form with fewer would be refused."""
-    from gpuonboard.api.offline import _KERNEL_LINE, detect_kind
+    from gpuonboard.api.saved_kinds import _KERNEL_LINE, detect_kind
 
     text = read(DMESG_H)
     stamped = [line for line in text.splitlines() if line and not line.startswith(" ")]

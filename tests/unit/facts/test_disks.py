@@ -53,12 +53,14 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h__8gpu-server-mi300x.txt",
         H200_DF,
     } | elsewhere | covered("df")
-    # `lsblk -P` (pairs): tested in test_disks_lsblk_pairs.py
+    # `lsblk -P` (pairs): tested in test_disks_lsblk_pairs.py; the plain tables (`*.txt` but -P's)
+    # in test_lsblk_table.py
+    tables = {p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P")}
     lsblk = {
         "lsblk-J-b__gpu-node-8x-nvme.json",
         H200_LSBLK,
         "lsblk-P__qemu-vm-ubuntu-core-ab-partitions__snappy.txt",
-    }
+    } | tables
     assert {p.name for p in REAL.glob("lsblk*")} == lsblk | covered("lsblk")
 
 

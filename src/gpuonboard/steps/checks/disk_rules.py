@@ -7,7 +7,7 @@ import dataclasses
 import re
 
 from gpuonboard.connection.gather import Facts
-from gpuonboard.facts import disks
+from gpuonboard.facts import disks, lsblk_table
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.host_facts import answered as _answered
@@ -32,6 +32,15 @@ def _separate_mounts(root: disks.Mount, facts: Facts) -> list[disks.Mount]:
         if shared is False and all(m.device != mount.device for m in found):
             found.append(mount)
     return sorted(found, key=lambda m: -(m.size_bytes or 0))
+
+
+def _device_size(device: disks.BlockDevice) -> str:
+    """A block device's size as lsblk gave it: exact, or the range a human size (`1.8T`) may be."""
+    size, rounding = device.size_bytes, device.size_rounding
+    if size is None or not rounding:
+        return format_bytes(size, binary=False)
+    low, high = (format_bytes(n, binary=False) for n in (size - rounding, size + rounding))
+    return f"{low} to {high}, as lsblk rounds it" if low != high else low
 
 
 def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
@@ -61,7 +70,7 @@ def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
             f" disk, set the order's data_disk mount to its path, or mount it at {path}"
         )
     if idle:
-        names = ", ".join(f"{d.name} ({format_bytes(d.size_bytes, binary=False)})" for d in idle)
+        names = ", ".join(f"{d.name} ({_device_size(d)})" for d in idle)
         one = len(idle) == 1
         return (
             f"lsblk shows {'a disk' if one else 'disks'} with nothing mounted: {names}; if"
@@ -86,6 +95,48 @@ def _no_mounts(expected: str, facts: Facts) -> Check:
             " `df -P -k` of the box (in the C locale: `LC_ALL=C df -P -k`) to judge the data disk",
         )
     return _tool_failed("data_disk", expected, facts, "df", "df -P -k")
+
+
+def _from_lsblk(order: OrderSpec, expected: str, facts: Facts, tolerance: float) -> Check | None:
+    """data_disk where no df was given (offline) but an lsblk was: the fail lsblk alone proves,
+    else None (unverified as without it). A block device is at least as large as the file
+    system on it, so a device at the ordered path whose size, its rounding included, is under the
+    order fails; one that shares /'s physical disk fails. A size that meets the order passes
+    nothing: the file system on it may be smaller (an image not grown to its disk)."""
+    spec = order.data_disk
+    assert spec is not None
+    at = [d for d in facts.block_devices if spec.mount in d.mountpoints]
+    if facts.given("df") or not at:
+        return None
+    dev = at[0]
+    actual = f"{dev.name} at {spec.mount}, {_device_size(dev)} (lsblk, no df given"
+    need = (spec.min_size_bytes or 0) * (1 - tolerance)
+    if dev.size_bytes is not None and dev.size_bytes + dev.size_rounding < need:
+        most = format_bytes(dev.size_bytes + dev.size_rounding, binary=False)
+        return Check(
+            "data_disk",
+            expected,
+            actual + ")",
+            "fail",
+            f"the device mounted at {spec.mount} (at most {most}) is smaller than ordered, and the file"
+            " system on it is no larger: a smaller disk than the order; ask the vendor for the ordered size",
+        )
+    root = next((d for d in facts.block_devices if "/" in d.mountpoints), None)
+    if root is None:
+        return None
+    mounted = disks.Mount(f"/dev/{disks.short_name(dev.name)}", None, None, None, spec.mount)
+    system = disks.Mount(f"/dev/{disks.short_name(root.name)}", None, None, None, "/")
+    if not disks.shares_disk(system, mounted, facts.block_devices, cache=False):
+        return None
+    under = disks.physical_disks(system, facts.block_devices) or {disks.short_name(root.name)}
+    return Check(
+        "data_disk",
+        expected,
+        f"{actual}; same disk as / on {', '.join(sorted(under))})",
+        "fail",
+        f"lsblk shows {spec.mount} on the system disk: a full dataset or checkpoint fills / and stops the"
+        " box; ask the vendor for the separate data disk that was ordered",
+    )
 
 
 def _df_unread_mounts(stderr: str) -> list[str]:
@@ -214,7 +265,7 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
     check = _judge_data_disk(order, facts, tolerance)
-    unread = disks.lsblk_unread(_answered(facts, "lsblk"))
+    unread = lsblk_table.unread(_answered(facts, "lsblk"))
     if unread is None:
         return check
     note = (
@@ -289,7 +340,7 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if spec.min_size_bytes:
         expected += f", >= {format_bytes(spec.min_size_bytes, binary=False)}"
     if not facts.mounts:
-        return _no_mounts(expected, facts)
+        return _from_lsblk(order, expected, facts, tolerance) or _no_mounts(expected, facts)
     root = disks.mount_for(facts.mounts, "/")
     mount = disks.mount_for(facts.mounts, spec.mount)
     if (cut := _cut_short(spec.mount, mount, root, expected, facts)) is not None:

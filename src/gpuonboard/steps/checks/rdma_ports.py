@@ -180,6 +180,24 @@ def rule_rdma(
         return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread, fabric_unread)
     if not listed:
         return _no_device(expected)
+    return _rdma_too_few(
+        order_rdma, expected, actual, (ports, good, unknown, unread, wrong, shared), layer, disagree
+    )
+
+
+def _rdma_too_few(
+    order_rdma: tuple[int, float],
+    expected: str,
+    actual: str,
+    counted: tuple[list[IbPort], list[IbPort], list[IbPort], list[IbPort], list[IbPort], Sequence[IbPort]],
+    layer: str | None,
+    disagree: str | None,
+) -> Check:
+    """rule_rdma's fail where too few ports are ACTIVE at the rate (`counted`: the ports counted,
+    those good, those not known, those whose state was not read, those of the other fabric and
+    the VF ports left out), naming them; a bond device that could make up the order warns."""
+    count, gbit = order_rdma
+    ports, good, unknown, unread, wrong, shared = counted
     said, advice = _too_few(gbit, [p for p in ports if p not in unknown], good, shared)
     bonds = [p for p in good if _is_bond(p)]
     if bonds and len(good) + len(bonds) * (BOND_MAX - 1) >= count:

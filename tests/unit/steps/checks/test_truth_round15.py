@@ -466,10 +466,6 @@ PUBLIC = REAL.parent / "public"
     ("name", "said"),
     [
         (
-            "lsblk-plain__centos-7.7-vm-lvm__jc.txt",
-            "a plain `lsblk` table, which this tool does not read: save `lsblk -J",
-        ),
-        (
             "lscpu-e__i7-6700-4c8t__notes.txt",
             "`lscpu -e` / `lscpu -p` (one line per CPU), which this tool does not read",
         ),

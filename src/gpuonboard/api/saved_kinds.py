@@ -1,0 +1,209 @@
+"""The kind of a saved command output, from its content alone (offline judging): which live
+probe printed it (nvidia-smi in any format, topo -m, lscpu, free, df, lsblk, ...), the fabric
+probes' outputs (kernel log, nvlink, RDMA ports), and the kinds shown but not judged (docker
+info, iperf3 -J, numactl --hardware, ibdev2netdev); a failing nvidia-smi's own sentences."""
+
+from __future__ import annotations
+
+import re
+
+from gpuonboard.api import saved_forms
+from gpuonboard.api.shown import ibdev2netdev_line
+from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
+from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs, looks_like_mount_table
+from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.infiniband import no_rdma_device
+from gpuonboard.facts.kernel_log import KERNEL_STAMP
+from gpuonboard.facts.kernel_wrap import PROGRAM_LINE
+from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
+from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
+from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
+from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
+
+# recognised and shown, not judged (no rule reads them offline): kind -> what it is
+SHOWN_KINDS = {
+    "docker_info": "docker info",
+    "iperf3": "iperf3 -J (network throughput JSON)",
+    "numactl": "numactl --hardware (NUMA nodes)",
+    "ibdev2netdev": "ibdev2netdev (RDMA devices' net devices)",
+}
+
+
+_GPU_LINE = re.compile(r"^GPU \d+: .*$")
+_MIG_LINE = re.compile(r"^\s+MIG \S+\s+Device\s+\d+:")
+_NVLINK_LINE = re.compile(
+    r"^\s+Link \d+[:,]|does not have or support Nvlink|Nvlink queries are not supported"
+    r"|all links are inActive",
+    re.I,
+)
+# a kernel log line: one that starts with a kernel log's stamp (facts/kernel_log.py KERNEL_STAMP:
+# dmesg's in all its time forms, --decode's, ISO, a syslog or journalctl line's `... kernel: `);
+# or any NVRM / SXid line
+_KERNEL_LINE = re.compile(
+    rf"^(?:{KERNEL_STAMP.pattern})|NVRM: |nvidia-nvswitch\d+: SXid"
+    r"|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
+)
+
+
+def _kernel_line(line: str) -> bool:
+    """The line is the kernel's own: a syslog or journal line of the program `kernel`, or
+    (unprefixed) a line with a kernel log's stamp, an NVRM or SXid line."""
+    if program := PROGRAM_LINE.match(line.strip()):
+        return program.group(1) == "kernel"
+    return bool(_KERNEL_LINE.search(line))
+
+
+# `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
+_NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
+# the sysfs probe's line (facts/infiniband.py): DEV PORT STATE PHYS RATE [GUID pf|vf] LAYER
+_IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*(?:\t[^\t]*\t(?:pf|vf)?)?\t[^\t]*$")
+# the head of a device's block in the other RDMA tools parse_rdma (facts/infiniband.py) reads, as
+# it tells them apart: ibstat `CA 'mlx5_0'`, ibstatus `Infiniband device 'mlx5_0' port 1 status:`
+_IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:)", re.M)
+
+# `numactl --hardware` (`-H`): `available: 2 nodes (0-1)`, then each node's `node 0 cpus: ...`
+_NUMACTL_HEAD = re.compile(r"^available: \d+ nodes? \(")
+_NUMACTL_CPUS = re.compile(r"^node \d+ cpus:")
+
+
+def detect_fabric_kind(text: str) -> str | None:
+    """The fabric probes' outputs and the kinds shown but not judged (docker info, iperf3 -J),
+    from content alone; None for any other text."""
+    head = text.lstrip()[:4000]
+    lines = [line for line in text.splitlines() if line.strip()]
+    while lines and ELISION.match(lines[0]):  # (a paste's `....` above what it kept)
+        lines = lines[1:]
+    if not lines:
+        return None
+    if head.startswith("{") and '"intervals"' in text and '"start"' in text:
+        return "iperf3"
+    if _NUMACTL_HEAD.match(lines[0]) and any(_NUMACTL_CPUS.match(line) for line in lines[1:4]):
+        return "numactl"
+    if all(ibdev2netdev_line(line) for line in lines):  # (plain or `-v`)
+        return "ibdev2netdev"
+    if re.search(r"^Server Version:", head, re.M) or (
+        re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
+    ):
+        return "docker_info"
+    if (
+        re.search(r"^hca_id:", head, re.M)  # ibv_devinfo
+        or _IB_BLOCK_HEAD.search(head)  # ibstat, ibstatus
+        or all(_IB_SYSFS_LINE.match(line) for line in lines[:50])  # the probe's sysfs listing
+        or no_rdma_device(text)  # `No IB devices found`: the listing of a box without one
+    ):
+        return "rdma_ports"
+    if any(_GPU_LINE.match(line) for line in lines[:50]):
+        counters = sum(1 for line in lines[:200] if _NVLINK_ERR_LINE.match(line))
+        others = sum(1 for line in lines[:200] if not (_GPU_LINE.match(line) or _NVLINK_ERR_LINE.match(line)))
+        if counters and others <= counters // 4:  # (`nvlink -e -i N` loops echo a header per GPU)
+            return "nvidia_nvlink_errors"
+    if _GPU_LINE.match(lines[0]):
+        rest = lines[1:]
+        if (
+            rest
+            and all(
+                _NVLINK_LINE.search(line) or _GPU_LINE.match(line) or ELISION.match(line) for line in rest
+            )
+            and any(_NVLINK_LINE.search(line) for line in rest)
+        ):
+            return "nvidia_nvlink"
+        if all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in lines):
+            return "nvidia_smi_list"
+    kernel = sum(1 for line in lines[:200] if _kernel_line(line))
+    # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's;
+    # a log of other programs alone is no kernel log, whatever their messages quote)
+    others = sum(1 for line in lines[:200] if PROGRAM_LINE.match(line.strip()) and not _kernel_line(line))
+    if kernel and kernel + others >= min(len(lines), 200) // 2:
+        return "kernel_log"
+    return None
+
+
+# nvidia-smi's output when it failed is its own sentence(s) and nothing else: one line, or one
+# per GPU it could not open, and a warning or two; a longer text that names a cause is another
+# command's (a forum page, a log), not a failing nvidia-smi
+_FAILURE_MAX_LINES = 40
+
+
+def nvidia_smi_failed(text: str) -> bool:
+    """The text is a failing nvidia-smi's whole output: a line naming a cause the rules know
+    (facts/nvidia_smi_failure.py: "Unable to determine the device handle for GPU ...", "No devices
+    were found") or one of nvidia-smi's own failure sentences, "NVIDIA-SMI has failed ..." and
+    NVML's "Failed to initialize NVML: <reason>" for any reason NVML gives (a WSL2 or Hyper-V
+    guest's "GPU access blocked by the operating system" too). The kernel's own NVRM line about
+    the same fault is a kernel log's, not nvidia-smi's. A table whose banner answered and whose
+    rows could not be read (cut off, mangled in a paste) is no failure: a lost GPU's line above
+    it names that GPU (nvidia_smi_failure.answered_unread)."""
+    from gpuonboard.facts.nvidia_smi_failure import answered_unread
+
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines or len(lines) > _FAILURE_MAX_LINES:
+        return False
+    # (another operation's refusal names NVML's error too: left out, it is no failed query)
+    own = [line for line in lines if not saved_forms.OTHER_OPERATION.match(line.strip())]
+    if not own:
+        return False
+    line, advice = nvidia_smi_failure("\n".join(own), "")
+    if advice:
+        failed = not _KERNEL_LINE.search(line)
+    else:
+        failed = any(
+            line.lstrip().startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip())
+            for line in lines
+        )
+    return failed and answered_unread(text) is None
+
+
+_OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
+
+
+# `nvidia-smi -q`'s header line of its GPU count
+_Q_ATTACHED = re.compile(r"^\s*Attached GPUs\s+:\s*\d", re.M)
+
+
+# a topo matrix's sign where its legend is cut off: its header's "CPU Affinity" (wrapped or not)
+# or its first row, GPU0's self cell
+_TOPO_SIGN = re.compile(r"CPU\s+Affinity|^GPU0[ \t]+X[ \t]", re.M)
+
+
+def detect_kind(text: str) -> str | None:
+    """Which probe produced this output, from its content alone (None: not recognised)."""
+    if (fabric := detect_fabric_kind(text)) is not None:
+        return fabric
+    head = text.lstrip()[:4000]
+    if head.startswith("<?xml") or "<nvidia_smi_log" in head:
+        return "nvidia_smi"
+    if (
+        "NVSMI LOG" in head
+        or "NVIDIA-SMI" in head
+        or _Q_ATTACHED.search(head)  # (`-q` saved without its ==NVSMI LOG== banner)
+        or head.startswith(("name,", "index,"))
+        or "memory.total" in head
+        or is_query_header(head.split("\n", 1)[0])  # (any --query-gpu CSV's header)
+        or nvidia_smi_failed(text)
+    ):
+        return "nvidia_smi"
+    if "GPU0" in head and ("Legend" in text or _TOPO_SIGN.search(head)):
+        return "nvidia_topo"
+    if (
+        (head.startswith("{") and '"blockdevices"' in head)
+        or looks_like_lsblk_pairs(head)
+        or looks_like_lsblk_table(head)  # (the plain table: its header names lsblk's columns)
+    ):
+        return "lsblk"  # (`lsblk -P`'s `NAME="sda" ...` before os-release's `NAME="Ubuntu"`)
+    if head.startswith("{") and '"lscpu"' in head:
+        return "lscpu"
+    if (re.search(r"^Architecture:", head, re.M) or looks_like_lscpu(head)) and "Server Version:" not in head:
+        return "lscpu"
+    if looks_like_cpuinfo(head):  # (`cat /proc/cpuinfo`: read as the CPUs, cores, sockets it gives)
+        return "lscpu"
+    if looks_like_free(head) or looks_like_meminfo(head):  # (free in any language it speaks)
+        return "free"
+    if df_header(head) is not None:
+        return "df"
+    if looks_like_mount_table(head):  # (`cat /proc/mounts`: the type of each mount df listed)
+        return "mounts"
+    if "Cuda compilation tools" in head:
+        return "nvcc"
+    if "PRETTY_NAME=" in head or head.startswith("NAME="):
+        return "os_release"
+    return None

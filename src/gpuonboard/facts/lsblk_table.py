@@ -1,0 +1,291 @@
+"""The plain `lsblk` table (the form users paste most), read into the same block devices as
+`lsblk -J` and `lsblk -P` (facts/disks.py): its default columns (NAME MAJ:MIN RM SIZE RO TYPE
+MOUNTPOINT, or MOUNTPOINTS with one line per further mount point on util-linux 2.37+), `lsblk
+-f`'s and any `-o` columns, the tree drawn in UTF-8 (`├─ └─ │`) or ASCII (`|- `- |`).
+
+A cell is read by the column its header names; a size in human units (`1.8T`) is rounded by
+lsblk to its last digit, kept as BlockDevice.size_rounding. A table whose rows cannot be told
+apart into its columns, or whose tree cannot be followed (a paste that lost the blanks before a
+branch), is read without the parents it cannot place, never with guessed ones."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+
+from gpuonboard.facts.disks import (
+    BlockDevice,
+    looks_like_lsblk_pairs,
+    lsblk_unread,
+    parse_lsblk,
+    parse_size,
+    size_rounding,
+)
+
+__all__ = ["looks_like_lsblk_table", "parse_lsblk_table", "read_lsblk", "table_unread", "unread"]
+
+# util-linux's lsblk column names (lsblk --help), as a header prints them
+_COLUMNS = frozenset(
+    [
+        "NAME",
+        "KNAME",
+        "PATH",
+        "MAJ:MIN",
+        "FSAVAIL",
+        "FSSIZE",
+        "FSTYPE",
+        "FSUSED",
+        "FSUSE%",
+        "FSROOTS",
+        "FSVER",
+        "MOUNTPOINT",
+        "MOUNTPOINTS",
+        "LABEL",
+        "UUID",
+        "PTUUID",
+        "PTTYPE",
+        "PARTTYPE",
+        "PARTTYPENAME",
+        "PARTLABEL",
+        "PARTUUID",
+        "PARTFLAGS",
+        "RA",
+        "RO",
+        "RM",
+        "HOTPLUG",
+        "MODEL",
+        "SERIAL",
+        "SIZE",
+        "START",
+        "STATE",
+        "OWNER",
+        "GROUP",
+        "MODE",
+        "ALIGNMENT",
+        "MIN-IO",
+        "OPT-IO",
+        "PHY-SEC",
+        "LOG-SEC",
+        "ROTA",
+        "SCHED",
+        "RQ-SIZE",
+        "TYPE",
+        "DISC-ALN",
+        "DISC-GRAN",
+        "DISC-MAX",
+        "DISC-ZERO",
+        "WSAME",
+        "WWN",
+        "RAND",
+        "PKNAME",
+        "HCTL",
+        "TRAN",
+        "SUBSYSTEMS",
+        "REV",
+        "VENDOR",
+        "ZONED",
+        "ZONE-SZ",
+        "ZONE-WGRAN",
+        "ZONE-APP",
+        "ZONE-NR",
+        "ZONE-OMAX",
+        "ZONE-AMAX",
+        "DAX",
+        "ID",
+        "ID-LINK",
+        "DISK-SEQ",
+        "MQ",
+    ]
+)
+_NAMES = ("NAME", "KNAME", "PATH")
+# the columns whose cell is one word lsblk always prints (never empty, never with a blank)
+_ONE_WORD = frozenset({"NAME", "KNAME", "PATH", "MAJ:MIN", "RM", "RO", "RA", "ROTA", "SIZE", "TYPE"})
+# the device types lsblk prints (its TYPE column)
+_TYPES = re.compile(r"^[a-z][a-z0-9]*$")
+# a tree's glyphs before a device's name: `├─`, `└─`, `│ `, ASCII `|-`, `` `- ``, `| `; and
+# `+-`, either branch as a paste's box-drawing to ASCII made it (api/paste.py), which no longer
+# tells the last branch from the others
+_BRANCH = re.compile(r"^((?:[│|]\s|\s\s)*)(├─|└─|\|-|`-|\+-)")
+_GLYPHS = "│├└─|`+"
+_LAST = ("└─", "`-")
+
+
+@dataclass(frozen=True)
+class _Column:
+    name: str
+    start: int
+    end: int
+
+
+def _header(line: str) -> list[_Column] | None:
+    """The columns of an lsblk table's header line (each word a known column, the first a name),
+    or None for any other line."""
+    words = [(m.group(0), m.start(), m.end()) for m in re.finditer(r"\S+", line)]
+    if len(words) < 2 or words[0][0] not in _NAMES or not all(w in _COLUMNS for w, _, _ in words):
+        return None
+    return [_Column(w, s, e) for w, s, e in words]
+
+
+def looks_like_lsblk_table(text: str) -> bool:
+    """Whether the text is an lsblk table: its first line a header of lsblk's columns (`NAME
+    MAJ:MIN RM SIZE RO TYPE MOUNTPOINT`, `lsblk -f`'s, `-o`'s), a device row below it."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return len(lines) >= 2 and _header(lines[0]) is not None
+
+
+def _name_cell(line: str) -> tuple[int, str, int, bool | None] | None:
+    """(depth, name, where the name ends, whether the branch is the last `└─`: None where `+-`
+    does not tell) of a row's first cell, the tree's glyphs before it read for its depth; None
+    for a line with no name (a further mount point's line)."""
+    match = _BRANCH.match(line)
+    if match is None:
+        if not line or line[0].isspace() or line[0] in "│|":
+            return None
+        name = line.split()[0]
+        return 0, name, len(name), False
+    depth = len(match.group(1)) // 2 + 1
+    rest = line[match.end() :]
+    if not rest or rest[0].isspace():
+        return None
+    name = rest.split()[0]
+    return depth, name, match.end() + len(name), None if match.group(2) == "+-" else match.group(2) in _LAST
+
+
+def _aligned(line: str, columns: list[_Column], name_end: int) -> dict[str, str]:
+    """A row's cells by the header's alignment: each word under the column whose header it
+    overlaps (a right-aligned number ends where its header ends, a left-aligned text starts
+    where its header starts), a word under no header with the cell on its left (a model or a
+    mount point with blanks)."""
+    cells: dict[str, list[str]] = {}
+    for word in re.finditer(r"\S+", line[name_end:]):
+        start, end = word.start() + name_end, word.end() + name_end
+        over = [c for c in columns[1:] if start < c.end and end > c.start]
+        left = [c for c in columns[1:] if c.start <= start]
+        column = over[0] if len(over) == 1 else (left[-1] if left and not over else None)
+        if column is None:
+            return {}
+        cells.setdefault(column.name, []).append(word.group(0))
+    return {name: " ".join(words) for name, words in cells.items()}
+
+
+def _in_order(line: str, columns: list[_Column], name_end: int) -> dict[str, str]:
+    """A row's cells read in the header's order, one word each, the last column the rest: a
+    table whose blanks a paste changed, readable only where every column but the last is one
+    word lsblk always prints."""
+    if not all(c.name in _ONE_WORD for c in columns[:-1]):
+        return {}
+    words = line[name_end:].split()
+    cells = dict(zip((c.name for c in columns[1:-1]), words, strict=False))
+    if len(words) >= len(columns) - 1:
+        cells[columns[-1].name] = " ".join(words[len(columns) - 2 :])
+    return cells
+
+
+def _valid(cells: dict[str, str], columns: list[_Column]) -> bool:
+    """Whether the cells read are what lsblk prints there: a size, a type, a MAJ:MIN pair, the
+    one-word columns set."""
+    for column in columns[1:]:
+        value = cells.get(column.name, "")
+        if column.name in ("SIZE", "TYPE", "MAJ:MIN", "RM", "RO") and not value:
+            if column.name == "SIZE" and cells.get("TYPE") == "loop":
+                continue  # (an unattached loop device: lsblk -a prints no size)
+            return False
+        if column.name == "SIZE" and value and parse_size(value) is None:
+            return False
+        if column.name == "TYPE" and not _TYPES.match(value):
+            return False
+        if column.name == "MAJ:MIN" and not re.fullmatch(r"\d+:\d+", value):
+            return False
+    return True
+
+
+def _cells(line: str, columns: list[_Column], name_end: int) -> tuple[dict[str, str], bool] | None:
+    """A row's cells and whether they were read by alignment (else in order: a paste that changed
+    the blanks); None where neither reads what lsblk prints."""
+    for read in (_aligned, _in_order):
+        cells = read(line, columns, name_end)
+        if not cells and line[name_end:].strip():
+            continue  # (words that could not be placed)
+        if _valid(cells, columns):
+            return cells, read is _aligned
+    return None
+
+
+def _device(cells: dict[str, str], name: str, parent: str | None) -> BlockDevice:
+    size = cells.get("SIZE", "")
+    mounts = cells.get("MOUNTPOINTS", cells.get("MOUNTPOINT", ""))
+    rota = cells.get("ROTA", "")
+    return BlockDevice(
+        name=name,
+        size_bytes=parse_size(size) if size else None,
+        type=cells.get("TYPE") or None,
+        mountpoints=(mounts,) if mounts else (),
+        rota=True if rota == "1" else False if rota == "0" else None,
+        model=cells.get("MODEL") or None,
+        parent=parent,
+        size_rounding=size_rounding(size) if size else 0,
+    )
+
+
+def _read(text: str) -> tuple[list[BlockDevice], str | None]:
+    """The devices of an lsblk table, and why some row could not be read (None: all read)."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    columns = _header(lines[0]) if lines else None
+    if columns is None:
+        return [], "it has no lsblk header line"
+    devices: list[BlockDevice] = []
+    path: list[str] = []  # the names of the current device's ancestors, by depth
+    closed: set[int] = set()  # the depths whose last branch (`└─`) was drawn under the current parent
+    lost = False  # a branch the tree cannot place (the blanks before it lost): no parents after it
+    many = columns[-1].name == "MOUNTPOINTS"
+    for line in lines[1:]:
+        more = line.strip(_GLYPHS + " \t")
+        named = None if more.startswith(("/", "[")) and " " not in more else _name_cell(line)
+        if named is None:
+            # (util-linux 2.37+: a device's further mount points, one a line under the column)
+            if many and devices and more.startswith(("/", "[")):
+                devices[-1] = replace(devices[-1], mountpoints=(*devices[-1].mountpoints, more))
+                continue
+            return devices, f"a line lsblk does not print ({line.strip()[:60]})"
+        depth, name, end, last = named
+        read = _cells(line, columns, end)
+        if read is None:
+            return devices, f"its row of {name} cannot be read into its columns"
+        cells, aligned = read
+        lost = lost and depth > 0
+        if depth > len(path) or depth in closed or (last is None and depth and not aligned):
+            # (a branch deeper than its parent, after the last one, or one that does not say
+            # whether it is the last in a row out of line: the blanks before it may be lost)
+            lost = True
+        closed = {d for d in closed if d < depth} | ({depth} if last else set())
+        path = [*path[:depth], name]
+        parent = path[depth - 1] if depth and not lost else None
+        devices.append(_device(cells, name, parent))
+    return devices, None
+
+
+def parse_lsblk_table(text: str) -> tuple[BlockDevice, ...]:
+    """The block devices of an lsblk table ((): none read, or a row that cannot be read)."""
+    devices, why = _read(text)
+    return () if why else tuple(devices)
+
+
+def table_unread(text: str) -> str | None:
+    """Why an lsblk table is not read (a row not in its columns, a line lsblk does not print), or
+    None where every row is read."""
+    return _read(text)[1]
+
+
+def read_lsblk(text: str) -> tuple[BlockDevice, ...]:
+    """The block devices of any lsblk output this tool reads: `-J`, `-P` or the table."""
+    if looks_like_lsblk_table(text) and not looks_like_lsblk_pairs(text):
+        return parse_lsblk_table(text)
+    return parse_lsblk(text)
+
+
+def unread(text: str) -> str | None:
+    """Why a non-empty lsblk output gives no block device list (disks.lsblk_unread for `-J`;
+    table_unread for the table), or None where it is read."""
+    if looks_like_lsblk_table(text) and not looks_like_lsblk_pairs(text):
+        return table_unread(text)
+    return lsblk_unread(text)

@@ -1,0 +1,114 @@
+"""The plain `lsblk` table read into the block devices `lsblk -J` gives (facts/lsblk_table.py),
+on tables users pasted in public threads (tests/fixtures/real/SOURCES.md, round 27)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.disks import BlockDevice, Mount, physical_disks, size_rounding, unmounted_disks
+from gpuonboard.facts.lsblk_table import looks_like_lsblk_table, parse_lsblk_table, read_lsblk, table_unread
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+TABLES = sorted(p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P"))
+TiB, GiB = 2**40, 2**30
+
+
+def _read(name: str) -> tuple[BlockDevice, ...]:
+    text = (REAL / name).read_text()
+    assert looks_like_lsblk_table(text)
+    assert table_unread(text) is None
+    return parse_lsblk_table(text)
+
+
+def _row(devices: tuple[BlockDevice, ...], name: str) -> BlockDevice:
+    return next(d for d in devices if d.name == name)
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_every_pasted_table_is_read_whole(name: str) -> None:
+    """Each pasted table (UTF-8 and ASCII trees, `-f`, `-o` columns, a re-flowed paste) is read,
+    one device a row; none was read before (refused as "a plain `lsblk` table")."""
+    text = (REAL / name).read_text()
+    further = [
+        line for line in text.splitlines() if line.split()[:1] == [line.strip()] and line.strip()[0] == "/"
+    ]
+    rows = [line for line in text.splitlines()[1:] if line.strip() and line not in further]
+    assert len(_read(name)) == len(rows)
+    assert read_lsblk(text) == _read(name)
+
+
+def test_a_human_size_keeps_its_rounding() -> None:
+    """`1.8T` is 1.75-1.85 TiB (lsblk rounds to the nearest tenth of its unit), never exactly
+    1.8 TiB; `477G` 476.95-477.05 GiB; a size in bytes (`lsblk -b`) is exact."""
+    sda = _row(_read("lsblk__sda-1.8t_2x-fusionio-670g-unmounted__ohai-351.txt"), "sda")
+    assert sda.size_bytes == round(1.8 * TiB) and sda.size_rounding == TiB // 20
+    assert size_rounding("477G") == GiB // 20
+    nvme = _row(_read("lsblk-b__mountpoints-continuation-lines__bottlerocket-2920.txt"), "nvme1n1")
+    assert (nvme.size_bytes, nvme.size_rounding) == (21474836480, 0)
+
+
+def test_unmounted_disks_of_a_table() -> None:
+    """The two Fusion-io cards with nothing mounted are the disks a data disk may be."""
+    devices = _read("lsblk__sda-1.8t_2x-fusionio-670g-unmounted__ohai-351.txt")
+    assert [d.name for d in unmounted_disks(devices)] == ["fioa", "fiob"]
+    assert _row(devices, "sda3").mountpoints == ("/",) and _row(devices, "sda3").parent == "sda"
+
+
+def test_further_mount_points_on_their_own_lines() -> None:
+    """util-linux 2.37+ prints a device's further mount points one a line under MOUNTPOINTS."""
+    devices = _read("lsblk-b__mountpoints-continuation-lines__bottlerocket-2920.txt")
+    assert _row(devices, "nvme1n1p1").mountpoints == ("/var", "/opt", "/mnt", "/local")
+
+
+def test_raid_and_lvm_below_partitions_lead_to_their_disks() -> None:
+    """md RAID and LVM under partitions: / (an LV on md1 on sda2) lives on sda; md0, listed
+    under both of its legs, on sdb (both legs are sdb's partitions)."""
+    ovs = _read("lsblk__2x-sas-md-raid1-boot_md1-lvm-root__cut-after-sdb__openvstorage-1379.txt")
+    root = Mount("/dev/mapper/68dsd5j-root", None, None, None, "/")
+    assert physical_disks(root, ovs) == frozenset({"sda"})
+    md0 = _read("lsblk__md0-on-two-partitions-of-sdb__util-linux-874.txt")
+    assert [d.parent for d in md0 if d.name == "md0"] == ["sdb1", "sdb2"]
+    luks = _read("lsblk-bipo__kname-pkname-tran-fstype-label-size__md127-luks__rear-2726.txt")
+    crypt = Mount("/dev/mapper/cr_root", None, None, None, "/")
+    assert physical_disks(crypt, luks) == frozenset({"sda", "sdb"})
+
+
+def test_columns_chosen_with_empty_and_spaced_cells() -> None:
+    """`-o` columns with empty cells amid them and a model with a blank; `-f` with no SIZE and
+    no TYPE (a type is never guessed); a mount point with blanks."""
+    imsm = _read(
+        "lsblk-o__hctl-type-mountpoint-fstype-vendor-model-serial__imsm-md126-lvm__decisions-238.txt"
+    )
+    assert (_row(imsm, "sda").type, _row(imsm, "sda").model) == ("disk", "INTEL_SSDSC2BB15")
+    assert _row(imsm, "md126p1").mountpoints == ("/boot/efi",) and _row(imsm, "md126p2").mountpoints == ()
+    model = _read("lsblk-o__serial-tran-model-subsystems__model-with-blank__util-linux-305.txt")
+    assert model[0].model == "G7101 BN102"
+    fs = _read("lsblk-Afi__fstype-fsver-label-uuid-fsavail-mountpoints__mmcblk__libreelec-10834.txt")
+    assert _row(fs, "mmcblk0p2") == BlockDevice("mmcblk0p2", None, None, ("/storage",), parent="mmcblk0")
+    spaced = _read("lsblk-d__4.6t-part-mount-with-blanks__drivelist-69.txt")
+    assert spaced[0].mountpoints == ("/media/dave/Seagate Expansion Drive",)
+
+
+def test_a_paste_that_changed_the_blanks_is_read_by_order_without_guessed_parents() -> None:
+    """Blanks collapsed to one (the columns out of line) are read in the header's order; the
+    branches whose blanks before them were lost (`├─centos-root` under sda2, drawn as if under
+    sda) get no parent, never a guessed one; rows out of line in one place (names shortened
+    by the user) are read likewise."""
+    flat = _read("lsblk__blanks-collapsed__centos-lvm-6-disks__laitimes.txt")
+    assert (_row(flat, "sda2").parent, _row(flat, "centos-root").parent) == ("sda", None)
+    assert _row(flat, "centos-root").mountpoints == ("/",) and _row(flat, "sdb1").parent == "sdb"
+    root = Mount("/dev/mapper/centos-root", None, None, None, "/")
+    assert physical_disks(root, flat) is None  # (which disk it is on is not told)
+    fqdn = _read("lsblk__nvme-md0-lvm__redacted-names-misaligned__installimage-70.txt")
+    assert (_row(fqdn, "$FQDN-boot").mountpoints, _row(fqdn, "$FQDN-boot").parent) == (("/boot",), "md0")
+
+
+def test_a_row_that_cannot_be_read_says_so() -> None:
+    """A row cut inside its cells (the ovs paste's `├─sdb1 ... 1.9G` line, as the thread's
+    excerpt ends) is not read as a device without its type: the table is unread, saying which."""
+    name = "lsblk__2x-sas-md-raid1-boot_md1-lvm-root__cut-after-sdb__openvstorage-1379.txt"
+    text = (REAL / name).read_text() + "├─sdb1               8:17   0   1.9G\n"
+    assert table_unread(text) == "its row of sdb1 cannot be read into its columns"
+    assert parse_lsblk_table(text) == ()
