@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -347,6 +348,26 @@ def test_table_columns() -> None:
     assert rtx.gpus[0].ecc_mode is None  # "N/A"
     ada = parse_table(read(REAL / "nvidia-smi__rtx-6000-ada__4gpu__driver575.51.03.txt"))
     assert {g.ecc_mode for g in ada.gpus} == {"Disabled"}  # "Off"
+
+
+_BORDER_LINE = re.compile(r"^\s*(?:\+-[-+]*\+|\|=+[=+|]*\|)\s*$")
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in REAL.glob("nvidia-smi__*.txt")))
+def test_table_with_its_border_lines_dropped_keeps_every_gpu(name: str) -> None:
+    """A table pasted without its border lines (`+----+` and `|====|`: a `grep -v` of them, or a
+    page that dropped them: a real 2x H200 NVL paste on driver 580.173.02, its header's third row,
+    the `===` line and the `+---+` between GPUs gone, shows it) puts a GPU's first row right
+    after the row before it. Each real table with every border line deleted here keeps every GPU
+    and its values: before, a GPU row that came third after another GPU's was skipped as that
+    GPU's MIG row (the H200 NVL paste read 1 GPU: gpu_count failed "1 of the 2 ordered GPUs
+    missing")."""
+    text = read(REAL / name)
+    whole = parse_table(text)
+    bare = parse_table("\n".join(line for line in text.split("\n") if not _BORDER_LINE.match(line)))
+    assert [(g.index, g.name, g.pci_bus_id, g.memory_total_mib) for g in bare.gpus] == [
+        (g.index, g.name, g.pci_bus_id, g.memory_total_mib) for g in whole.gpus
+    ]
 
 
 def test_csv_units_and_na() -> None:

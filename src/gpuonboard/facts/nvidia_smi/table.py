@@ -221,6 +221,13 @@ def _table_row_faults(name: str, cell_faults: list[str]) -> tuple[tuple[str, ...
 _FLIPPED = {"Enabled": "Disabled", "Disabled": "Enabled"}
 
 
+def _gpu_row(cells: Sequence[str]) -> bool:
+    """Whether a table line's cells are a GPU's first row: index, name and persistence mode (or
+    driver model), then its PCI bus id."""
+    name_cell = _TABLE_NAME_CELL.match(cells[0]) if len(cells) == 3 else None
+    return bool(name_cell and _TABLE_BUS_CELL.match(cells[1]))
+
+
 def _table_gpu(
     cells: Sequence[str],
     second: Sequence[str],
@@ -395,17 +402,18 @@ def parse_table(text: str) -> GpuReport:
             rows_whole = True
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
-        name_cell = _TABLE_NAME_CELL.match(cells[0]) if len(cells) == 3 else None
-        bus_cell = _TABLE_BUS_CELL.match(cells[1]) if name_cell else None
-        if not (name_cell and bus_cell):
+        if not _gpu_row(cells):
             i += 1
             continue
-        second = _cells(lines[i + 1]) if i + 1 < len(lines) else []
-        third = _cells(lines[i + 2]) if i + 2 < len(lines) else []
-        if len(second) != 3:
-            second = ["", "", ""]
+        # (the GPU's next rows, up to the next GPU's row: a paste or a `grep -v` that dropped the
+        # table's border lines puts one GPU's rows right after another's, and that row is no
+        # third row of this GPU's, nor skipped with it)
+        rows = [_cells(row) for row in lines[i + 1 : i + 3]]
+        rows = rows[: next((n for n, row in enumerate(rows) if _gpu_row(row)), len(rows))]
+        second = rows[0] if rows and len(rows[0]) == 3 else ["", "", ""]
+        third = rows[1] if len(rows) > 1 else []
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))
-        i += 3
+        i += 1 + len(rows)
     processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
     whole = _table_complete(lines) and bool(gpus)
     # cut after the GPU table closed, inside the MIG devices or Processes table: every GPU row

@@ -445,6 +445,8 @@ def _word_problem(token: str, show: str, got: _Delivered, vram_mib: int | None) 
         return None  # 'Gene...' of 'Generation'
     if name.cut and token not in _LEADING:
         return ""
+    if any(j.startswith(token) and j[len(token) :].isdecimal() for j in name.joined):
+        return None  # the series word the name joined to its number: the 'RTX' of 'RTX 6000'
     longer = sorted(w for w in have if token in w and w != token)
     if longer:  # ('B200' inside 'GB200': the letters are there, the model is another)
         return f"'{show}' ordered, the name says '{longer[0]}', another model"

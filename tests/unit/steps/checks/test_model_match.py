@@ -386,6 +386,22 @@ def test_a_cut_name_shows_the_short_word_the_order_wrote() -> None:
     assert got.verdict == "warn" and "not shown: S;" in got.why and "SERVER" not in got.why, got
 
 
+def test_a_series_word_joined_to_its_number_is_in_the_name() -> None:
+    """An order 'RTX PRO 6000' against the RTX 6000 Ada (the whole name nvidia-smi -q prints for
+    it, thamada/gls' real 8 x RTX 6000 Ada capture among them) fails for the 'PRO 6000' the name
+    lacks; before, it also said "'RTX' ordered, the name says 'RTX6000', another model", as if
+    the name lacked 'RTX' and the RTX 6000 Ada were another model of it."""
+    name, mib = _rtx_6000_ada()
+    got = match_model("RTX PRO 6000", name, mib)
+    assert got.verdict == "fail", got
+    assert got.why == "'PRO 6000' not in the name", got
+    # a model number inside a longer one is still another model: 'B200' of 'GB200', 'H20' of 'H200'
+    gb200 = match_model("B200", "NVIDIA GB200", 189471)
+    assert gb200.why == "'B200' ordered, the name says 'GB200', another model", gb200
+    h200 = match_model("H20", "NVIDIA H200", 143771)
+    assert h200.verdict == "fail" and "the name says 'H200', another model" in h200.why, h200
+
+
 # --- a memory size that only the marked product is sold with names it (data/gpu_name_markers.yml
 # `with_gb` / `without_gb`): Lambda rents the Quadro RTX 6000 as "RTX 6000 (24 GB)"; the RTX 6000
 # Ada has 48 GB. The names and sizes are real outputs' own.
