@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 import stat
@@ -485,5 +484,7 @@ def shown(value: object, limit: int = 80) -> str:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`; did you mean 'x'?` for the closest choice, or an empty string."""
+    import difflib  # (only where a word is refused: its import was ~1 ms of every run's CPU)
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""

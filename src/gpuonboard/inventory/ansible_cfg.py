@@ -14,16 +14,20 @@ host's variable before its config.
 
 from __future__ import annotations
 
-import configparser
-import decimal
 import os
 import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.yamlload import LineDict, read_bounded
+
+if TYPE_CHECKING:
+    # (configparser and decimal are imported where a config file is read: a check of a native
+    # inventory reads none, and their import was ~4 ms of CPU a run)
+    import configparser
 
 # host variable <- the file's (section, key) entries and the environment variables, each list in
 # Ansible's order (a later one found wins, as Ansible loops them)
@@ -154,6 +158,8 @@ def _read(path: Path) -> str:
 
 def _parse_problem(exc: configparser.Error, text: str) -> tuple[int | None, str]:
     """The line configparser stopped at and what is wrong there, in words (`text`: the file's)."""
+    import configparser
+
     if isinstance(exc, configparser.DuplicateOptionError):
         return exc.lineno, f"the option {exc.option!r} is set a second time in section [{exc.section}]"
     if isinstance(exc, configparser.DuplicateSectionError):
@@ -170,6 +176,8 @@ def _parse_problem(exc: configparser.Error, text: str) -> tuple[int | None, str]
 def _parse(path: Path) -> tuple[configparser.ConfigParser, dict[tuple[str, str], int]]:
     """The config file parsed as Ansible parses it; one sentence naming the line where Ansible
     would refuse it."""
+    import configparser
+
     text = _read(path)
     parser = configparser.ConfigParser(inline_comment_prefixes=(";",), interpolation=None)
     try:
@@ -196,6 +204,8 @@ def _refused(value: str, kind: str | tuple[str, ...]) -> bool:
     the environment: a number is read unquoted, a word after one pair of quotes is taken off."""
     if isinstance(kind, tuple):
         return _unquote(value) not in kind
+    import decimal
+
     try:
         if kind == _NUMBER:
             float(value)
@@ -282,6 +292,8 @@ def _typed(var: str, value: str, at: str, source: Path, label: str) -> str | int
     refuses the setting), a key file `~` and `$VAR` expanded, then, if still relative, from the
     config file's directory (from the environment: the current directory), as its unfrackpath."""
     if var == "ansible_port":
+        import decimal
+
         try:
             number = decimal.Decimal(value)
             port = int(number) if number == int(number) else None

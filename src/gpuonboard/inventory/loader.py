@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import ansible as ansible_inventory
-from gpuonboard.inventory import ansible_cfg, ansible_ini, ansible_list
+from gpuonboard.inventory import ansible_cfg, ansible_list
 from gpuonboard.inventory.ansible_vars import BELOW_VENDOR
 from gpuonboard.inventory.fields import (
     GROUP_KEYS,
@@ -61,6 +61,8 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     ansible = True  # an Ansible inventory: a host without ansible_host is reached by its name
     text = read_text(hosts_file, InventoryError, "inventory")  # (bounded: `/dev/zero` is refused)
     if ansible_inventory.looks_like_ini(hosts_file, text):
+        from gpuonboard.inventory import ansible_ini  # (an INI inventory's reader, imported for one)
+
         raw = ansible_ini.load_ini(hosts_file, text)
         _refuse_no_ansible_hosts(raw, hosts_file, "INI")
     else:
