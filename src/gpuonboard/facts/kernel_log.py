@@ -60,6 +60,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
+from gpuonboard.facts.kernel_instance import tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -133,6 +134,10 @@ class KernelEvent:
     # %02x GPU-I:%02u GPU-CI:%02u): ..."); `pci` is then the GPU's address alone. None: no MIG
     # attribution (the whole GPU)
     instance: str | None = None
+    # a driver fault sentence naming no address that the log ties to a GPU (facts/kernel_instance:
+    # the driver's instance number `GPU6` paired with an address, an Xid's banner): how; `pci` is
+    # that address. None: `pci` is as printed
+    pci_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -603,10 +608,12 @@ class _Reader:
             self.events.append(replace(p.event, cut=p.event.message) if ends else p.event)
         if self.tail is not None:
             self.events.append(self.tail)
-        return [
-            replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
-            for i, e in enumerate(self.events)
-        ]
+        return tie_instances(
+            [
+                replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
+                for i, e in enumerate(self.events)
+            ]
+        )
 
 
 def parse_kernel_log(text: str) -> KernelLog:

@@ -474,3 +474,32 @@ def test_a_probe_failure_counting_more_gpus_than_the_log_names_stays_a_fault() -
         " a GPU (no PCI address in the message): driver message (no Xid): the driver failed to"
         " probe a GPU -> reboot"
     )
+
+
+# NVIDIA/open-gpu-kernel-modules #116 (515.43.04): the resource manager's lines of the open kernel
+# modules before R535 carry `NVRM ` and their function, no colon after NVRM
+NO_COLON = "dmesg__nvrm-tag-without-colon-gsp-init-failed__rtx2060__open515.43.04.txt"
+
+
+def test_the_open_modules_nvrm_tag_without_its_colon_is_the_drivers() -> None:
+    """`NVRM RmInitAdapter: Cannot initialize GSP firmware RM` was no driver line (only `NVRM:`
+    was read): the log cut after it (its first 2 lines, in-test) passed "no Xid in the kernel
+    log". Read whole, the GSP failure is the RmInitAdapter failure's cause (listed once)."""
+    text = (REAL / NO_COLON).read_text()
+    cut = "".join(text.splitlines(keepends=True)[:2])
+    log = parse_kernel_log(cut)
+    assert [(e.fault, e.pci) for e in log.events] == [("gsp_init_failed", "")]
+    check = rule_xid(log.events, True, "", [(0, "00000000:01:00.0")], None)
+    assert check.verdict == "fail" and "GSP firmware failed to start" in check.actual
+    whole = parse_kernel_log(text)
+    assert [(e.fault, e.pci) for e in whole.events] == [
+        ("gsp_init_failed", ""),
+        ("rm_init_adapter_failed", "0000:01:00.0"),
+        ("rm_init_adapter_failed", "0000:01:00.0"),
+    ]
+    check = rule_xid(whole.events, True, "", [(0, "00000000:01:00.0")], None)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU 0 (0000:01:00.0): driver message (no Xid): GPU failed to initialise (RmInitAdapter failed)"
+        " -> replace",
+    )
