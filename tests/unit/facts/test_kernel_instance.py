@@ -16,7 +16,9 @@ REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # ***` (no address), then the preamble and `Xid (PCI:0000:83:00): 119, ... from GPU0 GSP!`
 BANNER = (REAL / "dmesg__gsp-timeout-banner-then-xid119-from-gpu0__rtx3060__driver555.42.02.txt").read_text()
 # ublue-os/bazzite #4449: `NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out`, no Xid
-UNPAIRED = (REAL / "journalctl-k-no-hostname__gsp-heartbeat-timeout-gpu0-unpaired__bazzite.txt").read_text()
+UNPAIRED = (
+    REAL / "dmesg-journalctl-k-no-hostname__gsp-heartbeat-timeout-gpu0-unpaired__bazzite.txt"
+).read_text()
 # NVIDIA/open-gpu-kernel-modules #1058: `GPU0 RmInitAdapter: Cannot initialize GSP firmware RM`,
 # then `GPU 0000:01:00.0: RmInitAdapter failed!`
 WPR2 = (REAL / "dmesg__gpu0-cannot-initialize-gsp-wpr2-up__rtx3080-laptop__gh100.txt").read_text()

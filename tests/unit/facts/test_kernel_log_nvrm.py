@@ -511,7 +511,9 @@ def test_the_drivers_gpu_lost_status_by_its_number_alone_fails_the_box() -> None
     its RPCs to the GSP failed with (`rpcSendMessage failed with status 0x0000000f`, `GspRmFree
     failed: ...; status=0x0000000f`: NV_ERR_GPU_IS_LOST), no Xid: it passed "no Xid in the kernel
     log"."""
-    text = (REAL / "journalctl-short-precise__rpc-status-0xf-gpu-lost-no-name__ninfer-12.txt").read_text()
+    text = (
+        REAL / "dmesg-journalctl-short-precise__rpc-status-0xf-gpu-lost-no-name__ninfer-12.txt"
+    ).read_text()
     log = parse_kernel_log(text)
     assert {e.fault for e in log.events} == {"gpu_lost"} and len(log.events) == 4
     check = rule_xid(log.events, True, "", [(0, "00000000:01:00.0")], None)
