@@ -61,6 +61,7 @@ from dataclasses import dataclass, replace
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
+from gpuonboard.facts.kernel_instance import tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -133,6 +134,10 @@ class KernelEvent:
     # %02x GPU-I:%02u GPU-CI:%02u): ..."); `pci` is then the GPU's address alone. None: no MIG
     # attribution (the whole GPU)
     instance: str | None = None
+    # a driver fault sentence naming no address that the log ties to a GPU (facts/kernel_instance:
+    # the driver's instance number `GPU6` paired with an address, an Xid's banner): how; `pci` is
+    # that address. None: `pci` is as printed
+    pci_from: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,9 @@ class KernelLog:
     dropped: int | None = None
     dropped_other: int | None = None
     # a sandbox's emulated kernel wrote this log, not the host's kernel (`_SANDBOX_BANNERS`): the
-    # banner line as printed ("[    0.000000] Starting gVisor..."); None for a kernel's own log
+    # banner line as printed ("[    0.000000] Starting gVisor..."); or a guest's kernel whose GPU
+    # is the Windows host's (`_PARAVIRTUAL_GPU`, no NVIDIA driver line): its dxgkrnl line; None
+    # for a kernel's own log
     sandbox: str | None = None
     # a saved log's (no `# first:`): the first line of its last boot, where the log holds lines
     # no grep for the drivers' would keep (else its first line says nothing of where it starts)
@@ -264,6 +271,11 @@ _USER_KEEPS = re.compile(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE
 # `[    0.000000] Starting gVisor...` then jokes, `Ready!`): the host kernel, whose NVIDIA driver
 # logs the Xids, is out of sight, so a log without an Xid there says nothing of the GPUs
 _SANDBOX_BANNERS = (re.compile(r"^\s*(?:\[[^\]]*\]\s*)?Starting gVisor\.\.\.\s*$"),)
+# a line of the paravirtual GPU driver of a WSL2 guest or a Hyper-V VM (dxgkrnl: `hv_vmbus:
+# registering driver dxgkrnl`, `misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22`): the
+# GPU is the Windows host's, whose NVIDIA driver logs its errors in Windows, never in this kernel.
+# A log with it and no line of the NVIDIA driver's is no log of the GPU's driver either
+_PARAVIRTUAL_GPU = re.compile(r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:")
 
 
 def is_probe_header(line: str) -> bool:
@@ -603,10 +615,12 @@ class _Reader:
             self.events.append(replace(p.event, cut=p.event.message) if ends else p.event)
         if self.tail is not None:
             self.events.append(self.tail)
-        return [
-            replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
-            for i, e in enumerate(self.events)
-        ]
+        return tie_instances(
+            [
+                replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
+                for i, e in enumerate(self.events)
+            ]
+        )
 
 
 def parse_kernel_log(text: str) -> KernelLog:
@@ -631,6 +645,8 @@ def parse_kernel_log(text: str) -> KernelLog:
     stamped = next((line for line in lines if KERNEL_STAMP.match(line.strip())), None)
     candidates = [*firsts, stamped] if stamped is not None else firsts
     sandbox = next((line.strip() for line in candidates if _sandbox_banner(line)), None)
+    if sandbox is None and reader.driver_lines == 0:
+        sandbox = next((line.strip() for line in lines if _PARAVIRTUAL_GPU.search(line)), None)
     return KernelLog(
         tuple(events),
         reader.source,

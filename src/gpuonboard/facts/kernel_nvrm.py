@@ -28,6 +28,10 @@ class NvrmFault:
     # the rows this fault causes on its GPU (a driver refusing a GPU then fails to initialise and
     # probe it): where the log has this one, theirs are its consequence, not listed
     explains: tuple[str, ...] = ()
+    # the driver prints this sentence as the banner of its `same_as_xid` Xid, right before that
+    # Xid's line (kernel_gsp.c _kgspLogXid119: "*** GSP Timeout ***", then the Xid 119 line): a
+    # banner naming no GPU is about the GPU of the Xid line that follows it (facts/kernel_instance)
+    banner: bool = False
 
 
 @functools.cache
@@ -48,12 +52,17 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
                 bool(row.get("verified")),
                 row.get("same_as_xid") if isinstance(row.get("same_as_xid"), int) else None,
                 tuple(str(x) for x in row.get("explains") or ()),
+                row.get("banner") is True,
             )
         )
     return tuple(out)
 
 
-NVRM = re.compile(r"NVRM:\s?(.*)$")
+# the driver's tag: `NVRM: ` (nv.c's nv_printf, and the resource manager's NV_PRINTF since R535),
+# or, in the open kernel modules of R515 to R530, `NVRM ` then the resource manager's function and
+# its colon (`NVRM RmInitAdapter: Cannot initialize GSP firmware RM`, `NVRM nvAssertOkFailedNoLog:
+# ...`): both are the driver's messages, their fault sentences alike
+NVRM = re.compile(r"NVRM(?::\s?|\s(?=[A-Za-z_]\w*:))(.*)$")
 # the driver's banner as it loads (nv.c: "NVRM: loading %s", pNVRM_ID: "NVIDIA UNIX x86_64 Kernel
 # Module  580.105.08 ...", "NVIDIA UNIX Open Kernel Module for x86_64  525.60.11 ..."): printed
 # after its probes, before the GPUs are opened (RmInitAdapter)

@@ -201,4 +201,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt",
         # (a syslog mostly of gdm-x-session's lines; round 26)
         "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt",
+        # (a GSP Timeout banner, then Xid 119; round 27)
+        "dmesg__gsp-timeout-banner-then-xid119-from-gpu0__rtx3060__driver555.42.02.txt",
     }

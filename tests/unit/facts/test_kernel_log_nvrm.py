@@ -271,7 +271,8 @@ def test_a_gpu_lost_from_the_bus_without_an_xid_fails_the_box() -> None:
     log = parse_kernel_log(
         (REAL / "dmesg__nv-err-gpu-is-lost-no-xid__rpc-send-failed__john-5835.txt").read_text()
     )
-    assert [e.fault for e in log.events] == ["gpu_lost"] * 4
+    # (its `rpcSendMessage failed with status 0x0000000f` lines say the same status by number)
+    assert [e.fault for e in log.events] == ["gpu_lost"] * 8
     check = rule_xid(log.events, True, "", [], True)
     assert (check.verdict, check.actual) == (
         "fail",
@@ -285,7 +286,7 @@ def test_a_gpu_lost_from_the_bus_without_an_xid_fails_the_box() -> None:
         " failed: GPU lost from the bus [NV_ERR_GPU_IS_LOST] (0x0000000F) returned from rmStatus @"
         " kernel_ce_gv100.c:106\n"
     )
-    assert [e.fault for e in parse_kernel_log(journal).events] == ["gpu_lost"]
+    assert [e.fault for e in parse_kernel_log(journal).events] == ["gpu_lost"] * 2
 
 
 # the Grace (GH200, GB200) driver's message when the GPU's memory cannot be onlined: its format
@@ -474,3 +475,66 @@ def test_a_probe_failure_counting_more_gpus_than_the_log_names_stays_a_fault() -
         " a GPU (no PCI address in the message): driver message (no Xid): the driver failed to"
         " probe a GPU -> reboot"
     )
+
+
+# NVIDIA/open-gpu-kernel-modules #116 (515.43.04): the resource manager's lines of the open kernel
+# modules before R535 carry `NVRM ` and their function, no colon after NVRM
+NO_COLON = "dmesg__nvrm-tag-without-colon-gsp-init-failed__rtx2060__open515.43.04.txt"
+
+
+def test_the_open_modules_nvrm_tag_without_its_colon_is_the_drivers() -> None:
+    """`NVRM RmInitAdapter: Cannot initialize GSP firmware RM` was no driver line (only `NVRM:`
+    was read): the log cut after it (its first 2 lines, in-test) passed "no Xid in the kernel
+    log". Read whole, the GSP failure is the RmInitAdapter failure's cause (listed once)."""
+    text = (REAL / NO_COLON).read_text()
+    cut = "".join(text.splitlines(keepends=True)[:2])
+    log = parse_kernel_log(cut)
+    assert [(e.fault, e.pci) for e in log.events] == [("gsp_init_failed", "")]
+    check = rule_xid(log.events, True, "", [(0, "00000000:01:00.0")], None)
+    assert check.verdict == "fail" and "GSP firmware failed to start" in check.actual
+    whole = parse_kernel_log(text)
+    assert [(e.fault, e.pci) for e in whole.events] == [
+        ("gsp_init_failed", ""),
+        ("rm_init_adapter_failed", "0000:01:00.0"),
+        ("rm_init_adapter_failed", "0000:01:00.0"),
+    ]
+    check = rule_xid(whole.events, True, "", [(0, "00000000:01:00.0")], None)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU 0 (0000:01:00.0): driver message (no Xid): GPU failed to initialise (RmInitAdapter failed)"
+        " -> replace",
+    )
+
+
+def test_the_drivers_gpu_lost_status_by_its_number_alone_fails_the_box() -> None:
+    """ninfer #12: a journal whose driver lines say the GPU was lost only by the status number
+    its RPCs to the GSP failed with (`rpcSendMessage failed with status 0x0000000f`, `GspRmFree
+    failed: ...; status=0x0000000f`: NV_ERR_GPU_IS_LOST), no Xid: it passed "no Xid in the kernel
+    log"."""
+    text = (
+        REAL / "dmesg-journalctl-short-precise__rpc-status-0xf-gpu-lost-no-name__ninfer-12.txt"
+    ).read_text()
+    log = parse_kernel_log(text)
+    assert {e.fault for e in log.events} == {"gpu_lost"} and len(log.events) == 4
+    check = rule_xid(log.events, True, "", [(0, "00000000:01:00.0")], None)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "a GPU (no PCI address in the message): driver message (no Xid): GPU lost from the bus"
+        " (NV_ERR_GPU_IS_LOST) x2 -> reboot",
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "NVRM: GPU0 rpcRmApiFree_GSP: GspRmFree failed: hClient=0xc1d00018; hObject=0x5c000052;"
+        " paramsStatus=0x00000000; status=0x00000000",
+        "NVRM: GPU0 _issueRpcAndWait: rpcSendMessage failed with status 0x00000065 for fn 10 sequence 790!",
+        "NVRM: GPU 0000:a1:00.0: RmInitAdapter failed! (0x62:0x40:2168)",
+    ],
+)
+def test_another_status_number_is_no_gpu_lost(line: str) -> None:
+    """Only NV_ERR_GPU_IS_LOST's number (0x0000000f) after `status` is a GPU lost; RmInitAdapter's
+    own code `(0x62:...)` is no NV_ERR_RESET_REQUIRED status."""
+    faults = {e.fault for e in parse_kernel_log(f"[   22.275339] {line}\n").events}
+    assert not faults & {"gpu_lost", "reset_required"}

@@ -401,7 +401,20 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
 def sandbox_log_check(name: str, what: str, banner: str) -> Check:
     """gpu_xid / nvswitch_sxid where the kernel log read was written by a sandbox's emulated kernel
     (facts/kernel_log.py _SANDBOX_BANNERS: gVisor's `Starting gVisor...`), not by the host's
-    kernel, where the NVIDIA drivers log: none seen there is no evidence, never a pass."""
+    kernel, where the NVIDIA drivers log, or by a WSL2 / Hyper-V guest's kernel whose GPU is the
+    Windows host's (its dxgkrnl line): none seen there is no evidence, never a pass."""
+    if "dxg" in banner:
+        return Check(
+            name,
+            f"no {what} since boot needing action",
+            f"kernel log not readable: a WSL2 or Hyper-V guest's, whose GPU is the Windows host's"
+            f" ({banner!r})",
+            "unverified",
+            f"this kernel reaches the GPU through the paravirtual dxgkrnl driver: the GPU's NVIDIA"
+            f" driver runs on the Windows host and logs its errors there, never in this log, so"
+            f" {what} errors are unknown: ask the vendor for the host's GPU error log (Windows"
+            " Event Viewer, System log, nvlddmkm events).",
+        )
     return Check(
         name,
         f"no {what} since boot needing action",

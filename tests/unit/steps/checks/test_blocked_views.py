@@ -26,7 +26,9 @@ REAL = Path(__file__).parents[3] / "fixtures" / "real"
 GVISOR = "dmesg__gvisor-sandbox__emulated-kernel-log__k8s-image-builder-docs.txt"
 H200 = "nvidia-smi__h200__1gpu__driver580.159.04.txt"
 # a kernel's own log of a box with no Xid (control): the same rules pass it
-KERNEL_LOGS = sorted(p.name for p in REAL.glob("dmesg*") if p.name != GVISOR)
+# a WSL2 guest's `dmesg`: its GPU's driver is the Windows host's (microsoft/WSL #9029)
+WSL_GUEST = "dmesg__wsl2-guest-dxgkrnl-ioctl-failed-no-nvrm__wsl-9029.txt"
+KERNEL_LOGS = sorted(p.name for p in REAL.glob("dmesg*") if p.name not in (GVISOR, WSL_GUEST))
 
 
 def test_a_sandbox_kernels_log_is_no_evidence_offline(tmp_path: Path) -> None:
@@ -331,3 +333,29 @@ def test_an_nvidia_smi_that_answers_nothing_at_exit_0_is_no_failed_driver(blank:
     # (control: the same silence at a non-zero exit is nvidia-smi's own failure)
     failed = parse_facts({name: ProbeOutput(blank, "", 9) for name, _, _ in GPU_SOURCES})
     assert rule_driver(failed).verdict == "fail"
+
+
+def test_a_wsl2_guests_log_is_no_evidence_of_the_gpus_driver(tmp_path: Path) -> None:
+    """A WSL2 guest's `dmesg` (the paravirtual dxgkrnl driver's `misc dxg: dxgk: ...` lines, no
+    NVIDIA driver line): the GPU's driver runs on the Windows host and logs its errors there, so
+    gpu_xid passed "no Xid in the kernel log" of a log that can hold none; now unverified."""
+    text = (REAL / WSL_GUEST).read_text()
+    found = {c.name: c for c in checks(tmp_path, WSL_GUEST, text)}
+    for name, what in (("gpu_xid", "Xid"), ("nvswitch_sxid", "SXid")):
+        check = found[name]
+        assert check.verdict == "unverified", check
+        assert check.actual == (
+            "kernel log not readable: a WSL2 or Hyper-V guest's, whose GPU is the Windows host's"
+            " ('[   18.700397] misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22')"
+        )
+        assert f"so {what} errors are unknown" in check.detail
+
+
+def test_a_guest_log_with_the_nvidia_drivers_lines_is_read_as_usual() -> None:
+    """A dxgkrnl line beside the NVIDIA driver's own lines (a VM with a GPU passed through and a
+    paravirtual one): the driver's lines are in this log, which is read as usual."""
+    text = (
+        REAL / WSL_GUEST
+    ).read_text() + "[   20.000000] NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.\n"
+    log = kernel_log.parse_kernel_log(text)
+    assert log.sandbox is None and [e.code for e in log.xids()] == [79]

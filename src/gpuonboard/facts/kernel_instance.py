@@ -1,0 +1,84 @@
+"""Which GPU a driver fault sentence naming no PCI address is about, where the kernel log itself
+ties it to one (facts/kernel_log.py). The resource manager prefixes its messages with the
+driver's instance number of the GPU (`NVRM: GPU6 _kgspRpcRecvPoll: GSP RM heartbeat timed out`,
+`NVRM: GPU6 RmInitAdapter: Cannot initialize GSP firmware RM`), not its address; an older one
+prints neither (`NVRM: _kgspLogXid119: *** GSP Timeout ***`). The same log pairs the instance
+with an address in the driver's own lines:
+
+- an Xid line that names the instance (`Xid (PCI:0000:83:00): 119, ... waiting for RPC response
+  from GPU0 GSP!`: kernel_gsp.c prints the GPU's instance in its text);
+- `GPU6 RmInitAdapter: ...` followed by the driver's `GPU 0000:a1:00.0: RmInitAdapter failed!`,
+  which osinit.c prints next for the same GPU;
+
+and a sentence the driver prints as the banner of an Xid (data/nvrm_faults.yml `banner`:
+`_kgspLogXid119` prints `GSP Timeout`, then that GPU's Xid 119 line) is followed by that Xid's
+line, no other fault between. (A sentence that is no banner, `... [NV_ERR_GPU_IS_LOST]`, printed
+after its GPU's Xid 79, is never tied to the Xid line next to it: another GPU's may be.)
+A sentence so tied takes that address (`pci_from` says how); one the log does not tie stays
+without one. Only within one driver load (the instance numbers are counted anew at each).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gpuonboard.facts.kernel_nvrm import load_nvrm_faults
+
+if TYPE_CHECKING:
+    from gpuonboard.facts.kernel_log import KernelEvent
+
+# the driver's instance number heading a resource manager message: "GPU6 _kgspBootGspRm: ..."
+_INSTANCE_HEAD = re.compile(r"^GPU(\d+)\s+\w+:")
+# an Xid line's text naming the instance it is about ("... RPC response from GPU0 GSP!")
+_XID_INSTANCE = re.compile(r"\bfrom GPU(\d+) GSP\b")
+_INIT_FAILED = re.compile(r"\bRmInitAdapter failed\b", re.IGNORECASE)
+_INIT_CAUSE = re.compile(r"^GPU(\d+)\s+RmInitAdapter:")
+
+
+def _instances(events: Sequence[KernelEvent]) -> dict[tuple[int, str], str]:
+    """(driver load, instance number) -> PCI address, as the log's own lines pair them."""
+    pairs: dict[tuple[int, str], str] = {}
+    for i, e in enumerate(events):
+        if e.kind == "xid" and e.pci.count(":") == 2 and (m := _XID_INSTANCE.search(e.message)):
+            pairs.setdefault((e.load, m.group(1)), e.pci)
+        nxt = events[i + 1] if i + 1 < len(events) else None
+        cause = _INIT_CAUSE.match(e.message) if e.kind == "nvrm" and not e.pci else None
+        if cause and nxt is not None and nxt.load == e.load and nxt.pci and _INIT_FAILED.search(nxt.message):
+            pairs.setdefault((e.load, cause.group(1)), nxt.pci)
+    return pairs
+
+
+def _banner_of(events: Sequence[KernelEvent], at: int, code: int) -> KernelEvent | None:
+    """The Xid `code` line that follows the sentence at `at` as its own (the next event of the
+    log, of the same load), or None."""
+    nxt = events[at + 1] if at + 1 < len(events) else None
+    if nxt is None or nxt.kind != "xid" or nxt.code != code or nxt.load != events[at].load:
+        return None
+    return nxt if nxt.pci.count(":") == 2 else None
+
+
+def tie_instances(events: Sequence[KernelEvent]) -> list[KernelEvent]:
+    """The events, each driver fault sentence that names no address given the one the log ties
+    it to (this module's docstring), `pci_from` saying how."""
+    pairs = _instances(events)
+    banners = {f.id: f.same_as_xid for f in load_nvrm_faults() if f.banner}
+    out = list(events)
+    for i, e in enumerate(events):
+        if e.kind != "nvrm" or e.pci:
+            continue
+        head = _INSTANCE_HEAD.match(e.message)
+        if head is not None:
+            pci = pairs.get((e.load, head.group(1)))
+            if pci:
+                said = f"the driver's GPU{head.group(1)}, which its lines tie to {pci}"
+                out[i] = replace(e, pci=pci, pci_from=said)
+                continue
+        code = banners.get(e.fault or "")
+        xid = _banner_of(events, i, code) if code is not None else None
+        if xid is not None:
+            said = f"the banner of the Xid {code} line on {xid.pci} after it"
+            out[i] = replace(e, pci=xid.pci, pci_from=said)
+    return out

@@ -1,0 +1,78 @@
+"""facts/kernel_instance.py: a driver fault sentence that names no PCI address takes the address
+the kernel log itself ties it to (the driver's instance number `GPUn` paired with an address by
+an Xid line or by RmInitAdapter's next line; the banner of the Xid line right after it), so a
+slice of a bigger machine is not failed for another tenant's GPU; one the log does not tie stays
+without an address (and fails a slice: it may be the rental's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuonboard.facts.kernel_log import parse_kernel_log
+from gpuonboard.steps.checks.xid_rules import rule_xid
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+# NVIDIA/open-gpu-kernel-modules #446 (save-buffer, 2024-05-30): `_kgspLogXid119: *** GSP Timeout
+# ***` (no address), then the preamble and `Xid (PCI:0000:83:00): 119, ... from GPU0 GSP!`
+BANNER = (REAL / "dmesg__gsp-timeout-banner-then-xid119-from-gpu0__rtx3060__driver555.42.02.txt").read_text()
+# ublue-os/bazzite #4449: `NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out`, no Xid
+UNPAIRED = (
+    REAL / "dmesg-journalctl-k-no-hostname__gsp-heartbeat-timeout-gpu0-unpaired__bazzite.txt"
+).read_text()
+# NVIDIA/open-gpu-kernel-modules #1058: `GPU0 RmInitAdapter: Cannot initialize GSP firmware RM`,
+# then `GPU 0000:01:00.0: RmInitAdapter failed!`
+WPR2 = (REAL / "dmesg__gpu0-cannot-initialize-gsp-wpr2-up__rtx3080-laptop__gh100.txt").read_text()
+OTHER_GPU = [(0, "00000000:04:00.0")]  # the slice's one GPU (an RTX 3080 at 04:00.0)
+
+
+def test_a_gsp_timeout_banner_is_about_the_gpu_of_the_xid_119_after_it() -> None:
+    """The banner named no GPU, so on a slice whose GPU is 04:00.0 it failed the rental ("a GPU
+    (no PCI address in the message): GSP firmware timeout") beside another tenant's Xid 119."""
+    log = parse_kernel_log(BANNER)
+    banner = next(e for e in log.events if e.kind == "nvrm")
+    assert (banner.fault, banner.pci) == ("gsp_timeout", "0000:83:00")
+    assert banner.pci_from == "the banner of the Xid 119 line on 0000:83:00 after it"
+    check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
+    assert (check.verdict, check.actual) == (
+        "warn",
+        "GPU at PCI 0000:83:00 (a GPU this rental does not show): Xid 119 GSP RPC Timeout -> reset_gpu",
+    )
+    own = rule_xid(log.events, True, "", [(0, "00000000:83:00.0")], True, slice_="a container")
+    assert (own.verdict, own.actual) == ("fail", "GPU 0 (0000:83:00): Xid 119 GSP RPC Timeout -> reset_gpu")
+
+
+def test_an_instance_an_xid_line_names_ties_the_drivers_lines_of_it() -> None:
+    """bazzite #4449's `NVRM: GPU0 _kgspRpcRecvPoll: GSP RM heartbeat timed out` (its journalctl
+    prefix kept) after #446's real Xid 119 line, which names the same instance (`from GPU0 GSP!`):
+    two real captures joined in-test. The sentence is GPU0's, the Xid line's 0000:83:00, not the
+    slice's GPU: it warns, as the Xid does (it failed the rental)."""
+    xid = BANNER.splitlines()[4]
+    text = xid + "\n" + UNPAIRED.splitlines()[3] + "\n"
+    log = parse_kernel_log(text)
+    sentence = next(e for e in log.events if e.kind == "nvrm")
+    assert (sentence.fault, sentence.pci) == ("gsp_timeout", "0000:83:00")
+    assert sentence.pci_from == "the driver's GPU0, which its lines tie to 0000:83:00"
+    check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
+    assert check.verdict == "warn"
+
+
+def test_an_instance_the_log_does_not_pair_stays_without_an_address() -> None:
+    """bazzite #4449 as posted: GPU0's heartbeat timeouts and no line that pairs GPU0 with an
+    address: whose GPU it is cannot be told, so it fails a slice too."""
+    log = parse_kernel_log(UNPAIRED)
+    faults = [e for e in log.events if e.kind == "nvrm"]
+    assert [(e.fault, e.pci, e.pci_from) for e in faults] == [("gsp_timeout", "", None)]
+    check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
+    assert check.verdict == "fail"
+    assert check.actual.startswith("a GPU (no PCI address in the message)")
+
+
+def test_rminitadapter_pairs_its_instance_with_the_address_it_prints_next() -> None:
+    """#1058: `GPU0 RmInitAdapter: Cannot initialize GSP firmware RM`, then (after a line that is
+    no fault) `GPU 0000:01:00.0: RmInitAdapter failed!`: the GSP failure is that GPU's."""
+    log = parse_kernel_log(WPR2)
+    assert [(e.fault, e.pci) for e in log.events if e.kind == "nvrm"] == [
+        ("gsp_init_failed", "0000:01:00.0"),
+        ("rm_init_adapter_failed", "0000:01:00.0"),
+        ("rm_init_adapter_failed", "0000:01:00.0"),
+    ]
