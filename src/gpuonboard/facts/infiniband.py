@@ -132,7 +132,7 @@ class IbReport:
     cut: str | None = None
     # the tool that printed it ("ibstat"; "" when not said), as sentences name a listing
     tool: str = field(default="", compare=False)
-    # where several listings merged (merge_listings) disagree about a port's state, rate or link
+    # where several listings merged (rdma_merge.merge_listings) disagree about a port's state, rate or link
     # layer (taken at two times: those fields are not known), one clause per port; None where none does
     disagree: str | None = None
     # why several listings merged are not of one box at one time (an adapter or port GUID each, a
