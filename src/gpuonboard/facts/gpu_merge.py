@@ -639,21 +639,9 @@ def _union(
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
     attached = (base_report.attached_gpus if whole and base_report else None) or max(counts, default=None)
     warnings = [w for _, r in ranked for w in r.warnings]
-    # GPU numbers the output skips: nvidia-smi numbers every GPU it lists from 0, so GPU 7 alone
-    # is a view of some GPUs (`nvidia-smi -i 7`) or a paste cut, never a 1-GPU box
-    numbers = {g.index for g in gpus}
-    skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
     said = list(dict.fromkeys(sentence for _, sentence in clashes))
-    gap = "; ".join(
-        filter(None, [gpu_agree.disagreement(said), base_report.gap if base_report else "", outlisted])
-    )
-    if repeated and not gap:
-        twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
-        gap = f"it lists {twice} twice at one PCI address (a paste that repeated its lines)"
-    if skipped and not gap:
-        shown = ", ".join(map(str, skipped[:8])) + (" ..." if len(skipped) > 8 else "")
-        why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
-        gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
+    first = [gpu_agree.disagreement(said), base_report.gap if base_report else "", outlisted]
+    gap, skipped = _set_gap(gpus, "; ".join(filter(None, first)), repeated)
 
     # cut short: the set's own output was (a report's, or -L's cut mid-line), or it lists
     # fewer GPUs than are attached; where the set is `-L`'s, each GPU's values come from the
@@ -680,6 +668,23 @@ def _union(
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )
+
+
+def _set_gap(gpus: Sequence[GpuInfo], gap: str, repeated: Sequence[int]) -> tuple[str, list[int]]:
+    """Why the merged GPU set is not known whole (`gap`, the formats' own reasons, first; then
+    a GPU listed twice at one address; then GPU numbers the output skips), and the numbers it
+    skips: nvidia-smi numbers every GPU it lists from 0, so GPU 7 alone is a view of some GPUs
+    (`nvidia-smi -i 7`) or a paste cut, never a 1-GPU box."""
+    numbers = {g.index for g in gpus}
+    skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
+    if repeated and not gap:
+        twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
+        gap = f"it lists {twice} twice at one PCI address (a paste that repeated its lines)"
+    if skipped and not gap:
+        shown = ", ".join(map(str, skipped[:8])) + (" ..." if len(skipped) > 8 else "")
+        why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
+        gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
+    return gap, skipped
 
 
 def _counted(gpus: Sequence[GpuInfo], attached: int | None, listed: Sequence[GpuInfo]) -> bool:

@@ -1,7 +1,7 @@
 """Two saved RDMA port listings of one box in two formats (`ibstat` and `ibstatus`, `ibv_devinfo`)
 each answer what the other does not (ibstat stops at a device it cannot open, ibstatus lists it;
 ibv_devinfo without -v has no rate), so a folder or a saved session holding both is judged on both,
-merged (facts/infiniband.merge_listings), where it used to be refused as "a second rdma_ports
+merged (facts/rdma_merge.merge_listings), where it used to be refused as "a second rdma_ports
 output" (exit 2). The pair: gpud's A100 test data of one Azure VM, taken at one commit (each
 port's GUID in ibstat is the one in ibstatus's default gid): `ibstat` stops on `ibpanic: ... stat
 of IB device 'mlx5_8' failed` after mlx5_0..mlx5_7 (Active, 200, InfiniBand); `ibstatus` lists

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts import infiniband
+from gpuonboard.facts import infiniband, rdma_merge
 from gpuonboard.facts.extra_probes import RDMA_PORTS
 from gpuonboard.facts.infiniband import IbReport, parse_ib_sysfs, parse_ibstat, parse_ibv_devinfo, parse_rdma
 from gpuonboard.steps.checks.rdma_ports import rule_rdma
@@ -119,7 +119,7 @@ def test_merge_listings_of_two_formats_is_whole_where_one_is() -> None:
     ibstat = parse_ibstat(read("ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt"))
     ibstatus = infiniband.parse_ibstatus(read("ibstatus__a100-hdr200__all-active__gpud.txt"))
     assert not ibstat.complete and ibstatus.complete
-    merged = infiniband.merge_listings([ibstat, ibstatus])
+    merged = rdma_merge.merge_listings([ibstat, ibstatus])
     assert merged.complete and merged.cut is None and len(merged.ports) == 9
     first = merged.ports[0]
     assert (first.device, first.state, first.rate_gbps, first.source) == (
@@ -131,7 +131,7 @@ def test_merge_listings_of_two_formats_is_whole_where_one_is() -> None:
     assert first.vf is True and first.adapter is not None
     assert merged.ports[8].source == "ibstatus" and merged.ports[8].link_layer == "Ethernet"
     # (neither whole: the merged listing is not whole either)
-    assert not infiniband.merge_listings([ibstat, ibstat]).complete
+    assert not rdma_merge.merge_listings([ibstat, ibstat]).complete
 
 
 FLATTENED = [
@@ -174,7 +174,7 @@ def test_an_infiniband_ports_guid_is_read_in_each_format() -> None:
     ibstatus = infiniband.parse_ibstatus(read("ibstatus__a100-hdr200__all-active__gpud.txt"))
     assert ibstat.ports[0].guid == ibstatus.ports[0].guid == "00155dfffd3411eb"
     assert ibstatus.ports[8].guid is None
-    assert infiniband.listings_disagree([ibstat, ibstatus]) is None
+    assert rdma_merge.listings_disagree([ibstat, ibstatus]) is None
 
 
 def test_a_listing_whose_top_was_cut_off_is_not_whole() -> None:

@@ -13,18 +13,20 @@ from typing import Any
 
 import pytest
 
-from gpuonboard.facts.nvidia_smi import text_q
+from gpuonboard.facts.nvidia_smi import text_q, text_tree
 from gpuonboard.facts.nvidia_smi.faults import FAULT_WORDS, NVML_FIELD_ERRORS, _field_faults
 from gpuonboard.facts.nvidia_smi.text_q import (
     _JOINED_FIELDS,
-    _indent,
-    _Lines,
-    _read_line,
-    _Section,
     _split_fields,
     _split_joined_fields,
     _text_faults,
     _text_gpu_blocks,
+)
+from gpuonboard.facts.nvidia_smi.text_tree import (
+    _indent,
+    _Lines,
+    _read_line,
+    _Section,
     _text_tree,
     _tree_child,
     _tree_leaves,
@@ -119,18 +121,18 @@ def test_a_line_read_by_an_earlier_parse_reads_as_it_read_the_first_time(monkeyp
     texts = [t for path in CAPTURES for t in _edited(path.read_text())]
     first = []
     for t in texts:
-        text_q._READ_LINES.clear()
+        text_tree._READ_LINES.clear()
         first.append(repr(text_q.parse_text_q(t)))
-    text_q._READ_LINES.clear()
+    text_tree._READ_LINES.clear()
     for t in texts:
         text_q.parse_text_q(t)
-    assert len(text_q._READ_LINES) > 500
+    assert len(text_tree._READ_LINES) > 500
     assert [repr(text_q.parse_text_q(t)) for t in texts] == first
     assert [repr(text_q.parse_text_q(t)) for t in reversed(texts)] == first[::-1]
-    assert all(line == _read_line(raw) for raw, line in text_q._READ_LINES.items())
-    monkeypatch.setattr(text_q, "_READ_LINES_MAX", 50)
+    assert all(line == _read_line(raw) for raw, line in text_tree._READ_LINES.items())
+    monkeypatch.setattr(text_tree, "_READ_LINES_MAX", 50)
     assert [repr(text_q.parse_text_q(t)) for t in texts] == first
-    assert len(text_q._READ_LINES) <= 50
+    assert len(text_tree._READ_LINES) <= 50
 
 
 def _scanned(node: dict[str, Any], key: str) -> Any:

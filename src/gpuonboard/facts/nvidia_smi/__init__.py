@@ -8,10 +8,11 @@ Modules, each over the ones before it: `model` (GpuProcess, GpuInfo, GpuReport),
 (shared value parsing: 'no value' spellings, units, On/Off, P-states), `reasons` (clock event
 reasons), `faults` (what nvidia-smi prints for a value it cannot read, and whose fault it is),
 one module per form: `xml_q` (`-q -x`), `query_csv` (`--query-gpu`, QUERY_FIELDS), `table` (the
-plain table), `text_q` (`-q`), and `sniff` (parse_any: which form a text is). The merge of
-several forms with each field's provenance is `facts.gpu_merge`'s. This module re-exports the
-names callers import from `gpuonboard.facts.nvidia_smi` (also, outside `__all__`, FAULT_WORDS and
-the fault screen and XML lookup that tests/unit/test_speed_caches.py reads from here).
+plain table), `text_q` (`-q`; its layout read into a tree by `text_tree`), and `sniff`
+(parse_any: which form a text is). The merge of several forms with each field's provenance is
+`facts.gpu_merge`'s. This module re-exports the names callers import from
+`gpuonboard.facts.nvidia_smi` (also, outside `__all__`, FAULT_WORDS and the fault screen and XML
+lookup that tests/unit/test_speed_caches.py reads from here).
 """
 
 from __future__ import annotations

@@ -189,6 +189,27 @@ def _driver_unread(expected: str, actual: str, unread: str, refused: str) -> Che
     return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
 
 
+def _model_matches(
+    read: Iterable[GpuInfo], model: str, vram_gib: float | None
+) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, list[str]]]:
+    """Each GPU name read matched against the ordered model: the reasons of the names that fail,
+    warn, and cannot be judged (an ordered memory size with nothing to check it against), each
+    reason once per name; alike GPUs (name, memory, family) are compared once."""
+    fails: dict[str, list[str]] = {}
+    warns: dict[str, list[str]] = {}
+    unknown: dict[str, list[str]] = {}
+    matched: dict[tuple[str, int | None, str | None], ModelMatch] = {}
+    for g in read:
+        key = (g.name, g.memory_total_mib, family_of(g))
+        if key not in matched:
+            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib, key[2])
+        result = matched[key]
+        into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
+        if into is not None and result.why not in into.setdefault(g.name, []):
+            into[g.name].append(result.why)
+    return fails, warns, unknown
+
+
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     """Every GPU is the ordered model (names normalised); a failure names the word(s) that did
     not match or that mark another product; a name nvidia-smi's table cut warns. A GPU count
@@ -221,19 +242,8 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     # GPUs listed with no name read (a --query-gpu CSV without `name`): listed, never "no GPU"
     actual = ", ".join(filter(None, shown)) or (f"{nameless} GPU(s) listed" if nameless else "no GPU")
     model, count = split_count(expected)
-    fails: dict[str, list[str]] = {}
-    warns: dict[str, list[str]] = {}
-    unknown: dict[str, list[str]] = {}  # (an ordered memory size with nothing to check it against)
     vram_gib = order.vram_bytes / 2**30 if order.vram_bytes else None  # (a reworked board ordered so)
-    matched: dict[tuple[str, int | None, str | None], ModelMatch] = {}  # (alike GPUs compared once)
-    for g in read:
-        key = (g.name, g.memory_total_mib, family_of(g))
-        if key not in matched:
-            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib, key[2])
-        result = matched[key]
-        into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
-        if into is not None and result.why not in into.setdefault(g.name, []):
-            into[g.name].append(result.why)
+    fails, warns, unknown = _model_matches(read, model, vram_gib)
     notes = [f"{n}: {'; '.join(w)}" for n, w in fails.items()]
     # a name that is another card than its PCI device id: neither is trusted silently
     disagree = disagreements(g for g in read if g.index not in by_id)

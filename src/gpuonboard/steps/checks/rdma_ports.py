@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gpuonboard.facts import infiniband
+from gpuonboard.facts import infiniband, rdma_merge
 from gpuonboard.facts.infiniband import SOFTWARE, IbPort
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND
@@ -136,7 +136,7 @@ def rule_rdma(
     ports = unverified, naming the disagreement, unless even counting each such port up misses
     the order (fail). "No RDMA device found" needs a whole listing
     with no port. Ports a sysfs listing lists that the whole ibv_devinfo beside it does not
-    (`unopened`: infiniband.unopened_ports) are there but the verbs library cannot open them: they
+    (`unopened`: rdma_merge.unopened_ports) are there but the verbs library cannot open them: they
     make up no pass; where they would, warn. `layer` (the order's fabric: "InfiniBand", or
     "Ethernet" for RoCE) counts only ports of that link layer: a port of the other is real but the
     wrong fabric (named; too few = fail naming both), one whose link layer was not read is
@@ -406,7 +406,7 @@ def _rdma_unopened(expected: str, actual: str, unopened: frozenset[tuple[str, in
     return Check(
         "rdma_ports",
         expected,
-        f"{actual} in sysfs, but ibv_devinfo (verbs) does not list {infiniband.named_ports(unopened)}:"
+        f"{actual} in sysfs, but ibv_devinfo (verbs) does not list {rdma_merge.named_ports(unopened)}:"
         " the ports are there, the verbs library cannot open them from this login",
         "warn",
         "RDMA is not usable from this login on those ports (NCCL falls back to TCP): load ib_uverbs"
@@ -484,7 +484,7 @@ def rdma_check(facts: Facts, order: OrderSpec | None) -> Check | None:
         return rule_rdma(order.rdma, None, layer=order.rdma_layer, nic=order.rdma_nic)
     first = facts.raw["rdma_ports"]
     # (offline, the listings in other formats given beside it: ibstat's rates, ibv_devinfo's states)
-    report = infiniband.merge_listings(
+    report = rdma_merge.merge_listings(
         [_listing(out) for out in (first, *first.beside) if out.exit_code == 0]
     )
     if report.rivals is not None:

@@ -268,7 +268,8 @@ def test_rdma_efa_unknown_link_layer_kept_in_the_merge() -> None:
     EFA ibv_devinfo (`link_layer: InfiniBand` of transport `unspecified`: rdma-core's print of an
     unspecified link layer; two EC2 boxes' captures, one efa_0 each, paired as one box's): the
     port's link layer stays Unknown, not InfiniBand."""
-    from gpuonboard.facts.infiniband import merge_listings, parse_rdma
+    from gpuonboard.facts.infiniband import parse_rdma
+    from gpuonboard.facts.rdma_merge import merge_listings
 
     reports = [parse_rdma((REAL / name).read_text()) for name in (EFA_IBSTAT, EFA_DEVINFO)]
     for ordered in (reports, reports[::-1]):
