@@ -161,14 +161,8 @@ def resolve_host(
     vendor = _host_vendor(layers, vendors, path, vendors_dir)
     s = _merge_layers(name, layers, vendor, path, ssh_cfg, name_is_address)
     connection = s.merged.get("connection", "ssh")
-    if connection not in CONNECTIONS and s.ansible:
-        raise s.err(
-            "connection",
-            f"is Ansible's {connection!r} connection (ansible_connection, or the config's"
-            " transport), which does not run over SSH, while gpuonboard reaches a host only over"
-            " SSH or on this machine, so it would reach another host than Ansible does; set"
-            " ansible_connection=ssh where SSH reaches this host, or leave it out of this inventory.",
-        )
+    if isinstance(connection, str) and connection not in CONNECTIONS and s.ansible:
+        return _not_used(s, connection, groups)
     if connection not in CONNECTIONS:
         raise s.err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
     address = _address(s, connection, ssh_cfg, host_where, name_is_address)
@@ -506,6 +500,44 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
         if extras["proxy_command"].strip().lower() == "none":  # (`-o ProxyCommand=none`: dial it)
             del extras["proxy_command"]
     return jump, extras
+
+
+def _not_used(s: _Settings, connection: str, groups: tuple[str, ...]) -> Host:
+    """An Ansible host reached by a connection that is not SSH (`winrm`, `network_cli`,
+    `community.docker.docker`): listed, with its connection and the sentence that refuses it
+    when a selection that connects includes it (Ansible runs only the hosts selected, so the
+    rest of a mixed inventory stays usable). Its SSH fields are not read: Ansible's plugin
+    reads them its own way."""
+    src, label = s.origin.get("connection", (LineDict(), f"host {s.name!r}"))
+    at = where(s.file_of(label), src, "connection")
+    who = getattr(src, "key_layers", {}).get("connection", (label,))[0]
+    if at.startswith(ENV_SOURCE):
+        at, by = at.removeprefix(ENV_SOURCE), f"{at.removeprefix(ENV_SOURCE)}={connection} in the environment"
+        fix = f"set {at}=ssh"
+    elif who == CONFIG_LAYER:
+        by, fix = "the Ansible config's `transport`", "set `transport = ssh` in that config"
+    else:
+        by, fix = f"ansible_connection of {who}", "set ansible_connection=ssh for it"
+    note = (
+        f"{at}: host {s.name!r} is reached by Ansible's {connection!r} connection ({by}), which does"
+        " not run over SSH, while gpuonboard reaches a host only over SSH or on this machine; leave it"
+        f" out of the selection (--limit '!{s.name}'), or, where SSH reaches it, {fix}."
+    )
+    address = s.merged.get("address")
+    port = s.merged.get("port")
+    user = s.merged.get("user")
+    return Host(
+        name=s.name,
+        address=address if isinstance(address, str) and address else s.name,
+        port=port if isinstance(port, int) and not PORT_RANGE.problem(port) else 22,
+        user=user if isinstance(user, str) and user else "root",
+        vendor=s.vendor,
+        order=_order(s),
+        connection=connection,
+        groups=groups,
+        vars=dict(hvars) if isinstance(hvars := s.merged.get("vars", {}), Mapping) else {},
+        not_used=note,
+    )
 
 
 def _ansible_rank(s: _Settings, key: str) -> tuple[str, int]:

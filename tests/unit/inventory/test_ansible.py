@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -571,13 +572,64 @@ def test_a_connection_written_as_its_fqcn_is_that_connection(tmp_path: Path, wri
 def test_a_connection_that_is_not_ssh_is_refused_naming_it(tmp_path: Path) -> None:
     """community.docker's connection test inventory (real, unedited): its hosts are containers
     Ansible reaches with `docker exec` at `ansible_host=ubuntu-latest`; was: dialled over SSH at
-    ubuntu-latest:22 as root, now one sentence naming the connection and what to do."""
+    ubuntu-latest:22 as root, now one sentence naming the connection, the group line that set
+    it and what to do, when a selection that connects includes one of them."""
     (tmp_path / "ssh_config").write_text("")
     path = CORPUS / "community-docker-connection" / "test_connection.inventory"
+    inv = inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    assert inv.hosts["docker-pipelining"].connection == "community.docker.docker"
     with pytest.raises(
-        InventoryError, match="'community.docker.docker' connection .* set ansible_connection=ssh"
+        InventoryError,
+        match=r"test_connection.inventory, line 2: host 'docker-pipelining' is reached by Ansible's"
+        r" 'community.docker.docker' connection \(ansible_connection of group 'docker'\).*"
+        r" set ansible_connection=ssh for it\.$",
     ):
-        inventory.load(path, ssh_config=tmp_path / "ssh_config")
+        inv.check_connections(inv.select(group="docker"))
+
+
+# a mixed inventory (the review's): GPU servers over SSH, a Windows box over WinRM, this machine
+MIXED = (
+    "[gpus]\ngpu1 ansible_host=10.0.0.1\ngpu2 ansible_host=10.0.0.2\n"
+    "[win]\nwinbox ansible_host=10.0.0.9 ansible_connection={connection}\n"
+    "[local]\nlocalhost ansible_connection=local\n"
+)
+
+
+@pytest.mark.parametrize("connection", ["winrm", "ansible.netcommon.network_cli", "community.docker.docker"])
+@pytest.mark.parametrize(
+    ("selection", "names"),
+    [
+        ({"limit": "gpus"}, ["gpu1", "gpu2"]),
+        ({"hosts": ["gpu1"]}, ["gpu1"]),
+        ({"group": "gpus"}, ["gpu1", "gpu2"]),
+        ({"limit": "all:!winbox"}, ["gpu1", "gpu2", "localhost"]),
+    ],
+)
+def test_a_host_reached_without_ssh_stops_only_a_selection_including_it(
+    tmp_path: Path, connection: str, selection: dict[str, Any], names: list[str]
+) -> None:
+    """A mixed inventory is valid: Ansible runs only the hosts selected. Was: the Windows box
+    (or a switch's network_cli) refused the whole inventory at load ("host 'winbox' field
+    'connection' is Ansible's 'winrm' connection ..."), even for `--limit gpus` and offline
+    judging of gpu1; now the GPU servers are selected and used, and the box is listed as
+    `winrm: not used` and refused only where the selection includes it."""
+    from gpuonboard.api.listing import target_text
+
+    (tmp_path / "ssh_config").write_text("")
+    path = tmp_path / "hosts.ini"
+    path.write_text(MIXED.format(connection=connection))
+    inv = inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    chosen = inv.select(**selection)
+    inv.check_connections(chosen)
+    assert [h.name for h in chosen] == names
+    assert target_text(inv.hosts["winbox"]) == f"{connection}: not used"
+    with pytest.raises(
+        InventoryError,
+        match=rf"hosts.ini, line 5: host 'winbox' is reached by Ansible's {connection!r} connection"
+        r" \(ansible_connection of host 'winbox'\), which does not run over SSH, .* leave it out of"
+        r" the selection \(--limit '!winbox'\)",
+    ):
+        inv.check_connections(inv.select(limit="all"))
 
 
 DELEGATE_TO_LOCAL = "".join(

@@ -668,9 +668,12 @@ def test_a_transport_that_is_not_ssh_or_local_is_refused_naming_the_config(
     if env is not None:
         monkeypatch.setenv("ANSIBLE_TRANSPORT", env)
     if outcome == "refused":
+        inv = inventory.load(hosts)  # (refused when a selection that connects includes the host)
         with pytest.raises(
-            InventoryError, match=r"ansible.cfg, line 2: .*'community.docker.docker' connection"
+            InventoryError,
+            match=r"ansible.cfg, line 2: host 'gpu1' is reached by Ansible's 'community.docker.docker'"
+            r" connection \(the Ansible config's `transport`\).* set `transport = ssh` in that config\.$",
         ):
-            inventory.load(hosts)
+            inv.check_connections(inv.select(["gpu1"]))
     else:
         assert inventory.load(hosts).hosts["gpu1"].connection == outcome
