@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible import AnsibleKeyPath
 from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE, ansible_boolean
 from gpuonboard.inventory.ansible_vars import ALL_VARS
 from gpuonboard.inventory.fields import (
@@ -736,14 +737,14 @@ def ansible_integer(value: str | float) -> int | str | float:
 
 
 def _key_base(s: _Settings, key_file: str) -> Path:
-    """The folder a relative key file is read from: the inventory file's, but an Ansible
-    variable's (`ansible_ssh_private_key_file=./keys/id`) from the directory gpuonboard runs in,
-    as Ansible passes it to ssh as written and ssh opens it where Ansible runs."""
+    """The folder a relative key file is read from: the inventory file's, but one of Ansible's
+    own variables (`ansible_ssh_private_key_file=./keys/id`: an AnsibleKeyPath) from the
+    directory gpuonboard runs in, as Ansible passes it to ssh as written and ssh opens it where
+    Ansible runs (gpuonboard's own `gpuonboard_key_file` stays the inventory's, as documented)."""
     written = s.merged.get("key_file")
     by = s.origin.get("key_file", ({}, ""))[1]
     if (
-        s.ansible
-        and isinstance(written, str)
+        isinstance(written, AnsibleKeyPath)
         and _expand_path(written)[0] == key_file
         and not by.startswith("vendor ")
     ):

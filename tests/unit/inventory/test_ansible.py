@@ -717,6 +717,39 @@ def test_a_relative_key_file_of_an_ansible_variable_is_read_where_ansible_runs(
 
 
 @pytest.mark.parametrize(
+    ("variable", "base"),
+    [
+        ("gpuonboard_key_file", "inventory/local"),
+        ("key_file", "inventory/local"),
+        ("ansible_ssh_private_key_file", "."),
+        ("ansible_private_key_file", "."),
+    ],
+)
+def test_a_relative_key_file_of_gpuonboards_own_variable_is_read_from_the_inventorys_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, base: str
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant) with its key file's variable
+    renamed to `variable`, read from the project's top: only Ansible's own variables are read
+    from the directory gpuonboard runs in (Ansible hands them to ssh as written); gpuonboard's
+    own `gpuonboard_key_file` / `key_file` stays relative to the inventory file, as documented.
+    Was: every key file of an Ansible inventory read from the working directory."""
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    (tmp_path / "inventory" / "local").mkdir(parents=True)
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    assert "ansible_ssh_private_key_file=./.vagrant/" in text
+    hosts = tmp_path / "inventory" / "local" / "hosts"
+    hosts.write_text(text.replace("ansible_ssh_private_key_file=", f"{variable}="))
+    key = tmp_path / base / ".vagrant" / "machines" / "app" / "virtualbox" / "private_key"
+    inv = inventory.load(Path("inventory/local/hosts"))
+    assert inv.hosts["app"].key_file == str(key.resolve())
+
+
+@pytest.mark.parametrize(
     ("edit", "port", "user"),
     [
         (("ansible_ssh_port=22", "ansible_ssh_port=2222.0"), 2222, "vagrant"),
