@@ -185,8 +185,6 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     for key, value in raw.items():
         if key in _PASSWORD_VARS or (key in _LOSES_TO and raw.get(_LOSES_TO[key]) is not None):
             continue
-        if value == "" and key in ("ansible_user", "ansible_ssh_user"):
-            continue  # (Ansible's ssh passes no User for an empty one: as if none were set)
         if value is None and key in _LOSES_TO.values():  # (a null one is not set, for Ansible)
             partner = next(k for k, v in _LOSES_TO.items() if v == key)
             if raw.get(partner) is not None:

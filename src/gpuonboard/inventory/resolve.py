@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import decimal
 import os
+import pwd
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -175,6 +176,8 @@ def resolve_host(
     if problem := PORT_RANGE.problem(port):
         raise s.err("port", problem)
     user = s.pick("user", "user", "root")
+    if user == "" and s.ansible:  # (an empty ansible_user: Ansible's ssh passes no User)
+        user = _ssh_default_user(s)
     if not isinstance(user, str) or not user:
         raise s.err("user", "must be a user name string.")
     key_file = _key_file(s)
@@ -503,6 +506,21 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
     return jump, extras
 
 
+def _empty_address_var(s: _Settings) -> str:
+    """The group or host whose empty `ansible_ssh_host` / `ansible_host` gave a host its empty
+    address (`ansible_ssh_host` beats `ansible_host` when set, even empty)."""
+    layer = s.origin.get("address", ({}, ""))[0]
+    return str(getattr(layer, "key_layers", {}).get("address", (f"host {s.name!r}",))[0])
+
+
+def _ssh_default_user(s: _Settings) -> str:
+    """The user ssh logs in as where Ansible passes it no User (an empty `ansible_user`, which
+    beats a group's `ansible_user=ops`): the ssh args' `-l` / `-o User=`, else the SSH config's
+    User for the host, else the local login name, as OpenSSH picks it."""
+    given = s.args.first("user") or s.sshc.get("user")
+    return str(given) if given else pwd.getpwuid(os.getuid()).pw_name  # (ssh's, not $USER)
+
+
 def _not_used(s: _Settings, connection: str, groups: tuple[str, ...]) -> Host:
     """An Ansible host reached by a connection that is not SSH (`winrm`, `network_cli`,
     `community.docker.docker`): listed, with its connection and the sentence that refuses it
@@ -646,6 +664,14 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
                 f"{host_where}: host {name!r} has no 'address' and no Host entry in the SSH"
                 " config; add address: <IP or DNS name>."
             )
+    if s.ansible and isinstance(address, str) and not address.strip():
+        raise s.err(
+            "address",
+            f"is empty (an empty ansible_ssh_host or ansible_host of {_empty_address_var(s)}), which"
+            " Ansible's ssh dials as it is (ssh:"
+            ' "Could not resolve hostname"), never falling back to another address; remove it, or'
+            " write the host's address there.",
+        )
     if not isinstance(address, str) or not address.strip():
         raise s.err("address", "must be a host name or IP address string.")
     if (bad := bad_host_char(address.strip())) is not None:

@@ -784,5 +784,86 @@ def test_a_port_and_user_ansible_reads_are_read(
     h = inventory.load(hosts).hosts["app"]
     g = _ansible_ssh_g(tmp_path, "app", hosts)
     assert h.port == int(g["port"][0]) == port
-    assert g["user"][0] == (user or getpass.getuser())
-    assert h.user == (user or "root")
+    assert h.user == g["user"][0] == (user or getpass.getuser())
+
+
+def test_an_empty_ansible_ssh_host_is_refused_as_ansible_dials_no_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant), its host line given
+    `ansible_host=192.0.2.1` and its group's `ansible_ssh_host` emptied: the empty one beats the
+    host's, and ansible-core 2.19 hands ssh an empty destination (its `-vvv` EXEC line: `''`,
+    "Could not resolve hostname"), never the host's ansible_host; so gpuonboard keeps refusing
+    it (the review thought Ansible fell back to 192.0.2.1), now saying why and naming the group."""
+    import shlex
+    import subprocess
+
+    from .test_ansible_cfg import ANSIBLE
+
+    if not Path(ANSIBLE).exists():
+        pytest.skip("needs ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    hosts = tmp_path / "hosts"
+    hosts.write_text(
+        text.replace("app\n", "app ansible_host=192.0.2.1\n", 1).replace(
+            "ansible_ssh_host=192.168.50.50", 'ansible_ssh_host=""'
+        )
+    )
+    env = {**os.environ, "ANSIBLE_SSH_EXECUTABLE": "/bin/false", "ANSIBLE_SSH_RETRIES": "0"}
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
+    done = subprocess.run(
+        [ANSIBLE, "app", "-i", str(hosts), "-m", "ping", "-vvv"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    line = next(x for x in done.stdout.splitlines() if "SSH: EXEC /bin/false" in x)
+    assert shlex.split(line.split("SSH: EXEC ", 1)[1])[-2] == ""  # (the destination)
+    with pytest.raises(
+        InventoryError,
+        match=r"hosts, line 2: host 'app' field 'address' is empty \(an empty ansible_ssh_host or"
+        r" ansible_host of group 'local'\), which Ansible's ssh dials as it is",
+    ):
+        inventory.load(hosts)
+
+
+@pytest.mark.parametrize(
+    ("edit", "config", "user"),
+    [
+        (("app\n", 'app ansible_user=""\n'), "Host 192.168.50.50\n  User cfguser\n", "cfguser"),
+        (("app\n", "app ansible_ssh_user=''\n"), "Host 192.168.50.50\n  User cfguser\n", "cfguser"),
+        (("app\n", 'app ansible_user=""\n'), "", None),
+    ],
+)
+def test_an_empty_ansible_user_logs_in_as_ssh_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], config: str, user: str | None
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant), its host line given an empty
+    `ansible_user` (or `ansible_ssh_user`) under its group's `ansible_user=vagrant`: the empty
+    one wins, and Ansible's ssh passes no User, so ssh logs in as its config's User for the host,
+    else as the local login (`ssh -G` of Ansible's own command line). Was: dialled as root."""
+    import pwd
+
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text(config)
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    assert text.startswith("[local]\napp\n")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(text.replace(*edit, 1))
+    g = _ansible_ssh_g(tmp_path, "app", hosts)
+    login = pwd.getpwuid(os.getuid()).pw_name  # (ssh's local login name)
+    assert inventory.load(hosts).hosts["app"].user == g["user"][0] == (user or login)
