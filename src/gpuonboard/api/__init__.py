@@ -192,6 +192,7 @@ def _selected(
 def load_hosts(selection: Selection, settings: Settings) -> tuple[inventory_mod.Inventory, list[Host]]:
     """The inventory and the hosts the selection picks (errors before any connection)."""
     inv, hosts = _selected(selection, settings)
+    inv.check_connections(hosts)  # (a host Ansible reaches without SSH: refused only when selected)
     inv.check_key_files(hosts)  # (a missing key is an input error, exit 2, not "unreachable")
     return inv, hosts
 

@@ -62,6 +62,8 @@ def order_text(o: OrderSpec) -> str:
 
 def target_text(h: Host) -> str:
     """Where a host is reached, as `invoke inventory` shows it: `user@address:port via jump`."""
+    if h.not_used is not None:  # (Ansible reaches it without SSH: `winrm: not used`)
+        return f"{h.connection}: not used"
     via = f" via {' -> '.join(h.jump)}" if h.jump else ""
     address = f"[{h.address}]" if ":" in h.address else h.address  # (IPv6: `[2001:db8::7]:2200`)
     return "local" if h.connection == "local" else f"{h.user}@{address}:{h.port}{via}"

@@ -60,6 +60,17 @@ _ANSIBLE_MAP = {
     "ansible_ssh_private_key_file": "key_file",
     "ansible_private_key_file": "key_file",
 }
+
+
+class AnsibleKeyPath(str):
+    """A key file set by Ansible's own variable (`ansible_ssh_private_key_file`,
+    `ansible_private_key_file`): Ansible hands it to ssh as written, so a relative one is read
+    from the directory gpuonboard runs in; gpuonboard's own `key_file` (`gpuonboard_key_file`)
+    stays relative to the inventory file (resolve._key_base tells them apart by this type)."""
+
+    __slots__ = ()
+
+
 # Ansible's ssh connection reads each of these settings from the host's merged variables in this
 # order, the last one set winning whichever layer set each (ssh.py's option `vars` lists, read by
 # ConfigManager._loop_entries): a group's `ansible_ssh_host` beats the host's own `ansible_host`
@@ -174,8 +185,6 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
     for key, value in raw.items():
         if key in _PASSWORD_VARS or (key in _LOSES_TO and raw.get(_LOSES_TO[key]) is not None):
             continue
-        if value == "" and key in ("ansible_user", "ansible_ssh_user"):
-            continue  # (Ansible's ssh passes no User for an empty one: as if none were set)
         if value is None and key in _LOSES_TO.values():  # (a null one is not set, for Ansible)
             partner = next(k for k, v in _LOSES_TO.items() if v == key)
             if raw.get(partner) is not None:
@@ -203,6 +212,8 @@ def convert_vars(raw: Mapping[str, Any], path: Path | None = None, templates: bo
                 f"{at}: {setting} is a Jinja2 template ({value[:80]!r}), which Ansible renders only"
                 " when it connects; gpuonboard does not render templates: write the value itself there."
             )
+        if ours == "key_file" and key in _ANSIBLE_MAP and isinstance(value, str):
+            value = AnsibleKeyPath(value)
         out[ours] = value
         _keep_origin(out, ours, key, lines, files)
         if key in layers:

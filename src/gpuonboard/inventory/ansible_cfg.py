@@ -199,11 +199,12 @@ def _unquote(value: str) -> str:
     return value
 
 
-def _refused(value: str, kind: str | tuple[str, ...]) -> bool:
+def _refused(value: str, kind: str | tuple[str, ...], from_env: bool = False) -> bool:
     """Whether Ansible's ensure_type (and its choices) refuse `value` as written in the file or
-    the environment: a number is read unquoted, a word after one pair of quotes is taken off."""
+    (`from_env`) the environment: a number is read unquoted; a word from the file after one pair
+    of quotes is taken off, one from the environment as it is (`'smart'` there is refused)."""
     if isinstance(kind, tuple):
-        return _unquote(value) not in kind
+        return (value if from_env else _unquote(value)) not in kind
     import decimal
 
     try:
@@ -225,7 +226,9 @@ def check_settings(
     """One sentence naming the file and line (or the environment variable) of the first of
     Ansible's own settings (CHECKED) whose value Ansible refuses as it starts."""
     for section, key, env, kind in CHECKED:
-        if env and environ.get(env, "") != "":  # (an empty one: Ansible takes the default)
+        if env and env in environ:  # (set, even empty: the file's value is not read)
+            if environ[env] == "" and isinstance(kind, str):
+                continue  # (an empty number fails Ansible's typing, which then takes the default)
             value, at, label = environ[env], f"{ENV_SOURCE}{env}", "its value"
         elif (
             key
@@ -236,7 +239,7 @@ def check_settings(
             value, at, label = found, f"{path}, line {line}" if line else str(path), f"[{section}] {key}"
         else:
             continue
-        if _refused(value, kind):
+        if _refused(value, kind, at.startswith(ENV_SOURCE)):
             want = kind if isinstance(kind, str) else "one of " + ", ".join(kind)
             raise InventoryError(
                 f"{at}: {label} {value!r} is not {want}, so Ansible refuses this config as it starts"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
 import sys
@@ -168,7 +169,8 @@ def list_view(data: Any) -> dict[str, dict[str, Any]]:
         out[name] = {
             "address": str(args.first("hostname") or address),
             "port": int(given["port"] or 22),
-            "user": given["user"] or "root",
+            # (an empty ansible_user: ssh's own login name, as resolve does where no config says one)
+            "user": given["user"] or (pwd.getpwuid(os.getuid()).pw_name if c.get("user") == "" else "root"),
             "key_file": local_path(key) if key and key != c.get("key_file") else key,
             "connection": connection,
             "jump": parse_jump(way[1] if way[0] == "jump" else c.get("jump"), _no_err),

@@ -111,6 +111,10 @@ class Host:
     # does not do (`StrictHostKeyChecking no` in the SSH config or the Ansible ssh args, and
     # where), said when a host key is refused: never followed silently, never silently ignored
     host_key_note: str | None = None
+    # a host Ansible reaches another way than SSH (`ansible_connection=winrm`): why gpuonboard
+    # cannot reach it, one sentence naming the connection and where it was set; refused only
+    # when a selection that connects includes it (Inventory.check_connections)
+    not_used: str | None = None
 
     @property
     def vendor_name(self) -> str:
@@ -189,6 +193,15 @@ class Inventory:
         }
         hits = regex_hits(terms, [*self.hosts, *groups])
         return limit_selection(terms, list(self.hosts), groups, hits)
+
+    def check_connections(self, hosts: Iterable[Host]) -> None:
+        """Before connecting: a selected host (or an inventory host it jumps through) that
+        Ansible reaches another way than SSH is an input error, its `not_used` sentence; the
+        other hosts of the inventory are not read for it, as Ansible runs only those selected."""
+        for host in hosts:
+            for hop in [*(self.hosts.get(j) for j in host.jump), host]:
+                if hop is not None and hop.not_used is not None:
+                    raise InventoryError(hop.not_used)
 
     def check_key_files(self, hosts: Iterable[Host]) -> None:
         """Before connecting: a key_file that is not there (of these hosts or their inventory

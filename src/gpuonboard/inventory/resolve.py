@@ -7,6 +7,7 @@ into a `Host`.
 from __future__ import annotations
 
 import os
+import pwd
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.ansible import AnsibleKeyPath
 from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE, ansible_boolean
 from gpuonboard.inventory.ansible_vars import ALL_VARS
 from gpuonboard.inventory.fields import (
@@ -160,14 +162,8 @@ def resolve_host(
     vendor = _host_vendor(layers, vendors, path, vendors_dir)
     s = _merge_layers(name, layers, vendor, path, ssh_cfg, name_is_address)
     connection = s.merged.get("connection", "ssh")
-    if connection not in CONNECTIONS and s.ansible:
-        raise s.err(
-            "connection",
-            f"is Ansible's {connection!r} connection (ansible_connection, or the config's"
-            " transport), which does not run over SSH, while gpuonboard reaches a host only over"
-            " SSH or on this machine, so it would reach another host than Ansible does; set"
-            " ansible_connection=ssh where SSH reaches this host, or leave it out of this inventory.",
-        )
+    if isinstance(connection, str) and connection not in CONNECTIONS and s.ansible:
+        return _not_used(s, connection, groups)
     if connection not in CONNECTIONS:
         raise s.err("connection", f"must be one of {', '.join(CONNECTIONS)}, not {connection!r}.")
     address = _address(s, connection, ssh_cfg, host_where, name_is_address)
@@ -179,6 +175,8 @@ def resolve_host(
     if problem := PORT_RANGE.problem(port):
         raise s.err("port", problem)
     user = s.pick("user", "user", "root")
+    if user == "" and s.ansible:  # (an empty ansible_user: Ansible's ssh passes no User)
+        user = _ssh_default_user(s)
     if not isinstance(user, str) or not user:
         raise s.err("user", "must be a user name string.")
     key_file = _key_file(s)
@@ -507,6 +505,59 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
     return jump, extras
 
 
+def _empty_address_var(s: _Settings) -> str:
+    """The group or host whose empty `ansible_ssh_host` / `ansible_host` gave a host its empty
+    address (`ansible_ssh_host` beats `ansible_host` when set, even empty)."""
+    layer = s.origin.get("address", ({}, ""))[0]
+    return str(getattr(layer, "key_layers", {}).get("address", (f"host {s.name!r}",))[0])
+
+
+def _ssh_default_user(s: _Settings) -> str:
+    """The user ssh logs in as where Ansible passes it no User (an empty `ansible_user`, which
+    beats a group's `ansible_user=ops`): the ssh args' `-l` / `-o User=`, else the SSH config's
+    User for the host, else the local login name, as OpenSSH picks it."""
+    given = s.args.first("user") or s.sshc.get("user")
+    return str(given) if given else pwd.getpwuid(os.getuid()).pw_name  # (ssh's, not $USER)
+
+
+def _not_used(s: _Settings, connection: str, groups: tuple[str, ...]) -> Host:
+    """An Ansible host reached by a connection that is not SSH (`winrm`, `network_cli`,
+    `community.docker.docker`): listed, with its connection and the sentence that refuses it
+    when a selection that connects includes it (Ansible runs only the hosts selected, so the
+    rest of a mixed inventory stays usable). Its SSH fields are not read: Ansible's plugin
+    reads them its own way."""
+    src, label = s.origin.get("connection", (LineDict(), f"host {s.name!r}"))
+    at = where(s.file_of(label), src, "connection")
+    who = getattr(src, "key_layers", {}).get("connection", (label,))[0]
+    if at.startswith(ENV_SOURCE):
+        at, by = at.removeprefix(ENV_SOURCE), f"{at.removeprefix(ENV_SOURCE)}={connection} in the environment"
+        fix = f"set {at}=ssh"
+    elif who == CONFIG_LAYER:
+        by, fix = "the Ansible config's `transport`", "set `transport = ssh` in that config"
+    else:
+        by, fix = f"ansible_connection of {who}", "set ansible_connection=ssh for it"
+    note = (
+        f"{at}: host {s.name!r} is reached by Ansible's {connection!r} connection ({by}), which does"
+        " not run over SSH, while gpuonboard reaches a host only over SSH or on this machine; leave it"
+        f" out of the selection (--limit '!{s.name}'), or, where SSH reaches it, {fix}."
+    )
+    address = s.merged.get("address")
+    port = s.merged.get("port")
+    user = s.merged.get("user")
+    return Host(
+        name=s.name,
+        address=address if isinstance(address, str) and address else s.name,
+        port=port if isinstance(port, int) and not PORT_RANGE.problem(port) else 22,
+        user=user if isinstance(user, str) and user else "root",
+        vendor=s.vendor,
+        order=_order(s),
+        connection=connection,
+        groups=groups,
+        vars=dict(hvars) if isinstance(hvars := s.merged.get("vars", {}), Mapping) else {},
+        not_used=note,
+    )
+
+
 def _ansible_rank(s: _Settings, key: str) -> tuple[str, int]:
     """The group or host (or the Ansible config) that set an Ansible host's `key` (one of ours,
     or `ansible_ssh_common_args of ...`: an ssh args variable) and its rank in Ansible's
@@ -612,6 +663,14 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
                 f"{host_where}: host {name!r} has no 'address' and no Host entry in the SSH"
                 " config; add address: <IP or DNS name>."
             )
+    if s.ansible and isinstance(address, str) and not address.strip():
+        raise s.err(
+            "address",
+            f"is empty (an empty ansible_ssh_host or ansible_host of {_empty_address_var(s)}), which"
+            " Ansible's ssh dials as it is (ssh:"
+            ' "Could not resolve hostname"), never falling back to another address; remove it, or'
+            " write the host's address there.",
+        )
     if not isinstance(address, str) or not address.strip():
         raise s.err("address", "must be a host name or IP address string.")
     if (bad := bad_host_char(address.strip())) is not None:
@@ -705,14 +764,14 @@ def ansible_integer(value: str | float) -> int | str | float:
 
 
 def _key_base(s: _Settings, key_file: str) -> Path:
-    """The folder a relative key file is read from: the inventory file's, but an Ansible
-    variable's (`ansible_ssh_private_key_file=./keys/id`) from the directory gpuonboard runs in,
-    as Ansible passes it to ssh as written and ssh opens it where Ansible runs."""
+    """The folder a relative key file is read from: the inventory file's, but one of Ansible's
+    own variables (`ansible_ssh_private_key_file=./keys/id`: an AnsibleKeyPath) from the
+    directory gpuonboard runs in, as Ansible passes it to ssh as written and ssh opens it where
+    Ansible runs (gpuonboard's own `gpuonboard_key_file` stays the inventory's, as documented)."""
     written = s.merged.get("key_file")
     by = s.origin.get("key_file", ({}, ""))[1]
     if (
-        s.ansible
-        and isinstance(written, str)
+        isinstance(written, AnsibleKeyPath)
         and _expand_path(written)[0] == key_file
         and not by.startswith("vendor ")
     ):

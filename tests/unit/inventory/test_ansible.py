@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -571,13 +572,64 @@ def test_a_connection_written_as_its_fqcn_is_that_connection(tmp_path: Path, wri
 def test_a_connection_that_is_not_ssh_is_refused_naming_it(tmp_path: Path) -> None:
     """community.docker's connection test inventory (real, unedited): its hosts are containers
     Ansible reaches with `docker exec` at `ansible_host=ubuntu-latest`; was: dialled over SSH at
-    ubuntu-latest:22 as root, now one sentence naming the connection and what to do."""
+    ubuntu-latest:22 as root, now one sentence naming the connection, the group line that set
+    it and what to do, when a selection that connects includes one of them."""
     (tmp_path / "ssh_config").write_text("")
     path = CORPUS / "community-docker-connection" / "test_connection.inventory"
+    inv = inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    assert inv.hosts["docker-pipelining"].connection == "community.docker.docker"
     with pytest.raises(
-        InventoryError, match="'community.docker.docker' connection .* set ansible_connection=ssh"
+        InventoryError,
+        match=r"test_connection.inventory, line 2: host 'docker-pipelining' is reached by Ansible's"
+        r" 'community.docker.docker' connection \(ansible_connection of group 'docker'\).*"
+        r" set ansible_connection=ssh for it\.$",
     ):
-        inventory.load(path, ssh_config=tmp_path / "ssh_config")
+        inv.check_connections(inv.select(group="docker"))
+
+
+# a mixed inventory (the review's): GPU servers over SSH, a Windows box over WinRM, this machine
+MIXED = (
+    "[gpus]\ngpu1 ansible_host=10.0.0.1\ngpu2 ansible_host=10.0.0.2\n"
+    "[win]\nwinbox ansible_host=10.0.0.9 ansible_connection={connection}\n"
+    "[local]\nlocalhost ansible_connection=local\n"
+)
+
+
+@pytest.mark.parametrize("connection", ["winrm", "ansible.netcommon.network_cli", "community.docker.docker"])
+@pytest.mark.parametrize(
+    ("selection", "names"),
+    [
+        ({"limit": "gpus"}, ["gpu1", "gpu2"]),
+        ({"hosts": ["gpu1"]}, ["gpu1"]),
+        ({"group": "gpus"}, ["gpu1", "gpu2"]),
+        ({"limit": "all:!winbox"}, ["gpu1", "gpu2", "localhost"]),
+    ],
+)
+def test_a_host_reached_without_ssh_stops_only_a_selection_including_it(
+    tmp_path: Path, connection: str, selection: dict[str, Any], names: list[str]
+) -> None:
+    """A mixed inventory is valid: Ansible runs only the hosts selected. Was: the Windows box
+    (or a switch's network_cli) refused the whole inventory at load ("host 'winbox' field
+    'connection' is Ansible's 'winrm' connection ..."), even for `--limit gpus` and offline
+    judging of gpu1; now the GPU servers are selected and used, and the box is listed as
+    `winrm: not used` and refused only where the selection includes it."""
+    from gpuonboard.api.listing import target_text
+
+    (tmp_path / "ssh_config").write_text("")
+    path = tmp_path / "hosts.ini"
+    path.write_text(MIXED.format(connection=connection))
+    inv = inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    chosen = inv.select(**selection)
+    inv.check_connections(chosen)
+    assert [h.name for h in chosen] == names
+    assert target_text(inv.hosts["winbox"]) == f"{connection}: not used"
+    with pytest.raises(
+        InventoryError,
+        match=rf"hosts.ini, line 5: host 'winbox' is reached by Ansible's {connection!r} connection"
+        r" \(ansible_connection of host 'winbox'\), which does not run over SSH, .* leave it out of"
+        r" the selection \(--limit '!winbox'\)",
+    ):
+        inv.check_connections(inv.select(limit="all"))
 
 
 DELEGATE_TO_LOCAL = "".join(
@@ -665,6 +717,39 @@ def test_a_relative_key_file_of_an_ansible_variable_is_read_where_ansible_runs(
 
 
 @pytest.mark.parametrize(
+    ("variable", "base"),
+    [
+        ("gpuonboard_key_file", "inventory/local"),
+        ("key_file", "inventory/local"),
+        ("ansible_ssh_private_key_file", "."),
+        ("ansible_private_key_file", "."),
+    ],
+)
+def test_a_relative_key_file_of_gpuonboards_own_variable_is_read_from_the_inventorys_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str, base: str
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant) with its key file's variable
+    renamed to `variable`, read from the project's top: only Ansible's own variables are read
+    from the directory gpuonboard runs in (Ansible hands them to ssh as written); gpuonboard's
+    own `gpuonboard_key_file` / `key_file` stays relative to the inventory file, as documented.
+    Was: every key file of an Ansible inventory read from the working directory."""
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_PRIVATE_KEY_FILE"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    (tmp_path / "inventory" / "local").mkdir(parents=True)
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    assert "ansible_ssh_private_key_file=./.vagrant/" in text
+    hosts = tmp_path / "inventory" / "local" / "hosts"
+    hosts.write_text(text.replace("ansible_ssh_private_key_file=", f"{variable}="))
+    key = tmp_path / base / ".vagrant" / "machines" / "app" / "virtualbox" / "private_key"
+    inv = inventory.load(Path("inventory/local/hosts"))
+    assert inv.hosts["app"].key_file == str(key.resolve())
+
+
+@pytest.mark.parametrize(
     ("edit", "port", "user"),
     [
         (("ansible_ssh_port=22", "ansible_ssh_port=2222.0"), 2222, "vagrant"),
@@ -699,5 +784,86 @@ def test_a_port_and_user_ansible_reads_are_read(
     h = inventory.load(hosts).hosts["app"]
     g = _ansible_ssh_g(tmp_path, "app", hosts)
     assert h.port == int(g["port"][0]) == port
-    assert g["user"][0] == (user or getpass.getuser())
-    assert h.user == (user or "root")
+    assert h.user == g["user"][0] == (user or getpass.getuser())
+
+
+def test_an_empty_ansible_ssh_host_is_refused_as_ansible_dials_no_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant), its host line given
+    `ansible_host=192.0.2.1` and its group's `ansible_ssh_host` emptied: the empty one beats the
+    host's, and ansible-core 2.19 hands ssh an empty destination (its `-vvv` EXEC line: `''`,
+    "Could not resolve hostname"), never the host's ansible_host; so gpuonboard keeps refusing
+    it (the review thought Ansible fell back to 192.0.2.1), now saying why and naming the group."""
+    import shlex
+    import subprocess
+
+    from .test_ansible_cfg import ANSIBLE
+
+    if not Path(ANSIBLE).exists():
+        pytest.skip("needs ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "user_config").write_text("")
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    hosts = tmp_path / "hosts"
+    hosts.write_text(
+        text.replace("app\n", "app ansible_host=192.0.2.1\n", 1).replace(
+            "ansible_ssh_host=192.168.50.50", 'ansible_ssh_host=""'
+        )
+    )
+    env = {**os.environ, "ANSIBLE_SSH_EXECUTABLE": "/bin/false", "ANSIBLE_SSH_RETRIES": "0"}
+    env["ANSIBLE_LOCAL_TEMP"] = str(tmp_path / "ansible-tmp")
+    done = subprocess.run(
+        [ANSIBLE, "app", "-i", str(hosts), "-m", "ping", "-vvv"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )
+    line = next(x for x in done.stdout.splitlines() if "SSH: EXEC /bin/false" in x)
+    assert shlex.split(line.split("SSH: EXEC ", 1)[1])[-2] == ""  # (the destination)
+    with pytest.raises(
+        InventoryError,
+        match=r"hosts, line 2: host 'app' field 'address' is empty \(an empty ansible_ssh_host or"
+        r" ansible_host of group 'local'\), which Ansible's ssh dials as it is",
+    ):
+        inventory.load(hosts)
+
+
+@pytest.mark.parametrize(
+    ("edit", "config", "user"),
+    [
+        (("app\n", 'app ansible_user=""\n'), "Host 192.168.50.50\n  User cfguser\n", "cfguser"),
+        (("app\n", "app ansible_ssh_user=''\n"), "Host 192.168.50.50\n  User cfguser\n", "cfguser"),
+        (("app\n", 'app ansible_user=""\n'), "", None),
+    ],
+)
+def test_an_empty_ansible_user_logs_in_as_ssh_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: tuple[str, str], config: str, user: str | None
+) -> None:
+    """The Vagrant project's real inventory (semaphore-vagrant), its host line given an empty
+    `ansible_user` (or `ansible_ssh_user`) under its group's `ansible_user=vagrant`: the empty
+    one wins, and Ansible's ssh passes no User, so ssh logs in as its config's User for the host,
+    else as the local login (`ssh -G` of Ansible's own command line). Was: dialled as root."""
+    import pwd
+
+    from .test_ansible_cfg import ANSIBLE, SSH, _ansible_ssh_g
+
+    if SSH is None or not Path(ANSIBLE).exists():
+        pytest.skip("needs OpenSSH's ssh and ansible-core")
+    tmp_path.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    for name in ("ANSIBLE_CONFIG", "ANSIBLE_REMOTE_USER"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "user_config").write_text(config)
+    monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(tmp_path / "user_config"))
+    text = (CORPUS / "semaphore-vagrant" / "hosts").read_text()
+    assert text.startswith("[local]\napp\n")
+    hosts = tmp_path / "hosts"
+    hosts.write_text(text.replace(*edit, 1))
+    g = _ansible_ssh_g(tmp_path, "app", hosts)
+    login = pwd.getpwuid(os.getuid()).pw_name  # (ssh's local login name)
+    assert inventory.load(hosts).hosts["app"].user == g["user"][0] == (user or login)

@@ -589,6 +589,11 @@ def test_a_setting_ansible_checks_as_it_starts_is_refused_as_ansible_refuses_it(
         ("[defaults]\nforks = 1e1\ngathering = 'smart'\ninternal_poll_interval = .5\n", {}),
         ("[defaults]\nforks = lots\n", {"ANSIBLE_FORKS": "8"}),
         ("[defaults]\n", {"ANSIBLE_TIMEOUT": ""}),
+        # (an empty number in the environment: Ansible's typing fails and takes the default,
+        # never reading the file's bad value; was refused naming `forks = lots`)
+        ("[defaults]\nforks = lots\n", {"ANSIBLE_FORKS": ""}),
+        ("[defaults]\nremote_port = lots\n", {"ANSIBLE_REMOTE_PORT": ""}),
+        ("[defaults]\n\n[diff]\ncontext = big\n", {"ANSIBLE_DIFF_CONTEXT": ""}),
     ],
 )
 def test_a_setting_ansible_reads_is_not_refused(
@@ -604,14 +609,27 @@ def test_a_setting_ansible_reads_is_not_refused(
 
 
 @needs_both
+@pytest.mark.parametrize(
+    ("name", "value", "cfg"),
+    [
+        ("ANSIBLE_FORKS", "lots", "[defaults]\n"),
+        ("ANSIBLE_FORKS", " ", "[defaults]\nforks = 5\n"),
+        # (a word from the environment is taken as it is, quotes and blanks too, and an empty one
+        # is no choice: was read, its quotes taken off, the empty one skipped)
+        ("ANSIBLE_GATHERING", "'smart'", "[defaults]\n"),
+        ("ANSIBLE_GATHERING", " smart", "[defaults]\n"),
+        ("ANSIBLE_GATHERING", "", "[defaults]\ngathering = smart\n"),
+        ("ANSIBLE_HASH_BEHAVIOUR", "", "[defaults]\n"),
+    ],
+)
 def test_a_setting_ansible_checks_is_refused_from_the_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, value: str, cfg: str
 ) -> None:
     """ANSIBLE_FORKS=lots stops Ansible as the file's would; named as the variable."""
-    hosts = _setup(tmp_path, monkeypatch, "[defaults]\n", "gpu1 ansible_host=10.0.0.1\n")
-    monkeypatch.setenv("ANSIBLE_FORKS", "lots")
+    hosts = _setup(tmp_path, monkeypatch, cfg, "gpu1 ansible_host=10.0.0.1\n")
+    monkeypatch.setenv(name, value)
     assert _ansible_refuses_config(tmp_path, hosts)
-    with pytest.raises(InventoryError, match="^environment variable ANSIBLE_FORKS: its value 'lots' is not"):
+    with pytest.raises(InventoryError, match=rf"^environment variable {name}: its value {value!r} is not"):
         inventory.load(hosts)
 
 
@@ -668,9 +686,12 @@ def test_a_transport_that_is_not_ssh_or_local_is_refused_naming_the_config(
     if env is not None:
         monkeypatch.setenv("ANSIBLE_TRANSPORT", env)
     if outcome == "refused":
+        inv = inventory.load(hosts)  # (refused when a selection that connects includes the host)
         with pytest.raises(
-            InventoryError, match=r"ansible.cfg, line 2: .*'community.docker.docker' connection"
+            InventoryError,
+            match=r"ansible.cfg, line 2: host 'gpu1' is reached by Ansible's 'community.docker.docker'"
+            r" connection \(the Ansible config's `transport`\).* set `transport = ssh` in that config\.$",
         ):
-            inventory.load(hosts)
+            inv.check_connections(inv.select(["gpu1"]))
     else:
         assert inventory.load(hosts).hosts["gpu1"].connection == outcome

@@ -27,9 +27,12 @@ REFUSED = {
     "ansible-delegate-to": "ansible_host is a Jinja2 template",
     "cns-master-workers": "OpenSSH cannot resolve host '<MASTER_IP>'",  # a template's placeholders
     "kubespray-inventory-yml": "'hosts' must be a mapping",  # Ansible takes "node1 node2 node3" as one host
-    # a connection that is not SSH (docker exec, a network device's plugin): another host
-    "community-docker-connection": "is Ansible's 'community.docker.docker' connection",
-    "ansible-network-connection": "is Ansible's 'network_noop' connection",
+}
+# read, their hosts reached by a connection that is not SSH (docker exec, a network device's
+# plugin): listed, and refused only when a selection that connects includes them
+NOT_SSH = {
+    "community-docker-connection": "is reached by Ansible's 'community.docker.docker' connection",
+    "ansible-network-connection": "is reached by Ansible's 'network_noop' connection",
 }
 
 
@@ -50,7 +53,11 @@ def test_the_corpus_is_large_enough() -> None:
 @pytest.mark.parametrize("path", PATHS, ids=[p.parent.name for p in PATHS])
 def test_corpus_inventory_reads_or_is_refused_clearly(path: Path, empty_ssh_config: Path) -> None:
     reason = REFUSED.get(path.parent.name)
-    if reason is None:
+    if path.parent.name in NOT_SSH:
+        inv = inventory.load(path, ssh_config=empty_ssh_config)
+        with pytest.raises(InventoryError, match=re.escape(NOT_SSH[path.parent.name])):
+            inv.check_connections(inv.hosts.values())
+    elif reason is None:
         try:
             inventory.load(path, ssh_config=empty_ssh_config)
         except InventoryError as exc:  # (only an inventory with no host at all)
