@@ -253,9 +253,10 @@ _RECORD_KEYS = {
 
 def _cut_head(text: str, heads: Sequence[re.Pattern[str]], tool: str) -> str | None:
     """The listing's first line when it is a field of a record whose head is not above it (the
-    listing's top cut off: the device and ports before it are not known)."""
+    listing's top cut off: the device and ports before it are not known); a head of any RDMA
+    tool's format above it (ibstatus' records saved before an ibv_devinfo) is a head too."""
     for line in text.splitlines():
-        if any(h.match(line) for h in heads):
+        if any(h.match(line) for h in (*heads, _HCA, _CA, _STATUS)):
             return None
         if _RECORD_KEYS[tool].match(line):
             first = " ".join(line.split())

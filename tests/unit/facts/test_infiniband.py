@@ -212,3 +212,17 @@ def test_a_listing_with_lines_left_out_by_hand_is_not_whole() -> None:
     assert report.cut == "lines were left out by hand (`...` on line 1)"
     assert rule_rdma((8, 200.0), report.ports, report.complete, report.cut).verdict == "unverified"  # type: ignore[union-attr]
     assert rule_rdma((1, 200.0), report.ports, report.complete, report.cut).verdict == "pass"  # type: ignore[union-attr]
+
+
+def test_a_record_under_another_tools_head_is_no_cut_top() -> None:
+    """gpud's A100 `ibstatus` followed, in one text with no prompt between, by the 2-HCA mlx4
+    `ibv_devinfo` (2 of 4 ports down): ibstatus' `state: 4: ACTIVE` under its own `Infiniband
+    device 'mlx5_0' port 1 status:` head was read as the top of an ibv_devinfo record whose head
+    was cut off, turning `4x10G`'s fail unverified; the listing read (ibv_devinfo's) is whole
+    again and fails."""
+    text = read("ibstatus__a100-hdr200__all-active__gpud.txt") + read(
+        "ibv_devinfo__connectx3-mlx4__2hca-2of4-ports-down.txt"
+    )
+    report = parse_rdma(text)
+    assert report.cut is None and report.complete
+    assert rule_rdma((4, 10.0), report.ports, report.complete, report.cut).verdict == "fail"  # type: ignore[union-attr]
