@@ -304,6 +304,18 @@ def _type_cores(fields: Mapping[str, str], warnings: list[str]) -> tuple[int | N
 LSCPU_JSON_CUT = "the `lscpu -J` output is cut short (its JSON does not close)"
 
 
+def _json_ends_early(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the JSON `text` failed only for ending before it closes: at its last characters,
+    inside a string (json names the string's start: its quote never closes), or inside a
+    literal or number (`nul`, `12`, json names its start)."""
+    tail = text[exc.pos :]
+    return (
+        exc.pos >= len(text) - 1
+        or exc.msg.startswith("Unterminated string")
+        or any(word.startswith(tail) for word in ("null", "true", "false"))
+    )
+
+
 def _pairs(text: str) -> list[tuple[str, str]] | str:
     """The (English field, value) pairs of plain lscpu or `lscpu -J`, or why there are none."""
     stripped = text.strip()
@@ -312,7 +324,7 @@ def _pairs(text: str) -> list[tuple[str, str]] | str:
     try:
         document = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(stripped) - 1:  # (it ends before its brackets close: a paste or a session cut)
+        if _json_ends_early(stripped, exc):  # (a paste or a session cut)
             return LSCPU_JSON_CUT
         return f"lscpu JSON invalid: {exc}"
     entries = document.get("lscpu") if isinstance(document, Mapping) else None

@@ -534,3 +534,18 @@ def test_a_left_out_line_inside_each_cpu_block_hides_no_cpu() -> None:
     blocks = text.split("\n\n")
     between = parse_cpuinfo("\n\n".join([*blocks[:2], "...", *blocks[2:]]))
     assert between.cut is not None and "left out by hand" in between.cut
+
+
+def test_an_lscpu_json_cut_anywhere_is_cut_short() -> None:
+    """The H200 VM's `lscpu -J` cut every 7 characters in the test: a cut inside a string
+    (`"field": "Model na`) read as "lscpu JSON invalid: Unterminated string ..." (no readable
+    output) in 379 of 656 cuts; a cut inside a string or a literal is the output cut short."""
+    text = (FIXTURES / "real" / XEON_J).read_text()
+    said = {parse_lscpu(text[:cut]).warnings for cut in range(1, len(text) - 1, 7)}
+    assert said == {(LSCPU_JSON_CUT,)}
+    assert parse_lscpu('{"lscpu": [{"field": "CPU(s):", "data": nul').warnings == (LSCPU_JSON_CUT,)
+    assert (
+        parse_lscpu('{"lscpu": [{"field": "CPU(s):" "data": "8"}]}')
+        .warnings[0]
+        .startswith("lscpu JSON invalid")
+    )
