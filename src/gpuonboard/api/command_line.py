@@ -15,8 +15,10 @@ words of that command, not by the words of what wraps it.
 - Redirections (`2>/dev/null`, `> k.txt`, `&> k.txt`, `2>&1`) are no words of the command; one of
   its standard output to a file (`>`, `>>`, `1>`, `&>`, `>|`; not `>&2`, `2>...`) is `to_file`.
 - A wrapper is unwrapped to the command it runs: `VAR=x`, `sudo [options]`, `doas`, `env [options]
-  VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`, `docker|podman exec [options]
-  CONTAINER`, `kubectl exec [options] POD --`; and to the command line it hands a shell, which is
+  VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`; a container engine's command
+  that runs one in a container, noted in Run.container: `docker|podman|nerdctl|nvidia-docker
+  [container] run|exec [options] IMAGE|CONTAINER`, `docker compose|docker-compose|podman-compose
+  run|exec [options] SERVICE`, `kubectl exec|run ... --`; and to the command line it hands a shell, which is
   read again from its start: `ssh [options] HOST 'remote'` (the words after the host, joined by
   blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|
   runuser [options] [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known
@@ -128,11 +130,14 @@ def _words(text: str) -> list[str]:
 class Run:
     """The command a copied line runs: `said`, its text as written (of a list, the command
     judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped;
-    `to_file`, the file its standard output went to (`> k.txt`), "" for the terminal."""
+    `to_file`, the file its standard output went to (`> k.txt`), "" for the terminal;
+    `container`, the words that ran it inside a container (`docker run --gpus all IMAGE`,
+    `kubectl exec -it POD --`, an `NV_GPU=0` before them kept), () where it ran on the box."""
 
     said: str
     stages: list[list[str]]
     to_file: str = ""
+    container: tuple[str, ...] = ()
 
     @property
     def head(self) -> list[str]:
@@ -189,11 +194,16 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
     cut = _cut(text, pipes=True)
     head, *rest = (_words(stage) for stage in cut)
     to_file = _to_file(cut[-1])
-    words = head
+    words, assigned = head, list[str]()
+    entered: tuple[str, ...] = ()
     while words:
         while words and _ASSIGNMENT.fullmatch(words[0]):
-            words = words[1:]
+            assigned, words = [*assigned, words[0]], words[1:]
         name = words[0].rsplit("/", 1)[-1] if words else ""
+        if name in _ENGINES and name not in tools and (found := _in_container(name, words[1:], tools)):
+            entered = entered or (*assigned, name, *found[0])
+            words = found[1]
+            continue
         unwrap = _WRAPPERS.get(name) if name not in tools else None
         inner = unwrap(words[1:]) if unwrap is not None else None
         if unwrap is None and name not in tools and not _runs_tool(words, tools):
@@ -202,9 +212,12 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
             break
         if isinstance(inner, str):  # (a command line another shell reads: from its start)
             said = text.strip()
-            return [Run(said, [*r.stages, *rest], to_file or r.to_file) for r in runs(inner, tools)]
+            return [
+                Run(said, [*r.stages, *rest], to_file or r.to_file, entered or r.container)
+                for r in runs(inner, tools)
+            ]
         words = inner
-    return [Run(text.strip(), [words, *rest], to_file)]
+    return [Run(text.strip(), [words, *rest], to_file, entered)]
 
 
 def _to_file(text: str) -> str:
@@ -370,32 +383,72 @@ def _watch(words: list[str]) -> str | None:
     return " ".join(rest) or None
 
 
-def _exec_in(short: str, long: Collection[str], pod: bool = False) -> Callable[[list[str]], list[str] | None]:
-    """`docker exec [options] CONTAINER command...` (`docker container exec`), `kubectl [-n NS]
-    exec [options] POD -- command...`: the command it runs in the container."""
-    after = _getopt(short, long)
-
-    def unwrap(words: list[str]) -> list[str] | None:
-        at = words.index("exec") if "exec" in words else -1
-        if at < 0 or any(
-            not (w == "container" or w.startswith("-") or (i and words[i - 1] in _GLOBAL_VALUED))
-            for i, w in enumerate(words[:at])
-        ):
-            return None  # (`docker run IMAGE ...`, `kubectl logs`: no command of the box's)
-        rest = words[at + 1 :]
-        if pod and "--" in rest:
-            return rest[rest.index("--") + 1 :] or None
-        options = words[at + 1 : len(words) - len(after(rest))]
-        latest = not pod and any(w in ("-l", "--latest") for w in options)  # (podman's: no CONTAINER)
-        return after(rest)[0 if latest else 1 :] or None
-
-    return unwrap
-
-
-# the options before `exec` that take a value (`kubectl -n NS exec`, `docker -H HOST exec`)
-_GLOBAL_VALUED = frozenset(
-    {"-n", "--namespace", "--context", "-H", "--host", "-c", "--config", "--kubeconfig"}
+# container engines: their `run` starts a container for the command after the image, their `exec`
+# runs it in one already running (`kubectl run|exec ... -- command`); compose's name a service
+_ENGINES = frozenset(
+    {"docker", "podman", "nerdctl", "nvidia-docker", "docker-compose", "podman-compose", "kubectl"}
 )
+# the options before the verb that take a value (`kubectl -n NS exec`, `docker -H HOST exec`,
+# `docker-compose -f FILE run`)
+_GLOBAL_VALUED = frozenset(
+    {
+        *("-n", "--namespace", "--context", "-H", "--host", "-c", "--config", "--kubeconfig", "-l"),
+        *("--log-level", "-f", "--file", "-p", "--project-name", "--profile", "--project-directory"),
+        "--env-file",
+    }
+)
+# `docker run`'s (podman's, nerdctl's, compose's) options that take a value
+_RUN_OPTIONS = _getopt(
+    "a:c:de:h:il:m:p:Ptu:v:w:T",
+    {
+        *("add-host", "annotation", "attach", "blkio-weight", "cap-add", "cap-drop", "cgroup-parent"),
+        *("cgroupns", "cidfile", "cpu-period", "cpu-quota", "cpu-shares", "cpus", "cpuset-cpus"),
+        *("cpuset-mems", "detach-keys", "device", "device-cgroup-rule", "dns", "dns-option"),
+        *("dns-search", "domainname", "entrypoint", "env", "env-file", "expose", "gpus", "group-add"),
+        *("health-cmd", "health-interval", "health-retries", "health-timeout", "hostname", "init-path"),
+        *("ip", "ip6", "ipc", "isolation", "label", "label-file", "link", "log-driver", "log-opt"),
+        *("mac-address", "memory", "memory-reservation", "memory-swap", "mount", "name", "network"),
+        *("network-alias", "oom-score-adj", "pid", "pids-limit", "platform", "publish", "pull"),
+        *("restart", "runtime", "security-opt", "shm-size", "stop-signal", "stop-timeout", "storage-opt"),
+        *("sysctl", "tmpfs", "ulimit", "user", "userns", "uts", "volume", "volumes-from", "workdir"),
+        *("hooks-dir", "index", "cdi-spec-dir", "gpus-count"),
+    },
+)
+_EXEC_OPTIONS = _getopt("de:itu:w:T", {"env", "env-file", "user", "workdir", "detach-keys", "index"})
+_KUBECTL_EXEC = _getopt("c:n:f:", {"container", "namespace", "filename"})
+
+
+def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[list[str], list[str]] | None:
+    """The words of a container engine's command (`words`: those after its name) that put a
+    command in a container (`run --rm --gpus all IMAGE`, `compose exec app`, `exec -it POD --`),
+    and the command; None where it runs none (`docker logs`, `docker ps`)."""
+    at = 0
+    while at < len(words) and words[at].startswith("-"):
+        at += 1 + (words[at] in _GLOBAL_VALUED)
+    at += words[at : at + 1] in (["container"], ["compose"])
+    verb, rest = (words[at], words[at + 1 :]) if at < len(words) else ("", [])
+    if verb not in ("run", "exec"):
+        return None
+    if name == "kubectl" and "--" in rest:
+        command = rest[rest.index("--") + 1 :]  # (`kubectl exec POD -- cmd`, `kubectl run t ... -- cmd`)
+    elif name == "kubectl" and verb == "run":
+        command = []
+    elif verb == "run":
+        command = _RUN_OPTIONS(rest)[1:]
+        entry = next((w.partition("=")[2] or "" for w in rest if w.startswith("--entrypoint=")), "")
+        if "--entrypoint" in rest[:-1]:
+            entry = rest[rest.index("--entrypoint") + 1]
+        command = [entry, *command] if entry.rsplit("/", 1)[-1] in tools else command
+    else:
+        operands = (_KUBECTL_EXEC if name == "kubectl" else _EXEC_OPTIONS)(rest)
+        latest = any(w in ("-l", "--latest") for w in rest[: len(rest) - len(operands)])
+        command = operands[0 if latest else 1 :]  # (podman's --latest: no CONTAINER)
+    if tools and not (command and command[0].rsplit("/", 1)[-1] in {*tools, *_SHELLS}):
+        found = next((i for i, w in enumerate(rest) if w.rsplit("/", 1)[-1] in tools), None)
+        command = rest[found:] if found is not None else command
+    return (words[: len(words) - len(command)], command) if command else None
+
+
 _WRAPPERS: dict[str, Callable[[list[str]], list[str] | str | None]] = {
     "sudo": _command_of("a:C:c:D:g:p:R:r:T:t:U:u:", {"user", "group", "chdir", "prompt", "chroot", "role"}),
     "doas": _command_of("a:C:u:"),
@@ -409,8 +462,5 @@ _WRAPPERS: dict[str, Callable[[list[str]], list[str] | str | None]] = {
     "su": _su,
     "runuser": _su,
     "watch": _watch,
-    "docker": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),
-    "podman": _exec_in("e:u:w:", {"env", "env-file", "user", "workdir", "detach-keys"}),
-    "kubectl": _exec_in("c:n:f:", {"container", "namespace", "filename"}, pod=True),
     **dict.fromkeys(_SHELLS, _shell),
 }

@@ -81,11 +81,13 @@ def _narrowed_run(kind: str, ran: Run) -> str:
         return ""
     tool, args = found
     said = f"`{ran.said}`"
-    if (started := _container_started(ran.head, tool)) is not None:
+    if ran.container:
+        started = _started(ran.container)
+        where = "a container it started" if started else "the container it ran in"
         if tool == "df":
-            return f"{said} lists the filesystems of a container it started, not the box's"
-        if tool == "nvidia-smi" and not _all_gpus(started):
-            return f"{said} shows only the GPUs of a container it started"
+            return f"{said} lists the filesystems of {where}, not the box's"
+        if tool == "nvidia-smi" and not (started and _every_gpu(ran.container)):
+            return f"{said} shows only the GPUs of {where}"
     if tool == "df" and _df_narrows(args):
         return f"{said} lists only some of the box's filesystems"
     if tool == "nvidia-smi" and _asks_for_gpus(args):
@@ -197,34 +199,63 @@ def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] 
     return None
 
 
-# container engines whose `run` starts a new container for the command after the image
-_ENGINES = frozenset({"docker", "podman", "nerdctl", "kubectl"})
+def _started(container: tuple[str, ...]) -> bool:
+    """Whether the engine's words (api/command_line.py's Run.container) start a new container
+    (`docker run`, `compose run`, `kubectl run`) rather than enter a running one (`exec`)."""
+    return "run" in container and (
+        "exec" not in container or container.index("run") < container.index("exec")
+    )
 
 
-def _container_started(words: list[str], tool: str) -> list[str] | None:
-    """The words between `run` and `tool` where the command starts a new container to run the
-    tool in (`docker run --rm -it alpine df -h`, `sudo podman container run --gpus all IMAGE
-    nvidia-smi`, `docker compose run app df`, `kubectl run t --rm -it --image=alpine -- df`):
-    its own mounts and the GPUs it was given, not the box's; None otherwise."""
-    names = [word.rsplit("/", 1)[-1] for word in words]
-    if not names or names[0] not in _ENGINES or tool not in names:
-        return None
-    at = names.index(tool)
-    verbs = [w for w in words[1:at] if not w.startswith("-")]
-    if verbs[:1] == ["run"] or verbs[:2] in (["container", "run"], ["compose", "run"]):
-        return words[words.index("run") + 1 : at]
-    return None
+# the options and variables that choose a container's GPUs (Docker's --gpus, CDI's --device, the
+# NVIDIA runtime's NVIDIA_VISIBLE_DEVICES, nvidia-docker 1's NV_GPU)
+_GPU_CHOICE = re.compile(
+    r"(?:--gpus|--device|-e|--env)=?(?P<opt>.*)|(?P<var>(?:NVIDIA_VISIBLE_DEVICES|NV_GPU)=.*)", re.S
+)
 
 
-def _all_gpus(options: list[str]) -> bool:
-    """`--gpus all` (`--gpus=all`, `--gpus '"all"'`): the container was given every GPU."""
-    for at, word in enumerate(options):
-        value = word.partition("=")[2] if word.startswith("--gpus=") else None
-        if word == "--gpus" and at + 1 < len(options):
-            value = options[at + 1]
-        if value is not None and value.strip("'\"") == "all":
-            return True
-    return False
+def _every_gpu(container: tuple[str, ...]) -> bool:
+    """Whether a container that `docker run` (podman's, nerdctl's, nvidia-docker's) started sees
+    every GPU: each GPU choice among its words says all (`--gpus all`, `--gpus
+    all,capabilities=utility`, `--gpus count=all`, `--device nvidia.com/gpu=all`, `-e
+    NVIDIA_VISIBLE_DEVICES=all`), and one that names some (`--gpus 2`, `--gpus device=0`, `-e
+    NVIDIA_VISIBLE_DEVICES=0,1`, `--device /dev/nvidia0`) says part. A run that chooses none
+    (`--runtime=nvidia`, or the default runtime) gets the image's NVIDIA_VISIBLE_DEVICES, `all`
+    in NVIDIA's CUDA images and those built on them, and no GPU (no nvidia-smi) without it:
+    read as every GPU, so a count the box falls short of still fails. A compose service or a
+    pod chooses its GPUs in a file this command does not show: part."""
+    if {"docker-compose", "podman-compose", "kubectl", "compose"} & {w.rsplit("/", 1)[-1] for w in container}:
+        return False
+    chosen: list[str] = []
+    for at, word in enumerate(container):
+        if not (m := _GPU_CHOICE.fullmatch(word)):
+            continue
+        value = m.group("var") or m.group("opt") or (container[at + 1] if at + 1 < len(container) else "")
+        if _chooses_gpus(word, value):
+            chosen.append(value)
+    return all(_says_all(value) for value in chosen)
+
+
+def _chooses_gpus(word: str, value: str) -> bool:
+    """Whether a container option (`word`, its `value`) chooses GPUs: --gpus, an env of
+    NVIDIA_VISIBLE_DEVICES, a CDI GPU or a GPU's device node (not /dev/nvidiactl, -uvm, ...)."""
+    if word.startswith(("-e", "--env")):
+        return value.startswith(("NVIDIA_VISIBLE_DEVICES", "NV_GPU"))
+    if word.startswith("--device"):
+        return value.startswith(("nvidia.com/gpu", "/dev/nvidia")) and not value.startswith(
+            ("/dev/nvidiactl", "/dev/nvidia-")
+        )
+    return True
+
+
+def _says_all(value: str) -> bool:
+    """Whether one GPU choice's value gives every GPU (`all` among its comma-separated fields)."""
+    if value.startswith(("NVIDIA_VISIBLE_DEVICES=", "NV_GPU=", "nvidia.com/gpu=")):
+        value = value.partition("=")[2]
+    elif value.startswith("/dev/nvidia"):
+        return False
+    fields = [f.strip().strip("'\"") for f in value.strip("'\"").split(",")]
+    return any(f in ("all", "count=all") for f in fields)
 
 
 def _df_narrows(args: list[str]) -> bool:

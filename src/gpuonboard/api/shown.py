@@ -55,25 +55,31 @@ def shown(kind: str, text: str) -> str:
 def _numactl(text: str) -> str:
     """What `numactl --hardware` says: its nodes, their CPUs and memory (numactl's `MB` are MiB);
     the `ram` and `cpu_cores` rules read free and lscpu, not this. An output listing fewer nodes
-    than its `available:` line (cut short) says how many it read, its sums a floor."""
+    than its `available:` line, or ending on a `node N cpus:` line (cut inside it, or before the
+    node's size that numactl prints after it), is cut short: each sum of it is a floor, and how
+    many nodes were read is said once."""
     nodes = re.findall(r"^available: (\d+) nodes?", text, re.M)
     read = [_numa_cpus(cells) for cells in re.findall(r"^node \d+ cpus:(.*)$", text, re.M)]
     counts = [count for count in read if count is not None]
     sizes = [int(size) for size in re.findall(r"^node \d+ size: (\d+) MB\s*$", text, re.M)]
     available = int(nodes[0]) if nodes else None
-
-    def of(total: str, listed: int) -> str:  # (a cut output: its sums a floor)
-        if available is None or listed >= available:
-            return total
-        return f"at least {total} ({listed} of {available} nodes read: the output is cut short)"
-
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+    cpus_cut = bool(re.match(r"node \d+ cpus:", last))
+    cpus_short = cpus_cut or (available is not None and len(read) < available)
+    memory_short = cpus_cut or (available is not None and len(sizes) < available)
+    floor = {True: "at least ", False: ""}
     said = [
         f"{nodes[0]} NUMA node{'' if nodes[0] == '1' else 's'}" if nodes else "nodes not read",
-        of(f"{sum(counts)} CPUs", len(read)) if read and len(counts) == len(read) else "CPUs not read",
+        f"{floor[cpus_short]}{sum(counts)} CPUs" if read and len(counts) == len(read) else "CPUs not read",
     ]
     if sizes:
-        said.append(of(f"{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory", len(sizes)))
-    return f"numactl --hardware: {', '.join(said)}: read, not judged (ram and cpu_cores read free and lscpu)."
+        said.append(f"{floor[memory_short]}{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory")
+    note = ""
+    if cpus_short or memory_short:
+        whole = f"{len(sizes)} of {available} nodes read: " if available is not None else ""
+        note = f" ({whole}the output is cut short)"
+    judged = "read, not judged (ram and cpu_cores read free and lscpu)"
+    return f"numactl --hardware: {', '.join(said)}{note}: {judged}."
 
 
 def _numa_cpus(cells: str) -> int | None:

@@ -304,6 +304,18 @@ def _type_cores(fields: Mapping[str, str], warnings: list[str]) -> tuple[int | N
 LSCPU_JSON_CUT = "the `lscpu -J` output is cut short (its JSON does not close)"
 
 
+def _json_ends_early(text: str, exc: json.JSONDecodeError) -> bool:
+    """Whether the JSON `text` failed only for ending before it closes: at its last characters,
+    inside a string (json names the string's start: its quote never closes), or inside a
+    literal or number (`nul`, `12`, json names its start)."""
+    tail = text[exc.pos :]
+    return (
+        exc.pos >= len(text) - 1
+        or exc.msg.startswith("Unterminated string")
+        or any(word.startswith(tail) for word in ("null", "true", "false"))
+    )
+
+
 def _pairs(text: str) -> list[tuple[str, str]] | str:
     """The (English field, value) pairs of plain lscpu or `lscpu -J`, or why there are none."""
     stripped = text.strip()
@@ -312,7 +324,7 @@ def _pairs(text: str) -> list[tuple[str, str]] | str:
     try:
         document = json.loads(stripped)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(stripped) - 1:  # (it ends before its brackets close: a paste or a session cut)
+        if _json_ends_early(stripped, exc):  # (a paste or a session cut)
             return LSCPU_JSON_CUT
         return f"lscpu JSON invalid: {exc}"
     entries = document.get("lscpu") if isinstance(document, Mapping) else None
@@ -453,6 +465,7 @@ PRESENT_FILE = "/sys/devices/system/cpu/present"
 _PRESENT_LINE = re.compile(rf"^{PRESENT_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
 # a CPU block's first line (x86, arm64, POWER, RISC-V alike)
 _CPUINFO_BLOCK = re.compile(r"processor\s*:\s*(\d+)\s*")
+_CPUINFO_HEAD = re.compile(r"\s*processor\s*:\s*\d+\s*$")
 # the lines of a CPU block that give the topology only: a block of nothing else is a filter's
 # (`grep -E 'processor|physical id|core id' /proc/cpuinfo`), never the kernel's whole block,
 # which also names the CPU (x86's vendor_id, arm64's CPU implementer, POWER's cpu, RISC-V's isa)
@@ -495,7 +508,7 @@ def _cpuinfo_cut(text: str, blocks: list[dict[str, str]], usable: int | None = N
     may also hold fewer CPUs of a package than its siblings line (the host's) says."""
     if not text.endswith("\n"):
         return f"it ends inside the block of CPU {blocks[-1]['processor']}"
-    if left_out := elided(text):  # (`processor : 0`, `...`, `processor : 63`: a paste's)
+    if left_out := elided(text, (_CPUINFO_HEAD,)):  # (`processor : 0`, `...`, `processor : 63`)
         return left_out
     numbers = [int(b["processor"]) for b in blocks]
     online = _ONLINE_LINE.search(text)

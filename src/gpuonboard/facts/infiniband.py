@@ -251,9 +251,10 @@ _RECORD_KEYS = {
 
 def _cut_head(text: str, heads: Sequence[re.Pattern[str]], tool: str) -> str | None:
     """The listing's first line when it is a field of a record whose head is not above it (the
-    listing's top cut off: the device and ports before it are not known)."""
+    listing's top cut off: the device and ports before it are not known); a head of any RDMA
+    tool's format above it (ibstatus' records saved before an ibv_devinfo) is a head too."""
     for line in text.splitlines():
-        if any(h.match(line) for h in heads):
+        if any(h.match(line) for h in (*heads, _HCA, _CA, _STATUS)):
             return None
         if _RECORD_KEYS[tool].match(line):
             first = " ".join(line.split())
@@ -505,7 +506,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (_HCA,), "ibv_devinfo"))
-    listing.mark(elided(text))
+    listing.mark(elided(text, (_HCA,)))
     listing.mark(_cut_tail(text, (_HCA,)))
     warnings: tuple[str, ...] = ()
     if not listing.ports and text.strip():
@@ -567,7 +568,7 @@ def _blocks(
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (head,), tool))
-    listing.mark(elided(text))
+    listing.mark(elided(text, (head,)))
     listing.mark(_cut_tail(text, (head,)))
     if not listing.ports and text.strip() and not stopped:
         if listing.cut is None:

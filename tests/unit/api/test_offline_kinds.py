@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api.offline import FABRIC_KINDS, RAW_DIR_PROBES, detect_kind
+from gpuonboard.api.shown import shown
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
@@ -183,13 +184,29 @@ def test_a_numactl_cut_short_says_its_sums_are_a_floor(tmp_path: Path) -> None:
     """oneapi-src/unified-memory-framework#1289's `numactl -H` of a Sapphire Rapids HBM box (16
     nodes, 8 of them HBM without CPUs; its `$ numactl -H` line put back as pasted) as the stored
     excerpt shows it, cut inside node 10: the note said "564724 MiB (551.5 GiB) of memory" as
-    the box's; it says the 11 nodes read are a floor of the 16."""
+    the box's; it says the 11 nodes read are a floor of the 16, once at the end."""
     name = "numactl-H__spr-hbm-flat-16node__cut-at-node-10__umf-1289.txt"
     (tmp_path / "numactl.txt").write_text("$ numactl -H\n" + (REAL / name).read_text())
     r = cli(str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert (
-        "numactl --hardware: 16 NUMA nodes, at least 192 CPUs (11 of 16 nodes read: the output is cut"
-        " short), at least 564724 MiB (551.5 GiB) of memory (11 of 16 nodes read: the output is cut short)"
-        in " ".join(r.stderr.split())
+        "numactl --hardware: 16 NUMA nodes, at least 192 CPUs, at least 564724 MiB (551.5 GiB) of memory"
+        " (11 of 16 nodes read: the output is cut short): read, not judged" in " ".join(r.stderr.split())
     )
+
+
+NUMACTL_2NODE = "numactl-H__2x-epyc-9375f__2node-1.5tb__proxmox-cpu-affinity-58.txt"
+
+
+def test_a_numactl_cut_inside_its_last_cpu_list_says_its_cpus_are_a_floor() -> None:
+    """The 2-node EPYC 9375F `numactl -H` cut in the test inside `node 1 cpus:` (after `... 45
+    46`): both nodes' CPU lines are there, so the 47 CPUs read were said as the box's; they are a
+    floor, and so is the memory of the 1 node whose size was read."""
+    text = (REAL / NUMACTL_2NODE).read_text()
+    cut = text[: text.index(" 47 48", text.index("node 1 cpus:"))]
+    assert shown("numactl", cut) == (
+        "numactl --hardware: 2 NUMA nodes, at least 47 CPUs, at least 773271 MiB (755.1 GiB) of memory"
+        " (1 of 2 nodes read: the output is cut short): read, not judged (ram and cpu_cores read free and"
+        " lscpu)."
+    )
+    assert shown("numactl", text).startswith("numactl --hardware: 2 NUMA nodes, 64 CPUs, 1547299 MiB")

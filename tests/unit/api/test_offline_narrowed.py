@@ -75,14 +75,30 @@ def pasted(name: str, prompt: str) -> str:
         ("df", "df -h | grep -v tmpfs", True),
         ("df", "docker run --rm -it alpine df -h", True),  # (a new container's mounts)
         ("df", "sudo podman container run alpine df", True),
-        ("df", "docker exec -it box df -h", False),
+        ("df", "docker exec -it box df -h", True),  # (a running container's mounts)
         ("df", "docker compose run app df -h", True),
         ("df", "kubectl run t --rm -it --image=alpine -- df -h", True),
-        ("df", "kubectl exec -it pod -- df -h", False),
+        ("df", "kubectl exec -it pod -- df -h", True),
+        ("df", "docker-compose run --rm app df -h", True),
+        ("df", "docker run --rm alpine sh -c 'df -h'", True),
+        ("df", "ssh box \"sudo docker exec app bash -lc 'df -h'\"", True),
+        ("nvidia_smi_table", "docker exec trainer nvidia-smi", True),
+        ("nvidia_smi_table", "kubectl exec pod -- nvidia-smi", True),
+        ("nvidia_smi_table", "NV_GPU=0,1 nvidia-docker run IMG nvidia-smi", True),
+        ("nvidia_smi_table", "docker-compose run app nvidia-smi", True),
+        ("nvidia_smi_table", "docker run --gpus 1 IMG bash -c 'nvidia-smi'", True),
+        (
+            "nvidia_smi_table",
+            "docker run --runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=0,1 IMG nvidia-smi",
+            True,
+        ),
+        ("nvidia_smi_table", "podman run --device nvidia.com/gpu=0 IMG nvidia-smi", True),
+        ("nvidia_smi_table", "docker run --device /dev/nvidia0 --device /dev/nvidiactl IMG nvidia-smi", True),
         ("nvidia_smi_table", "docker run --rm --gpus 1 nvidia/cuda nvidia-smi", True),
         ("nvidia_smi_table", "docker run --gpus '\"device=0\"' nvidia/cuda nvidia-smi", True),
         ("nvidia_smi_table", "docker run --rm --gpus all nvidia/cuda nvidia-smi", False),
         ("nvidia_smi_table", "docker run --rm --gpus=all nvidia/cuda nvidia-smi", False),
+        ("nvidia_smi_table", "docker run --gpus all IMG bash -c 'nvidia-smi'", False),
         ("df", "", False),
     ],
 )
@@ -302,3 +318,65 @@ def test_a_grepped_cpuinfo_is_not_said_to_lack_the_core_lines_it_dropped(tmp_pat
     # saved without the command, lines of one field alone are read as a grep's too
     whole = (REAL / CPUINFO_GREP).read_text()
     assert "arm64" not in details(tmp_path, CPUINFO_GREP, whole, "cpu_cores: 4")["cpu_cores"]
+
+
+SMI_FOUR = "nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ docker run --rm --runtime=nvidia nvidia/cuda nvidia-smi",
+        "$ docker run --rm --runtime=nvidia -e NVIDIA_VISIBLE_DEVICES=all nvidia/cuda nvidia-smi",
+        "$ podman run --rm --device nvidia.com/gpu=all ubuntu nvidia-smi",
+        "$ docker run --rm --gpus all,capabilities=utility nvidia/cuda nvidia-smi",
+        "$ docker run --rm --gpus '\"all,capabilities=utility\"' nvidia/cuda nvidia-smi",
+        "$ docker run --rm --gpus count=all nvidia/cuda nvidia-smi",
+        "$ docker run --rm nvidia/cuda nvidia-smi",
+        "$ nvidia-docker run --rm nvidia/cuda nvidia-smi",
+    ],
+)
+def test_a_container_run_given_every_gpu_is_judged_as_the_box(tmp_path: Path, command: str) -> None:
+    """The 4-GPU A100 table with an every-GPU container run added above it in the test (Docker
+    reads `all` anywhere in --gpus' list, CDI's nvidia.com/gpu=all and NVIDIA_VISIBLE_DEVICES=all
+    as every GPU; a run choosing none gets the CUDA image's NVIDIA_VISIBLE_DEVICES=all): an order
+    for 8 GPUs failed "4" without the line, and was unverified ("shows only the GPUs of a
+    container it started") with it, a 4-GPU box sold as 8 turned GO; it fails again."""
+    got = verdicts(tmp_path, SMI_FOUR, pasted(SMI_FOUR, command), "gpu_count: 8")["gpu_count"]
+    assert got[0] == "fail", got
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ docker exec -it app df -h",
+        "$ kubectl exec -it pod -- df -h",
+        "$ docker-compose run --rm app df -h",
+        "$ docker run --rm alpine sh -c 'df -h'",
+    ],
+)
+def test_a_df_run_in_any_container_shows_that_container(tmp_path: Path, command: str) -> None:
+    """moby/moby#22677's busybox df (a container's overlay root, no /data) saved under a command
+    line that runs df in a container other than by `docker run IMAGE df` (set above it in the
+    test): it failed "/data is not a mount point; it lives on the system disk /", the box's
+    disks read from a container's mounts; /data is now unknown."""
+    got = verdicts(tmp_path, DF_RUN, pasted(DF_RUN, command), "data_disk: {mount: /data, min_size: 10GB}")
+    assert got["data_disk"][0] == "unverified", got["data_disk"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ docker exec trainer nvidia-smi",
+        "$ kubectl exec pod -- nvidia-smi",
+        "$ docker-compose run --rm app nvidia-smi",
+        "$ NV_GPU=0 nvidia-docker run --rm nvidia/cuda nvidia-smi",
+        "$ docker run --rm --gpus 1 nvidia/cuda bash -c 'nvidia-smi'",
+    ],
+)
+def test_an_nvidia_smi_in_a_container_of_some_gpus_is_no_small_box(tmp_path: Path, command: str) -> None:
+    """The 1-GPU L40S table saved under a command line that runs nvidia-smi in a container whose
+    GPUs are chosen elsewhere or are some (set above it in the test): an order for 2 GPUs failed
+    "1 listed", the container's GPUs read as the box's; it is now unverified."""
+    got = verdicts(tmp_path, SMI_ONE, pasted(SMI_ONE, command), "gpu_count: 2")["gpu_count"]
+    assert got[0] == "unverified" and "shows only the GPUs of" in got[1], got

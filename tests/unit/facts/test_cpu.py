@@ -519,3 +519,33 @@ def test_proc_cpuinfo_with_blocks_left_out_by_hand_counts_nothing() -> None:
     shortened = "\n\n".join([blocks[0], "...", blocks[5]])
     info = parse_cpuinfo(shortened)
     assert (info.logical_cpus, info.cut) == (None, "lines were left out by hand (`...` on line 10)")
+
+
+def test_a_left_out_line_inside_each_cpu_block_hides_no_cpu() -> None:
+    """ollama/ollama#7287's /proc/cpuinfo (8 CPUs of a Hyper-V Ryzen 3 4100) with each block's
+    `flags` line replaced by `...` in the test: every block is there, numbered 0 to 7 with its
+    siblings, yet the `...` read as CPUs left out, so its 4 cores were unverified ("cut short");
+    a `...` between two fields of one block hides no CPU. One between blocks still does."""
+    text = (FIXTURES / "real" / HYPERV_CPUINFO).read_text()
+    edited = re.sub(r"(?m)^flags\s*:.*$", "...", text)
+    assert edited.count("\n...\n") == 8
+    info = parse_cpuinfo(edited)
+    assert (info.cut, info.physical_cores, info.logical_cpus) == (None, 4, 8)
+    blocks = text.split("\n\n")
+    between = parse_cpuinfo("\n\n".join([*blocks[:2], "...", *blocks[2:]]))
+    assert between.cut is not None and "left out by hand" in between.cut
+
+
+def test_an_lscpu_json_cut_anywhere_is_cut_short() -> None:
+    """The H200 VM's `lscpu -J` cut every 7 characters in the test: a cut inside a string
+    (`"field": "Model na`) read as "lscpu JSON invalid: Unterminated string ..." (no readable
+    output) in 379 of 656 cuts; a cut inside a string or a literal is the output cut short."""
+    text = (FIXTURES / "real" / XEON_J).read_text()
+    said = {parse_lscpu(text[:cut]).warnings for cut in range(1, len(text) - 1, 7)}
+    assert said == {(LSCPU_JSON_CUT,)}
+    assert parse_lscpu('{"lscpu": [{"field": "CPU(s):", "data": nul').warnings == (LSCPU_JSON_CUT,)
+    assert (
+        parse_lscpu('{"lscpu": [{"field": "CPU(s):" "data": "8"}]}')
+        .warnings[0]
+        .startswith("lscpu JSON invalid")
+    )

@@ -1,6 +1,7 @@
 """RDMA port parsers on real captures: ibv_devinfo -v (E3SM-Project/scorpio) and the sysfs
 listing assembled from leptonai/gpud's /sys/class/infiniband test data (8x NDR 400G + RoCE bond)."""
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -212,3 +213,42 @@ def test_a_listing_with_lines_left_out_by_hand_is_not_whole() -> None:
     assert report.cut == "lines were left out by hand (`...` on line 1)"
     assert rule_rdma((8, 200.0), report.ports, report.complete, report.cut).verdict == "unverified"  # type: ignore[union-attr]
     assert rule_rdma((1, 200.0), report.ports, report.complete, report.cut).verdict == "pass"  # type: ignore[union-attr]
+
+
+def test_a_record_under_another_tools_head_is_no_cut_top() -> None:
+    """gpud's A100 `ibstatus` followed, in one text with no prompt between, by the 2-HCA mlx4
+    `ibv_devinfo` (2 of 4 ports down): ibstatus' `state: 4: ACTIVE` under its own `Infiniband
+    device 'mlx5_0' port 1 status:` head was read as the top of an ibv_devinfo record whose head
+    was cut off, turning `4x10G`'s fail unverified; the listing read (ibv_devinfo's) is whole
+    again and fails."""
+    text = read("ibstatus__a100-hdr200__all-active__gpud.txt") + read(
+        "ibv_devinfo__connectx3-mlx4__2hca-2of4-ports-down.txt"
+    )
+    report = parse_rdma(text)
+    assert report.cut is None and report.complete
+    assert rule_rdma((4, 10.0), report.ports, report.complete, report.cut).verdict == "fail"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        (r"\tNode GUID: .*\n\tSystem image GUID: .*\n", "each CA's two GUID lines"),
+        (r"\t\tCapability mask: .*\n", "each port's Capability mask"),
+        (r"\t\tPort GUID: .*\n", "each port's Port GUID"),
+    ],
+)
+def test_a_left_out_line_inside_each_record_hides_no_port(fields: str, why: str) -> None:
+    """gpud's 12-CA ibstat (H100 box, 3 ports down) with `fields` of every record replaced by a
+    tab-indented `...` in the test: each CA's head, Number of ports and port block are there,
+    yet the `...` read as records left out, so `12x400G` was unverified and the down ports no
+    longer named; a `...` between two fields of one record hides none: it fails, naming them."""
+    text = read("ibstat__h100-8x-ndr400__some-down__gpud.txt")
+    edited, count = re.subn(fields, "\t...\n", text)
+    assert count == 12, why
+    report = parse_rdma(edited)
+    assert report.cut is None and report.complete
+    result = rule_rdma((12, 400.0), report.ports, report.complete, report.cut)
+    assert result is not None and result.verdict == "fail"
+    assert "down: mlx5_2/1 DOWN (Disabled) Ethernet, mlx5_7/1 DOWN" in result.actual
+    top = parse_rdma("...\n" + text)
+    assert not top.complete

@@ -94,6 +94,11 @@ def _host_threads(per_core: int | None, cores: int | None, cpus: int | None) -> 
     return cpus // cores if cpus and cores and cpus % cores == 0 else 1
 
 
+def _counted(count: int | str, noun: str) -> str:
+    """`count` `noun`s, in the singular for one: "1 core", "8 cores", "unknown cores"."""
+    return f"{count} {noun}{'' if str(count) == '1' else 's'}"
+
+
 def _limited_detail(usable: int, why: str, logical: int, offline: int | None, source: str = "lscpu") -> str:
     """Why fewer CPUs than the host has may be used, and what to do."""
     if why == "offline":
@@ -126,11 +131,11 @@ def _cores_unread(
     most `Thread(s) per core` of the CPUs, so there are at least CPU(s) / threads cores; below
     the order that bound says nothing about hyperthreads."""
     if threads is not None and threads > 0 and math.ceil(logical / threads) >= ordered:
-        at_least = math.ceil(logical / threads)
+        at_least = _counted(math.ceil(logical / threads), "core")
         return Check(
             "cpu_cores",
             expected,
-            f"{actual}: at least {at_least} cores ({logical} CPUs, {threads} per core)",
+            f"{actual}: at least {at_least} ({_counted(logical, 'CPU')}, {threads} per core)",
             "pass",
         )
     if source == CPUINFO:
@@ -145,7 +150,7 @@ def _cores_unread(
             " /sys/devices/system/cpu/cpu*/topology/core_cpus_list`), or save `lscpu` where util-linux"
             " is installed",
         )
-    per_core = "no Thread(s) per core" if threads is None else f"{threads} threads per core"
+    per_core = "no Thread(s) per core" if threads is None else f"{_counted(threads, 'thread')} per core"
     return Check(
         "cpu_cores",
         expected,
@@ -334,19 +339,19 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
         return _lscpu_unread(expected, facts)
     physical, logical = facts.cpu.physical_cores, facts.cpu.logical_cpus
     model = f" ({facts.cpu.model_name})" if facts.cpu.model_name else ""
-    actual = f"{_or_unknown(physical)} cores / {_or_unknown(logical)} threads{model}"
+    actual = f"{_counted(_or_unknown(physical), 'core')} / {_counted(_or_unknown(logical), 'thread')}{model}"
     threads = _host_threads(facts.cpu.threads_per_core, physical, logical)
     if usable is not None and logical is not None and usable < logical:
         if why == "offline":
             # (no core count: lscpu counts cores over the online CPUs, or over all, by version:
             # "2 cores / 4 threads" of 4 single-thread cores, 2 of them offline, misled)
-            actual = f"{logical} CPUs{model}, {usable} online"
+            actual = f"{_counted(logical, 'CPU')}{model}, {usable} online"
         else:
             actual += f", {usable} usable ({why})"
         if usable < order.cpu_cores:
             detail = _limited_detail(usable, why, logical, facts.cpu.offline_cpus, facts.cpu.source)
             if physical is not None and physical < order.cpu_cores:  # (the first shortfall to say)
-                cores = f"{physical} core{'s' if physical != 1 else ''}"
+                cores = _counted(physical, "core")
                 short = f"{facts.cpu.source} counts {cores}, fewer than the {order.cpu_cores} ordered"
                 detail = f"{short}; and {detail}"
             return Check("cpu_cores", expected, actual, "fail", detail)
@@ -360,7 +365,7 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 actual,
                 "warn",
                 f"the {usable} {kind} CPUs may be hyperthreads ({threads} per core) of as few as"
-                f" {math.ceil(usable / threads)} cores; the order is met for certain only by"
+                f" {_counted(math.ceil(usable / threads), 'core')}; the order is met for certain only by"
                 f" {(order.cpu_cores - 1) * threads + 1} or more {kind} CPUs",  # (the fewest that hold them)
             )
     if physical is not None and physical >= order.cpu_cores:

@@ -11,7 +11,9 @@ import pytest
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
-from gpuonboard.steps.checks.host_rules import rule_cpu, rule_data_disk, rule_ram
+from gpuonboard.steps.checks.host_rules import _counted, rule_cpu, rule_data_disk, rule_ram
+
+from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 ORDER = OrderSpec(ram_bytes=2**30, data_disk=DataDiskSpec("/mydata/data", 9 * 10**9))
@@ -136,3 +138,13 @@ def test_one_core_counted_is_said_in_the_singular() -> None:
     assert check.detail.startswith(
         "lscpu counts 1 core, fewer than the 4 ordered; and only 1 of 4 CPUs online"
     )
+
+
+def test_one_core_and_one_thread_are_said_in_the_singular(tmp_path: Path) -> None:
+    """jc's /proc/cpuinfo of an i5-8279U VM (2 sockets of 1 core) cut in the test to its first
+    block, whole on its own (physical id 0, siblings 1): cpu_cores of 2 failed "1 cores / 1
+    threads"; it says "1 core / 1 thread". So does the bound from CPUs alone ("at least 1 core")."""
+    text = (REAL / "proc-cpuinfo__i5-8279u__vm-2socket-1core__jc.txt").read_text().split("\n\n")[0] + "\n"
+    got = verdicts(tmp_path, "cpuinfo.txt", text, "cpu_cores: 2")["cpu_cores"]
+    assert got == ("fail", "1 core / 1 thread (Intel(R) Core(TM) i5-8279U CPU @ 2.40GHz)")
+    assert _counted(1, "core") == "1 core" and _counted("?", "thread") == "? threads"
