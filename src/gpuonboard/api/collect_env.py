@@ -150,9 +150,17 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
             " to judge it"
         )
     if not gpus:
-        said.append(
-            "it lists no GPU"
-            + (" (torch found no CUDA there)" if _NO_CUDA.search(text) else "")
-            + ", which says nothing of the box's GPUs: save `nvidia-smi -q` of the box"
-        )
+        said.append(_no_gpu_lines(lines, text))
     return found, said
+
+
+def _no_gpu_lines(lines: list[str], text: str) -> str:
+    """What a report without `GPU N:` lines says of its GPUs: a value of another form (ROCm's
+    or macOS's device name alone, `Could not collect`) is quoted, never read as a count."""
+    value = next((m.group(1).strip() for line in lines if (m := _GPUS_LABEL.match(line))), "")
+    shown = f" (`GPU models and configuration: {value}`)" if value else ""
+    cuda = " and torch found no CUDA there" if _NO_CUDA.search(text) else ""
+    return (
+        f"it lists no GPU by index{shown}{cuda}, which says nothing of the box's GPUs: save"
+        " `nvidia-smi -q` of the box"
+    )

@@ -326,12 +326,17 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     saved terminal session) for each output it holds; a session's command whose output is not
     read (`ls`, `cat notes.txt`) is skipped with a note."""
     pasted = paste.normalise(unquote(decode_saved(data)))
-    if collect_env.looks_like_collect_env(pasted):
-        return _env_outputs(path, pasted, notes)
     parts = transcript.sections(pasted)
+    if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
+        # (a report pasted with nvidia-smi's own output is read as that output, as before)
+        return _env_outputs(path, pasted, notes)
     if parts is None:
         return [(*_saved_output(path, str(path), pasted), str(path))]
     return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes, unread, joined)
+
+
+# nvidia-smi's own output in a text: its table's banner, its -q header
+_NVIDIA_SMI_BANNER = re.compile(r"NVIDIA-SMI \d|==+NVSMI LOG==+")
 
 
 def _env_outputs(path: Path, text: str, notes: list[str]) -> list[tuple[str, ProbeOutput, str]]:

@@ -110,7 +110,7 @@ _Q_KEY = re.compile(
     re.M,
 )
 # nvidia-smi table's Processes section: its title or column header lines
-_PROCESSES_HEAD = re.compile(r"^\|?\s*(?:Processes:|GPU\s+GI\s+CI\s+PID\s+Type\s+Process name)", re.M)
+_PROCESSES_HEAD = re.compile(r"^\|\s*Processes:|^\|?\s*GPU\s+(?:GI\s+CI\s+)?PID\s+Type\s+Process name", re.M)
 
 
 def nvidia_smi_part(text: str) -> str | None:
