@@ -60,7 +60,7 @@ def test_an_empty_file_is_refused_as_empty(tmp_path: Path) -> None:
         ),
         # DeepSpeed-MII#198: the table's Processes section, the banner and GPU rows left out
         (
-            "nvidia-smi__processes-section-alone__8-python__deepspeed-mii-198.txt",
+            "nvidia-smi-processes-only__8-python__no-banner-no-gpu-rows__deepspeed-mii-198.txt",
             "the Processes section of nvidia-smi's table alone, without its banner and GPU rows",
         ),
     ],
