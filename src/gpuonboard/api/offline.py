@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpuonboard.api import paste, saved_forms, transcript
+from gpuonboard.api import collect_env, paste, saved_forms, transcript
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import matrix_pci, narrowed
@@ -71,6 +71,17 @@ _PROMPT_LINE = re.compile(
 # `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
 # the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
 _COMMAND_LINE = re.compile(rf"\(?(?:sudo\s+)?(?:\S*/)?{_COMMANDS}(?:[\s|;&)][^\n]*)?")
+# a line docker or podman prints while it pulls the image of a `docker run IMAGE CMD` above CMD's
+# output (on stderr; a terminal shows both)
+_PULL_LINE = re.compile(
+    r"Unable to find image '[^']+' locally|\S+: Pulling from \S+"
+    r"|[0-9a-f]{12}: (?:Pull complete|Already exists|Pulling fs layer|Waiting|Verifying Checksum"
+    r"|Download complete|Downloading|Extracting)\b.*"
+    r"|Digest: sha256:[0-9a-f]+|Status: (?:Downloaded newer image|Image is up to date) for \S+"
+    r"|Resolved \S+ as an alias .*|Trying to pull \S+|Getting image source signatures"
+    r"|Copying (?:blob|config) \S+.*"
+    r"|Writing manifest to image destination|Storing signatures"
+)
 # a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
 _TRAILING_PROMPT = re.compile(
     r"(?:[\w.-]+@[\w.-]+(?::[^\s<>]*)?|\[[\w.-]+@[^\]\n]*\]|PS [A-Za-z]:[^<>\n]*)?"
@@ -98,7 +109,22 @@ def unquote(text: str) -> str:
     lines = text.split("\n")
     while paste.quoted(lines):
         lines = [re.sub(r"^\s*> ?", "", line) for line in lines]
-    return "\n".join(lines)
+    return "\n".join(_uncommented(lines))
+
+
+def _uncommented(lines: list[str]) -> list[str]:
+    """The lines without the `# ` that every line of the output carries (below a copied prompt
+    line, if any): a paste commented out as a shell script's or a config's comment lines (before,
+    such a `df` read no header and was refused as "df run in a language other than English?")."""
+    top = _prompt_line(lines)
+    start = 0 if top is None else top + 1
+    body = [line for line in lines[start:] if line.strip()]
+    if len(body) < 2 or not all(line.startswith("# ") or line.rstrip() == "#" for line in body):
+        return lines
+    return [
+        *lines[:start],
+        *(line[2:] if line.startswith("# ") else line.lstrip("#") for line in lines[start:]),
+    ]
 
 
 def strip_prompt(text: str) -> str:
@@ -109,6 +135,11 @@ def strip_prompt(text: str) -> str:
     first = _prompt_line(lines)
     if first is not None:
         lines = lines[first + 1 :]
+    top = next(
+        (i for i, line in enumerate(lines) if line.strip() and not _PULL_LINE.fullmatch(line.strip())), 0
+    )
+    if any(line.strip() for line in lines[:top]):
+        lines = lines[top:]  # (`docker run IMAGE df`: the image's pull above the container's output)
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
     if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
         lines = [*lines[:last], ""]
@@ -116,10 +147,15 @@ def strip_prompt(text: str) -> str:
 
 
 def _prompt_line(lines: Sequence[str]) -> int | None:
-    """The index of a first line that is a copied prompt and command, or the command alone."""
+    """The index of a first line that is a copied prompt and command, or the command alone (a
+    tool's version line, `free from procps-ng 3.3.16`, is its output, not its command)."""
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None and (
-        _PROMPT_LINE.fullmatch(lines[first].strip()) or _COMMAND_LINE.fullmatch(lines[first].strip())
+        _PROMPT_LINE.fullmatch(lines[first].strip())
+        or (
+            _COMMAND_LINE.fullmatch(lines[first].strip())
+            and not saved_forms.VERSION_LINE.fullmatch(lines[first].strip())
+        )
     ):
         return first
     return None
@@ -291,9 +327,36 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     read (`ls`, `cat notes.txt`) is skipped with a note."""
     pasted = paste.normalise(unquote(decode_saved(data)))
     parts = transcript.sections(pasted)
+    if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
+        # (a report pasted with nvidia-smi's own output is read as that output, as before)
+        return _env_outputs(path, pasted, notes)
     if parts is None:
         return [(*_saved_output(path, str(path), pasted), str(path))]
     return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes, unread, joined)
+
+
+# nvidia-smi's own output in a text: its table's banner, its -q header
+_NVIDIA_SMI_BANNER = re.compile(r"NVIDIA-SMI \d|==+NVSMI LOG==+")
+
+
+def _env_outputs(path: Path, text: str, notes: list[str]) -> list[tuple[str, ProbeOutput, str]]:
+    """A saved collect_env (check_env) report: the outputs it holds, each read as the live
+    probe's (its GPU lines as a view of the GPUs torch sees), and a note of what is not read."""
+    found, said = collect_env.parts(text)
+    out: list[tuple[str, ProbeOutput, str]] = []
+    for part in found:
+        where = f"{path} (collect_env: {part.what})"
+        kind, probe = _read_as(path, where, part.kind, part.text, "", "", "")
+        if part.partial:
+            probe = dataclasses.replace(probe, partial=part.partial)
+        out.append((kind, probe, where))
+    if not found:
+        raise UsageError(
+            f"{path}: this collect_env report holds no output that is judged ({'; '.join(said)})."
+        )
+    read = ", ".join(part.what for part in found)
+    notes.append(f"{path}: a collect_env report, read as its {read}" + "".join(f"; {s}" for s in said) + ".")
+    return out
 
 
 def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:

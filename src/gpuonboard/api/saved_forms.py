@@ -31,7 +31,9 @@ __all__ = [
     "missing_output",
     "not_this_box",
     "other_form",
+    "nvidia_smi_part",
     "q_blocks_alone",
+    "uncounted_cpuinfo",
     "tool_missing",
     "with_df_header",
     "with_query_header",
@@ -78,6 +80,57 @@ _Q_GPU_BLOCK = re.compile(r"^GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\
 def q_blocks_alone(text: str) -> bool:
     """Whether a text holds `nvidia-smi -q` GPU blocks (with no header: the caller's case)."""
     return _Q_GPU_BLOCK.search(text[:4000]) is not None
+
+
+# a tool's `-V` / `--version` line: procps' and util-linux's `free from procps-ng 3.3.16`, `lscpu
+# from util-linux 2.37.2`, coreutils' `df (GNU coreutils) 8.32`
+VERSION_LINE = re.compile(r"(\S+) (?:from (?:procps(?:-ng)?|util-linux) \S+|\(GNU coreutils\) \S+)")
+# /proc/cpuinfo of the CPUs whose form looks_like_cpuinfo (facts/cpu.py) does not read: IBM Z's
+# (`vendor_id : IBM/S390`, then `processor N: version = ...` lines), 32-bit ARM's (`Processor :
+# ARMv7 Processor rev 1 (v7l)` first, or a block of `CPU architecture: 7`)
+_UNCOUNTED_CPUINFO = (
+    (re.compile(r"^vendor_id\s*:\s*IBM/S390\b", re.M), "an IBM Z (s390x) CPU"),
+    (re.compile(r"^Processor\s*:\s*ARMv[4-7]|^CPU architecture:\s*[4-7]\b", re.M), "a 32-bit ARM CPU"),
+)
+
+
+def uncounted_cpuinfo(text: str) -> str | None:
+    """The CPU of a /proc/cpuinfo this tool does not read ("an IBM Z (s390x) CPU"), None for
+    any other text."""
+    head = text[:8000]
+    return next((what for pattern, what in _UNCOUNTED_CPUINFO if pattern.search(head)), None)
+
+
+# the keys of an `nvidia-smi -q` GPU block no other output prints (a paste may have dedented them)
+_Q_KEY = re.compile(
+    r"^[ \t]*(GPU UUID|VBIOS Version|Minor Number|MultiGPU Board|Board ID|GPU Part Number|Inforom Version"
+    r"|GPU Operation Mode|GPU Virtualization Mode|Bus Id|Sub System Id|GPU Link Info|Persistence Mode"
+    r"|Product Name|Product Architecture|FB Memory Usage|BAR1 Memory Usage|Compute Mode|Retired Pages"
+    r"|Remapped Rows|Clocks Event Reasons|Clocks Throttle Reasons)\b",
+    re.M,
+)
+# nvidia-smi table's Processes section: its title or column header lines
+_PROCESSES_HEAD = re.compile(r"^\|\s*Processes:|^\|?\s*GPU\s+(?:GI\s+CI\s+)?PID\s+Type\s+Process name", re.M)
+
+
+def nvidia_smi_part(text: str) -> str | None:
+    """The sentence for a part of an nvidia-smi output that names no GPU set: `-q` lines from
+    inside a GPU block (no header, no block head: k8s-vgpu-scheduler#25), the table's Processes
+    section alone (DeepSpeed-MII#198); None otherwise."""
+    if len(set(_Q_KEY.findall(text[:8000]))) >= 3:
+        return (
+            "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them"
+            " (Driver Version, Attached GPUs) and the block's `GPU <PCI address>` line, so the"
+            " driver, the number of GPUs and which GPU they belong to are not known: save the whole"
+            " `nvidia-smi -q` output."
+        )
+    if _PROCESSES_HEAD.search(text[:2000]) and "NVIDIA-SMI" not in text:
+        return (
+            "the Processes section of nvidia-smi's table alone, without its banner and GPU rows,"
+            " so no GPU, driver or GPU count can be read from it: save the whole `nvidia-smi`"
+            " output."
+        )
+    return None
 
 
 # `df -H` / `--si` (SI powers; `-h` is binary): in the copied command, or the file's name
@@ -515,6 +568,19 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
             f"{where}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
             " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
             " `nvidia-smi -q` output."
+        )
+    said = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(said) == 1 and (version := VERSION_LINE.fullmatch(said[0])):
+        raise UsageError(
+            f"{where}: {version.group(1)}'s version line (`{said[0]}`), which says nothing of the box:"
+            f" save `{version.group(1)}`'s own output."
+        )
+    if (part := nvidia_smi_part(text)) is not None:
+        raise UsageError(f"{where}: {part}")
+    if (cpu := uncounted_cpuinfo(text)) is not None:
+        raise UsageError(
+            f"{where}: a /proc/cpuinfo of {cpu}, a form this tool does not read (it counts the CPUs"
+            " of x86, arm64, POWER and RISC-V), so no core count is read from it: save `lscpu` of the box."
         )
     if df_rows(text) >= 2 and _df_row_first(text):
         # (no line above the first row: the output's top, its header among it, was cut off)

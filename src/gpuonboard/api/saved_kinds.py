@@ -23,6 +23,7 @@ from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 # recognised and shown, not judged (no rule reads them offline): kind -> what it is
 SHOWN_KINDS = {
     "docker_info": "docker info",
+    "podman_info": "podman info",
     "iperf3": "iperf3 -J (network throughput JSON)",
     "numactl": "numactl --hardware (NUMA nodes)",
     "ibdev2netdev": "ibdev2netdev (RDMA devices' net devices)",
@@ -61,6 +62,12 @@ _IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*(?:\t[^\t]*
 # it tells them apart: ibstat `CA 'mlx5_0'`, ibstatus `Infiniband device 'mlx5_0' port 1 status:`
 _IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:)", re.M)
 
+# `podman info` (YAML): its `host:` mapping first (after `--debug`'s `debug:` one), with podman's
+# own keys in it
+_PODMAN_INFO = re.compile(
+    r"(?:debug:\s*\n(?:[ \t]+.*\n){1,12})?host:\s*\n(?:[ \t]+.*\n){0,12}?"
+    r"[ \t]+(?:buildahVersion|conmon|ociRuntime|cgroupManager):"
+)
 # `numactl --hardware` (`-H`): `available: 2 nodes (0-1)`, then each node's `node 0 cpus: ...`
 _NUMACTL_HEAD = re.compile(r"^available: \d+ nodes? \(")
 _NUMACTL_CPUS = re.compile(r"^node \d+ cpus:")
@@ -81,6 +88,8 @@ def detect_fabric_kind(text: str) -> str | None:
         return "numactl"
     if all(ibdev2netdev_line(line) for line in lines):  # (plain or `-v`)
         return "ibdev2netdev"
+    if _PODMAN_INFO.match(text.lstrip()):
+        return "podman_info"
     if re.search(r"^Server Version:", head, re.M) or (
         re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
     ):

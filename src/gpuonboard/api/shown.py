@@ -36,6 +36,8 @@ def shown(kind: str, text: str) -> str:
             said.append(f"runtimes {', '.join(info.runtimes)}{default}")
         said.append("NVIDIA runtime registered" if info.nvidia_runtime else "no NVIDIA runtime")
         return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
+    if kind == "podman_info":
+        return _podman_info(text)
     if kind == "numactl":
         return _numactl(text)
     if kind == "ibdev2netdev":
@@ -50,6 +52,20 @@ def shown(kind: str, text: str) -> str:
         else "no figures"
     )
     return f"iperf3 -J: {figures}: read, not judged (prove's network step judges it between the boxes)."
+
+
+# `podman info`'s `version:` mapping's `Version: 4.9.3`; the OCI runtime's `ociRuntime:` `name: crun`
+_PODMAN_VERSION = re.compile(r"^version:\s*\n(?:[ \t]+.*\n)*?[ \t]+Version:\s*(\S+)", re.M)
+_PODMAN_RUNTIME = re.compile(r"^[ \t]+ociRuntime:\s*\n(?:[ \t]+.*\n)*?[ \t]+name:\s*(\S+)", re.M)
+
+
+def _podman_info(text: str) -> str:
+    """`podman info` in one line: podman's version and its OCI runtime, where given."""
+    version, runtime = _PODMAN_VERSION.search(text), _PODMAN_RUNTIME.search(text)
+    said = [f"podman {version.group(1) if version else '(version not read)'}"]
+    if runtime:
+        said.append(f"OCI runtime {runtime.group(1)}")
+    return f"podman info: {'; '.join(said)}: read, not judged (the container steps judge the box's docker)."
 
 
 def _numactl(text: str) -> str:

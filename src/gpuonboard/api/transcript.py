@@ -34,7 +34,7 @@ UNRECOGNISED = "not a recognised command output"  # (how a file of no known outp
 # `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output; a kernel
 # log's filters as the command (`grep NVRM /var/log/kern.log`, `zcat kern.log.2.gz`)
 COMMANDS = (
-    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|iperf3|numactl|ibdev2netdev"
+    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|podman|iperf3|numactl|ibdev2netdev|head|tail"
     r"|systemctl|e?grep|fgrep|z[ef]?grep|xzgrep|bzgrep|zcat|xzcat|bzcat|rg)"
 )
 # the tool a command line runs, after a prompt's sign or a path (`$ df -h`, `/usr/bin/nvidia-smi`)

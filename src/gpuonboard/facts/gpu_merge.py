@@ -434,6 +434,9 @@ def merge(
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
     merged = _with_inforom(_union(reports, listed, unopened, listed_whole, unread), [*outputs, *warned])
+    list_out = raw.get(LIST_PROBE)
+    if listed and list_out is not None and list_out.partial and not merged.complete and not merged.gap:
+        merged = dataclasses.replace(merged, gap=list_out.partial)  # (why the listing is a view)
     apps_out = raw.get(APPS_PROBE)
     if apps_out is not None and apps_out.exit_code == 0 and merged.gpus:
         apps = parse_compute_apps(apps_out.stdout)

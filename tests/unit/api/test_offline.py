@@ -14,6 +14,7 @@ import pytest
 
 from gpuonboard import api
 from gpuonboard.api import offline
+from gpuonboard.api.collect_env import looks_like_collect_env
 from gpuonboard.api.offline import detect_kind
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
@@ -36,8 +37,14 @@ def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 )
 def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
     text = (REAL / name).read_text()
+    if name.startswith(("collect_env__", "sglang-check_env__")):
+        # (a report of several outputs, read as each of them: api/collect_env.py)
+        assert looks_like_collect_env(text)
+        return
     expected = {
         # first prefix that matches wins: the longer nvidia-smi-* prefixes before "nvidia-smi"
+        "nvidia-smi-processes-only": None,  # a part naming no GPU: refused (saved_forms)
+        "nvidia-smi-q__tesla-v100-block-lines-no-header": None,  # -q lines from inside a block: refused
         "nvidia-smi-topo": "nvidia_topo",
         "nvidia-smi-nvlink-e": "nvidia_nvlink_errors",
         "nvidia-smi-nvlink": "nvidia_nvlink",
@@ -47,6 +54,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
         "nvidia-smi": "nvidia_smi",
         "lscpu": "lscpu",
+        "proc-cpuinfo__armv7": None,  # 32-bit ARM's form: refused naming it (saved_forms.uncounted_cpuinfo)
+        "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it
         "proc-cpuinfo": "lscpu",  # (`cat /proc/cpuinfo`: read as the CPUs, cores and sockets it gives)
         "free": "free",
         "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
@@ -55,6 +64,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df-h__it-it": None,  # Italian df: refused, naming LC_ALL=C
         "df-h__k3s-node": None,  # rows with no header line (the paste's top cut off): refused
         "df-h": "df",
+        "df__alpine-2.7": "df",
         "df-ah": "df",
         "df-TH": "df",
         "df-P-B1": "df",
@@ -83,6 +93,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "sudo__": None,
         "dmesg": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
+        "podman-info": "podman_info",  # (shown, not judged)
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
     }
     want = next(v for k, v in expected.items() if name.startswith(k))

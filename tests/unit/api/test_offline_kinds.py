@@ -210,3 +210,15 @@ def test_a_numactl_cut_inside_its_last_cpu_list_says_its_cpus_are_a_floor() -> N
         " lscpu)."
     )
     assert shown("numactl", text).startswith("numactl --hardware: 2 NUMA nodes, 64 CPUs, 1547299 MiB")
+
+
+def test_podman_info_is_shown_as_docker_info_is(tmp_path: Path) -> None:
+    """coreos/fedora-coreos-config#615's `podman info` (its first 18 lines; edit: under the prompt
+    line it was pasted with, put back) is shown, not judged, as `docker info` is (was: "not a
+    recognised command output")."""
+    capture = REAL / "podman-info__fcos-32-rootless__first-18-lines__fedora-coreos-config-615.txt"
+    saved = tmp_path / "podman-info.txt"
+    saved.write_text("[core@cosa-devsh ~]$ podman info \n" + capture.read_text())
+    r = cli("--json", str(saved))
+    assert r.returncode == 0, r.stderr
+    assert "note: podman info: podman (version not read): read, not judged" in r.stderr

@@ -473,3 +473,57 @@ def test_an_output_copied_with_its_line_numbers_is_read_as_the_output(
     order = "gpu_count: 1\ncpu_cores: 1\nram: 1GB\nrdma: 1x10G\ninterconnect: nvlink"
     numbered = "".join(gutter.format(n=n) + line + "\n" for n, line in enumerate(text.splitlines(), 1))
     assert verdicts(tmp_path, name, numbered, order) == verdicts(tmp_path, name, text, order)
+
+
+def test_a_df_with_every_line_commented_out_is_read(tmp_path: Path) -> None:
+    """A df pasted with every line prefixed `# ` (a shell script's or a config's comment lines;
+    edit: the CentOS 7.7 VM's `df -h` so prefixed under a `$ df -h` line): read as df (was:
+    refused as "df run in a language other than English?")."""
+    lines = (REAL / "df-h__centos-7.7-vm__lvm-root.txt").read_text().splitlines()
+    text = "$ df -h\n" + "".join(f"# {line}\n" for line in lines)
+    got = verdicts(tmp_path, "df.txt", text, "data_disk: /boot 500M\n")
+    assert got["data_disk"][1] == "/dev/sda1 at /boot, 1.1 GB", got["data_disk"]
+
+
+def test_docker_s_pull_lines_above_a_container_s_df_are_skipped(tmp_path: Path) -> None:
+    """docker-library/official-images#1449: `docker run alpine:2.7 df` with docker's pull lines
+    (`Unable to find image ...`, `Pull complete`, `Digest:`, `Status:`) above df's header (edit:
+    the command line and the pull lines, as the issue shows them, put back above the df): read as
+    the container's df (was: refused as "df run in a language other than English?")."""
+    pulled = (
+        "docker run alpine:2.7 df\nUnable to find image 'alpine:2.7' locally\n"
+        "2.7: Pulling from library/alpine\n"
+        "4dea34575ff3: Pull complete \n"
+        "Digest: sha256:9f08005dff552038f0ad2f46b8e65ff3d25641747d3912e3ea8da6785046561a\n"
+        "Status: Downloaded newer image for alpine:2.7\n"
+    )
+    text = pulled + (REAL / "df__alpine-2.7-container__overlay-root__official-images-1449.txt").read_text()
+    got = verdicts(tmp_path, "df.txt", text, "data_disk: /data 10G\n")
+    verdict, actual = got["data_disk"]
+    assert verdict == "unverified" and "lists only some filesystems" in actual
+
+
+def test_head_of_proc_cpuinfo_is_read_as_a_filtered_cpuinfo(tmp_path: Path) -> None:
+    """`$ head -9 /proc/cpuinfo` above the first lines of a CPU block (edit: the Graviton
+    capture's first 9 lines under that line): read as a cpuinfo filtered by head, its cores
+    unverified (was: "not a recognised command output", as `| head -9` was not)."""
+    lines = (REAL / "proc-cpuinfo__graviton-a1-cortex-a72__first-6-blocks__gprofiler-458.txt").read_text()
+    text = "$ head -9 /proc/cpuinfo\n" + "".join(f"{line}\n" for line in lines.splitlines()[:9])
+    verdict, actual = verdicts(tmp_path, "cpuinfo.txt", text, "cpu_cores: 8\n")["cpu_cores"]
+    assert (
+        verdict == "unverified" and "`head -9 /proc/cpuinfo` keeps only the lines head let through" in actual
+    )
+
+
+def test_a_tool_s_version_line_in_a_session_is_said_so(tmp_path: Path) -> None:
+    """`# free -V` in a saved session printed procps' version line (edit: the H200 VM's `free -b`
+    under `# free -b`, after `# free -V` and `free from procps-ng 3.3.16`): the version line is
+    noted as such (was: "an empty file", its line read as the command) and the free judged."""
+    text = "# free -V\nfree from procps-ng 3.3.16\n\n# free -b\n" + (REAL / "free-b__h200-vm.txt").read_text()
+    saved = tmp_path / "free.txt"
+    saved.write_text(text)
+    notes: list[str] = []
+    raw = offline.load_outputs([str(saved)], notes)
+    assert "free" in raw
+    assert any("free's version line (`free from procps-ng 3.3.16`)" in note for note in notes), notes
+    assert not any("empty file" in note for note in notes), notes

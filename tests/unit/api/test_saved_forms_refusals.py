@@ -48,3 +48,45 @@ def test_an_empty_file_is_refused_as_empty(tmp_path: Path) -> None:
     nothing) is an empty file: nothing in it names the command, so it is refused, saying so."""
     with pytest.raises(UsageError, match=r"nvlink-s\.txt: an empty file, which holds no command output"):
         verdicts(tmp_path, "nvlink-s.txt", "", "gpu_model: A10\n")
+
+
+@pytest.mark.parametrize(
+    ("capture", "said"),
+    [
+        # k8s-vgpu-scheduler#25: 30 lines from inside a V100's `-q` block (Serial Number to PCIe)
+        (
+            "nvidia-smi-q__tesla-v100-block-lines-no-header__k8s-vgpu-scheduler-25.txt",
+            "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them",
+        ),
+        # DeepSpeed-MII#198: the table's Processes section, the banner and GPU rows left out
+        (
+            "nvidia-smi-processes-only__8-python__no-banner-no-gpu-rows__deepspeed-mii-198.txt",
+            "the Processes section of nvidia-smi's table alone, without its banner and GPU rows",
+        ),
+    ],
+)
+def test_a_part_of_nvidia_smi_naming_no_gpu_set_is_said_so(tmp_path: Path, capture: str, said: str) -> None:
+    """A part of an nvidia-smi output that names no driver and no GPU set is refused in one
+    sentence naming what it is and what to save (was: "not a recognised command output", listing
+    every format, the `-q` among them)."""
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, capture, (REAL / capture).read_text(encoding="utf-8"), "gpu_count: 8\n")
+    assert said in str(refused.value) and "save the whole `nvidia-smi" in str(refused.value)
+    assert "not a recognised command output" not in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("capture", "cpu"),
+    [
+        ("proc-cpuinfo__ibm-z-s390x-8561__4cpu__ohai.txt", "an IBM Z (s390x) CPU"),
+        ("proc-cpuinfo__armv7-st-ericsson-mop500__2cpu__hwloc.txt", "a 32-bit ARM CPU"),
+    ],
+)
+def test_a_cpuinfo_this_tool_does_not_count_is_said_so(tmp_path: Path, capture: str, cpu: str) -> None:
+    """A /proc/cpuinfo of IBM Z or 32-bit ARM is refused naming its CPU and what to save (was:
+    "not a recognised command output", listing "/proc/cpuinfo" among the expected forms)."""
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, capture, (REAL / capture).read_text(encoding="utf-8"), "cpu_cores: 4\n")
+    said = str(refused.value)
+    assert f"a /proc/cpuinfo of {cpu}, a form this tool does not read" in said and "save `lscpu`" in said
+    assert "not a recognised command output" not in said

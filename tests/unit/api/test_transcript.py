@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline, transcript
+from gpuonboard.api.collect_env import looks_like_collect_env
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import OrderSpec
@@ -52,6 +53,9 @@ def _readable_alone() -> list[Path]:
             # (a bare number is nproc by its file's name only: under `./saved-output.sh` in a
             # session it is no output, whatever count it says)
             both = "lscpu" in kinds and "free" in kinds
+            # (a collect_env report alone is read as the several outputs it holds; under a prompt
+            # in a session it is read as one output, as before: api/collect_env.py)
+            both = both or looks_like_collect_env(path.read_text(errors="replace"))
             out.append(path) if not both and "nproc" not in kinds else None
     return out
 

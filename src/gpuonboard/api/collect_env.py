@@ -1,0 +1,166 @@
+"""A saved environment report of PyTorch (`python -m torch.utils.collect_env`), vLLM's or
+ScaleLLM's collect_env.py (the same report with lines of their own) and SGLang's
+`python -m sglang.check_env`: the report issue threads ask for, pasted whole.
+
+Real shapes (tests/fixtures/real/collect_env__*, check_env__*):
+
+    Is CUDA available: True
+    GPU models and configuration:
+    GPU 0: NVIDIA H20                       (or inline: `... configuration: GPU 0: NVIDIA A100 ...`)
+    Nvidia driver version: 550.144.03
+    CPU:
+    Architecture:                         x86_64     (lscpu's output, up to a blank line)
+
+    CUDA available: True                    (check_env)
+    GPU 0,1,2,3,4,5,6,7: NVIDIA B200        (one line for the GPUs of one name)
+    CUDA Driver Version: 590.48.01
+    NVIDIA Topology:                        (`nvidia-smi topo -m`'s matrix; collect_env's `GPU topology:`)
+
+The report is read as the outputs it holds: its GPU lines as a listing without UUIDs (model and
+count; no memory), its lscpu block, its topology matrix, SGLang's `NVCC:` line. collect_env's GPU
+lines are `nvidia-smi -L`'s with the UUIDs taken out (torch/utils/collect_env.py get_gpu_info):
+every GPU of the box. check_env's are torch's view (`torch.cuda.device_count()`), which
+CUDA_VISIBLE_DEVICES narrows: that listing is read as a view of some GPUs (`ProbeOutput.partial`:
+fewer GPUs than ordered are unverified, never missing). A report that lists no GPU (`Is CUDA
+available: False`, `Could not collect`) says nothing of the box's GPUs. The driver version it
+names is said in a note (no nvidia-smi output of the box was given; the rules do not judge it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# a line only these reports print (torch's collect_env and its copies; sglang's check_env)
+# (vLLM's newer report pads its labels: `Is CUDA available            : True`)
+_SIGNS = re.compile(
+    r"^(?:PyTorch version\s*: |Is CUDA available\s*: |GPU models and configuration\s*:"
+    r"|Nvidia driver version\s*: |CUDA_MODULE_LOADING set to\s*: |CUDA Driver Version: "
+    r"|CUDA available: (?:True|False)\s*$|PyTorch: \S|sglang: \S|CUDA_HOME: )",
+    re.M,
+)
+_GPUS_LABEL = re.compile(r"^GPU models and configuration\s*:[ \t]*(.*)$")
+# `GPU 0: NVIDIA H20`; check_env's `GPU 0,1,2,3: NVIDIA B200` (its `... Compute Capability: 10.0` not)
+_GPU_LINE = re.compile(r"^GPU (\d+(?:,\d+)*): (.+?)\s*$")
+_DRIVER = re.compile(r"^(?:Nvidia driver version|CUDA Driver Version)\s*:[ \t]*(\S.*?)\s*$", re.M)
+# lscpu's first line (below collect_env's `CPU:`, or vLLM's `==== CPU Info ====` banner)
+_LSCPU_FIRST = re.compile(r"^Architecture\s*:")
+_TOPO_LABEL = re.compile(r"^(?:GPU topology|NVIDIA Topology)\s*:[ \t]*(.*)$")
+# an unindented `Label: value` line: the report's next field (a matrix row, `Legend:` are not)
+_FIELD = re.compile(r"^(?!GPU\d|NIC\d|Legend:|NIC Legend:)[A-Za-z][^:\n]*:(?:\s+\S|\s*$)")
+_NVCC = re.compile(r"^NVCC: (Cuda compilation tools, release .*)$", re.M)
+_NO_CUDA = re.compile(r"^(?:Is CUDA available|CUDA available)\s*: False\s*$", re.M)
+
+# why check_env's GPU lines are a view of some GPUs (ProbeOutput.partial)
+VISIBLE = (
+    "sglang's check_env lists the GPUs torch sees, which CUDA_VISIBLE_DEVICES narrows: the box may"
+    " have others"
+)
+
+
+@dataclass(frozen=True)
+class EnvPart:
+    """One output the report holds: the probe kind it is read as, its text, what it is, and why
+    it shows only part of the box ("" when whole)."""
+
+    kind: str
+    text: str
+    what: str
+    partial: str = ""
+
+
+def looks_like_collect_env(text: str) -> bool:
+    """Two or more lines only these reports print (one could be quoted in any page)."""
+    return len({m.group(0) for m in _SIGNS.finditer(text[:20000])}) >= 2
+
+
+def _gpu_lines(lines: list[str]) -> tuple[list[str], bool]:
+    """The report's GPU lines as `nvidia-smi -L`'s without UUIDs, one per GPU index, and
+    whether they are check_env's (torch's view: grouped by name)."""
+    out: list[str] = []
+    inside = grouped = False
+    for line in lines:
+        label = _GPUS_LABEL.match(line)
+        if label:
+            inside, line = True, label.group(1)
+        elif inside and not _GPU_LINE.match(line):
+            inside = False
+        if (m := _GPU_LINE.match(line.strip())) and "Compute Capability" not in line:
+            out += [f"GPU {i}: {m.group(2)}" for i in m.group(1).split(",")]
+            grouped = grouped or not inside
+    return list(dict.fromkeys(out)), grouped
+
+
+def _matrix(lines: list[str], start: int, first: str) -> str:
+    """The topology matrix from line `start` on (its header `first` where it is on the label's
+    line), up to the report's next field (its legend's blank lines kept)."""
+    kept = [first] if first.strip() else []
+    for line in lines[start + 1 :]:
+        if _FIELD.match(line):
+            return "\n".join(kept).strip("\n") + "\n"
+        kept.append(line)
+    return _to_end(kept)
+
+
+def _lscpu(lines: list[str], start: int) -> str:
+    """lscpu's output from its first line `start`, up to a blank line or a banner's `===` line."""
+    kept: list[str] = []
+    for line in lines[start:]:
+        if not line.strip() or line.startswith("==="):
+            return "\n".join(kept) + "\n"
+        kept.append(line)
+    return _to_end(kept)
+
+
+def _to_end(kept: list[str]) -> str:
+    """A block that runs to the text's end: ended inside its last line where the text has no
+    final newline (the parsers read that cut), else whole lines."""
+    text = "\n".join(kept)
+    return text if kept and kept[-1].strip() else text.rstrip("\n") + "\n"
+
+
+def parts(text: str) -> tuple[list[EnvPart], list[str]]:
+    """The outputs the report holds, and what of it is said, not read (notes' clauses)."""
+    lines = text.split("\n")
+    found: list[EnvPart] = []
+    gpus, torch_view = _gpu_lines(lines)
+    if gpus:
+        # (a last GPU line the text ends inside is kept open: -L's reader says a cut entry)
+        end = (
+            ""
+            if text.rstrip(" \t").endswith(gpus[-1].split(": ", 1)[1]) and not text.endswith("\n")
+            else "\n"
+        )
+        found.append(
+            EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", VISIBLE if torch_view else "")
+        )
+    for i, line in enumerate(lines):
+        if _LSCPU_FIRST.match(line) and not any(p.kind == "lscpu" for p in found):
+            found.append(EnvPart("lscpu", _lscpu(lines, i), "lscpu"))
+        elif m := _TOPO_LABEL.match(line):
+            matrix = _matrix(lines, i, m.group(1))
+            if "GPU0" in matrix:
+                found.append(EnvPart("nvidia_topo", matrix, "topo -m"))
+    if nvcc := _NVCC.search(text):
+        found.append(EnvPart("nvcc", nvcc.group(1) + "\n", "nvcc"))
+    said: list[str] = []
+    if driver := _DRIVER.search(text):
+        said.append(
+            f"its driver line ({driver.group(0).strip()}) is not judged: save `nvidia-smi` of the box"
+            " to judge it"
+        )
+    if not gpus:
+        said.append(_no_gpu_lines(lines, text))
+    return found, said
+
+
+def _no_gpu_lines(lines: list[str], text: str) -> str:
+    """What a report without `GPU N:` lines says of its GPUs: a value of another form (ROCm's
+    or macOS's device name alone, `Could not collect`) is quoted, never read as a count."""
+    value = next((m.group(1).strip() for line in lines if (m := _GPUS_LABEL.match(line))), "")
+    shown = f" (`GPU models and configuration: {value}`)" if value else ""
+    cuda = " and torch found no CUDA there" if _NO_CUDA.search(text) else ""
+    return (
+        f"it lists no GPU by index{shown}{cuda}, which says nothing of the box's GPUs: save"
+        " `nvidia-smi -q` of the box"
+    )

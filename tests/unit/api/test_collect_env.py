@@ -1,0 +1,112 @@
+"""A saved PyTorch / vLLM / ScaleLLM collect_env report and SGLang's check_env are read as the
+outputs they hold (api/collect_env.py): their GPU lines as a listing, their lscpu block and
+topology matrix, and a note on stderr of what is not judged (real captures)."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from gpuonboard.api import collect_env
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+VLLM = REAL / "collect_env__8x-h20__driver550.144.03__cut-in-lscpu__vllm-25015.txt"
+SGLANG = REAL / "sglang-check_env__8x-b200__driver590.48.01__topo-cut__sglang-24834.txt"
+SGLANG_16NIC = REAL / "sglang-check_env__8x-b200-16nic__driver570.172.08__topo-cut__sglang-19404.txt"
+SCALELLM = REAL / "collect_env__1x-a100-80gb-pcie__driver550.90.07__scalellm-288.txt"
+
+
+def facts(tmp_path: Path, text: str, order: str) -> tuple[dict[str, dict[str, str]], str, int]:
+    """`gpuonboard facts` of one saved file with an order: (rules by name, stderr, exit code)."""
+    saved, order_file = tmp_path / "env.txt", tmp_path / "order.yml"
+    saved.write_text(text)
+    order_file.write_text(order)
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts", "--json"]
+    r = subprocess.run(
+        [*cmd, "--order", str(order_file), str(saved)], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode in (0, 1), r.stderr
+    return {c["name"]: c for c in json.loads(r.stdout)["rules"]}, r.stderr, r.returncode
+
+
+def test_collect_env_gpu_lines_are_read_as_the_box_listing(tmp_path: Path) -> None:
+    """vllm#25015's report: 8 x H20 under `GPU models and configuration:` (nvidia-smi -L's lines
+    with the UUIDs taken out); before, only its lscpu block was read and every GPU rule said "no
+    nvidia-smi output was given"."""
+    rules, err, _ = facts(tmp_path, VLLM.read_text(), "gpu_model: H20\ngpu_count: 8\ncpu_cores: 112\n")
+    assert rules["gpu_model"]["verdict"] == "pass", rules["gpu_model"]
+    assert rules["gpu_count"]["verdict"] == "pass" and rules["gpu_count"]["actual"] == "8"
+    # the lscpu block, cut in the report, is still read as cut
+    assert rules["cpu_cores"]["verdict"] == "unverified" and "cut short" in rules["cpu_cores"]["actual"]
+    # the driver it names is said, not judged: no nvidia-smi output of the box gave it
+    assert rules["nvidia_driver"]["verdict"] == "unverified"
+    assert "collect_env report, read as its GPU list, lscpu" in err
+    assert "Nvidia driver version: 550.144.03" in err and "not judged" in err
+
+
+def test_collect_env_fewer_gpus_than_ordered_fail_as_missing(tmp_path: Path) -> None:
+    """collect_env's list is nvidia-smi -L's, every GPU of the box (CUDA_VISIBLE_DEVICES does not
+    narrow it): ScaleLLM#288's 1 x A100 80GB PCIe against an order of 2 is one GPU missing."""
+    rules, _, code = facts(tmp_path, SCALELLM.read_text(), "gpu_model: A100 80GB PCIe\ngpu_count: 2\n")
+    assert rules["gpu_model"]["verdict"] == "pass", rules["gpu_model"]
+    assert rules["gpu_count"]["verdict"] == "fail" and code == 1
+
+
+def test_check_env_gpus_are_those_torch_sees(tmp_path: Path) -> None:
+    """sglang#24834's check_env: `GPU 0,1,2,3,4,5,6,7: NVIDIA B200` is torch's view of the GPUs
+    (torch.cuda.device_count), which CUDA_VISIBLE_DEVICES narrows: its count is of the visible
+    GPUs, never a claim that the box has no others (unverified, the reason said)."""
+    rules, err, _ = facts(tmp_path, SGLANG.read_text(), "gpu_model: B200\ngpu_count: 16\n")
+    count = rules["gpu_count"]
+    assert count["verdict"] == "unverified" and "8 listed" in count["actual"]
+    assert "CUDA_VISIBLE_DEVICES" in count["actual"]
+    assert "CUDA Driver Version: 590.48.01" in err
+
+
+def test_check_env_group_line_is_one_gpu_per_index() -> None:
+    """sglang#19404: one line names the 8 GPUs of one name; its `... Compute Capability: 10.0`
+    line is no GPU; its topology matrix (cut short in the report) and NVCC line are read too."""
+    found, _ = collect_env.parts(SGLANG_16NIC.read_text())
+    kinds = {part.kind: part for part in found}
+    assert kinds["nvidia_smi_list"].text.splitlines() == [f"GPU {i}: NVIDIA B200" for i in range(8)]
+    assert kinds["nvidia_smi_list"].partial == collect_env.VISIBLE
+    assert kinds["nvidia_topo"].text.splitlines()[1].startswith("GPU0     X      NV18")
+    assert kinds["nvcc"].text == "Cuda compilation tools, release 13.1, V13.1.115\n"
+
+
+def test_collect_env_without_cuda_is_no_evidence_of_no_gpu(tmp_path: Path) -> None:
+    """vllm#25015's report edited in-test as on a box where torch found no CUDA: `Is CUDA
+    available: False`, `GPU models and configuration: Could not collect` (its 8 GPU lines and
+    the driver line removed). No GPU rule fails; the note says the report lists no GPU."""
+    lines = VLLM.read_text().split("\n")
+    kept = [line for line in lines if not re.match(r"GPU \d|Nvidia driver", line)]
+    text = "\n".join(kept).replace("Is CUDA available: True", "Is CUDA available: False")
+    text = text.replace(
+        "GPU models and configuration: \n", "GPU models and configuration: Could not collect\n"
+    )
+    rules, err, _ = facts(tmp_path, text, "gpu_model: H20\ngpu_count: 8\n")
+    for name in ("nvidia_driver", "gpu_model", "gpu_count"):
+        assert rules[name]["verdict"] == "unverified", rules[name]
+    assert (
+        "lists no GPU by index (`GPU models and configuration: Could not collect`) and torch found no CUDA"
+        in err
+    )
+
+
+def test_vllm_padded_labels_are_read() -> None:
+    """vLLM's newer collect_env pads its labels (`GPU models and configuration : `, as in
+    vllm-project/vllm-omni#241): vllm#25015's report with its labels so padded in-test."""
+    text = VLLM.read_text()
+    for label in (
+        "Is CUDA available",
+        "GPU models and configuration",
+        "Nvidia driver version",
+        "PyTorch version",
+    ):
+        text = text.replace(f"{label}:", f"{label:<29}:")
+    assert collect_env.looks_like_collect_env(text)
+    found, said = collect_env.parts(text)
+    assert [p.kind for p in found] == ["nvidia_smi_list", "lscpu"]
+    assert found[0].text.count("NVIDIA H20") == 8 and not found[0].partial
+    assert "550.144.03" in said[0]
