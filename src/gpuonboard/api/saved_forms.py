@@ -173,6 +173,11 @@ def nproc_refusal(name: str, command: str) -> str | None:
             "`nproc --all` counts every CPU of the kernel, not those this login may use (its CPU set"
             " or affinity), which is what nproc is read for: save plain `nproc` of the box."
         )
+    if ran is not None and "run" in ran.container:
+        return (
+            f"its copied command `{ran.said}` counts the CPUs of a container it started, not those"
+            " this login may use that nproc is read for: save plain `nproc` of the box."
+        )
     if ran is None or (_plain_nproc(ran.head) and not _OMP.search(command)) or _shows_a_file(ran.stages):
         return None
     return (

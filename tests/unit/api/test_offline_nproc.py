@@ -138,3 +138,17 @@ def _cpus(listing: str) -> set[int]:
         low, _, high = part.partition("-")
         cpus.update(range(int(low), int(high or low) + 1))
     return cpus
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["$ docker run --rm --cpuset-cpus 0-3 alpine nproc", "$ podman run --rm -it ubuntu nproc"],
+)
+def test_nproc_in_a_container_the_command_started_is_not_the_logins(tmp_path: Path, command: str) -> None:
+    """The taskset capture's bare `2` saved as nproc.txt under a copied `docker run` / `podman
+    run` (put above it in-test): it counts the CPUs of the container that command started (its
+    `--cpuset-cpus`), never those the login may use (it was read as the login's usable CPUs once
+    the command-line reader learnt to unwrap container runs)."""
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, "nproc.txt", command + "\n" + (REAL / TASKSET).read_text())
+    assert "counts the CPUs of a container it started" in str(err.value)
