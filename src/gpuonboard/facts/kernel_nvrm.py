@@ -28,10 +28,11 @@ class NvrmFault:
     # the rows this fault causes on its GPU (a driver refusing a GPU then fails to initialise and
     # probe it): where the log has this one, theirs are its consequence, not listed
     explains: tuple[str, ...] = ()
-    # the driver prints this sentence as the banner of its `same_as_xid` Xid, right before that
-    # Xid's line (kernel_gsp.c _kgspLogXid119: "*** GSP Timeout ***", then the Xid 119 line): a
-    # banner naming no GPU is about the GPU of the Xid line that follows it (facts/kernel_instance)
-    banner: bool = False
+    # the sentence of this row the driver prints as the banner of its `same_as_xid` Xid, right
+    # before that Xid's line (kernel_gsp.c _kgspLogXid119: "*** GSP Timeout ***", then the Xid 119
+    # line): such a banner naming no GPU is about the GPU of the Xid line that follows it
+    # (facts/kernel_instance); the row's other sentences are no banner. None: the row has none
+    banner: re.Pattern[str] | None = None
 
 
 @functools.cache
@@ -52,7 +53,7 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
                 bool(row.get("verified")),
                 row.get("same_as_xid") if isinstance(row.get("same_as_xid"), int) else None,
                 tuple(str(x) for x in row.get("explains") or ()),
-                row.get("banner") is True,
+                re.compile(row["banner"], re.IGNORECASE) if isinstance(row.get("banner"), str) else None,
             )
         )
     return tuple(out)

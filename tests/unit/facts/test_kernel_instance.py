@@ -76,3 +76,45 @@ def test_rminitadapter_pairs_its_instance_with_the_address_it_prints_next() -> N
         ("rm_init_adapter_failed", "0000:01:00.0"),
         ("rm_init_adapter_failed", "0000:01:00.0"),
     ]
+
+
+# a Dell XE9680's real `Xid (PCI:0000:9b:00): 119, ... from GPU4 GSP!` (dmesg -T)
+XE9680 = (REAL / "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt").read_text()
+# a real `NVRM: GPU6 _kgspLogRpcTimeout: *** GSP Timeout ***` banner, no address, no Xid after it
+GPU6 = (REAL / "dmesg__gsp-heartbeat-timeout-gpu6-no-pci__driver595.71.05.txt").read_text()
+
+
+def test_a_gsp_timeout_sentence_that_is_no_banner_is_not_tied_to_the_next_xid() -> None:
+    """#446's line 1 edited in-test to bazzite #4449's sentence for instance GPU1 (`[   22.275339]
+    NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out`), then #446's real Xid 119 line (line 5,
+    `... from GPU0 GSP!`, 0000:83:00). The sentence is no banner and the log says it is GPU1's, the
+    Xid GPU0's: it was tied to 83:00 and a slice whose GPU is 04:00.0 warned; it fails again."""
+    sentence = "[   22.275339] NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out"
+    log = parse_kernel_log(sentence + "\n" + BANNER.splitlines()[4] + "\n")
+    nvrm = next(e for e in log.events if e.kind == "nvrm")
+    assert (nvrm.fault, nvrm.pci, nvrm.pci_from) == ("gsp_timeout", "", None)
+    check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
+    assert check.verdict == "fail"
+    assert check.actual.startswith("a GPU (no PCI address in the message): driver message (no Xid): GSP")
+
+
+def test_a_banner_carrying_its_instance_is_not_tied_to_another_instances_xid() -> None:
+    """The real GPU6 log (its `GPU6 _kgspLogRpcTimeout: *** GSP Timeout ***` banner last), then
+    the XE9680's real Xid 119 line (line 3, `from GPU4 GSP!`, 0000:9b:00), its `[Sun Feb 23 ...]`
+    stamp kept: the banner is GPU6's, the Xid GPU4's. It was tied to 9b:00 (a warn on a slice whose
+    GPU is 04:00.0); it stays without an address and fails."""
+    log = parse_kernel_log(GPU6 + XE9680.splitlines()[2] + "\n")
+    banner = [e for e in log.events if e.kind == "nvrm" and "GSP Timeout" in e.message]
+    assert [(e.pci, e.pci_from) for e in banner] == [("", None)]
+    check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
+    assert check.verdict == "fail"
+    assert check.actual.startswith("a GPU (no PCI address in the message)")
+
+
+def test_a_banner_carrying_the_instance_its_xid_names_is_tied() -> None:
+    """Control: the GPU6 banner line edited in-test to GPU4 (`NVRM: GPU4 _kgspLogRpcTimeout: ***
+    GSP Timeout ***`), then the XE9680's Xid line naming GPU4: the log ties it to 0000:9b:00."""
+    banner = GPU6.splitlines()[-1].replace("GPU6", "GPU4")
+    log = parse_kernel_log(banner + "\n" + XE9680.splitlines()[2] + "\n")
+    nvrm = next(e for e in log.events if e.kind == "nvrm")
+    assert (nvrm.fault, nvrm.pci) == ("gsp_timeout", "0000:9b:00")
