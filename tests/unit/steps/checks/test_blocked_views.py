@@ -359,3 +359,21 @@ def test_a_guest_log_with_the_nvidia_drivers_lines_is_read_as_usual() -> None:
     ).read_text() + "[   20.000000] NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.\n"
     log = kernel_log.parse_kernel_log(text)
     assert log.sandbox is None and [e.code for e in log.xids()] == [79]
+
+
+# rwth-i6/returnn #1500's `dmesg -H`: the root port's `AER: Multiple Uncorrected (Fatal) error
+# received`, `nvidia 0000:03:00.0: AER: can't recover`, `device recovery failed`
+AER_FATAL = "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"
+
+
+def test_a_wsl2_guests_log_still_shows_the_pcie_fatal_errors_it_holds(tmp_path: Path) -> None:
+    """The WSL2 guest's `dmesg` (#9029) with returnn #1500's real AER lines appended in-test (a
+    guest whose kernel sees a PCIe fatal error: the GPU passed through beside dxgkrnl): the log
+    being a guest's made gpu_xid unverified over a fatal error it holds; it fails on it again.
+    The SXid rule, which reads no AER line, stays unverified (none found is no evidence)."""
+    text = (REAL / WSL_GUEST).read_text() + (REAL / AER_FATAL).read_text()
+    found = {c.name: c for c in checks(tmp_path, WSL_GUEST, text)}
+    assert found["gpu_xid"].verdict == "fail", found["gpu_xid"]
+    assert "AER" in found["gpu_xid"].actual
+    assert found["nvswitch_sxid"].verdict == "unverified"
+    assert found["nvswitch_sxid"].actual.startswith("kernel log not readable: a WSL2 or Hyper-V guest's")
