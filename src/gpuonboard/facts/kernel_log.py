@@ -273,9 +273,13 @@ _USER_KEEPS = re.compile(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE
 _SANDBOX_BANNERS = (re.compile(r"^\s*(?:\[[^\]]*\]\s*)?Starting gVisor\.\.\.\s*$"),)
 # a line of the paravirtual GPU driver of a WSL2 guest or a Hyper-V VM (dxgkrnl: `hv_vmbus:
 # registering driver dxgkrnl`, `misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22`): the
-# GPU is the Windows host's, whose NVIDIA driver logs its errors in Windows, never in this kernel.
+# GPU is the Windows host's, whose NVIDIA driver logs its errors in Windows, never in this kernel;
+# or a WSL2 kernel's banner (`Linux version 5.10.60.1-microsoft-standard-WSL2 ...`, the one line of
+# a WSL2 guest the live probe's grep may keep: a WSL2 guest's GPU is always the host's, paravirtual).
 # A log with it and no line of the NVIDIA driver's is no log of the GPU's driver either
-_PARAVIRTUAL_GPU = re.compile(r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:")
+_PARAVIRTUAL_GPU = re.compile(
+    r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:|\bLinux version \S+-microsoft-standard\b"
+)
 
 
 def is_probe_header(line: str) -> bool:
@@ -646,7 +650,9 @@ def parse_kernel_log(text: str) -> KernelLog:
     candidates = [*firsts, stamped] if stamped is not None else firsts
     sandbox = next((line.strip() for line in candidates if _sandbox_banner(line)), None)
     if sandbox is None and reader.driver_lines == 0:
-        sandbox = next((line.strip() for line in lines if _PARAVIRTUAL_GPU.search(line)), None)
+        # (the log's lines as printed, then the live probe's `# first:` line, its header left out)
+        said = [line for line in lines if not _HEADER.match(line)] + firsts
+        sandbox = next((line.strip() for line in said if _PARAVIRTUAL_GPU.search(line)), None)
     return KernelLog(
         tuple(events),
         reader.source,

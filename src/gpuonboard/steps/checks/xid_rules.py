@@ -402,8 +402,9 @@ def sandbox_log_check(name: str, what: str, banner: str) -> Check:
     """gpu_xid / nvswitch_sxid where the kernel log read was written by a sandbox's emulated kernel
     (facts/kernel_log.py _SANDBOX_BANNERS: gVisor's `Starting gVisor...`), not by the host's
     kernel, where the NVIDIA drivers log, or by a WSL2 / Hyper-V guest's kernel whose GPU is the
-    Windows host's (its dxgkrnl line): none seen there is no evidence, never a pass."""
-    if "dxg" in banner:
+    Windows host's (its dxgkrnl line, or its WSL2 kernel's banner): none seen there is no
+    evidence, never a pass."""
+    if "dxg" in banner or "-microsoft-standard" in banner:
         return Check(
             name,
             f"no {what} since boot needing action",
