@@ -549,9 +549,10 @@ class _Reader:
                 self.flush()
                 if _DRIVER_LOAD.match(part):
                     self.load_starts.append(len(self.events))
-                self.message = _Message(_prefix(line, m.start()), part)
+                tag = "NVRM: " if line.startswith("NVRM:", m.start()) else "NVRM "
+                self.message = _Message(_prefix(line, m.start()), part, tag=tag)
             if cut:
-                self.message.cut = f"NVRM: {self.message.text}"
+                self.message.cut = f"{self.message.tag}{self.message.text}"
         elif not cut:
             if not _open_gpu_message(self.message):
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
@@ -594,7 +595,7 @@ class _Reader:
         message, self.message = self.message, None
         if message is None:
             return
-        said = f"NVRM: {message.text}"
+        said = f"{message.tag}{message.text}"
         if event := _nvrm_event(message.head, message.text):
             self.events.append(replace(event, cut=message.cut))
         elif message.cut is not None or (end and _unfinished(message)):

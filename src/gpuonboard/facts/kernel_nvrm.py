@@ -62,8 +62,11 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
 # the driver's tag: `NVRM: ` (nv.c's nv_printf, and the resource manager's NV_PRINTF since R535),
 # or, in the open kernel modules of R515 to R530, `NVRM ` then the resource manager's function and
 # its colon (`NVRM RmInitAdapter: Cannot initialize GSP firmware RM`, `NVRM nvAssertOkFailedNoLog:
-# ...`): both are the driver's messages, their fault sentences alike
-NVRM = re.compile(r"NVRM(?::\s?|\s(?=[A-Za-z_]\w*:))(.*)$")
+# ...`): both are the driver's messages, their fault sentences alike. A function's name is
+# camelCase or snake_case (a capital or an underscore in it): a lower-case word and its colon is
+# no function (`/proc/driver/nvidia/version`'s `NVRM version: NVIDIA UNIX x86_64 Kernel Module ...`
+# is the driver's version file, pasted beside a log, no line of the log)
+NVRM = re.compile(r"NVRM(?::\s?|\s(?=[a-z]*[A-Z_]\w*:))(.*)$")
 # the driver's banner as it loads (nv.c: "NVRM: loading %s", pNVRM_ID: "NVIDIA UNIX x86_64 Kernel
 # Module  580.105.08 ...", "NVIDIA UNIX Open Kernel Module for x86_64  525.60.11 ..."): printed
 # after its probes, before the GPUs are opened (RmInitAdapter)
@@ -97,6 +100,7 @@ class Message:
     text: str
     firm: bool = False
     cut: str | None = None
+    tag: str = "NVRM: "  # (the driver's tag as printed: `NVRM: `, or `NVRM ` before R535's)
 
 
 # what ends a driver sentence (a message ending otherwise may go on on the next line): a stop, or
