@@ -84,12 +84,12 @@ def tie_instances(events: Sequence[KernelEvent]) -> list[KernelEvent]:
         instance = head.group(1) if head is not None else None
         pci = pairs.get((e.load, instance)) if instance is not None else None
         if pci:
-            said = f"the driver's GPU{instance}, which its lines tie to {pci}"
+            said = f"tied by the log's GPU{instance} instance"
             out[i] = replace(e, pci=pci, pci_from=said)
             continue
         row = banners.get(e.fault or "")
         xid = _banner_of(events, i, row[1], instance) if row and row[0].search(e.message) else None
         if row is not None and xid is not None:
-            said = f"the banner of the Xid {row[1]} line on {xid.pci} after it"
+            said = f"tied as the banner of the Xid {row[1]} line after it"
             out[i] = replace(e, pci=xid.pci, pci_from=said)
     return out

@@ -135,8 +135,9 @@ class KernelEvent:
     # attribution (the whole GPU)
     instance: str | None = None
     # a driver fault sentence naming no address that the log ties to a GPU (facts/kernel_instance:
-    # the driver's instance number `GPU6` paired with an address, an Xid's banner): how; `pci` is
-    # that address. None: `pci` is as printed
+    # the driver's instance number `GPU6` paired with an address, an Xid's banner): how ("tied by
+    # the log's GPU0 instance"), which gpu_xid says beside the address; `pci` is that address.
+    # None: `pci` is as printed
     pci_from: str | None = None
 
 

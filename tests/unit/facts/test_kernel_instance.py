@@ -31,7 +31,7 @@ def test_a_gsp_timeout_banner_is_about_the_gpu_of_the_xid_119_after_it() -> None
     log = parse_kernel_log(BANNER)
     banner = next(e for e in log.events if e.kind == "nvrm")
     assert (banner.fault, banner.pci) == ("gsp_timeout", "0000:83:00")
-    assert banner.pci_from == "the banner of the Xid 119 line on 0000:83:00 after it"
+    assert banner.pci_from == "tied as the banner of the Xid 119 line after it"
     check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
     assert (check.verdict, check.actual) == (
         "warn",
@@ -51,7 +51,7 @@ def test_an_instance_an_xid_line_names_ties_the_drivers_lines_of_it() -> None:
     log = parse_kernel_log(text)
     sentence = next(e for e in log.events if e.kind == "nvrm")
     assert (sentence.fault, sentence.pci) == ("gsp_timeout", "0000:83:00")
-    assert sentence.pci_from == "the driver's GPU0, which its lines tie to 0000:83:00"
+    assert sentence.pci_from == "tied by the log's GPU0 instance"
     check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
     assert check.verdict == "warn"
 
@@ -118,3 +118,23 @@ def test_a_banner_carrying_the_instance_its_xid_names_is_tied() -> None:
     log = parse_kernel_log(banner + "\n" + XE9680.splitlines()[2] + "\n")
     nvrm = next(e for e in log.events if e.kind == "nvrm")
     assert (nvrm.fault, nvrm.pci) == ("gsp_timeout", "0000:9b:00")
+
+
+# scitix/sichek #51: the driver's `nvAssertOkFailedNoLog: ... Reset required [NV_ERR_RESET_REQUIRED]`
+RESET = (REAL / "dmesg-T__nv-err-reset-required-no-xid__gsp.txt").read_text()
+
+
+def test_an_address_the_log_only_ties_a_sentence_to_says_so() -> None:
+    """The XE9680's real Xid 119 line (`from GPU4 GSP!`, 0000:9b:00), then sichek #51's real
+    `NVRM: nvAssertOkFailedNoLog: ... [NV_ERR_RESET_REQUIRED] ...` line edited in-test to carry
+    the instance as R550's NV_PRINTF prints it (`NVRM: GPU4 nvAssertOkFailedNoLog: ...`): the
+    sentence is GPU4's, 0000:9b:00, which the log tied, not printed; it was reported exactly as an
+    address the driver printed, and now says how it was tied."""
+    line = RESET.splitlines()[1].replace("NVRM: nvAssert", "NVRM: GPU4 nvAssert", 1)
+    log = parse_kernel_log(XE9680.splitlines()[2] + "\n" + line + "\n")
+    check = rule_xid(log.events, True, "", [(4, "00000000:9B:00.0")], True)
+    assert check.verdict == "fail"
+    assert (
+        "GPU 4 (0000:9b:00): driver message (no Xid; its address tied by the log's GPU4 instance):"
+        " GPU requires a reset (NV_ERR_RESET_REQUIRED) -> reset_gpu"
+    ) in check.actual
