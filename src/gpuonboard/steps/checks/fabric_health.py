@@ -341,9 +341,10 @@ def _lone(check: Check | None, lone: bool, out: ProbeOutput, command: str) -> Ch
 
 def _in_sandbox(check: Check, what: str, sandbox: str | None) -> Check:
     """`check` judged on a log a sandbox's kernel or a WSL2 / Hyper-V guest's wrote (`sandbox`, its
-    line): what the log shows is judged (a PCIe fatal error the guest's kernel saw fails the box),
-    but its "none found" is no evidence, the GPU's driver logging elsewhere: unverified."""
-    if sandbox is None or check.verdict != "pass":
+    line): what the log shows is judged (a PCIe fatal error the guest's kernel saw fails the box,
+    a fault warns), but its "none found" (a pass, or an unverified one: a log cut short) is no
+    evidence, the GPU's driver logging elsewhere: unverified, saying so."""
+    if sandbox is None or check.verdict not in ("pass", "unverified"):
         return check
     return sandbox_log_check(check.name, what, sandbox)
 
