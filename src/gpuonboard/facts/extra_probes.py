@@ -33,10 +33,12 @@ KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could rea
 # SXid ...), the kernel's lines about a GPU function (`nvidia 0000:03:00.0: AER: can't recover`)
 # and its uncorrectable PCIe errors (a root port's `AER: Uncorrected (Fatal) error received:
 # 0000:03:00.0`, `PCIe Bus Error: severity=Uncorrected (Fatal)`), and a boot's first line (the
-# `Linux version` banner) and journalctl's boot separators. Then the AER lines no reader reads
-# are dropped (KERNEL_LOG_DROP): corrected errors, the GPU's own too (a flaky riser logs three
-# lines an event, thousands of them), and the status/mask and bit lines that detail an error:
-# they would push the GPU's Xid lines out of the last KERNEL_LOG_MAX_LINES.
+# `Linux version` banner) and journalctl's boot separators, and the paravirtual GPU driver's
+# registration of a WSL2 / Hyper-V guest (`hv_vmbus: registering driver dxgkrnl`, once a boot):
+# its GPU's driver is the Windows host's, so no Xid there is no evidence (facts/kernel_log.py).
+# Then the AER lines no reader reads are dropped (KERNEL_LOG_DROP): corrected errors, the GPU's
+# own too (a flaky riser logs three lines an event, thousands of them), and the status/mask and
+# bit lines that detail an error: they would push the GPU's Xid lines out of the last KERNEL_LOG_MAX_LINES.
 # The lines of the GPU and NVSwitch drivers (and a boot's markers) are capped apart from the
 # others (any device's uncorrectable PCIe errors: a NIC may log thousands), so that another
 # device's flood never pushes a GPU's Xid out; the probe says how many matching lines it left
@@ -46,6 +48,7 @@ KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could rea
 # and the counts are of the lines of each kind that cap left out all the same.
 KERNEL_LOG_DRIVER = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
+    "|registering driver dxgkrnl"
 )
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 # a kernel log's first line at boot (dmesg's stamp 0.000000, the kernel's first words: `Linux

@@ -11,9 +11,12 @@ with an address in the driver's own lines:
   which osinit.c prints next for the same GPU;
 
 and a sentence the driver prints as the banner of an Xid (data/nvrm_faults.yml `banner`:
-`_kgspLogXid119` prints `GSP Timeout`, then that GPU's Xid 119 line) is followed by that Xid's
-line, no other fault between. (A sentence that is no banner, `... [NV_ERR_GPU_IS_LOST]`, printed
-after its GPU's Xid 79, is never tied to the Xid line next to it: another GPU's may be.)
+`_kgspLogXid119` prints `*** GSP Timeout ***`, then that GPU's Xid 119 line) is followed by that
+Xid's line, no other fault between. (A sentence that is no banner, `... [NV_ERR_GPU_IS_LOST]`
+printed after its GPU's Xid 79, `GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out` of the same
+row as the banner, is never tied to the Xid line next to it: another GPU's may be. A banner that
+carries its instance, `GPU6 _kgspLogRpcTimeout: *** GSP Timeout ***`, is GPU6's: an Xid line
+after it that names another, `... from GPU4 GSP!`, is another GPU's.)
 A sentence so tied takes that address (`pci_from` says how); one the log does not tie stays
 without one. Only within one driver load (the instance numbers are counted anew at each).
 """
@@ -51,12 +54,16 @@ def _instances(events: Sequence[KernelEvent]) -> dict[tuple[int, str], str]:
     return pairs
 
 
-def _banner_of(events: Sequence[KernelEvent], at: int, code: int) -> KernelEvent | None:
-    """The Xid `code` line that follows the sentence at `at` as its own (the next event of the
-    log, of the same load), or None."""
+def _banner_of(events: Sequence[KernelEvent], at: int, code: int, instance: str | None) -> KernelEvent | None:
+    """The Xid `code` line that follows the banner at `at` as its own (the next event of the log,
+    of the same load; where the banner carries its instance, an Xid line naming that instance),
+    or None."""
     nxt = events[at + 1] if at + 1 < len(events) else None
     if nxt is None or nxt.kind != "xid" or nxt.code != code or nxt.load != events[at].load:
         return None
+    named = _XID_INSTANCE.search(nxt.message)
+    if instance is not None and (named is None or named.group(1) != instance):
+        return None  # (the banner is GPU<instance>'s; this Xid line is of another, or says not)
     return nxt if nxt.pci.count(":") == 2 else None
 
 
@@ -64,21 +71,25 @@ def tie_instances(events: Sequence[KernelEvent]) -> list[KernelEvent]:
     """The events, each driver fault sentence that names no address given the one the log ties
     it to (this module's docstring), `pci_from` saying how."""
     pairs = _instances(events)
-    banners = {f.id: f.same_as_xid for f in load_nvrm_faults() if f.banner}
+    banners: dict[str, tuple[re.Pattern[str], int]] = {
+        f.id: (f.banner, f.same_as_xid)
+        for f in load_nvrm_faults()
+        if f.banner is not None and f.same_as_xid is not None
+    }
     out = list(events)
     for i, e in enumerate(events):
         if e.kind != "nvrm" or e.pci:
             continue
         head = _INSTANCE_HEAD.match(e.message)
-        if head is not None:
-            pci = pairs.get((e.load, head.group(1)))
-            if pci:
-                said = f"the driver's GPU{head.group(1)}, which its lines tie to {pci}"
-                out[i] = replace(e, pci=pci, pci_from=said)
-                continue
-        code = banners.get(e.fault or "")
-        xid = _banner_of(events, i, code) if code is not None else None
-        if xid is not None:
-            said = f"the banner of the Xid {code} line on {xid.pci} after it"
+        instance = head.group(1) if head is not None else None
+        pci = pairs.get((e.load, instance)) if instance is not None else None
+        if pci:
+            said = f"tied by the log's GPU{instance} instance"
+            out[i] = replace(e, pci=pci, pci_from=said)
+            continue
+        row = banners.get(e.fault or "")
+        xid = _banner_of(events, i, row[1], instance) if row and row[0].search(e.message) else None
+        if row is not None and xid is not None:
+            said = f"tied as the banner of the Xid {row[1]} line after it"
             out[i] = replace(e, pci=xid.pci, pci_from=said)
     return out

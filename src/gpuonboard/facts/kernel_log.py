@@ -135,8 +135,9 @@ class KernelEvent:
     # attribution (the whole GPU)
     instance: str | None = None
     # a driver fault sentence naming no address that the log ties to a GPU (facts/kernel_instance:
-    # the driver's instance number `GPU6` paired with an address, an Xid's banner): how; `pci` is
-    # that address. None: `pci` is as printed
+    # the driver's instance number `GPU6` paired with an address, an Xid's banner): how ("tied by
+    # the log's GPU0 instance"), which gpu_xid says beside the address; `pci` is that address.
+    # None: `pci` is as printed
     pci_from: str | None = None
 
 
@@ -273,9 +274,13 @@ _USER_KEEPS = re.compile(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE
 _SANDBOX_BANNERS = (re.compile(r"^\s*(?:\[[^\]]*\]\s*)?Starting gVisor\.\.\.\s*$"),)
 # a line of the paravirtual GPU driver of a WSL2 guest or a Hyper-V VM (dxgkrnl: `hv_vmbus:
 # registering driver dxgkrnl`, `misc dxg: dxgk: dxgkio_query_adapter_info: Ioctl failed: -22`): the
-# GPU is the Windows host's, whose NVIDIA driver logs its errors in Windows, never in this kernel.
+# GPU is the Windows host's, whose NVIDIA driver logs its errors in Windows, never in this kernel;
+# or a WSL2 kernel's banner (`Linux version 5.10.60.1-microsoft-standard-WSL2 ...`, the one line of
+# a WSL2 guest the live probe's grep may keep: a WSL2 guest's GPU is always the host's, paravirtual).
 # A log with it and no line of the NVIDIA driver's is no log of the GPU's driver either
-_PARAVIRTUAL_GPU = re.compile(r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:")
+_PARAVIRTUAL_GPU = re.compile(
+    r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:|\bLinux version \S+-microsoft-standard\b"
+)
 
 
 def is_probe_header(line: str) -> bool:
@@ -545,9 +550,10 @@ class _Reader:
                 self.flush()
                 if _DRIVER_LOAD.match(part):
                     self.load_starts.append(len(self.events))
-                self.message = _Message(_prefix(line, m.start()), part)
+                tag = "NVRM: " if line.startswith("NVRM:", m.start()) else "NVRM "
+                self.message = _Message(_prefix(line, m.start()), part, tag=tag)
             if cut:
-                self.message.cut = f"NVRM: {self.message.text}"
+                self.message.cut = f"{self.message.tag}{self.message.text}"
         elif not cut:
             if not _open_gpu_message(self.message):
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
@@ -590,7 +596,7 @@ class _Reader:
         message, self.message = self.message, None
         if message is None:
             return
-        said = f"NVRM: {message.text}"
+        said = f"{message.tag}{message.text}"
         if event := _nvrm_event(message.head, message.text):
             self.events.append(replace(event, cut=message.cut))
         elif message.cut is not None or (end and _unfinished(message)):
@@ -646,7 +652,9 @@ def parse_kernel_log(text: str) -> KernelLog:
     candidates = [*firsts, stamped] if stamped is not None else firsts
     sandbox = next((line.strip() for line in candidates if _sandbox_banner(line)), None)
     if sandbox is None and reader.driver_lines == 0:
-        sandbox = next((line.strip() for line in lines if _PARAVIRTUAL_GPU.search(line)), None)
+        # (the log's lines as printed, then the live probe's `# first:` line, its header left out)
+        said = [line for line in lines if not _HEADER.match(line)] + firsts
+        sandbox = next((line.strip() for line in said if _PARAVIRTUAL_GPU.search(line)), None)
     return KernelLog(
         tuple(events),
         reader.source,

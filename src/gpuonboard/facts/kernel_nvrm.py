@@ -28,10 +28,11 @@ class NvrmFault:
     # the rows this fault causes on its GPU (a driver refusing a GPU then fails to initialise and
     # probe it): where the log has this one, theirs are its consequence, not listed
     explains: tuple[str, ...] = ()
-    # the driver prints this sentence as the banner of its `same_as_xid` Xid, right before that
-    # Xid's line (kernel_gsp.c _kgspLogXid119: "*** GSP Timeout ***", then the Xid 119 line): a
-    # banner naming no GPU is about the GPU of the Xid line that follows it (facts/kernel_instance)
-    banner: bool = False
+    # the sentence of this row the driver prints as the banner of its `same_as_xid` Xid, right
+    # before that Xid's line (kernel_gsp.c _kgspLogXid119: "*** GSP Timeout ***", then the Xid 119
+    # line): such a banner naming no GPU is about the GPU of the Xid line that follows it
+    # (facts/kernel_instance); the row's other sentences are no banner. None: the row has none
+    banner: re.Pattern[str] | None = None
 
 
 @functools.cache
@@ -52,7 +53,7 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
                 bool(row.get("verified")),
                 row.get("same_as_xid") if isinstance(row.get("same_as_xid"), int) else None,
                 tuple(str(x) for x in row.get("explains") or ()),
-                row.get("banner") is True,
+                re.compile(row["banner"], re.IGNORECASE) if isinstance(row.get("banner"), str) else None,
             )
         )
     return tuple(out)
@@ -61,8 +62,11 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
 # the driver's tag: `NVRM: ` (nv.c's nv_printf, and the resource manager's NV_PRINTF since R535),
 # or, in the open kernel modules of R515 to R530, `NVRM ` then the resource manager's function and
 # its colon (`NVRM RmInitAdapter: Cannot initialize GSP firmware RM`, `NVRM nvAssertOkFailedNoLog:
-# ...`): both are the driver's messages, their fault sentences alike
-NVRM = re.compile(r"NVRM(?::\s?|\s(?=[A-Za-z_]\w*:))(.*)$")
+# ...`): both are the driver's messages, their fault sentences alike. A function's name is
+# camelCase or snake_case (a capital or an underscore in it): a lower-case word and its colon is
+# no function (`/proc/driver/nvidia/version`'s `NVRM version: NVIDIA UNIX x86_64 Kernel Module ...`
+# is the driver's version file, pasted beside a log, no line of the log)
+NVRM = re.compile(r"NVRM(?::\s?|\s(?=[a-z]*[A-Z_]\w*:))(.*)$")
 # the driver's banner as it loads (nv.c: "NVRM: loading %s", pNVRM_ID: "NVIDIA UNIX x86_64 Kernel
 # Module  580.105.08 ...", "NVIDIA UNIX Open Kernel Module for x86_64  525.60.11 ..."): printed
 # after its probes, before the GPUs are opened (RmInitAdapter)
@@ -96,6 +100,7 @@ class Message:
     text: str
     firm: bool = False
     cut: str | None = None
+    tag: str = "NVRM: "  # (the driver's tag as printed: `NVRM: `, or `NVRM ` before R535's)
 
 
 # what ends a driver sentence (a message ending otherwise may go on on the next line): a stop, or

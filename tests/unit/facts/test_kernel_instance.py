@@ -31,7 +31,7 @@ def test_a_gsp_timeout_banner_is_about_the_gpu_of_the_xid_119_after_it() -> None
     log = parse_kernel_log(BANNER)
     banner = next(e for e in log.events if e.kind == "nvrm")
     assert (banner.fault, banner.pci) == ("gsp_timeout", "0000:83:00")
-    assert banner.pci_from == "the banner of the Xid 119 line on 0000:83:00 after it"
+    assert banner.pci_from == "tied as the banner of the Xid 119 line after it"
     check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
     assert (check.verdict, check.actual) == (
         "warn",
@@ -51,7 +51,7 @@ def test_an_instance_an_xid_line_names_ties_the_drivers_lines_of_it() -> None:
     log = parse_kernel_log(text)
     sentence = next(e for e in log.events if e.kind == "nvrm")
     assert (sentence.fault, sentence.pci) == ("gsp_timeout", "0000:83:00")
-    assert sentence.pci_from == "the driver's GPU0, which its lines tie to 0000:83:00"
+    assert sentence.pci_from == "tied by the log's GPU0 instance"
     check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
     assert check.verdict == "warn"
 
@@ -76,3 +76,65 @@ def test_rminitadapter_pairs_its_instance_with_the_address_it_prints_next() -> N
         ("rm_init_adapter_failed", "0000:01:00.0"),
         ("rm_init_adapter_failed", "0000:01:00.0"),
     ]
+
+
+# a Dell XE9680's real `Xid (PCI:0000:9b:00): 119, ... from GPU4 GSP!` (dmesg -T)
+XE9680 = (REAL / "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt").read_text()
+# a real `NVRM: GPU6 _kgspLogRpcTimeout: *** GSP Timeout ***` banner, no address, no Xid after it
+GPU6 = (REAL / "dmesg__gsp-heartbeat-timeout-gpu6-no-pci__driver595.71.05.txt").read_text()
+
+
+def test_a_gsp_timeout_sentence_that_is_no_banner_is_not_tied_to_the_next_xid() -> None:
+    """#446's line 1 edited in-test to bazzite #4449's sentence for instance GPU1 (`[   22.275339]
+    NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out`), then #446's real Xid 119 line (line 5,
+    `... from GPU0 GSP!`, 0000:83:00). The sentence is no banner and the log says it is GPU1's, the
+    Xid GPU0's: it was tied to 83:00 and a slice whose GPU is 04:00.0 warned; it fails again."""
+    sentence = "[   22.275339] NVRM: GPU1 _kgspRpcRecvPoll: GSP RM heartbeat timed out"
+    log = parse_kernel_log(sentence + "\n" + BANNER.splitlines()[4] + "\n")
+    nvrm = next(e for e in log.events if e.kind == "nvrm")
+    assert (nvrm.fault, nvrm.pci, nvrm.pci_from) == ("gsp_timeout", "", None)
+    check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
+    assert check.verdict == "fail"
+    assert check.actual.startswith("a GPU (no PCI address in the message): driver message (no Xid): GSP")
+
+
+def test_a_banner_carrying_its_instance_is_not_tied_to_another_instances_xid() -> None:
+    """The real GPU6 log (its `GPU6 _kgspLogRpcTimeout: *** GSP Timeout ***` banner last), then
+    the XE9680's real Xid 119 line (line 3, `from GPU4 GSP!`, 0000:9b:00), its `[Sun Feb 23 ...]`
+    stamp kept: the banner is GPU6's, the Xid GPU4's. It was tied to 9b:00 (a warn on a slice whose
+    GPU is 04:00.0); it stays without an address and fails."""
+    log = parse_kernel_log(GPU6 + XE9680.splitlines()[2] + "\n")
+    banner = [e for e in log.events if e.kind == "nvrm" and "GSP Timeout" in e.message]
+    assert [(e.pci, e.pci_from) for e in banner] == [("", None)]
+    check = rule_xid(log.events, True, "", OTHER_GPU, True, slice_="a container")
+    assert check.verdict == "fail"
+    assert check.actual.startswith("a GPU (no PCI address in the message)")
+
+
+def test_a_banner_carrying_the_instance_its_xid_names_is_tied() -> None:
+    """Control: the GPU6 banner line edited in-test to GPU4 (`NVRM: GPU4 _kgspLogRpcTimeout: ***
+    GSP Timeout ***`), then the XE9680's Xid line naming GPU4: the log ties it to 0000:9b:00."""
+    banner = GPU6.splitlines()[-1].replace("GPU6", "GPU4")
+    log = parse_kernel_log(banner + "\n" + XE9680.splitlines()[2] + "\n")
+    nvrm = next(e for e in log.events if e.kind == "nvrm")
+    assert (nvrm.fault, nvrm.pci) == ("gsp_timeout", "0000:9b:00")
+
+
+# scitix/sichek #51: the driver's `nvAssertOkFailedNoLog: ... Reset required [NV_ERR_RESET_REQUIRED]`
+RESET = (REAL / "dmesg-T__nv-err-reset-required-no-xid__gsp.txt").read_text()
+
+
+def test_an_address_the_log_only_ties_a_sentence_to_says_so() -> None:
+    """The XE9680's real Xid 119 line (`from GPU4 GSP!`, 0000:9b:00), then sichek #51's real
+    `NVRM: nvAssertOkFailedNoLog: ... [NV_ERR_RESET_REQUIRED] ...` line edited in-test to carry
+    the instance as R550's NV_PRINTF prints it (`NVRM: GPU4 nvAssertOkFailedNoLog: ...`): the
+    sentence is GPU4's, 0000:9b:00, which the log tied, not printed; it was reported exactly as an
+    address the driver printed, and now says how it was tied."""
+    line = RESET.splitlines()[1].replace("NVRM: nvAssert", "NVRM: GPU4 nvAssert", 1)
+    log = parse_kernel_log(XE9680.splitlines()[2] + "\n" + line + "\n")
+    check = rule_xid(log.events, True, "", [(4, "00000000:9B:00.0")], True)
+    assert check.verdict == "fail"
+    assert (
+        "GPU 4 (0000:9b:00): driver message (no Xid; its address tied by the log's GPU4 instance):"
+        " GPU requires a reset (NV_ERR_RESET_REQUIRED) -> reset_gpu"
+    ) in check.actual

@@ -538,3 +538,33 @@ def test_another_status_number_is_no_gpu_lost(line: str) -> None:
     own code `(0x62:...)` is no NV_ERR_RESET_REQUIRED status."""
     faults = {e.fault for e in parse_kernel_log(f"[   22.275339] {line}\n").events}
     assert not faults & {"gpu_lost", "reset_required"}
+
+
+# dylanaraps/neofetch #876: `cat /proc/driver/nvidia/version`'s first line, as posted
+NVRM_VERSION = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  384.98  Thu Oct 26 15:16:01 PDT 2017"
+# an Ubuntu forum's `journalctl` of two boots (no NVIDIA driver fault): gpu_xid passes it
+TWO_BOOTS = "dmesg-journalctl__two-boots-reboot-separator__ubuntu-20.04-forum.txt"
+
+
+def test_the_drivers_version_file_pasted_after_a_log_is_no_driver_line() -> None:
+    """The two-boots journal with neofetch #876's `NVRM version: ...` line appended in-test, no
+    final newline (a user's `cat /proc/driver/nvidia/version` pasted below the log): it was read
+    as a driver message the log ends inside, "1 Xid line this tool cannot read (first: 'NVRM:
+    version: ...')" (a colon the line never had), unverified; it is no line of the log: pass."""
+    text = (REAL / TWO_BOOTS).read_text().rstrip("\n") + "\n" + NVRM_VERSION
+    log = parse_kernel_log(text)
+    assert [e for e in log.events if e.kind in ("nvrm", "xid_unread")] == []
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert (check.verdict, check.actual) == ("pass", "no Xid in the kernel log")
+
+
+def test_a_driver_line_the_log_ends_inside_is_quoted_as_printed() -> None:
+    """NVIDIA/open-gpu-kernel-modules #116's first line (R515's `NVRM kgspInitRm_IMPL: ...`, no
+    colon after NVRM) cut in-test after its function's colon, the log's last line: the unread
+    line was quoted `NVRM: kgspInitRm_IMPL:`, a colon the driver never printed; as printed now."""
+    first = (REAL / "dmesg__nvrm-tag-without-colon-gsp-init-failed__rtx2060__open515.43.04.txt").read_text()
+    cut = first.splitlines()[0].split(" missing")[0]
+    assert cut == "[    3.596579] NVRM kgspInitRm_IMPL:"
+    check = rule_xid(parse_kernel_log(cut).events, True, "", [], None)
+    assert check.verdict == "unverified"
+    assert "(first: 'NVRM kgspInitRm_IMPL:')" in check.actual

@@ -339,6 +339,16 @@ def _lone(check: Check | None, lone: bool, out: ProbeOutput, command: str) -> Ch
     )
 
 
+def _in_sandbox(check: Check, what: str, sandbox: str | None) -> Check:
+    """`check` judged on a log a sandbox's kernel or a WSL2 / Hyper-V guest's wrote (`sandbox`, its
+    line): what the log shows is judged (a PCIe fatal error the guest's kernel saw fails the box,
+    a fault warns), but its "none found" (a pass, or an unverified one: a log cut short) is no
+    evidence, the GPU's driver logging elsewhere: unverified, saying so."""
+    if sandbox is None or check.verdict not in ("pass", "unverified"):
+        return check
+    return sandbox_log_check(check.name, what, sandbox)
+
+
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
@@ -374,16 +384,14 @@ def health_checks(facts: Facts) -> list[Check]:
                 reader_missing_check("gpu_xid", "Xid", why),
                 reader_missing_check("nvswitch_sxid", "SXid", why),
             ]
-        elif log.sandbox is not None:  # (a sandbox kernel's log: the host's is out of sight)
-            checks += [sandbox_log_check("gpu_xid", "Xid", log.sandbox)]
-            checks += [sandbox_log_check("nvswitch_sxid", "SXid", log.sandbox)]
         else:
             # (a poster's `...` between its lines left some out, as a `| grep` does)
             narrowed = out.partial or log.left_out or log.cut_by_cap
             covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
-            checks.append(rule_xid(events, ok, why, pairs, covers, narrowed, slice_))
+            xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
             narrowed = out.partial or log.left_out or log.driver_cut_by_cap  # (its lines the driver's only)
-            checks.append(rule_sxid(log.events, ok, why, covers, narrowed))
+            sxid = rule_sxid(log.events, ok, why, covers, narrowed)
+            checks += [_in_sandbox(xid, "Xid", log.sandbox), _in_sandbox(sxid, "SXid", log.sandbox)]
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)

@@ -203,10 +203,10 @@ def _summarise(
     first. Each event is judged on its own line: one code's events on one GPU may need different
     actions (an NVLink5 Xid 145 the driver logged `Nonfatal`, then one it logged `Fatal`; Xid 154s
     changing to different recovery actions), so they are counted apart, never by the first one."""
-    groups: dict[tuple[str, str | None, int, str | None, str, bool], list[KernelEvent]] = {}
+    groups: dict[tuple[str, str | None, int, str | None, str, bool, str | None], list[KernelEvent]] = {}
     for e in events:
         action = _action_now(e, xid_action(e)[0])
-        key = (pci_key(e.pci), e.instance, e.code, e.fault, action, e.earlier_boot)
+        key = (pci_key(e.pci), e.instance, e.code, e.fault, action, e.earlier_boot, e.pci_from)
         groups.setdefault(key, []).append(e)
     rank = {
         a: i
@@ -225,7 +225,7 @@ def _summarise(
         )
     }
     out = []
-    for (_, instance, code, _fault, action, _earlier), group in groups.items():
+    for (_, instance, code, _fault, action, _earlier, _tie), group in groups.items():
         name = xid_action(group[0])[1]
         who = (
             f"NVSwitch {group[0].device} ({group[0].pci})"
@@ -236,8 +236,10 @@ def _summarise(
         count = _occurrences(group)
         times = f" x{count}" if count > 1 else ""
         kind = group[0].kind
+        # (an address the log only tied the sentence to, never printed in it, says so)
+        tied = f"; its address {group[0].pci_from}" if group[0].pci_from else ""
         event = (
-            f"driver message (no Xid): {name}"
+            f"driver message (no Xid{tied}): {name}"
             if kind == "nvrm"
             else name
             if kind == "aer"
@@ -402,8 +404,9 @@ def sandbox_log_check(name: str, what: str, banner: str) -> Check:
     """gpu_xid / nvswitch_sxid where the kernel log read was written by a sandbox's emulated kernel
     (facts/kernel_log.py _SANDBOX_BANNERS: gVisor's `Starting gVisor...`), not by the host's
     kernel, where the NVIDIA drivers log, or by a WSL2 / Hyper-V guest's kernel whose GPU is the
-    Windows host's (its dxgkrnl line): none seen there is no evidence, never a pass."""
-    if "dxg" in banner:
+    Windows host's (its dxgkrnl line, or its WSL2 kernel's banner): none seen there is no
+    evidence, never a pass."""
+    if "dxg" in banner or "-microsoft-standard" in banner:
         return Check(
             name,
             f"no {what} since boot needing action",

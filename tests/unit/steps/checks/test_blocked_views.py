@@ -28,7 +28,9 @@ H200 = "nvidia-smi__h200__1gpu__driver580.159.04.txt"
 # a kernel's own log of a box with no Xid (control): the same rules pass it
 # a WSL2 guest's `dmesg`: its GPU's driver is the Windows host's (microsoft/WSL #9029)
 WSL_GUEST = "dmesg__wsl2-guest-dxgkrnl-ioctl-failed-no-nvrm__wsl-9029.txt"
-KERNEL_LOGS = sorted(p.name for p in REAL.glob("dmesg*") if p.name not in (GVISOR, WSL_GUEST))
+# a WSL2 guest's boot as `dmesg` prints it, its `Linux version ...-microsoft-standard-WSL2` first
+WSL_BOOT = "dmesg__wsl2-guest-boot-head-linux-version-microsoft-standard__wsl-7770.txt"
+KERNEL_LOGS = sorted(p.name for p in REAL.glob("dmesg*") if p.name not in (GVISOR, WSL_GUEST, WSL_BOOT))
 
 
 def test_a_sandbox_kernels_log_is_no_evidence_offline(tmp_path: Path) -> None:
@@ -359,3 +361,56 @@ def test_a_guest_log_with_the_nvidia_drivers_lines_is_read_as_usual() -> None:
     ).read_text() + "[   20.000000] NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.\n"
     log = kernel_log.parse_kernel_log(text)
     assert log.sandbox is None and [e.code for e in log.xids()] == [79]
+
+
+# rwth-i6/returnn #1500's `dmesg -H`: the root port's `AER: Multiple Uncorrected (Fatal) error
+# received`, `nvidia 0000:03:00.0: AER: can't recover`, `device recovery failed`
+AER_FATAL = "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"
+
+
+def test_a_wsl2_guests_log_still_shows_the_pcie_fatal_errors_it_holds(tmp_path: Path) -> None:
+    """The WSL2 guest's `dmesg` (#9029) with returnn #1500's real AER lines appended in-test (a
+    guest whose kernel sees a PCIe fatal error: the GPU passed through beside dxgkrnl): the log
+    being a guest's made gpu_xid unverified over a fatal error it holds; it fails on it again.
+    The SXid rule, which reads no AER line, stays unverified (none found is no evidence)."""
+    text = (REAL / WSL_GUEST).read_text() + (REAL / AER_FATAL).read_text()
+    found = {c.name: c for c in checks(tmp_path, WSL_GUEST, text)}
+    assert found["gpu_xid"].verdict == "fail", found["gpu_xid"]
+    assert "AER" in found["gpu_xid"].actual
+    assert found["nvswitch_sxid"].verdict == "unverified"
+    assert found["nvswitch_sxid"].actual.startswith("kernel log not readable: a WSL2 or Hyper-V guest's")
+
+
+def test_the_live_probe_on_a_wsl2_guest_is_no_evidence(tmp_path: Path) -> None:
+    """The live probe's own shell run where `dmesg` prints microsoft/WSL #7770's real boot head:
+    its grep keeps no dxgkrnl line, only the kernel's `Linux version 5.10.60.1-microsoft-standard-WSL2
+    ...` banner, and gpu_xid passed "no Xid since boot"; the WSL2 kernel's banner now tells."""
+    from ...facts.test_kernel_log_probe_filter import _probe
+
+    out = ProbeOutput(_probe(tmp_path, REAL / WSL_BOOT), "", 0)
+    banner = (REAL / WSL_BOOT).read_text().splitlines()[0]
+    assert [line for line in out.stdout.splitlines() if not line.startswith("# ")] == [banner]
+    found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
+    for name in ("gpu_xid", "nvswitch_sxid"):
+        assert found[name].verdict == "unverified", found[name]
+        assert found[name].actual == (
+            "kernel log not readable: a WSL2 or Hyper-V guest's, whose GPU is the Windows host's"
+            f" ({banner!r})"
+        )
+
+
+def test_the_live_probe_keeps_the_paravirtual_gpu_drivers_registration(tmp_path: Path) -> None:
+    """#7770's boot head, its banner edited in-test to a kernel that is no WSL2 one (`Linux version
+    5.15.0-91-generic`, a Hyper-V VM's), then microsoft/WSL #7352's real `[    0.183904] hv_vmbus:
+    registering driver dxgkrnl` line: the probe dropped that line and gpu_xid passed; the probe
+    keeps it now, and the log is a guest's whose GPU is the host's: unverified."""
+    from ...facts.test_kernel_log_probe_filter import _probe
+
+    text = (REAL / WSL_BOOT).read_text()
+    text = text.replace("5.10.60.1-microsoft-standard-WSL2", "5.15.0-91-generic", 1)
+    text += "[    0.183904] hv_vmbus: registering driver dxgkrnl\n"
+    (tmp_path / "dmesg.txt").write_text(text)
+    out = ProbeOutput(_probe(tmp_path, tmp_path / "dmesg.txt"), "", 0)
+    assert "[    0.183904] hv_vmbus: registering driver dxgkrnl" in out.stdout.splitlines()
+    found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
+    assert found["gpu_xid"].verdict == "unverified", found["gpu_xid"]
