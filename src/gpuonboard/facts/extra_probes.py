@@ -30,7 +30,8 @@ KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could rea
 # kernel log lines kept: every line the readers of the log (facts/kernel_log.py, facts/aer.py)
 # read, so that the live probe's filtered log is judged as the whole log saved offline: the GPU
 # driver's (NVRM: Xid, GPU fallen off the bus ...), the NVSwitch driver's (nvidia-nvswitchN:
-# SXid ...), the kernel's lines about a GPU function (`nvidia 0000:03:00.0: AER: can't recover`)
+# SXid ...), the kernel's lines about a GPU function (`nvidia 0000:03:00.0: AER: can't recover`,
+# a failed probe: `nvidia: probe of 0000:3b:00.0 failed with error -1`)
 # and its uncorrectable PCIe errors (a root port's `AER: Uncorrected (Fatal) error received:
 # 0000:03:00.0`, `PCIe Bus Error: severity=Uncorrected (Fatal)`), and a boot's first line (the
 # `Linux version` banner) and journalctl's boot separators, and the paravirtual GPU driver's
@@ -47,8 +48,8 @@ KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could rea
 # cannot be put back in order: the newest KERNEL_LOG_MAX_LINES of them all are kept, as one cap,
 # and the counts are of the lines of each kind that cap left out all the same.
 KERNEL_LOG_DRIVER = (
-    "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|Linux version |-- (Reboot|Boot [0-9a-f]+) --"
-    "|registering driver dxgkrnl"
+    "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|nvidia: probe of "
+    "|Linux version |-- (Reboot|Boot [0-9a-f]+) --|registering driver dxgkrnl"
 )
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 # a kernel log's first line at boot (dmesg's stamp 0.000000, the kernel's first words: `Linux

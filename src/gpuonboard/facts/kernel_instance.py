@@ -8,7 +8,8 @@ with an address in the driver's own lines:
 - an Xid line that names the instance (`Xid (PCI:0000:83:00): 119, ... waiting for RPC response
   from GPU0 GSP!`: kernel_gsp.c prints the GPU's instance in its text);
 - `GPU6 RmInitAdapter: ...` followed by the driver's `GPU 0000:a1:00.0: RmInitAdapter failed!`,
-  which osinit.c prints next for the same GPU;
+  which osinit.c prints next for the same GPU (a bare `RmInitAdapter: Cannot initialize GSP
+  firmware RM`, with no instance, is of the GPU of that next line only: one to one);
 
 and a sentence the driver prints as the banner of an Xid (data/nvrm_faults.yml `banner`:
 `_kgspLogXid119` prints `*** GSP Timeout ***`, then that GPU's Xid 119 line) is followed by that
@@ -19,6 +20,12 @@ carries its instance, `GPU6 _kgspLogRpcTimeout: *** GSP Timeout ***`, is GPU6's:
 after it that names another, `... from GPU4 GSP!`, is another GPU's.)
 A sentence so tied takes that address (`pci_from` says how); one the log does not tie stays
 without one. Only within one driver load (the instance numbers are counted anew at each).
+
+The probe summary `The NVIDIA probe routine failed for N device(s).` names no GPU; the kernel's
+driver core logs each GPU whose probe failed (`nvidia: probe of 0000:3b:00.0 failed with error
+-1`, since Linux 5.x `nvidia 0000:3b:00.0: probe with driver nvidia failed with error -1`) in the
+same probe pass, before the summary: the summary is of those GPUs, one event a GPU (where the log
+has fewer such lines than the count, the devices it does not name stay one event without one).
 """
 
 from __future__ import annotations
@@ -38,7 +45,11 @@ _INSTANCE_HEAD = re.compile(r"^GPU(\d+)\s+\w+:")
 # an Xid line's text naming the instance it is about ("... RPC response from GPU0 GSP!")
 _XID_INSTANCE = re.compile(r"\bfrom GPU(\d+) GSP\b")
 _INIT_FAILED = re.compile(r"\bRmInitAdapter failed\b", re.IGNORECASE)
-_INIT_CAUSE = re.compile(r"^GPU(\d+)\s+RmInitAdapter:")
+_INIT_CAUSE = re.compile(r"^(?:GPU(\d+)\s+)?RmInitAdapter:")
+# the kernel's driver core on a GPU whose probe failed: (the index in the events of the first event
+# after it, the address)
+ProbeLine = tuple[int, str]
+_DEVICES = re.compile(r"\bfor (\d+) device", re.IGNORECASE)
 
 
 def _instances(events: Sequence[KernelEvent]) -> dict[tuple[int, str], str]:
@@ -50,7 +61,7 @@ def _instances(events: Sequence[KernelEvent]) -> dict[tuple[int, str], str]:
         nxt = events[i + 1] if i + 1 < len(events) else None
         cause = _INIT_CAUSE.match(e.message) if e.kind == "nvrm" and not e.pci else None
         if cause and nxt is not None and nxt.load == e.load and nxt.pci and _INIT_FAILED.search(nxt.message):
-            pairs.setdefault((e.load, cause.group(1)), nxt.pci)
+            pairs.setdefault((e.load, cause.group(1) or f"@{i}"), nxt.pci)
     return pairs
 
 
@@ -67,9 +78,10 @@ def _banner_of(events: Sequence[KernelEvent], at: int, code: int, instance: str 
     return nxt if nxt.pci.count(":") == 2 else None
 
 
-def tie_instances(events: Sequence[KernelEvent]) -> list[KernelEvent]:
+def tie_instances(events: Sequence[KernelEvent], probes: Sequence[ProbeLine] = ()) -> list[KernelEvent]:
     """The events, each driver fault sentence that names no address given the one the log ties
-    it to (this module's docstring), `pci_from` saying how."""
+    it to (this module's docstring), `pci_from` saying how; `probes`: the kernel's `probe of ADDR
+    failed` lines."""
     pairs = _instances(events)
     banners: dict[str, tuple[re.Pattern[str], int]] = {
         f.id: (f.banner, f.same_as_xid)
@@ -87,9 +99,35 @@ def tie_instances(events: Sequence[KernelEvent]) -> list[KernelEvent]:
             said = f"tied by the log's GPU{instance} instance"
             out[i] = replace(e, pci=pci, pci_from=said)
             continue
+        if pci := pairs.get((e.load, f"@{i}"), ""):
+            said = f"tied by the `GPU {pci}: RmInitAdapter failed!` line right after it"
+            out[i] = replace(e, pci=pci, pci_from=said)
+            continue
         row = banners.get(e.fault or "")
         xid = _banner_of(events, i, row[1], instance) if row and row[0].search(e.message) else None
         if row is not None and xid is not None:
             said = f"tied as the banner of the Xid {row[1]} line after it"
             out[i] = replace(e, pci=xid.pci, pci_from=said)
+    return _split_probe_summaries(out, probes)
+
+
+def _split_probe_summaries(events: list[KernelEvent], probes: Sequence[ProbeLine]) -> list[KernelEvent]:
+    """The events, each probe summary naming no GPU split into one event a GPU the kernel's
+    `probe of ADDR failed` lines of its probe pass name (since the previous summary or driver
+    load, before it), where there are any."""
+    out: list[KernelEvent] = []
+    start = 0  # the index of the first event of the current probe pass
+    for i, e in enumerate(events):
+        count = _DEVICES.search(e.message) if e.kind == "nvrm" and e.fault == "probe_failed" else None
+        if i and events[i - 1].load != e.load:
+            start = i
+        if count is None or e.pci:
+            out.append(e)
+            continue
+        named = list(dict.fromkeys(pci for at, pci in probes if start <= at <= i))
+        start = i + 1
+        # (the kernel printed each address: no tie to say, as for a line naming its GPU)
+        out += [replace(e, pci=pci) for pci in named]
+        if len(named) < int(count.group(1)):
+            out.append(e)
     return out

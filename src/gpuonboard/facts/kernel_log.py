@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import locale_words, says_nothing
-from gpuonboard.facts.kernel_instance import tie_instances
+from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -263,6 +263,14 @@ _SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.I
 _SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _PROBE_KEEPS = re.compile(KERNEL_LOG_PATTERN)
+# the kernel's driver core on a GPU the nvidia driver failed to probe (drivers/base/dd.c: `nvidia:
+# probe of 0000:3b:00.0 failed with error -1`; since Linux 5.x `nvidia 0000:3b:00.0: probe with
+# driver nvidia failed with error -1`): facts/kernel_instance.py
+_PROBE_FAILED = re.compile(
+    r"\bnvidia: probe of ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) failed\b"
+    r"|\bnvidia ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): probe with driver nvidia failed\b",
+    re.IGNORECASE,
+)
 # the words a user greps a kernel log by (`dmesg | grep -i nvidia`, `grep -iE 'xid|nvrm'`): a log
 # whose every line has one (`nvidia-modeset: Loading ...`) may be such a grep's, so is not known
 # to hold its boot's first line
@@ -505,6 +513,7 @@ class _Reader:
         # boundary, the driver's load banner): KernelEvent.load
         self.load_starts: list[int] = []
         self.words: dict[str, str] = {}  # the log's locale month / weekday names (locale_words)
+        self.probes: list[ProbeLine] = []  # the kernel's `nvidia: probe of ADDR failed` lines
 
     def read(self, line: str, cut: bool) -> None:
         """One line; `cut`: it is the log's last and has no newline after it."""
@@ -557,6 +566,8 @@ class _Reader:
         elif not cut:
             if not _open_gpu_message(self.message):
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
+            if probe := _PROBE_FAILED.search(line):
+                self.probes.append((len(self.events), (probe.group(1) or probe.group(2)).lower()))
         elif says_nothing(line, self.words):
             # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
             # may be the start of an Xid or SXid line. (A message before it is the one the log
@@ -625,7 +636,8 @@ class _Reader:
             [
                 replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
                 for i, e in enumerate(self.events)
-            ]
+            ],
+            self.probes,
         )
 
 

@@ -493,8 +493,9 @@ def test_the_open_modules_nvrm_tag_without_its_colon_is_the_drivers() -> None:
     check = rule_xid(log.events, True, "", [(0, "00000000:01:00.0")], None)
     assert check.verdict == "fail" and "GSP firmware failed to start" in check.actual
     whole = parse_kernel_log(text)
+    # (the GSP line is of the GPU the RmInitAdapter line right after it names)
     assert [(e.fault, e.pci) for e in whole.events] == [
-        ("gsp_init_failed", ""),
+        ("gsp_init_failed", "0000:01:00.0"),
         ("rm_init_adapter_failed", "0000:01:00.0"),
         ("rm_init_adapter_failed", "0000:01:00.0"),
     ]
@@ -568,3 +569,101 @@ def test_a_driver_line_the_log_ends_inside_is_quoted_as_printed() -> None:
     check = rule_xid(parse_kernel_log(cut).events, True, "", [], None)
     assert check.verdict == "unverified"
     assert "(first: 'NVRM kgspInitRm_IMPL:')" in check.actual
+
+
+# NVIDIA/NVSentinel #155's load banner and `fallen off the bus` lines, and the Rockchip RTX 3090's
+# (tests/fixtures/real/dmesg-H__rtx3090-aarch64-rockchip__...) BAR, probe and summary lines
+ROCKCHIP = "dmesg-H__rtx3090-aarch64-rockchip__bar-invalid-fallen-off-bus-no-xid.txt"
+
+
+def _body(line: str) -> str:
+    return line.split("] ", 1)[1]
+
+
+def reload_after_a_fall(probe_line: bool = True) -> str:
+    """A log edited from the two real captures: the driver loads (`[5.2]`, #155's banner), GPU
+    0000:b3:00.0 falls off the bus while it runs (`[1000.3]`, #155's three lines), and a reload
+    at `[2000.1]` fails to probe another GPU, 0000:3b:00.0 (the Rockchip log's first BAR line,
+    its `nvidia: probe of ... failed with error -1` and summary lines, the address 0002:21:00.0
+    changed to 0000:3b:00.0), before the reload's banner. `probe_line`: False leaves the
+    `nvidia: probe of` line out."""
+    fallen = (REAL / FALLEN).read_text().splitlines()
+    rockchip = [line.replace("0002:21", "0000:3b") for line in (REAL / ROCKCHIP).read_text().splitlines()]
+    banner = _body(fallen[4])
+    lines = [
+        f"[    5.200000] {banner}",
+        f"[ 1000.300000] {_body(fallen[0])}",
+        *fallen[1:3],
+        f"[ 2000.100000] {_body(rockchip[10])}",
+        rockchip[11],
+        *([f"[ 2000.100100] {_body(rockchip[22])}"] if probe_line else []),
+        f"[ 2000.100200] {_body(rockchip[23])}",
+        f"[ 2000.200000] {banner}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_probe_failure_of_another_gpu_is_not_explained_by_an_earlier_fall() -> None:
+    """The probe the reload failed is of 0000:3b:00.0 (the kernel's `probe of` line names it),
+    not of 0000:b3:00.0, which fell off the bus 1000 s before: both are listed. The probe failure
+    was taken for b3's fall (`explains`), and 3b's fault was dropped."""
+    log = parse_kernel_log(reload_after_a_fall())
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert (check.verdict, check.actual) == (
+        "fail",
+        "GPU at PCI 0000:b3:00.0: driver message (no Xid): GPU has fallen off the bus -> reboot;"
+        " GPU at PCI 0000:3b:00.0: driver message (no Xid): the driver failed to probe a GPU -> reboot",
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[ 2000.100100] nvidia: probe of 0000:3b:00.0 failed with error -1",
+        "[ 2000.100100] nvidia 0000:3b:00.0: probe with driver nvidia failed with error -1",
+    ],
+)
+def test_the_kernels_probe_line_names_the_gpu_of_the_probe_summary(line: str) -> None:
+    """The Rockchip log's `nvidia: probe of` line (address changed to 0000:3b:00.0), and the
+    same line as Linux 5.x's driver core prints it (`probe with driver nvidia failed`), before
+    the summary: the summary is that GPU's."""
+    text = reload_after_a_fall(probe_line=False).replace("[ 2000.100200]", f"{line}\n[ 2000.100200]")
+    events = parse_kernel_log(text).events
+    assert [(e.fault, e.pci) for e in events] == [
+        ("fallen_off_bus", "0000:b3:00.0"),
+        ("probe_failed", "0000:3b:00.0"),
+    ]
+
+
+def test_a_probe_summary_is_explained_only_by_a_cause_of_its_own_probe_pass() -> None:
+    """NVIDIA/NVSentinel #155 (b3 falls off the bus, then `probe routine failed for 1
+    device(s)`), its two fault lines repeated 1000 s later without the `fallen off` sentence: the
+    second probe pass's failure names no GPU and no fall of its own pass explains it."""
+    fallen = (REAL / FALLEN).read_text().splitlines()
+    text = "\n".join([*fallen[:4], f"[ 2843.439662] {_body(fallen[3])}"]) + "\n"
+    check = rule_xid(parse_kernel_log(text).events, True, "", [], True)
+    assert check.actual == (
+        "GPU at PCI 0000:b3:00.0: driver message (no Xid): GPU has fallen off the bus -> reboot;"
+        " a GPU (no PCI address in the message): driver message (no Xid): the driver failed to"
+        " probe a GPU -> reboot"
+    )
+
+
+def test_a_second_gsp_start_failure_naming_no_gpu_is_not_the_first_ones_gpu() -> None:
+    """NVIDIA/open-gpu-kernel-modules #789 (`RmInitAdapter: Cannot initialize GSP firmware RM`,
+    then `GPU 0000:98:00.0: RmInitAdapter failed!`), with its first line repeated at `[1500.0]`
+    after its last one, no line naming a GPU after it: that one may be another GPU, and stays a
+    fault of its own (it was taken for 98's)."""
+    gsp = (REAL / GSP_789).read_text().splitlines()
+    text = "\n".join([*gsp, f"[ 1500.000000] {_body(gsp[0])}"]) + "\n"
+    log = parse_kernel_log(text)
+    assert [(e.fault, e.pci) for e in log.events if e.fault == "gsp_init_failed"] == [
+        ("gsp_init_failed", "0000:98:00.0"),
+        ("gsp_init_failed", ""),
+    ]
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert check.actual == (
+        "GPU at PCI 0000:98:00.0: driver message (no Xid): GPU failed to initialise (RmInitAdapter failed)"
+        " -> replace; a GPU (no PCI address in the message): driver message (no Xid): GSP firmware"
+        " failed to start -> reset_gpu"
+    )

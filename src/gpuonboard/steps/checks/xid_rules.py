@@ -591,29 +591,71 @@ def _unexplained(events: Sequence[KernelEvent]) -> list[KernelEvent]:
     is its refusal, not a GPU to replace. Only within one driver load of one boot (a reloaded
     driver, a reboot, may fail the GPU on its own), and only the same GPU: an effect that names a
     GPU (its address; an old driver's minor number) only by a cause naming that address (a cause
-    without one cannot say which GPU it was about); one naming none (`probe routine failed for 1
-    device(s)`: a count) by any cause of its load."""
+    without one cannot say which GPU it was about); one naming none by a cause of its load that
+    explains no other effect of its kind (one to one: a second `Cannot initialize GSP firmware RM`
+    may be another GPU's); a probe summary naming none (`probe routine failed for 1 device(s)`, no
+    `probe of ADDR failed` line before it: facts/kernel_instance.py) only by causes of its own probe
+    pass (after the previous summary, before it: the driver's load banner follows its probe pass)
+    on as many GPUs as it counts. (A GPU the driver refuses is refused at each probe of that load.)"""
     explains = {f.id: set(f.explains) for f in load_nvrm_faults()}
-    causes = [(e, explains.get(e.fault or "", set())) for e in events if e.kind == "nvrm"]
+    causes = [(at, c, explains.get(c.fault or "", set())) for at, c in enumerate(events) if c.kind == "nvrm"]
+    used: set[tuple[int, str]] = set()  # (cause, effect fault) pairs an effect naming none took
 
-    def explained(e: KernelEvent) -> bool:
-        names_gpu = bool(e.pci) or _MINOR_NUMBER.search(e.message) is not None
-        found = [
-            c
-            for c, effects in causes
+    def found(at: int, e: KernelEvent, names_gpu: bool) -> list[tuple[int, KernelEvent]]:
+        summary = _DEVICES.search(e.message) is not None and not names_gpu
+        start = _pass_start(events, at) if summary else 0
+        return [
+            (i, c)
+            for i, c, effects in causes
             if e.kind == "nvrm"
             and e.fault in effects
             and (c.load, c.earlier_boot) == (e.load, e.earlier_boot)
+            and (not summary or start <= i < at)
             and (not names_gpu or (bool(c.pci) and pci_key(c.pci) == pci_key(e.pci)))
         ]
-        count = _DEVICES.search(e.message)
-        if count is None or names_gpu:
-            return bool(found)
-        # (a count, "probe routine failed for 2 device(s)": as many GPUs of its load; a GPU more
-        # than the log names failed on its own)
-        return len({pci_key(c.pci) for c in found}) >= int(count.group(1))
 
-    return [e for e in events if not explained(e)]
+    def explained(at: int, e: KernelEvent) -> bool:
+        names_gpu = bool(e.pci) or _MINOR_NUMBER.search(e.message) is not None
+        by = found(at, e, names_gpu)
+        count = _DEVICES.search(e.message)
+        if names_gpu:
+            return bool(by)
+        if count is not None:
+            # (a count, "probe routine failed for 2 device(s)": as many GPUs of its pass; a GPU
+            # more than the log names failed on its own)
+            return len({pci_key(c.pci) for _, c in by}) >= int(count.group(1))
+        free = [i for i, _ in by if (i, e.fault or "") not in used and not _names_taken(i, e, events)]
+        if free:
+            used.add((free[0], e.fault or ""))
+        return bool(free)
+
+    return [e for at, e in enumerate(events) if not explained(at, e)]
+
+
+def _pass_start(events: Sequence[KernelEvent], at: int) -> int:
+    """The index of the first event of the probe pass of the probe summary at `at`: after the
+    previous summary of its driver load, else the load's first event."""
+    start = at
+    while start > 0:
+        prev = events[start - 1]
+        if prev.load != events[at].load or (prev.fault == "probe_failed" and _DEVICES.search(prev.message)):
+            break
+        start -= 1
+    return start
+
+
+def _names_taken(cause_at: int, effect: KernelEvent, events: Sequence[KernelEvent]) -> bool:
+    """True when an effect of the same kind naming the cause's GPU, one the log ties to it
+    (facts/kernel_instance.py), is explained by the cause at `cause_at`: it takes no other."""
+    cause = events[cause_at]
+    return bool(cause.pci) and any(
+        o.kind == "nvrm"
+        and o.fault == effect.fault
+        and bool(o.pci)
+        and pci_key(o.pci) == pci_key(cause.pci)
+        and (o.load, o.earlier_boot) == (cause.load, cause.earlier_boot)
+        for o in events
+    )
 
 
 # the driver's count of the devices a summary sentence is about ("The NVIDIA probe routine failed

@@ -18,6 +18,8 @@ from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.steps.base import Check
 
+from ...facts.test_kernel_log_nvrm import reload_after_a_fall
+
 FIXTURES = Path(__file__).parents[3] / "fixtures"
 REAL, PUBLIC = FIXTURES / "real", FIXTURES / "public"
 POD_SMI = PUBLIC / "nvidia-smi__a100-80gb-pcie__runpod-pod__driver580.159.04__one-line-processes.txt"
@@ -126,3 +128,32 @@ def test_a_failure_on_a_gpu_it_does_not_show_in_sentences_naming_none_warns(
     assert row.verdict == "warn", row
     assert row.actual.startswith(f"GPU at PCI {pci} (a GPU this rental does not show)")
     assert "no PCI address" not in row.actual
+
+
+def test_another_gpus_probe_failure_after_a_fall_is_not_hidden(tmp_path: Path) -> None:
+    """The pod beside a host log edited from NVIDIA/NVSentinel #155 and the Rockchip RTX 3090's
+    (tests/unit/facts/test_kernel_log_nvrm.py reload_after_a_fall: b3 falls off the bus at
+    `[1000.3]`; a reload at `[2000.1]` fails to probe 0000:3b:00.0, `nvidia: probe of
+    0000:3b:00.0 failed`). The probe failure was taken for b3's fall and dropped; it is 3b's,
+    another GPU the pod does not show, listed beside b3's."""
+    row = judged(tmp_path, POD_SMI, CONTAINER_DF, texts={"dmesg.txt": reload_after_a_fall()})["gpu_xid"]
+    assert row.verdict == "warn", row
+    assert row.actual.startswith(
+        "GPU at PCI 0000:b3:00.0 (a GPU this rental does not show): driver message (no Xid): GPU has"
+        " fallen off the bus -> reboot; GPU at PCI 0000:3b:00.0 (a GPU this rental does not show):"
+        " driver message (no Xid): the driver failed to probe a GPU -> reboot"
+    ), row.actual
+
+
+def test_a_second_gsp_failure_naming_no_gpu_fails_the_slice(tmp_path: Path) -> None:
+    """The pod beside #789's log with its `RmInitAdapter: Cannot initialize GSP firmware RM` line
+    repeated at `[1500.0]`, no line naming a GPU after it: that failure may be the pod's own GPU
+    (it warned, taken for 0000:98:00.0's)."""
+    lines = GSP_789.read_text().splitlines()
+    text = "\n".join([*lines, "[ 1500.000000] " + lines[0].split("] ", 1)[1]]) + "\n"
+    row = judged(tmp_path, POD_SMI, CONTAINER_DF, texts={"dmesg.txt": text})["gpu_xid"]
+    assert row.verdict == "fail", row
+    assert (
+        "a GPU (no PCI address in the message): driver message (no Xid): GSP firmware failed to start"
+        in row.actual
+    )
