@@ -27,8 +27,11 @@ from gpuonboard.facts.wrapped import join_wrap, wrap_width
 
 # the header's "<label> Version: <value>" pairs: "Driver Version: 580.65.06  CUDA Version: 13.0"
 # up to R590, "KMD Version: 610.57.04  CUDA UMD Version: 13.3" from R610
-# (a value is one word, or nvidia-smi's two for no CUDA driver: "CUDA Version: Not Found")
-_TABLE_VERSION_PAIR = re.compile(r"([A-Za-z]+(?: [A-Za-z]+)*)\s+Version:\s*((?i:not found\b)|\S+)")
+# (a value is one word, or nvidia-smi's two for no CUDA driver: "CUDA Version: Not Found", or a
+# fault marker of several, as its cells print them: "[Unknown Error]", "Unknown Error")
+_TABLE_VERSION_PAIR = re.compile(
+    r"([A-Za-z]+(?: [A-Za-z]+)*)\s+Version:\s*((?i:not found\b)|\[[^\]|]+\]|Unknown Error\b|\S+)"
+)
 # label -> what it names, the preferred spelling first
 _TABLE_VERSION_LABELS = {"driver": ("kmd", "driver"), "cuda": ("cuda umd", "cuda")}
 # the box's header rule under the column titles ("|=====+=====|"): the table's shape, whatever
