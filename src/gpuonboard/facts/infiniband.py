@@ -321,6 +321,8 @@ def parse_ib_sysfs(text: str) -> IbReport:
                 _phys(phys),
                 adapter=_guid(guid),
                 vf={"vf": True, "pf": False}.get(function),
+                # (sysfs names no transport: a Soft-RoCE or soft-iWARP device by its name)
+                transport=SOFTWARE if _SOFTWARE_NAME.match(device) else None,
                 generation=_generation(rate),
             )
         )

@@ -430,3 +430,13 @@ def test_rdma_older_generation_port_is_counted_as_listed(tmp_path: Path) -> None
         actual
     )
     assert _rdma(tmp_path, QIB_SYSFS, "1x40G QDR InfiniBand")[0] == "pass"
+
+
+def test_rdma_sysfs_soft_roce_device_is_software(tmp_path: Path) -> None:
+    """The real H100 sysfs listing with its RoCE bond device renamed in-test `rxe0` (a Soft-RoCE
+    device `rdma link add rxe0 type rxe` made over a plain 200G NIC; sysfs names no transport):
+    `9x200G` passed counting it; it fails now, naming software RDMA (the 8 NDR ports still count)."""
+    text = (REAL / SYSFS).read_text().replace("mlx5_bond_0", "rxe0")
+    verdict, actual = _rdma(tmp_path, SYSFS, "9x200G", text)
+    assert verdict == "fail", actual
+    assert actual.startswith("8 of 8 port(s) ACTIVE at >= 200 Gb/s; on software RDMA (Soft-RoCE rxe"), actual
