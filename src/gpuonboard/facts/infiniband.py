@@ -320,6 +320,8 @@ def parse_ib_sysfs(text: str) -> IbReport:
                 _phys(phys),
                 adapter=_guid(guid),
                 vf={"vf": True, "pf": False}.get(function),
+                # (sysfs names no transport: a Soft-RoCE or soft-iWARP device by its name)
+                transport=SOFTWARE if _SOFTWARE_NAME.match(device) else None,
                 generation=_generation(rate),
             )
         )
@@ -349,6 +351,13 @@ _RXE_FIELDS = {
     "vendor_part_id": {"0"},
     "vendor_id": {"0xffffff", "0x0000"},
 }
+# a port that may be software RDMA, or an adapter whose driver names no firmware nor hardware
+# (Azure MANA's mana_ib, Alibaba's erdma): ibstat's CA type, Firmware and Hardware version all
+# empty beside an Ethernet link layer, the device not named as rxe / siw name theirs
+MAYBE_SOFTWARE = "software RDMA or an adapter naming no firmware"
+# the names `rdma link add NAME type rxe|siw` is given by the tools and guides (rxe0, siw0,
+# siw_eth0); a device named so is taken as the software it names
+_SOFTWARE_NAME = re.compile(r"^(?:rxe|siw)(?:\d|_|$)", re.IGNORECASE)
 
 
 @dataclass
@@ -395,15 +404,20 @@ class _Listing:
         self.adapter = self.vf = self.vendor = self.transport = None
         self.marks = {}
 
-    def _software(self, layer: str | None) -> bool:
-        """The device is software RDMA over an Ethernet NIC: ibv_devinfo's rdma_rxe lines
-        (_RXE_FIELDS), or ibstat's CA type, Firmware and Hardware version all printed empty
-        beside an Ethernet link layer (a real capture of rxe0; every adapter's driver names its
-        firmware, AWS EFA's empty ones go with a link layer of its own)."""
+    def _software(self, layer: str | None) -> str | None:
+        """SOFTWARE where the device is software RDMA over an Ethernet NIC: named so (rxe0,
+        siw0), or ibv_devinfo's rdma_rxe lines (_RXE_FIELDS); MAYBE_SOFTWARE where ibstat's CA
+        type, Firmware and Hardware version are all printed empty beside an Ethernet link layer
+        (a real capture of rxe0, but Azure MANA's mana_ib and Alibaba's erdma name no firmware
+        nor CA type either: not known to be software); else None."""
+        if _SOFTWARE_NAME.match(self.device or ""):
+            return SOFTWARE
         if all(self.marks.get(name) in values for name, values in _RXE_FIELDS.items()):
-            return True
+            return SOFTWARE
         ibstat = ("ca type", "firmware version", "hardware version")
-        return _layer(layer) == "Ethernet" and all(self.marks.get(name) == "" for name in ibstat)
+        if _layer(layer) == "Ethernet" and all(self.marks.get(name) == "" for name in ibstat):
+            return MAYBE_SOFTWARE
+        return None
 
     def port(self, number: int, fields: Mapping[str, str], why: str | None, rate: float | None) -> None:
         """One port block: kept when its state was read, the listing cut when it is not whole."""
@@ -427,7 +441,7 @@ class _Listing:
                 self.vf,
                 _port_guid(fields, layer),
                 why is None,
-                SOFTWARE if self._software(layer) else self.transport,
+                self._software(layer) or self.transport,
                 _generation(fields.get("rate")),
             )
         )

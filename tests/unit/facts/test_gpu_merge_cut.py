@@ -178,3 +178,58 @@ def test_a_banner_of_another_driver_beside_a_listing_disagrees() -> None:
     report = merge(raw, parse_any).report
     assert report is not None and not report.complete
     assert any("driver 580.159.04 in -q, 535.216.01 in the table" in d for d in report.disagreements), report
+
+
+H200_TABLE = "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+H200_Q = "nvidia-smi-q__h200__1gpu__driver580.159.04.txt"
+H200_LIST = "GPU 0: NVIDIA H200 (UUID: GPU-e7c560dc-cf75-7469-658e-ed0adc9be226)\n"
+
+
+def _banner_cut_at(text: str, at: str) -> str:
+    """`text` (a table) cut right after `at` in its banner line, no line end after it."""
+    return text[: text.index(at) + len(at)]
+
+
+def _h200_cuts() -> dict[str, str]:
+    """The real H200 table cut inside its banner after `Driver Version: 580.15`, and with every
+    line cut at 57 columns (`cut -c1-57`: the banner ends `Driver Version: 580.1`)."""
+    table = (REAL / H200_TABLE).read_text(encoding="utf-8")
+    columns = "".join(line[:57] + "\n" for line in table.splitlines())
+    return {"banner": _banner_cut_at(table, "Driver Version: 580.15"), "columns": columns}
+
+
+@pytest.mark.parametrize("cut", ["banner", "columns"])
+def test_a_banner_cut_inside_its_version_gives_no_driver(cut: str) -> None:
+    """Edits: the real H200 table cut in its banner after `Driver Version: 580.15`, or every line
+    cut at 57 columns. Before, the cut value was read as the driver (580.15; 580.1 glued to the
+    border line under it), and beside the box's `-L` it was the box's driver: min_driver 580.65
+    failed "580.15". A value the cut may have shortened is not read, and the warning says so."""
+    table = _h200_cuts()[cut]
+    alone = parse_table(table)
+    assert alone.driver_version is None, alone
+    assert any("banner line is cut short after 'Driver Version: 580.1" in w for w in alone.warnings)
+    raw = {"nvidia_smi_list": ProbeOutput(H200_LIST, "", 0), "nvidia_smi_table": ProbeOutput(table, "", 0)}
+    report = merge(raw, parse_any, parse_gpu_list).report
+    assert report is not None and report.driver_version is None
+
+
+def test_a_banner_cut_inside_its_version_beside_the_whole_q_is_no_other_driver() -> None:
+    """Edit: the real H200 table cut after `Driver Version: 580.15` beside the whole real `-q` of
+    the same box. Before: "driver 580.159.04 in -q, 580.15 in the table", every GPU rule
+    unverified as two boxes; now the `-q`'s driver, no disagreement."""
+    q = (REAL / H200_Q).read_text(encoding="utf-8")
+    raw = {
+        "nvidia_smi_q": ProbeOutput(q, "", 0),
+        "nvidia_smi_table": ProbeOutput(_h200_cuts()["banner"], "", 0),
+    }
+    report = merge(raw, parse_any).report
+    assert report is not None and report.driver_version == "580.159.04"
+    assert not report.disagreements, report.disagreements
+
+
+def test_a_whole_banner_closed_without_its_spaces_is_read() -> None:
+    """Edit: the real H200 table's banner with the spaces before its closing `|` removed
+    (`CUDA Version: 13.0|`): the value is closed by the line's `|`, read."""
+    table = (REAL / H200_TABLE).read_text(encoding="utf-8").replace("13.0     |", "13.0|")
+    report = parse_table(table)
+    assert (report.driver_version, report.cuda_version) == ("580.159.04", "13.0")

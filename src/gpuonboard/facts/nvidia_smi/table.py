@@ -27,8 +27,11 @@ from gpuonboard.facts.wrapped import join_wrap, wrap_width
 
 # the header's "<label> Version: <value>" pairs: "Driver Version: 580.65.06  CUDA Version: 13.0"
 # up to R590, "KMD Version: 610.57.04  CUDA UMD Version: 13.3" from R610
-# (a value is one word, or nvidia-smi's two for no CUDA driver: "CUDA Version: Not Found")
-_TABLE_VERSION_PAIR = re.compile(r"([A-Za-z]+(?: [A-Za-z]+)*)\s+Version:\s*((?i:not found\b)|\S+)")
+# (a value is one word, or nvidia-smi's two for no CUDA driver: "CUDA Version: Not Found", or a
+# fault marker of several, as its cells print them: "[Unknown Error]", "Unknown Error")
+_TABLE_VERSION_PAIR = re.compile(
+    r"([A-Za-z]+(?: [A-Za-z]+)*)\s+Version:\s*((?i:not found\b)|\[[^\]|]+\]|Unknown Error\b|\S+)"
+)
 # label -> what it names, the preferred spelling first
 _TABLE_VERSION_LABELS = {"driver": ("kmd", "driver"), "cuda": ("cuda umd", "cuda")}
 # the box's header rule under the column titles ("|=====+=====|"): the table's shape, whatever
@@ -71,15 +74,49 @@ def looks_like_table(text: str) -> bool:
 
 
 def _table_versions(text: str, warnings: list[str]) -> tuple[str | None, str | None]:
-    """(driver, CUDA) from the header's version pairs, each label by its aliases."""
-    header = next((line for line in text.splitlines() if "NVIDIA-SMI" in line), text)
-    pairs = {label.casefold(): value for label, value in _TABLE_VERSION_PAIR.findall(header)}
+    """(driver, CUDA) from the header's version pairs, each label by its aliases. A value that
+    may be cut is not read, and said: one that ends the output's last line, no closing `|` after
+    it (a paste cut at `Driver Version: 580.15`), or one that runs into the border line under it
+    (every line cut at a column, glued back). A banner that lost its `|` above the rest of the
+    table (a paste that collapsed its spaces) is whole."""
+    lines = text.splitlines()
+    at = next((i for i, line in enumerate(lines) if "NVIDIA-SMI" in line), None)
+    header = lines[at] if at is not None else text
+    last = at is not None and not any(line.strip() for line in lines[at + 1 :])
+    pairs: dict[str, str] = {}
+    for match in _TABLE_VERSION_PAIR.finditer(header):
+        label, value = match.group(1).casefold(), match.group(2)
+        if _cut_value(value, header[match.end() :] if last else "|"):
+            name = next((n for n, labels in _TABLE_VERSION_LABELS.items() if label in labels), label)
+            shown = f"{match.group(1)} Version: {re.sub(r'[-+=|]+$', '', value)}"
+            warnings.append(
+                f"the table's banner line is cut short after '{shown}': its {name} version"
+                " is not read (it may go on in the part cut away)"
+            )
+            continue
+        pairs[label] = value
     found: dict[str, str | None] = {}
     for name, labels in _TABLE_VERSION_LABELS.items():
         raw = next((pairs[label] for label in labels if label in pairs), None)
         read = _cuda_version if name == "cuda" else _version
         found[name] = read(raw, f"the table's {name} version", warnings)
     return found["driver"], found["cuda"]
+
+
+# a banner value glued to the border line under it where a cut line was joined to the next
+# (`580.1+-----+----|`): a version, then border characters
+_GLUED_VALUE = re.compile(r"[\d.]+[-+=|]*[-+=][-+=|]*")
+# a banner's last value closed by the line's `|` (spaces collapsed: `CUDA Version: 13.0|`)
+_CLOSED_VALUE = re.compile(rf"(?:\d+(?:\.\d+)*|N/A|{_MARKER})\|")
+
+
+def _cut_value(value: str, rest: str) -> bool:
+    """Whether a banner value may be cut: it ends the output (`rest`, the banner line after it,
+    holds nothing) with no closing `|` (a paste cut at `Driver Version: 580.15`), or it runs
+    into the border line under it (every line cut at a column, glued back: `580.1+-----|`)."""
+    if _GLUED_VALUE.fullmatch(value):
+        return True
+    return not rest.strip() and _CLOSED_VALUE.fullmatch(value) is None
 
 
 def _cells(line: str) -> list[str]:
@@ -436,7 +473,7 @@ def parse_table(text: str) -> GpuReport:
         gpus[-1] = replace(gpus[-1], record_cut=True)
     for index in sorted(set(processes) - {gpu.index for gpu in gpus}):
         warnings.append(f"process table lists GPU {index}, which the GPU table does not have")
-    if driver is None:
+    if driver is None and not any("banner line is cut short" in w for w in warnings):
         warnings.append("no driver version ('Driver Version:' / 'KMD Version:') in nvidia-smi table")
     if not gpus:
         warnings.append("no GPU rows found in nvidia-smi table")

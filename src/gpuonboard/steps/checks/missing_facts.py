@@ -158,18 +158,27 @@ def _no_gpu_actual(facts: Facts) -> str | None:
         if raw.exit_code == 0 and failed_words and answered_unread(raw.stdout) is not None:
             return f"unknown: {facts.unread_not_a_fault()}"  # (a lost GPU's line; its rows unread)
         if raw.exit_code == 0 and facts.gpu is not None and not failed_words:
-            if facts.gpu.driver_version and not facts.gpu.complete:
-                # a banner read whole, its GPU rows cut away or mangled: an incomplete probe,
-                # never "listed no GPU" (nvidia-smi draws no table of no GPU)
-                return (
-                    f"unknown: driver {facts.gpu.driver_version}, CUDA {facts.gpu.cuda_version or 'unknown'};"
-                    f" incomplete probe: {NO_ROW_READ}"
-                )
+            # (how a version of the banner was read: a note after it, or a cut that took it)
+            notes = [w for w in facts.gpu.warnings if _VERSION_NOTE in w or _BANNER_CUT in w]
+            if (facts.gpu.driver_version or notes) and not facts.gpu.complete:
+                # a banner read, its GPU rows cut away or mangled: an incomplete probe, never
+                # "listed no GPU" (nvidia-smi draws no table of no GPU); a version read with a
+                # note, or not read, said with it, never stated bare as the box's
+                cuda = facts.gpu.cuda_version or "unknown"
+                said = f"driver {facts.gpu.driver_version or 'unreadable'}, CUDA {cuda}"
+                said += f" ({'; '.join(notes)[:240]})" if notes else ""
+                return f"unknown: {said}; incomplete probe: {NO_ROW_READ}"
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
         return "unknown: nvidia-smi failed" + (f" ({line[:160]})" if line else "")
     return None
+
+
+# the warnings of a version read with a note after it (values._version) or left unread as cut
+# (the table's banner: table._table_versions)
+_VERSION_NOTE = " version reads "
+_BANNER_CUT = "banner line is cut short"
 
 
 # what a table (or another format) says whose banner was read and none of whose GPU rows

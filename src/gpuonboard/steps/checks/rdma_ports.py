@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts import infiniband, rdma_merge
-from gpuonboard.facts.infiniband import SOFTWARE, IbPort
+from gpuonboard.facts.infiniband import MAYBE_SOFTWARE, SOFTWARE, IbPort
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND
 from gpuonboard.steps.base import Check
@@ -160,7 +160,8 @@ def rule_rdma(
     older, untold = _by_generation(up, generation)
     ports = [p for p in ports if p not in older]
     up = [p for p in up if p not in older]
-    good = [p for p in up if p not in fabric_unread and p not in untold]
+    maybe = [p for p in up if p.transport == MAYBE_SOFTWARE]
+    good = [p for p in up if p not in fabric_unread and p not in untold and p not in maybe]
     # (a port whose state file the probe could not read, blank: not known to be down)
     unread = [p for p in ports if not p.state.strip()]
     unknown = [p for p in ports if p.active and p.rate_gbps is None] + unread
@@ -168,6 +169,7 @@ def rule_rdma(
     # (the ports of an older generation are of the fabric ordered: counted among those listed)
     actual = _counted(len(good), len(ports) + len(older), gbit, layer) if listed else "no port listed"
     actual += _wrong_said(wrong, layer, fabric_unread) + _generation_said(older, untold, generation)
+    actual += _maybe_said(maybe)
     if len(good) >= count:
         if len([p for p in good if (p.device, p.port) not in unopened]) < count:
             return _rdma_unopened(expected, actual + shared_said(shared), unopened)
@@ -206,11 +208,12 @@ def _rdma_too_few(
         said += f"; {_bond_named(bonds)} (too few even counting each as {BOND_MAX} ports)"
     if layer and (flipped := _set_to_other(count, gbit, ports, good, wrong)):
         advice = _wrong_fabric_advice(layer, len(flipped)) + " " + advice[0].upper() + advice[1:]
-    if layer and (other := [p for p in wrong if p.active and _fabric(p) not in (INFINIBAND, ETHERNET)]):
+    if other := [p for p in wrong if p.active and _fabric(p) not in (INFINIBAND, ETHERNET)]:
+        ordered = f"the {_fabric_shown(layer)}" if layer else "the RDMA"
         advice += (
             f" {', '.join(f'{p.device}/{p.port}' for p in other)}: RDMA of another transport"
             f" ({', '.join(dict.fromkeys(str(_fabric(p)) for p in other))}), neither InfiniBand nor"
-            f" RoCE: it does not make up the {_fabric_shown(layer)} ordered; fix the order if it was sold."
+            f" RoCE: it does not make up {ordered} ordered; fix the order if it was sold."
         )
     if disagree is not None:  # (each port they disagree on counted up, still too few)
         said += f"; the listings disagree: {disagree} (too few even counting each such port up)"
@@ -260,8 +263,8 @@ def _rdma_bond(expected: str, actual: str, bonds: Sequence[IbPort]) -> Check:
 def _counted(good: int, ports: int, gbit: float, layer: str | None) -> str:
     """'7 of 8 port(s) ACTIVE at >= 400 Gb/s on InfiniBand'; 'no InfiniBand port listed' where
     every port listed is of the other fabric."""
-    if layer and not ports:
-        return f"no {_fabric_shown(layer)} port listed"
+    if not ports:  # (every port listed was of another fabric, or software RDMA)
+        return f"no {_fabric_shown(layer)} port listed" if layer else "no RDMA adapter's port listed"
     on = f" on {_fabric_shown(layer)}" if layer else ""
     return f"{good} of {ports} port(s) ACTIVE at >= {gbit:g} Gb/s{on}"
 
@@ -280,9 +283,11 @@ def _unreadable(expected: str) -> Check:
 
 def _by_fabric(ports: Sequence[IbPort], layer: str | None) -> tuple[list[IbPort], list[IbPort]]:
     """(the ports of the other fabric than `layer`: real but not the one ordered, the ports whose
-    link layer was not read: neither counted nor called the wrong fabric); none without a layer."""
+    link layer was not read: neither counted nor called the wrong fabric). Without a layer, the
+    ports of software RDMA only (Soft-RoCE rxe, soft-iWARP siw: a plain NIC made up as RDMA by
+    `rdma link add`, no RDMA adapter whatever fabric is ordered)."""
     if layer is None:
-        return [], []
+        return [p for p in ports if _fabric(p) == SOFTWARE], []
     return [p for p in ports if _fabric(p) not in (layer, None)], [p for p in ports if _fabric(p) is None]
 
 
@@ -308,7 +313,9 @@ def _fabric(port: IbPort) -> str | None:
     ibv_devinfo names ("iWARP", "usNIC", "unspecified": AWS EFA, whose link layer rdma-core
     prints as InfiniBand), neither fabric; None: not read."""
     transport = (port.transport or "").strip()
-    if transport and transport.lower() != "infiniband":
+    # (a port that may be software or an adapter naming no firmware: of its link layer's fabric,
+    # not counted up: `_maybe_software`)
+    if transport and transport.lower() != "infiniband" and transport != MAYBE_SOFTWARE:
         return IWARP if transport.lower() == "iwarp" else transport
     text = (port.link_layer or "").strip().lower()
     return INFINIBAND if text == "infiniband" else ETHERNET if text == "ethernet" else None
@@ -328,13 +335,25 @@ def _fabric_shown(layer: str | None) -> str:
     return f"{layer} transport (not InfiniBand nor RoCE)"
 
 
+def _maybe_said(maybe: Sequence[IbPort]) -> str:
+    """The ports up at the rate that may be software RDMA (infiniband.MAYBE_SOFTWARE), named."""
+    if not maybe:
+        return ""
+    named = ", ".join(_show(p) for p in maybe)
+    return (
+        f"; not known to be an RDMA adapter's: {named} (ibstat names no CA type, firmware nor"
+        " hardware version: Soft-RoCE rxe prints the same, as do Azure MANA and Alibaba eRDMA)"
+    )
+
+
 def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Sequence[IbPort]) -> str:
     """The ports of another fabric than ordered (each fabric apart), and those whose link layer is
     not known (not read, or read otherwise by two listings), named."""
     said = ""
     for other in dict.fromkeys(_fabric(p) for p in wrong):
         ports = ", ".join(_show(p) for p in wrong if _fabric(p) == other)
-        said += f"; on {_fabric_shown(other)}, not the {_fabric_shown(layer)} ordered: {ports}"
+        ordered = f", not the {_fabric_shown(layer)} ordered" if layer else ""
+        said += f"; on {_fabric_shown(other)}{ordered}: {ports}"
     if fabric_unread:
         said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
     return said
@@ -419,6 +438,26 @@ def _rdma_unopened(expected: str, actual: str, unopened: frozenset[tuple[str, in
 _NO_RATE = {"ibv_devinfo": "ibv_devinfo without -v", "sysfs": "the sysfs listing read no rate file"}
 
 
+def _untold_advice(unknown: Sequence[IbPort], fabric_unread: Sequence[IbPort]) -> str:
+    """What to read where the ports not known to count were read up at the rate: their link
+    layer, whether they are software RDMA, or their speed generation."""
+    if fabric_unread:
+        return (
+            "the ports' link layer (InfiniBand or Ethernet) was not reported: read"
+            " /sys/class/infiniband/*/ports/*/link_layer, or `ibv_devinfo -v`."
+        )
+    if any(p.transport == MAYBE_SOFTWARE for p in unknown):
+        return (
+            "whether these are an RDMA adapter's ports or software RDMA over a plain NIC was not"
+            " told: `rdma link show` (type rxe or siw) or `ibv_devinfo -v` (rxe: fw_ver 0.0.0,"
+            " hw_ver 0x0, vendor_part_id 0) tells them apart."
+        )
+    return (
+        "the ports' speed generation was not printed (`Rate: 40` is QDR or FDR10): read"
+        " /sys/class/infiniband/*/ports/*/rate (`40 Gb/sec (4X FDR10)`), or `ibstatus`."
+    )
+
+
 def _rdma_unknown(
     expected: str,
     actual: str,
@@ -434,18 +473,8 @@ def _rdma_unknown(
     said = [f"{rateless} active with no rate reported"] if rateless else []
     if unread:
         said.append(_state_unread(unread))
-    if not said:  # (their link layer not read, or their generation not printed)
-        return Check(
-            "rdma_ports",
-            expected,
-            actual,
-            "unverified",
-            "the ports' link layer (InfiniBand or Ethernet) was not reported: read"
-            " /sys/class/infiniband/*/ports/*/link_layer, or `ibv_devinfo -v`."
-            if fabric_unread
-            else "the ports' speed generation was not printed (`Rate: 40` is QDR or FDR10): read"
-            " /sys/class/infiniband/*/ports/*/rate (`40 Gb/sec (4X FDR10)`), or `ibstatus`.",
-        )
+    if not said:  # (their link layer not read, their generation not printed, or maybe software)
+        return Check("rdma_ports", expected, actual, "unverified", _untold_advice(unknown, fabric_unread))
     advice = (
         "the port state was not reported (a sysfs file the login could not read); read"
         " /sys/class/infiniband/*/ports/*/state and rate as root, or `ibv_devinfo -v`."

@@ -825,3 +825,34 @@ def test_unmounted_disks_leaves_out_used_trees_zram_and_loops() -> None:
         (FIX / "edited/lsblk-J-b__gpu-node-8x-nvme__nvme0n1p2-at-root__edited.json").read_text()
     )
     assert [d.name for d in unmounted_disks(real)] == ["/dev/nvme1n1"]
+
+
+H200_SMI = "nvidia-smi__h200__1gpu__driver580.159.04.txt"
+
+
+def test_a_banner_version_read_with_a_note_is_not_stated_bare() -> None:
+    """The real H200 table cut below its banner (its first 4 lines), the driver edited in-test to
+    `580.159.04`` (a stray backtick, as a chat's code span leaves one): the version is read with
+    a note, and the sentence keeps the note (it stated "driver 580.159.04" bare, the note lost)."""
+    head = "".join((REAL / H200_SMI).read_text().splitlines(keepends=True)[:4])
+    head = head.replace("580.159.04     CUDA", "580.159.04`    CUDA")
+    _, actual, _ = _verdicts(OrderSpec(gpu_count=1), _facts(nvidia_smi=head))["nvidia_driver"]
+    assert actual.startswith(
+        "driver 580.159.04, CUDA 13.0 (the table's driver version reads '580.159.04`': read as 580.159.04)"
+    ), actual
+    assert actual.endswith(
+        "incomplete probe: nvidia-smi answered, but no GPU row of its output could be read"
+        " (cut short or mangled)"
+    )
+
+
+def test_a_table_cut_at_a_column_says_its_driver_unreadable() -> None:
+    """The real H200 table with every line cut at 57 columns (`cut -c1-57`, the banner ending
+    `Driver Version: 580.1`): no GPU row read, and the driver is not stated ("driver 580.1", the
+    cut value, stood there as a fact); the cut is named."""
+    text = "".join(line[:57] + "\n" for line in (REAL / H200_SMI).read_text().splitlines())
+    _, actual, _ = _verdicts(OrderSpec(gpu_count=1), _facts(nvidia_smi=text))["nvidia_driver"]
+    assert actual.startswith(
+        "driver unreadable, CUDA unknown (the table's banner line is cut short after 'Driver Version: 580.1'"
+    ), actual
+    assert "incomplete probe: nvidia-smi answered, but no GPU row" in actual

@@ -135,11 +135,17 @@ CUDA_ERR = [
     (TEXT_Q, ": 13.0\n", ": ERR!\n"),
     (XML, "<cuda_version>13.0</cuda_version>", "<cuda_version>ERR!</cuda_version>"),
     (TEXT_Q, ": 13.0\n", ": Unknown Error\n"),
+    # (a marker of several words, as the table prints NVML's errors in its cells: `[Unknown Error]`;
+    # it passed "CUDA [Unknown", read up to its space)
+    (TABLE, "CUDA Version: 12.4     |", "CUDA Version: [Unknown Error]     |"),
+    (TABLE, "CUDA Version: 12.4     |", "CUDA Version: Unknown Error     |"),
 ]
 
 
 @pytest.mark.parametrize(
-    ("name", "said", "instead"), CUDA_ERR, ids=["table", "-q", "-q -x", "-q Unknown Error"]
+    ("name", "said", "instead"),
+    CUDA_ERR,
+    ids=["table", "-q", "-q -x", "-q Unknown Error", "table [Unknown Error]", "table Unknown Error"],
 )
 def test_a_cuda_version_nvidia_smi_could_not_read_is_no_pass(
     tmp_path: Path, name: str, said: str, instead: str

@@ -227,17 +227,29 @@ SIW_DEVINFO = (
 
 
 def test_rdma_iwarp_port_is_not_roce(tmp_path: Path) -> None:
-    """The real siw0 listing (transport iWARP, link layer Ethernet, active, no rate without -v):
-    not a RoCE port, so a `1x10G RoCE` order fails saying so, not unverified as a RoCE port whose
-    rate was not reported; an order naming no fabric still counts it (unverified: no rate)."""
+    """The real siw0 listing with its device renamed in-test `cxgb4_0` (a Chelsio iWARP adapter's
+    name; transport iWARP, link layer Ethernet, active, no rate without -v): not a RoCE port, so
+    a `1x10G RoCE` order fails saying so, not unverified as a RoCE port whose rate was not
+    reported; an order naming no fabric still counts it (unverified: no rate)."""
     name = "ibv_devinfo.txt"
-    verdict, actual = _rdma(tmp_path, name, "1x10G RoCE", SIW_DEVINFO)
+    text = SIW_DEVINFO.replace("siw0", "cxgb4_0")
+    verdict, actual = _rdma(tmp_path, name, "1x10G RoCE", text)
     assert verdict == "fail", actual
     assert actual.startswith(
         "no Ethernet (RoCE) port listed; on iWARP (RDMA over TCP, not RoCE), not the Ethernet (RoCE)"
     )
-    assert "siw0/1 ACTIVE" in actual
-    assert _rdma(tmp_path, name, "1x10G", SIW_DEVINFO)[0] == "unverified"
+    assert "cxgb4_0/1 ACTIVE" in actual
+    assert _rdma(tmp_path, name, "1x10G", text)[0] == "unverified"
+
+
+def test_rdma_soft_iwarp_port_is_software_whatever_the_order(tmp_path: Path) -> None:
+    """The real siw0 listing as posted: soft-iWARP, the kernel's RDMA over a plain NIC (its
+    name, `rdma link add siw0 type siw`). A `1x10G RoCE` order fails naming software RDMA, and
+    so does an order naming no fabric (before: unverified, a port that could make it up)."""
+    for order in ("1x10G RoCE", "1x10G"):
+        verdict, actual = _rdma(tmp_path, "ibv_devinfo.txt", order, SIW_DEVINFO)
+        assert verdict == "fail", (order, actual)
+        assert "on software RDMA (Soft-RoCE rxe or soft-iWARP siw" in actual and "siw0/1 ACTIVE" in actual
 
 
 # AWS EFA: `ibv_devinfo` (transport `unspecified (4)`, link layer printed InfiniBand; rdma-core
@@ -278,12 +290,15 @@ def test_rdma_efa_unknown_link_layer_kept_in_the_merge() -> None:
 
 
 def test_rdma_usnic_port_is_not_roce(tmp_path: Path) -> None:
-    """The real siw0 listing with its transport edited to `usNIC (2)` (Cisco usNIC: link layer
-    Ethernet, not RoCE): a `1x10G RoCE` order fails naming the usNIC transport."""
-    text = SIW_DEVINFO.replace("iWARP (1)", "usNIC (2)")
+    """The real siw0 listing with its transport edited to `usNIC (2)` and its device renamed
+    `usnic_0` (Cisco usNIC: link layer Ethernet, not RoCE): a `1x10G RoCE` order fails naming
+    the usNIC transport."""
+    text = SIW_DEVINFO.replace("iWARP (1)", "usNIC (2)").replace("siw0", "usnic_0")
     verdict, actual = _rdma(tmp_path, "ibv_devinfo.txt", "1x10G RoCE", text)
     assert verdict == "fail", actual
-    assert "on usNIC transport (not InfiniBand nor RoCE), not the Ethernet (RoCE) ordered: siw0/1" in actual
+    assert (
+        "on usNIC transport (not InfiniBand nor RoCE), not the Ethernet (RoCE) ordered: usnic_0/1" in actual
+    )
 
 
 # Soft-RoCE (rdma_rxe, RoCE run by the kernel over a plain Ethernet NIC): `ibstat` of rxe0 on a
@@ -298,20 +313,46 @@ def test_rdma_soft_roce_port_is_no_roce_adapter(tmp_path: Path, name: str) -> No
     version:` empty, `Link layer: Ethernet`, ACTIVE at 2.5) and ibv_devinfo -v's rxe0 (fw_ver
     0.0.0, hw_ver 0x0, vendor_id 0x0000, vendor_part_id 0; 1X 2.5 Gbps). Both passed a `1x2.5G
     RoCE` order as an RDMA NIC's port, while the kernel runs it in software over any Ethernet NIC
-    (an EC2 VM's ENA gives it `Rate: 100`); it fails naming software RDMA. An order naming no
-    fabric still counts it."""
+    (an EC2 VM's ENA gives it `Rate: 100`); it fails naming software RDMA, and so does an order
+    naming no fabric (it passed: a plain NIC made up the RDMA order)."""
     verdict, actual = _rdma(tmp_path, name, "1x2.5G RoCE")
     assert verdict == "fail", actual
     assert actual.startswith("no Ethernet (RoCE) port listed; on software RDMA (Soft-RoCE rxe"), actual
     assert "rxe0/1 ACTIVE 2.5 Gb/s" in actual
-    assert _rdma(tmp_path, name, "1x2.5G")[0] == "pass"
+    verdict, actual = _rdma(tmp_path, name, "1x2.5G")
+    assert verdict == "fail", actual
+    assert actual.startswith("no RDMA adapter's port listed; on software RDMA (Soft-RoCE rxe"), actual
+
+
+def test_rdma_soft_roce_at_200g_makes_up_no_order_naming_no_fabric(tmp_path: Path) -> None:
+    """The real rxe0 ibstat with its `Rate: 2.5` edited in-test to `Rate: 200` (an rxe device
+    over a 200G plain NIC): `1x200G` passed on it (a plain NIC with `rdma link add rxe0 type
+    rxe` made up an RDMA order); it fails now, naming the software port."""
+    text = (REAL / RXE_IBSTAT).read_text().replace("Rate: 2.5\n", "Rate: 200\n")
+    verdict, actual = _rdma(tmp_path, "ibstat.txt", "1x200G", text)
+    assert verdict == "fail", actual
+    assert "on software RDMA (Soft-RoCE rxe" in actual and "rxe0/1 ACTIVE 200 Gb/s" in actual
+
+
+def test_rdma_adapter_naming_no_firmware_is_not_called_software(tmp_path: Path) -> None:
+    """The real rxe0 ibstat with its device renamed in-test `mana_0` and `Rate: 2.5` edited to
+    `Rate: 200` (Azure MANA's mana_ib, RoCE-capable hardware, prints no CA type, firmware nor
+    hardware version either, as Alibaba's erdma): `1x200G RoCE` failed "on software RDMA ...
+    no RDMA adapter", a hardware claim from empty fields. It is unverified now, naming the port
+    and how to tell; so is an order naming no fabric (it may be software)."""
+    text = (REAL / RXE_IBSTAT).read_text().replace("rxe0", "mana_0").replace("Rate: 2.5\n", "Rate: 200\n")
+    for order in ("1x200G RoCE", "1x200G"):
+        verdict, actual = _rdma(tmp_path, "ibstat.txt", order, text)
+        assert verdict == "unverified", (order, actual)
+        assert "not known to be an RDMA adapter's: mana_0/1 ACTIVE 200 Gb/s" in actual
 
 
 def test_rdma_adapter_with_an_empty_ca_type_is_not_software(tmp_path: Path) -> None:
     """The real rxe0 ibstat with its device lines filled in-test as a RoCE adapter's driver fills
-    some of them (Intel irdma prints no `CA type`, but its firmware and hardware version): one
-    empty field alone is no software device, so its port is RoCE and passes."""
-    text = (REAL / RXE_IBSTAT).read_text()
+    some of them (Intel irdma prints no `CA type`, but its firmware and hardware version) and
+    the device renamed `irdma0`: one empty field alone is no software device, so its port is
+    RoCE and passes."""
+    text = (REAL / RXE_IBSTAT).read_text().replace("rxe0", "irdma0")
     text = text.replace("Firmware version:\n", "Firmware version: 1.52\n")
     text = text.replace("Hardware version:\n", "Hardware version: 2\n")
     assert "CA type:\n" in text and "1.52" in text
@@ -390,3 +431,13 @@ def test_rdma_older_generation_port_is_counted_as_listed(tmp_path: Path) -> None
         actual
     )
     assert _rdma(tmp_path, QIB_SYSFS, "1x40G QDR InfiniBand")[0] == "pass"
+
+
+def test_rdma_sysfs_soft_roce_device_is_software(tmp_path: Path) -> None:
+    """The real H100 sysfs listing with its RoCE bond device renamed in-test `rxe0` (a Soft-RoCE
+    device `rdma link add rxe0 type rxe` made over a plain 200G NIC; sysfs names no transport):
+    `9x200G` passed counting it; it fails now, naming software RDMA (the 8 NDR ports still count)."""
+    text = (REAL / SYSFS).read_text().replace("mlx5_bond_0", "rxe0")
+    verdict, actual = _rdma(tmp_path, SYSFS, "9x200G", text)
+    assert verdict == "fail", actual
+    assert actual.startswith("8 of 8 port(s) ACTIVE at >= 200 Gb/s; on software RDMA (Soft-RoCE rxe"), actual
