@@ -89,12 +89,18 @@ def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
             f" disk, set the order's data_disk mount to its path, or mount it at {path}"
         )
     if idle:
-        names = ", ".join(f"{d.name} ({_device_size(d)})" for d in idle)
+        # (in a table or `-P` pairs, unlike a JSON, a cut after a row cannot be seen: the device
+        # listed last may have lost its rows below, a RAID leg of / whose partitions were not
+        # copied, openvstorage#1379)
+        json = _answered(facts, "lsblk").lstrip().startswith("{")
+        last = "" if json else facts.block_devices[-1].name
+        cut = "; the lsblk output ends at it: what is below it may be cut off"
+        names = ", ".join(f"{d.name} ({_device_size(d)}{cut if d.name == last else ''})" for d in idle)
         one = len(idle) == 1
         return (
             f"lsblk shows {'a disk' if one else 'disks'} with nothing mounted: {names}; if"
-            f" {'it is' if one else 'one is'} the ordered data disk, format it and mount it at {path}"
-            " (or ask the vendor to)"
+            f" {'it is' if one else 'one is'} the ordered data disk and nothing is on it, format it and"
+            f" mount it at {path} (or ask the vendor to)"
         )
     return f"no disk is mounted there: ask the vendor to attach the ordered data disk and mount it at {path}"
 

@@ -157,3 +157,29 @@ def test_a_disk_path_alone_on_its_line_gives_no_false_system_disk(tmp_path: Path
         lsblk = lsblk.replace("|-", "├─").replace("`-", "└─")
     verdict, actual, _ = _data_disk(tmp_path, lsblk, "data_disk: {mount: /storage, min_size: 2TB}\n")
     assert (verdict, actual) == ("unverified", "not judged: no df output was given")
+
+
+OPENVSTORAGE = "lsblk__2x-sas-md-raid1-boot_md1-lvm-root__cut-after-sdb__openvstorage-1379.txt"
+DF_OPENVSTORAGE = (  # (written for this test from the table's mounts: / on the LV, /boot on md0)
+    "Filesystem               1024-blocks    Used Available Capacity Mounted on\n"
+    "/dev/mapper/68dsd5j-root    19092136 5000000  13100000      28% /\n"
+    "/dev/md0                     1983056  100000   1800000       6% /boot\n"
+)
+
+
+def test_a_disk_a_table_ends_at_is_offered_with_its_possible_cut(tmp_path: Path) -> None:
+    """openvstorage#1379's table, cut after `sdb` (the second RAID1 leg of /boot and /, whose
+    partition rows were not copied), with a df of / and /boot written for it, /data ordered:
+    nothing is at /data (a fail), but sdb was offered to be formatted as an idle disk (review
+    RR-3); now the hint says the output ends at it and asks for nothing on it first."""
+    lsblk = (REAL / OPENVSTORAGE).read_text()
+    _, checks = judged_box(
+        tmp_path, {"lsblk.txt": lsblk, "df.txt": DF_OPENVSTORAGE}, "data_disk: {mount: /data}\n"
+    )
+    check = checks["data_disk"]
+    assert check.verdict == "fail"
+    assert check.detail == (
+        "lsblk shows a disk with nothing mounted: sdb (299.9 GB to 300.1 GB, as lsblk rounds it; the"
+        " lsblk output ends at it: what is below it may be cut off); if it is the ordered data disk and"
+        " nothing is on it, format it and mount it at /data (or ask the vendor to)"
+    )
