@@ -75,6 +75,9 @@ class BlockDevice:
     # how far the true size may be from size_bytes either way: lsblk rounds a human size to its
     # last digit (`1.8T` is 1.75-1.85 TiB); 0 where exact (`-b` bytes)
     size_rounding: int = 0
+    # the file system lsblk names on it (its FSTYPE: `ext4`, `btrfs`, `linux_raid_member`), None
+    # where not shown (no FSTYPE column) or none
+    fstype: str | None = None
 
     @property
     def mountpoint(self) -> str | None:
@@ -399,6 +402,7 @@ def _flatten(entries: Iterable[Any], parent: str | None) -> list[BlockDevice]:
                 model=str(model).strip() if model else None,
                 parent=parent,
                 size_rounding=size_rounding(str(entry.get("size"))),  # (`-J` without `-b`: `1.8T`)
+                fstype=str(entry["fstype"]) if entry.get("fstype") else None,
             )
         )
         children = entry.get("children")
@@ -475,6 +479,7 @@ def parse_lsblk_pairs(text: str) -> tuple[BlockDevice, ...]:
                 model=(pairs.get("MODEL") or "").strip() or None,
                 parent=parent,
                 size_rounding=size_rounding(pairs.get("SIZE") or ""),
+                fstype=pairs.get("FSTYPE") or None,
             )
         )
     return tuple(devices)

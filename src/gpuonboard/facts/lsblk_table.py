@@ -211,6 +211,19 @@ def _cells(line: str, columns: list[_Column], name_end: int) -> tuple[dict[str, 
     return None
 
 
+def _further_mount(line: str, column: _Column) -> str | None:
+    """The mount point on a line of util-linux 2.37+'s further mount points of the device above
+    (blanks, or the tree's `│`, up to the MOUNTPOINTS column, then a path or `[SWAP]`; or at the
+    margin, a paste that trimmed its lines: no device's name starts `/` but `lsblk -p`'s
+    `/dev/`), or None for another line: a device's row (`/dev/sdb` alone: a disk with no file
+    system as `lsblk -fp` prints it), a path indented short of the column."""
+    more = line.lstrip(_GLYPHS + " \t")
+    indent = len(line) - len(more)
+    if not more.startswith(("/", "[")) or more.startswith("/dev/") or 0 < indent < column.start:
+        return None
+    return more
+
+
 def _device(cells: dict[str, str], name: str, parent: str | None) -> BlockDevice:
     size = cells.get("SIZE", "")
     mounts = cells.get("MOUNTPOINTS", cells.get("MOUNTPOINT", ""))
@@ -224,6 +237,7 @@ def _device(cells: dict[str, str], name: str, parent: str | None) -> BlockDevice
         model=cells.get("MODEL") or None,
         parent=parent,
         size_rounding=size_rounding(size) if size else 0,
+        fstype=cells.get("FSTYPE") or None,
     )
 
 
@@ -239,15 +253,17 @@ def _read(text: str) -> tuple[list[BlockDevice], str | None]:
     lost = False  # a branch the tree cannot place (the blanks before it lost): no parents after it
     many = columns[-1].name == "MOUNTPOINTS"
     for line in lines[1:]:
-        more = line.strip(_GLYPHS + " \t")
-        named = None if more.startswith(("/", "[")) and " " not in more else _name_cell(line)
+        if many and devices and (more := _further_mount(line, columns[-1])):
+            devices[-1] = replace(devices[-1], mountpoints=(*devices[-1].mountpoints, more))
+            continue
+        named = _name_cell(line)
         if named is None:
-            # (util-linux 2.37+: a device's further mount points, one a line under the column)
-            if many and devices and more.startswith(("/", "[")):
-                devices[-1] = replace(devices[-1], mountpoints=(*devices[-1].mountpoints, more))
-                continue
             return devices, f"a line lsblk does not print ({line.strip()[:60]})"
         depth, name, end, last = named
+        if name.startswith("[") or (name.startswith("/") and not name.startswith("/dev/")):
+            # (a mount point where a name starts: a further mount point's line that lost its
+            # blanks; `lsblk -p` names start /dev/)
+            return devices, f"a line lsblk does not print ({line.strip()[:60]})"
         read = _cells(line, columns, end)
         if read is None:
             return devices, f"its row of {name} cannot be read into its columns"

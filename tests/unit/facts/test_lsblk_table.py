@@ -3,6 +3,7 @@ on tables users pasted in public threads (tests/fixtures/real/SOURCES.md, round 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,9 @@ def test_columns_chosen_with_empty_and_spaced_cells() -> None:
     model = _read("lsblk-o__serial-tran-model-subsystems__model-with-blank__util-linux-305.txt")
     assert model[0].model == "G7101 BN102"
     fs = _read("lsblk-Afi__fstype-fsver-label-uuid-fsavail-mountpoints__mmcblk__libreelec-10834.txt")
-    assert _row(fs, "mmcblk0p2") == BlockDevice("mmcblk0p2", None, None, ("/storage",), parent="mmcblk0")
+    assert _row(fs, "mmcblk0p2") == BlockDevice(
+        "mmcblk0p2", None, None, ("/storage",), parent="mmcblk0", fstype="ext4"
+    )
     spaced = _read("lsblk-d__4.6t-part-mount-with-blanks__drivelist-69.txt")
     assert spaced[0].mountpoints == ("/media/dave/Seagate Expansion Drive",)
 
@@ -112,3 +115,43 @@ def test_a_row_that_cannot_be_read_says_so() -> None:
     text = (REAL / name).read_text() + "├─sdb1               8:17   0   1.9G\n"
     assert table_unread(text) == "its row of sdb1 cannot be read into its columns"
     assert parse_lsblk_table(text) == ()
+
+
+LIBREELEC = "lsblk-Afi__fstype-fsver-label-uuid-fsavail-mountpoints__mmcblk__libreelec-10834.txt"
+
+
+def _with_paths(text: str, utf8: bool) -> str:
+    """LibreELEC#10834's `lsblk -Afi` as `lsblk -Afp` prints it: `/dev/` before each name, the
+    header's NAME column widened by as much; with `utf8`, its ASCII branches drawn in UTF-8."""
+    head, *rows = text.splitlines()
+    rows = [re.sub(r"^([|`]-)?", lambda m: f"{m.group(0)}/dev/", row) for row in rows]
+    table = "\n".join([head.replace("NAME ", "NAME      ", 1), *rows]) + "\n"
+    return table.replace("|-", "├─").replace("`-", "└─") if utf8 else table
+
+
+@pytest.mark.parametrize("utf8", [False, True])
+def test_a_device_path_alone_on_its_line_is_a_device_not_a_further_mount_point(utf8: bool) -> None:
+    """`lsblk -fp` prints a disk with no file system as its path alone (`/dev/mmcblk0`): a row
+    in the name column, never a further mount point of the row above (util-linux 2.37+ indents
+    those to MOUNTPOINTS). LibreELEC#10834's `lsblk -Afi` edited to `-p` names (and UTF-8
+    branches); it was read with mmcblk0p1/p2 under loop0, the disks swallowed (review RR-2)."""
+    devices = parse_lsblk_table(_with_paths((REAL / LIBREELEC).read_text(), utf8))
+    assert [(d.name, d.parent, d.mountpoints) for d in devices] == [
+        ("/dev/loop0", None, ("/",)),
+        ("/dev/mtdblock0", None, ()),
+        ("/dev/mmcblk0", None, ()),
+        ("/dev/mmcblk0p1", "/dev/mmcblk0", ("/flash",)),
+        ("/dev/mmcblk0p2", "/dev/mmcblk0", ("/storage",)),
+        ("/dev/mmcblk0boot0", None, ()),
+        ("/dev/mmcblk0boot1", None, ()),
+    ]
+
+
+def test_further_mount_points_that_lost_their_blanks_stay_mount_points() -> None:
+    """bottlerocket#2920's table with each line trimmed (a paste that lost the blanks before
+    `/opt`, `/mnt`, `/local`): still nvme1n1p1's further mount points (no device name starts `/`
+    but `/dev/`); one indented short of MOUNTPOINTS is not read."""
+    text = (REAL / "lsblk-b__mountpoints-continuation-lines__bottlerocket-2920.txt").read_text()
+    trimmed = "\n".join(line.strip() for line in text.splitlines()) + "\n"
+    assert _row(parse_lsblk_table(trimmed), "nvme1n1p1").mountpoints == ("/var", "/opt", "/mnt", "/local")
+    assert table_unread(text.replace("      /opt", "/opt", 1)) == "a line lsblk does not print (/opt)"

@@ -17,6 +17,25 @@ from gpuonboard.steps.checks.missing_facts import _not_judged
 from gpuonboard.units import format_bytes
 
 _NOT_DISKS = {"tmpfs", "overlay", "devtmpfs", "ramfs", "none", "shm"}
+# file systems that live on one block device only, so never larger than it (not btrfs, ZFS,
+# bcachefs, f2fs or erofs, which may span devices, nor XFS, whose realtime device adds to it)
+_ONE_DEVICE_FS = frozenset(
+    {
+        "ext2",
+        "ext3",
+        "ext4",
+        "vfat",
+        "msdos",
+        "exfat",
+        "ntfs",
+        "ntfs3",
+        "jfs",
+        "hfsplus",
+        "iso9660",
+        "udf",
+        "squashfs",
+    }
+)
 
 
 def _separate_mounts(root: disks.Mount, facts: Facts) -> list[disks.Mount]:
@@ -70,12 +89,18 @@ def _no_mount_detail(path: str, root: disks.Mount | None, facts: Facts) -> str:
             f" disk, set the order's data_disk mount to its path, or mount it at {path}"
         )
     if idle:
-        names = ", ".join(f"{d.name} ({_device_size(d)})" for d in idle)
+        # (in a table or `-P` pairs, unlike a JSON, a cut after a row cannot be seen: the device
+        # listed last may have lost its rows below, a RAID leg of / whose partitions were not
+        # copied, openvstorage#1379)
+        json = _answered(facts, "lsblk").lstrip().startswith("{")
+        last = "" if json else facts.block_devices[-1].name
+        cut = "; the lsblk output ends at it: what is below it may be cut off"
+        names = ", ".join(f"{d.name} ({_device_size(d)}{cut if d.name == last else ''})" for d in idle)
         one = len(idle) == 1
         return (
             f"lsblk shows {'a disk' if one else 'disks'} with nothing mounted: {names}; if"
-            f" {'it is' if one else 'one is'} the ordered data disk, format it and mount it at {path}"
-            " (or ask the vendor to)"
+            f" {'it is' if one else 'one is'} the ordered data disk and nothing is on it, format it and"
+            f" mount it at {path} (or ask the vendor to)"
         )
     return f"no disk is mounted there: ask the vendor to attach the ordered data disk and mount it at {path}"
 
@@ -99,27 +124,33 @@ def _no_mounts(expected: str, facts: Facts) -> Check:
 
 def _from_lsblk(order: OrderSpec, expected: str, facts: Facts, tolerance: float) -> Check | None:
     """data_disk where no df was given (offline) but an lsblk was: the fail lsblk alone proves,
-    else None (unverified as without it). A block device is at least as large as the file
-    system on it, so a device at the ordered path whose size, its rounding included, is under the
-    order fails; one that shares /'s physical disk fails. A size that meets the order passes
-    nothing: the file system on it may be smaller (an image not grown to its disk)."""
+    else None (unverified as without it). A file system that lives on one device only (its FSTYPE
+    shown: ext4, vfat ...) is no larger than that device, so such a device at the ordered path
+    whose size, its rounding included, is under the order fails; one that shares /'s physical
+    disk fails. A file system that may span devices (btrfs, ZFS, bcachefs; FSTYPE not shown) may be
+    larger than the device lsblk shows it on (lsblk before 2.42 shows its mount on one member
+    only, util-linux#4145), and where several devices hold the ordered mount lsblk cannot tell
+    which is judged: no fail. A size that meets the order passes nothing: the file system on it
+    may be smaller (an image not grown to its disk)."""
     spec = order.data_disk
     assert spec is not None
     at = [d for d in facts.block_devices if spec.mount in d.mountpoints]
-    if facts.given("df") or not at:
+    if facts.given("df") or len({disks.short_name(d.name) for d in at}) != 1:
         return None
     dev = at[0]
     actual = f"{dev.name} at {spec.mount}, {_device_size(dev)} (lsblk, no df given"
     need = (spec.min_size_bytes or 0) * (1 - tolerance)
-    if dev.size_bytes is not None and dev.size_bytes + dev.size_rounding < need:
-        most = format_bytes(dev.size_bytes + dev.size_rounding, binary=False)
+    small = dev.size_bytes is not None and dev.size_bytes + dev.size_rounding < need
+    if small and (dev.fstype or "") in _ONE_DEVICE_FS:
+        most = format_bytes((dev.size_bytes or 0) + dev.size_rounding, binary=False)
         return Check(
             "data_disk",
             expected,
-            actual + ")",
+            actual + f", {dev.fstype})",
             "fail",
-            f"the device mounted at {spec.mount} (at most {most}) is smaller than ordered, and the file"
-            " system on it is no larger: a smaller disk than the order; ask the vendor for the ordered size",
+            f"the device mounted at {spec.mount} (at most {most}) is smaller than ordered, and the"
+            f" {dev.fstype} file system on it is no larger: a smaller disk than the order; ask the"
+            " vendor for the ordered size",
         )
     root = next((d for d in facts.block_devices if "/" in d.mountpoints), None)
     if root is None:
