@@ -465,7 +465,6 @@ PRESENT_FILE = "/sys/devices/system/cpu/present"
 _PRESENT_LINE = re.compile(rf"^{PRESENT_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
 # a CPU block's first line (x86, arm64, POWER, RISC-V alike)
 _CPUINFO_BLOCK = re.compile(r"processor\s*:\s*(\d+)\s*")
-_CPUINFO_HEAD = re.compile(r"\s*processor\s*:\s*\d+\s*$")
 # the lines of a CPU block that give the topology only: a block of nothing else is a filter's
 # (`grep -E 'processor|physical id|core id' /proc/cpuinfo`), never the kernel's whole block,
 # which also names the CPU (x86's vendor_id, arm64's CPU implementer, POWER's cpu, RISC-V's isa)
@@ -508,7 +507,7 @@ def _cpuinfo_cut(text: str, blocks: list[dict[str, str]], usable: int | None = N
     may also hold fewer CPUs of a package than its siblings line (the host's) says."""
     if not text.endswith("\n"):
         return f"it ends inside the block of CPU {blocks[-1]['processor']}"
-    if left_out := elided(text, (_CPUINFO_HEAD,)):  # (`processor : 0`, `...`, `processor : 63`)
+    if left_out := elided(text):  # (`processor : 0`, `...`, `processor : 63`: a paste's)
         return left_out
     numbers = [int(b["processor"]) for b in blocks]
     online = _ONLINE_LINE.search(text)

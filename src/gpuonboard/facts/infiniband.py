@@ -520,7 +520,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (_HCA,), "ibv_devinfo"))
-    listing.mark(elided(text, (_HCA,)))
+    listing.mark(elided(text))
     listing.mark(_cut_tail(text, (_HCA,)))
     warnings: tuple[str, ...] = ()
     if not listing.ports and text.strip():
@@ -582,7 +582,7 @@ def _blocks(
     flush()
     listing.head(None)
     listing.mark(_cut_head(text, (head,), tool))
-    listing.mark(elided(text, (head,)))
+    listing.mark(elided(text))
     listing.mark(_cut_tail(text, (head,)))
     if not listing.ports and text.strip() and not stopped:
         if listing.cut is None:
