@@ -24,8 +24,10 @@ GPU (MIG enabled). check_env's are torch's view (`torch.cuda.device_count()`), w
 CUDA_VISIBLE_DEVICES narrows: that listing is read as a view of some GPUs (`ProbeOutput.partial`:
 fewer GPUs than ordered are unverified, never missing), told by the report's own lines
 (`CUDA available:`, `GPU 0,1:`), never by a line's place; torch's name of a MIG slice
-(`NVIDIA A100-SXM4-80GB MIG 3g.40gb`) is read as the GPU's name with a MIG device under it. A report that lists no GPU (`Is CUDA
-available: False`, `Could not collect`) says nothing of the box's GPUs. The driver version it
+(`NVIDIA A100-SXM4-80GB MIG 3g.40gb`) is read as the GPU's name with a MIG device under it. A
+collect_env run in a container given some GPUs (vLLM's env section prints
+`NVIDIA_VISIBLE_DEVICES=` other than `all`) lists only those: partial too. A report that lists
+no GPU (`Is CUDA available: False`, `Could not collect`) says nothing of the box's GPUs. The driver version it
 names is said in a note (no nvidia-smi output of the box was given; the rules do not judge it).
 """
 
@@ -65,6 +67,17 @@ VISIBLE = (
     "sglang's check_env lists the GPUs torch sees, which CUDA_VISIBLE_DEVICES narrows: the box may"
     " have others"
 )
+
+# a container's GPUs (vLLM's report prints the NVIDIA_* variables): a value but `all` names some
+_CONTAINER_GPUS = re.compile(r"^NVIDIA_VISIBLE_DEVICES=(.*?)[ \t]*$", re.M)
+
+
+def _container(value: str) -> str:
+    """Why a listing run in a container given some GPUs (`NVIDIA_VISIBLE_DEVICES`) is partial."""
+    return (
+        f"the report's NVIDIA_VISIBLE_DEVICES={value} gives its container some GPUs of the box, and"
+        " nvidia-smi -L there lists only those"
+    )
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,8 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
         tail = gpus[-1].strip().split(": ", 1)[-1]
         end = "" if text.rstrip(" \t").endswith(tail) and not text.endswith("\n") else "\n"
         view = VISIBLE if _CHECK_ENV.search(text) else ""
+        if not view and (env := _CONTAINER_GPUS.search(text)) and env.group(1) != "all":
+            view = _container(env.group(1))
         found.append(EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", view))
     for i, line in enumerate(lines):
         if _LSCPU_FIRST.match(line) and not any(p.kind == "lscpu" for p in found):

@@ -148,3 +148,20 @@ def test_check_env_mig_slice_name_is_the_gpu_with_mig(tmp_path: Path) -> None:
         rules["gpu_count"]["verdict"] == "unverified"
         and "CUDA_VISIBLE_DEVICES" in rules["gpu_count"]["actual"]
     )
+
+
+def test_collect_env_in_a_container_given_some_gpus_lists_only_those(tmp_path: Path) -> None:
+    """vLLM's report prints the NVIDIA_* variables of where it ran; in a container or pod given
+    some GPUs (`NVIDIA_VISIBLE_DEVICES=GPU-<uuid>`, a device plugin's value) nvidia-smi -L lists
+    only those: ScaleLLM#288's 1 x A100 report with such an env section appended in-test (a
+    blank line, `Environment Variables:`, that line). One of 2 ordered is unverified, never a
+    missing GPU; with `NVIDIA_VISIBLE_DEVICES=all` it stays a shortfall fail."""
+    env = (
+        "\n\nEnvironment Variables:\nNVIDIA_VISIBLE_DEVICES={}\nNVIDIA_DRIVER_CAPABILITIES=compute,utility\n"
+    )
+    some = SCALELLM.read_text() + env.format("GPU-5da6e67e-fd5a-88fb-7a0e-109c3284f7bf")
+    rules, _, _ = facts(tmp_path, some, "gpu_model: A100 80GB PCIe\ngpu_count: 2\n")
+    count = rules["gpu_count"]
+    assert count["verdict"] == "unverified" and "NVIDIA_VISIBLE_DEVICES=GPU-5da6e67e" in count["actual"]
+    rules, _, code = facts(tmp_path, SCALELLM.read_text() + env.format("all"), "gpu_count: 2\n")
+    assert rules["gpu_count"]["verdict"] == "fail" and code == 1
