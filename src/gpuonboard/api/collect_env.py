@@ -47,8 +47,9 @@ _SIGNS = re.compile(
 _GPUS_LABEL = re.compile(r"^GPU models and configuration\s*:[ \t]*(.*)$")
 # `GPU 0: NVIDIA H20`; check_env's `GPU 0,1,2,3: NVIDIA B200` (its `... Compute Capability: 10.0` not)
 _GPU_LINE = re.compile(r"^GPU (\d+(?:,\d+)*): (.+?)\s*$")
-# a MIG device under a GPU line (collect_env's -L lines keep them, UUIDs taken out)
-_MIG_LINE = re.compile(r"^\s+MIG\s+\S+\s+Device\s+\d+:")
+# a MIG device under a GPU line (collect_env's -L lines keep them, UUIDs taken out; its indent
+# may be lost in a paste)
+_MIG_LINE = re.compile(r"^\s*MIG\s+\S+\s+Device\s+\d+:")
 # torch's device name of a MIG slice (check_env): `NVIDIA A100-SXM4-80GB MIG 3g.40gb`
 _MIG_NAME = re.compile(r"^(.+?)\s+MIG\s+(\d+(?:c\.\d+)?g\.\d+gb\S*)$")
 # check_env's own lines: torch's view of the GPUs, whatever their position in the report

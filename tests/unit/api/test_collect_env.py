@@ -165,3 +165,13 @@ def test_collect_env_in_a_container_given_some_gpus_lists_only_those(tmp_path: P
     assert count["verdict"] == "unverified" and "NVIDIA_VISIBLE_DEVICES=GPU-5da6e67e" in count["actual"]
     rules, _, code = facts(tmp_path, SCALELLM.read_text() + env.format("all"), "gpu_count: 2\n")
     assert rules["gpu_count"]["verdict"] == "fail" and code == 1
+
+
+def test_collect_env_mig_lines_pasted_without_their_indent() -> None:
+    """A paste that loses the indent of collect_env's MIG lines: vllm#25015's report edited
+    in-test with `MIG 7g.96gb     Device  0:` unindented under each of its 8 GPU lines. Each GPU
+    keeps its MIG line, and the report stays collect_env's (the box's listing, not partial)."""
+    text = re.sub(r"(GPU \d: NVIDIA H20\n)", r"\1MIG 7g.96gb     Device  0:\n", VLLM.read_text())
+    found, _ = collect_env.parts(text)
+    assert found[0].text.count("MIG 7g.96gb") == 8 and found[0].text.count("GPU ") == 8
+    assert not found[0].partial
