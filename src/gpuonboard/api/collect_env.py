@@ -19,10 +19,15 @@ Real shapes (tests/fixtures/real/collect_env__*, check_env__*):
 The report is read as the outputs it holds: its GPU lines as a listing without UUIDs (model and
 count; no memory), its lscpu block, its topology matrix, SGLang's `NVCC:` line. collect_env's GPU
 lines are `nvidia-smi -L`'s with the UUIDs taken out (torch/utils/collect_env.py get_gpu_info):
-every GPU of the box. check_env's are torch's view (`torch.cuda.device_count()`), which
+every GPU of the box, a MIG box's indented `  MIG 3g.40gb     Device  0:` lines kept under their
+GPU (MIG enabled). check_env's are torch's view (`torch.cuda.device_count()`), which
 CUDA_VISIBLE_DEVICES narrows: that listing is read as a view of some GPUs (`ProbeOutput.partial`:
-fewer GPUs than ordered are unverified, never missing). A report that lists no GPU (`Is CUDA
-available: False`, `Could not collect`) says nothing of the box's GPUs. The driver version it
+fewer GPUs than ordered are unverified, never missing), told by the report's own lines
+(`CUDA available:`, `GPU 0,1:`), never by a line's place; torch's name of a MIG slice
+(`NVIDIA A100-SXM4-80GB MIG 3g.40gb`) is read as the GPU's name with a MIG device under it. A
+collect_env run in a container given some GPUs (vLLM's env section prints
+`NVIDIA_VISIBLE_DEVICES=` other than `all`) lists only those: partial too. A report that lists
+no GPU (`Is CUDA available: False`, `Could not collect`) says nothing of the box's GPUs. The driver version it
 names is said in a note (no nvidia-smi output of the box was given; the rules do not judge it).
 """
 
@@ -42,6 +47,13 @@ _SIGNS = re.compile(
 _GPUS_LABEL = re.compile(r"^GPU models and configuration\s*:[ \t]*(.*)$")
 # `GPU 0: NVIDIA H20`; check_env's `GPU 0,1,2,3: NVIDIA B200` (its `... Compute Capability: 10.0` not)
 _GPU_LINE = re.compile(r"^GPU (\d+(?:,\d+)*): (.+?)\s*$")
+# a MIG device under a GPU line (collect_env's -L lines keep them, UUIDs taken out; its indent
+# may be lost in a paste)
+_MIG_LINE = re.compile(r"^\s*MIG\s+\S+\s+Device\s+\d+:")
+# torch's device name of a MIG slice (check_env): `NVIDIA A100-SXM4-80GB MIG 3g.40gb`
+_MIG_NAME = re.compile(r"^(.+?)\s+MIG\s+(\d+(?:c\.\d+)?g\.\d+gb\S*)$")
+# check_env's own lines: torch's view of the GPUs, whatever their position in the report
+_CHECK_ENV = re.compile(r"^(?:CUDA available: (?:True|False)\s*$|GPU \d+(?:,\d+)+: )", re.M)
 _DRIVER = re.compile(r"^(?:Nvidia driver version|CUDA Driver Version)\s*:[ \t]*(\S.*?)\s*$", re.M)
 # lscpu's first line (below collect_env's `CPU:`, or vLLM's `==== CPU Info ====` banner)
 _LSCPU_FIRST = re.compile(r"^Architecture\s*:")
@@ -56,6 +68,17 @@ VISIBLE = (
     "sglang's check_env lists the GPUs torch sees, which CUDA_VISIBLE_DEVICES narrows: the box may"
     " have others"
 )
+
+# a container's GPUs (vLLM's report prints the NVIDIA_* variables): a value but `all` names some
+_CONTAINER_GPUS = re.compile(r"^NVIDIA_VISIBLE_DEVICES=(.*?)[ \t]*$", re.M)
+
+
+def _container(value: str) -> str:
+    """Why a listing run in a container given some GPUs (`NVIDIA_VISIBLE_DEVICES`) is partial."""
+    return (
+        f"the report's NVIDIA_VISIBLE_DEVICES={value} gives its container some GPUs of the box, and"
+        " nvidia-smi -L there lists only those"
+    )
 
 
 @dataclass(frozen=True)
@@ -74,21 +97,25 @@ def looks_like_collect_env(text: str) -> bool:
     return len({m.group(0) for m in _SIGNS.finditer(text[:20000])}) >= 2
 
 
-def _gpu_lines(lines: list[str]) -> tuple[list[str], bool]:
-    """The report's GPU lines as `nvidia-smi -L`'s without UUIDs, one per GPU index, and
-    whether they are check_env's (torch's view: grouped by name)."""
-    out: list[str] = []
-    inside = grouped = False
+def _gpu_lines(lines: list[str]) -> list[str]:
+    """The report's GPU lines as `nvidia-smi -L`'s without UUIDs, one per GPU index, each with
+    the indented MIG lines under it (`  MIG 3g.40gb     Device  0:`); a name torch gives a MIG
+    slice (`NVIDIA A100-SXM4-80GB MIG 3g.40gb`) is the GPU's name with a MIG line of that profile."""
+    gpus: dict[str, list[str]] = {}
+    last: list[str] | None = None
     for line in lines:
-        label = _GPUS_LABEL.match(line)
-        if label:
-            inside, line = True, label.group(1)
-        elif inside and not _GPU_LINE.match(line):
-            inside = False
+        if label := _GPUS_LABEL.match(line):
+            line = label.group(1)
+        if last is not None and _MIG_LINE.match(line):
+            last.append(line.rstrip())
+            continue
+        last = None
         if (m := _GPU_LINE.match(line.strip())) and "Compute Capability" not in line:
-            out += [f"GPU {i}: {m.group(2)}" for i in m.group(1).split(",")]
-            grouped = grouped or not inside
-    return list(dict.fromkeys(out)), grouped
+            name, mig = m.group(2), _MIG_NAME.match(m.group(2))
+            under = [f"  MIG {mig.group(2)}     Device  0:"] if mig else []
+            for i in m.group(1).split(","):
+                last = gpus.setdefault(f"GPU {i}: {mig.group(1) if mig else name}", list(under))
+    return [line for gpu, migs in gpus.items() for line in (gpu, *migs)]
 
 
 def _matrix(lines: list[str], start: int, first: str) -> str:
@@ -123,17 +150,15 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
     """The outputs the report holds, and what of it is said, not read (notes' clauses)."""
     lines = text.split("\n")
     found: list[EnvPart] = []
-    gpus, torch_view = _gpu_lines(lines)
+    gpus = _gpu_lines(lines)
     if gpus:
         # (a last GPU line the text ends inside is kept open: -L's reader says a cut entry)
-        end = (
-            ""
-            if text.rstrip(" \t").endswith(gpus[-1].split(": ", 1)[1]) and not text.endswith("\n")
-            else "\n"
-        )
-        found.append(
-            EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", VISIBLE if torch_view else "")
-        )
+        tail = gpus[-1].strip().split(": ", 1)[-1]
+        end = "" if text.rstrip(" \t").endswith(tail) and not text.endswith("\n") else "\n"
+        view = VISIBLE if _CHECK_ENV.search(text) else ""
+        if not view and (env := _CONTAINER_GPUS.search(text)) and env.group(1) != "all":
+            view = _container(env.group(1))
+        found.append(EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", view))
     for i, line in enumerate(lines):
         if _LSCPU_FIRST.match(line) and not any(p.kind == "lscpu" for p in found):
             found.append(EnvPart("lscpu", _lscpu(lines, i), "lscpu"))

@@ -110,3 +110,68 @@ def test_vllm_padded_labels_are_read() -> None:
     assert [p.kind for p in found] == ["nvidia_smi_list", "lscpu"]
     assert found[0].text.count("NVIDIA H20") == 8 and not found[0].partial
     assert "550.144.03" in said[0]
+
+
+def test_collect_env_mig_lines_stay_under_their_gpu(tmp_path: Path) -> None:
+    """collect_env prints `nvidia-smi -L` with the UUIDs taken out, so a MIG box shows an
+    indented `  MIG 7g.96gb     Device  0:` under each GPU: vllm#25015's report edited in-test
+    to 4 GPUs (GPU 4-7 removed), each with such a MIG line. Before, the MIG line ended the GPU
+    block, the later GPU lines were read as check_env's torch view (count unverified, blamed on
+    CUDA_VISIBLE_DEVICES) and MIG was "not reported"; now 4 of 8 is a shortfall, MIG enabled."""
+    text = re.sub(r"GPU [4-7]: NVIDIA H20\n", "", VLLM.read_text())
+    text = re.sub(r"(GPU [0-3]: NVIDIA H20\n)", r"\1  MIG 7g.96gb     Device  0:\n", text)
+    found, _ = collect_env.parts(text)
+    listing = found[0]
+    assert listing.kind == "nvidia_smi_list" and not listing.partial
+    assert listing.text.count("  MIG 7g.96gb     Device  0:") == 4
+    rules, _, code = facts(tmp_path, text, "gpu_model: H20\ngpu_count: 8\n")
+    assert rules["gpu_model"]["verdict"] == "pass", rules["gpu_model"]
+    assert rules["gpu_count"]["verdict"] == "fail" and rules["gpu_count"]["actual"] == "4"
+    assert rules["mig_mode"]["verdict"] == "warn" and "Enabled" in rules["mig_mode"]["actual"]
+    assert code == 1
+
+
+def test_check_env_mig_slice_name_is_the_gpu_with_mig(tmp_path: Path) -> None:
+    """torch names a MIG slice `<GPU name> MIG <profile>`: sglang#24834's check_env edited
+    in-test to one such GPU (`GPU 0: NVIDIA B200 MIG 3g.90gb`, its Compute Capability line to
+    `GPU 0`). Before, "MIG" in the name failed gpu_model as another product; now the name is the
+    GPU's (never a fail), MIG is enabled (warn) and the count stays torch's view (unverified)."""
+    text = SGLANG.read_text().replace("GPU 0,1,2,3,4,5,6,7: NVIDIA B200", "GPU 0: NVIDIA B200 MIG 3g.90gb")
+    text = text.replace("GPU 0,1,2,3,4,5,6,7 Compute", "GPU 0 Compute")
+    found, _ = collect_env.parts(text)
+    assert found[0].text.splitlines()[:2] == ["GPU 0: NVIDIA B200", "  MIG 3g.90gb     Device  0:"]
+    rules, _, _ = facts(tmp_path, text, "gpu_model: B200\ngpu_count: 1\n")
+    assert rules["gpu_model"]["verdict"] != "fail", rules["gpu_model"]
+    assert "MIG" not in rules["gpu_model"]["actual"]
+    assert rules["mig_mode"]["verdict"] == "warn", rules["mig_mode"]
+    assert (
+        rules["gpu_count"]["verdict"] == "unverified"
+        and "CUDA_VISIBLE_DEVICES" in rules["gpu_count"]["actual"]
+    )
+
+
+def test_collect_env_in_a_container_given_some_gpus_lists_only_those(tmp_path: Path) -> None:
+    """vLLM's report prints the NVIDIA_* variables of where it ran; in a container or pod given
+    some GPUs (`NVIDIA_VISIBLE_DEVICES=GPU-<uuid>`, a device plugin's value) nvidia-smi -L lists
+    only those: ScaleLLM#288's 1 x A100 report with such an env section appended in-test (a
+    blank line, `Environment Variables:`, that line). One of 2 ordered is unverified, never a
+    missing GPU; with `NVIDIA_VISIBLE_DEVICES=all` it stays a shortfall fail."""
+    env = (
+        "\n\nEnvironment Variables:\nNVIDIA_VISIBLE_DEVICES={}\nNVIDIA_DRIVER_CAPABILITIES=compute,utility\n"
+    )
+    some = SCALELLM.read_text() + env.format("GPU-5da6e67e-fd5a-88fb-7a0e-109c3284f7bf")
+    rules, _, _ = facts(tmp_path, some, "gpu_model: A100 80GB PCIe\ngpu_count: 2\n")
+    count = rules["gpu_count"]
+    assert count["verdict"] == "unverified" and "NVIDIA_VISIBLE_DEVICES=GPU-5da6e67e" in count["actual"]
+    rules, _, code = facts(tmp_path, SCALELLM.read_text() + env.format("all"), "gpu_count: 2\n")
+    assert rules["gpu_count"]["verdict"] == "fail" and code == 1
+
+
+def test_collect_env_mig_lines_pasted_without_their_indent() -> None:
+    """A paste that loses the indent of collect_env's MIG lines: vllm#25015's report edited
+    in-test with `MIG 7g.96gb     Device  0:` unindented under each of its 8 GPU lines. Each GPU
+    keeps its MIG line, and the report stays collect_env's (the box's listing, not partial)."""
+    text = re.sub(r"(GPU \d: NVIDIA H20\n)", r"\1MIG 7g.96gb     Device  0:\n", VLLM.read_text())
+    found, _ = collect_env.parts(text)
+    assert found[0].text.count("MIG 7g.96gb") == 8 and found[0].text.count("GPU ") == 8
+    assert not found[0].partial
