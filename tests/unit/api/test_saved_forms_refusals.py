@@ -55,12 +55,12 @@ def test_an_empty_file_is_refused_as_empty(tmp_path: Path) -> None:
     [
         # k8s-vgpu-scheduler#25: 30 lines from inside a V100's `-q` block (Serial Number to PCIe)
         (
-            "nvidia-smi-q__tesla-v100-block-lines-no-header__k8s-vgpu-scheduler-25.txt",
+            "part-of-nvidia-smi-q__tesla-v100-block-lines-no-header__k8s-vgpu-scheduler-25.txt",
             "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them",
         ),
         # DeepSpeed-MII#198: the table's Processes section, the banner and GPU rows left out
         (
-            "nvidia-smi-processes-only__8-python__no-banner-no-gpu-rows__deepspeed-mii-198.txt",
+            "part-of-nvidia-smi__processes-only__8-python__no-banner-no-gpu-rows__deepspeed-mii-198.txt",
             "the Processes section of nvidia-smi's table alone, without its banner and GPU rows",
         ),
     ],

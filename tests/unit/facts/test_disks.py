@@ -48,6 +48,8 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h__k3s-node__kubelet-tmpfs-overlay-rows__top-cut-no-header__shkeeper-16.txt",
         # BusyBox `df -h` of `docker run --rm -it alpine df -h`: api/test_offline_narrowed.py
         "df-h__busybox-alpine-container-none-root__docker-run__moby-22677.txt",
+        # `docker run alpine:2.7 df` under docker's pull lines: api/test_offline_paste.py
+        "df__alpine-2.7-container__overlay-root__official-images-1449.txt",
     }
     assert {p.name for p in REAL.glob("df*")} == {
         "df-h__8gpu-server-mi300x.txt",

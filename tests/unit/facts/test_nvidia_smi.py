@@ -194,17 +194,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # a WSL2 table whose banner reads `CUDA Version: ERR!` (steps/checks/test_gpu_rules.py)
         "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt",
     }
-    # parts of nvidia-smi naming no GPU set, refused by name (api/test_saved_forms_refusals.py)
-    refused = {
-        "nvidia-smi-processes-only__8-python__no-banner-no-gpu-rows__deepspeed-mii-198.txt",
-        "nvidia-smi-q__tesla-v100-block-lines-no-header__k8s-vgpu-scheduler-25.txt",
-    }
     outputs = {
         p.name
         for p in REAL.glob("nvidia-smi*")
-        if not p.name.startswith(other_commands)
-        and p.name != H200_SAMPLER
-        and p.name not in elsewhere | refused
+        if not p.name.startswith(other_commands) and p.name != H200_SAMPLER and p.name not in elsewhere
     }
     from .audit_captures import covered as audit  # the truth audit's captures: tested there
 
