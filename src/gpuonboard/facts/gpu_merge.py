@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuonboard.facts import gpu_agree
+from gpuonboard.facts.container_banner import banner_lines
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
@@ -83,11 +84,13 @@ class GpuEvidence:
 def refusal_line(out: ProbeOutput) -> str | None:
     """The line of a refused format (provider policy, permissions); None when it is not one."""
     for text in (out.stdout, out.stderr):
-        lines = _head_lines(text, 20)
+        lines = _head_lines(text, 40)
         if not _may_refuse(lines):
             continue
-        for line in lines:
-            if _REFUSAL.search(line) and not _NVML.search(line):
+        # (a container image's banner above the tool's output: the image's words, not the tool's)
+        banner = banner_lines(lines)
+        for i, line in enumerate(lines[:20] if not banner else lines[: max(banner) + 21]):
+            if i not in banner and _REFUSAL.search(line) and not _NVML.search(line):
                 return line.strip()
     return None
 
