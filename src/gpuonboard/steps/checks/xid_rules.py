@@ -27,9 +27,10 @@ ACTIONS = (
     "replace",
     "update_driver",
     "install_driver",
+    "unload_other_driver",
     "from_message",
 )
-FAILING = ("reset_gpu", "reboot", "replace", "update_driver", "install_driver")
+FAILING = ("reset_gpu", "reboot", "replace", "update_driver", "install_driver", "unload_other_driver")
 # what the renter asks the vendor to do, per action
 _ASK = {
     "reset_gpu": "ask the vendor to reset the GPU (nvidia-smi -r, or a reboot) and to check it stays clean",
@@ -41,6 +42,10 @@ _ASK = {
     "install_driver": "ask the vendor to install an NVIDIA driver that supports this GPU, as the"
     " driver's message says (a newer branch; the open kernel modules, which Blackwell GPUs"
     " require; or the legacy branch of a GPU the installed one dropped); it is no fault of the GPU",
+    # (data/nvrm_faults.yml probe_not_called: nouveau or a framebuffer driver holds the GPU)
+    "unload_other_driver": "ask the vendor to stop the other driver that holds the GPU (blacklist"
+    " nouveau / rivafb / nvidiafb / rivatv, rebuild the initramfs, reboot) or reinstall the NVIDIA"
+    " driver, as the driver's message says; it is no fault of the GPU",
 }
 
 
@@ -214,6 +219,7 @@ def _summarise(
             (
                 "replace",
                 "install_driver",
+                "unload_other_driver",
                 "reboot",
                 "update_driver",
                 "reset_gpu",
@@ -316,7 +322,7 @@ def _event_rule(
     lines = _summarise(events, _pci_index(gpus), what)
     actions = [a for a, _ in lines]
     actual = "; ".join(text for _, text in lines) + span
-    order = ("replace", "install_driver", "reboot", "update_driver", "reset_gpu")
+    order = ("replace", "install_driver", "unload_other_driver", "reboot", "update_driver", "reset_gpu")
     worst = next((a for a in order if a in actions), None)
     if worst is not None:
         # (an AER error is the kernel's word, not the catalogue's)
