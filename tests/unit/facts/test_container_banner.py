@@ -13,14 +13,20 @@ from gpuonboard.facts.gpu_merge import refusal_line
 from gpuonboard.facts.probe import ProbeOutput
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
+# the capture's prompt line, dropped from the fixture (every real output's first line is its own)
+PROMPT = (
+    "[xxx ~]$ docker run --rm --runtime=nvidia --gpus '\"device=1\"' nvidia/cuda:11.4.0-runtime-ubuntu20.04"
+    " nvidia-smi\n"
+)
 NCT69 = REAL / "nvidia-smi__docker-run-cuda-11.4-deprecated-image-banner__table-cut-in-header__nct-69.txt"
 
 
 def test_a_deprecated_cuda_images_banner_is_no_refusal_of_nvidia_smi(tmp_path: Path) -> None:
-    """nvidia-container-toolkit#69, verbatim: the banner's support-policy address was read as the
-    host refusing nvidia-smi by policy; the table under it is cut in its header (incomplete)."""
+    """nvidia-container-toolkit#69, verbatim (its prompt line put back): the banner's
+    support-policy address was read as the host refusing nvidia-smi by policy; the table under
+    it is cut in its header (incomplete)."""
     (tmp_path / "box").mkdir()
-    (tmp_path / "box" / "nvidia-smi.txt").write_text(NCT69.read_text())
+    (tmp_path / "box" / "nvidia-smi.txt").write_text(PROMPT + NCT69.read_text())
     (tmp_path / "order.yml").write_text("gpu_count: 1\n")
     facts = parse_facts(offline.load_outputs([str(tmp_path / "box")]))
     got = {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}

@@ -13,6 +13,7 @@ from gpuonboard.steps.checks.xid_rules import rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 NOUVEAU = REAL / "dmesg__probe-routine-not-called-3-devices-nouveau__mattshma-bigdata-133.txt"
+OGKM862 = "dmesg-syslog__rminitadapter-failed__driver-message-cut__rtx-pro-6000-2b85__ogkm-862.txt"
 
 
 def _xid(text: str) -> tuple[str, str, str]:
@@ -35,3 +36,19 @@ def test_no_adapter_probed_alone_is_a_fault_not_a_clean_log() -> None:
     says."""
     verdict, actual, _ = _xid(NOUVEAU.read_text().splitlines()[0] + "\n")
     assert verdict == "fail" and "probed no GPU" in actual, actual
+
+
+def test_a_failure_beside_a_driver_message_cut_short_asks_to_read_the_log_not_to_replace() -> None:
+    """open-gpu-kernel-modules#862, verbatim: RmInitAdapter failed, then the driver's
+    `The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85)` where the excerpt ends: that sentence may be
+    the driver's reason (a GPU it does not support, Resizable BAR off), no Xid line; it said
+    "also 1 Xid line this tool cannot read" and asked to replace the GPU."""
+    verdict, actual, detail = _xid((REAL / OGKM862).read_text())
+    assert verdict == "fail", actual
+    assert "Xid line" not in actual, actual
+    assert actual.endswith(
+        "a driver message the log ends inside, cut short:"
+        " 'NVRM: The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:2b85)'"
+    )
+    assert not detail.startswith("Ask the vendor to inspect and replace"), detail
+    assert "read the whole log" in detail and "Above 4G decoding" in detail, detail

@@ -49,6 +49,17 @@ _ASK = {
 }
 
 
+# a failure to replace for beside a driver message the log ends inside: that message may be the
+# driver's reason (data/nvrm_faults.yml driver_refuses_gpu; Resizable BAR or Above 4G decoding
+# off), which no new GPU fixes
+_CUT_REASON = (
+    "The kernel log ends inside a driver message that may be the driver's reason for this failure"
+    " (a driver that does not support the GPU, or Resizable BAR / Above 4G decoding off in the BIOS):"
+    " read the whole log (`dmesg | grep NVRM`) and check those BIOS settings before asking the vendor"
+    " to replace the GPU."
+)
+
+
 @dataclass(frozen=True)
 class XidEntry:
     """One row of data/xid.yml."""
@@ -361,12 +372,27 @@ def _event_rule(
     return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
 
 
+# the lines of an Xid: its own and the preamble the driver prints before a GPU's first one
+_XID_LINE = re.compile(r"\bS?Xid\b|GPU at PCI:|Board Serial Number")
+
+
+def cut_driver_message(event: KernelEvent) -> bool:
+    """Whether `event` is a driver message (no Xid line, nor its preamble) the log ends inside."""
+    return event.cut is not None and event.kind == "xid_unread" and not _XID_LINE.search(event.message)
+
+
 def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
     """'2 Xid lines this tool cannot read (first: ...)' and / or where the log ends inside a
     line (KernelEvent.cut): 'the log ends inside a line, cut short: ...'."""
     unreadable = [e for e in unread if e.kind == f"{what.lower()}_unread"]
     cut = next((e for e in unread if e.cut is not None), None)
     said = []
+    if cut is not None and unreadable and cut is unreadable[0] and cut_driver_message(cut):
+        # (a driver sentence the log ends inside, `The NVIDIA GPU 0000:01:00.0 (PCI ID: ...)`:
+        # no Xid line, and it may be the driver's reason for a failure beside it)
+        unreadable = unreadable[1:]
+        said.append(f"a driver message the log ends inside, cut short: {cut.message!r}")
+        cut = None
     if unreadable:
         n = len(unreadable)
         lines = f"{n} {what} line{'s' if n > 1 else ''}"
@@ -387,7 +413,10 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
         return check
     said = _unread_said(unread, what)
     if check.verdict == "fail":
-        return replace(check, actual=f"{check.actual}; also {said}")
+        detail = check.detail  # (its ask, capitalised: "Ask the vendor to inspect and replace ...")
+        if detail[1:].startswith(_ASK["replace"][1:]) and any(cut_driver_message(e) for e in unread):
+            detail = _CUT_REASON
+        return replace(check, actual=f"{check.actual}; also {said}", detail=detail)
     if all(e.cut is not None for e in unread):
         why = (
             "the kernel log given ends inside a driver message (cut short, or saved without its last"
