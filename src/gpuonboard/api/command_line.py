@@ -45,11 +45,14 @@ __all__ = [
     "pipeline",
     "run",
     "runs",
+    "tool_name",
 ]
 
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=.*", re.S)
 # a redirection word: `>`, `>>`, `2>`, `2>&1`, `&>`, `&>>`, `<`, `>|` (its target joined or next)
 _REDIRECT = re.compile(r"(?P<fd>\d+|\{\w+\})?(?P<op>&>>?|>>?&?|>\||<&|<>|<)(?P<target>.*)", re.S)
+# a Windows drive's path (`C:\\Windows\\System32\\nvidia-smi.exe`)
+_DRIVE = re.compile(r"(?<![\w\\])[A-Za-z]:\\")
 _SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh"})
 
 
@@ -111,6 +114,8 @@ def pipeline(command: str) -> list[str]:
 def _words(text: str) -> list[str]:
     """The words of a command as the shell splits them (by blanks where its quotes do not close),
     without its redirections (`2>/dev/null`, `> k.txt`, `2>&1`)."""
+    if _DRIVE.search(text):  # (a Windows path's `\\` is no shell escape: `C:\\...\\nvidia-smi.exe`)
+        text = text.replace("\\", "/")
     try:
         words = shlex.split(text)
     except ValueError:
@@ -183,8 +188,15 @@ def run(command: str, tools: Collection[str] = ()) -> Run:
     return next((r for r in found if not r.to_file), found[0])
 
 
+def tool_name(word: str) -> str:
+    """The name of the tool a command's word runs: its path (`/usr/bin/`, Windows'
+    `C:\\Windows\\System32\\`) and Windows' `.exe` left off (`nvidia-smi` of `nvidia-smi.exe`)."""
+    name = word.replace("\\", "/").rsplit("/", 1)[-1]
+    return name[:-4] if name.lower().endswith(".exe") else name
+
+
 def _runs_tool(words: list[str], tools: Collection[str]) -> bool:
-    return any(word.rsplit("/", 1)[-1] in tools for word in words)
+    return any(tool_name(word) in tools for word in words)
 
 
 def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
@@ -199,7 +211,7 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
     while words:
         while words and _ASSIGNMENT.fullmatch(words[0]):
             assigned, words = [*assigned, words[0]], words[1:]
-        name = words[0].rsplit("/", 1)[-1] if words else ""
+        name = tool_name(words[0]) if words else ""
         if name in _ENGINES and name not in tools and (found := _in_container(name, words[1:], tools)):
             entered = entered or (*assigned, name, *found[0])
             words = found[1]
@@ -372,7 +384,7 @@ def _shell_among(words: list[str]) -> str | None:
     """The command string of a shell given `-c` among the words of a command not known
     (`crictl exec -it CTR sh -c '...'`, `chroot /host bash -c '...'`, `nsenter -t 1 -m sh -c`)."""
     for at, word in enumerate(words):
-        if word.rsplit("/", 1)[-1] in _SHELLS and (inner := _shell(words[at + 1 :])) is not None:
+        if tool_name(word) in _SHELLS and (inner := _shell(words[at + 1 :])) is not None:
             return inner
     return None
 
@@ -438,13 +450,13 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         entry = next((w.partition("=")[2] or "" for w in rest if w.startswith("--entrypoint=")), "")
         if "--entrypoint" in rest[:-1]:
             entry = rest[rest.index("--entrypoint") + 1]
-        command = [entry, *command] if entry.rsplit("/", 1)[-1] in tools else command
+        command = [entry, *command] if tool_name(entry) in tools else command
     else:
         operands = (_KUBECTL_EXEC if name == "kubectl" else _EXEC_OPTIONS)(rest)
         latest = any(w in ("-l", "--latest") for w in rest[: len(rest) - len(operands)])
         command = operands[0 if latest else 1 :]  # (podman's --latest: no CONTAINER)
-    if tools and not (command and command[0].rsplit("/", 1)[-1] in {*tools, *_SHELLS}):
-        found = next((i for i, w in enumerate(rest) if w.rsplit("/", 1)[-1] in tools), None)
+    if tools and not (command and tool_name(command[0]) in {*tools, *_SHELLS}):
+        found = next((i for i, w in enumerate(rest) if tool_name(w) in tools), None)
         command = rest[found:] if found is not None else command
     return (words[: len(words) - len(command)], command) if command else None
 

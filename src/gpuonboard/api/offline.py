@@ -64,13 +64,14 @@ _COMMANDS = transcript.COMMANDS  # (the commands whose saved output is judged, c
 # `λ`, `»`; the tool after a blank, a path, a quote or a `(`: `ssh gpu01 'journalctl -k -b -1'`,
 # and before a blank, a quote, a pipe, a list's or a redirection's sign: `dmesg|grep NVRM`)
 _PROMPT_LINE = re.compile(
-    rf"[^\n]*?[$#%>❯➜λ»]\s*(?P<command>(?:[^\n]*?[\s/'\"(])?{_COMMANDS}(?:[\s'\"|;&)][^\n]*)?)"
+    rf"[^\n]*?[$#%>❯➜λ»]\s*(?P<command>(?:[^\n]*?[\s/\\'\"(])?{_COMMANDS}(?:[\s'\"|;&)][^\n]*)?)"
 )
 # (a tool's name right before `<` or `>` is no command: `<free>19948 MiB</free>` of a -q -x)
 # the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
 # `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
 # the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
-_COMMAND_LINE = re.compile(rf"\(?(?:sudo\s+)?(?:\S*/)?{_COMMANDS}(?:[\s|;&)][^\n]*)?")
+# (a Windows path too: `C:\Windows\System32\nvidia-smi.exe`, `"C:\Program Files\...\nvidia-smi.exe"`)
+_COMMAND_LINE = re.compile(rf"\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?")
 # a line docker or podman prints while it pulls the image of a `docker run IMAGE CMD` above CMD's
 # output (on stderr; a terminal shows both)
 _PULL_LINE = re.compile(

@@ -243,7 +243,8 @@ def with_query_header(command: str, text: str) -> str:
 # requires reset, Driver Not Loaded, Unknown Error, Timeout, GPU access blocked) is the box's,
 # which the query meets too: a failed nvidia-smi, its line quoted
 OTHER_OPERATION = re.compile(
-    r"(?:Failed|Unable) to (?!initialize NVML\b|determine the device handle\b).*:\s*(?:Insufficient"
+    r"(?:Failed|Unable) to (?!initialize NVML\b|(?:determine|detect) the device handle\b).*:\s*"
+    r"(?:Insufficient"
     r" Permissions|Not Supported|Not Found|In use by another client|Invalid Argument|No permission)"
     r"\.?$|Terminating early due to previous errors\.?$",
     re.I,

@@ -36,16 +36,17 @@ UNRECOGNISED = "not a recognised command output"  # (how a file of no known outp
 COMMANDS = (
     r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|podman|iperf3|numactl|ibdev2netdev|head|tail"
     r"|systemctl|e?grep|fgrep|z[ef]?grep|xzgrep|bzgrep|zcat|xzcat|bzcat|rg)"
+    r"(?:\.exe)?"  # (Windows' `nvidia-smi.exe`)
 )
 # the tool a command line runs, after a prompt's sign or a path (`$ df -h`, `/usr/bin/nvidia-smi`)
-_TOOL = re.compile(rf"(?:^|[\s/$#%>('\"]){COMMANDS}(?=[\s|;&<>)'\"]|$)")
+_TOOL = re.compile(rf"(?:^|[\s/\\$#%>('\"]){COMMANDS}(?=[\s|;&<>)'\"]|$)")
 
 
 def tool_command(line: str) -> str:
     """The command from the tool whose output is read on (`df -h` of `ssh box df -h`, of
     `$ df -h`); the line itself when it names none."""
     found = _TOOL.search(line)
-    return line[found.start() :].lstrip(" /$#%>('\"") if found else line
+    return line[found.start() :].lstrip(" /\\$#%>('\"") if found else line
 
 
 _HOST = r"[\w-]+(?:\.[\w-]+)*"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuonboard.facts import gpu_agree
+from gpuonboard.facts.container_banner import banner_lines
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
@@ -83,11 +84,13 @@ class GpuEvidence:
 def refusal_line(out: ProbeOutput) -> str | None:
     """The line of a refused format (provider policy, permissions); None when it is not one."""
     for text in (out.stdout, out.stderr):
-        lines = _head_lines(text, 20)
+        lines = _head_lines(text, 40)
         if not _may_refuse(lines):
             continue
-        for line in lines:
-            if _REFUSAL.search(line) and not _NVML.search(line):
+        # (a container image's banner above the tool's output: the image's words, not the tool's)
+        banner = banner_lines(lines)
+        for i, line in enumerate(lines[:20] if not banner else lines[: max(banner) + 21]):
+            if i not in banner and _REFUSAL.search(line) and not _NVML.search(line):
                 return line.strip()
     return None
 
@@ -116,7 +119,7 @@ def _head_lines(text: str, count: int, chunk: int = 8192) -> list[str]:
 # GPU's index first ("... for GPU1: 0000:34:00.0: Unknown Error", R610 over a table of GPUs 0,
 # 2 and 3: tests/fixtures/real/nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt)
 _NO_HANDLE = re.compile(
-    r"Unable to determine the device handle for gpu\s*(?:(\d+)\s*:\s*)?"
+    r"Unable to (?:determine|detect) the device handle for gpu\s*(?:(\d+)\s*:\s*)?"
     r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])\s*:?\s*(.*)",
     re.IGNORECASE,
 )
@@ -148,8 +151,12 @@ def unopened_gpus(texts: Sequence[str], labels: Sequence[str] = ()) -> list[GpuI
     return list(found.values())
 
 
-_NO_HANDLE_WORDS = "Unable to determine the device handle for gpu"
-_NO_HANDLE_ANY = re.compile(re.escape(_NO_HANDLE_WORDS), re.IGNORECASE)
+# (Windows' nvidia-smi says "Unable to detect the device handle for GPU0000:B1:00.0: ...")
+_NO_HANDLE_WORDS = (
+    "Unable to determine the device handle for gpu",
+    "Unable to detect the device handle for gpu",
+)
+_NO_HANDLE_ANY = re.compile("|".join(re.escape(w) for w in _NO_HANDLE_WORDS), re.IGNORECASE)
 
 
 def _first_free(taken: set[int]) -> int:
@@ -161,7 +168,8 @@ def _may_name_unopened(text: str) -> bool:
     """Whether `text` holds _NO_HANDLE's words anywhere (each line it matches holds them). ASCII
     text is searched lower-cased: the same there, and far faster than the case-blind regex."""
     if text.isascii():
-        return _NO_HANDLE_WORDS.lower() in text.lower()
+        lower = text.lower()
+        return any(w.lower() in lower for w in _NO_HANDLE_WORDS)
     return _NO_HANDLE_ANY.search(text) is not None
 
 

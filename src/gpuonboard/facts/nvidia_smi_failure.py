@@ -44,7 +44,9 @@ _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         " version, and run the check again",
     ),
     (
-        re.compile(r"GPU is lost|Unable to determine the device handle|fallen off the bus", re.IGNORECASE),
+        re.compile(
+            r"GPU is lost|Unable to (?:determine|detect) the device handle|fallen off the bus", re.IGNORECASE
+        ),
         "a GPU has fallen off the bus or hangs, and nvidia-smi stops at it: ask the vendor to check"
         " `dmesg` for NVIDIA Xid errors (79: fallen off the bus), to reset the GPU"
         " (`sudo nvidia-smi -r`) or reboot, and to reseat or replace it if it stays so",

@@ -21,6 +21,7 @@ from gpuonboard.api.narrowed import matrix_pci, narrowed
 from ..offline_judge import checks
 
 DERIVED = Path(__file__).parents[2] / "fixtures" / "derived"
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
 
 @pytest.mark.parametrize(
@@ -140,3 +141,36 @@ def test_this_boots_whole_log_with_stderr_redirected_is_judged(tmp_path: Path) -
         tmp_path, "journalctl-k-b-0__ubuntu-20.04-forum__boot-banner__stderr-redirect__derived.txt"
     )
     assert xid.verdict == "pass", xid
+
+
+MINDMINER = "nvidia-smi-query-gpu-nounits__geforce-rtx-2080-ti__1gpu__driver442.19__unknown-error-cell.csv"
+MINDMINER_QUERY = (
+    " --query-gpu=gpu_name,utilization.gpu,utilization.memory,temperature.gpu,power.draw,power.limit,"
+    "fan.speed,clocks.current.graphics,clocks.current.memory,power.default_limit --format=csv,nounits"
+)
+
+
+@pytest.mark.parametrize(
+    "tool",
+    [
+        "nvidia-smi",
+        "nvidia-smi.exe ",
+        r"C:\Windows\System32\nvidia-smi.exe",
+        r'"C:\Program Files\NVIDIA Corporation\NVSMI\nvidia-smi.exe"',
+        r"PS C:\> nvidia-smi.exe",
+    ],
+)
+def test_windows_nvidia_smi_exe_above_its_csv_is_the_tool(tmp_path: Path, tool: str) -> None:
+    """Quake4/MindMiner#627's CSV (Windows, driver 442.19) with its command line put above it as
+    a Windows console shows it (`nvidia-smi.exe`, its path): it was refused as not a recognised
+    output, while the same line with `nvidia-smi` was read."""
+    text = (REAL / MINDMINER).read_text()
+    got = {
+        c.name: c for c in checks(tmp_path, "smi.txt", tool + MINDMINER_QUERY + "\n" + text, "gpu_count: 1\n")
+    }
+    assert got["gpu_count"].verdict == "pass", got["gpu_count"]
+    assert (
+        run(tool.removeprefix("PS C:\\> ") + MINDMINER_QUERY, {"nvidia-smi"})
+        .head[0]
+        .endswith("nvidia-smi.exe" if "exe" in tool else "nvidia-smi")
+    )

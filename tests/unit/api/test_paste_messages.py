@@ -94,7 +94,11 @@ def test_an_inforom_warning_wrapped_above_any_format_is_read(tmp_path: Path, nam
     as with the warning whole (before, the warning was lost in every format)."""
     text = (REAL / name).read_text(encoding="utf-8")
     facts = checks_facts(tmp_path, name, text)
-    if facts is None or not (buses := [g.pci_bus_id for g in facts.gpu.gpus if g.pci_bus_id]):
+    if (
+        facts is None
+        or facts.gpu is None
+        or not (buses := [g.pci_bus_id for g in facts.gpu.gpus if g.pci_bus_id])
+    ):
         pytest.skip("refused whole, or no GPU address to name")
     message = f"WARNING: infoROM is corrupted at gpu {buses[0]}"
     whole = verdicts(tmp_path, name, f"{message}\n{text}")

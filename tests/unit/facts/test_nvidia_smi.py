@@ -193,6 +193,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
         # a WSL2 table whose banner reads `CUDA Version: ERR!` (steps/checks/test_gpu_rules.py)
         "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt",
+        # Windows' lost-GPU sentence (facts/test_nvidia_smi_failure.py) and a table cut in its
+        # header below a CUDA image's banner (facts/test_container_banner.py)
+        "nvidia-smi__windows-unable-to-detect-device-handle-unknown-error__a10-gpu-pv__easy-gpu-pv-276.txt",
+        "nvidia-smi__docker-run-cuda-11.4-deprecated-image-banner__table-cut-in-header__nct-69.txt",
     }
     outputs = {
         p.name

@@ -175,3 +175,20 @@ def test_missing_and_hung_nvidia_smi_keep_their_advice() -> None:
     hung = _health(ProbeOutput("", "", 124))
     assert hung.actual == "nothing checked: nvidia-smi did not answer (stopped)"
     assert "hung driver" in hung.detail and "Xid" in hung.detail
+
+
+def test_windows_unable_to_detect_the_device_handle_is_a_lost_gpu(tmp_path: Path) -> None:
+    """Easy-GPU-PV#276, verbatim: Windows' nvidia-smi says `Unable to detect the device handle for
+    GPU0000:B1:00.0: Unknown Error` where Linux drivers say `determine`; it got "ask the vendor to
+    repair the NVIDIA driver" instead of the lost-GPU advice `determine` gets."""
+    from gpuonboard.api import offline
+
+    name = "nvidia-smi__windows-unable-to-detect-device-handle-unknown-error__a10-gpu-pv__easy-gpu-pv-276.txt"
+    real = Path(__file__).parents[2] / "fixtures" / "real" / name
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "nvidia-smi.txt").write_text(real.read_text())
+    facts = parse_facts(offline.load_outputs([str(tmp_path / "box")]))
+    got = {c.name: c for c in offline.judge(facts, OrderSpec(gpu_model="A10", gpu_count=1))}
+    driver = got["nvidia_driver"]
+    assert driver.verdict == "fail" and "Unable to detect the device handle" in driver.actual, driver
+    assert "fallen off the bus" in driver.detail and "repair the NVIDIA driver" not in driver.detail, driver

@@ -16,6 +16,7 @@ FAULT_WORDS: tuple[str, ...] = (
     "GPU requires reset",
     "GPU is lost",
     "Unable to determine the device handle",
+    "Unable to detect the device handle",  # (Windows' nvidia-smi's words)
 )
 _FAULT = re.compile("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
 # The words that speak for the whole GPU wherever they stand (a record of a GPU that needs a

@@ -27,9 +27,10 @@ ACTIONS = (
     "replace",
     "update_driver",
     "install_driver",
+    "unload_other_driver",
     "from_message",
 )
-FAILING = ("reset_gpu", "reboot", "replace", "update_driver", "install_driver")
+FAILING = ("reset_gpu", "reboot", "replace", "update_driver", "install_driver", "unload_other_driver")
 # what the renter asks the vendor to do, per action
 _ASK = {
     "reset_gpu": "ask the vendor to reset the GPU (nvidia-smi -r, or a reboot) and to check it stays clean",
@@ -41,7 +42,22 @@ _ASK = {
     "install_driver": "ask the vendor to install an NVIDIA driver that supports this GPU, as the"
     " driver's message says (a newer branch; the open kernel modules, which Blackwell GPUs"
     " require; or the legacy branch of a GPU the installed one dropped); it is no fault of the GPU",
+    # (data/nvrm_faults.yml probe_not_called: nouveau or a framebuffer driver holds the GPU)
+    "unload_other_driver": "ask the vendor to stop the other driver that holds the GPU (blacklist"
+    " nouveau / rivafb / nvidiafb / rivatv, rebuild the initramfs, reboot) or reinstall the NVIDIA"
+    " driver, as the driver's message says; it is no fault of the GPU",
 }
+
+
+# a failure to replace for beside a driver message the log ends inside: that message may be the
+# driver's reason (data/nvrm_faults.yml driver_refuses_gpu; Resizable BAR or Above 4G decoding
+# off), which no new GPU fixes
+_CUT_REASON = (
+    "The kernel log ends inside a driver message that may be the driver's reason for this failure"
+    " (a driver that does not support the GPU, or Resizable BAR / Above 4G decoding off in the BIOS):"
+    " read the whole log (`dmesg | grep NVRM`) and check those BIOS settings before asking the vendor"
+    " to replace the GPU."
+)
 
 
 @dataclass(frozen=True)
@@ -214,6 +230,7 @@ def _summarise(
             (
                 "replace",
                 "install_driver",
+                "unload_other_driver",
                 "reboot",
                 "update_driver",
                 "reset_gpu",
@@ -318,7 +335,7 @@ def _event_rule(
     lines = _summarise(events, _pci_index(gpus), what)
     actions = [a for a, _ in lines]
     actual = "; ".join(text for _, text in lines) + span
-    order = ("replace", "install_driver", "reboot", "update_driver", "reset_gpu")
+    order = ("replace", "install_driver", "unload_other_driver", "reboot", "update_driver", "reset_gpu")
     worst = next((a for a in order if a in actions), None)
     if worst is not None:
         # (an AER error is the kernel's word, not the catalogue's)
@@ -357,12 +374,27 @@ def _event_rule(
     return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
 
 
+# the lines of an Xid: its own and the preamble the driver prints before a GPU's first one
+_XID_LINE = re.compile(r"\bS?Xid\b|GPU at PCI:|Board Serial Number")
+
+
+def cut_driver_message(event: KernelEvent) -> bool:
+    """Whether `event` is a driver message (no Xid line, nor its preamble) the log ends inside."""
+    return event.cut is not None and event.kind == "xid_unread" and not _XID_LINE.search(event.message)
+
+
 def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
     """'2 Xid lines this tool cannot read (first: ...)' and / or where the log ends inside a
     line (KernelEvent.cut): 'the log ends inside a line, cut short: ...'."""
     unreadable = [e for e in unread if e.kind == f"{what.lower()}_unread"]
     cut = next((e for e in unread if e.cut is not None), None)
     said = []
+    if cut is not None and unreadable and cut is unreadable[0] and cut_driver_message(cut):
+        # (a driver sentence the log ends inside, `The NVIDIA GPU 0000:01:00.0 (PCI ID: ...)`:
+        # no Xid line, and it may be the driver's reason for a failure beside it)
+        unreadable = unreadable[1:]
+        said.append(f"a driver message the log ends inside, cut short: {cut.message!r}")
+        cut = None
     if unreadable:
         n = len(unreadable)
         lines = f"{n} {what} line{'s' if n > 1 else ''}"
@@ -383,7 +415,10 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
         return check
     said = _unread_said(unread, what)
     if check.verdict == "fail":
-        return replace(check, actual=f"{check.actual}; also {said}")
+        detail = check.detail  # (its ask, capitalised: "Ask the vendor to inspect and replace ...")
+        if detail[1:].startswith(_ASK["replace"][1:]) and any(cut_driver_message(e) for e in unread):
+            detail = _CUT_REASON
+        return replace(check, actual=f"{check.actual}; also {said}", detail=detail)
     if all(e.cut is not None for e in unread):
         why = (
             "the kernel log given ends inside a driver message (cut short, or saved without its last"

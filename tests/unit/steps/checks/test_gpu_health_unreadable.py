@@ -74,6 +74,11 @@ LOST_GPU_CAPTURES = {
     "nvidia-smi-query-gpu__h100__1gpu__gpu-requires-reset.csv",
     # a GPU listed at another GPU's PCI address, ERR!: tests/unit/facts/test_audit_captures_r7.py
     "nvidia-smi__tesla-t4__2gpu-one-bus-id__driver545.23.08__gpu1-err.txt",
+    # Windows' "Unable to detect the device handle" (a lost GPU): tests/unit/facts/test_nvidia_smi_failure.py
+    "nvidia-smi__windows-unable-to-detect-device-handle-unknown-error__a10-gpu-pv__easy-gpu-pv-276.txt",
+    # a table cut inside its header below a CUDA image's banner (no GPU row):
+    # tests/unit/facts/test_container_banner.py
+    "nvidia-smi__docker-run-cuda-11.4-deprecated-image-banner__table-cut-in-header__nct-69.txt",
 }
 
 
