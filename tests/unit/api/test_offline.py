@@ -43,8 +43,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         return
     expected = {
         # first prefix that matches wins: the longer nvidia-smi-* prefixes before "nvidia-smi"
-        "nvidia-smi-processes-only": None,  # a part naming no GPU: refused (saved_forms)
-        "nvidia-smi-q__tesla-v100-block-lines-no-header": None,  # -q lines from inside a block: refused
+        "part-of-nvidia-smi": None,  # a part naming no GPU set (a Processes table alone, -q lines): refused
         "nvidia-smi-topo": "nvidia_topo",
         "nvidia-smi-nvlink-e": "nvidia_nvlink_errors",
         "nvidia-smi-nvlink": "nvidia_nvlink",
