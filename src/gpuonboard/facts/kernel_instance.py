@@ -49,7 +49,9 @@ _INIT_CAUSE = re.compile(r"^(?:GPU(\d+)\s+)?RmInitAdapter:")
 # the kernel's driver core on a GPU whose probe failed: (the index in the events of the first event
 # after it, the address)
 ProbeLine = tuple[int, str]
-_DEVICES = re.compile(r"\bfor (\d+) device", re.IGNORECASE)
+# the driver's count of the devices a summary sentence is about ("The NVIDIA probe routine failed
+# for 1 device(s).")
+DEVICES = re.compile(r"\bfor (\d+) device", re.IGNORECASE)
 
 
 def _instances(events: Sequence[KernelEvent]) -> dict[tuple[int, str], str]:
@@ -118,7 +120,7 @@ def _split_probe_summaries(events: list[KernelEvent], probes: Sequence[ProbeLine
     out: list[KernelEvent] = []
     start = 0  # the index of the first event of the current probe pass
     for i, e in enumerate(events):
-        count = _DEVICES.search(e.message) if e.kind == "nvrm" and e.fault == "probe_failed" else None
+        count = DEVICES.search(e.message) if e.kind == "nvrm" and e.fault == "probe_failed" else None
         if i and events[i - 1].load != e.load:
             start = i
         if count is None or e.pci:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuonboard.facts.aer import AER_FAULTS
+from gpuonboard.facts.kernel_instance import DEVICES
 from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
@@ -637,7 +638,7 @@ def _unexplained(events: Sequence[KernelEvent]) -> list[KernelEvent]:
     used: set[tuple[int, str]] = set()  # (cause, effect fault) pairs an effect naming none took
 
     def found(at: int, e: KernelEvent, names_gpu: bool) -> list[tuple[int, KernelEvent]]:
-        summary = _DEVICES.search(e.message) is not None and not names_gpu
+        summary = DEVICES.search(e.message) is not None and not names_gpu
         start = _pass_start(events, at) if summary else 0
         return [
             (i, c)
@@ -652,7 +653,7 @@ def _unexplained(events: Sequence[KernelEvent]) -> list[KernelEvent]:
     def explained(at: int, e: KernelEvent) -> bool:
         names_gpu = bool(e.pci) or _MINOR_NUMBER.search(e.message) is not None
         by = found(at, e, names_gpu)
-        count = _DEVICES.search(e.message)
+        count = DEVICES.search(e.message)
         if names_gpu:
             return bool(by)
         if count is not None:
@@ -673,7 +674,7 @@ def _pass_start(events: Sequence[KernelEvent], at: int) -> int:
     start = at
     while start > 0:
         prev = events[start - 1]
-        if prev.load != events[at].load or (prev.fault == "probe_failed" and _DEVICES.search(prev.message)):
+        if prev.load != events[at].load or (prev.fault == "probe_failed" and DEVICES.search(prev.message)):
             break
         start -= 1
     return start
@@ -691,11 +692,6 @@ def _names_taken(cause_at: int, effect: KernelEvent, events: Sequence[KernelEven
         and (o.load, o.earlier_boot) == (cause.load, cause.earlier_boot)
         for o in events
     )
-
-
-# the driver's count of the devices a summary sentence is about ("The NVIDIA probe routine failed
-# for 1 device(s).")
-_DEVICES = re.compile(r"\bfor (\d+) device", re.IGNORECASE)
 
 
 # NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
