@@ -88,14 +88,13 @@ class EarlyReport:
         """The host's view, and its HTML section when the shipped template renders the report
         (a project's own renders in the bounded sandbox, at the end)."""
         from gpuonboard.report import render, templates, view
-        from gpuonboard.templating import BoundedSandbox
 
         assert self.project is not None
         done.view = view.host_view(done.record, self.out, "en", written, self.strict)
         env = self._env
         if env is None:
             env = self._env = templates._environment_for(self.project, _HTML, True)
-        if isinstance(env, BoundedSandbox):
+        if not templates.is_shipped(env):  # (the project's own: the bounded sandbox's)
             return
         render.markup_chart(done.view)
         words = render.template_words("en")

@@ -35,6 +35,7 @@ from gpuonboard.report.runs import (
 )
 from gpuonboard.report.strictjson import dumps as strict_dumps
 from gpuonboard.report.templates import (
+    REPORT_TEXT_LIMIT,
     _environment_for,
     _render_template,
     is_shipped,
@@ -139,15 +140,28 @@ def render(
         done = early.section_of(h, env, lang) if early else None
         return Section(done if done is not None else section_html(env, h, words))
 
-    return _render_template(
-        project,
-        fmt,
-        f"report/{fmt}.j2",
-        **ctx,
-        **words,
-        host_section=host_section,
-        report_file=report_name(fmt, lang),
-    )
+    fields = {**ctx, **words, "host_section": host_section, "report_file": report_name(fmt, lang)}
+    if fmt == "html" and (page := shipped_page(env, fields)) is not None:
+        return page
+    return _render_template(project, fmt, f"report/{fmt}.j2", **fields)
+
+
+def shipped_page(env: Any, fields: dict[str, Any]) -> str | None:
+    """The HTML report's page when `env` is the shipped templates' (html.j2's text, built by
+    report.page without Jinja2); None where the template renders it (a project's own, a page
+    the builder cannot build, one longer than a report may be: the template says why)."""
+    if not is_shipped(env):
+        return None
+    from gpuonboard.report.page import page_html, static_head
+
+    head = static_head(env.source("report/html.j2") or "")
+    if head is None:
+        return None
+    try:
+        text = page_html(fields, head)
+    except Exception:  # (KeyError, TypeError ...: the template raises its own error)
+        return None
+    return text if len(text) <= REPORT_TEXT_LIMIT else None
 
 
 class Section:
@@ -203,8 +217,14 @@ def template_words(lang: str) -> dict[str, Any]:
 
 def preload(project: Path, fmt: str = "html") -> None:
     """Load the report template a run will render (its environment, imports and compiled
-    code), so that a run can do it while its hosts still run."""
-    _environment_for(project, f"report/{fmt}.j2", fmt == "html").get_template(f"report/{fmt}.j2")
+    code), so that a run can do it while its hosts still run; the shipped HTML report, built
+    without its template (shipped_page), has none to load."""
+    env = _environment_for(project, f"report/{fmt}.j2", fmt == "html")
+    if fmt == "html" and is_shipped(env):
+        from gpuonboard.report import page, section  # noqa: F401  (their imports)
+
+        return
+    env.get_template(f"report/{fmt}.j2")
 
 
 def report_name(fmt: str, lang: str = "en") -> str:

@@ -1,5 +1,6 @@
 """The report templates' Jinja2 environments and rendering: the shipped template
-(templates/report/*.j2 of this package) renders in plain Jinja2, a project's own in the bounded
+(templates/report/*.j2 of this package) renders in plain Jinja2, made when first used
+(ShippedEnvironment: the shipped HTML report is built without it), a project's own in the bounded
 immutable sandbox (templating.BoundedSandbox) (`_environment_for`); compiled templates are kept
 between runs (`_bytecode_cache`); every rendering is bounded by `report_limits` and an error is
 one sentence naming the template (`_render_template`). The Markdown filters `md_cell`, `md_code`."""
@@ -7,6 +8,7 @@ one sentence naming the template (`_render_template`). The Markdown filters `md_
 from __future__ import annotations
 
 import re
+import threading
 import weakref
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +17,8 @@ from typing import Any
 from gpuonboard.errors import UsageError
 from gpuonboard.report.view import _size
 
+REPORT_TEXT_LIMIT = 64 << 20  # the most text one report may be (report_limits().text)
+
 
 def report_limits() -> Any:
     """What one report rendering may do: the user-template limits (templating.TemplateLimits),
@@ -22,7 +26,7 @@ def report_limits() -> Any:
     HTML). A function: templating imports Jinja2, which commands without a report never need."""
     from gpuonboard.templating import MIB, TemplateLimits
 
-    return TemplateLimits(text=64 * MIB, work=512 * MIB, steps=20_000_000, seconds=120.0)
+    return TemplateLimits(text=REPORT_TEXT_LIMIT, work=512 * MIB, steps=20_000_000, seconds=120.0)
 
 
 def _bytecode_cache(kind: str) -> Any:
@@ -54,11 +58,50 @@ def is_shipped(env: Any) -> bool:
     return env in _SHIPPED
 
 
+class ShippedEnvironment:
+    """The Jinja2 environment of the templates this package ships, made on first use (Jinja2
+    imported, ~30 ms of CPU with its set-up): a run whose HTML report is the shipped one builds
+    its page and sections in Python (report.page, report.section) and never needs it. Every
+    attribute is the environment's (`get_template`, `filters` ...)."""
+
+    def __init__(self, roots: tuple[str, ...], html: bool) -> None:
+        self.roots = roots
+        self.html = html
+        self._made: Any = None
+        self._lock = threading.Lock()
+
+    def real(self) -> Any:
+        """The Jinja2 environment itself."""
+        with self._lock:
+            if self._made is None:
+                self._made = _jinja_env(self.roots, self.html, True)
+            return self._made
+
+    def source(self, name: str) -> str | None:
+        """The text of template `name` (None where it cannot be read)."""
+        try:
+            return (Path(self.roots[0]) / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, IndexError):
+            return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real(), name)
+
+
 @lru_cache(maxsize=8)
 def _env(roots: tuple[str, ...], html: bool, shipped: bool = False) -> Any:
     """The report templates' environment (cached per template folders: Jinja then compiles each
     template once per process, not once per report). `shipped`: the environment for a template
-    this package ships (see _environment_for)."""
+    this package ships (see _environment_for), made when first used (ShippedEnvironment)."""
+    if shipped:
+        env = ShippedEnvironment(roots, html)
+        _SHIPPED.add(env)
+        return env
+    return _jinja_env(roots, html, False)
+
+
+def _jinja_env(roots: tuple[str, ...], html: bool, shipped: bool) -> Any:
+    """A Jinja2 environment of the report templates in `roots` (see _env)."""
     import jinja2
 
     from gpuonboard.templating import BoundedSandbox
@@ -76,7 +119,6 @@ def _env(roots: tuple[str, ...], html: bool, shipped: bool = False) -> Any:
     if shipped:
         env = jinja2.Environment(**options)
         env.filters.update(filters)
-        _SHIPPED.add(env)
         return env
     # the bounded immutable sandbox, as for playbooks and templates/ (templating.py): a
     # project's own report template is configuration, never a way to run code on this machine
