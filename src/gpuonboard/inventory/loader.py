@@ -89,22 +89,46 @@ def locate(project: Path, given: str) -> Path | str:
     """The inventory `--inventory` names, a relative path taken from the project folder (`~`
     expanded). `ansible-inventory:SOURCE` keeps its prefix and only SOURCE is resolved (a host
     list like `gpu1,gpu2,` is Ansible's, left as it is), so `load` still sees the prefix. The
-    default, where there is no ./inventory: the one Ansible's config names (`_config_inventory`)."""
+    default: the one Ansible's config names (`_config_inventory`), an explicit choice that a
+    default does not override; where ./inventory exists too, apart from it, one sentence naming
+    both (./inventory had silently won)."""
     if given.startswith(ansible_list.PREFIX):
         source = given[len(ansible_list.PREFIX) :]
         if source and "," not in source:
             source = str(_under(project, source))
         return ansible_list.PREFIX + source
-    if given == DEFAULT_INVENTORY and not (project / given).exists():
-        return _config_inventory() or _under(project, given)
-    return _under(project, given)
+    if given != DEFAULT_INVENTORY:
+        return _under(project, given)
+    default = _under(project, given)
+    if not default.exists():
+        return _config_inventory() or default
+    named = ansible_cfg.config_inventory()
+    if named is None:
+        return default
+    sources, at = named
+    if len(sources) > 1 or _within(sources[0], default):
+        return _config_inventory() or default  # (several refused; ./inventory or a file in it read)
+    raise InventoryError(
+        f"{at}: the Ansible config names the inventory {sources[0]} while gpuonboard's default"
+        f" inventory {default} exists too; pass --inventory ./inventory or --inventory {sources[0]}"
+        " to say which one to read."
+    )
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """`path` is `folder` or lies inside it (both made absolute, `..` and links resolved)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 DEFAULT_INVENTORY = "inventory"  # (--inventory's default: the project's ./inventory)
 
 
 def _config_inventory() -> Path | None:
-    """Where there is no ./inventory, the one inventory Ansible's config names (`[defaults]
+    """The one inventory Ansible's config names (`[defaults]
     inventory`, or ANSIBLE_INVENTORY), as `ansible-playbook` with no `-i` reads it; several
     sources, or one that is not there, is one sentence naming where the config says so."""
     named = ansible_cfg.config_inventory()
@@ -118,8 +142,8 @@ def _config_inventory() -> Path | None:
         )
     if not sources[0].exists():
         raise InventoryError(
-            f"{at}: the inventory the Ansible config names, {sources[0]}, does not exist (and there is"
-            " no ./inventory); fix that setting, or pass --inventory PATH."
+            f"{at}: the inventory the Ansible config names, {sources[0]}, does not exist; fix that"
+            " setting, or pass --inventory PATH."
         )
     return sources[0]
 

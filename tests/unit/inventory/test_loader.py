@@ -4,6 +4,7 @@ SSH config aliases, YAML merge keys, and the shipped example inventory."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -997,11 +998,35 @@ def test_an_ansible_config_inventory_gpuonboard_cannot_read_alone_is_named(
         locate(project, "inventory")
 
 
-def test_an_inventory_folder_beats_the_ansible_configs_inventory(
+def test_an_inventory_folder_beside_an_ansible_configs_other_inventory_is_refused_naming_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where ./inventory exists it is read (gpuonboard's default), and a given --inventory always."""
+    """DeepOps' real ansible.cfg (`inventory = ./config/inventory`, line 4) with a ./inventory
+    folder added: the config is the user's explicit choice and gpuonboard's ./inventory only a
+    default, so with no --inventory one sentence names both and what to pass (./inventory had
+    silently won: other hosts than `ansible-playbook` reaches); a given --inventory is read."""
     project = _deepops_checkout(tmp_path, monkeypatch)
     (project / "inventory").mkdir()
-    assert locate(project, "inventory") == project / "inventory"
+    with pytest.raises(
+        InventoryError,
+        match=re.escape(
+            f"{project}/ansible.cfg, line 4: the Ansible config names the inventory {project}/config/inventory"
+            f" while gpuonboard's default inventory {project}/inventory exists too; pass --inventory"
+            f" ./inventory or --inventory {project}/config/inventory to say which one to read."
+        ),
+    ):
+        locate(project, "inventory")
+    assert locate(project, "./inventory") == project / "inventory"
     assert locate(project, "config/inventory") == project / "config" / "inventory"
+
+
+@pytest.mark.parametrize("cfg", ["./inventory", "inventory/hosts.yml"])
+def test_an_ansible_config_naming_the_inventory_folder_or_a_file_in_it_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str
+) -> None:
+    """DeepOps' real ansible.cfg with its `inventory` edited to name ./inventory or a file in it:
+    no conflict, and the config's (more precise) source is read."""
+    project = _deepops_checkout(tmp_path, monkeypatch, cfg)
+    (project / "inventory").mkdir()
+    (project / "inventory" / "hosts.yml").write_text("hosts:\n  a: {address: 10.0.0.1}\n")
+    assert locate(project, "inventory") == project / cfg
