@@ -1010,8 +1010,8 @@ def test_an_inventory_folder_beside_an_ansible_configs_other_inventory_is_refuse
     with pytest.raises(
         InventoryError,
         match=re.escape(
-            f"{project}/ansible.cfg, line 4: the Ansible config names the inventory {project}/config/inventory"
-            f" while gpuonboard's default inventory {project}/inventory exists too; pass --inventory"
+            f"{project}/ansible.cfg, line 4: the Ansible config names the inventory"
+            f" {project}/config/inventory while gpuonboard's default inventory {project}/inventory exists too; pass --inventory"
             f" ./inventory or --inventory {project}/config/inventory to say which one to read."
         ),
     ):
