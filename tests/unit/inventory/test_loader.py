@@ -1012,7 +1012,8 @@ def test_an_inventory_folder_beside_an_ansible_configs_other_inventory_is_refuse
         match=re.escape(
             f"{project}/ansible.cfg, line 4: the Ansible config names the inventory"
             f" {project}/config/inventory while gpuonboard's default inventory {project}/inventory"
-            f" exists too; pass --inventory ./inventory or --inventory {project}/config/inventory to say which one to read."
+            f" exists too; pass --inventory ./inventory or --inventory {project}/config/inventory"
+            " to say which one to read."
         ),
     ):
         locate(project, "inventory")
