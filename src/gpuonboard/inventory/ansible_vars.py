@@ -207,8 +207,11 @@ def host_vars(
             values[k] = v
             origin[k] = label
             layers[k] = (who, rank)
-            # the vars file a key was last set in (and its line there), for the errors about it
+            # the vars file a key was last set in (and its line there), for the errors about it;
+            # else its line in the inventory (a [group:vars] line, not the host's)
             values.take_origin(k, vs)
+            if k not in values.key_sources and (line := getattr(vs, "key_lines", {}).get(k)) is not None:
+                values.key_lines[k] = line
 
     layer(config or {}, CONFIG_LAYER, CONFIG_LAYER)
     layer(inv.group_vars.get("all", {}), "all", ALL_VARS)

@@ -580,7 +580,7 @@ def test_a_connection_that_is_not_ssh_is_refused_naming_it(tmp_path: Path) -> No
     assert inv.hosts["docker-pipelining"].connection == "community.docker.docker"
     with pytest.raises(
         InventoryError,
-        match=r"test_connection.inventory, line 2: host 'docker-pipelining' is reached by Ansible's"
+        match=r"test_connection.inventory, line 6: host 'docker-pipelining' is reached by Ansible's"
         r" 'community.docker.docker' connection \(ansible_connection of group 'docker'\).*"
         r" set ansible_connection=ssh for it\.$",
     ):

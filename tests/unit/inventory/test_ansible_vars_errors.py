@@ -108,3 +108,30 @@ def test_the_cli_says_it_in_one_sentence_exit_2(tmp_path: Path, ssh_config: Path
         f"error: {tmp_path / 'host_vars' / 'gpu1.yml'}, line 2: host 'gpu1' order has an unknown key"
         " 'gpu_modle'; did you mean 'gpu_model'?\n"
     ), done.stderr
+
+
+SEMAPHORE = Path(__file__).parents[2] / "fixtures" / "ansible" / "semaphore-vagrant" / "hosts"
+
+
+@pytest.mark.parametrize(
+    ("line", "edit", "expected"),
+    [
+        # the port misspelt
+        (6, "ansible_ssh_port=2z2", "line 6: host 'app' field 'port' must be a number from 1 to 65535"),
+        # a jump with no host, in the group's ssh args
+        (6, "ansible_ssh_common_args='-o ProxyJump=vagrant@'", "line 6: host 'app' jump host 'vagrant@'"),
+        # a jump with no host, in gpuonboard's own var
+        (6, "gpuonboard_jump=vagrant@", "line 6: host 'app' jump host 'vagrant@'"),
+    ],
+)
+def test_a_bad_value_in_a_group_vars_section_names_that_line_not_the_hosts(
+    tmp_path: Path, ssh_config: Path, line: int, edit: str, expected: str
+) -> None:
+    """semaphore-vagrant's real hosts file (host `app` on line 2, its address, port, user and key
+    in [local:vars], lines 4-8) with its line 6 (`ansible_ssh_port=22`) replaced by `edit`: the
+    error named line 2, the host's line, where nothing is wrong; now the [local:vars] line."""
+    lines = SEMAPHORE.read_text().splitlines()
+    lines[line - 1] = edit
+    hosts = tmp_path / "hosts"
+    hosts.write_text("\n".join(lines) + "\n")
+    assert _error(hosts, ssh_config).startswith(f"{hosts}, {expected}")
