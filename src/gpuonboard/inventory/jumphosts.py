@@ -137,4 +137,5 @@ def _set_elsewhere(entry: Mapping[str, Any], key: str) -> bool:
     """Whether an Ansible host's `key` was written elsewhere than on the host's own line: in a
     [group:vars] line, a group's YAML vars, or a group_vars/ or host_vars/ file."""
     line = getattr(entry, "key_lines", {}).get(key)
-    return key in getattr(entry, "key_sources", {}) or (line is not None and line != getattr(entry, "line", None))
+    own = getattr(entry, "line", None)
+    return key in getattr(entry, "key_sources", {}) or (line is not None and line != own)

@@ -827,7 +827,7 @@ def test_an_empty_ansible_ssh_host_is_refused_as_ansible_dials_no_host(
     assert shlex.split(line.split("SSH: EXEC ", 1)[1])[-2] == ""  # (the destination)
     with pytest.raises(
         InventoryError,
-        match=r"hosts, line 2: host 'app' field 'address' is empty \(an empty ansible_ssh_host or"
+        match=r"hosts, line 5: host 'app' field 'address' is empty \(an empty ansible_ssh_host or"
         r" ansible_host of group 'local'\), which Ansible's ssh dials as it is",
     ):
         inventory.load(hosts)
