@@ -270,7 +270,10 @@ def _merge_layers(
     # the vendor profile and defaults for every host
     alias = config_alias(name, layers, ssh_cfg, ansible)
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
-    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
+    # (a host Ansible reaches without SSH: its plugin reads `ansible_ssh_extra_args` its own way,
+    # `lxc_ssh` as the container's name; ssh's reading of them refused the whole inventory)
+    over_ssh = merged.get("connection", "ssh") in CONNECTIONS
+    args = host_ssh_args(name, s.ordered, path) if ansible and over_ssh else SSHArgs()
     options = _resolving_args(args)
     if options and hasattr(ssh_cfg, "resolution_with"):
         alias, sshc = _with_args(str(merged.get("address") or name), alias, options, ssh_cfg)
