@@ -7,6 +7,7 @@ mapping validated, its groups, vendors and hosts resolved, jump chains made flat
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -205,7 +206,54 @@ def _one_hosts_file(directory: Path) -> Path:
             f" so the hosts and settings in {extra[0]} would be ignored; move them into {found[0].name},"
             f" or pass --inventory {directory / extra[0]} to use that file instead."
         )
+    if ini := next((p for p in sorted(directory.iterdir()) if p != found[0] and _ini_source(p)), None):
+        raise InventoryError(
+            f"{ini}: Ansible reads this file too, an INI inventory of the directory (its groups, their"
+            f" children and vars), while gpuonboard reads only {found[0].name}; move its groups into"
+            f" {found[0].name}, or pass --inventory ansible-inventory:{directory} to read the"
+            " directory as Ansible does."
+        )
     return found[0]
+
+
+# the names Ansible skips in an inventory directory (its INVENTORY_IGNORE_EXTS and hidden files)
+_ANSIBLE_SKIPS = (
+    ".pyc",
+    ".pyo",
+    ".swp",
+    ".bak",
+    "~",
+    ".rpm",
+    ".md",
+    ".txt",
+    ".rst",
+    ".orig",
+    ".cfg",
+    ".retry",
+)
+
+
+def _ini_source(path: Path) -> bool:
+    """Whether Ansible reads `path`, a file beside the hosts file of an inventory directory, as
+    an INI inventory: no suffix it skips, and its first line that is no comment a [section]
+    (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out)."""
+    if path.name.startswith(".") or path.name.endswith(_ANSIBLE_SKIPS) or path.suffix in INVENTORY_SUFFIXES:
+        return False
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_SIBLING_BYTES:
+            return False
+        with path.open(encoding="utf-8", errors="replace") as f:
+            head = f.read(MAX_SIBLING_BYTES)
+    except OSError:
+        return False
+    for line in head.splitlines():
+        s = line.strip()
+        if s and not s.startswith(("#", ";")):
+            return re.fullmatch(r"\[[^\]\s]+\]", s) is not None
+    return False
+
+
+MAX_SIBLING_BYTES = 1 << 20  # (a file beside the hosts file is read this far for its first section)
 
 
 def _refuse_no_ansible_hosts(raw: Mapping[str, Any], hosts_file: Path, kind: str) -> None:
