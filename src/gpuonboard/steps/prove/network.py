@@ -385,7 +385,7 @@ class NetworkStep(Step):
             result.setdefault("iperf3", {})[peer] = r
             check = iperf_check(peer, r, min_gbps)
             if not why and (note := outside_selection(peer, ctx.run_hosts, explicit)):
-                check = dataclasses.replace(check, detail="; ".join(filter(None, (note, check.detail))))
+                check = dataclasses.replace(check, detail="; ".join(filter(None, (check.detail, note))))
             checks.append(check)
         if rdma:
             out = ctx.runner.run(
