@@ -135,3 +135,18 @@ def test_a_bad_value_in_a_group_vars_section_names_that_line_not_the_hosts(
     hosts = tmp_path / "hosts"
     hosts.write_text("\n".join(lines) + "\n")
     assert _error(hosts, ssh_config).startswith(f"{hosts}, {expected}")
+
+
+def test_a_bad_value_in_a_yaml_groups_vars_names_that_line_not_the_hosts(
+    tmp_path: Path, ssh_config: Path
+) -> None:
+    """k3s-ansible's real inventory-sample.yml (host 192.16.35.11 on line 6, its group
+    k3s_cluster's `ansible_port: 22` on line 14), that port misspelt `2z` (the edit): the error
+    named line 6, the host's; now line 14."""
+    text = (
+        Path(__file__).parents[2] / "fixtures" / "ansible" / "k3s-sample" / "inventory-sample.yml"
+    ).read_text()
+    assert "    ansible_port: 22\n" in text
+    hosts = tmp_path / "inventory.yml"
+    hosts.write_text(text.replace("    ansible_port: 22\n", "    ansible_port: 2z\n"))
+    assert _error(hosts, ssh_config).startswith(f"{hosts}, line 14: host '192.16.35.11' field 'port'")
