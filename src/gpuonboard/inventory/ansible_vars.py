@@ -136,7 +136,14 @@ class VarsFiles:
                         f"{self.base / sub}: more than {MAX_VARS_FILES:,} vars files beside the"
                         " inventory; merge some."
                     )
-                data = parse_yaml(read_text(f, InventoryError, "vars file"), f, InventoryError)
+                text = read_text(f, InventoryError, "vars file")
+                if text.startswith("$ANSIBLE_VAULT;"):  # (`ansible-vault encrypt`: the whole file)
+                    raise InventoryError(
+                        f"{f}: this vars file is encrypted with Ansible Vault, which gpuonboard does not"
+                        " decrypt; pass the inventory as `--inventory ansible-inventory:FILE` (Ansible"
+                        " decrypts it with your vault password)."
+                    )
+                data = parse_yaml(text, f, InventoryError)
                 if data is None:
                     continue
                 if not isinstance(data, Mapping):

@@ -150,3 +150,22 @@ def test_a_bad_value_in_a_yaml_groups_vars_names_that_line_not_the_hosts(
     hosts = tmp_path / "inventory.yml"
     hosts.write_text(text.replace("    ansible_port: 22\n", "    ansible_port: 2z\n"))
     assert _error(hosts, ssh_config).startswith(f"{hosts}, line 14: host '192.16.35.11' field 'port'")
+
+
+def test_a_vars_file_encrypted_whole_with_ansible_vault_is_named_as_one(
+    tmp_path: Path, ssh_config: Path
+) -> None:
+    """Princeton-CDH's real `ansible-vault encrypt`ed vars file as group_vars/gpus/vault.yml
+    beside an inventory of one GPU host (the layout is the edit): it was refused as "must be a
+    mapping of name: value", a wrong reason; now it is named as a Vault file, with the way out."""
+    fixture = Path(__file__).parents[2] / "fixtures" / "ansible" / "cdh-vault-file"
+    (tmp_path / "group_vars" / "gpus").mkdir(parents=True)
+    vault = tmp_path / "group_vars" / "gpus" / "vault.yml"
+    vault.write_text((fixture / "group_vars" / "gpus" / "vault.yml").read_text())
+    hosts = tmp_path / "hosts"
+    hosts.write_text("[gpus]\ngpu1 ansible_host=10.0.0.1\n")
+    assert _error(hosts, ssh_config) == (
+        f"{vault}: this vars file is encrypted with Ansible Vault, which gpuonboard does not decrypt;"
+        " pass the inventory as `--inventory ansible-inventory:FILE` (Ansible decrypts it with your"
+        " vault password)."
+    )
