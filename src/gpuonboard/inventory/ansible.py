@@ -436,9 +436,9 @@ def merged_shape(inv: AnsibleGroups, path: Path, files: VarsFiles) -> LineDict:
     per_host = {h: host_vars(inv, h, groups_of[h], files, config) for h in inv.hosts}
 
     def convert(values: Mapping[str, Any], name: str) -> LineDict:
-        own = inv.hosts.get(name)
         shown = LineDict(values)
-        shown.key_lines = dict(getattr(own, "key_lines", {})) if own is not None else {}
+        # each key's line in the inventory: the host's line, or the group vars line that set it
+        shown.key_lines = dict(getattr(values, "key_lines", {}))
         # a key set in a group_vars/ or host_vars/ file: that file and its line there
         shown.key_sources = {}
         for key in getattr(values, "key_sources", {}):

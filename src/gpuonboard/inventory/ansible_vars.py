@@ -136,7 +136,14 @@ class VarsFiles:
                         f"{self.base / sub}: more than {MAX_VARS_FILES:,} vars files beside the"
                         " inventory; merge some."
                     )
-                data = parse_yaml(read_text(f, InventoryError, "vars file"), f, InventoryError)
+                text = read_text(f, InventoryError, "vars file")
+                if text.startswith("$ANSIBLE_VAULT;"):  # (`ansible-vault encrypt`: the whole file)
+                    raise InventoryError(
+                        f"{f}: this vars file is encrypted with Ansible Vault, which gpuonboard does not"
+                        " decrypt; pass the inventory as `--inventory ansible-inventory:FILE` (Ansible"
+                        " decrypts it with your vault password)."
+                    )
+                data = parse_yaml(text, f, InventoryError)
                 if data is None:
                     continue
                 if not isinstance(data, Mapping):
@@ -207,8 +214,11 @@ def host_vars(
             values[k] = v
             origin[k] = label
             layers[k] = (who, rank)
-            # the vars file a key was last set in (and its line there), for the errors about it
+            # the vars file a key was last set in (and its line there), for the errors about it;
+            # else its line in the inventory (a [group:vars] line, not the host's)
             values.take_origin(k, vs)
+            if k not in values.key_sources and (line := getattr(vs, "key_lines", {}).get(k)) is not None:
+                values.key_lines[k] = line
 
     layer(config or {}, CONFIG_LAYER, CONFIG_LAYER)
     layer(inv.group_vars.get("all", {}), "all", ALL_VARS)

@@ -113,6 +113,8 @@ def jump_origin(
         if "jump" in layer:
             found = (layer, label)
     if found is not None and found[1].startswith("host "):
+        if ansible and _set_elsewhere(found[0], "jump"):  # (Ansible merged a group's into the host)
+            return where(path, found[0], "jump")
         return None  # (the host's own line, as for its other fields)
     args = host_ssh_args(name, layers, path) if ansible and found is None else None
     key = next((k for k in ("proxyjump", "proxycommand") if args is not None and k in args.source), None)
@@ -129,3 +131,11 @@ def jump_origin(
     if vendor is not None and "jump" in vendor.host_defaults:
         return where(Path(vendor.source), vendor.host_defaults, "jump")
     return where(path, found[0], "jump") if found is not None else str(path)
+
+
+def _set_elsewhere(entry: Mapping[str, Any], key: str) -> bool:
+    """Whether an Ansible host's `key` was written elsewhere than on the host's own line: in a
+    [group:vars] line, a group's YAML vars, or a group_vars/ or host_vars/ file."""
+    line = getattr(entry, "key_lines", {}).get(key)
+    own = getattr(entry, "line", None)
+    return key in getattr(entry, "key_sources", {}) or (line is not None and line != own)

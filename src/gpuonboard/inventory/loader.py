@@ -7,6 +7,7 @@ mapping validated, its groups, vendors and hosts resolved, jump chains made flat
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -89,22 +90,46 @@ def locate(project: Path, given: str) -> Path | str:
     """The inventory `--inventory` names, a relative path taken from the project folder (`~`
     expanded). `ansible-inventory:SOURCE` keeps its prefix and only SOURCE is resolved (a host
     list like `gpu1,gpu2,` is Ansible's, left as it is), so `load` still sees the prefix. The
-    default, where there is no ./inventory: the one Ansible's config names (`_config_inventory`)."""
+    default: the one Ansible's config names (`_config_inventory`), an explicit choice that a
+    default does not override; where ./inventory exists too, apart from it, one sentence naming
+    both (./inventory had silently won)."""
     if given.startswith(ansible_list.PREFIX):
         source = given[len(ansible_list.PREFIX) :]
         if source and "," not in source:
             source = str(_under(project, source))
         return ansible_list.PREFIX + source
-    if given == DEFAULT_INVENTORY and not (project / given).exists():
-        return _config_inventory() or _under(project, given)
-    return _under(project, given)
+    if given != DEFAULT_INVENTORY:
+        return _under(project, given)
+    default = _under(project, given)
+    if not default.exists():
+        return _config_inventory() or default
+    named = ansible_cfg.config_inventory()
+    if named is None:
+        return default
+    sources, at = named
+    if len(sources) > 1 or _within(sources[0], default):
+        return _config_inventory() or default  # (several refused; ./inventory or a file in it read)
+    raise InventoryError(
+        f"{at}: the Ansible config names the inventory {sources[0]} while gpuonboard's default"
+        f" inventory {default} exists too; pass --inventory ./inventory or --inventory {sources[0]}"
+        " to say which one to read."
+    )
+
+
+def _within(path: Path, folder: Path) -> bool:
+    """`path` is `folder` or lies inside it (both made absolute, `..` and links resolved)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 DEFAULT_INVENTORY = "inventory"  # (--inventory's default: the project's ./inventory)
 
 
 def _config_inventory() -> Path | None:
-    """Where there is no ./inventory, the one inventory Ansible's config names (`[defaults]
+    """The one inventory Ansible's config names (`[defaults]
     inventory`, or ANSIBLE_INVENTORY), as `ansible-playbook` with no `-i` reads it; several
     sources, or one that is not there, is one sentence naming where the config says so."""
     named = ansible_cfg.config_inventory()
@@ -118,8 +143,8 @@ def _config_inventory() -> Path | None:
         )
     if not sources[0].exists():
         raise InventoryError(
-            f"{at}: the inventory the Ansible config names, {sources[0]}, does not exist (and there is"
-            " no ./inventory); fix that setting, or pass --inventory PATH."
+            f"{at}: the inventory the Ansible config names, {sources[0]}, does not exist; fix that"
+            " setting, or pass --inventory PATH."
         )
     return sources[0]
 
@@ -181,7 +206,54 @@ def _one_hosts_file(directory: Path) -> Path:
             f" so the hosts and settings in {extra[0]} would be ignored; move them into {found[0].name},"
             f" or pass --inventory {directory / extra[0]} to use that file instead."
         )
+    if ini := next((p for p in sorted(directory.iterdir()) if p != found[0] and _ini_source(p)), None):
+        raise InventoryError(
+            f"{ini}: Ansible reads this file too, an INI inventory of the directory (its groups, their"
+            f" children and vars), while gpuonboard reads only {found[0].name}; move its groups into"
+            f" {found[0].name}, or pass --inventory ansible-inventory:{directory} to read the"
+            " directory as Ansible does."
+        )
     return found[0]
+
+
+# the names Ansible skips in an inventory directory (its INVENTORY_IGNORE_EXTS and hidden files)
+_ANSIBLE_SKIPS = (
+    ".pyc",
+    ".pyo",
+    ".swp",
+    ".bak",
+    "~",
+    ".rpm",
+    ".md",
+    ".txt",
+    ".rst",
+    ".orig",
+    ".cfg",
+    ".retry",
+)
+
+
+def _ini_source(path: Path) -> bool:
+    """Whether Ansible reads `path`, a file beside the hosts file of an inventory directory, as
+    an INI inventory: no suffix it skips, and its first line that is no comment a [section]
+    (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out)."""
+    if path.name.startswith(".") or path.name.endswith(_ANSIBLE_SKIPS) or path.suffix in INVENTORY_SUFFIXES:
+        return False
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_SIBLING_BYTES:
+            return False
+        with path.open(encoding="utf-8", errors="replace") as f:
+            head = f.read(MAX_SIBLING_BYTES)
+    except OSError:
+        return False
+    for line in head.splitlines():
+        s = line.strip()
+        if s and not s.startswith(("#", ";")):
+            return re.fullmatch(r"\[[^\]\s]+\]", s) is not None
+    return False
+
+
+MAX_SIBLING_BYTES = 1 << 20  # (a file beside the hosts file is read this far for its first section)
 
 
 def _refuse_no_ansible_hosts(raw: Mapping[str, Any], hosts_file: Path, kind: str) -> None:

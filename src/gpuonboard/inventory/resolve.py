@@ -28,6 +28,7 @@ from gpuonboard.inventory.fields import (
     split_address,
 )
 from gpuonboard.inventory.jumps import parse_jump
+from gpuonboard.inventory.layers import deep_merge, refuse_dropping_null
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
@@ -59,69 +60,6 @@ from gpuonboard.yamlload import LineDict, did_you_mean, where
 # the ssh args (`... of WHO`) that sit below a vendor profile in an Ansible inventory, as the
 # fields of the same layers do: the Ansible config's and the inventory's own `all` vars'
 BELOW_VENDOR_ARGS = (f" of {CONFIG_LAYER}", f" of {ALL_VARS}")
-
-
-def _deep_merge(base: dict[str, Any], over: Mapping[str, Any], path: tuple[str, ...] = ()) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in over.items():
-        cur = out.get(k)
-        if path == ("order",) and k == "data_disk":
-            cur, v = _disk_mappings(cur, v)
-        if isinstance(v, Mapping) and isinstance(cur, Mapping):
-            out[k] = _deep_merge(dict(cur), v, (*path, k))
-        else:
-            out[k] = v
-    return out
-
-
-# Settings whose explicit null would silently drop what a group, the vendor or the defaults
-# give: `order:` left empty on a host dropped its group's order, so nothing was checked. (A
-# null `jump`, `key_file`, `host_key` or `vendor` says "none" on purpose and stays allowed; a
-# null port, user or timeout is refused by its own check.) Inside an order, every field.
-NULL_DROPS = ("order", "data_dir", "vars")
-
-
-def _refuse_dropping_null(
-    layer: Mapping[str, Any], label: str, set_by: dict[tuple[str, ...], str], file: Path
-) -> None:
-    """A null in `layer` for a value an earlier layer set (`set_by`: key path -> that layer's
-    label) is refused, naming both; then `set_by` records what `layer` sets."""
-
-    def walk(mapping: Mapping[str, Any], keys: tuple[str, ...]) -> None:
-        for key, value in mapping.items():
-            if not keys and key not in NULL_DROPS:
-                continue
-            here = (*keys, key)
-            if value is None and here in set_by:
-                who = set_by[here]
-                field = f"field {key!r}" if not keys else f"{' '.join(keys)} field {key!r}"
-                raise InventoryError(
-                    f"{where(file, mapping, key)}: {label} {field} is empty (null), which would drop"
-                    f" the {key!r} of {who}; remove the key to inherit {_possessive(who)} {key}."
-                )
-            if value is not None:
-                set_by[here] = label
-            if isinstance(value, Mapping) and here[0] == "order":
-                walk(value, here)
-
-    walk(layer, ())
-
-
-def _possessive(label: str) -> str:
-    """`group 'g'` -> `the group's`, `defaults` -> `the defaults'`."""
-    kind = label.split()[0]
-    return f"the {kind}'" if kind.endswith("s") else f"the {kind}'s"
-
-
-def _disk_mappings(base: Any, over: Any) -> tuple[Any, Any]:
-    """Pure: an order's `data_disk: /data` is short for `{mount: /data}`, and merges key by key
-    with a mapping in another layer like one (a vendor's `data_disk: /data` under a host's
-    `data_disk: {min_size: 7TB}` was replaced whole: "'mount' must be an absolute path")."""
-    if isinstance(base, str) and isinstance(over, Mapping):
-        return {"mount": base}, over
-    if isinstance(over, str) and isinstance(base, Mapping):
-        return base, {"mount": over}
-    return base, over
 
 
 def _vendor_suggestion(word: str, vendors: Iterable[str]) -> str:
@@ -324,15 +262,18 @@ def _merge_layers(
     merged: dict[str, Any] = {}
     set_by: dict[tuple[str, ...], str] = {}  # which layer set each value a null could drop
     for layer, label in ordered:
-        _refuse_dropping_null(layer, label, set_by, s.file_of(label))
-        merged = _deep_merge(merged, layer)
+        refuse_dropping_null(layer, label, set_by, s.file_of(label))
+        merged = deep_merge(merged, layer)
         for k in layer:
             s.origin[k] = (layer, label)
     # only an explicit `Host <name>` entry applies: a `Host *` block would otherwise override
     # the vendor profile and defaults for every host
     alias = config_alias(name, layers, ssh_cfg, ansible)
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
-    args = host_ssh_args(name, s.ordered, path) if ansible else SSHArgs()
+    # (a host Ansible reaches without SSH: its plugin reads `ansible_ssh_extra_args` its own way,
+    # `lxc_ssh` as the container's name; ssh's reading of them refused the whole inventory)
+    over_ssh = merged.get("connection", "ssh") in CONNECTIONS
+    args = host_ssh_args(name, s.ordered, path) if ansible and over_ssh else SSHArgs()
     options = _resolving_args(args)
     if options and hasattr(ssh_cfg, "resolution_with"):
         alias, sshc = _with_args(str(merged.get("address") or name), alias, options, ssh_cfg)

@@ -580,11 +580,32 @@ def test_a_connection_that_is_not_ssh_is_refused_naming_it(tmp_path: Path) -> No
     assert inv.hosts["docker-pipelining"].connection == "community.docker.docker"
     with pytest.raises(
         InventoryError,
-        match=r"test_connection.inventory, line 2: host 'docker-pipelining' is reached by Ansible's"
+        match=r"test_connection.inventory, line 6: host 'docker-pipelining' is reached by Ansible's"
         r" 'community.docker.docker' connection \(ansible_connection of group 'docker'\).*"
         r" set ansible_connection=ssh for it\.$",
     ):
         inv.check_connections(inv.select(group="docker"))
+
+
+def test_a_host_of_another_connection_is_not_read_with_sshs_rules(tmp_path: Path) -> None:
+    """The lxc_ssh plugin's real hosts example (its README), beside a GPU server (the edit): its
+    `ansible_ssh_extra_args=container` is the container's name for the plugin, not ssh options;
+    ssh's reading of it ("a word that is no option") refused the whole inventory, the GPU server
+    too. Now the container host is listed with the sentence that refuses it where selected."""
+    text = (CORPUS / "lxc-ssh-readme" / "hosts").read_text()
+    path = tmp_path / "hosts"
+    path.write_text("[gpus]\ngpu1 ansible_host=10.0.0.1\n[containers]\n" + text)
+    (tmp_path / "ssh_config").write_text("")
+    inv = inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    assert (inv.hosts["gpu1"].address, inv.hosts["gpu1"].not_used) == ("10.0.0.1", None)
+    inv.check_connections(inv.select(group="gpus"))
+    assert inv.hosts["container"].connection == "lxc_ssh"
+    with pytest.raises(
+        InventoryError,
+        match=r"hosts, line 4: host 'container' is reached by Ansible's 'lxc_ssh' connection"
+        r" \(ansible_connection of host 'container'\)",
+    ):
+        inv.check_connections(inv.select(group="containers"))
 
 
 # a mixed inventory (the review's): GPU servers over SSH, a Windows box over WinRM, this machine
@@ -827,7 +848,7 @@ def test_an_empty_ansible_ssh_host_is_refused_as_ansible_dials_no_host(
     assert shlex.split(line.split("SSH: EXEC ", 1)[1])[-2] == ""  # (the destination)
     with pytest.raises(
         InventoryError,
-        match=r"hosts, line 2: host 'app' field 'address' is empty \(an empty ansible_ssh_host or"
+        match=r"hosts, line 5: host 'app' field 'address' is empty \(an empty ansible_ssh_host or"
         r" ansible_host of group 'local'\), which Ansible's ssh dials as it is",
     ):
         inventory.load(hosts)

@@ -108,3 +108,64 @@ def test_the_cli_says_it_in_one_sentence_exit_2(tmp_path: Path, ssh_config: Path
         f"error: {tmp_path / 'host_vars' / 'gpu1.yml'}, line 2: host 'gpu1' order has an unknown key"
         " 'gpu_modle'; did you mean 'gpu_model'?\n"
     ), done.stderr
+
+
+SEMAPHORE = Path(__file__).parents[2] / "fixtures" / "ansible" / "semaphore-vagrant" / "hosts"
+
+
+@pytest.mark.parametrize(
+    ("line", "edit", "expected"),
+    [
+        # the port misspelt
+        (6, "ansible_ssh_port=2z2", "line 6: host 'app' field 'port' must be a number from 1 to 65535"),
+        # a jump with no host, in the group's ssh args
+        (6, "ansible_ssh_common_args='-o ProxyJump=vagrant@'", "line 6: host 'app' jump host 'vagrant@'"),
+        # a jump with no host, in gpuonboard's own var
+        (6, "gpuonboard_jump=vagrant@", "line 6: host 'app' jump host 'vagrant@'"),
+    ],
+)
+def test_a_bad_value_in_a_group_vars_section_names_that_line_not_the_hosts(
+    tmp_path: Path, ssh_config: Path, line: int, edit: str, expected: str
+) -> None:
+    """semaphore-vagrant's real hosts file (host `app` on line 2, its address, port, user and key
+    in [local:vars], lines 4-8) with its line 6 (`ansible_ssh_port=22`) replaced by `edit`: the
+    error named line 2, the host's line, where nothing is wrong; now the [local:vars] line."""
+    lines = SEMAPHORE.read_text().splitlines()
+    lines[line - 1] = edit
+    hosts = tmp_path / "hosts"
+    hosts.write_text("\n".join(lines) + "\n")
+    assert _error(hosts, ssh_config).startswith(f"{hosts}, {expected}")
+
+
+def test_a_bad_value_in_a_yaml_groups_vars_names_that_line_not_the_hosts(
+    tmp_path: Path, ssh_config: Path
+) -> None:
+    """k3s-ansible's real inventory-sample.yml (host 192.16.35.11 on line 6, its group
+    k3s_cluster's `ansible_port: 22` on line 14), that port misspelt `2z` (the edit): the error
+    named line 6, the host's; now line 14."""
+    text = (
+        Path(__file__).parents[2] / "fixtures" / "ansible" / "k3s-sample" / "inventory-sample.yml"
+    ).read_text()
+    assert "    ansible_port: 22\n" in text
+    hosts = tmp_path / "inventory.yml"
+    hosts.write_text(text.replace("    ansible_port: 22\n", "    ansible_port: 2z\n"))
+    assert _error(hosts, ssh_config).startswith(f"{hosts}, line 14: host '192.16.35.11' field 'port'")
+
+
+def test_a_vars_file_encrypted_whole_with_ansible_vault_is_named_as_one(
+    tmp_path: Path, ssh_config: Path
+) -> None:
+    """Princeton-CDH's real `ansible-vault encrypt`ed vars file as group_vars/gpus/vault.yml
+    beside an inventory of one GPU host (the layout is the edit): it was refused as "must be a
+    mapping of name: value", a wrong reason; now it is named as a Vault file, with the way out."""
+    fixture = Path(__file__).parents[2] / "fixtures" / "ansible" / "cdh-vault-file"
+    (tmp_path / "group_vars" / "gpus").mkdir(parents=True)
+    vault = tmp_path / "group_vars" / "gpus" / "vault.yml"
+    vault.write_text((fixture / "group_vars" / "gpus" / "vault.yml").read_text())
+    hosts = tmp_path / "hosts"
+    hosts.write_text("[gpus]\ngpu1 ansible_host=10.0.0.1\n")
+    assert _error(hosts, ssh_config) == (
+        f"{vault}: this vars file is encrypted with Ansible Vault, which gpuonboard does not decrypt;"
+        " pass the inventory as `--inventory ansible-inventory:FILE` (Ansible decrypts it with your"
+        " vault password)."
+    )

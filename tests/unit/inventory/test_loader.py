@@ -4,6 +4,7 @@ SSH config aliases, YAML merge keys, and the shipped example inventory."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -997,11 +998,82 @@ def test_an_ansible_config_inventory_gpuonboard_cannot_read_alone_is_named(
         locate(project, "inventory")
 
 
-def test_an_inventory_folder_beats_the_ansible_configs_inventory(
+def test_an_inventory_folder_beside_an_ansible_configs_other_inventory_is_refused_naming_both(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Where ./inventory exists it is read (gpuonboard's default), and a given --inventory always."""
+    """DeepOps' real ansible.cfg (`inventory = ./config/inventory`, line 4) with a ./inventory
+    folder added: the config is the user's explicit choice and gpuonboard's ./inventory only a
+    default, so with no --inventory one sentence names both and what to pass (./inventory had
+    silently won: other hosts than `ansible-playbook` reaches); a given --inventory is read."""
     project = _deepops_checkout(tmp_path, monkeypatch)
     (project / "inventory").mkdir()
-    assert locate(project, "inventory") == project / "inventory"
+    with pytest.raises(
+        InventoryError,
+        match=re.escape(
+            f"{project}/ansible.cfg, line 4: the Ansible config names the inventory"
+            f" {project}/config/inventory while gpuonboard's default inventory {project}/inventory"
+            f" exists too; pass --inventory ./inventory or --inventory {project}/config/inventory"
+            " to say which one to read."
+        ),
+    ):
+        locate(project, "inventory")
+    assert locate(project, "./inventory") == project / "inventory"
     assert locate(project, "config/inventory") == project / "config" / "inventory"
+
+
+@pytest.mark.parametrize("cfg", ["./inventory", "inventory/hosts.yml"])
+def test_an_ansible_config_naming_the_inventory_folder_or_a_file_in_it_is_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str
+) -> None:
+    """DeepOps' real ansible.cfg with its `inventory` edited to name ./inventory or a file in it:
+    no conflict, and the config's (more precise) source is read."""
+    project = _deepops_checkout(tmp_path, monkeypatch, cfg)
+    (project / "inventory").mkdir()
+    (project / "inventory" / "hosts.yml").write_text("hosts:\n  a: {address: 10.0.0.1}\n")
+    assert locate(project, "inventory") == project / cfg
+
+
+@pytest.mark.skipif(not ANSIBLE_INVENTORY_EXE.exists(), reason="ansible-core is not installed")
+def test_an_ini_groups_file_beside_the_hosts_file_is_named_as_ansible_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """StackHPC's Slurm appliance lays an inventory directory out as `hosts` plus `groups` (its
+    real environments/common/inventory/groups: empty groups and their children, `compute` under
+    `openhpc`); here beside a `hosts` with one compute node and a group_vars/openhpc.yml giving
+    `ansible_user: rocky` (the edits). Ansible reads both files: gpu1 is in openhpc and logs in as
+    rocky; gpuonboard read only `hosts` and logged in as root, without a word. Now one sentence
+    names `groups` and what to pass; `ansible-inventory:DIR` then reads what Ansible reads."""
+    import json
+    import shutil
+
+    inv = tmp_path / "inventory"
+    (inv / "group_vars").mkdir(parents=True)
+    shutil.copy(ANSIBLE_CORPUS / "slurm-appliance-groups" / "groups", inv / "groups")
+    (inv / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    (inv / "group_vars" / "openhpc.yml").write_text("ansible_user: rocky\n")
+    (tmp_path / "ssh_config").write_text("")
+    done = subprocess.run(
+        [str(ANSIBLE_INVENTORY_EXE), "-i", str(inv), "--list"], capture_output=True, text=True, timeout=120
+    )
+    assert json.loads(done.stdout)["_meta"]["hostvars"]["gpu1"]["ansible_user"] == "rocky"
+    with pytest.raises(InventoryError) as err:
+        inventory.load(inv, ssh_config=tmp_path / "ssh_config")
+    assert str(err.value) == (
+        f"{inv / 'groups'}: Ansible reads this file too, an INI inventory of the directory (its groups,"
+        " their children and vars), while gpuonboard reads only hosts; move its groups into hosts, or"
+        f" pass --inventory ansible-inventory:{inv} to read the directory as Ansible does."
+    )
+    monkeypatch.chdir(tmp_path)
+    listed = inventory.load(f"ansible-inventory:{inv}", ssh_config=tmp_path / "ssh_config")
+    assert listed.hosts["gpu1"].user == "rocky"
+
+
+def test_a_readme_beside_the_hosts_file_changes_nothing(tmp_path: Path) -> None:
+    """Files Ansible skips (`README.md`, `ansible.cfg`) or that hold no [section] (a README
+    without suffix) are no second inventory source."""
+    (tmp_path / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    (tmp_path / "README.md").write_text("[compute]\n")
+    (tmp_path / "ansible.cfg").write_text("[defaults]\n")
+    (tmp_path / "README").write_text("The hosts of rack 3.\n[compute] holds the GPU nodes.\n")
+    (tmp_path / "ssh_config").write_text("")
+    assert list(inventory.load(tmp_path, ssh_config=tmp_path / "ssh_config").hosts) == ["gpu1"]

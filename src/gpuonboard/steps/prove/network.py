@@ -163,6 +163,8 @@ def iperf_check(peer: str, r: Mapping[str, Any], min_gbps: float | None) -> Chec
     """One iperf3 run from this host to a peer."""
     name = f"iperf3_{peer}"
     want = f">= {min_gbps:g} Gbit/s" if min_gbps else "(information)"
+    if r.get("not_reached"):
+        return Check(name, want, "not measured", "unverified", str(r["not_reached"]))
     if r.get("error") or r.get("received_gbps") is None:
         return Check(
             name,
@@ -284,6 +286,26 @@ def iperf_peers(host: Host, inventory: Inventory | None, asked: Any) -> list[str
     return peers
 
 
+def unreached_peer(peer: str, inventory: Inventory | None) -> str:
+    """Pure: why iperf3 must not reach `peer` ("" when it may): a host Ansible reaches another
+    way than SSH (its `not_used` sentence); dialled over SSH, it would be another machine."""
+    host = inventory.hosts.get(peer) if inventory is not None else None
+    if host is not None and host.not_used is not None:
+        return f"{peer} was not reached: {host.not_used}"
+    return ""
+
+
+def outside_selection(peer: str, run_hosts: frozenset[str], asked: bool) -> str:
+    """Pure: the note for a peer taken from a group (not named in `vars.iperf_peers`) that is
+    not in this run's selection ("" otherwise): iperf3 reaches it over its own connection."""
+    if asked or not run_hosts or peer in run_hosts:
+        return ""
+    return (
+        f"{peer} is not in this run's selection: as the next host of a group it was reached over its"
+        " own SSH connection for its iperf3 server (vars.iperf_peers: [] measures no peer)"
+    )
+
+
 def iperf_port(peer: Host) -> int | None:
     """The peer's `vars.iperf_port` (its iperf3 server's port), None when unset."""
     value = peer.vars.get("iperf_port")
@@ -327,9 +349,9 @@ class NetworkStep(Step):
             slack = max(1, _int_arg(self, v, "iperf_slack_s", "iperf_slack_s", IPERF_CLIENT_SLACK_S))
             raw_min = _get(self.args, v, "iperf_min_gbps", "iperf_min_gbps", None)
             min_gbps = float(raw_min) if raw_min is not None else None
-            peers = iperf_peers(
-                ctx.host, ctx.inventory, _get(self.args, v, "iperf_peers", "iperf_peers", None)
-            )
+            asked = _get(self.args, v, "iperf_peers", "iperf_peers", None)
+            peers = iperf_peers(ctx.host, ctx.inventory, asked)
+            explicit = asked is not None and asked != ""
             for name in peers:  # a bad port is the inventory's mistake: say so before measuring
                 if ctx.inventory is not None and name in ctx.inventory.hosts:
                     iperf_port(ctx.inventory.hosts[name])
@@ -358,9 +380,13 @@ class NetworkStep(Step):
             result["upload_shared_with"] = shared_with
             checks.append(upload_check(mbit, shared_with))
         for peer in peers:
-            r = self._iperf(ctx, peer, seconds, slack)
+            why = unreached_peer(peer, ctx.inventory)
+            r = {"not_reached": why} if why else self._iperf(ctx, peer, seconds, slack)
             result.setdefault("iperf3", {})[peer] = r
-            checks.append(iperf_check(peer, r, min_gbps))
+            check = iperf_check(peer, r, min_gbps)
+            if not why and (note := outside_selection(peer, ctx.run_hosts, explicit)):
+                check = dataclasses.replace(check, detail="; ".join(filter(None, (check.detail, note))))
+            checks.append(check)
         if rdma:
             out = ctx.runner.run(
                 shell.sh_c("command -v ibv_devinfo >/dev/null || exit 127; ibv_devinfo -v"), timeout=60

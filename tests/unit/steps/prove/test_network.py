@@ -81,3 +81,86 @@ def test_upload_probes_that_overlap_say_the_link_was_shared(monkeypatch: pytest.
         c for c in NetworkStep({"rtt_count": 1}, "network").plan(ctx).checks if c.name == "upload_throughput"
     )
     assert check.actual == "400 Mbit/s from this machine over SSH (100 GB ≈ 33 min)"
+
+
+ANSIBLE_CORPUS = Path(__file__).parents[3] / "fixtures" / "ansible"
+
+
+def _iperf_checks(
+    inv: Inventory,
+    host: str,
+    run: set[str],
+    monkeypatch: pytest.MonkeyPatch,
+    reached: list[str] | None = None,
+) -> list[Any]:
+    """The iperf3 checks of `host`'s network step in a run of the hosts `run`; nothing is
+    dialled: each peer the step reaches is appended to `reached` (None: reaching one fails)."""
+
+    def reach(self: NetworkStep, ctx: StepContext, peer: str, *_: Any) -> dict[str, Any]:
+        if reached is None:
+            raise AssertionError(f"{peer} was reached")
+        reached.append(peer)
+        return {"received_gbps": 9.5, "sent_gbps": 9.6, "retransmits": 0}
+
+    monkeypatch.setattr(NetworkStep, "_iperf", reach)
+    ctx = StepContext(
+        host=inv.hosts[host],
+        runner=QuickRunner(),  # type: ignore[arg-type]
+        facts=None,  # type: ignore[arg-type]
+        check=False,
+        project=Path("."),
+        inventory=inv,
+        run_hosts=frozenset(run),
+    )
+    plan = NetworkStep({"rtt_count": 1, "upload": False}, "network").plan(ctx)
+    return [c for c in plan.checks if c.name.startswith("iperf3_")]
+
+
+def test_a_group_peer_outside_the_selection_is_named_when_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeepOps' real config.example inventory (uncommented): `prove --limit gpu01` measures
+    iperf3 to gpu02, the next host of gpu01's groups (documented), over a second SSH connection
+    to a host the user did not select, without a word; now its check says so and how to stop it
+    (selected with gpu01, or named in vars.iperf_peers, no note)."""
+    from gpuonboard import inventory
+
+    (tmp_path / "ssh_config").write_text("")
+    inv = inventory.load(
+        ANSIBLE_CORPUS / "deepops-uncommented" / "inventory", ssh_config=tmp_path / "ssh_config"
+    )
+    reached: list[str] = []
+    [check] = _iperf_checks(inv, "gpu01", {"gpu01"}, monkeypatch, reached)
+    assert reached == ["gpu02"]
+    assert (check.name, check.verdict) == ("iperf3_gpu02", "pass")
+    assert check.detail == (
+        "gpu02 is not in this run's selection: as the next host of a group it was reached over its"
+        " own SSH connection for its iperf3 server (vars.iperf_peers: [] measures no peer)"
+    )
+    [check] = _iperf_checks(inv, "gpu01", {"gpu01", "gpu02"}, monkeypatch, reached)
+    assert check.detail == ""
+
+
+def test_a_peer_ansible_reaches_without_ssh_is_named_never_reached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """community.docker's real connection test inventory, `docker-no-pipelining` given
+    `ansible_connection=ssh` (the edit): its group peer `docker-pipelining` is a container
+    Ansible reaches with `docker exec`; iperf3 dialled it over SSH at ubuntu-latest:22, now the
+    check is unverified naming its connection, even when both are selected."""
+    from gpuonboard import inventory
+
+    text = (ANSIBLE_CORPUS / "community-docker-connection" / "test_connection.inventory").read_text()
+    edited = text.replace(
+        "ansible_ssh_pipelining=false", "ansible_ssh_pipelining=false ansible_connection=ssh"
+    )
+    (tmp_path / "hosts").write_text(edited)
+    (tmp_path / "ssh_config").write_text("")
+    inv = inventory.load(tmp_path / "hosts", ssh_config=tmp_path / "ssh_config")
+    both = {"docker-pipelining", "docker-no-pipelining"}
+    [check] = _iperf_checks(inv, "docker-no-pipelining", both, monkeypatch)  # (reaching it fails)
+    assert (check.name, check.verdict) == ("iperf3_docker-pipelining", "unverified")
+    assert check.detail.startswith(
+        "docker-pipelining was not reached: " + str(tmp_path / "hosts") + ", line 6: host 'docker-pipelining'"
+        " is reached by Ansible's 'community.docker.docker' connection"
+    )
