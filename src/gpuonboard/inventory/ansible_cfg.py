@@ -317,6 +317,17 @@ def _typed(var: str, value: str, at: str, source: Path, label: str) -> str | int
     return value
 
 
+def user_wide(environ: Mapping[str, str] | None = None, home: Path | None = None) -> bool:
+    """The config Ansible reads is a user-wide one (~/.ansible.cfg, /etc/ansible/ansible.cfg)
+    that neither ANSIBLE_CONFIG nor ANSIBLE_INVENTORY chose: a default for every project, not
+    this project's choice."""
+    environ = os.environ if environ is None else environ
+    if "ANSIBLE_CONFIG" in environ or environ.get("ANSIBLE_INVENTORY", "").strip():
+        return False
+    found = find_config(environ, home=home)
+    return found in ((home or Path.home()) / ".ansible.cfg", Path("/etc/ansible/ansible.cfg"))
+
+
 def config_inventory(environ: Mapping[str, str] | None = None) -> tuple[list[Path], str] | None:
     """The inventory sources Ansible's config names (`[defaults] inventory`, a comma-separated
     list, each relative path from the config file's directory; ANSIBLE_INVENTORY's from the

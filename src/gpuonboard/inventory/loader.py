@@ -92,7 +92,8 @@ def locate(project: Path, given: str) -> Path | str:
     list like `gpu1,gpu2,` is Ansible's, left as it is), so `load` still sees the prefix. The
     default: the one Ansible's config names (`_config_inventory`), an explicit choice that a
     default does not override; where ./inventory exists too, apart from it, one sentence naming
-    both (./inventory had silently won)."""
+    both (./inventory had silently won), unless that config is a user-wide one
+    (~/.ansible.cfg, /etc/ansible/ansible.cfg: ./inventory, the project's own, is read)."""
     if given.startswith(ansible_list.PREFIX):
         source = given[len(ansible_list.PREFIX) :]
         if source and "," not in source:
@@ -109,6 +110,8 @@ def locate(project: Path, given: str) -> Path | str:
     sources, at = named
     if len(sources) > 1 or _within(sources[0], default):
         return _config_inventory() or default  # (several refused; ./inventory or a file in it read)
+    if ansible_cfg.user_wide():
+        return default  # (the project's own folder beats a config every project shares)
     raise InventoryError(
         f"{at}: the Ansible config names the inventory {sources[0]} while gpuonboard's default"
         f" inventory {default} exists too; pass --inventory ./inventory or --inventory {sources[0]}"

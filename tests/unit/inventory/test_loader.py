@@ -1021,6 +1021,28 @@ def test_an_inventory_folder_beside_an_ansible_configs_other_inventory_is_refuse
     assert locate(project, "config/inventory") == project / "config" / "inventory"
 
 
+def test_an_inventory_folder_beats_a_user_wide_ansible_configs_inventory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DeepOps' real ansible.cfg moved to the user's ~/.ansible.cfg (its `inventory` made
+    absolute: the edit), a project with its own ./inventory and no ansible.cfg: a config every
+    project shares is no choice of this project, so ./inventory is read (it was refused, naming
+    both); the same file as the project's ./ansible.cfg, or chosen by ANSIBLE_CONFIG, is."""
+    (tmp_path / "p").mkdir()
+    project = _deepops_checkout(tmp_path / "p", monkeypatch)
+    home = tmp_path / "home"
+    home.mkdir()
+    text = (project / "ansible.cfg").read_text().replace("./config/inventory", f"{project}/config/inventory")
+    (home / ".ansible.cfg").write_text(text)
+    (project / "ansible.cfg").unlink()
+    (project / "inventory").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    assert locate(project, "inventory") == project / "inventory"
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(home / ".ansible.cfg"))
+    with pytest.raises(InventoryError, match="exists too; pass --inventory ./inventory"):
+        locate(project, "inventory")
+
+
 @pytest.mark.parametrize("cfg", ["./inventory", "inventory/hosts.yml"])
 def test_an_ansible_config_naming_the_inventory_folder_or_a_file_in_it_is_followed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cfg: str
