@@ -152,3 +152,24 @@ def test_nproc_in_a_container_the_command_started_is_not_the_logins(tmp_path: Pa
     with pytest.raises(UsageError) as err:
         checks(tmp_path, "nproc.txt", command + "\n" + (REAL / TASKSET).read_text())
     assert "counts the CPUs of a container it started" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ docker exec -it trainer nproc",
+        "$ podman exec app nproc",
+        "$ docker compose exec app nproc",
+        "$ kubectl exec -n ml pod-0 -- nproc",
+        "$ lxc exec c1 -- nproc",
+        "$ ssh box 'sudo docker exec app sh -c nproc'",
+    ],
+)
+def test_nproc_in_a_container_the_command_entered_is_not_the_logins(tmp_path: Path, command: str) -> None:
+    """The taskset capture's bare `2` saved as nproc.txt under a copied `docker exec` (podman's,
+    compose's, `kubectl exec`, `lxc exec`; put above it in-test): the CPU set of the container it
+    ran in, not the CPUs the login may use; it was read as the login's 2 usable CPUs (only
+    `docker run` was refused), failing cpu_cores on a container's share."""
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, "nproc.txt", command + "\n" + (REAL / TASKSET).read_text())
+    assert "counts the CPUs of the container it ran in, not those this login may use" in str(err.value)
