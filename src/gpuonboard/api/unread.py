@@ -68,15 +68,61 @@ def joined_formats(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOut
     return replace(first, beside=(*first.beside, then, *then.beside))
 
 
+def joined_memory(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One output of several `free` answers of one box (`free -h`, `free -k`, `free -b`, `cat
+    /proc/meminfo`) whose Mem totals agree within what each printed (`-h`'s `125Gi` is 125-126
+    GiB): the most exact is read, the others kept in its `beside`. None where a total was not
+    read, the ranges do not meet (two boxes, or a box that changed: rivals, refused naming
+    both), or one shows only part of the box or a container's view."""
+    if kind != "free" or any(unread(o) or o.partial or o.in_container for o in (first, then, *first.beside)):
+        return None
+    from gpuonboard.facts.memory import read_memory
+
+    read = [(o, read_memory(o.stdout)) for o in (first, *first.beside, then)]
+    ranges = [
+        (m.total_bytes - m.total_spread[0], m.total_bytes + m.total_spread[1])
+        for _, m in read
+        if m.total_bytes
+    ]
+    if len(ranges) != len(read) or max(low for low, _ in ranges) > min(high for _, high in ranges):
+        return None
+    exact = min(range(len(read)), key=lambda at: sum(read[at][1].total_spread))
+    main = read[exact][0]
+    return replace(main, beside=tuple(o for at, (o, _) in enumerate(read) if at != exact))
+
+
+def _disagree(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
+    """Where two free outputs' Mem totals were read and disagree beyond what each printed, a clause
+    naming both (in GiB); "" otherwise."""
+    if kind != "free":
+        return ""
+    from gpuonboard.facts.memory import read_memory
+
+    first_total, then_total = read_memory(first.stdout).total_bytes, read_memory(then.stdout).total_bytes
+    if first_total is None or then_total is None or joined_memory(kind, first, then) is not None:
+        return ""
+    return (
+        f" whose Mem total, {then_total / 2**30:.3f} GiB, is not the first's {first_total / 2**30:.3f} GiB"
+        " (two boxes, or a box whose memory changed between them)"
+    )
+
+
 def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
-    """Two outputs of one kind read as one (joined_boots, joined_formats); None where they are rivals."""
-    return joined_boots(kind, first, then) or joined_formats(kind, first, then)
+    """Two outputs of one kind read as one (joined_boots, joined_formats, joined_memory); None where
+    they are rivals."""
+    return (
+        joined_boots(kind, first, then)
+        or joined_formats(kind, first, then)
+        or joined_memory(kind, first, then)
+    )
 
 
 def joined_said(kind: str) -> str:
     """What two outputs joined as one are, for the note that says so."""
     if kind == "kernel_log":
         return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"
+    if kind == "free":
+        return "two free outputs of the box whose Mem totals agree, the more exact one judged"
     return f"two {kind} outputs of the box in two formats, each read and merged"
 
 
@@ -106,7 +152,8 @@ def keeps_first(
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:
         raise UsageError(
-            f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
+            f"{where}: a second {kind} output (the first is {origin[kind]}){_disagree(kind, raw[kind], out)};"
+            " pass one file per command."
         )
     (lost, lost_out), (keep, _) = pair
     notes.append(f"{lost}: not read: it answered `{unread(lost_out)}`; {keep} is judged.")
