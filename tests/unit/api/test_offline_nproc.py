@@ -173,3 +173,14 @@ def test_nproc_in_a_container_the_command_entered_is_not_the_logins(tmp_path: Pa
     with pytest.raises(UsageError) as err:
         checks(tmp_path, "nproc.txt", command + "\n" + (REAL / TASKSET).read_text())
     assert "counts the CPUs of the container it ran in, not those this login may use" in str(err.value)
+
+
+def test_lxcs_nproc_of_a_container_is_refused_as_the_containers(tmp_path: Path) -> None:
+    """lxcfs#401's `1` under the command it was published under, `$ lxc exec c2d:bind -- nproc`
+    (put back in-test): the CPU set of the LXD container (`limits.cpu: 1`). It was refused as "not
+    plain `nproc`" (lxc unknown as an engine); now as the container's CPUs."""
+    capture = (REAL / "nproc-lxc-exec__lxd-limits-cpu-1__lxcfs-401.txt").read_text()
+    text = "$ lxc exec c2d:bind -- nproc\n" + capture
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, "nproc.txt", text)
+    assert "`lxc exec c2d:bind -- nproc` counts the CPUs of the container it ran in" in str(err.value)
