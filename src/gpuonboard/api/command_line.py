@@ -18,11 +18,12 @@ words of that command, not by the words of what wraps it.
   VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`; a container engine's command
   that runs one in a container, noted in Run.container: `docker|podman|nerdctl|nvidia-docker
   [container] run|exec [options] IMAGE|CONTAINER`, `docker compose|docker-compose|podman-compose
-  run|exec [options] SERVICE`, `kubectl exec|run ... --`; and to the command line it hands a shell, which is
-  read again from its start: `ssh [options] HOST 'remote'` (the words after the host, joined by
-  blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|
-  runuser [options] [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known
-  (`crictl exec CTR`, `chroot DIR`, `nsenter -t 1 -m`), a shell given `-c`.
+  run|exec [options] SERVICE`, `kubectl exec|run ... --`, `lxc|incus exec [options] INSTANCE
+  [--]`; and to the command line it hands a shell, which is read again from its start: `ssh
+  [options] HOST 'remote'` (the words after the host, joined by blanks as ssh does),
+  `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|runuser [options]
+  [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known (`crictl exec
+  CTR`, `chroot DIR`, `nsenter -t 1 -m`), a shell given `-c`.
   So `ssh box 'dmesg | grep -i nvrm'` is dmesg's output kept by grep, and `sudo bash -c
   'journalctl -k -b -1'` is journalctl's `-b -1`.
 """
@@ -147,6 +148,13 @@ class Run:
     @property
     def head(self) -> list[str]:
         return self.stages[0]
+
+    @property
+    def started(self) -> bool:
+        """Whether the engine's words (`container`) start a new container (`docker run`, `compose
+        run`, `kubectl run`) rather than enter a running one (`exec`, `lxc exec`)."""
+        words = self.container
+        return "run" in words and ("exec" not in words or words.index("run") < words.index("exec"))
 
 
 def or_taken(command: str, failed: Callable[[str], bool]) -> str:
@@ -398,8 +406,13 @@ def _watch(words: list[str]) -> str | None:
 # container engines: their `run` starts a container for the command after the image, their `exec`
 # runs it in one already running (`kubectl run|exec ... -- command`); compose's name a service
 _ENGINES = frozenset(
-    {"docker", "podman", "nerdctl", "nvidia-docker", "docker-compose", "podman-compose", "kubectl"}
+    {
+        *("docker", "podman", "nerdctl", "nvidia-docker", "docker-compose", "podman-compose", "kubectl"),
+        *("lxc", "incus"),
+    }
 )
+# the engines whose exec takes the command after `--` (`lxc exec c1 -- free -h`)
+_DASHED = frozenset({"kubectl", "lxc", "incus"})
 # the options before the verb that take a value (`kubectl -n NS exec`, `docker -H HOST exec`,
 # `docker-compose -f FILE run`)
 _GLOBAL_VALUED = frozenset(
@@ -428,6 +441,8 @@ _RUN_OPTIONS = _getopt(
 )
 _EXEC_OPTIONS = _getopt("de:itu:w:T", {"env", "env-file", "user", "workdir", "detach-keys", "index"})
 _KUBECTL_EXEC = _getopt("c:n:f:", {"container", "namespace", "filename"})
+# `lxc exec` / `incus exec`'s options that take a value
+_LXC_EXEC = _getopt("", {"env", "user", "group", "cwd", "mode", "project"})
 
 
 def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[list[str], list[str]] | None:
@@ -441,7 +456,7 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
     verb, rest = (words[at], words[at + 1 :]) if at < len(words) else ("", [])
     if verb not in ("run", "exec"):
         return None
-    if name == "kubectl" and "--" in rest:
+    if name in _DASHED and "--" in rest:
         command = rest[rest.index("--") + 1 :]  # (`kubectl exec POD -- cmd`, `kubectl run t ... -- cmd`)
     elif name == "kubectl" and verb == "run":
         command = []
@@ -451,6 +466,8 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         if "--entrypoint" in rest[:-1]:
             entry = rest[rest.index("--entrypoint") + 1]
         command = [entry, *command] if tool_name(entry) in tools else command
+    elif name in _DASHED and name != "kubectl":
+        command = _LXC_EXEC(rest)[1:]  # (`lxc exec c1 free -h`: its instance, then the command)
     else:
         operands = (_KUBECTL_EXEC if name == "kubectl" else _EXEC_OPTIONS)(rest)
         latest = any(w in ("-l", "--latest") for w in rest[: len(rest) - len(operands)])

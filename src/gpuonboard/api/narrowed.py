@@ -82,7 +82,7 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     tool, args = found
     said = f"`{ran.said}`"
     if ran.container:
-        started = _started(ran.container)
+        started = ran.started
         where = "a container it started" if started else "the container it ran in"
         if tool == "df":
             return f"{said} lists the filesystems of {where}, not the box's"
@@ -95,6 +95,27 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     if kind == "rdma_ports" and _asks_for_ports(tool, args):
         return f"{said} lists only the devices or ports it asked for"
     return ""
+
+
+# what a host tool's output (a kind's) shows of a container it ran in: lxcfs serves a container
+# its own limits as /proc/meminfo, /proc/cpuinfo and the online CPUs (free's total is its memory
+# limit, lscpu's Off-line CPU(s) list the CPUs outside its CPU set); without lxcfs, the host's
+_CONTAINER_VIEWS = {"free": "the memory", "lscpu": "the CPUs"}
+
+
+def container_view(kind: str, command: str) -> str:
+    """Where the copied `command` ran the host tool whose output is of `kind` (free or
+    /proc/meminfo, lscpu or /proc/cpuinfo) inside a container (`docker exec app free -h`, `lxc
+    exec c1 -- lscpu`, `kubectl exec pod -- cat /proc/meminfo`): one clause saying so, naming the
+    command; "" where it ran on the box (or the kind is another)."""
+    what = _CONTAINER_VIEWS.get(kind)
+    if not command or what is None:
+        return ""
+    ran = next((ran for ran in runs(command, _tools(kind)) if ran.container), None)
+    if ran is None:
+        return ""
+    where = "a container it started" if ran.started else "the container it ran in"
+    return f"`{ran.said}` shows {what} of {where}, not the box's"
 
 
 # lines of lscpu a grep -v must keep, in English and in every language lscpu is translated into
@@ -197,14 +218,6 @@ def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] 
         if (name := word.rsplit("/", 1)[-1]) in tools:
             return name, words[at + 1 :]
     return None
-
-
-def _started(container: tuple[str, ...]) -> bool:
-    """Whether the engine's words (api/command_line.py's Run.container) start a new container
-    (`docker run`, `compose run`, `kubectl run`) rather than enter a running one (`exec`)."""
-    return "run" in container and (
-        "exec" not in container or container.index("run") < container.index("exec")
-    )
 
 
 # the options and variables that choose a container's GPUs (Docker's --gpus, CDI's --device, the

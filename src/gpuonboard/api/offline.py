@@ -18,7 +18,7 @@ from typing import Any
 from gpuonboard.api import collect_env, paste, saved_forms, transcript
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
-from gpuonboard.api.narrowed import matrix_pci, narrowed
+from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
 from gpuonboard.api.shown import shown
@@ -443,7 +443,15 @@ def _read_as(
     )  # (read whole, its wrappers unwrapped; of `a || b`, the one that printed)
     text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
-    return kind, ProbeOutput(text, warned, code, partial, matrix_pci(kind, ran), earlier_boot=earlier)
+    return kind, ProbeOutput(
+        text,
+        warned,
+        code,
+        partial,
+        matrix_pci(kind, ran),
+        earlier_boot=earlier,
+        in_container=container_view(kind, ran),
+    )
 
 
 # the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source

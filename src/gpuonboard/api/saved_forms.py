@@ -166,16 +166,20 @@ def nproc_refusal(name: str, command: str) -> str | None:
     of the kernel, whatever CPU set or affinity confines the login (a Slurm job's `nproc` 8,
     `nproc --all` 96); any other copied command prints another count: `grep -c ^processor
     /proc/cpuinfo` the online CPUs, `taskset -c 0-3 nproc` and `nproc --ignore=N` fewer than
-    the login may use, `OMP_NUM_THREADS=16 nproc` the variable."""
+    the login may use, `OMP_NUM_THREADS=16 nproc` the variable; nproc run in a container (`docker
+    run`, `docker exec`, `kubectl exec`, `lxc exec`) counts that container's CPU set."""
     ran = run(command, ("nproc",)) if command else None
     if _NPROC_ALL_NAME.search(tool_words(name, "nproc")) or (ran and _NPROC_ALL.search(" ".join(ran.head))):
         return (
             "`nproc --all` counts every CPU of the kernel, not those this login may use (its CPU set"
             " or affinity), which is what nproc is read for: save plain `nproc` of the box."
         )
-    if ran is not None and "run" in ran.container:
+    if ran is not None and ran.container:
+        # (`docker run`'s new container, or one `docker exec`, `kubectl exec`, `lxc exec` entered:
+        # its CPU set, not the login's affinity)
+        where = "a container it started" if ran.started else "the container it ran in"
         return (
-            f"its copied command `{ran.said}` counts the CPUs of a container it started, not those"
+            f"its copied command `{ran.said}` counts the CPUs of {where}, not those"
             " this login may use that nproc is read for: save plain `nproc` of the box."
         )
     if ran is None or (_plain_nproc(ran.head) and not _OMP.search(command)) or _shows_a_file(ran.stages):

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, MutableMapping
 from dataclasses import replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.infiniband import rdma_format
 from gpuonboard.facts.probe import ProbeOutput
+
+if TYPE_CHECKING:
+    from gpuonboard.facts.cpu import CpuInfo
 
 T = TypeVar("T")
 
@@ -68,15 +71,126 @@ def joined_formats(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOut
     return replace(first, beside=(*first.beside, then, *then.beside))
 
 
+def joined_memory(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One output of several `free` answers of one box (`free -h`, `free -k`, `free -b`, `cat
+    /proc/meminfo`) whose Mem totals agree within what each printed (`-h`'s `125Gi` is 125-126
+    GiB): the most exact is read, the others kept in its `beside`. None where a total was not
+    read, the ranges do not meet (two boxes, or a box that changed: rivals, refused naming
+    both), or one shows only part of the box or a container's view."""
+    if kind != "free" or any(unread(o) or o.partial or o.in_container for o in (first, then, *first.beside)):
+        return None
+    from gpuonboard.facts.memory import read_memory
+
+    read = [(o, read_memory(o.stdout)) for o in (first, *first.beside, then)]
+    ranges = [
+        (m.total_bytes - m.total_spread[0], m.total_bytes + m.total_spread[1])
+        for _, m in read
+        if m.total_bytes
+    ]
+    if len(ranges) != len(read) or max(low for low, _ in ranges) > min(high for _, high in ranges):
+        return None
+    exact = min(range(len(read)), key=lambda at: sum(read[at][1].total_spread))
+    main = read[exact][0]
+    return replace(main, beside=tuple(o for at, (o, _) in enumerate(read) if at != exact))
+
+
+def _cpu_read(out: ProbeOutput) -> CpuInfo:
+    from gpuonboard.facts import cpu
+
+    text = out.stdout
+    return cpu.parse_cpuinfo(text) if cpu.looks_like_cpuinfo(text) else cpu.parse_lscpu(text)
+
+
+def _cpus_agree(one: CpuInfo, other: CpuInfo) -> bool:
+    """Whether two readings of a box's CPUs say the same where both say it: the CPUs online (a
+    /proc/cpuinfo lists those only), the cores where no CPU is offline, the CPUs offline."""
+    if (one.source == "lscpu") != (other.source == "lscpu"):
+        listing, cpuinfo = (one, other) if one.source == "lscpu" else (other, one)
+        online = listing.logical_cpus - (listing.offline_cpus or 0) if listing.logical_cpus else None
+        said = [(online, cpuinfo.logical_cpus)]
+        if not listing.offline_cpus:
+            said.append((listing.physical_cores, cpuinfo.physical_cores))
+    else:
+        said = [
+            (one.logical_cpus, other.logical_cpus),
+            (one.physical_cores, other.physical_cores),
+            (one.offline_cpus or 0, other.offline_cpus or 0),
+        ]
+    return all(a == b for a, b in said if a is not None and b is not None)
+
+
+def joined_cpus(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One output of several answers of one box to what its CPUs are (`lscpu`, `lscpu -J`, `cat
+    /proc/cpuinfo`) that agree where both say it (_cpus_agree): the whole lscpu that counts the
+    cores is read before a cut or filtered one, and before a /proc/cpuinfo (which lists the online
+    CPUs only); the others kept in its `beside`. None where they disagree (rivals, refused naming
+    both), or one shows only part of the box or a container's view."""
+    outs = (first, *first.beside, then)
+    if kind != "lscpu" or any(unread(o) or o.partial or o.in_container for o in outs):
+        return None
+    read = [(o, _cpu_read(o)) for o in outs]
+    if not all(_cpus_agree(a, b) for at, (_, a) in enumerate(read) for _, b in read[at + 1 :]):
+        return None
+
+    def worse(at: int) -> tuple[bool, bool, bool, int]:
+        info = read[at][1]
+        return (bool(info.cut or info.filtered), info.source != "lscpu", info.physical_cores is None, at)
+
+    best = min(range(len(read)), key=worse)
+    return replace(read[best][0], beside=tuple(o for at, (o, _) in enumerate(read) if at != best))
+
+
+def _disagree(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
+    """Where two free outputs' Mem totals were read and disagree beyond what each printed, a clause
+    naming both (in GiB); "" otherwise."""
+    if kind == "lscpu" and joined_cpus(kind, first, then) is None:
+        one, other = _cpu_read(first), _cpu_read(then)
+        if not (one.logical_cpus and other.logical_cpus):
+            return ""
+        return (
+            f" whose {_cpus_said(other)} are not the first's {_cpus_said(one)} (two boxes, or a box"
+            " that changed between them)"
+        )
+    if kind != "free":
+        return ""
+    from gpuonboard.facts.memory import read_memory
+
+    first_total, then_total = read_memory(first.stdout).total_bytes, read_memory(then.stdout).total_bytes
+    if first_total is None or then_total is None or joined_memory(kind, first, then) is not None:
+        return ""
+    return (
+        f" whose Mem total, {then_total / 2**30:.3f} GiB, is not the first's {first_total / 2**30:.3f} GiB"
+        " (two boxes, or a box whose memory changed between them)"
+    )
+
+
+def _cpus_said(info: CpuInfo) -> str:
+    """`16 CPUs, 8 cores (lscpu)`, `4 CPUs online (/proc/cpuinfo)`: a reading of the CPUs."""
+    online = " online" if info.source != "lscpu" else ""
+    offline = f", {info.offline_cpus} offline" if info.offline_cpus else ""
+    cores = f", {info.physical_cores} cores" if info.physical_cores is not None else ""
+    return f"{info.logical_cpus} CPUs{online}{offline}{cores} ({info.source})"
+
+
 def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
-    """Two outputs of one kind read as one (joined_boots, joined_formats); None where they are rivals."""
-    return joined_boots(kind, first, then) or joined_formats(kind, first, then)
+    """Two outputs of one kind read as one (joined_boots, joined_formats, joined_memory,
+    joined_cpus); None where they are rivals."""
+    return (
+        joined_boots(kind, first, then)
+        or joined_formats(kind, first, then)
+        or joined_memory(kind, first, then)
+        or joined_cpus(kind, first, then)
+    )
 
 
 def joined_said(kind: str) -> str:
     """What two outputs joined as one are, for the note that says so."""
     if kind == "kernel_log":
         return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"
+    if kind == "free":
+        return "two free outputs of the box whose Mem totals agree, the more exact one judged"
+    if kind == "lscpu":
+        return "two answers of the box to what its CPUs are that agree, the whole lscpu judged first"
     return f"two {kind} outputs of the box in two formats, each read and merged"
 
 
@@ -106,7 +220,8 @@ def keeps_first(
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:
         raise UsageError(
-            f"{where}: a second {kind} output (the first is {origin[kind]}); pass one file per command."
+            f"{where}: a second {kind} output (the first is {origin[kind]}){_disagree(kind, raw[kind], out)};"
+            " pass one file per command."
         )
     (lost, lost_out), (keep, _) = pair
     notes.append(f"{lost}: not read: it answered `{unread(lost_out)}`; {keep} is judged.")

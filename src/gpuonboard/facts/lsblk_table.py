@@ -211,15 +211,15 @@ def _cells(line: str, columns: list[_Column], name_end: int) -> tuple[dict[str, 
     return None
 
 
-def _further_mount(line: str, column: _Column) -> str | None:
+def _further_mount(line: str) -> str | None:
     """The mount point on a line of util-linux 2.37+'s further mount points of the device above
-    (blanks, or the tree's `│`, up to the MOUNTPOINTS column, then a path or `[SWAP]`; or at the
-    margin, a paste that trimmed its lines: no device's name starts `/` but `lsblk -p`'s
-    `/dev/`), or None for another line: a device's row (`/dev/sdb` alone: a disk with no file
-    system as `lsblk -fp` prints it), a path indented short of the column."""
+    (blanks, or the tree's `│`, up to the MOUNTPOINTS column, then a path or `[SWAP]`; indented
+    short of the column or past it, or at the margin, by a paste that changed or trimmed its
+    blanks: no device's name starts `/` but `lsblk -p`'s `/dev/`, and a row's other cells follow
+    its name), or None for another line: a device's row (`/dev/sdb` alone: a disk with no file
+    system as `lsblk -fp` prints it)."""
     more = line.lstrip(_GLYPHS + " \t")
-    indent = len(line) - len(more)
-    if not more.startswith(("/", "[")) or more.startswith("/dev/") or 0 < indent < column.start:
+    if not more.startswith(("/", "[")) or more.startswith("/dev/"):
         return None
     return more
 
@@ -253,7 +253,7 @@ def _read(text: str) -> tuple[list[BlockDevice], str | None]:
     lost = False  # a branch the tree cannot place (the blanks before it lost): no parents after it
     many = columns[-1].name == "MOUNTPOINTS"
     for line in lines[1:]:
-        if many and devices and (more := _further_mount(line, columns[-1])):
+        if many and devices and (more := _further_mount(line)):
             devices[-1] = replace(devices[-1], mountpoints=(*devices[-1].mountpoints, more))
             continue
         named = _name_cell(line)

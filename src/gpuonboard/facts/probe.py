@@ -52,6 +52,9 @@ class ProbeOutput:
     # offline: the copied command read the kernel log of a boot before the one the box runs now
     # (`journalctl -k -b -1`: api/kernel_command.py); its faults are that boot's (`partial` says so)
     earlier_boot: bool = False
+    # offline: the copied command ran a host tool inside a container (`docker exec app free -h`,
+    # `lxc exec c1 -- lscpu`): that container's view, not the box's, said in words ("" on the box)
+    in_container: str = ""
     # offline: the kernel logs of earlier boots of this box given beside this one (`journalctl -k
     # -b -1` and `dmesg`: api/unread.joined_boots), each read apart, its faults history
     history: tuple[str, ...] = ()

@@ -152,3 +152,35 @@ def test_nproc_in_a_container_the_command_started_is_not_the_logins(tmp_path: Pa
     with pytest.raises(UsageError) as err:
         checks(tmp_path, "nproc.txt", command + "\n" + (REAL / TASKSET).read_text())
     assert "counts the CPUs of a container it started" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "$ docker exec -it trainer nproc",
+        "$ podman exec app nproc",
+        "$ docker compose exec app nproc",
+        "$ kubectl exec -n ml pod-0 -- nproc",
+        "$ lxc exec c1 -- nproc",
+        "$ ssh box 'sudo docker exec app sh -c nproc'",
+    ],
+)
+def test_nproc_in_a_container_the_command_entered_is_not_the_logins(tmp_path: Path, command: str) -> None:
+    """The taskset capture's bare `2` saved as nproc.txt under a copied `docker exec` (podman's,
+    compose's, `kubectl exec`, `lxc exec`; put above it in-test): the CPU set of the container it
+    ran in, not the CPUs the login may use; it was read as the login's 2 usable CPUs (only
+    `docker run` was refused), failing cpu_cores on a container's share."""
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, "nproc.txt", command + "\n" + (REAL / TASKSET).read_text())
+    assert "counts the CPUs of the container it ran in, not those this login may use" in str(err.value)
+
+
+def test_lxcs_nproc_of_a_container_is_refused_as_the_containers(tmp_path: Path) -> None:
+    """lxcfs#401's `1` under the command it was published under, `$ lxc exec c2d:bind -- nproc`
+    (put back in-test): the CPU set of the LXD container (`limits.cpu: 1`). It was refused as "not
+    plain `nproc`" (lxc unknown as an engine); now as the container's CPUs."""
+    capture = (REAL / "nproc-lxc-exec__lxd-limits-cpu-1__lxcfs-401.txt").read_text()
+    text = "$ lxc exec c2d:bind -- nproc\n" + capture
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, "nproc.txt", text)
+    assert "`lxc exec c2d:bind -- nproc` counts the CPUs of the container it ran in" in str(err.value)

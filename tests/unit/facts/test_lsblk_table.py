@@ -147,11 +147,23 @@ def test_a_device_path_alone_on_its_line_is_a_device_not_a_further_mount_point(u
     ]
 
 
+BOTTLEROCKET = "lsblk-b__mountpoints-continuation-lines__bottlerocket-2920.txt"
+
+
 def test_further_mount_points_that_lost_their_blanks_stay_mount_points() -> None:
     """bottlerocket#2920's table with each line trimmed (a paste that lost the blanks before
     `/opt`, `/mnt`, `/local`): still nvme1n1p1's further mount points (no device name starts `/`
-    but `/dev/`); one indented short of MOUNTPOINTS is not read."""
-    text = (REAL / "lsblk-b__mountpoints-continuation-lines__bottlerocket-2920.txt").read_text()
+    but `/dev/`)."""
+    text = (REAL / BOTTLEROCKET).read_text()
     trimmed = "\n".join(line.strip() for line in text.splitlines()) + "\n"
     assert _row(parse_lsblk_table(trimmed), "nvme1n1p1").mountpoints == ("/var", "/opt", "/mnt", "/local")
-    assert table_unread(text.replace("      /opt", "/opt", 1)) == "a line lsblk does not print (/opt)"
+
+
+@pytest.mark.parametrize("cut", [6, 20, 43])
+def test_a_further_mount_point_indented_short_of_its_column_is_read(cut: int) -> None:
+    """bottlerocket#2920's table with `cut` of the 44 blanks before `/opt` removed in-test (a
+    paste that re-flowed one line): still nvme1n1p1's further mount point. It made the whole
+    table unread ("a line lsblk does not print (/opt)"): every disk judged without lsblk."""
+    text = (REAL / BOTTLEROCKET).read_text().replace(" " * cut + "/opt", "/opt", 1)
+    assert table_unread(text) is None
+    assert _row(parse_lsblk_table(text), "nvme1n1p1").mountpoints == ("/var", "/opt", "/mnt", "/local")

@@ -173,6 +173,7 @@ def rule_cpu(order: OrderSpec, facts: Facts) -> Check:
         _judge_cpu(order, facts), facts, "lscpu and nproc show the host's CPUs", CPU_LIMIT_FILES
     )
     check = _lscpu_narrowed(_cpu_set_unknown(check, facts), facts)
+    check = _cpus_in_container(check, order, facts)
     unread = nproc_unread(_answered(facts, "nproc"))
     if unread is None or check.verdict == "fail":
         return check
@@ -231,6 +232,36 @@ def _lscpu_narrowed(check: Check, facts: Facts) -> Check:
         "unverified",
         "a line the filter left out may say CPUs are offline (lscpu's Off-line CPU(s) list) or"
         " hold another CPU type: save the whole `lscpu` of the box",
+    )
+
+
+def _cpus_in_container(check: Check, order: OrderSpec, facts: Facts) -> Check:
+    """A warning or fail read from an lscpu (or /proc/cpuinfo) that its copied command ran inside a
+    container (`docker exec app lscpu`, `lxc exec c1 -- lscpu`: ProbeOutput.in_container): lxcfs
+    shows that container's CPU set as the online CPUs (and its /proc/cpuinfo lists those only),
+    so fewer CPUs or cores than ordered is the container's share, not the box's: unverified. A
+    pass stands (a container sees no CPU the box lacks), and so does a shortfall of the CPUs
+    this login may use (nproc, the cgroup's CPU set or quota: the login's own limits)."""
+    out = facts.raw.get("lscpu")
+    if check.verdict not in ("warn", "fail") or out is None or not out.in_container:
+        return check
+    assert order.cpu_cores is not None
+    usable, why = _usable_cpus(facts)
+    if usable is not None and why not in ("", "offline"):
+        cpu = facts.cpu
+        threads = _host_threads(cpu.threads_per_core, cpu.physical_cores, cpu.logical_cpus) if cpu else 1
+        if usable < order.cpu_cores or (why in _CPU_SETS and math.ceil(usable / threads) < order.cpu_cores):
+            return check
+    tool = facts.cpu.source if facts.cpu is not None else "lscpu"
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual}; {out.in_container}",
+        "unverified",
+        f"inside a container {tool} shows the host's CPUs, or where lxcfs serves it only the"
+        " container's CPU set (the others as offline), so fewer CPUs or cores than ordered is"
+        f" not known of the box: save `{'cat /proc/cpuinfo' if tool == CPUINFO else 'lscpu'}`"
+        " of the box, run in its own shell",
     )
 
 
@@ -525,6 +556,16 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if total + more >= floor:
         return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si)
     short = format_bytes(wanted - total - more)
+    if (out := facts.raw.get("free")) is not None and out.in_container:
+        return Check(
+            "ram",
+            expected,
+            f"{actual}; {out.in_container}",
+            "unverified",
+            f"{short} less than ordered, but read inside a container, where lxcfs shows the"
+            " container's memory limit as the total (`free`, /proc/meminfo), so it is not known"
+            " of the box: save `free -k` of the box, run in its own shell",
+        )
     why = _ram_short_why(facts, unified, allowed)
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
 
