@@ -24,6 +24,7 @@ from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
+from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.facts.nvidia_smi.values import _clean, _is_version
 from gpuonboard.facts.probe import ProbeOutput
@@ -35,7 +36,7 @@ _OTHER_CALLS = tuple(
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
 # where a field is taken from, in order: a named field of a GPU comes from the first of these
 # formats that read it (-L's names are whole, the table's may be cut with "...")
-_FIELD_RANK = ("xml", "text", "csv", "list", "table")
+_FIELD_RANK = ("xml", "text", "csv", "csv2", "list", "table")
 
 # A format refused on purpose (a provider's policy, the login's permissions), as opposed to a
 # driver that cannot answer: its words, case-insensitive
@@ -426,6 +427,8 @@ def merge(
             report = dataclasses.replace(report, complete=False, gap=out.partial)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
+        if report.source == "csv":
+            reports += _second_queries(out, parse)
         elif not report.gpus and report.driver_version and not report.complete:
             unread.append((report.source, report))
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
@@ -452,6 +455,20 @@ def merge(
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
     answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _second_queries(out: ProbeOutput, parse: Callable[[str], GpuReport]) -> list[tuple[str, GpuReport]]:
+    """The `--query-gpu` CSV of the box saved beside `out` asking other fields (the offline
+    reader joins such a file to the first: api/unread.py `joined_queries`), as the format
+    "csv2": merged by GPU as any two formats are, each field's source kept, a field both read
+    otherwise a disagreement (gpu_agree)."""
+    reports = [parse(o.stdout) for o in out.beside]
+    return [
+        # (a second query need not ask `name`: the first's names are the GPUs')
+        ("csv2", dataclasses.replace(r, source="csv2", warnings=tuple(w for w in r.warnings if w != NO_NAME)))
+        for r in reports
+        if r.source == "csv" and r.gpus
+    ]
 
 
 def _with_inforom(report: GpuReport, outputs: Sequence[str]) -> GpuReport:
