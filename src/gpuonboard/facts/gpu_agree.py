@@ -48,6 +48,8 @@ FORMATS = {
     "csv2": ("the second CSV query", "the second `nvidia-smi --query-gpu` CSV"),
     "table": ("the table", "the plain `nvidia-smi` table"),
     "list": ("-L", "`nvidia-smi -L`"),
+    # torch's (vLLM's) collect_env report, whose `Nvidia driver version` is nvidia-smi's banner's
+    "env": ("collect_env's driver line", "`nvidia-smi` (collect_env's `Nvidia driver version` line)"),
 }
 FORMAT_NAMES = {label: name for label, (name, _call) in FORMATS.items()}
 

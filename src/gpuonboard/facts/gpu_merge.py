@@ -21,7 +21,7 @@ from gpuonboard.facts.container_banner import banner_lines
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
-from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
+from gpuonboard.facts.gpu_probes import APPS_PROBE, ENV_DRIVER_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
 from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
@@ -431,6 +431,7 @@ def merge(
             reports += _second_queries(out, parse)
         elif not report.gpus and report.driver_version and not report.complete:
             unread.append((report.source, report))
+    unread += _env_driver(raw.get(ENV_DRIVER_PROBE))
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
     names = [(name, label) for name, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]
     said = [(label, o.stdout + "\n" + o.stderr) for name, label in names if (o := raw.get(name)) is not None]
@@ -455,6 +456,16 @@ def merge(
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
     answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _env_driver(out: ProbeOutput | None) -> list[tuple[str, GpuReport]]:
+    """The driver version a collect_env report read from the box's nvidia-smi (its table's
+    banner value), as the format "env": a version answer with no GPU row, merged and compared
+    as a table cut below its banner is."""
+    version = out.stdout.strip() if out is not None else ""
+    if not _is_version(version):
+        return []
+    return [("env", GpuReport("env", version, None, None, (), complete=False))]
 
 
 def _second_queries(out: ProbeOutput, parse: Callable[[str], GpuReport]) -> list[tuple[str, GpuReport]]:
