@@ -28,13 +28,18 @@ fewer GPUs than ordered are unverified, never missing), told by the report's own
 collect_env run in a container given some GPUs (vLLM's env section prints
 `NVIDIA_VISIBLE_DEVICES=` other than `all`) lists only those: partial too. A report that lists
 no GPU (`Is CUDA available: False`, `Could not collect`) says nothing of the box's GPUs. The driver version it
-names is said in a note (no nvidia-smi output of the box was given; the rules do not judge it).
+torch's (vLLM's) collect_env reads its `Nvidia driver version` from the box's `nvidia-smi` (the
+table banner's value): beside its GPU lines it is read as the box's driver answer (the format
+"env", compared with any other nvidia-smi output given); SGLang's `CUDA Driver Version`, and a
+driver line of a report that lists no GPU, are said in a note (the rules do not judge them).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 
 # a line only these reports print (torch's collect_env and its copies; sglang's check_env)
 # (vLLM's newer report pads its labels: `Is CUDA available            : True`)
@@ -55,6 +60,9 @@ _MIG_NAME = re.compile(r"^(.+?)\s+MIG\s+(\d+(?:c\.\d+)?g\.\d+gb\S*)$")
 # check_env's own lines: torch's view of the GPUs, whatever their position in the report
 _CHECK_ENV = re.compile(r"^(?:CUDA available: (?:True|False)\s*$|GPU \d+(?:,\d+)+: )", re.M)
 _DRIVER = re.compile(r"^(?:Nvidia driver version|CUDA Driver Version)\s*:[ \t]*(\S.*?)\s*$", re.M)
+# torch's line (vLLM's too), the value torch/utils/collect_env.py get_nvidia_driver_version reads
+# from the box's `nvidia-smi` banner (`Driver Version: (.*?) `): an NVIDIA driver's version
+_SMI_DRIVER = re.compile(r"^Nvidia driver version\s*:[ \t]*(\d{3,}\.\d+(?:\.\d+)?)\s*$", re.M)
 # lscpu's first line (below collect_env's `CPU:`, or vLLM's `==== CPU Info ====` banner)
 _LSCPU_FIRST = re.compile(r"^Architecture\s*:")
 _TOPO_LABEL = re.compile(r"^(?:GPU topology|NVIDIA Topology)\s*:[ \t]*(.*)$")
@@ -169,7 +177,13 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
     if nvcc := _NVCC.search(text):
         found.append(EnvPart("nvcc", nvcc.group(1) + "\n", "nvcc"))
     said: list[str] = []
-    if driver := _DRIVER.search(text):
+    if gpus and (smi := _SMI_DRIVER.search(text)):
+        found.append(
+            EnvPart(
+                ENV_DRIVER_PROBE, smi.group(1) + "\n", "driver line (nvidia-smi's, as collect_env read it)"
+            )
+        )
+    elif driver := _DRIVER.search(text):
         said.append(
             f"its driver line ({driver.group(0).strip()}) is not judged: save `nvidia-smi` of the box"
             " to judge it"

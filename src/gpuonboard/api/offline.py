@@ -27,6 +27,7 @@ from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.gpu_agree import reading_differences
+from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
@@ -347,6 +348,9 @@ def _env_outputs(path: Path, text: str, notes: list[str]) -> list[tuple[str, Pro
     out: list[tuple[str, ProbeOutput, str]] = []
     for part in found:
         where = f"{path} (collect_env: {part.what})"
+        if part.kind == ENV_DRIVER_PROBE:  # (a version, no output of a command of its own)
+            out.append((part.kind, ProbeOutput(part.text, "", 0), where))
+            continue
         kind, probe = _read_as(path, where, part.kind, part.text, "", "", "")
         if part.partial:
             probe = dataclasses.replace(probe, partial=part.partial)

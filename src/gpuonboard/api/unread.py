@@ -4,17 +4,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
+from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.infiniband import rdma_format
 from gpuonboard.facts.probe import ProbeOutput
 
 if TYPE_CHECKING:
     from gpuonboard.facts.cpu import CpuInfo
+    from gpuonboard.facts.nvidia_smi import GpuInfo
 
 T = TypeVar("T")
 
@@ -172,6 +174,57 @@ def _cpus_said(info: CpuInfo) -> str:
     return f"{info.logical_cpus} CPUs{online}{offline}{cores} ({info.source})"
 
 
+def joined_queries(
+    kind: str, first: ProbeOutput, then: ProbeOutput, names: tuple[str, str]
+) -> ProbeOutput | None:
+    """One output of two `--query-gpu` CSVs of the box asking other fields (one `name,
+    memory.total`, the other `driver_version, pcie.link.gen.current`): the first, with the
+    other in its `beside`, merged by GPU as two formats are (facts/gpu_merge.py: the format
+    "csv2"). None for two asking the same fields (two samples: rivals) or one that read nothing.
+    Two that cannot be of one box (a GPU of one none of the other's by index, UUID or PCI
+    address where both give it; as many GPUs in neither with no such key) are refused, naming
+    both files (`names`)."""
+    from gpuonboard.facts.nvidia_smi import parse_any
+    from gpuonboard.facts.nvidia_smi.query_csv import query_fields
+
+    if kind != "nvidia_smi_csv" or first.beside or unread(first) or unread(then):
+        return None
+    fields = (query_fields(first.stdout), query_fields(then.stdout))
+    if fields[0] is None or fields[1] is None or set(fields[0]) == set(fields[1]):
+        return None
+    a, b = parse_any(first.stdout), parse_any(then.stdout)
+    if a.source != "csv" or b.source != "csv" or not a.gpus or not b.gpus or a.gap or b.gap:
+        return None
+    why = _not_one_box(a.gpus, b.gpus, set(fields[0]) & set(fields[1]))
+    if why:
+        raise UsageError(
+            f"{names[1]} and {names[0]}: two --query-gpu CSV outputs that cannot be of one box ({why});"
+            " pass the files of one box."
+        )
+    return replace(first, beside=(then,))
+
+
+# the CSV fields that name a GPU, each with how its value is compared
+_GPU_KEYS: tuple[tuple[str, Callable[[GpuInfo], object]], ...] = (
+    ("uuid", lambda g: (g.uuid or "").strip().upper() or None),
+    ("pci.bus_id", lambda g: bus_key(g.pci_bus_id)),
+    ("index", lambda g: g.index),
+)
+
+
+def _not_one_box(a: Sequence[GpuInfo], b: Sequence[GpuInfo], shared: set[str]) -> str:
+    """Why two CSVs' GPUs cannot be one box's, "" where they may: by the first key both give
+    (uuid, pci.bus_id, index), each GPU of the narrower among the other's (a `-i 0` query is a
+    view of some); with none, as many GPUs (matched by order)."""
+    for field, key in _GPU_KEYS:
+        if field in shared:
+            few, many = sorted(({key(g) for g in a}, {key(g) for g in b}), key=len)
+            return "" if few <= many else f"a GPU's {field} in one is in no row of the other"
+    if len(a) != len(b):
+        return f"{len(a)} and {len(b)} GPUs, and no index, uuid or pci.bus_id in both to match them by"
+    return ""
+
+
 def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
     """Two outputs of one kind read as one (joined_boots, joined_formats, joined_memory,
     joined_cpus); None where they are rivals."""
@@ -185,6 +238,11 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
 
 def joined_said(kind: str) -> str:
     """What two outputs joined as one are, for the note that says so."""
+    if kind == "nvidia_smi_csv":
+        return (
+            "two `nvidia-smi --query-gpu` CSV outputs of the box asking other fields, each read and"
+            " merged by GPU (the second named `the second CSV query`)"
+        )
     if kind == "kernel_log":
         return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"
     if kind == "free":
@@ -213,7 +271,12 @@ def keeps_first(
     would be judged on another's or its own older answer)."""
     if kind not in raw:
         return False
-    if same_box and (both := joined(kind, raw[kind], out)) is not None:
+    both = (
+        (joined(kind, raw[kind], out) or joined_queries(kind, raw[kind], out, (origin[kind], where)))
+        if same_box
+        else None
+    )
+    if both is not None:
         raw[kind] = both
         notes.append(f"{where} and {origin[kind]}: {joined_said(kind)}.")
         return True

@@ -44,8 +44,12 @@ FORMATS = {
     "xml": ("-q -x", "`nvidia-smi -q -x`"),
     "text": ("-q", "`nvidia-smi -q`"),
     "csv": ("the CSV query", "the `nvidia-smi --query-gpu` CSV"),
+    # a second `--query-gpu` of the box asking other fields (a second saved file), merged by GPU
+    "csv2": ("the second CSV query", "the second `nvidia-smi --query-gpu` CSV"),
     "table": ("the table", "the plain `nvidia-smi` table"),
     "list": ("-L", "`nvidia-smi -L`"),
+    # torch's (vLLM's) collect_env report, whose `Nvidia driver version` is nvidia-smi's banner's
+    "env": ("collect_env's driver line", "`nvidia-smi` (collect_env's `Nvidia driver version` line)"),
 }
 FORMAT_NAMES = {label: name for label, (name, _call) in FORMATS.items()}
 
@@ -230,17 +234,15 @@ def own_readings(g: GpuInfo) -> list[tuple[str, GpuInfo]]:
 
 
 def field_whole(g: GpuInfo, field: str) -> bool:
-    """Whether `g`'s `field` is whole: no format's record of `g` was cut short, or a format
-    whose record of `g` was whole read the field's value (`-L`'s whole name of a GPU whose
-    table rows, or `-q -i 0` record, were cut; the value may be merged from the cut record, the
-    richer format). A field no whole record read may be in the part cut away."""
+    """Whether `g`'s `field` is whole: no format's record of `g` was cut short, or some format
+    read the field's value, whether its record was whole or cut after that value (a record cut
+    short is read up to the cut: a line, cell or element the cut went through is not read, so
+    each value read is whole). A field none read may be in the part cut away."""
     if not g.record_cut:
         return True
-    source = dict(g.provenance).get(field)
-    value = getattr(g, field)
-    return any(
-        not c.record_cut and (label == source or (value is not None and getattr(c, field) == value))
-        for label, c in g.readings
+    return any(getattr(c, field) not in (None, "") for _, c in g.readings) or getattr(g, field) not in (
+        None,
+        "",
     )
 
 
@@ -337,7 +339,7 @@ def _requested_only(label: str, g: GpuInfo, field: str) -> bool:
     """A CSV's power limit read from `power.limit` for want of an `enforced.power.limit` value
     (`power_limit_requested`): the limit software asked for, which a BMC's cap may hold lower
     than the enforced one the other formats print, never another reading of that."""
-    return field == "power_limit_w" and label == "csv" and g.power_limit_requested
+    return field == "power_limit_w" and label in ("csv", "csv2") and g.power_limit_requested
 
 
 def _setting_key(value: object) -> object:

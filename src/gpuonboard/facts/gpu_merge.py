@@ -21,9 +21,10 @@ from gpuonboard.facts.container_banner import banner_lines
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
-from gpuonboard.facts.gpu_probes import APPS_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
+from gpuonboard.facts.gpu_probes import APPS_PROBE, ENV_DRIVER_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
+from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.facts.nvidia_smi.values import _clean, _is_version
 from gpuonboard.facts.probe import ProbeOutput
@@ -35,7 +36,7 @@ _OTHER_CALLS = tuple(
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
 # where a field is taken from, in order: a named field of a GPU comes from the first of these
 # formats that read it (-L's names are whole, the table's may be cut with "...")
-_FIELD_RANK = ("xml", "text", "csv", "list", "table")
+_FIELD_RANK = ("xml", "text", "csv", "csv2", "list", "table")
 
 # A format refused on purpose (a provider's policy, the login's permissions), as opposed to a
 # driver that cannot answer: its words, case-insensitive
@@ -426,8 +427,11 @@ def merge(
             report = dataclasses.replace(report, complete=False, gap=out.partial)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
+        if report.source == "csv":
+            reports += _second_queries(out, parse)
         elif not report.gpus and report.driver_version and not report.complete:
             unread.append((report.source, report))
+    unread += _env_driver(raw.get(ENV_DRIVER_PROBE))
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
     names = [(name, label) for name, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]
     said = [(label, o.stdout + "\n" + o.stderr) for name, label in names if (o := raw.get(name)) is not None]
@@ -452,6 +456,30 @@ def merge(
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
     answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _env_driver(out: ProbeOutput | None) -> list[tuple[str, GpuReport]]:
+    """The driver version a collect_env report read from the box's nvidia-smi (its table's
+    banner value), as the format "env": a version answer with no GPU row, merged and compared
+    as a table cut below its banner is."""
+    version = out.stdout.strip() if out is not None else ""
+    if not _is_version(version):
+        return []
+    return [("env", GpuReport("env", version, None, None, (), complete=False))]
+
+
+def _second_queries(out: ProbeOutput, parse: Callable[[str], GpuReport]) -> list[tuple[str, GpuReport]]:
+    """The `--query-gpu` CSV of the box saved beside `out` asking other fields (the offline
+    reader joins such a file to the first: api/unread.py `joined_queries`), as the format
+    "csv2": merged by GPU as any two formats are, each field's source kept, a field both read
+    otherwise a disagreement (gpu_agree)."""
+    reports = [parse(o.stdout) for o in out.beside]
+    return [
+        # (a second query need not ask `name`: the first's names are the GPUs')
+        ("csv2", dataclasses.replace(r, source="csv2", warnings=tuple(w for w in r.warnings if w != NO_NAME)))
+        for r in reports
+        if r.source == "csv" and r.gpus
+    ]
 
 
 def _with_inforom(report: GpuReport, outputs: Sequence[str]) -> GpuReport:

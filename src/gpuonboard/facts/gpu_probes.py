@@ -11,6 +11,9 @@ GPU_SOURCES: tuple[tuple[str, str, str], ...] = (
     ("nvidia_smi_table", "table", "(default table)"),
 )
 LIST_PROBE = "nvidia_smi_list"
+# the driver version a saved torch or vLLM collect_env report read from the box's nvidia-smi
+# (its `Nvidia driver version:` line, the table's banner value): a version answer, no GPU row
+ENV_DRIVER_PROBE = "collect_env_driver"
 # every probe whose output lists GPUs
 GPU_PROBES: tuple[str, ...] = (*(name for name, _, _ in GPU_SOURCES), LIST_PROBE)
 APPS_PROBE = "nvidia_smi_apps"

@@ -39,10 +39,60 @@ def test_collect_env_gpu_lines_are_read_as_the_box_listing(tmp_path: Path) -> No
     assert rules["gpu_count"]["verdict"] == "pass" and rules["gpu_count"]["actual"] == "8"
     # the lscpu block, cut in the report, is still read as cut
     assert rules["cpu_cores"]["verdict"] == "unverified" and "cut short" in rules["cpu_cores"]["actual"]
-    # the driver it names is said, not judged: no nvidia-smi output of the box gave it
-    assert rules["nvidia_driver"]["verdict"] == "unverified"
+    # the driver it names is nvidia-smi's banner value as collect_env read it: judged (round 28;
+    # before, "not judged" and nvidia_driver unverified)
+    assert (rules["nvidia_driver"]["verdict"], rules["nvidia_driver"]["actual"]) == (
+        "pass",
+        "driver 550.144.03, CUDA unknown",
+    )
     assert "collect_env report, read as its GPU list, lscpu" in err
-    assert "Nvidia driver version: 550.144.03" in err and "not judged" in err
+    assert "driver line (nvidia-smi's, as collect_env read it)" in err and "not judged" not in err
+
+
+def test_collect_env_driver_line_is_the_box_driver_answer(tmp_path: Path) -> None:
+    """ScaleLLM#288's report (torch's collect_env: `Nvidia driver version: 550.90.07`, read by
+    collect_env from the box's `nvidia-smi` banner, beside `GPU 0: NVIDIA A100 80GB PCIe`).
+    Before: nvidia_driver and min_driver unverified ("the outputs given name no driver
+    version"), the line only noted. Now: the driver is the box's answer, its origin named in the
+    note: nvidia_driver passes, min_driver 550.54 passes and 555.42 fails on 550.90.07."""
+    text = SCALELLM.read_text()
+    rules, err, _ = facts(tmp_path, text, "gpu_model: A100 80GB PCIe\nmin_driver: '550.54'\n")
+    assert rules["nvidia_driver"]["verdict"] == rules["min_driver"]["verdict"] == "pass", rules
+    assert "driver line (nvidia-smi's, as collect_env read it)" in err
+    (tmp_path / "again").mkdir()
+    rules, _, code = facts(tmp_path / "again", text, "gpu_model: A100 80GB PCIe\nmin_driver: '555.42'\n")
+    assert rules["min_driver"]["verdict"] == "fail" and code == 1, rules["min_driver"]
+
+
+def test_collect_env_driver_line_not_a_version_stays_a_note(tmp_path: Path) -> None:
+    """Edit: ScaleLLM#288's driver line as torch prints one it could not read (`Nvidia driver
+    version: Could not collect`): no version, never a driver; nvidia_driver stays unverified
+    and the note quotes the line."""
+    text = SCALELLM.read_text().replace(
+        "Nvidia driver version: 550.90.07", "Nvidia driver version: Could not collect"
+    )
+    rules, err, _ = facts(tmp_path, text, "gpu_model: A100 80GB PCIe\n")
+    assert rules["nvidia_driver"]["verdict"] == "unverified"
+    assert "Nvidia driver version: Could not collect" in err and "not judged" in err
+
+
+def test_collect_env_driver_beside_another_drivers_q_disagrees(tmp_path: Path) -> None:
+    """ScaleLLM#288's report (driver 550.90.07) and the real H200 `-q` (580.159.04) in one
+    folder: two drivers, each named with its source, never one of them kept as the box's."""
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "collect_env.txt").write_text(SCALELLM.read_text())
+    (folder / "nvidia-smi-q.txt").write_text(
+        (REAL / "nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text()
+    )
+    report = parse_facts(offline.load_outputs([str(folder)])).gpu
+    assert report is not None
+    assert any(
+        "580.159.04 in -q, 550.90.07 in collect_env's driver line" in d for d in report.disagreements
+    ), report.disagreements
 
 
 def test_collect_env_fewer_gpus_than_ordered_fail_as_missing(tmp_path: Path) -> None:
@@ -107,9 +157,10 @@ def test_vllm_padded_labels_are_read() -> None:
         text = text.replace(f"{label}:", f"{label:<29}:")
     assert collect_env.looks_like_collect_env(text)
     found, said = collect_env.parts(text)
-    assert [p.kind for p in found] == ["nvidia_smi_list", "lscpu"]
+    assert [p.kind for p in found] == ["nvidia_smi_list", "lscpu", "collect_env_driver"]
     assert found[0].text.count("NVIDIA H20") == 8 and not found[0].partial
-    assert "550.144.03" in said[0]
+    # the padded driver line is read too (round 28: the box's driver, no longer a note)
+    assert found[2].text == "550.144.03\n" and not said
 
 
 def test_collect_env_mig_lines_stay_under_their_gpu(tmp_path: Path) -> None:

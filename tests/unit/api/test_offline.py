@@ -309,9 +309,11 @@ def test_an_empty_folder_is_a_usage_error_not_a_pass(tmp_path: Path) -> None:
 
 def test_a_cut_short_nvidia_smi_xml_names_the_file_exit_2(tmp_path: Path) -> None:
     """A truncated `nvidia-smi -q -x` (a mail client cut it) passed: exit 0, gpu_count 0, a
-    warning line; it is a bad file, not a box without GPUs."""
+    warning line; cut before any GPU's record it is a bad file, not a box without GPUs. (Since
+    round 28 a record cut inside is read up to the cut, as a cut `-q` is: the next test.)"""
     cut = tmp_path / "smi.xml"
-    cut.write_bytes(H200_XML.read_bytes()[:3000])
+    data = H200_XML.read_bytes()
+    cut.write_bytes(data[: data.index(b"<gpu id=") + 20])
     r = cli(tmp_path, str(cut))
     assert r.returncode == 2, r.stdout
     # cut mid-record: named an incomplete probe (not "XML not parseable"), still a bad file
@@ -320,6 +322,19 @@ def test_a_cut_short_nvidia_smi_xml_names_the_file_exit_2(tmp_path: Path) -> Non
         " </nvidia_smi_log> (mid-record): incomplete probe, rerun); the file is cut short or damaged:"
         " save `nvidia-smi -q -x` again."
     )
+
+
+def test_a_nvidia_smi_xml_cut_inside_its_record_is_read_up_to_the_cut(tmp_path: Path) -> None:
+    """Edit: the real H200 `-q -x` cut at byte 3,000, inside its record's <pci> (the name and
+    UUID closed above it). Before: refused, exit 2, "this nvidia-smi XML cannot be read" though
+    its name was read whole. Now: read as a cut `-q` is, an incomplete probe said as one, the
+    GPU's name and the driver judged (Attached GPUs 1, one record)."""
+    cut = tmp_path / "smi.xml"
+    cut.write_bytes(H200_XML.read_bytes()[:3000])
+    r = cli(tmp_path, str(cut))
+    assert r.returncode == 0, r.stderr
+    assert "ends before </nvidia_smi_log> (mid-record)" in " ".join(r.stdout.split())
+    assert "NVIDIA H200" in r.stdout
 
 
 def test_nvidia_smi_that_failed_fails_without_an_order(tmp_path: Path) -> None:

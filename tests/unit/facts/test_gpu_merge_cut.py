@@ -7,7 +7,9 @@ where a whole record of another format read it in a GPU set a whole listing coun
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +22,9 @@ from gpuonboard.facts.nvidia_smi.text_q import parse_text_q
 from gpuonboard.facts.probe import ProbeOutput
 
 from ..offline_judge import verdicts
+
+if TYPE_CHECKING:
+    from gpuonboard.inventory.model import OrderSpec
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
@@ -233,3 +238,150 @@ def test_a_whole_banner_closed_without_its_spaces_is_read() -> None:
     table = (REAL / H200_TABLE).read_text(encoding="utf-8").replace("13.0     |", "13.0|")
     report = parse_table(table)
     assert (report.driver_version, report.cuda_version) == ("580.159.04", "13.0")
+
+
+# Every real `-q` and `-q -x` of a whole box (each record whole, as many as attached)
+WHOLE_Q = sorted(
+    p.name for p in REAL.glob("nvidia-smi-q__*.txt") if "1of" not in p.name and "cut" not in p.name
+)
+WHOLE_Q_X = sorted(p.name for p in REAL.glob("nvidia-smi-q-x__*.xml") if "1of" not in p.name)
+# the field -> (its -q label, its -q -x element); the memory total is the first `Total` under
+# `FB Memory Usage` (<total> under <fb_memory_usage>)
+_FIELD_LINES = {
+    "name": (re.compile(r"^\s+Product Name\s*:"), re.compile(r"^\s*<product_name>")),
+    "serial": (re.compile(r"^\s+Serial Number\s*:"), re.compile(r"^\s*<serial>")),
+    "uuid": (re.compile(r"^\s+GPU UUID\s*:"), re.compile(r"^\s*<uuid>")),
+    "pci_bus_id": (re.compile(r"^\s+Bus Id\s*:"), re.compile(r"^\s*<pci_bus_id>")),
+    "memory_total_mib": (re.compile(r"^\s+Total\s*:"), re.compile(r"^\s*<total>")),
+}
+_RECORD = (re.compile(r"^GPU [0-9A-Fa-f]{4,8}:"), re.compile(r"^\s*<gpu id="))
+# the GPU's own memory section, at its record's depth (a MIG device's is deeper)
+_FB = ("FB Memory Usage", "<fb_memory_usage>")
+# the rules that read what a record holds above a cut: names, count, memory, the driver
+_READ_RULES = ("nvidia_driver", "gpu_model", "gpu_count", "vram", "min_driver")
+
+
+def _field_lines(lines: list[str], xml: bool) -> list[dict[str, int]]:
+    """For each GPU record of a whole output, field -> the index of the line that holds it."""
+    starts = [i for i, line in enumerate(lines) if _RECORD[xml].match(line)]
+    found: list[dict[str, int]] = []
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else len(lines)
+        depth = lines[start + 1][: len(lines[start + 1]) - len(lines[start + 1].lstrip())]
+        fb = next((i for i in range(start, end) if lines[i] == depth + _FB[xml]), end)
+        at: dict[str, int] = {}
+        for field, patterns in _FIELD_LINES.items():
+            first = fb if field == "memory_total_mib" else start
+            hit = next((i for i in range(first, end) if patterns[xml].match(lines[i])), None)
+            if hit is not None:
+                # (the record's own header names its PCI address: `GPU 00000000:07:00.0`)
+                at[field] = start if field == "pci_bus_id" else hit
+        found.append(at)
+    return found
+
+
+def _judged(text: str, probe: str, spec: OrderSpec) -> dict[str, str]:
+    """rule -> verdict of `text` read as the live probe `probe`'s output, judged on `spec`."""
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    facts = parse_facts({probe: ProbeOutput(text, "", 0)})
+    return {c.name: c.verdict for c in offline.judge(facts, spec)}
+
+
+def _cut_points(at: list[dict[str, int]], total: int) -> tuple[list[int], list[int]]:
+    """(the cuts whose fields are checked, the cuts also judged), each a count of lines kept:
+    every line of the first and the last record up to its last identity field and a stride
+    elsewhere (an 8-GPU `-q` is ~1,600 lines, a `-q -x` up to ~3,000); judged at each identity
+    field of the last record, on either side, and a stride."""
+    ends = [max(fields.values()) + 2 for fields in at]
+    firsts = [min(fields.values()) for fields in at]
+    read = sorted({*range(1, ends[0]), *range(firsts[-1], min(ends[-1], total)), *range(1, total, 25)})
+    edges = {n for line in at[-1].values() for n in (line, line + 1) if 0 < n < total}
+    judged = sorted(edges | set(range(1, total, max(1, total // (40 if len(at) == 1 else 6)))))
+    return read, judged
+
+
+@pytest.mark.parametrize("name", WHOLE_Q + WHOLE_Q_X)
+def test_a_q_cut_at_every_line_reads_every_field_above_the_cut(name: str, tmp_path: Path) -> None:
+    """Every real `-q` and `-q -x` of a whole box cut after each line up to its first and last
+    records' identity fields, and at a stride below them: each
+    field whose line is above the cut (name, serial, UUID, PCI bus id, memory total, each
+    GPU's) is read as the whole output has it, a field below it is not read (never another
+    value); the rules that read those fields never give a verdict the whole output does not,
+    and once every record's name (memory total) is above the cut of a box whose `Attached
+    GPUs` counts them all, gpu_model (vram) gives the whole output's verdict. Before round 28 a
+    record cut anywhere below its Product Name kept gpu_model unverified, and a `-q -x` record
+    cut before its process list was not read at all."""
+    from gpuonboard.api import offline
+
+    xml = name.endswith(".xml")
+    text = (REAL / name).read_text(encoding="utf-8")
+    parse = parse_any if xml else parse_text_q
+    whole = parse(text)
+    if not whole.complete or whole.attached_gpus != len(whole.gpus):
+        pytest.skip("not every GPU of its box, whole")
+    lines = text.splitlines(keepends=True)
+    at = _field_lines([line.rstrip("\n") for line in lines], xml)
+    assert len(at) == len(whole.gpus)
+    probe = "nvidia_smi" if xml else "nvidia_smi_q"
+    (tmp_path / "order.yml").write_text(
+        f"order:\n  gpu_model: '{whole.gpus[0].name}'\n  gpu_count: {len(whole.gpus)}\n  vram: 1GB\n"
+        "  min_driver: '300.1'\n"
+    )
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    judged = _judged(text, probe, order)
+    last_name = at[-1].get("name", len(lines))
+    last_memory = at[-1].get("memory_total_mib", len(lines))
+    read, judge_at = _cut_points(at, len(lines))
+    for n in read:
+        report = parse("".join(lines[:n]))
+        for k, fields in enumerate(at):
+            for field, line in fields.items():
+                value = getattr(report.gpus[k], field) if k < len(report.gpus) else None
+                if line < n:
+                    assert value == getattr(whole.gpus[k], field), (n, k, field)
+                else:
+                    assert value in (None, ""), (n, k, field)
+    for n in judge_at:
+        cut = _judged("".join(lines[:n]), probe, order)
+        for rule in _READ_RULES:
+            assert cut[rule] in (judged[rule], "unverified"), (n, rule)
+        if n > last_name and judged["gpu_model"] == "pass":
+            assert cut["gpu_model"] == "pass", n
+        if n > last_memory and judged["vram"] == "pass":
+            assert cut["vram"] == "pass", n
+
+
+H200_CUT_AT = "Virtualization Mode"
+
+
+def test_a_q_cut_after_its_virtualization_mode_judges_what_it_read(tmp_path: Path) -> None:
+    """Edit: the real H200 `-q` (Attached GPUs : 1) cut after its record's `Virtualization
+    Mode : Pass-Through` line. Before: gpu_model unverified "incomplete probe" though its
+    Product Name was read whole. Now: gpu_model, gpu_count and nvidia_driver pass (read whole,
+    the one GPU attached); vram, whose `FB Memory Usage` is below the cut, stays unverified."""
+    lines = (REAL / H200_Q).read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = "".join(lines[: next(i for i, line in enumerate(lines) if H200_CUT_AT + "  " in line) + 1])
+    got = verdicts(
+        tmp_path, "nvidia-smi-q.txt", cut, "order:\n  gpu_model: H200\n  gpu_count: 1\n  vram: 140GB\n"
+    )
+    assert got["gpu_model"] == ("pass", "1 x NVIDIA H200"), got["gpu_model"]
+    assert got["gpu_count"][0] == got["nvidia_driver"][0] == "pass"
+    assert got["vram"][0] == "unverified" and "incomplete probe" in got["vram"][1]
+
+
+def test_a_q_x_cut_after_its_memory_total_judges_what_it_read(tmp_path: Path) -> None:
+    """Edit: the real H200 `-q -x` cut after its record's `<fb_memory_usage>`'s `<total>` line.
+    Before: the record, cut before its process list, was not read: gpu_model and vram
+    unverified "no GPU". Now: gpu_model, gpu_count and vram pass (read whole, the one GPU
+    attached); temperature, below the cut, stays unverified."""
+    lines = (REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml").read_text(encoding="utf-8")
+    rows = lines.splitlines(keepends=True)
+    fb = next(i for i, line in enumerate(rows) if "<fb_memory_usage>" in line)
+    total = next(i for i in range(fb, len(rows)) if "<total>" in rows[i])
+    order = "order:\n  gpu_model: H200\n  gpu_count: 1\n  vram: 140GB\n"
+    got = verdicts(tmp_path, "nvidia-smi-q-x.xml", "".join(rows[: total + 1]), order)
+    assert got["gpu_model"] == ("pass", "1 x NVIDIA H200"), got["gpu_model"]
+    assert got["gpu_count"][0] == got["vram"][0] == "pass", got
+    assert got["temperature"][0] == "unverified"

@@ -484,8 +484,11 @@ def test_garbage_warns_without_crash(text: str) -> None:
 def test_truncated_xml() -> None:
     text = read(REAL / "nvidia-smi-q-x__tesla-t4__1gpu__driver515.105.01.xml")
     report = parse_xml(text[: len(text) // 2])
-    # cut inside its only <gpu>: no GPU is claimed read, and the report says it is incomplete
-    assert report.gpus == () and report.complete is False
+    # cut inside its only <gpu>: the record is read up to the cut (its name and memory total
+    # closed above it), marked cut, and the report says it is incomplete
+    [gpu] = report.gpus
+    assert gpu.record_cut and gpu.name == "Tesla T4" and gpu.memory_total_mib == 15360
+    assert not gpu.processes_known and report.complete is False
     assert report.attached_gpus == 1
     assert "incomplete probe, rerun" in report.warnings[0]
 
@@ -1246,7 +1249,9 @@ H100_CSV = REAL / "nvidia-smi-query-gpu__h100-80gb-hbm3__1gpu__driver590.48.01__
 def test_cut_xml_is_incomplete(fraction: float) -> None:
     text = H200_X.read_text()
     report = parse_xml(text[: int(len(text) * fraction)])
-    assert report.complete is False and report.gpus == ()  # the cut <gpu> is not read
+    # the cut <gpu> is read up to the cut, marked cut (its name closed above each cut here)
+    [gpu] = report.gpus
+    assert report.complete is False and gpu.record_cut and gpu.name == "NVIDIA H200"
     assert report.attached_gpus == 1 and report.driver_version == "580.159.04"
     assert any("incomplete probe, rerun" in w for w in report.warnings)
 

@@ -100,6 +100,17 @@ def _header_names(row: Sequence[str]) -> list[str] | None:
     return None
 
 
+NO_NAME = "CSV has no 'name' field"
+
+
+def query_fields(text: str) -> tuple[str, ...] | None:
+    """The field names of a `--query-gpu` CSV's header (its first line with text), None where
+    it has none (`--format=csv,noheader`) or is no CSV."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    names = _header_names(first_csv_row(first)) if is_query_header(first) else None
+    return tuple(names) if names is not None else None
+
+
 def is_query_header(line: str) -> bool:
     """Whether a line is a `--query-gpu ... --format=csv` header: comma-separated field names
     with their units (`utilization.gpu [%], power.draw [W]`), a dotted field among them."""
@@ -285,7 +296,7 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         gpus.append(dataclasses.replace(gpu, record_cut=True) if kind != "row" else gpu)
         stamps.append(_clean(cells.get("timestamp")))
     if "name" not in names:
-        warnings.append("CSV has no 'name' field")
+        warnings.append(NO_NAME)
     if damaged:
         # a row of another shape among the rows (a paste wrapped at a fixed width leaves header
         # fragments and pieces of rows, some with the header's cell count): no row is a GPU

@@ -587,13 +587,15 @@ def _xml_cut(body: str) -> GpuReport:
     read, and a record cut inside or after its <processes> (every element nvidia-smi prints
     before the list closed) is read with the entries of the list that closed, the list open
     (`processes_open`: the rest may be in the part cut away); one cut before its <processes> is
-    not read (its values may be cut too). Whole in its GPU facts where as many records were read
-    as attached, else incomplete."""
+    read up to the cut, each element that closed (`record_cut`: an element the cut went through
+    is not read, what follows it may be in the part cut away). Whole in its GPU facts where as
+    many records were read as attached, the last one to its process list, else incomplete."""
     parser: ET.XMLPullParser[ET.Element] = ET.XMLPullParser(events=("start", "end"))
     stack: list[ET.Element] = []
     closed: list[ET.Element] = []
     listed: dict[int, bool] = {}  # id of an open <gpu> -> whether its process list closed
     entries: set[int] = set()  # ids of the <process_info> entries that closed
+    ended: set[int] = set()  # ids of the elements that closed
     try:
         parser.feed(body)
         for pair in parser.read_events():
@@ -602,6 +604,7 @@ def _xml_cut(body: str) -> GpuReport:
                 stack.append(element)
             else:
                 stack.pop()
+                ended.add(id(element))
             record = stack[1] if len(stack) > 1 and stack[1].tag == "gpu" else None
             if event == "end" and element.tag == "gpu" and len(stack) == 1:
                 closed.append(element)
@@ -620,8 +623,12 @@ def _xml_cut(body: str) -> GpuReport:
     cut = stack[1] if len(stack) > 1 and stack[1].tag == "gpu" else None
     if cut is not None and id(cut) in listed:
         gpus.append(_xml_open_record(cut, listed[id(cut)], entries, len(gpus), warnings))
+    elif cut is not None:
+        # (cut before its process list: the elements that closed are whole, the rest unread)
+        read = _xml_gpu(_closed_part(cut, ended), len(gpus), warnings)
+        gpus.append(replace(read, record_cut=True, processes_open=True, processes_known=False))
     # cut after (or inside the process list of) the last record of as many as attached
-    after_gpus = bool(gpus) and attached == len(gpus)
+    after_gpus = bool(gpus) and attached == len(gpus) and not gpus[-1].record_cut
     return GpuReport(
         "xml",
         *_xml_versions(root, warnings),
@@ -630,6 +637,19 @@ def _xml_cut(body: str) -> GpuReport:
         (_XML_CUT_AFTER if after_gpus else _XML_CUT, *warnings),
         complete=after_gpus,
     )
+
+
+def _closed_part(element: ET.Element, ended: set[int]) -> ET.Element:
+    """A copy of the open `element` holding its children that closed (`ended`), whole, and its
+    open child's own closed part where it has one: what a document cut inside `element` read
+    whole. The open elements' text, which the cut may have shortened, is left out."""
+    part = ET.Element(element.tag, element.attrib)
+    for child in element:
+        if id(child) in ended:
+            part.append(child)
+        elif len(opened := _closed_part(child, ended)):
+            part.append(opened)
+    return part
 
 
 def _xml_open_record(

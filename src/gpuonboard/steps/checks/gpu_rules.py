@@ -152,6 +152,7 @@ _NO_VERSION_WHY = {
     "xml": "-q -x gives no driver_version",
     "text": "-q gives no Driver Version line",
     "csv": "the CSV query gives no driver_version field",
+    "csv2": "the second CSV query gives no driver_version field",
     "table": "the table gives no banner with it",
     "list": "`nvidia-smi -L` prints none",
 }

@@ -70,7 +70,7 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
     """No hardware slowdown or thermal throttling active; a software power cap is a warning,
     except on an idle GPU drawing far below its limit (P8 at 15 W of 150 W: A10, A40 and RTX
     A6000 report it so), where it holds nothing back (named in a passing row)."""
-    hard, soft, idle, other = [], [], [], []
+    hard, soft, idle, other, undecided = [], [], [], [], []
     for g in gpus:
         active = [r for r in g.clock_event_reasons if r in HARD_THROTTLE]
         if active:
@@ -84,6 +84,9 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
                 idle.append(
                     f"{gpu_label(g)}: sw_power_cap at idle ({g.power_draw_w:g} W of {g.power_limit_w:g} W)"
                 )
+            elif is_idle(g) and g.record_cut and None in (g.power_draw_w, g.power_limit_w):
+                # (an idle GPU whose power readings its output's cut took: far below its cap or not)
+                undecided.append(f"{gpu_label(g)}: sw_power_cap at idle, its power draw cut from the output")
             else:
                 soft.append(f"{gpu_label(g)}: sw_power_cap")
     held, unread = _held_clocks(gpus)
@@ -119,6 +122,15 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
             "; ".join(advice),
         )
     known = any(g.clock_event_reasons_known for g in gpus)
+    if undecided:
+        return Check(
+            "throttling",
+            "no slowdown active",
+            "; ".join(undecided + unread),
+            "unverified",
+            "a power cap at idle holds nothing back where the GPU draws far below it, which the part"
+            " of the output cut away says: save the whole `nvidia-smi -q`",
+        )
     if known and unread:
         return Check("throttling", "no slowdown active", "; ".join(unread), "unverified", UNREAD_HELD_ADVICE)
     if known:

@@ -92,7 +92,7 @@ def _cut_may_hold(check: Check, source: str) -> bool:
     table's pcie_link), which says so without the cut's note."""
     if check.verdict != "unverified" or check.name not in _NOT_IN_TABLE:
         return True
-    return any(kind in source.split("+") for kind in ("text", "xml", "csv"))
+    return any(kind in source.split("+") for kind in ("text", "xml", "csv", "csv2"))
 
 
 def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Check]:

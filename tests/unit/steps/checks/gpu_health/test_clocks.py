@@ -225,3 +225,27 @@ def test_application_clocks_at_their_default_are_not_a_setting(tmp_path: Path) -
     check = got["throttling"]
     assert check.verdict == "pass", check
     assert "at its default application clocks, 585 MHz" in check.actual
+
+
+# the real A10 at idle (P8, `Idle : Active`) whose driver reports `SW Power Cap : Active` at
+# ~15 W of its 150 W limit: whole, throttling passes ("sw_power_cap at idle ... no effect")
+IDLE_CAPPED = REAL / "nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt"
+
+
+def test_an_idle_power_cap_whose_power_readings_were_cut_is_unverified(tmp_path: Path) -> None:
+    """Edit: the real idle A10 `-q` cut after each line from its `SW Power Cap : Active` down to
+    its `Power Readings` (the power draw and limit below the cut). Before: throttling warned
+    "sw_power_cap" on each cut though the whole output passes it (far below its cap at idle);
+    now unverified, naming the cut, and the whole output still passes."""
+    lines = IDLE_CAPPED.read_text().splitlines(keepends=True)
+    cap = next(i for i, line in enumerate(lines) if "SW Power Cap" in line)
+    power = next(i for i in range(cap, len(lines)) if "Power Samples" in lines[i] or "Power Draw" in lines[i])
+    for n in range(cap + 1, power + 1):
+        folder = tmp_path / f"cut{n}"
+        folder.mkdir()
+        (folder / IDLE_CAPPED.name).write_text("".join(lines[:n]))
+        _facts, got = _judged(folder, (folder / IDLE_CAPPED.name,))
+        assert got["throttling"].verdict == "unverified", (n, got["throttling"])
+        assert "its power draw cut from the output" in got["throttling"].actual, n
+    _facts, got = _judged(tmp_path, (IDLE_CAPPED,))
+    assert got["throttling"].verdict == "pass", got["throttling"]
