@@ -107,8 +107,9 @@ def test_a_last_mount_point_with_blanks_and_no_final_newline_may_be_cut(tmp_path
     assert verdicts(tmp_path, "df-h.txt", text + "\n", order)["data_disk"][0] == "pass"
 
 
-GLUED = "df-h__aliyun-40g-vda1-docker-overlay__prompt-and-rows-on-one-line__mamicode.txt"
-GLUED_VM = "df-h__16g-vm-sda1-32g__prompt-and-rows-on-one-line__jindouyun.txt"
+SESSIONS = REAL.parent / "sessions"
+GLUED = SESSIONS / "transcript__df-h-GLUED-onto-prompt__aliyun-40g-vda1-docker-mamicode.txt"
+GLUED_VM = SESSIONS / "transcript__df-h-GLUED-onto-prompt__16g-vm-sda1-32g-jindouyun.txt"
 APART_VM = "df-h__16g-vm-sda1-32g__blanks-collapsed__jishuzhan.txt"
 
 
@@ -118,12 +119,12 @@ def test_an_output_glued_onto_its_prompt_line_is_read_below_it(tmp_path: Path, p
     and `[root@iz2ze5xd9ppdog0cch5vs0z ~]# df -h Filesystem ...`, prompt, command and output on
     one line. The whole line was dropped as the copied prompt and the file refused as "an empty
     file" (exit 2). df's header after the command starts the output; the first post's other copy,
-    its lines kept, judges the same."""
-    glued = (REAL / GLUED_VM).read_text()
+    its lines kept (its prompt line left out of the capture), judges the same."""
+    glued = GLUED_VM.read_text()
     apart = (REAL / APART_VM).read_text()
     order = f"data_disk: {path} 20G"
     assert verdicts(tmp_path, "df.txt", glued, order) == verdicts(tmp_path, "df.txt", apart, order)
-    verdict, actual = verdicts(tmp_path, "df.txt", (REAL / GLUED).read_text(), order)["data_disk"]
+    verdict, actual = verdicts(tmp_path, "df.txt", GLUED.read_text(), order)["data_disk"]
     if path == "/data":  # (no mount at /data on either box: it lives on /)
         assert (verdict, actual) == ("fail", "/data is not a mount point; it lives on the system disk /")
     assert verdict != "unverified" or path == "/var/lib/docker", actual

@@ -399,7 +399,7 @@ def test_a_session_of_outputs_none_read_names_each_command() -> None:
     `nvidia-smi mig -lgip`'s profiles): nothing in it is an output this tool reads, and the
     refusal said only "a saved terminal session holding no output this tool reads", not which
     commands it saw, which a session with something read says in its note."""
-    path = REAL / "session__nvidia-smi-mig-1-then-mig-lgip__a100__blanks-collapsed__e-com-net.txt"
+    path = FIXTURES / "sessions" / "transcript__nvidia-smi-mig-1+nvidia-smi-mig-lgip__a100-e-com-net.txt"
     with pytest.raises(UsageError) as refusal:
         offline.load_outputs([str(path)])
     assert str(refusal.value) == (
