@@ -138,3 +138,24 @@ def test_a_command_line_without_a_glued_header_is_left_alone() -> None:
 
     for text in ("$ df -h /data\nFilesystem Size\n", "$ free -m\n", "me@box:~$ grep total log\n"):
         assert unglued(text) == text
+
+
+def test_a_command_line_holding_its_rows_is_refused_as_such(tmp_path: Path) -> None:
+    """The real page's `# df -h | grep tmpfs` with grep's rows on the command's line: no header
+    starts its output, so it is no output below a command; it was refused as "an empty file",
+    which it is not. Its sibling `# df -h /mnt/tmpfs Filesystem ...` is read, narrowed to its
+    path by its copied command."""
+    from gpuonboard.api import offline
+    from gpuonboard.errors import UsageError
+
+    grep = SESSIONS / "transcript__df-h-grep-tmpfs-GLUED-onto-prompt__1.8g-vm-thegeekdiary.txt"
+    with pytest.raises(UsageError) as refusal:
+        offline.load_outputs([str(grep)])
+    assert str(refusal.value) == (
+        f"{grep}: a copied command line (`df -h | grep tmpfs devtmpfs 901M 0 901M 0% /dev tmpfs"
+        " 915...`) with no output below it (a page that lost the line ends puts the output on the"
+        " command's line): save the output under its command."
+    )
+    path = SESSIONS / "transcript__df-h-mnt-tmpfs-GLUED-onto-prompt__1.8g-vm-thegeekdiary.txt"
+    verdict, actual = verdicts(tmp_path, "df.txt", path.read_text(), "data_disk: /mnt/tmpfs 1G")["data_disk"]
+    assert verdict == "fail" and "memory or overlay filesystem, not a disk" in actual, actual
