@@ -621,8 +621,10 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
     if not said and copied:  # (the file's only line was the copied command, dropped as such)
         shown = copied if len(copied) <= 60 else copied[:57].rstrip() + "..."
         raise UsageError(
-            f"{where}: a copied command line (`{shown}`) with no output below it (a page that lost"
-            " the line ends puts the output on the command's line): save the output under its command."
+            f"{where}: a copied command line (`{shown}`) with no output below it (a command that"
+            " printed nothing, as `nvidia-smi nvlink -s` of GPUs without NVLink, or a page that lost the"
+            " line ends and put the output on the command's line): leave it out, or save the output"
+            " under its command."
         )
     if not said:
         raise UsageError(

@@ -153,8 +153,9 @@ def test_a_command_line_holding_its_rows_is_refused_as_such(tmp_path: Path) -> N
         offline.load_outputs([str(grep)])
     assert str(refusal.value) == (
         f"{grep}: a copied command line (`df -h | grep tmpfs devtmpfs 901M 0 901M 0% /dev tmpfs"
-        " 915...`) with no output below it (a page that lost the line ends puts the output on the"
-        " command's line): save the output under its command."
+        " 915...`) with no output below it (a command that printed nothing, as `nvidia-smi nvlink -s`"
+        " of GPUs without NVLink, or a page that lost the line ends and put the output on the"
+        " command's line): leave it out, or save the output under its command."
     )
     path = SESSIONS / "transcript__df-h-mnt-tmpfs-GLUED-onto-prompt__1.8g-vm-thegeekdiary.txt"
     verdict, actual = verdicts(tmp_path, "df.txt", path.read_text(), "data_disk: /mnt/tmpfs 1G")["data_disk"]
