@@ -622,6 +622,14 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
             " read no GPU and says nothing of the box: save the command's output again with the"
             " options this driver takes (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them)."
         )
+    if not said and copied:  # (the file's only line was the copied command, dropped as such)
+        shown = copied if len(copied) <= 60 else copied[:57].rstrip() + "..."
+        raise UsageError(
+            f"{where}: a copied command line (`{shown}`) with no output below it (a command that"
+            " printed nothing, as `nvidia-smi nvlink -s` of GPUs without NVLink, or a page that lost the"
+            " line ends and put the output on the command's line): leave it out, or save the output"
+            " under its command."
+        )
     if not said:
         raise UsageError(
             f"{where}: an empty file, which holds no command output to read (an `nvidia-smi nvlink -s`"

@@ -266,6 +266,7 @@ def read(
         notes.append(
             f"{name}: a saved terminal session; not read: {'; '.join(why for _, why in sorted(skipped))}."
         )
-    if not found:
-        raise UsageError(f"{name}: a saved terminal session holding no output this tool reads.")
+    if not found:  # (each command named with why it is not read, as the note would)
+        said = f" ({'; '.join(why for _, why in sorted(skipped))})" if skipped else ""
+        raise UsageError(f"{name}: a saved terminal session holding no output this tool reads{said}.")
     return [(kind, out, where) for kind, (_, out, where) in found.items()]

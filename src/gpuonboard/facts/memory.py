@@ -125,14 +125,50 @@ def _free_words() -> tuple[dict[str, str], Callable[[str], str]]:
     return rows, word_translator(columns)
 
 
+# free's row labels as the C locale prints them (procps before 3.3.10 adds `-/+ buffers/cache:`)
+_C_ROWS = ("Mem:", "Swap:", "Low:", "High:", "Total:", "-/+ buffers/cache:")
+
+
+@functools.cache
+def _row_labels() -> re.Pattern[str]:
+    """free's row labels (the C locale's and the translated ones, free_labels()), each where a
+    blank or the line's start is before it; group 1 is the label."""
+    names = {*_C_ROWS, *(t for _, t, e in free_labels() if e.endswith(":"))}
+    ordered = sorted(names, key=len, reverse=True)
+    return re.compile(
+        r"(?:^|(?<=\s))(" + "|".join(re.escape(n).replace(r"\ ", r"\s+") for n in ordered) + ")"
+    )
+
+
+def _unjoined(line: str) -> list[str]:
+    """A line of `free` whose rows a paste ran together, one row a line again: a post or a page
+    that lost the output's line ends puts `total used ... cached Mem: 8092856 ... -/+
+    buffers/cache: 369632 7723224 Swap: 3020212 0 3020212` on one line (openSUSE's support
+    database, a hosting provider's knowledge base), which was no `free` at all. A line is cut
+    before each row label after its start only where it holds two rows, or free's header before
+    its row (a lone row label inside another line, `top`'s `KiB Mem: ... total`, is left alone)."""
+    found = [m.start(1) for m in _row_labels().finditer(line)]
+    starts = [i for i in found if line[:i].strip()]
+    if not starts:
+        return [line]
+    head = _free_words()[1](line[: starts[0]]).split()
+    header = "total" in head and set(head) <= _FREE_COLUMNS
+    if len(found) < 2 and not header:
+        return [line]
+    cuts = [0, *starts, len(line)]
+    return [line[a:b].rstrip() for a, b in zip(cuts, cuts[1:], strict=False) if line[a:b].strip()]
+
+
 def english_free(text: str) -> str:
     """A `free` output with its labels as the C locale prints them (free_labels()): a translated
     row label (`内存：`, `Speicher:`) as `Mem:`, a translated header's words as `total used ...`;
     an English output unchanged. A line a paste wrapped (a piece without a row's colon after the
-    header) is whole again (wrapped.rejoined), blank lines left out."""
+    header) is whole again (wrapped.rejoined), rows a paste ran together on one line are lines of
+    their own (_unjoined), blank lines left out."""
     rows, header = _free_words()
     out: list[str] = []
-    for line in rejoined(text.split("\n"), lambda line: ":" in line or "：" in line):
+    pieces = rejoined(text.split("\n"), lambda line: ":" in line or "：" in line)
+    for line in (row for piece in pieces for row in _unjoined(piece)):
         ends = [i for i in (line.find(":"), line.find("：")) if i >= 0]
         if ends:
             row = rows.get(_label_key(line[: min(ends)]))

@@ -105,3 +105,58 @@ def test_a_last_mount_point_with_blanks_and_no_final_newline_may_be_cut(tmp_path
     order = "data_disk: {mount: /media/Win Data, min_size: 1G}"
     assert verdicts(tmp_path, "df-h.txt", text, order)["data_disk"][0] == "unverified"
     assert verdicts(tmp_path, "df-h.txt", text + "\n", order)["data_disk"][0] == "pass"
+
+
+SESSIONS = REAL.parent / "sessions"
+GLUED = SESSIONS / "transcript__df-h-GLUED-onto-prompt__aliyun-40g-vda1-docker-mamicode.txt"
+GLUED_VM = SESSIONS / "transcript__df-h-GLUED-onto-prompt__16g-vm-sda1-32g-jindouyun.txt"
+APART_VM = "df-h__16g-vm-sda1-32g__blanks-collapsed__jishuzhan.txt"
+
+
+@pytest.mark.parametrize("path", ["/data", "/boot/efi", "/var/lib/docker"])
+def test_an_output_glued_onto_its_prompt_line_is_read_below_it(tmp_path: Path, path: str) -> None:
+    """Two real pages that lost a post's line ends: `xxx:~$ df -h Filesystem Size ... /run/user/1000`
+    and `[root@iz2ze5xd9ppdog0cch5vs0z ~]# df -h Filesystem ...`, prompt, command and output on
+    one line. The whole line was dropped as the copied prompt and the file refused as "an empty
+    file" (exit 2). df's header after the command starts the output; the first post's other copy,
+    its lines kept (its prompt line left out of the capture), judges the same."""
+    glued = GLUED_VM.read_text()
+    apart = (REAL / APART_VM).read_text()
+    order = f"data_disk: {path} 20G"
+    assert verdicts(tmp_path, "df.txt", glued, order) == verdicts(tmp_path, "df.txt", apart, order)
+    verdict, actual = verdicts(tmp_path, "df.txt", GLUED.read_text(), order)["data_disk"]
+    if path == "/data":  # (no mount at /data on either box: it lives on /)
+        assert (verdict, actual) == ("fail", "/data is not a mount point; it lives on the system disk /")
+    assert verdict != "unverified" or path == "/var/lib/docker", actual
+
+
+def test_a_command_line_without_a_glued_header_is_left_alone() -> None:
+    """Only a tool's header after the command's own word splits the prompt line: `$ df -h
+    /data` above its output, and `$ free -m` whose argument is no header, are prompt lines as
+    before."""
+    from gpuonboard.api.offline import unglued
+
+    for text in ("$ df -h /data\nFilesystem Size\n", "$ free -m\n", "me@box:~$ grep total log\n"):
+        assert unglued(text) == text
+
+
+def test_a_command_line_holding_its_rows_is_refused_as_such(tmp_path: Path) -> None:
+    """The real page's `# df -h | grep tmpfs` with grep's rows on the command's line: no header
+    starts its output, so it is no output below a command; it was refused as "an empty file",
+    which it is not. Its sibling `# df -h /mnt/tmpfs Filesystem ...` is read, narrowed to its
+    path by its copied command."""
+    from gpuonboard.api import offline
+    from gpuonboard.errors import UsageError
+
+    grep = SESSIONS / "transcript__df-h-grep-tmpfs-GLUED-onto-prompt__1.8g-vm-thegeekdiary.txt"
+    with pytest.raises(UsageError) as refusal:
+        offline.load_outputs([str(grep)])
+    assert str(refusal.value) == (
+        f"{grep}: a copied command line (`df -h | grep tmpfs devtmpfs 901M 0 901M 0% /dev tmpfs"
+        " 915...`) with no output below it (a command that printed nothing, as `nvidia-smi nvlink -s`"
+        " of GPUs without NVLink, or a page that lost the line ends and put the output on the"
+        " command's line): leave it out, or save the output under its command."
+    )
+    path = SESSIONS / "transcript__df-h-mnt-tmpfs-GLUED-onto-prompt__1.8g-vm-thegeekdiary.txt"
+    verdict, actual = verdicts(tmp_path, "df.txt", path.read_text(), "data_disk: /mnt/tmpfs 1G")["data_disk"]
+    assert verdict == "fail" and "memory or overlay filesystem, not a disk" in actual, actual

@@ -392,3 +392,18 @@ def test_a_command_continued_over_two_lines_is_one_command(tmp_path: Path) -> No
         f"> --format=csv,noheader\n{csv_rows}ubuntu@gpu-1:~$ free -k\n{FREE.read_text()}"
     )
     assert read_session(session) == (["free", "nvidia_smi_csv"], [])
+
+
+def test_a_session_of_outputs_none_read_names_each_command() -> None:
+    """A real page's two MIG commands under their prompts (`nvidia-smi -i 0 -mig 1`'s answer,
+    `nvidia-smi mig -lgip`'s profiles): nothing in it is an output this tool reads, and the
+    refusal said only "a saved terminal session holding no output this tool reads", not which
+    commands it saw, which a session with something read says in its note."""
+    path = FIXTURES / "sessions" / "transcript__nvidia-smi-mig-1+nvidia-smi-mig-lgip__a100-e-com-net.txt"
+    with pytest.raises(UsageError) as refusal:
+        offline.load_outputs([str(path)])
+    assert str(refusal.value) == (
+        f"{path}: a saved terminal session holding no output this tool reads (line 1 (`sudo nvidia-smi"
+        " -i 0 -mig 1`) is not an output this tool reads; line 4 (`sudo nvidia-smi mig -lgip`) is not an"
+        " output this tool reads)."
+    )

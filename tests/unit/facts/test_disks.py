@@ -35,6 +35,7 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         # `df -h` pastes that lost their newlines: tested in test_offline_df_rows_joined.py
         "df-h__ubuntu-12.04-forum__5-disks__rows-joined-on-one-line.txt",
         "df-h__nvme-root-home-efi__blog-rows-joined-on-one-line.txt",
+        "df-h__16g-vm-sda1-32g__blanks-collapsed__jishuzhan.txt",
         # `df -ah`'s autofs row, its sizes `-`: tested in steps/checks/test_data_disk_size_unread.py
         "df-ah-sorted__vagrant-ubuntu-20.04__autofs-systemd-1-dash-size.txt",
         # a k8s pod's `df -hT` of an IBM Spectrum Scale volume: steps/checks/test_host_rules_network_shares.py

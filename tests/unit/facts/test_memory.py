@@ -115,7 +115,7 @@ def test_every_real_free_is_covered() -> None:
     from .audit_captures import covered  # the truth audit's captures: tested there
 
     cases = {n.split("/", 1)[1] for n, *_ in CASES + SI_CASES if n.startswith("real/")}
-    assert real == cases | covered("free")
+    assert real == cases | {n for n, *_ in ONE_LINE} | covered("free")
 
 
 def test_derived_is_about_two_tib() -> None:
@@ -306,3 +306,59 @@ def test_a_du_total_line_above_free_is_not_its_header() -> None:
     assert whole.total_bytes is not None
     assert info.total_bytes == whole.total_bytes, info.warnings
     assert info.available_bytes == whole.available_bytes
+
+
+# real `free` outputs a web page printed with their line ends lost: every row on one line
+ONE_LINE = [
+    ("free__opensuse-sdb-8gib__procps-3.2__rows-run-together-on-one-line.txt", 8092856, 3020212),
+    ("free__apiscp-kb-16gib__procps-3.2__rows-run-together-on-one-line.txt", 16540796, 2104496),
+]
+
+
+@pytest.mark.parametrize(("name", "total_kib", "swap_kib"), ONE_LINE)
+def test_rows_a_page_ran_together_are_read_row_by_row(
+    tmp_path: Path, name: str, total_kib: int, swap_kib: int
+) -> None:
+    """Real `free` outputs of two web pages whose code block lost its line ends (openSUSE's SDB,
+    apiscp's knowledge base): header, Mem, `-/+ buffers/cache` and Swap rows on one line were no
+    `free` ("not a recognised command output", exit 2), though every figure is there. Each row
+    starts at its label, as free prints it."""
+    from gpuonboard.facts.memory import looks_like_free
+
+    from ..offline_judge import verdicts
+
+    text = (FIXTURES / "real" / name).read_text()
+    assert looks_like_free(text)
+    info = parse_free(text)
+    assert (info.total_bytes, info.swap_total_bytes, info.warnings) == (
+        total_kib * 1024,
+        swap_kib * 1024,
+        ("free: no Mem available",),
+    )
+    gib = total_kib / 2**20
+    assert verdicts(tmp_path, "free.txt", text, f"ram: {round(gib)}GB")["ram"][0] == "pass"
+    assert verdicts(tmp_path, "free.txt", text, f"ram: {round(gib) * 2}GB")["ram"][0] == "fail"
+
+
+def test_a_row_label_inside_another_line_is_no_row_of_free() -> None:
+    """Only a line holding two of free's rows, or its header before its row, is cut at the row
+    labels: a line of top's header (`KiB Mem:  16332620 total, ...`, one label after other words)
+    stays one line, and is no `free`; a real one-line free, cut inside its Swap row, still reads
+    its Mem row."""
+    from gpuonboard.facts.memory import english_free, looks_like_free
+
+    top = "top - 10:01:02 up 3 days\nKiB Mem:  16332620 total, 15123456 used,  1209164 free"
+    assert english_free(top) == top
+    assert not looks_like_free(top)
+    text = (FIXTURES / "real" / ONE_LINE[0][0]).read_text()
+    cut = text[: text.index("Swap:") + len("Swap: 30")]
+    assert parse_free(cut).total_bytes == 8092856 * 1024
+
+
+def test_a_newer_free_run_together_reads_as_its_lines() -> None:
+    """The real `free -h` of an Ubuntu 18.04 VM (procps 3.3.12: `buff/cache`, `available`) with
+    its line ends taken out in the test, as the pages above lost theirs, reads as the output."""
+    text = (FIXTURES / "real" / "free-h__ubuntu-18.04-vm.txt").read_text()
+    joined = " ".join(line.strip() for line in text.splitlines() if line.strip()) + "\n"
+    assert parse_free(joined) == parse_free(text)
+    assert parse_free(joined).total_bytes is not None
