@@ -106,6 +106,12 @@ CHECKED: tuple[tuple[str, str, str, str | tuple[str, ...]], ...] = (
 )
 
 
+def _config_given(value: str) -> Path:
+    """The file ANSIBLE_CONFIG names (a directory means its ansible.cfg)."""
+    given = Path(os.path.abspath(os.path.expandvars(os.path.expanduser(value))))
+    return given / "ansible.cfg" if given.is_dir() else given
+
+
 def find_config(
     environ: Mapping[str, str] | None = None, cwd: Path | None = None, home: Path | None = None
 ) -> Path | None:
@@ -113,8 +119,7 @@ def find_config(
     environ = os.environ if environ is None else environ
     candidates: list[Path] = []
     if "ANSIBLE_CONFIG" in environ:
-        given = Path(os.path.abspath(os.path.expandvars(os.path.expanduser(environ["ANSIBLE_CONFIG"]))))
-        candidates.append(given / "ansible.cfg" if given.is_dir() else given)
+        candidates.append(_config_given(environ["ANSIBLE_CONFIG"]))
     try:
         here = cwd or Path.cwd()
         if not here.stat().st_mode & stat.S_IWOTH:  # (a world-writable directory's is skipped)
@@ -322,9 +327,11 @@ def user_wide(environ: Mapping[str, str] | None = None, home: Path | None = None
     that neither ANSIBLE_CONFIG nor ANSIBLE_INVENTORY chose: a default for every project, not
     this project's choice."""
     environ = os.environ if environ is None else environ
-    if "ANSIBLE_CONFIG" in environ or environ.get("ANSIBLE_INVENTORY", "").strip():
+    if environ.get("ANSIBLE_INVENTORY", "").strip():
         return False
     found = find_config(environ, home=home)
+    if found is None or ("ANSIBLE_CONFIG" in environ and found == _config_given(environ["ANSIBLE_CONFIG"])):
+        return False  # (ANSIBLE_CONFIG chose it; an empty or missing one chooses nothing)
     return found in ((home or Path.home()) / ".ansible.cfg", Path("/etc/ansible/ansible.cfg"))
 
 

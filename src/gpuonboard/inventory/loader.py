@@ -104,14 +104,14 @@ def locate(project: Path, given: str) -> Path | str:
     default = _under(project, given)
     if not default.exists():
         return _config_inventory() or default
+    if ansible_cfg.user_wide():
+        return default  # (the project's own folder beats a config every project shares: unread)
     named = ansible_cfg.config_inventory()
     if named is None:
         return default
     sources, at = named
     if len(sources) > 1 or _within(sources[0], default):
         return _config_inventory() or default  # (several refused; ./inventory or a file in it read)
-    if ansible_cfg.user_wide():
-        return default  # (the project's own folder beats a config every project shares)
     raise InventoryError(
         f"{at}: the Ansible config names the inventory {sources[0]} while gpuonboard's default"
         f" inventory {default} exists too; pass --inventory ./inventory or --inventory {sources[0]}"

@@ -1027,7 +1027,9 @@ def test_an_inventory_folder_beats_a_user_wide_ansible_configs_inventory(
     """DeepOps' real ansible.cfg moved to the user's ~/.ansible.cfg (its `inventory` made
     absolute: the edit), a project with its own ./inventory and no ansible.cfg: a config every
     project shares is no choice of this project, so ./inventory is read (it was refused, naming
-    both); the same file as the project's ./ansible.cfg, or chosen by ANSIBLE_CONFIG, is."""
+    both), the config not even parsed (a duplicate option, two inventories: review VV); an empty
+    or missing ANSIBLE_CONFIG chooses nothing (Ansible reads ~/.ansible.cfg); the same file
+    chosen by ANSIBLE_CONFIG is the user's choice, refused beside ./inventory."""
     (tmp_path / "p").mkdir()
     project = _deepops_checkout(tmp_path / "p", monkeypatch)
     home = tmp_path / "home"
@@ -1038,6 +1040,14 @@ def test_an_inventory_folder_beats_a_user_wide_ansible_configs_inventory(
     (project / "inventory").mkdir()
     monkeypatch.setenv("HOME", str(home))
     assert locate(project, "inventory") == project / "inventory"
+    for chose_nothing in ("", str(tmp_path / "missing.cfg")):  # (Ansible reads ~/.ansible.cfg)
+        monkeypatch.setenv("ANSIBLE_CONFIG", chose_nothing)
+        assert locate(project, "inventory") == project / "inventory"
+    for unread in ("[defaults]\nforks = 10\nforks = 20\n", "[defaults]\ninventory = /a/hosts, /a\n"):
+        monkeypatch.delenv("ANSIBLE_CONFIG", raising=False)
+        (home / ".ansible.cfg").write_text(unread)  # (one Ansible refuses; one naming two: not read)
+        assert locate(project, "inventory") == project / "inventory"
+    (home / ".ansible.cfg").write_text(text)
     monkeypatch.setenv("ANSIBLE_CONFIG", str(home / ".ansible.cfg"))
     with pytest.raises(InventoryError, match="exists too; pass --inventory ./inventory"):
         locate(project, "inventory")
