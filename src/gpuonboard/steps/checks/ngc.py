@@ -370,6 +370,7 @@ _PRO_RE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)  # (pure: each GPU of a host asks it, for each release compared)
 def gpu_class(name: str, brand: str | None = None) -> GpuClass:
     """Classify a GPU by its nvidia-smi name (and optional XML ``<product_brand>``).
 
