@@ -454,6 +454,12 @@ def runs_natively(release: NgcRelease, driver: str) -> bool:
     return _driver_at_least(driver, release.min_driver)
 
 
+@functools.lru_cache(maxsize=256)  # (each host asks it of the packaged table: ~200 releases read)
+def _packaged_newest(driver: str, klass: str) -> str | None:
+    """newest_runnable over the packaged table (load_releases())."""
+    return newest_runnable(load_releases(), driver, klass)
+
+
 def newest_runnable(releases: Sequence[NgcRelease], driver: str, klass: str) -> str | None:
     """Newest release in ``releases`` this driver runs: natively, or (datacenter only) via forward
     compat, counting a branch newer than every listed one (see :func:`compat`)."""
@@ -687,7 +693,7 @@ def compat(
     """
     table = load_releases() if releases is None else releases
     rel, need = release.release, release.min_driver
-    newest = newest_runnable(table, driver, klass)
+    newest = _packaged_newest(driver, klass) if releases is None else newest_runnable(table, driver, klass)
     if runs_natively(release, driver):
         return Compat(
             "compatible",
