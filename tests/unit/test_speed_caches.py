@@ -449,3 +449,40 @@ def test_a_value_read_again_reads_as_it_read_the_first_time(monkeypatch: pytest.
         table.clear()
     assert read_each() == plain
     assert all(len(table) <= 20 for table in values._READ_TABLES)
+
+
+def _gpu_names() -> list[str]:
+    """The GPU names of the real captures (`-q`'s Product Name, `-L`'s and the CSV's names) and
+    of the rules' own tables, each as it is and cut as nvidia-smi's table cuts a long name."""
+    from gpuonboard.steps.checks.nvlink_rules import load_nvlink_models
+
+    names: list[str] = [m.match for m in load_nvlink_models()]
+    for path in sorted(REAL.glob("*")):
+        for line in path.read_text(errors="replace").splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() in ("Product Name", "GPU 0", "GPU 1"):
+                names.append(value.split("(UUID")[0].strip())
+    names += ["NVIDIA H100 P...", "NVIDIA H800 80G...", "NVIDIA GeForce RTX 4090 D", "GRID A100-40C", ""]
+    return list(dict.fromkeys(names))
+
+
+def test_the_memoised_gpu_name_lookups_answer_as_their_functions_do() -> None:
+    """nvlink_model, variant_words, gpu_class, name_family and families are memoised (pure over
+    the shipped tables, their values immutable); each answers for every name as the function
+    itself does, from an empty table and from a full one, and the packaged NGC table's newest
+    runnable release per driver and class is newest_runnable's over that table."""
+    from gpuonboard.steps.checks import gpu_arch, model_match, ngc, nvlink_rules
+
+    names = _gpu_names()
+    assert len(names) > 40
+    lookups = (nvlink_rules.nvlink_model, model_match.variant_words, ngc.gpu_class, gpu_arch.name_family)
+    plain = [look.__wrapped__(n) for look in lookups for n in names]  # type: ignore[attr-defined]
+    for look in lookups:
+        look.cache_clear()  # type: ignore[attr-defined]
+    assert [look(n) for look in lookups for n in names] == plain
+    assert [look(n) for look in lookups for n in names] == plain
+    assert gpu_arch.families() == tuple(f for f, _ in gpu_arch.name_families())
+    table = ngc.load_releases()
+    for driver in ("418.67", "470.82.01", "525.60.13", "535.161.08", "545.23.06", "550.90.07", "570.86.15"):
+        for klass in ("datacenter", "professional", "consumer", "vgpu", "unknown"):
+            assert ngc._packaged_newest(driver, klass) == ngc.newest_runnable(table, driver, klass)

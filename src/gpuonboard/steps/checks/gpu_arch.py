@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -26,11 +27,13 @@ def name_families(path: str = str(FAMILIES_FILE)) -> tuple[tuple[str, re.Pattern
     return tuple(out)
 
 
-def families() -> tuple[str, ...]:
+@loaded_once
+def families(path: str = str(FAMILIES_FILE)) -> tuple[str, ...]:
     """The known families, oldest first."""
-    return tuple(f for f, _ in name_families())
+    return tuple(f for f, _ in name_families(path))
 
 
+@functools.lru_cache(maxsize=256)  # (pure over the shipped table: each GPU of a host asks it)
 def name_family(name: str) -> str | None:
     """The family a GPU name tells: a family's word in it ('NVIDIA RTX PRO 6000D Blackwell
     Workstation Edition', 'NVIDIA RTX 6000 Ada Generation'), else the first family whose pattern

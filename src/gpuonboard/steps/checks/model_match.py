@@ -10,6 +10,7 @@ to each delivered GPU.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -293,6 +294,7 @@ def _tail_marker(name: _Name, want: list[str]) -> str | None:
     return None
 
 
+@functools.lru_cache(maxsize=256)  # (pure over the shipped tables, its value immutable: ~50 calls a host)
 def variant_words(name: str) -> frozenset[str]:
     """The words of a GPU name that always make it a variant of a model that exists without
     them (D, Ti, SUPER, NVL, CNX, SFF, Laptop, Max-Q, Mobile, MIG), normalised as `match_model` reads

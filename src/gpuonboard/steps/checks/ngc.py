@@ -370,6 +370,7 @@ _PRO_RE = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=256)  # (pure: each GPU of a host asks it, for each release compared)
 def gpu_class(name: str, brand: str | None = None) -> GpuClass:
     """Classify a GPU by its nvidia-smi name (and optional XML ``<product_brand>``).
 
@@ -451,6 +452,12 @@ def must_upgrade_branch(release: NgcRelease, driver: str) -> str | None:
 def runs_natively(release: NgcRelease, driver: str) -> bool:
     """True when ``driver`` meets the release's native requirement (any GPU)."""
     return _driver_at_least(driver, release.min_driver)
+
+
+@functools.lru_cache(maxsize=256)  # (each host asks it of the packaged table: ~200 releases read)
+def _packaged_newest(driver: str, klass: str) -> str | None:
+    """newest_runnable over the packaged table (load_releases())."""
+    return newest_runnable(load_releases(), driver, klass)
 
 
 def newest_runnable(releases: Sequence[NgcRelease], driver: str, klass: str) -> str | None:
@@ -686,7 +693,7 @@ def compat(
     """
     table = load_releases() if releases is None else releases
     rel, need = release.release, release.min_driver
-    newest = newest_runnable(table, driver, klass)
+    newest = _packaged_newest(driver, klass) if releases is None else newest_runnable(table, driver, klass)
     if runs_natively(release, driver):
         return Compat(
             "compatible",

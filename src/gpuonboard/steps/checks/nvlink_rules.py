@@ -97,6 +97,7 @@ def _model_pattern(match: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![a-z0-9]){re.escape(match.lower())}(?![a-z0-9])")
 
 
+@functools.lru_cache(maxsize=256)  # (pure over the shipped table, its value immutable: ~24 calls a host)
 def nvlink_model(gpu_name: str) -> ModelLinks | None:
     """The nvlink_links.yml row of a GPU name as nvidia-smi prints it (None: unknown model).
     A row's `match` must stand as whole tokens in the name (case-insensitive), first row wins;

@@ -339,7 +339,10 @@ def rule_pcie_replays(gpus: list[GpuInfo]) -> Check | None:
     if not whole:
         return _replays_not_reported(read, expected)
     counts = ", ".join(str(g.pcie_replays) for g in whole)
-    unread = [g for g in read if g not in whole]
+    # (by identity: `in` compared each GPU field by field with those before it, and a GPU equal
+    # to one of `whole` is in it, the same fields chose both)
+    chosen = {id(g) for g in whole}
+    unread = [g for g in read if id(g) not in chosen]
     note = f"; not reported for {gpu_list(unread, gpus)}" if unread else ""
     return Check("pcie_replays", expected, f"{counts} replays since reset, no rollover{note}", "pass")
 

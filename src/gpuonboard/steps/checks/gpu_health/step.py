@@ -270,16 +270,17 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
     read = [g for g in whole if any(getattr(g, f) is not None for f in _READINGS)] or [
         g for g in whole if not (listing and g == _as_listed(g))
     ]
+    # (by the GPU itself: a label such as `GPU at PCI 00000000:23:00.0` holds colons)
+    faulted = {id(g) for g in read if any(rule_reads(check_name, fault) for fault in g.cell_faults)}
     out: list[str] = []
     for attr, what in _RULE_VALUES.get(check_name, ()):
         # (a GPU whose MIG mode changes at its next reset reads N/A where its peers read values)
         kinds = {(g.name, g.mig_mode, g.mig_mode_pending) for g in read if _value_read(g, attr)}
         for g in read:
-            said = any(rule_reads(check_name, fault) for fault in g.cell_faults)
-            if (g.name, g.mig_mode, g.mig_mode_pending) in kinds and not _value_read(g, attr) and not said:
+            if id(g) in faulted or _value_read(g, attr):
+                continue
+            if (g.name, g.mig_mode, g.mig_mode_pending) in kinds:
                 out.append(f"{gpu_label(g)}: {what} not reported")
-    # (by the GPU itself: a label such as `GPU at PCI 00000000:23:00.0` holds colons)
-    faulted = {id(g) for g in read if any(rule_reads(check_name, fault) for fault in g.cell_faults)}
     out += _names_unread(check_name, read, faulted)
     return list(dict.fromkeys(out))
 
