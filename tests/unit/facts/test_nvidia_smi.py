@@ -197,6 +197,11 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # header below a CUDA image's banner (facts/test_container_banner.py)
         "nvidia-smi__windows-unable-to-detect-device-handle-unknown-error__a10-gpu-pv__easy-gpu-pv-276.txt",
         "nvidia-smi__docker-run-cuda-11.4-deprecated-image-banner__table-cut-in-header__nct-69.txt",
+        # vGPU guests' tables whose driver counts the vGPU's reserve as used
+        # (steps/checks/test_gpu_health_usage_vgpu_reserve.py)
+        "nvidia-smi__grid-v100d-32q-vgpu__1gpu__driver440.56__idle-reserve-counted-used__falconcv.txt",
+        "nvidia-smi__grid-p100-16q-vgpu__1gpu__driver384.73__idle-reserve-counted-used__ukcloud.txt",
+        "nvidia-smi__grid-v100-8c-vgpu__1gpu__driver470.63.01__half-v100-pcie-16gb__nrec.txt",
     }
     outputs = {
         p.name

@@ -37,6 +37,7 @@ from gpuonboard.steps.checks.missing_facts import (
     no_gpu_detail,
 )
 from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
+from gpuonboard.steps.checks.vgpu_name import is_vgpu
 from gpuonboard.units import format_bytes
 
 
@@ -459,12 +460,32 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if ok:
         return Check("vram", expected, actual, "pass")
     return Check(
-        "vram",
-        expected,
-        actual,
-        "fail",
+        "vram", expected, actual, "fail", _vram_short_detail(facts, order.vram_bytes * (1 - tolerance))
+    )
+
+
+def _vram_short_detail(facts: Facts, least_bytes: float) -> str:
+    """Why the GPUs' memory is below the order: a vGPU profile's framebuffer where the GPUs
+    short of it are vGPUs (a share of the board, not a smaller card), else a smaller model or
+    MIG slices."""
+    assert facts.gpu is not None
+    short = [
+        g
+        for g in facts.gpu.gpus
+        if not g.faults and g.memory_total_mib is not None and g.memory_total_mib * 1024 * 1024 < least_bytes
+    ]
+    profiles = sorted(
+        {g.name.strip() for g in short if is_vgpu(g.name, g.product_brand, g.virtualization_mode)}
+    )
+    if profiles:
+        return (
+            f"GPU memory below what was ordered: a vGPU ({', '.join(profiles)}) has only its profile's"
+            " share of the board's framebuffer, not the whole GPU's; ask the vendor for the GPU or the"
+            " vGPU profile that was ordered"
+        )
+    return (
         "GPU memory below what was ordered: a smaller model of the card (a 40 GB A100 for an 80 GB"
-        " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered",
+        " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered"
     )
 
 

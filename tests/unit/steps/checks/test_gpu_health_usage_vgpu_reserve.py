@@ -76,3 +76,27 @@ def test_reserve_counted_as_used_by_driver_version() -> None:
     assert not reserve_counted_as_used("510.47.03")
     assert not reserve_counted_as_used("N/A")
     assert not reserve_counted_as_used(None)
+
+
+V100_8C = "nvidia-smi__grid-v100-8c-vgpu__1gpu__driver470.63.01__half-v100-pcie-16gb__nrec.txt"
+
+
+def test_half_v100_vgpu_for_a_whole_v100_order_says_vgpu(tmp_path: Path) -> None:
+    """The real NREC GRID V100-8C table (half of a V100 PCIe 16GB) judged against an order for
+    the whole card: gpu_model and vram fail, and vram's sentence names the vGPU profile's share
+    of the framebuffer (it said "a smaller model of the card, or MIG slices"); its 592 MiB used
+    at 0 % is under 1 GiB: foreign_processes passes."""
+    found = {
+        c.name: c
+        for c in checks(
+            tmp_path, "nvidia-smi.txt", (REAL / V100_8C).read_text(), "gpu_model: V100\nvram: 16GB\n"
+        )
+    }
+    assert found["gpu_model"].verdict == "fail"
+    assert found["vram"].verdict == "fail"
+    assert (
+        "a vGPU (GRID V100-8C) has only its profile's share of the board's framebuffer"
+        in found["vram"].detail
+    )
+    assert "smaller model" not in found["vram"].detail
+    assert found["foreign_processes"].verdict == "pass"
