@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.api.command_line import Run, run, runs
+from gpuonboard.api.command_line import KUBE_CLIS, Run, run, runs
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
@@ -224,7 +224,9 @@ def _every_gpu(container: tuple[str, ...]) -> bool:
     in NVIDIA's CUDA images and those built on them, and no GPU (no nvidia-smi) without it:
     read as every GPU, so a count the box falls short of still fails. A compose service or a
     pod chooses its GPUs in a file this command does not show: part."""
-    if {"docker-compose", "podman-compose", "kubectl", "compose"} & {w.rsplit("/", 1)[-1] for w in container}:
+    if {"docker-compose", "podman-compose", "compose", *KUBE_CLIS} & {
+        w.rsplit("/", 1)[-1] for w in container
+    }:
         return False
     chosen: list[str] = []
     for at, word in enumerate(container):
