@@ -15,6 +15,7 @@ from gpuonboard.api.command_line import KUBE_CLIS, Run, run, runs
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
+from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
 # the commands of a pipeline after the tool known to pass every line it gets (a pager, a tee, a
 # sort, a time stamper, a re-spacer): any other stage (grep and its z/xz/bz kin, head, awk, sed,
@@ -83,7 +84,7 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     said = f"`{ran.said}`"
     if ran.container:
         started = _started(ran.container)
-        where = "a container it started" if started else "the container it ran in"
+        where = "a container it started" if started else IN_RUNNING_CONTAINER
         if tool == "df":
             return f"{said} lists the filesystems of {where}, not the box's"
         if tool == "nvidia-smi" and not (started and _every_gpu(ran.container)):

@@ -14,7 +14,7 @@ import pytest
 
 from gpuonboard.api.narrowed import narrowed
 
-from ..offline_judge import verdicts
+from ..offline_judge import checks, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 K_EXEC = (
@@ -90,3 +90,28 @@ def test_oc_exec_driver_daemonset_is_no_short_box(tmp_path: Path) -> None:
     )
     got = verdicts(tmp_path, "nvidia-smi.txt", text, "gpu_model: A100 80GB PCIe\ngpu_count: 2\n")
     assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+
+
+def test_no_cuda_in_a_container_entered_by_exec_is_not_the_box_s(tmp_path: Path) -> None:
+    """NVIDIA's OpenShift DRA demo's real table, verbatim under its `oc exec -ti
+    nvidia-driver-daemonset-<suffix> -n nvidia-gpu-operator -- nvidia-smi` line: the GPU
+    Operator's driver container reads `CUDA Version: N/A`; nvidia_driver failed "no CUDA driver
+    ... ask the vendor for the compute driver on the box" from that container's view; it is now
+    unverified, saying the container was given no compute capability."""
+    text = "$ oc exec -ti nvidia-driver-daemonset-<suffix> -n nvidia-gpu-operator -- nvidia-smi\n"
+    found = {
+        c.name: c
+        for c in checks(tmp_path, "nvidia-smi.txt", text + (REAL / OC_EXEC).read_text(), "gpu_count: 1\n")
+    }
+    assert found["nvidia_driver"].verdict == "unverified", found["nvidia_driver"]
+    assert found["nvidia_driver"].actual.startswith("driver 550.54.14, CUDA N/A; incomplete probe: `oc exec")
+    assert "that container was given no `compute` driver capability" in found["nvidia_driver"].detail
+
+
+def test_no_cuda_in_a_container_started_without_compute_still_fails(tmp_path: Path) -> None:
+    """The same table under a `docker run` of every GPU (edited in memory: the command line put
+    above it): a container the command started shows the box's driver as that run gets it, so its
+    missing CUDA driver still fails (a container started with NVIDIA_DRIVER_CAPABILITIES=utility)."""
+    text = "$ docker run --rm --gpus all -e NVIDIA_DRIVER_CAPABILITIES=utility ubuntu nvidia-smi\n"
+    found = {c.name: c for c in checks(tmp_path, "nvidia-smi.txt", text + (REAL / OC_EXEC).read_text())}
+    assert found["nvidia_driver"].verdict == "fail", found["nvidia_driver"]
