@@ -202,6 +202,7 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__grid-v100d-32q-vgpu__1gpu__driver440.56__idle-reserve-counted-used__falconcv.txt",
         "nvidia-smi__grid-p100-16q-vgpu__1gpu__driver384.73__idle-reserve-counted-used__ukcloud.txt",
         "nvidia-smi__grid-v100-8c-vgpu__1gpu__driver470.63.01__half-v100-pcie-16gb__nrec.txt",
+        "nvidia-smi__grid-a100x-2-10c-mig-backed-vgpu__1gpu__driver550.54.16__idle-1058mib__vgpu-user-guide.txt",
         # a vGPU host's `nvidia-smi vgpu` listing, refused: api/test_offline_vgpu_listing.py
         "nvidia-smi-vgpu__tesla-t4-vgpu-host__2gpu__driver470.63__gpu-operator-267.txt",
         # tables run in a pod (`k exec`, `oc exec`): api/test_offline_narrowed_kube_clis.py

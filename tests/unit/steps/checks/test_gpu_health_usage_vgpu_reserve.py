@@ -100,3 +100,19 @@ def test_half_v100_vgpu_for_a_whole_v100_order_says_vgpu(tmp_path: Path) -> None
     )
     assert "smaller model" not in found["vram"].detail
     assert found["foreign_processes"].verdict == "pass"
+
+
+A100X_2_10C = (
+    "nvidia-smi__grid-a100x-2-10c-mig-backed-vgpu__1gpu__driver550.54.16__idle-1058mib__vgpu-user-guide.txt"
+)
+
+
+def test_idle_mig_backed_vgpu_reserve_is_no_other_job(tmp_path: Path) -> None:
+    """NVIDIA's vGPU guide's real GRID A100X-2-10C table (a MIG-backed vGPU, R550): 1058 MiB used,
+    utilisation N/A (MIG), "No running processes found" in a freshly made guest: the vGPU's
+    reserve, which a MIG-backed vGPU's driver counts as used in every release; unverified (the
+    old fail said another job)."""
+    verdict, actual, detail = foreign(tmp_path, (REAL / A100X_2_10C).read_text())
+    assert verdict == "unverified"
+    assert actual == "GPU 0 (GRID A100X-2-10C) at N/A (MIG) utilisation with 1.0 GiB used, no process listed"
+    assert "a MIG-backed vGPU's driver (any release) counts the framebuffer a vGPU reserves as used" in detail

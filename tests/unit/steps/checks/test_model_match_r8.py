@@ -184,6 +184,7 @@ def test_no_physical_gpu_name_of_the_captures_reads_as_a_vgpu() -> None:
         "GRID V100D-32Q",
         "GRID P100-16Q",
         "GRID V100-8C",
+        "GRID A100X-2-10C",
     }, vgpus
     assert len(names) > 30  # the scan read the captures' names
 

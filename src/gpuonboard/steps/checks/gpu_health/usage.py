@@ -15,7 +15,7 @@ from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 from gpuonboard.steps.checks.once import loaded_once
-from gpuonboard.steps.checks.vgpu_name import is_vgpu
+from gpuonboard.steps.checks.vgpu_name import is_vgpu, vgpu_profile
 
 # "Busy" from the numbers alone (when no process list can be read, or the list is empty while
 # the GPU works: processes of other containers / VMs are invisible in nvidia-smi's list).
@@ -284,14 +284,24 @@ def reserve_counted_as_used(driver_version: str | None) -> bool:
     return major.isdecimal() and int(major) < VGPU_RESERVE_SPLIT_MAJOR
 
 
-def _vgpu_reserve_only(g: GpuInfo) -> bool:
+def _mig_backed_vgpu(g: GpuInfo) -> bool:
+    """A MIG-backed vGPU (`GRID A100X-2-10C`: 2 slices of an A100X): the driver reads its
+    utilisation N/A, as any MIG device's, and counts the vGPU's reserve as used in every release
+    (NVIDIA's vGPU guide shows an idle A100X-2-10C at 1058 MiB of 10235 MiB, R550)."""
+    profile = vgpu_profile(g.name)
+    return profile is not None and profile.slices is not None
+
+
+def _vgpu_reserve_only(g: GpuInfo, driver_version: str | None) -> bool:
     """A vGPU guest's GPU whose only sign of work is its memory used (utilisation read under the
-    busy mark, no engine at work): under a driver that counts the vGPU's reserve as used, that
-    memory is no job's."""
+    busy mark, or N/A on a MIG-backed vGPU; no engine at work) under a driver that counts the
+    vGPU's reserve as used (before R510; a MIG-backed vGPU's in any): that memory is no job's."""
+    mig_backed = _mig_backed_vgpu(g)
+    util = g.utilization_gpu_pct
     return (
         is_vgpu(g.name, g.product_brand, g.virtualization_mode)
-        and g.utilization_gpu_pct is not None
-        and g.utilization_gpu_pct < BUSY_UTIL_PCT
+        and (mig_backed or reserve_counted_as_used(driver_version))
+        and ((util is None and mig_backed) or (util is not None and util < BUSY_UTIL_PCT))
         and g.memory_used_mib is not None
         and g.memory_used_mib > BUSY_MEMORY_MIB
         and not _engine_work(g)
@@ -302,19 +312,25 @@ def _vgpu_reserve_check(reserve: list[GpuInfo], driver_version: str | None) -> C
     """foreign_processes where the only memory held with no process listed is on vGPUs whose
     driver counts the vGPU's reserve as used: neither a job nor idle, unverified."""
     held = "; ".join(
-        f"{gpu_label(g)} ({g.name.strip()}) at {g.utilization_gpu_pct} % utilisation with"
-        f" {(g.memory_used_mib or 0) / 1024:.1f} GiB used"
+        f"{gpu_label(g)} ({g.name.strip()}) at "
+        + ("N/A (MIG)" if g.utilization_gpu_pct is None else f"{g.utilization_gpu_pct} %")
+        + f" utilisation with {(g.memory_used_mib or 0) / 1024:.1f} GiB used"
         for g in reserve
+    )
+    which = (
+        "a MIG-backed vGPU's driver (any release)"
+        if all(_mig_backed_vgpu(g) for g in reserve)
+        else f"driver {driver_version} (before R510)"
     )
     return Check(
         "foreign_processes",
         "none",
         f"{held}, no process listed",
         "unverified",
-        f"driver {driver_version} (before R510) counts the framebuffer a vGPU reserves as used,"
-        " so an idle vGPU shows some of its memory used (about 7 % of its profile): no job is"
-        " seen, but one in another container of this VM would show the same; `nvidia-smi` under"
-        " R510 or later reports the reserve apart",
+        f"{which} counts the framebuffer a vGPU reserves as used, so an idle vGPU shows some of its"
+        " memory used (about 7 % of its profile, 10 % of a MIG-backed one): no job is seen, but one"
+        " in another container of this VM would show the same; a time-sliced vGPU's `nvidia-smi`"
+        " under R510 or later reports the reserve apart",
     )
 
 
@@ -355,7 +371,7 @@ def rule_foreign_processes(
     # GPUs with no process listed: the figures may still show someone's job
     unlisted = [g for g in read if not g.processes]
     # (a vGPU's memory under a driver that counts its reserve as used is no job's)
-    reserve = [g for g in unlisted if reserve_counted_as_used(driver_version) and _vgpu_reserve_only(g)]
+    reserve = [g for g in unlisted if _vgpu_reserve_only(g, driver_version)]
     unlisted = [g for g in unlisted if g not in reserve]
     # memory held with no process listed, on a GPU that drives a display and shows no other
     # work: a desktop's (a Windows host's under WSL, a VM host's: not listed in the guest)
