@@ -18,12 +18,13 @@ words of that command, not by the words of what wraps it.
   VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`; a container engine's command
   that runs one in a container, noted in Run.container: `docker|podman|nerdctl|nvidia-docker
   [container] run|exec [options] IMAGE|CONTAINER`, `docker compose|docker-compose|podman-compose
-  run|exec [options] SERVICE`, `kubectl exec|run ... --`, `lxc|incus exec [options] INSTANCE
-  [--]`; and to the command line it hands a shell, which is read again from its start: `ssh
-  [options] HOST 'remote'` (the words after the host, joined by blanks as ssh does),
-  `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|runuser [options]
-  [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known (`crictl exec
-  CTR`, `chroot DIR`, `nsenter -t 1 -m`), a shell given `-c`.
+  run|exec [options] SERVICE`, `kubectl|oc|k exec|run ... --` (`k`: kubectl's documented alias;
+  `microk8s|k3s kubectl`, `minikube kubectl --` are kubectl), `crictl exec [options] CONTAINER`,
+  `lxc|incus exec [options] INSTANCE [--]`; and to the command line it hands a shell, which is
+  read again from its start: `ssh [options] HOST 'remote'` (the words after the host, joined by
+  blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|
+  runuser [options] [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known
+  (`chroot DIR`, `nsenter -t 1 -m`), a shell given `-c`.
   So `ssh box 'dmesg | grep -i nvrm'` is dmesg's output kept by grep, and `sudo bash -c
   'journalctl -k -b -1'` is journalctl's `-b -1`.
 """
@@ -403,16 +404,28 @@ def _watch(words: list[str]) -> str | None:
     return " ".join(rest) or None
 
 
+# Kubernetes' command-line tools of kubectl's grammar: kubectl, OpenShift's `oc`, and `k`, the
+# alias kubectl's own documentation sets up (`alias k=kubectl`)
+KUBE_CLIS = frozenset({"kubectl", "oc", "k"})
+# engines that only enter a running container (`crictl exec CTR cmd`, LXD's and Incus's `lxc|incus
+# exec CTR -- cmd`): their `run` (crictl's from config files) or `launch` shows no command
+_EXEC_ONLY = frozenset({"crictl", "lxc", "incus"})
 # container engines: their `run` starts a container for the command after the image, their `exec`
 # runs it in one already running (`kubectl run|exec ... -- command`); compose's name a service
 _ENGINES = frozenset(
     {
-        *("docker", "podman", "nerdctl", "nvidia-docker", "docker-compose", "podman-compose", "kubectl"),
-        *("lxc", "incus"),
+        "docker",
+        "podman",
+        "nerdctl",
+        "nvidia-docker",
+        "docker-compose",
+        "podman-compose",
+        *KUBE_CLIS,
+        *_EXEC_ONLY,
     }
 )
 # the engines whose exec takes the command after `--` (`lxc exec c1 -- free -h`)
-_DASHED = frozenset({"kubectl", "lxc", "incus"})
+_DASHED = KUBE_CLIS | {"lxc", "incus"}
 # the options before the verb that take a value (`kubectl -n NS exec`, `docker -H HOST exec`,
 # `docker-compose -f FILE run`)
 _GLOBAL_VALUED = frozenset(
@@ -454,11 +467,11 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         at += 1 + (words[at] in _GLOBAL_VALUED)
     at += words[at : at + 1] in (["container"], ["compose"])
     verb, rest = (words[at], words[at + 1 :]) if at < len(words) else ("", [])
-    if verb not in ("run", "exec"):
+    if verb not in ("run", "exec") or (name in _EXEC_ONLY and verb != "exec"):
         return None
     if name in _DASHED and "--" in rest:
         command = rest[rest.index("--") + 1 :]  # (`kubectl exec POD -- cmd`, `kubectl run t ... -- cmd`)
-    elif name == "kubectl" and verb == "run":
+    elif name in KUBE_CLIS and verb == "run":
         command = []
     elif verb == "run":
         command = _RUN_OPTIONS(rest)[1:]
@@ -466,10 +479,10 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         if "--entrypoint" in rest[:-1]:
             entry = rest[rest.index("--entrypoint") + 1]
         command = [entry, *command] if tool_name(entry) in tools else command
-    elif name in _DASHED and name != "kubectl":
+    elif name in ("lxc", "incus"):
         command = _LXC_EXEC(rest)[1:]  # (`lxc exec c1 free -h`: its instance, then the command)
     else:
-        operands = (_KUBECTL_EXEC if name == "kubectl" else _EXEC_OPTIONS)(rest)
+        operands = (_KUBECTL_EXEC if name in KUBE_CLIS else _EXEC_OPTIONS)(rest)
         latest = any(w in ("-l", "--latest") for w in rest[: len(rest) - len(operands)])
         command = operands[0 if latest else 1 :]  # (podman's --latest: no CONTAINER)
     if tools and not (command and tool_name(command[0]) in {*tools, *_SHELLS}):
@@ -478,7 +491,16 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
     return (words[: len(words) - len(command)], command) if command else None
 
 
+def _bundled_kubectl(words: list[str]) -> list[str] | None:
+    """The kubectl command a Kubernetes distribution's own CLI runs (`microk8s kubectl exec ...`,
+    `k3s kubectl ...`, `minikube kubectl -- exec ...`), else None."""
+    if words[:1] != ["kubectl"]:
+        return None
+    return ["kubectl", *words[2:]] if words[1:2] == ["--"] else words
+
+
 _WRAPPERS: dict[str, Callable[[list[str]], list[str] | str | None]] = {
+    **dict.fromkeys(("microk8s", "k3s", "minikube"), _bundled_kubectl),
     "sudo": _command_of("a:C:c:D:g:p:R:r:T:t:U:u:", {"user", "group", "chdir", "prompt", "chroot", "role"}),
     "doas": _command_of("a:C:u:"),
     "env": _command_of("u:C:S:P:", {"unset", "chdir"}),

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.api.command_line import Run, run, runs
+from gpuonboard.api.command_line import KUBE_CLIS, Run, run, runs
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
+from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
 # the commands of a pipeline after the tool known to pass every line it gets (a pager, a tee, a
 # sort, a time stamper, a re-spacer): any other stage (grep and its z/xz/bz kin, head, awk, sed,
@@ -83,7 +84,7 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     said = f"`{ran.said}`"
     if ran.container:
         started = ran.started
-        where = "a container it started" if started else "the container it ran in"
+        where = "a container it started" if started else IN_RUNNING_CONTAINER
         if tool == "df":
             return f"{said} lists the filesystems of {where}, not the box's"
         if tool == "nvidia-smi" and not (started and _every_gpu(ran.container)):
@@ -114,7 +115,7 @@ def container_view(kind: str, command: str) -> str:
     ran = next((ran for ran in runs(command, _tools(kind)) if ran.container), None)
     if ran is None:
         return ""
-    where = "a container it started" if ran.started else "the container it ran in"
+    where = "a container it started" if ran.started else IN_RUNNING_CONTAINER
     return f"`{ran.said}` shows {what} of {where}, not the box's"
 
 
@@ -237,7 +238,9 @@ def _every_gpu(container: tuple[str, ...]) -> bool:
     in NVIDIA's CUDA images and those built on them, and no GPU (no nvidia-smi) without it:
     read as every GPU, so a count the box falls short of still fails. A compose service or a
     pod chooses its GPUs in a file this command does not show: part."""
-    if {"docker-compose", "podman-compose", "kubectl", "compose"} & {w.rsplit("/", 1)[-1] for w in container}:
+    if {"docker-compose", "podman-compose", "compose", *KUBE_CLIS} & {
+        w.rsplit("/", 1)[-1] for w in container
+    }:
         return False
     chosen: list[str] = []
     for at, word in enumerate(container):

@@ -568,6 +568,10 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
     return raw
 
 
+# `nvidia-smi vgpu`'s header row of each vGPU (a vGPU host's listing of its guests' vGPUs)
+_VGPU_LISTING = re.compile(r"^\|\s+vGPU ID\s+Name\s+\|\s+VM ID\s+VM Name\s", re.M)
+
+
 def _refuse_unreadable(where: str, kind: str, text: str) -> None:
     """A saved output of a kind known from its content that cannot be read as that kind is a bad
     input (exit 2, naming the file and what to save), never a box without the fact."""
@@ -586,6 +590,12 @@ def _refuse_unreadable(where: str, kind: str, text: str) -> None:
                 " -p2p`'s peer-to-peer status (OK, NS, GNS, ...), which says nothing of NVLink or PCIe"
                 " paths; save `nvidia-smi topo -m` of the box instead."
             )
+    if kind.startswith("nvidia_smi") and _VGPU_LISTING.search(text):
+        raise UsageError(
+            f"{where}: this is `nvidia-smi vgpu`'s listing of the vGPUs a vGPU host runs for its"
+            " VMs (vGPU ID, VM ID, VM Name), not nvidia-smi's GPU table; save `nvidia-smi` (or"
+            " `nvidia-smi -q -x`) of the box you rent instead."
+        )
     if kind == "lsblk":
         from gpuonboard.facts.lsblk_table import looks_like_lsblk_table, unread
 

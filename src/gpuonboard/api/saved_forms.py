@@ -106,7 +106,8 @@ _Q_KEY = re.compile(
     r"^[ \t]*(GPU UUID|VBIOS Version|Minor Number|MultiGPU Board|Board ID|GPU Part Number|Inforom Version"
     r"|GPU Operation Mode|GPU Virtualization Mode|Bus Id|Sub System Id|GPU Link Info|Persistence Mode"
     r"|Product Name|Product Architecture|FB Memory Usage|BAR1 Memory Usage|Compute Mode|Retired Pages"
-    r"|Remapped Rows|Clocks Event Reasons|Clocks Throttle Reasons)\b",
+    r"|Remapped Rows|Clocks Event Reasons|Clocks Throttle Reasons"
+    r"|vGPU Software Licensed Product|License Status)\b",
     re.M,
 )
 # nvidia-smi table's Processes section: its title or column header lines
@@ -124,9 +125,12 @@ def nvidia_smi_part(text: str) -> str | None:
             " driver, the number of GPUs and which GPU they belong to are not known: save the whole"
             " `nvidia-smi -q` output."
         )
-    if _PROCESSES_HEAD.search(text[:2000]) and "NVIDIA-SMI" not in text:
+    if _PROCESSES_HEAD.search(text[:4000]) and "NVIDIA-SMI" not in text:
+        sections = (
+            "MIG devices and Processes sections" if "MIG devices:" in text[:4000] else "Processes section"
+        )
         return (
-            "the Processes section of nvidia-smi's table alone, without its banner and GPU rows,"
+            f"the {sections} of nvidia-smi's table alone, without its banner and GPU rows,"
             " so no GPU, driver or GPU count can be read from it: save the whole `nvidia-smi`"
             " output."
         )

@@ -197,6 +197,17 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # header below a CUDA image's banner (facts/test_container_banner.py)
         "nvidia-smi__windows-unable-to-detect-device-handle-unknown-error__a10-gpu-pv__easy-gpu-pv-276.txt",
         "nvidia-smi__docker-run-cuda-11.4-deprecated-image-banner__table-cut-in-header__nct-69.txt",
+        # vGPU guests' tables whose driver counts the vGPU's reserve as used
+        # (steps/checks/test_gpu_health_usage_vgpu_reserve.py)
+        "nvidia-smi__grid-v100d-32q-vgpu__1gpu__driver440.56__idle-reserve-counted-used__falconcv.txt",
+        "nvidia-smi__grid-p100-16q-vgpu__1gpu__driver384.73__idle-reserve-counted-used__ukcloud.txt",
+        "nvidia-smi__grid-v100-8c-vgpu__1gpu__driver470.63.01__half-v100-pcie-16gb__nrec.txt",
+        "nvidia-smi__grid-a100x-2-10c-mig-backed-vgpu__1gpu__driver550.54.16__idle-1058mib__vgpu-user-guide.txt",
+        # a vGPU host's `nvidia-smi vgpu` listing, refused: api/test_offline_vgpu_listing.py
+        "nvidia-smi-vgpu__tesla-t4-vgpu-host__2gpu__driver470.63__gpu-operator-267.txt",
+        # tables run in a pod (`k exec`, `oc exec`): api/test_offline_narrowed_kube_clis.py
+        "nvidia-smi__a10g__1gpu__driver535.129.03__k-exec-pod__table-without-processes__bottlerocket-3718.txt",
+        "nvidia-smi__a100-80gb-pcie-mig__1gpu__driver550.54.14__cuda-na__oc-exec-driver-daemonset__k8s-dra-driver.txt",
     }
     outputs = {
         p.name

@@ -25,8 +25,8 @@ from gpuonboard.facts.nvidia_smi_failure import (
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_family, ngc
-from gpuonboard.steps.checks.gpu_rules import NO_CUDA_ADVICE
-from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _disputed
+from gpuonboard.steps.checks.gpu_rules import EXEC_NO_CUDA, NO_CUDA_ADVICE
+from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER, RERUN_ADVICE, _disputed, _incomplete
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
 NVCC_PROBE = Probe(
@@ -222,13 +222,10 @@ def _no_cuda_check(facts: Facts, expected: str) -> Check | None:
     if gpu is None or not gpu.gpus or not no_cuda(gpu.cuda_version) or _disputed(facts, "cuda_version"):
         return None
     driver = (gpu.driver_version or "").strip() or "of unread version"
-    return Check(
-        "ngc_driver",
-        expected,
-        f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {gpu.cuda_version})",
-        "fail",
-        NO_CUDA_ADVICE,
-    )
+    actual = f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {gpu.cuda_version})"
+    if IN_RUNNING_CONTAINER in (said := _incomplete(facts)):  # (that container's CUDA, not the box's)
+        return Check("ngc_driver", expected, f"{actual}; {said}", "unverified", EXEC_NO_CUDA)
+    return Check("ngc_driver", expected, actual, "fail", NO_CUDA_ADVICE)
 
 
 # the classes of a mixed box, the least forward-compatible first (a tie names that one)

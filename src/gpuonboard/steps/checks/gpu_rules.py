@@ -22,6 +22,7 @@ from gpuonboard.steps.checks import ngc
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.missing_facts import (
+    IN_RUNNING_CONTAINER,
     RERUN_ADVICE,
     _attached_gap,
     _disputed,
@@ -37,6 +38,7 @@ from gpuonboard.steps.checks.missing_facts import (
     no_gpu_detail,
 )
 from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
+from gpuonboard.steps.checks.vgpu_name import is_vgpu
 from gpuonboard.units import format_bytes
 
 
@@ -90,6 +92,15 @@ def rule_driver(facts: Facts) -> Check:
         # two answers of nvidia-smi about one box: never one of them chosen, never a pass
         return Check("nvidia_driver", expected, f"{actual}; {_incomplete(facts)}", "fail", DISAGREE_ADVICE)
     incomplete = _incomplete_for(facts)  # (the driver answered for every GPU of a whole set)
+    if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version) and IN_RUNNING_CONTAINER in incomplete:
+        # (a container entered by exec, the GPU Operator's driver container: its CUDA, not the box's)
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{actual}; {incomplete}",
+            "unverified",
+            "; ".join([EXEC_NO_CUDA, *notes]),
+        )
     if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version) and incomplete:
         # the banner said, whole, that there is no CUDA driver: a fault read before the cut
         # (a banner cut inside it, `CUDA Version: N`, reads no such word and stays unverified)
@@ -126,6 +137,16 @@ NO_CUDA_ADVICE = (
     " capability (NVIDIA_DRIVER_CAPABILITIES=utility) is given none; ask the vendor for the"
     " compute driver on the box (its libcuda), or a container started with"
     " NVIDIA_DRIVER_CAPABILITIES=compute,utility"
+)
+
+
+# where nvidia-smi found no CUDA driver in a container its copied command entered (`oc exec
+# nvidia-driver-daemonset-... -- nvidia-smi`: the GPU Operator's driver container reads N/A)
+EXEC_NO_CUDA = (
+    "nvidia-smi ran in a container already running, and found no CUDA driver there: that"
+    " container was given no `compute` driver capability (the GPU Operator's driver container"
+    " reads N/A), which says nothing of the box's CUDA driver; save `nvidia-smi` run on the box,"
+    " or in the container your jobs run in"
 )
 
 
@@ -460,12 +481,32 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if ok:
         return Check("vram", expected, actual, "pass")
     return Check(
-        "vram",
-        expected,
-        actual,
-        "fail",
+        "vram", expected, actual, "fail", _vram_short_detail(facts, order.vram_bytes * (1 - tolerance))
+    )
+
+
+def _vram_short_detail(facts: Facts, least_bytes: float) -> str:
+    """Why the GPUs' memory is below the order: a vGPU profile's framebuffer where the GPUs
+    short of it are vGPUs (a share of the board, not a smaller card), else a smaller model or
+    MIG slices."""
+    assert facts.gpu is not None
+    short = [
+        g
+        for g in facts.gpu.gpus
+        if not g.faults and g.memory_total_mib is not None and g.memory_total_mib * 1024 * 1024 < least_bytes
+    ]
+    profiles = sorted(
+        {g.name.strip() for g in short if is_vgpu(g.name, g.product_brand, g.virtualization_mode)}
+    )
+    if profiles:
+        return (
+            f"GPU memory below what was ordered: a vGPU ({', '.join(profiles)}) has only its profile's"
+            " share of the board's framebuffer, not the whole GPU's; ask the vendor for the GPU or the"
+            " vGPU profile that was ordered"
+        )
+    return (
         "GPU memory below what was ordered: a smaller model of the card (a 40 GB A100 for an 80 GB"
-        " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered",
+        " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered"
     )
 
 

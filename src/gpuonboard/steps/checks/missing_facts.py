@@ -95,6 +95,11 @@ def _disputed(facts: Facts, *fields: str) -> str:
     return _incomplete(facts)
 
 
+# how an output's copied command that ran nvidia-smi in a container already running (`docker
+# exec`, `kubectl exec`, `oc exec ... --`) says so (api/narrowed.py): what it read of the driver's
+# user-space side (its CUDA version) is that container's, not the box's
+IN_RUNNING_CONTAINER = "the container it ran in"
+
 # how a row that its output's cut made unverified says so itself (gpu_health/usage.py CUT_LIST)
 CUT_SAID = "(the output was cut short"
 

@@ -96,6 +96,7 @@ LOST_GPU_CAPTURES = {
                 "nvidia-smi-query-gpu-sampler",
                 "nvidia-smi-mig-",
                 "nvidia-smi-usage-error",  # (nvidia-smi's refusal of a command line: no listing)
+                "nvidia-smi-vgpu__",  # (a vGPU host's `nvidia-smi vgpu`, refused: no GPU table)
             )
         )
         # (a box with a GPU nvidia-smi cannot open: test_audit_captures_r3.py, R3-F2)

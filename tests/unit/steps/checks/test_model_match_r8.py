@@ -174,8 +174,18 @@ def test_no_physical_gpu_name_of_the_captures_reads_as_a_vgpu() -> None:
         text = path.read_text(encoding="utf-8", errors="replace")
         names |= {m.group(1).strip() for p in patterns for m in p.finditer(text)}
     vgpus = {n for n in names if vgpu_profile(n) is not None}
-    # (GRID P40-24Q: the vGPU guest's cut `-q` of ollama issue #6364, round 26)
-    assert vgpus == {"GRID A100-4C", "NVIDIA RTXA6000-24Q", "GRID P4-1Q", "GRID P40-24Q"}, vgpus
+    # (GRID P40-24Q: the vGPU guest's cut `-q` of ollama issue #6364, round 26; V100D-32Q,
+    # P100-16Q, V100-8C: vGPU guest tables of round 28, steps/checks/test_gpu_health_usage_vgpu_reserve.py)
+    assert vgpus == {
+        "GRID A100-4C",
+        "NVIDIA RTXA6000-24Q",
+        "GRID P4-1Q",
+        "GRID P40-24Q",
+        "GRID V100D-32Q",
+        "GRID P100-16Q",
+        "GRID V100-8C",
+        "GRID A100X-2-10C",
+    }, vgpus
     assert len(names) > 30  # the scan read the captures' names
 
 

@@ -116,7 +116,9 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
         lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else ()),
-        lambda: rule_foreign_processes(gpus, _processes_cut(facts)),
+        lambda: rule_foreign_processes(
+            gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
+        ),
         lambda: rule_persistence(gpus),
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),

@@ -15,6 +15,7 @@ from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.vgpu_name import is_vgpu, vgpu_profile
 
 # "Busy" from the numbers alone (when no process list can be read, or the list is empty while
 # the GPU works: processes of other containers / VMs are invisible in nvidia-smi's list).
@@ -25,6 +26,12 @@ from gpuonboard.steps.checks.once import loaded_once
 # not a share of total, so that 2 GiB taken on a 141 GiB H200 still counts.
 BUSY_UTIL_PCT = 10
 BUSY_MEMORY_MIB = 1024
+
+# A vGPU guest's driver before R510 counts the framebuffer the vGPU reserves (about 7 % of its
+# profile, 13 % of a small one) as used: an idle GRID V100D-32Q reads 2192 MiB used, a P100-16Q
+# 1040 MiB, a T4-4C 560 MiB (real guest tables, no process listed, 0 %); R510 on reports it
+# apart (`-q`'s FB Memory Usage > Reserved: 2134 MiB of an RTXA6000-24Q) and reads 0 MiB used.
+VGPU_RESERVE_SPLIT_MAJOR = 510
 
 
 # The GPU's other engines, (label, GpuInfo field): a GPU idle by SM utilisation may still be
@@ -270,7 +277,66 @@ def _work_seen(
     )
 
 
-def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
+def reserve_counted_as_used(driver_version: str | None) -> bool:
+    """The driver (its version as nvidia-smi gives it) counts a vGPU's reserved framebuffer as
+    used memory: a release before R510; an unread version is not known to."""
+    major = (driver_version or "").split(".", 1)[0]
+    return major.isdecimal() and int(major) < VGPU_RESERVE_SPLIT_MAJOR
+
+
+def _mig_backed_vgpu(g: GpuInfo) -> bool:
+    """A MIG-backed vGPU (`GRID A100X-2-10C`: 2 slices of an A100X): the driver reads its
+    utilisation N/A, as any MIG device's, and counts the vGPU's reserve as used in every release
+    (NVIDIA's vGPU guide shows an idle A100X-2-10C at 1058 MiB of 10235 MiB, R550)."""
+    profile = vgpu_profile(g.name)
+    return profile is not None and profile.slices is not None
+
+
+def _vgpu_reserve_only(g: GpuInfo, driver_version: str | None) -> bool:
+    """A vGPU guest's GPU whose only sign of work is its memory used (utilisation read under the
+    busy mark, or N/A on a MIG-backed vGPU; no engine at work) under a driver that counts the
+    vGPU's reserve as used (before R510; a MIG-backed vGPU's in any): that memory is no job's."""
+    mig_backed = _mig_backed_vgpu(g)
+    util = g.utilization_gpu_pct
+    return (
+        is_vgpu(g.name, g.product_brand, g.virtualization_mode)
+        and (mig_backed or reserve_counted_as_used(driver_version))
+        and ((util is None and mig_backed) or (util is not None and util < BUSY_UTIL_PCT))
+        and g.memory_used_mib is not None
+        and g.memory_used_mib > BUSY_MEMORY_MIB
+        and not _engine_work(g)
+    )
+
+
+def _vgpu_reserve_check(reserve: list[GpuInfo], driver_version: str | None) -> Check:
+    """foreign_processes where the only memory held with no process listed is on vGPUs whose
+    driver counts the vGPU's reserve as used: neither a job nor idle, unverified."""
+    held = "; ".join(
+        f"{gpu_label(g)} ({g.name.strip()}) at "
+        + ("N/A (MIG)" if g.utilization_gpu_pct is None else f"{g.utilization_gpu_pct} %")
+        + f" utilisation with {(g.memory_used_mib or 0) / 1024:.1f} GiB used"
+        for g in reserve
+    )
+    which = (
+        "a MIG-backed vGPU's driver (any release)"
+        if all(_mig_backed_vgpu(g) for g in reserve)
+        else f"driver {driver_version} (before R510)"
+    )
+    return Check(
+        "foreign_processes",
+        "none",
+        f"{held}, no process listed",
+        "unverified",
+        f"{which} counts the framebuffer a vGPU reserves as used, so an idle vGPU shows some of its"
+        " memory used (about 7 % of its profile, 10 % of a MIG-backed one): no job is seen, but one"
+        " in another container of this VM would show the same; a time-sliced vGPU's `nvidia-smi`"
+        " under R510 or later reports the reserve apart",
+    )
+
+
+def rule_foreign_processes(
+    gpus: list[GpuInfo], cut: bool = False, driver_version: str | None = None
+) -> Check:
     """Nobody else's job runs on 'your' GPUs.
 
     FAIL: a compute process is listed, or a GPU with no listed process (no list in this output,
@@ -304,6 +370,9 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
     compute, graphics, desktop = _sorted_processes(read, fmt)
     # GPUs with no process listed: the figures may still show someone's job
     unlisted = [g for g in read if not g.processes]
+    # (a vGPU's memory under a driver that counts its reserve as used is no job's)
+    reserve = [g for g in unlisted if _vgpu_reserve_only(g, driver_version)]
+    unlisted = [g for g in unlisted if g not in reserve]
     # memory held with no process listed, on a GPU that drives a display and shows no other
     # work: a desktop's (a Windows host's under WSL, a VM host's: not listed in the guest)
     # (a list the cut took may hold the job that holds it: never a desktop's from the cut)
@@ -330,6 +399,8 @@ def rule_foreign_processes(gpus: list[GpuInfo], cut: bool = False) -> Check:
             " (a compute job's rows) may be in the part cut from this output: rerun `nvidia-smi` and"
             " save its whole output",
         )
+    if reserve and not graphics:
+        return _vgpu_reserve_check(reserve, driver_version)
     if graphics or display:
         return _graphics_check(graphics, display, desktop)
     return _none_listed(read, gpus)

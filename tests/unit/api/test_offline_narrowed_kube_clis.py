@@ -1,0 +1,117 @@
+"""nvidia-smi run in a container through a Kubernetes or container CLI other than docker,
+podman, nerdctl and kubectl: OpenShift's `oc exec`, `k exec` (the alias kubectl's documentation
+sets up), `microk8s kubectl` / `k3s kubectl` / `minikube kubectl --`, `crictl exec`, LXD's and
+Incus's `lxc|incus exec ... --`. Each shows the GPUs of the container it ran in, not the box's:
+a count short of the order is unverified, never "GPUs missing".
+
+Real captures (tests/fixtures/real, SOURCES.md), edited in memory only where a test says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api.narrowed import narrowed
+
+from ..offline_judge import checks, verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+K_EXEC = (
+    "nvidia-smi__a10g__1gpu__driver535.129.03__k-exec-pod__table-without-processes__bottlerocket-3718.txt"
+)
+OC_EXEC = (
+    "nvidia-smi__a100-80gb-pcie-mig__1gpu__driver550.54.14__cuda-na__"
+    "oc-exec-driver-daemonset__k8s-dra-driver.txt"
+)
+PROCESSES_NONE = (
+    "\n+---------------------------------------------------------------------------------------+\n"
+    "| Processes:                                                                            |\n"
+    "|  GPU   GI   CI        PID   Type   Process name                            GPU Memory |\n"
+    "|        ID   ID                                                             Usage      |\n"
+    "|=======================================================================================|\n"
+    "|  No running processes found                                                           |\n"
+    "+---------------------------------------------------------------------------------------+\n"
+)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "k exec gpu-tests-2-87rnk -- nvidia-smi",
+        "k -n ai exec gpu-pod -- nvidia-smi",
+        "oc exec -ti nvidia-driver-daemonset-abc -n nvidia-gpu-operator -- nvidia-smi",
+        "oc run smi --rm -it --image=nvidia/cuda -- nvidia-smi",
+        "microk8s kubectl exec -it gpu-pod -- nvidia-smi",
+        "k3s kubectl exec gpu-pod -- nvidia-smi",
+        "minikube kubectl -- exec gpu-pod -- nvidia-smi",
+        "crictl exec -it 4a3b2c nvidia-smi",
+        "lxc exec gpu-ctr -- nvidia-smi",
+        "incus exec gpu-ctr -- nvidia-smi",
+    ],
+)
+def test_container_clis_show_the_container_gpus(command: str) -> None:
+    """Each command line runs nvidia-smi in a container: a view of its GPUs (it was none)."""
+    assert "shows only the GPUs of" in narrowed("nvidia_smi_table", command), command
+
+
+@pytest.mark.parametrize(
+    "command", ["k get pods", "crictl run ctr.json pod.json", "lxc launch ubuntu:22.04 c1"]
+)
+def test_their_other_verbs_run_no_nvidia_smi(command: str) -> None:
+    """Verbs that run no command in a container are no container view."""
+    assert narrowed("nvidia_smi_table", command) == ""
+
+
+def test_k_exec_pod_of_one_gpu_is_no_short_box(tmp_path: Path) -> None:
+    """bottlerocket #3718's real A10G table under its `k exec gpu-tests-2-87rnk -- nvidia-smi`
+    line, with a Processes section reading "No running processes found" appended in memory (the
+    comment's table ends at the GPU row's border, which leaves it unverified as cut): an order for
+    4 GPUs failed "3 of the 4 ordered GPUs missing" from the pod's one GPU; it is now unverified,
+    naming the command."""
+    text = "❯ k exec gpu-tests-2-87rnk -- nvidia-smi\n" + (REAL / K_EXEC).read_text() + PROCESSES_NONE
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, "gpu_model: A10G\ngpu_count: 4\n")
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+    assert (
+        "`k exec gpu-tests-2-87rnk -- nvidia-smi` shows only the GPUs of the container it ran in"
+        in (got["gpu_count"][1])
+    )
+
+
+def test_oc_exec_driver_daemonset_is_no_short_box(tmp_path: Path) -> None:
+    """NVIDIA's OpenShift DRA demo's real A100 80GB PCIe table under its `oc exec -ti
+    nvidia-driver-daemonset-<suffix> -n nvidia-gpu-operator -- nvidia-smi` line, a Processes
+    section appended in memory: an order for 2 GPUs failed "1 of the 2 ordered GPUs missing";
+    it is now unverified."""
+    text = (
+        "$ oc exec -ti nvidia-driver-daemonset-<suffix> -n nvidia-gpu-operator -- nvidia-smi\n"
+        + (REAL / OC_EXEC).read_text()
+        + PROCESSES_NONE
+    )
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, "gpu_model: A100 80GB PCIe\ngpu_count: 2\n")
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+
+
+def test_no_cuda_in_a_container_entered_by_exec_is_not_the_box_s(tmp_path: Path) -> None:
+    """NVIDIA's OpenShift DRA demo's real table, verbatim under its `oc exec -ti
+    nvidia-driver-daemonset-<suffix> -n nvidia-gpu-operator -- nvidia-smi` line: the GPU
+    Operator's driver container reads `CUDA Version: N/A`; nvidia_driver failed "no CUDA driver
+    ... ask the vendor for the compute driver on the box" from that container's view; it is now
+    unverified, saying the container was given no compute capability."""
+    text = "$ oc exec -ti nvidia-driver-daemonset-<suffix> -n nvidia-gpu-operator -- nvidia-smi\n"
+    found = {
+        c.name: c
+        for c in checks(tmp_path, "nvidia-smi.txt", text + (REAL / OC_EXEC).read_text(), "gpu_count: 1\n")
+    }
+    assert found["nvidia_driver"].verdict == "unverified", found["nvidia_driver"]
+    assert found["nvidia_driver"].actual.startswith("driver 550.54.14, CUDA N/A; incomplete probe: `oc exec")
+    assert "that container was given no `compute` driver capability" in found["nvidia_driver"].detail
+
+
+def test_no_cuda_in_a_container_started_without_compute_still_fails(tmp_path: Path) -> None:
+    """The same table under a `docker run` of every GPU (edited in memory: the command line put
+    above it): a container the command started shows the box's driver as that run gets it, so its
+    missing CUDA driver still fails (a container started with NVIDIA_DRIVER_CAPABILITIES=utility)."""
+    text = "$ docker run --rm --gpus all -e NVIDIA_DRIVER_CAPABILITIES=utility ubuntu nvidia-smi\n"
+    found = {c.name: c for c in checks(tmp_path, "nvidia-smi.txt", text + (REAL / OC_EXEC).read_text())}
+    assert found["nvidia_driver"].verdict == "fail", found["nvidia_driver"]
