@@ -360,7 +360,7 @@ def _line_event(line: str, cut: bool = False) -> KernelEvent | None:
 
 
 # the NVLink5 Xids whose line says Fatal or Nonfatal after the code (`145, RLW_... Nonfatal XC0
-# ...`): their action depends on that word (steps/checks/xid_rules._NONFATAL)
+# ...`): their action depends on that word (steps/checks/xid_catalogue._NONFATAL)
 _SEVERED_XIDS = frozenset(range(144, 151))
 _SEVERITY_WORD = re.compile(r"\b(?:non-?\s?)?fatal\b", re.IGNORECASE)
 
