@@ -74,6 +74,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
+from gpuonboard.facts.kernel_shapes import plain_kernel_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
@@ -647,6 +648,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     an event (no newline after its last line, a driver message left unfinished, an Xid preamble
     without its Xid line, a last line cut before it says anything) marks that event `cut`, or
     keeps it as unread: never as another event, never dropped."""
+    text = plain_kernel_text(text)  # (a journal's JSON / export, `dmesg -r`: facts/kernel_shapes)
     reader = _Reader()
     open_end = _open_end(text)
     # (a stamp cut inside a month name the box's locale prints: only the last line can be)
