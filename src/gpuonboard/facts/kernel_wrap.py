@@ -19,11 +19,13 @@ BOOT_SEPARATOR = re.compile(r"-- (?:Reboot|Boot [0-9a-f]{32}) --", re.IGNORECASE
 
 
 # the prefix a kernel log line starts with (api/offline.py recognises a saved log by it):
-# dmesg's stamps (`[  12.3]`, `[+0.000040]`, -T's `[Tue Nov 11 23:25:43 2025]`, -H's
+# dmesg's stamps (`[  12.3]`, `[+0.000040]`, -d's `[  12.3 <    0.000040>]`, --time-format=delta's
+# `[<    0.000040>]`, -T's `[Tue Nov 11 23:25:43 2025]`, -H's
 # `[Nov18 10:51]`), --decode's `kern  :warn  : `, ISO times, and a syslog / journalctl line's
 # `... host kernel: ` (or `kernel: ` alone)
 KERNEL_STAMP = re.compile(
-    r"\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
+    r"\[\s*\+?\d+\.\d+(?:\s*<\s*\d+\.\d+>)?\]|\[<\s*\d+\.\d+>\]"
+    r"|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
     r"|kern\s*:\w+\s*:|\d{4}-\d\d-\d\dT\d\d:\d\d|[^\n]{0,60}?\bkernel: "
 )
 # a syslog's or journal's time before the host: syslog's and journalctl's `Sep 23 18:37:03`

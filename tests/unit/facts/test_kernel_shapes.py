@@ -123,6 +123,30 @@ def test_hgx_fallen_off_bus_as_dmesg_raw_and_syslog_without_space(tmp_path: Path
         assert "0000:5d:00.0" in got["gpu_xid"][1]
 
 
+def _delta_stamps(text: str, show_both: bool) -> str:
+    """The HGX syslog's kernel lines as dmesg prints them (prefix up to `kernel: ` removed) with
+    each `[17257.355375]` stamp as `dmesg --time-format=delta` prints it, the time since the line
+    before (`[<    0.047840>]`, the first line's `[<17256.647980>]`), or as `dmesg -d` does, both
+    (`[17257.355375 <    0.047840>]`)."""
+    before = [0.0]
+
+    def stamp(m: re.Match[str]) -> str:
+        at = float(m.group(1))
+        delta, before[0] = at - before[0], at
+        return f"[{m.group(1)} <{delta:12.6f}>]" if show_both else f"[<{delta:12.6f}>]"
+
+    return re.sub(r"(?m)^\[\s*(\d+\.\d+)\]", stamp, re.sub(r"(?m)^.*? kernel: ", "", text))
+
+
+@pytest.mark.parametrize("show_both", [False, True], ids=["time-format-delta", "show-delta"])
+def test_hgx_fallen_off_bus_with_delta_stamps_fails_gpu_xid(tmp_path: Path, show_both: bool) -> None:
+    """_delta_stamps of the HGX syslog (saved as `kernel.txt`): before, its stamps were no kernel
+    log's (`not a recognised command output`); now the GPU fallen off the bus fails."""
+    got = verdicts(tmp_path, "kernel.txt", _delta_stamps(HGX, show_both))
+    assert got["gpu_xid"][0] == "fail", got["gpu_xid"]
+    assert "0000:5d:00.0" in got["gpu_xid"][1]
+
+
 def test_two_boots_as_journal_json_keep_their_boundary() -> None:
     """The two-boot journal as `journalctl -o json` (entries(): BOOT_A, then BOOT_B after its
     `-- Reboot --`; the other programs' lines as `stdout` entries): the other programs' entries
