@@ -14,7 +14,7 @@ from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs, looks_like
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
-from gpuonboard.facts.kernel_shapes import plain_kernel_text
+from gpuonboard.facts.kernel_shapes import journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import program_of
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
@@ -120,8 +120,11 @@ def detect_fabric_kind(text: str) -> str | None:
         if all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in lines):
             return "nvidia_smi_list"
     # (a journal's JSON / export / verbose entries, `dmesg -r`'s `<4>`: read as dmesg prints them)
+    # (a journal of other programs' entries only, whatever they quote, is no kernel log)
     if (plain := plain_kernel_text(text)) != text:
-        lines = [line for line in plain.splitlines() if line.strip()] or lines
+        lines = [line for line in plain.splitlines() if line.strip()]
+        if not lines:  # (its kernel log is empty: KernelLog.no_log says so)
+            return "kernel_log" if journal_shaped(text) else None
     kernel = sum(1 for line in lines[:200] if _kernel_line(line))
     # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's;
     # a log of other programs alone is no kernel log, whatever their messages quote)

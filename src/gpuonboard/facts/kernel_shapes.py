@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Iterator
 
-__all__ = ["plain_kernel_text"]
+__all__ = ["OTHERS_ONLY", "journal_shaped", "plain_kernel_text"]
 
 # dmesg -r's raw priority (`<4>`, `<6>`; with the facility, `<14>`) before the stamp or message
 _RAW_PRIORITY = re.compile(r"^<\d{1,3}>(?=\S)", re.MULTILINE)
@@ -43,6 +43,21 @@ _CUT_MESSAGE = re.compile(r'"MESSAGE"\s*:\s*"((?:[^"\\]|\\.)*)')
 _CUT_TRANSPORT = re.compile(r'"_TRANSPORT"\s*:\s*"([^"]*)"')
 _JSON_GAP = re.compile(r"[\s\x1e]*(?:data: )?")
 _CUT = "\0cut"  # an entry the text ends inside
+
+
+# why a journal of other programs' entries only is no kernel log (facts/kernel_log.py KernelLog.no_log)
+OTHERS_ONLY = (
+    "the journal's entries are all of other programs than the kernel (a journalctl without -k,"
+    " narrowed to them): no kernel line to read"
+)
+
+
+def journal_shaped(text: str) -> bool:
+    """Pure: whether `text` is journalctl's JSON, export or verbose output (entries with fields)."""
+    head = text.lstrip()
+    if _JSON_START.match(head):
+        return '"MESSAGE"' in head[:65536] or '"__CURSOR"' in head[:65536]
+    return head.startswith("__CURSOR=") or _VERBOSE_HEAD.match(head) is not None
 
 
 def plain_kernel_text(text: str) -> str:

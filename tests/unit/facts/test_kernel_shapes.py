@@ -183,3 +183,24 @@ def test_plain_logs_are_left_as_they_are() -> None:
     ):
         text = (REAL / name).read_text()
         assert plain_kernel_text(text) == text, name
+
+
+def test_a_journal_of_other_programs_only_is_no_kernel_log(tmp_path: Path) -> None:
+    """The pop-os#3363 syslog's 6 gdm-x-session lines, then a sudo line of the same box whose
+    COMMAND quotes `NVRM: Xid (PCI:0000:01:00): 48, DBE` (as tests/unit/api/
+    test_offline_syslog_programs.py builds it), as `journalctl -o json` entries (entries():
+    `_TRANSPORT` `stdout`, no kernel entry; saved as `journal.json`): it was refused as "not a
+    recognised command output", then (reading journal JSON, its other programs' entries left out)
+    passed "no Xid in the kernel log" on a journal without one kernel line; it is unverified,
+    saying why."""
+    name = "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut"
+    pop = (REAL / f"{name}__pop-os-3363.txt").read_text()
+    sudo = (
+        "Sep 23 18:37:04 xxx sudo[40301]:   ubuntu : TTY=pts/0 ; USER=root ;"
+        " COMMAND=/usr/bin/grep 'NVRM: Xid (PCI:0000:01:00): 48, DBE' /var/log/kern.log"
+    )
+    text = as_json("\n".join([*pop.splitlines()[5:11], sudo]) + "\n")
+    assert '"_TRANSPORT": "kernel"' not in text
+    verdict, actual = verdicts(tmp_path, "journal.json", text)["gpu_xid"]
+    assert verdict == "unverified", actual
+    assert "all of other programs than the kernel" in actual, actual
