@@ -14,7 +14,8 @@ from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs, looks_like
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
-from gpuonboard.facts.kernel_wrap import PROGRAM_LINE
+from gpuonboard.facts.kernel_shapes import journal_shaped, plain_kernel_text
+from gpuonboard.facts.kernel_wrap import program_of
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
@@ -49,8 +50,8 @@ _KERNEL_LINE = re.compile(
 def _kernel_line(line: str) -> bool:
     """The line is the kernel's own: a syslog or journal line of the program `kernel`, or
     (unprefixed) a line with a kernel log's stamp, an NVRM or SXid line."""
-    if program := PROGRAM_LINE.match(line.strip()):
-        return program.group(1) == "kernel"
+    if program := program_of(line):
+        return program == "kernel"
     return bool(_KERNEL_LINE.search(line))
 
 
@@ -118,10 +119,16 @@ def detect_fabric_kind(text: str) -> str | None:
             return "nvidia_nvlink"
         if all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in lines):
             return "nvidia_smi_list"
+    # (a journal's JSON / export / verbose entries, `dmesg -r`'s `<4>`: read as dmesg prints them)
+    # (a journal of other programs' entries only, whatever they quote, is no kernel log)
+    if (plain := plain_kernel_text(text)) != text:
+        lines = [line for line in plain.splitlines() if line.strip()]
+        if not lines:  # (its kernel log is empty: KernelLog.no_log says so)
+            return "kernel_log" if journal_shaped(text) else None
     kernel = sum(1 for line in lines[:200] if _kernel_line(line))
     # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's;
     # a log of other programs alone is no kernel log, whatever their messages quote)
-    others = sum(1 for line in lines[:200] if PROGRAM_LINE.match(line.strip()) and not _kernel_line(line))
+    others = sum(1 for line in lines[:200] if program_of(line) and not _kernel_line(line))
     if kernel and kernel + others >= min(len(lines), 200) // 2:
         return "kernel_log"
     return None

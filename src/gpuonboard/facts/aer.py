@@ -18,6 +18,7 @@ import dataclasses
 import re
 
 from gpuonboard.facts.kernel_log import BootCounter, KernelEvent, is_probe_header
+from gpuonboard.facts.kernel_shapes import plain_kernel_text
 
 __all__ = ["AER_FAULTS", "aer_events"]
 
@@ -43,6 +44,7 @@ AER_FAULTS = {
 
 def aer_events(text: str) -> tuple[KernelEvent, ...]:
     """The GPU's AER events in a kernel log text, one per line that says one (see the module)."""
+    text = plain_kernel_text(text)  # (a journal's JSON / export, `dmesg -r`: facts/kernel_shapes)
     gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
     events: list[tuple[int, KernelEvent]] = []
     boots = BootCounter()

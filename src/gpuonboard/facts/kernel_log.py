@@ -74,6 +74,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
+from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
@@ -166,6 +167,9 @@ class KernelLog:
     # a line that says lines were left out by hand (a paste's `...`, `[...]`, `[    ....    ]`),
     # as printed: what the log shows is not the whole of it; None where there is none
     elided: str | None = None
+    # a journal's JSON / export / verbose output whose entries are all of other programs than the
+    # kernel (facts/kernel_shapes): no kernel line was there to read
+    others_only: bool = False
 
     @property
     def left_out(self) -> str:
@@ -210,10 +214,13 @@ class KernelLog:
 
     @property
     def no_log(self) -> str:
-        """Why the live probe's log is no log at all, "" where it is one: the reader that answered
+        """Why the log is no log at all, "" where it is one: a saved journal of other programs'
+        entries only (OTHERS_ONLY); the live probe's reader that answered
         (exit 0) printed nothing (`# first:` blank, no line: a dmesg whose ring buffer was cleared)
         or only its own notice (`No journal files were found.`, a systemd before v246 printing it
         under `-q`): no fault seen there is no evidence (it passed "no Xid in the kernel log")."""
+        if self.others_only:
+            return OTHERS_ONLY
         if self.first_line is None or self.lines:
             return ""
         from gpuonboard.facts.kernel_refusal import refusal
@@ -360,7 +367,7 @@ def _line_event(line: str, cut: bool = False) -> KernelEvent | None:
 
 
 # the NVLink5 Xids whose line says Fatal or Nonfatal after the code (`145, RLW_... Nonfatal XC0
-# ...`): their action depends on that word (steps/checks/xid_rules._NONFATAL)
+# ...`): their action depends on that word (steps/checks/xid_catalogue._NONFATAL)
 _SEVERED_XIDS = frozenset(range(144, 151))
 _SEVERITY_WORD = re.compile(r"\b(?:non-?\s?)?fatal\b", re.IGNORECASE)
 
@@ -647,6 +654,10 @@ def parse_kernel_log(text: str) -> KernelLog:
     an event (no newline after its last line, a driver message left unfinished, an Xid preamble
     without its Xid line, a last line cut before it says anything) marks that event `cut`, or
     keeps it as unread: never as another event, never dropped."""
+    given, text = (
+        text,
+        plain_kernel_text(text),
+    )  # (a journal's JSON / export, `dmesg -r`: facts/kernel_shapes)
     reader = _Reader()
     open_end = _open_end(text)
     # (a stamp cut inside a month name the box's locale prints: only the last line can be)
@@ -679,6 +690,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         sandbox=sandbox,
         # (in the text as given: a wrapped line's join may take the marker in)
         elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
+        others_only=not text.strip() and journal_shaped(given),
     )
 
 

@@ -19,32 +19,48 @@ BOOT_SEPARATOR = re.compile(r"-- (?:Reboot|Boot [0-9a-f]{32}) --", re.IGNORECASE
 
 
 # the prefix a kernel log line starts with (api/offline.py recognises a saved log by it):
-# dmesg's stamps (`[  12.3]`, `[+0.000040]`, -T's `[Tue Nov 11 23:25:43 2025]`, -H's
+# dmesg's stamps (`[  12.3]`, `[+0.000040]`, -d's `[  12.3 <    0.000040>]`, --time-format=delta's
+# `[<    0.000040>]`, -T's `[Tue Nov 11 23:25:43 2025]`, -H's
 # `[Nov18 10:51]`), --decode's `kern  :warn  : `, ISO times, and a syslog / journalctl line's
 # `... host kernel: ` (or `kernel: ` alone)
 KERNEL_STAMP = re.compile(
-    r"\[\s*\+?\d+\.\d+\]|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
+    r"\[\s*\+?\d+\.\d+(?:\s*<\s*\d+\.\d+>)?\]|\[<\s*\d+\.\d+>\]"
+    r"|\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\]|\[\w{3} ?[ \d]?\d \d\d:\d\d\]"
     r"|kern\s*:\w+\s*:|\d{4}-\d\d-\d\dT\d\d:\d\d|[^\n]{0,60}?\bkernel: "
 )
+# a syslog's or journal's time before the host: syslog's and journalctl's `Sep 23 18:37:03`
+# (`-o short-precise` `.123456`), `-o short-iso`'s, `-o short-full`'s `Tue 2020-09-23 18:37:03 UTC`,
+# `-o short-unix`'s `1600886223.123456`
+_JOURNAL_STAMP = (
+    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+"
+    r"|\w{3} \d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w+\-]+|\d{9,11}\.\d{6})"
+)
+# `journalctl -o short-monotonic`'s `[   34.193735] host kernel: ` and, with its process id (a
+# kernel line never has one there; `[ 1.2] NVRM kgspInitRm_IMPL: ...` is the kernel's), another
+# program's `[   35.000000] host sudo[40301]: `
+_MONOTONIC_PROGRAM = r"\[\s*\d+\.\d{6}\] [^\s:\[\]]+ (kernel|[^\s:\[]+(?=\[\d+\]: ))(?:\[\d+\])?: "
 # a syslog's or a whole journal's line of any program (`Sep 23 18:37:03 host gdm-x-session[3434]: `,
 # `... systemd[1]: `): beside the kernel's in /var/log/syslog or `journalctl` without `-k`, a
 # line of its own, never the rest of the kernel line above it
-SYSLOG_LINE = re.compile(r"\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ [^\s:\[]+(?:\[\d+\])?: ")
-# a syslog's or a journal's (short, short-precise, short-iso) line and its program: a line of
+SYSLOG_LINE = re.compile(rf"{_JOURNAL_STAMP} \S+ [^\s:\[]+(?:\[\d+\])?: |{_MONOTONIC_PROGRAM}")
+# a syslog's or a journal's (short, short-precise, short-iso, short-full, short-unix,
+# short-monotonic) line and its program: a line of
 # another program than `kernel` is that program's, whatever its message quotes (a sudo line whose
 # COMMAND is `grep NVRM: /var/log/kern.log`, a health checker's `NVRM: no errors reported`):
 # never a kernel line, never an Xid. (The host holds no colon: `dmesg --time-format iso`'s
 # `2025-10-02T10:15:40,123456+00:00 NVRM: nvAssertFailed: ...` is the kernel's, no program's)
-PROGRAM_LINE = re.compile(
-    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+)"
-    r" [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: "
-)
+PROGRAM_LINE = re.compile(rf"{_JOURNAL_STAMP} [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: |{_MONOTONIC_PROGRAM}")
+
+
+def program_of(line: str) -> str | None:
+    """The program of a syslog or journal line (`kernel`, `sudo`); None for a line of no program."""
+    m = PROGRAM_LINE.match(line.strip())
+    return None if m is None else m.group(1) or m.group(2)
 
 
 def other_program(line: str) -> bool:
     """The line is a syslog or journal line of another program than the kernel."""
-    program = PROGRAM_LINE.match(line.strip())
-    return program is not None and program.group(1) != "kernel"
+    return program_of(line) not in (None, "kernel")
 
 
 def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:

@@ -5,7 +5,10 @@ and never glued onto the kernel line above it."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+import pytest
 
 from gpuonboard.api.offline import detect_kind
 
@@ -86,3 +89,47 @@ def test_an_xid_quoted_by_another_program_is_no_xid(tmp_path: Path) -> None:
     verdict, actual = verdicts(tmp_path, "syslog", text)["gpu_xid"]
     assert verdict == "pass", actual
     assert "48" not in actual, actual
+
+
+# the capture's `Sep 23 18:37:0N ` time as the other `journalctl -o` shorts print it (the kernel
+# lines' own `[   34.193735] ` stamp then left out of -o short-monotonic: it is the prefix)
+_SHORTS = {
+    "short-full": lambda line: re.sub(r"^Sep 23 (\S+) ", r"Wed 2020-09-23 \1 UTC ", line),
+    "short-unix": lambda line: re.sub(r"^Sep 23 18:37:0(\d) ", r"1600886220.00000\1 ", line),
+    "short-monotonic": lambda line: re.sub(
+        r"^Sep 23 18:37:0\d (\S+ kernel: )\[\s*(\d+\.\d+)\] |^Sep 23 18:37:0(\d) ",
+        lambda m: f"[{m.group(2):>12}] {m.group(1)}" if m.group(1) else f"[   3{m.group(3)}.000000] ",
+        line,
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_SHORTS))
+def test_an_xid_quoted_by_another_program_is_no_xid_in_other_journal_shorts(
+    tmp_path: Path, shape: str
+) -> None:
+    """Edit: test_an_xid_quoted_by_another_program_is_no_xid's text with each line's time as
+    `journalctl -o short-full` (`Wed 2020-09-23 18:37:03 UTC`), `-o short-unix`
+    (`1600886220.000003`) or `-o short-monotonic` (the kernel lines' own stamp first, `[
+    34.193735] xxx kernel: ...`; the other programs' lines `[   3N.000000]`) prints it, a whole
+    journal without `-k`: sudo's line quoting an Xid 48 was read as the kernel's Xid 48 (gpu_xid
+    failed a box with no Xid); it is sudo's line, no Xid."""
+    kernel = POP.read_text().splitlines()[:2]
+    text = (
+        "\n".join(kernel) + "\n" + _others_quoting("'NVRM: Xid (PCI:0000:01:00): 48, DBE' /var/log/kern.log")
+    )
+    shaped = "".join(_SHORTS[shape](line) + "\n" for line in text.splitlines())
+    assert "Sep 23" not in shaped
+    verdict, actual = verdicts(tmp_path, "syslog", shaped)["gpu_xid"]
+    assert verdict == "pass", actual
+    assert "48" not in actual, actual
+
+
+@pytest.mark.parametrize("shape", sorted(_SHORTS))
+def test_the_xid_79_of_a_journal_in_other_shorts_fails(tmp_path: Path, shape: str) -> None:
+    """Edit: the real capture with each line's time as _SHORTS prints it: its Xid 79 fails, read
+    as in the plain syslog (the gdm-x-session lines skipped, the last one cut in its name)."""
+    shaped = "".join(_SHORTS[shape](line) + "\n" for line in POP.read_text().splitlines())
+    verdict, actual = verdicts(tmp_path, "syslog", shaped.rstrip("\n"))["gpu_xid"]
+    assert verdict == "fail", actual
+    assert "Xid 79" in actual and "gdm" not in actual, actual

@@ -1,0 +1,182 @@
+"""A kernel log saved in one of its readers' other shapes, read as dmesg prints it (one record a
+line, `[seconds] message`, continuation lines indented), so that facts/kernel_log.py and
+facts/aer.py read every shape alike:
+
+    {"_TRANSPORT":"kernel","_BOOT_ID":"...","_SOURCE_MONOTONIC_TIMESTAMP":"1843308145","MESSAGE":"NVRM: ..."}
+                                               (journalctl -o json, json-seq, json-sse, json-pretty)
+    __CURSOR=s=...                             (journalctl -o export: KEY=value lines, an entry's
+    _TRANSPORT=kernel                          blank line after it)
+    MESSAGE=NVRM: Xid (PCI:0000:3b:00): 79, ...
+    Mon 2025-06-02 13:00:01.123456 UTC [s=...;i=...;b=...;m=...]    (journalctl -o verbose:
+        MESSAGE=NVRM: Xid ...                                        indented KEY=value lines)
+    <4>[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, ...             (dmesg -r: the raw priority)
+    Jun  2 13:00:01 host kernel:[ 1843.308145] NVRM: ...             (a syslog writing no space
+                                                                     after `kernel:`)
+
+Before, these were read as no kernel log (`not a recognised command output`), or with a JSON
+entry's several lines in one and its boot lost. A journal entry of another program than the
+kernel (`journalctl -o json` without `-k`) is left out: whatever it quotes is no kernel line. A
+new `_BOOT_ID` is journalctl's boot separator (`-- Boot <id> --`). A text that ends inside an
+entry (an output cut short) ends with what its MESSAGE says so far, without a newline: the
+readers mark the event they read there `cut`. Any other text is returned unchanged."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+__all__ = ["OTHERS_ONLY", "journal_shaped", "plain_kernel_text"]
+
+# dmesg -r's raw priority (`<4>`, `<6>`; with the facility, `<14>`) before the stamp or message
+_RAW_PRIORITY = re.compile(r"^<\d{1,3}>(?=\S)", re.MULTILINE)
+# a syslog's `host kernel:[ 9438.84] ...` (rsyslog templates without the space)
+_KERNEL_NO_SPACE = re.compile(r"(\bkernel:)(?=\[)")
+# journalctl -o export's field line, and -o verbose's (indented)
+_EXPORT_FIELD = re.compile(r"^([A-Z0-9_]+)=(.*)$")
+_VERBOSE_HEAD = re.compile(r"^\S.*\[s=[0-9a-f]+;i=[0-9a-f]+;b=([0-9a-f]{32});m=([0-9a-f]+);")
+_VERBOSE_FIELD = re.compile(r"^\s+([A-Z0-9_]+)=(.*)$")
+# an entry's opening, JSON shapes: `{`, json-seq's record separator, json-sse's `data: `
+_JSON_START = re.compile(r"^(?:\x1e|data: )?\{")
+# the MESSAGE field of an entry the text ends inside (its value so far)
+_CUT_MESSAGE = re.compile(r'"MESSAGE"\s*:\s*"((?:[^"\\]|\\.)*)')
+_CUT_TRANSPORT = re.compile(r'"_TRANSPORT"\s*:\s*"([^"]*)"')
+_JSON_GAP = re.compile(r"[\s\x1e]*(?:data: )?")
+_CUT = "\0cut"  # an entry the text ends inside
+
+
+# why a journal of other programs' entries only is no kernel log (facts/kernel_log.py KernelLog.no_log)
+OTHERS_ONLY = (
+    "the journal's entries are all of other programs than the kernel (a journalctl without -k,"
+    " narrowed to them): no kernel line to read"
+)
+
+
+def journal_shaped(text: str) -> bool:
+    """Pure: whether `text` is journalctl's JSON, export or verbose output (entries with fields)."""
+    head = text.lstrip()
+    if _JSON_START.match(head):
+        return '"MESSAGE"' in head[:65536] or '"__CURSOR"' in head[:65536]
+    return head.startswith("__CURSOR=") or _VERBOSE_HEAD.match(head) is not None
+
+
+def plain_kernel_text(text: str) -> str:
+    """Pure: `text` as dmesg prints it where it is a journal's JSON / export / verbose output, a
+    `dmesg -r` or a syslog without the space after `kernel:`; else `text` itself."""
+    head = text.lstrip()
+    if _JSON_START.match(head):
+        entries = _json_entries(head)
+    elif head.startswith("__CURSOR=") or _VERBOSE_HEAD.match(head):
+        entries = _field_entries(head)
+    else:
+        return _KERNEL_NO_SPACE.sub(r"\1 ", _RAW_PRIORITY.sub("", text))
+    return _printed(entries)
+
+
+def _json_entries(text: str) -> Iterator[dict[str, object]]:
+    """The entries of journalctl's JSON shapes, in order; an entry the text ends inside is what
+    can be read of it, marked `_CUT`."""
+    decoder = json.JSONDecoder()
+    at = 0
+    while (at := _gap_end(text, at)) < len(text):
+        try:
+            entry, at = decoder.raw_decode(text, at)
+        except json.JSONDecodeError:
+            rest = text[at:]
+            cut = _CUT_MESSAGE.search(rest)
+            transport = _CUT_TRANSPORT.search(rest)
+            yield {
+                _CUT: True,
+                "MESSAGE": _json_string(cut.group(1)) if cut else "",
+                **({"_TRANSPORT": transport.group(1)} if transport else {}),
+            }
+            return
+        if isinstance(entry, dict):
+            yield entry
+
+
+def _gap_end(text: str, at: int) -> int:
+    """Where the next JSON entry starts: after blanks, json-seq's separator, json-sse's `data: `."""
+    gap = _JSON_GAP.match(text, at)
+    return gap.end() if gap else at
+
+
+def _json_string(said: str) -> str:
+    """A JSON string's value cut short, as far as it reads (an escape cut in two left out)."""
+    for end in range(len(said), max(len(said) - 6, -1), -1):
+        try:
+            value = json.loads(f'"{said[:end]}"')
+        except json.JSONDecodeError:
+            continue
+        return value if isinstance(value, str) else ""
+    return said
+
+
+def _field_entries(text: str) -> Iterator[dict[str, object]]:
+    """The entries of journalctl -o export (blank-line separated) or -o verbose (a head line, its
+    fields indented); the text's last entry, where no newline ends the text, is marked `_CUT`."""
+    entry: dict[str, object] = {}
+    lines = text.split("\n")
+    for line in lines:
+        if m := _VERBOSE_HEAD.match(line):
+            if entry:
+                yield entry
+            entry = {"_BOOT_ID": m.group(1), "__MONOTONIC_TIMESTAMP": str(int(m.group(2), 16))}
+        elif (m := _VERBOSE_FIELD.match(line) or _EXPORT_FIELD.match(line)) is not None:
+            entry[m.group(1)] = m.group(2)
+        elif not line.strip() and "__CURSOR" in entry:
+            yield entry
+            entry = {}
+    if entry:
+        yield {**entry, _CUT: True} if lines[-1] else entry
+
+
+def _message(entry: dict[str, object]) -> str:
+    """An entry's MESSAGE as text (journalctl prints a non-UTF-8 one as a list of bytes)."""
+    said = entry.get("MESSAGE")
+    if isinstance(said, list):
+        return bytes(b for b in said if isinstance(b, int) and 0 <= b < 256).decode("utf-8", "replace")
+    return said if isinstance(said, str) else ""
+
+
+def _of_kernel(entry: dict[str, object]) -> bool:
+    """The entry is the kernel's (`_TRANSPORT=kernel`, `SYSLOG_IDENTIFIER=kernel`), or says not
+    whose it is (an output narrowed to its MESSAGE and stamps)."""
+    transport, ident = entry.get("_TRANSPORT"), entry.get("SYSLOG_IDENTIFIER")
+    if transport is None and ident is None:
+        return True
+    return transport == "kernel" or ident == "kernel"
+
+
+def _stamp(entry: dict[str, object]) -> str:
+    """dmesg's stamp of an entry, from the kernel's own time since boot (microseconds); "" where
+    the entry has none."""
+    for key in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
+        value = entry.get(key)
+        if isinstance(value, str) and value.isdecimal():
+            micros = int(value)
+            return f"[{micros // 1_000_000:5d}.{micros % 1_000_000:06d}] "
+    return ""
+
+
+def _printed(entries: Iterator[dict[str, object]]) -> str:
+    """The kernel's entries as dmesg prints them: a boot separator where `_BOOT_ID` changes, each
+    entry's message after its stamp, its further lines indented; an entry the text ends inside,
+    last, without the newline after it."""
+    out: list[str] = []
+    boot: object = None
+    for entry in entries:
+        if not _of_kernel(entry):
+            continue
+        if boot is not None and entry.get("_BOOT_ID") not in (None, boot):
+            out.append(f"-- Boot {entry['_BOOT_ID']} --")
+        boot = entry.get("_BOOT_ID", boot)
+        stamp = _stamp(entry)
+        first, *rest = _message(entry).split("\n")
+        # (an entry cut before its MESSAGE says nothing yet: where it has no stamp either, a
+        # stamp's first character stands for it, as a dmesg line cut there reads)
+        out.append(stamp + first if stamp or first or not entry.get(_CUT) else "[")
+        out += [" " * len(stamp) + line for line in rest if line.strip()]
+        if entry.get(_CUT):
+            return "\n".join(out)
+    return "\n".join(out) + "\n" if out else ""

@@ -1,0 +1,139 @@
+"""The Xid / SXid catalogue (data/xid.yml) and the action each kernel-log event asks for: the
+catalogue's row, the driver's own words that change it (an NVLink5 Xid's `Nonfatal`, an
+error-containment Xid's `RST: Yes` / `D-RST: Yes`, Xid 154's recovery action), a driver fault
+sentence's row of data/nvrm_faults.yml, a GPU's uncorrectable PCIe error (facts/aer.py). The
+rules that judge the events are steps/checks/xid_rules.py."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuonboard.facts.aer import AER_FAULTS
+from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults
+from gpuonboard.resources import DATA_DIR, table_rows
+from gpuonboard.steps.checks.once import loaded_once
+
+__all__ = ["ACTIONS", "FAILING", "XID_FILE", "XidEntry", "load_xid_catalogue", "xid_action"]
+
+XID_FILE = DATA_DIR / "xid.yml"
+ACTIONS = (
+    "ignore",
+    "check_app",
+    "reset_gpu",
+    "reboot",
+    "replace",
+    "update_driver",
+    "install_driver",
+    "unload_other_driver",
+    "from_message",
+)
+FAILING = ("reset_gpu", "reboot", "replace", "update_driver", "install_driver", "unload_other_driver")
+
+
+@dataclass(frozen=True)
+class XidEntry:
+    """One row of data/xid.yml."""
+
+    code: int
+    name: str
+    action: str
+    verified: bool
+
+
+@loaded_once
+def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], Mapping[int, XidEntry]]:
+    """(Xid code -> entry, SXid code -> entry) from data/xid.yml; ValueError on a bad row."""
+    out: list[dict[int, XidEntry]] = []
+    for key in ("xid", "sxid"):
+        table: dict[int, XidEntry] = {}
+        for row in table_rows(path, key):
+            code, action = row.get("code"), row.get("action")
+            if not isinstance(code, int) or action not in ACTIONS or code in table:
+                raise ValueError(f"{path}: {key} row {row!r}: bad or duplicate code, or unknown action")
+            table[code] = XidEntry(code, str(row.get("name", "")), str(action), bool(row.get("verified")))
+        out.append(table)
+    return out[0], out[1]
+
+
+def xid_action(event: KernelEvent) -> tuple[str, str]:
+    """(action, name) of one Xid/SXid event per data/xid.yml; an unknown code is `replace`
+    (a code NVIDIA does not list on a box being accepted is for the vendor to explain)."""
+    if event.kind == "aer":
+        return AER_FAULTS[event.fault or "aer_fatal"][::-1]
+    if event.kind == "nvrm":
+        # a driver fault sentence without an Xid (data/nvrm_faults.yml); an action the table
+        # does not know is `replace` (the vendor explains it)
+        fault = next((f for f in load_nvrm_faults() if f.id == event.fault), None)
+        if fault is None:
+            return "replace", "NVRM fault not in data/nvrm_faults.yml"
+        return (fault.action if fault.action in FAILING else "replace"), fault.name
+    xids, sxids = load_xid_catalogue()
+    entry = (sxids if event.kind == "sxid" else xids).get(event.code)
+    if entry is None:
+        return "replace", "not in NVIDIA's catalogue"
+    if entry.action == "from_message":
+        return _recovery_action(event.message), entry.name
+    if entry.action in FAILING and _NONFATAL.match(event.message):
+        return "watch", f"{entry.name} (non-fatal)"
+    said = _RESET_SAID.findall(event.message) if entry.action not in FAILING else []
+    asked = [
+        f"{word}: Yes"
+        for word, yes in zip(("RST", "D-RST"), said[-1] if said else ("", ""), strict=True)
+        if yes.lower() == "yes"
+    ]
+    if asked:
+        return "reset_gpu", f"{entry.name} (the driver: {', '.join(asked)})"
+    return entry.action, entry.name
+
+
+# the driver's own word that an error-containment Xid (94, 95) left the GPU needing a reset:
+# "... RST: %s, D-RST: %s" (kern_gpu_ga100.c _gpuGenerateErrorLog_GA100: bGpuResetReqd,
+# bGpuDrainAndResetReqd of error_cont.h's policy table; with MIG memory partitioning, several
+# contained errors, Xid 94, set D-RST: the GPU must be drained and reset). After the error's
+# `Contained:` / `Uncontained:` word, and its last match: the driver prints it at the line's end
+# (rsyslog's `message repeated 3 times: [ ... D-RST: Yes]` adds a bracket), after the process
+# name (`name=RST: Yes` is the user's word)
+_RESET_SAID = re.compile(r"ontained:.*?\bRST:\s*(Yes|No),\s*D-RST:\s*(Yes|No)\b", re.IGNORECASE)
+
+
+# the driver's own word for an NVLink5 Xid event (144-150: `144, SAW_MVB Nonfatal XC0 i0 Link 0
+# (0x00000001 0x00000008 ...)`, `Fatal` otherwise): a non-fatal one is an error the link
+# recovered from, as a non-fatal SXid is (watched, not a GPU reset; gpud keeps it a warning)
+_NONFATAL = re.compile(r"\s*[A-Z][A-Z0-9_]*\s+non-?\s?fatal\b", re.IGNORECASE)
+
+
+# Xid 154: the driver prints "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)"; what the
+# GPU needs NOW is the value after "to" (the "from" half is the action being left behind).
+# Codes: NVML nvmlDeviceGpuRecoveryAction_t (nvml.h; NVIDIA/DCGM sdk/nvidia/nvml/dcgm_nvml.h):
+# 0 NONE, 1 GPU_RESET, 2 NODE_REBOOT, 3 DRAIN_P2P, 4 DRAIN_AND_RESET. Actions per NVIDIA's Xid
+# catalogue (Xid 154: "follow the recovery action in the message"; data/xid.yml) and DCGM's
+# health watch (modules/health/DcgmHealthWatch.cpp; dcgmlib/src/dcgm_errors.c): NONE = healthy;
+# GPU_RESET, DRAIN_P2P ("terminate P2P processes, check again") and DRAIN_AND_RESET ("reset the
+# GPU after work drained") = a GPU reset (DCGM_ERROR_RESET); NODE_REBOOT = reboot.
+_RECOVERY_TO = re.compile(r"\bto\s+(?:0x([0-9a-f]+))?\s*(?:\(([^)]*)\))?", re.I)
+
+
+_RECOVERY_CODES = {0: "ignore", 1: "reset_gpu", 2: "reboot", 3: "reset_gpu", 4: "reset_gpu"}
+
+
+def _recovery_action(message: str) -> str:
+    """The action of an Xid 154 message: the recovery action it changed TO. Read by code, else
+    by the printed name ("None", "GPU Reset Required" / "PF FLR", "Node Reboot Required" /
+    "OS Reboot", "Drain P2P", "Drain and Reset"); a target that cannot be read is `replace`
+    (the vendor explains it), never a pass."""
+    found = [m for m in _RECOVERY_TO.finditer(message) if m.group(1) or m.group(2)]
+    if not found:
+        return "replace"
+    code_text, name = found[-1].group(1), (found[-1].group(2) or "").strip().lower()
+    if code_text is not None and int(code_text, 16) in _RECOVERY_CODES:
+        return _RECOVERY_CODES[int(code_text, 16)]
+    if name == "none":
+        return "ignore"
+    if "reboot" in name:
+        return "reboot"
+    if "reset" in name or "drain" in name or "flr" in name:
+        return "reset_gpu"
+    return "replace"
