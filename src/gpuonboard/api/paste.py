@@ -107,6 +107,7 @@ _RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 # bytes' (0x80-0xBF as Windows-1252 shows them)
 _CP1252_CONTINUATION = "\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u017d" + (
     "\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u017e\u0178\u00a0-\u00bf"
+    "\u0081\u008d\u008f\u0090\u009d"  # (the bytes Windows-1252 leaves undefined, as a browser shows them)
 )
 _MOJIBAKE = re.compile(f"[\u00c2-\u00f4][{_CP1252_CONTINUATION}]{{1,3}}")
 
@@ -122,11 +123,19 @@ def _unmojibaked(text: str) -> str:
 
     def back(m: re.Match[str]) -> str:
         try:
-            return m.group().encode("cp1252").decode("utf-8")
+            return bytes(_cp1252_byte(c) for c in m.group()).decode("utf-8")
         except UnicodeError:
             return m.group()
 
     return _MOJIBAKE.sub(back, text)
+
+
+def _cp1252_byte(char: str) -> int:
+    """The byte Windows-1252 shows as `char` (a C1 control for one it leaves undefined)."""
+    return ord(char) if ord(char) < 0xA0 and ord(char) not in _CP1252_SHOWN else char.encode("cp1252")[0]
+
+
+_CP1252_SHOWN = frozenset(range(0x80, 0xA0)) - {0x81, 0x8D, 0x8F, 0x90, 0x9D}
 
 
 def normalise(text: str) -> str:

@@ -63,6 +63,22 @@ def _hard_broken(text: str, mark: str = "\\", last_too: bool = False) -> str:
     )
 
 
+def _stamped(text: str, stamp: str) -> str:
+    """`stamp` before each line (an empty one gets the stamp alone, its blank dropped)."""
+    return (
+        "\n".join(stamp + line if line else stamp.rstrip() for line in text.rstrip("\n").split("\n")) + "\n"
+    )
+
+
+def _cp1252(text: str) -> str:
+    """UTF-8 read as Windows-1252 as a browser reads it (`│` as `â”‚`; the five bytes it leaves
+    undefined as the C1 controls of their numbers)."""
+    return "".join(
+        chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252")
+        for b in text.encode("utf-8")
+    )
+
+
 # name -> (what it does to a capture's text, given the capture's command)
 TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     # Windows line ends; a BOM (Notepad)
@@ -115,6 +131,32 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     "spaces-collapsed-unindented": lambda t, _c: "\n".join(
         re.sub(r"[ \t]+", " ", line).strip() for line in t.split("\n")
     ),
+    # a log collector's stamp before each line: a GitHub Actions job's log, `docker logs -t`'s
+    # and `kubectl logs --timestamps`' (RFC 3339, nanoseconds), Jenkins Timestamper's under its
+    # Pipeline step line and `set -x`'s trace of the command, Buildkite's (an APC sequence)
+    "github-actions-stamps": lambda t, _c: _stamped(t, "2024-05-01T12:00:00.1234567Z "),
+    "docker-logs-t": lambda t, _c: _stamped(t, "2024-05-01T12:00:00.123456789Z "),
+    "jenkins-timestamper": lambda t, c: _stamped(
+        f"[Pipeline] sh\n+ {c}\n" + t, "[2024-05-01T12:00:00.123Z] "
+    ),
+    "buildkite-stamps": lambda t, _c: _stamped(t, "\x1b_bk;t=1714564800000\x07"),
+    # GitLab runner's log: its section markers, the traced command, its stamps and last lines
+    "gitlab-job": lambda t, c: _stamped(
+        f"\x1b[0Ksection_start:1714564800:step_script\r\x1b[0K$ {c}\n"
+        + _ended(t)
+        + "\x1b[0Ksection_end:1714564801:step_script\r\x1b[0K\nJob succeeded\n",
+        "2024-05-01T12:00:00.123456Z 00O ",
+    ),
+    # a systemd unit's output as `journalctl -u` shows it
+    "journal-of-a-unit": lambda t, _c: _stamped(t, "May 01 12:00:00 gpu01 gpu-check.sh[1234]: "),
+    # the command as `set -x` traces a pipeline (`cmd | tee out.txt`), or a Jupyter cell's
+    "set-x-traced": lambda t, c: f"+ {c}\n+ tee out.txt\n" + t,
+    "jupyter-cell": lambda t, c: f"!{c}\n" + t,
+    # UTF-8 read as Windows-1252: a table drawn with box-drawing characters, a page's `&nbsp;`
+    "box-all-cp1252": lambda t, _c: _cp1252(
+        t.replace("|", "\u2502").replace("+", "\u253c").replace("-", "\u2500").replace("=", "\u2550")
+    ),
+    "nbsp-runs-cp1252": lambda t, _c: _cp1252(t.replace("  ", " \u00a0")),
 }
 
 
