@@ -138,6 +138,12 @@ def _cp1252_byte(char: str) -> int:
 _CP1252_SHOWN = frozenset(range(0x80, 0xA0)) - {0x81, 0x8D, 0x8F, 0x90, 0x9D}
 
 
+# the spaces a terminal's capture pads each line with to the window's width (`screen`'s hardcopy,
+# `tmux capture-pane -N`, a console's copy): no output read here ends a line with spaces that
+# mean anything (a tab may end a field: kept)
+_TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
+
+
 def normalise(text: str) -> str:
     """The text as the tool printed it: Unicode spaces as spaces, characters that show nothing
     (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
@@ -151,7 +157,7 @@ def normalise(text: str) -> str:
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unprefixed(_unstamped(_unfenced(text)))
+    text = _unprefixed(_unstamped(_unfenced(_TRAILING_SPACES.sub("", text))))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(text))))
 
 
@@ -235,6 +241,7 @@ def _messages_joined(text: str) -> str:
 # a line-number gutter (`cat -n`'s `     1\t`, `nl`'s, an editor's or a pastebin's `  1 | `,
 # `1: `, vim's `  1 `): the number and its separator
 _GUTTER = re.compile(r"^ *(\d+)(?:\t| ?[|:] ?| )")
+_CAT_N = re.compile(r"^(?=[ \d]{6}\t) *\d+\t")
 
 
 def _unguttered(text: str) -> str:
@@ -248,12 +255,18 @@ def _unguttered(text: str) -> str:
     lines = text.split("\n")
     end = len(lines) - 1 if lines[-1] == "" else len(lines)
     found = [_GUTTER.match(line) for line in lines[:end]]
-    if end < 3 or not all(found):
+    # (`nl` numbers no blank line; `cat -n`'s own gutter, a 6-wide number and a tab, is one on
+    # a paste of 1 or 2 lines too: a --query-gpu CSV's header and row, an `nvidia-smi -L` line)
+    if not all(m or not line.strip() for m, line in zip(found, lines, strict=False)):
         return text
     numbers = [int(m.group(1)) for m in found if m]
-    if numbers != list(range(numbers[0], numbers[0] + end)):
+    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return text
-    return "\n".join([line[m.end() :] for line, m in zip(lines, found, strict=False) if m] + lines[end:])
+    if len(numbers) < 3 and not all(_CAT_N.match(line) for line in lines[:end] if line.strip()):
+        return text
+    return "\n".join(
+        [line[m.end() :] if m else line for line, m in zip(lines, found, strict=False)] + lines[end:]
+    )
 
 
 # the prefix Ray puts on each line a remote process printed, and so each launcher built on it

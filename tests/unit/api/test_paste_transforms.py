@@ -157,7 +157,24 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
         t.replace("|", "\u2502").replace("+", "\u253c").replace("-", "\u2500").replace("=", "\u2550")
     ),
     "nbsp-runs-cp1252": lambda t, _c: _cp1252(t.replace("  ", " \u00a0")),
+    # a terminal's capture that pads each line with spaces to the window's width (screen's hardcopy)
+    "screen-padded": lambda t, _c: "\n".join(line.ljust(160) for line in t.split("\n")),
+    # line numbers: `cat -n`'s on every line, `nl`'s on every line but a blank one (7 spaces)
+    "cat-n": lambda t, _c: "".join(
+        f"{i:6d}\t{line}\n" for i, line in enumerate(_ended(t).split("\n")[:-1], 1)
+    ),
+    "nl": lambda t, _c: _nl(t),
 }
+
+
+def _nl(text: str) -> str:
+    """`nl`'s output: each non-empty line behind its number (6 wide) and a tab, an empty one as
+    7 spaces."""
+    out, number = [], 0
+    for line in _ended(text).split("\n")[:-1]:
+        number += bool(line)
+        out.append(f"{number:6d}\t{line}" if line else " " * 7)
+    return "\n".join(out) + "\n"
 
 
 def _verdicts(folder: Path, name: str, text: str, order: object) -> dict[str, tuple[str, str]]:
