@@ -341,11 +341,10 @@ def _unstamped(text: str) -> str:
     log's own step lines (`[Pipeline] sh`) dropped; lines above the first that carries it (a
     prompt) kept. Before, a stamped table or CSV was taken for a kernel log (by its ISO stamps)
     with no Xid in it: gpu_xid passed, and no GPU was read."""
-    lines = text.split("\n")
-    if any(_LOG_OWN.fullmatch(line.strip()) for line in lines):
-        lines = [line for line in lines if not _LOG_OWN.fullmatch(line.strip())]
+    lines = [line for line in text.split("\n") if not _LOG_OWN.fullmatch(line.strip())]
     if (start := _carried(lines, _STAMP)) is not None:
         lines = [*lines[:start], *(_STAMP.sub("", line, count=1) for line in lines[start:])]
+        lines = [line for line in lines if not _LOG_OWN.fullmatch(line.strip())]  # (stamped too)
     if (start := _carried(lines, _JOURNAL)) is not None:
         said = {m.group(1, 2) for line in lines[start:] if (m := _JOURNAL.match(line))}
         if len(said) == 1 and next(iter(said))[1] != "kernel":

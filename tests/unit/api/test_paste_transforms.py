@@ -142,9 +142,10 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     "buildkite-stamps": lambda t, _c: _stamped(t, "\x1b_bk;t=1714564800000\x07"),
     # GitLab runner's log: its section markers, the traced command, its stamps and last lines
     "gitlab-job": lambda t, c: _stamped(
-        f"\x1b[0Ksection_start:1714564800:step_script\r\x1b[0K$ {c}\n"
+        f"section_start:1714564800:step_script\n\x1b[32;1m$ {c}\x1b[0;m\n"
         + _ended(t)
-        + "\x1b[0Ksection_end:1714564801:step_script\r\x1b[0K\nJob succeeded\n",
+        + "section_end:1714564801:step_script\nCleaning up project directory and file based variables\n"
+        + "Job succeeded\n",
         "2024-05-01T12:00:00.123456Z 00O ",
     ),
     # a systemd unit's output as `journalctl -u` shows it
@@ -157,6 +158,7 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
         t.replace("|", "\u2502").replace("+", "\u253c").replace("-", "\u2500").replace("=", "\u2550")
     ),
     "nbsp-runs-cp1252": lambda t, _c: _cp1252(t.replace("  ", " \u00a0")),
+    "nbsp-all-cp1252": lambda t, _c: _cp1252(t.replace(" ", "\u00a0")),
     # a terminal's capture that pads each line with spaces to the window's width (screen's hardcopy)
     "screen-padded": lambda t, _c: "\n".join(line.ljust(160) for line in t.split("\n")),
     # line numbers: `cat -n`'s on every line, `nl`'s on every line but a blank one (7 spaces)
@@ -272,6 +274,80 @@ def test_every_real_capture_with_markdown_hard_breaks_is_judged_as_itself(
             if verdict != whole.get(rule, ("(no row)", ""))[0]
         ]
     assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        "github-actions-stamps",
+        "docker-logs-t",
+        "buildkite-stamps",
+        "journal-of-a-unit",
+        "box-all-cp1252",
+        "nbsp-all-cp1252",
+        "screen-padded",
+        "cat-n",
+        "nl",
+    ],
+)
+def test_every_real_capture_saved_by_a_log_collector_or_a_terminal_is_judged_as_itself(
+    tmp_path: Path, transform: str
+) -> None:
+    """Every real capture behind a log collector's stamp on each line (a GitHub Actions job's
+    log, `docker logs -t`, Buildkite's APC stamp, a unit's `journalctl -u` line head), read back
+    from UTF-8 as Windows-1252 (box-drawing characters, `&nbsp;`), padded with spaces to a
+    screen's width, or numbered by `cat -n` or `nl`: the whole output is there, so every verdict
+    is the capture's own, none demoted to unverified and no file refused. Before, a stamped
+    output of any kind was read as a kernel log (its ISO stamps) with no Xid: gpu_xid and
+    nvswitch_sxid passed beside a df or an nvidia-smi table, no GPU was read; a journal's and
+    Buildkite's were refused; the mojibake of a page's `&nbsp;` passed nvswitch_sxid on the
+    health checker's SXid 12028 log; a padded `nvidia-smi -q -d ECC` read no ECC count
+    (ecc_uncorrectable unverified); a 2-line CSV under `cat -n` and any output under `nl`
+    (blank lines unnumbered) were refused or unread."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    moved = []
+    for name in CAPTURES:
+        if (whole := _whole(name)) is None:
+            continue  # (refused whole: nothing to compare)
+        text = (REAL / name).read_text(encoding="utf-8")
+        try:
+            got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
+        except UsageError as refusal:
+            moved.append(f"{name}: refused ({str(refusal)[:90]})")
+            continue
+        moved += [
+            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
+            for rule, (verdict, actual) in got.items()
+            if verdict != whole.get(rule, ("(no row)", ""))[0]
+        ]
+    assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
+
+
+# (a capture, the command it is the output of, and a rule its verdict shows)
+TRACED = [
+    ("nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt", "nvidia-smi", "gpu_count"),
+    ("nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml", "nvidia-smi -q -x", "pcie_link"),
+    ("lsblk-J-b__h200-vm.json", "lsblk -J -b", "gpu_count"),
+]
+
+
+@pytest.mark.parametrize(("name", "command", "rule"), TRACED)
+@pytest.mark.parametrize("transform", ["set-x-traced", "jupyter-cell", "jenkins-timestamper", "gitlab-job"])
+def test_a_real_capture_below_its_traced_command_is_judged_as_itself(
+    tmp_path: Path, transform: str, name: str, command: str, rule: str
+) -> None:
+    """A real capture below the command as a CI job's log or a notebook shows it (`set -x`'s `+
+    nvidia-smi` and `+ tee out.txt` of a pipeline, a Jupyter cell's `!nvidia-smi`, Jenkins'
+    `[Pipeline] sh` and Timestamper's stamps, GitLab's section markers, stamps and `Job
+    succeeded`): judged as the capture. Before, the trace or the cell's line was taken for the
+    output's first line: the JSON and the XML were refused as no output read here."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / name).read_text(encoding="utf-8")
+    whole = _verdicts(tmp_path / "whole", name, text, order)
+    assert rule in whole
+    assert _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, command), order) == whole
 
 
 LSBLK_JSON = "lsblk-J-b__h200-vm.json"
