@@ -145,7 +145,9 @@ _TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
 
 
 def normalise(text: str) -> str:
-    """The text as the tool printed it: Unicode spaces as spaces, characters that show nothing
+    """The text as the tool printed it: UTF-8 read as Windows-1252 read back (_unmojibaked), a
+    log collector's stamps and a unit's journal line heads dropped (_unstamped), a screen's
+    padding spaces dropped, Unicode spaces as spaces, characters that show nothing
     (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
     strings: _typography), a table drawn with box-drawing characters in ASCII, a line-number
     gutter dropped, lines ending in a backslash without it, a double-spaced paste single-spaced,
