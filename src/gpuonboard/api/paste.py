@@ -335,6 +335,17 @@ def _carried(lines: Sequence[str], prefix: re.Pattern[str]) -> int | None:
     return start if all(prefix.match(line) for line in said) else None
 
 
+# after an ISO time, a journal's host and program (`journalctl -o short-iso-precise`: `gpu01 kernel: `,
+# `gpu01 nvidia-persistenced[1234]: `): the journal's own time, not a collector's
+_JOURNAL_HEAD = re.compile(r"[^\s:]+ (?:kernel|[^\s:\[]+\[\d+\]): ")
+
+
+def _journal_iso(lines: Sequence[str]) -> bool:
+    """Whether most stamped lines are a journal's (its host and program after the time)."""
+    said = [_STAMP.sub("", line, count=1) for line in lines if line.strip()]
+    return sum(1 for line in said if _JOURNAL_HEAD.match(line)) * 2 > len(said)
+
+
 def _unstamped(text: str) -> str:
     """A program's output as a log collector saved it, each line behind the collector's stamp
     (_STAMP: a CI job's log, `docker logs -t`, `kubectl logs --timestamps`) or behind a journal's
@@ -344,7 +355,7 @@ def _unstamped(text: str) -> str:
     prompt) kept. Before, a stamped table or CSV was taken for a kernel log (by its ISO stamps)
     with no Xid in it: gpu_xid passed, and no GPU was read."""
     lines = [line for line in text.split("\n") if not _LOG_OWN.fullmatch(line.strip())]
-    if (start := _carried(lines, _STAMP)) is not None:
+    if (start := _carried(lines, _STAMP)) is not None and not _journal_iso(lines[start:]):
         lines = [*lines[:start], *(_STAMP.sub("", line, count=1) for line in lines[start:])]
         lines = [line for line in lines if not _LOG_OWN.fullmatch(line.strip())]  # (stamped too)
     if (start := _carried(lines, _JOURNAL)) is not None:

@@ -452,3 +452,21 @@ def test_every_real_capture_under_a_launcher_s_line_prefix_is_judged_as_itself(t
         "pass",
         "1 listed; incomplete probe: nvidia-smi's output lists 1 GPU(s) and was cut off",
     )
+
+
+POP_OS_SYSLOG = "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt"
+
+
+def test_a_journal_s_own_iso_times_are_no_collector_s_stamps(tmp_path: Path) -> None:
+    """The real Pop!_OS syslog (Xid 79, gdm-x-session lines beside the kernel's) with each line's
+    time written as `journalctl -o short-iso-precise` writes it (`2025-01-02T18:37:03.123456+00:00
+    xxx kernel: ...`): the time is the journal's, its host and program follow, so it is kept and
+    the log judged as the capture (a collector's stamp, the same time alone, would be dropped)."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / POP_OS_SYSLOG).read_text(encoding="utf-8")
+    iso = re.sub(r"^\w{3} [ \d]\d (\d\d:\d\d:\d\d) ", r"2025-01-02T\1.123456+00:00 ", text, flags=re.M)
+    assert iso != text
+    whole = _verdicts(tmp_path / "whole", POP_OS_SYSLOG, text, order)
+    assert whole["gpu_xid"][0] == "fail"
+    assert _verdicts(tmp_path / "iso", POP_OS_SYSLOG, iso, order) == whole
