@@ -454,7 +454,10 @@ def test_every_real_capture_under_a_launcher_s_line_prefix_is_judged_as_itself(t
     )
 
 
-POP_OS_SYSLOG = "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt"
+POP_OS_SYSLOG = (
+    "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel"
+    "__last-line-cut__pop-os-3363.txt"
+)
 
 
 def test_a_journal_s_own_iso_times_are_no_collector_s_stamps(tmp_path: Path) -> None:
