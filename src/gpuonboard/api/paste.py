@@ -138,10 +138,24 @@ def _cp1252_byte(char: str) -> int:
 _CP1252_SHOWN = frozenset(range(0x80, 0xA0)) - {0x81, 0x8D, 0x8F, 0x90, 0x9D}
 
 
-# the spaces a terminal's capture pads each line with to the window's width (`screen`'s hardcopy,
-# `tmux capture-pane -N`, a console's copy): no output read here ends a line with spaces that
-# mean anything (a tab may end a field: kept)
 _TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
+
+
+def _unpadded(text: str) -> str:
+    """A terminal's capture that pads every line with spaces to the window's width (`screen`'s
+    hardcopy, `tmux capture-pane -N`, a console's copy: every line as long as the others, at
+    least 3, some ending in a space) without those spaces; any other text as it is (a space at
+    a line's end may tell where a narrow column wrapped a line: kept). Before, a padded
+    `nvidia-smi -q -d ECC` read no ECC count (its `Volatile` heads were not found)."""
+    lines = text.split("\n")
+    body = lines[:-1] if lines[-1] == "" else lines
+    if (
+        len(body) < 3
+        or len({len(line) for line in body}) != 1
+        or not any(line.endswith(" ") for line in body)
+    ):
+        return text
+    return _TRAILING_SPACES.sub("", text)
 
 
 def normalise(text: str) -> str:
@@ -159,7 +173,7 @@ def normalise(text: str) -> str:
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unprefixed(_unstamped(_unfenced(_TRAILING_SPACES.sub("", text))))
+    text = _unprefixed(_unstamped(_unfenced(_unpadded(text))))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(text))))
 
 
@@ -291,10 +305,14 @@ def _unprefixed(text: str) -> str:
     said = [line for line in lines[start or 0 :] if line.strip()]
     # (one process's lines, at least 3 or all: those without it are a wrap's pieces of the line
     # before, joined later; another process's prefix is another output interleaved)
-    carried = [m.group() for line in said if (m := _LAUNCHER_PREFIX.match(line))]
+    carried = [m.group().rstrip() for line in said if (m := _LAUNCHER_PREFIX.match(line))]
     if first is None or len(set(carried)) > 1 or len(carried) < min(3, len(said)):
         return text
-    return "\n".join(lines[:start] + [line.removeprefix(first.group()) for line in lines[start:]])
+    # (a line that held only spaces after it may have lost them and its prefix's own: dropped too)
+    bare = first.group().rstrip()
+    return "\n".join(
+        lines[:start] + ["" if line == bare else line.removeprefix(first.group()) for line in lines[start:]]
+    )
 
 
 # the stamp a log collector puts before each line a program printed: GitHub Actions'
