@@ -72,7 +72,15 @@ _PROMPT_LINE = re.compile(
 # `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
 # the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
 # (a Windows path too: `C:\Windows\System32\nvidia-smi.exe`, `"C:\Program Files\...\nvidia-smi.exe"`)
-_COMMAND_LINE = re.compile(rf"\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?")
+_COMMAND_LINE = re.compile(
+    rf"(?:\++\s+|!\s*)?\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?"
+)
+# (`+ nvidia-smi`: the command as a shell's `set -x` traces it above the output, in a CI job's log
+# or a script's; `!nvidia-smi`: a Jupyter or IPython cell's shell command)
+# a line a shell's `set -x` prints for each command it runs (PS4's `+`, one more for each nesting:
+# `++ hostname`), the others of a pipeline too (`+ tee out.txt`), in any order
+_XTRACE = re.compile(r"\++ \S.*")
+_TRACE_MARK = re.compile(r"^(?:\++\s+|!\s*)")
 # a line docker or podman prints while it pulls the image of a `docker run IMAGE CMD` above CMD's
 # output (on stderr; a terminal shows both)
 _PULL_LINE = re.compile(
@@ -163,6 +171,8 @@ def strip_prompt(text: str) -> str:
     first = _prompt_line(lines)
     if first is not None:
         lines = lines[first + 1 :]
+        while lines and _XTRACE.fullmatch(lines[0].strip()):
+            lines = lines[1:]  # (the rest of a traced pipeline: `+ tee out.txt`)
     top = next(
         (i for i, line in enumerate(lines) if line.strip() and not _PULL_LINE.fullmatch(line.strip())), 0
     )
@@ -177,7 +187,11 @@ def strip_prompt(text: str) -> str:
 def _prompt_line(lines: Sequence[str]) -> int | None:
     """The index of a first line that is a copied prompt and command, or the command alone (a
     tool's version line, `free from procps-ng 3.3.16`, is its output, not its command)."""
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    filled = [i for i, line in enumerate(lines) if line.strip()]
+    first = filled[0] if filled else None
+    traced = [i for i in filled[:4] if _XTRACE.fullmatch(lines[i].strip())]
+    if traced and traced == filled[: len(traced)]:  # (a traced pipeline: its tool's line of them)
+        first = next((i for i in traced if _COMMAND_LINE.fullmatch(lines[i].strip())), first)
     if first is not None and (
         _PROMPT_LINE.fullmatch(lines[first].strip())
         or (
@@ -196,7 +210,7 @@ def copied_command(text: str) -> str:
     first = _prompt_line(lines)
     if first is None:
         return ""
-    line = lines[first].strip()
+    line = _TRACE_MARK.sub("", lines[first].strip())
     said = transcript.command_of(line)
     if said == line and (m := _PROMPT_LINE.fullmatch(line)) and not _COMMAND_LINE.fullmatch(line):
         return m.group("command").strip()  # (a prompt the session reader does not know: after its sign)
@@ -210,7 +224,7 @@ def prompt_command(text: str) -> str:
     first = _prompt_line(lines)
     if first is None:
         return ""
-    return transcript.tool_command(lines[first].strip())
+    return transcript.tool_command(_TRACE_MARK.sub("", lines[first].strip()))
 
 
 def expand(paths: Sequence[str]) -> list[Path]:

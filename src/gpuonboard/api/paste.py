@@ -85,7 +85,9 @@ def _typography(text: str) -> str:
 # `ESC[32m`, `ESC[0m`, grep's `ESC[K`, bash's bracketed paste `ESC[?2004h`), OSC (a prompt's
 # window title `ESC]0;user@host: ~BEL`), and the two-byte ones (`tput sgr0`'s `ESC(B`). No tool
 # read here prints an ESC as text.
-_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
+# (and the strings a terminal does not show: APC, DCS, PM, SOS; Buildkite's `ESC_bk;t=1714564800000BEL`
+# time stamp before each line of a job's log)
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[\]_^PX][^\x07\x1b\n]*(?:\x07|\x1b\\)?|[ -/]*[0-~])")
 # the same colours copied where the ESC byte did not survive: dropped (a web terminal, a console
 # that does not render it: `[32m[  12.3] [0m[33mNVRM: [0mXid ...`, systemd's `[[0;32m  OK  [0m]`)
 # or shown as text (`less` without -R: `ESC[32m`; `cat -v`: `^[[32m`). Only a colour (SGR) with
@@ -99,8 +101,67 @@ _RESIDUE = re.compile(
 _RESET_RESIDUE = re.compile(rf"{_MARK}?\[0m|{_MARK}?\[m{_MARK}?\[K|{_MARK}\[m")
 
 
+# UTF-8 read as Windows-1252 (a mail client's, an editor's or a web form's wrong guess): each
+# character of two to four bytes as that many Latin letters and signs (`│` as `â”‚`, `─` as `â”€`,
+# a non-breaking space as `Â` and one, `’` as `â€™`): a lead byte's letter, then continuation
+# bytes' (0x80-0xBF as Windows-1252 shows them)
+_CP1252_CONTINUATION = "\u20ac\u201a\u0192\u201e\u2026\u2020\u2021\u02c6\u2030\u0160\u2039\u0152\u017d" + (
+    "\u2018\u2019\u201c\u201d\u2022\u2013\u2014\u02dc\u2122\u0161\u203a\u0153\u017e\u0178\u00a0-\u00bf"
+    "\u0081\u008d\u008f\u0090\u009d"  # (the bytes Windows-1252 leaves undefined, as a browser shows them)
+)
+_MOJIBAKE = re.compile(f"[\u00c2-\u00f4][{_CP1252_CONTINUATION}]{{1,3}}")
+
+
+def _unmojibaked(text: str) -> str:
+    """`text` with each run of UTF-8 read as Windows-1252 (_MOJIBAKE) that is one character's
+    bytes read back as that character; any other run kept. Before, a table drawn with
+    box-drawing characters and saved so (`â”‚`) was refused as no output read here, and a
+    kernel log's line behind a page's non-breaking spaces so (`Â `) read no SXid: nvswitch_sxid
+    passed."""
+    if not _MOJIBAKE.search(text):
+        return text
+
+    def back(m: re.Match[str]) -> str:
+        try:
+            return bytes(_cp1252_byte(c) for c in m.group()).decode("utf-8")
+        except UnicodeError:
+            return m.group()
+
+    return _MOJIBAKE.sub(back, text)
+
+
+def _cp1252_byte(char: str) -> int:
+    """The byte Windows-1252 shows as `char` (a C1 control for one it leaves undefined)."""
+    return ord(char) if ord(char) < 0xA0 and ord(char) not in _CP1252_SHOWN else char.encode("cp1252")[0]
+
+
+_CP1252_SHOWN = frozenset(range(0x80, 0xA0)) - {0x81, 0x8D, 0x8F, 0x90, 0x9D}
+
+
+_TRAILING_SPACES = re.compile(r" +$", re.MULTILINE)
+
+
+def _unpadded(text: str) -> str:
+    """A terminal's capture that pads every line with spaces to the window's width (`screen`'s
+    hardcopy, `tmux capture-pane -N`, a console's copy: every line as long as the others, at
+    least 3, some ending in a space) without those spaces; any other text as it is (a space at
+    a line's end may tell where a narrow column wrapped a line: kept). Before, a padded
+    `nvidia-smi -q -d ECC` read no ECC count (its `Volatile` heads were not found)."""
+    lines = text.split("\n")
+    body = lines[:-1] if lines[-1] == "" else lines
+    if (
+        len(body) < 3
+        or len({len(line) for line in body}) != 1
+        or not any(line.endswith(" ") for line in body)
+    ):
+        return text
+    return _TRAILING_SPACES.sub("", text)
+
+
 def normalise(text: str) -> str:
-    """The text as the tool printed it: Unicode spaces as spaces, characters that show nothing
+    """The text as the tool printed it: UTF-8 read as Windows-1252 read back (_unmojibaked), a
+    log collector's stamps and a unit's journal line heads dropped (_unstamped), a screen's
+    padding spaces dropped, Unicode spaces as spaces, characters that show nothing
     (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
     strings: _typography), a table drawn with box-drawing characters in ASCII, a line-number
     gutter dropped, lines ending in a backslash without it, a double-spaced paste single-spaced,
@@ -108,10 +169,12 @@ def normalise(text: str) -> str:
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
     (_messages_joined)."""
+    text = _unmojibaked(text)
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unprefixed(_unfenced(text))))))
+    text = _unprefixed(_unstamped(_unfenced(_unpadded(text))))
+    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(text))))
 
 
 _ADDRESS = r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
@@ -194,6 +257,7 @@ def _messages_joined(text: str) -> str:
 # a line-number gutter (`cat -n`'s `     1\t`, `nl`'s, an editor's or a pastebin's `  1 | `,
 # `1: `, vim's `  1 `): the number and its separator
 _GUTTER = re.compile(r"^ *(\d+)(?:\t| ?[|:] ?| )")
+_CAT_N = re.compile(r"^(?=[ \d]{6}\t) *\d+\t")
 
 
 def _unguttered(text: str) -> str:
@@ -207,12 +271,18 @@ def _unguttered(text: str) -> str:
     lines = text.split("\n")
     end = len(lines) - 1 if lines[-1] == "" else len(lines)
     found = [_GUTTER.match(line) for line in lines[:end]]
-    if end < 3 or not all(found):
+    # (`nl` numbers no blank line; `cat -n`'s own gutter, a 6-wide number and a tab, is one on
+    # a paste of 1 or 2 lines too: a --query-gpu CSV's header and row, an `nvidia-smi -L` line)
+    if not all(m or not line.strip() for m, line in zip(found, lines, strict=False)):
         return text
     numbers = [int(m.group(1)) for m in found if m]
-    if numbers != list(range(numbers[0], numbers[0] + end)):
+    if not numbers or numbers != list(range(numbers[0], numbers[0] + len(numbers))):
         return text
-    return "\n".join([line[m.end() :] for line, m in zip(lines, found, strict=False) if m] + lines[end:])
+    if len(numbers) < 3 and not all(_CAT_N.match(line) for line in lines[:end] if line.strip()):
+        return text
+    return "\n".join(
+        [line[m.end() :] if m else line for line, m in zip(lines, found, strict=False)] + lines[end:]
+    )
 
 
 # the prefix Ray puts on each line a remote process printed, and so each launcher built on it
@@ -235,10 +305,82 @@ def _unprefixed(text: str) -> str:
     said = [line for line in lines[start or 0 :] if line.strip()]
     # (one process's lines, at least 3 or all: those without it are a wrap's pieces of the line
     # before, joined later; another process's prefix is another output interleaved)
-    carried = [m.group() for line in said if (m := _LAUNCHER_PREFIX.match(line))]
+    carried = [m.group().rstrip() for line in said if (m := _LAUNCHER_PREFIX.match(line))]
     if first is None or len(set(carried)) > 1 or len(carried) < min(3, len(said)):
         return text
-    return "\n".join(lines[:start] + [line.removeprefix(first.group()) for line in lines[start:]])
+    # (a line that held only spaces after it may have lost them and its prefix's own: dropped too)
+    bare = first.group().rstrip()
+    return "\n".join(
+        lines[:start] + ["" if line == bare else line.removeprefix(first.group()) for line in lines[start:]]
+    )
+
+
+# the stamp a log collector puts before each line a program printed: GitHub Actions'
+# (`2024-05-01T12:00:00.1234567Z `), `docker logs -t`'s and `kubectl logs --timestamps`' (RFC 3339
+# with a fraction: `2024-05-01T12:00:00.123456789Z `), GitLab runner's (the same, then the stream:
+# `00O `, `01E+ `), Jenkins Timestamper's (`[2024-05-01T12:00:00.123Z] `). A kernel log's own ISO
+# stamp has a comma (`dmesg --time-format iso`) or no fraction (`journalctl -o short-iso`), and a
+# journal's line a host and a program after it (_JOURNAL: not taken for a collector's)
+_STAMP = re.compile(
+    r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,9}(?:Z|[+-]\d\d:?\d\d)(?: \d\d[OE]\+?)?"
+    r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\])(?: |$)"
+)
+# a journal's (or a syslog's) line of a program: its time, host and program (`May 01 12:00:00
+# gpu01 nvidia-smi[1234]: `; short-iso's and short-precise's times too)
+_JOURNAL = re.compile(
+    r"(?:\w{3} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT[\d:.,+\-Z]+)"
+    r" ([^\s:]+) ([^\s:\[]+)(?:\[\d+\])?:(?: |$)"
+)
+# a log's own lines around the output: Jenkins Pipeline's step lines (`[Pipeline] sh`), GitHub
+# Actions' group markers (`##[group]Run nvidia-smi`, `##[endgroup]`), GitLab runner's section
+# markers (`section_start:1714564800:step_script`, its ESC[0K gone) and its last lines; no tool
+# read here prints one
+_LOG_OWN = re.compile(
+    r"\[Pipeline\] .*|##\[(?:group|endgroup)\].*|section_(?:start|end):\d+:\S+"
+    r"|Cleaning up project directory and file based variables|Job succeeded|ERROR: Job failed: .*"
+)
+
+
+def _carried(lines: Sequence[str], prefix: re.Pattern[str]) -> int | None:
+    """The index of the first line that starts with `prefix` when every non-empty line from
+    there on does (at least 2 of them, or every non-empty line of the text); else None."""
+    start = next((i for i, line in enumerate(lines) if prefix.match(line)), None)
+    if start is None:
+        return None
+    said = [line for line in lines[start:] if line.strip()]
+    if len(said) < 2 and len(said) < sum(1 for line in lines if line.strip()):
+        return None
+    return start if all(prefix.match(line) for line in said) else None
+
+
+# after an ISO time, a journal's host and program (`journalctl -o short-iso-precise`: `gpu01 kernel: `,
+# `gpu01 nvidia-persistenced[1234]: `): the journal's own time, not a collector's
+_JOURNAL_HEAD = re.compile(r"[^\s:]+ (?:kernel|[^\s:\[]+\[\d+\]): ")
+
+
+def _journal_iso(lines: Sequence[str]) -> bool:
+    """Whether most stamped lines are a journal's (its host and program after the time)."""
+    said = [_STAMP.sub("", line, count=1) for line in lines if line.strip()]
+    return sum(1 for line in said if _JOURNAL_HEAD.match(line)) * 2 > len(said)
+
+
+def _unstamped(text: str) -> str:
+    """A program's output as a log collector saved it, each line behind the collector's stamp
+    (_STAMP: a CI job's log, `docker logs -t`, `kubectl logs --timestamps`) or behind a journal's
+    time, host and program (_JOURNAL: a unit's output in `journalctl -u`; one host and one
+    program, not the kernel, whose log is read as such), as the lines the program printed; a
+    log's own step lines (`[Pipeline] sh`) dropped; lines above the first that carries it (a
+    prompt) kept. Before, a stamped table or CSV was taken for a kernel log (by its ISO stamps)
+    with no Xid in it: gpu_xid passed, and no GPU was read."""
+    lines = [line for line in text.split("\n") if not _LOG_OWN.fullmatch(line.strip())]
+    if (start := _carried(lines, _STAMP)) is not None and not _journal_iso(lines[start:]):
+        lines = [*lines[:start], *(_STAMP.sub("", line, count=1) for line in lines[start:])]
+        lines = [line for line in lines if not _LOG_OWN.fullmatch(line.strip())]  # (stamped too)
+    if (start := _carried(lines, _JOURNAL)) is not None:
+        said = {m.group(1, 2) for line in lines[start:] if (m := _JOURNAL.match(line))}
+        if len(said) == 1 and next(iter(said))[1] != "kernel":
+            lines = [*lines[:start], *(_JOURNAL.sub("", line, count=1) for line in lines[start:])]
+    return "\n".join(lines)
 
 
 # a Markdown code fence line: ``` or ~~~, with the block's language after an opening one

@@ -63,6 +63,22 @@ def _hard_broken(text: str, mark: str = "\\", last_too: bool = False) -> str:
     )
 
 
+def _stamped(text: str, stamp: str) -> str:
+    """`stamp` before each line (an empty one gets the stamp alone, its blank dropped)."""
+    return (
+        "\n".join(stamp + line if line else stamp.rstrip() for line in text.rstrip("\n").split("\n")) + "\n"
+    )
+
+
+def _cp1252(text: str) -> str:
+    """UTF-8 read as Windows-1252 as a browser reads it (`│` as `â”‚`; the five bytes it leaves
+    undefined as the C1 controls of their numbers)."""
+    return "".join(
+        chr(b) if b in (0x81, 0x8D, 0x8F, 0x90, 0x9D) else bytes([b]).decode("cp1252")
+        for b in text.encode("utf-8")
+    )
+
+
 # name -> (what it does to a capture's text, given the capture's command)
 TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     # Windows line ends; a BOM (Notepad)
@@ -115,7 +131,52 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
     "spaces-collapsed-unindented": lambda t, _c: "\n".join(
         re.sub(r"[ \t]+", " ", line).strip() for line in t.split("\n")
     ),
+    # a log collector's stamp before each line: a GitHub Actions job's log, `docker logs -t`'s
+    # and `kubectl logs --timestamps`' (RFC 3339, nanoseconds), Jenkins Timestamper's under its
+    # Pipeline step line and `set -x`'s trace of the command, Buildkite's (an APC sequence)
+    "github-actions-stamps": lambda t, _c: _stamped(t, "2024-05-01T12:00:00.1234567Z "),
+    "docker-logs-t": lambda t, _c: _stamped(t, "2024-05-01T12:00:00.123456789Z "),
+    "jenkins-timestamper": lambda t, c: _stamped(
+        f"[Pipeline] sh\n+ {c}\n" + t, "[2024-05-01T12:00:00.123Z] "
+    ),
+    "buildkite-stamps": lambda t, _c: _stamped(t, "\x1b_bk;t=1714564800000\x07"),
+    # GitLab runner's log: its section markers, the traced command, its stamps and last lines
+    "gitlab-job": lambda t, c: _stamped(
+        f"section_start:1714564800:step_script\n\x1b[32;1m$ {c}\x1b[0;m\n"
+        + _ended(t)
+        + "section_end:1714564801:step_script\nCleaning up project directory and file based variables\n"
+        + "Job succeeded\n",
+        "2024-05-01T12:00:00.123456Z 00O ",
+    ),
+    # a systemd unit's output as `journalctl -u` shows it
+    "journal-of-a-unit": lambda t, _c: _stamped(t, "May 01 12:00:00 gpu01 gpu-check.sh[1234]: "),
+    # the command as `set -x` traces a pipeline (`cmd | tee out.txt`), or a Jupyter cell's
+    "set-x-traced": lambda t, c: f"+ {c}\n+ tee out.txt\n" + t,
+    "jupyter-cell": lambda t, c: f"!{c}\n" + t,
+    # UTF-8 read as Windows-1252: a table drawn with box-drawing characters, a page's `&nbsp;`
+    "box-all-cp1252": lambda t, _c: _cp1252(
+        t.replace("|", "\u2502").replace("+", "\u253c").replace("-", "\u2500").replace("=", "\u2550")
+    ),
+    "nbsp-runs-cp1252": lambda t, _c: _cp1252(t.replace("  ", " \u00a0")),
+    "nbsp-all-cp1252": lambda t, _c: _cp1252(t.replace(" ", "\u00a0")),
+    # a terminal's capture that pads each line with spaces to the window's width (screen's hardcopy)
+    "screen-padded": lambda t, _c: "\n".join(line.ljust(160) for line in t.split("\n")),
+    # line numbers: `cat -n`'s on every line, `nl`'s on every line but a blank one (7 spaces)
+    "cat-n": lambda t, _c: "".join(
+        f"{i:6d}\t{line}\n" for i, line in enumerate(_ended(t).split("\n")[:-1], 1)
+    ),
+    "nl": lambda t, _c: _nl(t),
 }
+
+
+def _nl(text: str) -> str:
+    """`nl`'s output: each non-empty line behind its number (6 wide) and a tab, an empty one as
+    7 spaces."""
+    out, number = [], 0
+    for line in _ended(text).split("\n")[:-1]:
+        number += bool(line)
+        out.append(f"{number:6d}\t{line}" if line else " " * 7)
+    return "\n".join(out) + "\n"
 
 
 def _verdicts(folder: Path, name: str, text: str, order: object) -> dict[str, tuple[str, str]]:
@@ -213,6 +274,80 @@ def test_every_real_capture_with_markdown_hard_breaks_is_judged_as_itself(
             if verdict != whole.get(rule, ("(no row)", ""))[0]
         ]
     assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [
+        "github-actions-stamps",
+        "docker-logs-t",
+        "buildkite-stamps",
+        "journal-of-a-unit",
+        "box-all-cp1252",
+        "nbsp-all-cp1252",
+        "screen-padded",
+        "cat-n",
+        "nl",
+    ],
+)
+def test_every_real_capture_saved_by_a_log_collector_or_a_terminal_is_judged_as_itself(
+    tmp_path: Path, transform: str
+) -> None:
+    """Every real capture behind a log collector's stamp on each line (a GitHub Actions job's
+    log, `docker logs -t`, Buildkite's APC stamp, a unit's `journalctl -u` line head), read back
+    from UTF-8 as Windows-1252 (box-drawing characters, `&nbsp;`), padded with spaces to a
+    screen's width, or numbered by `cat -n` or `nl`: the whole output is there, so every verdict
+    is the capture's own, none demoted to unverified and no file refused. Before, a stamped
+    output of any kind was read as a kernel log (its ISO stamps) with no Xid: gpu_xid and
+    nvswitch_sxid passed beside a df or an nvidia-smi table, no GPU was read; a journal's and
+    Buildkite's were refused; the mojibake of a page's `&nbsp;` passed nvswitch_sxid on the
+    health checker's SXid 12028 log; a padded `nvidia-smi -q -d ECC` read no ECC count
+    (ecc_uncorrectable unverified); a 2-line CSV under `cat -n` and any output under `nl`
+    (blank lines unnumbered) were refused or unread."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    moved = []
+    for name in CAPTURES:
+        if (whole := _whole(name)) is None:
+            continue  # (refused whole: nothing to compare)
+        text = (REAL / name).read_text(encoding="utf-8")
+        try:
+            got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
+        except UsageError as refusal:
+            moved.append(f"{name}: refused ({str(refusal)[:90]})")
+            continue
+        moved += [
+            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
+            for rule, (verdict, actual) in got.items()
+            if verdict != whole.get(rule, ("(no row)", ""))[0]
+        ]
+    assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
+
+
+# (a capture, the command it is the output of, and a rule its verdict shows)
+TRACED = [
+    ("nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt", "nvidia-smi", "gpu_count"),
+    ("nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05.xml", "nvidia-smi -q -x", "pcie_link"),
+    ("lsblk-J-b__h200-vm.json", "lsblk -J -b", "gpu_count"),
+]
+
+
+@pytest.mark.parametrize(("name", "command", "rule"), TRACED)
+@pytest.mark.parametrize("transform", ["set-x-traced", "jupyter-cell", "jenkins-timestamper", "gitlab-job"])
+def test_a_real_capture_below_its_traced_command_is_judged_as_itself(
+    tmp_path: Path, transform: str, name: str, command: str, rule: str
+) -> None:
+    """A real capture below the command as a CI job's log or a notebook shows it (`set -x`'s `+
+    nvidia-smi` and `+ tee out.txt` of a pipeline, a Jupyter cell's `!nvidia-smi`, Jenkins'
+    `[Pipeline] sh` and Timestamper's stamps, GitLab's section markers, stamps and `Job
+    succeeded`): judged as the capture. Before, the trace or the cell's line was taken for the
+    output's first line: the JSON and the XML were refused as no output read here."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / name).read_text(encoding="utf-8")
+    whole = _verdicts(tmp_path / "whole", name, text, order)
+    assert rule in whole
+    assert _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, command), order) == whole
 
 
 LSBLK_JSON = "lsblk-J-b__h200-vm.json"
@@ -317,3 +452,27 @@ def test_every_real_capture_under_a_launcher_s_line_prefix_is_judged_as_itself(t
         "pass",
         "1 listed; incomplete probe: nvidia-smi's output lists 1 GPU(s) and was cut off",
     )
+
+
+POP_OS_SYSLOG = (
+    "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel"
+    "__last-line-cut__pop-os-3363.txt"
+)
+
+
+def test_a_journal_s_own_iso_times_are_no_collector_s_stamps(tmp_path: Path) -> None:
+    """The real Pop!_OS syslog (Xid 79, gdm-x-session lines beside the kernel's) with each line's
+    time written as `journalctl -o short-iso-precise` writes it (`2025-01-02T18:37:03.123456+00:00
+    xxx kernel: ...`): the time is the journal's, its host and program follow, so it is kept and
+    the log judged as the capture (a collector's stamp, the same time alone, would be dropped;
+    its sentences add that the log read starts after boot, as a journal's ISO times did before)."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / POP_OS_SYSLOG).read_text(encoding="utf-8")
+    iso = re.sub(r"^\w{3} [ \d]\d (\d\d:\d\d:\d\d) ", r"2025-01-02T\1.123456+00:00 ", text, flags=re.M)
+    assert iso != text
+    whole = _verdicts(tmp_path / "whole", POP_OS_SYSLOG, text, order)
+    assert whole["gpu_xid"][0] == "fail"
+    got = _verdicts(tmp_path / "iso", POP_OS_SYSLOG, iso, order)
+    assert {rule: row[0] for rule, row in got.items()} == {rule: row[0] for rule, row in whole.items()}
+    assert got["gpu_xid"][1].startswith("GPU at PCI 0000:01:00: Xid 79 GPU has fallen off the bus")
