@@ -137,3 +137,27 @@ def test_lxc_and_incus_exec_run_the_command_in_a_container(command: str, engine:
     run in the instance (it was read as an `lxc` command on the box)."""
     ran = run(command, ("free",))
     assert (ran.head, ran.container, ran.started) == (["free", "-h"], engine, False)
+
+
+# the 2-socket EPYC 9374F server's `lscpu` (64 CPUs, no CPU offline)
+EPYC_LSCPU = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+
+
+@pytest.mark.parametrize(
+    ("capture", "command", "order"),
+    [
+        (LXCFS_LSCPU, "kubectl exec gpu-0 -- lscpu", "cpu_cores: 64\n"),
+        (EPYC_LSCPU, "docker exec app lscpu", "cpu_cores: 96\n"),
+        (H200_LSCPU, "docker exec app lscpu", "cpu_cores: 256\n"),
+    ],
+)
+def test_an_lscpu_shortfall_of_the_box_stands_inside_a_container(
+    tmp_path: Path, capture: str, command: str, order: str
+) -> None:
+    """lxcfs changes only which CPUs are online; lscpu's `CPU(s):` (sysfs' possible/present) is
+    the box's, and with no CPU offline the whole view is the host's (no lxcfs). The lxcfs k8s
+    lscpu (32 CPUs, 4 online) against 64 cores, and the EPYC's and the H200 VM's lscpu (no CPU
+    offline) against more cores than they have, each under the copied command put above it
+    in-test, were unverified; now they fail as in the box's own shell."""
+    verdict, actual, _ = _box(tmp_path, "lscpu.txt", capture, command, order)
+    assert verdict == "fail", (verdict, actual)
