@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
 from gpuonboard.api.command_line import run
 from gpuonboard.api.narrowed import container_view
 
@@ -161,3 +162,32 @@ def test_an_lscpu_shortfall_of_the_box_stands_inside_a_container(
     in-test, were unverified; now they fail as in the box's own shell."""
     verdict, actual, _ = _box(tmp_path, "lscpu.txt", capture, command, order)
     assert verdict == "fail", (verdict, actual)
+
+
+@pytest.mark.parametrize(
+    ("capture", "tool", "order", "rule"),
+    [
+        (H200_FREE, "free -h", "ram: 256GB\n", "ram"),
+        (LXCFS_LSCPU, "lscpu", "cpu_cores: 8\n", "cpu_cores"),
+    ],
+)
+@pytest.mark.parametrize("container_first", [True, False])
+def test_the_same_output_in_a_container_and_on_the_box_judges_the_boxs(
+    tmp_path: Path, capture: str, tool: str, order: str, rule: str, container_first: bool
+) -> None:
+    """One saved session holding the capture twice, in-test: once under `docker exec app TOOL` and
+    once under the plain `TOOL` (what a container without lxcfs prints is the host's own answer).
+    The session kept the first copy, so the container's came first and its shortfall was
+    unverified; now the box's own answer is judged, failing as in the box's own shell, and the
+    container's copy is noted as the same output."""
+    text = (REAL / capture).read_text()
+    runs = [f"$ docker exec app {tool}\n{text}", f"$ {tool}\n{text}"]
+    session = "".join(runs if container_first else runs[::-1])
+    _, by_rule = judged_box(tmp_path, {"session.txt": session}, order)
+    assert by_rule[rule].verdict == "fail", by_rule[rule]
+    assert "shows" not in by_rule[rule].actual, by_rule[rule].actual
+    notes: list[str] = []
+    offline.load_outputs([str(tmp_path / "box")], notes)
+    other = 2 + len(text.splitlines()) if container_first else 1  # (the plain run's prompt line)
+    said = f"(`docker exec app {tool}`): the same output as line {other} (`{tool}`)"
+    assert any(said in note for note in notes), notes
