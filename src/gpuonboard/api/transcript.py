@@ -241,7 +241,9 @@ def read(
         if kind in found and found[kind][0].text.strip() == part.text.strip():
             first = found[kind][0]
             if narrow(found[kind][1]) and not narrow(out):  # (the box's own answer is judged)
-                skipped.append((first.line, f"{first.where}: the same output as {part.where}, which is judged"))
+                skipped.append(
+                    (first.line, f"{first.where}: the same output as {part.where}, which is judged")
+                )
                 found[kind] = (part, out, where)
             else:
                 skipped.append((part.line, f"{part.where}: the same output as {first.where}"))
@@ -249,7 +251,7 @@ def read(
         if kind in found and (both := join(kind, found[kind][1], out)) is not None:
             first = found[kind][0]
             found[kind] = (first, both, found[kind][2])
-            notes.append(f"{name}: {first.where} and {part.where} are {joined_said(kind)}.")
+            notes.append(f"{name}: {first.where} and {part.where} are {joined_said(kind, both)}.")
             continue
         if (
             kind in found

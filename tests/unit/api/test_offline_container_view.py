@@ -16,6 +16,7 @@ import pytest
 from gpuonboard.api import offline
 from gpuonboard.api.command_line import run
 from gpuonboard.api.narrowed import container_view
+from gpuonboard.errors import UsageError
 
 from ..offline_judge import judged_box
 
@@ -191,3 +192,67 @@ def test_the_same_output_in_a_container_and_on_the_box_judges_the_boxs(
     other = 2 + len(text.splitlines()) if container_first else 1  # (the plain run's prompt line)
     said = f"(`docker exec app {tool}`): the same output as line {other} (`{tool}`)"
     assert any(said in note for note in notes), notes
+
+
+@pytest.mark.parametrize("container_name", ["a-container.txt", "z-container.txt"])
+@pytest.mark.parametrize(
+    ("in_container", "tool", "box", "order", "verdict"),
+    [
+        (H200_FREE, "free -h", ("free-h.txt", H200_FREE), "ram: 256GB\n", "fail"),
+        (LXD_FREE, "free -h", ("free-k.txt", "free-k__h200-vm__procps-4.0.2.txt"), "ram: 64GB\n", "pass"),
+        (H200_LSCPU, "lscpu", ("lscpu.txt", H200_LSCPU), "cpu_cores: 256\n", "fail"),
+        (LXCFS_LSCPU, "lscpu", ("lscpu.txt", EPYC_LSCPU), "cpu_cores: 64\n", "pass"),
+    ],
+)  # fmt: skip
+def test_a_containers_answer_beside_the_boxs_own_judges_the_boxs(
+    tmp_path: Path,
+    container_name: str,
+    in_container: str,
+    tool: str,
+    box: tuple[str, str],
+    order: str,
+    verdict: str,
+) -> None:
+    """A folder holding a free or lscpu run in a container (`docker exec app TOOL` put above the
+    capture in-test, read before or after the other file) beside the box's own: the container's
+    shows its share (lxcfs: the LXD container's 3.7Gi, the k8s pod's 4 online CPUs) or the host's,
+    no rival view of the box. The two were refused (exit 2), the refusal saying the matching
+    H200 totals were "not the first's"; now the box's own is judged and the container's noted."""
+    files = {container_name: f"$ docker exec app {tool}\n" + (REAL / in_container).read_text()}
+    files[box[0]] = (REAL / box[1]).read_text()
+    _, by_rule = judged_box(tmp_path, files, order)
+    rule = "ram" if order.startswith("ram") else "cpu_cores"
+    assert by_rule[rule].verdict == verdict, by_rule[rule]
+    assert "shows" not in by_rule[rule].actual, by_rule[rule].actual
+    notes: list[str] = []
+    offline.load_outputs([str(tmp_path / "box")], notes)
+    assert any(f"one run in a container (`docker exec app {tool}` shows" in note for note in notes), notes
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        (
+            {"a.txt": f"$ lscpu | head -12\n{''.join((REAL / H200_LSCPU).read_text().splitlines(True)[:12])}",
+             "lscpu.txt": (REAL / H200_LSCPU).read_text()},
+            "(`lscpu | head -12` keeps only the lines head let through)",
+        ),
+        (
+            {"a.txt": f"$ docker exec app free -h\n{(REAL / H200_FREE).read_text()}",
+             "b.txt": f"$ kubectl exec pod -- free -h\n{(REAL / LXD_FREE).read_text()}"},
+            "(`docker exec app free -h` shows the memory of the container it ran in, not the box's;"
+            " `kubectl exec pod -- free -h` shows",
+        ),
+    ],
+)  # fmt: skip
+def test_a_refusal_names_the_narrowed_or_container_view_not_two_boxes(
+    tmp_path: Path, files: dict[str, str], said: str
+) -> None:
+    """Two outputs of one kind that are not joined because one shows part of the box (`lscpu |
+    head -12` beside the whole lscpu, cut in-test) or both a container's view (two containers'
+    free, the H200's and the LXD container's): the refusal said their matching or unrelated
+    totals were "not the first's (two boxes ...)"; now it names what each shows."""
+    with pytest.raises(UsageError) as err:
+        judged_box(tmp_path, files, "cpu_cores: 8\nram: 8GB\n")
+    assert said in str(err.value), str(err.value)
+    assert "not the first's" not in str(err.value)
