@@ -256,3 +256,55 @@ def test_a_refusal_names_the_narrowed_or_container_view_not_two_boxes(
         judged_box(tmp_path, files, "cpu_cores: 8\nram: 8GB\n")
     assert said in str(err.value), str(err.value)
     assert "not the first's" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "capture", "command", "order"),
+    [
+        ("free.txt", LXD_FREE, "lxc-attach -n c1 -- free -h", "ram: 8GB\n"),
+        ("free.txt", LXD_FREE, "lxc-attach -n c1 free -h", "ram: 8GB\n"),
+        ("free.txt", LXD_FREE, "pct exec 101 -- free -h", "ram: 8GB\n"),
+        ("lscpu.txt", LXCFS_LSCPU, "sudo pct exec 101 lscpu", "cpu_cores: 8\n"),
+        ("lscpu.txt", LXCFS_LSCPU, "lxc-attach --name=c1 -- lscpu", "cpu_cores: 8\n"),
+    ],
+)
+def test_lxc_attach_and_pct_exec_run_the_tool_in_a_container(
+    tmp_path: Path, name: str, capture: str, command: str, order: str
+) -> None:
+    """LXC's own `lxc-attach [-n NAME] [--] command` and Proxmox's `pct exec VMID [--] command`
+    (its LXC containers get lxcfs by default): the LXD container's 3.7Gi free and the lxcfs k8s
+    lscpu under them, in-test, failed as the box's with no container noted; now unverified,
+    naming the command, as under `lxc exec`."""
+    verdict, actual, _ = _box(tmp_path, name, capture, command, order)
+    assert verdict == "unverified", (verdict, actual)
+    assert f"`{command}` shows" in actual, actual
+
+
+@pytest.mark.parametrize(
+    ("name", "capture", "command", "order"),
+    [
+        ("free.txt", LXD_FREE, "docker exec app true | free -h", "ram: 8GB\n"),
+        ("lscpu.txt", LXCFS_LSCPU, "kubectl exec pod -- date | lscpu", "cpu_cores: 8\n"),
+    ],
+)
+def test_a_tool_piped_after_a_container_command_ran_on_the_box(
+    tmp_path: Path, name: str, capture: str, command: str, order: str
+) -> None:
+    """`docker exec app true | free -h`: only `true` ran in the container, free on the box (its
+    standard input unread); the LXD container's 3.7Gi under it, in-test, was unverified as the
+    container's; now it fails as the box's, as without the command."""
+    verdict, actual, _ = _box(tmp_path, name, capture, command, order)
+    assert verdict == "fail", (verdict, actual)
+
+
+@pytest.mark.parametrize(
+    ("command", "inside"),
+    [
+        ("docker exec app true | free -h", 1),
+        ("docker exec app sh -c 'echo x | free -h'", 2),
+        ("ssh box 'docker exec app free -h | head'", 1),
+        ("free -h", 0),
+    ],
+)
+def test_a_run_says_how_many_of_its_stages_ran_in_the_container(command: str, inside: int) -> None:
+    assert run(command, ("free",)).inside == inside
