@@ -126,8 +126,10 @@ def joined_cpus(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput
     """One output of several answers of one box to what its CPUs are (`lscpu`, `lscpu -J`, `cat
     /proc/cpuinfo`) that agree where both say it (_cpus_agree): the whole lscpu that counts the
     cores is read before a cut or filtered one, and before a /proc/cpuinfo (which lists the online
-    CPUs only); the others kept in its `beside`. None where they disagree (rivals, refused naming
-    both), or one shows only part of the box or a container's view."""
+    CPUs only); a whole /proc/cpuinfo that counts them before an lscpu that does not (unless that
+    lscpu lists CPUs offline, which the /proc/cpuinfo cannot show); the others kept in `beside`.
+    None where they disagree (rivals, refused naming both), or one shows only part of the box or
+    a container's view (joined_container: a container's kept beside, aside)."""
     boxs, aside = _box_views(first)
     outs = (first, *boxs, then)
     if kind != "lscpu" or any(unread(o) or o.partial or o.in_container for o in outs):
@@ -137,8 +139,10 @@ def joined_cpus(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput
         return None
 
     def worse(at: int) -> tuple[bool, bool, bool, int]:
+        # (an lscpu listing CPUs offline keeps them in sight even without a core count)
         info = read[at][1]
-        return (bool(info.cut or info.filtered), info.source != "lscpu", info.physical_cores is None, at)
+        uncounted = info.physical_cores is None and not info.offline_cpus
+        return (bool(info.cut or info.filtered), uncounted, info.source != "lscpu", at)
 
     best = min(range(len(read)), key=worse)
     return replace(read[best][0], beside=(*(o for at, (o, _) in enumerate(read) if at != best), *aside))
