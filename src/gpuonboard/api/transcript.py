@@ -250,7 +250,11 @@ def read(
             continue
         if kind in found and (both := join(kind, found[kind][1], out)) is not None:
             first = found[kind][0]
-            found[kind] = (first, both, found[kind][2])
+            # (a container's view joined to the box's own answer after it: the box's is judged, named)
+            if narrow(found[kind][1]) and not narrow(out):
+                found[kind] = (part, both, where)
+            else:
+                found[kind] = (first, both, found[kind][2])
             notes.append(f"{name}: {first.where} and {part.where} are {joined_said(kind, both)}.")
             continue
         if (

@@ -308,3 +308,19 @@ def test_a_tool_piped_after_a_container_command_ran_on_the_box(
 )
 def test_a_run_says_how_many_of_its_stages_ran_in_the_container(command: str, inside: int) -> None:
     assert run(command, ("free",)).inside == inside
+
+
+def test_a_session_with_a_containers_free_before_the_boxs_own_judges_the_boxs(tmp_path: Path) -> None:
+    """One saved session, in-test: `docker exec app free -h` printing the LXD container's 3.7Gi,
+    then the plain `free -k` printing the H200 VM's 125.85 GiB: it was refused as two free
+    outputs (exit 2); now the box's own passes 64 GB, the container's noted beside it."""
+    session = (
+        f"$ docker exec app free -h\n{(REAL / LXD_FREE).read_text()}"
+        f"$ free -k\n{(REAL / 'free-k__h200-vm__procps-4.0.2.txt').read_text()}"
+    )
+    _, by_rule = judged_box(tmp_path, {"session.txt": session}, "ram: 64GB\n")
+    assert by_rule["ram"].verdict == "pass", by_rule["ram"]
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(tmp_path / "box")], notes)
+    assert outputs["free"].in_container == "" and len(outputs["free"].beside) == 1
+    assert any("are the box's own free output and one run in a container" in note for note in notes), notes
