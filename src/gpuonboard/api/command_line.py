@@ -20,7 +20,10 @@ words of that command, not by the words of what wraps it.
   [container] run|exec [options] IMAGE|CONTAINER`, `docker compose|docker-compose|podman-compose
   run|exec [options] SERVICE`, `kubectl|oc|k exec|run ... --` (`k`: kubectl's documented alias;
   `microk8s|k3s kubectl`, `minikube kubectl --` are kubectl), `crictl exec [options] CONTAINER`,
-  `lxc|incus exec [options] INSTANCE [--]`; and to the command line it hands a shell, which is
+  `lxc|incus exec [options] INSTANCE [--]`, Proxmox's `pct exec VMID [--]`, LXC's `lxc-attach
+  [-n NAME] [options] [--]` (Run.inside: how many stages of the pipeline ran there, the first
+  only where a `|` follows the engine's command: `docker exec app true | free -h` runs free on
+  the box); and to the command line it hands a shell, which is
   read again from its start: `ssh [options] HOST 'remote'` (the words after the host, joined by
   blanks as ssh does), `sh|bash|zsh|dash|ksh [options] -c 'command'` (`-euxo pipefail -c`), `su|
   runuser [options] [USER] -c 'command'`, `watch [options] command`; behind a wrapper not known
@@ -139,12 +142,15 @@ class Run:
     judged); `stages`, the words of each command of the pipeline it runs, wrappers unwrapped;
     `to_file`, the file its standard output went to (`> k.txt`), "" for the terminal;
     `container`, the words that ran it inside a container (`docker run --gpus all IMAGE`,
-    `kubectl exec -it POD --`, an `NV_GPU=0` before them kept), () where it ran on the box."""
+    `kubectl exec -it POD --`, an `NV_GPU=0` before them kept), () where it ran on the box;
+    `inside`, how many of the stages (the first) ran in that container: `docker exec app true |
+    free -h` ran only `true` there, `docker exec app sh -c 'echo | free -h'` both."""
 
     said: str
     stages: list[list[str]]
     to_file: str = ""
     container: tuple[str, ...] = ()
+    inside: int = 0
 
     @property
     def head(self) -> list[str]:
@@ -234,11 +240,17 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
         if isinstance(inner, str):  # (a command line another shell reads: from its start)
             said = text.strip()
             return [
-                Run(said, [*r.stages, *rest], to_file or r.to_file, entered or r.container)
+                Run(
+                    said,
+                    [*r.stages, *rest],
+                    to_file or r.to_file,
+                    entered or r.container,
+                    len(r.stages) if entered else r.inside,
+                )
                 for r in runs(inner, tools)
             ]
         words = inner
-    return [Run(text.strip(), [words, *rest], to_file, entered)]
+    return [Run(text.strip(), [words, *rest], to_file, entered, 1 if entered else 0)]
 
 
 def _to_file(text: str) -> str:
@@ -408,8 +420,9 @@ def _watch(words: list[str]) -> str | None:
 # alias kubectl's own documentation sets up (`alias k=kubectl`)
 KUBE_CLIS = frozenset({"kubectl", "oc", "k"})
 # engines that only enter a running container (`crictl exec CTR cmd`, LXD's and Incus's `lxc|incus
-# exec CTR -- cmd`): their `run` (crictl's from config files) or `launch` shows no command
-_EXEC_ONLY = frozenset({"crictl", "lxc", "incus"})
+# exec CTR -- cmd`, Proxmox's `pct exec 101 -- cmd`, LXC's own `lxc-attach -n c1 -- cmd`, which
+# names no verb): their `run` (crictl's from config files) or `launch` shows no command
+_EXEC_ONLY = frozenset({"crictl", "lxc", "incus", "pct", "lxc-attach"})
 # container engines: their `run` starts a container for the command after the image, their `exec`
 # runs it in one already running (`kubectl run|exec ... -- command`); compose's name a service
 _ENGINES = frozenset(
@@ -425,7 +438,7 @@ _ENGINES = frozenset(
     }
 )
 # the engines whose exec takes the command after `--` (`lxc exec c1 -- free -h`)
-_DASHED = KUBE_CLIS | {"lxc", "incus"}
+_DASHED = KUBE_CLIS | {"lxc", "incus", "pct", "lxc-attach"}
 # the options before the verb that take a value (`kubectl -n NS exec`, `docker -H HOST exec`,
 # `docker-compose -f FILE run`)
 _GLOBAL_VALUED = frozenset(
@@ -456,12 +469,20 @@ _EXEC_OPTIONS = _getopt("de:itu:w:T", {"env", "env-file", "user", "workdir", "de
 _KUBECTL_EXEC = _getopt("c:n:f:", {"container", "namespace", "filename"})
 # `lxc exec` / `incus exec`'s options that take a value
 _LXC_EXEC = _getopt("", {"env", "user", "group", "cwd", "mode", "project"})
+# `lxc-attach`'s options that take a value (its container: `-n NAME`, or its first operand)
+_LXC_ATTACH = _getopt(
+    "n:a:s:v:u:g:P:o:l:f:c:eRL",
+    {"name", "arch", "namespaces", "set-var", "uid", "gid", "lxcpath", "logfile", "logpriority"}
+    | {"rcfile", "context", "keep-var", "pty-log"},
+)
 
 
 def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[list[str], list[str]] | None:
     """The words of a container engine's command (`words`: those after its name) that put a
     command in a container (`run --rm --gpus all IMAGE`, `compose exec app`, `exec -it POD --`),
     and the command; None where it runs none (`docker logs`, `docker ps`)."""
+    if name == "lxc-attach":  # (no verb: its options, then the command)
+        return _attached(words, tools)
     at = 0
     while at < len(words) and words[at].startswith("-"):
         at += 1 + (words[at] in _GLOBAL_VALUED)
@@ -479,7 +500,7 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         if "--entrypoint" in rest[:-1]:
             entry = rest[rest.index("--entrypoint") + 1]
         command = [entry, *command] if tool_name(entry) in tools else command
-    elif name in ("lxc", "incus"):
+    elif name in ("lxc", "incus", "pct"):
         command = _LXC_EXEC(rest)[1:]  # (`lxc exec c1 free -h`: its instance, then the command)
     else:
         operands = (_KUBECTL_EXEC if name in KUBE_CLIS else _EXEC_OPTIONS)(rest)
@@ -488,6 +509,22 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
     if tools and not (command and tool_name(command[0]) in {*tools, *_SHELLS}):
         found = next((i for i, w in enumerate(rest) if tool_name(w) in tools), None)
         command = rest[found:] if found is not None else command
+    return (words[: len(words) - len(command)], command) if command else None
+
+
+def _attached(words: list[str], tools: Collection[str]) -> tuple[list[str], list[str]] | None:
+    """_in_container's answer for `lxc-attach [options] [--] command` (the container named by
+    `-n NAME` or its first operand); None for a shell it opens (no command)."""
+    if "--" in words:
+        command = words[words.index("--") + 1 :]
+    else:
+        operands = _LXC_ATTACH(words)
+        given = words[: len(words) - len(operands)]
+        named = any(w == "--name" or w.startswith(("--name=", "-n")) for w in given)
+        command = operands if named else operands[1:]
+    if tools and not (command and tool_name(command[0]) in {*tools, *_SHELLS}):
+        found = next((i for i, w in enumerate(words) if tool_name(w) in tools), None)
+        command = words[found:] if found is not None else command
     return (words[: len(words) - len(command)], command) if command else None
 
 

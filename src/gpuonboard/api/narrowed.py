@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.api.command_line import KUBE_CLIS, Run, run, runs
+from gpuonboard.api.command_line import KUBE_CLIS, Run, run, runs, tool_name
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
@@ -102,6 +102,8 @@ def _narrowed_run(kind: str, ran: Run) -> str:
 # its own limits as /proc/meminfo, /proc/cpuinfo and the online CPUs (free's total is its memory
 # limit, lscpu's Off-line CPU(s) list the CPUs outside its CPU set); without lxcfs, the host's
 _CONTAINER_VIEWS = {"free": "the memory", "lscpu": "the CPUs"}
+# the file each of those tools reads, which a saved `cat` of it is
+_CONTAINER_FILES = {"free": "/proc/meminfo", "lscpu": "/proc/cpuinfo"}
 
 
 def container_view(kind: str, command: str) -> str:
@@ -112,11 +114,23 @@ def container_view(kind: str, command: str) -> str:
     what = _CONTAINER_VIEWS.get(kind)
     if not command or what is None:
         return ""
-    ran = next((ran for ran in runs(command, _tools(kind)) if ran.container), None)
+    ran = next((ran for ran in runs(command, _tools(kind)) if _ran_inside(ran, kind)), None)
     if ran is None:
         return ""
     where = "a container it started" if ran.started else IN_RUNNING_CONTAINER
     return f"`{ran.said}` shows {what} of {where}, not the box's"
+
+
+def _ran_inside(ran: Run, kind: str) -> bool:
+    """Whether the stage of `ran` that printed the output of `kind` (the first running its tool or
+    reading its /proc file, else the first) ran in a container: of `docker exec app true | free -h`
+    only `true` did."""
+    file = _CONTAINER_FILES.get(kind, "")
+    printed = next(
+        (at for at, words in enumerate(ran.stages) if any(tool_name(w) == kind or w == file for w in words)),
+        0,
+    )
+    return bool(ran.container) and printed < ran.inside
 
 
 # lines of lscpu a grep -v must keep, in English and in every language lscpu is translated into

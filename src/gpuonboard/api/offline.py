@@ -374,7 +374,15 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
         return _env_outputs(path, pasted, notes)
     if parts is None:
         return [(*_saved_output(path, str(path), pasted), str(path))]
-    return transcript.read(str(path), parts, lambda *part: _saved_output(path, *part), notes, unread, joined)
+    return transcript.read(
+        str(path),
+        parts,
+        lambda *part: _saved_output(path, *part),
+        notes,
+        unread,
+        joined,
+        lambda out: bool(out.in_container or out.partial),
+    )
 
 
 # nvidia-smi's own output in a text: its table's banner, its -q header

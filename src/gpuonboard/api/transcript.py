@@ -210,11 +210,14 @@ def read(
     notes: list[str],
     unread: Callable[[T], str] = lambda _: "",
     join: Callable[[str, T, T], T | None] = lambda *_: None,
+    narrow: Callable[[T], bool] = lambda _: False,
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
     command, `docker exec gpu nvidia-smi` too). An output that cannot be read is said in one note
-    with the commands not read, and the rest judged; the same output twice is read once, two
+    with the commands not read, and the rest judged; the same output twice is read once (of the
+    two, one that `narrow` says shows less than the box gives way to the other: `docker exec app
+    free -h` prints the host's own `free -h` where no lxcfs serves the container), two
     different outputs of one kind are refused (a narrower view or a later state of the box:
     neither may be dropped). An output that read nothing of the box (`unread(output)`: why, as
     the box said it; "" for one that read something: a refusal, `dmesg: read kernel buffer
@@ -236,12 +239,23 @@ def read(
         kind, out = got
         where = f"{name} {part.where}"
         if kind in found and found[kind][0].text.strip() == part.text.strip():
-            skipped.append((part.line, f"{part.where}: the same output as {found[kind][0].where}"))
+            first = found[kind][0]
+            if narrow(found[kind][1]) and not narrow(out):  # (the box's own answer is judged)
+                skipped.append(
+                    (first.line, f"{first.where}: the same output as {part.where}, which is judged")
+                )
+                found[kind] = (part, out, where)
+            else:
+                skipped.append((part.line, f"{part.where}: the same output as {first.where}"))
             continue
         if kind in found and (both := join(kind, found[kind][1], out)) is not None:
             first = found[kind][0]
-            found[kind] = (first, both, found[kind][2])
-            notes.append(f"{name}: {first.where} and {part.where} are {joined_said(kind)}.")
+            # (a container's view joined to the box's own answer after it: the box's is judged, named)
+            if narrow(found[kind][1]) and not narrow(out):
+                found[kind] = (part, both, where)
+            else:
+                found[kind] = (first, both, found[kind][2])
+            notes.append(f"{name}: {first.where} and {part.where} are {joined_said(kind, both)}.")
             continue
         if (
             kind in found

@@ -79,11 +79,12 @@ def joined_memory(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutp
     GiB): the most exact is read, the others kept in its `beside`. None where a total was not
     read, the ranges do not meet (two boxes, or a box that changed: rivals, refused naming
     both), or one shows only part of the box or a container's view."""
-    if kind != "free" or any(unread(o) or o.partial or o.in_container for o in (first, then, *first.beside)):
+    boxs, aside = _box_views(first)
+    if kind != "free" or any(unread(o) or o.partial or o.in_container for o in (first, then, *boxs)):
         return None
     from gpuonboard.facts.memory import read_memory
 
-    read = [(o, read_memory(o.stdout)) for o in (first, *first.beside, then)]
+    read = [(o, read_memory(o.stdout)) for o in (first, *boxs, then)]
     ranges = [
         (m.total_bytes - m.total_spread[0], m.total_bytes + m.total_spread[1])
         for _, m in read
@@ -93,7 +94,7 @@ def joined_memory(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutp
         return None
     exact = min(range(len(read)), key=lambda at: sum(read[at][1].total_spread))
     main = read[exact][0]
-    return replace(main, beside=tuple(o for at, (o, _) in enumerate(read) if at != exact))
+    return replace(main, beside=(*(o for at, (o, _) in enumerate(read) if at != exact), *aside))
 
 
 def _cpu_read(out: ProbeOutput) -> CpuInfo:
@@ -125,9 +126,12 @@ def joined_cpus(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput
     """One output of several answers of one box to what its CPUs are (`lscpu`, `lscpu -J`, `cat
     /proc/cpuinfo`) that agree where both say it (_cpus_agree): the whole lscpu that counts the
     cores is read before a cut or filtered one, and before a /proc/cpuinfo (which lists the online
-    CPUs only); the others kept in its `beside`. None where they disagree (rivals, refused naming
-    both), or one shows only part of the box or a container's view."""
-    outs = (first, *first.beside, then)
+    CPUs only); a whole /proc/cpuinfo that counts them before an lscpu that does not (unless that
+    lscpu lists CPUs offline, which the /proc/cpuinfo cannot show); the others kept in `beside`.
+    None where they disagree (rivals, refused naming both), or one shows only part of the box or
+    a container's view (joined_container: a container's kept beside, aside)."""
+    boxs, aside = _box_views(first)
+    outs = (first, *boxs, then)
     if kind != "lscpu" or any(unread(o) or o.partial or o.in_container for o in outs):
         return None
     read = [(o, _cpu_read(o)) for o in outs]
@@ -135,19 +139,69 @@ def joined_cpus(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput
         return None
 
     def worse(at: int) -> tuple[bool, bool, bool, int]:
+        # (an lscpu listing CPUs offline keeps them in sight even without a core count)
         info = read[at][1]
-        return (bool(info.cut or info.filtered), info.source != "lscpu", info.physical_cores is None, at)
+        uncounted = info.physical_cores is None and not info.offline_cpus
+        return (bool(info.cut or info.filtered), uncounted, info.source != "lscpu", at)
 
     best = min(range(len(read)), key=worse)
-    return replace(read[best][0], beside=tuple(o for at, (o, _) in enumerate(read) if at != best))
+    return replace(read[best][0], beside=(*(o for at, (o, _) in enumerate(read) if at != best), *aside))
+
+
+def _box_views(out: ProbeOutput) -> tuple[tuple[ProbeOutput, ...], tuple[ProbeOutput, ...]]:
+    """(the outputs beside `out` that are the box's own answers, those a container gave:
+    joined_container's, kept as notes only)."""
+    return (
+        tuple(o for o in out.beside if not o.in_container),
+        tuple(o for o in out.beside if o.in_container),
+    )
+
+
+def _more_than_the_box(kind: str, box: ProbeOutput, container: ProbeOutput) -> bool:
+    """Whether a container's answer (free, lscpu) says more memory or CPUs than the box's own:
+    then it is no container of that box (two boxes, or a box that changed)."""
+    if kind == "free":
+        from gpuonboard.facts.memory import read_memory
+
+        mine, its = read_memory(box.stdout), read_memory(container.stdout)
+        if mine.total_bytes is None or its.total_bytes is None:
+            return True
+        return its.total_bytes - its.total_spread[0] > mine.total_bytes + mine.total_spread[1]
+    mine_cpus, its_cpus = _cpu_read(box).logical_cpus, _cpu_read(container).logical_cpus
+    return mine_cpus is None or its_cpus is None or its_cpus > mine_cpus
+
+
+def joined_container(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One output of the box's own `free` or `lscpu` (or /proc/meminfo, /proc/cpuinfo) and one run
+    in a container (`docker exec app free -h`: ProbeOutput.in_container), either order: no rival
+    views, as the container's shows its share (lxcfs) or the host's: the box's own, read whole, is
+    judged, the container's kept in its `beside` and noted. None for any other two, or where the
+    container's says more than the box's (no container of that box)."""
+    if kind not in ("free", "lscpu") or unread(first) or unread(then):
+        return None
+    if then.in_container and not first.in_container and not first.partial:
+        box, container = first, then
+    elif first.in_container and not then.in_container and not then.partial and not first.beside:
+        box, container = then, first
+    else:
+        return None
+    if _more_than_the_box(kind, box, container):
+        return None
+    return replace(box, beside=(*box.beside, container, *container.beside))
 
 
 def _disagree(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
-    """Where two free outputs' Mem totals were read and disagree beyond what each printed, a clause
-    naming both (in GiB); "" otherwise."""
-    if kind == "lscpu" and joined_cpus(kind, first, then) is None:
+    """Why two outputs of one kind are rivals, as a clause: where one shows part of the box or a
+    container's view, what it shows (its command named); where two free outputs' Mem totals, or
+    two lscpu answers, were read whole and disagree, both named (two boxes); "" otherwise."""
+    views = [o.partial or o.in_container for o in (first, then) if o.partial or o.in_container]
+    if views:
+        return f" ({'; '.join(views)})"
+    if unread(first) or unread(then):
+        return ""
+    if kind == "lscpu":
         one, other = _cpu_read(first), _cpu_read(then)
-        if not (one.logical_cpus and other.logical_cpus):
+        if not (one.logical_cpus and other.logical_cpus) or _cpus_agree(one, other):
             return ""
         return (
             f" whose {_cpus_said(other)} are not the first's {_cpus_said(one)} (two boxes, or a box"
@@ -231,13 +285,18 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
     return (
         joined_boots(kind, first, then)
         or joined_formats(kind, first, then)
+        or joined_container(kind, first, then)
         or joined_memory(kind, first, then)
         or joined_cpus(kind, first, then)
     )
 
 
-def joined_said(kind: str) -> str:
-    """What two outputs joined as one are, for the note that says so."""
+def joined_said(kind: str, both: object = None) -> str:
+    """What two outputs joined as one (`both`: their ProbeOutput) are, for the note that says so."""
+    beside = both.beside if isinstance(both, ProbeOutput) else ()
+    container = next((o.in_container for o in beside if o.in_container), "")
+    if container:
+        return f"the box's own {kind} output and one run in a container ({container}), the box's judged"
     if kind == "nvidia_smi_csv":
         return (
             "two `nvidia-smi --query-gpu` CSV outputs of the box asking other fields, each read and"
@@ -278,7 +337,7 @@ def keeps_first(
     )
     if both is not None:
         raw[kind] = both
-        notes.append(f"{where} and {origin[kind]}: {joined_said(kind)}.")
+        notes.append(f"{where} and {origin[kind]}: {joined_said(kind, both)}.")
         return True
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
 from gpuonboard.api.command_line import run
 from gpuonboard.api.narrowed import container_view
+from gpuonboard.errors import UsageError
 
 from ..offline_judge import judged_box
 
@@ -137,3 +139,188 @@ def test_lxc_and_incus_exec_run_the_command_in_a_container(command: str, engine:
     run in the instance (it was read as an `lxc` command on the box)."""
     ran = run(command, ("free",))
     assert (ran.head, ran.container, ran.started) == (["free", "-h"], engine, False)
+
+
+# the 2-socket EPYC 9374F server's `lscpu` (64 CPUs, no CPU offline)
+EPYC_LSCPU = "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+
+
+@pytest.mark.parametrize(
+    ("capture", "command", "order"),
+    [
+        (LXCFS_LSCPU, "kubectl exec gpu-0 -- lscpu", "cpu_cores: 64\n"),
+        (EPYC_LSCPU, "docker exec app lscpu", "cpu_cores: 96\n"),
+        (H200_LSCPU, "docker exec app lscpu", "cpu_cores: 256\n"),
+    ],
+)
+def test_an_lscpu_shortfall_of_the_box_stands_inside_a_container(
+    tmp_path: Path, capture: str, command: str, order: str
+) -> None:
+    """lxcfs changes only which CPUs are online; lscpu's `CPU(s):` (sysfs' possible/present) is
+    the box's, and with no CPU offline the whole view is the host's (no lxcfs). The lxcfs k8s
+    lscpu (32 CPUs, 4 online) against 64 cores, and the EPYC's and the H200 VM's lscpu (no CPU
+    offline) against more cores than they have, each under the copied command put above it
+    in-test, were unverified; now they fail as in the box's own shell."""
+    verdict, actual, _ = _box(tmp_path, "lscpu.txt", capture, command, order)
+    assert verdict == "fail", (verdict, actual)
+
+
+@pytest.mark.parametrize(
+    ("capture", "tool", "order", "rule"),
+    [
+        (H200_FREE, "free -h", "ram: 256GB\n", "ram"),
+        (LXCFS_LSCPU, "lscpu", "cpu_cores: 8\n", "cpu_cores"),
+    ],
+)
+@pytest.mark.parametrize("container_first", [True, False])
+def test_the_same_output_in_a_container_and_on_the_box_judges_the_boxs(
+    tmp_path: Path, capture: str, tool: str, order: str, rule: str, container_first: bool
+) -> None:
+    """One saved session holding the capture twice, in-test: once under `docker exec app TOOL` and
+    once under the plain `TOOL` (what a container without lxcfs prints is the host's own answer).
+    The session kept the first copy, so the container's came first and its shortfall was
+    unverified; now the box's own answer is judged, failing as in the box's own shell, and the
+    container's copy is noted as the same output."""
+    text = (REAL / capture).read_text()
+    runs = [f"$ docker exec app {tool}\n{text}", f"$ {tool}\n{text}"]
+    session = "".join(runs if container_first else runs[::-1])
+    _, by_rule = judged_box(tmp_path, {"session.txt": session}, order)
+    assert by_rule[rule].verdict == "fail", by_rule[rule]
+    assert "shows" not in by_rule[rule].actual, by_rule[rule].actual
+    notes: list[str] = []
+    offline.load_outputs([str(tmp_path / "box")], notes)
+    other = 2 + len(text.splitlines()) if container_first else 1  # (the plain run's prompt line)
+    said = f"(`docker exec app {tool}`): the same output as line {other} (`{tool}`)"
+    assert any(said in note for note in notes), notes
+
+
+@pytest.mark.parametrize("container_name", ["a-container.txt", "z-container.txt"])
+@pytest.mark.parametrize(
+    ("in_container", "tool", "box", "order", "verdict"),
+    [
+        (H200_FREE, "free -h", ("free-h.txt", H200_FREE), "ram: 256GB\n", "fail"),
+        (LXD_FREE, "free -h", ("free-k.txt", "free-k__h200-vm__procps-4.0.2.txt"), "ram: 64GB\n", "pass"),
+        (H200_LSCPU, "lscpu", ("lscpu.txt", H200_LSCPU), "cpu_cores: 256\n", "fail"),
+        (LXCFS_LSCPU, "lscpu", ("lscpu.txt", EPYC_LSCPU), "cpu_cores: 64\n", "pass"),
+    ],
+)  # fmt: skip
+def test_a_containers_answer_beside_the_boxs_own_judges_the_boxs(
+    tmp_path: Path,
+    container_name: str,
+    in_container: str,
+    tool: str,
+    box: tuple[str, str],
+    order: str,
+    verdict: str,
+) -> None:
+    """A folder holding a free or lscpu run in a container (`docker exec app TOOL` put above the
+    capture in-test, read before or after the other file) beside the box's own: the container's
+    shows its share (lxcfs: the LXD container's 3.7Gi, the k8s pod's 4 online CPUs) or the host's,
+    no rival view of the box. The two were refused (exit 2), the refusal saying the matching
+    H200 totals were "not the first's"; now the box's own is judged and the container's noted."""
+    files = {container_name: f"$ docker exec app {tool}\n" + (REAL / in_container).read_text()}
+    files[box[0]] = (REAL / box[1]).read_text()
+    _, by_rule = judged_box(tmp_path, files, order)
+    rule = "ram" if order.startswith("ram") else "cpu_cores"
+    assert by_rule[rule].verdict == verdict, by_rule[rule]
+    assert "shows" not in by_rule[rule].actual, by_rule[rule].actual
+    notes: list[str] = []
+    offline.load_outputs([str(tmp_path / "box")], notes)
+    assert any(f"one run in a container (`docker exec app {tool}` shows" in note for note in notes), notes
+
+
+@pytest.mark.parametrize(
+    ("files", "said"),
+    [
+        (
+            {"a.txt": f"$ lscpu | head -12\n{''.join((REAL / H200_LSCPU).read_text().splitlines(True)[:12])}",
+             "lscpu.txt": (REAL / H200_LSCPU).read_text()},
+            "(`lscpu | head -12` keeps only the lines head let through)",
+        ),
+        (
+            {"a.txt": f"$ docker exec app free -h\n{(REAL / H200_FREE).read_text()}",
+             "b.txt": f"$ kubectl exec pod -- free -h\n{(REAL / LXD_FREE).read_text()}"},
+            "(`docker exec app free -h` shows the memory of the container it ran in, not the box's;"
+            " `kubectl exec pod -- free -h` shows",
+        ),
+    ],
+)  # fmt: skip
+def test_a_refusal_names_the_narrowed_or_container_view_not_two_boxes(
+    tmp_path: Path, files: dict[str, str], said: str
+) -> None:
+    """Two outputs of one kind that are not joined because one shows part of the box (`lscpu |
+    head -12` beside the whole lscpu, cut in-test) or both a container's view (two containers'
+    free, the H200's and the LXD container's): the refusal said their matching or unrelated
+    totals were "not the first's (two boxes ...)"; now it names what each shows."""
+    with pytest.raises(UsageError) as err:
+        judged_box(tmp_path, files, "cpu_cores: 8\nram: 8GB\n")
+    assert said in str(err.value), str(err.value)
+    assert "not the first's" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "capture", "command", "order"),
+    [
+        ("free.txt", LXD_FREE, "lxc-attach -n c1 -- free -h", "ram: 8GB\n"),
+        ("free.txt", LXD_FREE, "lxc-attach -n c1 free -h", "ram: 8GB\n"),
+        ("free.txt", LXD_FREE, "pct exec 101 -- free -h", "ram: 8GB\n"),
+        ("lscpu.txt", LXCFS_LSCPU, "sudo pct exec 101 lscpu", "cpu_cores: 8\n"),
+        ("lscpu.txt", LXCFS_LSCPU, "lxc-attach --name=c1 -- lscpu", "cpu_cores: 8\n"),
+    ],
+)
+def test_lxc_attach_and_pct_exec_run_the_tool_in_a_container(
+    tmp_path: Path, name: str, capture: str, command: str, order: str
+) -> None:
+    """LXC's own `lxc-attach [-n NAME] [--] command` and Proxmox's `pct exec VMID [--] command`
+    (its LXC containers get lxcfs by default): the LXD container's 3.7Gi free and the lxcfs k8s
+    lscpu under them, in-test, failed as the box's with no container noted; now unverified,
+    naming the command, as under `lxc exec`."""
+    verdict, actual, _ = _box(tmp_path, name, capture, command, order)
+    assert verdict == "unverified", (verdict, actual)
+    assert f"`{command}` shows" in actual, actual
+
+
+@pytest.mark.parametrize(
+    ("name", "capture", "command", "order"),
+    [
+        ("free.txt", LXD_FREE, "docker exec app true | free -h", "ram: 8GB\n"),
+        ("lscpu.txt", LXCFS_LSCPU, "kubectl exec pod -- date | lscpu", "cpu_cores: 8\n"),
+    ],
+)
+def test_a_tool_piped_after_a_container_command_ran_on_the_box(
+    tmp_path: Path, name: str, capture: str, command: str, order: str
+) -> None:
+    """`docker exec app true | free -h`: only `true` ran in the container, free on the box (its
+    standard input unread); the LXD container's 3.7Gi under it, in-test, was unverified as the
+    container's; now it fails as the box's, as without the command."""
+    verdict, actual, _ = _box(tmp_path, name, capture, command, order)
+    assert verdict == "fail", (verdict, actual)
+
+
+@pytest.mark.parametrize(
+    ("command", "inside"),
+    [
+        ("docker exec app true | free -h", 1),
+        ("docker exec app sh -c 'echo x | free -h'", 2),
+        ("ssh box 'docker exec app free -h | head'", 1),
+        ("free -h", 0),
+    ],
+)
+def test_a_run_says_how_many_of_its_stages_ran_in_the_container(command: str, inside: int) -> None:
+    assert run(command, ("free",)).inside == inside
+
+
+def test_a_session_with_a_containers_free_before_the_boxs_own_judges_the_boxs(tmp_path: Path) -> None:
+    """One saved session, in-test: `docker exec app free -h` printing the LXD container's 3.7Gi,
+    then the plain `free -k` printing the H200 VM's 125.85 GiB: it was refused as two free
+    outputs (exit 2); now the box's own passes 64 GB, the container's noted beside it."""
+    session = (
+        f"$ docker exec app free -h\n{(REAL / LXD_FREE).read_text()}"
+        f"$ free -k\n{(REAL / 'free-k__h200-vm__procps-4.0.2.txt').read_text()}"
+    )
+    _, by_rule = judged_box(tmp_path, {"session.txt": session}, "ram: 64GB\n")
+    assert by_rule["ram"].verdict == "pass", by_rule["ram"]
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(tmp_path / "box")], notes)
+    assert outputs["free"].in_container == "" and len(outputs["free"].beside) == 1
+    assert any("are the box's own free output and one run in a container" in note for note in notes), notes

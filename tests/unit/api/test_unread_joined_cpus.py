@@ -42,3 +42,21 @@ def test_answers_that_disagree_are_refused_naming_both(tmp_path: Path) -> None:
         judged_box(tmp_path, files, "cpu_cores: 16\n")
     said = str(err.value)
     assert "2 CPUs online, 2 cores (/proc/cpuinfo)" in said and "16 CPUs, 16 cores (lscpu)" in said, said
+
+
+def test_a_proc_cpuinfo_that_counts_the_cores_is_judged_before_an_lscpu_that_does_not(tmp_path: Path) -> None:
+    """The Spanish i7-4790K lscpu (8 CPUs, all online) with its threads-per-core, cores-per-socket
+    and socket lines cut out in-test (no core count), beside the Hyper-V Ryzen VM's /proc/cpuinfo
+    (8 CPUs, 2 packages x 2 cores: two boxes' captures, agreeing on the 8 online CPUs): the lscpu
+    was judged first, "the core count is not in this lscpu output", unverified; now the
+    /proc/cpuinfo, which counts the cores, is judged: 4 cores pass."""
+    lines = (REAL / "lscpu__es-es__i7-4790k__socket-label-without-colon.txt").read_text().splitlines(True)
+    files = {
+        "lscpu.txt": "".join(lines[:6] + lines[9:]),
+        "cpuinfo.txt": (
+            REAL / "proc-cpuinfo__amd-ryzen-3-4100__hyperv-vm-2socket-2core-smt__ollama-7287.txt"
+        ).read_text(),
+    }
+    facts, by_rule = judged_box(tmp_path, files, "cpu_cores: 4\n")
+    assert facts.cpu is not None and facts.cpu.physical_cores == 4, facts.cpu
+    assert by_rule["cpu_cores"].verdict == "pass", by_rule["cpu_cores"]

@@ -18,6 +18,7 @@ from gpuonboard.facts.cpu import (
     CPUINFO,
     CPUSET_FILES,
     LSCPU_JSON_CUT,
+    CpuInfo,
     cgroup_cpuset_read,
     looks_like_lscpu,
     nproc_unread,
@@ -241,11 +242,17 @@ def _cpus_in_container(check: Check, order: OrderSpec, facts: Facts) -> Check:
     shows that container's CPU set as the online CPUs (and its /proc/cpuinfo lists those only),
     so fewer CPUs or cores than ordered is the container's share, not the box's: unverified. A
     pass stands (a container sees no CPU the box lacks), and so does a shortfall of the CPUs
-    this login may use (nproc, the cgroup's CPU set or quota: the login's own limits)."""
+    this login may use (nproc, the cgroup's CPU set or quota: the login's own limits). An lscpu's
+    own shortfall stands where it is the box's: lxcfs changes only which CPUs are online, so
+    fewer CPUs in all (`CPU(s):`, offline ones counted: sysfs' possible and present) than cores
+    ordered, or no CPU offline (the host's view: a container without lxcfs), is the box's."""
     out = facts.raw.get("lscpu")
     if check.verdict not in ("warn", "fail") or out is None or not out.in_container:
         return check
     assert order.cpu_cores is not None
+    cpu = facts.cpu
+    if cpu is not None and cpu.source != CPUINFO and _lscpu_is_the_boxs(cpu, order.cpu_cores):
+        return check
     usable, why = _usable_cpus(facts)
     if usable is not None and why not in ("", "offline"):
         cpu = facts.cpu
@@ -263,6 +270,13 @@ def _cpus_in_container(check: Check, order: OrderSpec, facts: Facts) -> Check:
         f" not known of the box: save `{'cat /proc/cpuinfo' if tool == CPUINFO else 'lscpu'}`"
         " of the box, run in its own shell",
     )
+
+
+def _lscpu_is_the_boxs(cpu: CpuInfo, ordered: int) -> bool:
+    """Whether an lscpu run in a container shows the box's CPUs as they are (_cpus_in_container):
+    no CPU offline (no lxcfs CPU set), or fewer CPUs in all, offline ones counted, than `ordered`."""
+    total = cpu.logical_cpus
+    return not cpu.offline_cpus or (total is not None and total < ordered)
 
 
 def _cpu_set_unknown(check: Check, facts: Facts) -> Check:
