@@ -209,51 +209,94 @@ def _one_hosts_file(directory: Path) -> Path:
             f" so the hosts and settings in {extra[0]} would be ignored; move them into {found[0].name},"
             f" or pass --inventory {directory / extra[0]} to use that file instead."
         )
-    if ini := next((p for p in sorted(directory.iterdir()) if p != found[0] and _ini_source(p)), None):
+    if second := _second_source(directory, found[0]):
+        path, kind = second
         raise InventoryError(
-            f"{ini}: Ansible reads this file too, an INI inventory of the directory (its groups, their"
-            f" children and vars), while gpuonboard reads only {found[0].name}; move its groups into"
-            f" {found[0].name}, or pass --inventory ansible-inventory:{directory} to read the"
-            " directory as Ansible does."
+            f"{path}: Ansible reads this file too, {kind}, while gpuonboard reads"
+            f" only {found[0].name}; move what it defines into {found[0].name}, or pass --inventory"
+            f" ansible-inventory:{directory} to read the directory as Ansible does."
         )
     return found[0]
 
 
-# the names Ansible skips in an inventory directory (its INVENTORY_IGNORE_EXTS and hidden files)
-_ANSIBLE_SKIPS = (
-    ".pyc",
-    ".pyo",
-    ".swp",
-    ".bak",
-    "~",
-    ".rpm",
-    ".md",
-    ".txt",
-    ".rst",
-    ".orig",
-    ".cfg",
-    ".retry",
-)
+def _second_source(directory: Path, hosts_file: Path) -> tuple[Path, str] | None:
+    """The first file beside the hosts file that Ansible reads hosts, groups' children or vars
+    from (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out; a file
+    whose first line is a host), and what Ansible reads it as: not the hosts file itself (a link
+    to it, or it a link to this), not a name the config's ignore lists skip."""
+    names = sorted(p for p in directory.iterdir() if p != hosts_file and not p.name.startswith("."))
+    names = [p for p in names if p.suffix not in INVENTORY_SUFFIXES]
+    if not names:
+        return None
+    exts, patterns = ansible_cfg.inventory_ignores()
+    try:
+        skips = re.compile("|".join([*patterns, *(re.escape(e) + "$" for e in exts)]) or "(?!)")
+    except re.error as exc:
+        raise InventoryError(
+            f"the Ansible config's inventory_ignore_patterns holds a pattern that is no regular"
+            f" expression ({exc}); fix it."
+        ) from None
+    same = _resolved(hosts_file)
+    for p in names:
+        if skips.search(p.name) or _resolved(p) == same:
+            continue
+        text = _sibling_text(p)
+        if text is not None and (kind := _read_as(p, text, hosts_file)):
+            return p, kind
+    return None
 
 
-def _ini_source(path: Path) -> bool:
-    """Whether Ansible reads `path`, a file beside the hosts file of an inventory directory, as
-    an INI inventory: no suffix it skips, and its first line that is no comment a [section]
-    (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out)."""
-    if path.name.startswith(".") or path.name.endswith(_ANSIBLE_SKIPS) or path.suffix in INVENTORY_SUFFIXES:
-        return False
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def _sibling_text(path: Path) -> str | None:
+    """A file's text, read this far (None: no regular file, or unreadable)."""
     try:
         if not path.is_file() or path.stat().st_size > MAX_SIBLING_BYTES:
-            return False
+            return None
         with path.open(encoding="utf-8", errors="replace") as f:
-            head = f.read(MAX_SIBLING_BYTES)
+            return f.read(MAX_SIBLING_BYTES)
     except OSError:
-        return False
-    for line in head.splitlines():
-        s = line.strip()
-        if s and not s.startswith(("#", ";")):
-            return re.fullmatch(r"\[[^\]\s]+\]", s) is not None
-    return False
+        return None
+
+
+def _read_as(path: Path, text: str, hosts_file: Path) -> str | None:
+    """What Ansible's plugins read a host, a group's vars or children from `path` as (None:
+    nothing): .toml by its toml plugin (a table's `hosts`, `vars` or `children`: a
+    pyproject.toml gives empty groups), anything else by its ini plugin
+    (ansible_ini.adds_anything); a vault-encrypted file, decrypted where a vault password is set."""
+    from gpuonboard.inventory import ansible_ini
+
+    if text.startswith("$ANSIBLE_VAULT;"):  # (with a vault password, what it holds is unknown here)
+        encrypted = "an inventory of the directory encrypted with Ansible Vault"
+        encrypted += ", decrypted with the vault password set"
+        return encrypted if ansible_cfg.vault_password_set() else None
+    if path.suffix == ".toml":
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
+        keys = ("hosts", "vars", "children")
+        found = any(isinstance(v, dict) and any(v.get(k) for k in keys) for v in data.values())
+        return (
+            "a TOML inventory of the directory (its hosts, groups, their children and vars)"
+            if found
+            else None
+        )
+    known: frozenset[str] | None = frozenset()
+    if path.name > hosts_file.name:  # (Ansible reads a directory's files in sorted order)
+        hosts_text = _sibling_text(hosts_file) or ""
+        ini = ansible_inventory.looks_like_ini(hosts_file, hosts_text)
+        known = ansible_ini.section_names(hosts_text) if ini else None
+    if ansible_ini.adds_anything(text, known):
+        return "an INI inventory of the directory (its hosts, groups, their children and vars)"
+    return None
 
 
 MAX_SIBLING_BYTES = 1 << 20  # (a file beside the hosts file is read this far for its first section)
