@@ -64,6 +64,8 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     if ansible_inventory.looks_like_ini(hosts_file, text):
         from gpuonboard.inventory import ansible_ini  # (an INI inventory's reader, imported for one)
 
+        if path.is_dir():
+            _refuse_second_source(path, hosts_file)
         raw = ansible_ini.load_ini(hosts_file, text)
         _refuse_no_ansible_hosts(raw, hosts_file, "INI")
     else:
@@ -79,6 +81,8 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         ansible = not ansible_inventory.is_native(data)
         if not ansible:
             _check_no_ansible_vars_dirs(hosts_file.parent)
+        elif path.is_dir():
+            _refuse_second_source(path, hosts_file)
         raw = ansible_inventory.from_yaml(data, hosts_file) if ansible else data
         if ansible:
             _refuse_no_ansible_hosts(raw, hosts_file, "YAML")
@@ -209,14 +213,19 @@ def _one_hosts_file(directory: Path) -> Path:
             f" so the hosts and settings in {extra[0]} would be ignored; move them into {found[0].name},"
             f" or pass --inventory {directory / extra[0]} to use that file instead."
         )
-    if second := _second_source(directory, found[0]):
+    return found[0]
+
+
+def _refuse_second_source(directory: Path, hosts_file: Path) -> None:
+    """An Ansible inventory directory's file beside the hosts file that Ansible reads too
+    (`_second_source`): one sentence naming it, not ignored."""
+    if second := _second_source(directory, hosts_file):
         path, kind = second
         raise InventoryError(
             f"{path}: Ansible reads this file too, {kind}, while gpuonboard reads"
-            f" only {found[0].name}; move what it defines into {found[0].name}, or pass --inventory"
+            f" only {hosts_file.name}; move what it defines into {hosts_file.name}, or pass --inventory"
             f" ansible-inventory:{directory} to read the directory as Ansible does."
         )
-    return found[0]
 
 
 def _second_source(directory: Path, hosts_file: Path) -> tuple[Path, str] | None:

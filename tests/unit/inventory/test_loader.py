@@ -1239,3 +1239,11 @@ def test_a_vault_encrypted_file_beside_the_hosts_file_is_named_where_ansible_has
         f"{tmp_path / 'secrets'}: Ansible reads this file too, an inventory of the directory encrypted"
         " with Ansible Vault, decrypted with the vault password set, while gpuonboard reads only hosts;"
     )
+
+
+def test_a_file_beside_our_own_hosts_yml_is_no_ansible_source(tmp_path: Path) -> None:
+    """Our own format is no Ansible inventory: a `TODO` beside its hosts.yml (a host to Ansible's
+    ini plugin, were the directory Ansible's) changes nothing."""
+    (tmp_path / "hosts.yml").write_text("hosts:\n  a: {address: 10.0.0.1}\n")
+    (tmp_path / "TODO").write_text("rack3\n")
+    assert list(inventory.load(tmp_path).hosts) == ["a"]
