@@ -379,7 +379,16 @@ def build(
         layers += [(group_vars[g], f"group {g!r}") for g in member_of]
         layers.append((hdef, f"host {hname!r}"))
         # (Ansible's ssh reads the config its args' `-F` names, else ~/.ssh/config)
-        own = host_ssh_config(hname, layers, ssh_cfg, hosts_file, opened) if name_is_address else ssh_cfg
+        # (a host Ansible reaches without ssh, `local`, reads no `-F` of its ssh args)
+        over_ssh = (
+            next((layer["connection"] for layer, _ in reversed(layers) if "connection" in layer), "ssh")
+            == "ssh"
+        )
+        own = (
+            host_ssh_config(hname, layers, ssh_cfg, hosts_file, opened)
+            if name_is_address and over_ssh
+            else ssh_cfg
+        )
         every[hname] = (member_of, layers, own)
     if name_is_address:  # (Ansible's ssh applies the config to the address it dials)
         prefetch_addresses((own, layers) for _, layers, own in every.values())
@@ -512,7 +521,7 @@ def _key_file_origin(
         if "key_file" in layer:
             found = (layer, label)
     # (an Ansible host's ssh tries ansible_ssh_args' files, its key file, then the other args')
-    args = host_ssh_args(name, layers, path) if ansible else None
+    args = host_ssh_args(name, layers, path) if ansible and host.connection == "ssh" else None
     for at, label in _args_key(name, args, True, host.key_file):
         return at, label
     if found is not None and found[1].startswith(("host ", "group ", *(("defaults",) if ansible else ()))):
