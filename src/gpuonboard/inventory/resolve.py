@@ -497,6 +497,7 @@ def _not_used(s: _Settings, connection: str, groups: tuple[str, ...]) -> Host:
         groups=groups,
         vars=dict(hvars) if isinstance(hvars := s.merged.get("vars", {}), Mapping) else {},
         not_used=note,
+        not_used_parts=(at, by, fix),
     )
 
 
