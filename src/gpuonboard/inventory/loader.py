@@ -380,15 +380,8 @@ def build(
         layers.append((hdef, f"host {hname!r}"))
         # (Ansible's ssh reads the config its args' `-F` names, else ~/.ssh/config)
         # (a host Ansible reaches without ssh, `local`, reads no `-F` of its ssh args)
-        over_ssh = (
-            next((layer["connection"] for layer, _ in reversed(layers) if "connection" in layer), "ssh")
-            == "ssh"
-        )
-        own = (
-            host_ssh_config(hname, layers, ssh_cfg, hosts_file, opened)
-            if name_is_address and over_ssh
-            else ssh_cfg
-        )
+        ssh = name_is_address and _over_ssh(layers)
+        own = host_ssh_config(hname, layers, ssh_cfg, hosts_file, opened) if ssh else ssh_cfg
         every[hname] = (member_of, layers, own)
     if name_is_address:  # (Ansible's ssh applies the config to the address it dials)
         prefetch_addresses((own, layers) for _, layers, own in every.values())
@@ -431,6 +424,12 @@ def build(
         ansible_order=getattr(raw, ANSIBLE_ORDER, None) or {},
         jump_hosts=config_hops,
     )
+
+
+def _over_ssh(layers: list[tuple[Mapping[str, Any], str]]) -> bool:
+    """Whether the host of these layers is reached over ssh (its last `connection` set, else ssh)."""
+    found = (layer["connection"] for layer, _ in reversed(layers) if "connection" in layer)
+    return next(found, "ssh") == "ssh"
 
 
 def _own_defaults(defaults: LineDict, hdef: LineDict) -> LineDict:
