@@ -354,3 +354,65 @@ def config_inventory(environ: Mapping[str, str] | None = None) -> tuple[list[Pat
         value, base, at = found, path.parent, f"{path}, line {line}" if line else str(path)
     sources = [_unquote(x.strip()) for x in value.split(",") if x.strip()]
     return [base / os.path.expanduser(os.path.expandvars(s)) for s in sources], at
+
+
+# the names Ansible skips in an inventory directory by default: INVENTORY_IGNORE_EXTS (its
+# REJECT_EXTS and .orig, .cfg, .retry); INVENTORY_IGNORE_PATTERNS is empty
+DEFAULT_IGNORE_EXTS = (
+    ".pyc",
+    ".pyo",
+    ".swp",
+    ".bak",
+    "~",
+    ".rpm",
+    ".md",
+    ".txt",
+    ".rst",
+    ".orig",
+    ".cfg",
+    ".retry",
+)
+
+
+def inventory_ignores(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The name endings and patterns of files Ansible skips in an inventory directory
+    (INVENTORY_IGNORE_EXTS, INVENTORY_IGNORE_PATTERNS): the config's lists, each replacing the
+    default (kubespray's ansible.cfg adds `.ini`, `.creds`), their environment variables first."""
+    environ = os.environ if environ is None else environ
+    settings = (
+        (
+            "ANSIBLE_INVENTORY_IGNORE",
+            ("inventory_ignore_extensions", "ignore_extensions"),
+            DEFAULT_IGNORE_EXTS,
+        ),
+        ("ANSIBLE_INVENTORY_IGNORE_REGEX", ("inventory_ignore_patterns", "ignore_patterns"), ()),
+    )
+    path = find_config(environ)
+    parser = _parse(path)[0] if path is not None else None
+    found: list[tuple[str, ...]] = []
+    for env, (in_defaults, in_inventory), default in settings:
+        value = environ.get(env)
+        if value is None and parser is not None:
+            value = parser.get("defaults", in_defaults, raw=True, fallback=None)
+            value = parser.get("inventory", in_inventory, raw=True, fallback=value)  # (Ansible's later)
+        found.append(default if value is None else tuple(_unquote(x.strip()) for x in value.split(",")))
+    return found[0], found[1]
+
+
+def vault_password_set(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether Ansible has a vault password without asking (ANSIBLE_VAULT_PASSWORD_FILE,
+    ANSIBLE_VAULT_IDENTITY_LIST or their [defaults] settings): it decrypts a vault-encrypted file
+    of an inventory directory and reads it; without one it reads nothing of that file."""
+    environ = os.environ if environ is None else environ
+    if any(
+        environ.get(v, "").strip() for v in ("ANSIBLE_VAULT_PASSWORD_FILE", "ANSIBLE_VAULT_IDENTITY_LIST")
+    ):
+        return True
+    path = find_config(environ)
+    if path is None:
+        return False
+    parser = _parse(path)[0]
+    return any(
+        parser.get("defaults", k, raw=True, fallback="").strip()
+        for k in ("vault_password_file", "vault_identity_list")
+    )

@@ -138,3 +138,63 @@ def _coerce(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode("utf-8", "surrogateescape")
     return value
+
+
+_SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
+_GROUP_NAME = re.compile(r"^([^:\]\s]+)\s*(?:#.*)?$")
+
+
+def adds_anything(text: str, known: frozenset[str] | None) -> bool:
+    """Whether Ansible's `ini` plugin, reading `text` line by line as it does, adds a host, a
+    group's var or a child group before the first line it fails on (what it added is kept); a
+    file it reads as nothing but empty groups (a `[defaults]` of an `ansible.cfg.example`, a
+    README) adds nothing. `known`: the groups the sources Ansible read before declared (None:
+    any may be)."""
+    declared: set[str] = {"all", "ungrouped", *(known or ())}
+    pending: set[str] = set()  # (children named before their group is declared)
+    kind = "hosts"
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s[0] in "#;":
+            continue
+        if m := _SECTION.match(s):
+            kind = m.group(2) or "hosts"
+            if kind not in ("hosts", "children", "vars"):
+                return False
+            if kind != "vars" and m.group(1) in pending:
+                return True  # (a child named above is declared: linked to its parents)
+            declared.add(m.group(1))
+            continue
+        if s.startswith("[") and s.endswith("]"):
+            return False
+        if kind == "vars":
+            return "=" in s
+        if kind == "children":
+            if not (m := _GROUP_NAME.match(s)):
+                return False
+            if known is None or m.group(1) in declared:
+                return True
+            pending.add(m.group(1))
+            continue
+        return _host_line(s)
+    return False
+
+
+def section_names(text: str) -> frozenset[str]:
+    """The groups an INI inventory's [section] headers declare."""
+    found = (_SECTION.match(line.strip()) for line in text.splitlines())
+    return frozenset(m.group(1) for m in found if m)
+
+
+def _host_line(s: str) -> bool:
+    """Whether Ansible's ini plugin adds the host of host line `s` (it fails on the line else)."""
+    try:
+        words = shlex.split(s, comments=True)
+    except ValueError:
+        return False
+    return (
+        bool(words)
+        and all("=" in w for w in words[1:])
+        and not words[0].endswith(":")
+        and words[0].strip() != "---"
+    )

@@ -256,10 +256,18 @@ def _set_by_all(
     for k in _DEFAULT_KEYS:
         if k in only_all and k in mine and mine[k] == only_all[k]:
             low[k] = mine[k]
-            low.take_origin(k, mine)
+            _keep_origin(low, k, mine)
             if k in layers:
                 low.key_layers[k] = layers[k]  # type: ignore[attr-defined]
     return low
+
+
+def _keep_origin(to: LineDict, key: str, src: Mapping[str, Any]) -> None:
+    """`key`, taken from `src`, keeps where it was written: its file and line there, or (set in
+    the inventory itself: an `[all:vars]` line, YAML `all: vars:`) its line in the inventory."""
+    to.take_origin(key, src)
+    if key not in to.key_sources and (line := getattr(src, "key_lines", {}).get(key)) is not None:
+        to.key_lines[key] = line
 
 
 def native_shape(
@@ -289,7 +297,7 @@ def native_shape(
     defaults.key_layers = {}  # type: ignore[attr-defined]
     first = next(iter(low.values()), LineDict())
     for key in common:  # (set in ansible.cfg: an error about it names that file and line)
-        defaults.take_origin(key, first)
+        _keep_origin(defaults, key, first)
         if key in getattr(first, "key_layers", {}):
             defaults.key_layers[key] = first.key_layers[key]  # type: ignore[attr-defined]
     for name, conv in converted.items():

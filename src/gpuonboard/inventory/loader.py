@@ -64,6 +64,8 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     if ansible_inventory.looks_like_ini(hosts_file, text):
         from gpuonboard.inventory import ansible_ini  # (an INI inventory's reader, imported for one)
 
+        if path.is_dir():
+            _refuse_second_source(path, hosts_file)
         raw = ansible_ini.load_ini(hosts_file, text)
         _refuse_no_ansible_hosts(raw, hosts_file, "INI")
     else:
@@ -79,6 +81,8 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         ansible = not ansible_inventory.is_native(data)
         if not ansible:
             _check_no_ansible_vars_dirs(hosts_file.parent)
+        elif path.is_dir():
+            _refuse_second_source(path, hosts_file)
         raw = ansible_inventory.from_yaml(data, hosts_file) if ansible else data
         if ansible:
             _refuse_no_ansible_hosts(raw, hosts_file, "YAML")
@@ -209,51 +213,99 @@ def _one_hosts_file(directory: Path) -> Path:
             f" so the hosts and settings in {extra[0]} would be ignored; move them into {found[0].name},"
             f" or pass --inventory {directory / extra[0]} to use that file instead."
         )
-    if ini := next((p for p in sorted(directory.iterdir()) if p != found[0] and _ini_source(p)), None):
-        raise InventoryError(
-            f"{ini}: Ansible reads this file too, an INI inventory of the directory (its groups, their"
-            f" children and vars), while gpuonboard reads only {found[0].name}; move its groups into"
-            f" {found[0].name}, or pass --inventory ansible-inventory:{directory} to read the"
-            " directory as Ansible does."
-        )
     return found[0]
 
 
-# the names Ansible skips in an inventory directory (its INVENTORY_IGNORE_EXTS and hidden files)
-_ANSIBLE_SKIPS = (
-    ".pyc",
-    ".pyo",
-    ".swp",
-    ".bak",
-    "~",
-    ".rpm",
-    ".md",
-    ".txt",
-    ".rst",
-    ".orig",
-    ".cfg",
-    ".retry",
-)
+def _refuse_second_source(directory: Path, hosts_file: Path) -> None:
+    """An Ansible inventory directory's file beside the hosts file that Ansible reads too
+    (`_second_source`): one sentence naming it, not ignored."""
+    if second := _second_source(directory, hosts_file):
+        path, kind = second
+        raise InventoryError(
+            f"{path}: Ansible reads this file too, {kind}, while gpuonboard reads"
+            f" only {hosts_file.name}; move what it defines into {hosts_file.name}, or pass --inventory"
+            f" ansible-inventory:{directory} to read the directory as Ansible does."
+        )
 
 
-def _ini_source(path: Path) -> bool:
-    """Whether Ansible reads `path`, a file beside the hosts file of an inventory directory, as
-    an INI inventory: no suffix it skips, and its first line that is no comment a [section]
-    (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out)."""
-    if path.name.startswith(".") or path.name.endswith(_ANSIBLE_SKIPS) or path.suffix in INVENTORY_SUFFIXES:
-        return False
+def _second_source(directory: Path, hosts_file: Path) -> tuple[Path, str] | None:
+    """The first file beside the hosts file that Ansible reads hosts, groups' children or vars
+    from (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out; a file
+    whose first line is a host), and what Ansible reads it as: not the hosts file itself (a link
+    to it, or it a link to this), not a name the config's ignore lists skip."""
+    names = sorted(p for p in directory.iterdir() if p != hosts_file and not p.name.startswith("."))
+    names = [p for p in names if p.suffix not in INVENTORY_SUFFIXES]
+    if not names:
+        return None
+    exts, patterns = ansible_cfg.inventory_ignores()
+    try:
+        skips = re.compile("|".join([*patterns, *(re.escape(e) + "$" for e in exts)]) or "(?!)")
+    except re.error as exc:
+        raise InventoryError(
+            f"the Ansible config's inventory_ignore_patterns holds a pattern that is no regular"
+            f" expression ({exc}); fix it."
+        ) from None
+    same = _resolved(hosts_file)
+    for p in names:
+        if skips.search(p.name) or _resolved(p) == same:
+            continue
+        text = _sibling_text(p)
+        if text is not None and (kind := _read_as(p, text, hosts_file)):
+            return p, kind
+    return None
+
+
+def _resolved(path: Path) -> Path | None:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def _sibling_text(path: Path) -> str | None:
+    """A file's text, read this far (None: no regular file, or unreadable)."""
     try:
         if not path.is_file() or path.stat().st_size > MAX_SIBLING_BYTES:
-            return False
+            return None
         with path.open(encoding="utf-8", errors="replace") as f:
-            head = f.read(MAX_SIBLING_BYTES)
+            return f.read(MAX_SIBLING_BYTES)
     except OSError:
-        return False
-    for line in head.splitlines():
-        s = line.strip()
-        if s and not s.startswith(("#", ";")):
-            return re.fullmatch(r"\[[^\]\s]+\]", s) is not None
-    return False
+        return None
+
+
+def _read_as(path: Path, text: str, hosts_file: Path) -> str | None:
+    """What Ansible's plugins read a host, a group's vars or children from `path` as (None:
+    nothing): .toml by its toml plugin (a table's `hosts`, `vars` or `children`: a
+    pyproject.toml gives empty groups), anything else by its ini plugin
+    (ansible_ini.adds_anything); a vault-encrypted file, decrypted where a vault password is set."""
+    from gpuonboard.inventory import ansible_ini
+
+    if text.startswith("$ANSIBLE_VAULT;"):  # (with a vault password, what it holds is unknown here)
+        encrypted = "an inventory of the directory encrypted with Ansible Vault"
+        encrypted += ", decrypted with the vault password set"
+        return encrypted if ansible_cfg.vault_password_set() else None
+    if path.suffix == ".toml":
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
+        keys = ("hosts", "vars", "children")
+        found = any(isinstance(v, dict) and any(v.get(k) for k in keys) for v in data.values())
+        return (
+            "a TOML inventory of the directory (its hosts, groups, their children and vars)"
+            if found
+            else None
+        )
+    known: frozenset[str] | None = frozenset()
+    if path.name > hosts_file.name:  # (Ansible reads a directory's files in sorted order)
+        hosts_text = _sibling_text(hosts_file) or ""
+        ini = ansible_inventory.looks_like_ini(hosts_file, hosts_text)
+        known = ansible_ini.section_names(hosts_text) if ini else None
+    if ansible_ini.adds_anything(text, known):
+        return "an INI inventory of the directory (its hosts, groups, their children and vars)"
+    return None
 
 
 MAX_SIBLING_BYTES = 1 << 20  # (a file beside the hosts file is read this far for its first section)
@@ -327,7 +379,9 @@ def build(
         layers += [(group_vars[g], f"group {g!r}") for g in member_of]
         layers.append((hdef, f"host {hname!r}"))
         # (Ansible's ssh reads the config its args' `-F` names, else ~/.ssh/config)
-        own = host_ssh_config(hname, layers, ssh_cfg, hosts_file, opened) if name_is_address else ssh_cfg
+        # (a host Ansible reaches without ssh, `local`, reads no `-F` of its ssh args)
+        ssh = name_is_address and _over_ssh(layers)
+        own = host_ssh_config(hname, layers, ssh_cfg, hosts_file, opened) if ssh else ssh_cfg
         every[hname] = (member_of, layers, own)
     if name_is_address:  # (Ansible's ssh applies the config to the address it dials)
         prefetch_addresses((own, layers) for _, layers, own in every.values())
@@ -370,6 +424,12 @@ def build(
         ansible_order=getattr(raw, ANSIBLE_ORDER, None) or {},
         jump_hosts=config_hops,
     )
+
+
+def _over_ssh(layers: list[tuple[Mapping[str, Any], str]]) -> bool:
+    """Whether the host of these layers is reached over ssh (its last `connection` set, else ssh)."""
+    found = (layer["connection"] for layer, _ in reversed(layers) if "connection" in layer)
+    return next(found, "ssh") == "ssh"
 
 
 def _own_defaults(defaults: LineDict, hdef: LineDict) -> LineDict:
@@ -460,7 +520,7 @@ def _key_file_origin(
         if "key_file" in layer:
             found = (layer, label)
     # (an Ansible host's ssh tries ansible_ssh_args' files, its key file, then the other args')
-    args = host_ssh_args(name, layers, path) if ansible else None
+    args = host_ssh_args(name, layers, path) if ansible and host.connection == "ssh" else None
     for at, label in _args_key(name, args, True, host.key_file):
         return at, label
     if found is not None and found[1].startswith(("host ", "group ", *(("defaults",) if ansible else ()))):

@@ -115,6 +115,10 @@ class Host:
     # cannot reach it, one sentence naming the connection and where it was set; refused only
     # when a selection that connects includes it (Inventory.check_connections)
     not_used: str | None = None
+    # that sentence's parts, for a sentence of another remedy (a peer that prove's iperf3 would
+    # dial): where the connection was set (`file, line N`), by what (`ansible_connection of group
+    # 'docker'`), and what makes SSH reach it (`set ansible_connection=ssh for it`)
+    not_used_parts: tuple[str, str, str] | None = None
 
     @property
     def vendor_name(self) -> str:

@@ -271,8 +271,9 @@ def _merge_layers(
     alias = config_alias(name, layers, ssh_cfg, ansible)
     sshc = ssh_cfg.lookup(alias) if alias is not None else {}
     # (a host Ansible reaches without SSH: its plugin reads `ansible_ssh_extra_args` its own way,
-    # `lxc_ssh` as the container's name; ssh's reading of them refused the whole inventory)
-    over_ssh = merged.get("connection", "ssh") in CONNECTIONS
+    # `lxc_ssh` as the container's name, `local` not at all; ssh's reading of them refused the
+    # whole inventory. ssh, smart, paramiko and their FQCNs are "ssh" here: ansible.connection_kind)
+    over_ssh = merged.get("connection", "ssh") == "ssh"
     args = host_ssh_args(name, s.ordered, path) if ansible and over_ssh else SSHArgs()
     options = _resolving_args(args)
     if options and hasattr(ssh_cfg, "resolution_with"):
@@ -496,6 +497,7 @@ def _not_used(s: _Settings, connection: str, groups: tuple[str, ...]) -> Host:
         groups=groups,
         vars=dict(hvars) if isinstance(hvars := s.merged.get("vars", {}), Mapping) else {},
         not_used=note,
+        not_used_parts=(at, by, fix),
     )
 
 

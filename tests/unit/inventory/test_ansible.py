@@ -608,6 +608,35 @@ def test_a_host_of_another_connection_is_not_read_with_sshs_rules(tmp_path: Path
         inv.check_connections(inv.select(group="containers"))
 
 
+def test_a_local_host_reads_no_ssh_args_and_an_ssh_based_one_does(tmp_path: Path) -> None:
+    """DeepOps' real inventory (uncommented: `[all:vars]` ansible_ssh_common_args, a ProxyCommand
+    through ubuntu@10.0.0.1) with kubespray's real local host line (`node1
+    ansible_connection=local`) first: Ansible's local connection reads no ssh args, yet node1
+    was given the jump of every ssh host; with `ansible_ssh_extra_args='container'` on node1
+    (the edit: no ssh option) the whole inventory was refused naming node1. Now node1 has no
+    jump and loads; ssh, smart, paramiko and their FQCNs still read the args with ssh's rules."""
+    import shutil
+
+    shutil.copytree(CORPUS / "deepops-uncommented", tmp_path / "deepops")
+    hosts = tmp_path / "deepops" / "inventory"
+    text = hosts.read_text()
+    local = (CORPUS / "kubespray-local" / "hosts.ini").read_text().splitlines()[0]
+    hosts.write_text(f"{local}\n{text}")
+    (tmp_path / "ssh_config").write_text("")
+    inv = inventory.load(hosts, ssh_config=tmp_path / "ssh_config")
+    assert (inv.hosts["node1"].connection, inv.hosts["node1"].jump) == ("local", ())
+    assert inv.hosts["gpu01"].jump == ("ubuntu@10.0.0.1",)
+    hosts.write_text(f"{local} ansible_ssh_extra_args='container'\n{text}")
+    assert inventory.load(hosts, ssh_config=tmp_path / "ssh_config").hosts["node1"].connection == "local"
+    for ssh_based in ("smart", "paramiko", "ansible.builtin.paramiko_ssh", "ansible.legacy.ssh"):
+        edited = local.replace("ansible_connection=local", f"ansible_connection={ssh_based}")
+        hosts.write_text(f"{edited} ansible_ssh_extra_args='container'\n{text}")
+        with pytest.raises(
+            InventoryError, match=r"host 'node1' gets `container` from its ansible_ssh_extra_args"
+        ):
+            inventory.load(hosts, ssh_config=tmp_path / "ssh_config")
+
+
 # a mixed inventory (the review's): GPU servers over SSH, a Windows box over WinRM, this machine
 MIXED = (
     "[gpus]\ngpu1 ansible_host=10.0.0.1\ngpu2 ansible_host=10.0.0.2\n"

@@ -152,6 +152,32 @@ def test_a_bad_value_in_a_yaml_groups_vars_names_that_line_not_the_hosts(
     assert _error(hosts, ssh_config).startswith(f"{hosts}, line 14: host '192.16.35.11' field 'port'")
 
 
+def test_a_bad_value_in_the_all_vars_names_its_line(tmp_path: Path, ssh_config: Path) -> None:
+    """DeepOps' real inventory (uncommented; its `[all:vars]` `ansible_user=ubuntu` on line 85)
+    with that line made `ansible_port=2z`, and k3s-ansible's real inventory-sample.yml with its
+    top group renamed `all` (its `vars:` then the `all` vars; `ansible_port: 22` on line 14,
+    made `2z`): the error named the file and no line; now the line of the value."""
+    import shutil
+
+    fixtures = Path(__file__).parents[2] / "fixtures" / "ansible"
+    shutil.copytree(fixtures / "deepops-uncommented", tmp_path / "deepops")
+    ini = tmp_path / "deepops" / "inventory"
+    lines = ini.read_text().splitlines()
+    assert lines[84] == "ansible_user=ubuntu"
+    lines[84] = "ansible_port=2z"
+    ini.write_text("\n".join(lines) + "\n")
+    assert _error(ini, ssh_config).startswith(f"{ini}, line 85: the `all` vars' field 'port'")
+    text = (fixtures / "k3s-sample" / "inventory-sample.yml").read_text()
+    assert "\nk3s_cluster:\n" in text and "    ansible_port: 22\n" in text
+    yml = tmp_path / "inventory.yml"
+    yml.write_text(
+        text.replace("\nk3s_cluster:\n", "\nall:\n").replace(
+            "    ansible_port: 22\n", "    ansible_port: 2z\n"
+        )
+    )
+    assert _error(yml, ssh_config).startswith(f"{yml}, line 14: the `all` vars' field 'port'")
+
+
 def test_a_vars_file_encrypted_whole_with_ansible_vault_is_named_as_one(
     tmp_path: Path, ssh_config: Path
 ) -> None:

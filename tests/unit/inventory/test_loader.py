@@ -1091,9 +1091,9 @@ def test_an_ini_groups_file_beside_the_hosts_file_is_named_as_ansible_reads_it(
     with pytest.raises(InventoryError) as err:
         inventory.load(inv, ssh_config=tmp_path / "ssh_config")
     assert str(err.value) == (
-        f"{inv / 'groups'}: Ansible reads this file too, an INI inventory of the directory (its groups,"
-        " their children and vars), while gpuonboard reads only hosts; move its groups into hosts, or"
-        f" pass --inventory ansible-inventory:{inv} to read the directory as Ansible does."
+        f"{inv / 'groups'}: Ansible reads this file too, an INI inventory of the directory (its hosts,"
+        " groups, their children and vars), while gpuonboard reads only hosts; move what it defines into"
+        f" hosts, or pass --inventory ansible-inventory:{inv} to read the directory as Ansible does."
     )
     monkeypatch.chdir(tmp_path)
     listed = inventory.load(f"ansible-inventory:{inv}", ssh_config=tmp_path / "ssh_config")
@@ -1109,3 +1109,141 @@ def test_a_readme_beside_the_hosts_file_changes_nothing(tmp_path: Path) -> None:
     (tmp_path / "README").write_text("The hosts of rack 3.\n[compute] holds the GPU nodes.\n")
     (tmp_path / "ssh_config").write_text("")
     assert list(inventory.load(tmp_path, ssh_config=tmp_path / "ssh_config").hosts) == ["gpu1"]
+
+
+def _ansible_export(source: Path) -> dict[str, object]:
+    """What `ansible-inventory -i SOURCE --list --export` reads: its hosts' vars and each group
+    that holds anything (hosts, children or vars; an empty group, only named as a child, is
+    nothing)."""
+    import json
+
+    done = subprocess.run(
+        [str(ANSIBLE_INVENTORY_EXE), "-i", str(source), "--list", "--export"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    data = json.loads(done.stdout)
+    named = {c for d in data.values() for c in d.get("children", ())} | set(data) - {"_meta"}
+    empty = {g for g in named if not any(data.get(g, {}).get(k) for k in ("hosts", "vars", "children"))}
+    return {
+        g: {k: sorted(set(v) - empty) if isinstance(v, list) else v for k, v in d.items()}
+        for g, d in data.items()
+        if g not in empty
+    }
+
+
+# layouts beside `hosts` ([compute] gpu1): the sibling files (a str: its text; ("link", NAME): a
+# symbolic link to NAME; a Path: a copy of that real file), and whether Ansible reads more
+SIBLINGS: dict[str, tuple[dict[str, object], bool]] = {
+    "a link to the hosts file": ({"current": ("link", "hosts")}, False),
+    "the hosts file a link": (
+        {"prod": "[compute]\ngpu1 ansible_host=10.0.0.1\n", "hosts": ("link", "prod")},
+        False,
+    ),
+    "deepops' ansible.cfg as an example": (
+        {"ansible.cfg.example": ANSIBLE_CORPUS / "deepops-ansible.cfg"},
+        False,
+    ),
+    "kubespray's ansible.cfg as an example": (
+        {"ansible.cfg.example": ANSIBLE_CORPUS / "kubespray-ansible.cfg"},
+        True,
+    ),
+    "a pyproject.toml": ({"pyproject.toml": REPO / "pyproject.toml"}, False),
+    "a TOML inventory": ({"more.toml": '[gpu.hosts.gpu2]\nansible_host = "10.0.0.2"\n'}, True),
+    "an ungrouped host first": ({"extra": "gpu2 ansible_host=10.0.0.2\n[spare]\n"}, True),
+    "children of a group in hosts": ({"site": "[cluster:children]\ncompute\n"}, True),
+    "a vault-encrypted file, no vault password": (
+        {"secrets": ANSIBLE_CORPUS / "cdh-vault-file" / "group_vars" / "gpus" / "vault.yml"},
+        False,
+    ),
+}
+
+
+@pytest.mark.skipif(not ANSIBLE_INVENTORY_EXE.exists(), reason="ansible-core is not installed")
+@pytest.mark.parametrize("layout", list(SIBLINGS))
+def test_a_file_beside_the_hosts_file_is_named_exactly_when_ansible_reads_something_from_it(
+    tmp_path: Path, layout: str
+) -> None:
+    """Ansible tries each file of an inventory directory with its plugins (ini line by line,
+    keeping what it added before a line it fails on; toml for .toml). Real files beside a
+    `hosts`: DeepOps' ansible.cfg as `ansible.cfg.example` (an empty [defaults] group, then a
+    failed line: nothing) was refused, kubespray's (`pipelining=True`, a host) is named; this
+    repository's pyproject.toml (empty groups) was refused; links to the hosts file were refused
+    as a second source; a file whose first line is a host was ignored. The oracle decides."""
+    import shutil
+
+    inv = tmp_path / "inventory"
+    inv.mkdir()
+    files, reads_more = SIBLINGS[layout]
+    if "hosts" not in files:
+        (inv / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    for name, what in files.items():
+        if isinstance(what, Path):
+            shutil.copy(what, inv / name)
+        elif isinstance(what, tuple):
+            (inv / name).symlink_to(what[1])
+        else:
+            (inv / name).write_text(str(what))
+    assert (_ansible_export(inv) != _ansible_export(inv / "hosts")) is reads_more
+    (tmp_path / "ssh_config").write_text("")
+    if not reads_more:
+        assert list(inventory.load(inv, ssh_config=tmp_path / "ssh_config").hosts) == ["gpu1"]
+        return
+    with pytest.raises(InventoryError, match=r"Ansible reads this file too") as err:
+        inventory.load(inv, ssh_config=tmp_path / "ssh_config")
+    assert str(err.value).startswith(f"{inv / next(iter(files))}: ")
+
+
+@pytest.mark.skipif(not ANSIBLE_INVENTORY_EXE.exists(), reason="ansible-core is not installed")
+def test_the_ansible_configs_own_ignored_extensions_decide_what_beside_the_hosts_file_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kubespray's real ansible.cfg sets `inventory_ignore_extensions` (`.creds` added; `.txt`,
+    `.md` no longer skipped). Beside `hosts`: `join.creds` holding INI group vars (the edit):
+    Ansible skips it, gpuonboard refused it; `notes.txt` holding one host line: Ansible reads
+    gpu2 from it, gpuonboard skipped it by the default list."""
+    import shutil
+
+    shutil.copy(ANSIBLE_CORPUS / "kubespray-ansible.cfg", tmp_path / "ansible.cfg")
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(tmp_path / "ansible.cfg"))
+    inv = tmp_path / "inventory"
+    inv.mkdir()
+    (inv / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    (inv / "join.creds").write_text("[compute:vars]\nansible_user=ops\n")
+    (tmp_path / "ssh_config").write_text("")
+    assert _ansible_export(inv) == _ansible_export(inv / "hosts")
+    assert list(inventory.load(inv, ssh_config=tmp_path / "ssh_config").hosts) == ["gpu1"]
+    (inv / "notes.txt").write_text("gpu2 ansible_host=10.0.0.2\n")
+    assert _ansible_export(inv) != _ansible_export(inv / "hosts")
+    with pytest.raises(InventoryError, match=r"Ansible reads this file too") as err:
+        inventory.load(inv, ssh_config=tmp_path / "ssh_config")
+    assert str(err.value).startswith(f"{inv / 'notes.txt'}: ")
+
+
+def test_a_vault_encrypted_file_beside_the_hosts_file_is_named_where_ansible_has_a_vault_password(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Princeton CDH's real vault-encrypted file as `secrets` beside `hosts`: with no vault
+    password Ansible reads nothing of it (the case above); with ANSIBLE_VAULT_PASSWORD_FILE set
+    it decrypts and reads it, and gpuonboard cannot tell what it holds: named, not ignored."""
+    import shutil
+
+    (tmp_path / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    shutil.copy(ANSIBLE_CORPUS / "cdh-vault-file" / "group_vars" / "gpus" / "vault.yml", tmp_path / "secrets")
+    (tmp_path / "ssh_config").write_text("")
+    monkeypatch.setenv("ANSIBLE_VAULT_PASSWORD_FILE", str(tmp_path / "vault-pass"))
+    with pytest.raises(InventoryError) as err:
+        inventory.load(tmp_path, ssh_config=tmp_path / "ssh_config")
+    assert str(err.value).startswith(
+        f"{tmp_path / 'secrets'}: Ansible reads this file too, an inventory of the directory encrypted"
+        " with Ansible Vault, decrypted with the vault password set, while gpuonboard reads only hosts;"
+    )
+
+
+def test_a_file_beside_our_own_hosts_yml_is_no_ansible_source(tmp_path: Path) -> None:
+    """Our own format is no Ansible inventory: a `TODO` beside its hosts.yml (a host to Ansible's
+    ini plugin, were the directory Ansible's) changes nothing."""
+    (tmp_path / "hosts.yml").write_text("hosts:\n  a: {address: 10.0.0.1}\n")
+    (tmp_path / "TODO").write_text("rack3\n")
+    assert list(inventory.load(tmp_path).hosts) == ["a"]

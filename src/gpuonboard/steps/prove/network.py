@@ -286,13 +286,28 @@ def iperf_peers(host: Host, inventory: Inventory | None, asked: Any) -> list[str
     return peers
 
 
-def unreached_peer(peer: str, inventory: Inventory | None) -> str:
+def unreached_peer(peer: str, inventory: Inventory | None, asked: bool = False) -> str:
     """Pure: why iperf3 must not reach `peer` ("" when it may): a host Ansible reaches another
-    way than SSH (its `not_used` sentence); dialled over SSH, it would be another machine."""
+    way than SSH; dialled over SSH, it would be another machine. One sentence naming the peer
+    once, where its connection was set, and the remedy of this check: `vars.iperf_peers` (`asked`:
+    the peer was named there), not `--limit`, which leaves a group peer in its group."""
     host = inventory.hosts.get(peer) if inventory is not None else None
-    if host is not None and host.not_used is not None:
-        return f"{peer} was not reached: {host.not_used}"
-    return ""
+    if host is None or host.not_used is None:
+        return ""
+    if host.not_used_parts is None:
+        return f"not reached: {host.not_used}"
+    at, by, fix = host.not_used_parts
+    if by == f"ansible_connection of host {peer!r}":
+        by = "its ansible_connection"
+    remedy = (
+        "take it out of vars.iperf_peers"
+        if asked
+        else "name the peers to measure in vars.iperf_peers (`[]` measures none)"
+    )
+    return (
+        f"{at}: {peer} was not reached, as Ansible reaches it by its {host.connection!r} connection"
+        f" ({by}), which does not run over SSH; {remedy}, or, where SSH reaches it, {fix}."
+    )
 
 
 def outside_selection(peer: str, run_hosts: frozenset[str], asked: bool) -> str:
@@ -353,8 +368,9 @@ class NetworkStep(Step):
             peers = iperf_peers(ctx.host, ctx.inventory, asked)
             explicit = asked is not None and asked != ""
             for name in peers:  # a bad port is the inventory's mistake: say so before measuring
-                if ctx.inventory is not None and name in ctx.inventory.hosts:
-                    iperf_port(ctx.inventory.hosts[name])
+                inv = ctx.inventory  # (a peer never dialled, unreached_peer: its port is unread)
+                if inv is not None and name in inv.hosts and not unreached_peer(name, inv):
+                    iperf_port(inv.hosts[name])
             rdma = truthy(_get(self.args, v, "expect_rdma", "expect_rdma", False), "expect_rdma")
             upload = truthy(_get(self.args, v, "upload", "network_upload", True), "upload")
         except (StepArgsError, ValueError, TypeError) as exc:
@@ -380,7 +396,7 @@ class NetworkStep(Step):
             result["upload_shared_with"] = shared_with
             checks.append(upload_check(mbit, shared_with))
         for peer in peers:
-            why = unreached_peer(peer, ctx.inventory)
+            why = unreached_peer(peer, ctx.inventory, explicit)
             r = {"not_reached": why} if why else self._iperf(ctx, peer, seconds, slack)
             result.setdefault("iperf3", {})[peer] = r
             check = iperf_check(peer, r, min_gbps)

@@ -160,7 +160,43 @@ def test_a_peer_ansible_reaches_without_ssh_is_named_never_reached(
     both = {"docker-pipelining", "docker-no-pipelining"}
     [check] = _iperf_checks(inv, "docker-no-pipelining", both, monkeypatch)  # (reaching it fails)
     assert (check.name, check.verdict) == ("iperf3_docker-pipelining", "unverified")
-    assert check.detail.startswith(
-        "docker-pipelining was not reached: " + str(tmp_path / "hosts") + ", line 6: host 'docker-pipelining'"
-        " is reached by Ansible's 'community.docker.docker' connection"
+    assert check.detail == (
+        f"{tmp_path / 'hosts'}, line 6: docker-pipelining was not reached, as Ansible reaches it by its"
+        " 'community.docker.docker' connection (ansible_connection of group 'docker'), which does not"
+        " run over SSH; name the peers to measure in vars.iperf_peers (`[]` measures none), or, where"
+        " SSH reaches it, set ansible_connection=ssh for it."
     )
+
+
+def test_a_peer_never_dialled_is_named_once_with_the_remedy_of_its_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """community.docker's real connection test inventory, `docker-no-pipelining` given
+    `ansible_connection=ssh` and `docker-pipelining` `iperf_port=99999` (the edits): the detail
+    named the peer twice and advised `--limit '!docker-pipelining'`, which leaves it the next host
+    of the group, and the port of a peer never dialled failed the whole step ("bad network
+    setting"). Now the peer is named once, the remedy is vars.iperf_peers (taking it out of the
+    list where it was named there), and its port is not read."""
+    from gpuonboard import inventory
+
+    text = (ANSIBLE_CORPUS / "community-docker-connection" / "test_connection.inventory").read_text()
+    edited = text.replace(
+        "ansible_ssh_pipelining=false", "ansible_ssh_pipelining=false ansible_connection=ssh"
+    ).replace("ansible_ssh_pipelining=true", "ansible_ssh_pipelining=true iperf_port=99999")
+    (tmp_path / "hosts").write_text(edited)
+    (tmp_path / "ssh_config").write_text("")
+    inv = inventory.load(tmp_path / "hosts", ssh_config=tmp_path / "ssh_config")
+    [check] = _iperf_checks(inv, "docker-no-pipelining", set(), monkeypatch)
+    assert check.verdict == "unverified"
+    assert check.detail.count("docker-pipelining") == 1 and "--limit" not in check.detail
+    ctx = StepContext(
+        host=inv.hosts["docker-no-pipelining"],
+        runner=QuickRunner(),  # type: ignore[arg-type]
+        facts=None,  # type: ignore[arg-type]
+        check=False,
+        project=Path("."),
+        inventory=inv,
+    )
+    args = {"rtt_count": 1, "upload": False, "iperf_peers": ["docker-pipelining"]}
+    [check] = [c for c in NetworkStep(args, "network").plan(ctx).checks if c.name.startswith("iperf3_")]
+    assert "; take it out of vars.iperf_peers, or, where SSH reaches it" in check.detail
