@@ -22,6 +22,7 @@ from gpuonboard.steps.checks.gpu_health.memory import (
     rule_memory_repair,
 )
 from gpuonboard.steps.checks.gpu_health.modes import (
+    rule_compute_mode,
     rule_mig,
     rule_persistence,
     rule_vgpu_license,
@@ -154,6 +155,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
         ),
         lambda: rule_persistence(gpus),
+        lambda: rule_compute_mode(gpus),
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),
         lambda: rule_vgpu_license(gpus),
