@@ -39,6 +39,7 @@ RULE_PROBES: dict[str, tuple[str, ...]] = {
             "temperature",
             "sensor_faults",
             "persistence_mode",
+            "compute_mode",
             "mig_mode",
             "virtualization",
             "vgpu_license",

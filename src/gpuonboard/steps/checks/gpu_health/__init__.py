@@ -7,7 +7,7 @@ sentence of advice. Thresholds come from the step's args, overridden per vendor 
 This package module only re-exports; the modules own, from the bottom up: `common` (default
 thresholds, hard-throttle reasons, GPU labels, idleness), `memory` (ECC mode, uncorrectable
 ECC errors, memory repair), `pcie` (link generation / width, replay counter), `clocks` (power
-limit, throttling, temperature), `usage` (foreign processes), `modes` (persistence, MIG,
+limit, throttling, temperature), `usage` (foreign processes), `modes` (persistence, compute mode, MIG,
 virtualisation, the vGPU licence), `recovery` (the driver's GPU Recovery Action), `readable` (nothing checked,
 unreadable GPUs, sensor faults) and `step`
 (evaluate, the thresholds, GpuHealthStep).
@@ -25,6 +25,7 @@ from gpuonboard.steps.checks.gpu_health.memory import (
     rule_memory_repair,
 )
 from gpuonboard.steps.checks.gpu_health.modes import (
+    rule_compute_mode,
     rule_mig,
     rule_persistence,
     rule_vgpu_license,
@@ -57,6 +58,7 @@ __all__ = [
     "evaluate",
     "evaluated",
     "pcie_replay_limits",
+    "rule_compute_mode",
     "rule_ecc_errors",
     "rule_ecc_mode",
     "rule_foreign_processes",

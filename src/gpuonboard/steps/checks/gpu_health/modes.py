@@ -247,3 +247,68 @@ def rule_vgpu_license(gpus: list[GpuInfo]) -> Check | None:
             " (License Status)",
         )
     return Check("vgpu_license", "Licensed", "; ".join(map(status, said)), "pass")
+
+
+# the compute modes nvidia-smi reads (the table's `Compute M.` cell: Default, E. Process,
+# E. Thread, Prohibited; -q's `Compute Mode`, -q -x's <compute_mode>, the CSV's compute_mode)
+_EXCLUSIVE = ("Exclusive_Process", "Exclusive_Thread")
+
+COMPUTE_MODE_FAIL_ADVICE = (
+    "a GPU in the Prohibited compute mode lets no CUDA program create a context on it (no"
+    " training, no inference): set it back with `sudo nvidia-smi -i N -c DEFAULT` (N the GPU"
+    " named), or ask the vendor; on a vGPU whose profile runs no CUDA (an A-series"
+    " virtual-applications profile such as A40-24A prints Prohibited) ask for a compute (C) or"
+    " Q profile"
+)
+COMPUTE_MODE_WARN_ADVICE = (
+    "in the Exclusive_Process compute mode one process may use each GPU: one training process per"
+    " GPU runs, but a second CUDA process on that GPU (a notebook, a monitoring tool that uses"
+    " CUDA, a data loader using CUDA) fails to start (`all CUDA-capable devices are busy or"
+    " unavailable`); if you need that, `sudo nvidia-smi -i N -c DEFAULT` or ask the vendor (an"
+    " HPC scheduler may set it per job)"
+)
+
+
+def rule_compute_mode(gpus: list[GpuInfo]) -> Check | None:
+    """The compute mode lets CUDA programs run as a training box needs.
+
+    FAIL: a GPU in the Prohibited mode (no CUDA context at all). WARN: a GPU in an exclusive
+    mode (Exclusive_Process, or the old Exclusive_Thread): one process per GPU. UNVERIFIED: a
+    mode this tool does not know, or a warn where another GPU's mode was not read (it may be
+    Prohibited). None where no GPU's mode was read other than Default (the row appears only
+    then: a Default box's report, and one whose mode no format read, has no row)."""
+    read = [g for g in gpus if not g.faults]
+    odd = [g for g in read if g.compute_mode not in (None, "Default")]
+    if not odd:
+        return None
+    expected = "Default (any number of CUDA processes per GPU)"
+
+    def named(some: list[GpuInfo]) -> str:
+        return ", ".join(f"{gpu_label(g)}: {g.compute_mode}" for g in some)
+
+    prohibited = [g for g in odd if g.compute_mode == "Prohibited"]
+    exclusive = [g for g in odd if g.compute_mode in _EXCLUSIVE]
+    unknown = [g for g in odd if g not in prohibited and g not in exclusive]
+    if prohibited:
+        return Check(
+            "compute_mode",
+            expected,
+            named(prohibited + exclusive + unknown),
+            "fail",
+            COMPUTE_MODE_FAIL_ADVICE,
+        )
+    unread = [g for g in read if g.compute_mode is None]
+    if unknown or unread:
+        said = [named(exclusive + unknown)] + (
+            [f"not reported for {gpu_list(unread, gpus)}"] if unread else []
+        )
+        return Check(
+            "compute_mode",
+            expected,
+            "; ".join(said) + (" (a compute mode this tool does not know)" if unknown else ""),
+            "unverified",
+            "a GPU's compute mode was not read or is not one nvidia-smi documents (Default,"
+            " Exclusive_Process, Prohibited): `nvidia-smi -q -d COMPUTE` shows it; "
+            + COMPUTE_MODE_WARN_ADVICE,
+        )
+    return Check("compute_mode", expected, named(exclusive), "warn", COMPUTE_MODE_WARN_ADVICE)

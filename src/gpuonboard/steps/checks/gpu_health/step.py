@@ -22,6 +22,7 @@ from gpuonboard.steps.checks.gpu_health.memory import (
     rule_memory_repair,
 )
 from gpuonboard.steps.checks.gpu_health.modes import (
+    rule_compute_mode,
     rule_mig,
     rule_persistence,
     rule_vgpu_license,
@@ -34,8 +35,8 @@ from gpuonboard.steps.checks.gpu_health.readable import (
     rule_unreadable,
 )
 from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
-from gpuonboard.steps.checks.gpu_health.usage import rule_foreign_processes
-from gpuonboard.steps.checks.missing_facts import _incomplete, of_those_read
+from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST, rule_foreign_processes
+from gpuonboard.steps.checks.missing_facts import CUT_SAID, RERUN_ADVICE, _incomplete, of_those_read
 from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.setting_views import FABRIC_SETTINGS, judged_per_reading
 
@@ -81,6 +82,40 @@ def _processes_cut(facts: Facts) -> bool:
     return not report.complete and any(kind in report.source.split("+") for kind in ("table", "text", "xml"))
 
 
+# the gpu_health rules whose worst verdict is a warn (a setting to change, a sensor to look at):
+# every other rule can fail
+_WARN_AT_WORST = frozenset({"persistence_mode", "mig_mode", "virtualization", "sensor_faults"})
+
+CUT_MAY_FAIL = (
+    "what was read warns, and the part cut from this output (the later fields of a GPU's record,"
+    " the later GPUs, the rest of a process list) may hold what fails this check, so the warning"
+    " is no verdict of the box"
+)
+
+
+def _cut_short(facts: Facts, gpus: list[GpuInfo]) -> bool:
+    """The GPU facts were cut short (an output cut inside a GPU's record or before its last GPU,
+    GPUs listed and not read), not only disputed by whole outputs that disagree."""
+    report = facts.gpu
+    if report is None:
+        return False
+    cut = bool(_incomplete(facts)) and not report.disagreements
+    return cut or any(g.record_cut for g in gpus) or bool(_listed_not_read(gpus))
+
+
+def _no_milder(check: Check, cut: bool) -> Check:
+    """A warn of an output `cut` short, by a rule that can fail: the part cut away may hold the
+    fail (a later clock event reason, a later GPU's, a compute job after the desktop's rows), so
+    a verdict milder than the whole output's could be: unverified, naming what was read. A fail
+    read stays a fail; a rule that only warns keeps its warn (the whole can give no worse)."""
+    if not cut or check.verdict != "warn" or check.name in _WARN_AT_WORST:
+        return check
+    actual = check.actual
+    if "(of what was read; " not in actual and CUT_SAID not in actual:
+        actual += f" ({CUT_LIST})" if check.name == "foreign_processes" else " (of what was read; cut short)"
+    return replace(check, actual=actual, verdict="unverified", detail=f"{CUT_MAY_FAIL}; {RERUN_ADVICE}")
+
+
 # rows whose fields the table never carries (the PCIe link, its replays, the clock event reasons,
 # the virtualization mode, the memory repair state): only -q, -q -x and the CSV query read them
 _NOT_IN_TABLE = ("pcie_link", "pcie_replays", "throttling", "virtualization", "memory_repair")
@@ -120,6 +155,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
         ),
         lambda: rule_persistence(gpus),
+        lambda: rule_compute_mode(gpus),
         lambda: rule_mig(gpus),
         lambda: rule_virtualization(gpus),
         lambda: rule_vgpu_license(gpus),
@@ -139,6 +175,9 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             checks = [replace(c, verdict="unverified") if c.actual == said else c for c in checks]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [of_those_read(c, gap) if _cut_may_hold(c, source) else c for c in checks]
+    cut = _cut_short(facts, gpus)
+    processes_cut = _processes_cut(facts)
+    checks = [_no_milder(c, processes_cut if c.name == "foreign_processes" else cut) for c in checks]
     if failed := _q_failed(facts):
         # (the advice "`nvidia-smi -q ...` shows it" of a box where -q itself failed: say so)
         checks = [

@@ -1,0 +1,115 @@
+"""What the gpu_health rules conclude from an nvidia-smi output cut short: never a verdict milder
+than the whole output could give. A fail read stays a fail; a pass or a warn where the part cut
+away could hold worse (a later field of the record, a later GPU, the rest of a process list) is
+unverified (steps/checks/gpu_health/step.py `_no_milder`). Real whole `-q` and `-q -x`
+captures, cut after many of their lines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.steps.checks import gpu_health
+from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST
+
+REAL = Path(__file__).parents[4] / "fixtures" / "real"
+
+# every real `-q` and `-q -x` of a whole box (a view of some GPUs, `1of`, and a capture already
+# cut are left out: their whole is not known)
+WHOLE = sorted(
+    p.name for p in REAL.glob("nvidia-smi-q__*.txt") if "1of" not in p.name and "cut" not in p.name
+) + sorted(p.name for p in REAL.glob("nvidia-smi-q-x__*.xml") if "1of" not in p.name)
+# the cuts judged: after every 4th line (with the cases below, cut at their own lines, ~40 s)
+STRIDE = 4
+
+A10 = "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+H100_BRAKE = "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.183.01__power-brake-active.txt"
+RTX2080_WDDM = "nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.62__windows-wddm.txt"
+
+
+def _rows(text: str, probe: str) -> dict[str, set[str]]:
+    """rule -> the verdicts of its rows, of `text` read as the live probe `probe`'s output."""
+    facts = parse_facts({probe: ProbeOutput(text, "", 0)})
+    out: dict[str, set[str]] = {}
+    for check in gpu_health.evaluate(facts):
+        out.setdefault(check.name, set()).add(check.verdict)
+    return out
+
+
+def _probe(name: str) -> str:
+    return "nvidia_smi" if name.endswith(".xml") else "nvidia_smi_q"
+
+
+def _cut_after(name: str, n: int) -> str:
+    """The real capture `name` cut after its first `n` lines."""
+    lines = (REAL / name).read_text(encoding="utf-8").splitlines(keepends=True)
+    return "".join(lines[:n])
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_a_q_cut_anywhere_gives_no_verdict_milder_than_the_whole(name: str) -> None:
+    """Each real whole `-q` / `-q -x` cut after every 4th line: each gpu_health row of the cut
+    output gives the whole output's verdict or unverified (a fail only where the whole fails).
+    Before round 28 a warn read above the cut stood where the whole fails: memory_repair of
+    the A10 (remapped rows read, `Pending : Yes` cut), throttling of the 8 x H100 (GPU 2's SW
+    Power Cap read, its HW Power Brake cut), foreign_processes of the RTX 2080 SUPER (a
+    desktop's process read, the compute job listed after it cut)."""
+    text = (REAL / name).read_text(encoding="utf-8")
+    whole = _rows(text, _probe(name))
+    lines = text.splitlines(keepends=True)
+    for n in range(1, len(lines), STRIDE):
+        for rule, verdicts in _rows("".join(lines[:n]), _probe(name)).items():
+            milder = verdicts - whole.get(rule, set()) - {"unverified"}
+            assert not milder, (n, rule, verdicts, whole.get(rule))
+
+
+@pytest.mark.parametrize(
+    ("name", "at", "rule", "read"),
+    [
+        # GPU 0's `Remapped Rows`: `Uncorrectable Error : 4` read, `Pending : Yes` cut (line 141)
+        (A10, 141, "memory_repair", "GPU 0: 4 row(s) remapped after uncorrectable errors"),
+        # GPU 2's `SW Power Cap : Active` read, its `HW Power Brake Slowdown : Active` cut
+        (H100_BRAKE, 495, "throttling", "GPU 2: sw_power_cap"),
+        (H100_BRAKE, 497, "throttling", "GPU 2: sw_power_cap"),
+        # the Processes section: dwm.exe (C+G, a desktop's) read; later entries cut
+        (RTX2080_WDDM, 243, "foreign_processes", "dwm.exe"),
+        (RTX2080_WDDM, 245, "foreign_processes", "dwm.exe"),
+    ],
+)
+def test_a_warning_read_above_a_cut_that_took_a_fail_is_unverified(
+    name: str, at: int, rule: str, read: str
+) -> None:
+    """Edit: the real capture cut after line `at`. The whole output fails `rule`; before, the cut
+    one warned on what was read above the cut (a milder verdict than the box's). Now unverified,
+    naming what was read and saying the part cut away may hold the fail."""
+    whole = _rows((REAL / name).read_text(encoding="utf-8"), _probe(name))
+    assert whole[rule] == {"fail"}
+    facts = parse_facts({_probe(name): ProbeOutput(_cut_after(name, at), "", 0)})
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == rule]
+    assert check.verdict == "unverified", check
+    assert read in check.actual, check.actual
+    assert "(of what was read; incomplete probe: " in check.actual or CUT_LIST in check.actual
+    assert check.detail.startswith("what was read warns, and the part cut from this output"), check.detail
+
+
+def test_a_fail_read_above_a_cut_stays_a_fail() -> None:
+    """Edit: the real 8 x H100 power-brake `-q` cut after GPU 2's `HW Power Brake Slowdown :
+    Active` (line 498): the fail read is the box's (the part cut away can only add to it)."""
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput(_cut_after(H100_BRAKE, 498), "", 0)})
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "throttling"]
+    assert check.verdict == "fail", check
+    assert "hw_power_brake_slowdown" in check.actual
+
+
+def test_a_warning_of_a_rule_that_only_warns_stays_a_warning() -> None:
+    """Edit: the real TITAN V `-q` (persistence mode Disabled: a warn, the worst that rule gives)
+    cut right after its `Persistence Mode` line: the warn stands, as the whole output's."""
+    name = "nvidia-smi-q__titan-v__1gpu__driver560.35.03.txt"
+    lines = (REAL / name).read_text(encoding="utf-8").splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("Persistence Mode")) + 1
+    whole = _rows("".join(lines), "nvidia_smi_q")
+    cut = _rows("".join(lines[:at]), "nvidia_smi_q")
+    assert whole["persistence_mode"] == cut["persistence_mode"] == {"warn"}
