@@ -62,10 +62,11 @@ def unviewed(text: str) -> str:
 def viewer_lines(text: str) -> str | None:
     """What a text holds of a log viewer's gutter that `unviewed` could not tell apart safely
     (durations alone, numbers alone, between its lines), said in a few words; None where it has
-    fewer than 2 such lines of each."""
+    fewer than 3 numbers alone, or than 2 beside 2 durations alone (a count or two an output
+    prints alone is no gutter)."""
     durations = sum(1 for line in text.split("\n") if _DURATION.fullmatch(line))
     numbers = sum(1 for line in text.split("\n") if _NUMBER.fullmatch(line))
-    if durations < 2 and numbers < 2:
+    if numbers < 2 or (numbers < 3 and durations < 2):
         return None
     said = [f"{durations} step time(s) alone (`2s`)"] if durations >= 2 else []
     said += [f"{numbers} line number(s) alone"] if numbers >= 2 else []
