@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpuonboard.api import collect_env, paste, saved_forms, transcript
+from gpuonboard.api import collect_env, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
@@ -23,6 +23,7 @@ from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
+from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import df_lists_sizes
@@ -367,13 +368,17 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     """A user's saved file: (kind, output, where: the file, or the file and a command's line in a
     saved terminal session) for each output it holds; a session's command whose output is not
     read (`ls`, `cat notes.txt`) is skipped with a note."""
-    pasted = paste.normalise(unquote(decode_saved(data)))
+    pasted = unviewed(paste.normalise(unquote(decode_saved(data))))  # (a CI log view's gutter dropped)
     parts = transcript.sections(pasted)
     if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
         return _env_outputs(path, pasted, notes)
     if parts is None:
-        return [(*_saved_output(path, str(path), pasted), str(path))]
+        try:
+            return [(*_saved_output(path, str(path), pasted), str(path))]
+        except unjudged.UnjudgedOutput as why:  # (read, nothing judged: named, the rest judged)
+            notes.append(str(why))
+            return []
     return transcript.read(
         str(path),
         parts,
@@ -451,6 +456,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
         return probe
+    if kind is None and (why := unjudged.one_field_csv(command, text)):
+        raise unjudged.UnjudgedOutput(f"{where}: {why}")
     if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
     if kind is None and (headed := saved_forms.with_df_header(command, text)):
@@ -581,6 +588,8 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
     if notes is not None:
         notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes
+    if not raw and not skipped and session_notes:  # (only outputs read that hold nothing judged)
+        raise UsageError(" ".join(session_notes) + " No other output was given, so nothing is judged.")
     if not raw:
         raise UsageError(
             f"{', '.join(str(f) for f in skipped)}: none of these saved outputs of a gpuonboard run is"

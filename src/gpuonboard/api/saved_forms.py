@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from gpuonboard.api import transcript
 from gpuonboard.api.command_line import pipeline, run
+from gpuonboard.api.unjudged import lone_values
+from gpuonboard.api.viewer_lines import viewer_lines
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
@@ -107,17 +109,22 @@ _Q_KEY = re.compile(
     r"|GPU Operation Mode|GPU Virtualization Mode|Bus Id|Sub System Id|GPU Link Info|Persistence Mode"
     r"|Product Name|Product Architecture|FB Memory Usage|BAR1 Memory Usage|Compute Mode|Retired Pages"
     r"|Remapped Rows|Clocks Event Reasons|Clocks Throttle Reasons"
-    r"|vGPU Software Licensed Product|License Status)\b",
+    r"|vGPU Software Licensed Product|License Status|Encoder Stats|FBC Stats|Ecc Mode|ECC Errors"
+    r"|Pending Page Blacklist|GPU Current Temp|GPU Shutdown Temp|Replays Since Reset|Power Readings"
+    r"|Applications Clocks|Max Clocks|Performance State)\b",
     re.M,
 )
 # nvidia-smi table's Processes section: its title or column header lines
 _PROCESSES_HEAD = re.compile(r"^\|\s*Processes:|^\|?\s*GPU\s+(?:GI\s+CI\s+)?PID\s+Type\s+Process name", re.M)
+# nvidia-smi table's MIG devices section: its title or its column header line
+_MIG_HEAD = re.compile(r"^\|\s*MIG devices:|^\|\s*GPU\s+GI\s+CI\s+MIG\s+\|", re.M)
 
 
 def nvidia_smi_part(text: str) -> str | None:
     """The sentence for a part of an nvidia-smi output that names no GPU set: `-q` lines from
-    inside a GPU block (no header, no block head: k8s-vgpu-scheduler#25), the table's Processes
-    section alone (DeepSpeed-MII#198); None otherwise."""
+    inside a GPU block (no header, no block head: k8s-vgpu-scheduler#25, nvidia-docker#1070's
+    from BAR1 to Temperature), the table's Processes section alone (DeepSpeed-MII#198), its MIG
+    devices section alone (nvitop#8); None otherwise."""
     if len(set(_Q_KEY.findall(text[:8000]))) >= 3:
         return (
             "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them"
@@ -125,9 +132,12 @@ def nvidia_smi_part(text: str) -> str | None:
             " driver, the number of GPUs and which GPU they belong to are not known: save the whole"
             " `nvidia-smi -q` output."
         )
-    if _PROCESSES_HEAD.search(text[:4000]) and "NVIDIA-SMI" not in text:
+    processes, mig = _PROCESSES_HEAD.search(text[:4000]), _MIG_HEAD.search(text[:4000])
+    if (processes or mig) and "NVIDIA-SMI" not in text and not parse_table(text).gpus:
         sections = (
-            "MIG devices and Processes sections" if "MIG devices:" in text[:4000] else "Processes section"
+            "MIG devices and Processes sections"
+            if processes and mig
+            else ("Processes section" if processes else "MIG devices section")
         )
         return (
             f"the {sections} of nvidia-smi's table alone, without its banner and GPU rows,"
@@ -591,10 +601,19 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
         )
     if (part := nvidia_smi_part(text)) is not None:
         raise UsageError(f"{where}: {part}")
+    if (lone := lone_values(text)) is not None:
+        raise UsageError(f"{where}: {lone}")
     if (cpu := uncounted_cpuinfo(text)) is not None:
         raise UsageError(
             f"{where}: a /proc/cpuinfo of {cpu}, a form this tool does not read (it counts the CPUs"
             " of x86, arm64, POWER and RISC-V), so no core count is read from it: save `lscpu` of the box."
+        )
+    if (gutter := viewer_lines(text)) is not None and len(said) > 2:
+        raise UsageError(
+            f"{where}: lines that no command read here prints ({gutter}: a CI log viewer's gutter copied"
+            " with the output?) between the output's own, not in the order a viewer copies them, so"
+            " they cannot be told apart safely: save the command's own output (`> FILE` on the box,"
+            " or the step's raw log)."
         )
     if df_rows(text) >= 2 and _df_row_first(text):
         # (no line above the first row: the output's top, its header among it, was cut off)

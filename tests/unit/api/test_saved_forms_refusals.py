@@ -90,3 +90,27 @@ def test_a_cpuinfo_this_tool_does_not_count_is_said_so(tmp_path: Path, capture: 
     said = str(refused.value)
     assert f"a /proc/cpuinfo of {cpu}, a form this tool does not read" in said and "save `lscpu`" in said
     assert "not a recognised command output" not in said
+
+
+PARTS = [
+    (
+        "part-of-nvidia-smi-q__no-header-bar1-to-temp__nvidia-docker-1070.txt",
+        "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them",
+    ),
+    (
+        "part-of-nvidia-smi__mig-devices-only__a100-40gb__nvitop-8.txt",
+        "the MIG devices section of nvidia-smi's table alone, without its banner and GPU rows",
+    ),
+]
+
+
+@pytest.mark.parametrize(("capture", "part"), PARTS)
+def test_a_part_of_nvidia_smis_output_is_named_as_such(tmp_path: Path, capture: str, part: str) -> None:
+    """nvidia-docker#1070's `-q` lines from BAR1 to Temperature (only 2 of the block keys known
+    before: Compute Mode, Retired Pages) and nvitop#8's `MIG devices:` table alone were refused
+    with the generic "not a recognised command output" list."""
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, capture, (REAL / capture).read_text(encoding="utf-8"), "gpu_count: 2\n")
+    said = str(refused.value)
+    assert part in said and "save the whole `nvidia-smi" in said
+    assert "not a recognised command output" not in said

@@ -40,6 +40,9 @@ NOT_WHOLE = {
     "ibv_devinfo__top-cut-inside-a-port__cx7-roce-mlx5_2-active__deepep-38.txt",
     # CAs left out by hand (`...`) and ibstat's own `ibpanic:`
     "ibstat__one-ca-mlx5_7-hdr200__elided-top-and-values__ibpanic-mlx5_8__gpud-752.txt",
+    # excerpts that end inside a port record (before its Link layer / Rate line)
+    "ibstat__mlx5_2-one-device-cut-at-port-guid__lshca-79.txt",
+    "ibstat__3ca-roce-cut-inside-mlx5_10__mooncake-1999.txt",
 }
 
 

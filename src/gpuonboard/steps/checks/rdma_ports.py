@@ -354,9 +354,16 @@ def _wrong_said(wrong: Sequence[IbPort], layer: str | None, fabric_unread: Seque
         ports = ", ".join(_show(p) for p in wrong if _fabric(p) == other)
         ordered = f", not the {_fabric_shown(layer)} ordered" if layer else ""
         said += f"; on {_fabric_shown(other)}{ordered}: {ports}"
-    if fabric_unread:
-        said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in fabric_unread)}"
+    if unread := [p for p in fabric_unread if p.whole]:
+        said += f"; link layer not known: {', '.join(f'{p.device}/{p.port}' for p in unread)}"
+    if cut := [p for p in fabric_unread if not p.whole]:  # (the listing ends inside its record)
+        said += f"; cut inside its record (incomplete probe): {', '.join(_cut_port(p) for p in cut)}"
     return said
+
+
+def _cut_port(port: IbPort) -> str:
+    """A port whose record the listing ends inside, with the state read above the cut."""
+    return f"{port.device}/{port.port} ({port.state.lower() or 'state not read'}, link layer not read)"
 
 
 # the InfiniBand generations of 8b/10b encoding (SDR, DDR, QDR: 8 data bits in 10), whose ports
@@ -545,4 +552,5 @@ def _listing(out: ProbeOutput) -> infiniband.IbReport:
     report = infiniband.parse_rdma(out.stdout)
     if not out.partial:
         return report
-    return replace(report, complete=False, cut=report.cut or out.partial)
+    # (the narrowing first: it says why the other devices are not listed; a cut beside it)
+    return replace(report, complete=False, cut="; ".join(w for w in (out.partial, report.cut) if w))

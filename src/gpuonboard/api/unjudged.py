@@ -1,0 +1,87 @@
+"""Saved outputs that are read and hold nothing the rules judge: a `--query-gpu` CSV of one field
+no rule reads (`compute_cap`, `fan.speed`). Such a file is named in a note and the folder's other
+files are judged; before, the whole folder was refused as "not a recognised command output"."""
+
+from __future__ import annotations
+
+import re
+
+from gpuonboard.errors import UsageError
+from gpuonboard.facts.nvidia_smi.query_csv import QUERY_FIELDS
+
+# a --query-gpu field name (nvidia-smi's own: lower case, dotted or underscored), with the unit
+# `--format=csv` puts after it (`fan.speed [%]`)
+_ONE_FIELD = re.compile(r"([a-z][a-z0-9_]*(?:[._][a-z0-9_]+)+)(?:\s*\[[^\]]*\])?")
+_QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
+# the fields the readers take beside the recommended list (facts/nvidia_smi/query_csv.py)
+_READ_PREFIXES = (
+    "ecc.",
+    "retired_pages.",
+    "remapped_rows.",
+    "clocks_event_reasons.",
+    "clocks_throttle_reasons.",
+    "power.",
+    "enforced.power.",
+    "temperature.",
+    "pcie.",
+    "memory.",
+    "mig.",
+    "fabric.",
+    "utilization.",
+    "pci.",
+    "gpu_",
+    "clocks.",
+)
+_SAVE = (
+    "save `nvidia-smi -q -x` of the box, or a CSV of the fields the rules read"
+    " (`--query-gpu=index,name,memory.total,driver_version,ecc.mode.current,... --format=csv`)"
+)
+
+
+class UnjudgedOutput(UsageError):
+    """A saved output that was read and holds no fact a rule judges: said in a note, not refused."""
+
+
+def _read_by_rules(field: str) -> bool:
+    return field in QUERY_FIELDS or field.startswith(_READ_PREFIXES)
+
+
+def one_field_csv(command: str, text: str) -> str | None:
+    """Why a one-column `--query-gpu` CSV of a field no rule reads is not judged (its field and
+    rows named, what to save), where `text` is one: its header is a field name nvidia-smi prints
+    (`compute_cap`, `fan.speed [%]`) over one cell a row, or its copied command asks for that one
+    field with `noheader`. None for any other text (a field the rules read is left to the readers)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    asked = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
+    listed = [f for f in asked.group(1).split(",") if f] if asked else []
+    if not lines or any("," in line for line in lines) or len(listed) > 1:
+        return None
+    header = _ONE_FIELD.fullmatch(lines[0])
+    if listed and "noheader" in command:
+        field, rows = listed[0], lines
+    elif header is not None and (not listed or listed[0] == header.group(1)):
+        field, rows = header.group(1), lines[1:]
+    else:
+        return None
+    if _read_by_rules(field) or not rows:
+        return None
+    shown = ", ".join(dict.fromkeys(rows[:4])) + (", ..." if len(set(rows)) > 4 else "")
+    return (
+        f"a `--query-gpu` CSV of {field} only ({len(rows)} row(s): {shown}), no field the rules read,"
+        f" so it is shown as read and not judged: {_SAVE}."
+    )
+
+
+def lone_values(text: str) -> str | None:
+    """The refusal of a column of `[N/A]` (or `[Not Supported]`, `N/A`) alone, with no header and
+    no copied command above it: a `--query-gpu ... noheader` value nvidia-smi could not read, of a
+    field that cannot be told; None for any other text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if not lines or not all(re.fullmatch(r"\[(?:N/A|Not Supported|Unknown Error)\]|N/A", ln) for ln in lines):
+        return None
+    return (
+        f"a column of {lines[0]} alone, with no header or command line above it (a `--query-gpu ..."
+        " --format=csv,noheader` field nvidia-smi could not read?): which field it is cannot be told,"
+        f" so nothing is read from it: save the output with its header (`--format=csv`) or under its"
+        f" copied command line, or {_SAVE}."
+    )
