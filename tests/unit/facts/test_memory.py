@@ -362,3 +362,23 @@ def test_a_newer_free_run_together_reads_as_its_lines() -> None:
     joined = " ".join(line.strip() for line in text.splitlines() if line.strip()) + "\n"
     assert parse_free(joined) == parse_free(text)
     assert parse_free(joined).total_bytes is not None
+
+
+# old procps `top`'s memory lines, as a code comment of SampleUser0001/organizer_for_top_command
+# (src/main/java/jp/tool/linux/organizer/top/TopOrganizer.java, commit c43a8f5c) keeps them
+TOP_MEMORY = (
+    "Mem:   1009148k total,   809316k used,   199832k free,   245708k buffers\n"
+    "Swap:   499996k total,        0k used,   499996k free,   323828k cached\n"
+)
+
+
+@pytest.mark.parametrize("joined", [False, True])
+def test_top_memory_lines_are_no_free(joined: bool) -> None:
+    """A real old `top`'s `Mem: 1009148k total, ...` and `Swap: ...` lines (as printed; and, the
+    test's edit, run together on one line as a page that lost its line ends shows them) name
+    `total` and hold a `Mem:` row, and were read as free: "no Mem total could be read from the
+    free output". free's header is its column names from `total` on; top has none."""
+    from gpuonboard.facts.memory import looks_like_free
+
+    text = TOP_MEMORY.replace("\n", " ").strip() + "\n" if joined else TOP_MEMORY
+    assert not looks_like_free(text)
