@@ -65,9 +65,11 @@ def split(line: str, command: str) -> tuple[str, str] | str | None:
     line is refused (SEVERAL); None where no df or free header is glued onto it. `command`: the
     line's command from its tool on (`df -h` of `$ sudo df -h ...`)."""
     word = command.split(" ", 1)[0]
-    start = line.find(word) if word else -1
-    if start < 0:
+    # (the tool's own word, not a host name holding it: `root@freebox:~# free -h`)
+    named = re.search(rf"(?<![\w.@-]){re.escape(word)}(?![\w.-])", line) if word else None
+    if named is None:
         return None
+    start = named.start()
     for found in _header_start().finditer(line, start + len(word)):
         kind = _glued_kind(line[found.start() :])
         if kind is None:

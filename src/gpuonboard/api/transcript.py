@@ -155,7 +155,7 @@ def _head(line: str) -> tuple[str, str | None, str | None] | None:
             continue
         split = glued.split(line, tool_command(head[0]))
         if split is not None:  # (several commands' outputs: the line is read, and refused, whole)
-            return (head[0], head[1], split[1]) if isinstance(split, tuple) else (line, head[1], line)
+            return (head[0], head[1], split[1] if isinstance(split, tuple) else line)
     found_ = _prompt(line)
     return None if found_ is None else (*found_, None)
 
@@ -241,6 +241,8 @@ def read(
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
     makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
+    if several := next((got for _, got in each if isinstance(got, str) and glued.SEVERAL in got), None):
+        raise UsageError(f"{name}: {several}.")  # (outputs of the box on it, none of them read)
     if len(named := hosts([part for part, got in each if not isinstance(got, str)])) > 1:
         raise UsageError(
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"

@@ -124,3 +124,17 @@ def test_an_argument_that_looks_like_a_header_is_the_commands(tmp_path: Path) ->
     text = f"$ df -h Filesystem Size Used\n{real}"
     got = verdicts(tmp_path, "df.txt", text, "data_disk: {mount: /boot, min_size: 1G}")
     assert got["data_disk"][0] != "unverified", got["data_disk"]
+
+
+def test_a_session_line_holding_several_outputs_refuses_the_session(tmp_path: Path) -> None:
+    """The real medgemma session with its first two commands and their outputs run together on
+    its first line (the test's edit), the rest as saved: nvidia-smi's "command not found" (a
+    failed driver rule) and free's rows were on a line read as a command, and the session was
+    judged without them. A session holding such a line is refused, naming it."""
+    real = MEDGEMMA.read_text()
+    end = real.index("\n\n$ df")
+    text = _one_line(real[:end]) + real[end:]
+    assert _refusal(tmp_path, text) == (
+        f"{tmp_path / 'saved.txt'}: line 1 (`nvidia-smi bash: nvidia-smi: command not found $ free -g`):"
+        f" {SEVERAL}."
+    )
