@@ -364,12 +364,8 @@ def test_a_newer_free_run_together_reads_as_its_lines() -> None:
     assert parse_free(joined).total_bytes is not None
 
 
-# old procps `top`'s memory lines, as a code comment of SampleUser0001/organizer_for_top_command
-# (src/main/java/jp/tool/linux/organizer/top/TopOrganizer.java, commit c43a8f5c) keeps them
-TOP_MEMORY = (
-    "Mem:   1009148k total,   809316k used,   199832k free,   245708k buffers\n"
-    "Swap:   499996k total,        0k used,   499996k free,   323828k cached\n"
-)
+# old procps `top`'s memory lines (kept as a code comment: SOURCES.md)
+TOP_MEMORY = "top-b__old-procps-mem-swap-lines__1gib__organizer-for-top-command.txt"
 
 
 @pytest.mark.parametrize("joined", [False, True])
@@ -377,8 +373,9 @@ def test_top_memory_lines_are_no_free(joined: bool) -> None:
     """A real old `top`'s `Mem: 1009148k total, ...` and `Swap: ...` lines (as printed; and, the
     test's edit, run together on one line as a page that lost its line ends shows them) name
     `total` and hold a `Mem:` row, and were read as free: "no Mem total could be read from the
-    free output". free's header is its column names from `total` on; top has none."""
+    free output". free's header holds the word `total` above its Mem row; top's `total,` is a count's."""
     from gpuonboard.facts.memory import looks_like_free
 
-    text = TOP_MEMORY.replace("\n", " ").strip() + "\n" if joined else TOP_MEMORY
+    real = (FIXTURES / "real" / TOP_MEMORY).read_text()
+    text = real.replace("\n", " ").strip() + "\n" if joined else real
     assert not looks_like_free(text)
