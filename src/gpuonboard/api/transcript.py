@@ -147,7 +147,7 @@ def command_of(line: str) -> str:
 
 def _head(line: str) -> tuple[str, str | None, str | None] | None:
     """(the command, the host, the output a paste glued onto the line or None) of a prompt line;
-    None when the line is not one. The command of a line holding several commands' outputs
+    None when the line is not one. The output of a line holding several commands' outputs
     (glued.SEVERAL) is the whole line, so that its reading refuses it."""
     for found in glued.header_starts(line[:_LONGEST_PROMPT]):
         head = _prompt(line[:found])
