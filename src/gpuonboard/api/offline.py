@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpuonboard.api import collect_env, paste, saved_forms, transcript, unjudged
+from gpuonboard.api import collect_env, glued, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
@@ -138,30 +138,24 @@ def _uncommented(lines: list[str]) -> list[str]:
     ]
 
 
-# the header a tool prints first, which a paste that lost its line ends glues onto the copied
-# command line above it: df's (`Filesystem  Size ...`, `-T`'s `Filesystem  Type ...`, `-k`'s
-# `1K-blocks`, `-i`'s `Inodes`) and free's (`total  used  free`)
-_GLUED_HEADER = re.compile(
-    r"\s(?=Filesystem\s+(?:Type\s+)?(?:Size|\d+[KMG]?-blocks|Inodes)\s|total\s+used\s+free\s)"
-)
-
-
-def unglued(text: str) -> str:
+def unglued(text: str, where: str = "") -> str:
     """The text with the output a paste glued onto its copied prompt line (a page that lost the
     line ends of `[root@host ~]# df -h` and its output, all on one line) on a line of its own,
     below the command: the whole line was dropped as the prompt, and the file was refused as "an
-    empty file". Only where the line is a prompt and command (or the command alone) and a tool's
-    header starts after the command's first word."""
+    empty file". Only where the line is a prompt and command (or the command alone) and df's or
+    free's whole header follows the command (glued.split); a line holding several commands'
+    outputs is refused (errors name `where`)."""
     lines = text.split("\n")
     first = _prompt_line(lines)
     if first is None:
         return text
     line = lines[first]
-    start = line.find(transcript.tool_command(line.strip()).split(" ", 1)[0] or "\0")
-    glued = _GLUED_HEADER.search(line, max(start, 0))
-    if start < 0 or glued is None:
+    found = glued.split(line, transcript.tool_command(line.strip()))
+    if isinstance(found, str):
+        raise UsageError(f"{where}: {found}.")
+    if found is None:
         return text
-    return "\n".join([*lines[:first], line[: glued.start()], line[glued.end() :], *lines[first + 1 :]])
+    return "\n".join([*lines[:first], *found, *lines[first + 1 :]])
 
 
 def strip_prompt(text: str) -> str:
@@ -445,7 +439,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     the command it is the output of, where a session's prompt line gave it."""
     # (nvidia-smi's infoROM warnings, beside any of its formats, and df's lines for a mount it
     # could not read go to the tool's stderr, as live)
-    pasted = unglued(pasted)
+    pasted = unglued(pasted, where)
     text, warned = split_stderr_lines(strip_prompt(pasted))
     if copied is None:  # (the copied command above it, "" if none)
         copied, command = copied_command(pasted), prompt_command(pasted)

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+from gpuonboard.api import glued
 from gpuonboard.api.unread import gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import first_line
@@ -144,11 +145,28 @@ def command_of(line: str) -> str:
     return found[0] if found is not None else line.strip()
 
 
+def _head(line: str) -> tuple[str, str | None, str | None] | None:
+    """(the command, the host, the output a paste glued onto the line or None) of a prompt line;
+    None when the line is not one. The output of a line holding several commands' outputs
+    (glued.SEVERAL) is the whole line, so that its reading refuses it."""
+    for found in glued.header_starts(line[:_LONGEST_PROMPT]):
+        head = _prompt(line[:found])
+        if head is None:
+            continue
+        split = glued.split(line, tool_command(head[0]))
+        if split is not None:  # (several commands' outputs: the line is read, and refused, whole)
+            return (head[0], head[1], split[1] if isinstance(split, tuple) else line)
+    found_ = _prompt(line)
+    return None if found_ is None else (*found_, None)
+
+
 def sections(text: str) -> list[Section] | None:
     """The outputs of a saved session, in order; None when the text holds one output (at most
     one command's output, under a prompt line or not)."""
     lines = text.split("\n")
-    heads = [(i, p) for i, line in enumerate(lines) if (p := _prompt(line)) is not None]
+    found = [(i, head) for i, line in enumerate(lines) if (head := _head(line)) is not None]
+    heads = [(i, (command, host)) for i, (command, host, _) in found]
+    on_line = {i: top for i, (_, _, top) in found if top is not None}  # (outputs glued onto prompt lines)
     above = "\n".join(lines[: heads[0][0]]) + "\n" if heads else ""  # (text above the first prompt)
     if not heads or (len(heads) == 1 and not above.strip()):
         return None
@@ -160,7 +178,8 @@ def sections(text: str) -> list[Section] | None:
         while command.endswith("\\") and start < end:  # (a command continued, `> ` shell's PS2)
             command = f"{command[:-1].rstrip()} {lines[start].strip().removeprefix('> ')}".strip()
             start += 1
-        body = "\n".join(lines[start:end]) + ("\n" if end < len(lines) else "")  # (a next prompt: it ended)
+        body = "\n".join([*([on_line[i]] if i in on_line else []), *lines[start:end]])
+        body += "\n" if end < len(lines) else ""  # (a next prompt: it ended)
         out.append(Section(i + 1, command, host or login, body))
         if (ssh := _SSH_LOGIN.fullmatch(command)) is not None:
             # the commands before it ran on the machine the session started on
@@ -225,6 +244,8 @@ def read(
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
     makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
+    if several := next((got for _, got in each if isinstance(got, str) and glued.SEVERAL in got), None):
+        raise UsageError(f"{name}: {several}.")  # (outputs of the box on it, none of them read)
     if len(named := hosts([part for part, got in each if not isinstance(got, str)])) > 1:
         raise UsageError(
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"

@@ -261,9 +261,14 @@ def _df_row(fields: list[str], minimum: int) -> bool:
     return len(fields) >= minimum and re.fullmatch(r"\d+%|-", fields[minimum - 2]) is not None
 
 
-# df's header joined to its first row by a paste that lost the newline between them: the
-# header's last words, `Mounted on`, then the row's device (`Mounted on/dev/nvme0n1p1  2.0T ...`)
-_HEADER_JOINED = re.compile(r"^([^\n]*\bMounted on)(?=[ \t]*\S)[ \t]*", re.MULTILINE)
+@functools.cache
+def _header_joined() -> re.Pattern[str]:
+    """df's header joined to its first row by a paste that lost the newline between them: the
+    header's last words, `Mounted on` or its translation (`挂载点`, df_labels()), then the row's
+    device (`Mounted on/dev/nvme0n1p1  2.0T ...`, `挂载点 /dev/vda1 40G ...`)."""
+    ends = {"Mounted on", *(t for _, t, e in df_labels() if e == "Mounted on")}
+    words = "|".join(re.escape(w).replace(r"\ ", r"\s+") for w in sorted(ends, key=len, reverse=True))
+    return re.compile(rf"^([^\n]*(?<!\S)(?:{words}))(?=[ \t]*\S)[ \t]*", re.MULTILINE)
 
 
 def _mount(row: list[str], minimum: int, unit: tuple[int, str] | None, has_type: bool) -> Mount:
@@ -308,12 +313,31 @@ def _joined_rows(fields: list[str], minimum: int, unit: tuple[int, str] | None) 
     return [*rows, fields[start:]]
 
 
+# the device of a df row, as a row cut short after it shows it (a pseudo file system's name, a
+# device's path, an NFS or CIFS share)
+_DEVICE = re.compile(r"/dev/\S+|tmpfs|devtmpfs|udev|overlay|shm|none|\S+:/\S*|//\S+")
+
+
+def _cut_tail(row: list[str], minimum: int, unit: tuple[int, str] | None) -> int | None:
+    """Where, after a row's mount point, the next row starts and is cut short (a paste that ran
+    the rows together on one line, cut inside the next one: `... 1% /data /dev/sda2 50G 10G`):
+    a device, then only its size cells (and capacity); None where the words are the mount
+    point's own (`/media/Win Data`)."""
+    for k in range(minimum, len(row)):
+        cells = row[k + 1 :]
+        sizes = [c for c in cells[:3] if c == "-" or _df_number(c, unit) is not None]
+        whole = len(sizes) == min(len(cells), 3) and all(re.fullmatch(r"\d+%|-", c) for c in cells[3:4])
+        if whole and len(cells) <= 4 and _DEVICE.fullmatch(row[k]) and (cells or row[k].startswith("/dev/")):
+            return k
+    return None
+
+
 @functools.lru_cache(maxsize=256)
 def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
     """(the mounts of a df output, why it is not whole or None). Kept for the last outputs read
     (of immutable Mounts): a check reads a host's df for its facts (parse_df), then again for
     its disk rule (df_cut), ~0.35 ms of CPU each time for a ~30-row df."""
-    text = _HEADER_JOINED.sub(lambda m: m.group(1) + "\n", text, count=1)
+    text = _header_joined().sub(lambda m: m.group(1) + "\n", text, count=1)
     lines = [line for line in text.splitlines() if line.strip()]
     header = df_header(text)
     if header is None:
@@ -343,6 +367,9 @@ def _read_df(text: str) -> tuple[tuple[Mount, ...], str | None]:
             if not _df_row(row, minimum):
                 cut = cut or f"a row df does not print ({' '.join(row)[:60]})"
                 continue
+            if line is lines[-1] and (at := _cut_tail(row, minimum, unit)) is not None:
+                cut = cut or f"its last row is cut short ({' '.join(row[at:])[:60]})"
+                row = row[:at]
             mounts.append(_mount(row, minimum, unit, has_type))
     if pending and not cut:
         cut = f"its last line is a device name alone ({pending}), the rest of its row missing"

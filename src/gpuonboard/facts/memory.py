@@ -159,6 +159,22 @@ def _unjoined(line: str) -> list[str]:
     return [line[a:b].rstrip() for a, b in zip(cuts, cuts[1:], strict=False) if line[a:b].strip()]
 
 
+# the column free's header ends with: procps-ng 3.3.10+'s (and `-w`'s) `available`, older
+# procps' `cached`, BusyBox's `buffers`
+_LAST_COLUMNS = frozenset({"available", "cached", "buffers"})
+
+
+def opens_with_free_header(text: str) -> bool:
+    """Whether `text` opens with free's whole header, C-locale or translated, up to its line's
+    end or its first row label (`total used free shared buff/cache available Mem: 15 ...`,
+    `总计 已用 ... 内存： ...`): a free output a paste glued onto its command's line. A header
+    cut short, or a header-like argument (`grep total used free log`), does not end as free's."""
+    line = text.split("\n", 1)[0]
+    row = _row_labels().search(line)
+    head = _free_words()[1](line[: row.start(1)] if row else line).split()
+    return len(head) >= 5 and head[0] == "total" and head[-1] in _LAST_COLUMNS and set(head) <= _FREE_COLUMNS
+
+
 def english_free(text: str) -> str:
     """A `free` output with its labels as the C locale prints them (free_labels()): a translated
     row label (`内存：`, `Speicher:`) as `Mem:`, a translated header's words as `total used ...`;
@@ -179,11 +195,14 @@ def english_free(text: str) -> str:
 
 
 def looks_like_free(text: str) -> bool:
-    """A `free` output, in English or a language free is translated into: a `Mem:` row and a
-    header line naming `total`."""
+    """A `free` output, in English or a language free is translated into: a `Mem:` row and,
+    above it, a header line holding the word `total` (a header a paste wrapped or mangled too;
+    `top`'s `Tasks: 300 total, ...` above its `Mem: 16331452k total, ...` row holds `total,`, a
+    count's, and is no free)."""
     english = english_free(text.lstrip()[:4000])
     lines = english.splitlines()
-    return bool(lines) and "total" in lines[0] and re.search(r"^\s*Mem:", english, re.M) is not None
+    row = next((i for i, line in enumerate(lines) if re.match(r"\s*Mem:", line)), None)
+    return row is not None and any("total" in line.split() for line in lines[:row])
 
 
 # free's column names (procps 3.3.10+ and older, `-w`'s buffers and cache)

@@ -375,3 +375,17 @@ def test_a_df_read_again_is_read_as_the_first_time() -> None:
             for _ in range(2):
                 assert (parse_df(sample), disks.df_cut(sample)) == (mounts, cut)
             assert disks.df_open_row(sample) == disks.df_open_row(sample)
+
+
+@pytest.mark.parametrize("end", ["/dev/sdc1       597G  517G", "/dev/sdc1       597G", "/dev/sdc1"])
+def test_rows_run_together_cut_inside_a_row_are_cut_short(end: str) -> None:
+    """The real forum `df -h` whose rows a page ran onto one line, cut (the test's edit) inside
+    the `/dev/sdc1` row, after its device or some of its sizes, with a newline after the cut:
+    that row's start was read as the mount point of the row before
+    (`/media/sauvegarde /dev/sdc1 597G 517G`), and an order for `/media/Serie` said "not in the
+    df output, which lists only ... /media/sauvegarde /dev/sdc1 597G 517G". The output is cut
+    short; the whole row before it keeps its mount point."""
+    real = (REAL / "df-h__ubuntu-12.04-forum__5-disks__rows-joined-on-one-line.txt").read_text()
+    text = real[: real.index("/dev/sdc1")] + end + "\n"
+    assert "cut short" in (disks.df_cut(text) or "")
+    assert parse_df(text)[-1].mountpoint == "/media/sauvegarde"

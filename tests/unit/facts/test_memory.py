@@ -362,3 +362,20 @@ def test_a_newer_free_run_together_reads_as_its_lines() -> None:
     joined = " ".join(line.strip() for line in text.splitlines() if line.strip()) + "\n"
     assert parse_free(joined) == parse_free(text)
     assert parse_free(joined).total_bytes is not None
+
+
+# old procps `top`'s memory lines (kept as a code comment: SOURCES.md)
+TOP_MEMORY = "top-b__old-procps-mem-swap-lines__1gib__organizer-for-top-command.txt"
+
+
+@pytest.mark.parametrize("joined", [False, True])
+def test_top_memory_lines_are_no_free(joined: bool) -> None:
+    """A real old `top`'s `Mem: 1009148k total, ...` and `Swap: ...` lines (as printed; and, the
+    test's edit, run together on one line as a page that lost its line ends shows them) name
+    `total` and hold a `Mem:` row, and were read as free: "no Mem total could be read from the
+    free output". free's header holds the word `total` above its Mem row; top's `total,` is a count's."""
+    from gpuonboard.facts.memory import looks_like_free
+
+    real = (FIXTURES / "real" / TOP_MEMORY).read_text()
+    text = real.replace("\n", " ").strip() + "\n" if joined else real
+    assert not looks_like_free(text)
