@@ -63,7 +63,7 @@ class HostError:
     (a DIMM, a CPU's bank, a PCI device), `what` the error, `count` the errors the line says."""
 
     source: str  # "edac", "mce", "ghes", "aer"
-    severity: str  # "fail", "warn", "corrected"
+    severity: str  # "fail", "warn", "corrected", "notice"; "cut": the log ends inside its line
     where: str
     what: str
     count: int = 1
@@ -132,7 +132,7 @@ class _Ghes:
 def host_errors(text: str) -> tuple[HostError, ...]:
     """The host hardware errors of a kernel log text (see the module), in the log's order; the
     APEI records after the others."""
-    text = plain_kernel_text(text)
+    raw, text = text, plain_kernel_text(text)
     gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
     boots = BootCounter()
     ghes = _Ghes()
@@ -150,7 +150,22 @@ def host_errors(text: str) -> tuple[HostError, ...]:
             ghes.read(head.group(1), head.group(2).strip(), boots.boot)
     last = boots.boot
     events = [HostError(e.source, e.severity, e.where, e.what, e.count, b < last) for b, e in read]
-    return (*events, *ghes.errors(last))
+    return (*events, *ghes.errors(last), *_cut_end(raw))
+
+
+# the start of a host error's line, cut anywhere after its tag (`EDAC MC0: 1`, `mce: [Hardware`)
+_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[")
+
+
+def _cut_end(text: str) -> tuple[HostError, ...]:
+    """A "cut" HostError where the log ends inside a host error's line (no newline after it):
+    what the line went on to say (`UE` or `CE`, the bank's status) is not known."""
+    body = text.rstrip(" \t")
+    if not body.strip() or body.endswith(("\n", "\r")):
+        return ()
+    last = body.rsplit("\n", 1)[-1]
+    m = _HOST_TAG.search(last)
+    return (HostError("cut", "cut", "", last[m.start() :].strip()),) if m else ()
 
 
 def _line_error(line: str, gpus: set[str]) -> HostError | None:

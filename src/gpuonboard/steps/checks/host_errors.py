@@ -76,6 +76,18 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
             " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor.",
         )
     actual = "; ".join(_said(few)) + f" (fewer than {CE_WARN_AT} on each DIMM: a few are normal)"
+    cut = [e.what for e in events if e.severity == "cut"]
+    if cut:
+        # (the log ends inside a host error's line: it may say UE, or a bank's uncorrected status)
+        said = f"the log ends inside a line, cut short: '{cut[0]}'"
+        return Check(
+            "host_hw_errors",
+            _EXPECTED,
+            f"{actual}; {said}" if few else said,
+            "unverified",
+            "the kernel log ends inside a line of a host hardware error, so what that error was (an"
+            " uncorrectable one?) is not known: save the whole log again (`sudo dmesg -T`).",
+        )
     if narrowed:
         return Check(
             "host_hw_errors",

@@ -145,3 +145,14 @@ def test_the_live_probe_keeps_the_host_errors_a_saved_log_shows(tmp_path: Path, 
 
     out = probe_on(tmp_path, {"dmesg": f"exec cat '{REAL / name}'"})
     assert host_errors(out) == host_errors((REAL / name).read_text()) != ()
+
+
+def test_a_log_that_ends_inside_an_edac_line_is_unverified() -> None:
+    """radiasoft/devops#134's syslog with its last line cut after `EDAC MC1: 1` (no newline: the
+    log ends inside the line, before its `CE`): one corrected error passed where the cut line may
+    have said UE; now unverified, quoting the cut line."""
+    text = (REAL / "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt").read_text()
+    cut = text[: text.index("EDAC MC1: 1 CE") + len("EDAC MC1: 1")]
+    check = rule_host_hw_errors(host_errors(cut))
+    assert check is not None and check.verdict == "unverified", check
+    assert check.actual.endswith("the log ends inside a line, cut short: 'EDAC MC1: 1'"), check
