@@ -57,6 +57,7 @@ RULE_PROBES: dict[str, tuple[str, ...]] = {
     "host_cuda_toolkit": ("nvcc",),
     "gpu_xid": ("kernel_log",),
     "nvswitch_sxid": ("kernel_log",),
+    "host_hw_errors": ("kernel_log",),
     "nvlink_links": ("nvidia_nvlink",),
     "nvlink_errors": ("nvidia_nvlink_errors",),
     "fabric_manager": ("fabric_manager", "nvidia_smi", "nvidia_smi_q"),

@@ -201,6 +201,7 @@ def _judged(facts: Facts, order: OrderSpec) -> dict[str, tuple[str, str]]:
 INDISTINGUISHABLE = {
     ("kernel_log", "gpu_xid"),
     ("kernel_log", "nvswitch_sxid"),
+    ("kernel_log", "host_hw_errors"),
     ("nvidia_smi_list", "ecc_mode"),
     ("nvidia_smi_list", "ecc_uncorrectable"),
     ("nvidia_smi_list", "memory_repair"),

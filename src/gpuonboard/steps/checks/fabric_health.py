@@ -353,6 +353,8 @@ def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
     from gpuonboard.facts import aer, kernel_log, nvlink
+    from gpuonboard.facts.host_errors import host_errors
+    from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
 
     checks: list[Check | None] = []
     gpus = sorted(facts.gpu.gpus, key=lambda g: g.index) if facts.gpu is not None else []
@@ -392,6 +394,10 @@ def health_checks(facts: Facts) -> list[Check]:
             narrowed = out.partial or log.left_out or log.driver_cut_by_cap  # (its lines the driver's only)
             sxid = rule_sxid(log.events, ok, why, covers, narrowed)
             checks += [_in_sandbox(xid, "Xid", log.sandbox), _in_sandbox(sxid, "SXid", log.sandbox)]
+            # (the host's own hardware errors: a row only where the log shows one)
+            hosted = host_errors(out.stdout)
+            hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
+            checks.append(rule_host_hw_errors(hosted, out.partial or log.left_out or log.cut_by_cap))
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)

@@ -1,0 +1,100 @@
+"""host_hw_errors: the host's own hardware errors in the kernel log (facts/host_errors.py): an
+uncorrectable memory error, a machine check, a firmware (APEI) error record, a fatal PCIe error
+of a device that is no GPU. The row appears only where the log shows such an error: a log
+without one says nothing of it (a `dmesg | grep NVRM` keeps no EDAC line), so healthy boxes'
+reports are unchanged."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+
+from gpuonboard.facts.host_errors import HostError
+from gpuonboard.steps.base import Check
+
+__all__ = ["CE_WARN_AT", "rule_host_hw_errors"]
+
+# corrected memory errors on one DIMM (or CPU bank) at which it warns: a few in a long uptime
+# are normal (a cosmic ray, a weak cell the ECC covers); many on one DIMM say it is failing
+# (mcelog's own trigger: 10 corrected errors in 24 h)
+CE_WARN_AT = 10
+_EXPECTED = "no host hardware error (memory, CPU, PCIe) in the kernel log"
+_EARLIER = " (logged before the log's last reboot)"
+
+
+def _said(events: Sequence[HostError]) -> list[str]:
+    """Each (part, error) once, in the log's order, with its count."""
+    counts: Counter[tuple[str, str, bool]] = Counter()
+    for e in events:
+        counts[(e.where, e.what, e.earlier_boot)] += e.count
+    return [
+        f"{where}: {what}{' x' + str(n) if n > 1 else ''}{_EARLIER if earlier else ''}"
+        for (where, what, earlier), n in counts.items()
+    ]
+
+
+def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Check | None:
+    """fail: an uncorrectable memory error (EDAC UE, naming its DIMM), an uncorrected machine
+    check, an APEI record of severity fatal or recoverable, a fatal PCIe error of a device that is
+    no GPU; warn: a corrected machine check or APEI record, a non-fatal PCIe error, machine checks
+    logged without their records, CE_WARN_AT or more corrected memory errors on one DIMM; pass:
+    a few corrected memory errors, each DIMM named. None where the log shows no such error (no
+    claim either way). `narrowed`: why the log is only part of it: a pass is then unverified (what
+    it leaves out may hold more)."""
+    if not events:
+        return None
+    fails = [e for e in events if e.severity == "fail"]
+    warns = [e for e in events if e.severity == "warn"]
+    corrected = [e for e in events if e.severity == "corrected"]
+    # the kernel's notice that machine checks were logged says only that: where the log holds no
+    # record of them (a bank's status, EDAC's decode), it warns; else those records are judged
+    if not any(e.source in ("mce", "edac") and e.severity != "notice" for e in events):
+        warns += [e for e in events if e.severity == "notice"][:1]
+    per_part: Counter[str] = Counter()
+    for e in corrected:
+        per_part[e.where] += e.count
+    many = [e for e in corrected if per_part[e.where] >= CE_WARN_AT]
+    few = [e for e in corrected if per_part[e.where] < CE_WARN_AT]
+    if fails:
+        return Check(
+            "host_hw_errors",
+            _EXPECTED,
+            "; ".join(_said([*fails, *warns, *many])),
+            "fail",
+            "the kernel logged a hardware error of the host that a training job does not survive (a"
+            " DIMM's uncorrectable error, a machine check, a fatal PCIe error): ask the vendor to"
+            " replace the part named (the DIMM, the CPU, the device) or for another box.",
+        )
+    if warns or many:
+        return Check(
+            "host_hw_errors",
+            _EXPECTED,
+            "; ".join(_said([*warns, *many, *few])),
+            "warn",
+            "the kernel logged corrected hardware errors of the host: the box works, but the part"
+            f" named may be failing ({CE_WARN_AT} or more corrected errors on one DIMM; a machine"
+            " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor.",
+        )
+    actual = "; ".join(_said(few)) + f" (fewer than {CE_WARN_AT} on each DIMM: a few are normal)"
+    cut = [e.what for e in events if e.severity == "cut"]
+    if cut:
+        # (the log ends inside a host error's line: it may say UE, or a bank's uncorrected status)
+        said = f"the log ends inside a line, cut short: '{cut[0]}'"
+        return Check(
+            "host_hw_errors",
+            _EXPECTED,
+            f"{actual}; {said}" if few else said,
+            "unverified",
+            "the kernel log ends inside a line of a host hardware error, so what that error was (an"
+            " uncorrectable one?) is not known: save the whole log again (`sudo dmesg -T`).",
+        )
+    if narrowed:
+        return Check(
+            "host_hw_errors",
+            _EXPECTED,
+            f"{actual}; {narrowed}",
+            "unverified",
+            f"the kernel log given is not the whole log of the boot ({narrowed}), so the errors it"
+            " leaves out are not known: give the whole log (`sudo dmesg -T`, or `journalctl -k -b`).",
+        )
+    return Check("host_hw_errors", _EXPECTED, actual, "pass")

@@ -1,0 +1,158 @@
+"""host_hw_errors against real kernel logs of faulty hosts: an uncorrectable DIMM error, machine
+checks, a firmware (APEI) record of a PCIe error, a fatal PCIe error of a root port. The kernel-log
+rules read only the GPU drivers' lines, so such a box passed gpu_xid and no rule named its fault
+(ovro-lwa/lwa-issues#117: a node that crashed, its dmesg an EDAC UE and an APEI PCIe error, passed
+with exit 0). The row appears only where the log shows such an error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.host_errors import host_errors
+from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
+
+from ...offline_judge import verdicts
+
+REAL = Path(__file__).parents[3] / "fixtures" / "real"
+LWA = "dmesg__edac-ue-apei-pcie-recoverable__lwa-issues-117.txt"
+ORDER = "gpu_model: RTX 2080\ngpu_count: 2\n"
+
+
+def _judged(tmp_path: Path, name: str, text: str | None = None) -> tuple[str, str]:
+    said = verdicts(tmp_path, name, (REAL / name).read_text() if text is None else text, ORDER)
+    assert "host_hw_errors" in said, said
+    return said["host_hw_errors"]
+
+
+def test_an_uncorrectable_dimm_error_and_an_apei_pcie_error_fail_naming_the_parts(tmp_path: Path) -> None:
+    """lwa-issues#117 as pasted: `EDAC MC3: 1 UE memory read error on CPU_SrcID#1_MC#1_Chan#2_DIMM#0
+    (... row:1a1e8 ...)`, an APEI record `event severity: recoverable`, `section_type: PCIe error`,
+    `device_id: 0000:5e:00.0` (a Samsung NVMe), `mce: ... Machine check events logged`. (Before:
+    no row; gpu_xid passed, the box GO.)"""
+    verdict, actual = _judged(tmp_path, LWA)
+    assert verdict == "fail", actual
+    assert "MC3 CPU_SrcID#1_MC#1_Chan#2_DIMM#0 (row 1a1e8): uncorrectable memory error (EDAC UE)" in actual
+    assert "PCI 0000:5e:00.0: PCIe error reported by the firmware (APEI, severity recoverable)" in actual
+
+
+def test_many_corrected_errors_on_one_dimm_warn_naming_it(tmp_path: Path) -> None:
+    """openstreetmap/operations#300's kern.log: `EDAC MC0: 4 CE error on CPU#0Channel#2_DIMM#0`
+    and six more lines on that DIMM, 16 corrected errors in 8 s (the DIMM was replaced)."""
+    verdict, actual = _judged(tmp_path, "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt")
+    assert (verdict, actual) == ("warn", "MC0 CPU#0Channel#2_DIMM#0: corrected memory error (EDAC CE) x16"), (
+        actual
+    )
+
+
+def test_one_corrected_error_passes_naming_its_dimm(tmp_path: Path) -> None:
+    """radiasoft/devops#134's syslog: one corrected scrubbing error (`EDAC MC1: 1 CE memory scrubbing
+    error on CPU_SrcID#1_Ha#0_Chan#0_DIMM#0`) and the machine check EDAC decoded it from (`Bank 11:
+    8c00004f000800c2`: no UC bit, a memory controller's error): a few are normal, named."""
+    verdict, actual = _judged(tmp_path, "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt")
+    assert verdict == "pass", actual
+    assert "MC1 CPU_SrcID#1_Ha#0_Chan#0_DIMM#0: corrected memory error (EDAC CE)" in actual
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict", "said"),
+    [
+        # andikleen/mcelog#70: `Bank 4: a600000000020408`, its UC bit (61) set
+        (
+            "kern-log__mce-uncorrected-bank4-at-boot__mcelog-70.txt",
+            "fail",
+            "CPU 0 bank 4: uncorrected machine check",
+        ),
+        # mchehab/rasdaemon#95: an AMD DRAM ECC `Bank 17: dc2040000000011b`, corrected, then more
+        (
+            "dmesg-grep-mce__mce-corrected-amd-bank17__rasdaemon-95.txt",
+            "warn",
+            "CPU 0 bank 17: corrected machine check",
+        ),
+        # mchehab/rasdaemon#155: `Bank 9: 0000000000000000`, no valid record
+        (
+            "dmesg-tail__mce-bank9-status-zero__rasdaemon-155.txt",
+            "warn",
+            "CPU 0 bank 9: machine check, its status unreadable",
+        ),
+        # DualCoder/vgpu_unlock#114: a root port's `severity=Uncorrected (Fatal)`, lines left out around it
+        (
+            "dmesg__pcieport-aer-fatal-root-port__vgpu-unlock-114.txt",
+            "fail",
+            "PCI pcieport 0000:00:01.1: PCIe uncorrectable fatal error",
+        ),
+    ],
+)
+def test_machine_checks_and_fatal_pcie_errors_are_judged_by_their_status(
+    name: str, verdict: str, said: str
+) -> None:
+    """A machine check bank's status says whether it was corrected (MCi_STATUS.UC, bit 61;
+    VAL, bit 63: a record at all); a device's fatal PCIe error takes its link down. (Before: no
+    row; the kernel-log rules passed or judged the GPUs only.)"""
+    check = rule_host_hw_errors(host_errors((REAL / name).read_text()))
+    assert check is not None and check.verdict == verdict and said in check.actual, check
+
+
+def test_machine_checks_logged_alone_warn(tmp_path: Path) -> None:
+    """andikleen/mcelog#116's `dmesg | grep -i machine`: three `mce: [Hardware Error]: Machine check
+    events logged` lines, their records in rasdaemon only: the box logged machine checks; which
+    is not in the log, so it warns, never passes."""
+    text = (REAL / "dmesg-grep-machine__mce-events-logged-alone__mcelog-116.txt").read_text()
+    verdict, actual = _judged(tmp_path, "dmesg-grep-machine__mce-events-logged-alone__mcelog-116.txt", text)
+    assert verdict == "warn" and "machine check events logged" in actual, actual
+
+
+def test_a_log_without_host_errors_has_no_row(tmp_path: Path) -> None:
+    """A GPU's Xid log (no EDAC, machine check or APEI line) says nothing of the host: no row."""
+    text = (REAL / "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt").read_text()
+    assert "host_hw_errors" not in verdicts(tmp_path, "dmesg.txt", text, ORDER)
+    assert rule_host_hw_errors(()) is None
+
+
+def test_a_gpus_own_aer_error_is_left_to_gpu_xid() -> None:
+    """The real capture's fatal AER line, its device made the nvidia driver's (`nvidia 0000:00:01.1:`
+    for `pcieport 0000:00:01.1:`): gpu_xid judges it; host_hw_errors does not list it twice."""
+    text = (REAL / "dmesg__pcieport-aer-fatal-root-port__vgpu-unlock-114.txt").read_text()
+    assert host_errors(text.replace("pcieport 0000:00:01.1:", "nvidia 0000:00:01.1:")) == ()
+
+
+def test_few_corrected_errors_in_a_narrowed_log_are_unverified() -> None:
+    """radiasoft/devops#134's one CE, the log given a `| grep` of it: the errors it left out are
+    not known, so the pass is unverified; a fault it shows still fails."""
+    text = (REAL / "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt").read_text()
+    check = rule_host_hw_errors(host_errors(text), "filtered by grep")
+    assert check is not None and check.verdict == "unverified", check
+    failing = rule_host_hw_errors(host_errors((REAL / LWA).read_text()), "filtered by grep")
+    assert failing is not None and failing.verdict == "fail", failing
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        LWA,
+        "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt",
+        "kern-log__mce-uncorrected-bank4-at-boot__mcelog-70.txt",
+        "dmesg-tail__mce-bank9-status-zero__rasdaemon-155.txt",
+        "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt",
+    ],
+)
+def test_the_live_probe_keeps_the_host_errors_a_saved_log_shows(tmp_path: Path, name: str) -> None:
+    """The live probe's kernel-log filter kept only the GPU drivers' and uncorrectable PCIe
+    lines: on a host whose `dmesg` prints these real logs, no EDAC / machine check / APEI line
+    reached the live judge. Its filtered log now gives the errors of the whole log."""
+    from ...facts.test_kernel_log_probe_filter import probe_on
+
+    out = probe_on(tmp_path, {"dmesg": f"exec cat '{REAL / name}'"})
+    assert host_errors(out) == host_errors((REAL / name).read_text()) != ()
+
+
+def test_a_log_that_ends_inside_an_edac_line_is_unverified() -> None:
+    """radiasoft/devops#134's syslog with its last line cut after `EDAC MC1: 1` (no newline: the
+    log ends inside the line, before its `CE`): one corrected error passed where the cut line may
+    have said UE; now unverified, quoting the cut line."""
+    text = (REAL / "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt").read_text()
+    cut = text[: text.index("EDAC MC1: 1 CE") + len("EDAC MC1: 1")]
+    check = rule_host_hw_errors(host_errors(cut))
+    assert check is not None and check.verdict == "unverified", check
+    assert check.actual.endswith("the log ends inside a line, cut short: 'EDAC MC1: 1'"), check
