@@ -48,10 +48,18 @@ PROCESSES_NONE = (
         "crictl exec -it 4a3b2c nvidia-smi",
         "lxc exec gpu-ctr -- nvidia-smi",
         "incus exec gpu-ctr -- nvidia-smi",
+        "crictl -r unix:///run/containerd/containerd.sock exec -it 4a3b2c nvidia-smi",
+        "crictl --runtime-endpoint unix:///run/containerd/containerd.sock exec 4a3b2c nvidia-smi",
+        "microk8s.kubectl exec -it gpu-pod -- nvidia-smi",
+        "k3s crictl exec -it 4a3b2c nvidia-smi",
+        "oc rsh gpu-pod nvidia-smi",
+        "oc rsh -c cuda gpu-pod nvidia-smi",
     ],
 )
 def test_container_clis_show_the_container_gpus(command: str) -> None:
-    """Each command line runs nvidia-smi in a container: a view of its GPUs (it was none)."""
+    """Each command line runs nvidia-smi in a container: a view of its GPUs (it was none; crictl
+    given its runtime endpoint, the microk8s snap's `microk8s.kubectl`, `k3s crictl` and
+    OpenShift's `oc rsh POD cmd` too)."""
     assert "shows only the GPUs of" in narrowed("nvidia_smi_table", command), command
 
 
