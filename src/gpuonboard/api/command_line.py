@@ -418,7 +418,7 @@ def _watch(words: list[str]) -> str | None:
 
 # Kubernetes' command-line tools of kubectl's grammar: kubectl, OpenShift's `oc`, and `k`, the
 # alias kubectl's own documentation sets up (`alias k=kubectl`)
-KUBE_CLIS = frozenset({"kubectl", "oc", "k"})
+KUBE_CLIS = frozenset({"kubectl", "oc", "k", "microk8s.kubectl"})  # (the last: the snap's own name)
 # engines that only enter a running container (`crictl exec CTR cmd`, LXD's and Incus's `lxc|incus
 # exec CTR -- cmd`, Proxmox's `pct exec 101 -- cmd`, LXC's own `lxc-attach -n c1 -- cmd`, which
 # names no verb): their `run` (crictl's from config files) or `launch` shows no command
@@ -448,6 +448,8 @@ _GLOBAL_VALUED = frozenset(
         "--env-file",
     }
 )
+# crictl's own (`crictl -r unix:///run/containerd/containerd.sock exec ...`)
+_CRICTL_VALUED = frozenset({"-r", "--runtime-endpoint", "-i", "--image-endpoint", "-t", "--timeout"})
 # `docker run`'s (podman's, nerdctl's, compose's) options that take a value
 _RUN_OPTIONS = _getopt(
     "a:c:de:h:il:m:p:Ptu:v:w:T",
@@ -485,9 +487,11 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         return _attached(words, tools)
     at = 0
     while at < len(words) and words[at].startswith("-"):
-        at += 1 + (words[at] in _GLOBAL_VALUED)
+        at += 1 + (words[at] in _GLOBAL_VALUED or (name == "crictl" and words[at] in _CRICTL_VALUED))
     at += words[at : at + 1] in (["container"], ["compose"])
     verb, rest = (words[at], words[at + 1 :]) if at < len(words) else ("", [])
+    if name == "oc" and verb == "rsh":
+        verb = "exec"  # (OpenShift's `oc rsh POD cmd`: exec's, a shell by default)
     if verb not in ("run", "exec") or (name in _EXEC_ONLY and verb != "exec"):
         return None
     if name in _DASHED and "--" in rest:
@@ -529,8 +533,10 @@ def _attached(words: list[str], tools: Collection[str]) -> tuple[list[str], list
 
 
 def _bundled_kubectl(words: list[str]) -> list[str] | None:
-    """The kubectl command a Kubernetes distribution's own CLI runs (`microk8s kubectl exec ...`,
-    `k3s kubectl ...`, `minikube kubectl -- exec ...`), else None."""
+    """The kubectl (or crictl) command a Kubernetes distribution's own CLI runs (`microk8s kubectl
+    exec ...`, `k3s kubectl ...`, `k3s crictl exec ...`, `minikube kubectl -- exec ...`), else None."""
+    if words[:1] == ["crictl"]:
+        return words  # (`k3s crictl exec CTR cmd`)
     if words[:1] != ["kubectl"]:
         return None
     return ["kubectl", *words[2:]] if words[1:2] == ["--"] else words

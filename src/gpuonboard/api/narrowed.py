@@ -237,6 +237,7 @@ def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] 
 
 # the options and variables that choose a container's GPUs (Docker's --gpus, CDI's --device, the
 # NVIDIA runtime's NVIDIA_VISIBLE_DEVICES, nvidia-docker 1's NV_GPU)
+_ASSIGNED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=.*", re.S)
 _GPU_CHOICE = re.compile(
     r"(?:--gpus|--device|-e|--env)=?(?P<opt>.*)|(?P<var>(?:NVIDIA_VISIBLE_DEVICES|NV_GPU)=.*)", re.S
 )
@@ -252,9 +253,7 @@ def _every_gpu(container: tuple[str, ...]) -> bool:
     in NVIDIA's CUDA images and those built on them, and no GPU (no nvidia-smi) without it:
     read as every GPU, so a count the box falls short of still fails. A compose service or a
     pod chooses its GPUs in a file this command does not show: part."""
-    if {"docker-compose", "podman-compose", "compose", *KUBE_CLIS} & {
-        w.rsplit("/", 1)[-1] for w in container
-    }:
+    if _chooses_gpus_elsewhere(container):
         return False
     chosen: list[str] = []
     for at, word in enumerate(container):
@@ -264,6 +263,19 @@ def _every_gpu(container: tuple[str, ...]) -> bool:
         if _chooses_gpus(word, value):
             chosen.append(value)
     return all(_says_all(value) for value in chosen)
+
+
+def _chooses_gpus_elsewhere(container: tuple[str, ...]) -> bool:
+    """Whether the engine of a container's words (its own word: the first after any `VAR=x`, its
+    path left off) is compose (`docker-compose`, `docker compose` before its verb) or a Kubernetes
+    CLI, which chooses the GPUs in a file; a container's name, image or volume (`--name oc`, `-v
+    /srv/k:/k`) is no engine."""
+    words = [w for w in container if not _ASSIGNED.fullmatch(w)]
+    engine = tool_name(words[0]) if words else ""
+    if engine in {"docker-compose", "podman-compose", *KUBE_CLIS}:
+        return True
+    verb = next((at for at, w in enumerate(words) if w in ("run", "exec")), len(words))
+    return "compose" in words[1:verb]
 
 
 def _chooses_gpus(word: str, value: str) -> bool:

@@ -408,6 +408,7 @@ def merge(
     unread: list[tuple[str, GpuReport]] = []  # answered (a driver version), no GPU row read
     refusals: list[Refusal] = []
     seen: dict[str, GpuReport] = {}
+    told: list[tuple[str | None, str]] = []  # (each output's CUDA version, why it is a view)
     for probe, _label, args in GPU_SOURCES:
         out = raw.get(probe)
         if out is None or out.absent:
@@ -420,6 +421,7 @@ def merge(
             continue
         report = seen.get(out.stdout) or parse(out.stdout)
         seen[out.stdout] = report
+        told.append((report.cuda_version, out.partial))
         # a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
         # the output says it shows every GPU attached (`Attached GPUs : 1`)
         shows_all = report.attached_gpus is not None and len(report.gpus) >= report.attached_gpus
@@ -446,6 +448,9 @@ def merge(
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
     merged = _with_inforom(_union(reports, listed, unopened, listed_whole, unread), [*outputs, *warned])
+    # (whose banner gave the CUDA version kept: a container's exec'd nvidia-smi tells its own)
+    cuda_told = tuple(why for cuda, why in told if cuda and cuda == merged.cuda_version)
+    merged = dataclasses.replace(merged, cuda_told_by=cuda_told)
     list_out = raw.get(LIST_PROBE)
     if listed and list_out is not None and list_out.partial and not merged.complete and not merged.gap:
         merged = dataclasses.replace(merged, gap=list_out.partial)  # (why the listing is a view)

@@ -78,7 +78,7 @@ from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped, plain_ke
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
-from gpuonboard.facts.kernel_wrap import other_program
+from gpuonboard.facts.kernel_wrap import monotonic_journal, other_program
 from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
 
 __all__ = [
@@ -507,6 +507,7 @@ class _Reader:
         self.preambles: list[_Preamble] = []
         self.tail: KernelEvent | None = None  # the last line, cut before it says anything
         self.driver_lines = 0  # NVRM and NVSwitch lines read
+        self.monotonic = False  # a journal stamped in seconds since boot (kernel_wrap.monotonic_journal)
         self.source: str | None = None
         self.first: str | None = None
         self.boot_first: str | None = None  # the first line of the log's last boot
@@ -543,7 +544,7 @@ class _Reader:
             self.boot_first = line
         self.unfiltered = self.unfiltered or not (_PROBE_KEEPS.search(line) or _USER_KEEPS.search(line))
         self.lines += 1
-        if other_program(line):  # (another program's line quoting `NVRM: Xid ...` is no Xid)
+        if other_program(line, self.monotonic):  # (another program's line quoting `NVRM: Xid` is no Xid)
             if not _open_gpu_message(self.message):
                 self.flush()
             return
@@ -663,6 +664,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     # (a stamp cut inside a month name the box's locale prints: only the last line can be)
     reader.words = locale_words(text.splitlines()) if open_end else {}
     lines = _unwrapped(text.splitlines(), open_end, reader.words)
+    reader.monotonic = monotonic_journal(lines)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
     last = read[-1] if read and open_end else -1
     for i, line in enumerate(lines):

@@ -78,7 +78,10 @@ def _json_entries(text: str) -> Iterator[dict[str, object]]:
     can be read of it, marked `_CUT`."""
     decoder = json.JSONDecoder()
     at = 0
-    while (at := _gap_end(text, at)) < len(text):
+    while (at := _gap_end(text, at)) < len(text) or _opened(text, at):
+        if at >= len(text):  # (json-seq's separator or json-sse's `data: ` with no entry after it)
+            yield {_CUT: True}
+            return
         try:
             entry, at = decoder.raw_decode(text, at)
         except json.JSONDecodeError:
@@ -93,6 +96,13 @@ def _json_entries(text: str) -> Iterator[dict[str, object]]:
             return
         if isinstance(entry, dict):
             yield entry
+
+
+def _opened(text: str, at: int) -> bool:
+    """Whether the gap before `at`, the text's end, opened an entry: json-seq's record separator
+    or json-sse's `data: ` after the last entry (each is printed before one, never after)."""
+    tail = text[:at][-8:]
+    return at >= len(text) and (tail.rstrip(" \n\r\t").endswith("\x1e") or tail.endswith("data: "))
 
 
 def _gap_end(text: str, at: int) -> int:
@@ -127,8 +137,10 @@ def _field_entries(text: str) -> Iterator[dict[str, object]]:
         elif not line.strip() and "__CURSOR" in entry:
             yield entry
             entry = {}
-    if entry:
-        yield {**entry, _CUT: True} if lines[-1] else entry
+    if lines[-1]:  # (the text ends inside a line: inside an entry, a key of a new one too)
+        yield {**entry, _CUT: True}
+    elif entry:
+        yield entry
 
 
 def _message(entry: dict[str, object]) -> str:
@@ -167,6 +179,8 @@ def _printed(entries: Iterator[dict[str, object]]) -> str:
     boot: object = None
     for entry in entries:
         if not _of_kernel(entry):
+            if entry.get(_CUT):  # (cut inside another program's entry: a cut all the same)
+                return "\n".join([*out, "["])
             continue
         if boot is not None and entry.get("_BOOT_ID") not in (None, boot):
             out.append(f"-- Boot {entry['_BOOT_ID']} --")

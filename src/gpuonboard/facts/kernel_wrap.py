@@ -38,7 +38,17 @@ _JOURNAL_STAMP = (
 # `journalctl -o short-monotonic`'s `[   34.193735] host kernel: ` and, with its process id (a
 # kernel line never has one there; `[ 1.2] NVRM kgspInitRm_IMPL: ...` is the kernel's), another
 # program's `[   35.000000] host sudo[40301]: `
-_MONOTONIC_PROGRAM = r"\[\s*\d+\.\d{6}\] [^\s:\[\]]+ (kernel|[^\s:\[]+(?=\[\d+\]: ))(?:\[\d+\])?: "
+# (`-o short-delta` adds ` <    0.806265>` inside the brackets)
+_MONOTONIC = r"\[\s*\d+\.\d{6}(?:\s*<\s*\d+\.\d{6}>)?\] "
+_PROGRAM = r"(kernel|[^\s:\[]+(?=\[\d+\]: ))(?:\[\d+\])?: "
+_MONOTONIC_PROGRAM = rf"{_MONOTONIC}[^\s:\[\]]+ {_PROGRAM}"
+# the same journal's line with `--no-hostname` (`[   35.000000] sudo[40301]: `): a dmesg line
+# of that shape (`[ 1843.5] python3[1234]: segfault at 0 ...`) is the kernel's, so it is read so
+# only in a log known to be such a journal (monotonic_journal)
+_MONOTONIC_BARE = re.compile(rf"{_MONOTONIC}{_PROGRAM}")
+# a log's line that says it is such a journal: the kernel's lines name their program, `kernel:`
+_MONOTONIC_KERNEL = re.compile(rf"{_MONOTONIC}(?:[^\s:\[\]]+ )?kernel: ")
+_MONOTONIC_HOSTED = re.compile(_MONOTONIC_PROGRAM)
 # a syslog's or a whole journal's line of any program (`Sep 23 18:37:03 host gdm-x-session[3434]: `,
 # `... systemd[1]: `): beside the kernel's in /var/log/syslog or `journalctl` without `-k`, a
 # line of its own, never the rest of the kernel line above it
@@ -49,18 +59,40 @@ SYSLOG_LINE = re.compile(rf"{_JOURNAL_STAMP} \S+ [^\s:\[]+(?:\[\d+\])?: |{_MONOT
 # COMMAND is `grep NVRM: /var/log/kern.log`, a health checker's `NVRM: no errors reported`):
 # never a kernel line, never an Xid. (The host holds no colon: `dmesg --time-format iso`'s
 # `2025-10-02T10:15:40,123456+00:00 NVRM: nvAssertFailed: ...` is the kernel's, no program's)
-PROGRAM_LINE = re.compile(rf"{_JOURNAL_STAMP} [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: |{_MONOTONIC_PROGRAM}")
+_SYSLOG_PROGRAM = re.compile(rf"{_JOURNAL_STAMP} [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: ")
+# (short-monotonic's and short-delta's: program_of)
 
 
-def program_of(line: str) -> str | None:
-    """The program of a syslog or journal line (`kernel`, `sudo`); None for a line of no program."""
-    m = PROGRAM_LINE.match(line.strip())
-    return None if m is None else m.group(1) or m.group(2)
+def program_of(line: str, monotonic: bool | None = None) -> str | None:
+    """The program of a syslog or journal line (`kernel`, `sudo`); None for a line of no program.
+    `monotonic`: whether the log is a `journalctl -o short-monotonic` / `short-delta`
+    (monotonic_journal): True, its lines without a host are read too; False, a dmesg, whose
+    `[stamp] word prog[pid]: ` line is the kernel's (no program); None, not known: with a host."""
+    line = line.strip()
+    if m := _SYSLOG_PROGRAM.match(line):
+        return m.group(1)
+    if monotonic is False:
+        return None
+    m = _MONOTONIC_HOSTED.match(line) or (_MONOTONIC_BARE.match(line) if monotonic else None)
+    return None if m is None else m.group(1)
 
 
-def other_program(line: str) -> bool:
-    """The line is a syslog or journal line of another program than the kernel."""
-    return program_of(line) not in (None, "kernel")
+def other_program(line: str, monotonic: bool | None = None) -> bool:
+    """The line is a syslog or journal line of another program than the kernel (program_of)."""
+    return program_of(line, monotonic) not in (None, "kernel")
+
+
+def monotonic_journal(lines: list[str]) -> bool:
+    """Whether a log stamped in seconds since boot is `journalctl -o short-monotonic` (or
+    `short-delta`), whose lines name their program, rather than dmesg: some line of the kernel's
+    says `kernel:` after its stamp, or no such stamped line is a dmesg line (each names a program
+    with its process id: a journal of other programs only)."""
+    stamped = [line.strip() for line in lines if re.match(_MONOTONIC, line.strip())]
+    return (
+        any(_MONOTONIC_KERNEL.match(line) for line in stamped)
+        or bool(stamped)
+        and all(_MONOTONIC_HOSTED.match(line) or _MONOTONIC_BARE.match(line) for line in stamped)
+    )
 
 
 def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | None = None) -> list[str]:

@@ -334,6 +334,10 @@ SMI_FOUR = "nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt"
         "$ docker run --rm --gpus count=all nvidia/cuda nvidia-smi",
         "$ docker run --rm nvidia/cuda nvidia-smi",
         "$ nvidia-docker run --rm nvidia/cuda nvidia-smi",
+        "$ docker run --rm --gpus all --name oc nvidia/cuda:11.4.3-base-ubuntu20.04 nvidia-smi",
+        "$ docker run --rm --gpus all --name k nvidia/cuda nvidia-smi",
+        "$ docker run --rm --gpus all -v /srv/oc:/oc nvidia/cuda nvidia-smi",
+        "$ docker run --rm --gpus all --name compose nvidia/cuda nvidia-smi",
     ],
 )
 def test_a_container_run_given_every_gpu_is_judged_as_the_box(tmp_path: Path, command: str) -> None:
@@ -341,7 +345,9 @@ def test_a_container_run_given_every_gpu_is_judged_as_the_box(tmp_path: Path, co
     reads `all` anywhere in --gpus' list, CDI's nvidia.com/gpu=all and NVIDIA_VISIBLE_DEVICES=all
     as every GPU; a run choosing none gets the CUDA image's NVIDIA_VISIBLE_DEVICES=all): an order
     for 8 GPUs failed "4" without the line, and was unverified ("shows only the GPUs of a
-    container it started") with it, a 4-GPU box sold as 8 turned GO; it fails again."""
+    container it started") with it, a 4-GPU box sold as 8 turned GO; it fails again. A container
+    named or a volume mounted `oc`, `k` or `compose` is no Kubernetes CLI or compose (read as
+    one, the shortfall was unverified)."""
     got = verdicts(tmp_path, SMI_FOUR, pasted(SMI_FOUR, command), "gpu_count: 8")["gpu_count"]
     assert got[0] == "fail", got
 
@@ -370,6 +376,9 @@ def test_a_df_run_in_any_container_shows_that_container(tmp_path: Path, command:
         "$ docker exec trainer nvidia-smi",
         "$ kubectl exec pod -- nvidia-smi",
         "$ docker-compose run --rm app nvidia-smi",
+        "$ docker compose run --rm app nvidia-smi",
+        "$ docker --context gpu compose run --rm app nvidia-smi",
+        "$ /usr/local/bin/kubectl run smi --rm -it --image=nvidia/cuda -- nvidia-smi",
         "$ NV_GPU=0 nvidia-docker run --rm nvidia/cuda nvidia-smi",
         "$ docker run --rm --gpus 1 nvidia/cuda bash -c 'nvidia-smi'",
     ],

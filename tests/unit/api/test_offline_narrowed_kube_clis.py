@@ -48,10 +48,18 @@ PROCESSES_NONE = (
         "crictl exec -it 4a3b2c nvidia-smi",
         "lxc exec gpu-ctr -- nvidia-smi",
         "incus exec gpu-ctr -- nvidia-smi",
+        "crictl -r unix:///run/containerd/containerd.sock exec -it 4a3b2c nvidia-smi",
+        "crictl --runtime-endpoint unix:///run/containerd/containerd.sock exec 4a3b2c nvidia-smi",
+        "microk8s.kubectl exec -it gpu-pod -- nvidia-smi",
+        "k3s crictl exec -it 4a3b2c nvidia-smi",
+        "oc rsh gpu-pod nvidia-smi",
+        "oc rsh -c cuda gpu-pod nvidia-smi",
     ],
 )
 def test_container_clis_show_the_container_gpus(command: str) -> None:
-    """Each command line runs nvidia-smi in a container: a view of its GPUs (it was none)."""
+    """Each command line runs nvidia-smi in a container: a view of its GPUs (it was none; crictl
+    given its runtime endpoint, the microk8s snap's `microk8s.kubectl`, `k3s crictl` and
+    OpenShift's `oc rsh POD cmd` too)."""
     assert "shows only the GPUs of" in narrowed("nvidia_smi_table", command), command
 
 
@@ -115,3 +123,30 @@ def test_no_cuda_in_a_container_started_without_compute_still_fails(tmp_path: Pa
     text = "$ docker run --rm --gpus all -e NVIDIA_DRIVER_CAPABILITIES=utility ubuntu nvidia-smi\n"
     found = {c.name: c for c in checks(tmp_path, "nvidia-smi.txt", text + (REAL / OC_EXEC).read_text())}
     assert found["nvidia_driver"].verdict == "fail", found["nvidia_driver"]
+
+
+V100_8C = "nvidia-smi__grid-v100-8c-vgpu__1gpu__driver470.63.01__half-v100-pcie-16gb__nrec.txt"
+
+
+@pytest.mark.parametrize(
+    "listing",
+    ["docker exec trainer nvidia-smi -L", "k exec gpu-tests-2-87rnk -- nvidia-smi -L"],
+)
+def test_no_cuda_of_the_box_s_own_table_fails_beside_an_exec(tmp_path: Path, listing: str) -> None:
+    """A session (made in memory) of the real NREC GRID V100-8C table under `user@box:~$
+    nvidia-smi`, its banner edited to `CUDA Version: N/A` and cut after its GPU rows, then
+    `user@box:~$ LISTING` printing its one GPU as `-L` does: the N/A is the box's own banner, so
+    nvidia_driver fails "no CUDA driver"; another command's exec demoted it to unverified ("that
+    container was given no `compute` driver capability")."""
+    table = (REAL / V100_8C).read_text().replace("CUDA Version: 11.4  ", "CUDA Version: N/A   ")
+    table = "\n".join(table.splitlines()[:11]) + "\n"
+    text = (
+        "user@box:~$ nvidia-smi\n"
+        + table
+        + f"user@box:~$ {listing}\n"
+        + "GPU 0: GRID V100-8C (UUID: GPU-0a1b2c3d-4e5f-6071-8293-a4b5c6d7e8f9)\n"
+    )
+    assert "CUDA Version: N/A" in text
+    found = {c.name: c for c in checks(tmp_path, "nvidia-smi.txt", text, "gpu_count: 1\n")}
+    assert found["nvidia_driver"].verdict == "fail", found["nvidia_driver"]
+    assert "ran in a container already running" not in found["nvidia_driver"].detail

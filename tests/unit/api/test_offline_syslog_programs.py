@@ -102,6 +102,14 @@ _SHORTS = {
         line,
     ),
 }
+# `-o short-monotonic --no-hostname` (the host word after the stamp left out) and `-o short-delta`
+# (each stamp followed by its gap since the line before, here `<    0.000000>`)
+_SHORTS["short-monotonic-no-hostname"] = lambda line: re.sub(
+    r"^(\[[^\]]+\]) \S+ ", r"\1 ", _SHORTS["short-monotonic"](line)
+)
+_SHORTS["short-delta"] = lambda line: re.sub(
+    r"^\[\s*(\d+\.\d{6})\]", lambda m: f"[{m.group(1):>12} <    0.000000>]", _SHORTS["short-monotonic"](line)
+)
 
 
 @pytest.mark.parametrize("shape", sorted(_SHORTS))
@@ -113,7 +121,9 @@ def test_an_xid_quoted_by_another_program_is_no_xid_in_other_journal_shorts(
     (`1600886220.000003`) or `-o short-monotonic` (the kernel lines' own stamp first, `[
     34.193735] xxx kernel: ...`; the other programs' lines `[   3N.000000]`) prints it, a whole
     journal without `-k`: sudo's line quoting an Xid 48 was read as the kernel's Xid 48 (gpu_xid
-    failed a box with no Xid); it is sudo's line, no Xid."""
+    failed a box with no Xid); it is sudo's line, no Xid. So too in `-o short-monotonic
+    --no-hostname` and `-o short-delta` (`[   34.193735 <    0.000000>] xxx kernel: ...`), where
+    it still failed."""
     kernel = POP.read_text().splitlines()[:2]
     text = (
         "\n".join(kernel) + "\n" + _others_quoting("'NVRM: Xid (PCI:0000:01:00): 48, DBE' /var/log/kern.log")
@@ -133,3 +143,17 @@ def test_the_xid_79_of_a_journal_in_other_shorts_fails(tmp_path: Path, shape: st
     verdict, actual = verdicts(tmp_path, "syslog", shaped.rstrip("\n"))["gpu_xid"]
     assert verdict == "fail", actual
     assert "Xid 79" in actual and "gdm" not in actual, actual
+
+
+def test_a_dmesg_line_shaped_like_a_program_s_is_the_kernel_s(tmp_path: Path) -> None:
+    """Edit: the real NVSwitch dmesg's Xid 79 line with `fabric manager[1234]: ` put after its
+    stamp, the capture's other lines as they are: a dmesg (its lines name no program) has no
+    other program's line, so this is the kernel's Xid 79 (it was dropped as the program
+    `manager`'s, as in a `journalctl -o short-monotonic` line, and gpu_xid passed)."""
+    lines = (REAL / "dmesg__xid-79-sxid-20034__nvswitch.txt").read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if "NVRM: Xid" in line)
+    lines[at] = lines[at].replace("] NVRM: Xid", "] fabric manager[1234]: NVRM: Xid", 1)
+    assert "manager[1234]: NVRM: Xid" in lines[at]
+    verdict, actual = verdicts(tmp_path, "dmesg", "\n".join(lines) + "\n")["gpu_xid"]
+    assert verdict == "fail", actual
+    assert "Xid 79" in actual, actual

@@ -204,3 +204,69 @@ def test_a_journal_of_other_programs_only_is_no_kernel_log(tmp_path: Path) -> No
     verdict, actual = verdicts(tmp_path, "journal.json", text)["gpu_xid"]
     assert verdict == "unverified", actual
     assert "all of other programs than the kernel" in actual, actual
+
+
+# the HGX syslog without its fault's lines (those of 0000:5d:00.0, its probe and the fall): a
+# kernel log with no Xid, whose whole reading passes gpu_xid
+HGX_CLEAN = "".join(line + "\n" for line in HGX.splitlines() if not re.search(r"5d:00|probe|fallen", line))
+PERSISTENCED = {
+    "_TRANSPORT": "stdout",
+    "SYSLOG_IDENTIFIER": "nvidia-persistenced",
+    "MESSAGE": "Started NVIDIA Persistence Daemon",
+}
+
+
+def _cut_shapes() -> dict[str, tuple[str, str]]:
+    """(file name, text) of the clean HGX journal in each shape, cut where no kernel line is."""
+    items = entries(HGX_CLEAN)
+    other_json = json.dumps(PERSISTENCED)
+    other_export = "__CURSOR=s=0;i=99\n" + "".join(f"{k}={v}\n" for k, v in PERSISTENCED.items())
+    return {
+        "json, cut in another program's MESSAGE": (
+            "kernel.json",
+            as_json(HGX_CLEAN) + other_json[: other_json.index("Started") + 7],
+        ),
+        "export, cut in another program's MESSAGE": (
+            "kernel.export",
+            as_export(HGX_CLEAN) + other_export[: other_export.index("Started") + 7],
+        ),
+        "export, cut in a new entry's __CURSOR": ("kernel.export", as_export(HGX_CLEAN) + "__CUR"),
+        "json-seq, cut after a record separator": (
+            "kernel.json",
+            "".join("\x1e" + json.dumps(e) + "\n" for e in items) + "\x1e",
+        ),
+        "json-sse, cut after `data: `": (
+            "kernel.json",
+            "".join("data: " + json.dumps(e) + "\n\n" for e in items) + "data: ",
+        ),
+    }
+
+
+@pytest.mark.parametrize("shape", list(_cut_shapes()))
+def test_a_journal_cut_outside_a_kernel_entry_is_no_whole_log(tmp_path: Path, shape: str) -> None:
+    """The HGX syslog without its fault's lines (HGX_CLEAN) as `journalctl -o json` / `-o export`
+    (no -k) with an nvidia-persistenced entry after it cut inside its MESSAGE, as `-o export` cut
+    inside the `__CURSOR` key of a next entry, and as json-seq / json-sse cut right after the
+    record separator / `data: ` of a next entry: each passed "no Xid in the kernel log", read as
+    whole (the cut entry left out as another program's, or not seen); the cut is kept: the log
+    is read as cut short, never a pass."""
+    name, text = _cut_shapes()[shape]
+    verdict, actual = verdicts(tmp_path, name, text)["gpu_xid"]
+    assert verdict == "unverified", actual
+    assert [e.cut is not None for e in parse_kernel_log(text).events][-1:] == [True]
+
+
+@pytest.mark.parametrize("shape", ["json", "export", "json-seq", "json-sse"])
+def test_a_whole_clean_journal_passes_gpu_xid(tmp_path: Path, shape: str) -> None:
+    """HGX_CLEAN whole in each shape, an nvidia-persistenced entry after it: no cut is read into
+    it, and gpu_xid passes (a guard of the cut marks above)."""
+    items = [*entries(HGX_CLEAN), PERSISTENCED]
+    text = {
+        "json": "".join(json.dumps(e) + "\n" for e in items),
+        "export": as_export(HGX_CLEAN),
+        "json-seq": "".join("\x1e" + json.dumps(e) + "\n" for e in items),
+        "json-sse": "".join("data: " + json.dumps(e) + "\n\n" for e in items),
+    }[shape]
+    assert all(e.cut is None for e in parse_kernel_log(text).events)
+    name = "kernel.export" if shape == "export" else "kernel.json"
+    assert verdicts(tmp_path, name, text)["gpu_xid"][0] == "pass"

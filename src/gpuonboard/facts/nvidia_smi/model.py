@@ -234,6 +234,10 @@ class GpuReport:
     # "uuid", "serial"; "gpus" for the GPU set): a rule reading one of them judges none of the
     # answers (steps/checks/missing_facts.py `_disputed`)
     disputed: tuple[str, ...] = ()
+    # of a merged report: why each output that gave the CUDA version kept is a view of part of
+    # the box (ProbeOutput.partial: "... shows only the GPUs of the container it ran in"), "" for
+    # one of the whole box; () where none was told apart (one format parsed alone)
+    cuda_told_by: tuple[str, ...] = ()
 
 
 def _unknown(message: str) -> GpuReport:

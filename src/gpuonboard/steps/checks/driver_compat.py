@@ -26,7 +26,7 @@ from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_family, ngc
 from gpuonboard.steps.checks.gpu_rules import EXEC_NO_CUDA, NO_CUDA_ADVICE
-from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER, RERUN_ADVICE, _disputed, _incomplete
+from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _disputed, _incomplete, cuda_in_container
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
 NVCC_PROBE = Probe(
@@ -223,7 +223,8 @@ def _no_cuda_check(facts: Facts, expected: str) -> Check | None:
         return None
     driver = (gpu.driver_version or "").strip() or "of unread version"
     actual = f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {gpu.cuda_version})"
-    if IN_RUNNING_CONTAINER in (said := _incomplete(facts)):  # (that container's CUDA, not the box's)
+    if exec_cuda := cuda_in_container(facts):  # (that container's CUDA, not the box's)
+        said = _incomplete(facts) or exec_cuda
         return Check("ngc_driver", expected, f"{actual}; {said}", "unverified", EXEC_NO_CUDA)
     return Check("ngc_driver", expected, actual, "fail", NO_CUDA_ADVICE)
 

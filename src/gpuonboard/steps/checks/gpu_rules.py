@@ -22,7 +22,6 @@ from gpuonboard.steps.checks import ngc
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.missing_facts import (
-    IN_RUNNING_CONTAINER,
     RERUN_ADVICE,
     _attached_gap,
     _disputed,
@@ -34,6 +33,7 @@ from gpuonboard.steps.checks.missing_facts import (
     _refused,
     _unjudged_verdict,
     _unreadable,
+    cuda_in_container,
     fault_advice,
     no_gpu_detail,
 )
@@ -92,12 +92,13 @@ def rule_driver(facts: Facts) -> Check:
         # two answers of nvidia-smi about one box: never one of them chosen, never a pass
         return Check("nvidia_driver", expected, f"{actual}; {_incomplete(facts)}", "fail", DISAGREE_ADVICE)
     incomplete = _incomplete_for(facts)  # (the driver answered for every GPU of a whole set)
-    if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version) and IN_RUNNING_CONTAINER in incomplete:
+    exec_cuda = cuda_in_container(facts)  # (the banner of an exec'd nvidia-smi, not another's)
+    if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version) and exec_cuda:
         # (a container entered by exec, the GPU Operator's driver container: its CUDA, not the box's)
         return Check(
             "nvidia_driver",
             expected,
-            f"{actual}; {incomplete}",
+            f"{actual}; {incomplete or exec_cuda}",
             "unverified",
             "; ".join([EXEC_NO_CUDA, *notes]),
         )

@@ -100,6 +100,15 @@ def _disputed(facts: Facts, *fields: str) -> str:
 # user-space side (its CUDA version) is that container's, not the box's
 IN_RUNNING_CONTAINER = "the container it ran in"
 
+
+def cuda_in_container(facts: Facts) -> str:
+    """Why the CUDA version kept is a container's, not the box's: every output that gave it ran
+    nvidia-smi in a container already running (its ProbeOutput.partial, IN_RUNNING_CONTAINER);
+    "" where an output of the box gave it (another command's exec is no reading of this banner)."""
+    told = facts.gpu.cuda_told_by if facts.gpu is not None else ()
+    return told[0] if told and all(IN_RUNNING_CONTAINER in why for why in told) else ""
+
+
 # how a row that its output's cut made unverified says so itself (gpu_health/usage.py CUT_LIST)
 CUT_SAID = "(the output was cut short"
 

@@ -116,3 +116,23 @@ def test_idle_mig_backed_vgpu_reserve_is_no_other_job(tmp_path: Path) -> None:
     assert verdict == "unverified"
     assert actual == "GPU 0 (GRID A100X-2-10C) at N/A (MIG) utilisation with 1.0 GiB used, no process listed"
     assert "a MIG-backed vGPU's driver (any release) counts the framebuffer a vGPU reserves as used" in detail
+
+
+def test_vgpu_memory_far_above_the_reserve_still_fails(tmp_path: Path) -> None:
+    """The V100D-32Q table edited in memory to `30192MiB / 32768MiB` (92 % of the profile) at its
+    real 0 %: far more than any reserve (7-13 % of a profile) is someone's job: the fail stands
+    (it read unverified, as the reserve)."""
+    text = (REAL / V100D_32Q).read_text().replace("  2192MiB / 32768MiB", " 30192MiB / 32768MiB")
+    verdict, actual, detail = foreign(tmp_path, text)
+    assert verdict == "fail"
+    assert "29.5 GiB used" in actual
+    assert "another job is using" in detail
+
+
+def test_mig_backed_vgpu_memory_far_above_the_reserve_still_fails(tmp_path: Path) -> None:
+    """The A100X-2-10C table edited in memory to `9958MiB / 10235MiB` in both its GPU row and its
+    MIG device row (utilisation N/A, as MIG reads): a job's memory, not the vGPU's reserve: fail."""
+    text = (REAL / A100X_2_10C).read_text().replace("  1058MiB / 10235MiB", "  9958MiB / 10235MiB")
+    verdict, _actual, detail = foreign(tmp_path, text)
+    assert verdict == "fail"
+    assert "another job is using" in detail

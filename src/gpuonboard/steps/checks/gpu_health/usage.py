@@ -32,6 +32,10 @@ BUSY_MEMORY_MIB = 1024
 # 1040 MiB, a T4-4C 560 MiB (real guest tables, no process listed, 0 %); R510 on reports it
 # apart (`-q`'s FB Memory Usage > Reserved: 2134 MiB of an RTXA6000-24Q) and reads 0 MiB used.
 VGPU_RESERVE_SPLIT_MAJOR = 510
+# The reserve is a bounded share of the profile: 6.3 % (P100-16Q), 6.7 % (V100D-32Q), 10.3 % (the
+# MIG-backed A100X-2-10C), 13.7 % of the smallest (T4-4C, under 1 GiB anyway). More than 15 % of
+# the profile used (29.5 GiB of a V100D-32Q) is no reserve but someone's job, or a total not read.
+VGPU_RESERVE_MAX_SHARE = 0.15
 
 
 # The GPU's other engines, (label, GpuInfo field): a GPU idle by SM utilisation may still be
@@ -295,7 +299,8 @@ def _mig_backed_vgpu(g: GpuInfo) -> bool:
 def _vgpu_reserve_only(g: GpuInfo, driver_version: str | None) -> bool:
     """A vGPU guest's GPU whose only sign of work is its memory used (utilisation read under the
     busy mark, or N/A on a MIG-backed vGPU; no engine at work) under a driver that counts the
-    vGPU's reserve as used (before R510; a MIG-backed vGPU's in any): that memory is no job's."""
+    vGPU's reserve as used (before R510; a MIG-backed vGPU's in any), and no more of it than the
+    reserve takes (VGPU_RESERVE_MAX_SHARE of the profile's total): that memory is no job's."""
     mig_backed = _mig_backed_vgpu(g)
     util = g.utilization_gpu_pct
     return (
@@ -304,6 +309,8 @@ def _vgpu_reserve_only(g: GpuInfo, driver_version: str | None) -> bool:
         and ((util is None and mig_backed) or (util is not None and util < BUSY_UTIL_PCT))
         and g.memory_used_mib is not None
         and g.memory_used_mib > BUSY_MEMORY_MIB
+        and g.memory_total_mib is not None
+        and g.memory_used_mib <= VGPU_RESERVE_MAX_SHARE * g.memory_total_mib
         and not _engine_work(g)
     )
 
