@@ -167,3 +167,16 @@ def test_a_further_mount_point_indented_short_of_its_column_is_read(cut: int) ->
     text = (REAL / BOTTLEROCKET).read_text().replace(" " * cut + "/opt", "/opt", 1)
     assert table_unread(text) is None
     assert _row(parse_lsblk_table(text), "nvme1n1p1").mountpoints == ("/var", "/opt", "/mnt", "/local")
+
+
+def test_an_old_lsblk_prints_a_kernel_name_after_a_mapped_device() -> None:
+    """insights-core's LSBLK_DATA2, a RHEL 6 lsblk (util-linux before 2.20) that prints a
+    device-mapper device's kernel name after its name (`vg_root-lv_root (dm-0)`), verbatim: it
+    was refused as "cut short or damaged"; the kernel name is part of the name's cell, the row
+    read under its columns, the tree's parents kept."""
+    devices = _read("lsblk__rhel6-multipath-lvm__dm-kernel-names__insights-core.txt")
+    root = _row(devices, "vg_root-lv_root")
+    assert (root.parent, root.type, root.mountpoints) == ("sda2", "lvm", ("/",))
+    app = [d for d in devices if d.name == "appdg-app"]
+    assert {d.parent for d in app} == {"mpathbp1", "mpathap1", "mpathcp1"}
+    assert all(d.mountpoints == ("/splunk",) and d.size_bytes == round(2.8 * TiB) for d in app)
