@@ -12,7 +12,11 @@ from gpuonboard.facts.disks import BlockDevice, Mount, physical_disks, size_roun
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table, parse_lsblk_table, read_lsblk, table_unread
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-TABLES = sorted(p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P"))
+# (a table below lsblk's own stderr lines, read once they are split back to stderr: its own test)
+WITH_STDERR = "lsblk__debian-8-loop-root__dm-failed-to-get-device-path-lines__quickbox-2.txt"
+TABLES = sorted(
+    p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P") and p.name != WITH_STDERR
+)
 TiB, GiB = 2**40, 2**30
 
 
