@@ -75,7 +75,7 @@ LUSTRE_IML = "df-h-paths__lustre-client-two-nids__iml-1808.txt"
 
 
 def test_a_lustre_mount_named_by_its_servers_nids_gives_no_size(tmp_path: Path) -> None:
-    """integrated-manager-for-lustre#1808's `df -h /mnt/*` (its prompt line kept): two Lustre
+    """integrated-manager-for-lustre#1808's `df -h /mnt/*` (its prompt line left out): two Lustre
     client mounts whose device is the list of the servers' NIDs,
     `10.73.20.11@tcp:10.73.20.12@tcp:/fs`. It was "could not tell whether ... on another physical
     disk than /" (warn) with the cluster's 47G read as the ordered size met; it is a network

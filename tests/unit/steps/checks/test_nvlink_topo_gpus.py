@@ -16,7 +16,7 @@ ORDER = "gpu_model: H100 SXM\ngpu_count: 8\ninterconnect: nvlink\n"
 
 
 def test_a_one_gpu_nvlink_listing_beside_an_eight_gpu_topo_is_unverified(tmp_path: Path) -> None:
-    """A note's `nvidia-smi nvlink --status -i 0` (GPU 0's 18 links up, its command line kept)
+    """A note's `nvidia-smi nvlink --status -i 0` (GPU 0's 18 links up, the command line above it left out)
     beside the same cluster's `topo -m` of 8 H100 joined by NV18, both verbatim. It passed "all
     links active on 1 GPU(s)"; GPUs 1-7 are not in the listing: unverified, naming them."""
     files = {"nvlink.txt": (REAL / NVLINK_I0).read_text(), "topo.txt": (REAL / TOPO_8).read_text()}
