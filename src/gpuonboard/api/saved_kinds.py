@@ -47,6 +47,21 @@ _KERNEL_LINE = re.compile(
 )
 
 
+# a line of the kernel's own by its shape, for a log printed without stamps (printk.time off,
+# `dmesg -t`): the boot banner and the boot's firmware lines, a driver's line about a PCI device
+# (`bnx2 0000:0b:00.0: ...`, dev_printk's `driver address: `), a SCSI device's (`scsi 4:0:0:0:`,
+# `sd 0:0:0:0:`, `scsi4 : hpsa`), an ATA / NVMe / USB port's, the NVIDIA driver's, EDAC's and
+# the machine-check handler's. One word is no evidence: several such lines, and most of the text
+# (_UNSTAMPED_LEAST), make a log.
+_KERNEL_SHAPE = re.compile(
+    r"^(?:Linux version \d\S*\s+\(|(?:Kernel )?[Cc]ommand line: |BIOS-e820: |BIOS-provided physical RAM map"
+    r"|e820: |ACPI: |DMI: |SMBIOS \d|\S+ [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
+    r"|(?:scsi|sd|sr|sg) \d+:\d+:\d+:\d+: |scsi\d+ : |ata\d+(?:\.\d+)?: |nvme nvme\d+: |usb \d+-[\d.]+: "
+    r"|nvidia(?:-\w+)?: |NVRM: |EDAC |mce: |\[Hardware Error\]: )"
+)
+_UNSTAMPED_LEAST = 3
+
+
 def _kernel_line(line: str) -> bool:
     """The line is the kernel's own: a syslog or journal line of the program `kernel`, or
     (unprefixed) a line with a kernel log's stamp, an NVRM or SXid line."""
@@ -126,6 +141,13 @@ def detect_fabric_kind(text: str) -> str | None:
         if not lines:  # (its kernel log is empty: KernelLog.no_log says so)
             return "kernel_log" if journal_shaped(text) else None
     kernel = sum(1 for line in lines[:200] if _kernel_line(line))
+    # (a log printed without stamps: its lines' shapes, several of them and a quarter of its lines
+    # at least, the others those of drivers no list names: `bonding: bond0: ...`, `lo: ...`)
+    shaped = sum(1 for line in lines[:200] if not _kernel_line(line) and _KERNEL_SHAPE.match(line))
+    if shaped >= _UNSTAMPED_LEAST and shaped * 4 >= min(len(lines), 200):
+        return "kernel_log"
+    if kernel:  # (a log of stamped lines and unstamped ones)
+        kernel += shaped
     # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's;
     # a log of other programs alone is no kernel log, whatever their messages quote)
     others = sum(1 for line in lines[:200] if program_of(line) and not _kernel_line(line))

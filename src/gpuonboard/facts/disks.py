@@ -95,7 +95,7 @@ _BLOCKS = re.compile(r"^(\d+)(([KMGTPE]?)(iB|B)?)-blocks$", re.IGNORECASE)
 
 # GNU df's line for a mount it could not read: `df: /mnt/s3: Transport endpoint is not connected`
 # (older coreutils quote the path: `df: ‘/mnt/s3’: ...`), on its stderr
-DF_UNREAD = re.compile(r"^df: [‘'`]?(/[^:’']*)[’']?: ", re.MULTILINE)
+DF_UNREAD = re.compile(r"^(?:/[\w/.-]*/)?df: [‘'`]?(/[^:’']*)[’']?: ", re.MULTILINE)
 
 
 def _base(match: re.Match[str]) -> int:

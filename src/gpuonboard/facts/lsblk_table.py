@@ -133,22 +133,35 @@ def looks_like_lsblk_table(text: str) -> bool:
     return len(lines) >= 2 and _header(lines[0]) is not None
 
 
+# util-linux before 2.20 (RHEL 6) prints a device-mapper device's kernel name after its name:
+# `vg_root-lv_root (dm-0)`, `mpathb (dm-2)`; part of the name's cell
+_KERNEL_NAME = re.compile(r" \([\w.:-]+\)")
+
+
+def _name_end(line: str, end: int) -> int:
+    """Where a row's name cell ends: after the name, and its kernel name in parentheses where
+    an old lsblk printed one."""
+    kernel = _KERNEL_NAME.match(line, end)
+    return kernel.end() if kernel else end
+
+
 def _name_cell(line: str) -> tuple[int, str, int, bool | None] | None:
-    """(depth, name, where the name ends, whether the branch is the last `└─`: None where `+-`
-    does not tell) of a row's first cell, the tree's glyphs before it read for its depth; None
-    for a line with no name (a further mount point's line)."""
+    """(depth, name, where the name's cell ends, whether the branch is the last `└─`: None where
+    `+-` does not tell) of a row's first cell, the tree's glyphs before it read for its depth;
+    None for a line with no name (a further mount point's line)."""
     match = _BRANCH.match(line)
     if match is None:
         if not line or line[0].isspace() or line[0] in "│|":
             return None
         name = line.split()[0]
-        return 0, name, len(name), False
+        return 0, name, _name_end(line, len(name)), False
     depth = len(match.group(1)) // 2 + 1
     rest = line[match.end() :]
     if not rest or rest[0].isspace():
         return None
     name = rest.split()[0]
-    return depth, name, match.end() + len(name), None if match.group(2) == "+-" else match.group(2) in _LAST
+    last = None if match.group(2) == "+-" else match.group(2) in _LAST
+    return depth, name, _name_end(line, match.end() + len(name)), last
 
 
 def _aligned(line: str, columns: list[_Column], name_end: int) -> dict[str, str]:

@@ -198,11 +198,29 @@ def looks_like_free(text: str) -> bool:
     """A `free` output, in English or a language free is translated into: a `Mem:` row and,
     above it, a header line holding the word `total` (a header a paste wrapped or mangled too;
     `top`'s `Tasks: 300 total, ...` above its `Mem: 16331452k total, ...` row holds `total,`, a
-    count's, and is no free)."""
+    count's, and is no free), or free's header alone (an output cut after it)."""
     english = english_free(text.lstrip()[:4000])
     lines = english.splitlines()
     row = next((i for i, line in enumerate(lines) if re.match(r"\s*Mem:", line)), None)
-    return row is not None and any("total" in line.split() for line in lines[:row])
+    if row is not None and any("total" in line.split() for line in lines[:row]):
+        return True
+    return header_alone(english)
+
+
+def header_alone(text: str) -> bool:
+    """Whether `text` (in English) is free's header and nothing else, maybe cut inside it
+    (`total        used  ` of an output cut after its first line): from `total` on, at least
+    two of free's columns, the last one maybe cut short."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) != 1 or not lines[0].split() or lines[0].split()[0] != "total":
+        return False
+    words = lines[0].split()
+    whole, last = words[:-1], words[-1]
+    return (
+        len(words) >= 2
+        and all(word in _FREE_COLUMNS for word in whole)
+        and any(column.startswith(last) for column in _FREE_COLUMNS)
+    )
 
 
 # free's column names (procps 3.3.10+ and older, `-w`'s buffers and cache)
@@ -236,6 +254,8 @@ def parse_free(text: str, unit_bytes: int = 1024) -> MemoryInfo:
     header_index = _header_index(lines)
     if header_index is None:
         return MemoryInfo(None, None, None, ("output not recognised as free (no header)",))
+    if header_alone("\n".join(lines)):
+        return MemoryInfo(None, None, None, ("free's output cut after its header",))
     columns = _columns(lines[header_index].split())
     rows = {}
     for line in lines[header_index + 1 :]:
@@ -367,6 +387,8 @@ def _free_unit(name: str, text: str, command: str = "") -> tuple[int, bool]:
     if (clustered := _clustered_unit(command)) is not None:
         return clustered, False  # (`free -wm`, `free -tg`)
     text = english_free(text)
+    if header_alone(text):
+        return _KIB, False  # (no number to read: parse_free says the output is cut)
     mem = next((ln.split() for ln in text.splitlines() if ln.strip().startswith("Mem:")), [])
     if len(mem) > 1 and not mem[1].isdecimal() and _HUMAN.match(mem[1]):
         return 0, False  # `free -h`: 1.9Gi, 503G ... (parse_free reads these itself)

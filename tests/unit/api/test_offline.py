@@ -61,6 +61,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "proc-cpuinfo": "lscpu",  # (`cat /proc/cpuinfo`: read as the CPUs, cores and sockets it gives)
         "free": "free",
         "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
+        # df's own stderr lines (`/bin/df: ...`) above its table: read once split back to its
+        # stderr (api/test_offline_df_unread.py), as a saved file is
+        "df-alP__rhel6-satellite__bin-df": None,
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only
         "df-fr-h": "df",  # French df: read since round 24 (data/df_labels.yml)
         "df-h__it-it": None,  # Italian df: refused, naming LC_ALL=C
@@ -74,6 +77,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df-PT": "df",
         "df-i": "df",  # (`df -i`: recognised as df, then refused: it lists no sizes)
         "df__": "df",  # plain `df`
+        # lsblk's own warnings above its table: the same (api/test_offline_lsblk_table.py)
+        "lsblk__debian-8-loop-root__dm-failed": None,
         "lsblk": "lsblk",
         "nvcc": "nvcc",
         "nproc": None,  # a bare number; only the test-host profiles replay it

@@ -15,7 +15,11 @@ from ..offline_judge import judged_box
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 REAL = FIXTURES / "real"
-TABLES = sorted(p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P"))
+# (a table below lsblk's own stderr lines, read once they are split back to stderr: its own test)
+WITH_STDERR = "lsblk__debian-8-loop-root__dm-failed-to-get-device-path-lines__quickbox-2.txt"
+TABLES = sorted(
+    p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P") and p.name != WITH_STDERR
+)
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -69,3 +73,15 @@ def test_a_table_with_a_row_cut_inside_its_cells_is_refused(tmp_path: Path) -> N
     path.write_text((REAL / name).read_text() + "├─sdb1               8:17   0   1.9G\n")
     with pytest.raises(UsageError, match="this lsblk table cannot be read \\(its row of sdb1 cannot be read"):
         load_outputs([str(path)])
+
+
+def test_lsblks_own_warnings_above_its_table_are_its_stderr(tmp_path: Path) -> None:
+    """QuickBox/QB#2's lsblk, its 14 `lsblk: dm-N: failed to get device path` lines (lsblk's
+    stderr, a paste keeps them) above the table, verbatim: it was refused as "not a recognised
+    command output"; the lines go back to lsblk's stderr and the table is read, as df's own lines
+    are (facts/stderr_lines.py)."""
+    name = WITH_STDERR
+    (tmp_path / name).write_text((REAL / name).read_text())
+    devices = parse_facts(load_outputs([str(tmp_path / name)])).block_devices
+    assert devices is not None and len(devices) == 13
+    assert next(d for d in devices if d.name == "loop6").mountpoints == ("/",)

@@ -40,6 +40,10 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-ah-sorted__vagrant-ubuntu-20.04__autofs-systemd-1-dash-size.txt",
         # a k8s pod's `df -hT` of an IBM Spectrum Scale volume: steps/checks/test_host_rules_network_shares.py
         "df-hT__k8s-pod__gpfs-15t-volume__ibm-spectrum-scale-csi.txt",
+        # a Lustre client's `df -h` (its device the servers' NIDs): the same file
+        "df-h-paths__lustre-client-two-nids__iml-1808.txt",
+        # `df -alP` with `/bin/df: ...` lines (its stderr): api/test_offline_df_unread.py
+        "df-alP__rhel6-satellite__bin-df-no-such-file-lines__insights-core.txt",
         # `df -h` in es, ru, pt_BR: test_translated_free_df.py; in it (unread): api/test_offline_df_grep.py
         "df-h__es-es__rocky-9.1-kvm__lvm-root-home.txt",
         "df-h__ru-ru__ubuntu-laptop__sda2-root.txt",

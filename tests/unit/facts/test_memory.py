@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.memory import MemoryInfo, free_as_kib, parse_free, parse_meminfo
+from gpuonboard.facts.memory import MemoryInfo, free_as_kib, looks_like_free, parse_free, parse_meminfo
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
 
@@ -115,7 +115,24 @@ def test_every_real_free_is_covered() -> None:
     from .audit_captures import covered  # the truth audit's captures: tested there
 
     cases = {n.split("/", 1)[1] for n, *_ in CASES + SI_CASES if n.startswith("real/")}
-    assert real == cases | {n for n, *_ in ONE_LINE} | covered("free")
+    # a free cut after its header: below and in steps/checks/test_host_rules_unread.py
+    assert real == cases | {n for n, *_ in ONE_LINE} | covered("free") | {CUT_AFTER_HEADER}
+
+
+CUT_AFTER_HEADER = "free__a100x4-node__cut-after-header__prism-report.txt"
+
+
+def test_a_free_cut_after_its_header_says_so() -> None:
+    """A report's `free` kept cut inside its header, verbatim: recognised as free (it was "not a
+    recognised command output") and read as cut, no size claimed; the header with no cut word
+    and a line of other words are not."""
+    text = (FIXTURES / "real" / CUT_AFTER_HEADER).read_text()
+    assert looks_like_free(text)
+    assert parse_free(text).warnings == ("free's output cut after its header",)
+    assert parse_free(text).total_bytes is None
+    assert looks_like_free("      total        used        free      shared  buff/cache   avail\n")
+    assert not looks_like_free("total used by the job\n")
+    assert not looks_like_free("total\n")
 
 
 def test_derived_is_about_two_tib() -> None:

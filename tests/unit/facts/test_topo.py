@@ -41,6 +41,9 @@ CASES = [
     # 2 x RTX 2080 Ti on one PCIe switch, no NIC (an AutoDL box: round 25's all-reduce capture)
     ("real/nvidia-smi-topo-m__geforce-rtx-2080-ti__2gpu-pix__autodl.txt",
      2, (), "pcie", "PIX", False),
+    # a note's 8 x H100 NV18 mesh, space aligned, no NIC (its GPU 0's nvlink -s -i 0 beside it)
+    ("real/nvidia-smi-topo-m__8x-h100-nv18__space-aligned__nccl-note.txt",
+     8, (), "nvlink", "NV18", True),
     ("derived/nvidia-smi-topo-m__a100__4gpu-pcie__derived.txt",
      4, tuple(f"mlx5_{i}" for i in range(4)), "pcie", "SYS", False),
     # `topo -mp` of 4 x A100 on NVLink: PCIe paths only, no claim of PCIe (test_topo_pcie_only)

@@ -238,6 +238,7 @@ def _mesh(gpus: int, link: str) -> dict[str, str]:
 TOPOLOGIES: dict[str, dict[str, str]] = {
     "nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt": _mesh(8, "NV12"),
     "nvidia-smi-topo-m__h200__8gpu-10nic.txt": _mesh(8, "NV18"),
+    "nvidia-smi-topo-m__8x-h100-nv18__space-aligned__nccl-note.txt": _mesh(8, "NV18"),
     "nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt": _mesh(4, "NV18"),
     "nvidia-smi-topo-m__kepler__4gpu-soc-phb__path-traverses-legend__ompi-users-2015.txt": {
         "0-1": "PHB", "0-2": "SOC", "0-3": "SOC", "1-2": "SOC", "1-3": "SOC", "2-3": "PHB",

@@ -251,11 +251,13 @@ _NETWORK_FUSE = frozenset(
      "quobyte", "weka"}
 )  # fmt: skip
 # a network share's device: `host:/export`, `user@host:/path` (sshfs), CephFS's kernel client
-# `mon:6789:/path` or `mon1:6789,mon2:6789:/path` (a monitor list with ports) and its newer
-# `user@fsid.fsname=/path`, `//host/share`, MooseFS's `mfs#host:port` (a RunPod network
-# volume), and the FUSE clients' own names (s3fs, JuiceFS:vol, ceph-fuse, BeeGFS's beegfs_nodev)
+# `mon:6789:/path` or `mon1:6789,mon2:6789:/path` (a monitor list with ports, or `mon1,mon2:/`
+# without) and its newer `user@fsid.fsname=/path`, Lustre's list of servers' NIDs
+# (`10.73.20.11@tcp:10.73.20.12@tcp:/fs`, `@o2ib`, a server's NIDs joined by `,`),
+# `//host/share`, MooseFS's `mfs#host:port` (a RunPod network volume), and the FUSE clients'
+# own names (s3fs, JuiceFS:vol, ceph-fuse, BeeGFS's beegfs_nodev)
 _NETWORK_DEVICE = re.compile(
-    r"^(?:[\w.@-]+:/|[\w.\[\]-]+:\d+(?:,[\w.\[\]-]+:\d+)*:/|[\w.-]+@[\w-]+\.[\w-]+=/|//[\w.-]+/"
+    r"^(?:[\w.@,-]+:/|[\w.-]+@\w+(?:[,:][\w.-]+@\w+)*:/|[\w.\[\]-]+:\d+(?:,[\w.\[\]-]+:\d+)*:/|[\w.-]+@[\w-]+\.[\w-]+=/|//[\w.-]+/"
     r"|[\w.-]+#[\w.-]+:\d+|s3fs$|JuiceFS:|gcsfuse$|rclone$|ceph-fuse$|beegfs_nodev$)"
 )
 

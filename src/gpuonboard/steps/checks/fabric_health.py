@@ -321,6 +321,28 @@ def _failure_said(check: Check | None, out: ProbeOutput, command: str) -> Check 
     return replace(check, actual=f"`nvidia-smi {command}` failed", detail=out.failure())
 
 
+def _topo_unlisted(check: Check | None, facts: Facts, named: Mapping[int, str], command: str) -> Check | None:
+    """An NVLink rule's pass over the GPUs its listing names (`nvidia-smi nvlink -s -i 0`: GPU 0
+    alone) where `topo -m` shows more GPUs, none of them in the listing nor named by another
+    nvidia-smi output: their links are not known, the pass is of those read: unverified."""
+    topology = facts.topology
+    if check is None or check.verdict != "pass" or topology is None:
+        return check
+    shown = {int(label[3:]) for label in topology.gpus if label[3:].isdecimal()}
+    unlisted = sorted(shown - set(named))
+    if not unlisted:
+        return check
+    gpus = ", ".join(f"GPU {i}" for i in unlisted)
+    return replace(
+        check,
+        actual=f"{check.actual}; links not read for {gpus} (not in the `nvidia-smi {command}` output;"
+        f" topo -m shows {len(shown)} GPUs)",
+        verdict="unverified",
+        detail=f"the `nvidia-smi {command}` output lists only some of the GPUs topo -m shows (run for one"
+        f" GPU: `-i 0`?): save `nvidia-smi {command}` of every GPU to judge their links.",
+    )
+
+
 def _lone(check: Check | None, lone: bool, out: ProbeOutput, command: str) -> Check | None:
     """An NVLink rule of a one-GPU box whose `nvidia-smi {command}` answered (exit 0, or 14 read
     as answered) and printed nothing, or said NVLink is not available there (exit 3, nvidia-smi's
@@ -417,6 +439,7 @@ def health_checks(facts: Facts) -> list[Check]:
         listed = status if status is not None and status.gpus else None
         out = facts.raw["nvidia_nvlink"]
         check = _lone(rule_nvlink(named, listed), lone and listed is None, out, "nvlink -s")
+        check = _topo_unlisted(check, facts, named, "nvlink -s")
         checks.append(_failure_said(check, out, "nvlink -s"))
     if facts.given("nvidia_nvlink_errors"):
         listed_errors = errors if errors is not None and errors.gpus else None
@@ -424,6 +447,7 @@ def health_checks(facts: Facts) -> list[Check]:
         check = _lone(
             rule_nvlink_errors(named, listed_errors), lone and listed_errors is None, out, "nvlink -e"
         )
+        check = _topo_unlisted(check, facts, named, "nvlink -e")
         checks.append(_failure_said(check, out, "nvlink -e"))
     models = [g.name for g in gpus] or list(named.values())
     checks.append(_fabric_manager_check(facts, gpus, models))

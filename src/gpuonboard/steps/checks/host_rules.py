@@ -517,10 +517,12 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return _not_judged("ram", expected, "free", "free -k")
     if facts.memory is None or facts.memory.total_bytes is None:
         if _unread(facts, "free"):
+            said = facts.memory.warnings if facts.memory is not None else ()
+            cut = next((warning for warning in said if warning.startswith("free's output cut")), None)
             return Check(
                 "ram",
                 expected,
-                "unknown: no Mem total could be read from the free output",
+                f"unknown: {cut}" if cut else "unknown: no Mem total could be read from the free output",
                 "unverified",
                 "the free output was given but its Mem row could not be read: save `free -k` of the"
                 " box (in the C locale: `LC_ALL=C free -k`) to judge the RAM",

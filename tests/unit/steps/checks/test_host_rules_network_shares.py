@@ -69,3 +69,41 @@ def test_a_cluster_filesystem_is_told_by_its_device_alone(tmp_path: Path, device
     verdict, actual = verdicts(tmp_path, "df-h.txt", text, ORDER)["data_disk"]
     assert verdict == "unverified", actual
     assert actual.endswith("(a network share)")
+
+
+LUSTRE_IML = "df-h-paths__lustre-client-two-nids__iml-1808.txt"
+
+
+def test_a_lustre_mount_named_by_its_servers_nids_gives_no_size(tmp_path: Path) -> None:
+    """integrated-manager-for-lustre#1808's `df -h /mnt/*` (its prompt line left out): two Lustre
+    client mounts whose device is the list of the servers' NIDs,
+    `10.73.20.11@tcp:10.73.20.12@tcp:/fs`. It was "could not tell whether ... on another physical
+    disk than /" (warn) with the cluster's 47G read as the ordered size met; it is a network
+    share, its size unverified."""
+    text = (REAL / LUSTRE_IML).read_text()
+    order = "data_disk: {mount: /mnt/fs, min_size: 40G}"
+    verdict, actual = verdicts(tmp_path, "df-h.txt", text, order)["data_disk"]
+    assert verdict == "unverified", actual
+    assert actual.endswith("(a network share)")
+    assert "not the quota rented on it" in details(tmp_path, "df-h.txt", text, order)["data_disk"]
+
+
+@pytest.mark.parametrize(
+    "device",
+    [
+        # Lustre over InfiniBand, a server's two NIDs joined by `,`; CephFS's monitors without
+        # ports; sshfs's `user@host:/path`
+        "10.2.0.1@o2ib:10.2.0.2@o2ib1:/lustre",
+        "10.2.0.1@o2ib,10.3.0.1@tcp:10.2.0.2@o2ib:/lustre",
+        "mon1,mon2,mon3:/volumes/csi",
+        "alice@fileserver:/srv/data",
+    ],
+)
+def test_a_network_device_list_is_told_by_its_device_alone(tmp_path: Path, device: str) -> None:
+    """The Lustre capture with its first mount's device another network filesystem's form (the
+    rest of the row as captured): a network share by that device alone."""
+    text = (REAL / LUSTRE_IML).read_text().replace("10.73.20.11@tcp:10.73.20.12@tcp:/fs ", f"{device} ", 1)
+    order = "data_disk: {mount: /mnt/fs, min_size: 40G}"
+    verdict, actual = verdicts(tmp_path, "df-h.txt", text, order)["data_disk"]
+    assert verdict == "unverified", actual
+    assert actual.endswith("(a network share)")

@@ -13,7 +13,7 @@ from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import DataDiskSpec, OrderSpec
 from gpuonboard.steps.checks.host_rules import _counted, rule_cpu, rule_data_disk, rule_ram
 
-from ...offline_judge import verdicts
+from ...offline_judge import judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 ORDER = OrderSpec(ram_bytes=2**30, data_disk=DataDiskSpec("/mydata/data", 9 * 10**9))
@@ -148,3 +148,21 @@ def test_one_core_and_one_thread_are_said_in_the_singular(tmp_path: Path) -> Non
     got = verdicts(tmp_path, "cpuinfo.txt", text, "cpu_cores: 2")["cpu_cores"]
     assert got == ("fail", "1 core / 1 thread (Intel(R) Core(TM) i5-8279U CPU @ 2.40GHz)")
     assert _counted(1, "core") == "1 core" and _counted("?", "thread") == "? threads"
+
+
+def test_a_free_cut_after_its_header_is_an_incomplete_probe(tmp_path: Path) -> None:
+    """A benchmark report's environment dump (tests/fixtures/real/SOURCES.md) whose `free` was
+    kept cut inside its header (`               total        used  `), verbatim, saved beside
+    the same box's --query-gpu CSV: the whole folder was refused as "not a recognised command
+    output" (exit 2); the free is read as an incomplete probe, the RAM unverified, and the CSV
+    still judged."""
+    free = (REAL / "free__a100x4-node__cut-after-header__prism-report.txt").read_text()
+    gpus = "index, name, memory.total [MiB], compute_cap, driver_version\n" + "".join(
+        f"{i}, NVIDIA A100-SXM4-80GB, 81920 MiB, 8.0, 580.105.08\n" for i in range(4)
+    )
+    _, checks = judged_box(tmp_path, {"free.txt": free, "gpus.csv": gpus}, "ram: 512GB\ngpu_count: 4\n")
+    assert (checks["ram"].verdict, checks["ram"].actual) == (
+        "unverified",
+        "unknown: free's output cut after its header",
+    )
+    assert checks["gpu_count"].verdict == "pass"

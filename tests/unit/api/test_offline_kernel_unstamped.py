@@ -1,0 +1,49 @@
+"""A kernel log printed without stamps (printk.time off, `dmesg -t`) is read as a kernel log where
+its lines are the kernel's own by their shape (saved_kinds._KERNEL_SHAPE: a driver's line about a
+PCI device, a SCSI device's, the boot banner ...), several of them; one such word is no log.
+Real capture: insights-core's MSGINFO (tests/fixtures/real/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuonboard.api.saved_kinds import detect_kind
+
+from ..offline_judge import judged_box
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+MSGINFO = "dmesg-no-stamps__hpsa-bnx2-lines__one-stamped-line__insights-core.txt"
+BANNER = "Linux version 2.6.32-431.el6.x86_64 (mockbuild@x86-023.build.eng.bos.redhat.com) (gcc 4.4.7)\n"
+XID = "NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+
+
+def test_a_log_without_stamps_is_read_as_a_kernel_log(tmp_path: Path) -> None:
+    """MSGINFO, verbatim (16 lines without a stamp, one with): it was "not a recognised command
+    output" (exit 2, and with it a whole folder); it is a kernel log, gpu_xid judged. With its one
+    stamped line removed (all of it as `dmesg -t` prints) it is read too."""
+    text = (REAL / MSGINFO).read_text()
+    unstamped = "".join(line for line in text.splitlines(keepends=True) if not line.startswith("["))
+    for name, saved in (("as-saved", text), ("dmesg-t", unstamped)):
+        assert detect_kind(saved) == "kernel_log", name
+        _, checks = judged_box(tmp_path / name, {"dmesg.txt": saved}, "gpu_model: A100\n")
+        assert checks["gpu_xid"].verdict == "pass", checks["gpu_xid"].actual
+        assert checks["gpu_xid"].actual.endswith("(the log read starts after boot)")
+
+
+def test_an_unstamped_xid_and_banner_are_judged(tmp_path: Path) -> None:
+    """MSGINFO with the boot banner put above it and an NVRM Xid line (as the driver prints it,
+    unstamped) put at its end: the log covers the boot, and the Xid 79 fails gpu_xid."""
+    text = BANNER + (REAL / MSGINFO).read_text()
+    _, checks = judged_box(tmp_path / "banner", {"dmesg.txt": text}, "gpu_model: A100\n")
+    assert checks["gpu_xid"].verdict == "pass", checks["gpu_xid"].actual
+    assert "starts after boot" not in checks["gpu_xid"].actual
+    _, checks = judged_box(tmp_path / "xid", {"dmesg.txt": text + XID}, "gpu_model: A100\n")
+    assert checks["gpu_xid"].verdict == "fail", checks["gpu_xid"].actual
+    assert "79" in checks["gpu_xid"].actual
+
+
+def test_a_text_of_a_few_kernel_words_is_no_log() -> None:
+    """Prose naming the kernel's words (`ACPI: ` once, an `nvidia: ` aside) among other lines is
+    no kernel log: still refused."""
+    text = "ACPI: tables look fine\nthe box was rebooted\nnvidia: driver loaded, we think\nok then\nbye\n"
+    assert detect_kind(text) is None
