@@ -197,6 +197,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # header below a CUDA image's banner (facts/test_container_banner.py)
         "nvidia-smi__windows-unable-to-detect-device-handle-unknown-error__a10-gpu-pv__easy-gpu-pv-276.txt",
         "nvidia-smi__docker-run-cuda-11.4-deprecated-image-banner__table-cut-in-header__nct-69.txt",
+        # the compute mode's row (steps/checks/gpu_health/test_modes.py), a banner cut after its first
+        # line beside a one-column CSV of a field no rule reads (api/test_offline_unjudged.py)
+        "nvidia-smi__tesla-p40__2gpu__driver375.51__exclusive-process__sherlock.txt",
+        "nvidia-smi__banner-cut-after-first-line__driver570.86.15__ollama-9031.txt",
         # vGPU guests' tables whose driver counts the vGPU's reserve as used
         # (steps/checks/test_gpu_health_usage_vgpu_reserve.py)
         "nvidia-smi__grid-v100d-32q-vgpu__1gpu__driver440.56__idle-reserve-counted-used__falconcv.txt",
