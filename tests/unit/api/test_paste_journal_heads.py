@@ -16,7 +16,8 @@ from gpuonboard.errors import UsageError
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"
 BUMBLEBEE = (
-    "journalctl-b__bumblebeed-line-quoting-xorg-error-behind-dmesg-stamp__no-kernel-line__bumblebee-550.txt"
+    "journalctl-b__bumblebeed-line-quoting-xorg-error-behind-dmesg-stamp"
+    "__no-kernel-line-refused__bumblebee-550.txt"
 )
 POP_OS_SYSLOG = (
     "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel"
