@@ -17,7 +17,7 @@ from typing import Any
 
 from gpuonboard.api import collect_env, glued, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
-from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
+from gpuonboard.api.kernel_command import LINE_FILTERS, earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
@@ -198,6 +198,33 @@ def _prompt_line(lines: Sequence[str]) -> int | None:
     return None
 
 
+def _traced_command(lines: Sequence[str], first: int) -> str:
+    """The command of line `first` without its trace mark; of a `set -x` trace, its pipeline's
+    whole (`+ dmesg -T` / `+ grep NVRM` as `dmesg -T | grep NVRM`: each command of a pipeline is
+    traced on a line of its own, at one depth, in any order: the filters put after the others),
+    its `tee` left out. Before, only the tool's line was read: a `dmesg -T | grep NVRM` was taken
+    for the whole log (nvswitch_sxid passed on SXid lines the grep cannot let through)."""
+    line = lines[first].strip()
+    if not line.startswith("+"):
+        return _TRACE_MARK.sub("", line)
+    depth = len(line) - len(line.lstrip("+"))
+    start = first
+    while start > 0 and _XTRACE.fullmatch(lines[start - 1].strip()):
+        start -= 1
+    end = first
+    while end + 1 < len(lines) and _XTRACE.fullmatch(lines[end + 1].strip()):
+        end += 1
+    block = [other.strip() for other in lines[start : end + 1]]
+    said = [
+        other[depth:].strip()
+        for other in block
+        if len(other) - len(other.lstrip("+")) == depth and other[depth:].split()[0] != "tee"
+    ]
+    return " | ".join(
+        sorted(said, key=lambda command: PurePosixPath(command.split()[0]).name in LINE_FILTERS)
+    )
+
+
 def copied_command(text: str) -> str:
     """The whole command of a copied prompt line above the output (`docker exec gpu nvidia-smi`
     of `root@box:~# docker exec gpu nvidia-smi`), "" when there is none."""
@@ -205,7 +232,7 @@ def copied_command(text: str) -> str:
     first = _prompt_line(lines)
     if first is None:
         return ""
-    line = _TRACE_MARK.sub("", lines[first].strip())
+    line = _traced_command(lines, first)
     said = transcript.command_of(line)
     if said == line and (m := _PROMPT_LINE.fullmatch(line)) and not _COMMAND_LINE.fullmatch(line):
         return m.group("command").strip()  # (a prompt the session reader does not know: after its sign)
@@ -219,7 +246,7 @@ def prompt_command(text: str) -> str:
     first = _prompt_line(lines)
     if first is None:
         return ""
-    return transcript.tool_command(_TRACE_MARK.sub("", lines[first].strip()))
+    return transcript.tool_command(_traced_command(lines, first))
 
 
 def expand(paths: Sequence[str]) -> list[Path]:

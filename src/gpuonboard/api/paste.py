@@ -353,14 +353,23 @@ def _carried(lines: Sequence[str], prefix: re.Pattern[str]) -> int | None:
     return start if all(prefix.match(line) for line in said) else None
 
 
-# after an ISO time, a journal's host and program (`journalctl -o short-iso-precise`: `gpu01 kernel: `,
-# `gpu01 nvidia-persistenced[1234]: `): the journal's own time, not a collector's
-_JOURNAL_HEAD = re.compile(r"[^\s:]+ (?:kernel|[^\s:\[]+\[\d+\]): ")
+# after an ISO time, a journal's or a syslog's program, its host before it where one is written
+# (`journalctl -o short-iso-precise`: `gpu01 kernel: `, `gpu01 nvidia-persistenced[1234]: `; with
+# --no-hostname `kernel: `; rsyslog's RFC 3339 lines `gpu01 sudo: `): the journal's own time, not a
+# collector's
+_JOURNAL_HEAD = re.compile(r"(?:[^\s:]+ )?(?:kernel|[^\s:\[]+\[\d+\]): ")
+_KERNEL_HEAD = re.compile(r"(?:[^\s:]+ )?kernel: ")
 
 
 def _journal_iso(lines: Sequence[str]) -> bool:
-    """Whether most stamped lines are a journal's (its host and program after the time)."""
+    """Whether the stamped lines are a journal's or a syslog's: any of them is the kernel's (its
+    program after the time), or most are a program's with its pid. Before, a syslog whose
+    pid-less lines (sudo's, audit's) or a `--no-hostname` journal whose other programs' lines
+    outnumbered the kernel's had its times dropped as a collector's: the log was refused, its
+    Xid 79 unread."""
     said = [_STAMP.sub("", line, count=1) for line in lines if line.strip()]
+    if any(_KERNEL_HEAD.match(line) for line in said):
+        return True
     return sum(1 for line in said if _JOURNAL_HEAD.match(line)) * 2 > len(said)
 
 
@@ -378,9 +387,20 @@ def _unstamped(text: str) -> str:
         lines = [line for line in lines if not _LOG_OWN.fullmatch(line.strip())]  # (stamped too)
     if (start := _carried(lines, _JOURNAL)) is not None:
         said = {m.group(1, 2) for line in lines[start:] if (m := _JOURNAL.match(line))}
-        if len(said) == 1 and next(iter(said))[1] != "kernel":
-            lines = [*lines[:start], *(_JOURNAL.sub("", line, count=1) for line in lines[start:])]
+        left = [_JOURNAL.sub("", line, count=1) for line in lines[start:]]
+        if len(said) == 1 and next(iter(said))[1] != "kernel" and not _kernel_said(left):
+            lines = [*lines[:start], *left]
     return "\n".join(lines)
+
+
+def _kernel_said(lines: Sequence[str]) -> bool:
+    """Whether any of a program's lines, its journal head dropped, would be read as the kernel's
+    (an NVRM, Xid or SXid line, a dmesg stamp): such a program's log (`grep NVRM /var/log/syslog`
+    that found only sudo's line of the command, a unit forwarding dmesg) is that program's, never
+    the kernel log, so its heads are kept."""
+    from gpuonboard.api.saved_kinds import kernel_shaped
+
+    return any(kernel_shaped(line) for line in lines)
 
 
 # a Markdown code fence line: ``` or ~~~, with the block's language after an opening one

@@ -62,6 +62,12 @@ _KERNEL_SHAPE = re.compile(
 _UNSTAMPED_LEAST = 3
 
 
+def kernel_shaped(line: str) -> bool:
+    """The line, read with no journal or syslog head, would be the kernel's: it starts with a
+    kernel log's stamp, or is an NVRM or SXid line."""
+    return bool(_KERNEL_LINE.search(line))
+
+
 def _kernel_line(line: str) -> bool:
     """The line is the kernel's own: a syslog or journal line of the program `kernel`, or
     (unprefixed) a line with a kernel log's stamp, an NVRM or SXid line."""

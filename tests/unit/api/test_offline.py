@@ -97,6 +97,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # (offline._saved_output; steps/checks/test_blocked_views.py)
         "dmesg__refused": None,
         "journalctl__refused": None,
+        # a journal of other programs' lines only, whatever they quote (a dmesg-like stamp): no kernel log
+        "journalctl-b__bumblebeed": None,
         # sudo's own `sudo: nvidia-smi: command not found` (its secure_path): refused, no output of the box
         "sudo__": None,
         "dmesg": "kernel_log",

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
+from gpuonboard.api import offline, paste
 from gpuonboard.errors import UsageError
 
 from ..offline_judge import column_wrapped
@@ -303,7 +303,8 @@ def test_every_real_capture_saved_by_a_log_collector_or_a_terminal_is_judged_as_
     Buildkite's were refused; the mojibake of a page's `&nbsp;` passed nvswitch_sxid on the
     health checker's SXid 12028 log; a padded `nvidia-smi -q -d ECC` read no ECC count
     (ecc_uncorrectable unverified); a 2-line CSV under `cat -n` and any output under `nl`
-    (blank lines unnumbered) were refused or unread."""
+    (blank lines unnumbered) were refused or unread. A kernel log behind a unit's line heads (a
+    unit that printed dmesg's lines) is that program's log, never the kernel's: refused."""
     (tmp_path / "order.yml").write_text(ORDER)
     order = offline.load_order(str(tmp_path / "order.yml"))
     moved = []
@@ -311,10 +312,15 @@ def test_every_real_capture_saved_by_a_log_collector_or_a_terminal_is_judged_as_
         if (whole := _whole(name)) is None:
             continue  # (refused whole: nothing to compare)
         text = (REAL / name).read_text(encoding="utf-8")
+        quoted_kernel = transform == "journal-of-a-unit" and paste._kernel_said(text.split("\n"))
         try:
             got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
         except UsageError as refusal:
-            moved.append(f"{name}: refused ({str(refusal)[:90]})")
+            if not quoted_kernel:
+                moved.append(f"{name}: refused ({str(refusal)[:90]})")
+            continue
+        if quoted_kernel:
+            moved.append(f"{name}: a unit's lines quoting the kernel's read as the kernel log")
             continue
         moved += [
             f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
