@@ -8,6 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
+from gpuonboard.facts.gpu_list import parse_gpu_list
+from gpuonboard.facts.gpu_probes import LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, rule_reads
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
@@ -36,7 +38,13 @@ from gpuonboard.steps.checks.gpu_health.readable import (
 )
 from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST, rule_foreign_processes
-from gpuonboard.steps.checks.missing_facts import CUT_SAID, RERUN_ADVICE, _incomplete, of_those_read
+from gpuonboard.steps.checks.missing_facts import (
+    CUT_SAID,
+    RERUN_ADVICE,
+    _attached_gap,
+    _incomplete,
+    of_those_read,
+)
 from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.setting_views import FABRIC_SETTINGS, judged_per_reading
 
@@ -99,8 +107,26 @@ def _cut_short(facts: Facts, gpus: list[GpuInfo]) -> bool:
     report = facts.gpu
     if report is None:
         return False
-    cut = bool(_incomplete(facts)) and not report.disagreements
-    return cut or any(g.record_cut for g in gpus) or bool(_listed_not_read(gpus))
+    if any(g.record_cut for g in gpus) or _listed_not_read(gpus) or _attached_gap(facts):
+        return True
+    if report.complete or report.disagreements:
+        return False
+    if not report.gap:
+        return True  # (an output cut short: no other reason is given)
+    if any(g.csv_row is not None for g in gpus):
+        return False  # (rows that are GPUs or samples of one: every row was read, none cut)
+    # a view of some GPUs (`-i 0`): the GPUs it left out may hold the fail, unless a whole `-L`
+    # lists no GPU but those read
+    return not _listing_covers(facts, gpus)
+
+
+def _listing_covers(facts: Facts, gpus: list[GpuInfo]) -> bool:
+    """A whole `nvidia-smi -L` of the box lists as many GPUs as were read (none left out)."""
+    out = facts.raw.get(LIST_PROBE)
+    if out is None or out.absent or out.partial or out.exit_code != 0:
+        return False
+    listing = parse_gpu_list(out.stdout)
+    return listing.complete and 0 < len(listing.gpus) == len(gpus)
 
 
 def _no_milder(check: Check, cut: bool) -> Check:
@@ -113,7 +139,9 @@ def _no_milder(check: Check, cut: bool) -> Check:
     actual = check.actual
     if "(of what was read; " not in actual and CUT_SAID not in actual:
         actual += f" ({CUT_LIST})" if check.name == "foreign_processes" else " (of what was read; cut short)"
-    return replace(check, actual=actual, verdict="unverified", detail=f"{CUT_MAY_FAIL}; {RERUN_ADVICE}")
+    return replace(
+        check, actual=actual, verdict="unverified", detail=f"{check.detail}; {CUT_MAY_FAIL}; {RERUN_ADVICE}"
+    )
 
 
 # rows whose fields the table never carries (the PCIe link, its replays, the clock event reasons,
