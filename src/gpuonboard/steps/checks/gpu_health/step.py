@@ -101,13 +101,18 @@ CUT_MAY_FAIL = (
 )
 
 
-def _cut_short(facts: Facts, gpus: list[GpuInfo]) -> bool:
+def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "") -> bool:
     """The GPU facts were cut short (an output cut inside a GPU's record or before its last GPU,
-    GPUs listed and not read), not only disputed by whole outputs that disagree."""
+    GPUs listed and not read), not only disputed by whole outputs that disagree. A GPU's record
+    cut in one format is no cut of `rule` where the GPU set is known whole and another format's
+    whole record read every field `rule` reads (`_read_whole`)."""
     report = facts.gpu
     if report is None:
         return False
-    if any(g.record_cut for g in gpus) or _listed_not_read(gpus) or _attached_gap(facts):
+    whole_set = report.set_whole and not _attached_gap(facts)
+    if any(g.record_cut and not (whole_set and _read_whole(g, rule)) for g in gpus):
+        return True
+    if _listed_not_read(gpus) or _attached_gap(facts):
         return True
     if report.complete or report.disagreements:
         return False
@@ -118,6 +123,28 @@ def _cut_short(facts: Facts, gpus: list[GpuInfo]) -> bool:
     # a view of some GPUs (`-i 0`): the GPUs it left out may hold the fail, unless a whole `-L`
     # lists no GPU but those read
     return not _listing_covers(facts, gpus)
+
+
+# the fields a rule reads, where a whole record of another format can stand for a record cut
+# short; with the formats that carry a field only some do (the table and the CSV query carry no
+# slowdown point: a table cut took none)
+_RULE_READS: dict[str, tuple[str, ...]] = {"temperature": ("temperature_c", "temperature_slowdown_c")}
+_CARRIED_BY: dict[str, tuple[str, ...]] = {"temperature_slowdown_c": ("text", "xml")}
+
+
+def _read_whole(g: GpuInfo, rule: str) -> bool:
+    """Every field `rule` reads of `g` was read by a format's whole record of `g`, or is one no
+    format whose record of `g` was cut carries: the cut took nothing the rule reads."""
+    fields = _RULE_READS.get(rule)
+    if not fields or not g.readings:
+        return False
+    whole = [c for _, c in g.readings if not c.record_cut]
+    cut = [kind for kind, c in g.readings if c.record_cut]
+    return bool(whole) and all(
+        any(getattr(c, f) is not None for c in whole)
+        or not any(kind in _CARRIED_BY.get(f, (kind,)) for kind in cut)
+        for f in fields
+    )
 
 
 def _listing_covers(facts: Facts, gpus: list[GpuInfo]) -> bool:
@@ -203,9 +230,11 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             checks = [replace(c, verdict="unverified") if c.actual == said else c for c in checks]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [of_those_read(c, gap) if _cut_may_hold(c, source) else c for c in checks]
-    cut = _cut_short(facts, gpus)
     processes_cut = _processes_cut(facts)
-    checks = [_no_milder(c, processes_cut if c.name == "foreign_processes" else cut) for c in checks]
+    checks = [
+        _no_milder(c, processes_cut if c.name == "foreign_processes" else _cut_short(facts, gpus, c.name))
+        for c in checks
+    ]
     if failed := _q_failed(facts):
         # (the advice "`nvidia-smi -q ...` shows it" of a box where -q itself failed: say so)
         checks = [

@@ -158,3 +158,25 @@ def test_a_view_of_one_gpu_keeps_its_warning_where_a_whole_listing_has_no_other(
     [check] = [c for c in gpu_health.evaluate(facts) if c.name == "temperature"]
     assert check.verdict == verdict, check
     assert "84 C on GPU 0" in check.actual
+
+
+def test_a_record_cut_in_one_format_read_whole_by_another_keeps_the_warning(tmp_path: Path) -> None:
+    """A folder of the real 2 x A100 table and CSV query, edited: GPU 0's temperature 84 in both
+    (table `38C`, CSV `39`), the table cut after `| N/A   37C    P0` in GPU 1's second row. The
+    whole CSV read both GPUs' temperatures (84, 37): the warn stands (before: unverified, the
+    table's cut counted though the CSV read every GPU whole)."""
+    a100 = "a100-pcie-40gb__2gpu__driver555.42.02"
+    table = (
+        (REAL / f"nvidia-smi__{a100}.txt")
+        .read_text(encoding="utf-8")
+        .replace("| N/A   38C", "| N/A   84C", 1)
+    )
+    table = table[: table.index("| N/A   37C    P0") + len("| N/A   37C    P0")]
+    csv = (REAL / f"nvidia-smi-query-gpu__{a100}.csv").read_text(encoding="utf-8")
+    csv = csv.replace("92.00.25.00.08, 39,", "92.00.25.00.08, 84,", 1)
+    (tmp_path / "nvidia-smi.txt").write_text(table, encoding="utf-8")
+    (tmp_path / "query.csv").write_text(csv, encoding="utf-8")
+    facts = parse_facts(offline.load_outputs([str(tmp_path)]))
+    assert facts.gpu is not None and [g.temperature_c for g in facts.gpu.gpus] == [84, 37]
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "temperature"]
+    assert check.verdict == "warn", check
