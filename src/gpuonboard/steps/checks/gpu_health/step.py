@@ -99,30 +99,37 @@ CUT_MAY_FAIL = (
     " the later GPUs, the rest of a process list) may hold what fails this check, so the warning"
     " is no verdict of the box"
 )
+UNREAD_MAY_FAIL = (
+    "what was read warns, and the GPUs this output did not read (listed but not read, left out of"
+    " a view of some GPUs: `-i N`) may hold what fails this check, so the warning is no verdict of"
+    " the box"
+)
 
 
-def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "") -> bool:
-    """The GPU facts were cut short (an output cut inside a GPU's record or before its last GPU,
-    GPUs listed and not read), not only disputed by whole outputs that disagree. A GPU's record
+def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "") -> str:
+    """Why the GPU facts may hold a fail not read, '' where they cannot: CUT_MAY_FAIL for an
+    output cut short (inside a GPU's record, before its last GPU), UNREAD_MAY_FAIL for GPUs it
+    did not read (listed and not read, left out of a view); never for whole outputs that
+    disagree, nor for CSV rows that are GPUs or samples of one (every row read). A GPU's record
     cut in one format is no cut of `rule` where the GPU set is known whole and another format's
     whole record read every field `rule` reads (`_read_whole`)."""
     report = facts.gpu
     if report is None:
-        return False
+        return ""
     whole_set = report.set_whole and not _attached_gap(facts)
     if any(g.record_cut and not (whole_set and _read_whole(g, rule)) for g in gpus):
-        return True
+        return CUT_MAY_FAIL
     if _listed_not_read(gpus) or _attached_gap(facts):
-        return True
+        return UNREAD_MAY_FAIL
     if report.complete or report.disagreements:
-        return False
+        return ""
     if not report.gap:
-        return True  # (an output cut short: no other reason is given)
+        return CUT_MAY_FAIL  # (an output cut short: no other reason is given)
     if any(g.csv_row is not None for g in gpus):
-        return False  # (rows that are GPUs or samples of one: every row was read, none cut)
+        return ""
     # a view of some GPUs (`-i 0`): the GPUs it left out may hold the fail, unless a whole `-L`
     # lists no GPU but those read
-    return not _listing_covers(facts, gpus)
+    return "" if _listing_covers(facts, gpus) else UNREAD_MAY_FAIL
 
 
 # the fields a rule reads, where a whole record of another format can stand for a record cut
@@ -156,7 +163,7 @@ def _listing_covers(facts: Facts, gpus: list[GpuInfo]) -> bool:
     return listing.complete and 0 < len(listing.gpus) == len(gpus)
 
 
-def _no_milder(check: Check, cut: bool) -> Check:
+def _no_milder(check: Check, cut: str) -> Check:
     """A warn of an output `cut` short, by a rule that can fail: the part cut away may hold the
     fail (a later clock event reason, a later GPU's, a compute job after the desktop's rows), so
     a verdict milder than the whole output's could be: unverified, naming what was read. A fail
@@ -165,9 +172,10 @@ def _no_milder(check: Check, cut: bool) -> Check:
         return check
     actual = check.actual
     if "(of what was read; " not in actual and CUT_SAID not in actual:
-        actual += f" ({CUT_LIST})" if check.name == "foreign_processes" else " (of what was read; cut short)"
+        said = "cut short" if cut == CUT_MAY_FAIL else "GPUs not read"
+        actual += f" ({CUT_LIST})" if check.name == "foreign_processes" else f" (of what was read; {said})"
     return replace(
-        check, actual=actual, verdict="unverified", detail=f"{check.detail}; {CUT_MAY_FAIL}; {RERUN_ADVICE}"
+        check, actual=actual, verdict="unverified", detail=f"{check.detail}; {cut}; {RERUN_ADVICE}"
     )
 
 
@@ -231,8 +239,9 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [of_those_read(c, gap) if _cut_may_hold(c, source) else c for c in checks]
     processes_cut = _processes_cut(facts)
+    processes = CUT_MAY_FAIL if processes_cut else ""
     checks = [
-        _no_milder(c, processes_cut if c.name == "foreign_processes" else _cut_short(facts, gpus, c.name))
+        _no_milder(c, processes if c.name == "foreign_processes" else _cut_short(facts, gpus, c.name))
         for c in checks
     ]
     if failed := _q_failed(facts):

@@ -129,12 +129,14 @@ def test_a_csv_whose_rows_are_gpus_or_samples_keeps_its_warning() -> None:
 
 def test_a_warning_of_a_view_of_some_gpus_keeps_the_rules_advice() -> None:
     """The real A16 `-q -i 0` (1 of 4 GPUs, its link x4 Gen1): unverified (3 GPUs unread), its
-    detail the rule's own advice first, then the rerun advice (before: the rerun advice only)."""
+    detail the rule's own advice first, then that the GPUs not read (not a part cut) may hold the
+    fail, then the rerun advice (before: the cut's sentence and the rerun advice only)."""
     name = "nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt"
     facts = parse_facts({"nvidia_smi_q": ProbeOutput((REAL / name).read_text(encoding="utf-8"), "", 0)})
     [check] = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
     assert check.verdict == "unverified", check
     assert not check.detail.startswith("what was read warns"), check.detail
+    assert "the GPUs this output did not read" in check.detail and "part cut" not in check.detail
     assert "rerun `invoke check`" in check.detail
 
 
