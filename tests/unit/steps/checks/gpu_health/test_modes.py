@@ -86,3 +86,14 @@ def test_an_exclusive_mode_beside_a_gpu_whose_mode_was_not_read_is_unverified(tm
     verdict, actual = got["compute_mode"]
     assert verdict == "unverified", actual
     assert actual.startswith("GPU 0: Exclusive_Process; not reported for GPU 1"), actual
+
+
+def test_the_exclusive_thread_mode_is_named_in_its_advice(tmp_path: Path) -> None:
+    """Edit: the real Sherlock table with both P40s' `E. Process` cells reading `E. Thread` (the
+    old Exclusive_Thread mode, same width). The warn's advice names that mode, one thread of one
+    process per GPU (before: it named Exclusive_Process, a mode the box is not in)."""
+    text = (REAL / P40).read_text(encoding="utf-8").replace("E. Process", " E. Thread")
+    [row] = [c for c in checks(tmp_path, "nvidia-smi.txt", text) if c.name == "compute_mode"]
+    assert (row.verdict, row.actual) == ("warn", "GPU 0: Exclusive_Thread, GPU 1: Exclusive_Thread")
+    assert "in the Exclusive_Thread compute mode one thread of one process" in row.detail
+    assert "Exclusive_Process" not in row.detail
