@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from gpuonboard.api.unread import gives_way, joined_said
+from gpuonboard.api.unread import _disagree, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import first_line
 
@@ -271,7 +271,8 @@ def read(
         if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
             first = found[kind][0]
             raise UsageError(
-                f"{name}: {first.where} and {part.where} are two {kind} outputs, which cannot both be"
+                f"{name}: {first.where} and {part.where} are two {kind} outputs"
+                f"{_disagree(kind, found[kind][1], out)}, which cannot both be"
                 " judged as the box (one may show part of it, or the box changed between them): keep"
                 " one of them in the file."
             )
