@@ -357,3 +357,25 @@ def test_a_session_refusal_of_two_free_outputs_says_how_they_differ(tmp_path: Pa
     with pytest.raises(UsageError) as err:
         judged_box(tmp_path, {"session.txt": session}, "ram: 8GB\n")
     assert "is not the first's" in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "docker run --runtime=runsc --cpuset-cpus=0-15 ubuntu lscpu",
+        "docker run --runtime=kata-runtime ubuntu lscpu",
+        "podman run --runtime=/usr/bin/runsc ubuntu lscpu",
+    ],
+)
+def test_an_lscpu_in_a_sandbox_with_its_own_kernel_is_not_the_boxs(tmp_path: Path, command: str) -> None:
+    """The real H200 VM's lscpu (16 CPUs, none offline) under a copied command that ran it in
+    gVisor (runsc) or a Kata VM, put above it in-test, against 24 cores: such a sandbox shows
+    its own CPUs (a `--cpuset-cpus` set, the VM's vCPUs) with none offline, so the shortfall is
+    not the box's: unverified (before: a fail, read as the host's view); under `docker exec
+    app lscpu` (a shared kernel) it still fails."""
+    verdict, actual, _ = _box(tmp_path, "lscpu.txt", H200_LSCPU, command, "cpu_cores: 24\n")
+    assert verdict == "unverified", (verdict, actual)
+    verdict, actual, _ = _box(
+        tmp_path / "shared", "lscpu.txt", H200_LSCPU, "docker exec app lscpu", "cpu_cores: 24\n"
+    )
+    assert verdict == "fail", (verdict, actual)
