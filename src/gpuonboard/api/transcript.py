@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gpuonboard.api import glued
-from gpuonboard.api.unread import gives_way, joined_said
+from gpuonboard.api.unread import _disagree, gives_way, joined_said
 from gpuonboard.errors import UsageError
-from gpuonboard.facts.probe import first_line
+from gpuonboard.facts.probe import ProbeOutput, first_line
 
 T = TypeVar("T")
 UNRECOGNISED = "not a recognised command output"  # (how a file of no known output is refused)
@@ -290,9 +290,15 @@ def read(
             found[kind] = kept
             continue
         if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
-            first = found[kind][0]
+            first, before = found[kind][0], found[kind][1]
+            # (how they differ, as a folder's refusal says it: api/unread.py _disagree)
+            differ = (
+                _disagree(kind, before, out)
+                if isinstance(before, ProbeOutput) and isinstance(out, ProbeOutput)
+                else ""
+            )
             raise UsageError(
-                f"{name}: {first.where} and {part.where} are two {kind} outputs, which cannot both be"
+                f"{name}: {first.where} and {part.where} are two {kind} outputs{differ}, which cannot both be"
                 " judged as the box (one may show part of it, or the box changed between them): keep"
                 " one of them in the file."
             )

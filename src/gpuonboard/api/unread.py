@@ -294,7 +294,8 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
 def joined_said(kind: str, both: object = None) -> str:
     """What two outputs joined as one (`both`: their ProbeOutput) are, for the note that says so."""
     beside = both.beside if isinstance(both, ProbeOutput) else ()
-    container = next((o.in_container for o in beside if o.in_container), "")
+    # (the container's output just joined: the last kept beside, joined_container appends it)
+    container = next((o.in_container for o in reversed(beside) if o.in_container), "")
     if container:
         return f"the box's own {kind} output and one run in a container ({container}), the box's judged"
     if kind == "nvidia_smi_csv":

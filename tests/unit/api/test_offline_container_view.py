@@ -324,3 +324,58 @@ def test_a_session_with_a_containers_free_before_the_boxs_own_judges_the_boxs(tm
     outputs = offline.load_outputs([str(tmp_path / "box")], notes)
     assert outputs["free"].in_container == "" and len(outputs["free"].beside) == 1
     assert any("are the box's own free output and one run in a container" in note for note in notes), notes
+
+
+def test_the_note_of_a_second_containers_answer_names_that_container(tmp_path: Path) -> None:
+    """One saved session, in-test: the plain `free -k` (the H200 VM's), then `docker exec app
+    free -h` and `lxc exec c2 -- free -h`, each printing the LXD container's 3.7Gi. The note
+    about the second join named the docker one (the first kept beside); now it names `lxc exec
+    c2 -- free -h`, the output it joined."""
+    lxd = (REAL / LXD_FREE).read_text()
+    session = (
+        f"$ free -k\n{(REAL / 'free-k__h200-vm__procps-4.0.2.txt').read_text()}"
+        f"$ docker exec app free -h\n{lxd}$ lxc exec c2 -- free -h\n{lxd}"
+    )
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "session.txt").write_text(session)
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(tmp_path / "box")], notes)
+    assert outputs["free"].in_container == "" and len(outputs["free"].beside) == 2
+    said = [note for note in notes if "one run in a container" in note]
+    assert len(said) == 2 and "`docker exec app free -h`" in said[0], said
+    assert "`lxc exec c2 -- free -h`" in said[1] and "docker" not in said[1], said
+
+
+def test_a_session_refusal_of_two_free_outputs_says_how_they_differ(tmp_path: Path) -> None:
+    """One saved session, in-test: the H200 VM's plain `free -k`, then `free -h` printing the
+    CentOS 7.7 VM's (another box's total). The refusal said only "two free outputs"; now it says
+    the second's Mem total is not the first's, as a folder's refusal does."""
+    session = (
+        f"$ free -k\n{(REAL / 'free-k__h200-vm__procps-4.0.2.txt').read_text()}"
+        f"$ free -h\n{(REAL / 'free-h__centos-7.7-vm.txt').read_text()}"
+    )
+    with pytest.raises(UsageError) as err:
+        judged_box(tmp_path, {"session.txt": session}, "ram: 8GB\n")
+    assert "is not the first's" in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "docker run --runtime=runsc --cpuset-cpus=0-15 ubuntu lscpu",
+        "docker run --runtime=kata-runtime ubuntu lscpu",
+        "podman run --runtime=/usr/bin/runsc ubuntu lscpu",
+    ],
+)
+def test_an_lscpu_in_a_sandbox_with_its_own_kernel_is_not_the_boxs(tmp_path: Path, command: str) -> None:
+    """The real H200 VM's lscpu (16 CPUs, none offline) under a copied command that ran it in
+    gVisor (runsc) or a Kata VM, put above it in-test, against 24 cores: such a sandbox shows
+    its own CPUs (a `--cpuset-cpus` set, the VM's vCPUs) with none offline, so the shortfall is
+    not the box's: unverified (before: a fail, read as the host's view); under `docker exec
+    app lscpu` (a shared kernel) it still fails."""
+    verdict, actual, _ = _box(tmp_path, "lscpu.txt", H200_LSCPU, command, "cpu_cores: 24\n")
+    assert verdict == "unverified", (verdict, actual)
+    verdict, actual, _ = _box(
+        tmp_path / "shared", "lscpu.txt", H200_LSCPU, "docker exec app lscpu", "cpu_cores: 24\n"
+    )
+    assert verdict == "fail", (verdict, actual)

@@ -127,6 +127,14 @@ def _cells(line: str) -> list[str]:
     return stripped.strip("|").split("|")
 
 
+def _closed_cells(cells: list[str], line: str, at_end: bool) -> list[str]:
+    """`cells`, its last cell blank where `line` ends the output without its closing `|`: a
+    cell the cut went through (`59%      Def` of `Default`) is not read."""
+    if not at_end or not cells or line.rstrip().endswith("|"):
+        return cells
+    return [*cells[:-1], ""]
+
+
 def _table_ecc(value: str) -> str | None:
     """ECC mode from the 'Volatile Uncorr. ECC' cell: a count means ECC is on."""
     cleaned = _clean(value)
@@ -433,6 +441,7 @@ def parse_table(text: str) -> GpuReport:
     # the GPU table closed: a later table's header was reached (nvidia-smi prints every GPU's rows
     # before its MIG devices and Processes tables), so a cut after it took no GPU row
     rows_whole = False
+    last = max((n for n, row in enumerate(lines) if row.strip()), default=-1)  # (where a cut ends)
     while i < len(lines):
         line = lines[i]
         if _TABLE_PROCESSES.search(line) or "MIG devices:" in line:
@@ -445,7 +454,10 @@ def parse_table(text: str) -> GpuReport:
         # (the GPU's next rows, up to the next GPU's row: a paste or a `grep -v` that dropped the
         # table's border lines puts one GPU's rows right after another's, and that row is no
         # third row of this GPU's, nor skipped with it)
-        rows = [_cells(row) for row in lines[i + 1 : i + 3]]
+        cells = _closed_cells(cells, line, i == last)
+        rows = [
+            _closed_cells(_cells(row), row, i + 1 + n == last) for n, row in enumerate(lines[i + 1 : i + 3])
+        ]
         rows = rows[: next((n for n, row in enumerate(rows) if _gpu_row(row)), len(rows))]
         second = rows[0] if rows and len(rows[0]) == 3 else ["", "", ""]
         third = rows[1] if len(rows) > 1 else []

@@ -251,7 +251,11 @@ def _cpus_in_container(check: Check, order: OrderSpec, facts: Facts) -> Check:
         return check
     assert order.cpu_cores is not None
     cpu = facts.cpu
-    if cpu is not None and cpu.source != CPUINFO and _lscpu_is_the_boxs(cpu, order.cpu_cores):
+    if (
+        cpu is not None
+        and cpu.source != CPUINFO
+        and _lscpu_is_the_boxs(cpu, order.cpu_cores, out.in_container)
+    ):
         return check
     usable, why = _usable_cpus(facts)
     if usable is not None and why not in ("", "offline"):
@@ -272,9 +276,23 @@ def _cpus_in_container(check: Check, order: OrderSpec, facts: Facts) -> Check:
     )
 
 
-def _lscpu_is_the_boxs(cpu: CpuInfo, ordered: int) -> bool:
+# a container runtime with a kernel of its own (gVisor's runsc, Kata's sandbox VM), named in the
+# copied command (`docker run --runtime=runsc`, `--runtime=kata-runtime`, `ctr run --runtime
+# io.containerd.kata.v2`, a RuntimeClass `kata-qemu`): its lscpu shows the sandbox's CPUs (a
+# `--cpuset-cpus` set, the VM's vCPUs) with none offline, never the host's
+_OWN_KERNEL = re.compile(
+    r"(?<![\w-])(runsc|gvisor|kata[\w.-]*|io\.containerd\.(runsc|kata)[\w.-]*)(?![\w-])", re.I
+)
+
+
+def _lscpu_is_the_boxs(cpu: CpuInfo, ordered: int, container: str = "") -> bool:
     """Whether an lscpu run in a container shows the box's CPUs as they are (_cpus_in_container):
-    no CPU offline (no lxcfs CPU set), or fewer CPUs in all, offline ones counted, than `ordered`."""
+    no CPU offline (no lxcfs CPU set: docker, podman, kubectl, lxc share the host's kernel and
+    sysfs), or fewer CPUs in all, offline ones counted, than `ordered`; never where the
+    `container` clause names a runtime with a kernel of its own (gVisor, Kata: its lscpu counts
+    the sandbox's CPUs, all of them online)."""
+    if _OWN_KERNEL.search(container):
+        return False
     total = cpu.logical_cpus
     return not cpu.offline_cpus or (total is not None and total < ordered)
 

@@ -260,13 +260,23 @@ COMPUTE_MODE_FAIL_ADVICE = (
     " virtual-applications profile such as A40-24A prints Prohibited) ask for a compute (C) or"
     " Q profile"
 )
-COMPUTE_MODE_WARN_ADVICE = (
-    "in the Exclusive_Process compute mode one process may use each GPU: one training process per"
-    " GPU runs, but a second CUDA process on that GPU (a notebook, a monitoring tool that uses"
-    " CUDA, a data loader using CUDA) fails to start (`all CUDA-capable devices are busy or"
-    " unavailable`); if you need that, `sudo nvidia-smi -i N -c DEFAULT` or ask the vendor (an"
-    " HPC scheduler may set it per job)"
-)
+
+
+def compute_mode_warn_advice(modes: list[str]) -> str:
+    """What an exclusive compute mode does, naming the `modes` read (Exclusive_Process; the old
+    Exclusive_Thread, the table's `E. Thread`, lets one thread of one process use the GPU)."""
+    modes = list(dict.fromkeys(m for m in modes if m in _EXCLUSIVE)) or ["Exclusive_Process"]
+    who = "one thread of one process" if modes == ["Exclusive_Thread"] else "one process"
+    return (
+        f"in the {' and '.join(modes)} compute mode {who} may use each GPU: one training process per"
+        " GPU runs, but a second CUDA process on that GPU (a notebook, a monitoring tool that uses"
+        " CUDA, a data loader using CUDA) fails to start (`all CUDA-capable devices are busy or"
+        " unavailable`); if you need that, `sudo nvidia-smi -i N -c DEFAULT` or ask the vendor (an"
+        " HPC scheduler may set it per job)"
+    )
+
+
+COMPUTE_MODE_WARN_ADVICE = compute_mode_warn_advice(["Exclusive_Process"])
 
 
 def rule_compute_mode(gpus: list[GpuInfo]) -> Check | None:
@@ -309,6 +319,7 @@ def rule_compute_mode(gpus: list[GpuInfo]) -> Check | None:
             "unverified",
             "a GPU's compute mode was not read or is not one nvidia-smi documents (Default,"
             " Exclusive_Process, Prohibited): `nvidia-smi -q -d COMPUTE` shows it; "
-            + COMPUTE_MODE_WARN_ADVICE,
+            + compute_mode_warn_advice([g.compute_mode or "" for g in exclusive]),
         )
-    return Check("compute_mode", expected, named(exclusive), "warn", COMPUTE_MODE_WARN_ADVICE)
+    advice = compute_mode_warn_advice([g.compute_mode or "" for g in exclusive])
+    return Check("compute_mode", expected, named(exclusive), "warn", advice)

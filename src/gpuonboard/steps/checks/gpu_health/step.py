@@ -8,6 +8,8 @@ from dataclasses import replace
 from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
+from gpuonboard.facts.gpu_list import parse_gpu_list
+from gpuonboard.facts.gpu_probes import LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, rule_reads
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
@@ -36,7 +38,13 @@ from gpuonboard.steps.checks.gpu_health.readable import (
 )
 from gpuonboard.steps.checks.gpu_health.recovery import rule_recovery_action
 from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST, rule_foreign_processes
-from gpuonboard.steps.checks.missing_facts import CUT_SAID, RERUN_ADVICE, _incomplete, of_those_read
+from gpuonboard.steps.checks.missing_facts import (
+    CUT_SAID,
+    RERUN_ADVICE,
+    _attached_gap,
+    _incomplete,
+    of_those_read,
+)
 from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.setting_views import FABRIC_SETTINGS, judged_per_reading
 
@@ -91,19 +99,71 @@ CUT_MAY_FAIL = (
     " the later GPUs, the rest of a process list) may hold what fails this check, so the warning"
     " is no verdict of the box"
 )
+UNREAD_MAY_FAIL = (
+    "what was read warns, and the GPUs this output did not read (listed but not read, left out of"
+    " a view of some GPUs: `-i N`) may hold what fails this check, so the warning is no verdict of"
+    " the box"
+)
 
 
-def _cut_short(facts: Facts, gpus: list[GpuInfo]) -> bool:
-    """The GPU facts were cut short (an output cut inside a GPU's record or before its last GPU,
-    GPUs listed and not read), not only disputed by whole outputs that disagree."""
+def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "") -> str:
+    """Why the GPU facts may hold a fail not read, '' where they cannot: CUT_MAY_FAIL for an
+    output cut short (inside a GPU's record, before its last GPU), UNREAD_MAY_FAIL for GPUs it
+    did not read (listed and not read, left out of a view); never for whole outputs that
+    disagree, nor for CSV rows that are GPUs or samples of one (every row read). A GPU's record
+    cut in one format is no cut of `rule` where the GPU set is known whole and another format's
+    whole record read every field `rule` reads (`_read_whole`)."""
     report = facts.gpu
     if report is None:
+        return ""
+    whole_set = report.set_whole and not _attached_gap(facts)
+    if any(g.record_cut and not (whole_set and _read_whole(g, rule)) for g in gpus):
+        return CUT_MAY_FAIL
+    if _listed_not_read(gpus) or _attached_gap(facts):
+        return UNREAD_MAY_FAIL
+    if report.complete or report.disagreements:
+        return ""
+    if not report.gap:
+        return CUT_MAY_FAIL  # (an output cut short: no other reason is given)
+    if any(g.csv_row is not None for g in gpus):
+        return ""
+    # a view of some GPUs (`-i 0`): the GPUs it left out may hold the fail, unless a whole `-L`
+    # lists no GPU but those read
+    return "" if _listing_covers(facts, gpus) else UNREAD_MAY_FAIL
+
+
+# the fields a rule reads, where a whole record of another format can stand for a record cut
+# short; with the formats that carry a field only some do (the table and the CSV query carry no
+# slowdown point: a table cut took none)
+_RULE_READS: dict[str, tuple[str, ...]] = {"temperature": ("temperature_c", "temperature_slowdown_c")}
+_CARRIED_BY: dict[str, tuple[str, ...]] = {"temperature_slowdown_c": ("text", "xml")}
+
+
+def _read_whole(g: GpuInfo, rule: str) -> bool:
+    """Every field `rule` reads of `g` was read by a format's whole record of `g`, or is one no
+    format whose record of `g` was cut carries: the cut took nothing the rule reads."""
+    fields = _RULE_READS.get(rule)
+    if not fields or not g.readings:
         return False
-    cut = bool(_incomplete(facts)) and not report.disagreements
-    return cut or any(g.record_cut for g in gpus) or bool(_listed_not_read(gpus))
+    whole = [c for _, c in g.readings if not c.record_cut]
+    cut = [kind for kind, c in g.readings if c.record_cut]
+    return bool(whole) and all(
+        any(getattr(c, f) is not None for c in whole)
+        or not any(kind in _CARRIED_BY.get(f, (kind,)) for kind in cut)
+        for f in fields
+    )
 
 
-def _no_milder(check: Check, cut: bool) -> Check:
+def _listing_covers(facts: Facts, gpus: list[GpuInfo]) -> bool:
+    """A whole `nvidia-smi -L` of the box lists as many GPUs as were read (none left out)."""
+    out = facts.raw.get(LIST_PROBE)
+    if out is None or out.absent or out.partial or out.exit_code != 0:
+        return False
+    listing = parse_gpu_list(out.stdout)
+    return listing.complete and 0 < len(listing.gpus) == len(gpus)
+
+
+def _no_milder(check: Check, cut: str) -> Check:
     """A warn of an output `cut` short, by a rule that can fail: the part cut away may hold the
     fail (a later clock event reason, a later GPU's, a compute job after the desktop's rows), so
     a verdict milder than the whole output's could be: unverified, naming what was read. A fail
@@ -112,8 +172,11 @@ def _no_milder(check: Check, cut: bool) -> Check:
         return check
     actual = check.actual
     if "(of what was read; " not in actual and CUT_SAID not in actual:
-        actual += f" ({CUT_LIST})" if check.name == "foreign_processes" else " (of what was read; cut short)"
-    return replace(check, actual=actual, verdict="unverified", detail=f"{CUT_MAY_FAIL}; {RERUN_ADVICE}")
+        said = "cut short" if cut == CUT_MAY_FAIL else "GPUs not read"
+        actual += f" ({CUT_LIST})" if check.name == "foreign_processes" else f" (of what was read; {said})"
+    return replace(
+        check, actual=actual, verdict="unverified", detail=f"{check.detail}; {cut}; {RERUN_ADVICE}"
+    )
 
 
 # rows whose fields the table never carries (the PCIe link, its replays, the clock event reasons,
@@ -175,9 +238,12 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             checks = [replace(c, verdict="unverified") if c.actual == said else c for c in checks]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
         checks = [of_those_read(c, gap) if _cut_may_hold(c, source) else c for c in checks]
-    cut = _cut_short(facts, gpus)
     processes_cut = _processes_cut(facts)
-    checks = [_no_milder(c, processes_cut if c.name == "foreign_processes" else cut) for c in checks]
+    processes = CUT_MAY_FAIL if processes_cut else ""
+    checks = [
+        _no_milder(c, processes if c.name == "foreign_processes" else _cut_short(facts, gpus, c.name))
+        for c in checks
+    ]
     if failed := _q_failed(facts):
         # (the advice "`nvidia-smi -q ...` shows it" of a box where -q itself failed: say so)
         checks = [

@@ -86,3 +86,29 @@ def test_an_exclusive_mode_beside_a_gpu_whose_mode_was_not_read_is_unverified(tm
     verdict, actual = got["compute_mode"]
     assert verdict == "unverified", actual
     assert actual.startswith("GPU 0: Exclusive_Process; not reported for GPU 1"), actual
+
+
+def test_the_exclusive_thread_mode_is_named_in_its_advice(tmp_path: Path) -> None:
+    """Edit: the real Sherlock table with both P40s' `E. Process` cells reading `E. Thread` (the
+    old Exclusive_Thread mode, same width). The warn's advice names that mode, one thread of one
+    process per GPU (before: it named Exclusive_Process, a mode the box is not in)."""
+    text = (REAL / P40).read_text(encoding="utf-8").replace("E. Process", " E. Thread")
+    [row] = [c for c in checks(tmp_path, "nvidia-smi.txt", text) if c.name == "compute_mode"]
+    assert (row.verdict, row.actual) == ("warn", "GPU 0: Exclusive_Thread, GPU 1: Exclusive_Thread")
+    assert "in the Exclusive_Thread compute mode one thread of one process" in row.detail
+    assert "Exclusive_Process" not in row.detail
+
+
+GTX1080TI = "nvidia-smi__geforce-gtx-1080-ti__2gpu__driver440.82__cut-in-processes__nvidia-htop-9.txt"
+
+
+def test_a_compute_mode_cell_the_cut_went_through_is_not_read(tmp_path: Path) -> None:
+    """Edit: the real 2 x GTX 1080 Ti table cut inside GPU 0's second row, after
+    `59%      Def` of its `Default` cell. The cut cell is no compute mode: no compute_mode row
+    (before: unverified, "GPU 0: Def (a compute mode this tool does not know)"); the same row
+    cut after its closing `|` still reads Default (no row either)."""
+    text = (REAL / GTX1080TI).read_text(encoding="utf-8")
+    at = text.index("59%      Def") + len("59%      Def")
+    for cut in (text[:at], text[: text.index("\n", at)]):
+        got = checks(tmp_path, "nvidia-smi.txt", cut)
+        assert not [c for c in got if c.name == "compute_mode"], cut[-80:]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.checks import gpu_health
@@ -92,7 +93,7 @@ def test_a_warning_read_above_a_cut_that_took_a_fail_is_unverified(
     assert check.verdict == "unverified", check
     assert read in check.actual, check.actual
     assert "(of what was read; incomplete probe: " in check.actual or CUT_LIST in check.actual
-    assert check.detail.startswith("what was read warns, and the part cut from this output"), check.detail
+    assert "; what was read warns, and the part cut from this output" in check.detail, check.detail
 
 
 def test_a_fail_read_above_a_cut_stays_a_fail() -> None:
@@ -113,3 +114,71 @@ def test_a_warning_of_a_rule_that_only_warns_stays_a_warning() -> None:
     whole = _rows("".join(lines), "nvidia_smi_q")
     cut = _rows("".join(lines[:at]), "nvidia_smi_q")
     assert whole["persistence_mode"] == cut["persistence_mode"] == {"warn"}
+
+
+def test_a_csv_whose_rows_are_gpus_or_samples_keeps_its_warning() -> None:
+    """The real unedited `-l 1` CSV of three rows (three GPUs or three samples of one, all 85 C):
+    nothing was cut, every row was read: the temperature warn stands (before: unverified, saying
+    a part was cut from the output)."""
+    name = "nvidia-smi-query-gpu-l1__1gpu-11gb__3-samples__no-index.csv"
+    facts = parse_facts({"nvidia_smi_csv": ProbeOutput((REAL / name).read_text(encoding="utf-8"), "", 0)})
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "temperature"]
+    assert check.verdict == "warn", check
+    assert "85 C on CSV row 1" in check.actual
+
+
+def test_a_warning_of_a_view_of_some_gpus_keeps_the_rules_advice() -> None:
+    """The real A16 `-q -i 0` (1 of 4 GPUs, its link x4 Gen1): unverified (3 GPUs unread), its
+    detail the rule's own advice first, then that the GPUs not read (not a part cut) may hold the
+    fail, then the rerun advice (before: the cut's sentence and the rerun advice only)."""
+    name = "nvidia-smi-q-i0__a16__1of4gpu__driver470.129.04__ahv-host.txt"
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput((REAL / name).read_text(encoding="utf-8"), "", 0)})
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "pcie_link"]
+    assert check.verdict == "unverified", check
+    assert not check.detail.startswith("what was read warns"), check.detail
+    assert "the GPUs this output did not read" in check.detail and "part cut" not in check.detail
+    assert "rerun `invoke check`" in check.detail
+
+
+@pytest.mark.parametrize(("listed", "verdict"), [(True, "warn"), (False, "unverified")])
+def test_a_view_of_one_gpu_keeps_its_warning_where_a_whole_listing_has_no_other(
+    tmp_path: Path, listed: bool, verdict: str
+) -> None:
+    """A pasted session: `nvidia-smi -L` (one line naming the real H200's UUID, from its `-q`),
+    then `nvidia-smi -i 0` printing the real H200 table with GPU 0's `35C` edited to `84C`. The
+    view covers every GPU the listing names: the temperature warn stands (before: unverified,
+    saying a part was cut). Without the `-L` the box may have GPUs the view left out: unverified."""
+    table = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text(encoding="utf-8")
+    table = table.replace("| N/A   35C    P0", "| N/A   84C    P0", 1)
+    lines = [
+        "root@box:~# nvidia-smi -L",
+        "GPU 0: NVIDIA H200 (UUID: GPU-e7c560dc-cf75-7469-658e-ed0adc9be226)",
+    ]
+    text = "\n".join([*(lines if listed else []), "root@box:~# nvidia-smi -i 0", table, "root@box:~# "])
+    (tmp_path / "session.txt").write_text(text, encoding="utf-8")
+    facts = parse_facts(offline.load_outputs([str(tmp_path / "session.txt")]))
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "temperature"]
+    assert check.verdict == verdict, check
+    assert "84 C on GPU 0" in check.actual
+
+
+def test_a_record_cut_in_one_format_read_whole_by_another_keeps_the_warning(tmp_path: Path) -> None:
+    """A folder of the real 2 x A100 table and CSV query, edited: GPU 0's temperature 84 in both
+    (table `38C`, CSV `39`), the table cut after `| N/A   37C    P0` in GPU 1's second row. The
+    whole CSV read both GPUs' temperatures (84, 37): the warn stands (before: unverified, the
+    table's cut counted though the CSV read every GPU whole)."""
+    a100 = "a100-pcie-40gb__2gpu__driver555.42.02"
+    table = (
+        (REAL / f"nvidia-smi__{a100}.txt")
+        .read_text(encoding="utf-8")
+        .replace("| N/A   38C", "| N/A   84C", 1)
+    )
+    table = table[: table.index("| N/A   37C    P0") + len("| N/A   37C    P0")]
+    csv = (REAL / f"nvidia-smi-query-gpu__{a100}.csv").read_text(encoding="utf-8")
+    csv = csv.replace("92.00.25.00.08, 39,", "92.00.25.00.08, 84,", 1)
+    (tmp_path / "nvidia-smi.txt").write_text(table, encoding="utf-8")
+    (tmp_path / "query.csv").write_text(csv, encoding="utf-8")
+    facts = parse_facts(offline.load_outputs([str(tmp_path)]))
+    assert facts.gpu is not None and [g.temperature_c for g in facts.gpu.gpus] == [84, 37]
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "temperature"]
+    assert check.verdict == "warn", check
