@@ -338,9 +338,11 @@ def _tree_deep(node: Mapping[str, Any], *labels: str) -> str | None:
 
 def _text_power(section: Mapping[str, Any]) -> PowerReadings:
     """Power draw and limits: 'GPU Power Readings' from R535, 'Power Readings' before; each
-    label at any depth of the section (R610 nests the limits one level deeper)."""
+    label at any depth of the section (R610 nests the limits one level deeper). Read whole
+    (`power_read`) where a section follows it: a record cut inside it is not."""
     power = _tree_section(section, "GPU Power Readings", "Power Readings")
     return PowerReadings(
+        power_read=bool(power) and any(v is power for v in list(section.values())[:-1]),
         power_draw_w=_float(
             _tree_deep(
                 power,
