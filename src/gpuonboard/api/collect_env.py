@@ -61,8 +61,9 @@ _MIG_NAME = re.compile(r"^(.+?)\s+MIG\s+(\d+(?:c\.\d+)?g\.\d+gb\S*)$")
 _CHECK_ENV = re.compile(r"^(?:CUDA available: (?:True|False)\s*$|GPU \d+(?:,\d+)+: )", re.M)
 _DRIVER = re.compile(r"^(?:Nvidia driver version|CUDA Driver Version)\s*:[ \t]*(\S.*?)\s*$", re.M)
 # torch's line (vLLM's too), the value torch/utils/collect_env.py get_nvidia_driver_version reads
-# from the box's `nvidia-smi` banner (`Driver Version: (.*?) `): an NVIDIA driver's version
-_SMI_DRIVER = re.compile(r"^Nvidia driver version\s*:[ \t]*(\d{3,}\.\d+(?:\.\d+)?)\s*$", re.M)
+# from the box's `nvidia-smi` banner (`Driver Version: (.*?) `): an NVIDIA driver's version, its
+# line ended (a text that ends inside the line was cut there: `550.9` of 550.90.07 is no version)
+_SMI_DRIVER = re.compile(r"^Nvidia driver version\s*:[ \t]*(\d{3,}\.\d+(?:\.\d+)?)[ \t\r]*\n", re.M)
 # lscpu's first line (below collect_env's `CPU:`, or vLLM's `==== CPU Info ====` banner)
 _LSCPU_FIRST = re.compile(r"^Architecture\s*:")
 _TOPO_LABEL = re.compile(r"^(?:GPU topology|NVIDIA Topology)\s*:[ \t]*(.*)$")
@@ -183,7 +184,12 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
                 ENV_DRIVER_PROBE, smi.group(1) + "\n", "driver line (nvidia-smi's, as collect_env read it)"
             )
         )
-    elif driver := _DRIVER.search(text):
+    elif (driver := _DRIVER.search(text)) and driver.end() == len(text.rstrip(" \t\r")):
+        said.append(
+            f"its driver line ({driver.group(0).strip()}) ends the text without a line end: cut"
+            " short, not judged"
+        )
+    elif driver:
         said.append(
             f"its driver line ({driver.group(0).strip()}) is not judged: save `nvidia-smi` of the box"
             " to judge it"

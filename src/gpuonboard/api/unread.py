@@ -273,10 +273,30 @@ def _not_one_box(a: Sequence[GpuInfo], b: Sequence[GpuInfo], shared: set[str]) -
     for field, key in _GPU_KEYS:
         if field in shared:
             few, many = sorted(({key(g) for g in a}, {key(g) for g in b}), key=len)
+            if not few & many:
+                return f"no GPU in common: no {field} of one is in a row of the other"
             return "" if few <= many else f"a GPU's {field} in one is in no row of the other"
     if len(a) != len(b):
         return f"{len(a)} and {len(b)} GPUs, and no index, uuid or pci.bus_id in both to match them by"
     return ""
+
+
+def _matched_by(both: object) -> str:
+    """How the GPUs of two joined CSVs (`both`: the first, the other in its `beside`) were
+    matched: by a key naming one GPU (uuid, pci.bus_id), else by index or order only, which
+    nothing in the files ties to one box."""
+    from gpuonboard.facts.nvidia_smi.query_csv import query_fields
+
+    if not isinstance(both, ProbeOutput):
+        return "its GPUs matched by index or order"
+    texts = [both.stdout, *(o.stdout for o in both.beside)]
+    fields = [set(query_fields(t) or ()) for t in texts]
+    shared = set.intersection(*fields) if len(fields) == 2 else set()
+    key = next((field for field, _ in _GPU_KEYS if field in shared), "")
+    if key in ("uuid", "pci.bus_id"):
+        return f"its GPUs matched by {key}"
+    how = "by index only" if key else "by order only (one row each or as many rows)"
+    return f"its GPUs matched {how}: nothing in both files shows they are one box's; add uuid to both queries"
 
 
 def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
@@ -301,7 +321,7 @@ def joined_said(kind: str, both: object = None) -> str:
     if kind == "nvidia_smi_csv":
         return (
             "two `nvidia-smi --query-gpu` CSV outputs of the box asking other fields, each read and"
-            " merged by GPU (the second named `the second CSV query`)"
+            f" merged by GPU (the second named `the second CSV query`), {_matched_by(both)}"
         )
     if kind == "kernel_log":
         return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"

@@ -431,7 +431,7 @@ def merge(
             reports.append((report.source, report))
         if report.source == "csv":
             reports += _second_queries(out, parse)
-        elif not report.gpus and report.driver_version and not report.complete:
+        if not report.gpus and report.driver_version and not report.complete:
             unread.append((report.source, report))
     unread += _env_driver(raw.get(ENV_DRIVER_PROBE))
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)

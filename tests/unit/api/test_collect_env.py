@@ -64,6 +64,29 @@ def test_collect_env_driver_line_is_the_box_driver_answer(tmp_path: Path) -> Non
     assert rules["min_driver"]["verdict"] == "fail" and code == 1, rules["min_driver"]
 
 
+def test_collect_env_cut_inside_its_driver_line_is_no_driver(tmp_path: Path) -> None:
+    """Edit: ScaleLLM#288's report cut after its first 30 lines plus `Nvidia driver version:
+    550.9` (550.90.07 cut inside its value) with no final newline, or cut to `550.90.0`. Before:
+    `550.9` was read as the box's driver (min_driver 550.54 failed: a false NO-GO) and `550.90.0`
+    passed showing a wrong value. Now the line the text ends inside is cut: no driver, unverified,
+    the note says so."""
+    lines = SCALELLM.read_text().split("\n")
+    at = next(i for i, line in enumerate(lines) if line.startswith("Nvidia driver version"))
+    assert at >= 30
+    for value in ("550.9", "550.90.0"):
+        text = "\n".join(lines[:30]) + f"\nNvidia driver version: {value}"
+        found, said = collect_env.parts(text)
+        assert "collect_env_driver" not in [p.kind for p in found]
+        assert any("ends the text without a line end: cut short" in s for s in said), said
+        out = tmp_path / value
+        out.mkdir()
+        rules, _, _ = facts(out, text, "gpu_model: A100 80GB PCIe\nmin_driver: '550.54'\n")
+        assert rules["min_driver"]["verdict"] == "unverified", rules["min_driver"]
+    # the same line ended (the report goes on) is still the box's driver
+    found, _ = collect_env.parts("\n".join(lines[:30]) + "\nNvidia driver version: 550.90.07\n")
+    assert ("collect_env_driver", "550.90.07\n") in [(p.kind, p.text) for p in found]
+
+
 def test_collect_env_driver_line_not_a_version_stays_a_note(tmp_path: Path) -> None:
     """Edit: ScaleLLM#288's driver line as torch prints one it could not read (`Nvidia driver
     version: Could not collect`): no version, never a driver; nvidia_driver stays unverified

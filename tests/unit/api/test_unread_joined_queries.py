@@ -62,6 +62,8 @@ def test_two_queries_of_one_box_keyed_by_pci_address_are_merged(tmp_path: Path) 
     }
     notes, checks = _judged(tmp_path, files)
     assert any("query-gpu-b.csv and" in n and "merged by GPU" in n for n in notes), notes
+    # (round 28: the note says how the GPUs were matched)
+    assert any("its GPUs matched by pci.bus_id." in n for n in notes), notes
     assert checks["gpu_model"].verdict == checks["gpu_count"].verdict == "pass"
     assert (checks["temperature"].verdict, checks["temperature"].actual) == ("pass", "39 C on GPU 0")
 
@@ -76,9 +78,43 @@ def test_a_keyless_query_of_as_many_gpus_is_merged_by_order(tmp_path: Path) -> N
         "query-gpu-b.csv": _columns(H200, ["ecc.mode.current", "clocks_event_reasons.active"]),
     }
     order = "order:\n  gpu_model: H200\n  gpu_count: 1\n"
-    _, checks = _judged(tmp_path, files, order)
+    notes, checks = _judged(tmp_path, files, order)
     assert checks["gpu_model"].verdict == checks["nvidia_driver"].verdict == "pass"
     assert checks["ecc_mode"].verdict == "pass", checks["ecc_mode"]
+    assert any("matched by order only" in n and "add uuid to both queries" in n for n in notes), notes
+
+
+def test_two_queries_matched_by_index_only_say_so(tmp_path: Path) -> None:
+    """Edit: the real 1 x H200 query split in two, both keeping `index`: `index, name,
+    memory.total` and `index, ecc.mode.current`. Merged by index as before (a saved folder is one
+    box's outputs), but before the note said only "CSV outputs of the box": two files of two
+    boxes matched by index alone were merged silently. Now the note says the GPUs were matched
+    by index only, that nothing in both files shows they are one box's, and to add uuid."""
+    files = {
+        "query-gpu-a.csv": _columns(H200, ["index", "name", "memory.total [MiB]"]),
+        "query-gpu-b.csv": _columns(H200, ["index", "ecc.mode.current"]),
+    }
+    order = "order:\n  gpu_model: H200\n  gpu_count: 1\n"
+    notes, checks = _judged(tmp_path, files, order)
+    assert checks["ecc_mode"].verdict == "pass", checks["ecc_mode"]
+    said = "its GPUs matched by index only: nothing in both files shows they are one box's; add uuid"
+    assert any(said in n for n in notes), notes
+
+
+def test_two_index_views_with_no_gpu_in_common_are_refused_saying_so(tmp_path: Path) -> None:
+    """Edit: the real 1 x H200 query split in two, the second's index cell edited from 0 to 1
+    (two `-i` views: GPU 0 in one, GPU 1 in the other). Refused as before (nothing joins them;
+    gpu_count is never read from two views), but it now says "no GPU in common" where it said
+    the two "cannot be of one box" because one GPU's index was in no row of the other."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "query-gpu-a.csv").write_text(_columns(H200, ["index", "name", "memory.total [MiB]"]))
+    second = _columns(H200, ["index", "ecc.mode.current"]).split("\n")
+    (folder / "query-gpu-b.csv").write_text("\n".join([second[0], "1" + second[1][1:], *second[2:]]))
+    assert second[1].startswith("0,")
+    with pytest.raises(UsageError) as raised:
+        offline.load_outputs([str(folder)])
+    assert "no GPU in common: no index of one is in a row of the other" in str(raised.value)
 
 
 def test_two_queries_reading_one_field_otherwise_disagree(tmp_path: Path) -> None:
@@ -105,7 +141,7 @@ def test_two_queries_reading_one_field_otherwise_disagree(tmp_path: Path) -> Non
         # the real H200's query (another box, its own PCI address) beside the A100's
         (
             lambda: _columns(H200, ["pci.bus_id", "ecc.mode.current"]),
-            "a GPU's pci.bus_id in one is in no row of the other",
+            "no GPU in common: no pci.bus_id of one is in a row of the other",
         ),
         # one keyless row beside the A100's two GPUs
         (

@@ -385,3 +385,25 @@ def test_a_q_x_cut_after_its_memory_total_judges_what_it_read(tmp_path: Path) ->
     assert got["gpu_model"] == ("pass", "1 x NVIDIA H200"), got["gpu_model"]
     assert got["gpu_count"][0] == got["vram"][0] == "pass", got
     assert got["temperature"][0] == "unverified"
+
+
+def test_power_readings_are_read_whole_only_where_the_cut_is_below_them() -> None:
+    """Edits: the real H200 `-q -x` and the real idle A10 `-q`, each cut inside its power
+    readings (after the draw, before the limit), just after them, and whole. `power_read` (the
+    readings printed whole, N/A included: a None draw there is nvidia-smi's, not the cut's) is
+    False for the cut inside, True after and whole; before it did not exist and rule_throttle
+    said "its power draw cut" of an N/A printed above the cut."""
+    xml = (REAL / "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml").read_text()
+    start, end = xml.index("<gpu_power_readings>"), xml.index("</gpu_power_readings>")
+    inside = xml[: xml.index("\n", xml.index("power_draw", start)) + 1]
+    after = xml[: end + len("</gpu_power_readings>") + 1]
+    text = (REAL / "nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt").read_text()
+    heading = text.index("    GPU Power Readings")
+    text_inside = text[: text.index("\n", text.index("Power Draw", heading)) + 1]
+    text_after = text[: text.index("\n", text.index("    GPU Memory Power Readings")) + 1]
+    for cut, whole in ((inside, False), (after, True), (xml, True)):
+        g = parse_any(cut).gpus[0]
+        assert (g.power_read, g.record_cut) == (whole, cut is not xml), (whole, g)
+    for cut, whole in ((text_inside, False), (text_after, True), (text, True)):
+        g = parse_text_q(cut).gpus[0]
+        assert (g.power_read, g.record_cut) == (whole, cut is not text), (whole, g)

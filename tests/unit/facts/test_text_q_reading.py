@@ -228,3 +228,26 @@ def test_the_fault_screen_is_tried_on_records_with_and_without_faults() -> None:
                 faults, cells = _text_faults(_text_tree(body, read))
                 seen.add(bool(faults or cells))
     assert seen == {True, False}
+
+
+def test_a_memory_value_cut_before_its_unit_is_not_read() -> None:
+    """Edits: the real H200 `-q` (590.48.01, under load) cut inside its `FB Memory Usage`
+    `Total : 143771 MiB` to `Total : 14` plus a newline, and cut inside its first process's
+    `Used GPU Memory : 2566 MiB` to `: 25` plus a newline. Before: 14 MiB read as the GPU's
+    memory (vram failed: the GPU "has" 14 MiB) and 25 MiB as the process's. Now a `-q` memory
+    value without its unit (nvidia-smi always prints `MiB`) is a value cut, not read: None; the
+    whole capture still reads 143771 MiB."""
+    path = FIXTURES / "real" / "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt"
+    text = path.read_text()
+    total = re.search(r"^        Total\s+: 143771 MiB$", text, re.M)
+    assert total is not None
+    cut = text[: total.end() - len("3771 MiB")] + "\n"
+    assert cut.endswith(": 14\n")
+    gpu = text_q.parse_text_q(cut).gpus[0]
+    assert (gpu.memory_total_mib, gpu.record_cut) == (None, True)
+    used = text.index("Used GPU Memory               : 2566 MiB")
+    cut = text[: used + len("Used GPU Memory               : 25")] + "\n"
+    gpu = text_q.parse_text_q(cut).gpus[0]
+    assert gpu.memory_total_mib == 143771
+    assert all(p.used_memory_mib != 25 for p in gpu.processes), gpu.processes
+    assert text_q.parse_text_q(text).gpus[0].memory_total_mib == 143771

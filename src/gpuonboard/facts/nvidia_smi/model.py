@@ -147,6 +147,10 @@ class GpuInfo:
     # read may be in the part cut away. Merged: some format's record of it was cut; a field is
     # whole where a format whose record was whole read it (facts/gpu_agree.py `field_whole`)
     record_cut: bool = False
+    # this format printed the GPU's power readings whole (-q's `GPU Power Readings` with a section
+    # after it, -q -x's closed <gpu_power_readings>), N/A values included: a record cut below them
+    # lost none of them (a None draw there is nvidia-smi's N/A, not the cut's)
+    power_read: bool = False
     # What nvidia-smi printed instead of this GPU's values when it could not read them
     # ("ERR!" in the table, "GPU requires reset", "GPU is lost"), in FAULT_WORDS order;
     # () when the GPU answered. Its unreadable fields are None, never a value.
@@ -290,6 +294,7 @@ class PowerReadings(TypedDict):
     default_power_limit_w: float | None
     max_power_limit_w: float | None
     requested_power_limit_w: float | None
+    power_read: bool
 
 
 class EngineReadings(TypedDict):

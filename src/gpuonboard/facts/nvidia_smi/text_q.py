@@ -64,6 +64,13 @@ _LICENCE_SECTIONS = ("vGPU Software Licensed Product", "GRID Licensed Product")
 _TEXT_PROCESSES = re.compile(r"^(\s*)Processes(?:\s+:\s*(.*?))?\s*$")
 
 
+def _unit_mib(value: str | None) -> int | None:
+    """A memory value of `-q`, which prints its unit (`81920 MiB`): a bare number is one cut
+    before its unit (`Total : 14` of 143771 MiB, the text's end), not read, as the table's."""
+    cleaned = _clean(value)
+    return None if cleaned is None or cleaned.strip().isdigit() else _mib(cleaned)
+
+
 def _text_gpu_blocks(lines: Iterable[str], read: _Lines) -> list[tuple[str, list[str]]]:
     """(header, body lines) of each 'GPU 00000000:07:00.0' section of `nvidia-smi -q`."""
     blocks: list[tuple[str, list[str]]] = []
@@ -214,7 +221,7 @@ def _text_processes(lines: Sequence[str]) -> tuple[tuple[GpuProcess, ...], bool]
                 pid=_int(entry.get("Process ID")),
                 name=_clean(entry.get("Name")) or "",
                 type=_clean(entry.get("Type")),
-                used_memory_mib=_mib(entry.get("Used GPU Memory")),
+                used_memory_mib=_unit_mib(entry.get("Used GPU Memory")),
             )
             for entry in whole
         )
@@ -338,9 +345,11 @@ def _tree_deep(node: Mapping[str, Any], *labels: str) -> str | None:
 
 def _text_power(section: Mapping[str, Any]) -> PowerReadings:
     """Power draw and limits: 'GPU Power Readings' from R535, 'Power Readings' before; each
-    label at any depth of the section (R610 nests the limits one level deeper)."""
+    label at any depth of the section (R610 nests the limits one level deeper). Read whole
+    (`power_read`) where a section follows it: a record cut inside it is not."""
     power = _tree_section(section, "GPU Power Readings", "Power Readings")
     return PowerReadings(
+        power_read=bool(power) and any(v is power for v in list(section.values())[:-1]),
         power_draw_w=_float(
             _tree_deep(
                 power,
@@ -403,8 +412,8 @@ def _text_gpu(
         pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
         pci_device_id=device_id(_tree_get(section, "PCI", "Device Id")),
         pci_subsystem_id=subsystem_id(_tree_get(section, "PCI", "Sub System Id")),
-        memory_total_mib=_mib(_tree_get(section, "FB Memory Usage", "Total")),
-        memory_used_mib=_mib(_tree_get(section, "FB Memory Usage", "Used")),
+        memory_total_mib=_unit_mib(_tree_get(section, "FB Memory Usage", "Total")),
+        memory_used_mib=_unit_mib(_tree_get(section, "FB Memory Usage", "Used")),
         memory_unified=_unified(_tree_raw(section, "FB Memory Usage", "Total")),
         ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
         ecc_na=_is_na(_tree_raw(section, "ECC Mode", "Current")),

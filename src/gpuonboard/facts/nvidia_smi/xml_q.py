@@ -345,6 +345,8 @@ def _xml_power(gpu: _Found) -> PowerReadings:
     if power is None:
         power = gpu.find("power_readings")
     return PowerReadings(
+        # (a cut document's open element keeps its closed part, marked: not read whole)
+        power_read=power is not None and OPEN_MARK not in power.attrib,
         # v13 has only average/instant draw; <power_draw> (older) is the average too.
         power_draw_w=_float(_xml_deep(power, "power_draw", "average_power_draw", "instant_power_draw")),
         power_limit_w=_float(_xml_deep(power, "enforced_power_limit", "current_power_limit", "power_limit")),
@@ -639,6 +641,11 @@ def _xml_cut(body: str) -> GpuReport:
     )
 
 
+# the attribute that marks an element a cut went through (_closed_part): its children that
+# closed are whole, what followed them in it is not read
+OPEN_MARK = "gpuonboard-open"
+
+
 def _closed_part(element: ET.Element, ended: set[int]) -> ET.Element:
     """A copy of the open `element` holding its children that closed (`ended`), whole, and its
     open child's own closed part where it has one: what a document cut inside `element` read
@@ -648,6 +655,7 @@ def _closed_part(element: ET.Element, ended: set[int]) -> ET.Element:
         if id(child) in ended:
             part.append(child)
         elif len(opened := _closed_part(child, ended)):
+            opened.set(OPEN_MARK, "")
             part.append(opened)
     return part
 

@@ -70,25 +70,7 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
     """No hardware slowdown or thermal throttling active; a software power cap is a warning,
     except on an idle GPU drawing far below its limit (P8 at 15 W of 150 W: A10, A40 and RTX
     A6000 report it so), where it holds nothing back (named in a passing row)."""
-    hard, soft, idle, other, undecided = [], [], [], [], []
-    for g in gpus:
-        active = [r for r in g.clock_event_reasons if r in HARD_THROTTLE]
-        if active:
-            hard.append(f"{gpu_label(g)}: {', '.join(active)}")
-        # a reason this tool does not know (R3xx's `Unknown`: "some other unspecified factor is
-        # reducing the clocks", or a newer driver's): active, so the clocks are held back
-        if unknown := [r for r in g.clock_event_reasons if r not in CLOCK_EVENT_REASONS]:
-            other.append(f"{gpu_label(g)}: {', '.join(unknown)} (a reason this tool does not know)")
-        if "sw_power_cap" in g.clock_event_reasons:
-            if _idle_far_below_cap(g):
-                idle.append(
-                    f"{gpu_label(g)}: sw_power_cap at idle ({g.power_draw_w:g} W of {g.power_limit_w:g} W)"
-                )
-            elif is_idle(g) and g.record_cut and None in (g.power_draw_w, g.power_limit_w):
-                # (an idle GPU whose power readings its output's cut took: far below its cap or not)
-                undecided.append(f"{gpu_label(g)}: sw_power_cap at idle, its power draw cut from the output")
-            else:
-                soft.append(f"{gpu_label(g)}: sw_power_cap")
+    hard, soft, idle, other, undecided = _reasons(gpus)
     held, unread = _held_clocks(gpus)
     # (the application clocks at their default: nothing set, no warning; named in a pass)
     at_default = [text for text, kind in held if kind == "default"]
@@ -151,6 +133,39 @@ def rule_throttle(gpus: list[GpuInfo]) -> Check:
         "this nvidia-smi output gives no clock-event (throttle) reasons; `nvidia-smi -q -d PERFORMANCE`"
         " shows them" + (f"; {UNREAD_HELD_ADVICE}" if unread else ""),
     )
+
+
+def _reasons(gpus: list[GpuInfo]) -> tuple[list[str], list[str], list[str], list[str], list[str]]:
+    """The GPUs' active reasons, each said per GPU: (hardware slowdowns, power caps, power caps
+    at idle far below the cap, reasons this tool does not know, power caps at idle whose power
+    readings a cut took). A power draw of N/A printed above a cut is nvidia-smi's, never the
+    cut's (`power_read`): that cap is judged as any other."""
+    hard: list[str] = []
+    soft: list[str] = []
+    idle: list[str] = []
+    other: list[str] = []
+    undecided: list[str] = []
+    for g in gpus:
+        active = [r for r in g.clock_event_reasons if r in HARD_THROTTLE]
+        if active:
+            hard.append(f"{gpu_label(g)}: {', '.join(active)}")
+        # a reason this tool does not know (R3xx's `Unknown`: "some other unspecified factor is
+        # reducing the clocks", or a newer driver's): active, so the clocks are held back
+        if unknown := [r for r in g.clock_event_reasons if r not in CLOCK_EVENT_REASONS]:
+            other.append(f"{gpu_label(g)}: {', '.join(unknown)} (a reason this tool does not know)")
+        if "sw_power_cap" in g.clock_event_reasons:
+            if _idle_far_below_cap(g):
+                idle.append(
+                    f"{gpu_label(g)}: sw_power_cap at idle ({g.power_draw_w:g} W of {g.power_limit_w:g} W)"
+                )
+            elif (
+                is_idle(g) and g.record_cut and not g.power_read and None in (g.power_draw_w, g.power_limit_w)
+            ):
+                # (an idle GPU whose power readings its output's cut took: far below its cap or not)
+                undecided.append(f"{gpu_label(g)}: sw_power_cap at idle, its power draw cut from the output")
+            else:
+                soft.append(f"{gpu_label(g)}: sw_power_cap")
+    return hard, soft, idle, other, undecided
 
 
 # a GPU at this utilisation or more whose SM clock is below this share of its max, with no

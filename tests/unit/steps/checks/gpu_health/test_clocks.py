@@ -249,3 +249,36 @@ def test_an_idle_power_cap_whose_power_readings_were_cut_is_unverified(tmp_path:
         assert "its power draw cut from the output" in got["throttling"].actual, n
     _facts, got = _judged(tmp_path, (IDLE_CAPPED,))
     assert got["throttling"].verdict == "pass", got["throttling"]
+
+
+def test_an_idle_power_cap_whose_power_draw_was_na_above_the_cut_is_no_cut_draw(tmp_path: Path) -> None:
+    """Edit: the real idle A10 `-q`, its `GPU Power Readings` `Power Draw` edited from 15.65 W
+    to N/A, cut after each line from the section after its power readings down to line 200 (in
+    Clocks). Before: unverified "its power draw cut from the output", false: nvidia-smi printed
+    N/A above the cut. Now the cap is said as read ("GPU 0: sw_power_cap"), unverified only as
+    any warn of a cut output is (gpu_health `_no_milder`: "of what was read"); the whole edited
+    output warns (an N/A draw cannot show the cap holds nothing back)."""
+    text = IDLE_CAPPED.read_text()
+    assert "        Power Draw                        : 15.65 W\n" in text
+    text = text.replace(
+        "Power Draw                        : 15.65 W", "Power Draw                        : N/A", 1
+    )
+    lines = text.splitlines(keepends=True)
+    power = next(i for i, line in enumerate(lines) if line.startswith("    GPU Power Readings"))
+    after = next(
+        i for i in range(power + 1, len(lines)) if lines[i].startswith("    ") and lines[i][4] != " "
+    )
+    for n in (after + 1, after + 3, 200):
+        folder = tmp_path / f"cut{n}"
+        folder.mkdir()
+        (folder / IDLE_CAPPED.name).write_text("".join(lines[:n]))
+        _facts, got = _judged(folder, (folder / IDLE_CAPPED.name,))
+        assert got["throttling"].verdict == "unverified", (n, got["throttling"])
+        assert got["throttling"].actual.startswith("GPU 0: sw_power_cap (of what was read"), (
+            n,
+            got["throttling"],
+        )
+    (tmp_path / "whole").mkdir()
+    (tmp_path / "whole" / IDLE_CAPPED.name).write_text(text)
+    _facts, got = _judged(tmp_path / "whole", (tmp_path / "whole" / IDLE_CAPPED.name,))
+    assert (got["throttling"].verdict, got["throttling"].actual) == ("warn", "GPU 0: sw_power_cap")
