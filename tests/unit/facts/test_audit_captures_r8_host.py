@@ -57,6 +57,8 @@ def test_r8_b1_every_real_df_cut_mid_row_says_so(keep: float) -> None:
         lines = text.splitlines()
         if len(lines) < 3 or disks.df_cut(text) or not disks.parse_df(text):
             continue  # (not whole, or not read at all: a df in a language not read)
+        if path.name.startswith("df-h-paths"):
+            continue  # (`df -h PATHS` lists only the paths asked: a mount not in it is unverified)
         n = max(2, int(len(lines) * keep))
         cut = "\n".join(lines[: n - 1] + [" ".join(lines[n - 1].split()[:3])])
         assert disks.df_cut(text) is None, path.name

@@ -44,6 +44,8 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h-paths__lustre-client-two-nids__iml-1808.txt",
         # `df -alP` with `/bin/df: ...` lines (its stderr): api/test_offline_df_unread.py
         "df-alP__rhel6-satellite__bin-df-no-such-file-lines__insights-core.txt",
+        # `df -h` copied from a CI log viewer with its gutter lines: api/test_viewer_lines.py
+        "df-h__drone-ci-log-view-gutter__harness-1801.txt",
         # `df -h` in es, ru, pt_BR: test_translated_free_df.py; in it (unread): api/test_offline_df_grep.py
         "df-h__es-es__rocky-9.1-kvm__lvm-root-home.txt",
         "df-h__ru-ru__ubuntu-laptop__sda2-root.txt",

@@ -33,7 +33,12 @@ from ..offline_judge import column_wrapped
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 LISTINGS = sorted(p.name for p in REAL.glob("nvidia-smi-L__*"))
 # every real CSV offline judging reads (the header-less sampler needs its field list)
-CSVS = sorted(p.name for p in REAL.glob("nvidia-smi-query-gpu*") if "sampler" not in p.name)
+# (not the one-column CSVs of a field no rule reads: noted, not judged, api/test_offline_unjudged.py)
+CSVS = sorted(
+    p.name
+    for p in REAL.glob("nvidia-smi-query-gpu*")
+    if "sampler" not in p.name and "-only__" not in p.name and "noheader-na" not in p.name
+)
 L40S = "nvidia-smi-L__l40s__1gpu__driver595.80.txt"
 A100_MIG = "nvidia-smi-L__a100-80gb-pcie__1gpu-1mig-2g.20gb__go-dcgm.txt"
 TELEGRAF = "nvidia-smi-L__a100-sxm4-80gb__4gpu-1mig-4x1g.20gb__telegraf.txt"

@@ -68,6 +68,9 @@ def test_the_trimmed_capture_is_not_failed_for_it() -> None:
         and "sampler" not in p.name
         and "no-index" not in p.name
         and "cut" not in p.name
+        # (one-column CSVs of a field no rule reads, noted and not judged: api/test_offline_unjudged.py)
+        and "-only__" not in p.name
+        and "noheader-na" not in p.name
     ),
     ids=lambda p: p.name,
 )
