@@ -581,95 +581,106 @@ def affinity_output(where: str, text: str, copied: str) -> ProbeOutput | None:
     return ProbeOutput(match.group(0), "", 0)
 
 
-def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
-    """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
-    message read as such, an affinity list as nproc (affinity_output), else a UsageError saying
-    what it looks like and what to save."""
-    if (affinity := affinity_output(where, text, copied)) is not None:
-        return "nproc", affinity
+def _shape_refusal(where: str, text: str) -> str | None:
+    """The sentence refusing a saved output whose shape is a known part of one (GPU blocks
+    without their header, a version line, a part of nvidia-smi, lone values, an uncounted
+    cpuinfo, viewer gutter lines, df rows without a readable header), or None."""
     if q_blocks_alone(text):
-        raise UsageError(
+        return (
             f"{where}: `nvidia-smi -q` GPU blocks without the header above them (Driver Version,"
             " Attached GPUs), so the driver and the number of GPUs are not known: save the whole"
             " `nvidia-smi -q` output."
         )
     said = [line.strip() for line in text.splitlines() if line.strip()]
     if len(said) == 1 and (version := VERSION_LINE.fullmatch(said[0])):
-        raise UsageError(
+        return (
             f"{where}: {version.group(1)}'s version line (`{said[0]}`), which says nothing of the box:"
             f" save `{version.group(1)}`'s own output."
         )
     if (part := nvidia_smi_part(text)) is not None:
-        raise UsageError(f"{where}: {part}")
+        return f"{where}: {part}"
     if (lone := lone_values(text)) is not None:
-        raise UsageError(f"{where}: {lone}")
+        return f"{where}: {lone}"
     if (cpu := uncounted_cpuinfo(text)) is not None:
-        raise UsageError(
+        return (
             f"{where}: a /proc/cpuinfo of {cpu}, a form this tool does not read (it counts the CPUs"
             " of x86, arm64, POWER and RISC-V), so no core count is read from it: save `lscpu` of the box."
         )
     if (gutter := viewer_lines(text)) is not None and len(said) > 2:
-        raise UsageError(
+        return (
             f"{where}: lines that no command read here prints ({gutter}: a CI log viewer's gutter copied"
             " with the output?) between the output's own, not in the order a viewer copies them, so"
             " they cannot be told apart safely: save the command's own output (`> FILE` on the box,"
             " or the step's raw log)."
         )
+    return _df_refusal(where, text)
+
+
+def _df_refusal(where: str, text: str) -> str | None:
+    """The sentence refusing df-like rows with no header above them or under one this tool
+    cannot read, or None."""
     if df_rows(text) >= 2 and _df_row_first(text):
         # (no line above the first row: the output's top, its header among it, was cut off)
-        raise UsageError(
+        return (
             f"{where}: rows like df's (a mount point, a use %) with no header line above them (the"
             " output's top cut off, or left out by a filter), so neither their units nor whether a"
             " mount was cut away is known: save the whole `df` output (`LC_ALL=C df -P -k`), or its"
             " rows under the copied command (`$ df -h | grep nvme`)."
         )
     if df_rows(text) >= 2:
-        raise UsageError(
+        return (
             f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
             " (df run in a language other than English, Chinese, German, Spanish, French, Portuguese"
             " or Russian?): save it with"
             " `LC_ALL=C df -P -k`."
         )
-    if (missing := missing_output(where, text, copied)) is not None:
-        return missing
+    return None
+
+
+def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
+    """The sentence refusing a saved output that is nvidia-smi's refusal of an operation or of
+    its command line, a copied command with no output, or an empty file, or None."""
     said = [line.strip() for line in text.splitlines() if line.strip()]
     if said and all(OTHER_OPERATION.match(line) for line in said) and not said[0].startswith("Term"):
-        raise UsageError(
+        return (
             f"{where}: nvidia-smi's refusal of an operation other than its query of the GPUs"
             f" (`{said[0]}`), which does not say whether nvidia-smi reads them: save the plain"
             " `nvidia-smi` (or `nvidia-smi -q`) output of the box."
         )
     if said and all(USAGE_ERROR.match(line) for line in said):
-        raise UsageError(
+        return (
             f"{where}: nvidia-smi's refusal of the command line it was given (`{said[0]}`), which"
             " read no GPU and says nothing of the box: save the command's output again with the"
             " options this driver takes (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them)."
         )
     if not said and copied:  # (the file's only line was the copied command, dropped as such)
         shown = copied if len(copied) <= 60 else copied[:57].rstrip() + "..."
-        raise UsageError(
+        return (
             f"{where}: a copied command line (`{shown}`) with no output below it (a command that"
             " printed nothing, as `nvidia-smi nvlink -s` of GPUs without NVLink, or a page that lost the"
             " line ends and put the output on the command's line): leave it out, or save the output"
             " under its command."
         )
     if not said:
-        raise UsageError(
+        return (
             f"{where}: an empty file, which holds no command output to read (an `nvidia-smi nvlink -s`"
             " of GPUs without NVLink prints nothing): leave it out, or save the command's output again."
         )
-    if (refused := kernel_log_refusal(text)) is not None:
-        # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
-        return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
+    return None
+
+
+def _unread_sentence(where: str, text: str) -> str:
+    """The sentence refusing a saved output of another form, a headerless CSV, or none this
+    tool reads (naming the kinds it does read)."""
     if other := other_form(text):
-        raise UsageError(f"{where}: {other}")
+        return f"{where}: {other}"
     if csv_width(text):
-        raise UsageError(
+        return (
             f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
             " above it names its fields: save it with its header (`--format=csv`, without"
             " `noheader`), or with the command line above it."
         )
-    raise UsageError(
+    return (
         f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
         " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
         " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
@@ -678,3 +689,21 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
         " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
         " file named *fabric*)."
     )
+
+
+def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
+    """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
+    message read as such, an affinity list as nproc (affinity_output), else a UsageError saying
+    what it looks like and what to save."""
+    if (affinity := affinity_output(where, text, copied)) is not None:
+        return "nproc", affinity
+    if (shape := _shape_refusal(where, text)) is not None:
+        raise UsageError(shape)
+    if (missing := missing_output(where, text, copied)) is not None:
+        return missing
+    if (refusal := _empty_or_refused(where, text, copied)) is not None:
+        raise UsageError(refusal)
+    if (refused := kernel_log_refusal(text)) is not None:
+        # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
+        return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
+    raise UsageError(_unread_sentence(where, text))

@@ -10,7 +10,7 @@ import re
 from gpuonboard.api import saved_forms
 from gpuonboard.api.shown import ibdev2netdev_line
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
-from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs, looks_like_mount_table
+from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
@@ -18,6 +18,7 @@ from gpuonboard.facts.kernel_shapes import journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import program_of
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
+from gpuonboard.facts.mount_table import looks_like_mount_table
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 

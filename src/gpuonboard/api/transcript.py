@@ -18,7 +18,7 @@ One file, one box: commands whose prompts (or `ssh HOST CMD`) name two hosts are
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -222,6 +222,29 @@ def _read_part(
         return f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"
 
 
+def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, tuple[str, T] | str]]) -> None:
+    """Raise a UsageError where the session holds outputs of several boxes (glued, none read) or
+    ran its read commands on more than one host."""
+    if several := next((got for _, got in each if isinstance(got, str) and glued.SEVERAL in got), None):
+        raise UsageError(f"{name}: {several}.")  # (outputs of the box on it, none of them read)
+    if len(named := hosts([part for part, got in each if not isinstance(got, str)])) > 1:
+        raise UsageError(
+            f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
+            " which cannot be judged as one box; save each box's outputs in a file of its own."
+        )
+
+
+def _note_skipped(name: str, skipped: list[tuple[int, str]], found: bool, notes: list[str]) -> None:
+    """Note the outputs not read (with why, in line order); raise a UsageError where none was read."""
+    if skipped:
+        notes.append(
+            f"{name}: a saved terminal session; not read: {'; '.join(why for _, why in sorted(skipped))}."
+        )
+    if not found:  # (each command named with why it is not read, as the note would)
+        said = f" ({'; '.join(why for _, why in sorted(skipped))})" if skipped else ""
+        raise UsageError(f"{name}: a saved terminal session holding no output this tool reads{said}.")
+
+
 def read(
     name: str,
     parts: list[Section],
@@ -244,13 +267,7 @@ def read(
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
     makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
-    if several := next((got for _, got in each if isinstance(got, str) and glued.SEVERAL in got), None):
-        raise UsageError(f"{name}: {several}.")  # (outputs of the box on it, none of them read)
-    if len(named := hosts([part for part, got in each if not isinstance(got, str)])) > 1:
-        raise UsageError(
-            f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
-            " which cannot be judged as one box; save each box's outputs in a file of its own."
-        )
+    _refuse_several_boxes(name, each)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
     for part, got in each:
@@ -303,11 +320,5 @@ def read(
                 " one of them in the file."
             )
         found[kind] = (part, out, where)
-    if skipped:
-        notes.append(
-            f"{name}: a saved terminal session; not read: {'; '.join(why for _, why in sorted(skipped))}."
-        )
-    if not found:  # (each command named with why it is not read, as the note would)
-        said = f" ({'; '.join(why for _, why in sorted(skipped))})" if skipped else ""
-        raise UsageError(f"{name}: a saved terminal session holding no output this tool reads{said}.")
+    _note_skipped(name, skipped, bool(found), notes)
     return [(kind, out, where) for kind, (_, out, where) in found.items()]

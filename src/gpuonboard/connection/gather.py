@@ -559,15 +559,15 @@ def _mount_table_apart(raw: dict[str, ProbeOutput]) -> None:
     `mounts` of its own, df's rows alone in `df`; a mount table's options (a saved `cat
     /proc/mounts` read offline: a share's `username=`, `domain=`) dropped, so that no report
     writes them. `raw` changed in place."""
-    from gpuonboard.facts import disks
+    from gpuonboard.facts import mount_table
 
     df = raw["df"]
-    rows, table = disks.split_df_mount_table(df.stdout)
+    rows, table = mount_table.split_df_mount_table(df.stdout)
     if table is not None:
         raw["df"] = dataclasses.replace(df, stdout=rows)
         raw["mounts"] = ProbeOutput(table, "", 0)
     if (out := raw.get("mounts")) is not None and out.stdout:
-        raw["mounts"] = dataclasses.replace(out, stdout=disks.mount_table_fields(out.stdout))
+        raw["mounts"] = dataclasses.replace(out, stdout=mount_table.mount_table_fields(out.stdout))
 
 
 def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
@@ -607,14 +607,14 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         mem = memory.read_memory(free_text)
     df_text, lsblk_text = _ok(raw, "df"), _ok(raw, "lsblk")
     if df_text or lsblk_text:
-        from gpuonboard.facts import disks
+        from gpuonboard.facts import disks, mount_table
 
         mounts = disks.parse_df(df_text) if df_text else ()
         from gpuonboard.facts.lsblk_table import read_lsblk
 
         block = read_lsblk(lsblk_text) if lsblk_text else ()
         if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
-            mounts = disks.with_mount_types(mounts, disks.parse_mount_table(table))
+            mounts = mount_table.with_mount_types(mounts, mount_table.parse_mount_table(table))
     memory_limit = cgroup_cpus = cgroup_cpuset = None
     if limits_text := _ok(raw, "cgroup_limits"):
         from gpuonboard.facts import cpu, memory

@@ -400,7 +400,7 @@ def test_the_mount_table_is_read_without_options_and_bounded(tools: str, tmp_pat
     assert "//10.0.0.5/share /mnt/share cifs" in lines
     assert {m.mountpoint: m.fstype for m in facts.mounts}["/var/lib/mongodb/data"] == "gpfs"
     assert "==>" not in facts.raw["df"].stdout
-    from gpuonboard.facts.disks import MOUNT_TABLE_MARK
+    from gpuonboard.facts.mount_table import MOUNT_TABLE_MARK
 
     assert MOUNT_TABLE_MARK in df_command()
 
@@ -432,7 +432,7 @@ def test_a_real_busybox_df_that_refuses_t_gets_types_from_this_machines_mount_ta
     bin_dir = _tools(tmp_path, {"df": str(wrapper)})
     facts = _probe(bin_dir, ("df",))
     assert "invalid option -- 'Z'" in facts.raw["df"].stderr
-    from gpuonboard.facts.disks import parse_mount_table
+    from gpuonboard.facts.mount_table import parse_mount_table
 
     table = parse_mount_table(Path("/proc/self/mounts").read_text())
     assert facts.mounts

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuonboard.facts.disks import looks_like_mount_table, parse_df, parse_mount_table, with_mount_types
+from gpuonboard.facts.disks import parse_df
+from gpuonboard.facts.mount_table import looks_like_mount_table, parse_mount_table, with_mount_types
 
 GPFS_DF_HT = (
     Path(__file__).parents[2]

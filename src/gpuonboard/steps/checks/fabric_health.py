@@ -371,55 +371,62 @@ def _in_sandbox(check: Check, what: str, sandbox: str | None) -> Check:
     return sandbox_log_check(check.name, what, sandbox)
 
 
+def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | None]:
+    """Xid, SXid and the host's hardware errors from the kernel log given (with the earlier
+    boots' logs given beside it), or the reader's absence said for Xid and SXid."""
+    from gpuonboard.facts import aer, kernel_log
+    from gpuonboard.facts.host_errors import host_errors
+    from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
+
+    out = facts.raw["kernel_log"]
+    log = kernel_log.parse_kernel_log(out.stdout)
+    # (a reader that answered with nothing or its own notice read no log: kernel_log.no_log)
+    ok = out.exit_code == 0 and not log.no_log
+    why = log.no_log or out.stderr.strip() or f"exit {out.exit_code}"
+    pairs = [(g.index, g.pci_bus_id) for g in gpus]
+    events = log.events + aer.aer_events(out.stdout)
+    if out.earlier_boot:  # (`journalctl -k -b -1`: every line is of a boot the box has left)
+        events = tuple(replace(e, earlier_boot=True) for e in events)
+        log = replace(log, events=events[: len(log.events)])
+    for i, text in enumerate(out.history):  # (earlier boots' logs given beside it, each read apart)
+        # (each log's driver loads its own: a refusal explains a failure of its own load only)
+        own = -(i + 1) * 1_000_000
+        past = tuple(
+            replace(e, earlier_boot=True, load=own + e.load) for e in kernel_log.parse_kernel_log(text).events
+        )
+        events = past + tuple(replace(e, earlier_boot=True, load=own) for e in aer.aer_events(text)) + events
+        log = replace(log, events=past + log.events)
+    slice_ = whole_listing_slice(facts)
+    if out.absent:  # (`journalctl: command not found`: a missing tool, not a refusal)
+        return [
+            reader_missing_check("gpu_xid", "Xid", why),
+            reader_missing_check("nvswitch_sxid", "SXid", why),
+        ]
+    # (a poster's `...` between its lines left some out, as a `| grep` does)
+    narrowed = out.partial or log.left_out or log.cut_by_cap
+    covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
+    xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
+    narrowed = out.partial or log.left_out or log.driver_cut_by_cap  # (its lines the driver's only)
+    sxid = rule_sxid(log.events, ok, why, covers, narrowed)
+    # (the host's own hardware errors: a row only where the log shows one)
+    hosted = host_errors(out.stdout)
+    hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
+    return [
+        _in_sandbox(xid, "Xid", log.sandbox),
+        _in_sandbox(sxid, "SXid", log.sandbox),
+        rule_host_hw_errors(hosted, out.partial or log.left_out or log.cut_by_cap),
+    ]
+
+
 def health_checks(facts: Facts) -> list[Check]:
     """The order-free fabric rules for the outputs there are: Xid / SXid from the kernel log,
     NVLink links from `nvlink -s`, Fabric Manager from its state."""
-    from gpuonboard.facts import aer, kernel_log, nvlink
-    from gpuonboard.facts.host_errors import host_errors
-    from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
+    from gpuonboard.facts import nvlink
 
     checks: list[Check | None] = []
     gpus = sorted(facts.gpu.gpus, key=lambda g: g.index) if facts.gpu is not None else []
     if facts.given("kernel_log"):
-        out = facts.raw["kernel_log"]
-        log = kernel_log.parse_kernel_log(out.stdout)
-        # (a reader that answered with nothing or its own notice read no log: kernel_log.no_log)
-        ok = out.exit_code == 0 and not log.no_log
-        why = log.no_log or out.stderr.strip() or f"exit {out.exit_code}"
-        pairs = [(g.index, g.pci_bus_id) for g in gpus]
-        events = log.events + aer.aer_events(out.stdout)
-        if out.earlier_boot:  # (`journalctl -k -b -1`: every line is of a boot the box has left)
-            events = tuple(replace(e, earlier_boot=True) for e in events)
-            log = replace(log, events=events[: len(log.events)])
-        for i, text in enumerate(out.history):  # (earlier boots' logs given beside it, each read apart)
-            # (each log's driver loads its own: a refusal explains a failure of its own load only)
-            own = -(i + 1) * 1_000_000
-            past = tuple(
-                replace(e, earlier_boot=True, load=own + e.load)
-                for e in kernel_log.parse_kernel_log(text).events
-            )
-            events = (
-                past + tuple(replace(e, earlier_boot=True, load=own) for e in aer.aer_events(text)) + events
-            )
-            log = replace(log, events=past + log.events)
-        slice_ = whole_listing_slice(facts)
-        if out.absent:  # (`journalctl: command not found`: a missing tool, not a refusal)
-            checks += [
-                reader_missing_check("gpu_xid", "Xid", why),
-                reader_missing_check("nvswitch_sxid", "SXid", why),
-            ]
-        else:
-            # (a poster's `...` between its lines left some out, as a `| grep` does)
-            narrowed = out.partial or log.left_out or log.cut_by_cap
-            covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
-            xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
-            narrowed = out.partial or log.left_out or log.driver_cut_by_cap  # (its lines the driver's only)
-            sxid = rule_sxid(log.events, ok, why, covers, narrowed)
-            checks += [_in_sandbox(xid, "Xid", log.sandbox), _in_sandbox(sxid, "SXid", log.sandbox)]
-            # (the host's own hardware errors: a row only where the log shows one)
-            hosted = host_errors(out.stdout)
-            hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
-            checks.append(rule_host_hw_errors(hosted, out.partial or log.left_out or log.cut_by_cap))
+        checks += _kernel_log_checks(facts, gpus)
     status = None
     if facts.given("nvidia_nvlink") and facts.raw["nvidia_nvlink"].exit_code == 0:
         status = nvlink.parse_nvlink_status(facts.raw["nvidia_nvlink"].stdout)

@@ -42,6 +42,36 @@ from gpuonboard.steps.checks.vgpu_name import is_vgpu
 from gpuonboard.units import format_bytes
 
 
+def _driver_failed(facts: Facts, expected: str, problem: str) -> Check:
+    """`nvidia_driver` failed where nvidia-smi read no GPU (`problem`), with the advice its
+    failure names (a hang's, or the unknown cause's where none is named)."""
+    raw = facts.gpu_raw
+    advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
+    if raw.exit_code == TIMED_OUT:
+        advice = HUNG_ADVICE
+    elif not advice and problem.startswith("unknown: nvidia-smi failed"):
+        advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
+    return Check("nvidia_driver", expected, problem.removeprefix("unknown: "), "fail", advice)
+
+
+def _driver_hung(facts: Facts, expected: str, actual: str) -> Check | None:
+    """`nvidia_driver` where a format hung though another listed the GPUs, else None."""
+    assert facts.gpu is not None
+    if hung := _hung_formats(facts):
+        # another format listed the GPUs (-L asks the driver little), this one hung on one of them;
+        # without persistence mode every call initialises every GPU (30 s on an 8 x A100 VM, with
+        # nine calls at once): slow, not yet hung, until a rerun with it on says so
+        persistent = any(g.persistence_mode == "Enabled" for g in facts.gpu.gpus)
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{actual}; {hung} did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)",
+            "fail" if persistent else "warn",
+            HUNG_ADVICE if persistent else _SLOW_ADVICE,
+        )
+    return None
+
+
 def rule_driver(facts: Facts) -> Check:
     """The NVIDIA driver answers: nvidia-smi exists and reports GPUs. A format the provider
     refuses is said, never taken for a broken driver; a cut-off output is unverified."""
@@ -62,27 +92,11 @@ def rule_driver(facts: Facts) -> Check:
     if unread:
         return _driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
     if problem:
-        raw = facts.gpu_raw
-        advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
-        if raw.exit_code == TIMED_OUT:
-            advice = HUNG_ADVICE
-        elif not advice and problem.startswith("unknown: nvidia-smi failed"):
-            advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
-        return Check("nvidia_driver", expected, problem.removeprefix("unknown: "), "fail", advice)
+        return _driver_failed(facts, expected, problem)
     assert facts.gpu is not None
     actual = f"driver {facts.gpu.driver_version or 'unknown'}, CUDA {facts.gpu.cuda_version or 'unknown'}"
-    if hung := _hung_formats(facts):
-        # another format listed the GPUs (-L asks the driver little), this one hung on one of them;
-        # without persistence mode every call initialises every GPU (30 s on an 8 x A100 VM, with
-        # nine calls at once): slow, not yet hung, until a rerun with it on says so
-        persistent = any(g.persistence_mode == "Enabled" for g in facts.gpu.gpus)
-        return Check(
-            "nvidia_driver",
-            expected,
-            f"{actual}; {hung} did not answer within {NVIDIA_SMI_TIMEOUT} s (stopped)",
-            "fail" if persistent else "warn",
-            HUNG_ADVICE if persistent else _SLOW_ADVICE,
-        )
+    if (hung := _driver_hung(facts, expected, actual)) is not None:
+        return hung
     notes = [refused] if refused else []
     if failed := _failed_formats(facts):
         # (said, never silent: the rules' "not reported" came from a format that failed here)
