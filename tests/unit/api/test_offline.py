@@ -102,6 +102,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # sudo's own `sudo: nvidia-smi: command not found` (its secure_path): refused, no output of the box
         "sudo__": None,
         "dmesg": "kernel_log",
+        # kern.log / syslog excerpts of host hardware errors (EDAC, machine checks): host_hw_errors
+        "kern-log__": "kernel_log",
+        "syslog__edac": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
         "podman-info": "podman_info",  # (shown, not judged)
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
