@@ -52,8 +52,8 @@ _KERNEL_LINE = re.compile(
 # `dmesg -t`): the boot banner and the boot's firmware lines, a driver's line about a PCI device
 # (`bnx2 0000:0b:00.0: ...`, dev_printk's `driver address: `), a SCSI device's (`scsi 4:0:0:0:`,
 # `sd 0:0:0:0:`, `scsi4 : hpsa`), an ATA / NVMe / USB port's, the NVIDIA driver's, EDAC's and
-# the machine-check handler's. One word is no evidence: several such lines, and most of the text
-# (_UNSTAMPED_LEAST), make a log.
+# the machine-check handler's. One word is no evidence: several such lines, of several kinds (a
+# grep keeps one or two), and most of the text (_UNSTAMPED_LEAST), make a log.
 _KERNEL_SHAPE = re.compile(
     r"^(?:Linux version \d\S*\s+\(|(?:Kernel )?[Cc]ommand line: |BIOS-e820: |BIOS-provided physical RAM map"
     r"|e820: |ACPI: |DMI: |SMBIOS \d|\S+ [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
@@ -61,6 +61,13 @@ _KERNEL_SHAPE = re.compile(
     r"|nvidia(?:-\w+)?: |NVRM: |EDAC |mce: |\[Hardware Error\]: )"
 )
 _UNSTAMPED_LEAST = 3
+
+
+def _shape_family(shape: str) -> str:
+    """The kind of kernel line a _KERNEL_SHAPE match is (`EDAC`, `ACPI:`, `nvme`, a PCI driver's
+    name): a `dmesg -t | grep -i edac` holds one or two kinds, a whole log many (review BBB: three
+    EDAC lines of a grep passed "no Xid in the kernel log")."""
+    return re.sub(r"[\d.:]+", "", shape.split()[0]) if shape.split() else shape
 
 
 def kernel_shaped(line: str) -> bool:
@@ -150,8 +157,13 @@ def detect_fabric_kind(text: str) -> str | None:
     kernel = sum(1 for line in lines[:200] if _kernel_line(line))
     # (a log printed without stamps: its lines' shapes, several of them and a quarter of its lines
     # at least, the others those of drivers no list names: `bonding: bond0: ...`, `lo: ...`)
-    shaped = sum(1 for line in lines[:200] if not _kernel_line(line) and _KERNEL_SHAPE.match(line))
-    if shaped >= _UNSTAMPED_LEAST and shaped * 4 >= min(len(lines), 200):
+    matched = [m for line in lines[:200] if not _kernel_line(line) and (m := _KERNEL_SHAPE.match(line))]
+    shaped = len(matched)
+    if (
+        shaped >= _UNSTAMPED_LEAST
+        and shaped * 4 >= min(len(lines), 200)
+        and len({_shape_family(m.group(0)) for m in matched}) >= _UNSTAMPED_LEAST
+    ):
         return "kernel_log"
     if kernel:  # (a log of stamped lines and unstamped ones)
         kernel += shaped

@@ -51,9 +51,10 @@ KERNEL_LOG_DRIVER = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|nvidia: probe of "
     "|Linux version |-- (Reboot|Boot [0-9a-f]+) --|registering driver dxgkrnl"
 )
-# (and the host's own hardware errors, facts/host_errors.py: the memory controllers' EDAC lines,
-# machine checks and the firmware's APEI records, `mce: [Hardware Error]: ...`, `{1}[Hardware Error]: ...`)
-KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect|EDAC ([a-z0-9_]+ )?MC[0-9]|Hardware Error"
+# (not the host's own hardware errors, facts/host_errors.py: a storm of corrected EDAC lines would
+# share the other drivers' cap and leave gpu_xid unverified, and a saved log of only such lines would
+# read as this probe's filter (review BBB); they need a cap of their own first)
+KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 # a kernel log's first line at boot (dmesg's stamp 0.000000, the kernel's first words: `Linux
 # version` on x86, `Booting Linux on` before it on arm64), in grep -E and Python re alike: a log whose
 # first line is none of these no longer reaches back to boot (dmesg's ring buffer wrapped, a journal

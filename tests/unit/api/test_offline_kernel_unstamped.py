@@ -47,3 +47,21 @@ def test_a_text_of_a_few_kernel_words_is_no_log() -> None:
     no kernel log: still refused."""
     text = "ACPI: tables look fine\nthe box was rebooted\nnvidia: driver loaded, we think\nok then\nbye\n"
     assert detect_kind(text) is None
+
+
+def test_a_grep_of_one_kind_of_kernel_line_without_stamps_is_no_log() -> None:
+    """Review BBB: `dmesg -t | grep -i edac` (the real osm-operations#300 kern.log's EDAC lines
+    with their syslog heads and stamps taken off, the edit) or three `ACPI:` lines of MSGINFO's
+    kind hold one kind of kernel line: a grep that cannot show an Xid, which passed "no Xid in
+    the kernel log"; it is no whole log (refused as before), while MSGINFO's several kinds are."""
+    text = (REAL / "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt").read_text()
+    edac = "".join(line[line.index("EDAC") :] + "\n" for line in text.splitlines() if "EDAC" in line)
+    assert edac.count("\n") >= 3
+    assert detect_kind(edac) != "kernel_log"
+    acpi = (
+        "ACPI: RSDP 00000000000f0490 00024 (v02 HP)\n"
+        "ACPI: XSDT 00000000bddaed00 000D4 (v01 HP ProLiant)\n"
+        "ACPI: FACP 00000000bddaee40 000F4 (v03 HP ProLiant)\n"
+    )
+    assert detect_kind(acpi) != "kernel_log"
+    assert detect_kind((REAL / MSGINFO).read_text()) == "kernel_log"
