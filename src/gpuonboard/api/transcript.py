@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gpuonboard.api import glued
-from gpuonboard.api.unread import _disagree, gives_way, joined_said
+from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
 
@@ -308,9 +308,9 @@ def read(
             continue
         if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
             first, before = found[kind][0], found[kind][1]
-            # (how they differ, as a folder's refusal says it: api/unread.py _disagree)
+            # (how they differ, as a folder's refusal says it: api/unread.py disagreement)
             differ = (
-                _disagree(kind, before, out)
+                disagreement(kind, before, out)
                 if isinstance(before, ProbeOutput) and isinstance(out, ProbeOutput)
                 else ""
             )

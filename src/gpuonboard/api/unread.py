@@ -190,7 +190,7 @@ def joined_container(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeO
     return replace(box, beside=(*box.beside, container, *container.beside))
 
 
-def _disagree(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
+def disagreement(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
     """Why two outputs of one kind are rivals, as a clause: where one shows part of the box or a
     container's view, what it shows (its command named); where two free outputs' Mem totals, or
     two lscpu answers, were read whole and disagree, both named (two boxes); "" otherwise."""
@@ -362,8 +362,9 @@ def keeps_first(
         return True
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:
+        differ = disagreement(kind, raw[kind], out)
         raise UsageError(
-            f"{where}: a second {kind} output (the first is {origin[kind]}){_disagree(kind, raw[kind], out)};"
+            f"{where}: a second {kind} output (the first is {origin[kind]}){differ};"
             " pass one file per command."
         )
     (lost, lost_out), (keep, _) = pair

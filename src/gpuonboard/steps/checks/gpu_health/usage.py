@@ -189,7 +189,7 @@ def _busy_beside_empty_list(g: GpuInfo) -> str | None:
     return None
 
 
-def _disagree(g: GpuInfo) -> str | None:
+def disagreement(g: GpuInfo) -> str | None:
     """'54 % / 18193 MiB in the CSV query, 0 % / 0 MiB in the table' where the outputs of
     separate calls disagree on whether the GPU works (one sample busy, another idle by both
     figures): the GPU changed between the calls; None where they agree."""
@@ -220,7 +220,7 @@ def _judge_unlisted(unlisted: list[GpuInfo]) -> tuple[list[str], list[str], list
         listing = "no process listed" if g.processes_known else "no process list read"
         if b := _busy_beside_empty_list(g):
             listed_empty.append(b)
-        elif disagree := _disagree(g):
+        elif disagree := disagreement(g):
             mixed.append(f"{gpu_label(g)} {disagree}, {listing}")
         elif b := _busy(g):
             (listed_empty if g.processes_known else no_list).append(b)
