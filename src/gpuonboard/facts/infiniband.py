@@ -530,8 +530,13 @@ def parse_ibv_devinfo(text: str) -> IbReport:
 
 
 # a line of its own saying the tool stopped (ibstat's `ibpanic: [PID] main: stat of IB device
-# 'mlx5_8' failed: ...`, `ibwarn: ...`)
-_STOPPED = re.compile(r"^\s*(?:ibpanic|ibwarn|ibstat(?:us)?):|\bfailed\b.*\b(?:IB device|umad)\b", re.I)
+# 'mlx5_8' failed: ...`, an `ibwarn: ...` naming a failure); libibumad's debug lines
+# (`ibwarn: [168988] umad_get_ca: opened mlx4_0`, with umad debugging on) are chatter
+_STOPPED = re.compile(
+    r"^\s*(?:ibpanic|ibstat(?:us)?):|^\s*ibwarn:.*\b(?:can'?t|cannot|fail\w*|error|no such)\b"
+    r"|\bfailed\b.*\b(?:IB device|umad)\b",
+    re.I,
+)
 _CA = re.compile(r"^CA\s+'([^']+)'\s*$")
 _CA_PORT = re.compile(r"^\s*Port\s+(\d+):\s*$")
 _CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer|Port GUID):\s*(.*?)\s*$")

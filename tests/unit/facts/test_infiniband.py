@@ -226,3 +226,29 @@ def test_a_record_under_another_tools_head_is_no_cut_top() -> None:
     report = parse_rdma(text)
     assert report.cut is None and report.complete
     assert rule_rdma((4, 10.0), report.ports, report.complete, report.cut).verdict == "fail"  # type: ignore[union-attr]
+
+
+# libibumad's debug lines above an ibstat, as linux-rdma/rdma-core#847 (a `set -x` log of
+# `+ ibstat` on a ConnectX-3) shows them
+UMAD_DEBUG = (
+    "ibwarn: [168988] umad_init: umad_init\n"
+    "ibwarn: [168988] umad_get_ca_device_list: return 1 cas\n"
+    "ibwarn: [168988] umad_get_ca: ca_name mlx4_0\n"
+    "ibwarn: [168988] umad_get_ca: opened mlx4_0\n"
+)
+
+
+def test_libibumad_debug_lines_do_not_stop_the_listing() -> None:
+    """The real one-port `ibstat` of a port down (ibstat__one-ca-named-mlx5_7__port-down__sriov-
+    pod.txt) with rdma-core#847's four `ibwarn:` debug lines put above it: the listing is whole
+    and its port down is named (a fail), not a listing that stopped early; an `ibwarn:` line
+    naming a failure still stops it."""
+    text = UMAD_DEBUG + read("ibstat__one-ca-named-mlx5_7__port-down__sriov-pod.txt")
+    report = parse_ibstat(text)
+    assert report.complete and report.warnings == () and len(report.ports) == 1
+    result = rule_rdma((1, 200.0), report.ports, report.complete, report.cut)
+    assert result is not None and result.verdict == "fail" and "mlx5_7/1" in result.actual, result
+    failing = "ibwarn: [3845] mad_rpc_open_port: can't open UMAD port ((null):0)\n" + read(
+        "ibstat__one-ca-named-mlx5_7__port-down__sriov-pod.txt"
+    )
+    assert not parse_ibstat(failing).complete
