@@ -74,7 +74,7 @@ def write_with_sha(path: Path, text: str) -> str:
     digest = sha256_bytes(data)
     try:
         with atomicfile.replacing(path) as f:
-            f.write(data)
+            atomicfile.write_pieces(f, data)
         write_atomic(sha_path, f"{digest}  {path.name}\n")
     except OSError as exc:
         raise UsageError(

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from types import SimpleNamespace
 
-from gpuonboard import masking
+from gpuonboard import atomicfile, masking
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.report.jsonfile import raw_outputs, write_outputs
 
@@ -94,9 +94,15 @@ def test_a_run_folder_is_judged_again_as_the_run_judged_it() -> None:
 
 
 def test_raw_files_are_written_as_open_wb_writes_them(tmp_path: Path) -> None:
-    """A host's raw files: the bytes as given (empty, a 1 MiB output, bytes not UTF-8, CRLF), an
-    older longer file emptied first, and the mode and flags a file open(path, "wb") makes has."""
-    outputs = {"empty": (b"", 0), "big": (bytes(range(256)) * 4096, 0), "crlf": (b"a\r\nb\n\xff", 1)}
+    """A host's raw files: the bytes as given (empty, a 1 MiB output, one of three pieces and a
+    few bytes, written a piece a call, bytes not UTF-8, CRLF), an older longer file emptied
+    first, and the mode and flags a file open(path, "wb") makes has."""
+    outputs = {
+        "empty": (b"", 0),
+        "big": (bytes(range(256)) * 4096, 0),
+        "huge": (os.urandom(3 * atomicfile.PIECE + 7), 0),
+        "crlf": (b"a\r\nb\n\xff", 1),
+    }
     (tmp_path / "raw" / "h").mkdir(parents=True)
     (tmp_path / "raw" / "h" / "crlf.txt").write_bytes(b"x" * 100)
     written = write_outputs(tmp_path, "h", outputs)

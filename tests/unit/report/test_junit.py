@@ -54,3 +54,58 @@ def test_a_failed_rule_is_counted_once() -> None:
     step = StepResult("acceptance", "failed", "gpu_count", [Check("gpu_count", "8", "4", "fail")])
     r = HostResult(Host(name="gpu-1", address="10.0.0.1"), "failed", "step acceptance: gpu_count", [step])
     assert _counts(junit.render(conclude([r]), "x")) == (1, 1, 0)
+
+
+# texts and attribute values with every character ElementTree escapes (and some it does not)
+_AWKWARD = [
+    "a & b <c> \"d\" 'e'",
+    "line one\nline two\r\n\ttab",
+    "",
+    " ",
+    "\u4e2d\u6587 \u00e9 \U0001f600",
+    "&amp; ]]>",
+    "\x1b[31mred\x1b[0m \x00",
+]
+
+
+def test_a_suite_is_written_as_elementtree_writes_it() -> None:
+    """junit.tostring (the suites' writer) gives ET.tostring's text: for suites of every kind of
+    testcase (a pass, a warn, an unverified, a failure, a skipped step, a failed step, an
+    unreachable host), strict or not, with awkward names, messages and details; and for a tree
+    it does not write itself (a namespace, a comment), by ElementTree."""
+    checks = [
+        Check(f"rule {i} {text}", text, text, verdict, detail=text)
+        for i, text in enumerate(_AWKWARD)
+        for verdict in ("pass", "warn", "unverified", "fail")
+    ]
+    steps = [
+        StepResult("acceptance", "failed", _AWKWARD[0], checks, duration=1.25),
+        StepResult("setup", "skipped", _AWKWARD[1]),
+        StepResult("prove", "failed", _AWKWARD[4], [Check("gpu_count", "8", "8", "pass")]),
+    ]
+    host = Host(name="gpu-1 <&>", address="10.0.0.1")
+    results = [
+        HostResult(host, "failed", "step acceptance", steps, duration=3.5),
+        HostResult(host, "unreachable", _AWKWARD[1]),
+    ]
+    for r in results:
+        for strict in (False, True):
+            for _r, verdict in conclude([r], strict=strict):
+                # the suite's tree as junit.suite builds it, written by ElementTree
+                el = ET.Element("testsuite", name=r.host.name, time=f"{r.duration:.3f}", timestamp="T")
+                ET.SubElement(ET.SubElement(el, "properties"), "property", name="verdict", value=verdict.word)
+                counts = junit._host_cases(el, r, strict)
+                for key in ("tests", "skipped", "failures", "errors"):
+                    el.set(key, str(counts[key]))
+                junit._legal_xml(el)
+                ET.indent(el, level=1)
+                assert junit.tostring(el) == ET.tostring(el, encoding="unicode")
+                assert junit.suite(r, verdict, strict, "T").xml == ET.tostring(el, encoding="unicode")
+    for text in _AWKWARD:
+        el = ET.Element("a", b=text, c=text)
+        el.text, ET.SubElement(el, "d", e=text).tail = text, text
+        ET.SubElement(el, "empty")
+        assert junit.tostring(el) == ET.tostring(el, encoding="unicode")
+    foreign = ET.Element("{urn:x}a")
+    foreign.append(ET.Comment("note"))
+    assert junit.tostring(foreign) == ET.tostring(foreign, encoding="unicode")
