@@ -67,15 +67,45 @@ ReadAs = Callable[[str, str, str, str, str, str, str], tuple[str, ProbeOutput]]
 Detect = Callable[[str], "str | None"]
 
 
+# the section of the script's grep of the kernel logs for NVRM lines, and its parts' headings:
+# `  /var/log/messages:` (a file of several boots, its boot lines grepped away: not read) and
+# `  journalctl -b -1:` (`journalctl -b $boot | grep -e NVRM -e nvidia- ...`)
+_SCANNING = "Scanning kernel log files for NVIDIA kernel messages:"
+_SCANNED = re.compile(r"^\s+(journalctl -b (-\d+)|/\S+):\s*$")
+
+
 @dataclass(frozen=True)
 class Section:
     """One output the log holds: its heading's name (`nvidia-smi --query`, `/proc/cpuinfo`), the
-    kinds it may be read as (none: not read), its text, and whether the file ends inside it."""
+    kinds it may be read as (none: not read), its text, whether the file ends inside it, and the
+    command that printed it where the script narrowed it (its grep of an earlier boot's journal)."""
 
     name: str
     kinds: tuple[str, ...]
     text: str
     cut: bool = False
+    command: str = ""
+
+
+def _scanned(lines: list[str]) -> list[Section]:
+    """The script's grep of the kernel logs, one part per log: an earlier boot's journal
+    (`journalctl -b -1:`) read as that boot's kernel log narrowed by the grep (its faults are
+    history); this boot's (`-b -0`, the dmesg section's boot) and the log files (boots not told
+    apart once grepped) named, not read."""
+    found: list[Section] = []
+    for line in lines:
+        if head := _SCANNED.match(line):
+            boot = head.group(2)
+            earlier = boot is not None and boot != "-0"
+            command = f"journalctl -b {boot} | grep -e NVRM -e nvidia-" if earlier else ""
+            found.append(
+                Section(
+                    f"{head.group(1)} | grep NVRM", ("kernel_log",) if earlier else (), "", command=command
+                )
+            )
+        elif found and line.strip():
+            found[-1] = dataclasses.replace(found[-1], text=found[-1].text + line + "\n")
+    return found
 
 
 def looks_like_bug_report(text: str) -> bool:
@@ -138,8 +168,10 @@ def sections(text: str) -> tuple[list[Section], bool]:
     found: list[Section] = []
     for chunk in chunks[1:] if len(chunks) > 1 else chunks:
         for piece in _pieces(chunk):
-            if (named := _named(piece)) is not None:
-                found.append(Section(*named))
+            if (named := _named(piece)) is None:
+                continue
+            scanned = _scanned(named[2].split("\n")) if named[0] == _SCANNING.rstrip(":") else []
+            found += scanned or [Section(*named)]
     if not whole and found:
         last = found[-1]
         cut_text = last.text.rstrip("\n") if text.endswith("\n") else last.text
@@ -168,16 +200,16 @@ def outputs(
         if part.name.startswith(("Start of NVIDIA bug report", "End of NVIDIA bug report")):
             continue  # (the script's own first and last lines)
         kind = detect(part.text) if part.kinds and part.text.strip() else None
-        if kind is None or kind not in part.kinds or kind in seen:
+        if kind is None or kind not in part.kinds or (kind in seen and not part.command):
             name = f"{part.name} (printed nothing)" if part.kinds and not part.text.strip() else part.name
             if name not in unread and part.name not in read:
                 unread.append(name)
             continue
         where = f"{path} (nvidia-bug-report.log: {part.name})"
-        kind, probe = read_as(path, where, kind, part.text, "", "", "")
+        kind, probe = read_as(path, where, kind, part.text, "", part.command, part.command)
         if part.cut:
             probe = dataclasses.replace(probe, partial=probe.partial or _cut_reason(part.name))
-        seen.add(kind)
+        seen |= set() if part.command else {kind}  # (an earlier boot's log goes beside this boot's)
         out.append((kind, probe, where))
         read.append(part.name)
     notes.append(_said(path, read, unread, whole, found))

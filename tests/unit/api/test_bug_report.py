@@ -208,3 +208,25 @@ def test_sections_pasted_without_the_prologue_are_a_bug_report() -> None:
     text = "".join(sections()[5:7])
     assert bug_report.looks_like_bug_report(text)
     assert not bug_report.looks_like_bug_report((REAL / QUERY).read_text())
+
+
+def test_the_scripts_grep_of_an_earlier_boots_journal_is_that_boots_history(tmp_path: Path) -> None:
+    """The script's `Scanning kernel log files for NVIDIA kernel messages:` section: its
+    `journalctl -b -1:` part (the real RTX 5080 journal lines, all NVRM lines, so its grep keeps
+    each: Xid 38 and 109) is read as the earlier boot's kernel log narrowed by the grep, its faults
+    history beside this boot's `dmesg:` section (the real H100 PCIe log: the driver does not
+    support the GPU); its `journalctl -b -0:` part, this boot's log again, is named, not read (a
+    rival of the dmesg section). Before, the log was read as its /proc/meminfo alone."""
+    journal = (REAL / "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt").read_text()
+    kernel = (REAL / "dmesg__open-nvidia-ko-without-gsp__h100-pcie__driver535.86.06.txt").read_text()
+    parts = sections(kernel)
+    scanning = "Scanning kernel log files for NVIDIA kernel messages:\n\n"
+    parts.insert(4, f"{SEP}{scanning}  journalctl -b -0:\n{kernel}\n  journalctl -b -1:\n{journal}\n")
+    rules, err, _ = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode())
+    actual = rules["gpu_xid"]["actual"]
+    assert "Xid 109 Context Switch Timeout Error (logged before the log's last reboot)" in actual
+    assert (
+        "the installed driver does not support this GPU" in actual and rules["gpu_xid"]["verdict"] == "fail"
+    )
+    assert "read as its journalctl -b -1 | grep NVRM, dmesg," in err
+    assert "journalctl -b -0 | grep NVRM" in err.split("not read", 1)[1]
