@@ -230,3 +230,23 @@ def test_the_scripts_grep_of_an_earlier_boots_journal_is_that_boots_history(tmp_
     )
     assert "read as its journalctl -b -1 | grep NVRM, dmesg," in err
     assert "journalctl -b -0 | grep NVRM" in err.split("not read", 1)[1]
+
+
+def test_nvidia_smis_failure_in_its_section_fails_the_driver(tmp_path: Path) -> None:
+    """The box a bug report is made for is often one whose driver broke: its `nvidia-smi --query`
+    section then holds nvidia-smi's own failure (the real line of
+    tests/fixtures/sessions/transcript__lspci+lsmod+nvidia-smi-FAILED+python__L40S-vm.txt, line
+    11, put in-test under both commands of the section). It is the box's answer, read as a saved
+    failed nvidia-smi: nvidia_driver fails with its words, the GPU rules unverified. Before, the log
+    was read as its /proc/meminfo alone: GO, exit 0 with an order of GPUs not judged."""
+    session = REAL.parent / "sessions" / "transcript__lspci+lsmod+nvidia-smi-FAILED+python__L40S-vm.txt"
+    failed = session.read_text().splitlines()[10] + "\n"
+    assert failed.startswith("NVIDIA-SMI has failed because")
+    parts = sections()
+    parts[-2] = (
+        f"{SEP}/usr/bin/nvidia-smi --query\n\n{failed}\n/usr/bin/nvidia-smi --query --unit\n\n{failed}\n"
+    )
+    rules, _, code = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode(), ORDER)
+    assert code == 1 and rules["nvidia_driver"]["verdict"] == "fail"
+    assert rules["nvidia_driver"]["actual"].startswith("nvidia-smi failed (NVIDIA-SMI has failed because")
+    assert rules["gpu_count"]["verdict"] == "unverified"
