@@ -250,3 +250,18 @@ def test_nvidia_smis_failure_in_its_section_fails_the_driver(tmp_path: Path) -> 
     assert code == 1 and rules["nvidia_driver"]["verdict"] == "fail"
     assert rules["nvidia_driver"]["actual"].startswith("nvidia-smi failed (NVIDIA-SMI has failed because")
     assert rules["gpu_count"]["verdict"] == "unverified"
+
+
+def test_a_bug_report_cut_inside_nvidia_smi_query_is_judged_of_what_was_read(tmp_path: Path) -> None:
+    """The log cut in-test inside its `nvidia-smi --query` section, right below the Titan V's
+    `Product Name` line (the real -q): the GPU the -q lists is counted (its `Attached GPUs: 1`), each
+    health rule is unverified "of what was read", never a pass on fields cut away, and the dmesg
+    section above is judged whole (Xid 79 fails). Before, the log was read as its /proc/meminfo."""
+    parts = sections()
+    at = next(i for i, part in enumerate(parts) if "/usr/bin/nvidia-smi --query" in part)
+    cut = "".join(parts[:at]) + parts[at][: parts[at].index("    Product Brand")]
+    rules, err, _ = judge(tmp_path, "nvidia-bug-report.log", cut.encode(), ORDER)
+    assert rules["gpu_count"]["verdict"] == "pass" and rules["gpu_xid"]["verdict"] == "fail"
+    for name in ("gpu_model", "ecc_mode", "pcie_link", "temperature", "throttling", "foreign_processes"):
+        assert rules[name]["verdict"] == "unverified", rules[name]
+    assert "ends inside its nvidia-smi --query section" in err
