@@ -70,6 +70,8 @@ Detect = Callable[[str], "str | None"]
 # the section of the script's grep of the kernel logs for NVRM lines, and its parts' headings:
 # `  /var/log/messages:` (a file of several boots, its boot lines grepped away: not read) and
 # `  journalctl -b -1:` (`journalctl -b $boot | grep -e NVRM -e nvidia- ...`)
+# the prologue's `uname: Linux gpu01 6.8.0-57-generic #59-Ubuntu ...` (`uname -a`): the release
+_UNAME = re.compile(r"^uname: \S+ \S+ (\d\S*)", re.M)
 _SCANNING = "Scanning kernel log files for NVIDIA kernel messages:"
 _SCANNED = re.compile(r"^\s+(journalctl -b (-\d+)|/\S+):\s*$")
 
@@ -172,6 +174,8 @@ def sections(text: str) -> tuple[list[Section], bool]:
                 continue
             scanned = _scanned(named[2].split("\n")) if named[0] == _SCANNING.rstrip(":") else []
             found += scanned or [Section(*named)]
+            if named[0].startswith("Start of NVIDIA bug report") and (uname := _UNAME.search(named[2])):
+                found.append(Section("uname line", ("kernel",), uname.group(1) + "\n"))
     if not whole and found:
         last = found[-1]
         cut_text = last.text.rstrip("\n") if text.endswith("\n") else last.text
@@ -200,6 +204,12 @@ def outputs(
         if part.name.startswith(("Start of NVIDIA bug report", "End of NVIDIA bug report")):
             continue  # (the script's own first and last lines)
         kind = detect(part.text) if part.kinds and part.text.strip() else None
+        if part.kinds == ("kernel",):  # (a release, no output of a command of its own)
+            out.append(
+                ("kernel", ProbeOutput(part.text, "", 0), f"{path} (nvidia-bug-report.log: uname line)")
+            )
+            read.append(part.name)
+            continue
         if kind is None or kind not in part.kinds or (kind in seen and not part.command):
             name = f"{part.name} (printed nothing)" if part.kinds and not part.text.strip() else part.name
             if name not in unread and part.name not in read:

@@ -96,9 +96,8 @@ def test_a_bug_report_is_read_as_the_outputs_it_holds(tmp_path: Path) -> None:
     assert rules["gpu_xid"]["verdict"] == "fail" and "Xid 79" in rules["gpu_xid"]["actual"], rules["gpu_xid"]
     assert rules["gpu_count"]["verdict"] == "pass" and rules["gpu_model"]["verdict"] == "pass"
     assert rules["nvidia_driver"]["actual"].startswith("driver 560.35.03")
-    assert (
-        "an nvidia-bug-report.log, read as its dmesg, /proc/cpuinfo, /proc/meminfo, nvidia-smi --query" in err
-    )
+    read = "read as its uname line, dmesg, /proc/cpuinfo, /proc/meminfo, nvidia-smi --query"
+    assert f"an nvidia-bug-report.log, {read}" in err
     assert "lspci -nnDvvvxxxx" in err and "dmidecode" in err and "nvidia-smi --query --unit" in err
 
 
@@ -110,11 +109,12 @@ def test_each_output_names_its_section_as_its_source(tmp_path: Path) -> None:
     saved.write_text("".join(sections()))
     notes: list[str] = []
     raw = offline.load_outputs([str(saved)], notes)
-    assert sorted(raw) == ["free", "kernel_log", "lscpu", "nvidia_smi_q"]
+    assert sorted(raw) == ["free", "kernel", "kernel_log", "lscpu", "nvidia_smi_q"]
+    assert raw["kernel"].stdout == "6.8.0-57-generic\n"  # (the prologue's `uname -a` line)
     found = offline._saved_outputs(saved, saved.read_bytes(), [])
     assert [where for _, _, where in found] == [
         f"{saved} (nvidia-bug-report.log: {name})"
-        for name in ("dmesg", "/proc/cpuinfo", "/proc/meminfo", "nvidia-smi --query")
+        for name in ("uname line", "dmesg", "/proc/cpuinfo", "/proc/meminfo", "nvidia-smi --query")
     ]
 
 
@@ -131,7 +131,7 @@ def test_a_gzip_bug_report_of_one_member_per_section_is_read(tmp_path: Path) -> 
         {k: v["verdict"] for k, v in plain.items()},
     )
     assert rules["gpu_xid"]["verdict"] == "fail"
-    assert "nvidia-bug-report.log.gz: an nvidia-bug-report.log, read as its dmesg" in err
+    assert "nvidia-bug-report.log.gz: an nvidia-bug-report.log, read as its uname line, dmesg" in err
 
 
 def test_a_bug_report_cut_in_its_kernel_log_leaves_gpu_xid_unverified(tmp_path: Path) -> None:
@@ -200,7 +200,7 @@ def test_a_gzip_cut_short_gives_what_its_bytes_hold() -> None:
 )
 def test_each_heading_of_the_script_names_its_output(heading: str, name: str, kinds: tuple[str, ...]) -> None:
     found, whole = bug_report.sections(f"{SEP}{PROLOGUE}{SEP}{heading}\n\nsome output\n{EPILOGUE}")
-    assert whole and [(s.name, s.kinds) for s in found][1] == (name, kinds)
+    assert whole and [(s.name, s.kinds) for s in found][2] == (name, kinds)  # (after the prologue, its uname)
 
 
 def test_sections_pasted_without_the_prologue_are_a_bug_report() -> None:
@@ -228,7 +228,7 @@ def test_the_scripts_grep_of_an_earlier_boots_journal_is_that_boots_history(tmp_
     assert (
         "the installed driver does not support this GPU" in actual and rules["gpu_xid"]["verdict"] == "fail"
     )
-    assert "read as its journalctl -b -1 | grep NVRM, dmesg," in err
+    assert "read as its uname line, journalctl -b -1 | grep NVRM, dmesg," in err
     assert "journalctl -b -0 | grep NVRM" in err.split("not read", 1)[1]
 
 
