@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gpuonboard.api import collect_env, glued, paste, saved_forms, transcript, unjudged
+from gpuonboard.api import bug_report, collect_env, glued, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import LINE_FILTERS, earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
-from gpuonboard.api.saved_bytes import PipeTimeout, not_text, read_at_most
+from gpuonboard.api.saved_bytes import PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
@@ -380,6 +380,10 @@ def _read_saved(path: Path) -> bytes:
             f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
             " leave it out of the files to judge."
         )
+    try:
+        data = expanded(data)  # (a gzip file, `nvidia-bug-report.log.gz`: the text it holds)
+    except ValueError as bad:
+        raise UsageError(f"{path}: {bad}.") from None
     if (why := not_text(data)) is not None:
         raise UsageError(f"{path}: {why}")
     return data
@@ -390,6 +394,8 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     saved terminal session) for each output it holds; a session's command whose output is not
     read (`ls`, `cat notes.txt`) is skipped with a note."""
     pasted = unviewed(paste.normalise(unquote(decode_saved(data))))  # (a CI log view's gutter dropped)
+    if bug_report.looks_like_bug_report(pasted):  # (its sections, each read as that output)
+        return bug_report.outputs(str(path), pasted, lambda p, *a: _read_as(path, *a), detect_kind, notes)
     parts = transcript.sections(pasted)
     if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)

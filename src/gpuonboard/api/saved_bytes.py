@@ -1,8 +1,9 @@
 """A file given to `gpuonboard facts` that is no saved command output by its bytes: a
-compressed file or archive (`nvidia-bug-report.log.gz`, the file vendors attach), a program, an
-image (a screenshot of the terminal), or any file with NUL bytes; one sentence naming the file
-and what to do, before any parser reads it as text; and its bytes read so that a pipe with no
-writer never blocks the run (`read_at_most`)."""
+compressed file or archive other than gzip, a program, an image (a screenshot of the terminal), or
+any file with NUL bytes; one sentence naming the file and what to do, before any parser reads it
+as text. A gzip file (`nvidia-bug-report.log.gz`, the file vendors attach) is read as the text it
+holds, expanded within a bound (`expanded`). Its bytes are read so that a pipe with no writer never
+blocks the run (`read_at_most`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import select
 import stat
 import threading
 import time
+import zlib
 from pathlib import Path
 
 # how long a named pipe (FIFO) given as a saved output may wait for a program to open it for
@@ -24,7 +26,6 @@ PIPE_STALL = 600.0
 
 # (leading bytes, what the file is, what to do)
 _MAGIC = (
-    (b"\x1f\x8b", "a gzip file", "gunzip it (`gunzip -k FILE`) or leave it out"),
     (b"BZh", "a bzip2 file", "bunzip2 it or leave it out"),
     (b"\xfd7zXZ\x00", "an xz file", "unxz it or leave it out"),
     (b"\x28\xb5\x2f\xfd", "a zstd file", "unzstd it or leave it out"),
@@ -34,6 +35,57 @@ _MAGIC = (
     (b"\xff\xd8\xff", "a JPEG image", "save the command's text output instead (`CMD > out.txt`)"),
     (b"%PDF-", "a PDF document", "save the command's text output instead (`CMD > out.txt`)"),
 )
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+# the most a gzip file given is expanded to (an nvidia-bug-report.log.gz of a box with many GPUs,
+# its nvidia-debugdump and acpidump in base64, holds tens of MiB); more is refused, never expanded
+MAX_GUNZIPPED_BYTES = 128 * 2**20
+
+
+def expanded(data: bytes) -> bytes:
+    """A saved file's bytes as the text they hold: a gzip file decompressed (gunzipped, at most
+    MAX_GUNZIPPED_BYTES; ValueError past it), any other as it is."""
+    return gunzipped(data, MAX_GUNZIPPED_BYTES)[0] if data.startswith(GZIP_MAGIC) else data
+
+
+def gunzipped(data: bytes, limit: int) -> tuple[bytes, bool]:
+    """A gzip file's bytes decompressed (every member: nvidia-bug-report.sh appends one per
+    section), and whether its compressed stream ended (False: the file was cut short, its bytes
+    read up to the cut); ValueError, one clause, where it would expand past `limit` bytes (a zip
+    bomb: never expanded further) or is no gzip stream. Each step expands at most what is left
+    of `limit` + 1 bytes, so memory stays bounded whatever the ratio."""
+    out: list[bytes] = []
+    size, rest, ended = 0, data, False
+    while rest:
+        unzip = zlib.decompressobj(wbits=31)
+        chunk, rest, ended = rest, b"", False
+        while chunk:
+            try:
+                piece = unzip.decompress(chunk, limit + 1 - size)
+            except zlib.error as exc:
+                if out:  # (bytes after the last member that are no gzip: dropped, as gzip -d warns)
+                    return b"".join(out), True
+                raise ValueError(f"a damaged gzip file ({exc})") from None
+            out.append(piece)
+            size += len(piece)
+            if size > limit:
+                raise ValueError(
+                    f"a gzip file that expands past {limit // 2**20} MiB (a zip bomb, or no saved"
+                    " command output): leave it out"
+                )
+            chunk = unzip.unconsumed_tail
+        ended = unzip.eof
+        if not ended:  # (cut inside a member: what its bytes held, bounded by what was fed)
+            out.append(unzip.flush())
+            size += len(out[-1])
+            if size > limit:
+                raise ValueError(
+                    f"a gzip file that expands past {limit // 2**20} MiB (a zip bomb, or no saved"
+                    " command output): leave it out"
+                )
+        rest = unzip.unused_data
+    return b"".join(out), ended
 
 
 def not_text(data: bytes) -> str | None:
