@@ -7,14 +7,13 @@ mapping validated, its groups, vendors and hosts resolved, jump chains made flat
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import ansible as ansible_inventory
-from gpuonboard.inventory import ansible_cfg, ansible_list
+from gpuonboard.inventory import ansible_cfg, ansible_dir, ansible_list
 from gpuonboard.inventory.ansible_vars import BELOW_VENDOR
 from gpuonboard.inventory.fields import (
     GROUP_KEYS,
@@ -61,6 +60,12 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     raw: dict[str, Any]
     ansible = True  # an Ansible inventory: a host without ansible_host is reached by its name
     text = read_text(hosts_file, InventoryError, "inventory")  # (bounded: `/dev/zero` is refused)
+    if ansible_dir.is_script(hosts_file, text):
+        raise InventoryError(
+            f"{hosts_file}: this inventory is an executable script (it starts with #!), which Ansible"
+            f" runs to list its hosts while gpuonboard never runs one; pass --inventory ansible-inventory:{hosts_file} to read what Ansible"
+            " reads from it."
+        )
     if ansible_inventory.looks_like_ini(hosts_file, text):
         from gpuonboard.inventory import ansible_ini  # (an INI inventory's reader, imported for one)
 
@@ -162,7 +167,7 @@ def _under(project: Path, given: str) -> Path:
 
 
 HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
-INVENTORY_SUFFIXES = (".yml", ".yaml", ".ini")
+INVENTORY_SUFFIXES = ansible_dir.INVENTORY_SUFFIXES
 
 
 def _hosts_file_in(directory: Path) -> Path:
@@ -217,98 +222,22 @@ def _one_hosts_file(directory: Path) -> Path:
 
 
 def _refuse_second_source(directory: Path, hosts_file: Path) -> None:
-    """An Ansible inventory directory's file beside the hosts file that Ansible reads too
-    (`_second_source`): one sentence naming it, not ignored."""
-    if second := _second_source(directory, hosts_file):
+    """An Ansible inventory directory's entry beside the hosts file that Ansible reads too
+    (`ansible_dir.second_source`): one sentence naming it, not ignored (a script never run)."""
+    if second := ansible_dir.second_source(directory, hosts_file):
         path, kind = second
+        where = "" if path.parent == directory else " (it reads the directory's subfolders as well)"
+        if kind == ansible_dir.SCRIPT:
+            raise InventoryError(
+                f"{path}: Ansible reads this file too{where}, {kind}, while gpuonboard reads only"
+                f" {hosts_file.name} and never runs a script; pass --inventory ansible-inventory:{directory}"
+                " to read the directory as Ansible does, or move the script out of the directory."
+            )
         raise InventoryError(
-            f"{path}: Ansible reads this file too, {kind}, while gpuonboard reads"
+            f"{path}: Ansible reads this file too{where}, {kind}, while gpuonboard reads"
             f" only {hosts_file.name}; move what it defines into {hosts_file.name}, or pass --inventory"
             f" ansible-inventory:{directory} to read the directory as Ansible does."
         )
-
-
-def _second_source(directory: Path, hosts_file: Path) -> tuple[Path, str] | None:
-    """The first file beside the hosts file that Ansible reads hosts, groups' children or vars
-    from (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out; a file
-    whose first line is a host), and what Ansible reads it as: not the hosts file itself (a link
-    to it, or it a link to this), not a name the config's ignore lists skip."""
-    names = sorted(p for p in directory.iterdir() if p != hosts_file and not p.name.startswith("."))
-    names = [p for p in names if p.suffix not in INVENTORY_SUFFIXES]
-    if not names:
-        return None
-    exts, patterns = ansible_cfg.inventory_ignores()
-    try:
-        skips = re.compile("|".join([*patterns, *(re.escape(e) + "$" for e in exts)]) or "(?!)")
-    except re.error as exc:
-        raise InventoryError(
-            f"the Ansible config's inventory_ignore_patterns holds a pattern that is no regular"
-            f" expression ({exc}); fix it."
-        ) from None
-    same = _resolved(hosts_file)
-    for p in names:
-        if skips.search(p.name) or _resolved(p) == same:
-            continue
-        text = _sibling_text(p)
-        if text is not None and (kind := _read_as(p, text, hosts_file)):
-            return p, kind
-    return None
-
-
-def _resolved(path: Path) -> Path | None:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return None
-
-
-def _sibling_text(path: Path) -> str | None:
-    """A file's text, read this far (None: no regular file, or unreadable)."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_SIBLING_BYTES:
-            return None
-        with path.open(encoding="utf-8", errors="replace") as f:
-            return f.read(MAX_SIBLING_BYTES)
-    except OSError:
-        return None
-
-
-def _read_as(path: Path, text: str, hosts_file: Path) -> str | None:
-    """What Ansible's plugins read a host, a group's vars or children from `path` as (None:
-    nothing): .toml by its toml plugin (a table's `hosts`, `vars` or `children`: a
-    pyproject.toml gives empty groups), anything else by its ini plugin
-    (ansible_ini.adds_anything); a vault-encrypted file, decrypted where a vault password is set."""
-    from gpuonboard.inventory import ansible_ini
-
-    if text.startswith("$ANSIBLE_VAULT;"):  # (with a vault password, what it holds is unknown here)
-        encrypted = "an inventory of the directory encrypted with Ansible Vault"
-        encrypted += ", decrypted with the vault password set"
-        return encrypted if ansible_cfg.vault_password_set() else None
-    if path.suffix == ".toml":
-        import tomllib
-
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return None
-        keys = ("hosts", "vars", "children")
-        found = any(isinstance(v, dict) and any(v.get(k) for k in keys) for v in data.values())
-        return (
-            "a TOML inventory of the directory (its hosts, groups, their children and vars)"
-            if found
-            else None
-        )
-    known: frozenset[str] | None = frozenset()
-    if path.name > hosts_file.name:  # (Ansible reads a directory's files in sorted order)
-        hosts_text = _sibling_text(hosts_file) or ""
-        ini = ansible_inventory.looks_like_ini(hosts_file, hosts_text)
-        known = ansible_ini.section_names(hosts_text) if ini else None
-    if ansible_ini.adds_anything(text, known):
-        return "an INI inventory of the directory (its hosts, groups, their children and vars)"
-    return None
-
-
-MAX_SIBLING_BYTES = 1 << 20  # (a file beside the hosts file is read this far for its first section)
 
 
 def _refuse_no_ansible_hosts(raw: Mapping[str, Any], hosts_file: Path, kind: str) -> None:
