@@ -106,8 +106,9 @@ class _Walk:
 
     def _too_much(self, where: Path, what: str) -> None:
         raise InventoryError(
-            f"{where}: this Ansible inventory directory holds {what} beside its hosts file, all of"
-            " which Ansible reads as inventories, too many to judge here; move the other files out, or"
+            f"{self.directory}: this Ansible inventory directory holds {what} beside its hosts file"
+            f" (the last in {where}), all of which Ansible reads as inventories, too many to judge here;"
+            " move the other files out, or"
             f" pass --inventory ansible-inventory:{self.directory} to read the directory as Ansible does."
         )
 
@@ -221,6 +222,17 @@ def _yaml_reads(text: str, auto: bool) -> str | None:
             if isinstance(node, yaml.MappingNode) and node.value:
                 return YAML_KIND
     return None
+
+
+def plugin_named(text: str) -> str | None:
+    """The inventory plugin a YAML file configures (`plugin: amazon.aws.aws_ec2`: Ansible's `auto`
+    plugin runs that plugin for a `.yml`/`.yaml`, which lists the hosts of a cloud's API or a
+    CMDB), or None."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
+        return None
+    return _scalar_value(root, "plugin") if isinstance(root, yaml.MappingNode) else None
 
 
 def _scalar_value(mapping: yaml.MappingNode, key: str) -> str | None:

@@ -63,8 +63,8 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     if ansible_dir.is_script(hosts_file, text):
         raise InventoryError(
             f"{hosts_file}: this inventory is an executable script (it starts with #!), which Ansible"
-            f" runs to list its hosts while gpuonboard never runs one; pass --inventory ansible-inventory:{hosts_file} to read what Ansible"
-            " reads from it."
+            " runs to list its hosts while gpuonboard never runs one; pass --inventory"
+            f" ansible-inventory:{hosts_file} to read what Ansible reads from it."
         )
     if ansible_inventory.looks_like_ini(hosts_file, text):
         from gpuonboard.inventory import ansible_ini  # (an INI inventory's reader, imported for one)
@@ -82,6 +82,13 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         if not isinstance(data, dict):
             raise InventoryError(
                 f"{hosts_file}, line 1: the inventory must be a mapping with a 'hosts:' key."
+            )
+        if (plugin := ansible_dir.plugin_named(text)) and hosts_file.suffix in (".yml", ".yaml"):
+            raise InventoryError(
+                f"{hosts_file}: this file configures Ansible's inventory plugin {plugin}, which Ansible"
+                " runs to list the hosts (from a cloud's API or another source) while gpuonboard never"
+                f" runs a plugin; pass --inventory ansible-inventory:{hosts_file} to read the hosts it"
+                " lists."
             )
         ansible = not ansible_inventory.is_native(data)
         if not ansible:
@@ -212,6 +219,13 @@ def _one_hosts_file(directory: Path) -> Path:
         for p in directory.iterdir()
         if p.suffix in INVENTORY_SUFFIXES and not p.name.startswith(".") and p.is_file() and p != found[0]
     )
+    if extra and (plugin := ansible_dir.plugin_named(_text_or_empty(directory / extra[0]))):
+        raise InventoryError(
+            f"{directory / extra[0]}: this file configures Ansible's inventory plugin {plugin}, which"
+            f" Ansible runs to list hosts beside those of {found[0].name} while gpuonboard reads only"
+            f" {found[0].name} and never runs a plugin; pass --inventory ansible-inventory:{directory}"
+            " to read the directory as Ansible does."
+        )
     if extra:
         raise InventoryError(
             f"{directory / extra[0]}: gpuonboard reads only {found[0].name} of an inventory directory,"
@@ -219,6 +233,14 @@ def _one_hosts_file(directory: Path) -> Path:
             f" or pass --inventory {directory / extra[0]} to use that file instead."
         )
     return found[0]
+
+
+def _text_or_empty(path: Path) -> str:
+    """A file's text, bounded like every input; empty where it cannot be read."""
+    try:
+        return read_text(path, InventoryError, "inventory")
+    except InventoryError:
+        return ""
 
 
 def _refuse_second_source(directory: Path, hosts_file: Path) -> None:
