@@ -55,6 +55,12 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         hosts_file = _hosts_file_in(path)
     elif path.exists():
         hosts_file = path
+    elif "," in path.name:  # (Ansible's `-i gpu1,gpu2,`: its host_list plugin reads the hosts)
+        raise InventoryError(
+            f"{path}: inventory not found; a comma-separated host list, as Ansible's -i takes it, is"
+            f" read with --inventory ansible-inventory:{path.name} (or write the hosts into an"
+            " inventory file)."
+        )
     else:
         raise InventoryError(f"{path}: inventory not found; pass --inventory PATH (default ./inventory).")
     raw: dict[str, Any]

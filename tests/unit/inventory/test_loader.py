@@ -1265,6 +1265,22 @@ def test_an_inventory_script_beside_the_hosts_file_or_as_it_is_never_run_and_nam
     assert not (tmp_path / "ran").exists()
 
 
+def test_an_ansible_host_list_as_the_inventory_points_to_the_form_that_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-i 10.0.0.1,10.0.0.2,` is how Ansible's docs run ad hoc commands without an inventory
+    file (its host_list plugin); given to gpuonboard it said only "inventory not found; pass
+    --inventory PATH". The sentence now names the form that reads such a list."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InventoryError) as err:
+        inventory.load("10.0.0.1,10.0.0.2,")
+    assert str(err.value) == (
+        "10.0.0.1,10.0.0.2,: inventory not found; a comma-separated host list, as Ansible's -i takes"
+        " it, is read with --inventory ansible-inventory:10.0.0.1,10.0.0.2, (or write the hosts into an"
+        " inventory file)."
+    )
+
+
 def test_an_inventory_plugins_configuration_is_named_as_one(tmp_path: Path) -> None:
     """An `aws_ec2.yml` as amazon.aws documents it (`plugin: amazon.aws.aws_ec2`, its regions and
     keyed_groups): Ansible's auto plugin runs that plugin, which lists the cloud's hosts. Given as
