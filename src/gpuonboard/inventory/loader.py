@@ -209,6 +209,14 @@ def _one_hosts_file(directory: Path) -> Path:
             " orders into a file of that name (see inventory/ in the repository for an example), or"
             " pass --inventory FILE."
         )
+    if not found and (others := _inventory_files(directory)):
+        # (kubespray's inventory/sample/inventory.ini: Ansible reads any file of a directory)
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        raise InventoryError(
+            f"{directory}: no hosts file (hosts.yml, hosts.yaml, hosts.ini or hosts) in this inventory"
+            f" directory, which holds {others[0].name}{more}; pass --inventory {others[0]} to read that"
+            f" file, or --inventory ansible-inventory:{directory} to read the directory as Ansible does."
+        )
     if not found:
         raise InventoryError(
             f"{directory}: no hosts.yml in this inventory directory; create one (see inventory/ in the"
@@ -247,6 +255,20 @@ def _text_or_empty(path: Path) -> str:
         return read_text(path, InventoryError, "inventory")
     except InventoryError:
         return ""
+
+
+def _inventory_files(directory: Path) -> list[Path]:
+    """The files of a directory named like an inventory (`inventory.ini`, `cluster.yml`,
+    `hosts.json`), sorted; none for a directory that cannot be listed."""
+    suffixes = (*INVENTORY_SUFFIXES, ".json", ".toml")
+    try:
+        return sorted(
+            p
+            for p in directory.iterdir()
+            if p.suffix in suffixes and not p.name.startswith(".") and p.is_file()
+        )
+    except OSError:
+        return []
 
 
 def _refuse_second_source(directory: Path, hosts_file: Path) -> None:

@@ -1265,6 +1265,24 @@ def test_an_inventory_script_beside_the_hosts_file_or_as_it_is_never_run_and_nam
     assert not (tmp_path / "ran").exists()
 
 
+def test_a_directory_without_a_hosts_file_names_the_inventory_it_holds(tmp_path: Path) -> None:
+    """Kubespray's real sample directory (`inventory/sample/`: inventory.ini and group_vars/), as
+    its README has one copy it and pass the folder: "no hosts.yml in this inventory directory;
+    create one", as if nothing were there. Now the file it holds and the two forms that read it
+    are named."""
+    import shutil
+
+    sample = tmp_path / "sample"
+    shutil.copytree(ANSIBLE_CORPUS / "kubespray-sample", sample)
+    with pytest.raises(InventoryError) as err:
+        inventory.load(sample)
+    assert str(err.value) == (
+        f"{sample}: no hosts file (hosts.yml, hosts.yaml, hosts.ini or hosts) in this inventory"
+        f" directory, which holds inventory.ini; pass --inventory {sample / 'inventory.ini'} to read"
+        f" that file, or --inventory ansible-inventory:{sample} to read the directory as Ansible does."
+    )
+
+
 def test_an_ansible_host_list_as_the_inventory_points_to_the_form_that_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
