@@ -96,6 +96,13 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
                 f" runs a plugin; pass --inventory ansible-inventory:{hosts_file} to read the hosts it"
                 " lists."
             )
+        meta = data.get("_meta")
+        if isinstance(meta, dict) and "hostvars" in meta:
+            raise InventoryError(
+                f"{hosts_file}: this is what `ansible-inventory --list` prints (its _meta.hostvars), which"
+                " Ansible does not read back as an inventory; pass --inventory ansible-inventory:SOURCE"
+                " with the inventory it was listed from, or that inventory itself."
+            )
         ansible = not ansible_inventory.is_native(data)
         if not ansible:
             _check_no_ansible_vars_dirs(hosts_file.parent)
