@@ -221,8 +221,9 @@ def _one_hosts_file(directory: Path) -> Path:
         more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
         raise InventoryError(
             f"{directory}: no hosts file (hosts.yml, hosts.yaml, hosts.ini or hosts) in this inventory"
-            f" directory, which holds {others[0].name}{more}; pass --inventory {others[0]} to read that"
-            f" file, or --inventory ansible-inventory:{directory} to read the directory as Ansible does."
+            f" directory, which holds {others[0].relative_to(directory)}{more}; pass --inventory"
+            f" {others[0]} to read that file, or --inventory ansible-inventory:{directory} to read the"
+            " directory as Ansible does."
         )
     if not found:
         raise InventoryError(
@@ -264,18 +265,21 @@ def _text_or_empty(path: Path) -> str:
         return ""
 
 
-def _inventory_files(directory: Path) -> list[Path]:
+def _inventory_files(directory: Path, depth: int = 1) -> list[Path]:
     """The files of a directory named like an inventory (`inventory.ini`, `cluster.yml`,
-    `hosts.json`), sorted; none for a directory that cannot be listed."""
+    `hosts.json`, a hosts file), sorted, else those of its subfolders (`inventory/mycluster/`, as
+    kubespray lays one out: Ansible reads subfolders too), one level down; none for a directory
+    that cannot be listed."""
     suffixes = (*INVENTORY_SUFFIXES, ".json", ".toml")
     try:
-        return sorted(
-            p
-            for p in directory.iterdir()
-            if p.suffix in suffixes and not p.name.startswith(".") and p.is_file()
-        )
+        entries = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+        found = [p for p in entries if (p.suffix in suffixes or p.name == "hosts") and p.is_file()]
+        folders = [p for p in entries if p.name not in ("group_vars", "host_vars") and p.is_dir()]
     except OSError:
         return []
+    if found or depth == 0:
+        return found
+    return [f for sub in folders[:100] for f in _inventory_files(sub, 0)]
 
 
 def _refuse_second_source(directory: Path, hosts_file: Path) -> None:

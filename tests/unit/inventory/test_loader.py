@@ -1281,6 +1281,13 @@ def test_a_directory_without_a_hosts_file_names_the_inventory_it_holds(tmp_path:
         f" directory, which holds inventory.ini; pass --inventory {sample / 'inventory.ini'} to read"
         f" that file, or --inventory ansible-inventory:{sample} to read the directory as Ansible does."
     )
+    # one level up (`-i inventory` over kubespray's inventory/mycluster/): Ansible reads the subfolder
+    with pytest.raises(InventoryError) as err:
+        inventory.load(tmp_path)
+    assert str(err.value).startswith(
+        f"{tmp_path}: no hosts file (hosts.yml, hosts.yaml, hosts.ini or hosts) in this inventory"
+        f" directory, which holds sample/inventory.ini; pass --inventory {sample / 'inventory.ini'} "
+    )
 
 
 @pytest.mark.skipif(not ANSIBLE_INVENTORY_EXE.exists(), reason="ansible-core is not installed")
