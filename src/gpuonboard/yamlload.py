@@ -423,6 +423,11 @@ def parse_yaml(text: str, path: Path, error: type[GpuonboardError], strict_numbe
         where = f", line {mark.line + 1}" if mark is not None else ""
         if tag := _TAG.search(str(problem)) if isinstance(exc, yaml.constructor.ConstructorError) else None:
             raise error(f"{path}{where}: {_tag_advice(tag.group(1))}") from None
+        if "'\\t'" in str(problem) and mark is not None:  # (PyYAML: "found character '\t' that ...")
+            raise error(
+                f"{path}{where}: a tab (column {mark.column + 1}) where YAML allows only spaces, which"
+                " indent and separate its values; replace the tabs with spaces."
+            ) from None
         raise error(
             f"{path}{where}: invalid YAML: {' '.join(str(problem).split())}{_context(exc)};"
             " check the indentation, quotes and brackets around that line."

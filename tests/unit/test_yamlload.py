@@ -109,3 +109,23 @@ def test_counting_with_libyaml_first_says_what_the_parse_says(
             return str(exc)
 
     assert outcome(0) == outcome(1 << 40)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column"),
+    [
+        ("hosts:\n\tgpu1: {address: 10.0.0.1}\n", 2, 1),  # a tab indenting (an editor's Tab key)
+        ("order:\n  gpu_count:\t8\n", 2, 13),  # a tab after the colon
+        ("steps:\n  - step: acceptance\n\t- step: container\n", 3, 1),
+    ],
+)
+def test_a_tab_is_named_as_one_with_what_to_do(text: str, line: int, column: int) -> None:
+    """A tab where PyYAML (and Ansible's loader, the same parser) reads none said "invalid YAML:
+    found character '\\t' that cannot start any token; check the indentation, quotes and brackets",
+    PyYAML's words and no fix; now it names the tab's line and column and says to use spaces."""
+    with pytest.raises(InventoryError) as err:
+        parse_yaml(text, Path("hosts.yml"), InventoryError)
+    assert str(err.value) == (
+        f"hosts.yml, line {line}: a tab (column {column}) where YAML allows only spaces, which indent and"
+        " separate its values; replace the tabs with spaces."
+    )

@@ -18,14 +18,16 @@ if TYPE_CHECKING:
 
 
 def _vendors(project: Path, inventory: str, needed: bool) -> tuple[tuple[planner.Vendor, ...], str]:
-    """Vendor profiles of the inventory (only when --hours asks for costs)."""
+    """Vendor profiles of the inventory (only when --hours asks for costs). Without the default
+    ./inventory, a note; an --inventory given that is not there is an input error (its typo had
+    priced no vendor, with exit 0)."""
     if not needed:
         return (), ""
     from gpuonboard import inventory as inventory_mod
-    from gpuonboard.inventory.loader import locate
+    from gpuonboard.inventory.loader import DEFAULT_INVENTORY, locate
 
     path = locate(project, inventory)  # (`ansible-inventory:SOURCE` kept)
-    if isinstance(path, Path) and not path.exists():
+    if isinstance(path, Path) and not path.exists() and inventory == DEFAULT_INVENTORY:
         return (), f"no inventory at {path}: no vendor costs (pass --inventory PATH)"
     inv = inventory_mod.load(path)
     return tuple(inv.vendors.values()), ""

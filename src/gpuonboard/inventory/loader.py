@@ -7,14 +7,13 @@ mapping validated, its groups, vendors and hosts resolved, jump chains made flat
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory import ansible as ansible_inventory
-from gpuonboard.inventory import ansible_cfg, ansible_list
+from gpuonboard.inventory import ansible_cfg, ansible_dir, ansible_list
 from gpuonboard.inventory.ansible_vars import BELOW_VENDOR
 from gpuonboard.inventory.fields import (
     GROUP_KEYS,
@@ -56,11 +55,23 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         hosts_file = _hosts_file_in(path)
     elif path.exists():
         hosts_file = path
+    elif "," in path.name:  # (Ansible's `-i gpu1,gpu2,`: its host_list plugin reads the hosts)
+        raise InventoryError(
+            f"{path}: inventory not found; a comma-separated host list, as Ansible's -i takes it, is"
+            f" read with --inventory ansible-inventory:{path.name} (or write the hosts into an"
+            " inventory file)."
+        )
     else:
         raise InventoryError(f"{path}: inventory not found; pass --inventory PATH (default ./inventory).")
     raw: dict[str, Any]
     ansible = True  # an Ansible inventory: a host without ansible_host is reached by its name
     text = read_text(hosts_file, InventoryError, "inventory")  # (bounded: `/dev/zero` is refused)
+    if ansible_dir.is_script(hosts_file, text):
+        raise InventoryError(
+            f"{hosts_file}: this inventory is an executable script (it starts with #!), which Ansible"
+            " runs to list its hosts while gpuonboard never runs one; pass --inventory"
+            f" ansible-inventory:{hosts_file} to read what Ansible reads from it."
+        )
     if ansible_inventory.looks_like_ini(hosts_file, text):
         from gpuonboard.inventory import ansible_ini  # (an INI inventory's reader, imported for one)
 
@@ -77,6 +88,20 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         if not isinstance(data, dict):
             raise InventoryError(
                 f"{hosts_file}, line 1: the inventory must be a mapping with a 'hosts:' key."
+            )
+        if (plugin := ansible_dir.plugin_named(text)) and hosts_file.suffix in (".yml", ".yaml"):
+            raise InventoryError(
+                f"{hosts_file}: this file configures Ansible's inventory plugin {plugin}, which Ansible"
+                " runs to list the hosts (from a cloud's API or another source) while gpuonboard never"
+                f" runs a plugin; pass --inventory ansible-inventory:{hosts_file} to read the hosts it"
+                " lists."
+            )
+        meta = data.get("_meta")
+        if isinstance(meta, dict) and "hostvars" in meta:
+            raise InventoryError(
+                f"{hosts_file}: this is what `ansible-inventory --list` prints (its _meta.hostvars), which"
+                " Ansible does not read back as an inventory; pass --inventory ansible-inventory:SOURCE"
+                " with the inventory it was listed from, or that inventory itself."
             )
         ansible = not ansible_inventory.is_native(data)
         if not ansible:
@@ -162,7 +187,7 @@ def _under(project: Path, given: str) -> Path:
 
 
 HOSTS_FILE_NAMES = ("hosts.yml", "hosts.yaml", "hosts.ini", "hosts")
-INVENTORY_SUFFIXES = (".yml", ".yaml", ".ini")
+INVENTORY_SUFFIXES = ansible_dir.INVENTORY_SUFFIXES
 
 
 def _hosts_file_in(directory: Path) -> Path:
@@ -191,6 +216,15 @@ def _one_hosts_file(directory: Path) -> Path:
             " orders into a file of that name (see inventory/ in the repository for an example), or"
             " pass --inventory FILE."
         )
+    if not found and (others := _inventory_files(directory)):
+        # (kubespray's inventory/sample/inventory.ini: Ansible reads any file of a directory)
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        raise InventoryError(
+            f"{directory}: no hosts file (hosts.yml, hosts.yaml, hosts.ini or hosts) in this inventory"
+            f" directory, which holds {others[0].relative_to(directory)}{more}; pass --inventory"
+            f" {others[0]} to read that file, or --inventory ansible-inventory:{directory} to read the"
+            " directory as Ansible does."
+        )
     if not found:
         raise InventoryError(
             f"{directory}: no hosts.yml in this inventory directory; create one (see inventory/ in the"
@@ -207,6 +241,13 @@ def _one_hosts_file(directory: Path) -> Path:
         for p in directory.iterdir()
         if p.suffix in INVENTORY_SUFFIXES and not p.name.startswith(".") and p.is_file() and p != found[0]
     )
+    if extra and (plugin := ansible_dir.plugin_named(_text_or_empty(directory / extra[0]))):
+        raise InventoryError(
+            f"{directory / extra[0]}: this file configures Ansible's inventory plugin {plugin}, which"
+            f" Ansible runs to list hosts beside those of {found[0].name} while gpuonboard reads only"
+            f" {found[0].name} and never runs a plugin; pass --inventory ansible-inventory:{directory}"
+            " to read the directory as Ansible does."
+        )
     if extra:
         raise InventoryError(
             f"{directory / extra[0]}: gpuonboard reads only {found[0].name} of an inventory directory,"
@@ -216,99 +257,48 @@ def _one_hosts_file(directory: Path) -> Path:
     return found[0]
 
 
+def _text_or_empty(path: Path) -> str:
+    """A file's text, bounded like every input; empty where it cannot be read."""
+    try:
+        return read_text(path, InventoryError, "inventory")
+    except InventoryError:
+        return ""
+
+
+def _inventory_files(directory: Path, depth: int = 1) -> list[Path]:
+    """The files of a directory named like an inventory (`inventory.ini`, `cluster.yml`,
+    `hosts.json`, a hosts file), sorted, else those of its subfolders (`inventory/mycluster/`, as
+    kubespray lays one out: Ansible reads subfolders too), one level down; none for a directory
+    that cannot be listed."""
+    suffixes = (*INVENTORY_SUFFIXES, ".json", ".toml")
+    try:
+        entries = sorted(p for p in directory.iterdir() if not p.name.startswith("."))
+        found = [p for p in entries if (p.suffix in suffixes or p.name == "hosts") and p.is_file()]
+        folders = [p for p in entries if p.name not in ("group_vars", "host_vars") and p.is_dir()]
+    except OSError:
+        return []
+    if found or depth == 0:
+        return found
+    return [f for sub in folders[:100] for f in _inventory_files(sub, 0)]
+
+
 def _refuse_second_source(directory: Path, hosts_file: Path) -> None:
-    """An Ansible inventory directory's file beside the hosts file that Ansible reads too
-    (`_second_source`): one sentence naming it, not ignored."""
-    if second := _second_source(directory, hosts_file):
+    """An Ansible inventory directory's entry beside the hosts file that Ansible reads too
+    (`ansible_dir.second_source`): one sentence naming it, not ignored (a script never run)."""
+    if second := ansible_dir.second_source(directory, hosts_file):
         path, kind = second
+        where = "" if path.parent == directory else " (it reads the directory's subfolders as well)"
+        if kind == ansible_dir.SCRIPT:
+            raise InventoryError(
+                f"{path}: Ansible reads this file too{where}, {kind}, while gpuonboard reads only"
+                f" {hosts_file.name} and never runs a script; pass --inventory ansible-inventory:{directory}"
+                " to read the directory as Ansible does, or move the script out of the directory."
+            )
         raise InventoryError(
-            f"{path}: Ansible reads this file too, {kind}, while gpuonboard reads"
+            f"{path}: Ansible reads this file too{where}, {kind}, while gpuonboard reads"
             f" only {hosts_file.name}; move what it defines into {hosts_file.name}, or pass --inventory"
             f" ansible-inventory:{directory} to read the directory as Ansible does."
         )
-
-
-def _second_source(directory: Path, hosts_file: Path) -> tuple[Path, str] | None:
-    """The first file beside the hosts file that Ansible reads hosts, groups' children or vars
-    from (`groups` beside `hosts`, as StackHPC's Slurm appliance lays an environment out; a file
-    whose first line is a host), and what Ansible reads it as: not the hosts file itself (a link
-    to it, or it a link to this), not a name the config's ignore lists skip."""
-    names = sorted(p for p in directory.iterdir() if p != hosts_file and not p.name.startswith("."))
-    names = [p for p in names if p.suffix not in INVENTORY_SUFFIXES]
-    if not names:
-        return None
-    exts, patterns = ansible_cfg.inventory_ignores()
-    try:
-        skips = re.compile("|".join([*patterns, *(re.escape(e) + "$" for e in exts)]) or "(?!)")
-    except re.error as exc:
-        raise InventoryError(
-            f"the Ansible config's inventory_ignore_patterns holds a pattern that is no regular"
-            f" expression ({exc}); fix it."
-        ) from None
-    same = _resolved(hosts_file)
-    for p in names:
-        if skips.search(p.name) or _resolved(p) == same:
-            continue
-        text = _sibling_text(p)
-        if text is not None and (kind := _read_as(p, text, hosts_file)):
-            return p, kind
-    return None
-
-
-def _resolved(path: Path) -> Path | None:
-    try:
-        return path.resolve()
-    except (OSError, RuntimeError):
-        return None
-
-
-def _sibling_text(path: Path) -> str | None:
-    """A file's text, read this far (None: no regular file, or unreadable)."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_SIBLING_BYTES:
-            return None
-        with path.open(encoding="utf-8", errors="replace") as f:
-            return f.read(MAX_SIBLING_BYTES)
-    except OSError:
-        return None
-
-
-def _read_as(path: Path, text: str, hosts_file: Path) -> str | None:
-    """What Ansible's plugins read a host, a group's vars or children from `path` as (None:
-    nothing): .toml by its toml plugin (a table's `hosts`, `vars` or `children`: a
-    pyproject.toml gives empty groups), anything else by its ini plugin
-    (ansible_ini.adds_anything); a vault-encrypted file, decrypted where a vault password is set."""
-    from gpuonboard.inventory import ansible_ini
-
-    if text.startswith("$ANSIBLE_VAULT;"):  # (with a vault password, what it holds is unknown here)
-        encrypted = "an inventory of the directory encrypted with Ansible Vault"
-        encrypted += ", decrypted with the vault password set"
-        return encrypted if ansible_cfg.vault_password_set() else None
-    if path.suffix == ".toml":
-        import tomllib
-
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return None
-        keys = ("hosts", "vars", "children")
-        found = any(isinstance(v, dict) and any(v.get(k) for k in keys) for v in data.values())
-        return (
-            "a TOML inventory of the directory (its hosts, groups, their children and vars)"
-            if found
-            else None
-        )
-    known: frozenset[str] | None = frozenset()
-    if path.name > hosts_file.name:  # (Ansible reads a directory's files in sorted order)
-        hosts_text = _sibling_text(hosts_file) or ""
-        ini = ansible_inventory.looks_like_ini(hosts_file, hosts_text)
-        known = ansible_ini.section_names(hosts_text) if ini else None
-    if ansible_ini.adds_anything(text, known):
-        return "an INI inventory of the directory (its hosts, groups, their children and vars)"
-    return None
-
-
-MAX_SIBLING_BYTES = 1 << 20  # (a file beside the hosts file is read this far for its first section)
 
 
 def _refuse_no_ansible_hosts(raw: Mapping[str, Any], hosts_file: Path, kind: str) -> None:

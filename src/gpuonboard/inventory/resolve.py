@@ -622,6 +622,15 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
             f"{address!r} is not a host name or IP address (it holds {bad!r}); write only the host"
             " name or IP address.",
         )
+    if s.ansible and address.strip().startswith("[") and address != name:
+        inner = address.strip()[1:].partition("]")[0]
+        var = "ansible_host" if s.args.first("hostname") is None else "-o HostName= of its ssh args"
+        raise s.err(
+            "address",
+            f"{address!r} ({var}) holds an IPv6 address in brackets, which Ansible's ssh dials as"
+            f' written and refuses (ssh: "hostname contains invalid characters"); write it without the'
+            f" brackets: {inner}.",
+        )
     address, problem = split_address(address.strip())
     if problem:
         raise s.err("address", problem)

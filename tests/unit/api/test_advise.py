@@ -33,3 +33,21 @@ def test_the_report_path_is_one_line_as_it_is(
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if "sha256" in x)
     assert str(reports) in line, out  # whole, on its line, `[v2]` kept
+
+
+def test_plan_with_an_inventory_that_is_not_there_is_an_input_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`plan --hours 10 -i invnetory` (a typo): the prices of no vendor, a note, and exit 0,
+    as if the inventory had no vendor; now the inventory's own "not found" sentence (exit 2 at the
+    CLI). Without --inventory, a project with no ./inventory still gets the note."""
+    from gpuonboard.api.options import PlanArgs
+    from gpuonboard.errors import InventoryError
+
+    with pytest.raises(InventoryError) as err:
+        advise.plan(PlanArgs(params="7B", hours="10", inventory="invnetory"), tmp_path)
+    assert str(err.value) == (
+        f"{tmp_path / 'invnetory'}: inventory not found; pass --inventory PATH (default ./inventory)."
+    )
+    assert advise.plan(PlanArgs(params="7B", hours="10", json=True), tmp_path) == 0
+    assert "no inventory at" in capsys.readouterr().out

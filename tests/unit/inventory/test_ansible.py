@@ -356,6 +356,29 @@ def test_yaml_host_keys_without_vars_are_the_addresses(tmp_path: Path) -> None:
     assert {h.user for h in inv.hosts.values()} == {"ops"}
 
 
+def test_a_bracketed_ipv6_ansible_host_is_refused_as_ansibles_ssh_refuses_it(tmp_path: Path) -> None:
+    """`ansible_host=[fd2e::1]` (the edit of the line above: brackets as a host pattern writes
+    them): Ansible hands it to ssh as written, and `ansible -m ping` fails ("Failed to connect to
+    the host via ssh: hostname contains invalid characters"); gpuonboard took it without the
+    brackets and connected where Ansible cannot. Refused, saying what to write. As a host name
+    (`[2001:db8::8]:2022`, the test above) the brackets are Ansible's pattern syntax and stay read."""
+    (tmp_path / "ssh_config").write_text("")
+    path = tmp_path / "hosts"
+    path.write_text("[gpus]\ngpu1 ansible_host=[fd2e::1]\n")
+    with pytest.raises(InventoryError) as info:
+        inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    assert str(info.value) == (
+        f"{path}, line 2: host 'gpu1' field 'address' '[fd2e::1]' (ansible_host) holds an IPv6 address"
+        " in brackets, which Ansible's ssh dials as written and refuses (ssh: \"hostname contains invalid"
+        ' characters"); write it without the brackets: fd2e::1.'
+    )
+    path.write_text("[gpus]\ngpu1 ansible_ssh_common_args='-o HostName=[fd2e::1]'\n")
+    with pytest.raises(InventoryError, match=r"\(-o HostName= of its ssh args\) holds an IPv6 address"):
+        inventory.load(path, ssh_config=tmp_path / "ssh_config")
+    path.write_text("[gpus]\ngpu1 ansible_host=fd2e::1\n")
+    assert inventory.load(path, ssh_config=tmp_path / "ssh_config").hosts["gpu1"].address == "fd2e::1"
+
+
 def test_our_own_format_still_needs_an_address(tmp_path: Path) -> None:
     path = tmp_path / "hosts.yml"
     path.write_text("all:\n  hosts:\n    gpu1.example.com:\n")

@@ -1133,6 +1133,13 @@ def _ansible_export(source: Path) -> dict[str, object]:
     }
 
 
+K3S_SAMPLE = ANSIBLE_CORPUS / "k3s-sample" / "inventory-sample.yml"
+# an inventory script as Ansible's script plugin runs it (`--list`: JSON of groups and hostvars)
+SCRIPT = (
+    "#!/bin/sh\n"
+    'echo \'{"gpus": {"hosts": ["gpu2"]}, "_meta": {"hostvars": {"gpu2": {"ansible_host": "10.0.0.2"}}}}\'\n'
+)
+
 # layouts beside `hosts` ([compute] gpu1): the sibling files (a str: its text; ("link", NAME): a
 # symbolic link to NAME; a Path: a copy of that real file), and whether Ansible reads more
 SIBLINGS: dict[str, tuple[dict[str, object], bool]] = {
@@ -1157,6 +1164,22 @@ SIBLINGS: dict[str, tuple[dict[str, object], bool]] = {
         {"secrets": ANSIBLE_CORPUS / "cdh-vault-file" / "group_vars" / "gpus" / "vault.yml"},
         False,
     ),
+    "a JSON inventory": ({"k3s.json": ("json", K3S_SAMPLE)}, True),
+    "a YAML inventory without extension": ({"k3s": K3S_SAMPLE}, True),
+    "a YAML inventory in a subfolder": ({"prod/hosts.yml": K3S_SAMPLE}, True),
+    "an INI inventory in a subfolder": ({"prod/hosts": "[compute:vars]\nansible_user=ops\n"}, True),
+    "an inventory script": ({"cloud.py": ("exec", SCRIPT)}, True),
+    "an executable INI file without #!": ({"extra": ("exec", "gpu2 ansible_host=10.0.0.2\n")}, True),
+    "an executable README without #!": ({"README": ("exec", "The hosts of rack 3.\n")}, False),
+    "our vendor profiles in a subfolder": (
+        {f"vendors/{p.name}": p for p in sorted((REPO / "inventory" / "vendors").iterdir())},
+        False,
+    ),
+    "a subfolder's group_vars": ({"prod/group_vars/all.yml": "ansible_user: ops\n"}, False),
+    "a YAML group with a list of hosts (refused by Ansible)": (
+        {"more.json": '{"gpus": {"hosts": ["gpu2"]}}\n'},
+        False,
+    ),
 }
 
 
@@ -1170,7 +1193,12 @@ def test_a_file_beside_the_hosts_file_is_named_exactly_when_ansible_reads_someth
     `hosts`: DeepOps' ansible.cfg as `ansible.cfg.example` (an empty [defaults] group, then a
     failed line: nothing) was refused, kubespray's (`pipelining=True`, a host) is named; this
     repository's pyproject.toml (empty groups) was refused; links to the hosts file were refused
-    as a second source; a file whose first line is a host was ignored. The oracle decides."""
+    as a second source; a file whose first line is a host was ignored. Ansible's yaml plugin reads
+    a `.json` file and one without extension (k3s-ansible's real sample written as JSON, or copied
+    as `k3s`), Ansible reads a subfolder's files (the sample as `prod/hosts.yml`) and runs an
+    executable file starting with #!: gpuonboard read none of them, and dropped their hosts
+    without a word. The oracle decides."""
+    import json
     import shutil
 
     inv = tmp_path / "inventory"
@@ -1179,10 +1207,18 @@ def test_a_file_beside_the_hosts_file_is_named_exactly_when_ansible_reads_someth
     if "hosts" not in files:
         (inv / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
     for name, what in files.items():
+        (inv / name).parent.mkdir(parents=True, exist_ok=True)
         if isinstance(what, Path):
             shutil.copy(what, inv / name)
-        elif isinstance(what, tuple):
-            (inv / name).symlink_to(what[1])
+        elif isinstance(what, tuple) and what[0] == "link":
+            (inv / name).symlink_to(str(what[1]))
+        elif isinstance(what, tuple) and what[0] == "json":  # (the YAML file written as JSON)
+            (inv / name).write_text(
+                json.dumps(parse_yaml(Path(what[1]).read_text(), inv / name, InventoryError))
+            )
+        elif isinstance(what, tuple):  # ("exec", TEXT): an executable file
+            (inv / name).write_text(str(what[1]))
+            (inv / name).chmod(0o755)
         else:
             (inv / name).write_text(str(what))
     assert (_ansible_export(inv) != _ansible_export(inv / "hosts")) is reads_more
@@ -1193,6 +1229,159 @@ def test_a_file_beside_the_hosts_file_is_named_exactly_when_ansible_reads_someth
     with pytest.raises(InventoryError, match=r"Ansible reads this file too") as err:
         inventory.load(inv, ssh_config=tmp_path / "ssh_config")
     assert str(err.value).startswith(f"{inv / next(iter(files))}: ")
+
+
+def test_an_inventory_script_beside_the_hosts_file_or_as_it_is_never_run_and_named(tmp_path: Path) -> None:
+    """An executable file starting with #! in an Ansible inventory directory is run by Ansible's
+    script plugin (`ansible-inventory -i DIR` lists the hosts it prints, the test above): beside
+    `hosts` it was read as INI text (its hosts dropped), and as the hosts file itself it was
+    refused with a sentence about its `echo` line. Each now names the file and the form that reads
+    it as Ansible does; the script is never run (it would write `ran` here)."""
+    (tmp_path / "ssh_config").write_text("")
+    inv = tmp_path / "inventory"
+    inv.mkdir()
+    (inv / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    script = inv / "cloud.py"
+    script.write_text(SCRIPT.replace("echo", f"touch {tmp_path / 'ran'}; echo"))
+    script.chmod(0o755)
+    with pytest.raises(InventoryError) as err:
+        inventory.load(inv, ssh_config=tmp_path / "ssh_config")
+    assert str(err.value) == (
+        f"{script}: Ansible reads this file too, an inventory script Ansible runs (an executable file"
+        " starting with #!), while gpuonboard reads only hosts and never runs a script; pass --inventory"
+        f" ansible-inventory:{inv} to read the directory as Ansible does, or move the script out of the"
+        " directory."
+    )
+    (inv / "hosts").unlink()
+    script.rename(inv / "hosts")
+    for given in (inv, inv / "hosts"):
+        with pytest.raises(InventoryError) as err:
+            inventory.load(given, ssh_config=tmp_path / "ssh_config")
+        assert str(err.value) == (
+            f"{inv / 'hosts'}: this inventory is an executable script (it starts with #!), which Ansible"
+            " runs to list its hosts while gpuonboard never runs one; pass --inventory"
+            f" ansible-inventory:{inv / 'hosts'} to read what Ansible reads from it."
+        )
+    assert not (tmp_path / "ran").exists()
+
+
+def test_a_directory_without_a_hosts_file_names_the_inventory_it_holds(tmp_path: Path) -> None:
+    """Kubespray's real sample directory (`inventory/sample/`: inventory.ini and group_vars/), as
+    its README has one copy it and pass the folder: "no hosts.yml in this inventory directory;
+    create one", as if nothing were there. Now the file it holds and the two forms that read it
+    are named."""
+    import shutil
+
+    sample = tmp_path / "sample"
+    shutil.copytree(ANSIBLE_CORPUS / "kubespray-sample", sample)
+    with pytest.raises(InventoryError) as err:
+        inventory.load(sample)
+    assert str(err.value) == (
+        f"{sample}: no hosts file (hosts.yml, hosts.yaml, hosts.ini or hosts) in this inventory"
+        f" directory, which holds inventory.ini; pass --inventory {sample / 'inventory.ini'} to read"
+        f" that file, or --inventory ansible-inventory:{sample} to read the directory as Ansible does."
+    )
+    # one level up (`-i inventory` over kubespray's inventory/mycluster/): Ansible reads the subfolder
+    with pytest.raises(InventoryError) as err:
+        inventory.load(tmp_path)
+    assert str(err.value).startswith(
+        f"{tmp_path}: no hosts file (hosts.yml, hosts.yaml, hosts.ini or hosts) in this inventory"
+        f" directory, which holds sample/inventory.ini; pass --inventory {sample / 'inventory.ini'} "
+    )
+
+
+@pytest.mark.skipif(not ANSIBLE_INVENTORY_EXE.exists(), reason="ansible-core is not installed")
+def test_a_saved_ansible_inventory_listing_is_named_as_one(tmp_path: Path) -> None:
+    """`ansible-inventory -i kubespray-sample --list > inventory.json` (the real sample's listing,
+    made here by the oracle) given as the inventory: Ansible's yaml plugin fails on it (`children`
+    is a list) and its ini plugin reads one host named `{`; gpuonboard said "Ansible group 'all'
+    'children' must be a mapping". Now one sentence says what the file is and what to pass."""
+    listed = tmp_path / "inventory.json"
+    done = subprocess.run(
+        [str(ANSIBLE_INVENTORY_EXE), "-i", str(ANSIBLE_CORPUS / "kubespray-sample"), "--list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    listed.write_text(done.stdout)
+    with pytest.raises(InventoryError) as err:
+        inventory.load(listed)
+    assert str(err.value) == (
+        f"{listed}: this is what `ansible-inventory --list` prints (its _meta.hostvars), which Ansible"
+        " does not read back as an inventory; pass --inventory ansible-inventory:SOURCE with the"
+        " inventory it was listed from, or that inventory itself."
+    )
+
+
+def test_an_ansible_host_list_as_the_inventory_points_to_the_form_that_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`-i 10.0.0.1,10.0.0.2,` is how Ansible's docs run ad hoc commands without an inventory
+    file (its host_list plugin); given to gpuonboard it said only "inventory not found; pass
+    --inventory PATH". The sentence now names the form that reads such a list."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(InventoryError) as err:
+        inventory.load("10.0.0.1,10.0.0.2,")
+    assert str(err.value) == (
+        "10.0.0.1,10.0.0.2,: inventory not found; a comma-separated host list, as Ansible's -i takes"
+        " it, is read with --inventory ansible-inventory:10.0.0.1,10.0.0.2, (or write the hosts into an"
+        " inventory file)."
+    )
+
+
+def test_an_inventory_plugins_configuration_is_named_as_one(tmp_path: Path) -> None:
+    """An `aws_ec2.yml` as amazon.aws documents it (`plugin: amazon.aws.aws_ec2`, its regions and
+    keyed_groups): Ansible's auto plugin runs that plugin, which lists the cloud's hosts. Given as
+    the inventory it was refused as our format ("unknown key 'plugin'; allowed keys: defaults,
+    groups, ..."); beside `hosts` it was refused advising `--inventory aws_ec2.yml`, which then
+    failed so. Both now name the plugin and point to `ansible-inventory:`, which runs it."""
+    inv = tmp_path / "inventory"
+    inv.mkdir()
+    config = inv / "aws_ec2.yml"
+    config.write_text(
+        "plugin: amazon.aws.aws_ec2\nregions:\n  - us-east-1\nkeyed_groups:\n  - key: tags.Role\n"
+        "    prefix: role\n"
+    )
+    with pytest.raises(InventoryError) as err:
+        inventory.load(config)
+    assert str(err.value) == (
+        f"{config}: this file configures Ansible's inventory plugin amazon.aws.aws_ec2, which Ansible"
+        " runs to list the hosts (from a cloud's API or another source) while gpuonboard never runs a"
+        f" plugin; pass --inventory ansible-inventory:{config} to read the hosts it lists."
+    )
+    (inv / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    with pytest.raises(InventoryError) as err:
+        inventory.load(inv)
+    assert str(err.value) == (
+        f"{config}: this file configures Ansible's inventory plugin amazon.aws.aws_ec2, which Ansible"
+        " runs to list hosts beside those of hosts while gpuonboard reads only hosts and never runs a"
+        f" plugin; pass --inventory ansible-inventory:{inv} to read the directory as Ansible does."
+    )
+
+
+def test_a_subfolder_of_an_ansible_inventory_directory_is_walked_within_bounds(tmp_path: Path) -> None:
+    """Ansible reads an inventory directory's subfolders as inventories too (a file in
+    `prod/` is named, the test above); a link looping back is read once, and past the walk's
+    bound (2,000 entries) the directory is refused in one sentence rather than judged in part."""
+    (tmp_path / "ssh_config").write_text("")
+    inv = tmp_path / "inventory"
+    (inv / "prod").mkdir(parents=True)
+    (inv / "hosts").write_text("[compute]\ngpu1 ansible_host=10.0.0.1\n")
+    (inv / "prod" / "again").symlink_to(inv / "prod")
+    (inv / "prod" / "notes").write_text("The hosts of rack 3.\n")
+    assert list(inventory.load(inv, ssh_config=tmp_path / "ssh_config").hosts) == ["gpu1"]
+    many = inv / "prod" / "many"
+    many.mkdir()
+    for i in range(2001):
+        (many / f"n{i}").touch()
+    with pytest.raises(InventoryError) as err:
+        inventory.load(inv, ssh_config=tmp_path / "ssh_config")
+    assert str(err.value) == (
+        f"{inv}: this Ansible inventory directory holds more than 2,000 entries beside its hosts file"
+        f" (the last in {many}), all of which Ansible reads as inventories, too many to judge here;"
+        " move the other files out, or"
+        f" pass --inventory ansible-inventory:{inv} to read the directory as Ansible does."
+    )
 
 
 @pytest.mark.skipif(not ANSIBLE_INVENTORY_EXE.exists(), reason="ansible-core is not installed")
