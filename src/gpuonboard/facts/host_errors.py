@@ -16,9 +16,13 @@ the kernel), a machine check or a fatal PCIe error takes the node down.
 
 Each becomes a HostError: `severity` "fail" (an uncorrectable memory error, an uncorrected
 machine check, a fatal or recoverable APEI record, a fatal PCIe error), "warn" (a corrected
-machine check, a corrected APEI record, a non-fatal PCIe error, a machine check the kernel
-logged without its record), or "corrected" (an EDAC corrected memory error: a few are normal,
-judged by their count). A GPU's own AER lines are gpu_xid's (facts/aer.py)."""
+machine check, a corrected APEI record other than memory's, a non-fatal PCIe error),
+"corrected" (a corrected memory error, EDAC's CE or a firmware's APEI record of one: a few are
+normal, judged by their count), "notice" (the kernel's `Machine check events logged`, which says
+records went to mcelog / rasdaemon, not what they were) or "record" (a machine check bank whose
+status holds no valid error). One event the firmware reports (an APEI memory record) and the
+kernel's EDAC line for it (ghes_edac's, or the EDAC decode of the machine check APEI made of it)
+count once. A GPU's own AER lines, and its root port's, are gpu_xid's (facts/aer.py)."""
 
 from __future__ import annotations
 
@@ -63,7 +67,7 @@ class HostError:
     (a DIMM, a CPU's bank, a PCI device), `what` the error, `count` the errors the line says."""
 
     source: str  # "edac", "mce", "ghes", "aer"
-    severity: str  # "fail", "warn", "corrected", "notice"; "cut": the log ends inside its line
+    severity: str  # "fail", "warn", "corrected", "notice", "record"; "cut": the log ends inside its line
     where: str
     what: str
     count: int = 1
@@ -85,7 +89,8 @@ def _mce_bank(m: re.Match[str]) -> HostError:
     status = int(m.group(3), 16)
     where = f"CPU {m.group(1)} bank {m.group(2)}"
     if not status & _VAL:
-        return HostError("mce", "warn", where, f"machine check, its status unreadable ({m.group(3)})")
+        # (MCi_STATUS.VAL clear: the bank holds no error; the record says nothing of the part)
+        return HostError("mce", "record", where, f"machine check record without an error ({m.group(3)})")
     if status & _UC:
         return HostError("mce", "fail", where, f"uncorrected machine check (status {m.group(3)})")
     # an Intel memory controller error (MCACOD 0000 0000 1MMM CCCC) corrected: a corrected memory
@@ -95,37 +100,80 @@ def _mce_bank(m: re.Match[str]) -> HostError:
     return HostError("mce", "warn", where, f"corrected machine check (status {m.group(3)})")
 
 
+@dataclass
+class _Record:
+    """One APEI record: its severity, section, device and memory part (a DIMM's location, or the
+    FRU text), and whether an EDAC line the kernel printed for the same event claimed it."""
+
+    severity: str
+    boot: int
+    section: str = ""
+    device: str = ""
+    part: str = ""
+    claimed: bool = False
+
+
+_GHES_PART = re.compile(r"^\s*(?:DIMM location|fru_text): (.+?)\s*$")
+# the EDAC line's kind the kernel prints for one APEI memory record (ghes_edac, or the EDAC driver
+# that decodes the machine check apei_mce_report_mem_error makes of it)
+_EDAC_OF = {"corrected": "CE", "recoverable": "UE", "fatal": "UE"}
+
+
 class _Ghes:
     """The APEI records of a log, by their `{N}` number: each record's severity, section and
     device, read from its lines."""
 
     def __init__(self) -> None:
-        self.open: dict[str, list[str]] = {}  # number -> [severity, section, device]
-        self.done: list[tuple[list[str], int]] = []  # (record, boot)
+        self.open: dict[str, _Record] = {}
+        self.done: list[_Record] = []
 
     def read(self, number: str, said: str, boot: int) -> None:
         severity = _GHES_SEVERITY.match(said)
         if severity:
-            self.open[number] = [severity.group(1).lower(), "", ""]
-            self.done.append((self.open[number], boot))
+            self.open[number] = _Record(severity.group(1).lower(), boot)
+            self.done.append(self.open[number])
             return
         record = self.open.get(number)
+        if record is None:
+            return
         section = _GHES_SECTION.match(said)
         device = _GHES_DEVICE.match(said)
-        if record is not None and section and not record[1]:
-            record[1] = section.group(1)
-        elif record is not None and device and not record[2]:
-            record[2] = device.group(1).lower()
+        part = _GHES_PART.match(said)
+        if section and not record.section:
+            record.section = section.group(1)
+        elif device and not record.device:
+            record.device = device.group(1).lower()
+        elif part and (not record.part or said.lstrip().startswith("DIMM")):
+            record.part = part.group(1)
+
+    def claim(self, kind: str, boot: int) -> None:
+        """An EDAC line of `kind` (UE, CE): the newest memory record of that kind not yet claimed,
+        of this boot and still the newest record, is the same event (one event counted once)."""
+        record = self.done[-1] if self.done else None
+        if (
+            record is not None
+            and not record.claimed
+            and record.boot == boot
+            and record.section == "memory error"
+            and _EDAC_OF.get(record.severity) == kind
+        ):
+            record.claimed = True
 
     def errors(self, last: int) -> list[HostError]:
         found = []
-        for (severity, section, device), boot in self.done:
-            if severity not in ("fatal", "recoverable", "corrected"):
-                continue  # (`info`: no error)
-            verdict = "warn" if severity == "corrected" else "fail"
-            what = f"{section or 'hardware error'} reported by the firmware (APEI, severity {severity})"
-            where = f"PCI {device}" if device else "the host"
-            found.append(HostError("ghes", verdict, where, what, 1, boot < last))
+        for r in self.done:
+            if r.severity not in ("fatal", "recoverable", "corrected") or r.claimed:
+                continue  # (`info`: no error; a claimed one: its EDAC line counts it)
+            if r.section == "memory error" and r.severity == "corrected":
+                # a corrected memory error, as EDAC's CE (a firmware-first box reports it so)
+                where = r.part or "a DIMM (no location in the record)"
+                what = "corrected memory error (APEI)"
+                found.append(HostError("ghes", "corrected", where, what, 1, r.boot < last))
+                continue
+            verdict = "warn" if r.severity == "corrected" else "fail"
+            what = f"{r.section or 'hardware error'} reported by the firmware (APEI, severity {r.severity})"
+            where = f"PCI {r.device}" if r.device else (r.part or "the host")
+            found.append(HostError("ghes", verdict, where, what, 1, r.boot < last))
         return found
 
 
@@ -134,6 +182,7 @@ def host_errors(text: str) -> tuple[HostError, ...]:
     APEI records after the others."""
     raw, text = text, plain_kernel_text(text)
     gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
+    gpus |= _gpu_ports(text.splitlines(), gpus)
     boots = BootCounter()
     ghes = _Ghes()
     read: list[tuple[int, HostError]] = []
@@ -143,6 +192,8 @@ def host_errors(text: str) -> tuple[HostError, ...]:
         boots.read(line)
         event = _line_error(line, gpus)
         if event is not None:
+            if event.source == "edac" and event.severity != "record":
+                ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot)
             read.append((boots.boot, event))
             continue
         head = _GHES_HEAD.search(line)
@@ -151,6 +202,53 @@ def host_errors(text: str) -> tuple[HostError, ...]:
     last = boots.boot
     events = [HostError(e.source, e.severity, e.where, e.what, e.count, b < last) for b, e in read]
     return (*events, *ghes.errors(last), *_cut_end(raw))
+
+
+# a line of the kernel's PCIe error handling (AER) about one device: a report, its detail lines,
+# the recovery's broadcast and each driver's answer to it
+_AER_PART = re.compile(
+    r"\b(\S+) " + _BDF + r": (?:AER: |PCIe Bus Error|\s+device \[|\s+\[ ?\d+\] |broadcast "
+    r"|device has no AER-aware driver)"
+)
+# the GPU's own lines of it that gpu_xid reads (facts/aer.py), and a port's report of an error
+# received from a device
+_GPU_AER = re.compile(
+    r"\bnvidia " + _BDF + r": (?:AER: can't recover|device has no AER-aware driver"
+    r"|PCIe Bus Error: severity=Uncorrect)",
+    re.IGNORECASE,
+)
+_RECEIVED = re.compile(
+    r"AER: (?:Multiple )?Uncorrect(?:ed|able) \([^)]*\) error (?:message )?received(?: from)?:? " + _BDF
+)
+
+
+def _gpu_ports(lines: list[str], gpus: set[str]) -> set[str]:
+    """The PCIe ports (and a GPU's other functions, its audio) whose uncorrectable errors are a
+    GPU's: in one run of AER lines (no other line between them), a port that received the error
+    from a GPU (`AER: Uncorrected (Fatal) error received: 0000:03:00.0`), or one whose error's
+    handling names the GPU as gpu_xid reads it (`nvidia 0000:03:00.0: AER: can't recover`,
+    `device has no AER-aware driver`): the root port's own error (the link to the GPU down, a
+    completion timeout) is the GPU's fault, which gpu_xid names; host_hw_errors does not count it
+    again (sf29: returnn#1500 failed both rules for one fault)."""
+    slots = {g[:-2] for g in gpus}  # (bus:device of each GPU: its functions)
+    found: set[str] = set()
+    run: set[str] = set()
+    gpu = False
+    for line in lines:
+        part = _AER_PART.search(line)
+        if part is None:
+            if line.strip() and not is_probe_header(line):
+                run, gpu = set(), False
+            continue
+        bdf = part.group(2).lower()
+        received = _RECEIVED.search(line)
+        if part.group(1) == "pcieport" or bdf[:-2] in slots and bdf not in gpus:
+            run.add(bdf)
+        if _GPU_AER.search(line) and bdf in gpus or received and received.group(1).lower() in gpus:
+            gpu = True
+        if gpu:
+            found |= run
+    return found
 
 
 # the start of a host error's line, cut anywhere after its tag (`EDAC MC0: 1`, `mce: [Hardware`)

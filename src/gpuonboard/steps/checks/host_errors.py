@@ -41,15 +41,20 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
     a few corrected memory errors, each DIMM named. None where the log shows no such error (no
     claim either way). `narrowed`: why the log is only part of it: a pass is then unverified (what
     it leaves out may hold more)."""
-    if not events:
+    # the kernel's notice that machine checks were logged says only that records went to mcelog /
+    # rasdaemon (corrected errors mostly, found by polling or CMCI): where the log holds a record
+    # of them (a bank's status, EDAC's decode, a firmware record) those are judged; where it holds
+    # none, what they were is not known (unverified, never a warning of an error not seen); a
+    # bank whose status holds no valid error (VAL clear, `Bank 9: 0000000000000000`) is no error
+    unexplained = [e for e in events if e.severity == "notice"][:1]
+    if any(e.severity not in ("notice", "cut") for e in events):
+        unexplained = []
+    events = [e for e in events if e.severity not in ("notice", "record")]
+    if not events and not unexplained:
         return None
     fails = [e for e in events if e.severity == "fail"]
     warns = [e for e in events if e.severity == "warn"]
     corrected = [e for e in events if e.severity == "corrected"]
-    # the kernel's notice that machine checks were logged says only that: where the log holds no
-    # record of them (a bank's status, EDAC's decode), it warns; else those records are judged
-    if not any(e.source in ("mce", "edac") and e.severity != "notice" for e in events):
-        warns += [e for e in events if e.severity == "notice"][:1]
     per_part: Counter[str] = Counter()
     for e in corrected:
         per_part[e.where] += e.count
@@ -74,6 +79,16 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
             "the kernel logged corrected hardware errors of the host: the box works, but the part"
             f" named may be failing ({CE_WARN_AT} or more corrected errors on one DIMM; a machine"
             " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor.",
+        )
+    if unexplained and not few:
+        return Check(
+            "host_hw_errors",
+            _EXPECTED,
+            f"{unexplained[0].where}: {unexplained[0].what}",
+            "unverified",
+            "the kernel logged machine check events whose records are not in its log, so whether"
+            " they were a few corrected errors or worse is not known: read them with `sudo"
+            " ras-mc-ctl --errors` (rasdaemon) or `sudo mcelog --client`.",
         )
     actual = "; ".join(_said(few)) + f" (fewer than {CE_WARN_AT} on each DIMM: a few are normal)"
     cut = [e.what for e in events if e.severity == "cut"]
