@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuonboard.facts.kernel_cut import host_cut, locale_words
 from gpuonboard.facts.kernel_log import BootCounter, is_probe_header
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
 
@@ -201,7 +202,7 @@ def host_errors(text: str) -> tuple[HostError, ...]:
             ghes.read(head.group(1), head.group(2).strip(), boots.boot)
     last = boots.boot
     events = [HostError(e.source, e.severity, e.where, e.what, e.count, b < last) for b, e in read]
-    return (*events, *ghes.errors(last), *_cut_end(raw))
+    return (*events, *ghes.errors(last), *_cut_end(raw, gpus))
 
 
 # a line of the kernel's PCIe error handling (AER) about one device: a report, its detail lines,
@@ -251,19 +252,57 @@ def _gpu_ports(lines: list[str], gpus: set[str]) -> set[str]:
     return found
 
 
-# the start of a host error's line, cut anywhere after its tag (`EDAC MC0: 1`, `mce: [Hardware`)
-_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[")
-
-
-def _cut_end(text: str) -> tuple[HostError, ...]:
-    """A "cut" HostError where the log ends inside a host error's line (no newline after it):
-    what the line went on to say (`UE` or `CE`, the bank's status) is not known."""
+def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
+    """A "cut" HostError where the log ends inside a line (no newline after it) that may be a host
+    error's (facts/kernel_cut.host_cut, the reading gpu_xid's cut lines get): what it went on to
+    say (`UE` or `CE`, the bank's status) is not known. Source "cut" where the line shows a host
+    error's tag or reads as one; "stamp" where it says nothing yet (a stamp, a word's start), which
+    only narrows the errors the log shows. A line that has left every error line's head (`EDAC
+    amd64: Node 0: DRAM ECC enabled.`) is whole: nothing."""
     body = text.rstrip(" \t")
     if not body.strip() or body.endswith(("\n", "\r")):
         return ()
     last = body.rsplit("\n", 1)[-1]
+    if _line_error(last, gpus) is not None or _GHES_HEAD.search(last) is not None:
+        kind = "" if _read_whole(last) else "tag"
+    else:
+        kind = host_cut(last, locale_words(body.splitlines()[-50:]))
+    if not kind:
+        return ()
     m = _HOST_TAG.search(last)
-    return (HostError("cut", "cut", "", last[m.start() :].strip()),) if m else ()
+    said = last[m.start() :].strip() if m and kind == "tag" else last.strip()
+    return (HostError("cut" if kind == "tag" else "stamp", "cut", "", said),)
+
+
+# what an error line must show to be judged whole where the log ends inside it: a corrected
+# error's DIMM label closed by the ` (` of its details (a label cut short would count its errors
+# on another part), a bank's status in the 16 hex digits the kernel prints, an APEI record's
+# severity word and section whole (its first line alone says neither)
+_LABEL_CLOSED = re.compile(r"\bon \S+ \(")
+_SEVERITIES = re.compile(r"^event severity: (?:fatal|recoverable|corrected|info)$")
+
+
+def _read_whole(line: str) -> bool:
+    """True when a host error line the log ends inside (no newline) is read whole for judging: an
+    uncorrectable error fails whatever followed, a corrected one whose part and count are read
+    is counted; what the rest would say (its details) changes no verdict."""
+    edac = _EDAC.search(line)
+    if edac:
+        return edac.group(3) == "UE" or _LABEL_CLOSED.search(edac.group(4)) is not None
+    bank = _MCE_BANK.search(line)
+    if bank:
+        return len(bank.group(3)) == 16
+    head = _GHES_HEAD.search(line)
+    if head:
+        said = head.group(2).strip()
+        if said.startswith("event severity"):
+            return _SEVERITIES.match(said) is not None
+        return not said.startswith(("Hardware error from APEI", "section_type"))
+    return True  # (a fatal machine check, the notice, a fatal PCIe error: read whole)
+
+
+# where a host error's line starts, to quote it from there (`EDAC MC0: 1`, `mce: [Hardware`)
+_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[")
 
 
 def _line_error(line: str, gpus: set[str]) -> HostError | None:

@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
-from gpuonboard.facts.kernel_cut import locale_words, says_nothing
+from gpuonboard.facts.kernel_cut import locale_words, says_nothing, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -583,7 +583,8 @@ class _Reader:
                     self.load_starts.append(len(self.events))
                 tag = "NVRM: " if line.startswith("NVRM:", m.start()) else "NVRM "
                 self.message = _Message(_prefix(line, m.start()), part, tag=tag)
-            if cut:
+            if cut and not whole_when_cut(self.message.text):
+                # (the driver's load banner is whole however it ended: kernel_cut.whole_when_cut)
                 self.message.cut = f"{self.message.tag}{self.message.text}"
         elif not cut:
             if not _open_gpu_message(self.message):

@@ -49,9 +49,13 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
     unexplained = [e for e in events if e.severity == "notice"][:1]
     if any(e.severity not in ("notice", "cut") for e in events):
         unexplained = []
-    events = [e for e in events if e.severity not in ("notice", "record")]
+    # (a last line that says nothing yet, a bare stamp, narrows the errors the log shows; alone
+    # it is no host error's: no row, gpu_xid says the log is cut)
+    stamp = [e for e in events if e.source == "stamp"]
+    events = [e for e in events if e.severity not in ("notice", "record") and e.source != "stamp"]
     if not events and not unexplained:
         return None
+    events += stamp
     fails = [e for e in events if e.severity == "fail"]
     warns = [e for e in events if e.severity == "warn"]
     corrected = [e for e in events if e.severity == "corrected"]

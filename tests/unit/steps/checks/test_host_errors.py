@@ -204,3 +204,35 @@ def test_an_apei_memory_record_and_its_edac_line_are_one_event() -> None:
     assert [(e.source, e.severity, e.count) for e in once] == [("edac", "corrected", 1)], once
     check = rule_host_hw_errors(host_errors((text + edac) * 9))
     assert check is not None and check.verdict == "pass" and "x9" in check.actual, check
+
+
+RADIASOFT = "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt"
+
+
+def test_a_benign_last_line_without_its_newline_is_read_whole() -> None:
+    """radiasoft/devops#134's syslog cut at the end of its `EDAC sbridge MC1: PROCESSOR 0:306e4
+    TIME 1519356496 SOCKET 1 APIC 20` line, without that line's newline: a machine check's detail
+    line, which no error line starts as (it has left `EDAC ... MCn: <count> UE|CE` and `CPU N:
+    Machine Check`), so the one corrected memory error read passes. (Before: any EDAC line the
+    log ended inside made the row unverified.)"""
+    text = (REAL / RADIASOFT).read_text()
+    cut = text[: text.index("APIC 20") + len("APIC 20")]
+    check = rule_host_hw_errors(host_errors(cut))
+    assert check is not None and check.verdict == "pass", check
+    assert check.actual.startswith(
+        "CPU 1 bank 11: corrected memory error (machine check 8c00004f000800c2)"
+    ), check
+
+
+def test_a_last_line_of_a_stamp_alone_narrows_the_errors_read() -> None:
+    """radiasoft#134's syslog, its last line cut to its stamp and tag (`Feb 23 03:28:16  kernel: `,
+    the line of its one CE cut before `EDAC`): the line may be any kernel line, an uncorrectable
+    error's too, so the corrected errors read are no pass: unverified, quoting it. (Before: a pass,
+    only an EDAC or machine check tag read as a line's start.) Alone, a stamp is no host error's:
+    no row (gpu_xid says the log is cut)."""
+    text = (REAL / RADIASOFT).read_text()
+    cut = text[: text.index("EDAC MC1: 1 CE")]
+    check = rule_host_hw_errors(host_errors(cut))
+    assert check is not None and check.verdict == "unverified", check
+    assert check.actual.endswith("the log ends inside a line, cut short: 'Feb 23 03:28:16  kernel:'"), check
+    assert rule_host_hw_errors(host_errors(cut[cut.rindex("\n") + 1 :])) is None
