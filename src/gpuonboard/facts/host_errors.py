@@ -27,7 +27,7 @@ count once. A GPU's own AER lines, and its root port's, are gpu_xid's (facts/aer
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gpuonboard.facts.kernel_cut import host_cut, locale_words
 from gpuonboard.facts.kernel_log import BootCounter, is_probe_header
@@ -68,11 +68,14 @@ class HostError:
     (a DIMM, a CPU's bank, a PCI device), `what` the error, `count` the errors the line says."""
 
     source: str  # "edac", "mce", "ghes", "aer"
-    severity: str  # "fail", "warn", "corrected", "notice", "record"; "cut": the log ends inside its line
+    # "fail", "warn", "corrected", "notice" ("logged": one a record beside it explains), "record";
+    # "cut": the log ends inside its line
+    severity: str
     where: str
     what: str
     count: int = 1
     earlier_boot: bool = False
+    line: int = 0  # its line's index in the log read (a notice is explained by a record beside it)
 
 
 def _edac(m: re.Match[str]) -> HostError:
@@ -108,6 +111,7 @@ class _Record:
 
     severity: str
     boot: int
+    line: int = 0
     section: str = ""
     device: str = ""
     part: str = ""
@@ -128,10 +132,10 @@ class _Ghes:
         self.open: dict[str, _Record] = {}
         self.done: list[_Record] = []
 
-    def read(self, number: str, said: str, boot: int) -> None:
+    def read(self, number: str, said: str, boot: int, line: int) -> None:
         severity = _GHES_SEVERITY.match(said)
         if severity:
-            self.open[number] = _Record(severity.group(1).lower(), boot)
+            self.open[number] = _Record(severity.group(1).lower(), boot, line)
             self.done.append(self.open[number])
             return
         record = self.open.get(number)
@@ -169,12 +173,12 @@ class _Ghes:
                 # a corrected memory error, as EDAC's CE (a firmware-first box reports it so)
                 where = r.part or "a DIMM (no location in the record)"
                 what = "corrected memory error (APEI)"
-                found.append(HostError("ghes", "corrected", where, what, 1, r.boot < last))
+                found.append(HostError("ghes", "corrected", where, what, 1, r.boot < last, r.line))
                 continue
             verdict = "warn" if r.severity == "corrected" else "fail"
             what = f"{r.section or 'hardware error'} reported by the firmware (APEI, severity {r.severity})"
             where = f"PCI {r.device}" if r.device else (r.part or "the host")
-            found.append(HostError("ghes", verdict, where, what, 1, r.boot < last))
+            found.append(HostError("ghes", verdict, where, what, 1, r.boot < last, r.line))
         return found
 
 
@@ -187,22 +191,64 @@ def host_errors(text: str) -> tuple[HostError, ...]:
     boots = BootCounter()
     ghes = _Ghes()
     read: list[tuple[int, HostError]] = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
         if is_probe_header(line):
             continue
         boots.read(line)
         event = _line_error(line, gpus)
+        if event is not None and event.severity == "notice" and _beside_a_record(lines, i):
+            event = replace(event, severity="logged")  # (the record printed with it says what it was)
         if event is not None:
             if event.source == "edac" and event.severity != "record":
                 ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot)
-            read.append((boots.boot, event))
+            read.append((boots.boot, replace(event, line=i)))
             continue
+        if read and (umc := _umc_memory(read[-1][1], line, i)) is not None:
+            read[-1] = (read[-1][0], umc)
         head = _GHES_HEAD.search(line)
         if head:
-            ghes.read(head.group(1), head.group(2).strip(), boots.boot)
+            ghes.read(head.group(1), head.group(2).strip(), boots.boot, i)
     last = boots.boot
-    events = [HostError(e.source, e.severity, e.where, e.what, e.count, b < last) for b, e in read]
+    events = [replace(e, earlier_boot=b < last) for b, e in read]
     return (*events, *ghes.errors(last), *_cut_end(raw, gpus))
+
+
+# a line of a record the kernel prints with its `Machine check events logged`: an EDAC memory
+# controller's line (its decode, its count), a machine check's `[Hardware Error]` line, an APEI
+# record's line
+_RECORD_LINE = re.compile(r"\bEDAC [^:]*MC\d+: |\[Hardware Error\]: (?!Machine check events logged)")
+
+
+def _beside_a_record(lines: list[str], at: int) -> bool:
+    """Whether the notice at `lines[at]` has a record's line beside it (the line before or after
+    it, blank lines and the probe's header skipped): the kernel printed the record with it (a
+    bank's status, EDAC's decode, an APEI record around it), so the record says what was logged;
+    a notice with none beside it (a later poll's, `dmesg | grep -i machine`) says only that
+    records went to mcelog / rasdaemon."""
+    before = [line for line in lines[max(0, at - 3) : at] if line.strip() and not is_probe_header(line)]
+    after = [line for line in lines[at + 1 : at + 4] if line.strip() and not is_probe_header(line)]
+    return any(_RECORD_LINE.search(line) is not None for line in (*before[-1:], *after[:1]))
+
+
+# a machine check record's detail line with the bank's IPID (AMD's Scalable MCA): its hardware id
+# (bits 43:32) 0x096 is a Unified Memory Controller (the kernel's `amd_hwids`: "UMC")
+_IPID = re.compile(r"\[Hardware Error\]:.*\bIPID ([0-9a-fA-F]{1,16})\b")
+_UMC = 0x096
+
+
+def _umc_memory(event: HostError, line: str, at: int) -> HostError | None:
+    """The corrected machine check `event` as a corrected memory error where `line`, its record's
+    next lines, names its bank an AMD memory controller by its IPID (rasdaemon#95: `Bank 17:
+    dc2040000000011b`, `IPID 9600050f00`): a DRAM ECC error the controller corrected, counted as
+    an EDAC CE is (one is normal), never a warning of a CPU fault."""
+    ipid = _IPID.search(line)
+    if ipid is None or event.source != "mce" or event.severity != "warn" or at - event.line > 3:
+        return None
+    if (int(ipid.group(1), 16) >> 32) & 0xFFF != _UMC:
+        return None
+    status = event.what.rsplit(" ", 1)[-1].rstrip(")")
+    return replace(event, severity="corrected", what=f"corrected memory error (machine check {status})")
 
 
 # a line of the kernel's PCIe error handling (AER) about one device: a report, its detail lines,

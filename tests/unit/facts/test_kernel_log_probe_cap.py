@@ -199,12 +199,12 @@ def test_a_storm_of_corrected_memory_errors_never_pushes_a_gpus_xid_out(tmp_path
 
 
 def test_a_few_corrected_errors_in_a_log_whose_host_lines_were_capped_are_unverified(tmp_path: Path) -> None:
-    """A storm of the machine check notice alone (2,010 `Machine check events logged` lines, of
-    mcelog#116) then radiasoft#134's one corrected error: the notices left out may have come with
-    records, so the one CE read is no pass: unverified, the lines left out said."""
-    notices = REAL / "dmesg-grep-machine__mce-events-logged-alone__mcelog-116.txt"
-    notice = notices.read_text().splitlines()[1]
+    """radiasoft#134's machine check detail line (`EDAC sbridge MC1: TSC 0`) 2,010 times, then its
+    whole log (one corrected error): the host lines left out may have held errors, so the one CE
+    read is no pass: unverified, the lines left out said."""
     one_ce = (REAL / "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt").read_text()
-    out = _probe(tmp_path, BANNER + (notice + "\n") * (KERNEL_LOG_MAX_LINES + 10) + one_ce)
+    detail = next(line for line in one_ce.splitlines(keepends=True) if line.endswith("TSC 0\n"))
+    out = _probe(tmp_path, BANNER + detail * (KERNEL_LOG_MAX_LINES + 10) + one_ce)
+    assert "\n# dropped: driver 0 other 0 host 18\n" in out
     row = _rows(tmp_path, out)["host_hw_errors"]
-    assert row.verdict == "unverified" and "left out" in row.actual, row
+    assert row.verdict == "unverified" and "left out 18" in row.actual, row
