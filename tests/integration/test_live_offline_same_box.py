@@ -6,7 +6,8 @@ actual live, unless a fact only one path can read explains it (listed in EXPLAIN
 The live probe's kernel-log filter once dropped the kernel's AER lines about a GPU (`nvidia
 0000:03:00.0: AER: can't recover`), which offline judging of the same log reads: a GPU the kernel
 could not recover failed `gpu_xid` offline and passed live (tests/unit/facts/
-test_kernel_log_probe_filter.py holds the class over every real kernel log)."""
+test_kernel_log_probe_filter.py holds the class over every real kernel log); so did the host's own
+hardware errors (EDAC, machine checks, APEI records), which host_hw_errors read offline only."""
 
 from __future__ import annotations
 
@@ -140,6 +141,12 @@ BOXES = {
     # a GPU the kernel could not recover from a PCIe error (AER), no NVRM line in the log
     "lo-aer": Box(
         {"gpu_count": 1}, {"dmesg": "real/dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"}
+    ),
+    # the host's own hardware errors: an uncorrectable DIMM error (EDAC UE), an APEI record of an
+    # NVMe's PCIe error, machine checks logged (the live probe's filter kept none of them: no
+    # host_hw_errors row live, where the saved log fails)
+    "lo-host-errors": Box(
+        {"gpu_count": 1}, {"dmesg": "real/dmesg__edac-ue-apei-pcie-recoverable__lwa-issues-117.txt"}
     ),
 }
 

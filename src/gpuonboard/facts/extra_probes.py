@@ -4,7 +4,8 @@ built in facts/gather.py, under its timeout). Each is a `Probe` whose output the
 of facts/kernel_log.py, infiniband.py and fabric_manager.py read.
 
 They are cheap and bounded: the kernel log is filtered on the host to the lines its readers
-read (NVRM/Xid/SXid/nvswitch, a GPU function's and uncorrectable AER lines, boot markers) and
+read (NVRM/Xid/SXid/nvswitch, a GPU function's and uncorrectable AER lines, boot markers, the
+host's own hardware errors: EDAC, machine checks, APEI records) and
 capped (a dmesg ring buffer is up to several MB; journalctl -k -b of a long uptime more).
 Exit codes: 127 = the tool is absent; 126 = the kernel log could not be read by dmesg nor
 journalctl (stderr says which refused and why, e.g. "dmesg: read kernel buffer failed:
@@ -51,10 +52,19 @@ KERNEL_LOG_DRIVER = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|nvidia: probe of "
     "|Linux version |-- (Reboot|Boot [0-9a-f]+) --|registering driver dxgkrnl"
 )
-# (not the host's own hardware errors, facts/host_errors.py: a storm of corrected EDAC lines would
-# share the other drivers' cap and leave gpu_xid unverified, and a saved log of only such lines would
-# read as this probe's filter (review BBB); they need a cap of their own first)
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
+# the host's own hardware errors (facts/host_errors.py, host_hw_errors): the memory controllers'
+# EDAC lines (`EDAC MC3: 1 UE ...`, `EDAC sbridge MC1: CPU 1: Machine Check Event: ...`), the
+# machine checks' and the firmware's APEI records (`mce: [Hardware Error]: ...`, `{1}[Hardware
+# Error]: ...`, a fatal machine check's panic) and the kernel's word on a poisoned page. They are
+# kept and capped apart from both other kinds (a storm of corrected EDAC errors, thousands of
+# lines, never pushes a GPU's Xid nor a device's uncorrectable PCIe error out), counted apart
+# (`host H` in `# dropped:`), and left out of KERNEL_LOG_PATTERN, which a saved log's lines are
+# compared with (a saved log of such lines alone is no GPU grep's: facts/kernel_log.py)
+KERNEL_LOG_HOST = (
+    r"EDAC [^:]*MC[0-9]+: |\[Hardware Error\]|[Mm]achine [Cc]heck|Uncorrected hardware memory error"
+    r"|Memory failure: "
+)
 # a kernel log's first line at boot (dmesg's stamp 0.000000, the kernel's first words: `Linux
 # version` on x86, `Booting Linux on` before it on arm64), in grep -E and Python re alike: a log whose
 # first line is none of these no longer reaches back to boot (dmesg's ring buffer wrapped, a journal
@@ -70,10 +80,11 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     Tries `dmesg`, then `sudo -n dmesg` (never prompts), then `journalctl -k -b` only when
     dmesg was refused; and `journalctl -k -b` where dmesg's log no longer reaches back to boot
     (its ring buffer wrapped: KERNEL_LOG_BOOT) while the journal's does (it is read then).
-    Output starts with `# source: <which answered>` and `# first: <the
+    The host's own hardware errors (KERNEL_LOG_HOST) are kept too, the newest `max_lines` of them
+    apart. Output starts with `# source: <which answered>` and `# first: <the
     log's first line>` (so a reader can tell whether the log reaches back to boot) and
-    `# dropped: driver <N> other <M>` (the matching lines left out of each kind: so it can tell
-    the log kept is whole). When nothing could be read: exit 126, and stderr names each refusal
+    `# dropped: driver <N> other <M> host <H>` (the matching lines left out of each kind: so it
+    can tell the log kept is whole). When nothing could be read: exit 126, and stderr names each refusal
     and its first line; a host without grep, head or tail (the filter's tools) exits 126 too,
     naming the one missing.
     A reader that answers with nothing (a dmesg whose ring buffer was cleared) reads no log, and a
@@ -81,22 +92,31 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     currently not seeing messages ...", "No journal files were found.") counts as a refusal, not
     as an empty log: the next reader is tried, else exit 126.
     """
-    keep, drop, driver = shell.quote(pattern), shell.quote(KERNEL_LOG_DROP), shell.quote(KERNEL_LOG_DRIVER)
+    keep = shell.quote(f"{pattern}|{KERNEL_LOG_HOST}")
+    drop, driver, host = (
+        shell.quote(KERNEL_LOG_DROP),
+        shell.quote(KERNEL_LOG_DRIVER),
+        shell.quote(KERNEL_LOG_HOST),
+    )
     cap = int(max_lines)
-    # (the matching lines numbered, the newest `cap` of the drivers' and of the others' kept,
-    # put back in the log's order, else the newest `cap` of all; `# dropped:` the matching lines
-    # left out of each kind: those in `f` less those in `k`, counted by `__gpo_n TEXT PATTERN`)
+    # (the matching lines numbered, the newest `cap` of the drivers', of the host errors' (not the
+    # drivers') and of the others' kept, put back in the log's order, else the newest `cap` of
+    # all; `# dropped:` the matching lines left out of each kind: those in `f` less those in `k`,
+    # counted by `__gpo_n TEXT PATTERN`, the host errors' by `__gpo_h TEXT`)
     emit = (
         f"f=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -n ''); "
         "if command -v sort >/dev/null 2>&1 && command -v cut >/dev/null 2>&1; then "
         f"k=$({{ printf '%s\\n' \"$f\" | grep -E {driver} | tail -n {cap}; "
-        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -v '^$' | tail -n {cap}; }} "
+        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -E {host} | tail -n {cap}; "
+        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -vE {host} | grep -v '^$' | tail -n {cap}; }} "
         "| sort -t: -k1,1n | cut -d: -f2-); "
         f"else k=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | tail -n {cap}); fi; "
         f"n=$(__gpo_n \"$f\" ''); m=$(__gpo_n \"$k\" ''); "
         f'd=$(__gpo_n "$f" {driver}); kd=$(__gpo_n "$k" {driver}); '
-        "printf '# source: %s\\n# first: %s\\n# dropped: driver %s other %s\\n' "
-        '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((d - kd))" "$((n - m - d + kd))"; '
+        f'h=$(__gpo_h "$f" {driver} {host}); kh=$(__gpo_h "$k" {driver} {host}); '
+        "printf '# source: %s\\n# first: %s\\n# dropped: driver %s other %s host %s\\n' "
+        '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((d - kd))" "$((n - m - d + kd - h + kh))" '
+        '"$((h - kh))"; '
         '[ -n "$k" ] && printf \'%s\\n\' "$k"; exit 0'
     )
     # (dmesg's log that no longer reaches back to boot: the journal's of this boot where that one does)
@@ -115,6 +135,9 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
         ' echo "$x is not installed: the kernel log cannot be filtered on the host" >&2;'
         f" exit {KERNEL_LOG_REFUSED}; }}; done; "
         '__gpo_n() { if [ -n "$1" ]; then printf \'%s\\n\' "$1" | grep -cE -- "$2"; else echo 0; fi; }; '
+        # (the lines of `$1` that match `$3` and not `$2`: the host errors' that are no driver's)
+        '__gpo_h() { if [ -n "$1" ]; then printf \'%s\\n\' "$1" | grep -vE -- "$2" | grep -cE -- "$3"; '
+        "else echo 0; fi; }; "
         "e=; "
         f'if o=$(dmesg 2>&1) && [ -n "$o" ]; then s=dmesg; {whole}; {emit}; fi; {first}'
         'case $l in dmesg:*) e=$l;; *) e="dmesg: $l";; esac; '

@@ -16,15 +16,20 @@ the kernel), a machine check or a fatal PCIe error takes the node down.
 
 Each becomes a HostError: `severity` "fail" (an uncorrectable memory error, an uncorrected
 machine check, a fatal or recoverable APEI record, a fatal PCIe error), "warn" (a corrected
-machine check, a corrected APEI record, a non-fatal PCIe error, a machine check the kernel
-logged without its record), or "corrected" (an EDAC corrected memory error: a few are normal,
-judged by their count). A GPU's own AER lines are gpu_xid's (facts/aer.py)."""
+machine check, a corrected APEI record other than memory's, a non-fatal PCIe error),
+"corrected" (a corrected memory error, EDAC's CE or a firmware's APEI record of one: a few are
+normal, judged by their count), "notice" (the kernel's `Machine check events logged`, which says
+records went to mcelog / rasdaemon, not what they were) or "record" (a machine check bank whose
+status holds no valid error). One event the firmware reports (an APEI memory record) and the
+kernel's EDAC line for it (ghes_edac's, or the EDAC decode of the machine check APEI made of it)
+count once. A GPU's own AER lines, and its root port's, are gpu_xid's (facts/aer.py)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gpuonboard.facts.kernel_cut import host_cut, locale_words
 from gpuonboard.facts.kernel_log import BootCounter, is_probe_header
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
 
@@ -63,11 +68,14 @@ class HostError:
     (a DIMM, a CPU's bank, a PCI device), `what` the error, `count` the errors the line says."""
 
     source: str  # "edac", "mce", "ghes", "aer"
-    severity: str  # "fail", "warn", "corrected", "notice"; "cut": the log ends inside its line
+    # "fail", "warn", "corrected", "notice" ("logged": one a record beside it explains), "record";
+    # "cut": the log ends inside its line
+    severity: str
     where: str
     what: str
     count: int = 1
     earlier_boot: bool = False
+    line: int = 0  # its line's index in the log read (a notice is explained by a record beside it)
 
 
 def _edac(m: re.Match[str]) -> HostError:
@@ -85,7 +93,8 @@ def _mce_bank(m: re.Match[str]) -> HostError:
     status = int(m.group(3), 16)
     where = f"CPU {m.group(1)} bank {m.group(2)}"
     if not status & _VAL:
-        return HostError("mce", "warn", where, f"machine check, its status unreadable ({m.group(3)})")
+        # (MCi_STATUS.VAL clear: the bank holds no error; the record says nothing of the part)
+        return HostError("mce", "record", where, f"machine check record without an error ({m.group(3)})")
     if status & _UC:
         return HostError("mce", "fail", where, f"uncorrected machine check (status {m.group(3)})")
     # an Intel memory controller error (MCACOD 0000 0000 1MMM CCCC) corrected: a corrected memory
@@ -95,37 +104,81 @@ def _mce_bank(m: re.Match[str]) -> HostError:
     return HostError("mce", "warn", where, f"corrected machine check (status {m.group(3)})")
 
 
+@dataclass
+class _Record:
+    """One APEI record: its severity, section, device and memory part (a DIMM's location, or the
+    FRU text), and whether an EDAC line the kernel printed for the same event claimed it."""
+
+    severity: str
+    boot: int
+    line: int = 0
+    section: str = ""
+    device: str = ""
+    part: str = ""
+    claimed: bool = False
+
+
+_GHES_PART = re.compile(r"^\s*(?:DIMM location|fru_text): (.+?)\s*$")
+# the EDAC line's kind the kernel prints for one APEI memory record (ghes_edac, or the EDAC driver
+# that decodes the machine check apei_mce_report_mem_error makes of it)
+_EDAC_OF = {"corrected": "CE", "recoverable": "UE", "fatal": "UE"}
+
+
 class _Ghes:
     """The APEI records of a log, by their `{N}` number: each record's severity, section and
     device, read from its lines."""
 
     def __init__(self) -> None:
-        self.open: dict[str, list[str]] = {}  # number -> [severity, section, device]
-        self.done: list[tuple[list[str], int]] = []  # (record, boot)
+        self.open: dict[str, _Record] = {}
+        self.done: list[_Record] = []
 
-    def read(self, number: str, said: str, boot: int) -> None:
+    def read(self, number: str, said: str, boot: int, line: int) -> None:
         severity = _GHES_SEVERITY.match(said)
         if severity:
-            self.open[number] = [severity.group(1).lower(), "", ""]
-            self.done.append((self.open[number], boot))
+            self.open[number] = _Record(severity.group(1).lower(), boot, line)
+            self.done.append(self.open[number])
             return
         record = self.open.get(number)
+        if record is None:
+            return
         section = _GHES_SECTION.match(said)
         device = _GHES_DEVICE.match(said)
-        if record is not None and section and not record[1]:
-            record[1] = section.group(1)
-        elif record is not None and device and not record[2]:
-            record[2] = device.group(1).lower()
+        part = _GHES_PART.match(said)
+        if section and not record.section:
+            record.section = section.group(1)
+        elif device and not record.device:
+            record.device = device.group(1).lower()
+        elif part and (not record.part or said.lstrip().startswith("DIMM")):
+            record.part = part.group(1)
+
+    def claim(self, kind: str, boot: int) -> None:
+        """An EDAC line of `kind` (UE, CE): the newest memory record of that kind not yet claimed,
+        of this boot and still the newest record, is the same event (one event counted once)."""
+        record = self.done[-1] if self.done else None
+        if (
+            record is not None
+            and not record.claimed
+            and record.boot == boot
+            and record.section == "memory error"
+            and _EDAC_OF.get(record.severity) == kind
+        ):
+            record.claimed = True
 
     def errors(self, last: int) -> list[HostError]:
         found = []
-        for (severity, section, device), boot in self.done:
-            if severity not in ("fatal", "recoverable", "corrected"):
-                continue  # (`info`: no error)
-            verdict = "warn" if severity == "corrected" else "fail"
-            what = f"{section or 'hardware error'} reported by the firmware (APEI, severity {severity})"
-            where = f"PCI {device}" if device else "the host"
-            found.append(HostError("ghes", verdict, where, what, 1, boot < last))
+        for r in self.done:
+            if r.severity not in ("fatal", "recoverable", "corrected") or r.claimed:
+                continue  # (`info`: no error; a claimed one: its EDAC line counts it)
+            if r.section == "memory error" and r.severity == "corrected":
+                # a corrected memory error, as EDAC's CE (a firmware-first box reports it so)
+                where = r.part or "a DIMM (no location in the record)"
+                what = "corrected memory error (APEI)"
+                found.append(HostError("ghes", "corrected", where, what, 1, r.boot < last, r.line))
+                continue
+            verdict = "warn" if r.severity == "corrected" else "fail"
+            what = f"{r.section or 'hardware error'} reported by the firmware (APEI, severity {r.severity})"
+            where = f"PCI {r.device}" if r.device else (r.part or "the host")
+            found.append(HostError("ghes", verdict, where, what, 1, r.boot < last, r.line))
         return found
 
 
@@ -134,38 +187,168 @@ def host_errors(text: str) -> tuple[HostError, ...]:
     APEI records after the others."""
     raw, text = text, plain_kernel_text(text)
     gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
+    gpus |= _gpu_ports(text.splitlines(), gpus)
     boots = BootCounter()
     ghes = _Ghes()
     read: list[tuple[int, HostError]] = []
-    for line in text.splitlines():
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
         if is_probe_header(line):
             continue
         boots.read(line)
         event = _line_error(line, gpus)
+        if event is not None and event.severity == "notice" and _beside_a_record(lines, i):
+            event = replace(event, severity="logged")  # (the record printed with it says what it was)
         if event is not None:
-            read.append((boots.boot, event))
+            if event.source == "edac" and event.severity != "record":
+                ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot)
+            read.append((boots.boot, replace(event, line=i)))
             continue
+        if read and (umc := _umc_memory(read[-1][1], line, i)) is not None:
+            read[-1] = (read[-1][0], umc)
         head = _GHES_HEAD.search(line)
         if head:
-            ghes.read(head.group(1), head.group(2).strip(), boots.boot)
+            ghes.read(head.group(1), head.group(2).strip(), boots.boot, i)
     last = boots.boot
-    events = [HostError(e.source, e.severity, e.where, e.what, e.count, b < last) for b, e in read]
-    return (*events, *ghes.errors(last), *_cut_end(raw))
+    events = [replace(e, earlier_boot=b < last) for b, e in read]
+    return (*events, *ghes.errors(last), *_cut_end(raw, gpus))
 
 
-# the start of a host error's line, cut anywhere after its tag (`EDAC MC0: 1`, `mce: [Hardware`)
-_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[")
+# a line of a record the kernel prints with its `Machine check events logged`: an EDAC memory
+# controller's line (its decode, its count), a machine check's `[Hardware Error]` line, an APEI
+# record's line
+_RECORD_LINE = re.compile(r"\bEDAC [^:]*MC\d+: |\[Hardware Error\]: (?!Machine check events logged)")
 
 
-def _cut_end(text: str) -> tuple[HostError, ...]:
-    """A "cut" HostError where the log ends inside a host error's line (no newline after it):
-    what the line went on to say (`UE` or `CE`, the bank's status) is not known."""
+def _beside_a_record(lines: list[str], at: int) -> bool:
+    """Whether the notice at `lines[at]` has a record's line beside it (the line before or after
+    it, blank lines and the probe's header skipped): the kernel printed the record with it (a
+    bank's status, EDAC's decode, an APEI record around it), so the record says what was logged;
+    a notice with none beside it (a later poll's, `dmesg | grep -i machine`) says only that
+    records went to mcelog / rasdaemon."""
+    before = [line for line in lines[max(0, at - 3) : at] if line.strip() and not is_probe_header(line)]
+    after = [line for line in lines[at + 1 : at + 4] if line.strip() and not is_probe_header(line)]
+    return any(_RECORD_LINE.search(line) is not None for line in (*before[-1:], *after[:1]))
+
+
+# a machine check record's detail line with the bank's IPID (AMD's Scalable MCA): its hardware id
+# (bits 43:32) 0x096 is a Unified Memory Controller (the kernel's `amd_hwids`: "UMC")
+_IPID = re.compile(r"\[Hardware Error\]:.*\bIPID ([0-9a-fA-F]{1,16})\b")
+_UMC = 0x096
+
+
+def _umc_memory(event: HostError, line: str, at: int) -> HostError | None:
+    """The corrected machine check `event` as a corrected memory error where `line`, its record's
+    next lines, names its bank an AMD memory controller by its IPID (rasdaemon#95: `Bank 17:
+    dc2040000000011b`, `IPID 9600050f00`): a DRAM ECC error the controller corrected, counted as
+    an EDAC CE is (one is normal), never a warning of a CPU fault."""
+    ipid = _IPID.search(line)
+    if ipid is None or event.source != "mce" or event.severity != "warn" or at - event.line > 3:
+        return None
+    if (int(ipid.group(1), 16) >> 32) & 0xFFF != _UMC:
+        return None
+    status = event.what.rsplit(" ", 1)[-1].rstrip(")")
+    return replace(event, severity="corrected", what=f"corrected memory error (machine check {status})")
+
+
+# a line of the kernel's PCIe error handling (AER) about one device: a report, its detail lines,
+# the recovery's broadcast and each driver's answer to it
+_AER_PART = re.compile(
+    r"\b(\S+) " + _BDF + r": (?:AER: |PCIe Bus Error|\s+device \[|\s+\[ ?\d+\] |broadcast "
+    r"|device has no AER-aware driver)"
+)
+# the GPU's own lines of it that gpu_xid reads (facts/aer.py), and a port's report of an error
+# received from a device
+_GPU_AER = re.compile(
+    r"\bnvidia " + _BDF + r": (?:AER: can't recover|device has no AER-aware driver"
+    r"|PCIe Bus Error: severity=Uncorrect)",
+    re.IGNORECASE,
+)
+_RECEIVED = re.compile(
+    r"AER: (?:Multiple )?Uncorrect(?:ed|able) \([^)]*\) error (?:message )?received(?: from)?:? " + _BDF
+)
+
+
+def _gpu_ports(lines: list[str], gpus: set[str]) -> set[str]:
+    """The PCIe ports (and a GPU's other functions, its audio) whose uncorrectable errors are a
+    GPU's: in one run of AER lines (no other line between them), a port that received the error
+    from a GPU (`AER: Uncorrected (Fatal) error received: 0000:03:00.0`), or one whose error's
+    handling names the GPU as gpu_xid reads it (`nvidia 0000:03:00.0: AER: can't recover`,
+    `device has no AER-aware driver`): the root port's own error (the link to the GPU down, a
+    completion timeout) is the GPU's fault, which gpu_xid names; host_hw_errors does not count it
+    again (sf29: returnn#1500 failed both rules for one fault)."""
+    slots = {g[:-2] for g in gpus}  # (bus:device of each GPU: its functions)
+    found: set[str] = set()
+    run: set[str] = set()
+    gpu = False
+    for line in lines:
+        part = _AER_PART.search(line)
+        if part is None:
+            if line.strip() and not is_probe_header(line):
+                run, gpu = set(), False
+            continue
+        bdf = part.group(2).lower()
+        received = _RECEIVED.search(line)
+        if part.group(1) == "pcieport" or bdf[:-2] in slots and bdf not in gpus:
+            run.add(bdf)
+        if _GPU_AER.search(line) and bdf in gpus or received and received.group(1).lower() in gpus:
+            gpu = True
+        if gpu:
+            found |= run
+    return found
+
+
+def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
+    """A "cut" HostError where the log ends inside a line (no newline after it) that may be a host
+    error's (facts/kernel_cut.host_cut, the reading gpu_xid's cut lines get): what it went on to
+    say (`UE` or `CE`, the bank's status) is not known. Source "cut" where the line shows a host
+    error's tag or reads as one; "stamp" where it says nothing yet (a stamp, a word's start), which
+    only narrows the errors the log shows. A line that has left every error line's head (`EDAC
+    amd64: Node 0: DRAM ECC enabled.`) is whole: nothing."""
     body = text.rstrip(" \t")
     if not body.strip() or body.endswith(("\n", "\r")):
         return ()
     last = body.rsplit("\n", 1)[-1]
+    if _line_error(last, gpus) is not None or _GHES_HEAD.search(last) is not None:
+        kind = "" if _read_whole(last) else "tag"
+    else:
+        kind = host_cut(last, locale_words(body.splitlines()[-50:]))
+    if not kind:
+        return ()
     m = _HOST_TAG.search(last)
-    return (HostError("cut", "cut", "", last[m.start() :].strip()),) if m else ()
+    said = last[m.start() :].strip() if m and kind == "tag" else last.strip()
+    return (HostError("cut" if kind == "tag" else "stamp", "cut", "", said),)
+
+
+# what an error line must show to be judged whole where the log ends inside it: a corrected
+# error's DIMM label closed by the ` (` of its details (a label cut short would count its errors
+# on another part), a bank's status in the 16 hex digits the kernel prints, an APEI record's
+# severity word and section whole (its first line alone says neither)
+_LABEL_CLOSED = re.compile(r"\bon \S+ \(")
+_SEVERITIES = re.compile(r"^event severity: (?:fatal|recoverable|corrected|info)$")
+
+
+def _read_whole(line: str) -> bool:
+    """True when a host error line the log ends inside (no newline) is read whole for judging: an
+    uncorrectable error fails whatever followed, a corrected one whose part and count are read
+    is counted; what the rest would say (its details) changes no verdict."""
+    edac = _EDAC.search(line)
+    if edac:
+        return edac.group(3) == "UE" or _LABEL_CLOSED.search(edac.group(4)) is not None
+    bank = _MCE_BANK.search(line)
+    if bank:
+        return len(bank.group(3)) == 16
+    head = _GHES_HEAD.search(line)
+    if head:
+        said = head.group(2).strip()
+        if said.startswith("event severity"):
+            return _SEVERITIES.match(said) is not None
+        return not said.startswith(("Hardware error from APEI", "section_type"))
+    return True  # (a fatal machine check, the notice, a fatal PCIe error: read whole)
+
+
+# where a host error's line starts, to quote it from there (`EDAC MC0: 1`, `mce: [Hardware`)
+_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[")
 
 
 def _line_error(line: str, gpus: set[str]) -> HostError | None:

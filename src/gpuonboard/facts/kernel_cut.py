@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["locale_words", "says_nothing"]
+__all__ = ["host_cut", "locale_words", "says_nothing", "whole_when_cut"]
 
 
 def _started(*parts: str) -> str:
@@ -78,21 +78,95 @@ _STAMP_START = "|".join(
 _TAG_START = _cut_of("NVRM:") + "|" + _started(_cut_of("nvidia-nvswitch"), r"\d+", ":")
 
 
+# the start of a line of the host's own hardware errors (facts/host_errors.py), cut anywhere: the
+# heads that tell an error line from the drivers' other lines, each read up to where it does
+# (an EDAC count line `EDAC MC0: 1 CE` / `EDAC skx MC3: 1 UE`, an EDAC decode of a machine check
+# `EDAC sbridge MC1: CPU 1: ...`, a machine check's `mce: [Hardware Error]: CPU 0: ...` or
+# `Machine check ...`, any line of a firmware's APEI record `{1}[Hardware Error]: ...`, a PCIe
+# device's `nvme 0000:5e:00.0: PCIe Bus Error: severity=Uncorrected (Fatal)`); a line that has
+# left every head (`EDAC amd64: Node 0: DRAM ECC enabled.`, `mce: CPU supports 22 MCE banks`,
+# `pcieport 0000:00:01.1: AER: Corrected error received`) is whole whatever followed it
+_ANY_REST = r"(?: .*)?"
+_HW_TAIL = f"(?:{_cut_of('CPU')}|{_cut_of('Machine check')}){_ANY_REST}"
+_HW_ERROR = _started(_cut_of("[Hardware Error]:"), " ", _HW_TAIL)
+_BDF = r"[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7]"
+_HOST_HEADS = "|".join(
+    (
+        _started(
+            _cut_of("EDAC"),
+            " ",
+            r"(?:\w+ ?)?",
+            _cut_of("MC"),
+            r"\d+",
+            ":",
+            " ",
+            rf"(?:(?:\d+ ?)?(?:[UC]E?)?|{_cut_of('CPU')}{_ANY_REST})",
+        ),
+        _started(_cut_of("mce:"), " ", _HW_ERROR),
+        _HW_ERROR,
+        r"\{\d*(?:\}.*)?",
+        _started(
+            r"[\w-]+",
+            " ",
+            r"[0-9a-fA-F:.]*",
+            rf"(?<={_BDF}):",
+            " ",
+            _cut_of("PCIe Bus Error:"),
+            " ",
+            _cut_of("severity="),
+            _cut_of("Uncorrected", "Uncorrectable"),
+            " ",
+            r"\(",
+            _cut_of("Fatal", "Non-Fatal"),
+        ),
+    )
+)
+# a host error's tag (`EDAC`, `mce:`, `[Hardware`, `{1}[`, `PCIe Bus Error`): a cut line that
+# shows one is a host error line's start, not only a stamp or a word
+_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[|PCIe Bus Error")
+
+
 @functools.cache
-def _says_nothing_pattern() -> re.Pattern[str]:
+def _says_nothing_pattern(heads: str = _TAG_START) -> re.Pattern[str]:
     """Compiled on first use (a log whose last line has no newline), not at import: a few ms."""
-    return re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{_TAG_START})?\s*")
+    return re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{heads})?\s*")
 
 
-def says_nothing(line: str, words: dict[str, str] | None = None) -> bool:
+def says_nothing(line: str, words: dict[str, str] | None = None, heads: str = _TAG_START) -> bool:
     """True when a line (the log's last, without its newline) holds no text that reads: only a
     stamp or a start of one, or the start of a driver's tag after it. Such a line may be the
     start of an Xid or SXid line; a line that says anything else (`usb 1-1: new ...`) is not.
-    `words`: the log's own month and weekday names that are not English (locale_words)."""
+    `words`: the log's own month and weekday names that are not English (locale_words);
+    `heads`: the line starts that are read as saying nothing yet (the GPU and NVSwitch drivers'
+    tags; host_cut's: the host error lines' heads)."""
     if len(line) > 200:
         return False
     said = (line, _anglicised(line, words)) if words else (line,)
-    return any(_says_nothing_pattern().fullmatch(text) is not None for text in said)
+    return any(_says_nothing_pattern(heads).fullmatch(text) is not None for text in said)
+
+
+def host_cut(line: str, words: dict[str, str] | None = None) -> str:
+    """Whether the log's last line, without its newline, may be the start of a host hardware
+    error's line (facts/host_errors.py), by the same reading as says_nothing: "tag" where it
+    shows a host error's tag and has not left every error line's head (`EDAC MC1: 1`, `mce:
+    [Hardware Err`, an APEI record's line), "stamp" where it says nothing yet (a stamp, the start
+    of a word), "" where it is whole whatever followed it (`EDAC amd64: Node 0: DRAM ECC
+    enabled.`, another driver's line)."""
+    if not says_nothing(line, words, _HOST_HEADS):
+        return ""
+    return "tag" if _HOST_TAG.search(line) else "stamp"
+
+
+# a driver line that is whole where the log ends after it without its newline: it names no fault
+# however it went on, and no line continues it (the driver's load banner, `NVRM: loading NVIDIA
+# UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024`, one message of its own)
+_WHOLE_WHEN_CUT = re.compile(r"loading NVIDIA UNIX\b", re.IGNORECASE)
+
+
+def whole_when_cut(text: str) -> bool:
+    """True when a driver message's text (after its `NVRM:` tag) is a line of a known shape that
+    a cut cannot have made other than whole (_WHOLE_WHEN_CUT)."""
+    return _WHOLE_WHEN_CUT.match(text.strip()) is not None
 
 
 # a stamp whose month (and dmesg -T's weekday) is printed in the box's locale: journalctl and

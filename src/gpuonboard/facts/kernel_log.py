@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
-from gpuonboard.facts.kernel_cut import locale_words, says_nothing
+from gpuonboard.facts.kernel_cut import locale_words, says_nothing, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -156,6 +156,9 @@ class KernelLog:
     # the others (a device's uncorrectable PCIe errors); None: not said (a saved log, an older probe)
     dropped: int | None = None
     dropped_other: int | None = None
+    # the host hardware errors' lines it left out (`host H`: EDAC, machine checks, APEI records),
+    # capped apart from both: they narrow host_hw_errors only
+    dropped_host: int | None = None
     # a sandbox's emulated kernel wrote this log, not the host's kernel (`_SANDBOX_BANNERS`): the
     # banner line as printed ("[    0.000000] Starting gVisor..."); or a guest's kernel whose GPU
     # is the Windows host's (`_PARAVIRTUAL_GPU`, no NVIDIA driver line): its dxgkrnl line; None
@@ -186,6 +189,14 @@ class KernelLog:
         lines (facts/aer.py: a root port's `AER: Uncorrected ... error received: <the GPU's
         address>`) are among the others, beside a NIC's; "" where it kept all or did not say."""
         left = (self.dropped or 0) + (self.dropped_other or 0)
+        return f"the probe left out {left} older matching lines (a flood of kernel messages)" if left else ""
+
+    @property
+    def host_cut_by_cap(self) -> str:
+        """cut_by_cap for host_hw_errors, which reads the host errors' lines (capped apart) and a
+        device's uncorrectable PCIe errors (among the others): the drivers' lines left out say
+        nothing of them."""
+        left = (self.dropped_host or 0) + (self.dropped_other or 0)
         return f"the probe left out {left} older matching lines (a flood of kernel messages)" if left else ""
 
     @property
@@ -514,6 +525,7 @@ class _Reader:
         self.unfiltered = False  # a line the probe's filter drops: the log is not a grep's
         self.dropped: int | None = None
         self.dropped_other: int | None = None
+        self.dropped_host: int | None = None
         self.lines = 0
         self.boots = BootCounter()
         self.boot_start = 0  # the index in `events` of the log's last boot's first event
@@ -531,10 +543,12 @@ class _Reader:
             elif m.group(1) == "first":
                 self.first = m.group(2)
             else:
-                said = m.group(2).split()  # (`driver N other M`; an older probe's `N`)
+                said = m.group(2).split()  # (`driver N other M host H`; older probes' without host, `N`)
                 counts = [int(w) for w in said if w.isdecimal()]
-                if said[:1] == ["driver"] and said[2:3] == ["other"] and len(counts) == 2:
+                if said[:1] == ["driver"] and said[2:3] == ["other"] and len(counts) == 2 == len(said) // 2:
                     self.dropped, self.dropped_other = counts
+                elif said[:1] == ["driver"] and said[2:3] == ["other"] and said[4:5] == ["host"]:
+                    self.dropped, self.dropped_other, self.dropped_host = [*counts, None, None][:3]
                 else:
                     self.dropped = counts[0] if said and len(counts) == len(said) == 1 else None
             return
@@ -569,7 +583,8 @@ class _Reader:
                     self.load_starts.append(len(self.events))
                 tag = "NVRM: " if line.startswith("NVRM:", m.start()) else "NVRM "
                 self.message = _Message(_prefix(line, m.start()), part, tag=tag)
-            if cut:
+            if cut and not whole_when_cut(self.message.text):
+                # (the driver's load banner is whole however it ended: kernel_cut.whole_when_cut)
                 self.message.cut = f"{self.message.tag}{self.message.text}"
         elif not cut:
             if not _open_gpu_message(self.message):
@@ -689,6 +704,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         boot_first=reader.boot_first if reader.unfiltered else None,
         dropped=reader.dropped,
         dropped_other=reader.dropped_other,
+        dropped_host=reader.dropped_host,
         sandbox=sandbox,
         # (in the text as given: a wrapped line's join may take the marker in)
         elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),

@@ -108,6 +108,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # kern.log / syslog excerpts of host hardware errors (EDAC, machine checks): host_hw_errors
         "kern-log__": "kernel_log",
         "syslog__edac": "kernel_log",
+        "syslog__apei": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
         "podman-info": "podman_info",  # (shown, not judged)
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output

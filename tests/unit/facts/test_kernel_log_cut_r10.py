@@ -203,4 +203,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt",
         # (a GSP Timeout banner, then Xid 119; round 27)
         "dmesg__gsp-timeout-banner-then-xid119-from-gpu0__rtx3060__driver555.42.02.txt",
+        # (a root port's Surprise Down answered by the GPU's AER line, then Xid 79; round 29)
+        "dmesg__pcieport-aer-fatal-surprise-down-xid-79__gpu-burn-1.txt",
     }

@@ -95,7 +95,7 @@ def test_another_devices_flood_left_out_narrows_gpu_xid_only(tmp_path: Path) -> 
     (gpu_xid reads them, facts/aer.py), never an NVSwitch's SXid: nvswitch_sxid, all its driver's
     lines kept, is judged (it was unverified)."""
     out = _probe(tmp_path, BANNER + _flood(KERNEL_LOG_MAX_LINES // 2 + 10))
-    assert "\n# dropped: driver 0 other 20\n" in out
+    assert "\n# dropped: driver 0 other 20 host 0\n" in out
     rows = _rows(tmp_path, out)
     assert rows["gpu_xid"].verdict == "unverified", rows["gpu_xid"]
     assert "left out 20 older matching lines" in rows["gpu_xid"].actual
@@ -106,7 +106,7 @@ def test_the_drivers_lines_left_out_narrow_both_rules(tmp_path: Path) -> None:
     sxid = SXID.read_text()
     assert sxid.count("\n") == 1 and "SXid" in sxid
     out = _probe(tmp_path, BANNER + sxid * (KERNEL_LOG_MAX_LINES + 4) + _flood(2))
-    assert "\n# dropped: driver 5 other 0\n" in out  # (the banner and the 4 oldest SXid lines)
+    assert "\n# dropped: driver 5 other 0 host 0\n" in out  # (the banner and the 4 oldest SXid lines)
     rows = _rows(tmp_path, out)
     assert rows["gpu_xid"].verdict == "unverified", rows["gpu_xid"]
     assert "left out 5 older" in rows["nvswitch_sxid"].actual + rows["nvswitch_sxid"].detail
@@ -115,7 +115,7 @@ def test_the_drivers_lines_left_out_narrow_both_rules(tmp_path: Path) -> None:
 def test_an_older_probes_single_count_narrows_both_rules(tmp_path: Path) -> None:
     """`# dropped: N` (the probe before the counts were apart) does not say whose lines: read as
     the drivers', so neither rule passes a log that may have lost an Xid or an SXid."""
-    out = _probe(tmp_path, BANNER + _flood(10)).replace("# dropped: driver 0 other 0", "# dropped: 7")
+    out = _probe(tmp_path, BANNER + _flood(10)).replace("# dropped: driver 0 other 0 host 0", "# dropped: 7")
     log = parse_kernel_log(out)
     assert (log.dropped, log.dropped_other) == (7, None)
     rows = _rows(tmp_path, out)
@@ -124,7 +124,7 @@ def test_an_older_probes_single_count_narrows_both_rules(tmp_path: Path) -> None
 
 def test_a_log_within_the_caps_says_none_dropped_and_passes(tmp_path: Path) -> None:
     out = _probe(tmp_path, BANNER + _flood(10))
-    assert "\n# dropped: driver 0 other 0\n" in out
+    assert "\n# dropped: driver 0 other 0 host 0\n" in out
     assert (parse_kernel_log(out).dropped, parse_kernel_log(out).dropped_other) == (0, 0)
     rows = _rows(tmp_path, out)
     assert rows["gpu_xid"].verdict == rows["nvswitch_sxid"].verdict == "pass"
@@ -148,11 +148,63 @@ def test_a_host_without_sort_or_cut_keeps_the_newest_lines_of_all(
     which kind those left out were."""
     text = BANNER + XID_79.read_text() + _flood(3)
     out = _probe(tmp_path, text, tools=tools)
-    assert "\n# dropped: driver 0 other 0\n" in out
+    assert "\n# dropped: driver 0 other 0 host 0\n" in out
     assert [line for line in out.splitlines() if not line.startswith("# ")] == text.splitlines()
     assert _gpu_xid(tmp_path, out).verdict == "fail"
     (tmp_path / "big").mkdir()
     out = _probe(
         tmp_path / "big", BANNER + XID_79.read_text() + _flood(KERNEL_LOG_MAX_LINES // 2 + 10), tools=tools
     )
-    assert "\n# dropped: driver 6 other 20\n" in out  # (the banner, Titan V's 5 lines, 20 of the flood)
+    # (the banner, Titan V's 5 lines, 20 of the flood)
+    assert "\n# dropped: driver 6 other 20 host 0\n" in out
+
+
+# openstreetmap/operations#300's kern.log: `mce: ... Machine check events logged` and seven `EDAC
+# MC0: N CE error on CPU#0Channel#2_DIMM#0` lines (16 corrected errors on one DIMM)
+OSM_CE = REAL / "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt"
+LWA = REAL / "dmesg__edac-ue-apei-pcie-recoverable__lwa-issues-117.txt"
+
+
+def test_the_host_errors_lines_are_read_live(tmp_path: Path) -> None:
+    """lwa-issues#117's dmesg (an EDAC UE, an APEI record of an NVMe's PCIe error, machine checks
+    logged) on a host whose `dmesg` prints it: the probe keeps the host errors' lines, so
+    host_hw_errors fails live as it does offline. (Before: the probe's filter kept none of them:
+    no row live, the box GO, where the saved log fails.)"""
+    out = _probe(tmp_path, BANNER + LWA.read_text())
+    assert "\n# dropped: driver 0 other 0 host 0\n" in out
+    row = _rows(tmp_path, out)["host_hw_errors"]
+    assert row.verdict == "fail", row
+    dimm = "MC3 CPU_SrcID#1_MC#1_Chan#2_DIMM#0 (row 1a1e8)"
+    assert f"{dimm}: uncorrectable memory error (EDAC UE)" in row.actual
+    assert "PCI 0000:5e:00.0: PCIe error reported by the firmware (APEI, severity recoverable)" in row.actual
+
+
+def test_a_storm_of_corrected_memory_errors_never_pushes_a_gpus_xid_out(tmp_path: Path) -> None:
+    """The Titan V's Xid 79 followed by osm#300's corrected-error lines repeated 300 times (2,400
+    host error lines, more than the cap): the host errors' lines have a cap of their own, so the
+    Xid is kept and gpu_xid, none of its kinds' lines left out, fails on it, never unverified;
+    host_hw_errors warns on the DIMM's corrected errors the probe kept, and the 400 it left out are
+    counted as the host's (`host 400`)."""
+    text = BANNER + XID_79.read_text() + OSM_CE.read_text() * 300
+    out = _probe(tmp_path, text)
+    assert "\n# dropped: driver 0 other 0 host 400\n" in out
+    log = parse_kernel_log(out)
+    assert (log.dropped, log.dropped_other, log.dropped_host) == (0, 0, 400)
+    assert log.cut_by_cap == "" and log.host_cut_by_cap != ""
+    rows = _rows(tmp_path, out)
+    assert rows["gpu_xid"].verdict == "fail" and "Xid 79" in rows["gpu_xid"].actual, rows["gpu_xid"]
+    assert "left out" not in rows["gpu_xid"].actual
+    assert rows["host_hw_errors"].verdict == "warn", rows["host_hw_errors"]
+    assert "MC0 CPU#0Channel#2_DIMM#0: corrected memory error (EDAC CE)" in rows["host_hw_errors"].actual
+
+
+def test_a_few_corrected_errors_in_a_log_whose_host_lines_were_capped_are_unverified(tmp_path: Path) -> None:
+    """radiasoft#134's machine check detail line (`EDAC sbridge MC1: TSC 0`) 2,010 times, then its
+    whole log (one corrected error): the host lines left out may have held errors, so the one CE
+    read is no pass: unverified, the lines left out said."""
+    one_ce = (REAL / "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt").read_text()
+    detail = next(line for line in one_ce.splitlines(keepends=True) if line.endswith("TSC 0\n"))
+    out = _probe(tmp_path, BANNER + detail * (KERNEL_LOG_MAX_LINES + 10) + one_ce)
+    assert "\n# dropped: driver 0 other 0 host 18\n" in out
+    row = _rows(tmp_path, out)["host_hw_errors"]
+    assert row.verdict == "unverified" and "left out 18" in row.actual, row

@@ -414,7 +414,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     return [
         _in_sandbox(xid, "Xid", log.sandbox),
         _in_sandbox(sxid, "SXid", log.sandbox),
-        rule_host_hw_errors(hosted, out.partial or log.left_out or log.cut_by_cap),
+        rule_host_hw_errors(hosted, out.partial or log.left_out or log.host_cut_by_cap),
     ]
 
 

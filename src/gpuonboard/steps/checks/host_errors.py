@@ -36,20 +36,29 @@ def _said(events: Sequence[HostError]) -> list[str]:
 def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Check | None:
     """fail: an uncorrectable memory error (EDAC UE, naming its DIMM), an uncorrected machine
     check, an APEI record of severity fatal or recoverable, a fatal PCIe error of a device that is
-    no GPU; warn: a corrected machine check or APEI record, a non-fatal PCIe error, machine checks
-    logged without their records, CE_WARN_AT or more corrected memory errors on one DIMM; pass:
-    a few corrected memory errors, each DIMM named. None where the log shows no such error (no
+    no GPU; warn: a corrected machine check or APEI record (not memory's), a non-fatal PCIe error,
+    CE_WARN_AT or more corrected memory errors on one DIMM; unverified: machine checks logged
+    without a record beside the notice (which says only that records went to mcelog); pass: a few
+    corrected memory errors (EDAC's, a memory controller's machine check, a firmware's APEI
+    record), each DIMM named. None where the log shows no such error (no
     claim either way). `narrowed`: why the log is only part of it: a pass is then unverified (what
     it leaves out may hold more)."""
-    if not events:
+    # the kernel's notice that machine checks were logged says only that records went to mcelog /
+    # rasdaemon (corrected errors mostly, found by polling or CMCI): where the log holds a record
+    # of them (a bank's status, EDAC's decode, a firmware record) those are judged; where it holds
+    # none, what they were is not known (unverified, never a warning of an error not seen); a
+    # bank whose status holds no valid error (VAL clear, `Bank 9: 0000000000000000`) is no error
+    unexplained = [e for e in events if e.severity == "notice"][:1]
+    # (a last line that says nothing yet, a bare stamp, narrows the errors the log shows; alone
+    # it is no host error's: no row, gpu_xid says the log is cut)
+    stamp = [e for e in events if e.source == "stamp"]
+    events = [e for e in events if e.severity not in ("notice", "logged", "record") and e.source != "stamp"]
+    if not events and not unexplained:
         return None
+    events += stamp
     fails = [e for e in events if e.severity == "fail"]
     warns = [e for e in events if e.severity == "warn"]
     corrected = [e for e in events if e.severity == "corrected"]
-    # the kernel's notice that machine checks were logged says only that: where the log holds no
-    # record of them (a bank's status, EDAC's decode), it warns; else those records are judged
-    if not any(e.source in ("mce", "edac") and e.severity != "notice" for e in events):
-        warns += [e for e in events if e.severity == "notice"][:1]
     per_part: Counter[str] = Counter()
     for e in corrected:
         per_part[e.where] += e.count
@@ -76,6 +85,17 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
             " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor.",
         )
     actual = "; ".join(_said(few)) + f" (fewer than {CE_WARN_AT} on each DIMM: a few are normal)"
+    if unexplained:
+        notice = f"{unexplained[0].where}: {unexplained[0].what}"
+        return Check(
+            "host_hw_errors",
+            _EXPECTED,
+            f"{actual}; {notice}" if few else notice,
+            "unverified",
+            "the kernel logged machine check events whose records are not in its log, so whether"
+            " they were a few corrected errors or worse is not known: read them with `sudo"
+            " ras-mc-ctl --errors` (rasdaemon) or `sudo mcelog --client`.",
+        )
     cut = [e.what for e in events if e.severity == "cut"]
     if cut:
         # (the log ends inside a host error's line: it may say UE, or a bank's uncorrected status)

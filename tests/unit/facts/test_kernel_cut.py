@@ -1,0 +1,110 @@
+"""kernel_cut: whether a kernel log's last line, without its newline, may be the start of a line
+a rule reads (facts/kernel_cut.py), one reading for gpu_xid's lines and host_hw_errors'. A line
+that may be the start of one (a stamp, `EDAC MC1: 1`, `mce: [Hardware Err`) leaves the rule
+unverified; a line of a known shape that is whole whatever followed it (the driver's load banner,
+`EDAC amd64: Node 0: DRAM ECC enabled.`, a machine check's detail line) is read as whole. Every
+log is a real capture (tests/fixtures/real), cut in the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.facts.host_errors import host_errors
+from gpuonboard.facts.kernel_cut import host_cut, says_nothing
+from gpuonboard.facts.kernel_log import parse_kernel_log
+from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
+from gpuonboard.steps.checks.xid_rules import rule_xid
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+HOST_LOGS = (
+    "dmesg__edac-ue-apei-pcie-recoverable__lwa-issues-117.txt",
+    "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt",
+    "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt",
+    "kern-log__mce-uncorrected-bank4-at-boot__mcelog-70.txt",
+    "dmesg-grep-mce__mce-corrected-amd-bank17__rasdaemon-95.txt",
+    "syslog__apei-corrected-memory-one-record__node-exporter-3511.txt",
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt",
+        "dmesg-grep-nvrm__requires-open-kernel-modules__rtx5090-laptop__driver580.105.08.txt",
+        "dmesg__gsp-heartbeat-timeout-gpu6-no-pci__driver595.71.05.txt",
+        "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt",
+    ],
+)
+def test_the_drivers_load_banner_is_whole_without_its_newline(name: str) -> None:
+    """Each real log cut at the end of its `NVRM: loading NVIDIA UNIX ... Kernel Module ...`
+    banner, without the banner's newline: the driver's load banner names no fault however it went
+    on and no line continues it, so gpu_xid judges the log as with the newline. (Before: "a driver
+    message the log ends inside, cut short: 'NVRM: loading NVIDIA UNIX ...'", unverified where
+    the log passed.)"""
+    lines = (REAL / name).read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if "NVRM: loading NVIDIA UNIX" in line)
+    whole = "".join(lines[: at + 1])
+    cut = rule_xid(parse_kernel_log(whole.rstrip("\n")).events, True)
+    assert (cut.verdict, cut.actual) == (
+        (w := rule_xid(parse_kernel_log(whole).events, True)).verdict,
+        w.actual,
+    )
+    assert "cut short" not in cut.actual
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("Feb 23 03:28:16 kernel: EDAC MC1: 1", "tag"),  # (radiasoft#134's CE line, cut before `CE`)
+        ("[11219.196715] EDAC skx MC3: HANDLING MCE MEMORY ERROR", ""),  # (lwa-issues#117's last line)
+        ("[    0.064265] mce: [Hardware Error]: CPU 0: Machine Ch", "tag"),  # (mcelog#70's bank line)
+        ("[    0.644342] mce: [Hardware Error]: TSC 0 ADDR a8eb3fc80 MISC d01202dd01000000", ""),  # (#95)
+        ("[    4.768515] MCE: In-kernel MCE decoding enabled.", ""),  # (rasdaemon#95)
+        ("[11219.196653] {1}[Hardware Error]:   device_id: 0000:5e", "tag"),  # (an APEI record's line)
+        ("[74889.542044] pcieport 0000:00:02.0: PCIe Bus Error: severity=Uncorr", "tag"),  # (gpu-burn#1)
+        ("[74785.660380] pcieport 0000:00:02.0: PCIe Bus Error: severity=Corrected, type=Data", ""),
+        ("[74889.542234] pcieport 0000:00:02.0: broadcast error_detected message", ""),
+        ("May  7 06:45:12 errol kernel: [21584690.529877] ", "stamp"),  # (osm#300's stamps alone)
+        ("[11219.1966", "stamp"),
+    ],
+)
+def test_a_cut_last_line_is_a_host_errors_start_only_until_it_leaves_every_head(line: str, said: str) -> None:
+    """Real lines, whole or cut: "tag" where the line may still become a host error's line, "stamp"
+    where it says nothing yet, "" where it has left every error line's head."""
+    assert host_cut(line) == said
+
+
+def test_the_gpu_rules_reading_of_a_cut_line_is_unchanged() -> None:
+    """says_nothing with its own heads reads the GPU drivers' tags as it did: a stamp and the start
+    of `NVRM:` say nothing; an EDAC line says something (not a GPU driver's line)."""
+    assert says_nothing("[ 1843.308145] NVR") and says_nothing("[Tue Apr 15 1")
+    assert not says_nothing("[ 1843.308145] EDAC MC0: 1")
+
+
+@pytest.mark.parametrize("name", HOST_LOGS)
+def test_a_host_log_cut_inside_an_error_lines_head_never_passes_where_the_whole_does_not(name: str) -> None:
+    """Each real host-error log cut at every point from the start of each error line's stamp to
+    where the line is read whole (a corrected error's DIMM label closed by its ` (`, a bank's
+    whole status, an APEI record's line): never a pass where the whole log warns or fails, and
+    the whole log, its last newline dropped, reads as the whole. (A cut after that point is the
+    log of an earlier moment, which no sign tells from a whole one.)"""
+    text = (REAL / name).read_text()
+    whole = rule_host_hw_errors(host_errors(text))
+    assert whole is not None
+    dropped = rule_host_hw_errors(host_errors(text.rstrip("\n")))
+    assert dropped is not None and dropped.verdict == whole.verdict, (dropped, whole)
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    for start, end in zip(starts, starts[1:], strict=False):
+        line = text[start:end]
+        if not any(tag in line for tag in ("EDAC MC", "Machine Check", "event severity", "Bank ")):
+            continue
+        label = line.find(" (", line.find(" on ")) if "EDAC MC" in line and " on " in line else -1
+        stop = start + label if label > 0 else end - 1
+        for at in range(start + 1, stop + 1):
+            check = rule_host_hw_errors(host_errors(text[:at]))
+            if whole.verdict in ("fail", "warn"):
+                assert check is None or check.verdict != "pass", (name, text[start:at], check)
