@@ -509,10 +509,12 @@ def _failed_answer(out: ProbeOutput, args: str) -> ProbeOutput:
     (`partial`, which the GPU merge reads as an incomplete probe). A lost GPU's own line
     ("Unable to determine the device handle for GPU ...") explains the code: read as whole."""
     from gpuonboard.facts.gpu_merge import unopened_gpus
+    from gpuonboard.facts.nvidia_smi import parse_any
 
     if out.exit_code in (0, 127) or out.partial or not out.stdout.strip():
         return out
-    if unopened_gpus([out.stdout, out.stderr]):
+    # (its failure's own words alone, `Failed to initialize NVML: ...`, list no GPU: a failure)
+    if unopened_gpus([out.stdout, out.stderr]) or not parse_any(out.stdout).gpus:
         return out
     call = f"`nvidia-smi {args}`" if args.startswith("-") else "`nvidia-smi`"
     how = (
