@@ -502,12 +502,38 @@ def _answered_with_warning(out: ProbeOutput) -> ProbeOutput:
     return dataclasses.replace(out, exit_code=0, exited=out.exit_code)
 
 
+def _failed_answer(out: ProbeOutput, args: str) -> ProbeOutput:
+    """A GPU listing printed by an nvidia-smi call that then failed (exit 15, a GPU fallen off the
+    bus; 6, 255 ...; 124, stopped by the probe's timeout) and names no GPU it could not open: a
+    listing nvidia-smi itself says is not whole, so a GPU missing from it is not known missing
+    (`partial`, which the GPU merge reads as an incomplete probe). A lost GPU's own line
+    ("Unable to determine the device handle for GPU ...") explains the code: read as whole."""
+    from gpuonboard.facts.gpu_merge import unopened_gpus
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    if out.exit_code in (0, 127) or out.partial or not out.stdout.strip():
+        return out
+    # (its failure's own words alone, `Failed to initialize NVML: ...`, list no GPU: a failure)
+    if unopened_gpus([out.stdout, out.stderr]) or not parse_any(out.stdout).gpus:
+        return out
+    call = f"`nvidia-smi {args}`" if args.startswith("-") else "`nvidia-smi`"
+    how = (
+        f"was stopped after {NVIDIA_SMI_TIMEOUT} s"
+        if out.exit_code == TIMED_OUT
+        else f"failed ({out.failure(stdout=False)})"
+    )
+    said = f"{call} {how}: what it printed before may leave GPUs out"
+    return dataclasses.replace(out, partial=said)
+
+
 def _read_past_exit(raw: dict[str, ProbeOutput]) -> list[str]:
     """Each output whose non-zero exit code leaves its answer readable, as answered (df's rows,
-    nvidia-smi's warning): `raw` changed in place; a sentence for each nvidia-smi one."""
-    from gpuonboard.facts.gpu_probes import NVIDIA_SMI_ARGS
+    nvidia-smi's warning), or as a part of the answer (a GPU listing whose call failed after
+    it): `raw` changed in place; a sentence for each nvidia-smi one read as answered."""
+    from gpuonboard.facts.gpu_probes import GPU_SOURCES, NVIDIA_SMI_ARGS
 
     raw["df"] = _df_in_part(raw["df"])
+    listings = {name for name, _, _ in GPU_SOURCES}
     read = []
     for name, args in NVIDIA_SMI_ARGS.items():
         out = raw[name]
@@ -515,6 +541,8 @@ def _read_past_exit(raw: dict[str, ProbeOutput]) -> list[str]:
         if raw[name] is not out:
             named = args.startswith(("-", "topo", "nvlink"))
             read.append(f"`nvidia-smi {args}`" if named else "`nvidia-smi`")
+        elif name in listings:
+            raw[name] = _failed_answer(out, args)
     if not read:
         return []
     return [

@@ -7,7 +7,13 @@ The live probe read the four main formats whatever their exit code, but `-L`, th
 infoROM, an NVLink pair that the same outputs saved to files pass was unverified live, the
 processes `--query-compute-apps` lists were unread. Now every nvidia-smi output with exit 14 is
 read as answered, the code kept (`exited`, the run's saved raw output); every other code (15 a
-GPU fallen off the bus, 9 no driver, 4 no permission ...) keeps its failure: never a pass."""
+GPU fallen off the bus, 9 no driver, 4 no permission ...) keeps its failure: never a pass.
+
+A GPU listing (the table, `-q`, `-q -x`, the query CSV) printed by a call that then failed with
+any other code, or was stopped by the probe's timeout (124), was read as a whole listing: a real
+4 x A100 table with `exit 15` failed an order of 8 GPUs, "4", a hardware claim from an output
+nvidia-smi itself says failed. Now it is part of the answer (an incomplete probe, the code
+named), unless a lost GPU's own line ("Unable to determine the device handle ...") explains it."""
 
 from __future__ import annotations
 
@@ -186,3 +192,64 @@ def test_every_nvidia_smi_probe_is_named_with_its_arguments() -> None:
             _, _, args = probe.command.rpartition("; fi; n")  # (after the `n` function's prelude)
             ran[probe.name] = args.strip().split("=", 1)[0] or "(default table)"
     assert ran == NVIDIA_SMI_ARGS
+
+
+# a listing of some GPUs and the order it falls short of: a real 4 x A100 SXM4 80GB table
+# (thamada/gls) and a real 2 x A100 PCIe 40GB query CSV without `count` (HPE-Japan-Presales/e-learning)
+LISTINGS = {
+    "table": (
+        "nvidia_smi_table",
+        "nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt",
+        8,
+        "4 listed",
+        "`nvidia-smi`",
+    ),
+    "csv": (
+        "nvidia_smi_csv",
+        "nvidia-smi-query-gpu__a100-pcie-40gb__2gpu__driver555.42.02.csv",
+        4,
+        "2 listed",
+        "`nvidia-smi --query-gpu`",
+    ),
+}
+
+
+@pytest.mark.parametrize("code", (*FAILURES, 124))
+@pytest.mark.parametrize("case", list(LISTINGS))
+def test_a_gpu_listing_whose_call_failed_after_it_is_part_of_the_answer(
+    tmp_path: Path, case: str, code: int
+) -> None:
+    """The real listing as its call printed it, the call's exit code changed to `code` (nothing on
+    stderr): fewer GPUs than ordered are not known missing, the failure is named."""
+    probe, name, ordered, listed, call = LISTINGS[case]
+    order = tmp_path / "order.yml"
+    order.write_text(f"gpu_count: {ordered}\n")
+    raw = offline.load_outputs([str(REAL / name)])
+    assert _rules(parse_facts(raw), str(order))["gpu_count"] == ("fail", listed.split()[0])
+    failed = {**raw, probe: dataclasses.replace(raw[probe], exit_code=code)}
+    how = "was stopped after 60 s" if code == 124 else f"failed (exit {code})"
+    assert _rules(parse_facts(failed), str(order))["gpu_count"] == (
+        "unverified",
+        f"{listed}; incomplete probe: {call} {how}: what it printed before may leave GPUs out",
+    )
+
+
+def test_a_lost_gpus_line_explains_the_failed_call_of_a_whole_listing(tmp_path: Path) -> None:
+    """The real 4 x A100 table, its call exiting 15 with nvidia-smi's line for a GPU it could not
+    open on stderr (at an address none of the four has): the listing is whole, the lost GPU a
+    fault (gpu_health fails), the count judged."""
+    order = tmp_path / "order.yml"
+    order.write_text("gpu_count: 8\n")
+    raw = offline.load_outputs([str(REAL / LISTINGS["table"][1])])
+    lost = (
+        "Unable to determine the device handle for GPU0000:3B:00.0: GPU is lost."
+        "  Reboot the system to recover this GPU"
+    )
+    failed = {
+        **raw,
+        "nvidia_smi_table": dataclasses.replace(raw["nvidia_smi_table"], exit_code=15, stderr=lost),
+    }
+    facts = parse_facts(failed)
+    assert facts.raw["nvidia_smi_table"].partial == ""
+    rules = _rules(facts, str(order))
+    assert rules["gpu_count"][0] == "fail" and "incomplete" not in rules["gpu_count"][1], rules["gpu_count"]

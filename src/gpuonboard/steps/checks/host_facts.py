@@ -5,6 +5,7 @@ that did not answer."""
 from __future__ import annotations
 
 from gpuonboard.connection.gather import Facts
+from gpuonboard.facts.probe import first_line
 from gpuonboard.steps.base import Check
 
 
@@ -28,8 +29,9 @@ def tool_failed(rule: str, expected: str, facts: Facts, probe: str, command: str
         said = f"{probe} is not installed on the host"
     elif out is not None and out.exit_code != 0:
         said = f"{probe} failed ({out.failure()})"
-    else:
-        said = f"{probe} printed nothing"
+    else:  # (exit 0, nothing on stdout: its stderr line, where it printed one, says why)
+        line = first_line(out.stderr) if out is not None else ""
+        said = f"{probe} printed nothing" + (f" on stdout, and on stderr: {line[:120]}" if line else "")
     return Check(
         rule,
         expected,

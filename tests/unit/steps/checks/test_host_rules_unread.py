@@ -166,3 +166,20 @@ def test_a_free_cut_after_its_header_is_an_incomplete_probe(tmp_path: Path) -> N
         "unknown: free's output cut after its header",
     )
     assert checks["gpu_count"].verdict == "pass"
+
+
+@pytest.mark.parametrize("probe", ["free", "df"])
+def test_a_tool_that_printed_only_on_stderr_is_unverified_with_its_words(probe: str) -> None:
+    """Live, `free -k` or df exiting 0 with nothing on stdout and one line on stderr (procps-ng's
+    and coreutils' own words where /proc is not readable): unverified, the line quoted (it said
+    "free printed nothing", hiding it)."""
+    said = {
+        "free": "free: Unable to create meminfo structure",
+        "df": "df: cannot read table of mounted file systems: No such file or directory",
+    }[probe]
+    facts = parse_facts({probe: ProbeOutput("", said + "\n", 0)})
+    check = rule_ram(ORDER, facts, 0.03) if probe == "free" else rule_data_disk(ORDER, facts, 0.03)
+    assert (check.verdict, check.actual) == (
+        "unverified",
+        f"unknown: {probe} printed nothing on stdout, and on stderr: {said}",
+    )
