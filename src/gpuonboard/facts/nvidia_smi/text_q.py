@@ -625,7 +625,9 @@ def parse_text_q(text: str) -> GpuReport:
         # (whole entries read or not: a cut inside an entry leaves the list not known whole)
         gpus[-1] = replace(gpus[-1], processes_open=True)
     if not complete and gpus and not lists_cut:
-        gpus[-1] = replace(gpus[-1], record_cut=True)  # (its values read are whole lines)
+        # (its values read are whole lines; its sections before the last one it reached closed)
+        closed = tuple(label.casefold() for label in list(trees[-1])[:-1])
+        gpus[-1] = replace(gpus[-1], record_cut=True, parts_read=closed)
     complete = complete or lists_cut
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     driver = _version(
