@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
@@ -247,9 +248,15 @@ def joined_queries(
     if fields[0] is None or fields[1] is None or set(fields[0]) == set(fields[1]):
         return None
     a, b = parse_any(first.stdout), parse_any(then.stdout)
-    if a.source != "csv" or b.source != "csv" or not a.gpus or not b.gpus or a.gap or b.gap:
+    if a.source != "csv" or b.source != "csv" or not a.gpus or not b.gpus:
         return None
-    why = _not_one_box(a.gpus, b.gpus, set(fields[0]) & set(fields[1]))
+    keyless = all(_keyless_rows(r.gpus, f) for r, f in ((a, fields[0]), (b, fields[1])))
+    if (a.gap or b.gap) and not keyless:
+        return None
+    shared = set(fields[0]) & set(fields[1])
+    why = _not_one_box(a.gpus, b.gpus, shared) or (
+        _rows_differ((first.stdout, then.stdout), shared) if keyless else ""
+    )
     if why:
         raise UsageError(
             f"{names[1]} and {names[0]}: two --query-gpu CSV outputs that cannot be of one box ({why});"
@@ -281,6 +288,42 @@ def _not_one_box(a: Sequence[GpuInfo], b: Sequence[GpuInfo], shared: set[str]) -
     return ""
 
 
+def _keyless_rows(gpus: Sequence[GpuInfo], fields: Sequence[str]) -> bool:
+    """A CSV of several rows asking none of index, uuid, pci.bus_id: its rows cannot be told
+    apart as GPUs or as samples of one (`csv_row`), yet nvidia-smi prints a query's GPUs in one
+    order, PCI bus order, each time: two such CSVs of one box match row by row."""
+    return len(gpus) > 1 and not {field for field, _ in _GPU_KEYS} & set(fields)
+
+
+# the CSV fields a GPU's reading changes between two calls (a moment's figures): two queries of
+# one box may read them otherwise; every other field both ask names the GPU or its settings
+_MOMENT = re.compile(
+    r"^(timestamp|temperature\.|utilization\.|memory\.(used|free|reserved)|power\.draw|fan\.|pstate"
+    r"|clocks\.(current\.|sm|gr|mem|video)|clocks_(event|throttle)_reasons|encoder\.|pcie\.link\.\w+\.current)"
+)
+_UNIT = re.compile(r"\s*(MiB|W|%|MHz|C)$")
+
+
+def _rows_differ(texts: tuple[str, str], shared: set[str]) -> str:
+    """Where two keyless CSVs of as many rows (matched by order) read a field that names a GPU
+    or its settings (not a moment's figure, _MOMENT) otherwise in one row: 'row 2 reads name
+    NVIDIA A100 in one, NVIDIA H100 in the other'; "" where every such field agrees."""
+    from gpuonboard.facts.csvtext import first_csv_row
+    from gpuonboard.facts.nvidia_smi.query_csv import query_fields
+
+    tables = []
+    for text in texts:
+        names = query_fields(text) or ()
+        lines = [line for line in text.splitlines() if line.strip()][1:]
+        rows = [[_UNIT.sub("", cell.strip()) for cell in first_csv_row(line)] for line in lines]
+        tables.append([dict(zip(names, row, strict=False)) for row in rows])
+    for number, (one, other) in enumerate(zip(*tables, strict=False), start=1):
+        for field in sorted(shared):
+            if not _MOMENT.match(field) and one.get(field) != other.get(field):
+                return f"row {number} reads {field} {one.get(field)} in one, {other.get(field)} in the other"
+    return ""
+
+
 def _matched_by(both: object) -> str:
     """How the GPUs of two joined CSVs (`both`: the first, the other in its `beside`) were
     matched: by a key naming one GPU (uuid, pci.bus_id), else by index or order only, which
@@ -295,7 +338,12 @@ def _matched_by(both: object) -> str:
     key = next((field for field, _ in _GPU_KEYS if field in shared), "")
     if key in ("uuid", "pci.bus_id"):
         return f"its GPUs matched by {key}"
-    how = "by index only" if key else "by order only (one row each or as many rows)"
+    how = (
+        "by index only"
+        if key
+        else "by order only (one row each, or as many rows: nvidia-smi prints a query's GPUs in PCI"
+        " bus order each time, and every field both read of a GPU agrees)"
+    )
     return f"its GPUs matched {how}: nothing in both files shows they are one box's; add uuid to both queries"
 
 

@@ -262,8 +262,9 @@ def _usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool]
     return samples if len(samples) > 1 else ()
 
 
-# a GPU's fields that are no reading of it: its number, where each field came from, the readings
-_NOT_READ = ("index", "provenance", "readings")
+# a GPU's fields that are no reading of it: its number, where each field came from, the readings,
+# the parts a cut record read
+_NOT_READ = ("index", "provenance", "readings", "parts_read")
 
 
 def reading_differences(g: GpuInfo) -> list[tuple[str, dict[str, object]]]:

@@ -191,6 +191,7 @@ _OWN = (
     "provenance",
     "processes_open",
     "record_cut",
+    "parts_read",
     "power_limit_requested",
     "readings",
 )
@@ -263,6 +264,8 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
     _worst_read(values, provenance, ranked)
     # (some format's record of it was cut short: a field is whole where a whole record read it)
     values["record_cut"] = any(g.record_cut for _, g in ranked)
+    # (the parts a cut record read are its format's: each format's in its reading, `readings`)
+    values["parts_read"] = ranked[0][1].parts_read if len(ranked) == 1 else ()
     limit_from = dict(provenance).get("power_limit_w")
     values["power_limit_requested"] = any(
         g.power_limit_requested for label, g in ranked if label == limit_from

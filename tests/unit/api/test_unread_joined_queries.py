@@ -176,3 +176,46 @@ def test_two_queries_of_the_same_fields_stay_refused(tmp_path: Path) -> None:
         (folder / name).write_text(A100_PCIE.read_text())
     with pytest.raises(UsageError, match="a second nvidia_smi_csv output"):
         offline.load_outputs([str(folder)])
+
+
+def test_two_keyless_queries_of_as_many_rows_are_merged_by_order(tmp_path: Path) -> None:
+    """Edit: the real 2 x A100-PCIE-40GB query split in two files without its `pci.bus_id`:
+    `name, vbios_version, temperature.gpu, utilization.gpu` and `name, memory.total,
+    memory.free, memory.used` (two rows each, no index, uuid or bus id; `name` in both, agreeing
+    row by row). Before: exit 2, "a second nvidia_smi_csv output", though nvidia-smi prints a
+    query's GPUs in PCI bus order each time. Now: merged row by row (row 1's temperature 39 beside
+    its 40960 MiB, row 2's 37), the note saying they were matched by order and why."""
+    files = {
+        "query-gpu-a.csv": _columns(
+            A100_PCIE, ["name", "vbios_version", "temperature.gpu", "utilization.gpu [%]"]
+        ),
+        "query-gpu-b.csv": _columns(
+            A100_PCIE, ["name", "memory.total [MiB]", "memory.free [MiB]", "memory.used [MiB]"]
+        ),
+    }
+    folder = tmp_path / "box"
+    folder.mkdir()
+    for name, text in files.items():
+        (folder / name).write_text(text)
+    notes: list[str] = []
+    facts = parse_facts(offline.load_outputs([str(folder)], notes))
+    assert facts.gpu is not None
+    assert [(g.temperature_c, g.memory_total_mib) for g in facts.gpu.gpus] == [(39, 40960), (37, 40960)]
+    said = "matched by order only (one row each, or as many rows: nvidia-smi prints a query's GPUs in PCI bus"
+    assert any(said in n for n in notes), notes
+
+
+def test_two_keyless_queries_whose_rows_contradict_are_refused(tmp_path: Path) -> None:
+    """Edit: as above, the second file's row 2 `name` edited to NVIDIA A100-SXM4-40GB (another
+    card in that place): refused in one sentence naming both files and the row that differs."""
+    second = _columns(A100_PCIE, ["name", "memory.total [MiB]"]).splitlines(keepends=True)
+    second[2] = second[2].replace("A100-PCIE-40GB", "A100-SXM4-40GB")
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "query-gpu-a.csv").write_text(_columns(A100_PCIE, ["name", "temperature.gpu"]))
+    (folder / "query-gpu-b.csv").write_text("".join(second))
+    with pytest.raises(UsageError) as raised:
+        offline.load_outputs([str(folder)])
+    message = str(raised.value)
+    assert "query-gpu-a.csv" in message and "query-gpu-b.csv" in message, message
+    assert "row 2 reads name NVIDIA A100-PCIE-40GB in one, NVIDIA A100-SXM4-40GB in the other" in message

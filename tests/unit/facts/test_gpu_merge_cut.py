@@ -310,7 +310,9 @@ def test_a_q_cut_at_every_line_reads_every_field_above_the_cut(name: str, tmp_pa
     GPU's) is read as the whole output has it, a field below it is not read (never another
     value); the rules that read those fields never give a verdict the whole output does not,
     and once every record's name (memory total) is above the cut of a box whose `Attached
-    GPUs` counts them all, gpu_model (vram) gives the whole output's verdict. Before round 28 a
+    GPUs` counts them all, gpu_model (vram) gives the whole output's verdict; a `-q` line that
+    names the GPU (its name, serial, UUID, bus id) last in the cut text is read as the whole has
+    it or not at all (it may be cut though a newline follows it: round 29). Before round 28 a
     record cut anywhere below its Product Name kept gpu_model unverified, and a `-q -x` record
     cut before its process list was not read at all."""
     from gpuonboard.api import offline
@@ -339,6 +341,8 @@ def test_a_q_cut_at_every_line_reads_every_field_above_the_cut(name: str, tmp_pa
         for k, fields in enumerate(at):
             for field, line in fields.items():
                 value = getattr(report.gpus[k], field) if k < len(report.gpus) else None
+                if line == n - 1 and not xml and value in (None, ""):
+                    continue  # (a naming line last in a cut record may be cut: not read, round 29)
                 if line < n:
                     assert value == getattr(whole.gpus[k], field), (n, k, field)
                 else:
@@ -347,7 +351,7 @@ def test_a_q_cut_at_every_line_reads_every_field_above_the_cut(name: str, tmp_pa
         cut = _judged("".join(lines[:n]), probe, order)
         for rule in _READ_RULES:
             assert cut[rule] in (judged[rule], "unverified"), (n, rule)
-        if n > last_name and judged["gpu_model"] == "pass":
+        if n > last_name + (0 if xml else 1) and judged["gpu_model"] == "pass":
             assert cut["gpu_model"] == "pass", n
         if n > last_memory and judged["vram"] == "pass":
             assert cut["vram"] == "pass", n

@@ -147,6 +147,12 @@ class GpuInfo:
     # read may be in the part cut away. Merged: some format's record of it was cut; a field is
     # whole where a format whose record was whole read it (facts/gpu_agree.py `field_whole`)
     record_cut: bool = False
+    # of a record cut short (`record_cut`), the parts of it this format read whole before the
+    # cut, by their names in the output: -q's sections and lines by label (casefolded: "clocks
+    # event reasons", "temperature"), -q -x's elements by tag ("clocks_event_reasons"); () where
+    # the record is whole or the format says none (the table, the CSV): a rule whose parts were
+    # all read so judges as over a whole record (steps/checks/gpu_health/step.py `RULE_PARTS`)
+    parts_read: tuple[str, ...] = ()
     # this format printed the GPU's power readings whole (-q's `GPU Power Readings` with a section
     # after it, -q -x's closed <gpu_power_readings>), N/A values included: a record cut below them
     # lost none of them (a None draw there is nvidia-smi's N/A, not the cut's)

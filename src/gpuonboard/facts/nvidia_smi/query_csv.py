@@ -343,6 +343,8 @@ class _Shape:
             for cell, unit in zip(row, self.units, strict=True)
         ]
         self.printed = any(unit and _NUMBER.match(cell) and cell.endswith(unit) for cell, unit in cells[:-1])
+        # the last column's values in the rows above the last (what its last cell may be cut from)
+        self.above = [row[-1] for row in data[:-1] if len(row) == len(self.names)]
 
     def row(self, row: Sequence[str], last: bool) -> tuple[str, str]:
         """('row', ''), or why it is no whole row: ('repeat' | 'elided' | 'cut' | 'cut cell' |
@@ -361,12 +363,29 @@ class _Shape:
         end = self._open_end_cell(row[-1]) if last and self.open_end and not unclosed else ""
         if (last and unclosed == [len(row) - 1]) or end == "cut":
             return "cut cell", f"its last cell {row[-1]!r} is cut short"
+        if last and not unclosed and (why := self._short_value(row[-1])):
+            return "cut cell", f"its last cell {row[-1]!r} may be cut short ({why}): not read"
         if end == "open":
             # (the text ends without its newline: '33' may be '33', or '87' cut to '8')
             return "open cell", f"its last cell {row[-1]!r} may be cut short (no newline after it): not read"
         if unclosed:
             return "damaged", "a cell's '[' is not closed ([N/A], [Unknown Error] are)"
         return "row", ""
+
+    def _short_value(self, cell: str) -> str:
+        """Why the text's last cell, newline or not (an editor ends a file with one), may be a
+        value cut short: a value of a fixed shape (a UUID, a PCI address, a driver version) short
+        of it, or a word shorter than, and the start of, the value the column has in a row above
+        ('NVIDIA H2' under 'NVIDIA H200'; a number is not judged so: 9 % is no cut 95 %). ''
+        where it shows nothing of the kind."""
+        shape = _FULL_SHAPE.get(self.names[-1]) if self.names else None
+        if not cell or cell.startswith("["):
+            return ""
+        if shape is not None and not shape.match(cell):
+            return f"short of a full {self.names[-1]}"
+        if not _NUMBER.match(cell) and any(len(v) > len(cell) and v.startswith(cell) for v in self.above):
+            return f"the start of {self.names[-1]} in a row above"
+        return ""
 
     def _open_end_cell(self, cell: str) -> str:
         """What the last cell of a text that ends without its newline is: "cut" where it stops
@@ -392,6 +411,14 @@ def _field_names(row: Sequence[str], known: Sequence[str]) -> bool:
     )
 
 
+# the whole shape of a field whose values all have it: a value short of it is cut (a UUID of
+# MIG-... names a MIG device; a bus id's domain is 4 or 8 digits; a driver version 3 parts or 2)
+_FULL_SHAPE = {
+    "uuid": re.compile(r"^(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I),
+    "pci.bus_id": re.compile(r"^([0-9a-f]{4}|[0-9a-f]{8}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", re.I),
+    "driver_version": re.compile(r"^\d{2,3}\.\d{2,3}(\.\d{2})?$"),
+    "kmd_version": re.compile(r"^\d{2,3}\.\d{2,3}(\.\d{2})?$"),
+}
 # a redacted identifier (GPU-00000000-0000-..., a serial of zeros): the same for every GPU
 _PLACEHOLDER = re.compile(r"^(?:GPU-)?[0-]+$", re.IGNORECASE)
 

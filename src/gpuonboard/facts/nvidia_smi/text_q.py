@@ -575,6 +575,15 @@ def _split_joined_fields(text: str) -> str:
     return "\n".join(lines)
 
 
+# the lines of a GPU's record whose value names the GPU, its card or its firmware: cut at any
+# character, what is left reads as another's (`NVIDIA H2`, a UUID or bus id short of its digits)
+_NAMING_LINE = re.compile(
+    r"^\s*(Product Name|Product Brand|Product Architecture|Serial Number|GPU UUID|VBIOS Version"
+    r"|Board Part Number|GPU Part Number|Bus Id|Device Id|Sub System Id)\s+:\s*\S",
+    re.IGNORECASE,
+)
+
+
 def _ends_in_label(lines: Sequence[str]) -> bool:
     """Whether the text's last line is a label with nothing after it (a section's header, or a
     field cut before its colon: `Process ID`): a whole `-q` ends with a value (`Processes : None`,
@@ -603,8 +612,10 @@ def parse_text_q(text: str) -> GpuReport:
     if blocks:
         if _text_block_cut(trees[0], trees[-1], len(blocks) == 1) or _capabilities_missing(tree, trees[-1]):
             complete = False
-            if not text.endswith("\n") and blocks[-1][1]:
-                # the last line itself was cut mid-value ("Product Name : NVIDIA H1"): drop it
+            if blocks[-1][1] and (not text.endswith("\n") or _NAMING_LINE.match(blocks[-1][1][-1])):
+                # the last line itself was cut mid-value ("Product Name : NVIDIA H1"): drop it;
+                # a name or identifier last in a record cut short may be cut though a newline
+                # follows it (a file saved by an editor ends with one): "NVIDIA H2" of an H200
                 blocks[-1] = (blocks[-1][0], blocks[-1][1][:-1])
                 trees[-1] = _text_tree(blocks[-1][1], read)
     elif attached:
@@ -625,7 +636,9 @@ def parse_text_q(text: str) -> GpuReport:
         # (whole entries read or not: a cut inside an entry leaves the list not known whole)
         gpus[-1] = replace(gpus[-1], processes_open=True)
     if not complete and gpus and not lists_cut:
-        gpus[-1] = replace(gpus[-1], record_cut=True)  # (its values read are whole lines)
+        # (its values read are whole lines; its sections before the last one it reached closed)
+        closed = tuple(label.casefold() for label in list(trees[-1])[:-1])
+        gpus[-1] = replace(gpus[-1], record_cut=True, parts_read=closed)
     complete = complete or lists_cut
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     driver = _version(

@@ -627,8 +627,12 @@ def _xml_cut(body: str) -> GpuReport:
         gpus.append(_xml_open_record(cut, listed[id(cut)], entries, len(gpus), warnings))
     elif cut is not None:
         # (cut before its process list: the elements that closed are whole, the rest unread)
-        read = _xml_gpu(_closed_part(cut, ended), len(gpus), warnings)
-        gpus.append(replace(read, record_cut=True, processes_open=True, processes_known=False))
+        part = _closed_part(cut, ended)
+        read = _xml_gpu(part, len(gpus), warnings)
+        whole = tuple(child.tag for child in part if OPEN_MARK not in child.attrib)
+        gpus.append(
+            replace(read, record_cut=True, processes_open=True, processes_known=False, parts_read=whole)
+        )
     # cut after (or inside the process list of) the last record of as many as attached
     after_gpus = bool(gpus) and attached == len(gpus) and not gpus[-1].record_cut
     return GpuReport(

@@ -106,18 +106,18 @@ UNREAD_MAY_FAIL = (
 )
 
 
-def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "") -> str:
+def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "", verdict: str = "warn") -> str:
     """Why the GPU facts may hold a fail not read, '' where they cannot: CUT_MAY_FAIL for an
     output cut short (inside a GPU's record, before its last GPU), UNREAD_MAY_FAIL for GPUs it
     did not read (listed and not read, left out of a view); never for whole outputs that
-    disagree, nor for CSV rows that are GPUs or samples of one (every row read). A GPU's record
-    cut in one format is no cut of `rule` where the GPU set is known whole and another format's
-    whole record read every field `rule` reads (`_read_whole`)."""
+    disagree, nor for CSV rows that are GPUs or samples of one (every row read), nor where the
+    only cut is inside records that read whole what can make `rule` worse than `verdict`
+    (`cut_read_whole`)."""
     report = facts.gpu
-    if report is None:
+    if report is None or cut_read_whole(facts, gpus, rule, verdict):
         return ""
     whole_set = report.set_whole and not _attached_gap(facts)
-    if any(g.record_cut and not (whole_set and _read_whole(g, rule)) for g in gpus):
+    if any(g.record_cut and not (whole_set and _read_whole(g, rule, verdict)) for g in gpus):
         return CUT_MAY_FAIL
     if _listed_not_read(gpus) or _attached_gap(facts):
         return UNREAD_MAY_FAIL
@@ -132,14 +132,97 @@ def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "") -> str:
     return "" if _listing_covers(facts, gpus) else UNREAD_MAY_FAIL
 
 
+def cut_read_whole(facts: Facts, gpus: list[GpuInfo], rule: str, verdict: str) -> bool:
+    """The outputs were cut only inside GPUs' records, every GPU known read (`set_whole`: a whole
+    `-L` or `Attached GPUs` of as many; no gap, no disagreement, none listed and not read), and
+    each record cut read whole what can make `rule` worse than `verdict` (`_read_whole`): the
+    verdict is the whole output's (a 1-GPU `-q` cut in its `Clocks` section read its clock event
+    reasons whole: its throttling warning is the box's)."""
+    report = facts.gpu
+    if report is None or not report.set_whole or report.gap or report.disagreements:
+        return False
+    if _attached_gap(facts) or _listed_not_read(gpus) or verdict not in ("pass", "warn", "fail"):
+        return False
+    cut = [g for g in gpus if g.record_cut]
+    return bool(cut) and all(_read_whole(g, rule, verdict) for g in cut)
+
+
 # the fields a rule reads, where a whole record of another format can stand for a record cut
 # short; with the formats that carry a field only some do (the table and the CSV query carry no
 # slowdown point: a table cut took none)
 _RULE_READS: dict[str, tuple[str, ...]] = {"temperature": ("temperature_c", "temperature_slowdown_c")}
 _CARRIED_BY: dict[str, tuple[str, ...]] = {"temperature_slowdown_c": ("text", "xml")}
 
+# the parts of a GPU's record (GpuInfo.parts_read: -q's sections and lines by label, casefolded,
+# -q -x's elements by tag) a rule reads, as groups of the names one part goes by in each format
+# and driver (one of a group is printed): (the parts that can make it fail, the parts that can
+# make it warn or leave it unverified). A record cut short that read all of the first keeps the
+# rule's warning (the part cut away cannot fail it), all of both its pass. One table for every
+# rule; a rule not here keeps the cut's demotion.
+_NAME = ("product name", "product_name")
+_BRAND = ("product brand", "product_brand")
+_VIRT = ("gpu virtualization mode", "gpu_virtualization_mode")
+_ECC_MODE = ("ecc mode", "ecc_mode")
+_ECC_ERRORS = ("ecc errors", "ecc_errors")
+_PCI = ("pci",)
+_PSTATE = ("performance state", "performance_state")
+_UTIL = ("utilization",)
+_REASONS = (
+    "clocks event reasons",
+    "clocks throttle reasons",
+    "clocks_event_reasons",
+    "clocks_throttle_reasons",
+)
+_POWER = ("gpu power readings", "power readings", "gpu_power_readings", "power_readings")
+_CLOCKS = (
+    ("clocks",),
+    ("max clocks", "max_clocks"),
+    ("applications clocks", "applications_clocks"),
+    ("default applications clocks", "default_applications_clocks"),
+)
+_Parts = tuple[tuple[str, ...], ...]
+RULE_PARTS: Mapping[str, tuple[_Parts, _Parts]] = {
+    "gpu_recovery": (
+        (("gpu recovery action", "gpu reset status", "gpu_recovery_action", "gpu_reset_status"),),
+        (),
+    ),
+    "ecc_mode": ((_NAME, _BRAND, _ECC_MODE), (_VIRT,)),
+    "ecc_uncorrectable": ((_ECC_ERRORS,), (_NAME, _BRAND, _ECC_MODE, _VIRT)),
+    "memory_repair": (
+        (_ECC_ERRORS, ("retired pages", "retired_pages"), ("remapped rows", "remapped_rows")),
+        (_NAME, _BRAND, _ECC_MODE, _VIRT),
+    ),
+    "pcie_link": ((_PCI, _PSTATE, _UTIL, _REASONS), ()),
+    "pcie_replays": ((_PCI,), ()),
+    "power_limit": ((_POWER,), ()),
+    "throttling": ((_REASONS,), (_PSTATE, _UTIL, _POWER, *_CLOCKS)),
+    "temperature": ((("temperature",),), ()),
+    "compute_mode": ((("compute mode", "compute_mode"),), ()),
+    "persistence_mode": ((), (("persistence mode", "persistence_mode"),)),
+    "mig_mode": ((), (_NAME, ("mig mode", "mig_mode"))),
+    "virtualization": ((), (_VIRT,)),
+}
 
-def _read_whole(g: GpuInfo, rule: str) -> bool:
+
+def _read_whole(g: GpuInfo, rule: str, verdict: str = "warn") -> bool:
+    """What can make `rule` worse than `verdict` was read whole of `g`: each of its records cut
+    short read those parts (RULE_PARTS) before the cut, or every field `rule` reads was read by a
+    format's whole record of `g`, or is one no format whose record of `g` was cut carries."""
+    return _parts_read(g, rule, verdict) or _read_by_whole_record(g, rule)
+
+
+def _parts_read(g: GpuInfo, rule: str, verdict: str) -> bool:
+    """Each record of `g` cut short (each format's reading, or `g` read by one) read whole every
+    part of RULE_PARTS that can make `rule` worse than `verdict`."""
+    if rule not in RULE_PARTS:
+        return False
+    fail, worse = RULE_PARTS[rule]
+    needed = fail + (worse if verdict == "pass" else ())
+    cut = [c for _, c in g.readings if c.record_cut] if g.readings else [g]
+    return all(all(any(name in c.parts_read for name in group) for group in needed) for c in cut)
+
+
+def _read_by_whole_record(g: GpuInfo, rule: str) -> bool:
     """Every field `rule` reads of `g` was read by a format's whole record of `g`, or is one no
     format whose record of `g` was cut carries: the cut took nothing the rule reads."""
     fields = _RULE_READS.get(rule)
@@ -237,7 +320,13 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         if _incomplete(facts):
             checks = [replace(c, verdict="unverified") if c.actual == said else c for c in checks]
     elif gap := _incomplete(facts) or _listed_not_read(gpus):
-        checks = [of_those_read(c, gap) if _cut_may_hold(c, source) else c for c in checks]
+        # (a rule whose parts the records cut read whole is judged as over the whole output)
+        checks = [
+            of_those_read(c, gap)
+            if _cut_may_hold(c, source) and not cut_read_whole(facts, gpus, c.name, c.verdict)
+            else c
+            for c in checks
+        ]
     processes_cut = _processes_cut(facts)
     processes = CUT_MAY_FAIL if processes_cut else ""
     checks = [

@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline
-from gpuonboard.connection.gather import parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.checks import gpu_health
+from gpuonboard.steps.checks.gpu_health.step import RULE_PARTS, cut_read_whole
 from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST
 
 REAL = Path(__file__).parents[4] / "fixtures" / "real"
@@ -33,11 +34,16 @@ RTX2080_WDDM = "nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.62__window
 
 def _rows(text: str, probe: str) -> dict[str, set[str]]:
     """rule -> the verdicts of its rows, of `text` read as the live probe `probe`'s output."""
+    return _judged(text, probe)[1]
+
+
+def _judged(text: str, probe: str) -> tuple[Facts, dict[str, set[str]]]:
+    """The facts of `text` read as the live probe `probe`'s output, and rule -> its verdicts."""
     facts = parse_facts({probe: ProbeOutput(text, "", 0)})
     out: dict[str, set[str]] = {}
     for check in gpu_health.evaluate(facts):
         out.setdefault(check.name, set()).add(check.verdict)
-    return out
+    return facts, out
 
 
 def _probe(name: str) -> str:
@@ -62,9 +68,85 @@ def test_a_q_cut_anywhere_gives_no_verdict_milder_than_the_whole(name: str) -> N
     whole = _rows(text, _probe(name))
     lines = text.splitlines(keepends=True)
     for n in range(1, len(lines), STRIDE):
-        for rule, verdicts in _rows("".join(lines[:n]), _probe(name)).items():
+        facts, rows = _judged("".join(lines[:n]), _probe(name))
+        for rule, verdicts in rows.items():
             milder = verdicts - whole.get(rule, set()) - {"unverified"}
             assert not milder, (n, rule, verdicts, whole.get(rule))
+            _assert_whole_where_read(facts, rule, verdicts, whole.get(rule, set()), n)
+
+
+def _assert_whole_where_read(facts: Facts, rule: str, verdicts: set[str], whole: set[str], n: int) -> None:
+    """Where the cut output read every GPU and, before its cut, each part of the records that
+    `rule` reads (gpu_health RULE_PARTS: what can make it fail or warn), the cut output gives the
+    whole output's verdict: the part cut away held nothing that rule reads."""
+    if (
+        facts.gpu is not None
+        and rule in RULE_PARTS
+        and cut_read_whole(facts, list(facts.gpu.gpus), rule, "pass")
+    ):
+        assert verdicts == whole, (n, rule, verdicts, whole)
+
+
+# the table's records cut: each cut gives no verdict milder than the whole table's (its records
+# say no part read: every verdict a cut leaves milder than the whole's is unverified)
+TABLES = sorted(p.name for p in REAL.glob("nvidia-smi__*.txt"))
+
+
+@pytest.mark.parametrize("name", TABLES)
+def test_a_table_cut_anywhere_gives_no_verdict_milder_than_the_whole(name: str) -> None:
+    """Each real plain `nvidia-smi` table cut after each of its lines: no gpu_health row gives a
+    verdict milder than the whole table's (a fail only where the whole fails)."""
+    text = (REAL / name).read_text(encoding="utf-8")
+    whole = _rows(text, "nvidia_smi_table")
+    lines = text.splitlines(keepends=True)
+    for n in range(1, len(lines)):
+        for rule, verdicts in _rows("".join(lines[:n]), "nvidia_smi_table").items():
+            milder = verdicts - whole.get(rule, set()) - {"unverified"}
+            assert not milder, (n, rule, verdicts, whole.get(rule))
+
+
+@pytest.mark.parametrize(
+    ("name", "below", "rule", "verdict", "read"),
+    [
+        # memory_repair reads ECC Errors, Retired Pages and Remapped Rows: cut in the section after
+        ("nvidia-smi-q__gh200-480gb__1gpu__driver550.127.05__dram-unc-1__power-limit-700of900__gls.txt",
+         "    Temperature", "memory_repair", "warn", "GPU 0: 1 row(s) remapped after uncorrectable errors"),
+        # pcie_link reads <pci>, the P-state, the utilisation and the clock event reasons
+        ("nvidia-smi-q-x__a10g__1gpu__driver515.105.01__aws-passthrough.xml",
+         "        <fbc_stats>", "pcie_link", "warn", "GPU 0"),
+        # GPU 7, the last of 8 attached, cut in its Temperature: GPU 4's SW Power Cap read whole
+        ("nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-later.txt",
+         "    Temperature", "throttling", "warn", "GPU 4: sw_power_cap"),
+    ],
+)  # fmt: skip
+def test_a_warning_whose_fail_parts_were_read_above_the_cut_stands(
+    name: str, below: str, rule: str, verdict: str, read: str
+) -> None:
+    """Edit: the real capture cut two lines below the last line that starts with `below` (inside
+    the section after those the rule's fail reads, every GPU attached read). Before (round 28)
+    unverified, "the part cut ... may hold what fails this check", though that part holds no field
+    the rule reads; now the whole output's verdict."""
+    text = (REAL / name).read_text(encoding="utf-8")
+    assert _rows(text, _probe(name))[rule] == {verdict}
+    lines = text.splitlines(keepends=True)
+    at = max(i for i, line in enumerate(lines) if line.startswith(below)) + 2
+    facts = parse_facts({_probe(name): ProbeOutput("".join(lines[:at]), "", 0)})
+    assert facts.gpu is not None and not facts.gpu.complete
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == rule]
+    assert check.verdict == verdict, check
+    assert read in check.actual and "of what was read" not in check.actual, check.actual
+
+
+def test_a_warning_of_a_gpu_cut_before_the_last_attached_stays_unverified() -> None:
+    """Edit: the real 8 x RTX 4090 `-q` cut two lines into GPU 4's Temperature: GPU 4's SW Power
+    Cap was read whole, but GPUs 5-7 were not read at all: they may hold a slowdown, so the warn
+    stays unverified."""
+    name = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-later.txt"
+    lines = (REAL / name).read_text(encoding="utf-8").splitlines(keepends=True)
+    at = [i for i, line in enumerate(lines) if line.startswith("    Temperature")][4] + 2
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput("".join(lines[:at]), "", 0)})
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "throttling"]
+    assert check.verdict == "unverified", check
 
 
 @pytest.mark.parametrize(
