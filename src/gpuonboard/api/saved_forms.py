@@ -148,12 +148,13 @@ def nvidia_smi_part(text: str) -> str | None:
     from BAR1 to Temperature; a section alone, gpud#80's `Remapped Rows` with `Pending : Yes`,
     whose fault the sentence names), the table's Processes section alone (DeepSpeed-MII#198), its
     MIG devices section alone (nvitop#8); None otherwise."""
-    sections = list(dict.fromkeys(m.group(2) for m in _Q_SECTION.finditer(text[:8000])))
-    if len(set(_Q_KEY.findall(text[:8000]))) >= 3 or sections:
+    heads = list(dict.fromkeys(m.group(2) for m in _Q_SECTION.finditer(text[:8000])))
+    keys = len(set(_Q_KEY.findall(text[:8000])))
+    if keys >= 3 or heads:
         what = (
-            f"the {' and '.join(sections)} section{'s' if len(sections) > 1 else ''} of an `nvidia-smi -q`"
+            f"the {' and '.join(heads)} section{'s' if len(heads) > 1 else ''} of an `nvidia-smi -q`"
             " GPU block alone"
-            if sections and len(sections) <= 2
+            if heads and keys < 3
             else "lines of `nvidia-smi -q` from inside a GPU's block"
         )
         return (
