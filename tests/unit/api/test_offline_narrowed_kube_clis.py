@@ -183,8 +183,9 @@ def test_a_containers_log_shows_the_container_gpus(command: str) -> None:
 
 def test_a_pods_logged_table_alone_is_no_reading_of_the_box(tmp_path: Path) -> None:
     """The EKS notes' `kubectl logs -n nvidia-gpu-smi nvidia-smi` (a pod given one GPU, running
-    nvidia-smi; its zsh prompt line put back above it, a stray fence line kept): the pod's view of one A10G. It
-    passed gpu_count and gpu_model as the box's; now unverified, naming the pod's log."""
+    nvidia-smi; its zsh prompt line put back above it, a stray fence line kept): the pod's view
+    of one A10G. It passed gpu_count and gpu_model as the box's; now unverified, naming the
+    pod's log."""
     _, got = judged_box(tmp_path, {"pod-log.txt": EKS_PROMPT + (REAL / EKS_POD_LOG).read_text()}, ORDER_A10G)
     for rule in ("gpu_count", "gpu_model"):
         assert got[rule].verdict == "unverified", got[rule]
