@@ -36,11 +36,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
     "Grammar",
+    "container_log",
     "Option",
     "Run",
     "commands",
@@ -514,6 +515,27 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         found = next((i for i, w in enumerate(rest) if tool_name(w) in tools), None)
         command = rest[found:] if found is not None else command
     return (words[: len(words) - len(command)], command) if command else None
+
+
+# the engines whose `logs` verb prints what a container's own command printed (`kubectl logs POD`,
+# `docker logs CTR`, `crictl logs ID`, `docker compose logs SERVICE`); LXD's and Proxmox's have none
+_LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach"}
+
+
+def container_log(words: Sequence[str]) -> bool:
+    """Whether the command `words` (unwrapped: Run.head) prints a container's log (`kubectl logs -n
+    NS POD`, `docker container logs CTR`, `docker compose logs app`, `k3s kubectl logs ...` read as
+    kubectl): what that container's own command printed, there and not on the box."""
+    words = list(words)
+    if words and tool_name(words[0]) in ("microk8s", "k3s", "minikube"):
+        words = _bundled_kubectl(words[1:]) or []
+    if not words or tool_name(words[0]) not in _LOGGED:
+        return False
+    at = 1
+    while at < len(words) and words[at].startswith("-"):
+        at += 1 + (words[at] in _GLOBAL_VALUED or words[at] in _CRICTL_VALUED)
+    at += words[at : at + 1] in (["container"], ["compose"])
+    return words[at : at + 1] == ["logs"]
 
 
 def _attached(words: list[str], tools: Collection[str]) -> tuple[list[str], list[str]] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.api.command_line import KUBE_CLIS, Run, run, runs, tool_name
+from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, run, runs, tool_name
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
@@ -74,6 +74,9 @@ def _narrowed_run(kind: str, ran: Run) -> str:
             return f"`{ran.said}` keeps only the lines {name} let through"
     if kind == "kernel_log":  # (another boot's log, a rotated file, some levels: api/kernel_command.py)
         return kernel_log_narrowed(ran)
+    if container_log(ran.head) and kind.startswith("nvidia_smi"):
+        # (a pod's or a container's log: what its own command printed there, a view of its GPUs)
+        return f"`{ran.said}` shows only the GPUs of {IN_RUNNING_CONTAINER} (that container's log)"
     found = _args_of(ran.head, _tools(kind))
     if found is None and kind == "lscpu" and any(w.endswith("cpuinfo") for w in ran.head[1:]):
         name = ran.head[0].rsplit("/", 1)[-1]  # (/proc/cpuinfo read by a filter: `grep -E ... /proc/cpuinfo`)

@@ -158,8 +158,48 @@ def _unpadded(text: str) -> str:
     return _TRAILING_SPACES.sub("", text)
 
 
+# the character references a web page writes for what a command printed (named ones by name,
+# numbered ones by number), semicolon and all; never a bare `&copy` or the like (a word of a value)
+_ENTITY = re.compile(r"&(?:(lt|gt|amp|quot|apos|nbsp)|#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6}));")
+_NAMED = {"lt": "<", "gt": ">", "amp": "&", "quot": '"', "apos": "'", "nbsp": "\u00a0"}
+# a raw tag (`<gpu>`, `</gpu>`, `<?xml`, `<!DOCTYPE`: never dmesg -r's `<6>`), one escaped, and
+# a raw one closed by an escaped `>` (`<timestamp&gt;`: no XML has `&` in a tag)
+_RAW_TAG = re.compile(r"<[A-Za-z_?!/]")
+_ESCAPED_TAG = re.compile(r"&lt;[A-Za-z_?!/]")
+_HALF_ESCAPED_TAG = re.compile(r"<[A-Za-z_?!/][^<>\n]*&gt;")
+# what no tool read here prints: a page's non-breaking space written as a reference
+_PAGE_ONLY = re.compile(r"&(?:nbsp|#160|#[xX][aA]0);")
+
+
+def _entity(m: re.Match[str], keep: frozenset[str] = frozenset()) -> str:
+    """The character `m` (an _ENTITY) stands for; the reference itself where its name is in
+    `keep` or its number is no character."""
+    if m.group(1):
+        return m.group(0) if m.group(1) in keep else _NAMED[m.group(1)]
+    number = int(m.group(2)) if m.group(2) else int(m.group(3), 16)
+    return chr(number) if 0 < number <= 0x10FFFF and not 0xD800 <= number <= 0xDFFF else m.group(0)
+
+
+def _unescaped(text: str) -> str:
+    """A paste whose web page escaped its markup, read as the output: an XML whose every tag is
+    escaped (`&lt;gpu&gt;`, no raw `<` tag) or a text output holding references (`&gt;`, `&amp;`,
+    `&nbsp;`), each reference decoded once; an XML with raw tags that a page half escaped (its
+    `>` as `&gt;`: `<timestamp&gt;`, or `&nbsp;` in its indent) with only those decoded, its own
+    `&amp;` and `&lt;` kept (a real -q -x writes them in its strings); any other text as it is.
+    Before, 1Panel-dev/1Panel#11910's `-q -x` (`<timestamp&gt;`, `&nbsp;` indents) was refused
+    as "ends before </nvidia_smi_log>"."""
+    if "&" not in text or not _ENTITY.search(text):
+        return text
+    if not _RAW_TAG.search(text):
+        return _ENTITY.sub(_entity, text)
+    if _HALF_ESCAPED_TAG.search(text) or _PAGE_ONLY.search(text):
+        return _ENTITY.sub(lambda m: _entity(m, frozenset({"amp", "lt"})), text)
+    return text
+
+
 def normalise(text: str) -> str:
-    """The text as the tool printed it: UTF-8 read as Windows-1252 read back (_unmojibaked), a
+    """The text as the tool printed it: a web page's escaping of it undone (_unescaped), UTF-8
+    read as Windows-1252 read back (_unmojibaked), a
     log collector's stamps and a unit's journal line heads dropped (_unstamped), a screen's
     padding spaces dropped, Unicode spaces as spaces, characters that show nothing
     (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
@@ -169,7 +209,7 @@ def normalise(text: str) -> str:
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
     (_messages_joined)."""
-    text = _unmojibaked(text)
+    text = _unmojibaked(_unescaped(text))
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))

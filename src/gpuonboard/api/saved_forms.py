@@ -120,17 +120,47 @@ _PROCESSES_HEAD = re.compile(r"^\|\s*Processes:|^\|?\s*GPU\s+(?:GI\s+CI\s+)?PID\
 _MIG_HEAD = re.compile(r"^\|\s*MIG devices:|^\|\s*GPU\s+GI\s+CI\s+MIG\s+\|", re.M)
 
 
+# a section of an `nvidia-smi -q` GPU block: its head alone on a line, then a deeper `Key : value`
+_Q_SECTION = re.compile(
+    r"^([ \t]*)(Retired Pages|Remapped Rows|Row Remapper Histogram|ECC Errors|Ecc Mode|FB Memory Usage"
+    r"|BAR1 Memory Usage|Clocks Event Reasons|Clocks Throttle Reasons|GPU Link Info|Power Readings"
+    r"|Encoder Stats|FBC Stats|Applications Clocks|Max Clocks)[ \t]*\n\1[ \t]+\S[^\n:]*:",
+    re.M,
+)
+# what such a section's lines say of a fault: a pending remap or retirement, an uncorrectable
+# count above 0, a remapping failure
+_Q_FAULT_LINE = re.compile(
+    r"^[ \t]*((?:Pending(?: Page Blacklist| Page Retirement)?|Remapping Failure Occurred)[ \t]*:[ \t]*Yes"
+    r"|(?:Uncorrectable(?: Error)?|Double Bit ECC)[ \t]*:[ \t]*[1-9]\d*)[ \t]*$",
+    re.M,
+)
+
+
+def _q_part_shows(text: str) -> str:
+    """`; it shows ...` naming the fault lines of a -q part (`Pending : Yes`), or ``."""
+    shown = [" ".join(m.group(1).replace(":", " ").split()) for m in _Q_FAULT_LINE.finditer(text[:8000])]
+    return f"; it shows {', '.join(shown)}, a fault of the GPU it was copied from" if shown else ""
+
+
 def nvidia_smi_part(text: str) -> str | None:
     """The sentence for a part of an nvidia-smi output that names no GPU set: `-q` lines from
     inside a GPU block (no header, no block head: k8s-vgpu-scheduler#25, nvidia-docker#1070's
-    from BAR1 to Temperature), the table's Processes section alone (DeepSpeed-MII#198), its MIG
-    devices section alone (nvitop#8); None otherwise."""
-    if len(set(_Q_KEY.findall(text[:8000]))) >= 3:
+    from BAR1 to Temperature; a section alone, gpud#80's `Remapped Rows` with `Pending : Yes`,
+    whose fault the sentence names), the table's Processes section alone (DeepSpeed-MII#198), its
+    MIG devices section alone (nvitop#8); None otherwise."""
+    heads = list(dict.fromkeys(m.group(2) for m in _Q_SECTION.finditer(text[:8000])))
+    keys = len(set(_Q_KEY.findall(text[:8000])))
+    if keys >= 3 or heads:
+        what = (
+            f"the {' and '.join(heads)} section{'s' if len(heads) > 1 else ''} of an `nvidia-smi -q`"
+            " GPU block alone"
+            if heads and keys < 3
+            else "lines of `nvidia-smi -q` from inside a GPU's block"
+        )
         return (
-            "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them"
-            " (Driver Version, Attached GPUs) and the block's `GPU <PCI address>` line, so the"
-            " driver, the number of GPUs and which GPU they belong to are not known: save the whole"
-            " `nvidia-smi -q` output."
+            f"{what}, without the header above them (Driver Version, Attached GPUs) and the block's"
+            f" `GPU <PCI address>` line, so the driver, the number of GPUs and which GPU they belong"
+            f" to are not known{_q_part_shows(text)}: save the whole `nvidia-smi -q` output."
         )
     processes, mig = _PROCESSES_HEAD.search(text[:4000]), _MIG_HEAD.search(text[:4000])
     if (processes or mig) and "NVIDIA-SMI" not in text and not parse_table(text).gpus:

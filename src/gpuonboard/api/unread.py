@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from gpuonboard.facts.nvidia_smi import GpuInfo
 
 T = TypeVar("T")
+# (missing_facts.IN_RUNNING_CONTAINER: a container's view of the GPUs says it)
+IN_RUNNING_CONTAINER_SAID = "the container it ran in"
 
 
 def unread(out: ProbeOutput) -> str:
@@ -191,6 +193,33 @@ def joined_container(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeO
     return replace(box, beside=(*box.beside, container, *container.beside))
 
 
+def joined_gpu_view(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One nvidia-smi output of the box's own (its table, -q, -q -x) and one of the same format a
+    container printed (`kubectl logs POD`, `kubectl exec POD -- nvidia-smi`: its `partial` says
+    IN_RUNNING_CONTAINER), either order: two places, no rival views of the box. The box's own is
+    judged (cut short, it is read as cut), the container's kept in its `beside` and noted. None
+    for any other two, a CSV (a second CSV in `beside` is merged as the box's), or a view listing a
+    GPU the box's whole listing has not (no container of that box)."""
+    from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
+
+    if not kind.startswith("nvidia_smi") or kind == "nvidia_smi_csv" or unread(first) or unread(then):
+        return None
+    views = [IN_RUNNING_CONTAINER in o.partial for o in (first, then)]
+    if views == [False, True] and not first.partial and not first.beside:
+        box, view = first, then
+    elif views == [True, False] and not then.partial and not first.beside:
+        box, view = then, first
+    else:
+        return None
+    from gpuonboard.facts.nvidia_smi import parse_any
+
+    mine, its = parse_any(box.stdout), parse_any(view.stdout)
+    listed = {bus_key(g.pci_bus_id) for g in mine.gpus if g.pci_bus_id}
+    if mine.complete and any(g.pci_bus_id and bus_key(g.pci_bus_id) not in listed for g in its.gpus):
+        return None
+    return replace(box, beside=(*box.beside, view))
+
+
 def disagreement(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
     """Why two outputs of one kind are rivals, as a clause: where one shows part of the box or a
     container's view, what it shows (its command named); where two free outputs' Mem totals, or
@@ -354,6 +383,7 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
         joined_boots(kind, first, then)
         or joined_formats(kind, first, then)
         or joined_container(kind, first, then)
+        or joined_gpu_view(kind, first, then)
         or joined_memory(kind, first, then)
         or joined_cpus(kind, first, then)
     )
@@ -366,6 +396,9 @@ def joined_said(kind: str, both: object = None) -> str:
     container = next((o.in_container for o in reversed(beside) if o.in_container), "")
     if container:
         return f"the box's own {kind} output and one run in a container ({container}), the box's judged"
+    view = next((o.partial for o in reversed(beside) if IN_RUNNING_CONTAINER_SAID in o.partial), "")
+    if view and kind.startswith("nvidia_smi"):
+        return f"the box's own {kind} output and a container's view of its GPUs ({view}), the box's judged"
     if kind == "nvidia_smi_csv":
         return (
             "two `nvidia-smi --query-gpu` CSV outputs of the box asking other fields, each read and"

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
 from gpuonboard.api.narrowed import narrowed
 
-from ..offline_judge import checks, verdicts
+from ..offline_judge import checks, judged_box, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 K_EXEC = (
@@ -150,3 +151,72 @@ def test_no_cuda_of_the_box_s_own_table_fails_beside_an_exec(tmp_path: Path, lis
     found = {c.name: c for c in checks(tmp_path, "nvidia-smi.txt", text, "gpu_count: 1\n")}
     assert found["nvidia_driver"].verdict == "fail", found["nvidia_driver"]
     assert "ran in a container already running" not in found["nvidia_driver"].detail
+
+
+EKS_POD_LOG = "nvidia-smi__kubectl-logs-pod-stray-fence__a10g__driver550.144.03__eks-notes.txt"
+# its copied command as the notes show it, above the log (the capture leaves it out)
+EKS_PROMPT = "ganeshkinkargiri.@M7QJY5-A67EFC4A ~ % kubectl logs -n nvidia-gpu-smi nvidia-smi\n"
+EKS_NODE = "nvidia-smi__banner-only-eks-node__a10g__driver550.144.03__eks-notes.txt"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "kubectl logs -n nvidia-gpu-smi nvidia-smi",
+        "kubectl -n gpu-test logs gpu-check",
+        "k logs smi",
+        "oc logs pod/smi",
+        "microk8s kubectl logs smi",
+        "docker logs smi",
+        "docker container logs smi",
+        "podman logs --tail 40 smi",
+        "docker compose logs app",
+        "crictl -r unix:///run/containerd/containerd.sock logs 3f2a",
+    ],
+)
+def test_a_containers_log_shows_the_container_gpus(command: str) -> None:
+    """A container's or a pod's log (`kubectl logs POD`, `docker logs CTR`, ...) is what that
+    container's own command printed there: a view of its GPUs, never the box's (it was read as
+    the box's own nvidia-smi)."""
+    assert "shows only the GPUs of the container it ran in" in narrowed("nvidia_smi_table", command)
+
+
+def test_a_pods_logged_table_alone_is_no_reading_of_the_box(tmp_path: Path) -> None:
+    """The EKS notes' `kubectl logs -n nvidia-gpu-smi nvidia-smi` (a pod given one GPU, running
+    nvidia-smi; its zsh prompt line put back above it, a stray fence line kept): the pod's view
+    of one A10G. It passed gpu_count and gpu_model as the box's; now unverified, naming the
+    pod's log."""
+    _, got = judged_box(tmp_path, {"pod-log.txt": EKS_PROMPT + (REAL / EKS_POD_LOG).read_text()}, ORDER_A10G)
+    for rule in ("gpu_count", "gpu_model"):
+        assert got[rule].verdict == "unverified", got[rule]
+        assert "`kubectl logs -n nvidia-gpu-smi nvidia-smi` shows only the GPUs of" in got[rule].actual
+
+
+ORDER_A10G = "gpu_model: A10G\ngpu_count: 1\n"
+
+
+@pytest.mark.parametrize("names", [("node-nvidia-smi.txt", "pod-log.txt"), ("b-node.txt", "a-pod-log.txt")])
+def test_the_nodes_own_table_beside_a_pods_log_judges_the_nodes(
+    tmp_path: Path, names: tuple[str, str]
+) -> None:
+    """The same notes' node `nvidia-smi` (its banner alone, cut after it) and the pod's logged
+    table saved in one folder, in either order: two places, not one command twice. They were
+    refused "a second nvidia_smi_table output ... pass one file per command"; the node's own
+    output is judged as the box's (cut: no GPU row read, unverified) and the pod's noted as a
+    container's view."""
+    node, pod = names
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / node).write_text((REAL / EKS_NODE).read_text())
+    (folder / pod).write_text(EKS_PROMPT + (REAL / EKS_POD_LOG).read_text())
+    (tmp_path / "order.yml").write_text(ORDER_A10G)
+    notes: list[str] = []
+    facts = offline.parse_facts(offline.load_outputs([str(folder)], notes))
+    got = {c.name: c for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))}
+    assert facts.gpu is not None and facts.gpu.driver_version == "550.144.03" and not facts.gpu.gpus
+    assert got["gpu_count"].verdict == "unverified" and "no GPU row" in got["gpu_count"].actual
+    assert any(
+        "the box's own nvidia_smi_table output and a container's view of its GPUs" in note
+        and "kubectl logs -n nvidia-gpu-smi nvidia-smi" in note
+        for note in notes
+    ), notes

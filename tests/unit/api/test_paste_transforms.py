@@ -166,6 +166,13 @@ TRANSFORMS: dict[str, Callable[[str, str], str]] = {
         f"{i:6d}\t{line}\n" for i, line in enumerate(_ended(t).split("\n")[:-1], 1)
     ),
     "nl": lambda t, _c: _nl(t),
+    # a web page that escaped the output's markup (`&lt;`, `&gt;`, `&amp;`), and one that escaped
+    # only `>` and wrote each indent's spaces as `&nbsp; ` (1Panel-dev/1Panel#11910's -q -x)
+    "html-escaped": lambda t, _c: t.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;"),
+    "html-gt-and-nbsp-indent": lambda t, _c: "\n".join(
+        re.sub(r"^ +", lambda m: "&nbsp; " * (len(m.group()) // 2) + " " * (len(m.group()) % 2), line)
+        for line in t.replace(">", "&gt;").split("\n")
+    ),
 }
 
 
@@ -482,3 +489,73 @@ def test_a_journal_s_own_iso_times_are_no_collector_s_stamps(tmp_path: Path) -> 
     got = _verdicts(tmp_path / "iso", POP_OS_SYSLOG, iso, order)
     assert {rule: row[0] for rule, row in got.items()} == {rule: row[0] for rule, row in whole.items()}
     assert got["gpu_xid"][1].startswith("GPU at PCI 0000:01:00: Xid 79 GPU has fallen off the bus")
+
+
+@pytest.mark.parametrize("transform", ["html-escaped", "html-gt-and-nbsp-indent"])
+def test_every_real_capture_from_a_page_that_escaped_it_is_judged_as_itself(
+    tmp_path: Path, transform: str
+) -> None:
+    """Every real capture as a web page that escaped its markup shows it (every `&`, `<` and `>`
+    as `&amp;`, `&lt;`, `&gt;`; or only `>` as `&gt;` and each indent's spaces as `&nbsp; `, as
+    1Panel-dev/1Panel#11910's mail reply did): the whole output is there, so every verdict is the
+    capture's own and no file is refused. Before, every `-q -x` was refused ("ends before
+    </nvidia_smi_log>"), and a text output's `&gt;` / `&nbsp;` were read as its text."""
+    (tmp_path / "order.yml").write_text(ORDER)
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    moved = []
+    for name in CAPTURES:
+        if (whole := _whole(name)) is None:
+            continue  # (refused whole: nothing to compare)
+        text = (REAL / name).read_text(encoding="utf-8")
+        if re.search(r"&(?:gt|lt|nbsp);", text):
+            continue  # (a page's escaping already: escaped again, a paste of a paste)
+        try:
+            got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
+        except UsageError as refusal:
+            moved.append(f"{name}: refused ({str(refusal)[:90]})")
+            continue
+        moved += [
+            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
+            for rule, (verdict, actual) in got.items()
+            if verdict != whole.get(rule, ("(no row)", ""))[0]
+        ]
+    assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
+
+
+PANEL_11910 = "nvidia-smi-q-x__html-gt-nbsp-escaped-cut-in-persistence-mode__rtx4090__1panel-11910.txt"
+
+
+def test_a_half_escaped_q_x_from_a_mail_reply_is_read_cut_where_it_is_cut(tmp_path: Path) -> None:
+    """1Panel-dev/1Panel#11910's `-q -x` of an RTX 4090 as its mail reply put it on the page
+    (every tag's `>` as `&gt;`, the indents as `&nbsp; `), which ends inside `<persistence_mode>`:
+    read as that cut output (what it gives passes, the rest unverified); and the same capture with
+    the page's own `</persistence_mode&gt;`, `</gpu&gt;` and `</nvidia_smi_log&gt;` closing lines
+    put after the cut value (`Enabled`) is read as a whole one. Before, both were refused:
+    "ends before </nvidia_smi_log> (mid-record)"."""
+    (tmp_path / "order.yml").write_text("gpu_model: RTX 4090\ngpu_count: 1\n")
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    text = (REAL / PANEL_11910).read_text(encoding="utf-8")
+    cut = _verdicts(tmp_path / "cut", "nvidia-smi-q-x.txt", text, order)
+    assert cut["gpu_count"] == ("pass", "1") and cut["nvidia_driver"][0] == "pass"
+    assert cut["persistence_mode"][0] == "unverified" and "cut off" in cut["persistence_mode"][1]
+    closed = text.replace("</persistenc\n", "</persistence_mode&gt;\n") + (
+        "&nbsp; &nbsp; &nbsp; &nbsp; </gpu&gt;\n</nvidia_smi_log&gt;\n"
+    )
+    whole = _verdicts(tmp_path / "whole", "nvidia-smi-q-x.txt", closed, order)
+    assert whole["persistence_mode"] == ("pass", "Enabled") and whole["gpu_model"][0] == "pass"
+
+
+def test_a_real_q_x_keeps_its_own_escapes_where_a_page_escaped_only_its_tags() -> None:
+    """A real -q -x writes `&amp;` and `&lt;` in its strings (XML's own escapes): a page that
+    escaped only its tags' `>` leaves them, and they are kept for the XML reader, not decoded
+    into a raw `&` or `<` that no XML parser reads."""
+    pasted = (
+        '<gpu id="00000000:01:00.0"&gt;\n    <product_name&gt;A &amp; B &lt;x</product_name&gt;\n</gpu&gt;\n'
+    )
+    assert (
+        paste.normalise(pasted)
+        == '<gpu id="00000000:01:00.0">\n    <product_name>A &amp; B &lt;x</product_name>\n</gpu>\n'
+    )
+    # an output with raw tags and no sign of a page's escaping is as it was
+    real = "<product_name>A &amp; B</product_name>\n"
+    assert paste.normalise(real) == real

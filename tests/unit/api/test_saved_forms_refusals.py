@@ -114,3 +114,30 @@ def test_a_part_of_nvidia_smis_output_is_named_as_such(tmp_path: Path, capture: 
     said = str(refused.value)
     assert part in said and "save the whole `nvidia-smi" in said
     assert "not a recognised command output" not in said
+
+
+REMAPPED_ROWS_ALONE = (
+    "part-of-nvidia-smi-q__remapped-rows-section-alone-pending-yes-4-uncorrectable__gpud-80.txt"
+)
+
+
+def test_a_q_section_alone_is_named_with_the_fault_it_shows(tmp_path: Path) -> None:
+    """leptonai/gpud#80's `nvidia-smi -q` fragment, its `Remapped Rows` section alone (4
+    uncorrectable, Pending: Yes), which only one known block key marked: it was refused with the
+    generic "not a recognised command output (expected ...)" list. It is a part of one GPU's -q
+    record with no GPU, driver or count, so it is refused in one sentence naming the section and
+    the fault it shows, and what to save."""
+    with pytest.raises(UsageError) as refused:
+        verdicts(
+            tmp_path,
+            "nvidia-smi-q.txt",
+            (REAL / REMAPPED_ROWS_ALONE).read_text(encoding="utf-8"),
+            "gpu_count: 1\n",
+        )
+    said = str(refused.value)
+    assert "the Remapped Rows section of an `nvidia-smi -q` GPU block alone" in said
+    assert "it shows Uncorrectable Error 4, Pending Yes, a fault of the GPU it was copied from" in said
+    assert (
+        said.endswith("save the whole `nvidia-smi -q` output.")
+        and "not a recognised command output" not in said
+    )

@@ -667,3 +667,29 @@ def test_a_second_gsp_start_failure_naming_no_gpu_is_not_the_first_ones_gpu() ->
         " -> replace; a GPU (no PCI address in the message): driver message (no Xid): GSP firmware"
         " failed to start -> reset_gpu"
     )
+
+
+BAD_REGISTER_READ = "dmesg__possible-bad-register-read-0xbadf5040-no-xid__gh200__ogkm-688.txt"  # ogkm #688
+
+
+def test_a_register_read_the_gpu_did_not_answer_fails_the_box() -> None:
+    """NVIDIA/open-gpu-kernel-modules #688's GH200 (six `NVRM: gpuHandleSanityCheckRegReadError_GH100:
+    Possible bad register read: ... regvalue: 0xbadf5040` lines at boot, no Xid): the GPU (or its PCIe
+    link) does not answer register reads. It passed "no Xid in the kernel log"; it fails like the
+    table's other GPU-not-answering lines, asking for a reboot."""
+    log = parse_kernel_log((REAL / BAD_REGISTER_READ).read_text())
+    assert not log.xids() and not log.unread()
+    assert [e.fault for e in log.events] == ["bad_register_read"] * 6
+    check = rule_xid(log.events, True, "", [], log.covers_boot)
+    assert check.verdict == "fail"
+    assert "does not answer register reads" in check.actual and check.actual.endswith("x6 -> reboot")
+
+
+@pytest.mark.parametrize(
+    "function", ["gpuHandleSanityCheckRegReadError_GA100", "gpuHandleSanityCheckRegReadError_TU102"]
+)
+def test_a_bad_register_read_of_any_driver_generation_is_the_same_fault(function: str) -> None:
+    # the capture's first line with the function name another GPU generation's driver prints
+    line = (REAL / BAD_REGISTER_READ).read_text().splitlines()[0]
+    log = parse_kernel_log(line.replace("gpuHandleSanityCheckRegReadError_GH100", function) + "\n")
+    assert [e.fault for e in log.events] == ["bad_register_read"]

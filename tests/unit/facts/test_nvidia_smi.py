@@ -212,6 +212,14 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # tables run in a pod (`k exec`, `oc exec`): api/test_offline_narrowed_kube_clis.py
         "nvidia-smi__a10g__1gpu__driver535.129.03__k-exec-pod__table-without-processes__bottlerocket-3718.txt",
         "nvidia-smi__a100-80gb-pcie-mig__1gpu__driver550.54.14__cuda-na__oc-exec-driver-daemonset__k8s-dra-driver.txt",
+        # a pod's logged table and a node's banner alone (EKS notes): api/test_offline_narrowed_kube_clis.py
+        "nvidia-smi__kubectl-logs-pod-stray-fence__a10g__driver550.144.03__eks-notes.txt",
+        "nvidia-smi__banner-only-eks-node__a10g__driver550.144.03__eks-notes.txt",
+        # a -q -x a mail reply escaped (`<timestamp&gt;`, `&nbsp;`): api/test_paste_transforms.py
+        "nvidia-smi-q-x__html-gt-nbsp-escaped-cut-in-persistence-mode__rtx4090__1panel-11910.txt",
+        # an nvidia-smi newer than its driver (Colab): facts/test_nvidia_smi_version_skew.py
+        "nvidia-smi__newer-tool-450.36.06-than-driver-418.67-mig-err__tesla-k80__colab-pytorch-page.txt",
+        "nvidia-smi__newer-tool-450.36.06-than-driver-418.67-mig-err__p100-pcie__colab-notebook.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -23,6 +23,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _unified,
     _version,
 )
+from gpuonboard.facts.nvidia_smi.version_skew import with_version_skew
 from gpuonboard.facts.wrapped import join_wrap, wrap_width
 
 # the header's "<label> Version: <value>" pairs: "Driver Version: 580.65.06  CUDA Version: 13.0"
@@ -496,7 +497,7 @@ def parse_table(text: str) -> GpuReport:
         warnings.append(_TABLE_LISTS_CUT)
     elif not complete:
         warnings.append(_TABLE_CUT)
-    return GpuReport(
+    report = GpuReport(
         "table",
         driver,
         cuda,
@@ -505,3 +506,5 @@ def parse_table(text: str) -> GpuReport:
         tuple(warnings),
         complete=complete,
     )
+    # (an nvidia-smi newer than its driver reads the fields the driver lacks as ERR!)
+    return with_version_skew(report, "\n".join(lines))

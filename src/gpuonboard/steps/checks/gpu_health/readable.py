@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, judged_field
+from gpuonboard.facts.nvidia_smi.version_skew import SKEW_SAID
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NOT_FOUND_ADVICE,
@@ -39,6 +40,15 @@ def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Che
             f"every sensor read; not read (no sensor, no check uses it): {'; '.join(other)}",
             "pass",
         )
+    if all(SKEW_SAID in f for f in found):
+        # (an nvidia-smi newer than its driver: the fields the driver lacks read ERR!, no sensor's fault)
+        return Check(
+            "sensor_faults",
+            "every sensor readable",
+            "; ".join(found + other),
+            "unverified",
+            VERSION_SKEW_ADVICE,
+        )
     return Check(
         "sensor_faults",
         "every sensor readable",
@@ -51,6 +61,13 @@ def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Che
     )
 
 
+VERSION_SKEW_ADVICE = (
+    "this nvidia-smi is of a newer branch than the driver it talks to (a container's or a newer"
+    " user-space nvidia-smi over an older kernel driver): it asks for fields the driver does not"
+    " have and prints them as ERR!, which says nothing of the GPU; read them with the nvidia-smi"
+    " that came with the driver (on the host, outside the container), or ask the vendor for a"
+    " driver of the tool's branch"
+)
 INFOROM_ADVICE = (
     "a corrupted infoROM (the board's store of its ECC, page-retirement and configuration"
     " records) cannot be trusted to keep them: ask the vendor to reflash it or replace the"
