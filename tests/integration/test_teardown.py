@@ -384,28 +384,46 @@ def test_only_symlinks_whose_targets_teardown_deletes_are_refused(
     assert listing(remote["base"]) == LEFT_ON_HOST
 
 
-def test_a_symlinked_dir_loses_its_target_not_just_the_link(
+def test_a_configured_dir_that_is_a_symlink_now_is_refused(
     project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
 ) -> None:
-    # vars.decrypted_dir is a symlink to the plaintext: `rm -rf -- LINK` removed only the link,
-    # the plaintext stayed, and a rerun said "already clean"
-    link = remote["base"] / "plain-link"
+    # vars.dataset_dir became a symlink to a team's shared dir: `rm -rf` of its target took a
+    # colleague's only checkpoint, which teardown never made. Now nothing is deleted, and said.
+    shared = tmp_path / "nfs" / "team-shared"
+    shared.mkdir(parents=True)
+    (shared / "colleague-ckpt.pt").write_bytes(b"only copy of a colleague's checkpoint")
+    shutil.rmtree(remote["dataset"])
+    remote["dataset"].symlink_to(shared)
+    link = remote["base"] / "plain-link"  # and vars.decrypted_dir a symlink to the plaintext
     link.symlink_to(remote["decrypted"])
     inventory(project, pool, remote, decrypted_dir=str(link))
-    r = project.cli("teardown", "--host", "teardown", "--check")
-    assert r.returncode == 0, r.stdout + r.stderr
+    r = project.cli("teardown", "--host", "teardown", "--keep-image")
+    assert r.returncode == 1, r.stdout + r.stderr
     assert steps(project)["files"]["msg"] == (
-        f"would remove {remote['dataset']}, {link} (a symlink: its target {remote['decrypted']} is removed"
-        f" too), {remote['state']}, {remote['results']} (check mode: nothing changed)"
+        f"refusing to delete unsafe paths: {remote['dataset']} (a symlink now, to {shared}: teardown never"
+        f" deletes through a link what it did not make; remove the link yourself (rm {remote['dataset']}),"
+        f" or set the var to {shared} if that is the dir provisioning made); {link} (a symlink now, to"
+        f" {remote['decrypted']}: teardown never deletes through a link what it did not make; remove the"
+        f" link yourself (rm {link}), or set the var to {remote['decrypted']} if that is the dir"
+        " provisioning made); fix the host vars"
     )
+    assert (shared / "colleague-ckpt.pt").exists() and (remote["decrypted"] / "train.txt").exists()
+    assert remote["dataset"].is_symlink() and link.is_symlink() and remote["state"].exists()
+
+    # the target named instead: it goes, the link is the user's to remove
+    remote["dataset"].unlink()
+    remote["dataset"].mkdir()
+    (remote["dataset"] / "train.bin").write_text("x\n")
+    inventory(project, pool, remote, decrypted_dir=str(remote["decrypted"]))
     r = project.cli("teardown", "--host", "teardown", "--keep-image")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert not remote["decrypted"].exists() and not link.is_symlink()
-    assert listing(remote["base"]) == LEFT_ON_HOST
+    assert not remote["decrypted"].exists() and link.is_symlink()
+    link.unlink()
 
     # a link whose target is the login's home (or a system dir): refused, nothing deleted
     home = pool.hosts["teardown"].home
     link.symlink_to(home)
+    inventory(project, pool, remote, decrypted_dir=str(link))
     remote["dataset"].mkdir(parents=True)
     (remote["dataset"] / "train.bin").write_text("x\n")
     r = project.cli("teardown", "--host", "teardown", "--keep-image")
