@@ -31,6 +31,11 @@ from gpuonboard.units import format_bytes
 IMAGE = "registry.test/proj/train:1"
 # what a teardown leaves of the host side set up below: the (empty) cron.d dir, the data dir,
 # and the decoy beside the results dir that a wildcard in its name matched
+# the cost step's last words in teardown (host "teardown")
+STILL_BILLED = (
+    "; autostop removed: the box is still running and billed: release it at the vendor (or rerun"
+    " `invoke autostop --host teardown` to have it shut down once idle)"
+)
 LEFT_ON_HOST = ["cron.d", "data", "results 1", "results 1/decoy.txt"]
 FILES = {"a.txt": b"alpha\n", "ckpt/model.pt": b"weights" * 1000, "logs/run 1.log": b"it's; $(fine)\n"}
 
@@ -167,7 +172,12 @@ def test_check_then_teardown_pulls_verifies_and_leaves_the_host_clean(
     assert docker_calls(remote) == ["rm -f train-1", f"rmi {IMAGE}"]  # the mirror copy is absent
     # the host is clean: only LEFT_ON_HOST is left of what we set up
     assert listing(remote["base"]) == LEFT_ON_HOST
-    assert "billed per hour: 3 hours x 58 CNY/hour = 174.00 CNY" in s["cost"]["msg"]
+    # the last word: the watcher is gone and the box runs on, billed (before: not a word)
+    assert s["cost"]["msg"].endswith(
+        "billed per hour: 3 hours x 58 CNY/hour = 174.00 CNY; autostop removed: the box is still running"
+        " and billed: release it at the vendor (or rerun `invoke autostop --host teardown` to have it shut"
+        " down once idle)"
+    )
     assert s["cost"]["diff"]["cost"]["amount"] == 174.0
     assert "teardown: cost: ok: rented 2h30m" in r.stdout
 
@@ -729,12 +739,13 @@ def test_a_rental_start_in_the_future_or_out_of_range_is_said_not_billed(
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(future))
     msg = steps(project)["cost"]["msg"]
     assert msg.startswith(f"cost unknown: the rental start {when} (vars.rented_since) is after now ("), msg
-    assert msg.endswith("); check it (or this machine's clock)"), msg
+    assert msg.endswith(f"); check it (or this machine's clock){STILL_BILLED}"), msg
     inventory(project, pool, remote, rented_since="1e400")
     r = project.cli("teardown", "--host", "teardown", "--check")
     assert r.returncode == 0, r.stdout + r.stderr
     assert steps(project)["cost"]["msg"] == (
         "cost unknown: vars.rented_since: '1e400' is not a time between the years 2000 and 2100"
+        + STILL_BILLED
     )
 
 
@@ -749,7 +760,7 @@ def test_a_rental_start_a_few_seconds_ahead_is_billed_as_just_started(
     msg = steps(project)["cost"]["msg"]
     assert re.fullmatch(
         r"rented 0h00m00s since [-\d: ]+ \(vars\.rented_since, (2\d|30)s after this machine's clock:"
-        r" counted from now\); billed per hour: 1 hour x 58 CNY/hour = 58\.00 CNY",
+        r" counted from now\); billed per hour: 1 hour x 58 CNY/hour = 58\.00 CNY" + re.escape(STILL_BILLED),
         msg,
     ), msg
 
