@@ -95,6 +95,9 @@ def _cron_for_every_test(cron_daemon: None) -> None:
 
 @pytest.fixture
 def paths(tmp_path: Path) -> dict[str, Path]:
+    """The autostop dir, the cron.d dir (made: a cron daemon reads it; the install never makes
+    one) and the marker the shutdown command creates."""
+    (tmp_path / "cron.d").mkdir()
     return {
         "dir": tmp_path / "var" / "autostop",
         "cron": tmp_path / "cron.d",
@@ -127,7 +130,7 @@ def test_install_is_idempotent_and_cancel_removes_everything(
     r = project.cli("autostop", "--host", "autostop", "--idle", "30m", "--check")
     assert r.returncode == 0, r.stdout + r.stderr
     assert steps(project)[0]["msg"].startswith("would install the autostop watcher")
-    assert not paths["dir"].exists() and not paths["cron"].exists()
+    assert not paths["dir"].exists() and list(paths["cron"].iterdir()) == []
 
     job = f"train-{paths['dir'].parent.parent.name}.py"  # no other process on this machine has it
     args = ["autostop", "--host", "autostop", "--idle", "45m", "--job", job, "--no-billing-aware"]
@@ -439,4 +442,4 @@ def test_a_host_name_with_a_line_break_never_reaches_the_cron_script(
         f"error: {hosts}, line {line}: host name {evil!r} holds a line break ('\\n'); a host name must"
         " be one line of printable text: rename it.\n"
     )
-    assert not paths["dir"].exists() and not paths["cron"].exists() and not pwned.exists()
+    assert not paths["dir"].exists() and list(paths["cron"].iterdir()) == [] and not pwned.exists()

@@ -31,6 +31,11 @@ from gpuonboard.units import format_bytes
 IMAGE = "registry.test/proj/train:1"
 # what a teardown leaves of the host side set up below: the (empty) cron.d dir, the data dir,
 # and the decoy beside the results dir that a wildcard in its name matched
+# the cost step's last words in teardown (host "teardown")
+STILL_BILLED = (
+    "; autostop removed: the box is still running and billed: release it at the vendor (or rerun"
+    " `invoke autostop --host teardown` to have it shut down once idle)"
+)
 LEFT_ON_HOST = ["cron.d", "data", "results 1", "results 1/decoy.txt"]
 FILES = {"a.txt": b"alpha\n", "ckpt/model.pt": b"weights" * 1000, "logs/run 1.log": b"it's; $(fine)\n"}
 
@@ -167,7 +172,12 @@ def test_check_then_teardown_pulls_verifies_and_leaves_the_host_clean(
     assert docker_calls(remote) == ["rm -f train-1", f"rmi {IMAGE}"]  # the mirror copy is absent
     # the host is clean: only LEFT_ON_HOST is left of what we set up
     assert listing(remote["base"]) == LEFT_ON_HOST
-    assert "billed per hour: 3 hours x 58 CNY/hour = 174.00 CNY" in s["cost"]["msg"]
+    # the last word: the watcher is gone and the box runs on, billed (before: not a word)
+    assert s["cost"]["msg"].endswith(
+        "billed per hour: 3 hours x 58 CNY/hour = 174.00 CNY; autostop removed: the box is still running"
+        " and billed: release it at the vendor (or rerun `invoke autostop --host teardown` to have it shut"
+        " down once idle)"
+    )
     assert s["cost"]["diff"]["cost"]["amount"] == 174.0
     assert "teardown: cost: ok: rented 2h30m" in r.stdout
 
@@ -384,28 +394,46 @@ def test_only_symlinks_whose_targets_teardown_deletes_are_refused(
     assert listing(remote["base"]) == LEFT_ON_HOST
 
 
-def test_a_symlinked_dir_loses_its_target_not_just_the_link(
+def test_a_configured_dir_that_is_a_symlink_now_is_refused(
     project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
 ) -> None:
-    # vars.decrypted_dir is a symlink to the plaintext: `rm -rf -- LINK` removed only the link,
-    # the plaintext stayed, and a rerun said "already clean"
-    link = remote["base"] / "plain-link"
+    # vars.dataset_dir became a symlink to a team's shared dir: `rm -rf` of its target took a
+    # colleague's only checkpoint, which teardown never made. Now nothing is deleted, and said.
+    shared = tmp_path / "nfs" / "team-shared"
+    shared.mkdir(parents=True)
+    (shared / "colleague-ckpt.pt").write_bytes(b"only copy of a colleague's checkpoint")
+    shutil.rmtree(remote["dataset"])
+    remote["dataset"].symlink_to(shared)
+    link = remote["base"] / "plain-link"  # and vars.decrypted_dir a symlink to the plaintext
     link.symlink_to(remote["decrypted"])
     inventory(project, pool, remote, decrypted_dir=str(link))
-    r = project.cli("teardown", "--host", "teardown", "--check")
-    assert r.returncode == 0, r.stdout + r.stderr
+    r = project.cli("teardown", "--host", "teardown", "--keep-image")
+    assert r.returncode == 1, r.stdout + r.stderr
     assert steps(project)["files"]["msg"] == (
-        f"would remove {remote['dataset']}, {link} (a symlink: its target {remote['decrypted']} is removed"
-        f" too), {remote['state']}, {remote['results']} (check mode: nothing changed)"
+        f"refusing to delete unsafe paths: {remote['dataset']} (a symlink now, to {shared}: teardown never"
+        f" deletes through a link what it did not make; remove the link yourself (rm {remote['dataset']}),"
+        f" or set the var to {shared} if that is the dir provisioning made); {link} (a symlink now, to"
+        f" {remote['decrypted']}: teardown never deletes through a link what it did not make; remove the"
+        f" link yourself (rm {link}), or set the var to {remote['decrypted']} if that is the dir"
+        " provisioning made); fix the host vars"
     )
+    assert (shared / "colleague-ckpt.pt").exists() and (remote["decrypted"] / "train.txt").exists()
+    assert remote["dataset"].is_symlink() and link.is_symlink() and remote["state"].exists()
+
+    # the target named instead: it goes, the link is the user's to remove
+    remote["dataset"].unlink()
+    remote["dataset"].mkdir()
+    (remote["dataset"] / "train.bin").write_text("x\n")
+    inventory(project, pool, remote, decrypted_dir=str(remote["decrypted"]))
     r = project.cli("teardown", "--host", "teardown", "--keep-image")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert not remote["decrypted"].exists() and not link.is_symlink()
-    assert listing(remote["base"]) == LEFT_ON_HOST
+    assert not remote["decrypted"].exists() and link.is_symlink()
+    link.unlink()
 
     # a link whose target is the login's home (or a system dir): refused, nothing deleted
     home = pool.hosts["teardown"].home
     link.symlink_to(home)
+    inventory(project, pool, remote, decrypted_dir=str(link))
     remote["dataset"].mkdir(parents=True)
     (remote["dataset"] / "train.bin").write_text("x\n")
     r = project.cli("teardown", "--host", "teardown", "--keep-image")
@@ -711,12 +739,13 @@ def test_a_rental_start_in_the_future_or_out_of_range_is_said_not_billed(
     when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(future))
     msg = steps(project)["cost"]["msg"]
     assert msg.startswith(f"cost unknown: the rental start {when} (vars.rented_since) is after now ("), msg
-    assert msg.endswith("); check it (or this machine's clock)"), msg
+    assert msg.endswith(f"); check it (or this machine's clock){STILL_BILLED}"), msg
     inventory(project, pool, remote, rented_since="1e400")
     r = project.cli("teardown", "--host", "teardown", "--check")
     assert r.returncode == 0, r.stdout + r.stderr
     assert steps(project)["cost"]["msg"] == (
         "cost unknown: vars.rented_since: '1e400' is not a time between the years 2000 and 2100"
+        + STILL_BILLED
     )
 
 
@@ -731,7 +760,7 @@ def test_a_rental_start_a_few_seconds_ahead_is_billed_as_just_started(
     msg = steps(project)["cost"]["msg"]
     assert re.fullmatch(
         r"rented 0h00m00s since [-\d: ]+ \(vars\.rented_since, (2\d|30)s after this machine's clock:"
-        r" counted from now\); billed per hour: 1 hour x 58 CNY/hour = 58\.00 CNY",
+        r" counted from now\); billed per hour: 1 hour x 58 CNY/hour = 58\.00 CNY" + re.escape(STILL_BILLED),
         msg,
     ), msg
 

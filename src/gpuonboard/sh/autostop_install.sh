@@ -39,7 +39,8 @@ if [ -n "$lease" ]; then
   echo "$l" > "$d/.lease.tmp"; mv -f "$d/.lease.tmp" "$d/lease"
 fi
 if [ "$m" = cron.d ]; then
-  mkdir -p "$c"
+  # (never made here: a dir that no cron daemon reads would run nothing; the probe refuses it)
+  [ -d "$c" ] || { echo "the cron.d directory $c does not exist, so no cron daemon reads it" >&2; exit 4; }
   # a name with a dot is ignored by cron, so the temp file never runs
   put "$c" __CRON_NAME__ 644 "$cron"
 else

@@ -6,7 +6,8 @@
 # login finds the watched tools, and whether pgrep and ps exist; one `KIND VALUE` line each
 # (probe._parse_probe reads them).
 # Values in variables set before it (probe.state_probe_command): d the autostop dir, m cron.d or
-# crontab, c the cron.d dir, sp the shutdown command's program ("" for none), pp the --pid to
+# crontab, c the cron.d dir, mw why no cron daemon reads it ("" when one does), sp the shutdown
+# command's program ("" for none), pp the --pid to
 # watch ("" for none), sc 1 where the shutdown command runs through sudo (then the
 # function sudo_check); UNSAFE_DIR_FN and CRON_DAEMON_FN put before it. A template:
 # __SCRIPT__, __CONF__, __CRON_NAME__, __OWNED__ (OWNED_FILES), __MARKER__ (CRON_MARKER) and
@@ -16,6 +17,7 @@
 
 echo "uid $(id -u)"; echo "user $(id -un 2>/dev/null)"; echo "dir $d"; echo "mode $m"
 echo "now $(date +%s)"
+[ -n "${mw:-}" ] && echo "crondunread $mw"
 if x=$(unsafe "$d"); then echo "dirunsafe $x"; fi
 crond_state
 [ -f "$d/__CONF__" ] && echo "oldmax $(sed -n "s/^MAX_SECONDS=//p" "$d/__CONF__" | head -n 1)"

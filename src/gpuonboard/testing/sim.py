@@ -404,10 +404,12 @@ def real_df_inside(host_dir: Path) -> None:
 
 def make_box_dirs(entry: Mapping[str, Any], host_dir: Path) -> None:
     """Create the simulated box's data dir and disk test dir (a rented box comes with its data
-    disk mounted): `prove`'s disk_speed said "no such directory" without them. Only paths in the
-    host's dir (an entry the user pointed elsewhere is left alone)."""
+    disk mounted: `prove`'s disk_speed said "no such directory" without them), and the cron dir
+    its cron reads (a box's /etc/cron.d: autostop puts root's watcher there only where it exists).
+    Only paths in the host's dir (an entry the user pointed elsewhere is left alone)."""
     host_vars = entry.get("vars")
-    wanted = [entry.get("data_dir"), host_vars.get("disk_test_dir") if isinstance(host_vars, dict) else None]
+    more = host_vars if isinstance(host_vars, dict) else {}
+    wanted = [entry.get("data_dir"), more.get("disk_test_dir"), more.get("cron_dir")]
     for value in wanted:
         if isinstance(value, str) and Path(value).is_absolute() and Path(value).is_relative_to(host_dir):
             Path(value).mkdir(parents=True, exist_ok=True)

@@ -228,6 +228,13 @@ def never_idle(r: _Remote) -> str | None:
     return None
 
 
+def cron_d_note(r: _Remote) -> str | None:
+    """Why root's watcher goes into root's crontab, not the cron.d dir (None where it does not)."""
+    if r.uid == "0" and r.mode == "crontab" and r.cron_d_unread:
+        return f"the cron.d dir is not used ({r.cron_d_unread}): the watcher goes into root's crontab"
+    return None
+
+
 def no_gpu_note(settings: AutostopSettings, r: _Remote) -> str | None:
     """Where the login finds no nvidia-smi (a driver not installed yet or being replaced, an SSH
     login into a CUDA image whose PATH the image's ENV set for its own processes only): the
@@ -335,6 +342,12 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
             f"host {host}: no cron daemon runs there (no cron or crond process), so the watcher would"
             " never run and the box would never be shut down: start cron (systemctl enable --now cron,"
             " or service cron start where there is no systemd), then rerun"
+        )
+    if r.mode == "cron.d" and r.cron_d_unread:
+        return (
+            f"host {host}: autostop_cron is cron.d but {r.cron_d_unread}, so cron would never run the"
+            " watcher and the box would never be shut down: set vars.autostop_cron to auto or crontab"
+            " (the login's crontab), or cron_dir to the directory the cron daemon reads"
         )
     if settings.after_poweroff == "continues" and os_power_off(settings.shutdown_command):
         return (

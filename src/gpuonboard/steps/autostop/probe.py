@@ -22,7 +22,8 @@ from gpuonboard.steps.autostop.render import (
 )
 
 NO_CRON_DAEMON = "cron daemon: NOT RUNNING (no cron or crond process): the watcher never runs; start cron"
-# sh: `crond_state` prints "crond yes" when a cron daemon runs (its process: Debian's cron,
+# sh: `cron_d_unread` prints why no cron daemon reads the cron.d dir $c ("" when one does);
+# `crond_state` prints "crond yes" when a cron daemon runs (its process: Debian's cron,
 # cronie's/busybox's crond, fcron; or, where /proc hides other users' processes from a non-root
 # login, systemd's word for it), "crond no" when pgrep finds none, nothing when it cannot tell.
 CRON_DAEMON_FN = sh.load("autostop_cron_daemon").rstrip("\n")
@@ -39,11 +40,15 @@ def _resolve_dir(dir_arg: str) -> str:
     return f'if [ "$(id -u)" = 0 ]; then d={DEFAULT_ROOT_DIR}; else d="{DEFAULT_USER_DIR}"; fi'
 
 
-def _cron_mode_sh(mode: str) -> str:
-    """sh snippet that sets $m to cron.d or crontab."""
+def _cron_mode_sh(mode: str, cron_dir: str) -> str:
+    """sh snippet that sets $c (the cron.d dir), $mw (why no cron daemon reads it, "" when one
+    does: `cron_d_unread`, in CRON_DAEMON_FN, put before it) and $m: cron.d or crontab; `auto`
+    takes cron.d as root where a daemon reads it, else the login's crontab (before, the install
+    made a missing cron.d dir, said OK, and cron never ran the watcher)."""
+    head = f"c={shell.quote(cron_dir)}\nmw=$(cron_d_unread)\n"
     if mode == "auto":
-        return 'if [ "$(id -u)" = 0 ]; then m=cron.d; else m=crontab; fi'
-    return f"m={mode}"
+        return head + 'if [ "$(id -u)" = 0 ] && [ -z "$mw" ]; then m=cron.d; else m=crontab; fi'
+    return head + f"m={mode}"
 
 
 @dataclass
@@ -56,6 +61,7 @@ class _Remote:
     unsafe: tuple[str, str] | None = None  # (path, why): the dir or one above it others could use
     cron_daemon: str = ""  # "yes", "no", or "" (could not tell: no pgrep)
     mode: str = ""
+    cron_d_unread: str = ""  # why no cron daemon reads the cron.d dir ("" when one does)
     files: dict[str, tuple[str, str]] | None = None  # name -> (mode, sha256)
     present: tuple[str, ...] = ()
     cron_file: tuple[str, str] | None = None
@@ -102,7 +108,14 @@ _OLD_PID = {"oldPID": "old_pid", "oldPID_START": "old_pid_start", "oldPID_BOOT":
 
 
 # the probe's lines that give one field as they stand, and those that give a number
-_AS_SAID = {"uid": "uid", "user": "user", "crond": "cron_daemon", "dir": "dir", "mode": "mode"}
+_AS_SAID = {
+    "uid": "uid",
+    "user": "user",
+    "crond": "cron_daemon",
+    "dir": "dir",
+    "mode": "mode",
+    "crondunread": "cron_d_unread",
+}
 _NUMBERS = {"now": "now", "maxsince": "max_since", "installedat": "installed_at"}
 
 
@@ -207,13 +220,13 @@ def state_probe_command(
     looked up on the watcher's PATH, the first missing one named ("": not asked). `pid`: the
     --pid to watch (pp): alive, its start time and the boot ("": not asked)."""
     values = (
-        f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)};"
-        f" sp={shell.quote(program)}; pp={shell.quote(pid)}"
+        f"{_resolve_dir(dir_arg)}\n{_cron_mode_sh(cron_mode, cron_dir)}\n"
+        f"sp={shell.quote(program)}; pp={shell.quote(pid)}"
     )
     check = "sc=''"
     if sudo_check:
         check = f"sc=1\nsudo_check() {{ {shell.join(sudo_check)}; }}"
-    return f"{values}\n{check}\n{UNSAFE_DIR_FN}\n{CRON_DAEMON_FN}\n{_STATE}"
+    return f"{CRON_DAEMON_FN}\n{values}\n{check}\n{UNSAFE_DIR_FN}\n{_STATE}"
 
 
 _state_probe_command = state_probe_command  # (its name before the split: tests call it)

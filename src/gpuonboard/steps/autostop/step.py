@@ -14,6 +14,7 @@ from gpuonboard import sh, shell
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.autostop.install import (
     billing_note,
+    cron_d_note,
     install_problem,
     install_script,
     max_hours_anchor,
@@ -66,8 +67,22 @@ _STATUS = (
 def status_command(dir_arg: str, cron_dir: str, cron_mode: str, lines: int) -> str:
     """The status probe: the values autostop_status.sh reads (d, m, c, n), the function it
     calls, then it."""
-    values = f"{_resolve_dir(dir_arg)}; {_cron_mode_sh(cron_mode)}; c={shell.quote(cron_dir)}; n={lines}"
-    return f"{values}\n{CRON_DAEMON_FN}\n{_STATUS}"
+    values = f"{_resolve_dir(dir_arg)}\n{_cron_mode_sh(cron_mode, cron_dir)}\nn={lines}"
+    return f"{CRON_DAEMON_FN}\n{values}\n{_STATUS}"
+
+
+def _no_crontab(host: str, r: _Remote) -> str:
+    """Why a watcher that goes into the login's crontab cannot be installed (no crontab command)."""
+    if r.uid == "0":
+        unread = r.cron_d_unread or "autostop_cron is crontab"
+        return (
+            f"host {host}: {unread} and it has no crontab command, so cron would never run the watcher;"
+            " install cron there"
+        )
+    return (
+        f"host {host} runs as a non-root user and has no crontab command;"
+        " install cron there or connect as root"
+    )
 
 
 class AutostopStep(Step):
@@ -148,12 +163,7 @@ class AutostopStep(Step):
             return self._plan_absent(r)
         assert self.settings is not None
         if r.mode == "crontab" and not r.crontab_bin:
-            return Plan(
-                False,
-                f"host {ctx.host.name} runs as a non-root user and has no crontab command;"
-                " install cron there or connect as root",
-                failed=True,
-            )
+            return Plan(False, _no_crontab(ctx.host.name, r), failed=True)
         settings = with_tools(self.settings, r)
         problem = install_problem(ctx.host.name, settings, r)
         if problem:
@@ -183,6 +193,7 @@ class AutostopStep(Step):
                 f"; {why}, so the box is never found idle: only --max-hours or --heartbeat shuts it down"
             )
         notes = (
+            cron_d_note(r),
             pid_ended_note(self.settings, r),
             no_gpu_note(self.settings, r),
             sudo_note(self.settings, r),
@@ -304,7 +315,7 @@ class AutostopStatusStep(Step):
             msg += f"; {stuck}"
         # a shutdown that was decided but did not happen (its command or before_shutdown fails),
         # and a dir the watcher cannot write (a full disk): the box runs on, billed
-        overdue = act.startswith("would act: OVERDUE")
+        overdue = act.startswith(("would act: OVERDUE", "would act: NEVER"))
         unwritable = next((ln for ln in text.splitlines() if ln.startswith("state: CANNOT WRITE")), "")
         if unwritable:
             msg += f"; {unwritable}"

@@ -12,7 +12,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpuonboard.steps.base import Plan, Step, StepContext
+from gpuonboard import shell
+from gpuonboard.steps.base import Plan, Step, StepContext, truthy
 from gpuonboard.units import rfc3339
 
 UNIT_SECONDS = {"second": 1, "minute": 60, "hour": 3600}
@@ -168,6 +169,14 @@ def journal_start(state_dir: Path, host: str) -> tuple[float, str] | None:
     return t, src
 
 
+# teardown's last word: before, it removed the watcher that would have shut an idle box down and
+# never said that the box still ran, billed
+STILL_BILLED = (
+    "; autostop removed: the box is still running and billed: release it at the vendor (or rerun"
+    " `invoke autostop --host {host}` to have it shut down once idle)"
+)
+
+
 class TeardownCostStep(Step):
     """Read-only: what the rental cost from provisioning (or vars.rented_since) to now."""
 
@@ -180,9 +189,18 @@ class TeardownCostStep(Step):
         "currency": "currency (vendor billing.currency)",
         "state_dir": "journal directory (default .gpuonboard/state under the project)",
         "now": "end of the rental in epoch seconds (default: now; for tests)",
+        "still_billed": "end the message with the sentence that the box is still running and billed"
+        " (teardown's last word: it removed the autostop watcher and powers nothing off)",
     }
 
     def plan(self, ctx: StepContext) -> Plan:
+        """The cost, and with `still_billed` the sentence that the box still runs, billed."""
+        plan = self._cost(ctx)
+        if truthy(self.args.get("still_billed", False), "still_billed"):
+            plan.msg += STILL_BILLED.format(host=shell.quote(ctx.host.name))
+        return plan
+
+    def _cost(self, ctx: StepContext) -> Plan:
         """Compute the cost; never fails the run (an unknown start is said in the message)."""
         try:
             since = parse_since(self.args.get("since"))

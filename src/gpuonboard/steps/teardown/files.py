@@ -386,6 +386,8 @@ class TeardownFilesStep(Step):
                 why = f"it resolves to {resolved}, {why}" if why else None
             if why:
                 refused.append(f"{path} ({why})")
+            elif kind == "link" and posixpath.normpath(path) != self.results:
+                refused.append(_link_refusal(path, resolved))
             elif resolved:
                 present.append((path, resolved))
         found = self._uploads(ctx, home, [r for _, r in present])
@@ -491,6 +493,18 @@ class TeardownFilesStep(Step):
         why = last_line(applied.stderr, applied.exit_code)
         kept = " (gpuonboard's record of its uploads on the host is kept: a rerun finds what is left)"
         return f"could not remove everything: {why}{kept if plan.data.last else ''}"
+
+
+def _link_refusal(path: str, resolved: str) -> str:
+    """Why a configured path that is a symlink now is refused: its target is not what provisioning
+    made there (before, `rm -rf` of the target took a colleague's checkpoint in a shared dir the
+    path had become a link to). The results dir is not refused so: it is compared with the
+    verified pull's record, by content, right before its removal."""
+    return (
+        f"{path} (a symlink now, to {resolved}: teardown never deletes through a link what it did not"
+        f" make; remove the link yourself (rm {shell.quote(path)}), or set the var to {resolved} if"
+        " that is the dir provisioning made)"
+    )
 
 
 def _unknown_note(here: str, others: Collection[str]) -> str:

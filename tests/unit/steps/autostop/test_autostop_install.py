@@ -51,7 +51,9 @@ def cron_daemon(tmp_path: Path) -> Iterator[None]:
 
 
 def probe(tmp_path: Path, as_nobody: bool, shutdown_command: str = "") -> _Remote:
-    """The real state probe on this machine; `shutdown_command`'s program is looked up there."""
+    """The real state probe on this machine; `shutdown_command`'s program is looked up there
+    (the cron.d dir exists: root's watcher goes there only where a cron daemon reads it)."""
+    (tmp_path / "cron.d").mkdir(exist_ok=True)
     command = _state_probe_command(
         str(tmp_path / "autostop"),
         str(tmp_path / "cron.d"),

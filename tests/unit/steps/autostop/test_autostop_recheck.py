@@ -58,7 +58,8 @@ def test_a_job_started_during_before_shutdown_cancels_the_idle_shutdown(tmp_path
         box.run(T0 + 60)
         log = box.log()
         assert not box.shut_down, log
-        assert f"busy: job '{name}' is running (checked again after before_shutdown)" in log
+        pid = started.read_text().strip()
+        assert f"busy: job '{name}' is running (pid {pid}) (checked again after before_shutdown)" in log
     finally:
         if started.exists():
             subprocess.run(["kill", started.read_text().strip()], check=False)
