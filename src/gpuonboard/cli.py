@@ -6,17 +6,26 @@ shown only with --debug (or GPUONBOARD_DEBUG=1).
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 import gc
-import os
-import re
-import sys
-import threading
-import types
-from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import Any, TypeVar, overload
+
+# The cyclic collector is off while this module's imports run (~100 ms of CPU: functions,
+# classes and tables, nearly all of it kept for the whole run, which at the default thresholds
+# it passed over ~45 times as they were made). What they made is then frozen (gc.freeze: out
+# of its way, as _common freezes what a command has made before its hosts run) and the
+# collector is on again, as it was (a caller's gc.disable() is kept).
+_COLLECTING = gc.isenabled()
+gc.disable()
+
+import dataclasses  # noqa: E402
+import functools  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+import types  # noqa: E402
+from collections.abc import Callable, Mapping  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any, TypeVar, overload  # noqa: E402
 
 
 class _LazyMock:
@@ -53,23 +62,28 @@ def _import_invoke() -> None:
                 del sys.modules[name]
 
 
-_import_invoke()
+try:  # (the collector off until here: see the top)
+    _import_invoke()
 
-from invoke import Collection, Exit, Program, Task, task  # noqa: E402
-from invoke.exceptions import ParseError  # noqa: E402
-from invoke.parser import Parser  # noqa: E402
-from invoke.util import Lexicon  # noqa: E402
+    from invoke import Collection, Exit, Program, Task, task  # noqa: E402
+    from invoke.exceptions import ParseError  # noqa: E402
+    from invoke.parser import Parser  # noqa: E402
+    from invoke.util import Lexicon  # noqa: E402
 
-from gpuonboard import __version__, api, flags, interrupt, termtext  # noqa: E402
-from gpuonboard.api.options import (  # noqa: E402
-    AutostopOptions,
-    MonitorCommand,
-    PlanArgs,
-    SyncOptions,
-    TeardownOptions,
-)
-from gpuonboard.errors import ExitCode, GpuonboardError, Terminated, UsageError  # noqa: E402
-from gpuonboard.flags import OWN, RUN, SELECT, CommonFlags  # noqa: E402
+    from gpuonboard import __version__, api, flags, interrupt, termtext  # noqa: E402
+    from gpuonboard.api.options import (  # noqa: E402
+        AutostopOptions,
+        MonitorCommand,
+        PlanArgs,
+        SyncOptions,
+        TeardownOptions,
+    )
+    from gpuonboard.errors import ExitCode, GpuonboardError, Terminated, UsageError  # noqa: E402
+    from gpuonboard.flags import OWN, RUN, SELECT, CommonFlags  # noqa: E402
+finally:
+    gc.freeze()
+    if _COLLECTING:
+        gc.enable()
 
 SIM_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # what a test host's name may be
 
