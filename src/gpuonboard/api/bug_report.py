@@ -124,6 +124,12 @@ def is_section(where: str) -> bool:
     return "(nvidia-bug-report.log: " in where
 
 
+def printed_by(command: str) -> bool:
+    """Whether a session's command printed a bug report: it names the script's log file
+    (`head -12 nvidia-bug-report.log`, `zcat nvidia-bug-report.log.gz | less`)."""
+    return "nvidia-bug-report.log" in command
+
+
 def looks_like_bug_report(text: str) -> bool:
     """The script's prologue, or two of its file sections (`*** /proc/...`) below its separators
     (a part of the log pasted without its first lines)."""

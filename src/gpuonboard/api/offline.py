@@ -398,9 +398,14 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     read (`ls`, `cat notes.txt`) is skipped with a note."""
     pasted = unviewed(paste.normalise(unquote(decode_saved(data))))  # (a CI log view's gutter dropped)
     parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
-    # (a bug report a command of the session printed, `head -12 nvidia-bug-report.log`; a line of a
-    # whole log that reads as a prompt, dmidecode's `# dmidecode 3.5`, splits no log)
-    reports = [p for p in parts or () if p.line and bug_report.looks_like_bug_report(p.text)]
+    # (a bug report a command of the session printed, `head -12 nvidia-bug-report.log`: a command
+    # naming the log; a line of a whole log that reads as a prompt, a config file's `# comment`
+    # or dmidecode's `# dmidecode 3.5`, splits no log)
+    reports = [
+        p
+        for p in parts or ()
+        if bug_report.printed_by(p.command) and bug_report.looks_like_bug_report(p.text)
+    ]
     if not reports and bug_report.looks_like_bug_report(pasted):  # (its sections, each read as that output)
         return _bug_report_outputs(path, str(path), pasted, notes)
     if parts is not None and reports:
