@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from gpuonboard.api.unread import disagreement, joined
 from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
 from gpuonboard.facts.probe import ProbeOutput
 
@@ -347,3 +348,31 @@ def _said(path: str, read: list[str], unread: list[str], whole: bool, found: lis
             " were never written"
         )
     return said + "."
+
+
+def saved_apart(
+    kind: str, out: ProbeOutput, where: str, raw: Mapping[str, ProbeOutput], origin: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """(where the output kept is from, the note) of two outputs of `kind` of one folder where one
+    is a bug report's section and the other a file saved apart (`dmesg.txt` beside the log): the
+    file saved apart, the box's own answer to that command, is judged and the section named as
+    not read, where the section shows nothing the file does not (the same text; free or lscpu
+    answers that agree; a kernel log whose every fault line the file holds). None where both or
+    neither are sections, the two are read as one (two boots), or they may differ (refused)."""
+    first = origin[kind]
+    if is_section(first) == is_section(where) or joined(kind, raw[kind], out):
+        return None
+    (section, part), (saved, own) = (
+        ((where, out), (first, raw[kind])) if is_section(where) else ((first, raw[kind]), (where, out))
+    )
+    if part.stdout.strip() == own.stdout.strip():
+        same = True
+    elif kind in ("free", "lscpu"):
+        same = not disagreement(kind, own, part)
+    elif kind == "kernel_log":
+        same = faults_in(part) <= faults_in(own)
+    else:
+        same = False
+    if not same:
+        return None
+    return saved, f"{section}: not read: {saved}, saved apart, is judged as the box's {kind} output."

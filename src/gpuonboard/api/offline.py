@@ -22,7 +22,7 @@ from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
 from gpuonboard.api.shown import shown
-from gpuonboard.api.unread import disagreement, joined, keeps_first, unread
+from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
@@ -647,7 +647,11 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
             ]
         for kind, out, where in found:
             same = folder_of.get(kind, path.parent) == path.parent
-            if same and kind in raw and (kept := _saved_apart(kind, out, where, raw, origin)) is not None:
+            if (
+                same
+                and kind in raw
+                and (kept := bug_report.saved_apart(kind, out, where, raw, origin)) is not None
+            ):
                 session_notes.append(kept[1])
                 if kept[0] == where:
                     origin[kind], raw[kind] = where, out
@@ -667,36 +671,6 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
             " nproc, ...)."
         )
     return raw
-
-
-def _saved_apart(
-    kind: str, out: ProbeOutput, where: str, raw: Mapping[str, ProbeOutput], origin: Mapping[str, str]
-) -> tuple[str, str] | None:
-    """(where the output kept is from, the note) of two outputs of `kind` of one folder where one
-    is a bug report's section and the other a file saved apart (`dmesg.txt` beside the log): the
-    file saved apart, the box's own answer to that command, is judged and the section named as
-    not read, where the section shows nothing the file does not (the same text; free or lscpu
-    answers that agree; a kernel log whose every fault line the file holds). None where both or
-    neither are sections, the two are read as one (two boots), or they may differ (refused)."""
-    first = origin[kind]
-    if bug_report.is_section(first) == bug_report.is_section(where) or joined(kind, raw[kind], out):
-        return None
-    (section, part), (saved, own) = (
-        ((where, out), (first, raw[kind]))
-        if bug_report.is_section(where)
-        else ((first, raw[kind]), (where, out))
-    )
-    if part.stdout.strip() == own.stdout.strip():
-        same = True
-    elif kind in ("free", "lscpu"):
-        same = not disagreement(kind, own, part)
-    elif kind == "kernel_log":
-        same = bug_report.faults_in(part) <= bug_report.faults_in(own)
-    else:
-        same = False
-    if not same:
-        return None
-    return saved, f"{section}: not read: {saved}, saved apart, is judged as the box's {kind} output."
 
 
 # `nvidia-smi vgpu`'s header row of each vGPU (a vGPU host's listing of its guests' vGPUs)
