@@ -415,7 +415,12 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
             out for p in reports for out in _bug_report_outputs(path, f"{path} {p.where}", p.text, notes)
         ]
         rest = [p for p in parts if p not in reports]
-        return found + (_session_outputs(path, rest, notes) if any(not p.empty for p in rest) else [])
+        try:
+            return found + (_session_outputs(path, rest, notes) if any(not p.empty for p in rest) else [])
+        except UsageError as none:  # (its other commands read nothing, noted: the bug report is judged)
+            if not found or "holding no output this tool reads" not in str(none):
+                raise
+            return found
     if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
         return _env_outputs(path, pasted, notes)

@@ -338,6 +338,20 @@ def test_a_session_that_pastes_the_head_of_a_bug_report_reads_its_other_commands
     assert "ends inside its `Start of NVIDIA bug report log file.` section" in err
 
 
+def test_a_session_that_cats_a_whole_bug_report_reads_it_and_names_its_other_commands(tmp_path: Path) -> None:
+    """`$ ls` then `$ cat nvidia-bug-report.log` and the whole log (the assembled one: the Titan V
+    dmesg's Xid 79): before, the file was read whole as a bug report and the session's `ls` dropped
+    unsaid; now the session is split, the log read as the `cat`'s output (gpu_xid fails on its Xid
+    79) and `ls` named as not read."""
+    text = "$ ls\nnvidia-bug-report.log\n$ cat nvidia-bug-report.log\n" + "".join(sections())
+    rules, err, code = judge(tmp_path, "session.txt", text.encode(), ORDER)
+    assert code == 1 and rules["gpu_xid"]["verdict"] == "fail"
+    assert (
+        "line 3 (`cat nvidia-bug-report.log`): an nvidia-bug-report.log, read as its uname line, dmesg" in err
+    )
+    assert "not read: line 1 (`ls`)" in err
+
+
 def test_text_outside_the_bug_reports_separators_is_named(tmp_path: Path) -> None:
     """A line above the log's first separator (the command that printed it, pasted with it) and
     one after `End of NVIDIA bug report log file.`: before, both were dropped unsaid; now the
