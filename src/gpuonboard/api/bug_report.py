@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from gpuonboard.api.unread import disagreement, joined
+from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
 from gpuonboard.facts.probe import ProbeOutput
 
 # the script's own lines (its prologue), in any version since 2009
 _SIGNS = re.compile(r"^(?:Start of NVIDIA bug report log file\.|nvidia-bug-report\.sh Version: \S)", re.M)
 _SEPARATOR = re.compile(r"^_{20,}[ \t]*$")
+_START = re.compile(r"^Start of NVIDIA bug report log file\.")
 _END = re.compile(r"^End of NVIDIA bug report log file\.[ \t]*$", re.M)
 # `*** /proc/cpuinfo` (append), `*** /path does not exist` / `is not readable`; `*** ls: ...` below it
 _FILE_HEAD = re.compile(r"^(?:\*\*\* )?(/[^\s*]+)(?: (does not exist|is not readable))?[ \t]*$")
@@ -39,6 +42,11 @@ _LS_LINE = re.compile(r"^\*\*\* ls: ")
 # report_command's heading: the command as the script ran it, by its path (`which nvidia-smi`)
 _COMMAND_HEAD = re.compile(
     r"^(?:\*\*\* )?(/\S*/)?(nvidia-smi|ibstat|numactl|lspci|dmidecode)(?: (.*?))?[ \t]*$"
+)
+# any heading the script prints above an output: report_command's `/usr/sbin/ibnetdiscover -C
+# mlx5_7` (the command by its path), the IB section's per-device line, report_skip's line
+_ANY_HEAD = re.compile(
+    r"^(?:/(?:[\w.+-]+/)+[\w.+-]+(?: .*)?|Running .+ commands for device: \S+|Skipping\b.*)[ \t]*$"
 )
 _SKIPPED = re.compile(r"^(?:Skipping (?:nvidia-smi|nvidia-smi, vulkaninfo).*|Skipping: nvidia-smi output)")
 
@@ -80,34 +88,47 @@ _SCANNED = re.compile(r"^\s+(journalctl -b (-\d+)|/\S+):\s*$")
 class Section:
     """One output the log holds: its heading's name (`nvidia-smi --query`, `/proc/cpuinfo`), the
     kinds it may be read as (none: not read), its text, whether the file ends inside it, and the
-    command that printed it where the script narrowed it (its grep of an earlier boot's journal)."""
+    command that printed it where the script narrowed it (its grep of a boot's journal), and which
+    boot a part of that grep is of."""
 
     name: str
     kinds: tuple[str, ...]
     text: str
     cut: bool = False
     command: str = ""
+    # the script's grep of the kernel logs: "now" (this boot's journal), "earlier", "file"
+    boot: str = ""
 
 
 def _scanned(lines: list[str]) -> list[Section]:
-    """The script's grep of the kernel logs, one part per log: an earlier boot's journal
-    (`journalctl -b -1:`) read as that boot's kernel log narrowed by the grep (its faults are
-    history); this boot's (`-b -0`, the dmesg section's boot) and the log files (boots not told
-    apart once grepped) named, not read."""
+    """The script's grep of the kernel logs, one part per log: a boot's journal (`journalctl -b
+    -1:`, `-b -0:`) read as that boot's kernel log narrowed by the grep (an earlier boot's faults
+    are history; this boot's, `-0`, read beside the dmesg section: a ring buffer that wrapped or
+    was cleared no longer holds what the journal kept); a log file (`/var/log/messages`, its boots
+    not told apart once grepped) kept as text, not read: its fault lines are weighed against the
+    boots' logs (outputs)."""
     found: list[Section] = []
     for line in lines:
         if head := _SCANNED.match(line):
             boot = head.group(2)
-            earlier = boot is not None and boot != "-0"
-            command = f"journalctl -b {boot} | grep -e NVRM -e nvidia-" if earlier else ""
-            found.append(
-                Section(
-                    f"{head.group(1)} | grep NVRM", ("kernel_log",) if earlier else (), "", command=command
-                )
-            )
+            command = f"journalctl -b {boot} | grep -e NVRM -e nvidia-" if boot is not None else ""
+            when = "file" if boot is None else "now" if boot == "-0" else "earlier"
+            kinds = ("kernel_log",) if boot is not None else ()
+            found.append(Section(f"{head.group(1)} | grep NVRM", kinds, "", command=command, boot=when))
         elif found and line.strip():
             found[-1] = dataclasses.replace(found[-1], text=found[-1].text + line + "\n")
     return found
+
+
+def is_section(where: str) -> bool:
+    """Whether an output's `where` (outputs) names a section of a bug report."""
+    return "(nvidia-bug-report.log: " in where
+
+
+def printed_by(command: str) -> bool:
+    """Whether a session's command printed a bug report: it names the script's log file
+    (`head -12 nvidia-bug-report.log`, `zcat nvidia-bug-report.log.gz | less`)."""
+    return "nvidia-bug-report.log" in command
 
 
 def looks_like_bug_report(text: str) -> bool:
@@ -125,12 +146,16 @@ def looks_like_bug_report(text: str) -> bool:
 
 
 def _pieces(lines: list[str]) -> list[list[str]]:
-    """One separator's lines split at each command heading below a blank line (report_command
-    prints several commands' outputs in one section: `--query`, `--query --unit`, `nvlink ...`)."""
+    """One separator's lines split at each heading below a blank line: report_command's (it prints
+    several commands' outputs in one section: `--query`, `--query --unit`, `nvlink ...`; ibstat,
+    then each device's `Running InfiniBand commands for device: mlx5_0` and its `ibnetdiscover -C
+    mlx5_0`), each command by its path with a blank line below it, and report_skip's `Skipping ...`."""
     out: list[list[str]] = [[]]
     for i, line in enumerate(lines):
         blank_above = i == 0 or not lines[i - 1].strip()
-        if out[-1] and blank_above and _COMMAND_HEAD.match(line) and any(s.strip() for s in out[-1]):
+        blank_below = i + 1 >= len(lines) or not lines[i + 1].strip()
+        heading = _COMMAND_HEAD.match(line) or (blank_below and _ANY_HEAD.match(line))
+        if out[-1] and blank_above and heading and any(s.strip() for s in out[-1]):
             out.append([])
         out[-1].append(line)
     return out
@@ -155,6 +180,13 @@ def _named(lines: list[str]) -> tuple[str, tuple[str, ...], str] | None:
             return f"{file.group(1)} ({file.group(2)})", (), ""
         body = body[1:] if body and _LS_LINE.match(body[0]) else body
         return file.group(1), _FILES.get(file.group(1), ()), "\n".join(body).strip("\n") + "\n"
+    if (
+        _ANY_HEAD.match(head) and head.startswith("/") and " " in head
+    ):  # (`/usr/sbin/ibnetdiscover -C mlx5_7`)
+        tool, args = head.split(" ", 1)
+        return f"{tool.rsplit('/', 1)[-1]} {args.strip()}", (), "\n".join(body)
+    if _START.match(head):  # (the prologue, by the script's own first words)
+        return "Start of NVIDIA bug report log file.", (), "\n".join(body)
     return head.rstrip(":"), (), "\n".join(body)
 
 
@@ -168,19 +200,30 @@ def sections(text: str) -> tuple[list[Section], bool]:
         else:
             chunks[-1].append(line)
     found: list[Section] = []
+    if (
+        len(chunks) > 1 and (above := "\n".join(chunks[0])).strip()
+    ):  # (named in the note, never dropped unsaid)
+        found.append(Section(f"the text above its first separator line (`{_first(above)}`)", (), above))
     for chunk in chunks[1:] if len(chunks) > 1 else chunks:
         for piece in _pieces(chunk):
             if (named := _named(piece)) is None:
                 continue
             scanned = _scanned(named[2].split("\n")) if named[0] == _SCANNING.rstrip(":") else []
-            found += scanned or [Section(*named)]
             if named[0].startswith("Start of NVIDIA bug report") and (uname := _UNAME.search(named[2])):
+                # (before its section: a log cut in its prologue ends inside the section the script names)
                 found.append(Section("uname line", ("kernel",), uname.group(1) + "\n"))
+            found += scanned or [Section(*named)]
     if not whole and found:
         last = found[-1]
         cut_text = last.text.rstrip("\n") if text.endswith("\n") else last.text
         found[-1] = dataclasses.replace(last, text=cut_text, cut=True)
     return found, whole
+
+
+def _first(text: str) -> str:
+    """A text's first line that is not blank, shortened to be named in a note."""
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    return line[:60] + ("..." if len(line) > 60 else "")
 
 
 def _cut_reason(what: str) -> str:
@@ -201,6 +244,8 @@ def outputs(
     unread: list[str] = []
     seen: set[str] = set()
     for part in found:
+        if part.name.startswith("End of NVIDIA bug report") and part.text.strip():
+            unread.append(f"the text after its last line (`{_first(part.text)}`)")
         if part.name.startswith(("Start of NVIDIA bug report", "End of NVIDIA bug report")):
             continue  # (the script's own first and last lines)
         kind = detect(part.text) if part.kinds and part.text.strip() else None
@@ -222,8 +267,70 @@ def outputs(
         seen |= set() if part.command else {kind}  # (an earlier boot's log goes beside this boot's)
         out.append((kind, probe, where))
         read.append(part.name)
-    notes.append(_said(path, read, unread, whole, found))
+    out = _this_boot(out)
+    unplaced = _unplaced_faults(found, [probe for kind, probe, _ in out if kind == "kernel_log"])
+    if unplaced:
+        out = [
+            (kind, dataclasses.replace(probe, partial=probe.partial or unplaced), where)
+            if kind == "kernel_log" and not probe.earlier_boot
+            else (kind, probe, where)
+            for kind, probe, where in out
+        ]
+    notes.append(
+        _said(path, read, unread, whole, found)
+        + (f" {unplaced[0].upper()}{unplaced[1:]}." if unplaced else "")
+    )
     return out
+
+
+def _this_boot(out: list[tuple[str, ProbeOutput, str]]) -> list[tuple[str, ProbeOutput, str]]:
+    """`out` with this boot's two kernel logs (the dmesg section, the grep of this boot's journal:
+    two answers of one box at one time) as one: the dmesg section's, the journal's beside it (its
+    fault lines judged too: steps/checks/fabric_health.py reads `beside`), the journal's alone where the
+    dmesg section printed nothing."""
+    now = [i for i, (kind, probe, _) in enumerate(out) if kind == "kernel_log" and not probe.earlier_boot]
+    if len(now) < 2:
+        return out
+    # (the dmesg section, read whole, is the base: the journal's was narrowed by the grep)
+    base = next((i for i in now if not out[i][1].partial), now[0])
+    others = tuple(out[i][1] for i in now if i != base)
+    kind, probe, where = out[base]
+    joined = (kind, dataclasses.replace(probe, beside=(*probe.beside, *others)), where)
+    return [joined if i == base else item for i, item in enumerate(out) if i == base or i not in now]
+
+
+def _fault_key(event: KernelEvent) -> tuple[str, int, str, str]:
+    return (event.kind, event.code, event.pci.lower(), " ".join(event.message.split()))
+
+
+def faults_in(probe: ProbeOutput) -> set[tuple[str, int, str, str]]:
+    """The GPU faults a kernel log output holds (its earlier boots' and the logs beside it too),
+    each however the log printed it."""
+    texts = (probe.stdout, *probe.history, *(o.stdout for o in probe.beside))
+    return {_fault_key(e) for text in texts for e in parse_kernel_log(text).events if e.kind != "cut"}
+
+
+def _unplaced_faults(found: list[Section], logs: list[ProbeOutput]) -> str:
+    """Why no fault-free reading of the kernel logs holds ("" if it does): a GPU fault line of the
+    script's grep of a log file (`/var/log/messages`, `/var/log/kern.log`: boots not told apart
+    once grepped) that none of the boots' logs read holds: of this boot or an earlier one, not
+    known, so no Xid seen is not known to be none."""
+    known: set[tuple[str, int, str, str]] = set().union(*(faults_in(probe) for probe in logs))
+    for part in found:
+        if part.boot != "file" or not part.text.strip():
+            continue
+        for event in parse_kernel_log(part.text).events:
+            if event.kind != "cut" and _fault_key(event) not in known:
+                line = next(
+                    (ln for ln in part.text.splitlines() if event.message.strip() in ln), event.message
+                )
+                name = part.name.removesuffix(" | grep NVRM")
+                return (
+                    f"the nvidia-bug-report.log's grep of {name} holds a GPU fault line that neither its"
+                    " dmesg section nor this boot's journal holds, of a boot it does not tell"
+                    f" (`{line.strip()[:160]}`)"
+                )
+    return ""
 
 
 def _said(path: str, read: list[str], unread: list[str], whole: bool, found: list[Section]) -> str:
@@ -234,9 +341,38 @@ def _said(path: str, read: list[str], unread: list[str], whole: bool, found: lis
         said += f"; {len(unread)} section{'s' if len(unread) != 1 else ''} not read ({shown})"
     if not whole:
         last = found[-1].name if found else "first"
+        last = f"`{last}`" if _START.match(last) else last  # (the prologue, as the script heads it)
         said += (
             f"; the file ends inside its {last} section without the script's last line (`End of NVIDIA"
             " bug report log file.`): cut short, so that section is incomplete and those after it"
             " were never written"
         )
     return said + "."
+
+
+def saved_apart(
+    kind: str, out: ProbeOutput, where: str, raw: Mapping[str, ProbeOutput], origin: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """(where the output kept is from, the note) of two outputs of `kind` of one folder where one
+    is a bug report's section and the other a file saved apart (`dmesg.txt` beside the log): the
+    file saved apart, the box's own answer to that command, is judged and the section named as
+    not read, where the section shows nothing the file does not (the same text; free or lscpu
+    answers that agree; a kernel log whose every fault line the file holds). None where both or
+    neither are sections, the two are read as one (two boots), or they may differ (refused)."""
+    first = origin[kind]
+    if is_section(first) == is_section(where) or joined(kind, raw[kind], out):
+        return None
+    (section, part), (saved, own) = (
+        ((where, out), (first, raw[kind])) if is_section(where) else ((first, raw[kind]), (where, out))
+    )
+    if part.stdout.strip() == own.stdout.strip():
+        same = True
+    elif kind in ("free", "lscpu"):
+        same = not disagreement(kind, own, part)
+    elif kind == "kernel_log":
+        same = faults_in(part) <= faults_in(own)
+    else:
+        same = False
+    if not same:
+        return None
+    return saved, f"{section}: not read: {saved}, saved apart, is judged as the box's {kind} output."

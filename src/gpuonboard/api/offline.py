@@ -19,7 +19,7 @@ from gpuonboard.api import bug_report, collect_env, glued, paste, saved_forms, t
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import LINE_FILTERS, earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
-from gpuonboard.api.saved_bytes import PipeTimeout, expanded, not_text, read_at_most
+from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
@@ -48,8 +48,10 @@ FABRIC_KINDS = (
     "fabric_manager",
 )
 # the largest saved output read: an 8-GPU `nvidia-smi -q -x` is ~0.3 MB; a dataset or a log that
-# landed in the vendor's folder is not read into memory whole only to be refused
-MAX_OUTPUT_BYTES = 32 * 2**20
+# landed in the vendor's folder is not read into memory whole only to be refused. One bound for
+# the text, however it came: a plain nvidia-bug-report.log and the text its .gz expands to (a box
+# with many GPUs, its nvidia-debugdump in base64: tens of MiB)
+MAX_OUTPUT_BYTES = MAX_GUNZIPPED_BYTES
 # the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
 # with the recorded exit code, as the live run read them): what parse_facts reads, and nvcc
 RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS})
@@ -367,8 +369,9 @@ def _refuse_run_folder(path: Path, given_as: str) -> None:
     )
 
 
-def _read_saved(path: Path) -> bytes:
-    """A saved output's bytes (errors name the file)."""
+def _read_saved(path: Path) -> tuple[bytes, str]:
+    """A saved output's bytes (errors name the file), and why they are cut short ("" if not: a
+    gzip file cut short, whose every output is then incomplete)."""
     try:
         data = read_at_most(path, MAX_OUTPUT_BYTES)
     except PipeTimeout as exc:
@@ -381,12 +384,12 @@ def _read_saved(path: Path) -> bytes:
             " leave it out of the files to judge."
         )
     try:
-        data = expanded(data)  # (a gzip file, `nvidia-bug-report.log.gz`: the text it holds)
+        data, cut = expanded(data, MAX_OUTPUT_BYTES)  # (a gzip file, `nvidia-bug-report.log.gz`: its text)
     except ValueError as bad:
         raise UsageError(f"{path}: {bad}.") from None
     if (why := not_text(data)) is not None:
         raise UsageError(f"{path}: {why}")
-    return data
+    return data, cut
 
 
 def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str, ProbeOutput, str]]:
@@ -394,9 +397,30 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
     saved terminal session) for each output it holds; a session's command whose output is not
     read (`ls`, `cat notes.txt`) is skipped with a note."""
     pasted = unviewed(paste.normalise(unquote(decode_saved(data))))  # (a CI log view's gutter dropped)
-    if bug_report.looks_like_bug_report(pasted):  # (its sections, each read as that output)
-        return bug_report.outputs(str(path), pasted, lambda p, *a: _read_as(path, *a), detect_kind, notes)
-    parts = transcript.sections(pasted)
+    parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
+    # (a bug report a command of the session printed, `head -12 nvidia-bug-report.log`: a command
+    # naming the log; a line of a whole log that reads as a prompt, a config file's `# comment`
+    # or dmidecode's `# dmidecode 3.5`, splits no log)
+    reports = [
+        p
+        for p in parts or ()
+        if bug_report.printed_by(p.command) and bug_report.looks_like_bug_report(p.text)
+    ]
+    if not reports and bug_report.looks_like_bug_report(pasted):  # (its sections, each read as that output)
+        return _bug_report_outputs(path, str(path), pasted, notes)
+    if parts is not None and reports:
+        # (a command's output that is a bug report, `cat`/`head` of the log: its sections read as
+        # the log's; the other commands read as a session's)
+        found = [
+            out for p in reports for out in _bug_report_outputs(path, f"{path} {p.where}", p.text, notes)
+        ]
+        rest = [p for p in parts if p not in reports]
+        try:
+            return found + (_session_outputs(path, rest, notes) if any(not p.empty for p in rest) else [])
+        except UsageError as none:  # (its other commands read nothing, noted: the bug report is judged)
+            if not found or "holding no output this tool reads" not in str(none):
+                raise
+            return found
     if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
         return _env_outputs(path, pasted, notes)
@@ -406,6 +430,21 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
         except unjudged.UnjudgedOutput as why:  # (read, nothing judged: named, the rest judged)
             notes.append(str(why))
             return []
+    return _session_outputs(path, parts, notes)
+
+
+def _bug_report_outputs(
+    path: Path, name: str, text: str, notes: list[str]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """The outputs of a bug report (`name`: the file, or the file and the session's command that
+    printed it), each read as that output."""
+    return bug_report.outputs(name, text, lambda _, *a: _read_as(path, *a), detect_kind, notes)
+
+
+def _session_outputs(
+    path: Path, parts: list[transcript.Section], notes: list[str]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """The outputs of a saved session's commands, each read as a saved file of its own."""
     return transcript.read(
         str(path),
         parts,
@@ -602,13 +641,26 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
         if recorded is not None and recorded[0] not in RAW_DIR_PROBES:
             skipped.setdefault(path.parent, []).append(recorded[0])
             continue
-        data = _read_saved(path)
+        data, cut = _read_saved(path)
         if recorded is not None:
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:
             found = _saved_outputs(path, data, session_notes)
+        if cut:  # (each output of a file cut short is incomplete: never judged as whole)
+            found = [
+                (kind, dataclasses.replace(out, partial=out.partial or cut), w) for kind, out, w in found
+            ]
         for kind, out, where in found:
             same = folder_of.get(kind, path.parent) == path.parent
+            if (
+                same
+                and kind in raw
+                and (kept := bug_report.saved_apart(kind, out, where, raw, origin)) is not None
+            ):
+                session_notes.append(kept[1])
+                if kept[0] == where:
+                    origin[kind], raw[kind] = where, out
+                continue
             if keeps_first(kind, out, where, raw, origin, session_notes, same):
                 continue
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent

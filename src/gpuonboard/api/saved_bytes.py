@@ -40,13 +40,28 @@ _MAGIC = (
 GZIP_MAGIC = b"\x1f\x8b"
 # the most a gzip file given is expanded to (an nvidia-bug-report.log.gz of a box with many GPUs,
 # its nvidia-debugdump and acpidump in base64, holds tens of MiB); more is refused, never expanded
-MAX_GUNZIPPED_BYTES = 128 * 2**20
+MAX_GUNZIPPED_BYTES = 128 * 2**20  # (api/offline.py: the same bound as a plain file's text)
 
 
-def expanded(data: bytes) -> bytes:
-    """A saved file's bytes as the text they hold: a gzip file decompressed (gunzipped, at most
-    MAX_GUNZIPPED_BYTES; ValueError past it), any other as it is."""
-    return gunzipped(data, MAX_GUNZIPPED_BYTES)[0] if data.startswith(GZIP_MAGIC) else data
+def expanded(data: bytes, limit: int = MAX_GUNZIPPED_BYTES) -> tuple[bytes, str]:
+    """A saved file's bytes as the text they hold, and why that text is cut short ("" if whole):
+    a gzip file decompressed (gunzipped, at most `limit` bytes; ValueError past it), any other as
+    it is. A gzip stream that ends before its end (`gzip -t`: unexpected end of file) holds an
+    output cut short wherever the cut fell, at a line's end too: an incomplete probe."""
+    if not data.startswith(GZIP_MAGIC):
+        return data, ""
+    text, ended = gunzipped(data, limit)
+    if text.startswith(GZIP_MAGIC):
+        raise ValueError("a gzip file inside a gzip file: gunzip it twice and pass the text it holds")
+    if _is_tar(text):
+        raise ValueError(
+            "a tar archive inside gzip (a .tar.gz): extract it (`tar -xzf`) and pass the files inside"
+        )
+    if ended:
+        return text, ""
+    if not text.strip():
+        raise ValueError("a gzip file cut short before any text it holds (`gzip -t`: unexpected end of file)")
+    return text, "a gzip file cut short (`gzip -t`: unexpected end of file): the output ends where it was cut"
 
 
 def gunzipped(data: bytes, limit: int) -> tuple[bytes, bool]:
@@ -88,6 +103,11 @@ def gunzipped(data: bytes, limit: int) -> tuple[bytes, bool]:
     return b"".join(out), ended
 
 
+def _is_tar(data: bytes) -> bool:
+    """A tar archive: POSIX ustar's (and GNU tar's) magic at byte 257 of its first header."""
+    return data[257:262] == b"ustar"
+
+
 def not_text(data: bytes) -> str | None:
     """Why `data` is no saved command output (`a gzip file, not a saved command output: gunzip
     it ...`), or None for text (UTF-16 with its byte-order mark is text)."""
@@ -96,6 +116,8 @@ def not_text(data: bytes) -> str | None:
             return f"{what}, not a saved command output: {todo}."
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return None
+    if _is_tar(data):
+        return "a tar archive, not a saved command output: extract it (`tar -xf`) and pass the files inside."
     if b"\x00" in data:
         return "a binary file (it holds NUL bytes), not a saved command output: leave it out."
     return None

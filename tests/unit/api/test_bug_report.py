@@ -215,8 +215,9 @@ def test_the_scripts_grep_of_an_earlier_boots_journal_is_that_boots_history(tmp_
     `journalctl -b -1:` part (the real RTX 5080 journal lines, all NVRM lines, so its grep keeps
     each: Xid 38 and 109) is read as the earlier boot's kernel log narrowed by the grep, its faults
     history beside this boot's `dmesg:` section (the real H100 PCIe log: the driver does not
-    support the GPU); its `journalctl -b -0:` part, this boot's log again, is named, not read (a
-    rival of the dmesg section). Before, the log was read as its /proc/meminfo alone."""
+    support the GPU); its `journalctl -b -0:` part, this boot's log again, is read beside the
+    dmesg section (its faults, the same ones, listed once). Before, the log was read as its
+    /proc/meminfo alone."""
     journal = (REAL / "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt").read_text()
     kernel = (REAL / "dmesg__open-nvidia-ko-without-gsp__h100-pcie__driver535.86.06.txt").read_text()
     parts = sections(kernel)
@@ -228,8 +229,8 @@ def test_the_scripts_grep_of_an_earlier_boots_journal_is_that_boots_history(tmp_
     assert (
         "the installed driver does not support this GPU" in actual and rules["gpu_xid"]["verdict"] == "fail"
     )
-    assert "read as its uname line, journalctl -b -1 | grep NVRM, dmesg," in err
-    assert "journalctl -b -0 | grep NVRM" in err.split("not read", 1)[1]
+    assert "read as its uname line, journalctl -b -0 | grep NVRM, journalctl -b -1 | grep NVRM, dmesg," in err
+    assert "journalctl -b -0 | grep NVRM" not in err.split("not read", 1)[1]
 
 
 def test_nvidia_smis_failure_in_its_section_fails_the_driver(tmp_path: Path) -> None:
@@ -265,3 +266,144 @@ def test_a_bug_report_cut_inside_nvidia_smi_query_is_judged_of_what_was_read(tmp
     for name in ("gpu_model", "ecc_mode", "pcie_link", "temperature", "throttling", "foreign_processes"):
         assert rules[name]["verdict"] == "unverified", rules[name]
     assert "ends inside its nvidia-smi --query section" in err
+
+
+# the real H100 PCIe log's first three lines (the driver loading, no fault, its first stamp at
+# 160 s: the dmesg section of a box whose ring buffer no longer reaches back to boot)
+WRAPPED = "".join(
+    (REAL / "dmesg__open-nvidia-ko-without-gsp__h100-pcie__driver535.86.06.txt")
+    .read_text()
+    .splitlines(True)[:3]
+)
+# the real pop-os kern.log (syslog lines, as `journalctl -b` prints them) through the script's
+# `grep -e NVRM -e nvidia-`: its Xid 79 on GPU 0000:01:00 and the lines around it
+POP_OS = (
+    "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel"
+    "__last-line-cut__pop-os-3363.txt"
+)
+GREPPED = "".join(
+    line for line in (REAL / POP_OS).read_text().splitlines(True) if "NVRM" in line or "nvidia-" in line
+)
+
+
+def _scanning(head: str, text: str) -> str:
+    """The script's `Scanning kernel log files for NVIDIA kernel messages:` section with one part."""
+    return f"{SEP}Scanning kernel log files for NVIDIA kernel messages:\n\n  {head}:\n{text}\n"
+
+
+@pytest.mark.parametrize("dmesg", [WRAPPED, ""], ids=["ring-buffer-wrapped", "dmesg-empty"])
+def test_this_boots_journal_grep_is_read_beside_the_dmesg_section(tmp_path: Path, dmesg: str) -> None:
+    """The `journalctl -b -0:` part of the script's scan (this boot's journal through its grep:
+    the real pop-os Xid 79 lines) beside a dmesg section that no longer holds them (the real H100
+    log's first three lines, a ring buffer that wrapped; or empty, cleared). Before, the -b -0
+    part was named, not read: gpu_xid passed "no Xid" (GO). Now it is read as this boot's kernel
+    log beside the dmesg section (alone where that is empty): Xid 79 fails, listed once."""
+    parts = sections(dmesg)
+    parts.insert(4, _scanning("journalctl -b -0", GREPPED))
+    rules, err, code = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode(), ORDER)
+    assert code == 1 and rules["gpu_xid"]["verdict"] == "fail", rules["gpu_xid"]
+    assert rules["gpu_xid"]["actual"].count("Xid 79") == 1
+    assert "journalctl -b -0 | grep NVRM" in err.split("not read", 1)[0]
+
+
+def test_a_fault_only_a_log_files_grep_holds_leaves_gpu_xid_unverified(tmp_path: Path) -> None:
+    """The scan's `/var/log/messages:` part (a file of several boots, the grep dropped its boot
+    lines) holds the real pop-os Xid 79 that the dmesg section (the real H100 log's first three
+    lines) does not: of this boot or an earlier one, not known. Before: gpu_xid passed "no Xid".
+    Now it is unverified, naming the line, never a fail on a boot not told."""
+    parts = sections(WRAPPED)
+    parts.insert(4, _scanning("/var/log/messages", GREPPED))
+    rules, err, _ = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode(), ORDER)
+    assert rules["gpu_xid"]["verdict"] == "unverified", rules["gpu_xid"]
+    assert "grep of /var/log/messages holds a GPU fault line" in rules["gpu_xid"]["actual"]
+    assert "NVRM: Xid (PCI:0000:01:00): 79" in rules["gpu_xid"]["actual"]
+    assert "of a boot it does not tell" in err
+
+
+def test_a_session_that_pastes_the_head_of_a_bug_report_reads_its_other_commands(tmp_path: Path) -> None:
+    """The real L40S session (tests/fixtures/sessions/
+    transcript__lspci+lsmod+nvidia-smi-FAILED+python__L40S-vm.txt: `nvidia-smi` failed, the
+    driver not loaded) with `$ head -12 nvidia-bug-report.log` and the
+    script's first 12 lines appended in-test. Before, the whole file was read as a bug report
+    (its uname line only): the failed nvidia-smi lost, nvidia_driver not judged. Now the session
+    is split first: the failure fails nvidia_driver, the head read as a bug report's (cut short)."""
+    session = (
+        REAL.parent / "sessions" / "transcript__lspci+lsmod+nvidia-smi-FAILED+python__L40S-vm.txt"
+    ).read_text()
+    head = "".join((SEP + PROLOGUE).splitlines(True)[:12])
+    text = session.rstrip("\n") + "\n\n$ head -12 nvidia-bug-report.log\n" + head
+    rules, err, code = judge(tmp_path, "session.txt", text.encode(), ORDER)
+    assert code == 1 and rules["nvidia_driver"]["verdict"] == "fail", rules["nvidia_driver"]
+    assert "(`head -12 nvidia-bug-report.log`): an nvidia-bug-report.log, read as its uname line" in err
+    assert "ends inside its `Start of NVIDIA bug report log file.` section" in err
+
+
+def test_a_session_that_cats_a_whole_bug_report_reads_it_and_names_its_other_commands(tmp_path: Path) -> None:
+    """`$ ls` then `$ cat nvidia-bug-report.log` and the whole log (the assembled one: the Titan V
+    dmesg's Xid 79): before, the file was read whole as a bug report and the session's `ls` dropped
+    unsaid; now the session is split, the log read as the `cat`'s output (gpu_xid fails on its Xid
+    79) and `ls` named as not read."""
+    text = "$ ls\nnvidia-bug-report.log\n$ cat nvidia-bug-report.log\n" + "".join(sections())
+    rules, err, code = judge(tmp_path, "session.txt", text.encode(), ORDER)
+    assert code == 1 and rules["gpu_xid"]["verdict"] == "fail"
+    assert (
+        "line 3 (`cat nvidia-bug-report.log`): an nvidia-bug-report.log, read as its uname line, dmesg" in err
+    )
+    assert "not read: line 1 (`ls`)" in err
+
+
+def test_text_outside_the_bug_reports_separators_is_named(tmp_path: Path) -> None:
+    """A line above the log's first separator (the command that printed it, pasted with it) and
+    one after `End of NVIDIA bug report log file.`: before, both were dropped unsaid; now the
+    note names each as not read."""
+    text = "$ zcat nvidia-bug-report.log.gz\n" + "".join(sections()) + "copied on Tue Apr 15\n"
+    _, err, _ = judge(tmp_path, "nvidia-bug-report.log", text.encode(), ORDER)
+    assert "the text above its first separator line (`$ zcat nvidia-bug-report.log.gz`)" in err
+    assert "the text after its last line (`copied on Tue Apr 15`)" in err
+
+
+def test_the_ib_sections_commands_after_ibstat_are_pieces_of_their_own(tmp_path: Path) -> None:
+    """The IB section as the 2025 script prints it: ibstat (the real one-CA capture, mlx5_7's
+    port down), then `Running InfiniBand commands for device: mlx5_7` and report_command's
+    `/usr/sbin/ibnetdiscover -C mlx5_7` with its failure (the real lines of
+    treydock/infiniband_exporter#26). Before, those were glued into ibstat's piece, read as a
+    listing that stopped early: rdma_ports unverified. Now each heading splits: the down port
+    fails, the ibnetdiscover piece named as not read."""
+    ibstat = (REAL / "ibstat__one-ca-named-mlx5_7__port-down__sriov-pod.txt").read_text()
+    failed = (
+        "ibwarn: [298726] mad_rpc_open_port: client_register for mgmt 1 failed\n"
+        "/var/tmp/OFED_topdir/BUILD/rdma-core-2307mlnx47/libibnetdisc/ibnetdisc.c:802;"
+        " can't open MAD port ((null):0)\n"
+        "ibnetdiscover: iberror: failed: discover failed\n"
+    )
+    ib = (
+        f"{SEP}/usr/sbin/ibstat\n\n{ibstat}\nRunning InfiniBand commands for device: mlx5_7\n\n"
+        f"/usr/sbin/ibnetdiscover -C mlx5_7\n\n{failed}\n"
+    )
+    parts = sections()
+    parts.insert(-1, ib)
+    order = ORDER + 'rdma: "1x400G InfiniBand"\n'
+    rules, err, _ = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode(), order)
+    assert rules["rdma_ports"]["verdict"] == "fail", rules["rdma_ports"]
+    assert "mlx5_7/1 DOWN" in rules["rdma_ports"]["actual"]
+    assert "ibnetdiscover -C mlx5_7" in err.split("not read", 1)[1]
+
+
+def test_a_bug_report_section_gives_way_to_the_same_output_saved_apart(tmp_path: Path) -> None:
+    """A vendor's folder: the bug report (its dmesg section the real H100 log's first three
+    lines, no fault) and the box's `dmesg.txt` saved apart (the real Titan V log, Xid 79).
+    Before: refused, "a second kernel_log output", exit 2. Now the file saved apart is judged
+    (Xid 79 fails) and the section named as not read; a section holding a fault the file does not
+    would still be refused (never dropped)."""
+    (tmp_path / "nvidia-bug-report.log").write_text("".join(sections(WRAPPED)))
+    (tmp_path / "dmesg.txt").write_text((REAL / DMESG).read_text())
+    notes: list[str] = []
+    raw = offline.load_outputs([str(tmp_path)], notes)
+    assert "Xid (PCI:0000:02:00): 79" in raw["kernel_log"].stdout
+    assert any(
+        "(nvidia-bug-report.log: dmesg): not read:" in n and "dmesg.txt, saved apart" in n for n in notes
+    )
+    (tmp_path / "dmesg.txt").write_text(WRAPPED)
+    (tmp_path / "nvidia-bug-report.log").write_text("".join(sections()))  # (its Xid 79 the file lacks)
+    with pytest.raises(offline.UsageError, match="a second kernel_log output"):
+        offline.load_outputs([str(tmp_path)], [])

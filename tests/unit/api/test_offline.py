@@ -432,11 +432,11 @@ def test_a_huge_file_in_the_folder_is_refused_without_reading_it_whole(tmp_path:
     folder.mkdir()
     shutil.copy(H200_XML, folder / "smi.xml")
     with (folder / "dataset.tar").open("wb") as f:
-        f.truncate(40 * 2**20)  # sparse: 40 MiB of zeros
+        f.truncate(130 * 2**20)  # sparse: 130 MiB of zeros (past the one bound for a text, 128 MiB)
     r = cli(tmp_path, str(folder))
     assert r.returncode == 2
     assert r.stderr.strip() == (
-        f"error: {folder / 'dataset.tar'}: larger than 32 MiB, not a saved command output;"
+        f"error: {folder / 'dataset.tar'}: larger than 128 MiB, not a saved command output;"
         " leave it out of the files to judge."
     )
 

@@ -4,16 +4,19 @@ processes made here)."""
 from __future__ import annotations
 
 import contextlib
+import gzip
+import io
 import os
 import subprocess
 import sys
+import tarfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import saved_bytes
+from gpuonboard.api import offline, saved_bytes
 from gpuonboard.api.offline import load_outputs
 from gpuonboard.api.saved_bytes import PipeTimeout, read_at_most
 from gpuonboard.errors import UsageError
@@ -147,3 +150,72 @@ def test_a_fifo_deleted_while_waited_on_is_given_up_in_time_and_leaves_no_thread
     while any(t.name == "gpuonboard-fifo-open" for t in threading.enumerate()):
         assert time.monotonic() < deadline, "the thread waiting in the FIFO's open was left blocked"
         time.sleep(0.05)
+
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+# the real H100 PCIe log's first three lines: the driver loading, no fault
+CLEAN_LOG = "".join(
+    (REAL / "dmesg__open-nvidia-ko-without-gsp__h100-pcie__driver535.86.06.txt")
+    .read_text()
+    .splitlines(True)[:3]
+)
+
+
+def test_a_gzip_cut_at_a_line_end_is_an_incomplete_output(tmp_path: Path) -> None:
+    """A kernel log's .gz (the real H100 log's first three lines, no fault) cut in-test before
+    its last 8 bytes (the CRC and size trailer: `gzip -t` says unexpected end of file), so its
+    text ends at a line's end. Before, it was read as whole: gpu_xid passed "no Xid". Now every
+    output of a gzip cut short is incomplete (ProbeOutput.partial says so): gpu_xid unverified."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.steps.checks.fabric_health import health_checks
+
+    saved = tmp_path / "dmesg.txt.gz"
+    saved.write_bytes(gzip.compress(CLEAN_LOG.encode())[:-8])
+    raw = load_outputs([str(saved)])
+    assert raw["kernel_log"].stdout == CLEAN_LOG
+    assert "a gzip file cut short" in raw["kernel_log"].partial
+    xid = next(c for c in health_checks(parse_facts(raw)) if c.name == "gpu_xid")
+    assert xid.verdict == "unverified", xid
+    saved.write_bytes(gzip.compress(CLEAN_LOG.encode()))  # (whole: read as whole)
+    assert load_outputs([str(saved)])["kernel_log"].partial == ""
+
+
+def _tar_gz(name: str, text: str) -> bytes:
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(text.encode())
+        tar.addfile(info, io.BytesIO(text.encode()))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (_tar_gz("dmesg.txt", CLEAN_LOG), r"a tar archive inside gzip \(a \.tar\.gz\): extract it"),
+        (gzip.compress(gzip.compress(CLEAN_LOG.encode())), "a gzip file inside a gzip file: gunzip it twice"),
+        (
+            gzip.decompress(_tar_gz("dmesg.txt", CLEAN_LOG)),
+            "a tar archive,",
+        ),
+    ],
+    ids=["tar.gz", "gzip-in-gzip", "tar"],
+)
+def test_an_archive_is_refused_as_what_it_is(tmp_path: Path, data: bytes, said: str) -> None:
+    """A `.tar.gz` of saved outputs, a doubly gzipped file, a plain tar: before, each was refused
+    as "a binary file (it holds NUL bytes)"; now the refusal says what it is and what to do."""
+    saved = tmp_path / "outputs"
+    saved.write_bytes(data)
+    with pytest.raises(UsageError, match=said):
+        load_outputs([str(saved)])
+
+
+def test_one_bound_for_a_saved_text_plain_or_gzipped(tmp_path: Path) -> None:
+    """A plain text past the old 32 MiB bound (a bug report of a box with many GPUs, its
+    nvidia-debugdump in base64) was refused while the same text gzipped was read up to 128 MiB;
+    now one bound holds for the text whichever way it came."""
+    assert offline.MAX_OUTPUT_BYTES == saved_bytes.MAX_GUNZIPPED_BYTES
+    saved = tmp_path / "big.log"
+    saved.write_bytes((CLEAN_LOG * (33 * 2**20 // len(CLEAN_LOG) + 1)).encode())
+    data, cut = offline._read_saved(saved)
+    assert len(data) > 33 * 2**20 and cut == ""
