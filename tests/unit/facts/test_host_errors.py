@@ -163,3 +163,17 @@ def test_a_gpus_own_cut_aer_line_is_left_to_gpu_xid() -> None:
     text = _returnn(1) + line[: line.index("(Fatal)") + len("(F")]
     assert host_errors(text) == ()
     assert [e.cut for e in aer_events(text)][-1], aer_events(text)
+
+
+def test_a_notice_beside_a_cut_line_says_both() -> None:
+    """osm#300's kern.log cut inside its first EDAC line, after `EDAC MC0: 4` (no newline): the cut
+    line is no record read, so the notice before it is unexplained, and the cut line is said too
+    (it may have been the notice's record). (Before: the cut line read as the notice's record.)"""
+    text = (REAL / "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt").read_text()
+    cut = text[: text.index("EDAC MC0: 4") + len("EDAC MC0: 4")]
+    check = rule_host_hw_errors(host_errors(cut))
+    assert check is not None and check.verdict == "unverified", check
+    assert check.actual == (
+        "a CPU: machine check events logged (their records not in the log); the log ends inside a line,"
+        " cut short: 'EDAC MC0: 4'"
+    ), check
