@@ -112,7 +112,6 @@ class _Record:
     severity: str
     boot: int
     line: int = 0
-    stamp: float | str = ""
     section: str = ""
     device: str = ""
     part: str = ""
@@ -133,10 +132,10 @@ class _Ghes:
         self.open: dict[str, _Record] = {}
         self.done: list[_Record] = []
 
-    def read(self, number: str, said: str, boot: int, line: int, stamp: float | str) -> None:
+    def read(self, number: str, said: str, boot: int, line: int) -> None:
         severity = _GHES_SEVERITY.match(said)
         if severity:
-            self.open[number] = _Record(severity.group(1).lower(), boot, line, stamp)
+            self.open[number] = _Record(severity.group(1).lower(), boot, line)
             self.done.append(self.open[number])
             return
         record = self.open.get(number)
@@ -152,8 +151,8 @@ class _Ghes:
         elif part and (not record.part or said.lstrip().startswith("DIMM")):
             record.part = part.group(1)
 
-    def claim(self, kind: str, boot: int, stamp: float | str) -> None:
-        """An EDAC line of `kind` (UE, CE) printed at `stamp`: the newest memory record of that
+    def claim(self, kind: str, boot: int, lines: list[str], at: int) -> None:
+        """An EDAC line of `kind` (UE, CE), `lines[at]`: the newest memory record of that
         kind not yet claimed, of this boot, printed with it (the same stamp) and still the newest
         record, is the same event (one event counted once); a later EDAC line is another error."""
         record = self.done[-1] if self.done else None
@@ -161,7 +160,7 @@ class _Ghes:
             record is not None
             and not record.claimed
             and record.boot == boot
-            and _same_time(record.stamp, stamp)
+            and _together(lines, record.line, at)
             and record.section == "memory error"
             and _EDAC_OF.get(record.severity) == kind
         ):
@@ -204,38 +203,50 @@ def host_errors(text: str) -> tuple[HostError, ...]:
             event = replace(event, severity="logged")  # (the record printed with it says what it was)
         if event is not None:
             if event.source == "edac" and event.severity != "record":
-                ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot, _stamp(line))
+                ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot, lines, i)
             read.append((boots.boot, replace(event, line=i)))
             continue
         if read and (umc := _umc_memory(read[-1][1], line, i)) is not None:
             read[-1] = (read[-1][0], umc)
         head = _GHES_HEAD.search(line)
         if head:
-            ghes.read(head.group(1), head.group(2).strip(), boots.boot, i, _stamp(line))
+            ghes.read(head.group(1), head.group(2).strip(), boots.boot, i)
     last = boots.boot
     events = [replace(e, earlier_boot=b < last) for b, e in read]
     return (*events, *ghes.errors(last), *_cut_end(raw, gpus))
 
 
-# a line's dmesg stamp (`[ 1366.830245]`, within a syslog line's prefix too)
+# a line's dmesg stamp (`[ 1366.830245]`, within a syslog line's prefix too), and `dmesg -H`'s
+# (`[  +0.000013]`: the time since the line before)
 _DMESG_STAMP = re.compile(r"\[\s*(\d+\.\d+)\]")
+_DMESG_DELTA = re.compile(r"\[\s*\+(\d+\.\d+)\]")
+
+
+def _prefix(line: str) -> str:
+    """The text before a line's host error tag (its stamp, a syslog's host and `kernel:`)."""
+    tag = _HOST_TAG.search(line)
+    return line[: tag.start()] if tag else ""
 
 
 def _stamp(line: str) -> float | str:
     """When the kernel printed `line`: its dmesg stamp's seconds, else the text before its host
     error's tag (a syslog's `Feb 23 03:28:16 host kernel:`, `dmesg -T`'s date), "" where none."""
-    tag = _HOST_TAG.search(line)
-    prefix = line[: tag.start()] if tag else ""
-    seconds = _DMESG_STAMP.search(prefix)
-    return float(seconds.group(1)) if seconds else prefix.strip()
+    seconds = _DMESG_STAMP.search(_prefix(line))
+    return float(seconds.group(1)) if seconds else _prefix(line).strip()
 
 
-def _same_time(a: float | str, b: float | str) -> bool:
-    """Whether two stamps are of one printing of the kernel's: the same text, or dmesg seconds
-    within one second of each other (the lines of one event are printed microseconds apart)."""
-    if isinstance(a, float) and isinstance(b, float):
-        return abs(a - b) <= 1.0
-    return a == b
+def _together(lines: list[str], a: int, b: int) -> bool:
+    """Whether `lines[a]` and `lines[b]` are of one printing of the kernel's: the same stamp text,
+    dmesg seconds within one second of each other (the lines of one event are printed
+    microseconds apart), or, in `dmesg -H`, the lines from one to the other each within a second
+    of the line before, together within one."""
+    if _DMESG_DELTA.match(lines[max(a, b)].lstrip()):
+        deltas = [_DMESG_DELTA.match(line.lstrip()) for line in lines[min(a, b) + 1 : max(a, b) + 1]]
+        return all(deltas) and sum(float(d.group(1)) for d in deltas if d) <= 1.0
+    first, second = _stamp(lines[a]), _stamp(lines[b])
+    if isinstance(first, float) and isinstance(second, float):
+        return abs(first - second) <= 1.0
+    return first == second
 
 
 def _is_record(line: str) -> bool:
@@ -249,14 +260,20 @@ def _is_record(line: str) -> bool:
 
 
 def _beside_a_record(lines: list[str], at: int) -> bool:
-    """Whether the notice at `lines[at]` was printed with a record (within 4 lines of it and with
-    its stamp: a bank's status, an EDAC line's count, an APEI record's severity), so the record
-    says what was logged; a notice with none (a later poll's, `dmesg | grep -i machine`, beside a
-    line that is no event's: `EDAC sbridge MC1: HANDLING MCE MEMORY ERROR`, or a record's detail
-    line printed long before) says only that records went to mcelog / rasdaemon."""
-    stamp = _stamp(lines[at])
-    near = [*lines[max(0, at - 4) : at], *lines[at + 1 : at + 5]]
-    return any(_is_record(line) and _same_time(_stamp(line), stamp) for line in near)
+    """Whether the notice at `lines[at]` was printed with a record (a bank's status, an EDAC line's
+    count, an APEI record's severity) among the lines printed with it (those next to it with its
+    stamp, up to 40 each side; a log without stamps: within 4 lines), so the record says what was
+    logged; a notice with none (a later poll's, `dmesg | grep -i machine`, beside a line that is no
+    event's: `EDAC sbridge MC1: HANDLING MCE MEMORY ERROR`, or a record's detail line printed long
+    before) says only that records went to mcelog / rasdaemon."""
+    reach = 40 if _stamp(lines[at]) != "" else 4
+    for step in (-1, 1):
+        i = at + step
+        while 0 <= i < len(lines) and abs(i - at) <= reach and _together(lines, at, i):
+            if _is_record(lines[i]):
+                return True
+            i += step
+    return False
 
 
 # a machine check record's detail line with the bank's IPID (AMD's Scalable MCA): its hardware id

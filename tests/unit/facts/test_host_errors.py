@@ -177,3 +177,30 @@ def test_a_notice_beside_a_cut_line_says_both() -> None:
         "a CPU: machine check events logged (their records not in the log); the log ends inside a line,"
         " cut short: 'EDAC MC0: 4'"
     ), check
+
+
+def _relative(text: str) -> str:
+    """`text`'s dmesg stamps made `dmesg -H`'s: each the seconds since the line before (`[
+    +0.000006]`), the first line's kept."""
+    out, last = [], None
+    for line in text.splitlines(keepends=True):
+        m = re.match(r"\[\s*(\d+\.\d+)\]", line)
+        if m and last is not None:
+            line = f"[  +{float(m.group(1)) - last:.6f}]" + line[m.end() :]
+        last = float(m.group(1)) if m else last
+        out.append(line)
+    return "".join(out)
+
+
+def test_a_notice_and_its_record_in_dmesg_h_are_printed_together() -> None:
+    """rasdaemon#155's `dmesg | tail` with its stamps made `dmesg -H`'s (each the time since the
+    line before, edited in-test): the notice and its bank's record (6 us apart) are one printing,
+    so the notice is explained as in the capture (no row); with the later notice of
+    test_a_notice_beside_no_record_printed_with_it_is_unverified added (8000 s after), unverified."""
+    text = RASDAEMON_155.read_text()
+    assert "[  +0.000006] mce: [Hardware Error]: CPU 0: Machine Check" in _relative(text)
+    assert rule_host_hw_errors(host_errors(_relative(text))) is None
+    notice = next(line for line in text.splitlines(keepends=True) if "logged" in line)
+    later = _relative(text + notice.replace("[ 1366.830245]", "[ 9366.830245]"))
+    check = rule_host_hw_errors(host_errors(later))
+    assert check is not None and check.verdict == "unverified", check
