@@ -232,7 +232,7 @@ def _stamp(line: str) -> float | str:
     """When the kernel printed `line`: its dmesg stamp's seconds, else the text before its host
     error's tag (a syslog's `Feb 23 03:28:16 host kernel:`, `dmesg -T`'s date), "" where none."""
     seconds = _DMESG_STAMP.search(_prefix(line))
-    return float(seconds.group(1)) if seconds else _prefix(line).strip()
+    return float(seconds.group(1)) if seconds else " ".join(_prefix(line).split())
 
 
 def _together(lines: list[str], a: int, b: int) -> bool:
