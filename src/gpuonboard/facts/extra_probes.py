@@ -46,8 +46,10 @@ KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could rea
 # device's flood never pushes a GPU's Xid out; the probe says how many matching lines it left
 # out of each (`# dropped: driver N other M`), and a log of which some were left out is only part
 # of the log (facts/kernel_log.py KernelLog.cut_by_cap). On a host without sort or cut the lines
-# cannot be put back in order: the newest KERNEL_LOG_MAX_LINES of them all are kept, as one cap,
-# and the counts are of the lines of each kind that cap left out all the same.
+# cannot be put back in order: the newest KERNEL_LOG_MAX_LINES of the drivers' and the others'
+# are kept, as one cap, and the host errors' lines are left out (they would share that cap and
+# push a GPU's Xid out: a storm of corrected EDAC errors); the counts are of the lines of each
+# kind left out all the same (the host's all of them, a driver's line that is a host error's too).
 KERNEL_LOG_DRIVER = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|nvidia: probe of "
     "|Linux version |-- (Reboot|Boot [0-9a-f]+) --|registering driver dxgkrnl"
@@ -81,8 +83,9 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     dmesg was refused; and `journalctl -k -b` where dmesg's log no longer reaches back to boot
     (its ring buffer wrapped: KERNEL_LOG_BOOT) while the journal's does (it is read then).
     The host's own hardware errors (KERNEL_LOG_HOST) are kept too, the newest `max_lines` of them
-    apart. Output starts with `# source: <which answered>` and `# first: <the
-    log's first line>` (so a reader can tell whether the log reaches back to boot) and
+    apart (left out on a host without sort or cut, where the caps cannot be apart). Output starts
+    with `# source: <which answered>` and `# first: <the log's first line>` (so a reader can
+    tell whether the log reaches back to boot) and
     `# dropped: driver <N> other <M> host <H>` (the matching lines left out of each kind: so it
     can tell the log kept is whole). When nothing could be read: exit 126, and stderr names each refusal
     and its first line; a host without grep, head or tail (the filter's tools) exits 126 too,
@@ -101,7 +104,8 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     cap = int(max_lines)
     # (the matching lines numbered, the newest `cap` of the drivers', of the host errors' (not the
     # drivers') and of the others' kept, put back in the log's order, else the newest `cap` of
-    # all; `# dropped:` the matching lines left out of each kind: those in `f` less those in `k`,
+    # the drivers' and the others' (no host error's line: their count must never depend on those);
+    # `# dropped:` the matching lines left out of each kind: those in `f` less those in `k`,
     # counted by `__gpo_n TEXT PATTERN`, the host errors' by `__gpo_h TEXT`)
     emit = (
         f"f=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -n ''); "
@@ -110,7 +114,8 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
         f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -E {host} | tail -n {cap}; "
         f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -vE {host} | grep -v '^$' | tail -n {cap}; }} "
         "| sort -t: -k1,1n | cut -d: -f2-); "
-        f"else k=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | tail -n {cap}); fi; "
+        f"else k=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -vE {host}"
+        f" | tail -n {cap}); fi; "
         f"n=$(__gpo_n \"$f\" ''); m=$(__gpo_n \"$k\" ''); "
         f'd=$(__gpo_n "$f" {driver}); kd=$(__gpo_n "$k" {driver}); '
         f'h=$(__gpo_h "$f" {driver} {host}); kh=$(__gpo_h "$k" {driver} {host}); '

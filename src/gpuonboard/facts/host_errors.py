@@ -151,14 +151,16 @@ class _Ghes:
         elif part and (not record.part or said.lstrip().startswith("DIMM")):
             record.part = part.group(1)
 
-    def claim(self, kind: str, boot: int) -> None:
-        """An EDAC line of `kind` (UE, CE): the newest memory record of that kind not yet claimed,
-        of this boot and still the newest record, is the same event (one event counted once)."""
+    def claim(self, kind: str, boot: int, lines: list[str], at: int) -> None:
+        """An EDAC line of `kind` (UE, CE), `lines[at]`: the newest memory record of that
+        kind not yet claimed, of this boot, printed with it (the same stamp) and still the newest
+        record, is the same event (one event counted once); a later EDAC line is another error."""
         record = self.done[-1] if self.done else None
         if (
             record is not None
             and not record.claimed
             and record.boot == boot
+            and _together(lines, record.line, at)
             and record.section == "memory error"
             and _EDAC_OF.get(record.severity) == kind
         ):
@@ -187,21 +189,21 @@ def host_errors(text: str) -> tuple[HostError, ...]:
     APEI records after the others."""
     raw, text = text, plain_kernel_text(text)
     gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
-    gpus |= _gpu_ports(text.splitlines(), gpus)
+    lines = text.splitlines()
+    gpu_lines = _gpu_lines(lines, gpus)
     boots = BootCounter()
     ghes = _Ghes()
     read: list[tuple[int, HostError]] = []
-    lines = text.splitlines()
     for i, line in enumerate(lines):
         if is_probe_header(line):
             continue
         boots.read(line)
-        event = _line_error(line, gpus)
+        event = None if i in gpu_lines else _line_error(line, gpus)
         if event is not None and event.severity == "notice" and _beside_a_record(lines, i):
             event = replace(event, severity="logged")  # (the record printed with it says what it was)
         if event is not None:
             if event.source == "edac" and event.severity != "record":
-                ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot)
+                ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot, lines, i)
             read.append((boots.boot, replace(event, line=i)))
             continue
         if read and (umc := _umc_memory(read[-1][1], line, i)) is not None:
@@ -214,21 +216,64 @@ def host_errors(text: str) -> tuple[HostError, ...]:
     return (*events, *ghes.errors(last), *_cut_end(raw, gpus))
 
 
-# a line of a record the kernel prints with its `Machine check events logged`: an EDAC memory
-# controller's line (its decode, its count), a machine check's `[Hardware Error]` line, an APEI
-# record's line
-_RECORD_LINE = re.compile(r"\bEDAC [^:]*MC\d+: |\[Hardware Error\]: (?!Machine check events logged)")
+# a line's dmesg stamp (`[ 1366.830245]`, within a syslog line's prefix too), and `dmesg -H`'s
+# (`[  +0.000013]`: the time since the line before)
+_DMESG_STAMP = re.compile(r"\[\s*(\d+\.\d+)\]")
+_DMESG_DELTA = re.compile(r"\[\s*\+(\d+\.\d+)\]")
+
+
+def _prefix(line: str) -> str:
+    """The text before a line's host error tag (its stamp, a syslog's host and `kernel:`)."""
+    tag = _HOST_TAG.search(line)
+    return line[: tag.start()] if tag else ""
+
+
+def _stamp(line: str) -> float | str:
+    """When the kernel printed `line`: its dmesg stamp's seconds, else the text before its host
+    error's tag (a syslog's `Feb 23 03:28:16 host kernel:`, `dmesg -T`'s date), "" where none."""
+    seconds = _DMESG_STAMP.search(_prefix(line))
+    return float(seconds.group(1)) if seconds else " ".join(_prefix(line).split())
+
+
+def _together(lines: list[str], a: int, b: int) -> bool:
+    """Whether `lines[a]` and `lines[b]` are of one printing of the kernel's: the same stamp text,
+    dmesg seconds within one second of each other (the lines of one event are printed
+    microseconds apart), or, in `dmesg -H`, the lines from one to the other each within a second
+    of the line before, together within one."""
+    if _DMESG_DELTA.match(lines[max(a, b)].lstrip()):
+        deltas = [_DMESG_DELTA.match(line.lstrip()) for line in lines[min(a, b) + 1 : max(a, b) + 1]]
+        return all(deltas) and sum(float(d.group(1)) for d in deltas if d) <= 1.0
+    first, second = _stamp(lines[a]), _stamp(lines[b])
+    if isinstance(first, float) and isinstance(second, float):
+        return abs(first - second) <= 1.0
+    return first == second
+
+
+def _is_record(line: str) -> bool:
+    """Whether `line` is a record of one event a machine check notice is printed with: a machine
+    check bank's status, an EDAC memory controller's CE / UE count, an APEI record's severity."""
+    event = _line_error(line, set())
+    if event is not None:
+        return event.source in ("mce", "edac") and event.severity != "notice"
+    head = _GHES_HEAD.search(line)
+    return head is not None and _GHES_SEVERITY.match(head.group(2).strip()) is not None
 
 
 def _beside_a_record(lines: list[str], at: int) -> bool:
-    """Whether the notice at `lines[at]` has a record's line beside it (the line before or after
-    it, blank lines and the probe's header skipped): the kernel printed the record with it (a
-    bank's status, EDAC's decode, an APEI record around it), so the record says what was logged;
-    a notice with none beside it (a later poll's, `dmesg | grep -i machine`) says only that
-    records went to mcelog / rasdaemon."""
-    before = [line for line in lines[max(0, at - 3) : at] if line.strip() and not is_probe_header(line)]
-    after = [line for line in lines[at + 1 : at + 4] if line.strip() and not is_probe_header(line)]
-    return any(_RECORD_LINE.search(line) is not None for line in (*before[-1:], *after[:1]))
+    """Whether the notice at `lines[at]` was printed with a record (a bank's status, an EDAC line's
+    count, an APEI record's severity) among the lines printed with it (those next to it with its
+    stamp, up to 40 each side; a log without stamps: within 4 lines), so the record says what was
+    logged; a notice with none (a later poll's, `dmesg | grep -i machine`, beside a line that is no
+    event's: `EDAC sbridge MC1: HANDLING MCE MEMORY ERROR`, or a record's detail line printed long
+    before) says only that records went to mcelog / rasdaemon."""
+    reach = 40 if _stamp(lines[at]) != "" else 4
+    for step in (-1, 1):
+        i = at + step
+        while 0 <= i < len(lines) and abs(i - at) <= reach and _together(lines, at, i):
+            if _is_record(lines[i]):
+                return True
+            i += step
+    return False
 
 
 # a machine check record's detail line with the bank's IPID (AMD's Scalable MCA): its hardware id
@@ -257,45 +302,75 @@ _AER_PART = re.compile(
     r"\b(\S+) " + _BDF + r": (?:AER: |PCIe Bus Error|\s+device \[|\s+\[ ?\d+\] |broadcast "
     r"|device has no AER-aware driver)"
 )
-# the GPU's own lines of it that gpu_xid reads (facts/aer.py), and a port's report of an error
-# received from a device
-_GPU_AER = re.compile(
-    r"\bnvidia " + _BDF + r": (?:AER: can't recover|device has no AER-aware driver"
-    r"|PCIe Bus Error: severity=Uncorrect)",
-    re.IGNORECASE,
-)
+# a port's report of an error received from a device
 _RECEIVED = re.compile(
     r"AER: (?:Multiple )?Uncorrect(?:ed|able) \([^)]*\) error (?:message )?received(?: from)?:? " + _BDF
 )
 
 
-def _gpu_ports(lines: list[str], gpus: set[str]) -> set[str]:
-    """The PCIe ports (and a GPU's other functions, its audio) whose uncorrectable errors are a
-    GPU's: in one run of AER lines (no other line between them), a port that received the error
-    from a GPU (`AER: Uncorrected (Fatal) error received: 0000:03:00.0`), or one whose error's
-    handling names the GPU as gpu_xid reads it (`nvidia 0000:03:00.0: AER: can't recover`,
-    `device has no AER-aware driver`): the root port's own error (the link to the GPU down, a
-    completion timeout) is the GPU's fault, which gpu_xid names; host_hw_errors does not count it
-    again (sf29: returnn#1500 failed both rules for one fault)."""
-    slots = {g[:-2] for g in gpus}  # (bus:device of each GPU: its functions)
-    found: set[str] = set()
-    run: set[str] = set()
-    gpu = False
-    for line in lines:
+_FATAL = re.compile(r"Uncorrect(?:ed|able) \(Fatal\)", re.IGNORECASE)
+_CANT_RECOVER = re.compile(r"AER: can't recover|device has no AER-aware driver", re.IGNORECASE)
+
+
+@dataclass
+class _AerRun:
+    """One run of AER lines (no other line between them): the lines of ports and of a GPU's other
+    functions, the GPUs each is tied to, the GPUs gpu_xid fails in it, the last port reporting."""
+
+    lines: list[tuple[int, str]]
+    ties: dict[str, set[str]]
+    failed: set[str]
+    port: str = ""
+
+    def tied(self) -> set[int]:
+        """The lines of a port or function tied to a GPU that gpu_xid fails in this run."""
+        return {i for i, bdf in self.lines if self.ties.get(bdf, set()) & self.failed}
+
+
+def _gpu_lines(lines: list[str], gpus: set[str]) -> set[int]:
+    """The indexes of the AER lines of PCIe ports (and of a GPU's other functions, its audio) whose
+    uncorrectable errors gpu_xid fails as a GPU's: in one run of AER lines (no other line between
+    them), a port tied to a GPU, that received the error from it (`AER: Uncorrected (Fatal) error
+    received: 0000:03:00.0`) or whose report the GPU's `AER: can't recover` / `device has no
+    AER-aware driver` follows (the recovery of that port's link), where the run holds an error
+    gpu_xid fails for that GPU (a fatal one, a recovery that failed: facts/aer.py). The root port's
+    own error (the link to the GPU down) is then the GPU's fault, which gpu_xid names;
+    host_hw_errors does not count it again (sf29: returnn#1500 failed both rules for one fault).
+    A port's fatal error beside a GPU's non-fatal one stays host_hw_errors' (no rule else fails it)."""
+    found: set[int] = set()
+    run = _AerRun([], {}, set())
+    for i, line in enumerate(lines):
         part = _AER_PART.search(line)
         if part is None:
             if line.strip() and not is_probe_header(line):
-                run, gpu = set(), False
+                found |= run.tied()
+                run = _AerRun([], {}, set())
             continue
-        bdf = part.group(2).lower()
+        driver, bdf = part.group(1), part.group(2).lower()
+        if driver == "pcieport" or bdf not in gpus and any(g[:-2] == bdf[:-2] for g in gpus):
+            run.lines.append((i, bdf))
+            run.ties.setdefault(bdf, set()).update(g for g in gpus if g[:-2] == bdf[:-2])
         received = _RECEIVED.search(line)
-        if part.group(1) == "pcieport" or bdf[:-2] in slots and bdf not in gpus:
-            run.add(bdf)
-        if _GPU_AER.search(line) and bdf in gpus or received and received.group(1).lower() in gpus:
-            gpu = True
-        if gpu:
-            found |= run
-    return found
+        if received and received.group(1).lower() in gpus:
+            run.ties.setdefault(bdf, set()).add(received.group(1).lower())
+            if _FATAL.search(line):
+                run.failed.add(received.group(1).lower())
+        if driver == "pcieport":
+            run.port = bdf
+        elif driver == "nvidia" and bdf in gpus:
+            if _CANT_RECOVER.search(line):
+                run.failed.add(bdf)
+                if run.port:
+                    run.ties.setdefault(run.port, set()).add(bdf)
+            elif "PCIe Bus Error" in line and _FATAL.search(line):
+                run.failed.add(bdf)
+    return found | run.tied()
+
+
+# a line of the nvidia driver about a GPU, cut anywhere after the driver's name (facts/aer.py), and
+# any PCI address in a line
+_NVIDIA_CUT = re.compile(r"\bnvidia(?: [0-9a-fA-F][0-9a-fA-F:.]*(?::.*)?)?$")
+_ANY_BDF = re.compile(_BDF)
 
 
 def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
@@ -309,6 +384,8 @@ def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
     if not body.strip() or body.endswith(("\n", "\r")):
         return ()
     last = body.rsplit("\n", 1)[-1]
+    if _NVIDIA_CUT.search(last) or any(m.group(1).lower() in gpus for m in _ANY_BDF.finditer(last)):
+        return ()  # (a GPU's line, cut: gpu_xid's to judge, facts/aer.py)
     if _line_error(last, gpus) is not None or _GHES_HEAD.search(last) is not None:
         kind = "" if _read_whole(last) else "tag"
     else:
@@ -343,7 +420,9 @@ def _read_whole(line: str) -> bool:
         said = head.group(2).strip()
         if said.startswith("event severity"):
             return _SEVERITIES.match(said) is not None
-        return not said.startswith(("Hardware error from APEI", "section_type"))
+        # (a line cut inside one of these words, `event sev`, is the start of one of them)
+        words = ("Hardware error from APEI", "section_type", "event severity")
+        return not said.startswith(words[:2]) and not any(word.startswith(said) for word in words)
     return True  # (a fatal machine check, the notice, a fatal PCIe error: read whole)
 
 

@@ -198,6 +198,22 @@ def test_a_storm_of_corrected_memory_errors_never_pushes_a_gpus_xid_out(tmp_path
     assert "MC0 CPU#0Channel#2_DIMM#0: corrected memory error (EDAC CE)" in rows["host_hw_errors"].actual
 
 
+@pytest.mark.parametrize("tools", [("cut",), ("sort",), ()])
+def test_a_storm_of_corrected_memory_errors_never_pushes_a_gpus_xid_out_without_sort_or_cut(
+    tmp_path: Path, tools: tuple[str, ...]
+) -> None:
+    """The Titan V's Xid 79 followed by osm#300's corrected-error lines repeated 300 times (2,400
+    host error lines), on a host without sort or cut: the one cap the probe keeps there is the
+    drivers' and the others' lines only, the host errors' left out (and counted, `host 2400`), so
+    gpu_xid fails on the Xid. (Before: the host lines shared that cap and pushed the Xid out:
+    `driver 6`, gpu_xid unverified where it fails.)"""
+    out = _probe(tmp_path, BANNER + XID_79.read_text() + OSM_CE.read_text() * 300, tools=tools)
+    assert "\n# dropped: driver 0 other 0 host 2400\n" in out
+    row = _gpu_xid(tmp_path, out)
+    assert row.verdict == "fail" and "Xid 79" in row.actual, row
+    assert "left out" not in row.actual
+
+
 def test_a_few_corrected_errors_in_a_log_whose_host_lines_were_capped_are_unverified(tmp_path: Path) -> None:
     """radiasoft#134's machine check detail line (`EDAC sbridge MC1: TSC 0`) 2,010 times, then its
     whole log (one corrected error): the host lines left out may have held errors, so the one CE

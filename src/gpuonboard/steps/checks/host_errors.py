@@ -85,8 +85,10 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
             " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor.",
         )
     actual = "; ".join(_said(few)) + f" (fewer than {CE_WARN_AT} on each DIMM: a few are normal)"
+    cut = [f"the log ends inside a line, cut short: '{e.what}'" for e in events if e.severity == "cut"]
     if unexplained:
-        notice = f"{unexplained[0].where}: {unexplained[0].what}"
+        # (and the line the log ends inside, which may have been its record)
+        notice = "; ".join([f"{unexplained[0].where}: {unexplained[0].what}", *cut[:1]])
         return Check(
             "host_hw_errors",
             _EXPECTED,
@@ -96,10 +98,9 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
             " they were a few corrected errors or worse is not known: read them with `sudo"
             " ras-mc-ctl --errors` (rasdaemon) or `sudo mcelog --client`.",
         )
-    cut = [e.what for e in events if e.severity == "cut"]
     if cut:
         # (the log ends inside a host error's line: it may say UE, or a bank's uncorrected status)
-        said = f"the log ends inside a line, cut short: '{cut[0]}'"
+        said = cut[0]
         return Check(
             "host_hw_errors",
             _EXPECTED,
