@@ -443,7 +443,8 @@ def _blocks_apart(lines: list[str], fences: Sequence[int]) -> list[str]:
     and hold no prompt line are left out, not read as more of the output above them. A block after them is no
     more of that output either: its first line, a bare command of a tool read here
     (`nvidia-smi --query-gpu=name --format=csv`, its output below), gets a prompt, so that it is a
-    command of its own; any other block (a file the page shows) starts at a bare prompt."""
+    command of its own; a block of no output read here (a file the page shows) starts at a bare
+    prompt. A block of an output read here without its command stays as it was read before."""
     from gpuonboard.api.saved_kinds import detect_kind
     from gpuonboard.api.transcript import _TOOL, _prompt
 
@@ -464,8 +465,8 @@ def _blocks_apart(lines: list[str], fences: Sequence[int]) -> list[str]:
             continue
         if _TOOL.match(lines[first].strip()) and len(lines[first]) < _LONGEST_COMMAND:
             out[first] = f"$ {lines[first].strip()}"
-        else:
-            out[opening] = "$"
+        elif detect_kind("\n".join(lines[opening + 1 : fences[2 * n + 3]])) is None:
+            out[opening] = "$"  # (a block of no output read here: a part of its own, noted)
     return out
 
 

@@ -438,3 +438,16 @@ def test_a_pages_words_and_next_block_are_no_more_of_the_output_above(
     judged = {rule: verdict for rule, verdict, _, _ in _judged([SESSIONS / name], order)}
     assert judged["gpu_model"] == "pass", judged
     assert judged["gpu_count"] == "pass", judged
+
+
+def test_a_block_of_an_output_read_here_is_not_split_from_the_page_above_it() -> None:
+    """nvidia-docker#933: the user's words quote nvidia-smi's `"No devices were found"`, then a
+    log block, a sentence and a `docker version` block. The docker version block is not made a
+    part of its own, so the words above it are not read as a failed nvidia-smi of the box (a
+    first cut of the page reader failed nvidia_driver on that quote)."""
+    name = (
+        "page__words-QUOTING-No-devices-were-found+plugin-log-FENCED+docker-version-FENCED"
+        "__nvidia-docker-933.txt"
+    )
+    judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([SESSIONS / name])}
+    assert judged["nvidia_driver"][0] == "unverified", judged["nvidia_driver"]
