@@ -46,7 +46,8 @@ from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 _SIGNS = re.compile(
     r"^(?:PyTorch version\s*: |Is CUDA available\s*: |GPU models and configuration\s*:"
     r"|Nvidia driver version\s*: |CUDA_MODULE_LOADING set to\s*: |CUDA Driver Version: "
-    r"|CUDA available: (?:True|False)\s*$|PyTorch: \S|sglang: \S|CUDA_HOME: )",
+    r"|CUDA available: (?:True|False)\s*$|PyTorch: \S|sglang: \S|CUDA_HOME: "
+    r"|Collecting environment information\.\.\.$)",  # (its first line: a report cut before the GPUs)
     re.M,
 )
 _GPUS_LABEL = re.compile(r"^GPU models and configuration\s*:[ \t]*(.*)$")

@@ -195,8 +195,14 @@ def nvidia_smi_failed(text: str) -> bool:
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or len(lines) > _FAILURE_MAX_LINES:
         return False
-    # (another operation's refusal names NVML's error too: left out, it is no failed query)
-    own = [line for line in lines if not saved_forms.OTHER_OPERATION.match(line.strip())]
+    # (another operation's refusal names NVML's error too: left out, it is no failed query; so is
+    # a syslog or journal record of a program, which quotes what it met when it ran, not now: an
+    # exporter's `... prometheus-nvidia-exporter[1144]: ... stdout: NVIDIA-SMI has failed ...`)
+    own = [
+        line
+        for line in lines
+        if not saved_forms.OTHER_OPERATION.match(line.strip()) and program_of(line.strip()) is None
+    ]
     if not own:
         return False
     line, advice = nvidia_smi_failure("\n".join(own), "")
@@ -205,13 +211,19 @@ def nvidia_smi_failed(text: str) -> bool:
     else:
         failed = any(
             line.lstrip().startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip())
-            for line in lines
+            for line in own
         )
     return failed and answered_unread(text) is None
 
 
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 
+
+# nvidia-smi's own word: its table's banner (`| NVIDIA-SMI 535.54.03 ...`), its version line or a
+# failure it printed, at a line's start (`NVIDIA-SMI has failed because ...`); the same words quoted
+# inside another program's log record (an exporter's `... stdout: NVIDIA-SMI has failed ...`) are
+# that program's record of an earlier run, not nvidia-smi's output
+_NVIDIA_SMI_OWN = re.compile(r"NVIDIA-SMI \d|^[\s|]*NVIDIA-SMI\b", re.M)
 
 # `nvidia-smi -q`'s header line of its GPU count
 _Q_ATTACHED = re.compile(r"^\s*Attached GPUs\s+:\s*\d", re.M)
@@ -231,7 +243,7 @@ def detect_kind(text: str) -> str | None:
         return "nvidia_smi"
     if (
         "NVSMI LOG" in head
-        or "NVIDIA-SMI" in head
+        or _NVIDIA_SMI_OWN.search(head)
         or _Q_ATTACHED.search(head)  # (`-q` saved without its ==NVSMI LOG== banner)
         or head.startswith(("name,", "index,"))
         or "memory.total" in head

@@ -34,7 +34,11 @@ def shown(kind: str, text: str) -> str:
         if info.runtimes:
             default = f" (default {info.default_runtime})" if info.default_runtime else ""
             said.append(f"runtimes {', '.join(info.runtimes)}{default}")
-        said.append("NVIDIA runtime registered" if info.nvidia_runtime else "no NVIDIA runtime")
+        # (no runtime listed at all: a `docker version`, or an info cut short, says none either way)
+        listed = (
+            "no NVIDIA runtime" if info.runtimes else "no runtime listed (no NVIDIA runtime read either way)"
+        )
+        said.append("NVIDIA runtime registered" if info.nvidia_runtime else listed)
         return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
     if kind == "podman_info":
         return _podman_info(text)

@@ -100,6 +100,8 @@ class Section:
 
     @property
     def where(self) -> str:
+        if self.line and not self.command:  # (a bare prompt, or a page's block with no command)
+            return f"the text below line {self.line} (no command above it)"
         if self.line:
             return f"line {self.line} (`{self.command}`)"
         first = first_line(self.text)

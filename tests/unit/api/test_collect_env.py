@@ -249,3 +249,19 @@ def test_collect_env_mig_lines_pasted_without_their_indent() -> None:
     found, _ = collect_env.parts(text)
     assert found[0].text.count("MIG 7g.96gb") == 8 and found[0].text.count("GPU ") == 8
     assert not found[0].partial
+
+
+def test_a_report_cut_before_its_gpu_section_is_refused_as_that_report() -> None:
+    """vllm#21310's sectioned report under its prompt, cut by the post before its CUDA / GPU
+    Info: refused before as "not a recognised command output" (one sign line only); its first
+    line, `Collecting environment information...`, says what it is, and the refusal says that
+    it names no GPU."""
+    from .test_offline_refusals_r13 import refused
+
+    session = (
+        REAL.parent
+        / "sessions"
+        / "collect_env-CUT-before-its-GPU-section__vllm-sectioned-format-rhel8-prompt__vllm-21310.txt"
+    )
+    said = refused(session)
+    assert "this collect_env report holds no output that is judged (it lists no GPU by index" in said, said

@@ -222,3 +222,20 @@ def test_podman_info_is_shown_as_docker_info_is(tmp_path: Path) -> None:
     r = cli("--json", str(saved))
     assert r.returncode == 0, r.stderr
     assert "note: podman info: podman (version not read): read, not judged" in r.stderr
+
+
+def test_a_docker_version_lists_no_runtime_so_says_none_is_missing() -> None:
+    """nvidia-docker#1460's session holds a `docker version` (its Server section, no Runtimes
+    line), read as a docker info: it was noted "no NVIDIA runtime", a claim from a line the
+    output never has; it now says no runtime is listed."""
+    session = (
+        REAL.parent
+        / "sessions"
+        / "transcript__uname+nvcc-version+docker-version-CUT__il048-conda-nvidia-docker-1460.txt"
+    )
+    said = " ".join(cli(str(session)).stderr.split())
+    assert (
+        "docker info: docker (version not read); no runtime listed (no NVIDIA runtime read either way)"
+        in said
+    )
+    assert "; no NVIDIA runtime:" not in said

@@ -157,3 +157,41 @@ def test_a_dmesg_line_shaped_like_a_program_s_is_the_kernel_s(tmp_path: Path) ->
     verdict, actual = verdicts(tmp_path, "dmesg", "\n".join(lines) + "\n")["gpu_xid"]
     assert verdict == "fail", actual
     assert "Xid 79" in actual, actual
+
+
+# utkuozdemir/nvidia_gpu_exporter#65: `# w`, then `systemctl status` of an exporter whose journal
+# line of 09:02:39 (just after boot) quotes the nvidia-smi it ran then: `... stdout: NVIDIA-SMI has
+# failed because it couldn't communicate with the NVIDIA driver ...`
+EXPORTER = (
+    Path(__file__).parents[2]
+    / "fixtures"
+    / "sessions"
+    / "transcript__w+systemctl-status-exporter-QUOTES-nvidia-smi-failure-at-boot__nvidia-gpu-exporter-65.txt"
+)
+
+
+def test_a_programs_log_record_quoting_nvidia_smi_is_no_nvidia_smi_output() -> None:
+    """The session's systemctl status (the text below its prompt line) is no nvidia-smi output:
+    its words are the exporter's record of an earlier run."""
+    status = EXPORTER.read_text().split("-l\n", 1)[1]
+    assert detect_kind(status) is None
+
+
+def test_a_session_whose_only_nvidia_smi_words_are_a_log_records_is_refused_naming_its_commands() -> None:
+    """Judged before as the box's nvidia-smi failing now (nvidia_driver FAIL, "the NVIDIA kernel
+    module is not loaded"); no output of the box is in it."""
+    from .test_offline_refusals_r13 import refused
+
+    said = refused(EXPORTER)
+    assert "a saved terminal session holding no output this tool reads" in said, said
+    command = "`systemctl status prometheus-nvidia-exporter-2.service -l`"
+    assert f"{command}) is not an output this tool reads" in said, said
+
+
+def test_nvidia_smis_own_failure_under_a_prompt_still_fails(tmp_path: Path) -> None:
+    """Edit: the exporter's quoted sentence, cut where it ends, as `nvidia-smi`'s own output
+    under the same session's prompt: nvidia-smi's own failure is still judged."""
+    line = EXPORTER.read_text().splitlines()[-1]
+    sentence = line[line.index("NVIDIA-SMI has failed") :].split("\\n", 1)[0]
+    verdict, actual = verdicts(tmp_path, "session.txt", f"# nvidia-smi\n{sentence}\n")["nvidia_driver"]
+    assert verdict == "fail", actual

@@ -412,3 +412,42 @@ def test_a_session_of_outputs_none_read_names_each_command() -> None:
         " -i 0 -mig 1`) is not an output this tool reads; line 4 (`sudo nvidia-smi mig -lgip`) is not an"
         " output this tool reads)."
     )
+
+
+# a page of fenced blocks: the words after a block, and a block of another command, are no more of
+# the output above them
+@pytest.mark.parametrize(
+    ("name", "model", "count"),
+    [
+        # an -L block, a sentence, a compose file's YAML block
+        ("page__nvidia-smi-L-FENCED+words+compose-yaml-block__4xRTX3090-ubu07-gpu-hot-64.txt", "RTX 3090", 4),
+        # an -L block, `or`, a block whose first line is a bare `nvidia-smi --query-gpu=name` command
+        (
+            "page__nvidia-smi-L-FENCED+or+query-gpu-name-csv-FENCED-no-prompt__gtx1080ti-openmmtools-563.txt",
+            "GTX 1080 Ti",
+            1,
+        ),
+    ],
+)
+def test_a_pages_words_and_next_block_are_no_more_of_the_output_above(
+    name: str, model: str, count: int
+) -> None:
+    """Refused before as no recognised output (the sentence and the next block read as more of the
+    `nvidia-smi -L` listing); the listing is read, the rest noted as not read."""
+    order = OrderSpec(gpu_model=model, gpu_count=count)
+    judged = {rule: verdict for rule, verdict, _, _ in _judged([SESSIONS / name], order)}
+    assert judged["gpu_model"] == "pass", judged
+    assert judged["gpu_count"] == "pass", judged
+
+
+def test_a_block_of_an_output_read_here_is_not_split_from_the_page_above_it() -> None:
+    """nvidia-docker#933: the user's words quote nvidia-smi's `"No devices were found"`, then a
+    log block, a sentence and a `docker version` block. The docker version block is not made a
+    part of its own, so the words above it are not read as a failed nvidia-smi of the box (a
+    first cut of the page reader failed nvidia_driver on that quote)."""
+    name = (
+        "page__words-QUOTING-No-devices-were-found+plugin-log-FENCED+docker-version-FENCED"
+        "__nvidia-docker-933.txt"
+    )
+    judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([SESSIONS / name])}
+    assert judged["nvidia_driver"][0] == "unverified", judged["nvidia_driver"]
