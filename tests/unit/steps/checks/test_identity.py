@@ -235,6 +235,34 @@ def test_the_hosts_of_a_run_read_the_ledger_directory_once(
     assert sorted(others) == ["a", "b", "c", "old-box"] and len(reads) == 2
 
 
+def test_a_rerun_parses_each_hosts_ledger_once_not_once_a_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rerun of two hosts with three runs each: a host's ledger is read by its load, by the
+    hosts' listing and by its record (three reads, in the order gpu_identity makes them), and
+    each file's text is parsed once (ledger.parse itself, counted); what each read gives is what
+    parsing it again gives."""
+    gpus = ledger.identities(real_gpus())
+    for host in ("a", "b"):
+        for i in range(3):
+            ledger.record(tmp_path, ledger.new_entry(host, gpus, "pass", when=1000.0 + i))
+    parsed: list[str | None] = []
+    parse = ledger.parse
+    monkeypatch.setattr(
+        ledger, "parse", lambda text, path, host=None: parsed.append(host) or parse(text, path, host)
+    )
+    started = time.time()
+    for host in ("a", "b"):
+        history = ledger.load(tmp_path, host)
+        path = ledger.ledger_path(tmp_path, host)
+        assert history == parse(path.read_text(), path, host)[1] and len(history) == 3
+        others, problems = ledger.last_runs_of_other_hosts(tmp_path, host, started)
+        assert [(h, e.time) for h, e in others.items()] == [("b" if host == "a" else "a", 1002.0)]
+        ledger.record(tmp_path, ledger.new_entry(host, gpus, "pass"))
+    assert len(parsed) == 2  # (the base: 6, the load and record of each host and the listing's 2)
+    assert [len(ledger.load(tmp_path, host)) for host in ("a", "b")] == [4, 4]
+
+
 def test_parallel_records_of_one_host_lose_no_run(tmp_path: Path) -> None:
     gpus = real_gpus()
     threads = [
