@@ -8,6 +8,7 @@ cut in-test as each docstring says."""
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -199,3 +200,28 @@ def test_a_csv_cut_inside_its_last_cell_reads_no_other_identity(path: Path) -> N
 def _identity(g: GpuInfo, column: str) -> str | None:
     """The GpuInfo value of a `_SWEPT` column (the driver version is the report's, not a GPU's)."""
     return {"uuid": g.uuid, "pci.bus_id": g.pci_bus_id, "name": g.name}.get(column, "")
+
+
+# every driver version a real capture prints: the table's `Driver Version: `, -q's `Driver
+# Version :` / `KMD Version :`, -q -x's <driver_version>, a CSV's driver_version cell
+_VERSION_SAID = re.compile(
+    r"(?:Driver Version|KMD Version)\s*:\s*(\d[\d.]*\d)|<driver_version>(\d[\d.]*\d)<", re.IGNORECASE
+)
+REAL_VERSIONS = sorted(
+    {
+        m.group(1) or m.group(2)
+        for p in REAL.glob("nvidia-smi*")
+        for m in _VERSION_SAID.finditer(p.read_text(encoding="utf-8", errors="replace"))
+    }
+)
+
+
+def test_every_real_driver_version_last_in_a_csv_is_read_whole() -> None:
+    """Edit: a CSV of `name, driver_version` (the H200 CSV's name) whose one row holds each driver
+    version a real capture prints (3 parts, 2 parts, old 3xx.xx, Jetson's 540.4.0), a newline
+    after it. Before (round 29) Jetson's 540.4.0 was short of the driver version's shape: not
+    read, the CSV cut mid-row, nvidia_driver unverified. Now each is read whole."""
+    assert {"540.4.0", "536.40", "319.37", "550.54.14"} <= set(REAL_VERSIONS)
+    for version in REAL_VERSIONS:
+        report = parse_query_csv(f"name, driver_version\nNVIDIA H200, {version}\n", ())
+        assert report.complete and report.driver_version == version, version

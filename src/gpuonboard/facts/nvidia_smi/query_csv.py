@@ -426,12 +426,15 @@ def _field_names(row: Sequence[str], known: Sequence[str]) -> bool:
 
 
 # the whole shape of a field whose values all have it: a value short of it is cut (a UUID of
-# MIG-... names a MIG device; a bus id's domain is 4 or 8 digits; a driver version 3 parts or 2)
+# MIG-... names a MIG device; a bus id's domain is 4 or 8 digits; a driver version 3 parts or 2,
+# of every real capture: 550.54.14, 536.40, 580.00, 319.37, Jetson's 540.4.0, its minor and patch
+# one digit each, never a Linux driver's minor: 550.5 is a cut)
+_DRIVER_SHAPE = re.compile(r"^\d{2,3}\.(?:\d{2,3}(?:\.\d{2})?|\d\.\d)$")
 _FULL_SHAPE = {
     "uuid": re.compile(r"^(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I),
     "pci.bus_id": re.compile(r"^([0-9a-f]{4}|[0-9a-f]{8}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", re.I),
-    "driver_version": re.compile(r"^\d{2,3}\.\d{2,3}(\.\d{2})?$"),
-    "kmd_version": re.compile(r"^\d{2,3}\.\d{2,3}(\.\d{2})?$"),
+    "driver_version": _DRIVER_SHAPE,
+    "kmd_version": _DRIVER_SHAPE,
 }
 # a redacted identifier (GPU-00000000-0000-..., a serial of zeros): the same for every GPU
 _PLACEHOLDER = re.compile(r"^(?:GPU-)?[0-]+$", re.IGNORECASE)
