@@ -48,6 +48,10 @@ _EDITS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
             (r"(<clocks_(?:event_reasons|throttle_reason)_hw_slowdown>)Not Active", r"\1Active"),
         ),
     ),
+    # (-q's only `Pending : No` is Remapped Rows'; ECC Mode's says Enabled / Disabled)
+    "memory_repair": (
+        ((r"^(        Pending\s*:) No$", r"\1 Yes"), (r"(<remapped_row_pending>)No", r"\1Yes")),
+    ),
     "pcie_replays": (
         ((r"(Replays Since Reset\s*:) \d+", r"\1 100000"), (r"(<replay_counter>)\d+", r"\g<1>100000")),
     ),
@@ -84,7 +88,8 @@ def test_a_record_cut_between_a_rules_parts_keeps_no_pass_of_a_failing_field(
 ) -> None:
     """Edit: the last GPU's fields of `rule` set to a failing value (the recovery state: Reset
     Required / Drain and Reset Recommended `No` with GPU Recovery Action `Reset`, or Reset Required
-    `Yes` with the action `None`; GPU Current Temp 99 C; HW Slowdown Active; 100000 replays), the
+    `Yes` with the action `None`; GPU Current Temp 99 C; HW Slowdown Active; a remapped row
+    Pending; 100000 replays), the
     output cut after each of the 30 lines above the edit and the edited line (every 5th line
     above them, from that GPU's first line). Before round 29's fix the
     RTX 3060 570.124.04 `-q -x` cut after `</gpu_reset_status>` (its `No`s read, its `Reset` cut
