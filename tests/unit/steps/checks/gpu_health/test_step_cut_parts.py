@@ -48,6 +48,9 @@ _EDITS: dict[str, tuple[tuple[tuple[str, str], ...], ...]] = {
             (r"(<clocks_(?:event_reasons|throttle_reason)_hw_slowdown>)Not Active", r"\1Active"),
         ),
     ),
+    "ecc_uncorrectable": (
+        ((r"(DRAM Uncorrectable\s*:) 0$", r"\1 5"), (r"(<dram_uncorrectable>)0<", r"\g<1>5<")),
+    ),
     # (-q's only `Pending : No` is Remapped Rows'; ECC Mode's says Enabled / Disabled)
     "memory_repair": (
         ((r"^(        Pending\s*:) No$", r"\1 Yes"), (r"(<remapped_row_pending>)No", r"\1Yes")),
@@ -88,12 +91,12 @@ def test_a_record_cut_between_a_rules_parts_keeps_no_pass_of_a_failing_field(
 ) -> None:
     """Edit: the last GPU's fields of `rule` set to a failing value (the recovery state: Reset
     Required / Drain and Reset Recommended `No` with GPU Recovery Action `Reset`, or Reset Required
-    `Yes` with the action `None`; GPU Current Temp 99 C; HW Slowdown Active; a remapped row
-    Pending; 100000 replays), the
-    output cut after each of the 30 lines above the edit and the edited line (every 5th line
-    above them, from that GPU's first line). Before round 29's fix the
-    RTX 3060 570.124.04 `-q -x` cut after `</gpu_reset_status>` (its `No`s read, its `Reset` cut
-    away) passed gpu_recovery: RULE_PARTS counted either spelling as the whole state."""
+    `Yes` with the action `None`; GPU Current Temp 99 C; HW Slowdown Active; 5 DRAM uncorrectable
+    errors; a remapped row Pending; 100000 replays), the output cut after each of the 30 lines
+    above the edit and the edited line (every 5th line above them, from that GPU's first line).
+    Before round 29's fix the RTX 3060 570.124.04 `-q -x` cut after `</gpu_reset_status>` (its
+    `No`s read, its `Reset` cut away) passed gpu_recovery: RULE_PARTS counted either spelling as
+    the whole state."""
     lines, start, last = _edited(name, rule, k)
     if last < 0:
         pytest.skip("the capture prints none of the rule's fields")
