@@ -502,19 +502,30 @@ def _answered_with_warning(out: ProbeOutput) -> ProbeOutput:
     return dataclasses.replace(out, exit_code=0, exited=out.exit_code)
 
 
+# nvidia-smi(1), RETURN VALUE: the codes of a fault of a GPU itself, 8 "A device's external power
+# cables are not properly attached", 10 "NVIDIA Kernel detected an interrupt issue with a GPU", 15
+# "The GPU has fallen off the bus or has otherwise become inaccessible"
+_GPU_FAULT_EXITS = (8, 10, 15)
+
+
 def _failed_answer(out: ProbeOutput, args: str) -> ProbeOutput:
     """A GPU listing printed by an nvidia-smi call that then failed (exit 15, a GPU fallen off the
     bus; 6, 255 ...; 124, stopped by the probe's timeout) and names no GPU it could not open: a
     listing nvidia-smi itself says is not whole, so a GPU missing from it is not known missing
-    (`partial`, which the GPU merge reads as an incomplete probe). A lost GPU's own line
-    ("Unable to determine the device handle for GPU ...") explains the code: read as whole."""
+    (`partial`, which the GPU merge reads as a cut: each row read a GPU, more may follow). A lost
+    GPU's own line ("Unable to determine the device handle for GPU ...") explains the code, as
+    does, for a code of a GPU's fault (8, 10, 15), a GPU the listing shows with faults (`ERR!`,
+    `[Unknown Error]`, `GPU requires reset`): read as whole."""
     from gpuonboard.facts.gpu_merge import unopened_gpus
     from gpuonboard.facts.nvidia_smi import parse_any
 
     if out.exit_code in (0, 127) or out.partial or not out.stdout.strip():
         return out
     # (its failure's own words alone, `Failed to initialize NVML: ...`, list no GPU: a failure)
-    if unopened_gpus([out.stdout, out.stderr]) or not parse_any(out.stdout).gpus:
+    gpus = parse_any(out.stdout).gpus
+    if unopened_gpus([out.stdout, out.stderr]) or not gpus:
+        return out
+    if out.exit_code in _GPU_FAULT_EXITS and any(g.faults or g.cell_faults for g in gpus):
         return out
     call = f"`nvidia-smi {args}`" if args.startswith("-") else "`nvidia-smi`"
     how = (

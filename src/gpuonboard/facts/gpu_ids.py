@@ -91,6 +91,17 @@ def every_name() -> dict[str, tuple[str, ...]]:
     }
 
 
+@functools.cache
+def _product_names() -> frozenset[str]:
+    return frozenset(name.casefold() for names in every_name().values() for name in names)
+
+
+def is_product_name(text: str) -> bool:
+    """`text` is a whole name NVIDIA's driver prints or printed for a product ('NVIDIA L40',
+    'NVIDIA A10'), casefolded; 'NVIDIA A100-PC' is none."""
+    return text.strip().casefold() in _product_names()
+
+
 def shown_id(device: str, subsystem: str | None = None) -> str:
     """'10de:2330' (lspci's form), with the subsystem where read: '10de:2330 (subsystem 10de:16c0)'."""
     sub = f" (subsystem {subsystem.replace(' ', ':').lower()})" if subsystem else ""

@@ -428,7 +428,10 @@ def merge(
         # a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
         # the output says it shows every GPU attached (`Attached GPUs : 1`)
         shows_all = report.attached_gpus is not None and len(report.gpus) >= report.attached_gpus
-        if out.partial and not shows_all:
+        if out.partial and not shows_all and out.exit_code != 0:
+            # (a call that failed after printing its rows: a cut, each row a GPU, never a view)
+            report = dataclasses.replace(report, complete=False, cut_said=out.partial)
+        elif out.partial and not shows_all:
             report = dataclasses.replace(report, complete=False, gap=out.partial)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
@@ -712,6 +715,7 @@ def _union(
         complete=complete,
         set_whole=complete or (not flawed and _counted(gpus, attached, listed if listed_whole else [])),
         gap=gap,
+        cut_said=base_report.cut_said if base_report else "",
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )

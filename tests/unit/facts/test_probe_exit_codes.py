@@ -253,3 +253,59 @@ def test_a_lost_gpus_line_explains_the_failed_call_of_a_whole_listing(tmp_path: 
     assert facts.raw["nvidia_smi_table"].partial == ""
     rules = _rules(facts, str(order))
     assert rules["gpu_count"][0] == "fail" and "incomplete" not in rules["gpu_count"][1], rules["gpu_count"]
+
+
+H100_TABLE = "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+# a real 2 x T4 table whose GPU 1 reads ERR! for its temperature and power
+T4_ERR = "nvidia-smi__tesla-t4__2gpu-one-bus-id__driver545.23.08__gpu1-err.txt"
+# the gpu_health rules read from the table's rows
+_PER_GPU = ("ecc_mode", "temperature", "persistence_mode", "mig_mode")
+
+
+def _failed_table(name: str, code: int, order_text: str, tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """The rules of the real table `name` as its call printed it, the call's exit code `code`."""
+    order = tmp_path / "order.yml"
+    order.write_text(order_text)
+    raw = offline.load_outputs([str(REAL / name)])
+    failed = {**raw, "nvidia_smi_table": dataclasses.replace(raw["nvidia_smi_table"], exit_code=code)}
+    return _rules(parse_facts(failed), str(order))
+
+
+@pytest.mark.parametrize("code", (15, 255, 124))
+def test_a_whole_table_of_as_many_gpus_as_ordered_whose_call_failed_meets_the_count(
+    tmp_path: Path, code: int
+) -> None:
+    """The real 8 x H100 table, its call's exit code changed to `code`, 8 GPUs ordered. Before
+    (round 29) gpu_count was unverified, "8 listed; incomplete probe: ...": the failed call was
+    read as rows that may be samples. Now a cut: eight rows are eight GPUs, the count passes
+    naming the failure; the rules of each GPU's values are judged as over a table cut after its
+    eighth GPU (the part cut away may hold another GPU)."""
+    how = "was stopped after 60 s" if code == 124 else f"failed (exit {code})"
+    said = f"incomplete probe: `nvidia-smi` {how}: what it printed before may leave GPUs out"
+    rules = _failed_table(H100_TABLE, code, "gpu_count: 8\n", tmp_path)
+    assert rules["gpu_count"] == ("pass", f"8 listed; {said}")
+    whole = _failed_table(H100_TABLE, 0, "gpu_count: 8\n", tmp_path)
+    assert all(whole[r][0] == "pass" for r in ("gpu_count", *_PER_GPU))
+    lines = (REAL / H100_TABLE).read_text().splitlines(keepends=True)
+    shown = [i for i, line in enumerate(lines) if line.startswith("|   7  ")][0] + 4
+    (tmp_path / "nvidia-smi.txt").write_text("".join(lines[:shown]))
+    cut = _rules(
+        parse_facts(offline.load_outputs([str(tmp_path / "nvidia-smi.txt")])), str(tmp_path / "order.yml")
+    )
+    assert {r: rules[r][0] for r in _PER_GPU} == {r: cut[r][0] for r in _PER_GPU}
+    assert rules["gpu_count"][0] == cut["gpu_count"][0] == "pass"
+
+
+@pytest.mark.parametrize("code", (8, 10, 15))
+def test_a_table_showing_a_faulty_gpu_explains_a_gpu_fault_code(tmp_path: Path, code: int) -> None:
+    """The real 2 x T4 table (GPU 1's temperature and power ERR!), its call's exit code changed to
+    `code`, nvidia-smi(1)'s code of a GPU's own fault (8 power cables, 10 interrupt issue, 15
+    fallen off the bus), 2 GPUs ordered. Before (round 29) gpu_count was unverified, an
+    incomplete probe; the ERR! GPU explains the code as a lost GPU's line does: the table is
+    whole, gpu_count fails as over the call that exited 0. Exit 255 names no GPU's fault: the
+    table stays part of the answer."""
+    whole = _failed_table(T4_ERR, 0, "gpu_count: 2\n", tmp_path)
+    assert whole["gpu_count"] == ("fail", "2 (1 unreadable)")
+    assert _failed_table(T4_ERR, code, "gpu_count: 2\n", tmp_path)["gpu_count"] == whole["gpu_count"]
+    other = _failed_table(T4_ERR, 255, "gpu_count: 2\n", tmp_path)["gpu_count"]
+    assert other[0] == "unverified" and "exit 255" in other[1]

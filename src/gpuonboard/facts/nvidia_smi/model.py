@@ -234,6 +234,10 @@ class GpuReport:
     # why the GPUs listed are not known to be all of them when that is not a cut-off (a CSV
     # whose rows cannot be told apart as GPUs or as samples of one); "" otherwise
     gap: str = ""
+    # why `complete` is False where the output shows no cut of its own: its nvidia-smi call failed
+    # or was stopped after printing it (connection/gather.py `_failed_answer`). A cut: the rows
+    # read are whole GPUs, a GPU may be missing after them; "" otherwise
+    cut_said: str = ""
     # cell faults nvidia-smi printed of a GPU by PCI address where no GPU listed here has that
     # address (a format without bus ids): 'GPU at PCI 0000:08:00.0: infoROM reads corrupted'
     unplaced_faults: tuple[str, ...] = ()

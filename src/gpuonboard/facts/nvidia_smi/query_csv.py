@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuonboard.facts.csvtext import csv_rows, first_csv_row
-from gpuonboard.facts.gpu_ids import device_id, subsystem_id
+from gpuonboard.facts.gpu_ids import all_names_by_id, device_id, is_product_name, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuReport
 from gpuonboard.facts.nvidia_smi.reasons import Reasons, _reasons_from_mask, _reasons_from_states
@@ -363,7 +363,7 @@ class _Shape:
         end = self._open_end_cell(row[-1]) if last and self.open_end and not unclosed else ""
         if (last and unclosed == [len(row) - 1]) or end == "cut":
             return "cut cell", f"its last cell {row[-1]!r} is cut short"
-        if last and not unclosed and (why := self._short_value(row[-1])):
+        if last and not unclosed and (why := self._short_value(row)):
             return "cut cell", f"its last cell {row[-1]!r} may be cut short ({why}): not read"
         if end == "open":
             # (the text ends without its newline: '33' may be '33', or '87' cut to '8')
@@ -372,20 +372,34 @@ class _Shape:
             return "damaged", "a cell's '[' is not closed ([N/A], [Unknown Error] are)"
         return "row", ""
 
-    def _short_value(self, cell: str) -> str:
+    def _short_value(self, row: Sequence[str]) -> str:
         """Why the text's last cell, newline or not (an editor ends a file with one), may be a
         value cut short: a value of a fixed shape (a UUID, a PCI address, a driver version) short
         of it, or a word shorter than, and the start of, the value the column has in a row above
-        ('NVIDIA H2' under 'NVIDIA H200'; a number is not judged so: 9 % is no cut 95 %). ''
-        where it shows nothing of the kind."""
+        ('NVIDIA H2' under 'NVIDIA H200'; a number is not judged so: 9 % is no cut 95 %, nor a
+        whole product name NVIDIA's driver prints, `_whole_name`: 'NVIDIA L40' under 'NVIDIA
+        L40S' is an L40 of a mixed box). '' where it shows nothing of the kind."""
+        cell = row[-1]
         shape = _FULL_SHAPE.get(self.names[-1]) if self.names else None
         if not cell or cell.startswith("["):
             return ""
         if shape is not None and not shape.match(cell):
             return f"short of a full {self.names[-1]}"
-        if not _NUMBER.match(cell) and any(len(v) > len(cell) and v.startswith(cell) for v in self.above):
+        if _NUMBER.match(cell) or self._whole_name(row):
+            return ""
+        if any(len(v) > len(cell) and v.startswith(cell) for v in self.above):
             return f"the start of {self.names[-1]} in a row above"
         return ""
+
+    def _whole_name(self, row: Sequence[str]) -> bool:
+        """The row's last cell is its GPU's whole name: a product name NVIDIA's driver prints
+        ('NVIDIA L40', 'NVIDIA A10') that the row's own PCI device id, where the query has it,
+        does not name otherwise (an A100's id under 'NVIDIA A10' is a name cut short)."""
+        if not self.names or self.names[-1] != "name" or not is_product_name(row[-1]):
+            return False
+        at = self.names.index("pci.device_id") if "pci.device_id" in self.names else None
+        names = all_names_by_id(device_id(row[at])) if at is not None else ()
+        return not names or row[-1].casefold() in (n.casefold() for n in names)
 
     def _open_end_cell(self, cell: str) -> str:
         """What the last cell of a text that ends without its newline is: "cut" where it stops
@@ -412,12 +426,15 @@ def _field_names(row: Sequence[str], known: Sequence[str]) -> bool:
 
 
 # the whole shape of a field whose values all have it: a value short of it is cut (a UUID of
-# MIG-... names a MIG device; a bus id's domain is 4 or 8 digits; a driver version 3 parts or 2)
+# MIG-... names a MIG device; a bus id's domain is 4 or 8 digits; a driver version 3 parts or 2,
+# of every real capture: 550.54.14, 536.40, 580.00, 319.37, Jetson's 540.4.0, its minor and patch
+# one digit each, never a Linux driver's minor: 550.5 is a cut)
+_DRIVER_SHAPE = re.compile(r"^\d{2,3}\.(?:\d{2,3}(?:\.\d{2})?|\d\.\d)$")
 _FULL_SHAPE = {
     "uuid": re.compile(r"^(GPU|MIG)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.I),
     "pci.bus_id": re.compile(r"^([0-9a-f]{4}|[0-9a-f]{8}):[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$", re.I),
-    "driver_version": re.compile(r"^\d{2,3}\.\d{2,3}(\.\d{2})?$"),
-    "kmd_version": re.compile(r"^\d{2,3}\.\d{2,3}(\.\d{2})?$"),
+    "driver_version": _DRIVER_SHAPE,
+    "kmd_version": _DRIVER_SHAPE,
 }
 # a redacted identifier (GPU-00000000-0000-..., a serial of zeros): the same for every GPU
 _PLACEHOLDER = re.compile(r"^(?:GPU-)?[0-]+$", re.IGNORECASE)

@@ -64,7 +64,7 @@ def _incomplete(facts: Facts) -> str:
     every GPU nvidia-smi says is there: an incomplete probe to rerun, never missing hardware."""
     if facts.gpu is None or (facts.gpu.complete and not _attached_gap(facts)):
         return ""
-    attached, why = _attached_gap(facts), facts.gpu.gap
+    attached, why = _attached_gap(facts), facts.gpu.gap or facts.gpu.cut_said
     gap = (
         f"{attached} ({why})" if attached and why else attached or why
     ) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"

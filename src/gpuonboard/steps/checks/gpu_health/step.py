@@ -180,12 +180,24 @@ _CLOCKS = (
     ("applications clocks", "applications_clocks"),
     ("default applications clocks", "default_applications_clocks"),
 )
+# the recovery state's two spellings, judged together (facts/nvidia_smi/values.py
+# `_recovery_action`: a pending action in either wins): R5xx prints the reset status alone, R570+
+# both, R595+ the action alone, always each where the other would be and before the GSP firmware
+# version, IBMNPU and PCI (every real -q and -q -x capture)
+_RESET_STATUS = ("gpu reset status", "gpu_reset_status")
+_RECOVERY_ACTION = ("gpu recovery action", "gpu_recovery_action")
+_AFTER_RECOVERY = ("gsp firmware version", "gsp_firmware_version", "ibmnpu", "pci")
+# a part some drivers do not print: read whole where the record read a part nvidia-smi prints
+# after it (the record went past where it would be)
+_PRINTED_BEFORE: Mapping[tuple[str, ...], tuple[str, ...]] = {
+    _RESET_STATUS: _AFTER_RECOVERY,
+    _RECOVERY_ACTION: _AFTER_RECOVERY,
+}
 _Parts = tuple[tuple[str, ...], ...]
+# (each row lists every part whose fields the rule's judge reads: a rule judged from two parts
+# read one of them is not judged whole)
 RULE_PARTS: Mapping[str, tuple[_Parts, _Parts]] = {
-    "gpu_recovery": (
-        (("gpu recovery action", "gpu reset status", "gpu_recovery_action", "gpu_reset_status"),),
-        (),
-    ),
+    "gpu_recovery": ((_RESET_STATUS, _RECOVERY_ACTION), ()),
     "ecc_mode": ((_NAME, _BRAND, _ECC_MODE), (_VIRT,)),
     "ecc_uncorrectable": ((_ECC_ERRORS,), (_NAME, _BRAND, _ECC_MODE, _VIRT)),
     "memory_repair": (
@@ -198,9 +210,9 @@ RULE_PARTS: Mapping[str, tuple[_Parts, _Parts]] = {
     "throttling": ((_REASONS,), (_PSTATE, _UTIL, _POWER, *_CLOCKS)),
     "temperature": ((("temperature",),), ()),
     "compute_mode": ((("compute mode", "compute_mode"),), ()),
-    "persistence_mode": ((), (("persistence mode", "persistence_mode"),)),
+    "persistence_mode": ((), (_NAME, ("persistence mode", "persistence_mode"))),
     "mig_mode": ((), (_NAME, ("mig mode", "mig_mode"))),
-    "virtualization": ((), (_VIRT,)),
+    "virtualization": ((), (_NAME, _BRAND, _VIRT)),
 }
 
 
@@ -219,7 +231,13 @@ def _parts_read(g: GpuInfo, rule: str, verdict: str) -> bool:
     fail, worse = RULE_PARTS[rule]
     needed = fail + (worse if verdict == "pass" else ())
     cut = [c for _, c in g.readings if c.record_cut] if g.readings else [g]
-    return all(all(any(name in c.parts_read for name in group) for group in needed) for c in cut)
+    return all(all(_group_read(c.parts_read, group) for group in needed) for c in cut)
+
+
+def _group_read(parts_read: tuple[str, ...], group: tuple[str, ...]) -> bool:
+    """A part of `group` was read whole, or (a part some drivers do not print) the record read a
+    part that nvidia-smi prints after it."""
+    return any(name in parts_read for name in group + _PRINTED_BEFORE.get(group, ()))
 
 
 def _read_by_whole_record(g: GpuInfo, rule: str) -> bool:
