@@ -40,6 +40,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
+    "CONTAINER_CLIS",
     "Grammar",
     "container_log",
     "Option",
@@ -520,6 +521,10 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
 # the engines whose `logs` verb prints what a container's own command printed (`kubectl logs POD`,
 # `docker logs CTR`, `crictl logs ID`, `docker compose logs SERVICE`); LXD's and Proxmox's have none
 _LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach"}
+# every CLI that runs a command in a container or prints a container's log, with the Kubernetes
+# distributions' own CLIs that run kubectl or crictl (api/transcript.py COMMANDS: a saved output
+# is read after a line that runs one)
+CONTAINER_CLIS = _ENGINES | {"microk8s", "k3s", "minikube"}
 
 
 def container_log(words: Sequence[str]) -> bool:
@@ -532,9 +537,12 @@ def container_log(words: Sequence[str]) -> bool:
     if not words or tool_name(words[0]) not in _LOGGED:
         return False
     at = 1
-    while at < len(words) and words[at].startswith("-"):
-        at += 1 + (words[at] in _GLOBAL_VALUED or words[at] in _CRICTL_VALUED)
-    at += words[at : at + 1] in (["container"], ["compose"])
+    for _ in range(2):  # (the engine's options, then compose's own: `docker compose -f a.yml logs app`)
+        while at < len(words) and words[at].startswith("-"):
+            at += 1 + (words[at] in _GLOBAL_VALUED or words[at] in _CRICTL_VALUED)
+        if words[at : at + 1] not in (["container"], ["compose"]):
+            break
+        at += 1
     return words[at : at + 1] == ["logs"]
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gpuonboard.api import glued
+from gpuonboard.api.command_line import CONTAINER_CLIS
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
@@ -35,8 +36,10 @@ UNRECOGNISED = "not a recognised command output"  # (how a file of no known outp
 # `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output; a kernel
 # log's filters as the command (`grep NVRM /var/log/kern.log`, `zcat kern.log.2.gz`)
 COMMANDS = (
-    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|podman|iperf3|numactl|ibdev2netdev|head|tail"
-    r"|systemctl|e?grep|fgrep|z[ef]?grep|xzgrep|bzgrep|zcat|xzcat|bzcat|rg)"
+    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|iperf3|numactl|ibdev2netdev|head|tail"
+    r"|systemctl|e?grep|fgrep|z[ef]?grep|xzgrep|bzgrep|zcat|xzcat|bzcat|rg"
+    # (the container and Kubernetes CLIs: `kubectl logs POD`, `crictl exec CTR nvidia-smi`, ...)
+    rf"|{'|'.join(re.escape(cli) for cli in sorted(CONTAINER_CLIS, key=lambda cli: (-len(cli), cli)))})"
     r"(?:\.exe)?"  # (Windows' `nvidia-smi.exe`)
 )
 # the tool a command line runs, after a prompt's sign or a path (`$ df -h`, `/usr/bin/nvidia-smi`)

@@ -14,14 +14,13 @@ from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.infiniband import rdma_format
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
 if TYPE_CHECKING:
     from gpuonboard.facts.cpu import CpuInfo
     from gpuonboard.facts.nvidia_smi import GpuInfo
 
 T = TypeVar("T")
-# (missing_facts.IN_RUNNING_CONTAINER: a container's view of the GPUs says it)
-IN_RUNNING_CONTAINER_SAID = "the container it ran in"
 
 
 def unread(out: ProbeOutput) -> str:
@@ -197,11 +196,13 @@ def joined_gpu_view(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOu
     """One nvidia-smi output of the box's own (its table, -q, -q -x) and one of the same format a
     container printed (`kubectl logs POD`, `kubectl exec POD -- nvidia-smi`: its `partial` says
     IN_RUNNING_CONTAINER), either order: two places, no rival views of the box. The box's own is
-    judged (cut short, it is read as cut), the container's kept in its `beside` and noted. None
-    for any other two, a CSV (a second CSV in `beside` is merged as the box's), or a view listing a
-    GPU the box's whole listing has not (no container of that box)."""
-    from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
-
+    judged (cut short, it is read as cut), the container's kept in its `beside` and noted: the same
+    GPUs through the same driver, so each GPU's faults there are the box's, folded into the box's
+    GPU by PCI address or UUID (facts/gpu_views.py); only its GPU set is a view. None for any other
+    two, a CSV (a second CSV in `beside` is merged as the box's), or a view with a GPU that names
+    none of the box's GPUs by PCI address or UUID where the box's listing is whole (no container of
+    that box) or that GPU shows a fault (one it could not open too: beyond a cut of the box's
+    output, its fault could not be placed)."""
     if not kind.startswith("nvidia_smi") or kind == "nvidia_smi_csv" or unread(first) or unread(then):
         return None
     views = [IN_RUNNING_CONTAINER in o.partial for o in (first, then)]
@@ -211,11 +212,14 @@ def joined_gpu_view(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOu
         box, view = then, first
     else:
         return None
+    from gpuonboard.facts.gpu_merge import unopened_gpus
+    from gpuonboard.facts.gpu_views import fault_evidence, view_match
     from gpuonboard.facts.nvidia_smi import parse_any
 
-    mine, its = parse_any(box.stdout), parse_any(view.stdout)
-    listed = {bus_key(g.pci_bus_id) for g in mine.gpus if g.pci_bus_id}
-    if mine.complete and any(g.pci_bus_id and bus_key(g.pci_bus_id) not in listed for g in its.gpus):
+    mine = parse_any(box.stdout)
+    its = (*parse_any(view.stdout).gpus, *unopened_gpus([view.stdout + "\n" + view.stderr]))
+    unmatched = [g for g in its if view_match(g, mine.gpus) is None]
+    if any(fault_evidence(g) for g in unmatched) or (mine.complete and unmatched):
         return None
     return replace(box, beside=(*box.beside, view))
 
@@ -396,9 +400,13 @@ def joined_said(kind: str, both: object = None) -> str:
     container = next((o.in_container for o in reversed(beside) if o.in_container), "")
     if container:
         return f"the box's own {kind} output and one run in a container ({container}), the box's judged"
-    view = next((o.partial for o in reversed(beside) if IN_RUNNING_CONTAINER_SAID in o.partial), "")
+    view = next((o.partial for o in reversed(beside) if IN_RUNNING_CONTAINER in o.partial), "")
     if view and kind.startswith("nvidia_smi"):
-        return f"the box's own {kind} output and a container's view of its GPUs ({view}), the box's judged"
+        return (
+            f"the box's own {kind} output and a container's view of its GPUs ({view}), the box's judged"
+            " and each GPU's faults in the view judged as its own (the same GPUs, matched by PCI"
+            " address or UUID)"
+        )
     if kind == "nvidia_smi_csv":
         return (
             "two `nvidia-smi --query-gpu` CSV outputs of the box asking other fields, each read and"

@@ -22,6 +22,9 @@ from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, ENV_DRIVER_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
+from gpuonboard.facts.gpu_views import HIGHEST as _HIGHEST
+from gpuonboard.facts.gpu_views import SLOWDOWNS as _SLOWDOWNS
+from gpuonboard.facts.gpu_views import fault_seen, view_label, with_views
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
 from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
@@ -204,26 +207,6 @@ _UNION = {"faults", "cell_faults"}
 _WITH_FLAG = {"processes": "processes_known", "clock_event_reasons": "clock_event_reasons_known"}
 
 
-# counts that only grow between two calls (ECC errors since the driver loaded or ever, retired
-# pages, remapped rows, PCIe replays): the highest any format read is the box's, a lower one an
-# earlier reading, never a clean bill beside it
-_HIGHEST = (
-    "ecc_volatile_correctable",
-    "ecc_volatile_uncorrectable",
-    "ecc_aggregate_correctable",
-    "ecc_aggregate_uncorrectable",
-    "retired_pages_sbe",
-    "retired_pages_dbe",
-    "remapped_rows_correctable",
-    "remapped_rows_uncorrectable",
-    "pcie_replays",
-    "pcie_replay_rollovers",
-)
-# the clock-event reasons of a slowdown (hardware, thermal, power brake): one any format saw is
-# the box's, as a fault is, whatever the richest format read at its moment
-_SLOWDOWNS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
-
-
 def _unset(value: object) -> bool:
     return value is None or value == () or value is False or value == ""
 
@@ -330,19 +313,6 @@ def _all_faults(field: str, read: Sequence[tuple[str, GpuInfo]]) -> tuple[str, .
     return tuple(dict.fromkeys(out))
 
 
-def fault_seen(fault: str, label: str, clean: Sequence[str]) -> str:
-    """`fault` as one format (`label`) saw it, naming the formats that read the GPU without it
-    ('no device handle: Unknown Error in the table while -q -x read it: ...'): the box changed
-    between the calls or the GPU is flaky, a fault either way, never one answer chosen."""
-    others = [gpu_agree.FORMAT_NAMES.get(c, c) for c in dict.fromkeys(clean) if c != label]
-    if not others:
-        return fault
-    return (
-        f"{fault} in {gpu_agree.FORMAT_NAMES.get(label, label)} while {' and '.join(others)} read it:"
-        " a GPU that changed between the calls, or a flaky one"
-    )
-
-
 def _unopened_at(gpu: GpuInfo, lost: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
     """`gpu` (read by some format) with the fault of the output that could not open it (`lost`,
     at its PCI address): never a GPU of its own, never cleared by the format that read it."""
@@ -424,6 +394,11 @@ def merge(
             continue
         report = seen.get(out.stdout) or parse(out.stdout)
         seen[out.stdout] = report
+        if report.source != "csv" and out.beside and report.gpus:
+            # (a container's view of these GPUs beside the box's own output: its faults are the box's)
+            report = with_views(
+                report, report.source, [(view_label(o.partial), parse(o.stdout)) for o in out.beside]
+            )
         told.append((report.cuda_version, out.partial))
         # a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
         # the output says it shows every GPU attached (`Attached GPUs : 1`)
@@ -443,6 +418,7 @@ def merge(
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
     names = [(name, label) for name, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]
     said = [(label, o.stdout + "\n" + o.stderr) for name, label in names if (o := raw.get(name)) is not None]
+    said += _view_texts(raw)
     outputs = [text for _, text in said]
     unopened = unopened_gpus(outputs, [label for label, _ in said])
     if not reports and not listed and unopened:
@@ -467,6 +443,14 @@ def merge(
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
     answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _view_texts(raw: Mapping[str, ProbeOutput]) -> list[tuple[str, str]]:
+    """(its label, its text) of each container's view of the GPUs kept beside the box's own
+    nvidia-smi output (api/unread.py `joined_gpu_view`): the GPUs it could not open, or whose
+    infoROM it warns of, are the box's too."""
+    outs = [raw.get(name) for name, label, _ in GPU_SOURCES if label != "csv"]
+    return [(view_label(v.partial), v.stdout + "\n" + v.stderr) for o in outs if o for v in o.beside]
 
 
 def _env_driver(out: ProbeOutput | None) -> list[tuple[str, GpuReport]]:

@@ -33,6 +33,20 @@ class NvrmFault:
     # line): such a banner naming no GPU is about the GPU of the Xid line that follows it
     # (facts/kernel_instance); the row's other sentences are no banner. None: the row has none
     banner: re.Pattern[str] | None = None
+    # a sentence of this row matching `noise` (and not `fault_signs`) is a known driver message on
+    # some releases, printed on working GPUs: alone in its boot's log it warns as `noise_name`;
+    # with a sign of a GPU not answering there (a row of `fault_with`, an Xid of
+    # `fault_with_xids`, a line matching `fault_signs`) it is the row's fault. None: no noise
+    noise: re.Pattern[str] | None = None
+    noise_name: str = ""
+    fault_signs: re.Pattern[str] | None = None
+    fault_with: tuple[str, ...] = ()
+    fault_with_xids: tuple[int, ...] = ()
+
+
+def _pattern(row: dict[str, object], key: str) -> re.Pattern[str] | None:
+    value = row.get(key)
+    return re.compile(value, re.IGNORECASE) if isinstance(value, str) else None
 
 
 @functools.cache
@@ -53,7 +67,12 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
                 bool(row.get("verified")),
                 row.get("same_as_xid") if isinstance(row.get("same_as_xid"), int) else None,
                 tuple(str(x) for x in row.get("explains") or ()),
-                re.compile(row["banner"], re.IGNORECASE) if isinstance(row.get("banner"), str) else None,
+                _pattern(row, "banner"),
+                _pattern(row, "noise"),
+                str(row.get("noise_name") or ""),
+                _pattern(row, "fault_signs"),
+                tuple(x for x in row.get("fault_with") or () if isinstance(x, str)),
+                tuple(x for x in row.get("fault_with") or () if isinstance(x, int)),
             )
         )
     return tuple(out)

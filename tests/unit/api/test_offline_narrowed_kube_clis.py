@@ -220,3 +220,31 @@ def test_the_nodes_own_table_beside_a_pods_log_judges_the_nodes(
         and "kubectl logs -n nvidia-gpu-smi nvidia-smi" in note
         for note in notes
     ), notes
+
+
+A100_TABLE = "nvidia-smi__a100-sxm4-40gb__1gpu__driver550.144.03.txt"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "kubectl logs nvidia-smi-pod",
+        "oc logs gpu-pod",
+        "k logs gpu-pod",
+        "crictl logs 3f2a9c",
+        "nerdctl logs smi",
+        "k3s kubectl logs gpu-pod",
+        "microk8s kubectl logs gpu-pod",
+        "microk8s.kubectl logs gpu-pod",
+        "minikube kubectl -- logs gpu-pod",
+        "docker compose -f compose.yml logs app",
+    ],
+)
+def test_a_saved_containers_log_under_its_prompt_is_a_view(tmp_path: Path, command: str) -> None:
+    """One saved file: `$ COMMAND` then the real 1-GPU A100 table that pod or container printed,
+    ordered 8 GPUs. The prompt line was not read as a command (the transcript knew only docker and
+    podman of these CLIs; compose's own `-f` hid its `logs`), so the table was the box's: a false
+    "7 of the 8 ordered GPUs missing"; it is a container's view, unverified."""
+    got = verdicts(tmp_path, "smi.txt", f"$ {command}\n" + (REAL / A100_TABLE).read_text(), "gpu_count: 8\n")
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+    assert "shows only the GPUs of the container it ran in" in got["gpu_count"][1]

@@ -672,17 +672,20 @@ def test_a_second_gsp_start_failure_naming_no_gpu_is_not_the_first_ones_gpu() ->
 BAD_REGISTER_READ = "dmesg__possible-bad-register-read-0xbadf5040-no-xid__gh200__ogkm-688.txt"  # ogkm #688
 
 
-def test_a_register_read_the_gpu_did_not_answer_fails_the_box() -> None:
+def test_a_known_bad_register_read_alone_warns_naming_the_line() -> None:
     """NVIDIA/open-gpu-kernel-modules #688's GH200 (six `NVRM: gpuHandleSanityCheckRegReadError_GH100:
-    Possible bad register read: ... regvalue: 0xbadf5040` lines at boot, no Xid): the GPU (or its PCIe
-    link) does not answer register reads. It passed "no Xid in the kernel log"; it fails like the
-    table's other GPU-not-answering lines, asking for a reboot."""
+    Possible bad register read: ... regvalue: 0xbadf5040, error code: ..._FECS_PRI_CLIENT_ERR` lines
+    at boot, no Xid): a driver message that issue shows printed on working GPUs each time `nvidia-smi
+    -L` runs (a driver bug). It failed gpu_xid -> reboot on its own (this test asserted so before:
+    changed on purpose); alone it now warns, naming the line; beside other signs it fails
+    (tests/unit/steps/checks/test_xid_catalogue.py)."""
     log = parse_kernel_log((REAL / BAD_REGISTER_READ).read_text())
     assert not log.xids() and not log.unread()
     assert [e.fault for e in log.events] == ["bad_register_read"] * 6
     check = rule_xid(log.events, True, "", [], log.covers_boot)
-    assert check.verdict == "fail"
-    assert "does not answer register reads" in check.actual and check.actual.endswith("x6 -> reboot")
+    assert check.verdict == "warn", check
+    assert "a known driver message on some releases; a fault only with other signs" in check.actual
+    assert "addr: 0x920bc, regvalue: 0xbadf5040" in check.actual and check.actual.endswith("x6 -> noted")
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ rules that judge the events are steps/checks/xid_rules.py."""
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuonboard.facts.aer import AER_FAULTS
@@ -16,7 +16,16 @@ from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.checks.once import loaded_once
 
-__all__ = ["ACTIONS", "FAILING", "XID_FILE", "XidEntry", "load_xid_catalogue", "xid_action"]
+__all__ = [
+    "ACTIONS",
+    "FAILING",
+    "NOTED",
+    "XID_FILE",
+    "XidEntry",
+    "load_xid_catalogue",
+    "noise_alone",
+    "xid_action",
+]
 
 XID_FILE = DATA_DIR / "xid.yml"
 ACTIONS = (
@@ -58,6 +67,35 @@ def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], M
     return out[0], out[1]
 
 
+# the action of a known driver message alone in its boot's log (data/nvrm_faults.yml `noise`): a
+# warning naming it, never a fault; its event's `fault` is its row's id with _NOISE and "alone"
+NOTED = "noted"
+_NOISE = ":noise-"
+
+
+def noise_alone(judged: Sequence[KernelEvent], log: Sequence[KernelEvent]) -> list[KernelEvent]:
+    """`judged` with each driver sentence of a known driver message (data/nvrm_faults.yml `noise`:
+    NVIDIA/open-gpu-kernel-modules#688's bad register reads of the PCI config mirror, printed on
+    working GPUs) marked alone, so xid_action warns of it, where its boot's log (`log`) shows no
+    sign of a GPU not answering (`fault_with`, `fault_with_xids`, `fault_signs`)."""
+    rows = {f.id: f for f in load_nvrm_faults() if f.noise is not None}
+
+    def alone(e: KernelEvent) -> bool:
+        row = rows.get(e.fault or "") if e.kind == "nvrm" else None
+        if row is None or row.noise is None or not row.noise.search(e.message):
+            return False
+        boot = [x for x in log if x.earlier_boot == e.earlier_boot]
+        signs = row.fault_signs
+        return not any(
+            (x.kind == "nvrm" and x.fault in row.fault_with)
+            or (x.kind == "xid" and x.code in row.fault_with_xids)
+            or (x.kind == "nvrm" and x.fault == row.id and bool(signs and signs.search(x.message)))
+            for x in boot
+        )
+
+    return [replace(e, fault=f"{e.fault}{_NOISE}alone") if alone(e) else e for e in judged]
+
+
 def xid_action(event: KernelEvent) -> tuple[str, str]:
     """(action, name) of one Xid/SXid event per data/xid.yml; an unknown code is `replace`
     (a code NVIDIA does not list on a box being accepted is for the vendor to explain)."""
@@ -66,9 +104,12 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
     if event.kind == "nvrm":
         # a driver fault sentence without an Xid (data/nvrm_faults.yml); an action the table
         # does not know is `replace` (the vendor explains it)
-        fault = next((f for f in load_nvrm_faults() if f.id == event.fault), None)
+        row, noise = (event.fault or "").partition(_NOISE)[::2]
+        fault = next((f for f in load_nvrm_faults() if f.id == row), None)
         if fault is None:
             return "replace", "NVRM fault not in data/nvrm_faults.yml"
+        if noise == "alone" and fault.noise_name:
+            return NOTED, fault.noise_name
         return (fault.action if fault.action in FAILING else "replace"), fault.name
     xids, sxids = load_xid_catalogue()
     entry = (sxids if event.kind == "sxid" else xids).get(event.code)

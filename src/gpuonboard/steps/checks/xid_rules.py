@@ -17,6 +17,7 @@ from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.xid_catalogue import ACTIONS as ACTIONS
 from gpuonboard.steps.checks.xid_catalogue import FAILING as FAILING
+from gpuonboard.steps.checks.xid_catalogue import NOTED, noise_alone
 from gpuonboard.steps.checks.xid_catalogue import XID_FILE as XID_FILE
 from gpuonboard.steps.checks.xid_catalogue import XidEntry as XidEntry
 from gpuonboard.steps.checks.xid_catalogue import load_xid_catalogue as load_xid_catalogue
@@ -121,6 +122,7 @@ def _summarise(
                 "reset_gpu",
                 REBOOTED_SINCE,
                 "watch",
+                NOTED,
                 "check_app",
                 "ignore",
             )
@@ -147,6 +149,8 @@ def _summarise(
             if kind == "aer"
             else f"{what} {code} {name}"
         )
+        if action == NOTED:  # (the line itself named: a known message, its shape the reason)
+            event += f" (first: '{' '.join(group[0].message.split())[:200]}')"
         if group[0].implied_by is not None:
             event += f" (its own line not in the log; named as the cause by Xid {group[0].implied_by})"
         out.append((action, f"{who}: {event}{_boot_said(group[0])}{times} -> {action}"))
@@ -246,6 +250,18 @@ def _event_rule(
             f"{what}s the driver logged as non-fatal (recovered: no reset needed now); watch for them"
             " under your own load (an NCCL all-reduce test for NVLink ones) and ask the vendor if they"
             " come back.",
+        )
+    if NOTED in actions:
+        return Check(
+            name,
+            expected,
+            actual,
+            "warn",
+            "driver messages known to be printed on working GPUs by some driver releases (a driver bug:"
+            " NVIDIA/open-gpu-kernel-modules#688), with no other sign of a GPU not answering in the log"
+            " (no Xid 79, GSP failure or GPU fallen off the bus, no 0xbadf41.. value or PRI timeout):"
+            " no fault on their own; watch for them with other signs under your own load, and ask the"
+            " vendor if they come with any.",
         )
     if "check_app" in actions:
         return Check(
@@ -466,6 +482,8 @@ def rule_xid(
     sayers = [e for e in events if e not in not_shown]
     xids += [e for e in _unexplained(events) if e.kind == "nvrm" and not _said_by_xid(e, sayers, logged)]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
+    # (a known driver message with no sign of a GPU not answering in its boot's log warns: ogkm#688)
+    xids = noise_alone(xids, [*events, *xids])
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
     span = boot_span(covers_boot)

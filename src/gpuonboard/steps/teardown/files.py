@@ -216,7 +216,14 @@ class TeardownFilesStep(Step):
             'if [ -L "$p" ]; then echo "link $(realpath -m -- "$p")";'
             ' elif [ -e "$p" ]; then echo "yes $(realpath -m -- "$p")"; else echo no; fi'
         )
-        command = f'echo "home $HOME"; for p in {quoted}; do [ -n "$p" ] || continue; {state}; done'
+        # (a configured path: its trailing slashes stripped first, as `[ -L link/ ]` is false; a
+        # parent that resolves elsewhere than itself, a link now, puts the path `under` it)
+        under = (
+            'while [ "${p%/}" != "$p" ] && [ "$p" != / ]; do p="${p%/}"; done; d=$(dirname -- "$p");'
+            ' if [ ! -L "$p" ] && [ -e "$p" ] && [ "$(realpath -m -- "$d")" != "$(realpath -ms -- "$d")" ];'
+            f' then echo "under $(realpath -m -- "$p")"; else {state}; fi'
+        )
+        command = f'echo "home $HOME"; for p in {quoted}; do [ -n "$p" ] || continue; {under}; done'
         if self.own_cache:  # where tunnel.private_log and the container step's SMOKE_DIR put it
             command += f'; p="{CACHE_DIR}"; printf \'cache %s\\n\' "$p"; {state}; {_RECORDS_SEEN}'
         self.probe = Probe(probe_name("teardown_files", command), command)
@@ -377,7 +384,7 @@ class TeardownFilesStep(Step):
         for path, state in zip(self.paths, states, strict=True):
             why = path_problem(path, home)
             kind, _, resolved = state.partition(" ")
-            resolved = resolved if kind in ("yes", "link") else ""
+            resolved = resolved if kind in ("yes", "link", "under") else ""
             if kind == "link":
                 links.add(path)
             # (the resolved path is what is deleted: it passes the same check)
@@ -386,8 +393,8 @@ class TeardownFilesStep(Step):
                 why = f"it resolves to {resolved}, {why}" if why else None
             if why:
                 refused.append(f"{path} ({why})")
-            elif kind == "link" and posixpath.normpath(path) != self.results:
-                refused.append(_link_refusal(path, resolved))
+            elif kind in ("link", "under") and posixpath.normpath(path) != self.results:
+                refused.append(_link_refusal(path, resolved, kind == "under"))
             elif resolved:
                 present.append((path, resolved))
         found = self._uploads(ctx, home, [r for _, r in present])
@@ -495,15 +502,21 @@ class TeardownFilesStep(Step):
         return f"could not remove everything: {why}{kept if plan.data.last else ''}"
 
 
-def _link_refusal(path: str, resolved: str) -> str:
-    """Why a configured path that is a symlink now is refused: its target is not what provisioning
-    made there (before, `rm -rf` of the target took a colleague's checkpoint in a shared dir the
-    path had become a link to). The results dir is not refused so: it is compared with the
-    verified pull's record, by content, right before its removal."""
+def _link_refusal(path: str, resolved: str, under: bool = False) -> str:
+    """Why a configured path that is a symlink now (`under`: one of its parent dirs is) is refused:
+    its target is not what provisioning made there (before, `rm -rf` of the target took a
+    colleague's checkpoint in a shared dir the path had become a link to). The results dir is not
+    refused so: it is compared with the verified pull's record, by content, right before its
+    removal."""
+    if under:
+        return (
+            f"{path} (under a symlink now: it resolves to {resolved}: teardown never deletes through a"
+            f" link what it did not make; set the var to {resolved} if that is the dir provisioning made)"
+        )
     return (
         f"{path} (a symlink now, to {resolved}: teardown never deletes through a link what it did not"
-        f" make; remove the link yourself (rm {shell.quote(path)}), or set the var to {resolved} if"
-        " that is the dir provisioning made)"
+        f" make; remove the link yourself (rm {shell.quote(path.rstrip('/') or path)}), or set the var to"
+        f" {resolved} if that is the dir provisioning made)"
     )
 
 

@@ -624,6 +624,49 @@ def test_an_odd_cache_place_is_left_and_said_never_a_failure(tmp_path: Path) -> 
     assert found.link_note() == f"; a symlink: its target {found.target} is removed too"
 
 
+def _files_plan(paths: list[str], cwd: Path) -> str:
+    """The files step's plan message over its probe run with this machine's sh and coreutils."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.steps.base import StepContext
+
+    step = TeardownFilesStep({"paths": paths})
+    out = subprocess.run(["sh", "-c", step.probe.command], cwd=cwd, capture_output=True, check=True)
+    facts = parse_facts({step.probe.name: ProbeOutput(out.stdout.decode(), "", 0)})
+    host = Host(name="h", address="127.0.0.1")
+    ctx = StepContext(host=host, runner=None, facts=facts, check=True, project=cwd)  # type: ignore[arg-type]
+    return step.plan(ctx).msg
+
+
+@pytest.mark.parametrize("slash", ["/", "//"])
+def test_a_configured_link_given_with_a_trailing_slash_is_refused(tmp_path: Path, slash: str) -> None:
+    """`dataset_dir: /x/link/`: `[ -L link/ ]` is false (the shell follows the link), so the link's
+    target, a team's shared dir, was planned for removal; the slashes are stripped first, and it is
+    refused as the same path without them is."""
+    shared = tmp_path / "nfs" / "team-shared"
+    shared.mkdir(parents=True)
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "link").symlink_to(shared)
+    msg = _files_plan([f"{tmp_path}/box/link{slash}"], tmp_path)
+    assert msg.startswith("refusing to delete unsafe paths: ") and f"a symlink now, to {shared}" in msg, msg
+    assert f"(rm {tmp_path}/box/link)" in msg
+
+
+def test_a_configured_dir_under_a_parent_that_became_a_link_is_refused(tmp_path: Path) -> None:
+    """`/x/plink/d` where `/x/plink` became a link to a shared dir: `d` itself is no link, so the
+    shared dir's `d` was planned for removal; it is refused, naming where it resolves. The same
+    dir under a real parent is planned as before."""
+    shared = tmp_path / "nfs" / "team-shared"
+    (shared / "d").mkdir(parents=True)
+    (tmp_path / "box").mkdir()
+    (tmp_path / "box" / "plink").symlink_to(shared)
+    msg = _files_plan([f"{tmp_path}/box/plink/d"], tmp_path)
+    assert msg.startswith("refusing to delete unsafe paths: "), msg
+    assert f"under a symlink now: it resolves to {shared}/d" in msg
+    msg = _files_plan([f"{shared}/d"], tmp_path)
+    assert msg == f"remove {shared}/d", msg
+
+
 def test_the_step_without_own_cache_probes_no_cache() -> None:
     step = TeardownFilesStep({"paths": ["/data/x"]})
     assert "XDG_CACHE_HOME" not in step.probe.command
