@@ -426,7 +426,7 @@ class TeardownFilesStep(Step):
             )
         said = [f"{p} (a symlink: its target {r} is removed too)" if p in links else p for p, r in present]
         gone = {r for _, r in present}
-        emptying, emptied_said, emptied_note, holding = self._emptying(ctx, emptying)
+        emptying, emptied_said, emptied_note, holding, kept_any = self._emptying(ctx, emptying)
         said = emptied_said + said
         left += emptied_note
         uploads = [(p, r) for p, r in uploads if r not in gone]  # (a configured path removes it)
@@ -456,7 +456,7 @@ class TeardownFilesStep(Step):
                 present += [(lists, lists), (cache.record, cache.record)]
                 said.append(f"{cache.record} (this machine's record of gpuonboard's uploads)")
                 last = 2
-        if not present and not emptying and holding:
+        if not present and not emptying and kept_any:
             return Plan(False, f"nothing to remove{note}")
         if not present and not emptying:
             looked = self.paths + ([f"uploads in {self.uploads_in}"] if self.uploads_in else [])
@@ -472,29 +472,32 @@ class TeardownFilesStep(Step):
 
     def _emptying(
         self, ctx: StepContext, found: list[tuple[str, str]]
-    ) -> tuple[list[tuple[str, str]], list[str], str, bool]:
+    ) -> tuple[list[tuple[str, str]], list[str], str, bool, bool]:
         """Of the configured dirs emptied only of what uploads wrote there (present, as (path,
         resolved)): those the removal empties, what the message says it removes, its note on what
-        stays, and whether anything stays (then gpuonboard's cache, holding the lists, stays too)."""
+        stays, whether anything stays in a dir some upload's list covers (then gpuonboard's cache,
+        holding the lists, stays too: a rerun still tells a changed file from a new one), and
+        whether anything stays at all."""
         raw = ctx.facts.raw.get(self.emptied_probe.name)
         probed = emptied.parse_probe(raw.stdout if raw is not None else "")
         emptying: list[tuple[str, str]] = []
         said: list[str] = []
-        note, holding = "", False
+        note, holding, kept_any = "", False, False
         for path, resolved in found:
             seen: Emptied | None = probed.get(path)
             if seen is None or seen.resolved != resolved:
                 note += f"; kept: {path}, whose content could not be read: nothing in it was removed"
-                holding = True
+                kept_any = True
                 continue
             note += seen.note()
-            holding = holding or seen.kept > 0
+            holding = holding or (seen.kept > 0 and seen.lists > 0)
+            kept_any = kept_any or seen.kept > 0
             if seen.kept and not seen.remove:
                 continue
             emptying.append((path, resolved))
             files = f"{seen.remove} file{'' if seen.remove == 1 else 's'}"
             said.append(path if not seen.kept else f"the {files} uploads wrote in {path}")
-        return emptying, said, note, holding
+        return emptying, said, note, holding, kept_any
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """One remote command removing every path after re-checking its resolution and, first,
