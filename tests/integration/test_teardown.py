@@ -26,6 +26,7 @@ from conftest import Project, host_entry
 
 from gpuonboard.steps.teardown import RECORD, RECORD_TAG, Record, read_record
 from gpuonboard.testing import TestHostPool
+from gpuonboard.transfer import uploadlock
 from gpuonboard.units import format_bytes
 
 IMAGE = "registry.test/proj/train:1"
@@ -91,8 +92,34 @@ def remote(tmp_path: Path, pool: TestHostPool) -> dict[str, Path]:
         "esac\n"
     )
     fake.chmod(0o755)
+    cache = pool.hosts["teardown"].home / ".cache" / "gpuonboard"
+    shutil.rmtree(cache, ignore_errors=True)  # (a refused teardown of another test may leave it)
+    for d in ("dataset", "decrypted"):
+        uploaded(pool, p[d])
     yield p
     fake.unlink()
+    shutil.rmtree(cache, ignore_errors=True)
+
+
+def own_cache_said(pool: TestHostPool) -> str:
+    """How the files step names gpuonboard's cache on the host (holding the lists `uploaded` wrote)."""
+    return f", {pool.hosts['teardown'].home}/.cache/gpuonboard (gpuonboard's own cache on the host)"
+
+
+def uploaded(pool: TestHostPool, tree: Path) -> None:
+    """List the files in `tree` as what an upload wrote there, by the command `sync` runs for it
+    (uploadlock.write_listing_command) as the host's login (the test host is this machine, its
+    home the host's): teardown empties the dir of them, as it would of a `sync` copy."""
+    tree = tree.resolve()
+    files = [(f, f.lstat()) for f in sorted(tree.rglob("*")) if f.is_file() or f.is_symlink()]
+    entries = [
+        ("l" if f.is_symlink() else "f", str(f.relative_to(tree)), st.st_size, st.st_mtime_ns // 10**9)
+        for f, st in files
+    ]
+    env = {k: v for k, v in os.environ.items() if k != "XDG_CACHE_HOME"}
+    env["HOME"] = str(pool.hosts["teardown"].home)
+    cmd = ["sh", "-c", uploadlock.WRITE_LISTING_SCRIPT, "sh", str(tree)]
+    subprocess.run(cmd, input=uploadlock.listing_stdin(entries), env=env, check=True)
 
 
 def inventory(project: Project, pool: TestHostPool, p: dict[str, Path], **more: Any) -> None:
@@ -156,9 +183,11 @@ def test_check_then_teardown_pulls_verifies_and_leaves_the_host_clean(
         f"would pull 3 files (7.0 KB) from teardown:{remote['results']} to {dest}"
     )
     assert s["containers"]["msg"].startswith("would stop and remove containers train-1 and remove image")
+    # (the dataset and decrypted dirs hold only what uploads wrote: emptied, then removed; the
+    # lists of what they wrote are in gpuonboard's cache on the host, removed last)
     assert s["files"]["msg"] == (
         f"would remove {remote['dataset']}, {remote['decrypted']}, {remote['state']}, {remote['results']}"
-        " (check mode: nothing changed)"
+        f"{own_cache_said(pool)} (check mode: nothing changed)"
     )
     assert s["autostop"]["status"] == "changed"
     assert listing(remote["base"]) == before and not dest.exists() and docker_calls(remote) == []
@@ -424,6 +453,7 @@ def test_a_configured_dir_that_is_a_symlink_now_is_refused(
     remote["dataset"].unlink()
     remote["dataset"].mkdir()
     (remote["dataset"] / "train.bin").write_text("x\n")
+    uploaded(pool, remote["dataset"])  # (what an upload wrote: emptied, then removed)
     inventory(project, pool, remote, decrypted_dir=str(remote["decrypted"]))
     r = project.cli("teardown", "--host", "teardown", "--keep-image")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -482,6 +512,7 @@ def test_a_record_counts_only_for_its_own_host_and_results_dir(
     # a typo in --results: the record of the earlier pull does not stand for it
     remote["dataset"].mkdir(parents=True)
     (remote["dataset"] / "train.bin").write_text("x\n")
+    uploaded(pool, remote["dataset"])  # (what an upload wrote: emptied, then removed)
     typo = remote["base"] / "results [2]"
     r = project.cli("teardown", "--host", "teardown", "--dest", str(dest), "--results", str(typo))
     assert r.returncode == 1, r.stdout + r.stderr

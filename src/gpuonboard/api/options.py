@@ -121,6 +121,13 @@ class SyncOptions:
     unpack: bool = field(
         default=False, metadata={"help": "shard mode: unpack the shards into the data dir on the host"}
     )
+    verify: bool = field(
+        default=False,
+        metadata={
+            "help": "re-hash the host's copy (sha256) and send again what differs, which rsync's"
+            " size-and-mtime check misses (plain mode)"
+        },
+    )
     keep_shards: bool = field(
         default=False,
         metadata={"help": "with --unpack: keep the shards on the host too (default: removed once verified)"},

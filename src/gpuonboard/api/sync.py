@@ -47,6 +47,8 @@ def build_spec(opts: SyncOptions) -> StepSpec:
         args["unpack"] = True
     if opts.keep_shards:
         args["keep_shards"] = True
+    if opts.verify:
+        args["verify"] = True
     if opts.decrypt_to:
         args["decrypt_dir"] = literal(opts.decrypt_to)
     if opts.name:

@@ -39,6 +39,10 @@ def build_playbook(
     # the dirs the files step removes: a symlink in the results into one of them loses its data
     files = next((s for s in book.steps if s.kind == "teardown_files"), None)
     removed = files.args.get("paths") if files is not None else None
+    emptied = files.args.get("emptied") if files is not None else None
+    if isinstance(removed, list) and isinstance(emptied, list):
+        # (the dirs emptied of what uploads wrote: a link to an uploaded file there loses its data)
+        removed = [*removed, *emptied]
     if files is not None and isinstance(removed, list) and files.args.get("uploads_in"):
         # (the uploads in the data dir go too: a link into the data dir counts as one into them)
         removed = [*removed, files.args["uploads_in"]]

@@ -39,6 +39,8 @@ ARGS = {
     "keep_shards": "--unpack: keep the shards on the host after the unpack (a cache that lets a damaged"
     " tree be unpacked again without sending; default vars.keep_shards, false: removed once the tree"
     " is verified)",
+    "verify": "re-hash every dataset file already on the host (sha256) and send again what differs"
+    " (plain mode): rsync's quick check (size, mtime) misses a file changed on the host in place",
     "upload_mbit": "link speed for the ETA when no probe runs (default vars.upload_mbit, 100)",
     "upload_probe": "measure the upload speed for the ETA: auto (uploads of 200 s or more), true, false",
     "upload_probe_timeout": "seconds a round of the upload probe may take, then it gives up (default 15)",

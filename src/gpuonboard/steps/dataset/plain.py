@@ -57,6 +57,7 @@ from gpuonboard.steps.dataset.verify import (
     damaged_ciphertexts,
     expected,
     mismatches,
+    rehash_on_host,
     temps_left,
     unmark_unpacked,
     unverified,
@@ -97,6 +98,7 @@ def plan_plain(
             return ciphers
         entries = ciphers
     work.send = transfer.to_send(entries, remote.files)
+    verified = rehash_on_host(ctx, opts, work, entries)  # (plain mode alone: step.py)
     plain, unpacked, in_way = _to_decrypt(ctx, opts, work, remote)
     if in_way:  # (rsync would not delete a non-empty dir; a rerun alone never clears it)
         there, e = in_way[0]
@@ -114,7 +116,7 @@ def plan_plain(
     total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
     if not n and tree.empty_dirs:  # (plain mode only: encrypted mode returned above)
         total = f"{empty_dirs(len(tree.empty_dirs))}, no files"
-    kept = work.kept = _kept_notes(ctx, opts, work, remote, plain, entries)
+    kept = work.kept = _kept_notes(ctx, opts, work, remote, plain, entries) + verified
     # empty directories (rsync -a makes them; with nothing else to send it never ran)
     work.mkdirs = [] if opts.encrypt else sorted(d for d in tree.empty_dirs if d not in remote.dirs)
     if not work.send and not work.decrypt and not work.mkdirs and not work.dec_temps:
@@ -375,6 +377,7 @@ def apply_plain(
 ) -> Any:
     """Plain (and encrypted) mode: rsync, verify by sha256 on the host, re-send mismatches once."""
     unmark_unpacked(ctx, opts)
+    unverified(ctx, work.target, work.reverify)  # (`sync --verify`: rsync's quick check sends them)
     if work.enc is None:
         root = work.tree.root
         stage, only = (

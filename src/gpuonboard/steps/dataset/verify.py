@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from gpuonboard import shell, transfer
-from gpuonboard.steps.base import StepContext
+from gpuonboard.steps.base import StepContext, truthy
 from gpuonboard.steps.dataset.common import count, shown
 from gpuonboard.steps.dataset.hostdirs import listing
 from gpuonboard.steps.dataset.options import DatasetOptions
@@ -42,6 +42,32 @@ def mismatches(ctx: StepContext, target: str, expect: Mapping[str, str]) -> list
         r = ctx.runner.run(transfer.hash_command(target), stdin=transfer.hash_stdin(part), timeout=3600)
         bad += transfer.differing(part, expect, r.stdout)
     return bad
+
+
+def rehash_on_host(
+    ctx: StepContext, opts: DatasetOptions, work: Work, entries: Sequence[transfer.Entry]
+) -> str:
+    """`sync --verify` (plain mode): the host hashes every dataset file of its copy that rsync's
+    quick check (size, mtime) passes, by the sha256 the upload verifies with (HASH_BATCH files a
+    command, one line a file back); those that differ join work.send and work.reverify (apply
+    moves their mtime first, so rsync sends them). -> the message's note ('' without --verify).
+    A byte flipped on the host at the same size and mtime was "up to date ... nothing sent"."""
+    if not truthy(opts.args.get("verify", False), "verify"):
+        return ""
+    sending = {e.rel for e in work.send}
+    transfer.hash_tree(work.tree)  # (the local sha256, from the hash cache where it holds them)
+    expect = {r: h for r, h in expected(work).items() if r not in sending}
+    bad = set(mismatches(ctx, work.target, expect))
+    work.reverify = sorted(bad)
+    work.send = [*work.send, *(e for e in entries if e.rel in bad)]
+    n = f"{len(expect)} file{'' if len(expect) == 1 else 's'} and symlinks"
+    if not bad:
+        return f"; --verify: the {n} already on the host match the dataset (sha256)"
+    shown_bad = ", ".join(shown(r) for r in work.reverify[:3]) + (" ..." if len(bad) > 3 else "")
+    return (
+        f"; --verify: {len(bad)} of the {n} already on the host differ from the dataset (sha256),"
+        f" sent again: {shown_bad}"
+    )
 
 
 def temps_left(ctx: StepContext, target: str, files: Iterable[str]) -> str | None:

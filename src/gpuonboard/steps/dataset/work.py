@@ -84,6 +84,8 @@ class Work:
     # plain and encrypted mode: files the host hashed while they arrived (rel in the target ->
     # its sha256 there; transfer/follow.py)
     followed: dict[str, str] = field(default_factory=dict)
+    # `sync --verify`: files already on the host whose sha256 differs (sent again, mtime moved first)
+    reverify: list[str] = field(default_factory=list)
     parts: dict[int, str] = field(default_factory=dict)  # shard mode: group -> its temp name (part)
 
     def ssh_argv(self, cfg: Path, alias: str) -> list[str]:

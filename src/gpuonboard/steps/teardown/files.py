@@ -13,6 +13,7 @@ from typing import Any
 from gpuonboard import shell
 from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm, last_line, truthy
+from gpuonboard.steps.teardown import emptied
 from gpuonboard.steps.teardown.checks import LISTING_FORMAT, listing_changes, listing_digest
 from gpuonboard.steps.teardown.common import (
     copy_dir,
@@ -22,6 +23,7 @@ from gpuonboard.steps.teardown.common import (
     probe_name,
     shown_names,
 )
+from gpuonboard.steps.teardown.emptied import Emptied
 from gpuonboard.steps.teardown.localcopy import copy_unverified
 from gpuonboard.steps.teardown.records import RECORD, Record, host_key, read_record
 from gpuonboard.steps.teardown.uploads import (
@@ -45,6 +47,7 @@ def _guarded_rm_script(
     unchanged: tuple[str, str] | None = None,
     guards: Mapping[str, str] | None = None,
     last: int = 0,
+    emptying: Sequence[tuple[str, str]] = (),
 ) -> str:
     """sh: for each (path, resolved path seen by the probe) re-resolve, compare, then rm -rf the
     resolved path (the data: `rm -rf` of a symlink removes only the link) and the link itself.
@@ -56,7 +59,8 @@ def _guarded_rm_script(
     sha256 of its listing, uploadlock.CURRENT_LISTING_FN): an upload's tree is left when its
     listing differs now (a job wrote in it since the probe). The `last` targets (gpuonboard's
     record of its uploads, its cache) go only when everything before them went: a rerun must
-    still find what is left.
+    still find what is left. `emptying` (path, resolved): configured dirs emptied only of what
+    uploads wrote there (emptied.remove_lines), before the targets (the lists are in the cache).
     """
     lines = ["export LC_ALL=C", "rc=0"]
     if guards:
@@ -69,6 +73,7 @@ def _guarded_rm_script(
             f" if [ \"${{now%% *}}\" != {digest} ]; then printf 'changed\\0';"
             f" cd -- {d} && {ls}; exit {CHANGED_EXIT}; fi; fi"
         )
+    lines += [emptied.remove_lines(path, resolved) for path, resolved in emptying]
     for i, (path, resolved) in enumerate(targets):
         p, r = shell.quote(path), shell.quote(resolved)
         digest = (guards or {}).get(resolved, "")
@@ -101,6 +106,7 @@ class Removal:
     guards: dict[str, str]
     last: int = 0
     record: Record | None = None
+    emptying: list[tuple[str, str]] = field(default_factory=list)  # (path, resolved): emptied.py
 
 
 # gpuonboard's own dir on a host (the login's): container smoke records, TensorBoard logs
@@ -196,6 +202,9 @@ class TeardownFilesStep(Step):
         "dataset": "the dataset (a local path) whose copy <uploads_in>/<its base name> is removed",
         "recorded_uploads": "also remove the uploads `sync` recorded on the host, wherever they are"
         " (under another --dest, --decrypt-to plaintext): each copy, its stores and leases",
+        "emptied": "remote directories emptied only of what gpuonboard's uploads wrote there and"
+        " is unchanged since (vars.dataset_dir, vars.decrypted_dir); the rest stays, named, and the"
+        " dir with it",
     }
 
     def __init__(self, args: Mapping[str, Any], label: str | None = None) -> None:
@@ -206,6 +215,14 @@ class TeardownFilesStep(Step):
             raw = [raw]
         if not isinstance(raw, list):
             raise StepArgsError("argument 'paths' must be a list of paths")
+        emptied_raw = self.args.get("emptied") or []
+        if isinstance(emptied_raw, str):
+            emptied_raw = [emptied_raw]
+        if not isinstance(emptied_raw, list):
+            raise StepArgsError("argument 'emptied' must be a list of paths")
+        self.emptied = [p for p in dict.fromkeys(str(x).strip() for x in emptied_raw) if p]
+        self.emptied = [p for p in self.emptied if p.lower() not in ("none", "null")]
+        raw = [*raw, *self.emptied]
         results = str(self.args.get("results") or "").strip()
         self.results = posixpath.normpath(results) if results.lower() not in ("", "none", "null") else ""
         self.force = truthy(self.args.get("force", False), "force")
@@ -232,6 +249,8 @@ class TeardownFilesStep(Step):
         dataset = str(self.args.get("dataset") or "").strip().rstrip("/")
         self.dataset_name = posixpath.basename(dataset) if dataset.lower() not in ("none", "null") else ""
         self.recorded = truthy(self.args.get("recorded_uploads", False), "recorded_uploads")
+        listing = emptied.probe_command(self.emptied)
+        self.emptied_probe = Probe(probe_name("teardown_emptied", listing), listing)
         self._listings(check=False)
 
     def _listings(self, check: bool) -> None:
@@ -252,6 +271,7 @@ class TeardownFilesStep(Step):
         uploads `sync` recorded and the entries of each dir holding one."""
         found = [self.probe] if self.paths or self.own_cache or self.uploads_in or self.recorded else []
         found += [self.uploads_probe] if self.uploads_in else []
+        found += [self.emptied_probe] if self.emptied else []
         return found + ([self.recorded_probe] if self.recorded else [])
 
     def _uploads(self, ctx: StepContext, home: str | None, gone: Collection[str] = ()) -> _Found:
@@ -398,6 +418,8 @@ class TeardownFilesStep(Step):
             elif resolved:
                 present.append((path, resolved))
         found = self._uploads(ctx, home, [r for _, r in present])
+        emptying = [(p, r) for p, r in present if p in self.emptied and posixpath.normpath(p) != self.results]
+        present = [x for x in present if x not in emptying]
         uploads, left = found.ours, found.note
         if found.busy:
             return Plan(False, found.busy, failed=True)
@@ -411,6 +433,9 @@ class TeardownFilesStep(Step):
             )
         said = [f"{p} (a symlink: its target {r} is removed too)" if p in links else p for p, r in present]
         gone = {r for _, r in present}
+        emptying, emptied_said, emptied_note, holding, kept_any = self._emptying(ctx, emptying)
+        said = emptied_said + said
+        left += emptied_note
         uploads = [(p, r) for p, r in uploads if r not in gone]  # (a configured path removes it)
         if uploads:
             present.extend(uploads)
@@ -418,7 +443,8 @@ class TeardownFilesStep(Step):
             where = f" in {self.uploads_in}" if all(posixpath.dirname(p) == norm for p, _ in uploads) else ""
             said.append(f"{shown_names([p for p, _ in uploads], 5)} (gpuonboard's uploads{where})")
         note, last = left, 0
-        if cache is not None and any(why for _, why in found.kept) and (cache.target or cache.record):
+        kept = any(why for _, why in found.kept) or holding
+        if cache is not None and kept and (cache.target or cache.record):
             # (its record of uploads and lists of what they wrote: a rerun finds the trees left)
             note += f" (gpuonboard's cache {cache.path} is left too: it records the uploads left above)"
         elif cache is not None and cache.target:
@@ -437,7 +463,9 @@ class TeardownFilesStep(Step):
                 present += [(lists, lists), (cache.record, cache.record)]
                 said.append(f"{cache.record} (this machine's record of gpuonboard's uploads)")
                 last = 2
-        if not present:
+        if not present and not emptying and kept_any:
+            return Plan(False, f"nothing to remove{note}")
+        if not present and not emptying:
             looked = self.paths + ([f"uploads in {self.uploads_in}"] if self.uploads_in else [])
             looked += ["the uploads sync recorded"] if self.recorded else []
             return Plan(
@@ -445,9 +473,38 @@ class TeardownFilesStep(Step):
             )
         names = [p for p, _ in present]
         diff = {"removed": names, "targets": {p: r for p, r in present if p in links}}
-        return Plan(
-            True, f"remove {', '.join(said)}{note}", diff=diff, data=Removal(present, found.guards, last)
-        )
+        diff["emptied"] = [p for p, _ in emptying]
+        data = Removal(present, found.guards, last, emptying=emptying)
+        return Plan(True, f"remove {', '.join(said)}{note}", diff=diff, data=data)
+
+    def _emptying(
+        self, ctx: StepContext, found: list[tuple[str, str]]
+    ) -> tuple[list[tuple[str, str]], list[str], str, bool, bool]:
+        """Of the configured dirs emptied only of what uploads wrote there (present, as (path,
+        resolved)): those the removal empties, what the message says it removes, its note on what
+        stays, whether anything stays in a dir some upload's list covers (then gpuonboard's cache,
+        holding the lists, stays too: a rerun still tells a changed file from a new one), and
+        whether anything stays at all."""
+        raw = ctx.facts.raw.get(self.emptied_probe.name)
+        probed = emptied.parse_probe(raw.stdout if raw is not None else "")
+        emptying: list[tuple[str, str]] = []
+        said: list[str] = []
+        note, holding, kept_any = "", False, False
+        for path, resolved in found:
+            seen: Emptied | None = probed.get(path)
+            if seen is None or seen.resolved != resolved:
+                note += f"; kept: {path}, whose content could not be read: nothing in it was removed"
+                kept_any = True
+                continue
+            note += seen.note()
+            holding = holding or (seen.kept > 0 and seen.lists > 0)
+            kept_any = kept_any or seen.kept > 0
+            if seen.kept and not seen.remove:
+                continue
+            emptying.append((path, resolved))
+            files = f"{seen.remove} file{'' if seen.remove == 1 else 's'}"
+            said.append(path if not seen.kept else f"the {files} uploads wrote in {path}")
+        return emptying, said, note, holding, kept_any
 
     def apply(self, ctx: StepContext, plan: Plan) -> Any:
         """One remote command removing every path after re-checking its resolution and, first,
@@ -479,7 +536,7 @@ class TeardownFilesStep(Step):
             removal.record = record
         # on sh's stdin, not in the command: one line per path (a host with hundreds of recorded
         # uploads) made a command over sshd's and execve's limits, and the connection was reset
-        script = _guarded_rm_script(present, unchanged, removal.guards, removal.last)
+        script = _guarded_rm_script(present, unchanged, removal.guards, removal.last, removal.emptying)
         return ctx.runner.run("sh -s", stdin=script.encode("utf-8", "surrogateescape"))
 
     def verify(self, ctx: StepContext, plan: Plan, applied: Any) -> str | None:

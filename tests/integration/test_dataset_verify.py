@@ -1,0 +1,57 @@
+"""`sync --verify` re-hashes the host's copy (sha256) and sends again what differs: a dataset file
+flipped by one byte on the host at the same size and mtime stayed "dataset up to date ... nothing
+sent" forever (rsync's quick check). Real sshd test host and real rsync, as in test_dataset.py
+(whose helpers this module uses)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import Project
+from test_dataset import setup, step, tree_digest
+
+
+def test_a_byte_flipped_on_the_host_is_found_and_sent_again(project: Project, tmp_path: Path) -> None:
+    src, data_dir = setup(project, tmp_path)
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # one byte flipped on the host, size and mtime kept: rsync's quick check cannot see it
+    flipped = data_dir / "my data" / "sub dir" / "nested.bin"
+    st = flipped.stat()
+    data = bytearray(flipped.read_bytes())
+    data[100] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    os.utime(flipped, ns=(st.st_atime_ns, st.st_mtime_ns))
+    r = project.cli("sync", "--host", "dataset")
+    assert r.returncode == 0 and "nothing sent" in step(project)["msg"], step(project)  # (documented)
+
+    r = project.cli("sync", "--host", "dataset", "--verify", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = step(project)["msg"]
+    assert "would send 1 of 6 files" in msg, msg
+    assert "; --verify: 1 of the 6 files and symlinks already on the host differ from the dataset" in msg, msg
+    assert tree_digest(data_dir / "my data") != tree_digest(src)  # (check mode sent nothing)
+    r = project.cli("sync", "--host", "dataset", "--verify")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = step(project)
+    assert s["status"] == "changed" and s["diff"]["sent_files"] == 1, s
+    assert "(sha256), sent again: sub dir/nested.bin" in s["msg"], s["msg"]
+    assert tree_digest(data_dir / "my data") == tree_digest(src)
+    # all match now: said, nothing sent
+    r = project.cli("sync", "--host", "dataset", "--verify")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    assert (
+        "nothing sent; --verify: the 6 files and symlinks already on the host match the dataset (sha256)"
+        in (step(project)["msg"])
+    ), step(project)["msg"]
+
+
+def test_verify_in_shard_mode_is_refused_not_ignored(project: Project, tmp_path: Path) -> None:
+    setup(project, tmp_path)
+    r = project.cli("sync", "--host", "dataset", "--shards", "--verify")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert step(project)["msg"] == (
+        "--verify re-hashes a plain copy file by file, and this upload is in shard mode; nothing sent:"
+        " rerun without --verify"
+    )
