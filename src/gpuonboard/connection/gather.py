@@ -508,7 +508,7 @@ def _failed_answer(out: ProbeOutput, args: str) -> ProbeOutput:
     listing nvidia-smi itself says is not whole, so a GPU missing from it is not known missing
     (`partial`, which the GPU merge reads as an incomplete probe). A lost GPU's own line
     ("Unable to determine the device handle for GPU ...") explains the code: read as whole."""
-    from gpuonboard.facts.gpu_merge import unopened_gpus
+    from gpuonboard.facts.gpu_unopened import unopened_gpus
     from gpuonboard.facts.nvidia_smi import parse_any
 
     if out.exit_code in (0, 127) or out.partial or not out.stdout.strip():
