@@ -213,11 +213,11 @@ def test_phase_timings_are_written_when_asked(tmp_path: Path) -> None:
     ],
 )
 def test_the_unopened_gpu_screen_lets_through_every_text_a_line_names_one_in(text: str) -> None:
-    from gpuonboard.facts import gpu_merge
+    from gpuonboard.facts import gpu_unopened
 
-    named = any(gpu_merge._NO_HANDLE.search(line) for line in text.splitlines())
-    assert gpu_merge._may_name_unopened(text) or not named
-    assert gpu_merge._may_name_unopened(text) == (gpu_merge._NO_HANDLE_ANY.search(text) is not None)
+    named = any(gpu_unopened._NO_HANDLE.search(line) for line in text.splitlines())
+    assert gpu_unopened._may_name_unopened(text) or not named
+    assert gpu_unopened._may_name_unopened(text) == (gpu_unopened._NO_HANDLE_ANY.search(text) is not None)
 
 
 def _split_line_by_line(stdout: str, stderr: str, token: str, names: list[str]) -> dict[str, ProbeOutput]:
@@ -334,7 +334,7 @@ def test_the_refusal_screen_lets_every_refusal_through(line: str) -> None:
 
 
 def test_a_gpu_one_format_read_is_that_format_s_and_only_that_one_s() -> None:
-    from gpuonboard.facts.gpu_merge import _merge_gpu
+    from gpuonboard.facts.gpu_fields import _merge_gpu
 
     report = nvidia_smi.parse_xml((REAL / XML).read_text())
     base = dataclasses.replace(report.gpus[0], name="NVIDIA A100-SXM...", processes_known=False)

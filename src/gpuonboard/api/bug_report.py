@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gpuonboard.api.unread import disagreement, joined
-from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
+from gpuonboard.facts.kernel_log import fault_key, parse_kernel_log
 from gpuonboard.facts.probe import ProbeOutput
 
 # the script's own lines (its prologue), in any version since 2009
@@ -299,15 +299,11 @@ def _this_boot(out: list[tuple[str, ProbeOutput, str]]) -> list[tuple[str, Probe
     return [joined if i == base else item for i, item in enumerate(out) if i == base or i not in now]
 
 
-def _fault_key(event: KernelEvent) -> tuple[str, int, str, str]:
-    return (event.kind, event.code, event.pci.lower(), " ".join(event.message.split()))
-
-
 def faults_in(probe: ProbeOutput) -> set[tuple[str, int, str, str]]:
     """The GPU faults a kernel log output holds (its earlier boots' and the logs beside it too),
     each however the log printed it."""
     texts = (probe.stdout, *probe.history, *(o.stdout for o in probe.beside))
-    return {_fault_key(e) for text in texts for e in parse_kernel_log(text).events if e.kind != "cut"}
+    return {fault_key(e) for text in texts for e in parse_kernel_log(text).events if e.kind != "cut"}
 
 
 def _unplaced_faults(found: list[Section], logs: list[ProbeOutput]) -> str:
@@ -320,7 +316,7 @@ def _unplaced_faults(found: list[Section], logs: list[ProbeOutput]) -> str:
         if part.boot != "file" or not part.text.strip():
             continue
         for event in parse_kernel_log(part.text).events:
-            if event.kind != "cut" and _fault_key(event) not in known:
+            if event.kind != "cut" and fault_key(event) not in known:
                 line = next(
                     (ln for ln in part.text.splitlines() if event.message.strip() in ln), event.message
                 )

@@ -219,7 +219,7 @@ def normalise(text: str) -> str:
 
 _ADDRESS = r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
 # nvidia-smi's own message lines (beside any of its formats, or in place of its output), each
-# whole, as the readers match them (faults.INFOROM_LINE, gpu_merge._NO_HANDLE,
+# whole, as the readers match them (faults.INFOROM_LINE, gpu_unopened._NO_HANDLE,
 # nvidia_smi_failure._CAUSES): a line longer than a chat's or a mail's narrow column
 _MESSAGES = tuple(
     re.compile(pattern, re.IGNORECASE)

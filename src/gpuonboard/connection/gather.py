@@ -516,7 +516,7 @@ def _failed_answer(out: ProbeOutput, args: str) -> ProbeOutput:
     GPU's own line ("Unable to determine the device handle for GPU ...") explains the code, as
     does, for a code of a GPU's fault (8, 10, 15), a GPU the listing shows with faults (`ERR!`,
     `[Unknown Error]`, `GPU requires reset`): read as whole."""
-    from gpuonboard.facts.gpu_merge import unopened_gpus
+    from gpuonboard.facts.gpu_unopened import unopened_gpus
     from gpuonboard.facts.nvidia_smi import parse_any
 
     if out.exit_code in (0, 127) or out.partial or not out.stdout.strip():

@@ -95,42 +95,8 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
     currently not seeing messages ...", "No journal files were found.") counts as a refusal, not
     as an empty log: the next reader is tried, else exit 126.
     """
-    keep = shell.quote(f"{pattern}|{KERNEL_LOG_HOST}")
-    drop, driver, host = (
-        shell.quote(KERNEL_LOG_DROP),
-        shell.quote(KERNEL_LOG_DRIVER),
-        shell.quote(KERNEL_LOG_HOST),
-    )
-    cap = int(max_lines)
-    # (the matching lines numbered, the newest `cap` of the drivers', of the host errors' (not the
-    # drivers') and of the others' kept, put back in the log's order, else the newest `cap` of
-    # the drivers' and the others' (no host error's line: their count must never depend on those);
-    # `# dropped:` the matching lines left out of each kind: those in `f` less those in `k`,
-    # counted by `__gpo_n TEXT PATTERN`, the host errors' by `__gpo_h TEXT`)
-    emit = (
-        f"f=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -n ''); "
-        "if command -v sort >/dev/null 2>&1 && command -v cut >/dev/null 2>&1; then "
-        f"k=$({{ printf '%s\\n' \"$f\" | grep -E {driver} | tail -n {cap}; "
-        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -E {host} | tail -n {cap}; "
-        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -vE {host} | grep -v '^$' | tail -n {cap}; }} "
-        "| sort -t: -k1,1n | cut -d: -f2-); "
-        f"else k=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -vE {host}"
-        f" | tail -n {cap}); fi; "
-        f"n=$(__gpo_n \"$f\" ''); m=$(__gpo_n \"$k\" ''); "
-        f'd=$(__gpo_n "$f" {driver}); kd=$(__gpo_n "$k" {driver}); '
-        f'h=$(__gpo_h "$f" {driver} {host}); kh=$(__gpo_h "$k" {driver} {host}); '
-        "printf '# source: %s\\n# first: %s\\n# dropped: driver %s other %s host %s\\n' "
-        '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((d - kd))" "$((n - m - d + kd - h + kh))" '
-        '"$((h - kh))"; '
-        '[ -n "$k" ] && printf \'%s\\n\' "$k"; exit 0'
-    )
-    # (dmesg's log that no longer reaches back to boot: the journal's of this boot where that one does)
-    boot = shell.quote(KERNEL_LOG_BOOT)
-    whole = (
-        f"if ! printf '%s\\n' \"$o\" | head -n 1 | grep -qE {boot} && command -v journalctl >/dev/null 2>&1"
-        " && j=$(journalctl -k -b --no-pager -q 2>/dev/null) &&"
-        f" printf '%s\\n' \"$j\" | head -n 1 | grep -qE {boot}; then o=$j; s='journalctl -k -b'; fi"
-    )
+    emit = _kept_lines(pattern, int(max_lines))
+    whole = _from_boot()
     # (each refusal's first line; util-linux's dmesg names itself, `dmesg: read kernel buffer failed`)
     first = "l=$(printf '%s\\n' \"$o\" | head -n 1); l=${l:-printed nothing}; "
     return (
@@ -159,6 +125,51 @@ def kernel_log_command(max_lines: int = KERNEL_LOG_MAX_LINES, pattern: str = KER
         f'{first}e="$e; journalctl -k -b: $l"; '
         'else e="$e; journalctl: not installed"; fi; '
         f"printf '%s\\n' \"$e\" >&2; exit {KERNEL_LOG_REFUSED}"
+    )
+
+
+def _kept_lines(pattern: str, cap: int) -> str:
+    """Shell: the kernel log `$o` (read by `$s`) filtered to `pattern` and the host errors, capped
+    at `cap` lines of each kind, under its `# source:`, `# first:` and `# dropped:` lines; exit 0
+    (kernel_log_command's step for each reader that answered)."""
+    keep = shell.quote(f"{pattern}|{KERNEL_LOG_HOST}")
+    drop, driver, host = (
+        shell.quote(KERNEL_LOG_DROP),
+        shell.quote(KERNEL_LOG_DRIVER),
+        shell.quote(KERNEL_LOG_HOST),
+    )
+    # (the matching lines numbered, the newest `cap` of the drivers', of the host errors' (not the
+    # drivers') and of the others' kept, put back in the log's order, else the newest `cap` of
+    # the drivers' and the others' (no host error's line: their count must never depend on those);
+    # `# dropped:` the matching lines left out of each kind: those in `f` less those in `k`,
+    # counted by `__gpo_n TEXT PATTERN`, the host errors' by `__gpo_h TEXT`)
+    return (
+        f"f=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -n ''); "
+        "if command -v sort >/dev/null 2>&1 && command -v cut >/dev/null 2>&1; then "
+        f"k=$({{ printf '%s\\n' \"$f\" | grep -E {driver} | tail -n {cap}; "
+        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -E {host} | tail -n {cap}; "
+        f"printf '%s\\n' \"$f\" | grep -vE {driver} | grep -vE {host} | grep -v '^$' | tail -n {cap}; }} "
+        "| sort -t: -k1,1n | cut -d: -f2-); "
+        f"else k=$(printf '%s\\n' \"$o\" | grep -E {keep} | grep -vE {drop} | grep -vE {host}"
+        f" | tail -n {cap}); fi; "
+        f"n=$(__gpo_n \"$f\" ''); m=$(__gpo_n \"$k\" ''); "
+        f'd=$(__gpo_n "$f" {driver}); kd=$(__gpo_n "$k" {driver}); '
+        f'h=$(__gpo_h "$f" {driver} {host}); kh=$(__gpo_h "$k" {driver} {host}); '
+        "printf '# source: %s\\n# first: %s\\n# dropped: driver %s other %s host %s\\n' "
+        '"$s" "$(printf \'%s\\n\' "$o" | head -n 1)" "$((d - kd))" "$((n - m - d + kd - h + kh))" '
+        '"$((h - kh))"; '
+        '[ -n "$k" ] && printf \'%s\\n\' "$k"; exit 0'
+    )
+
+
+def _from_boot() -> str:
+    """Shell: `$o` and `$s` replaced by `journalctl -k -b`'s log where dmesg's no longer reaches
+    back to boot (its first line is no KERNEL_LOG_BOOT line) and the journal's does."""
+    boot = shell.quote(KERNEL_LOG_BOOT)
+    return (
+        f"if ! printf '%s\\n' \"$o\" | head -n 1 | grep -qE {boot} && command -v journalctl >/dev/null 2>&1"
+        " && j=$(journalctl -k -b --no-pager -q 2>/dev/null) &&"
+        f" printf '%s\\n' \"$j\" | head -n 1 | grep -qE {boot}; then o=$j; s='journalctl -k -b'; fi"
     )
 
 

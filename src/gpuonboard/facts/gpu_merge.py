@@ -6,6 +6,9 @@ no processes, the table cuts names, `-q -x` may be blocked by a provider's polic
 wins alone. Each field comes from the richest format that read it, a GPU's faults from every
 format that read it; the GPU set is the widest any format listed; a format the provider refuses
 is a fact of its own (`Refusal`), never a broken driver. Pure: no I/O.
+
+Its parts: one GPU's fields from its formats (`gpu_fields`), the GPU set and its gap
+(`gpu_set`), the GPUs nvidia-smi could not open (`gpu_unopened`).
 """
 
 from __future__ import annotations
@@ -14,21 +17,29 @@ import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from gpuonboard.facts import gpu_agree
 from gpuonboard.facts.container_banner import banner_lines
 from gpuonboard.facts.csvtext import csv_rows
+from gpuonboard.facts.gpu_fields import _FIELD_RANK, _merge_gpu
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, ENV_DRIVER_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
-from gpuonboard.facts.gpu_views import HIGHEST as _HIGHEST
-from gpuonboard.facts.gpu_views import SLOWDOWNS as _SLOWDOWNS
-from gpuonboard.facts.gpu_views import fault_seen, view_label, with_views
+from gpuonboard.facts.gpu_set import (
+    _base,
+    _counted,
+    _one_per_address,
+    _outlisted,
+    _same,
+    _set_clashes,
+    _set_gap,
+    _wider,
+)
+from gpuonboard.facts.gpu_unopened import _with_unopened, unopened_gpus
+from gpuonboard.facts.gpu_views import view_label, with_views
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
 from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
-from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.facts.nvidia_smi.values import _clean, _is_version
 from gpuonboard.facts.probe import ProbeOutput
 
@@ -37,10 +48,6 @@ _OTHER_CALLS = tuple(
     name for name in NVIDIA_SMI_ARGS if name not in (*(n for n, _, _ in GPU_SOURCES), LIST_PROBE)
 )
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
-# where a field is taken from, in order: a named field of a GPU comes from the first of these
-# formats that read it (-L's names are whole, the table's may be cut with "...")
-_FIELD_RANK = ("xml", "text", "csv", "csv2", "list", "table")
-
 # A format refused on purpose (a provider's policy, the login's permissions), as opposed to a
 # driver that cannot answer: its words, case-insensitive
 _REFUSAL = re.compile(
@@ -115,211 +122,6 @@ def _head_lines(text: str, count: int, chunk: int = 8192) -> list[str]:
     (each of the first `count` ends where the text's does: a line follows it in the head)."""
     head = text[:chunk].splitlines()
     return head[:count] if len(head) > count else text.splitlines()[:count]
-
-
-# nvidia-smi's line for a GPU it cannot open, printed in place of that GPU's record or row
-# ("Unable to determine the device handle for gpu 0000:9B:00.0: Unknown Error", "... for GPU
-# 00000000:02:00.0: GPU is lost. Reboot the system to recover this GPU"); newer drivers put the
-# GPU's index first ("... for GPU1: 0000:34:00.0: Unknown Error", R610 over a table of GPUs 0,
-# 2 and 3: tests/fixtures/real/nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt)
-_NO_HANDLE = re.compile(
-    r"Unable to (?:determine|detect) the device handle for gpu\s*(?:(\d+)\s*:\s*)?"
-    r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])\s*:?\s*(.*)",
-    re.IGNORECASE,
-)
-
-
-def unopened_gpus(texts: Sequence[str], labels: Sequence[str] = ()) -> list[GpuInfo]:
-    """The GPUs nvidia-smi names as unopenable ("Unable to determine the device handle for gpu
-    ADDR: CAUSE") in any of its outputs: each is a GPU that is there and cannot be read, a fault
-    (a GPU fallen off the bus), never a GPU missing from a cut-off output. With `labels` (each
-    text's format), each GPU's provenance names the format whose output said so."""
-    found: dict[str, GpuInfo] = {}
-    for i, text in enumerate(texts):
-        if not _may_name_unopened(text):  # (a whole XML record per GPU: no line-by-line search)
-            continue
-        for line in text.splitlines():
-            m = _NO_HANDLE.search(line)
-            key = bus_key(m.group(2)) if m else None
-            if m and key and key not in found:
-                cause = m.group(3).strip().rstrip(".") or "Unknown Error"
-                index = int(m.group(1)) if m.group(1) else -1  # -1: not printed
-                said = (("faults", labels[i]),) if i < len(labels) else ()
-                found[key] = GpuInfo(
-                    index=index,
-                    name="",
-                    pci_bus_id=m.group(2),
-                    faults=(f"no device handle: {cause[:120]}",),
-                    provenance=said,
-                )
-    return list(found.values())
-
-
-# (Windows' nvidia-smi says "Unable to detect the device handle for GPU0000:B1:00.0: ...")
-_NO_HANDLE_WORDS = (
-    "Unable to determine the device handle for gpu",
-    "Unable to detect the device handle for gpu",
-)
-_NO_HANDLE_ANY = re.compile("|".join(re.escape(w) for w in _NO_HANDLE_WORDS), re.IGNORECASE)
-
-
-def _first_free(taken: set[int]) -> int:
-    """The smallest GPU index not in `taken`."""
-    return next(i for i in range(len(taken) + 1) if i not in taken)
-
-
-def _may_name_unopened(text: str) -> bool:
-    """Whether `text` holds _NO_HANDLE's words anywhere (each line it matches holds them). ASCII
-    text is searched lower-cased: the same there, and far faster than the case-blind regex."""
-    if text.isascii():
-        lower = text.lower()
-        return any(w.lower() in lower for w in _NO_HANDLE_WORDS)
-    return _NO_HANDLE_ANY.search(text) is not None
-
-
-def _same(a: GpuInfo, b: GpuInfo) -> bool:
-    """One physical GPU in two formats: by PCI address, else UUID, else index."""
-    ka, kb = bus_key(a.pci_bus_id), bus_key(b.pci_bus_id)
-    if ka and kb:
-        return ka == kb
-    ua, ub = gpu_agree.uuid_of(a), gpu_agree.uuid_of(b)
-    if ua and ub:
-        return ua == ub
-    return a.index == b.index
-
-
-# a merged GPU's own (its formats' provenance and readings), or the format's it took a field from
-_OWN = (
-    "index",
-    "provenance",
-    "processes_open",
-    "record_cut",
-    "parts_read",
-    "power_limit_requested",
-    "readings",
-)
-_FIELDS = [f for f in dataclasses.fields(GpuInfo) if f.name not in _OWN]
-# what every format that read the GPU says, never one of them chosen: a fault one format shows
-# while another read the GPU is a GPU that changed between the calls or a flaky one, a fault
-# either way (`-L` names a GPU but reads none of its values: it neither shows nor clears one)
-_UNION = {"faults", "cell_faults"}
-# paired with the flag that says whether the format could say
-_WITH_FLAG = {"processes": "processes_known", "clock_event_reasons": "clock_event_reasons_known"}
-
-
-def _unset(value: object) -> bool:
-    return value is None or value == () or value is False or value == ""
-
-
-def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
-    """One GPU from its copies in several formats (ranked richest first)."""
-    if len(copies) == 1 and copies[0][1] is base and copies[0][0] in _FIELD_RANK:
-        # one format read this GPU (the copy is the base itself): each field would come from it
-        # as it is, _FROM_BEST's and the flagged ones too, and one source keeps base.provenance
-        return base
-    ranked = sorted(copies, key=lambda c: _FIELD_RANK.index(c[0]))
-    values: dict[str, Any] = {}
-    provenance: list[tuple[str, str]] = []
-    for f in _FIELDS:
-        if f.name in _WITH_FLAG.values():
-            continue
-        if f.name in _UNION:
-            read = [(label, g) for label, g in ranked if label != "list"] or ranked[:1]
-            values[f.name] = _all_faults(f.name, read)
-            continue
-        flag = _WITH_FLAG.get(f.name)
-        # (a CSV's requested limit, read for want of its enforced one, after every enforced reading)
-        order = (
-            sorted(ranked, key=lambda c: c[1].power_limit_requested) if f.name == "power_limit_w" else ranked
-        )
-        for label, gpu in order:
-            known = getattr(gpu, flag) if flag else not _unset(getattr(gpu, f.name))
-            if f.name == "name" and gpu.name.endswith("...") and label == "table":
-                known = known and len(ranked) == 1  # a cut name only when no other format has it
-            if known:
-                values[f.name] = getattr(gpu, f.name)
-                if flag:
-                    values[flag] = True
-                if f.name == "processes":  # (whether that list may go on past a cut: its own say)
-                    values["processes_open"] = gpu.processes_open
-                provenance.append((f.name, label))
-                break
-    _worst_read(values, provenance, ranked)
-    # (some format's record of it was cut short: a field is whole where a whole record read it)
-    values["record_cut"] = any(g.record_cut for _, g in ranked)
-    # (the parts a cut record read are its format's: each format's in its reading, `readings`)
-    values["parts_read"] = ranked[0][1].parts_read if len(ranked) == 1 else ()
-    limit_from = dict(provenance).get("power_limit_w")
-    values["power_limit_requested"] = any(
-        g.power_limit_requested for label, g in ranked if label == limit_from
-    )
-    sources = {label for _, label in provenance}
-    return dataclasses.replace(
-        base,
-        **values,
-        provenance=tuple(provenance) if len(sources) > 1 else base.provenance,
-        readings=tuple(ranked) if len(ranked) > 1 else (),
-    )
-
-
-def _worst_read(
-    values: dict[str, Any], provenance: list[tuple[str, str]], ranked: Sequence[tuple[str, GpuInfo]]
-) -> None:
-    """Where formats read one GPU's fault evidence otherwise, the worst of them in `values` (and
-    its format in `provenance`): a count's highest (-q's 0 uncorrectable ECC errors beside the
-    CSV's 2 is 2, from the CSV), a recovery action the driver asks for in any format (the CSV's
-    "Reset" beside -q's "None"), and every slowdown any format saw among the clock-event reasons
-    (the CSV's hw_slowdown beside -q's none), an unknown one too, and every reason any format
-    read the state of (clock_event_reasons_read). The richest format's answer alone would pass a GPU
-    another format of the same box shows a fault on."""
-    for name in _HIGHEST:
-        read = [(label, value) for label, g in ranked if (value := getattr(g, name)) is not None]
-        if read and (top := max(read, key=lambda r: r[1]))[1] != values.get(name):
-            values[name] = top[1]
-            provenance[:] = [p for p in provenance if p[0] != name] + [(name, top[0])]
-    pending = [
-        (label, g.recovery_action) for label, g in ranked if (g.recovery_action or "none").lower() != "none"
-    ]
-    if pending and (values.get("recovery_action") or "none").lower() == "none":
-        values["recovery_action"] = pending[0][1]
-        provenance[:] = [p for p in provenance if p[0] != "recovery_action"] + [
-            ("recovery_action", pending[0][0])
-        ]
-    if not values.get("clock_event_reasons_known"):
-        return
-    known = [g for _, g in ranked if g.clock_event_reasons_known]
-    # (a reason this tool does not know, R3xx's `unknown` or an unlisted mask bit, holds the
-    # clocks back as a slowdown does: kept whichever format saw it)
-    seen = [
-        r for g in known for r in g.clock_event_reasons if r in _SLOWDOWNS or r not in CLOCK_EVENT_REASONS
-    ]
-    if added := [r for r in dict.fromkeys(seen) if r not in values["clock_event_reasons"]]:
-        values["clock_event_reasons"] = (*values["clock_event_reasons"], *added)
-    # a reason is read on this GPU where any format read its state (-q's N/A beside the CSV's
-    # Not Active: read there), never unread because the richest format printed no value
-    values["clock_event_reasons_read"] = tuple(
-        dict.fromkeys(r for g in known for r in g.clock_event_reasons_read)
-    )
-
-
-def _all_faults(field: str, read: Sequence[tuple[str, GpuInfo]]) -> tuple[str, ...]:
-    """The faults (`field`: faults or cell_faults) every format that read one GPU shows. A
-    whole-GPU fault that another format read the GPU without names both (`fault_seen`)."""
-    clean = [label for label, g in read if not g.faults]
-    out: list[str] = []
-    for label, g in read:
-        faults = getattr(g, field)
-        out += [fault_seen(f, label, clean) for f in faults] if field == "faults" else faults
-    return tuple(dict.fromkeys(out))
-
-
-def _unopened_at(gpu: GpuInfo, lost: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
-    """`gpu` (read by some format) with the fault of the output that could not open it (`lost`,
-    at its PCI address): never a GPU of its own, never cleared by the format that read it."""
-    label = next((where for field, where in lost.provenance if field == "faults"), "")
-    clean = [c for c, g in copies if c != "list" and not g.faults]
-    faults = [fault_seen(f, label, clean) if label else f for f in lost.faults]
-    return dataclasses.replace(gpu, faults=tuple(dict.fromkeys((*gpu.faults, *faults))))
 
 
 def parse_compute_apps(text: str) -> dict[str, list[GpuProcess]] | None:
@@ -521,108 +323,6 @@ def _listed_gpu(g: ListedGpu) -> GpuInfo:
     )
 
 
-def _base(
-    ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo], listed_whole: bool = True
-) -> tuple[list[GpuInfo], bool, GpuReport | None]:
-    """The GPU set, whether it is whole, and the report it came from: the richest format that
-    listed every GPU it says is attached; where every format was cut short, the widest of them
-    (not whole), or `-L`'s listing when it names more (whole unless the listing itself was cut
-    short mid-line: a listing, not a cut record)."""
-    whole = [r for _, r in ranked if r.complete and len(r.gpus) >= (r.attached_gpus or 0)]
-    if whole:
-        return list(whole[0].gpus), True, whole[0]
-    widest = max((r for _, r in ranked), key=lambda r: len(r.gpus)) if ranked else None
-    if widest is None or len(listed) > len(widest.gpus):
-        return listed, bool(listed) and listed_whole, None
-    return list(widest.gpus), False, widest
-
-
-def _wider(
-    base: list[GpuInfo],
-    ranked: list[tuple[str, GpuReport]],
-    listed: list[GpuInfo],
-    unopened: Sequence[GpuInfo] = (),
-) -> tuple[str, list[GpuInfo], GpuReport | None] | None:
-    """The widest other format of this box that lists every GPU of `base` and more: (its label,
-    its GPUs, its report; None for `-L`). `base` then lists some GPUs only: an output cut short at
-    a line end (a CSV's rows, `-L`'s lines: no sign of its own) or captured at another time, never
-    the box's count. A format naming none of `base`'s GPUs is another capture (left as it is).
-    The GPUs nvidia-smi named as unopenable (`unopened`) beside `base` count as `base`'s: a
-    listing of as many is no wider (an `-L` of 4 beside a table of 3 and a lost GPU)."""
-    sets: list[tuple[str, list[GpuInfo], GpuReport | None]] = [
-        (label, list(r.gpus), r) for label, r in ranked
-    ]
-    sets += [("list", listed, None)] if listed else []
-    lost = [g for g in unopened if not any(bus_key(x.pci_bus_id) == bus_key(g.pci_bus_id) for x in base)]
-    found = [s for s in sets if base and len(s[1]) > len(base) + len(lost) and _all_among(base, s[1])]
-    return max(found, key=lambda s: len(s[1]), default=None)
-
-
-def _one_per_address(gpus: list[GpuInfo]) -> tuple[list[GpuInfo], list[int]]:
-    """A GPU listed at the PCI address of a GPU listed before it is no GPU of its own to count
-    (one device, or a driver that cannot tell them apart): a fault naming that GPU. One with the
-    same number, or the same record in every field, is that GPU's again (a paste that repeated
-    lines): dropped, and its number returned (the output is then not whole, never a GPU fault)."""
-    first: dict[str, int] = {}  # address -> its first GPU's place in `out`
-    out: list[GpuInfo] = []
-    repeated = []
-    for g in gpus:
-        key = bus_key(g.pci_bus_id)
-        was = out[first[key]] if key in first else None
-        if key and was is not None and (was.index == g.index or _same_record(was, g)):
-            repeated.append(was.index)  # (what either copy read is that GPU's: a block's header
-            out[first[key]] = _filled(was, g)  # alone, then the block, keeps the block's values)
-            continue
-        if was is not None:
-            fault = f"the PCI address of GPU {was.index} ({g.pci_bus_id})"
-            g = dataclasses.replace(g, faults=(*g.faults, fault))
-        elif key:
-            first[key] = len(out)
-        out.append(g)
-    return out, repeated
-
-
-def _fragment(g: GpuInfo) -> bool:
-    """A record that names no model and holds no fault: a `-q` block's header line alone (the
-    rest of the block pasted under a second copy of it)."""
-    return (
-        not g.name.strip()
-        and not g.faults
-        and not g.cell_faults
-        and all(
-            getattr(g, f) is None for f in ("memory_total_mib", "temperature_c", "uuid", "performance_state")
-        )
-    )
-
-
-def _filled(a: GpuInfo, b: GpuInfo) -> GpuInfo:
-    """`a` with the fields it left unset taken from `b` (one GPU's two copies)."""
-    return dataclasses.replace(
-        a,
-        **{
-            f.name: getattr(b, f.name)
-            for f in dataclasses.fields(GpuInfo)
-            if f.name not in ("index", "csv_row") and _unset(getattr(a, f.name))
-        },
-    )
-
-
-def _same_record(a: GpuInfo, b: GpuInfo) -> bool:
-    """Two records of one address that disagree in no field both give, with the same faults
-    (none, or the same): one GPU's record repeated by a paste (a `-q` block or a CSV row pasted
-    twice, or a block's header alone before it, numbered by where it stands). A second GPU a
-    driver lists at that address reads otherwise (`ERR!` beside a healthy one)."""
-    if _fragment(a) or _fragment(b):
-        return True
-    if a.faults != b.faults or a.cell_faults != b.cell_faults:
-        return False
-    return all(
-        (x := getattr(a, f.name)) == (y := getattr(b, f.name)) or _unset(x) or _unset(y)
-        for f in _FIELDS
-        if f.name != "csv_row"
-    )
-
-
 def _best_version(values: Sequence[str | None]) -> str | None:
     """The first of `values` (richest format first) that is a version number; only where none
     is, the first given at all: a value that is no version never wins over one that is."""
@@ -703,92 +403,3 @@ def _union(
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),
     )
-
-
-def _set_gap(gpus: Sequence[GpuInfo], gap: str, repeated: Sequence[int]) -> tuple[str, list[int]]:
-    """Why the merged GPU set is not known whole (`gap`, the formats' own reasons, first; then
-    a GPU listed twice at one address; then GPU numbers the output skips), and the numbers it
-    skips: nvidia-smi numbers every GPU it lists from 0, so GPU 7 alone is a view of some GPUs
-    (`nvidia-smi -i 7`) or a paste cut, never a 1-GPU box."""
-    numbers = {g.index for g in gpus}
-    skipped = [i for i in range(max(numbers, default=-1) + 1) if i not in numbers]
-    if repeated and not gap:
-        twice = ", ".join(f"GPU {i}" for i in dict.fromkeys(repeated))
-        gap = f"it lists {twice} twice at one PCI address (a paste that repeated its lines)"
-    if skipped and not gap:
-        shown = ", ".join(map(str, skipped[:8])) + (" ..." if len(skipped) > 8 else "")
-        why = "a GPU nvidia-smi could not open, a view of some GPUs with nvidia-smi -i, or a cut paste"
-        gap = f"it lists GPU {max(numbers)} but not GPU {shown} ({why})"
-    return gap, skipped
-
-
-def _counted(gpus: Sequence[GpuInfo], attached: int | None, listed: Sequence[GpuInfo]) -> bool:
-    """Whether a whole listing counts the GPU set whose some record was cut short: a whole `-L`
-    (`listed`) of as many GPUs, each one of them, or `Attached GPUs` of as many (a line above
-    the records)."""
-    if listed and len(listed) == len(gpus) and _all_among(listed, gpus):
-        return True
-    return attached is not None and attached == len(gpus)
-
-
-def _outlisted(
-    base: list[GpuInfo], base_report: GpuReport | None, wider: tuple[str, list[GpuInfo], GpuReport | None]
-) -> str:
-    """What says the chosen format lists some GPUs only: 'the `nvidia-smi --query-gpu` CSV lists
-    1 GPU(s) but the plain `nvidia-smi` table lists 2 (...)'."""
-    narrow = base_report.source if base_report else "list"
-    shown = gpu_agree.format_call(narrow) if narrow in gpu_agree.FORMATS else "one format"
-    return (
-        f"{shown} lists {len(base)} GPU(s) but {gpu_agree.format_call(wider[0])} lists"
-        f" {len(wider[1])} (an output cut short, or captures of other times)"
-    )
-
-
-def _with_unopened(
-    gpus: list[GpuInfo], unopened: Sequence[GpuInfo], copies: list[list[tuple[str, GpuInfo]]]
-) -> list[GpuInfo]:
-    """`gpus` with each GPU nvidia-smi could not open: a fault of the GPU another format read at
-    its address, else an unreadable GPU of its own, at the index nvidia-smi printed or the first
-    one no listed GPU holds (it numbers the GPUs it opens as it would all: 0, 2, 3 leave 1)."""
-    gpus = list(gpus)
-    for g in unopened:
-        at = [i for i, x in enumerate(gpus) if bus_key(x.pci_bus_id) == bus_key(g.pci_bus_id)]
-        if at:
-            gpus[at[0]] = _unopened_at(gpus[at[0]], g, copies[at[0]] if at[0] < len(copies) else [])
-            continue
-        taken = {x.index for x in gpus}
-        index = g.index if g.index >= 0 and g.index not in taken else _first_free(taken)
-        gpus.append(dataclasses.replace(g, index=index))
-    return gpus
-
-
-def _set_clashes(
-    gpus: list[GpuInfo], ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]
-) -> list[tuple[str, str]]:
-    """Where the whole listings (and `listed`, `-L`'s whole one) name other GPUs than the set. A
-    listing of some of the GPUs the others list is one cut at a line end, no disagreement, unless
-    it says it lists them all (its count of GPUs attached: a GPU lost between calls)."""
-    whole_lists = [
-        (label, r.gpus)
-        for label, r in ranked
-        if _lists_all(r) and (r.attached_gpus == len(r.gpus) or not _some_of(r.gpus, gpus))
-    ]
-    if listed and not _some_of(listed, gpus):
-        whole_lists.append(("list", tuple(listed)))
-    return gpu_agree.set_clashes(gpus, whole_lists, _same) if len(whole_lists) > 1 else []
-
-
-def _some_of(listing: Sequence[GpuInfo], gpus: Sequence[GpuInfo]) -> bool:
-    """Whether `listing` lists fewer GPUs than `gpus`, each one of them (a listing cut short)."""
-    return len(listing) < len(gpus) and _all_among(listing, gpus)
-
-
-def _all_among(some: Sequence[GpuInfo], gpus: Sequence[GpuInfo]) -> bool:
-    """Whether each GPU of `some` is one of `gpus`."""
-    return all(any(_same(g, c) for g in gpus) for c in some)
-
-
-def _lists_all(report: GpuReport) -> bool:
-    """Whether `report` lists every GPU it read (not cut short, no rows that may be samples, as
-    many as it says are attached): a listing whose leaving a GPU out is a disagreement."""
-    return report.complete and not report.gap and len(report.gpus) >= (report.attached_gpus or 0)

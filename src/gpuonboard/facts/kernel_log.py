@@ -86,6 +86,7 @@ __all__ = [
     "KernelEvent",
     "KernelLog",
     "NvrmFault",
+    "fault_key",
     "is_probe_header",
     "load_nvrm_faults",
     "parse_kernel_log",
@@ -722,6 +723,12 @@ def _first_lines(lines: list[str], first: str | None) -> list[str]:
 def _sandbox_banner(line: str) -> bool:
     """Whether `line` is a sandbox kernel's first line (_SANDBOX_BANNERS)."""
     return any(p.match(line) for p in _SANDBOX_BANNERS)
+
+
+def fault_key(event: KernelEvent) -> tuple[str, int, str, str]:
+    """One fault however a log printed it (dmesg's stamp, the journal's date and host): its kind,
+    code, PCI address and words, so that two answers of one boot's log are compared fault by fault."""
+    return (event.kind, event.code, event.pci.lower(), " ".join(event.message.split()))
 
 
 def pci_key(address: str) -> str:

@@ -194,6 +194,32 @@ def _verdicts(folder: Path, name: str, text: str, order: object) -> dict[str, tu
     return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, order)}
 
 
+def _moved(
+    name: str,
+    whole: dict[str, tuple[str, str]],
+    got: dict[str, tuple[str, str]],
+    allowed: tuple[str, ...] = (),
+) -> list[str]:
+    """Each rule whose verdict on the pasted capture (`got`) is neither the capture's own (`whole`,
+    '(no row)' where it has none) nor one of `allowed`: 'NAME: RULE WAS -> NOW (ACTUAL)'."""
+    return [
+        f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
+        for rule, (verdict, actual) in got.items()
+        if verdict not in (whole.get(rule, ("(no row)", ""))[0], *allowed)
+    ]
+
+
+def _pasted_moved(
+    folder: Path, name: str, pasted: str, order: object, whole: dict[str, tuple[str, str]]
+) -> list[str]:
+    """`_moved` of the capture `name` pasted so (`pasted`); a refusal is a move of its own."""
+    try:
+        got = _verdicts(folder, name, pasted, order)
+    except UsageError as refusal:
+        return [f"{name}: refused ({str(refusal)[:90]})"]
+    return _moved(name, whole, got)
+
+
 @functools.cache
 def _whole(name: str) -> dict[str, tuple[str, str]] | None:
     """The capture's verdicts as saved (None: refused whole), judged once for every transform."""
@@ -222,11 +248,7 @@ def test_every_real_capture_pasted_so_is_judged_as_itself_or_unverified(
             got = _verdicts(tmp_path / "pasted", name, pasted, order)
         except UsageError:
             continue  # (refused with a sentence naming the file: no verdict)
-        moved += [
-            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
-            for rule, (verdict, actual) in got.items()
-            if verdict not in (whole.get(rule, ("(no row)", ""))[0], "unverified")
-        ]
+        moved += _moved(name, whole, got, ("unverified",))
     assert not moved, "\n".join(moved[:10])
 
 
@@ -270,16 +292,7 @@ def test_every_real_capture_with_markdown_hard_breaks_is_judged_as_itself(
         text = (REAL / name).read_text(encoding="utf-8")
         if (whole := _whole(name)) is None or re.search(r"\\[ \t]*$", text, re.MULTILINE):
             continue  # (refused whole, or its lines end in a backslash already: a paste of a paste)
-        try:
-            got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
-        except UsageError as refusal:
-            moved.append(f"{name}: refused ({str(refusal)[:90]})")
-            continue
-        moved += [
-            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
-            for rule, (verdict, actual) in got.items()
-            if verdict != whole.get(rule, ("(no row)", ""))[0]
-        ]
+        moved += _pasted_moved(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order, whole)
     assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
 
 
@@ -329,11 +342,7 @@ def test_every_real_capture_saved_by_a_log_collector_or_a_terminal_is_judged_as_
         if quoted_kernel:
             moved.append(f"{name}: a unit's lines quoting the kernel's read as the kernel log")
             continue
-        moved += [
-            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
-            for rule, (verdict, actual) in got.items()
-            if verdict != whole.get(rule, ("(no row)", ""))[0]
-        ]
+        moved += _moved(name, whole, got)
     assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
 
 
@@ -509,16 +518,7 @@ def test_every_real_capture_from_a_page_that_escaped_it_is_judged_as_itself(
         text = (REAL / name).read_text(encoding="utf-8")
         if re.search(r"&(?:gt|lt|nbsp);", text):
             continue  # (a page's escaping already: escaped again, a paste of a paste)
-        try:
-            got = _verdicts(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order)
-        except UsageError as refusal:
-            moved.append(f"{name}: refused ({str(refusal)[:90]})")
-            continue
-        moved += [
-            f"{name}: {rule} {whole.get(rule, ('(no row)', ''))[0]} -> {verdict} ({actual[:90]})"
-            for rule, (verdict, actual) in got.items()
-            if verdict != whole.get(rule, ("(no row)", ""))[0]
-        ]
+        moved += _pasted_moved(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order, whole)
     assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
 
 

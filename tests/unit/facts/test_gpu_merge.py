@@ -12,7 +12,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import Facts, parse_facts
-from gpuonboard.facts import gpu_merge
+from gpuonboard.facts import gpu_set
 from gpuonboard.facts.nvidia_smi import QUERY_FIELDS, GpuInfo
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec
@@ -318,8 +318,8 @@ def test_a_pci_address_is_one_however_its_domain_is_written(other: str) -> None:
     """nvidia-smi's 8-digit domain, older drivers' 4 digits, lspci's none: one address (GPU
     numbers told apart, so only the address can match them)."""
     a = GpuInfo(index=0, name="", pci_bus_id="00000000:07:00.0")
-    assert gpu_merge._same(a, GpuInfo(index=1, name="", pci_bus_id=other))
-    assert not gpu_merge._same(a, GpuInfo(index=0, name="", pci_bus_id="00000000:08:00.0"))
+    assert gpu_set._same(a, GpuInfo(index=1, name="", pci_bus_id=other))
+    assert not gpu_set._same(a, GpuInfo(index=0, name="", pci_bus_id="00000000:08:00.0"))
 
 
 @pytest.mark.parametrize(

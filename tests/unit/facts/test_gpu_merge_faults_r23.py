@@ -1,6 +1,7 @@
 """Round 23's review: a fault one nvidia-smi format shows of a GPU another format read is a
-fault of that GPU (facts/gpu_merge.py `_all_faults`, `_unopened_at`), never lost to the richer
-format and never a GPU of its own. Each case is a real capture of one box edited in the test
+fault of that GPU (facts/gpu_fields.py `_all_faults`, facts/gpu_unopened.py `_unopened_at`),
+never lost to the richer format and never a GPU of its own. Each case is a real capture of one
+box edited in the test
 where its docstring says so: the GPU's table row turned into the line nvidia-smi prints for a
 GPU it cannot open (worded as the real R610 capture
 nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt prints it, first line of

@@ -1,5 +1,5 @@
 """Fault evidence two formats of one box read otherwise, merged as the worst of them
-(facts/gpu_merge.py `_worst_read`): a count's highest, every slowdown any format saw."""
+(facts/gpu_fields.py `_worst_read`): a count's highest, every slowdown any format saw."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def test_a_fault_the_csv_reads_beside_a_clean_q_is_judged(
 
 def test_equal_counts_keep_the_richest_format() -> None:
     """Where every format reads the same count, the field is the richest's, as before."""
-    from gpuonboard.facts.gpu_merge import _worst_read
+    from gpuonboard.facts.gpu_fields import _worst_read
     from gpuonboard.facts.nvidia_smi import GpuInfo
 
     q = GpuInfo(index=0, name="H100", ecc_volatile_uncorrectable=0, pcie_replays=9)

@@ -51,7 +51,6 @@ from gpuonboard.steps.checks.xid_rules import (
 
 if TYPE_CHECKING:
     from gpuonboard.connection.gather import Facts
-    from gpuonboard.facts.kernel_log import KernelEvent
     from gpuonboard.facts.nvidia_smi import GpuInfo
 
 __all__ = [
@@ -372,17 +371,13 @@ def _in_sandbox(check: Check, what: str, sandbox: str | None) -> Check:
     return sandbox_log_check(check.name, what, sandbox)
 
 
-def _fault_key(event: KernelEvent) -> tuple[str, int, str, str]:
-    """One fault however a log printed it (dmesg's stamp, the journal's date and host)."""
-    return (event.kind, event.code, event.pci.lower(), " ".join(event.message.split()))
-
-
 def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | None]:
     """Xid, SXid and the host's hardware errors from the kernel log given (with the earlier
     boots' logs given beside it, and the faults of another answer of this boot's log that it
     does not hold: `beside`), or the reader's absence said for Xid and SXid."""
     from gpuonboard.facts import aer, kernel_log
     from gpuonboard.facts.host_errors import host_errors
+    from gpuonboard.facts.kernel_log import fault_key
     from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
 
     out = facts.raw["kernel_log"]
@@ -404,9 +399,9 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
         events = past + tuple(replace(e, earlier_boot=True, load=own) for e in aer.aer_events(text)) + events
         log = replace(log, events=past + log.events)
     for other in out.beside:  # (this boot's log again, another answer: a bug report's grep of its journal)
-        known = {_fault_key(e) for e in events}
-        extra = [e for e in kernel_log.parse_kernel_log(other.stdout).events if _fault_key(e) not in known]
-        extra += [e for e in aer.aer_events(other.stdout) if _fault_key(e) not in known]
+        known = {fault_key(e) for e in events}
+        extra = [e for e in kernel_log.parse_kernel_log(other.stdout).events if fault_key(e) not in known]
+        extra += [e for e in aer.aer_events(other.stdout) if fault_key(e) not in known]
         events += tuple(extra)
         log = replace(log, events=log.events + tuple(e for e in extra if e.kind != "aer"))
     slice_ = whole_listing_slice(facts)

@@ -64,6 +64,22 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
         per_part[e.where] += e.count
     many = [e for e in corrected if per_part[e.where] >= CE_WARN_AT]
     few = [e for e in corrected if per_part[e.where] < CE_WARN_AT]
+    if faulty := _faulty(fails, warns, many, few):
+        return faulty
+    actual = "; ".join(_said(few)) + f" (fewer than {CE_WARN_AT} on each DIMM: a few are normal)"
+    return _unsure(events, unexplained, few, actual, narrowed) or Check(
+        "host_hw_errors", _EXPECTED, actual, "pass"
+    )
+
+
+def _faulty(
+    fails: Sequence[HostError],
+    warns: Sequence[HostError],
+    many: Sequence[HostError],
+    few: Sequence[HostError],
+) -> Check | None:
+    """fail where the log shows an error a job does not survive, warn where it shows corrected
+    errors that say a part may be failing (`many`: CE_WARN_AT or more on one DIMM); else None."""
     if fails:
         return Check(
             "host_hw_errors",
@@ -84,7 +100,19 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
             f" named may be failing ({CE_WARN_AT} or more corrected errors on one DIMM; a machine"
             " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor.",
         )
-    actual = "; ".join(_said(few)) + f" (fewer than {CE_WARN_AT} on each DIMM: a few are normal)"
+    return None
+
+
+def _unsure(
+    events: Sequence[HostError],
+    unexplained: Sequence[HostError],
+    few: Sequence[HostError],
+    actual: str,
+    narrowed: str,
+) -> Check | None:
+    """unverified where what the log shows of the host's errors is not all of them: machine check
+    events with no record in the log, a line it ends inside, a log that is only part of the boot's
+    (`narrowed`); else None (`actual`: the few corrected errors it shows)."""
     cut = [f"the log ends inside a line, cut short: '{e.what}'" for e in events if e.severity == "cut"]
     if unexplained:
         # (and the line the log ends inside, which may have been its record)
@@ -118,4 +146,4 @@ def rule_host_hw_errors(events: Sequence[HostError], narrowed: str = "") -> Chec
             f"the kernel log given is not the whole log of the boot ({narrowed}), so the errors it"
             " leaves out are not known: give the whole log (`sudo dmesg -T`, or `journalctl -k -b`).",
         )
-    return Check("host_hw_errors", _EXPECTED, actual, "pass")
+    return None
