@@ -35,7 +35,7 @@ UNRECOGNISED = "not a recognised command output"  # (how a file of no known outp
 # `PS C:\\> ssh box free -m` is the terminal's prompt and command, copied with the output; a kernel
 # log's filters as the command (`grep NVRM /var/log/kern.log`, `zcat kern.log.2.gz`)
 COMMANDS = (
-    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|podman|iperf3|numactl|ibdev2netdev|head|tail"
+    r"(?:nvidia-smi|lscpu|free|df|lsblk|cat|nvcc|nproc|dmesg|journalctl|ibv_devinfo|ibstatus|ibstat|docker|podman|ctr|nerdctl|iperf3|numactl|ibdev2netdev|head|tail"
     r"|systemctl|e?grep|fgrep|z[ef]?grep|xzgrep|bzgrep|zcat|xzcat|bzcat|rg)"
     r"(?:\.exe)?"  # (Windows' `nvidia-smi.exe`)
 )
@@ -236,6 +236,27 @@ def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, tuple[str, T]
         )
 
 
+def _refuse_reruns_answered_otherwise(
+    name: str, each: Sequence[tuple[Section, tuple[str, T] | str]], unread: Callable[[T], str]
+) -> None:
+    """Raise a UsageError where one command line, run again later in the session, was answered
+    in another form (`ctr run ... nvidia-smi`: a table, then `No devices were found` after a
+    reboot): two times of the box, which the reading by kind would merge as if one; neither may
+    be dropped. A run that read nothing (`unread`: refused, its tool not found) is no rival."""
+    first_run: dict[str, tuple[Section, str]] = {}
+    for part, got in each:
+        said = " ".join(part.command.split())
+        if isinstance(got, str) or not said or unread(got[1]):
+            continue
+        first, kind = first_run.setdefault(said, (part, got[0]))
+        if kind != got[0]:
+            raise UsageError(
+                f"{name}: {first.where} and {part.where} ran one command at two times and were"
+                f" answered differently (an output read as {kind}, then one read as {got[0]}: the box changed"
+                " between them), which cannot both be judged as the box: keep one of them in the file."
+            )
+
+
 def _note_skipped(name: str, skipped: list[tuple[int, str]], found: bool, notes: list[str]) -> None:
     """Note the outputs not read (with why, in line order); raise a UsageError where none was read."""
     if skipped:
@@ -270,6 +291,7 @@ def read(
     makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
     _refuse_several_boxes(name, each)
+    _refuse_reruns_answered_otherwise(name, each, unread)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
     for part, got in each:

@@ -451,3 +451,56 @@ def test_a_block_of_an_output_read_here_is_not_split_from_the_page_above_it() ->
     )
     judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([SESSIONS / name])}
     assert judged["nvidia_driver"][0] == "unverified", judged["nvidia_driver"]
+
+
+def test_one_command_answered_otherwise_later_in_the_session_is_two_times_of_the_box() -> None:
+    """nvidia-container-toolkit#32, as posted: `# ctr run ... --gpus 0 IMAGE sample nvidia-smi`
+    printed a table's head (before a reboot), the same command `No devices were found` after it,
+    then the host's `# nvidia-smi` (`...`) and the container's table head again. `ctr` was no
+    prompt's command: the three runs were read as one text (unverified by luck, no word that two
+    times were merged); read as runs, a table then a failure were judged as one box (nvidia_driver
+    FAIL on the container's later answer). Now the two runs are named as answered differently."""
+    path = SESSIONS / (
+        "page__ctr-run-nvidia-smi-x3-table-CUT+No-devices-were-found+table-CUT"
+        "__rhel86-containerd-nvidia-container-toolkit-32.txt"
+    )
+    with pytest.raises(UsageError) as refusal:
+        offline.load_outputs([str(path)])
+    said = str(refusal.value)
+    assert (
+        "`ctr run -t --rm --gpus 0 nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda10.2 sample nvidia-smi`) and"
+        in said
+    )
+    assert "ran one command at two times and were answered differently" in said, said
+    assert "nvidia_smi_table, then one read as nvidia_smi" in said, said
+
+
+@pytest.mark.parametrize(
+    "command", ["nvidia-smi", "docker run --rm --gpus all nvidia/cuda:12.4.0-base nvidia-smi"]
+)
+@pytest.mark.parametrize("failed_first", [False, True])
+def test_a_rerun_answered_in_another_form_is_refused_naming_both(
+    tmp_path: Path, command: str, failed_first: bool
+) -> None:
+    """The class of nvidia-container-toolkit#32: one command line run twice, answered once by the
+    real H200 table (TABLE) and once by nvidia-smi's `No devices were found` (the message of the
+    ctr capture), either order. Before, the two answers were read as two kinds and merged as one
+    box; now they are named as two times of the box, as two outputs of one kind are."""
+    table, failure = TABLE.read_text(), "No devices were found\n"
+    first, then = (failure, table) if failed_first else (table, failure)
+    session = tmp_path / "s.txt"
+    session.write_text(f"ubuntu@gpu-1:~$ {command}\n{first}ubuntu@gpu-1:~$ {command}\n{then}")
+    with pytest.raises(UsageError, match="ran one command at two times and were answered differently"):
+        offline.load_outputs([str(session)])
+
+
+def test_a_rerun_that_read_nothing_gives_way(tmp_path: Path) -> None:
+    """`nvidia-smi` not found (the shell's exit 127 line), then the same command answering with
+    the real H200 table (after the driver was installed): the first read nothing of the box and
+    is no rival (unread.gives_way); the table is judged."""
+    session = tmp_path / "s.txt"
+    session.write_text(
+        "ubuntu@gpu-1:~$ nvidia-smi\nbash: nvidia-smi: command not found\n"
+        f"ubuntu@gpu-1:~$ nvidia-smi\n{TABLE.read_text()}"
+    )
+    assert offline.summary(parse_facts(offline.load_outputs([str(session)])))["gpu_count"] == 1
