@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gpuonboard.api import glued
+from gpuonboard.api.command_line import run, tool_name
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
@@ -220,8 +221,27 @@ def _read_part(
         return read_one(where, part.text, part.command)
     except UsageError as exc:
         why = str(exc).removeprefix(f"{where}: ").rstrip(".")
+        if said := _engine_error(part):
+            return said
         known = part.reads and not why.startswith(UNRECOGNISED)
         return f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"
+
+
+def _engine_error(part: Section) -> str:
+    """Why a command run through a container engine printed no output of the tool it ran, where
+    the engine's own error stands in its place (`nvidia-docker | 2017/12/21 05:04:46 Error: nvml:
+    ...`, `docker: Error response from daemon: ...`, `ctr: failed to ...`, podman's `Error: ...`,
+    kubectl's `error: ...`): the tool never answered; "" otherwise."""
+    if not part.command.strip():
+        return ""
+    engine = next((tool_name(w) for w in run(part.command).container if "=" not in w), "")
+    first = first_line(part.text).strip()
+    if not engine or not re.match(rf"(?:{re.escape(engine)}\s*[:|]|Error\b|error:)", first):
+        return ""
+    return (
+        f"{part.where} printed {engine}'s own error (`{first[:80]}{'...' if len(first) > 80 else ''}`),"
+        f" no output of the command it was to run: not read"
+    )
 
 
 def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, tuple[str, T] | str]]) -> None:

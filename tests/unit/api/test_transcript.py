@@ -504,3 +504,76 @@ def test_a_rerun_that_read_nothing_gives_way(tmp_path: Path) -> None:
         f"ubuntu@gpu-1:~$ nvidia-smi\n{TABLE.read_text()}"
     )
     assert offline.summary(parse_facts(offline.load_outputs([str(session)])))["gpu_count"] == 1
+
+
+# nvidia-docker#933's words above its first block, as posted: a person quoting nvidia-smi's message
+_QUOTING_933 = (
+    "After a reboot of the server, the nvidia-smi has stopped working with the following error: \n"
+    '`"No devices were found"`\n'
+)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        _QUOTING_933,
+        # the same words, the message in plain quotes, or inside the sentence (edits of the above)
+        _QUOTING_933.replace('`"No devices were found"`', '"No devices were found"'),
+        "After a reboot of the server, nvidia-smi says No devices were found.\n",
+        "nvidia-smi printed \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+        ' Make sure that the latest NVIDIA driver is installed and running."\n',
+        "The error is `Failed to initialize NVML: Driver/library version mismatch` since the update.\n",
+    ],
+)
+def test_words_above_the_first_prompt_quoting_a_failure_are_no_failed_nvidia_smi(
+    tmp_path: Path, words: str
+) -> None:
+    """nvidia-docker#933's shape: the user's words quote nvidia-smi's message (a line that is the
+    message in quotes, or a sentence holding it), then a session's `free -k` (the real FREE). The
+    words were read as a failed nvidia-smi of the box (nvidia_driver FAIL); a person's words
+    quoting a message are no output of the tool: nothing of nvidia-smi is read."""
+    session = tmp_path / "s.txt"
+    session.write_text(f"{words}\nubuntu@gpu-1:~$ free -k\n{FREE.read_text()}")
+    notes: list[str] = []
+    assert sorted(offline.load_outputs([str(session)], notes)) == ["free"]
+    assert "the text above its first prompt" in notes[0], notes
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "No devices were found",
+        "Failed to initialize NVML: Driver/library version mismatch",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that"
+        " the latest NVIDIA driver is installed and running.",
+    ],
+)
+def test_nvidia_smis_own_failure_line_is_still_its_failure(tmp_path: Path, message: str) -> None:
+    """The guard of the class above: the message on its own line under `$ nvidia-smi` is the
+    tool's own answer, read as its failure."""
+    session = tmp_path / "s.txt"
+    session.write_text(f"ubuntu@gpu-1:~$ nvidia-smi\n{message}\nubuntu@gpu-1:~$ free -k\n{FREE.read_text()}")
+    judged = {rule: verdict for rule, verdict, _, _ in _judged([session])}
+    assert judged["nvidia_driver"] == "fail", judged
+
+
+def test_a_container_engines_own_error_is_named_and_the_hosts_failure_read() -> None:
+    """nvidia-docker#584, as posted: `$ nvidia-smi` -> `Failed to initialize NVML: Function Not
+    Found`, then `$ sudo nvidia-docker run ... nvidia-smi` -> nvidia-docker 1's own line `nvidia-docker
+    | ... Error: nvml: Driver/library version mismatch`. Both were read as nvidia-smi outputs and
+    the file refused as two of them; the second is nvidia-docker's error (nvidia-smi never ran
+    there): named as such and not read, the host's failure judged."""
+    path = SESSIONS / (
+        "page__nvidia-smi-NVML-Function-Not-Found-FENCED+nvidia-docker1-run-ERROR-FENCED"
+        "__ppc64le-nvidia-docker-584.txt"
+    )
+    notes: list[str] = []
+    assert sorted(offline.load_outputs([str(path)], notes)) == ["nvidia_smi"]
+    assert (
+        "printed nvidia-docker's own error (`nvidia-docker | 2017/12/21 05:04:46 Error: nvml:" in notes[0]
+    ), notes
+    judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([path])}
+    assert judged["nvidia_driver"] == (
+        "fail",
+        "nvidia-smi failed (Failed to initialize NVML: Function Not Found)",
+    )
