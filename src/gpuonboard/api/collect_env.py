@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuonboard.api.transcript import command_of
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 
 # a line only these reports print (torch's collect_env and its copies; sglang's check_env)
@@ -139,6 +140,16 @@ class EnvPart:
     text: str
     what: str
     partial: str = ""
+
+
+def copied_command(text: str) -> str:
+    """The command copied above a report (`kubectl exec -it pod -- python collect_env.py` of `$
+    kubectl exec ...`, or the command alone naming collect_env or check_env), "" for none."""
+    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    command = command_of(first)
+    if command != first or re.search(r"\b(?:collect_env|check_env)\b", first):
+        return command
+    return ""
 
 
 def looks_like_collect_env(text: str) -> bool:

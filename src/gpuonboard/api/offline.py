@@ -423,7 +423,7 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
             return found
     if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
-        return _env_outputs(path, pasted, notes, report_in_container(_report_command(pasted)))
+        return _env_outputs(path, pasted, notes, report_in_container(collect_env.copied_command(pasted)))
     if parts is None:
         try:
             return [(*_saved_output(path, str(path), pasted), str(path))]
@@ -458,16 +458,6 @@ def _session_outputs(
 
 # nvidia-smi's own output in a text: its table's banner, its -q header
 _NVIDIA_SMI_BANNER = re.compile(r"NVIDIA-SMI \d|==+NVSMI LOG==+")
-
-
-def _report_command(text: str) -> str:
-    """The command copied above a report (`kubectl exec -it pod -- python collect_env.py` of `$
-    kubectl exec ...`, or the command alone naming collect_env or check_env), "" for none."""
-    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
-    command = transcript.command_of(first)
-    if command != first or re.search(r"\b(?:collect_env|check_env)\b", first):
-        return command
-    return ""
 
 
 def _env_outputs(
