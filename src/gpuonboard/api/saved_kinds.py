@@ -224,9 +224,13 @@ def nvidia_smi_failed(text: str) -> bool:
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 # a line of nvidia-smi's own when it fails: its words at the line's start (after a table's `|`),
 # `NVIDIA-SMI has failed ...`, `No devices were found`, `Failed to initialize NVML: ...`, `Unable
-# to determine the device handle for GPU ...`, or a warning of its own (`WARNING: infoROM ...`)
+# to determine the device handle for GPU ...`, or a warning of its own (`WARNING: infoROM ...`);
+# and the NVIDIA Container Toolkit's `nvidia-container-cli: initialization error: nvml error: ...`
+# (inside docker's `Error response from daemon: ...` too), NVML's answer on the host, as before
 _OWN_FAILURE_LINE = re.compile(
-    r"[\s|]*(?:NVIDIA-SMI\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)", re.I
+    r"[\s|]*(?:NVIDIA-SMI\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
+    r"|.*\bnvidia-container-cli: initialization error: nvml error:",
+    re.I,
 )
 
 

@@ -577,3 +577,19 @@ def test_a_container_engines_own_error_is_named_and_the_hosts_failure_read() -> 
         "fail",
         "nvidia-smi failed (Failed to initialize NVML: Function Not Found)",
     )
+
+
+def test_the_container_toolkits_nvml_error_stays_read_as_the_hosts_failure(tmp_path: Path) -> None:
+    """The guard of the engine's-error class: the real `docker start` stderr of a driver update
+    (tests/fixtures/container-runs, `nvidia-container-cli: initialization error: nvml error:
+    driver/library version mismatch`) under `$ docker run ... nvidia-smi`, before the real FREE:
+    NVML's answer on the host through the toolkit, read as the failure it was read as before."""
+    stderr = FIXTURES / "container-runs" / "docker-start__nvidia-container-cli-version-mismatch.stderr"
+    session = tmp_path / "s.txt"
+    session.write_text(
+        f"$ docker run --rm --gpus all nvidia/cuda:12.4.0-base nvidia-smi\n{stderr.read_text()}"
+        f"ubuntu@gpu-1:~$ free -k\n{FREE.read_text()}"
+    )
+    judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([session])}
+    assert judged["nvidia_driver"][0] == "fail", judged["nvidia_driver"]
+    assert "driver/library version mismatch" in judged["nvidia_driver"][1]
