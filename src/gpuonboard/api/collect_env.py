@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuonboard.api.transcript import command_of
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 
 # a line only these reports print (torch's collect_env and its copies; sglang's check_env)
@@ -83,6 +84,45 @@ VISIBLE = (
 _CONTAINER_GPUS = re.compile(r"^NVIDIA_VISIBLE_DEVICES=(.*?)[ \t]*$", re.M)
 
 
+# a container shares its host's kernel: a report whose userland (`OS: Ubuntu 22.04.3 LTS`) is of
+# another distribution than the one its kernel was built for (`Python platform:
+# Linux-5.14.0-284.59.1.el9_2.x86_64-...`: RHEL 9's) ran in a container, given some GPUs or all
+_PLATFORM_KERNEL = re.compile(
+    r"^Python platform\s*:\s*Linux-(\S+?)-(?:x86_64|aarch64|ppc64le|s390x)-with", re.M
+)
+_OS_LINE = re.compile(r"^OS\s*:\s*(.+?)\s*$", re.M)
+# (a distribution, the tag of its kernels' release, the words of its OS line)
+_DISTRIBUTIONS = (
+    ("rhel", re.compile(r"\.el\d"), re.compile(r"Red Hat|CentOS|Rocky|AlmaLinux|Oracle Linux", re.I)),
+    ("fedora", re.compile(r"\.fc\d"), re.compile(r"Fedora", re.I)),
+    ("amazon", re.compile(r"\.amzn\d"), re.compile(r"Amazon Linux", re.I)),
+    (
+        "ubuntu",
+        re.compile(r"^\d+\.\d+\.\d+-\d+-(?:generic|aws|azure|gcp|gke|oracle|nvidia|kvm|lowlatency|ibm)"),
+        re.compile(r"Ubuntu", re.I),
+    ),
+    ("debian", re.compile(r"^\d+\.\d+\.\d+-\d+-(?:cloud-)?(?:amd64|arm64)$"), re.compile(r"Debian", re.I)),
+)
+
+
+def _other_kernel(text: str) -> str:
+    """Why the report ran in a container, told by its OS line and its kernel's release being of
+    two distributions (`OS: Ubuntu 22.04.3 LTS` on `5.14.0-284.59.1.el9_2.x86_64`); "" where they
+    agree or either is not known."""
+    kernel, os_line = _PLATFORM_KERNEL.search(text), _OS_LINE.search(text)
+    if kernel is None or os_line is None:
+        return ""
+    built = next((name for name, tag, _ in _DISTRIBUTIONS if tag.search(kernel.group(1))), None)
+    runs = next((name for name, _, words in _DISTRIBUTIONS if words.search(os_line.group(1))), None)
+    if built is None or runs is None or built == runs:
+        return ""
+    return (
+        f"the report's OS ({os_line.group(1)}) is not of the distribution its kernel"
+        f" ({kernel.group(1)}) was built for: it ran in a container, and nvidia-smi -L there lists"
+        " only the GPUs given to it"
+    )
+
+
 def _container(value: str) -> str:
     """Why a listing run in a container given some GPUs (`NVIDIA_VISIBLE_DEVICES`) is partial."""
     return (
@@ -100,6 +140,16 @@ class EnvPart:
     text: str
     what: str
     partial: str = ""
+
+
+def copied_command(text: str) -> str:
+    """The command copied above a report (`kubectl exec -it pod -- python collect_env.py` of `$
+    kubectl exec ...`, or the command alone naming collect_env or check_env), "" for none."""
+    first = next((line.strip() for line in text.split("\n") if line.strip()), "")
+    command = command_of(first)
+    if command != first or re.search(r"\b(?:collect_env|check_env)\b", first):
+        return command
+    return ""
 
 
 def looks_like_collect_env(text: str) -> bool:
@@ -168,6 +218,7 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
         view = VISIBLE if _CHECK_ENV.search(text) else ""
         if not view and (env := _CONTAINER_GPUS.search(text)) and env.group(1) != "all":
             view = _container(env.group(1))
+        view = view or _other_kernel(text)
         found.append(EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", view))
     for i, line in enumerate(lines):
         if _LSCPU_FIRST.match(line) and not any(p.kind == "lscpu" for p in found):

@@ -17,7 +17,8 @@ words of that command, not by the words of what wraps it.
 - A wrapper is unwrapped to the command it runs: `VAR=x`, `sudo [options]`, `doas`, `env [options]
   VAR=x`, `time`, `nice`, `nohup`, `stdbuf`, `timeout DURATION`; a container engine's command
   that runs one in a container, noted in Run.container: `docker|podman|nerdctl|nvidia-docker
-  [container] run|exec [options] IMAGE|CONTAINER`, `docker compose|docker-compose|podman-compose
+  [container] run|exec [options] IMAGE|CONTAINER`, containerd's `ctr [-n NS] run [options] IMAGE
+  ID` and `ctr task exec [options] CONTAINER`, `docker compose|docker-compose|podman-compose
   run|exec [options] SERVICE`, `kubectl|oc|k exec|run ... --` (`k`: kubectl's documented alias;
   `microk8s|k3s kubectl`, `minikube kubectl --` are kubectl), `crictl exec [options] CONTAINER`,
   `lxc|incus exec [options] INSTANCE [--]`, Proxmox's `pct exec VMID [--]`, LXC's `lxc-attach
@@ -433,6 +434,7 @@ _ENGINES = frozenset(
         "podman",
         "nerdctl",
         "nvidia-docker",
+        "ctr",
         "docker-compose",
         "podman-compose",
         *KUBE_CLIS,
@@ -452,6 +454,23 @@ _GLOBAL_VALUED = frozenset(
 )
 # crictl's own (`crictl -r unix:///run/containerd/containerd.sock exec ...`)
 _CRICTL_VALUED = frozenset({"-r", "--runtime-endpoint", "-i", "--image-endpoint", "-t", "--timeout"})
+# containerd's `ctr` (`ctr -a /run/containerd/containerd.sock -n k8s.io run ...`)
+_CTR_VALUED = frozenset({"-a", "--address", "--timeout", "--connect-timeout"})
+_ENGINE_VALUED = {"crictl": _CRICTL_VALUED, "ctr": _CTR_VALUED}
+# `ctr run [options] IMAGE ID [command]`'s options that take a value (its others are flags)
+_CTR_RUN = _getopt(
+    "c:u:",
+    {
+        *("snapshotter", "snapshotter-label", "config", "cwd", "env", "env-file", "label", "mount"),
+        *("runtime", "runtime-config-path", "runtime-root", "sandbox", "memory-limit", "cpus"),
+        *("cpu-shares", "cpu-quota", "cpu-period", "device", "gpus", "user", "platform", "hostname"),
+        *("seccomp-profile", "apparmor-default-profile", "apparmor-profile", "blockio-config-file"),
+        *("blockio-class", "rdt-class", "cgroup", "with-ns", "pid-file", "fifo-dir", "log-uri"),
+        *("uidmap", "gidmap", "annotation", "cap-add", "cap-drop", "runc-binary", "runc-root"),
+    },
+)
+# `ctr task exec [options] CONTAINER [command]`'s (its `--exec-id` names the process)
+_CTR_EXEC = _getopt("u:", {"exec-id", "cwd", "env", "user", "fifo-dir", "log-uri"})
 # `docker run`'s (podman's, nerdctl's, compose's) options that take a value
 _RUN_OPTIONS = _getopt(
     "a:c:de:h:il:m:p:Ptu:v:w:T",
@@ -489,8 +508,9 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         return _attached(words, tools)
     at = 0
     while at < len(words) and words[at].startswith("-"):
-        at += 1 + (words[at] in _GLOBAL_VALUED or (name == "crictl" and words[at] in _CRICTL_VALUED))
+        at += 1 + (words[at] in _GLOBAL_VALUED or words[at] in _ENGINE_VALUED.get(name, ()))
     at += words[at : at + 1] in (["container"], ["compose"])
+    at += name == "ctr" and words[at : at + 2] in (["task", "exec"], ["tasks", "exec"], ["t", "exec"])
     verb, rest = (words[at], words[at + 1 :]) if at < len(words) else ("", [])
     if name == "oc" and verb == "rsh":
         verb = "exec"  # (OpenShift's `oc rsh POD cmd`: exec's, a shell by default)
@@ -500,6 +520,8 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
         command = rest[rest.index("--") + 1 :]  # (`kubectl exec POD -- cmd`, `kubectl run t ... -- cmd`)
     elif name in KUBE_CLIS and verb == "run":
         command = []
+    elif name == "ctr":  # (`ctr run IMAGE ID cmd`, `ctr task exec --exec-id X ID cmd`)
+        command = _CTR_RUN(rest)[2:] if verb == "run" else _CTR_EXEC(rest)[1:]
     elif verb == "run":
         command = _RUN_OPTIONS(rest)[1:]
         entry = next((w.partition("=")[2] or "" for w in rest if w.startswith("--entrypoint=")), "")
@@ -519,8 +541,8 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
 
 
 # the engines whose `logs` verb prints what a container's own command printed (`kubectl logs POD`,
-# `docker logs CTR`, `crictl logs ID`, `docker compose logs SERVICE`); LXD's and Proxmox's have none
-_LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach"}
+# `docker logs CTR`, `crictl logs ID`, `docker compose logs SERVICE`); LXD's, Proxmox's and ctr's have none
+_LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach", "ctr"}
 # every CLI that runs a command in a container or prints a container's log, with the Kubernetes
 # distributions' own CLIs that run kubectl or crictl (api/transcript.py COMMANDS: a saved output
 # is read after a line that runs one)

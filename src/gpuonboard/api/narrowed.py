@@ -101,6 +101,21 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     return ""
 
 
+def report_in_container(command: str) -> str:
+    """Why the GPU lines of a report that runs nvidia-smi itself (collect_env's are `nvidia-smi
+    -L`'s) show only the GPUs of the container the copied `command` ran it in (`kubectl exec POD
+    -- python collect_env.py`, `docker exec app python collect_env.py`, `docker run --gpus 1 ...`),
+    as narrowed says it of nvidia-smi run there; "" where it ran on the box or in a container
+    started with every GPU (`docker run --gpus all ...`)."""
+    if not command:
+        return ""
+    ran = run(command)
+    if not ran.container or (ran.started and _every_gpu(ran.container)):
+        return ""
+    where = "a container it started" if ran.started else IN_RUNNING_CONTAINER
+    return f"`{ran.said}` shows only the GPUs of {where} (the report's nvidia-smi ran there)"
+
+
 # what a host tool's output (a kind's) shows of a container it ran in: lxcfs serves a container
 # its own limits as /proc/meminfo, /proc/cpuinfo and the online CPUs (free's total is its memory
 # limit, lscpu's Off-line CPU(s) list the CPUs outside its CPU set); without lxcfs, the host's

@@ -18,7 +18,7 @@ from typing import Any
 from gpuonboard.api import bug_report, collect_env, glued, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import LINE_FILTERS, earlier_boot, logged_order, printed
-from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
+from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_in_container
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
 from gpuonboard.api.shown import shown
@@ -423,7 +423,7 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
             return found
     if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
-        return _env_outputs(path, pasted, notes)
+        return _env_outputs(path, pasted, notes, report_in_container(collect_env.copied_command(pasted)))
     if parts is None:
         try:
             return [(*_saved_output(path, str(path), pasted), str(path))]
@@ -460,9 +460,13 @@ def _session_outputs(
 _NVIDIA_SMI_BANNER = re.compile(r"NVIDIA-SMI \d|==+NVSMI LOG==+")
 
 
-def _env_outputs(path: Path, text: str, notes: list[str]) -> list[tuple[str, ProbeOutput, str]]:
+def _env_outputs(
+    path: Path, text: str, notes: list[str], inside: str = ""
+) -> list[tuple[str, ProbeOutput, str]]:
     """A saved collect_env (check_env) report: the outputs it holds, each read as the live
-    probe's (its GPU lines as a view of the GPUs torch sees), and a note of what is not read."""
+    probe's (its GPU lines as a view of the GPUs torch sees), and a note of what is not read.
+    `inside`: why its copied command ran it in a container (narrowed.report_in_container), which
+    makes its GPU list a view of that container's GPUs."""
     found, said = collect_env.parts(text)
     out: list[tuple[str, ProbeOutput, str]] = []
     for part in found:
@@ -471,8 +475,8 @@ def _env_outputs(path: Path, text: str, notes: list[str]) -> list[tuple[str, Pro
             out.append((part.kind, ProbeOutput(part.text, "", 0), where))
             continue
         kind, probe = _read_as(path, where, part.kind, part.text, "", "", "")
-        if part.partial:
-            probe = dataclasses.replace(probe, partial=part.partial)
+        if partial := part.partial or (inside if part.kind.startswith("nvidia_smi") else ""):
+            probe = dataclasses.replace(probe, partial=partial)
         out.append((kind, probe, where))
     if not found:
         raise UsageError(

@@ -197,11 +197,16 @@ def nvidia_smi_failed(text: str) -> bool:
         return False
     # (another operation's refusal names NVML's error too: left out, it is no failed query; so is
     # a syslog or journal record of a program, which quotes what it met when it ran, not now: an
-    # exporter's `... prometheus-nvidia-exporter[1144]: ... stdout: NVIDIA-SMI has failed ...`)
+    # exporter's `... prometheus-nvidia-exporter[1144]: ... stdout: NVIDIA-SMI has failed ...`;
+    # and a line where the words are not at its start: a person quoting them, `the following
+    # error: "No devices were found"`, or another tool's line naming NVML's error, `nvidia-docker
+    # | 2017/12/21 05:04:46 Error: nvml: Driver/library version mismatch`)
     own = [
         line
         for line in lines
-        if not saved_forms.OTHER_OPERATION.match(line.strip()) and program_of(line.strip()) is None
+        if not saved_forms.OTHER_OPERATION.match(line.strip())
+        and program_of(line.strip()) is None
+        and _OWN_FAILURE_LINE.match(line)
     ]
     if not own:
         return False
@@ -217,6 +222,16 @@ def nvidia_smi_failed(text: str) -> bool:
 
 
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
+# a line of nvidia-smi's own when it fails: its words at the line's start (after a table's `|`),
+# `NVIDIA-SMI has failed ...`, `No devices were found`, `Failed to initialize NVML: ...`, `Unable
+# to determine the device handle for GPU ...`, or a warning of its own (`WARNING: infoROM ...`);
+# and the NVIDIA Container Toolkit's `nvidia-container-cli: initialization error: nvml error: ...`
+# (inside docker's `Error response from daemon: ...` too), NVML's answer on the host, as before
+_OWN_FAILURE_LINE = re.compile(
+    r"[\s|]*(?:NVIDIA-SMI\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
+    r"|.*\bnvidia-container-cli: initialization error: nvml error:",
+    re.I,
+)
 
 
 # nvidia-smi's own word: its table's banner (`| NVIDIA-SMI 535.54.03 ...`), its version line or a

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from gpuonboard.api import glued
-from gpuonboard.api.command_line import CONTAINER_CLIS
+from gpuonboard.api.command_line import CONTAINER_CLIS, run, tool_name
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
@@ -223,8 +223,27 @@ def _read_part(
         return read_one(where, part.text, part.command)
     except UsageError as exc:
         why = str(exc).removeprefix(f"{where}: ").rstrip(".")
+        if said := _engine_error(part):
+            return said
         known = part.reads and not why.startswith(UNRECOGNISED)
         return f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"
+
+
+def _engine_error(part: Section) -> str:
+    """Why a command run through a container engine printed no output of the tool it ran, where
+    the engine's own error stands in its place (`nvidia-docker | 2017/12/21 05:04:46 Error: nvml:
+    ...`, `docker: Error response from daemon: ...`, `ctr: failed to ...`, podman's `Error: ...`,
+    kubectl's `error: ...`): the tool never answered; "" otherwise."""
+    if not part.command.strip():
+        return ""
+    engine = next((tool_name(w) for w in run(part.command).container if "=" not in w), "")
+    first = first_line(part.text).strip()
+    if not engine or not re.match(rf"(?:{re.escape(engine)}\s*[:|]|Error\b|error:)", first):
+        return ""
+    return (
+        f"{part.where} printed {engine}'s own error (`{first[:80]}{'...' if len(first) > 80 else ''}`),"
+        f" no output of the command it was to run: not read"
+    )
 
 
 def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, tuple[str, T] | str]]) -> None:
@@ -237,6 +256,27 @@ def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, tuple[str, T]
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
             " which cannot be judged as one box; save each box's outputs in a file of its own."
         )
+
+
+def _refuse_reruns_answered_otherwise(
+    name: str, each: Sequence[tuple[Section, tuple[str, T] | str]], unread: Callable[[T], str]
+) -> None:
+    """Raise a UsageError where one command line, run again later in the session, was answered
+    in another form (`ctr run ... nvidia-smi`: a table, then `No devices were found` after a
+    reboot): two times of the box, which the reading by kind would merge as if one; neither may
+    be dropped. A run that read nothing (`unread`: refused, its tool not found) is no rival."""
+    first_run: dict[str, tuple[Section, str]] = {}
+    for part, got in each:
+        said = " ".join(part.command.split())
+        if isinstance(got, str) or not said or unread(got[1]):
+            continue
+        first, kind = first_run.setdefault(said, (part, got[0]))
+        if kind != got[0]:
+            raise UsageError(
+                f"{name}: {first.where} and {part.where} ran one command at two times and were"
+                f" answered differently (an output read as {kind}, then one read as {got[0]}: the box changed"
+                " between them), which cannot both be judged as the box: keep one of them in the file."
+            )
 
 
 def _note_skipped(name: str, skipped: list[tuple[int, str]], found: bool, notes: list[str]) -> None:
@@ -273,6 +313,7 @@ def read(
     makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
     _refuse_several_boxes(name, each)
+    _refuse_reruns_answered_otherwise(name, each, unread)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
     for part, got in each:

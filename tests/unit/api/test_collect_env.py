@@ -265,3 +265,55 @@ def test_a_report_cut_before_its_gpu_section_is_refused_as_that_report() -> None
     )
     said = refused(session)
     assert "this collect_env report holds no output that is judged (it lists no GPU by index" in said, said
+
+
+POD = (
+    Path(__file__).parents[2]
+    / "fixtures"
+    / "sessions"
+    / "collect_env-IN-A-POD-el9-kernel-under-ubuntu-CUT__L40S-openshift-vllm-4462.txt"
+)
+
+
+def test_collect_env_whose_os_is_not_its_kernels_ran_in_a_container(tmp_path: Path) -> None:
+    """vllm#4462, as posted: collect_env run inside a vllm/vllm-openai pod (OpenShift), `OS:
+    Ubuntu 22.04.3 LTS` on the host's RHEL 9 kernel (`Linux-5.14.0-284.59.1.el9_2.x86_64-...`),
+    one L40S. It was read as the box's listing (1 of 1 passed; 1 of 2 a missing GPU); a container
+    shares its host's kernel, so a userland of another distribution is a container's view: the
+    count is unverified, a wrong model still fails."""
+    rules, _, _ = facts(tmp_path, POD.read_text(), "gpu_model: L40S\ngpu_count: 1\n")
+    count = rules["gpu_count"]
+    assert count["verdict"] == "unverified", count
+    assert "(5.14.0-284.59.1.el9_2.x86_64) was built for: it ran in a container" in count["actual"]
+    rules, _, _ = facts(tmp_path, POD.read_text(), "gpu_model: H100\ngpu_count: 2\n")
+    assert rules["gpu_model"]["verdict"] == "fail" and rules["gpu_count"]["verdict"] == "unverified"
+
+
+# vllm#4462's platform line edited to an Ubuntu kernel's, so that only the copied command tells
+_UBUNTU_KERNEL = "Linux-5.15.0-136-generic-x86_64-with-glibc2.35"
+
+
+def _pod_report(command: str) -> str:
+    """vllm#4462's report, its words line (`However, Inside of a ... pod, I ran the
+    collect_env.py`) and opening fence replaced by `$ COMMAND`, its platform line's kernel an
+    Ubuntu one (_UBUNTU_KERNEL)."""
+    body = POD.read_text().split("\n", 2)[2]
+    body = re.sub(r"Linux-5\.14\.0-\S+", _UBUNTU_KERNEL, body)
+    return f"$ {command}\n{body}"
+
+
+def test_collect_env_exec_d_in_a_pod_is_a_view_of_its_gpus(tmp_path: Path) -> None:
+    """The same report under `$ kubectl exec -it vllm-openai-0 -- python collect_env.py` (an edit,
+    _pod_report): nvidia-smi -L ran in the pod, so 1 of 2 ordered is unverified, naming the
+    command, as round 28 reads nvidia-smi exec'd there (it failed "1 of the 2 ordered GPUs
+    missing"). Under `docker run --gpus all ...` the container sees every GPU: still a fail."""
+    text = _pod_report("kubectl exec -it vllm-openai-0 -- python collect_env.py")
+    rules, _, _ = facts(tmp_path, text, "gpu_model: L40S\ngpu_count: 2\n")
+    count = rules["gpu_count"]
+    assert count["verdict"] == "unverified", count
+    assert (
+        "`kubectl exec -it vllm-openai-0 -- python collect_env.py` shows only the GPUs of" in count["actual"]
+    )
+    text = _pod_report("docker run --rm --gpus all vllm/vllm-openai python3 collect_env.py")
+    rules, _, code = facts(tmp_path, text, "gpu_model: L40S\ngpu_count: 2\n")
+    assert rules["gpu_count"]["verdict"] == "fail" and code == 1, rules["gpu_count"]

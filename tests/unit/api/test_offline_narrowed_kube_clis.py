@@ -55,17 +55,23 @@ PROCESSES_NONE = (
         "k3s crictl exec -it 4a3b2c nvidia-smi",
         "oc rsh gpu-pod nvidia-smi",
         "oc rsh -c cuda gpu-pod nvidia-smi",
+        "ctr run -t --rm --gpus 0 nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda10.2 sample nvidia-smi",
+        "ctr -n k8s.io run --rm --gpus 0 docker.io/nvidia/cuda:12.2.0-base-ubuntu22.04 t1 nvidia-smi -L",
+        "ctr task exec --exec-id smi -t sample nvidia-smi",
+        "ctr -a /run/containerd/containerd.sock t exec --exec-id=smi sample nvidia-smi",
     ],
 )
 def test_container_clis_show_the_container_gpus(command: str) -> None:
     """Each command line runs nvidia-smi in a container: a view of its GPUs (it was none; crictl
     given its runtime endpoint, the microk8s snap's `microk8s.kubectl`, `k3s crictl` and
-    OpenShift's `oc rsh POD cmd` too)."""
+    OpenShift's `oc rsh POD cmd` too; containerd's `ctr run IMAGE ID cmd` and `ctr task exec`,
+    which were no prompt's command and no container view before)."""
     assert "shows only the GPUs of" in narrowed("nvidia_smi_table", command), command
 
 
 @pytest.mark.parametrize(
-    "command", ["k get pods", "crictl run ctr.json pod.json", "lxc launch ubuntu:22.04 c1"]
+    "command",
+    ["k get pods", "crictl run ctr.json pod.json", "lxc launch ubuntu:22.04 c1", "ctr task ls", "ctr logs x"],
 )
 def test_their_other_verbs_run_no_nvidia_smi(command: str) -> None:
     """Verbs that run no command in a container are no container view."""

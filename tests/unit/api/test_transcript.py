@@ -451,3 +451,145 @@ def test_a_block_of_an_output_read_here_is_not_split_from_the_page_above_it() ->
     )
     judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([SESSIONS / name])}
     assert judged["nvidia_driver"][0] == "unverified", judged["nvidia_driver"]
+
+
+def test_one_command_answered_otherwise_later_in_the_session_is_two_times_of_the_box() -> None:
+    """nvidia-container-toolkit#32, as posted: `# ctr run ... --gpus 0 IMAGE sample nvidia-smi`
+    printed a table's head (before a reboot), the same command `No devices were found` after it,
+    then the host's `# nvidia-smi` (`...`) and the container's table head again. `ctr` was no
+    prompt's command: the three runs were read as one text (unverified by luck, no word that two
+    times were merged); read as runs, a table then a failure were judged as one box (nvidia_driver
+    FAIL on the container's later answer). Now the two runs are named as answered differently."""
+    path = SESSIONS / (
+        "page__ctr-run-nvidia-smi-x3-table-CUT+No-devices-were-found+table-CUT"
+        "__rhel86-containerd-nvidia-container-toolkit-32.txt"
+    )
+    with pytest.raises(UsageError) as refusal:
+        offline.load_outputs([str(path)])
+    said = str(refusal.value)
+    assert (
+        "`ctr run -t --rm --gpus 0 nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda10.2 sample nvidia-smi`) and"
+        in said
+    )
+    assert "ran one command at two times and were answered differently" in said, said
+    assert "nvidia_smi_table, then one read as nvidia_smi" in said, said
+
+
+@pytest.mark.parametrize(
+    "command", ["nvidia-smi", "docker run --rm --gpus all nvidia/cuda:12.4.0-base nvidia-smi"]
+)
+@pytest.mark.parametrize("failed_first", [False, True])
+def test_a_rerun_answered_in_another_form_is_refused_naming_both(
+    tmp_path: Path, command: str, failed_first: bool
+) -> None:
+    """The class of nvidia-container-toolkit#32: one command line run twice, answered once by the
+    real H200 table (TABLE) and once by nvidia-smi's `No devices were found` (the message of the
+    ctr capture), either order. Before, the two answers were read as two kinds and merged as one
+    box; now they are named as two times of the box, as two outputs of one kind are."""
+    table, failure = TABLE.read_text(), "No devices were found\n"
+    first, then = (failure, table) if failed_first else (table, failure)
+    session = tmp_path / "s.txt"
+    session.write_text(f"ubuntu@gpu-1:~$ {command}\n{first}ubuntu@gpu-1:~$ {command}\n{then}")
+    with pytest.raises(UsageError, match="ran one command at two times and were answered differently"):
+        offline.load_outputs([str(session)])
+
+
+def test_a_rerun_that_read_nothing_gives_way(tmp_path: Path) -> None:
+    """`nvidia-smi` not found (the shell's exit 127 line), then the same command answering with
+    the real H200 table (after the driver was installed): the first read nothing of the box and
+    is no rival (unread.gives_way); the table is judged."""
+    session = tmp_path / "s.txt"
+    session.write_text(
+        "ubuntu@gpu-1:~$ nvidia-smi\nbash: nvidia-smi: command not found\n"
+        f"ubuntu@gpu-1:~$ nvidia-smi\n{TABLE.read_text()}"
+    )
+    assert offline.summary(parse_facts(offline.load_outputs([str(session)])))["gpu_count"] == 1
+
+
+# nvidia-docker#933's words above its first block, as posted: a person quoting nvidia-smi's message
+_QUOTING_933 = (
+    "After a reboot of the server, the nvidia-smi has stopped working with the following error: \n"
+    '`"No devices were found"`\n'
+)
+
+
+@pytest.mark.parametrize(
+    "words",
+    [
+        _QUOTING_933,
+        # the same words, the message in plain quotes, or inside the sentence (edits of the above)
+        _QUOTING_933.replace('`"No devices were found"`', '"No devices were found"'),
+        "After a reboot of the server, nvidia-smi says No devices were found.\n",
+        "nvidia-smi printed \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+        ' Make sure that the latest NVIDIA driver is installed and running."\n',
+        "The error is `Failed to initialize NVML: Driver/library version mismatch` since the update.\n",
+    ],
+)
+def test_words_above_the_first_prompt_quoting_a_failure_are_no_failed_nvidia_smi(
+    tmp_path: Path, words: str
+) -> None:
+    """nvidia-docker#933's shape: the user's words quote nvidia-smi's message (a line that is the
+    message in quotes, or a sentence holding it), then a session's `free -k` (the real FREE). The
+    words were read as a failed nvidia-smi of the box (nvidia_driver FAIL); a person's words
+    quoting a message are no output of the tool: nothing of nvidia-smi is read."""
+    session = tmp_path / "s.txt"
+    session.write_text(f"{words}\nubuntu@gpu-1:~$ free -k\n{FREE.read_text()}")
+    notes: list[str] = []
+    assert sorted(offline.load_outputs([str(session)], notes)) == ["free"]
+    assert "the text above its first prompt" in notes[0], notes
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "No devices were found",
+        "Failed to initialize NVML: Driver/library version mismatch",
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that"
+        " the latest NVIDIA driver is installed and running.",
+    ],
+)
+def test_nvidia_smis_own_failure_line_is_still_its_failure(tmp_path: Path, message: str) -> None:
+    """The guard of the class above: the message on its own line under `$ nvidia-smi` is the
+    tool's own answer, read as its failure."""
+    session = tmp_path / "s.txt"
+    session.write_text(f"ubuntu@gpu-1:~$ nvidia-smi\n{message}\nubuntu@gpu-1:~$ free -k\n{FREE.read_text()}")
+    judged = {rule: verdict for rule, verdict, _, _ in _judged([session])}
+    assert judged["nvidia_driver"] == "fail", judged
+
+
+def test_a_container_engines_own_error_is_named_and_the_hosts_failure_read() -> None:
+    """nvidia-docker#584, as posted: `$ nvidia-smi` -> `Failed to initialize NVML: Function Not
+    Found`, then `$ sudo nvidia-docker run ... nvidia-smi` -> nvidia-docker 1's own line `nvidia-docker
+    | ... Error: nvml: Driver/library version mismatch`. Both were read as nvidia-smi outputs and
+    the file refused as two of them; the second is nvidia-docker's error (nvidia-smi never ran
+    there): named as such and not read, the host's failure judged."""
+    path = SESSIONS / (
+        "page__nvidia-smi-NVML-Function-Not-Found-FENCED+nvidia-docker1-run-ERROR-FENCED"
+        "__ppc64le-nvidia-docker-584.txt"
+    )
+    notes: list[str] = []
+    assert sorted(offline.load_outputs([str(path)], notes)) == ["nvidia_smi"]
+    assert (
+        "printed nvidia-docker's own error (`nvidia-docker | 2017/12/21 05:04:46 Error: nvml:" in notes[0]
+    ), notes
+    judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([path])}
+    assert judged["nvidia_driver"] == (
+        "fail",
+        "nvidia-smi failed (Failed to initialize NVML: Function Not Found)",
+    )
+
+
+def test_the_container_toolkits_nvml_error_stays_read_as_the_hosts_failure(tmp_path: Path) -> None:
+    """The guard of the engine's-error class: the real `docker start` stderr of a driver update
+    (tests/fixtures/container-runs, `nvidia-container-cli: initialization error: nvml error:
+    driver/library version mismatch`) under `$ docker run ... nvidia-smi`, before the real FREE:
+    NVML's answer on the host through the toolkit, read as the failure it was read as before."""
+    stderr = FIXTURES / "container-runs" / "docker-start__nvidia-container-cli-version-mismatch.stderr"
+    session = tmp_path / "s.txt"
+    session.write_text(
+        f"$ docker run --rm --gpus all nvidia/cuda:12.4.0-base nvidia-smi\n{stderr.read_text()}"
+        f"ubuntu@gpu-1:~$ free -k\n{FREE.read_text()}"
+    )
+    judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([session])}
+    assert judged["nvidia_driver"][0] == "fail", judged["nvidia_driver"]
+    assert "driver/library version mismatch" in judged["nvidia_driver"][1]
