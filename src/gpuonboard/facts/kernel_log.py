@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
-from gpuonboard.facts.kernel_cut import locale_words, says_nothing, whole_when_cut
+from gpuonboard.facts.kernel_cut import cut_by_shape, locale_words, says_nothing, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -591,7 +591,7 @@ class _Reader:
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
             if probe := _PROBE_FAILED.search(line):
                 self.probes.append((len(self.events), (probe.group(1) or probe.group(2)).lower()))
-        elif says_nothing(line, self.words):
+        elif says_nothing(line, self.words) or cut_by_shape(line, self.words):
             # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
             # may be the start of an Xid or SXid line. (A message before it is the one the log
             # ends inside where it is unfinished.)
@@ -678,6 +678,9 @@ def parse_kernel_log(text: str) -> KernelLog:
     open_end = _open_end(text)
     # (a stamp cut inside a month name the box's locale prints: only the last line can be)
     reader.words = locale_words(text.splitlines()) if open_end else {}
+    # (a last line cut by its own shape is cut though a newline follows it: kernel_cut.cut_by_shape)
+    if not open_end and (shaped := _cut_with_newline(text)) is not None:
+        open_end, reader.words = True, shaped
     lines = _unwrapped(text.splitlines(), open_end, reader.words)
     reader.monotonic = monotonic_journal(lines)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
@@ -710,6 +713,17 @@ def parse_kernel_log(text: str) -> KernelLog:
         elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
         others_only=not text.strip() and journal_shaped(given),
     )
+
+
+def _cut_with_newline(text: str) -> dict[str, str] | None:
+    """Where the log's last line is cut by its own shape though a newline follows it (a paste's
+    excerpt cut mid-line, saved with one): the log's locale month and weekday names (locale_words,
+    read as the English ones), as for the same line without its newline; None where it is not."""
+    tail = text.rstrip().splitlines()[-50:]
+    if not tail or _HEADER.match(tail[-1]):
+        return None
+    words = locale_words(tail)
+    return words if cut_by_shape(tail[-1], words) else None
 
 
 def _first_lines(lines: list[str], first: str | None) -> list[str]:
