@@ -14,7 +14,9 @@ from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-CUDA_SAMPLES_104 = "journalctl-k__rminitadapter-failed-oops__vmware-guest__line-cut-as-stored__cuda-samples-104.txt"
+CUDA_SAMPLES_104 = (
+    "journalctl-k__rminitadapter-failed-oops__vmware-guest__line-cut-as-stored__cuda-samples-104.txt"
+)
 GSCONNECT_1052 = "journalctl-k__ru-locale-aer-rxerr-corrected__line-cut-as-stored__gsconnect-1052.txt"
 
 
