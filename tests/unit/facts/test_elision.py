@@ -46,7 +46,17 @@ def test_every_hand_elision_marker_is_one(marker: str) -> None:
 
 @pytest.mark.parametrize(
     "line",
-    ["---", "=====", "cut", "removed", "Truncated", "CA type: ...", "  processor : 0", "****", "[ 12.3] snip"],
+    [
+        "---",
+        "=====",
+        "cut",
+        "removed",
+        "Truncated",
+        "CA type: ...",
+        "  processor : 0",
+        "****",
+        "[ 12.3] snip",
+    ],
 )
 def test_rules_words_and_redacted_values_are_no_elision(line: str) -> None:
     """A table's rule, a bare word, a value a paste redacted as `...`, a stamped line: none is."""

@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.csvtext import csv_rows, first_csv_row
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuReport
