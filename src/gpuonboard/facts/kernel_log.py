@@ -74,6 +74,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
+from gpuonboard.facts.kernel_quoted import quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
@@ -170,6 +171,9 @@ class KernelLog:
     # a line that says lines were left out by hand (a paste's `...`, `[...]`, `[    ....    ]`),
     # as printed: what the log shows is not the whole of it; None where there is none
     elided: str | None = None
+    # another tool's report that quotes the drivers' kernel lines (facts/kernel_quoted.py): its
+    # first such line, as printed; its faults count, its silence proves nothing
+    quoted: str | None = None
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
@@ -177,7 +181,10 @@ class KernelLog:
     @property
     def left_out(self) -> str:
         """Why the log read is not the whole log of its boot by its own lines: a poster's
-        elision marker between them; "" where it has none."""
+        elision marker between them, or it is another tool's report quoting kernel lines
+        (facts/kernel_quoted.py); "" where neither."""
+        if self.quoted is not None:
+            return f"it is a tool's report quoting kernel lines (`{self.quoted[:80]}`), not the kernel log"
         if self.elided is None:
             return ""
         return f"lines were left out of it by hand, marked `{self.elided}`"
@@ -712,6 +719,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         # (in the text as given: a wrapped line's join may take the marker in)
         elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
         others_only=not text.strip() and journal_shaped(given),
+        quoted=quoting_report(lines),
     )
 
 
