@@ -517,7 +517,12 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         copied, command = copied_command(pasted), prompt_command(pasted)
     else:
         command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
-    kind = detect_kind(text) or saved_forms.kind_by_name(path.name, text)
+    # (known by its file's name, or by the command a session's prompt line ran: `$ nproc` / `3`)
+    kind = (
+        detect_kind(text)
+        or saved_forms.kind_by_name(path.name, text)
+        or saved_forms.kind_by_name(command, text)
+    )
     if kind == "nproc" and (why := saved_forms.nproc_refusal(path.name, copied or command)):
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
