@@ -20,7 +20,7 @@ from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import LINE_FILTERS, earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
-from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
+from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed, unstamped_kinds
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.api.viewer_lines import unviewed
@@ -533,6 +533,13 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
     if kind is None and (headed := saved_forms.with_df_header(command, text)):
         text, kind = headed, "df"  # (`df -h | grep nvme`: grep dropped df's header)
+    if kind is None and (kinds := unstamped_kinds(text)):
+        named = ", ".join(f"`{k}`" for k in kinds[:4])
+        raise UsageError(  # (docs/guides/offline.md: a log without stamps of too few kinds)
+            f"{where}: kernel lines without their time stamps, of {len(kinds)}"
+            f" kind{'s' if len(kinds) > 1 else ''} only ({named}), which cannot be told from a grep of"
+            " the log (`dmesg -t | grep ...`): save `dmesg` with its stamps (`sudo dmesg -T`)."
+        )
     if kind is None:
         return saved_forms.without_kind(where, text, copied)
     return _read_as(path, where, kind, text, warned, copied, command)
