@@ -719,7 +719,8 @@ def parse_kernel_log(text: str) -> KernelLog:
         # (in the text as given: a wrapped line's join may take the marker in)
         elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
         others_only=not text.strip() and journal_shaped(given),
-        quoted=quoting_report(lines),
+        # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
+        quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
     )
 
 
