@@ -20,7 +20,7 @@ from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import LINE_FILTERS, earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_in_container
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
-from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed
+from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed, unstamped_kinds
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.api.viewer_lines import unviewed
@@ -521,7 +521,12 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         copied, command = copied_command(pasted), prompt_command(pasted)
     else:
         command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
-    kind = detect_kind(text) or saved_forms.kind_by_name(path.name, text)
+    # (known by its file's name, or by the command a session's prompt line ran: `$ nproc` / `3`)
+    kind = (
+        detect_kind(text)
+        or saved_forms.kind_by_name(path.name, text)
+        or saved_forms.kind_by_name(command, text)
+    )
     if kind == "nproc" and (why := saved_forms.nproc_refusal(path.name, copied or command)):
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
@@ -532,6 +537,13 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
     if kind is None and (headed := saved_forms.with_df_header(command, text)):
         text, kind = headed, "df"  # (`df -h | grep nvme`: grep dropped df's header)
+    if kind is None and (kinds := unstamped_kinds(text)):
+        named = ", ".join(f"`{k}`" for k in kinds[:4])
+        raise UsageError(  # (docs/guides/offline.md: a log without stamps of too few kinds)
+            f"{where}: kernel lines without their time stamps, of {len(kinds)}"
+            f" kind{'s' if len(kinds) > 1 else ''} only ({named}), which cannot be told from a grep of"
+            " the log (`dmesg -t | grep ...`): save `dmesg` with its stamps (`sudo dmesg -T`)."
+        )
     if kind is None:
         return saved_forms.without_kind(where, text, copied)
     return _read_as(path, where, kind, text, warned, copied, command)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpuonboard.api import transcript
 from gpuonboard.api.command_line import pipeline, run
+from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
 from gpuonboard.api.unjudged import lone_values
 from gpuonboard.api.viewer_lines import viewer_lines
 from gpuonboard.errors import UsageError
@@ -157,10 +158,12 @@ def nvidia_smi_part(text: str) -> str | None:
             if heads and keys < 3
             else "lines of `nvidia-smi -q` from inside a GPU's block"
         )
-        return (
-            f"{what}, without the header above them (Driver Version, Attached GPUs) and the block's"
-            f" `GPU <PCI address>` line, so the driver, the number of GPUs and which GPU they belong"
-            f" to are not known{_q_part_shows(text)}: save the whole `nvidia-smi -q` output."
+        return fragment_sentence(
+            what,
+            "the header above them (Driver Version, Attached GPUs) and the block's `GPU <PCI address>` line",
+            "the driver, the number of GPUs and which GPU they belong to",
+            "nvidia-smi -q",
+            _q_part_shows(text),
         )
     processes, mig = _PROCESSES_HEAD.search(text[:4000]), _MIG_HEAD.search(text[:4000])
     if (processes or mig) and "NVIDIA-SMI" not in text and not parse_table(text).gpus:
@@ -627,7 +630,7 @@ def _shape_refusal(where: str, text: str) -> str | None:
             f"{where}: {version.group(1)}'s version line (`{said[0]}`), which says nothing of the box:"
             f" save `{version.group(1)}`'s own output."
         )
-    if (part := nvidia_smi_part(text)) is not None:
+    if (part := nvidia_smi_part(text) or format_fragment(text)) is not None:
         return f"{where}: {part}"
     if (lone := lone_values(text)) is not None:
         return f"{where}: {lone}"

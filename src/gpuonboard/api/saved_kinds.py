@@ -63,6 +63,18 @@ _KERNEL_SHAPE = re.compile(
 _UNSTAMPED_LEAST = 3
 
 
+def unstamped_kinds(text: str) -> list[str]:
+    """The kinds of kernel line (_shape_family) of a text most of whose lines are the kernel's by
+    their shape but carry no stamp, too few of them or of too few kinds to read as a log (a
+    `dmesg -t | grep` keeps one or two kinds): the documented refusal asks for `dmesg` with its
+    stamps; [] for any other text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()][:200]
+    matched = [m for line in lines if not _kernel_line(line) and (m := _KERNEL_SHAPE.match(line))]
+    if not matched or len(matched) * 2 < len(lines):
+        return []
+    return list(dict.fromkeys(_shape_family(m.group(0)) for m in matched))
+
+
 def _shape_family(shape: str) -> str:
     """The kind of kernel line a _KERNEL_SHAPE match is (`EDAC`, `ACPI:`, `nvme`, a PCI driver's
     name): a `dmesg -t | grep -i edac` holds one or two kinds, a whole log many (review BBB: three

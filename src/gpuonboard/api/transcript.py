@@ -85,6 +85,31 @@ _LONGEST_PROMPT = 400
 
 
 _NOT_READ = "is not an output this tool reads"
+# what a command whose output this tool reads printed where it was not recognised as its output
+_NOT_ITS = "this tool reads %s's output but could not read what it printed"
+# the commands of COMMANDS that print another's output or a file's, not an answer of their own
+_FILTERS = frozenset(
+    [
+        "cat",
+        "grep",
+        "egrep",
+        "fgrep",
+        "zgrep",
+        "zegrep",
+        "zfgrep",
+        "xzgrep",
+        "bzgrep",
+        "zcat",
+        "xzcat",
+        "bzcat",
+        "rg",
+        "head",
+        "tail",
+        "docker",
+        "podman",
+        "systemctl",
+    ]
+)
 # the host of commands run before an interactive `ssh HOST` without a prompt naming theirs
 _STARTED_ON = "the machine the session started on"
 # Docker's default host name inside a container: the container ID's first 12 hex digits
@@ -225,8 +250,14 @@ def _read_part(
         why = str(exc).removeprefix(f"{where}: ").rstrip(".")
         if said := _engine_error(part):
             return said
-        known = part.reads and not why.startswith(UNRECOGNISED)
-        return f"{part.where}: {why}" if known else f"{part.where} {_NOT_READ}"
+        tool = part.tool_command.split()[0].rsplit("/", 1)[-1] if part.reads else ""
+        if tool in ("", *_FILTERS):
+            return f"{part.where} {_NOT_READ}"
+        # (a command whose output this tool reads is never called unread: what it printed was not
+        # recognised as its output)
+        return (
+            f"{part.where}: {why}" if not why.startswith(UNRECOGNISED) else f"{part.where}: {_NOT_ITS % tool}"
+        )
 
 
 def _engine_error(part: Section) -> str:

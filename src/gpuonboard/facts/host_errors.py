@@ -206,6 +206,12 @@ def host_errors(text: str) -> tuple[HostError, ...]:
                 ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot, lines, i)
             read.append((boots.boot, replace(event, line=i)))
             continue
+        if (amd := _amd_status(lines, i)) is not None:
+            if read and _same_bank_record(read[-1][1], amd, i):
+                read[-1] = (read[-1][0], replace(amd, line=read[-1][1].line))  # (one event, counted once)
+            else:
+                read.append((boots.boot, amd))
+            continue
         if read and (umc := _umc_memory(read[-1][1], line, i)) is not None:
             read[-1] = (read[-1][0], umc)
         head = _GHES_HEAD.search(line)
@@ -294,6 +300,67 @@ def _umc_memory(event: HostError, line: str, at: int) -> HostError | None:
         return None
     status = event.what.rsplit(" ", 1)[-1].rstrip(")")
     return replace(event, severity="corrected", what=f"corrected memory error (machine check {status})")
+
+
+# AMD's decode of a machine check (drivers/edac/mce_amd.c), older families' (before Scalable MCA)
+# and newer: `[Hardware Error]: MC4 Error (node 3): DRAM ECC error detected on the NB.`, then
+# `[Hardware Error]: CPU:18 (10:9:1) MC4_STATUS[Over|CE|MiscV|-|AddrV|CECC]: 0xdc5c410004080a13`,
+# whose flags say the error's kind (`UE` uncorrected, `CE` corrected; `Over`: the bank overflowed,
+# errors were lost; `CECC` / `UECC`: the northbridge's DRAM ECC) and whose value is the bank's
+# status (MCi_STATUS); mikeizbicki/ucr-cs100#404's log holds only this decode
+_AMD_STATUS = re.compile(
+    r"\[Hardware Error\]:\s*CPU:?\s*(\d+)\b.*?\bMC(\d+)_STATUS\[([^\]]*)\]:?\s*(?:0x)?([0-9a-fA-F]{1,16})\b"
+)
+_AMD_HEAD = re.compile(r"\[Hardware Error\]:\s*MC(\d+)(?:_|\s)?Error(?: \(node (\d+)\))?:")
+_DRAM_ECC = re.compile(r"\bDRAM ECC error\b", re.IGNORECASE)
+_OVER = 1 << 62  # MCi_STATUS.OVER: an error came while the bank held one: errors were lost
+_PCC = 1 << 57  # MCi_STATUS.PCC: the processor's context is corrupt
+
+
+def _amd_status(lines: list[str], at: int) -> HostError | None:
+    """The machine check AMD's decode reports at `lines[at]` (its `MCn_STATUS[...]` line, see
+    _AMD_STATUS), judged by its flags and status: uncorrected (`UE`, the status's UC or PCC bit)
+    fails; a corrected DRAM ECC error (the record's `DRAM ECC error` line or `CECC` flag) is a
+    corrected memory error, counted as EDAC's CE (CE_WARN_AT), unless its bank overflowed (`Over`:
+    errors were lost, so their count is not known), which warns; another corrected one warns."""
+    m = _AMD_STATUS.search(lines[at])
+    if m is None:
+        return None
+    cpu, bank, hexed = m.group(1), m.group(2), m.group(4)
+    flags = {f.strip() for f in m.group(3).split("|")}
+    status = int(hexed, 16)
+    # (its record's lines before it, back to the record before; a syslogd broadcast puts two
+    # lines of its own between each)
+    before: list[str] = []
+    for line in reversed(lines[max(0, at - 9) : at]):
+        if _AMD_STATUS.search(line):
+            break
+        before.insert(0, line)
+    near = [*before, *lines[at : at + 4]]
+    head = next((h for line in reversed(before) if (h := _AMD_HEAD.search(line))), None)
+    memory = bool(flags & {"CECC", "UECC"}) or any(_DRAM_ECC.search(line) for line in near)
+    node = f"node {head.group(2)} " if head and head.group(2) and head.group(1) == bank else ""
+    where = f"{node}DRAM (MC{bank})" if memory and node else f"CPU {cpu} bank {bank}"
+    said = f"MC{bank}_STATUS[{m.group(3)}] 0x{hexed}"
+    if "UE" in flags or "UECC" in flags or status & (_UC | _PCC):
+        what = "uncorrectable memory error" if memory else "uncorrected machine check"
+        return HostError("mce", "fail", where, f"{what} ({said})", line=at)
+    if "CE" not in flags and not status & _VAL:
+        return HostError("mce", "record", where, f"machine check record without an error ({said})", line=at)
+    lost = "Over" in flags or bool(status & _OVER)
+    if memory and not lost:
+        return HostError("mce", "corrected", where, f"corrected memory error ({said})", line=at)
+    what = "corrected memory error" if memory else "corrected machine check"
+    what += "; the bank overflowed: more errors were not logged, their count is not known" if lost else ""
+    return HostError("mce", "warn", where, f"{what} ({said})", line=at)
+
+
+def _same_bank_record(event: HostError, amd: HostError, at: int) -> bool:
+    """Whether `event`, the error read before AMD's decode at line `at`, is the kernel's own line
+    for the same machine check (`mce: [Hardware Error]: CPU 18: Machine Check: 0 Bank 4:
+    dc5c410004080a13`, the same status a few lines before): one error, counted once."""
+    status = amd.what.rsplit("0x", 1)[-1].rstrip(")").lower()
+    return event.source == "mce" and at - event.line <= 6 and event.what.lower().endswith(f" {status})")
 
 
 # a line of the kernel's PCIe error handling (AER) about one device: a report, its detail lines,

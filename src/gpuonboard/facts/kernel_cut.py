@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["host_cut", "locale_words", "says_nothing", "whole_when_cut"]
+__all__ = ["cut_by_shape", "host_cut", "locale_words", "says_nothing", "whole_when_cut"]
 
 
 def _started(*parts: str) -> str:
@@ -155,6 +155,26 @@ def host_cut(line: str, words: dict[str, str] | None = None) -> str:
     if not says_nothing(line, words, _HOST_HEADS):
         return ""
     return "tag" if _HOST_TAG.search(line) else "stamp"
+
+
+# a line cut by its own shape, whatever came after it (its newline too: a paste's excerpt cut
+# mid-line and saved with one): its text ends inside a PCI device address (`kernel: pcieport
+# 0000:`, `0000:00:1c.`: no message the kernel prints ends there), or it is a stamp or a head cut
+# before its end (`Feb 09 15:47:06 debian k`, `[ 1843.30`, `NVR`: says_nothing) rather than a
+# whole head with an empty message after it (`[ 1843.308145]`, `host kernel:`, `kern  :warn  :`)
+_CUT_ADDRESS = re.compile(
+    r"(?<![\w:])(?=[a-fA-F]{0,3}\d)[0-9a-fA-F]{4}:(?:[0-9a-fA-F]?|[0-9a-fA-F]{2}:(?:[0-9a-fA-F]{0,2}\.?)?)\s*$"
+)
+_WHOLE_HEAD_END = re.compile(r"(?:\]|\bkernel:|\b(?:emerg|alert|crit|err|warn|notice|info|debug) *:)\s*$")
+
+
+def cut_by_shape(line: str, words: dict[str, str] | None = None) -> bool:
+    """True when a kernel log's last line is cut by its own shape (_CUT_ADDRESS), with or without
+    a newline after it: it ends inside a device address, or inside its stamp, its head or a
+    driver's tag (says_nothing, `words` the log's locale names, locale_words)."""
+    if _CUT_ADDRESS.search(line):
+        return True
+    return says_nothing(line, words) and _WHOLE_HEAD_END.search(line) is None
 
 
 # a driver line that is whole where the log ends after it without its newline: it names no fault

@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
-from gpuonboard.facts.kernel_cut import locale_words, says_nothing, whole_when_cut
+from gpuonboard.facts.kernel_cut import cut_by_shape, locale_words, says_nothing, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -74,6 +74,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
+from gpuonboard.facts.kernel_quoted import quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
@@ -171,6 +172,9 @@ class KernelLog:
     # a line that says lines were left out by hand (a paste's `...`, `[...]`, `[    ....    ]`),
     # as printed: what the log shows is not the whole of it; None where there is none
     elided: str | None = None
+    # another tool's report that quotes the drivers' kernel lines (facts/kernel_quoted.py): its
+    # first such line, as printed; its faults count, its silence proves nothing
+    quoted: str | None = None
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
@@ -178,7 +182,10 @@ class KernelLog:
     @property
     def left_out(self) -> str:
         """Why the log read is not the whole log of its boot by its own lines: a poster's
-        elision marker between them; "" where it has none."""
+        elision marker between them, or it is another tool's report quoting kernel lines
+        (facts/kernel_quoted.py); "" where neither."""
+        if self.quoted is not None:
+            return f"it is a tool's report quoting kernel lines (`{self.quoted[:80]}`), not the kernel log"
         if self.elided is None:
             return ""
         return f"lines were left out of it by hand, marked `{self.elided}`"
@@ -592,7 +599,7 @@ class _Reader:
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
             if probe := _PROBE_FAILED.search(line):
                 self.probes.append((len(self.events), (probe.group(1) or probe.group(2)).lower()))
-        elif says_nothing(line, self.words):
+        elif says_nothing(line, self.words) or cut_by_shape(line, self.words):
             # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
             # may be the start of an Xid or SXid line. (A message before it is the one the log
             # ends inside where it is unfinished.)
@@ -679,6 +686,9 @@ def parse_kernel_log(text: str) -> KernelLog:
     open_end = _open_end(text)
     # (a stamp cut inside a month name the box's locale prints: only the last line can be)
     reader.words = locale_words(text.splitlines()) if open_end else {}
+    # (a last line cut by its own shape is cut though a newline follows it: kernel_cut.cut_by_shape)
+    if not open_end and (shaped := _cut_with_newline(text)) is not None:
+        open_end, reader.words = True, shaped
     lines = _unwrapped(text.splitlines(), open_end, reader.words)
     reader.monotonic = monotonic_journal(lines)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
@@ -710,7 +720,20 @@ def parse_kernel_log(text: str) -> KernelLog:
         # (in the text as given: a wrapped line's join may take the marker in)
         elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
         others_only=not text.strip() and journal_shaped(given),
+        # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
+        quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
     )
+
+
+def _cut_with_newline(text: str) -> dict[str, str] | None:
+    """Where the log's last line is cut by its own shape though a newline follows it (a paste's
+    excerpt cut mid-line, saved with one): the log's locale month and weekday names (locale_words,
+    read as the English ones), as for the same line without its newline; None where it is not."""
+    tail = text.rstrip().splitlines()[-50:]
+    if not tail or _HEADER.match(tail[-1]):
+        return None
+    words = locale_words(tail)
+    return words if cut_by_shape(tail[-1], words) else None
 
 
 def _first_lines(lines: list[str], first: str | None) -> list[str]:

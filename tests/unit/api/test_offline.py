@@ -110,6 +110,12 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "syslog__edac": "kernel_log",
         "syslog__apei": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
+        "journalctl-k__": "kernel_log",
+        "journalctl__zh-cn": "kernel_log",
+        "syslogd-wall__": "kernel_log",  # (syslogd's wall broadcasts of kernel lines)
+        # a tool's report quoting kernel lines: read as a log whose silence proves nothing
+        "gpud-scan__": "kernel_log",
+        "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
         "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused

@@ -65,3 +65,30 @@ def test_a_grep_of_one_kind_of_kernel_line_without_stamps_is_no_log() -> None:
     )
     assert detect_kind(acpi) != "kernel_log"
     assert detect_kind((REAL / MSGINFO).read_text()) == "kernel_log"
+
+
+POP_751 = "unstamped-kernel-lines__aer-corrected-rxerr-root-port-and-nvme__gtx1060-laptop__pop-os-751.txt"
+
+
+def test_unstamped_lines_of_two_kinds_are_refused_with_the_documented_sentence(tmp_path: Path) -> None:
+    """pop-os#751's lines as stored (corrected AER RxErr of a root port and an NVMe, no stamps,
+    `pcieport` and `nvme` lines only) and the osm-operations#300 EDAC grep of the test above: no
+    log, refused with the offline guide's sentence, "save `dmesg` with its stamps", naming the
+    kinds. (Before: the generic "not a recognised command output (expected ...)".)"""
+    import pytest
+
+    from gpuonboard.api import offline
+    from gpuonboard.errors import UsageError
+
+    kern = (REAL / "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt").read_text()
+    edac = "".join(line[line.index("EDAC") :] + "\n" for line in kern.splitlines() if "EDAC" in line)
+    for name, text, kinds in (
+        ("pop.txt", (REAL / POP_751).read_text(), "2 kinds only (`pcieport`, `nvme`)"),
+        ("edac.txt", edac, "1 kind only (`EDAC`)"),
+    ):
+        (tmp_path / name).write_text(text)
+        with pytest.raises(UsageError) as err:
+            offline.load_outputs([str(tmp_path / name)])
+        said = str(err.value)
+        assert f"kernel lines without their time stamps, of {kinds}" in said, said
+        assert said.endswith("save `dmesg` with its stamps (`sudo dmesg -T`).")

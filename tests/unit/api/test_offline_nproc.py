@@ -184,3 +184,34 @@ def test_lxcs_nproc_of_a_container_is_refused_as_the_containers(tmp_path: Path) 
     with pytest.raises(UsageError) as err:
         checks(tmp_path, "nproc.txt", text)
     assert "`lxc exec c2d:bind -- nproc` counts the CPUs of the container it ran in" in str(err.value)
+
+
+FLUFFI_176 = (
+    Path(__file__).parents[2]
+    / "fixtures"
+    / "sessions"
+    / ("transcript__cpuinfo-wc+nproc+lxc-exec+nproc__two-hosts-lxd-limits-cpu-3__fluffi-176.txt")
+)
+
+
+def test_a_session_on_two_hosts_is_refused_as_that_never_as_nproc_unread(tmp_path: Path) -> None:
+    """siemens/fluffi#176's session as stored (`nproc` on host s1901, then inside the LXD
+    container nproc-demo): refused as a session of two hosts, naming them; no `nproc` is called
+    "not an output this tool reads". (Before: "holding no output this tool reads (...; line 3
+    (`nproc`) is not an output this tool reads; ...)".)"""
+    with pytest.raises(UsageError) as err:
+        checks(tmp_path, "session.txt", FLUFFI_176.read_text())
+    said = str(err.value)
+    assert "ran commands on 2 hosts (s1901, nproc-demo)" in said
+    assert "(`nproc`) is not an output" not in said
+
+
+def test_a_sessions_nproc_under_its_prompt_is_read(tmp_path: Path) -> None:
+    """fluffi#176's last four lines, the container's (`root@nproc-demo:~# cat /proc/cpuinfo | grep
+    processor | wc -l` / `3` / `root@nproc-demo:~# nproc` / `3`), cut in-test: one host's
+    session, its `nproc` read as the CPUs the login may use (3), as nproc.txt is. (Before: the
+    `3` under `$ nproc` was "not an output this tool reads" and cpu_cores unverified.)"""
+    text = "".join(FLUFFI_176.read_text().splitlines(keepends=True)[-4:])
+    assert text.startswith("root@nproc-demo:~# cat /proc/cpuinfo")
+    facts, _ = judged_box(tmp_path, {"session.txt": text}, "cpu_cores: 3\n")
+    assert facts.nproc == 3

@@ -329,7 +329,8 @@ SESSIONS = FIXTURES / "sessions"
         (
             "transcript__nvidia-smi-NOTFOUND+free-g+df-h+curl__cpu-box-medgemma-notes.txt",
             ["free", "nvidia_smi"],
-            "line 8 (`df -h /home/phuong`) is not an output this tool reads; line 11 (`curl -s -o /dev/null"
+            "line 8 (`df -h /home/phuong`): this tool reads df's output but could not read what it printed;"
+            " line 11 (`curl -s -o /dev/null"
             ' -w "%{http_code}" https://huggingface.co/api/models/google/medgemma-1.5-4b-it`) is not an'
             ' output this tool reads; line 14 (`[ -n "$HF_TOKEN" ] && echo yes || echo no`) is not an output'
             " this tool reads.",
@@ -409,8 +410,9 @@ def test_a_session_of_outputs_none_read_names_each_command() -> None:
         offline.load_outputs([str(path)])
     assert str(refusal.value) == (
         f"{path}: a saved terminal session holding no output this tool reads (line 1 (`sudo nvidia-smi"
-        " -i 0 -mig 1`) is not an output this tool reads; line 4 (`sudo nvidia-smi mig -lgip`) is not an"
-        " output this tool reads)."
+        " -i 0 -mig 1`): this tool reads nvidia-smi's output but could not read what it printed; line 4"
+        " (`sudo nvidia-smi mig -lgip`): this tool reads nvidia-smi's output but could not read what it"
+        " printed)."
     )
 
 

@@ -28,12 +28,13 @@ SXID_12028 = "dmesg__sxid-12028-non-fatal__health-check-docstring.txt"
 XID_79 = "dmesg__xid-79-sxid-20034__nvswitch.txt"
 XID_45 = "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt"
 # every real kernel log capture
-# (the whole captures: one its poster cut inside a driver message, `__driver-message-cut__`, is not)
+# (the whole captures: one its poster cut inside a driver message, `__driver-message-cut__`, is
+# not, nor one whose last line its poster cut by its shape, saved with a newline, `__line-cut-as-stored__`)
 KERNEL_LOGS = sorted(
     p.name
     for pattern in ("dmesg*", "journalctl*", "syslog*", "kern*")
     for p in REAL.glob(pattern)
-    if "__driver-message-cut__" not in p.name
+    if "__driver-message-cut__" not in p.name and "__line-cut-as-stored__" not in p.name
 )
 
 

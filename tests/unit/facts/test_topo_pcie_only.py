@@ -157,8 +157,12 @@ LINK_MATRICES = sorted(
     for folder in ("real", "derived", "sessions")
     for path in (FIXTURES / folder).glob("*topo*")
     # (nvidia-smi's refusal of a `topo -m` command line, Windows' nvidia-smi that has no topo, is
-    # no matrix: its own test, api/test_saved_forms_refusals.py)
-    if path.suffix == ".txt" and "-p2p" not in path.name and "usage-error" not in path.name
+    # no matrix: its own test, api/test_saved_forms_refusals.py; nor is a paste's rows without
+    # the matrix's header, `part-of-...`: api/test_saved_fragments.py)
+    if path.suffix == ".txt"
+    and "-p2p" not in path.name
+    and "usage-error" not in path.name
+    and not path.name.startswith("part-of-")
 )
 
 

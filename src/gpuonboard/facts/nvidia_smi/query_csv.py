@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuonboard.facts.csvtext import csv_rows, first_csv_row
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.gpu_ids import all_names_by_id, device_id, is_product_name, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuReport
@@ -354,7 +355,7 @@ class _Shape:
         if _field_names(row, self.names):
             return "damaged", "a row of field names (a header broken onto lines of its own?)"
         if len(row) != len(self.names):
-            if len(row) == 1 and row[0].startswith(("...", "\u2026")):
+            if len(row) == 1 and (row[0].startswith(("...", "\u2026")) or ELISION.match(row[0])):
                 return "elided", f"rows left out ({row[0][:40]!r})"
             if last and len(row) < len(self.names):
                 return "cut", f"has {len(row)} cells, expected {len(self.names)}"

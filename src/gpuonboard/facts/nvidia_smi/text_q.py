@@ -597,7 +597,7 @@ def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
     and so is one with lines left out by hand: `[...]`, read as no section)."""
-    text, elided = ELISION.subn("", text) if "..." in text or "…" in text else (text, 0)
+    text, elided = ELISION.subn("", text)
     text = _split_joined_fields(text)
     read = _Lines()
     text, unjoined = _unwrapped(text, read)

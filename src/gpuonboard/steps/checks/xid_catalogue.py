@@ -37,9 +37,18 @@ ACTIONS = (
     "update_driver",
     "install_driver",
     "unload_other_driver",
+    "match_driver_versions",
     "from_message",
 )
-FAILING = ("reset_gpu", "reboot", "replace", "update_driver", "install_driver", "unload_other_driver")
+FAILING = (
+    "reset_gpu",
+    "reboot",
+    "replace",
+    "update_driver",
+    "install_driver",
+    "unload_other_driver",
+    "match_driver_versions",
+)
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,10 @@ _ASK = {
     "unload_other_driver": "ask the vendor to stop the other driver that holds the GPU (blacklist"
     " nouveau / rivafb / nvidiafb / rivatv, rebuild the initramfs, reboot) or reinstall the NVIDIA"
     " driver, as the driver's message says; it is no fault of the GPU",
+    # (data/nvrm_faults.yml api_mismatch: a driver updated without a reboot, or two installed)
+    "match_driver_versions": "ask the vendor to reboot the box, or to reinstall one driver version: the"
+    " NVIDIA kernel module and the driver's libraries are different versions, as the driver's message"
+    " says (a driver updated without a reboot); it is no fault of the GPU",
 }
 
 
@@ -117,6 +121,7 @@ def _summarise(
                 "replace",
                 "install_driver",
                 "unload_other_driver",
+                "match_driver_versions",
                 "reboot",
                 "update_driver",
                 "reset_gpu",
@@ -224,7 +229,15 @@ def _event_rule(
     lines = _summarise(events, _pci_index(gpus), what)
     actions = [a for a, _ in lines]
     actual = "; ".join(text for _, text in lines) + span
-    order = ("replace", "install_driver", "unload_other_driver", "reboot", "update_driver", "reset_gpu")
+    order = (
+        "replace",
+        "install_driver",
+        "unload_other_driver",
+        "match_driver_versions",
+        "reboot",
+        "update_driver",
+        "reset_gpu",
+    )
     worst = next((a for a in order if a in actions), None)
     if worst is not None:
         # (an AER error is the kernel's word, not the catalogue's)

@@ -1,0 +1,26 @@
+"""Whether a text read as a kernel log is another tool's report that quotes kernel lines: gpud's
+scan (`[XID found] (54 minutes ago) "NVRM: Xid (PCI:0000:9b:00): 119, ..."`, leptonai/gpud#500),
+a health tool's or a script's summary. Its quoted faults are the box's and count; its silence
+proves nothing: it quotes the lines it looked for, not the whole log (an SXid, a host error it
+did not look for is not in it)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["quoting_report"]
+
+# a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
+# before the driver's tag, after text that is no kernel stamp (`[XID found] (54 minutes ago) "`)
+_QUOTED = re.compile(r"""^(?!\s*\[\s*[\d.]+\])\s*\S[^"'`]*["'`]\s*(?:NVRM|nvidia-nvswitch\d*|kernel)\b:?""")
+_DRIVER_TAG = re.compile(r"\bNVRM\b|\bnvidia-nvswitch\d*:")
+
+
+def quoting_report(lines: list[str]) -> str | None:
+    """The first line of `lines` that quotes a driver's kernel line, where every line holding a
+    driver's tag quotes one (a tool's report, not the kernel log); None where any driver line is
+    the kernel's own or none is quoted."""
+    tagged = [line for line in lines if _DRIVER_TAG.search(line)]
+    if not tagged or not all(_QUOTED.match(line) for line in tagged):
+        return None
+    return tagged[0].strip()
