@@ -493,3 +493,19 @@ def test_a_section_holding_a_host_error_the_file_saved_apart_lacks_is_refused(
     (tmp_path / name).write_text(saved)
     with pytest.raises(offline.UsageError, match="a second kernel_log output"):
         offline.load_outputs([str(tmp_path)], [])
+
+
+def test_a_gzip_bug_report_cut_in_its_last_member_leaves_the_whole_sections_whole(tmp_path: Path) -> None:
+    """A bug report .gz of one member per section (the real H100 log's first three lines as its
+    dmesg section, no fault; the Titan V `--query`, /proc/meminfo), cut in-test halfway through
+    its last member (/proc/cpuinfo's). Before, every output of the cut gzip was incomplete: the
+    dmesg section's pass made unverified (gpu_xid, nvswitch_sxid). Now only the section the file
+    ends inside is cut (its note says so): gpu_xid passes on the whole dmesg section."""
+    parts = sections(WRAPPED)[:-1]
+    parts = [*parts[:5], *parts[6:], parts[5]]  # (/proc/cpuinfo last)
+    members = [gzip.compress(part.encode()) for part in parts]
+    data = b"".join(members[:-1]) + members[-1][: len(members[-1]) // 2]
+    rules, err, _ = judge(tmp_path, "nvidia-bug-report.log.gz", data, ORDER)
+    assert rules["gpu_xid"]["verdict"] == "pass", rules["gpu_xid"]
+    assert rules["nvswitch_sxid"]["verdict"] == "pass", rules["nvswitch_sxid"]
+    assert "ends inside its /proc/cpuinfo section" in err
