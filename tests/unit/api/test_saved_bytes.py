@@ -204,6 +204,21 @@ def test_bytes_after_a_whole_gzip_are_trailing_garbage_not_a_cut(tmp_path: Path,
     assert xid.verdict == "pass", xid
 
 
+def test_a_gzip_session_cut_in_its_last_member_cuts_its_last_command_only(tmp_path: Path) -> None:
+    """A saved session's .gz of two members: `dmesg` (the real H100 log's first three lines) in
+    the first, whole; `free -b` (the real H200 VM's) in the second, cut in-test halfway. Before,
+    every output of the cut gzip was incomplete: the whole dmesg's gpu_xid pass made unverified.
+    Now only the last command, the one the file ends inside, is incomplete."""
+    free = (REAL / "free-b__h200-vm.txt").read_text()
+    first = gzip.compress(f"root@gpu01:~# dmesg\n{CLEAN_LOG}".encode())
+    second = gzip.compress(f"root@gpu01:~# free -b\n{free}root@gpu01:~# \n".encode())
+    saved = tmp_path / "session.txt.gz"
+    saved.write_bytes(first + second[: len(second) // 2])
+    raw = load_outputs([str(saved)])
+    assert raw["kernel_log"].partial == "", raw["kernel_log"].partial
+    assert "a gzip file cut short" in raw["free"].partial
+
+
 def _tar_gz(name: str, text: str) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as tar:
