@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gpuonboard.api.unread import disagreement, joined
+from gpuonboard.facts.host_errors import host_errors
 from gpuonboard.facts.kernel_log import fault_key, parse_kernel_log
 from gpuonboard.facts.probe import ProbeOutput
 
@@ -82,6 +84,8 @@ Detect = Callable[[str], "str | None"]
 _UNAME = re.compile(r"^uname: \S+ \S+ (\d\S*)", re.M)
 _SCANNING = "Scanning kernel log files for NVIDIA kernel messages:"
 _SCANNED = re.compile(r"^\s+(journalctl -b (-\d+)|/\S+):\s*$")
+# an output's `where` (outputs) that names the dmesg section
+_DMESG_WHERE = "(nvidia-bug-report.log: dmesg)"
 
 
 @dataclass(frozen=True)
@@ -291,8 +295,9 @@ def _this_boot(out: list[tuple[str, ProbeOutput, str]]) -> list[tuple[str, Probe
     now = [i for i, (kind, probe, _) in enumerate(out) if kind == "kernel_log" and not probe.earlier_boot]
     if len(now) < 2:
         return out
-    # (the dmesg section, read whole, is the base: the journal's was narrowed by the grep)
-    base = next((i for i in now if not out[i][1].partial), now[0])
+    # (the dmesg section is the base, cut short or not: the journal's was narrowed by the grep, and
+    # a cut dmesg still holds the lines the grep drops, the host's hardware errors among them)
+    base = next((i for i in now if out[i][2].endswith(_DMESG_WHERE)), now[0])
     others = tuple(out[i][1] for i in now if i != base)
     kind, probe, where = out[base]
     joined = (kind, dataclasses.replace(probe, beside=(*probe.beside, *others)), where)
@@ -346,6 +351,26 @@ def _said(path: str, read: list[str], unread: list[str], whole: bool, found: lis
     return said + "."
 
 
+def _host_faults(probe: ProbeOutput) -> Counter[tuple[str, str, str, str]]:
+    """The host hardware errors (and the notices of them) a kernel log output holds, with the
+    logs beside it, each (source, severity, part, error) counted."""
+    texts = (probe.stdout, *(o.stdout for o in probe.beside))
+    return Counter((e.source, e.severity, e.where, e.what) for text in texts for e in host_errors(text))
+
+
+def _holds_the_section(own: ProbeOutput, part: ProbeOutput) -> bool:
+    """Whether a kernel log saved apart (`own`) may stand for a bug report's dmesg section
+    (`part`): it is whole (no grep narrowed it, not cut short), reaches back as far (to boot where
+    the section does), and holds every fault of the section, the GPU's and the host's (an MCE, an
+    EDAC line: a `dmesg | grep NVRM` beside the section drops them)."""
+    if own.partial and not part.partial:
+        return False
+    reach = parse_kernel_log(part.stdout).covers_boot
+    if reach and not parse_kernel_log(own.stdout).covers_boot:
+        return False
+    return faults_in(part) <= faults_in(own) and not _host_faults(part) - _host_faults(own)
+
+
 def saved_apart(
     kind: str, out: ProbeOutput, where: str, raw: Mapping[str, ProbeOutput], origin: Mapping[str, str]
 ) -> tuple[str, str] | None:
@@ -366,7 +391,7 @@ def saved_apart(
     elif kind in ("free", "lscpu"):
         same = not disagreement(kind, own, part)
     elif kind == "kernel_log":
-        same = faults_in(part) <= faults_in(own)
+        same = _holds_the_section(own, part)
     else:
         same = False
     if not same:

@@ -369,7 +369,7 @@ def _refuse_run_folder(path: Path, given_as: str) -> None:
     )
 
 
-def _read_saved(path: Path) -> tuple[bytes, str]:
+def _read_saved(path: Path, notes: list[str] | None = None) -> tuple[bytes, str]:
     """A saved output's bytes (errors name the file), and why they are cut short ("" if not: a
     gzip file cut short, whose every output is then incomplete)."""
     try:
@@ -384,18 +384,28 @@ def _read_saved(path: Path) -> tuple[bytes, str]:
             " leave it out of the files to judge."
         )
     try:
-        data, cut = expanded(data, MAX_OUTPUT_BYTES)  # (a gzip file, `nvidia-bug-report.log.gz`: its text)
+        said: list[str] = []
+        data, cut = expanded(
+            data, MAX_OUTPUT_BYTES, said
+        )  # (a gzip file, `nvidia-bug-report.log.gz`: its text)
     except ValueError as bad:
         raise UsageError(f"{path}: {bad}.") from None
     if (why := not_text(data)) is not None:
         raise UsageError(f"{path}: {why}")
+    if notes is not None:
+        notes += [f"{path}: {clause}." for clause in said]
     return data, cut
 
 
-def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str, ProbeOutput, str]]:
+def _saved_outputs(
+    path: Path, data: bytes, notes: list[str], cut: str = ""
+) -> list[tuple[str, ProbeOutput, str]]:
     """A user's saved file: (kind, output, where: the file, or the file and a command's line in a
     saved terminal session) for each output it holds; a session's command whose output is not
-    read (`ls`, `cat notes.txt`) is skipped with a note."""
+    read (`ls`, `cat notes.txt`) is skipped with a note. `cut`: why the file's text is cut short
+    (a gzip file cut short): the output it ends inside is incomplete, the last section of a bug
+    report (bug_report.outputs: no `End of ...` line) or the last command of a session, never
+    the whole ones before it."""
     pasted = unviewed(paste.normalise(unquote(decode_saved(data))))  # (a CI log view's gutter dropped)
     parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
     # (a bug report a command of the session printed, `head -12 nvidia-bug-report.log`: a command
@@ -415,22 +425,36 @@ def _saved_outputs(path: Path, data: bytes, notes: list[str]) -> list[tuple[str,
             out for p in reports for out in _bug_report_outputs(path, f"{path} {p.where}", p.text, notes)
         ]
         rest = [p for p in parts if p not in reports]
+        last = cut if rest and rest[-1] is parts[-1] else ""
         try:
-            return found + (_session_outputs(path, rest, notes) if any(not p.empty for p in rest) else [])
+            return found + (
+                _session_outputs(path, rest, notes, last) if any(not p.empty for p in rest) else []
+            )
         except UsageError as none:  # (its other commands read nothing, noted: the bug report is judged)
             if not found or "holding no output this tool reads" not in str(none):
                 raise
             return found
     if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
-        return _env_outputs(path, pasted, notes, report_in_container(collect_env.copied_command(pasted)))
+        return _all_cut(
+            _env_outputs(path, pasted, notes, report_in_container(collect_env.copied_command(pasted))), cut
+        )
     if parts is None:
         try:
-            return [(*_saved_output(path, str(path), pasted), str(path))]
+            return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
         except unjudged.UnjudgedOutput as why:  # (read, nothing judged: named, the rest judged)
             notes.append(str(why))
             return []
-    return _session_outputs(path, parts, notes)
+    return _session_outputs(path, parts, notes, cut)
+
+
+def _all_cut(found: list[tuple[str, ProbeOutput, str]], cut: str) -> list[tuple[str, ProbeOutput, str]]:
+    """`found` each incomplete where its file's text is cut short (`cut`: why)."""
+    return (
+        [(kind, dataclasses.replace(out, partial=out.partial or cut), w) for kind, out, w in found]
+        if cut
+        else found
+    )
 
 
 def _bug_report_outputs(
@@ -442,13 +466,20 @@ def _bug_report_outputs(
 
 
 def _session_outputs(
-    path: Path, parts: list[transcript.Section], notes: list[str]
+    path: Path, parts: list[transcript.Section], notes: list[str], cut: str = ""
 ) -> list[tuple[str, ProbeOutput, str]]:
-    """The outputs of a saved session's commands, each read as a saved file of its own."""
+    """The outputs of a saved session's commands, each read as a saved file of its own; the last
+    command's incomplete where the file is cut short (`cut`: why)."""
+    last = f"{path} {parts[-1].where}" if cut and parts else None
+
+    def read_one(where: str, text: str, command: str) -> tuple[str, ProbeOutput]:
+        kind, out = _saved_output(path, where, text, command)
+        return (kind, dataclasses.replace(out, partial=out.partial or cut)) if where == last else (kind, out)
+
     return transcript.read(
         str(path),
         parts,
-        lambda *part: _saved_output(path, *part),
+        read_one,
         notes,
         unread,
         joined,
@@ -657,15 +688,13 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
         if recorded is not None and recorded[0] not in RAW_DIR_PROBES:
             skipped.setdefault(path.parent, []).append(recorded[0])
             continue
-        data, cut = _read_saved(path)
+        data, cut = _read_saved(path, session_notes)
         if recorded is not None:
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:
-            found = _saved_outputs(path, data, session_notes)
-        if cut:  # (each output of a file cut short is incomplete: never judged as whole)
-            found = [
-                (kind, dataclasses.replace(out, partial=out.partial or cut), w) for kind, out, w in found
-            ]
+            found = _saved_outputs(path, data, session_notes, cut)
+        if cut and recorded is not None:  # (a run's output cut short is incomplete: never judged as whole)
+            found = _all_cut(found, cut)
         for kind, out, where in found:
             same = folder_of.get(kind, path.parent) == path.parent
             if (

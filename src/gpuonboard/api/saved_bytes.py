@@ -41,16 +41,20 @@ GZIP_MAGIC = b"\x1f\x8b"
 # the most a gzip file given is expanded to (an nvidia-bug-report.log.gz of a box with many GPUs,
 # its nvidia-debugdump and acpidump in base64, holds tens of MiB); more is refused, never expanded
 MAX_GUNZIPPED_BYTES = 128 * 2**20  # (api/offline.py: the same bound as a plain file's text)
+_GZIP_HEADER = 10  # (a gzip member's fixed header: magic, method, flags, time, xfl, os)
 
 
-def expanded(data: bytes, limit: int = MAX_GUNZIPPED_BYTES) -> tuple[bytes, str]:
+def expanded(
+    data: bytes, limit: int = MAX_GUNZIPPED_BYTES, notes: list[str] | None = None
+) -> tuple[bytes, str]:
     """A saved file's bytes as the text they hold, and why that text is cut short ("" if whole):
     a gzip file decompressed (gunzipped, at most `limit` bytes; ValueError past it), any other as
     it is. A gzip stream that ends before its end (`gzip -t`: unexpected end of file) holds an
-    output cut short wherever the cut fell, at a line's end too: an incomplete probe."""
+    output cut short wherever the cut fell, at a line's end too: an incomplete probe. Bytes after
+    a whole member that start no member (gzip -d: "trailing garbage ignored") are said in `notes`."""
     if not data.startswith(GZIP_MAGIC):
         return data, ""
-    text, ended = gunzipped(data, limit)
+    text, ended = gunzipped(data, limit, notes)
     if text.startswith(GZIP_MAGIC):
         raise ValueError("a gzip file inside a gzip file: gunzip it twice and pass the text it holds")
     if _is_tar(text):
@@ -64,15 +68,22 @@ def expanded(data: bytes, limit: int = MAX_GUNZIPPED_BYTES) -> tuple[bytes, str]
     return text, "a gzip file cut short (`gzip -t`: unexpected end of file): the output ends where it was cut"
 
 
-def gunzipped(data: bytes, limit: int) -> tuple[bytes, bool]:
+def gunzipped(data: bytes, limit: int, notes: list[str] | None = None) -> tuple[bytes, bool]:
     """A gzip file's bytes decompressed (every member: nvidia-bug-report.sh appends one per
     section), and whether its compressed stream ended (False: the file was cut short, its bytes
     read up to the cut); ValueError, one clause, where it would expand past `limit` bytes (a zip
     bomb: never expanded further) or is no gzip stream. Each step expands at most what is left
-    of `limit` + 1 bytes, so memory stays bounded whatever the ratio."""
+    of `limit` + 1 bytes, so memory stays bounded whatever the ratio. Bytes after a whole member
+    without a gzip magic, or fewer than a member's 10-byte header (a `\n` a download added, a
+    lone `\x1f`), are trailing garbage, as gzip -d says: the file ended, those bytes said in
+    `notes`, never a cut."""
     out: list[bytes] = []
     size, rest, ended = 0, data, False
     while rest:
+        if out and ended and (not rest.startswith(GZIP_MAGIC) or len(rest) < _GZIP_HEADER):
+            if notes is not None:
+                notes.append(f"{len(rest)} byte(s) after the gzip stream's end, no gzip member: ignored")
+            return b"".join(out), True
         unzip = zlib.decompressobj(wbits=31)
         chunk, rest, ended = rest, b"", False
         while chunk:

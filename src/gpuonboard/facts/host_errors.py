@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from datetime import date
 
 from gpuonboard.facts.kernel_cut import host_cut, locale_words
 from gpuonboard.facts.kernel_log import BootCounter, is_probe_header
@@ -234,24 +235,66 @@ def _prefix(line: str) -> str:
     return line[: tag.start()] if tag else ""
 
 
-def _stamp(line: str) -> float | str:
-    """When the kernel printed `line`: its dmesg stamp's seconds, else the text before its host
-    error's tag (a syslog's `Feb 23 03:28:16 host kernel:`, `dmesg -T`'s date), "" where none."""
-    seconds = _DMESG_STAMP.search(_prefix(line))
-    return float(seconds.group(1)) if seconds else " ".join(_prefix(line).split())
+# a wall-clock time in a line's prefix, in the kernel log readers' shapes: ISO (`dmesg
+# --time-format iso`'s `2025-10-02T10:15:40,123456+00:00`, journalctl's `-o short-iso`, `-o
+# short-full`'s `Tue 2020-09-23 18:37:03 UTC`), and a month's name then the day and time
+# (syslog's and journalctl's `Feb 23 03:28:16`, `-o short-precise`'s `.100007`, `dmesg -T`'s
+# `[Tue Nov 11 23:25:43 2025]` and ctime's, the year after the time)
+_ISO_TIME = re.compile(r"\b(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_NAMED_TIME = re.compile(
+    r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) (\d\d):(\d\d):(\d\d)"
+    r"(?:[.,](\d+))?(?: (\d{4})\b)?"
+)
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+# journalctl's `-o short-unix` (`1600886223.123456`), at the line's start
+_UNIX_TIME = re.compile(r"^\s*(\d{9,11}\.\d{1,9})\b")
+
+
+def _wall_seconds(prefix: str) -> float | None:
+    """The seconds of the wall-clock time in a line's prefix (see above; a time without a year
+    counted in one leap year: two lines of one log are compared), None where it shows none."""
+    if unix := _UNIX_TIME.match(prefix):
+        return float(unix.group(1))
+    if iso := _ISO_TIME.search(prefix):
+        year, month, day, hour, minute, second, fraction = iso.groups()
+    elif named := _NAMED_TIME.search(prefix):
+        name, day, hour, minute, second, fraction, year = named.groups()
+        month = str(_MONTHS.index(name) + 1)
+    else:
+        return None
+    try:
+        days = date(int(year or 2000), int(month), int(day)).toordinal()
+    except ValueError:
+        return None
+    clock = int(hour) * 3600 + int(minute) * 60 + int(second)
+    return days * 86400.0 + clock + (float(f"0.{fraction}") if fraction else 0.0)
+
+
+def _stamp(line: str) -> tuple[str, float] | str:
+    """When the kernel printed `line`: ("boot", its dmesg stamp's seconds since boot), else
+    ("wall", the seconds of the wall-clock time before its host error's tag, in any of the
+    readers' shapes: a syslog's `Feb 23 03:28:16 host kernel:`, `-o short-precise`, `dmesg -T`,
+    `--time-format iso`), else the text before the tag (no time read in it), "" where none."""
+    prefix = _prefix(line)
+    if seconds := _DMESG_STAMP.search(prefix):
+        return ("boot", float(seconds.group(1)))
+    if (wall := _wall_seconds(prefix)) is not None:
+        return ("wall", wall)
+    return " ".join(prefix.split())
 
 
 def _together(lines: list[str], a: int, b: int) -> bool:
-    """Whether `lines[a]` and `lines[b]` are of one printing of the kernel's: the same stamp text,
-    dmesg seconds within one second of each other (the lines of one event are printed
-    microseconds apart), or, in `dmesg -H`, the lines from one to the other each within a second
-    of the line before, together within one."""
+    """Whether `lines[a]` and `lines[b]` are of one printing of the kernel's: their times (dmesg
+    seconds, or a wall clock's in any of the readers' shapes) within one second of each other
+    (the lines of one event are printed microseconds apart, a syslog's whole second may tick
+    between them), the same text where no time is read, or, in `dmesg -H`, the lines from one to
+    the other each within a second of the line before, together within one."""
     if _DMESG_DELTA.match(lines[max(a, b)].lstrip()):
         deltas = [_DMESG_DELTA.match(line.lstrip()) for line in lines[min(a, b) + 1 : max(a, b) + 1]]
         return all(deltas) and sum(float(d.group(1)) for d in deltas if d) <= 1.0
     first, second = _stamp(lines[a]), _stamp(lines[b])
-    if isinstance(first, float) and isinstance(second, float):
-        return abs(first - second) <= 1.0
+    if isinstance(first, tuple) and isinstance(second, tuple):
+        return first[0] == second[0] and abs(first[1] - second[1]) <= 1.0
     return first == second
 
 

@@ -407,3 +407,105 @@ def test_a_bug_report_section_gives_way_to_the_same_output_saved_apart(tmp_path:
     (tmp_path / "nvidia-bug-report.log").write_text("".join(sections()))  # (its Xid 79 the file lacks)
     with pytest.raises(offline.UsageError, match="a second kernel_log output"):
         offline.load_outputs([str(tmp_path)], [])
+
+
+# the real mcelog#70 kern.log (an uncorrected machine check, bank 4, at boot) as dmesg prints it:
+# each line's syslog prefix (`Sep 16 19:51:15 kernel: `) cut off in-test
+MCE = "".join(
+    line.split("kernel: ", 1)[1]
+    for line in (REAL / "kern-log__mce-uncorrected-bank4-at-boot__mcelog-70.txt").read_text().splitlines(True)
+)
+H100 = (REAL / "dmesg__open-nvidia-ko-without-gsp__h100-pcie__driver535.86.06.txt").read_text()
+
+
+def _grep(text: str) -> str:
+    """The script's `grep -e NVRM -e nvidia-` of a log."""
+    return "".join(line for line in text.splitlines(True) if "NVRM" in line or "nvidia-" in line)
+
+
+def test_a_bug_report_cut_in_its_dmesg_section_keeps_the_host_errors_it_read(tmp_path: Path) -> None:
+    """A bug report whose dmesg section (the real mcelog#70 machine check lines, then the real H100
+    PCIe log) the file ends inside (no section after it: cut), with the scan's `journalctl -b -0:`
+    part (the H100 log through the script's grep) before it. Before, both this boot's logs were
+    partial and the journal's grep was taken as the base, the dmesg section only beside it for
+    its GPU faults: host_hw_errors gave no row (the uncorrected machine check lost, GO on the
+    host). Now the dmesg section is the base, cut or not: host_hw_errors fails on CPU 0 bank 4."""
+    parts = sections(MCE + H100)[:5]
+    parts.insert(4, _scanning("journalctl -b -0", _grep(H100)))
+    rules, _, code = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode(), ORDER)
+    assert code == 1
+    host = rules["host_hw_errors"]
+    assert host["verdict"] == "fail" and "CPU 0 bank 4: uncorrected machine check" in host["actual"], host
+
+
+def test_this_boots_journal_fault_is_judged_beside_the_same_fault_of_an_earlier_boot(tmp_path: Path) -> None:
+    """The scan's `journalctl -b -0:` and `journalctl -b -1:` parts both hold the real pop-os Xid 79
+    (the same lines: the GPU fell off the bus in both boots), beside a dmesg section without it
+    (the real H100 log's first three lines). Before, this boot's fault was taken as known from
+    the earlier boot's: gpu_xid warned "logged before the log's last reboot". Now this boot's
+    Xid 79 fails gpu_xid (the earlier boot's still said)."""
+    parts = sections(WRAPPED)
+    parts.insert(4, _scanning("journalctl -b -0", GREPPED) + f"\n  journalctl -b -1:\n{GREPPED}\n")
+    rules, _, code = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode(), ORDER)
+    xid = rules["gpu_xid"]
+    assert code == 1 and xid["verdict"] == "fail", xid
+    assert "Xid 79 GPU has fallen off the bus -> reboot" in xid["actual"]
+
+
+def test_the_journal_grep_does_not_repeat_a_dmesg_fault_under_an_unnamed_gpu(tmp_path: Path) -> None:
+    """The real H100 PCIe log (`nvidia: probe of 0000:01:00.0 failed`, then `NVRM: The NVIDIA probe
+    routine failed for 1 device(s).`) as the dmesg section and, through the script's grep (which
+    drops the `nvidia: probe of` line), as the scan's `journalctl -b -0:` part. Before, the
+    journal's probe failure, no GPU named, was listed again: "a GPU (no PCI address in the
+    message): ... the driver failed to probe a GPU -> reboot" beside the named GPU's
+    `-> install_driver`. Now it is the dmesg section's same fault, listed once."""
+    parts = sections(H100)
+    parts.insert(4, _scanning("journalctl -b -0", _grep(H100)))
+    rules, _, _ = judge(tmp_path, "nvidia-bug-report.log", "".join(parts).encode(), ORDER)
+    xid = rules["gpu_xid"]
+    assert "0000:01:00.0" in xid["actual"] and "install_driver" in xid["actual"], xid
+    assert "no PCI address" not in xid["actual"], xid
+
+
+@pytest.mark.parametrize(
+    ("dmesg", "name", "saved"),
+    [
+        (MCE + H100, "dmesg.txt", H100),  # (the section's GPU lines, without its machine check)
+        (
+            MCE + WRAPPED,
+            "session.txt",
+            "root@gpu01:~# dmesg | grep NVRM\n" + _grep(WRAPPED) + "root@gpu01:~# \n",
+        ),
+    ],
+    ids=["dmesg-without-the-mce", "grep-nvrm-session"],
+)
+def test_a_section_holding_a_host_error_the_file_saved_apart_lacks_is_refused(
+    tmp_path: Path, dmesg: str, name: str, saved: str
+) -> None:
+    """A bug report whose dmesg section holds the real mcelog#70 machine check and the real H100
+    log (whole; or its first three lines), beside a file saved apart holding the H100 log
+    (whole; or a session's `dmesg | grep NVRM` of its three lines: narrowed). Before, the section
+    gave way where the file held its GPU faults (compared alone): the uncorrected machine check
+    dropped (host_hw_errors no row, GO), and the grep's narrowing made gpu_xid unverified. Now
+    the file gives way only where it holds every fault of the section, the host's too, and is as
+    whole: refused, as two rival logs."""
+    (tmp_path / "nvidia-bug-report.log").write_text("".join(sections(dmesg)))
+    (tmp_path / name).write_text(saved)
+    with pytest.raises(offline.UsageError, match="a second kernel_log output"):
+        offline.load_outputs([str(tmp_path)], [])
+
+
+def test_a_gzip_bug_report_cut_in_its_last_member_leaves_the_whole_sections_whole(tmp_path: Path) -> None:
+    """A bug report .gz of one member per section (the real H100 log's first three lines as its
+    dmesg section, no fault; the Titan V `--query`, /proc/meminfo), cut in-test halfway through
+    its last member (/proc/cpuinfo's). Before, every output of the cut gzip was incomplete: the
+    dmesg section's pass made unverified (gpu_xid, nvswitch_sxid). Now only the section the file
+    ends inside is cut (its note says so): gpu_xid passes on the whole dmesg section."""
+    parts = sections(WRAPPED)[:-1]
+    parts = [*parts[:5], *parts[6:], parts[5]]  # (/proc/cpuinfo last)
+    members = [gzip.compress(part.encode()) for part in parts]
+    data = b"".join(members[:-1]) + members[-1][: len(members[-1]) // 2]
+    rules, err, _ = judge(tmp_path, "nvidia-bug-report.log.gz", data, ORDER)
+    assert rules["gpu_xid"]["verdict"] == "pass", rules["gpu_xid"]
+    assert rules["nvswitch_sxid"]["verdict"] == "pass", rules["nvswitch_sxid"]
+    assert "ends inside its /proc/cpuinfo section" in err

@@ -180,6 +180,45 @@ def test_a_gzip_cut_at_a_line_end_is_an_incomplete_output(tmp_path: Path) -> Non
     assert load_outputs([str(saved)])["kernel_log"].partial == ""
 
 
+@pytest.mark.parametrize(
+    "trailer",
+    [b"\n", b"\x1f", b"\x1f\x8b\x08", b"\x00" * 512],
+    ids=["newline", "lone-1f", "short-magic", "zeros"],
+)
+def test_bytes_after_a_whole_gzip_are_trailing_garbage_not_a_cut(tmp_path: Path, trailer: bytes) -> None:
+    """A kernel log's .gz (the real H100 log's first three lines, no fault) whole, with a few bytes
+    after it added in-test (a download's `\\n`, a lone `\\x1f`, a gzip magic shorter than a
+    member's header, zeros): gzip -d says "trailing garbage ignored". Before, a `\\n` or a lone
+    `\\x1f` read as a member cut short: every output incomplete, gpu_xid unverified. Now the file
+    is whole (gpu_xid passes) and the bytes ignored are noted."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.steps.checks.fabric_health import health_checks
+
+    saved = tmp_path / "dmesg.txt.gz"
+    saved.write_bytes(gzip.compress(CLEAN_LOG.encode()) + trailer)
+    notes: list[str] = []
+    raw = load_outputs([str(saved)], notes)
+    assert raw["kernel_log"].stdout == CLEAN_LOG and raw["kernel_log"].partial == ""
+    assert any(f"{len(trailer)} byte(s) after the gzip stream's end" in n for n in notes), notes
+    xid = next(c for c in health_checks(parse_facts(raw)) if c.name == "gpu_xid")
+    assert xid.verdict == "pass", xid
+
+
+def test_a_gzip_session_cut_in_its_last_member_cuts_its_last_command_only(tmp_path: Path) -> None:
+    """A saved session's .gz of two members: `dmesg` (the real H100 log's first three lines) in
+    the first, whole; `free -b` (the real H200 VM's) in the second, cut in-test halfway. Before,
+    every output of the cut gzip was incomplete: the whole dmesg's gpu_xid pass made unverified.
+    Now only the last command, the one the file ends inside, is incomplete."""
+    free = (REAL / "free-b__h200-vm.txt").read_text()
+    first = gzip.compress(f"root@gpu01:~# dmesg\n{CLEAN_LOG}".encode())
+    second = gzip.compress(f"root@gpu01:~# free -b\n{free}root@gpu01:~# \n".encode())
+    saved = tmp_path / "session.txt.gz"
+    saved.write_bytes(first + second[: len(second) // 2])
+    raw = load_outputs([str(saved)])
+    assert raw["kernel_log"].partial == "", raw["kernel_log"].partial
+    assert "a gzip file cut short" in raw["free"].partial
+
+
 def _tar_gz(name: str, text: str) -> bytes:
     out = io.BytesIO()
     with tarfile.open(fileobj=out, mode="w:gz") as tar:

@@ -5,6 +5,7 @@ notice a record explains, and where an APEI record and an EDAC line are one even
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -204,3 +205,55 @@ def test_a_notice_and_its_record_in_dmesg_h_are_printed_together() -> None:
     later = _relative(text + notice.replace("[ 1366.830245]", "[ 9366.830245]"))
     check = rule_host_hw_errors(host_errors(later))
     assert check is not None and check.verdict == "unverified", check
+
+
+# a syslog line's prefix as radiasoft#134 prints it (`Feb 23 03:28:16 kernel: `, one with two spaces)
+_RADIASOFT_PREFIX = re.compile(r"^Feb 23 03:28:16 +kernel: ")
+
+
+def _restamped(text: str, stamp: Callable[[int], str]) -> str:
+    """radiasoft#134's kern.log with each line's prefix made `stamp(i)` (its i-th line's)."""
+    return "".join(_RADIASOFT_PREFIX.sub(stamp(i), line) for i, line in enumerate(text.splitlines(True)))
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        lambda i: f"Feb 23 03:28:16.{100000 + 7 * i:06d} gpu01 kernel: ",
+        lambda i: f"2018-02-23T03:28:16,{100000 + 7 * i:06d}+00:00 ",
+        lambda i: f"Feb 23 03:28:1{6 if i == 0 else 7} kernel: ",
+        lambda i: f"[Fri Feb 23 03:28:1{6 if i == 0 else 7} 2018] ",
+    ],
+    ids=["journalctl-short-precise", "dmesg-time-format-iso", "syslog-next-second", "dmesg-T-next-second"],
+)
+def test_a_notice_and_its_record_are_printed_together_in_every_stamp_shape(
+    stamp: Callable[[int], str],
+) -> None:
+    """radiasoft#134's kern.log (the notice, its bank's corrected memory error, EDAC's CE) with
+    its prefixes made, in-test: `journalctl -o short-precise`'s (microseconds 7 apart, a host
+    added), `dmesg --time-format iso`'s, or its syslog's / `dmesg -T`'s with every line after the
+    notice in the next second (`03:28:17`). Before, the stamps' TEXT was compared: the notice read
+    as unexplained, "their records not in the log" (unverified). Now each shape's time is read
+    and compared within a second: the notice is its record's, the CE passes as in the capture."""
+    check = rule_host_hw_errors(host_errors(_restamped(RADIASOFT.read_text(), stamp)))
+    assert check is not None and check.verdict == "pass", check
+    assert "records not in the log" not in check.actual
+
+
+def test_an_apei_record_and_its_edac_line_in_short_precise_count_once() -> None:
+    """node_exporter#3511's APEI record of a corrected memory error with its prefixes made
+    `journalctl -o short-precise`'s in-test (`Dec 29 05:24:23.2000NN proxmox kernel:`, 9 us
+    apart), and ghes_edac's EDAC line for the same event added after it, 9 us later (`EDAC MC0: 1
+    CE single-bit ECC on unknown memory (node:6 card:1 module:0 rank:1 ...)`). Before, the
+    stamps' text differed, the record was not claimed: one event counted twice. Now once."""
+    lines = APEI_CE.read_text().splitlines(True)
+    edac = (
+        "EDAC MC0: 1 CE single-bit ECC on unknown memory (node:6 card:1 module:0 rank:1 bank:2 device:11"
+        " row:40948 column:560 page:0x6a47d1 offset:0xf540 grain:1 syndrome:0x0)\n"
+    )
+    text = "".join(
+        line.replace("Dec 29 05:24:23 proxmox", f"Dec 29 05:24:23.{200000 + 9 * i:06d} proxmox")
+        for i, line in enumerate([*lines, f"Dec 29 05:24:23 proxmox kernel: {edac}"])
+    )
+    events = host_errors(text)
+    assert [(e.source, e.severity) for e in events] == [("edac", "corrected")], events

@@ -224,3 +224,21 @@ def test_a_few_corrected_errors_in_a_log_whose_host_lines_were_capped_are_unveri
     assert "\n# dropped: driver 0 other 0 host 18\n" in out
     row = _rows(tmp_path, out)["host_hw_errors"]
     assert row.verdict == "unverified" and "left out 18" in row.actual, row
+
+
+@pytest.mark.parametrize("tools", [("cut",), ("sort",), ()])
+def test_host_error_lines_left_out_without_sort_or_cut_are_unverified(
+    tmp_path: Path, tools: tuple[str, ...]
+) -> None:
+    """mcelog#70's kern.log (an uncorrected machine check at boot; each line's syslog prefix
+    `Sep 16 19:51:15 kernel: ` cut off in-test, as dmesg prints it), then the Titan V's Xid 79, on
+    a host without sort or cut: the probe keeps the drivers' and the others' lines only and counts
+    the host's it left out (`host 4`). Before, host_hw_errors gave no row (no claim either way:
+    the machine check dropped unsaid). Now unverified, naming the lines left out."""
+    mce = (REAL / "kern-log__mce-uncorrected-bank4-at-boot__mcelog-70.txt").read_text()
+    dmesg = "".join(line.split("kernel: ", 1)[1] for line in mce.splitlines(keepends=True))
+    out = _probe(tmp_path, dmesg + XID_79.read_text(), tools=tools)
+    assert "\n# dropped: driver 0 other 0 host 4\n" in out
+    row = _rows(tmp_path, out).get("host_hw_errors")
+    assert row is not None and row.verdict == "unverified", row
+    assert "left out 4 host error lines" in row.actual and "sort and cut" in row.detail

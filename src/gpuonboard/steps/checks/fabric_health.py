@@ -51,6 +51,8 @@ from gpuonboard.steps.checks.xid_rules import (
 
 if TYPE_CHECKING:
     from gpuonboard.connection.gather import Facts
+    from gpuonboard.facts.host_errors import HostError
+    from gpuonboard.facts.kernel_log import KernelEvent
     from gpuonboard.facts.nvidia_smi import GpuInfo
 
 __all__ = [
@@ -371,6 +373,44 @@ def _in_sandbox(check: Check, what: str, sandbox: str | None) -> Check:
     return sandbox_log_check(check.name, what, sandbox)
 
 
+def _new_fault(event: KernelEvent, known: set[tuple[str, int, str, str]]) -> bool:
+    """Whether a fault of another answer of this boot's log is none of `known` (the base log's):
+    one with no PCI address (a journal grep keeps `NVRM: ... probe routine failed` but drops the
+    `nvidia: probe of <bdf> failed` line that names its GPU) is the base's same fault on a named
+    GPU where the base holds that line."""
+    from gpuonboard.facts.kernel_log import fault_key
+
+    kind, code, pci, message = fault_key(event)
+    if (kind, code, pci, message) in known:
+        return False
+    return bool(pci) or not any(k[:2] == (kind, code) and k[3] == message for k in known)
+
+
+def _beside_host_errors(base: Sequence[HostError], beside: Sequence[ProbeOutput]) -> tuple[HostError, ...]:
+    """The host hardware errors of this boot's other answers (`beside`: a bug report's grep of its
+    journal beside a dmesg section cut short) that the base log does not hold: each (part, error)
+    counted as often as the answer holding it most says it, never twice for one event."""
+    from collections import Counter
+
+    from gpuonboard.facts.host_errors import host_errors
+
+    def key(e: HostError) -> tuple[str, str, str, str, bool]:
+        return (e.source, e.severity, e.where, e.what, e.earlier_boot)
+
+    held = Counter(key(e) for e in base)
+    extra: list[HostError] = []
+    for other in beside:
+        found = host_errors(other.stdout)
+        found = tuple(replace(e, earlier_boot=True) for e in found) if other.earlier_boot else found
+        for e in found:
+            if held[key(e)] > 0:
+                held[key(e)] -= 1
+            else:
+                extra.append(e)
+        held = Counter(key(e) for e in (*base, *extra))
+    return tuple(extra)
+
+
 def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | None]:
     """Xid, SXid and the host's hardware errors from the kernel log given (with the earlier
     boots' logs given beside it, and the faults of another answer of this boot's log that it
@@ -399,9 +439,10 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
         events = past + tuple(replace(e, earlier_boot=True, load=own) for e in aer.aer_events(text)) + events
         log = replace(log, events=past + log.events)
     for other in out.beside:  # (this boot's log again, another answer: a bug report's grep of its journal)
-        known = {fault_key(e) for e in events}
-        extra = [e for e in kernel_log.parse_kernel_log(other.stdout).events if fault_key(e) not in known]
-        extra += [e for e in aer.aer_events(other.stdout) if fault_key(e) not in known]
+        # (this boot's faults only: the same fault an earlier boot logged is another fault)
+        known = {fault_key(e) for e in events if not e.earlier_boot}
+        extra = [e for e in kernel_log.parse_kernel_log(other.stdout).events if _new_fault(e, known)]
+        extra += [e for e in aer.aer_events(other.stdout) if _new_fault(e, known)]
         events += tuple(extra)
         log = replace(log, events=log.events + tuple(e for e in extra if e.kind != "aer"))
     slice_ = whole_listing_slice(facts)
@@ -419,11 +460,29 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     # (the host's own hardware errors: a row only where the log shows one)
     hosted = host_errors(out.stdout)
     hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
+    hosted += _beside_host_errors(hosted, out.beside)
     return [
         _in_sandbox(xid, "Xid", log.sandbox),
         _in_sandbox(sxid, "SXid", log.sandbox),
-        rule_host_hw_errors(hosted, out.partial or log.left_out or log.host_cut_by_cap),
+        rule_host_hw_errors(hosted, out.partial or log.left_out or log.host_cut_by_cap)
+        or _host_lines_left_out(log.dropped_host),
     ]
+
+
+def _host_lines_left_out(dropped: int | None) -> Check | None:
+    """host_hw_errors where the live probe left out host error lines (`# dropped: ... host 4`: a
+    host without sort or cut keeps the drivers' and the others' lines only) and read none: the
+    probe says such lines exist, so no row (no claim) would drop them unsaid: unverified."""
+    if not dropped:
+        return None
+    return Check(
+        "host_hw_errors",
+        "no host hardware error (memory, CPU, PCIe) in the kernel log",
+        f"the probe left out {dropped} host error lines and read none of them",
+        "unverified",
+        f"the probe left out {dropped} host error lines: rerun where sort and cut exist, or read"
+        " `dmesg` by hand.",
+    )
 
 
 def health_checks(facts: Facts) -> list[Check]:
