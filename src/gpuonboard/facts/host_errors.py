@@ -409,7 +409,7 @@ def _same_bank_record(event: HostError, amd: HostError, at: int) -> bool:
 # a line of the kernel's PCIe error handling (AER) about one device: a report, its detail lines,
 # the recovery's broadcast and each driver's answer to it
 _AER_PART = re.compile(
-    r"\b(\S+) " + _BDF + r": (?:AER: |PCIe Bus Error|\s+device \[|\s+\[ ?\d+\] |broadcast "
+    r"\b(\S+) " + _BDF + r": (?:AER: |PCIe Bus Error|\s*device \[|\s*\[ ?\d+\] |broadcast "
     r"|device has no AER-aware driver)"
 )
 # a port's report of an error received from a device
