@@ -156,7 +156,7 @@ _FILTERS = frozenset(
     | {"head", "tail", "awk", "sed"}
 )
 _TOOLS = frozenset({"journalctl", "dmesg", "cat", "zcat", "less", "more", *_FILTERS})
-LINE_FILTERS = _FILTERS  # (a traced pipeline's filters: api/offline.py _traced_command)
+LINE_FILTERS = _FILTERS  # (a traced pipeline's filters: api/saved_text.py _traced_command)
 # a log file rotated away: `kern.log.1`, `syslog.2.gz`, `messages-20250105`, `kern.log-20250105.xz`
 # the log files syslog daemons write the kernel's lines of the running boot to (Debian/Ubuntu's
 # kern.log and syslog, RHEL's messages): a read of one is this boot's (and earlier ones')

@@ -7,20 +7,28 @@ run turn them into facts, and with an order the same acceptance and health rules
 
 from __future__ import annotations
 
-import codecs
 import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
-from gpuonboard.api import bug_report, collect_env, glued, paste, saved_forms, transcript, unjudged
+from gpuonboard.api import bug_report, collect_env, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
-from gpuonboard.api.kernel_command import LINE_FILTERS, earlier_boot, logged_order, printed
+from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_in_container
+from gpuonboard.api.run_folder import expand, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed, unstamped_kinds
+from gpuonboard.api.saved_text import (
+    copied_command,
+    decode_saved,
+    prompt_command,
+    strip_prompt,
+    unglued,
+    unquote,
+)
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.api.viewer_lines import unviewed
@@ -55,318 +63,10 @@ MAX_OUTPUT_BYTES = MAX_GUNZIPPED_BYTES
 # the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
 # with the recorded exit code, as the live run read them): what parse_facts reads, and nvcc
 RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS})
-SUMMARY_SCHEMA_PREFIX = "gpuonboard.summary/"
-MAX_SUMMARY_BYTES = 64 * 2**20
 # the exit code of a saved nvidia-smi that printed only why it failed: a file keeps no exit code,
 # and any non-zero one reads as "it ran and failed", as the live probe's (not 124: it hung, nor
 # 127: it is not installed, which say other things)
 SAVED_FAILURE_EXIT = 1
-
-
-_COMMANDS = transcript.COMMANDS  # (the commands whose saved output is judged, cat, ssh, sudo)
-# (the prompt's sign: a shell's `$ # % >`, starship's and powerlevel10k's `❯`, oh-my-zsh's `➜`,
-# `λ`, `»`; the tool after a blank, a path, a quote or a `(`: `ssh gpu01 'journalctl -k -b -1'`,
-# and before a blank, a quote, a pipe, a list's or a redirection's sign: `dmesg|grep NVRM`)
-_PROMPT_LINE = re.compile(
-    rf"[^\n]*?[$#%>❯➜λ»]\s*(?P<command>(?:[^\n]*?[\s/\\'\"(])?{_COMMANDS}(?:[\s'\"|;&)][^\n]*)?)"
-)
-# (a tool's name right before `<` or `>` is no command: `<free>19948 MiB</free>` of a -q -x)
-# the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
-# `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
-# the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
-# (a Windows path too: `C:\Windows\System32\nvidia-smi.exe`, `"C:\Program Files\...\nvidia-smi.exe"`)
-_COMMAND_LINE = re.compile(
-    rf"(?:\++\s+|!\s*)?\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?"
-)
-# (`+ nvidia-smi`: the command as a shell's `set -x` traces it above the output, in a CI job's log
-# or a script's; `!nvidia-smi`: a Jupyter or IPython cell's shell command)
-# a line a shell's `set -x` prints for each command it runs (PS4's `+`, one more for each nesting:
-# `++ hostname`), the others of a pipeline too (`+ tee out.txt`), in any order
-_XTRACE = re.compile(r"\++ \S.*")
-_TRACE_MARK = re.compile(r"^(?:\++\s+|!\s*)")
-# a line docker or podman prints while it pulls the image of a `docker run IMAGE CMD` above CMD's
-# output (on stderr; a terminal shows both)
-_PULL_LINE = re.compile(
-    r"Unable to find image '[^']+' locally|\S+: Pulling from \S+"
-    r"|[0-9a-f]{12}: (?:Pull complete|Already exists|Pulling fs layer|Waiting|Verifying Checksum"
-    r"|Download complete|Downloading|Extracting)\b.*"
-    r"|Digest: sha256:[0-9a-f]+|Status: (?:Downloaded newer image|Image is up to date) for \S+"
-    r"|Resolved \S+ as an alias .*|Trying to pull \S+|Getting image source signatures"
-    r"|Copying (?:blob|config) \S+.*"
-    r"|Writing manifest to image destination|Storing signatures"
-)
-# a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
-_TRAILING_PROMPT = re.compile(
-    r"(?:[\w.-]+@[\w.-]+(?::[^\s<>]*)?|\[[\w.-]+@[^\]\n]*\]|PS [A-Za-z]:[^<>\n]*)?"
-    r"\s*[$#%>]\s*(?:exit|logout)?"
-)
-
-
-def decode_saved(data: bytes) -> str:
-    """A saved output's bytes as the text the parsers read: UTF-8, or UTF-16 where a byte-order
-    mark says so (Windows PowerShell's `>` writes UTF-16); a UTF-8 byte-order mark (Notepad)
-    dropped; CRLF and classic Mac's lone CR line ends as LF. (With the mark kept, `lscpu`, `df`
-    and nvidia-smi CSV were not recognised, an nvidia-smi XML was judged a failed driver, and a
-    `free` read 100x off.)"""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        text = data.decode("utf-16", errors="replace")
-    else:
-        text = data.decode("utf-8", errors="replace")
-    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
-
-
-def unquote(text: str) -> str:
-    """The text without a quote marker that every non-empty line carries (`> `, nested `> > `:
-    a reply by mail, a markdown quote), or most do (paste.quoted): an nvidia-smi table quoted so read
-    no GPU row, and the driver rule failed."""
-    lines = text.split("\n")
-    while paste.quoted(lines):
-        lines = [re.sub(r"^\s*> ?", "", line) for line in lines]
-    return "\n".join(_uncommented(lines))
-
-
-def _uncommented(lines: list[str]) -> list[str]:
-    """The lines without the `# ` that every line of the output carries (below a copied prompt
-    line, if any): a paste commented out as a shell script's or a config's comment lines (before,
-    such a `df` read no header and was refused as "df run in a language other than English?")."""
-    top = _prompt_line(lines)
-    start = 0 if top is None else top + 1
-    body = [line for line in lines[start:] if line.strip()]
-    if len(body) < 2 or not all(line.startswith("# ") or line.rstrip() == "#" for line in body):
-        return lines
-    return [
-        *lines[:start],
-        *(line[2:] if line.startswith("# ") else line.lstrip("#") for line in lines[start:]),
-    ]
-
-
-def unglued(text: str, where: str = "") -> str:
-    """The text with the output a paste glued onto its copied prompt line (a page that lost the
-    line ends of `[root@host ~]# df -h` and its output, all on one line) on a line of its own,
-    below the command: the whole line was dropped as the prompt, and the file was refused as "an
-    empty file". Only where the line is a prompt and command (or the command alone) and df's or
-    free's whole header follows the command (glued.split); a line holding several commands'
-    outputs is refused (errors name `where`)."""
-    lines = text.split("\n")
-    first = _prompt_line(lines)
-    if first is None:
-        return text
-    line = lines[first]
-    found = glued.split(line, transcript.tool_command(line.strip()))
-    if isinstance(found, str):
-        raise UsageError(f"{where}: {found}.")
-    if found is None:
-        return text
-    return "\n".join([*lines[:first], *found, *lines[first + 1 :]])
-
-
-def strip_prompt(text: str) -> str:
-    """The output without a copied terminal prompt: a first line that is a prompt and the
-    command (`root@gpu-01:~# nvidia-smi -q -x`) or the command alone (`nvidia-smi -L`), a last
-    line that is the next prompt."""
-    lines = text.split("\n")
-    first = _prompt_line(lines)
-    if first is not None:
-        lines = lines[first + 1 :]
-        while lines and _XTRACE.fullmatch(lines[0].strip()):
-            lines = lines[1:]  # (the rest of a traced pipeline: `+ tee out.txt`)
-    top = next(
-        (i for i, line in enumerate(lines) if line.strip() and not _PULL_LINE.fullmatch(line.strip())), 0
-    )
-    if any(line.strip() for line in lines[:top]):
-        lines = lines[top:]  # (`docker run IMAGE df`: the image's pull above the container's output)
-    last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
-    if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
-        lines = [*lines[:last], ""]
-    return "\n".join(lines)
-
-
-def _prompt_line(lines: Sequence[str]) -> int | None:
-    """The index of a first line that is a copied prompt and command, or the command alone (a
-    tool's version line, `free from procps-ng 3.3.16`, is its output, not its command)."""
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    first = filled[0] if filled else None
-    traced = [i for i in filled[:4] if _XTRACE.fullmatch(lines[i].strip())]
-    if traced and traced == filled[: len(traced)]:  # (a traced pipeline: its tool's line of them)
-        first = next((i for i in traced if _COMMAND_LINE.fullmatch(lines[i].strip())), first)
-    if first is not None and (
-        _PROMPT_LINE.fullmatch(lines[first].strip())
-        or (
-            _COMMAND_LINE.fullmatch(lines[first].strip())
-            and not saved_forms.VERSION_LINE.fullmatch(lines[first].strip())
-        )
-    ):
-        return first
-    return None
-
-
-def _traced_command(lines: Sequence[str], first: int) -> str:
-    """The command of line `first` without its trace mark; of a `set -x` trace, its pipeline's
-    whole (`+ dmesg -T` / `+ grep NVRM` as `dmesg -T | grep NVRM`: each command of a pipeline is
-    traced on a line of its own, at one depth, in any order: the filters put after the others),
-    its `tee` left out. Before, only the tool's line was read: a `dmesg -T | grep NVRM` was taken
-    for the whole log (nvswitch_sxid passed on SXid lines the grep cannot let through)."""
-    line = lines[first].strip()
-    if not line.startswith("+"):
-        return _TRACE_MARK.sub("", line)
-    depth = len(line) - len(line.lstrip("+"))
-    start = first
-    while start > 0 and _XTRACE.fullmatch(lines[start - 1].strip()):
-        start -= 1
-    end = first
-    while end + 1 < len(lines) and _XTRACE.fullmatch(lines[end + 1].strip()):
-        end += 1
-    block = [other.strip() for other in lines[start : end + 1]]
-    said = [
-        other[depth:].strip()
-        for other in block
-        if len(other) - len(other.lstrip("+")) == depth and other[depth:].split()[0] != "tee"
-    ]
-    return " | ".join(
-        sorted(said, key=lambda command: PurePosixPath(command.split()[0]).name in LINE_FILTERS)
-    )
-
-
-def copied_command(text: str) -> str:
-    """The whole command of a copied prompt line above the output (`docker exec gpu nvidia-smi`
-    of `root@box:~# docker exec gpu nvidia-smi`), "" when there is none."""
-    lines = text.split("\n")
-    first = _prompt_line(lines)
-    if first is None:
-        return ""
-    line = _traced_command(lines, first)
-    said = transcript.command_of(line)
-    if said == line and (m := _PROMPT_LINE.fullmatch(line)) and not _COMMAND_LINE.fullmatch(line):
-        return m.group("command").strip()  # (a prompt the session reader does not know: after its sign)
-    return said
-
-
-def prompt_command(text: str) -> str:
-    """The command of a copied prompt line above the output (`df -h /data` of `$ df -h /data`),
-    "" when there is none."""
-    lines = text.split("\n")
-    first = _prompt_line(lines)
-    if first is None:
-        return ""
-    return transcript.tool_command(_traced_command(lines, first))
-
-
-def expand(paths: Sequence[str]) -> list[Path]:
-    """`a.xml,b.txt`, directories (every file inside) and globs -> files."""
-    out: list[Path] = []
-    for item in paths:
-        for part in (p.strip() for p in item.split(",")):
-            if not part:
-                continue
-            path = Path(part)
-            if path.is_dir():
-                _refuse_run_folder(path, part)
-                files = sorted(f for f in path.iterdir() if f.is_file() and not f.name.startswith("."))
-                if not files:  # judged nothing, it exited 0 with an empty table
-                    raise UsageError(
-                        f"{part}: no saved command output in this directory (it holds no files)."
-                    )
-                out += files
-            elif any(ch in part for ch in "*?[") and not path.exists():
-                # subfolders are skipped, as in a directory
-                matches = sorted(f for f in Path().glob(part) if not f.is_dir())
-                if not matches:
-                    raise UsageError(f"{part}: no file matches this pattern.")
-                out += matches
-            else:
-                out.append(path)
-    return out
-
-
-def _run_summary(run_dir: Path) -> dict[str, Any] | None:
-    """The summary.json of a gpuonboard run directory (None: there is none, or it is not ours)."""
-    path = run_dir / "summary.json"
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SUMMARY_BYTES + 1)
-        doc = json.loads(data) if len(data) <= MAX_SUMMARY_BYTES else None
-    except (OSError, ValueError):
-        return None
-    schema = doc.get("schema") if isinstance(doc, dict) else None
-    if not isinstance(schema, str) or not schema.startswith(SUMMARY_SCHEMA_PREFIX):
-        return None
-    assert isinstance(doc, dict)
-    return doc
-
-
-def _raw_record_file(host: str, probe: str, rec: Mapping[str, Any]) -> PurePosixPath:
-    """Where the run wrote a probe's raw output (`raw/<host>/<probe>.txt`, as its summary.json
-    records it; a run of before that record: the names reduced as that version did)."""
-    from gpuonboard.report.render import legacy_safe_name
-
-    file = rec.get("file")
-    if isinstance(file, str):
-        return PurePosixPath(file)
-    return PurePosixPath("raw", legacy_safe_name(host), f"{legacy_safe_name(probe)}.txt")
-
-
-def raw_dir_manifest(folder: Path) -> dict[str, tuple[str, int]] | None:
-    """For a host's folder of a gpuonboard run (`reports/<run>/raw/<host>/`, recognised by the
-    run's own summary.json, whose `raw` records name the files in it): file name -> (probe,
-    exit code). None for any other folder (a user's own: each file is judged by its content)."""
-    try:
-        real = folder.resolve()
-    except (OSError, RuntimeError):
-        return None
-    if real.parent.name != "raw":
-        return None
-    doc = _run_summary(real.parent.parent)
-    hosts = doc.get("hosts") if doc is not None else None
-    out: dict[str, tuple[str, int]] = {}
-    for host in hosts if isinstance(hosts, list) else ():
-        records = host.get("raw") if isinstance(host, dict) else None
-        for probe, rec in records.items() if isinstance(records, dict) else ():
-            if not isinstance(rec, dict):
-                continue
-            parts = _raw_record_file(str(host.get("name", "")), str(probe), rec).parts
-            if len(parts) == 3 and parts[0] == "raw" and parts[1] == real.name:
-                code = rec.get("exit_code")
-                out[parts[2]] = (str(probe), code if type(code) is int else 0)
-    return out or None
-
-
-def _run_hosts(doc: Mapping[str, Any]) -> list[str]:
-    """The host folders under raw/ that a run's summary.json records, in its order."""
-    names: list[str] = []
-    for host in doc.get("hosts") or ():
-        records = host.get("raw") if isinstance(host, dict) else None
-        for probe, rec in records.items() if isinstance(records, dict) else ():
-            if isinstance(rec, dict):
-                parts = _raw_record_file(str(host.get("name", "")), str(probe), rec).parts
-                if len(parts) == 3 and parts[1] not in names:
-                    names.append(parts[1])
-    return names
-
-
-def _refuse_run_folder(path: Path, given_as: str) -> None:
-    """A gpuonboard run's folder (`reports/<run>/`) or its `raw/` is not one box's outputs: say
-    which folder to give (summary.json was 'not a recognised command output')."""
-    try:
-        real = path.resolve()
-    except (OSError, RuntimeError):
-        return
-    doc = _run_summary(real)
-    if doc is not None:
-        run = real
-    elif real.name == "raw" and (doc := _run_summary(real.parent)) is not None:
-        run = real.parent
-    else:
-        return
-    hosts = _run_hosts(doc)
-    example = (
-        str(Path(given_as) / "raw" if run == real else Path(given_as))
-        + f"/{hosts[0] if hosts else '<host>'}/"
-    )
-    shown = f" (its hosts: {', '.join(hosts)})" if hosts else ""
-    raise UsageError(
-        f"{given_as}: this is a gpuonboard run's folder, not one box's saved outputs; give one host's"
-        f" folder of it{shown}, e.g. {example}"
-    )
 
 
 def _read_saved(path: Path, notes: list[str] | None = None) -> tuple[bytes, str]:
@@ -663,14 +363,6 @@ def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
     return ProbeOutput(text, stderr, code)
 
 
-def _skipped_note(folder: Path, probes: Sequence[str]) -> str:
-    many = len(probes) != 1
-    return (
-        f"{folder}: {len(probes)} saved output{'s' if many else ''} of this gpuonboard run skipped,"
-        f" offline judging does not read {'them' if many else 'it'} ({', '.join(sorted(probes))})."
-    )
-
-
 def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[str, ProbeOutput]:
     """Read files, detect kinds; errors name the file. In a host's folder of a gpuonboard run
     (raw/<host>/), each file is read as the probe its summary.json records; a probe offline
@@ -710,7 +402,7 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
                 continue
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
     if notes is not None:
-        notes += [_skipped_note(folder, probes) for folder, probes in skipped.items()]
+        notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes
     if not raw and not skipped and session_notes:  # (only outputs read that hold nothing judged)
         raise UsageError(" ".join(session_notes) + " No other output was given, so nothing is judged.")

@@ -1,5 +1,5 @@
 """The command a copied line runs, behind the wrappers and shell syntax a user types (api/
-command_line.py, api/offline.py's prompt line): `bash -euxo pipefail -c` (the flag group's `o`
+command_line.py, api/saved_text.py's prompt line): `bash -euxo pipefail -c` (the flag group's `o`
 takes a value), `su -c`, `runuser`, a shell given `-c` behind a wrapper not known (`crictl exec`,
 `chroot`, `nsenter`), `( ... )`, `dmesg|grep` with no blanks, `grep` as the command, `watch -d`
 (its value optional), `podman exec -l` (no container), a `#` comment. Before, each read the log

@@ -69,7 +69,7 @@ def test_a_stage_that_passes_every_line_keeps_the_log_whole(command: str) -> Non
 def test_a_tool_name_inside_an_xml_tag_is_no_command() -> None:
     """`<free>19948 MiB</free>` (a line of `nvidia-smi -q -x`) matched the prompt pattern (the
     tool's name `free` followed by `>`)."""
-    from gpuonboard.api.offline import _COMMAND_LINE, _PROMPT_LINE
+    from gpuonboard.api.saved_text import _COMMAND_LINE, _PROMPT_LINE
 
     for line in ("<free>19948 MiB</free>", "\t\t\t<free>0 MiB</free>"):
         assert _PROMPT_LINE.fullmatch(line) is None and _COMMAND_LINE.fullmatch(line.strip()) is None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard import api
-from gpuonboard.api import offline
+from gpuonboard.api import offline, run_folder
 from gpuonboard.api.collect_env import looks_like_collect_env
 from gpuonboard.api.offline import detect_kind
 from gpuonboard.connection.gather import parse_facts
@@ -127,7 +127,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
 def test_no_real_output_loses_its_first_line_as_a_command() -> None:
     """strip_prompt drops a first line that is a prompt and command or the bare command pasted
     above the output (`nvidia-smi -L`): no real output's own first line reads as one."""
-    from gpuonboard.api.offline import strip_prompt
+    from gpuonboard.api.saved_text import strip_prompt
 
     for path in sorted(REAL.iterdir()):
         text = path.read_text()
@@ -253,27 +253,27 @@ def _write_run(reports: Path, host: str = "gpu-1") -> Path:
 
 def test_a_runs_raw_folder_is_recognised_by_its_summary(tmp_path: Path) -> None:
     folder = _write_run(tmp_path / "reports")
-    manifest = offline.raw_dir_manifest(folder)
+    manifest = run_folder.raw_dir_manifest(folder)
     assert manifest is not None
     assert {probe for probe, _code in manifest.values()} == set(_outputs())
     assert manifest["nvidia_smi.txt"] == ("nvidia_smi", 0)
     assert manifest["nvidia_topo.txt"] == ("nvidia_topo", 127)
     assert sorted(manifest) == sorted(f.name for f in folder.iterdir())
     # through the `latest` link, as a user types it
-    assert offline.raw_dir_manifest(tmp_path / "reports" / "latest" / "raw" / folder.name) == manifest
+    assert run_folder.raw_dir_manifest(tmp_path / "reports" / "latest" / "raw" / folder.name) == manifest
 
     # the same files in a user's own folder, or under a `raw/` with no run of ours beside it
     own = tmp_path / "vendor" / "raw" / folder.name
     shutil.copytree(folder, own)
-    assert offline.raw_dir_manifest(own) is None
+    assert run_folder.raw_dir_manifest(own) is None
     (own.parent.parent / "summary.json").write_text(json.dumps({"schema": "other/1", "hosts": []}))
-    assert offline.raw_dir_manifest(own) is None
+    assert run_folder.raw_dir_manifest(own) is None
     (own.parent.parent / "summary.json").write_text("{not json")
-    assert offline.raw_dir_manifest(own) is None
+    assert run_folder.raw_dir_manifest(own) is None
     # another host's folder of the same run is not this one's
     other = folder.parent / "gpu-2"
     other.mkdir()
-    assert offline.raw_dir_manifest(other) is None
+    assert run_folder.raw_dir_manifest(other) is None
 
 
 def test_a_runs_raw_folder_is_judged_and_an_unread_probe_skipped_with_one_note(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def test_a_command_line_without_a_glued_header_is_left_alone() -> None:
     """Only a tool's header after the command's own word splits the prompt line: `$ df -h
     /data` above its output, and `$ free -m` whose argument is no header, are prompt lines as
     before."""
-    from gpuonboard.api.offline import unglued
+    from gpuonboard.api.saved_text import unglued
 
     for text in ("$ df -h /data\nFilesystem Size\n", "$ free -m\n", "me@box:~$ grep total log\n"):
         assert unglued(text) == text

@@ -98,7 +98,7 @@ def test_a_bom_free_is_not_misread(tmp_path: Path) -> None:
 def test_output_lines_that_look_like_prompts_are_kept() -> None:
     """Only a prompt line is dropped: the output's own first and last lines stay, a prompt glued
     to a last line without its newline included."""
-    from gpuonboard.api.offline import strip_prompt
+    from gpuonboard.api.saved_text import strip_prompt
 
     xml = (REAL / XML).read_text()
     assert strip_prompt(xml) == xml

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
+from gpuonboard.api import offline, saved_text
 from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import Mount, parse_df
@@ -194,7 +194,7 @@ MIG_LISTS = [
 
 @pytest.mark.parametrize(("name", "gpus"), MIG_LISTS, ids=[m[0] for m in MIG_LISTS])
 def test_mig_listings(name: str, gpus: list[tuple[int, str, str, list[str]]]) -> None:
-    text = offline.strip_prompt(read(name))  # the copied prompts, as offline judging reads it
+    text = saved_text.strip_prompt(read(name))  # the copied prompts, as offline judging reads it
     listed = parse_gpu_list(text)
     assert not listed.warnings
     assert [(g.index, g.name, g.uuid, [m.profile for m in g.mig_devices]) for g in listed.gpus] == gpus
@@ -230,8 +230,9 @@ BARE_COMMAND = [
 
 @pytest.mark.parametrize(("text", "count"), BARE_COMMAND)
 def test_r4_f6_a_bare_command_line_above_the_output(text: str, count: int, tmp_path: Path) -> None:
-    # api/offline.py strip_prompt dropped a first line `PROMPT nvidia-smi -L` but not the bare
-    # command line (no prompt character): the listing was 'not a recognised output'
+    # strip_prompt (then in api/offline.py, now api/saved_text.py) dropped a first line `PROMPT
+    # nvidia-smi -L` but not the bare command line (no prompt character): the listing was 'not a
+    # recognised output'
     path = tmp_path / "list.txt"
     path.write_text(text)
     facts = parse_facts(offline.load_outputs([str(path)]))
@@ -314,7 +315,7 @@ IBSTAT = [
 
 @pytest.mark.parametrize(("name", "ports"), IBSTAT, ids=[c[0] for c in IBSTAT])
 def test_r4_f4_ibstat_and_ibstatus_values(name: str, ports: list[tuple[str, str, str, float, str]]) -> None:
-    report = parse_rdma(offline.strip_prompt(read(name)))
+    report = parse_rdma(saved_text.strip_prompt(read(name)))
     assert report.complete and not report.warnings
     assert [(p.device, p.state, p.phys_state, p.rate_gbps, p.link_layer) for p in report.ports] == ports
     assert {p.port for p in report.ports} == {1}

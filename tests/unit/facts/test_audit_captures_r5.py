@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
+from gpuonboard.api import offline, saved_text
 from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.probe import ProbeOutput
@@ -68,7 +68,7 @@ def quoted(name: str) -> str:
 def live(name: str) -> Facts:
     """The capture as a live probe's stdout (exit 0), under the probe of its format."""
     probe = "nvidia_smi_csv" if name.endswith(".csv") else "nvidia_smi_table"
-    return parse_facts({probe: ProbeOutput(offline.strip_prompt(read(name)), "", 0)})
+    return parse_facts({probe: ProbeOutput(saved_text.strip_prompt(read(name)), "", 0)})
 
 
 def rows(facts: Facts, order: OrderSpec | None = None) -> dict[str, Check]:
@@ -299,9 +299,9 @@ def test_r5_f3_a_quoted_table_is_read_offline(tmp_path: Path) -> None:
 
 def test_unquote_leaves_other_texts_alone() -> None:
     text = "> quoted\nnot quoted\n"
-    assert offline.unquote(text) == text
-    assert offline.unquote("> > a\n> > b\n>\n") == "a\nb\n\n"
-    assert offline.unquote(quoted(RTX4070)) == read(RTX4070)
+    assert saved_text.unquote(text) == text
+    assert saved_text.unquote("> > a\n> > b\n>\n") == "a\nb\n\n"
+    assert saved_text.unquote(quoted(RTX4070)) == read(RTX4070)
 
 
 def test_r5_f4_a_table_no_row_is_read_from_is_unverified() -> None:

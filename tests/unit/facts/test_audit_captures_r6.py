@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuonboard.api import offline
+from gpuonboard.api import offline, saved_text
 from gpuonboard.connection.gather import Facts, parse_facts
 from gpuonboard.facts.cpu import CpuInfo
 from gpuonboard.facts.nvlink import parse_nvlink_status
@@ -95,7 +95,9 @@ def test_topo_with_the_pasted_prompt_reads_the_same() -> None:
     for name, prompt in PASTED.items():
         if not name.startswith("nvidia-smi-topo-m"):
             continue
-        pasted = parse_facts({"nvidia_topo": ProbeOutput(offline.strip_prompt(prompt + read(name)), "", 0)})
+        pasted = parse_facts(
+            {"nvidia_topo": ProbeOutput(saved_text.strip_prompt(prompt + read(name)), "", 0)}
+        )
         assert pasted.topology == live(name).topology, name
 
 

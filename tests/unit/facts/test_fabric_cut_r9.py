@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline
+from gpuonboard.api import saved_text
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.infiniband import IbReport, parse_rdma
 from gpuonboard.facts.nvlink import parse_nvlink_errors, parse_nvlink_status
@@ -155,7 +155,7 @@ def test_b_a_text_of_which_nothing_is_read_is_no_claim_of_no_device() -> None:
 
 @pytest.mark.parametrize("name", RDMA)
 def test_b_whole_rdma_captures_read_whole(name: str) -> None:
-    report = parse_rdma(offline.strip_prompt(read(name)))
+    report = parse_rdma(saved_text.strip_prompt(read(name)))
     assert report.complete == (name not in NOT_WHOLE), report.cut
     assert report.cut is None or name in NOT_WHOLE
     if not report.ports:  # the tool's own sentence that there is none: still no RDMA device

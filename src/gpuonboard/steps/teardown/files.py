@@ -387,17 +387,11 @@ class TeardownFilesStep(Step):
                     out.guards[resolved] = found.guards[name]
         return others
 
-    def plan(self, ctx: StepContext) -> Plan:
-        """Refuse unsafe paths (before deleting anything); list the ones that exist."""
-        if not self.paths and not self.own_cache and not self.uploads_in and not self.recorded:
-            return Plan(False, "no provisioned directories configured; nothing to remove")
-        # (\n alone: a path may hold \r, \v, U+2028, which str.splitlines() also cuts at)
-        lines = ctx.facts.raw[self.probe.name].stdout.split("\n")
-        home = lines[0][5:] if lines and lines[0].startswith("home ") else None
-        states = lines[1 : 1 + len(self.paths)]
-        if len(states) != len(self.paths):
-            return Plan(False, f"could not inspect {', '.join(self.paths)} on the host", failed=True)
-        cache = own_cache(lines[1 + len(self.paths) :], home) if self.own_cache else None
+    def _configured(
+        self, states: Sequence[str], home: str | None
+    ) -> tuple[list[tuple[str, str]], set[str], list[str]]:
+        """The configured paths that exist on the host (each with the path it resolves to, which
+        is what is deleted), those that are symlinks, and each unsafe one refused with why."""
         present: list[tuple[str, str]] = []
         links: set[str] = set()
         refused: list[str] = []
@@ -417,6 +411,20 @@ class TeardownFilesStep(Step):
                 refused.append(_link_refusal(path, resolved, kind == "under"))
             elif resolved:
                 present.append((path, resolved))
+        return present, links, refused
+
+    def plan(self, ctx: StepContext) -> Plan:
+        """Refuse unsafe paths (before deleting anything); list the ones that exist."""
+        if not self.paths and not self.own_cache and not self.uploads_in and not self.recorded:
+            return Plan(False, "no provisioned directories configured; nothing to remove")
+        # (\n alone: a path may hold \r, \v, U+2028, which str.splitlines() also cuts at)
+        lines = ctx.facts.raw[self.probe.name].stdout.split("\n")
+        home = lines[0][5:] if lines and lines[0].startswith("home ") else None
+        states = lines[1 : 1 + len(self.paths)]
+        if len(states) != len(self.paths):
+            return Plan(False, f"could not inspect {', '.join(self.paths)} on the host", failed=True)
+        cache = own_cache(lines[1 + len(self.paths) :], home) if self.own_cache else None
+        present, links, refused = self._configured(states, home)
         found = self._uploads(ctx, home, [r for _, r in present])
         emptying = [(p, r) for p, r in present if p in self.emptied and posixpath.normpath(p) != self.results]
         present = [x for x in present if x not in emptying]
@@ -442,27 +450,9 @@ class TeardownFilesStep(Step):
             norm = posixpath.normpath(self.uploads_in) if self.uploads_in else ""
             where = f" in {self.uploads_in}" if all(posixpath.dirname(p) == norm for p, _ in uploads) else ""
             said.append(f"{shown_names([p for p, _ in uploads], 5)} (gpuonboard's uploads{where})")
-        note, last = left, 0
         kept = any(why for _, why in found.kept) or holding
-        if cache is not None and kept and (cache.target or cache.record):
-            # (its record of uploads and lists of what they wrote: a rerun finds the trees left)
-            note += f" (gpuonboard's cache {cache.path} is left too: it records the uploads left above)"
-        elif cache is not None and cache.target:
-            present.append((cache.path, cache.target))
-            said.append(f"{cache.path} (gpuonboard's own cache on the host{cache.link_note()})")
-            last = 1
-            if cache.link_note():
-                links.add(cache.path)
-        elif cache is not None and cache.problem:
-            note += f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})"
-        elif cache is not None and cache.others:
-            note += shared_cache_note(cache)
-            if cache.record:  # (last, as the dir would go: the uploads it names went first)
-                head, name = posixpath.split(cache.record)  # (and its lists of what they wrote)
-                lists = posixpath.join(head, "written." + name[len(uploadlock.RECORD_PREFIX) :])
-                present += [(lists, lists), (cache.record, cache.record)]
-                said.append(f"{cache.record} (this machine's record of gpuonboard's uploads)")
-                last = 2
+        cache_note, last = _cache_removal(cache, kept, present, said, links) if cache is not None else ("", 0)
+        note = left + cache_note
         if not present and not emptying and kept_any:
             return Plan(False, f"nothing to remove{note}")
         if not present and not emptying:
@@ -557,6 +547,36 @@ class TeardownFilesStep(Step):
         why = last_line(applied.stderr, applied.exit_code)
         kept = " (gpuonboard's record of its uploads on the host is kept: a rerun finds what is left)"
         return f"could not remove everything: {why}{kept if plan.data.last else ''}"
+
+
+def _cache_removal(
+    cache: OwnCache, kept: bool, present: list[tuple[str, str]], said: list[str], links: set[str]
+) -> tuple[str, int]:
+    """gpuonboard's own cache on the host added to what is removed (`present`, `said`, `links`),
+    or its record of this machine's uploads where other machines share it: the note on what of it
+    is left, and how many of the last removals are the cache's (removed last). `kept`: an upload
+    is left, which the cache records, so the cache is left too."""
+    if kept and (cache.target or cache.record):
+        # (its record of uploads and lists of what they wrote: a rerun finds the trees left)
+        return f" (gpuonboard's cache {cache.path} is left too: it records the uploads left above)", 0
+    if cache.target:
+        present.append((cache.path, cache.target))
+        said.append(f"{cache.path} (gpuonboard's own cache on the host{cache.link_note()})")
+        if cache.link_note():
+            links.add(cache.path)
+        return "", 1
+    if cache.problem:
+        return f" (gpuonboard's cache {cache.path} is left: it is {cache.problem})", 0
+    if not cache.others:
+        return "", 0
+    if not cache.record:
+        return shared_cache_note(cache), 0
+    # (last, as the dir would go: the uploads it names went first, and its lists of what they wrote)
+    head, name = posixpath.split(cache.record)
+    lists = posixpath.join(head, "written." + name[len(uploadlock.RECORD_PREFIX) :])
+    present += [(lists, lists), (cache.record, cache.record)]
+    said.append(f"{cache.record} (this machine's record of gpuonboard's uploads)")
+    return shared_cache_note(cache), 2
 
 
 def _link_refusal(path: str, resolved: str, under: bool = False) -> str:
