@@ -250,7 +250,7 @@ def _read_part(
         why = str(exc).removeprefix(f"{where}: ").rstrip(".")
         if said := _engine_error(part):
             return said
-        tool = part.tool_command.split()[0].rsplit("/", 1)[-1] if part.reads else ""
+        tool = _part_tool(part)
         if tool in ("", *_FILTERS):
             return f"{part.where} {_NOT_READ}"
         # (a command whose output this tool reads is never called unread: what it printed was not
@@ -258,6 +258,17 @@ def _read_part(
         return (
             f"{part.where}: {why}" if not why.startswith(UNRECOGNISED) else f"{part.where}: {_NOT_ITS % tool}"
         )
+
+
+def _part_tool(part: Section) -> str:
+    """The tool a part's command ran, inside the container where an engine ran it (`nvidia-smi`
+    of `docker exec -it trainer bash -c nvidia-smi`); "" where its output is not one read."""
+    if not part.reads:
+        return ""
+    ran = run(part.command)
+    if ran.container and ran.stages and ran.stages[0]:
+        return tool_name(ran.stages[0][0])
+    return part.tool_command.split()[0].rsplit("/", 1)[-1]
 
 
 def _engine_error(part: Section) -> str:
