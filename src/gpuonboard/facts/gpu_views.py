@@ -69,12 +69,16 @@ def view_label(partial: str) -> str:
 
 
 def view_match(gpu: GpuInfo, gpus: Sequence[GpuInfo]) -> GpuInfo | None:
-    """The GPU of `gpus` that is `gpu` by PCI address, else by UUID; never by index (a container
-    numbers the GPUs it was given from 0)."""
+    """The GPU of `gpus` that is `gpu` by PCI address (not where both UUIDs are read and differ:
+    identical servers share bus addresses), else by UUID; never by index (a container numbers the
+    GPUs it was given from 0)."""
     key = bus_key(gpu.pci_bus_id)
-    if key:
-        return next((g for g in gpus if bus_key(g.pci_bus_id) == key), None)
     uuid = gpu_agree.uuid_of(gpu)
+    if key:
+        same = next((g for g in gpus if bus_key(g.pci_bus_id) == key), None)
+        # (one bus address, two UUIDs read: another box of the same build, where a pod can run)
+        other = same is not None and uuid and (theirs := gpu_agree.uuid_of(same)) and theirs != uuid
+        return None if other else same
     return next((g for g in gpus if uuid and gpu_agree.uuid_of(g) == uuid), None) if uuid else None
 
 

@@ -111,16 +111,22 @@ def test_a_csvs_last_name_that_is_a_whole_product_name_is_read_on_a_mixed_box(
 ) -> None:
     """Edit: the real 2 x A100 CSV's `pci.bus_id, name`, its first row's name set to `above`, its
     second's to `last`, the start of `above` and a whole name NVIDIA's driver prints (a mixed
-    box), a newline after it. Before (round 29) the last name was read as `above` cut short: no
-    name, the CSV incomplete, gpu_model unverified. Now both GPUs are read as named and an order
-    of 2 x `above` fails on the other card."""
+    box), a newline after it, and a third row: the second's again. A name given whole in a row
+    above is no cut: both GPU kinds are read as named and an order of 3 x `above` fails on the
+    other card. The last row alone (no device id, not given above) is what a cut of `above`
+    leaves: not read, never another model (review HHH: `NVIDIA A10` under 7 x
+    `NVIDIA A100-SXM4-80GB` failed gpu_model as an A10)."""
     lines = _columns(A100_CSV, ["pci.bus_id", "name"])
     text = "\n".join([lines[0], lines[1].replace("NVIDIA A100-PCIE-40GB", above)])
-    text += "\n" + lines[2].replace("NVIDIA A100-PCIE-40GB", last) + "\n"
+    second = lines[2].replace("NVIDIA A100-PCIE-40GB", last)
+    alone = parse_query_csv(text + "\n" + second + "\n", ())
+    assert not alone.complete and [g.name for g in alone.gpus] == [above, ""]
+    third = second.replace(second.split(",")[0], second.split(",")[0][:-4] + "FF:00.0", 1)
+    text += "\n" + second + "\n" + third + "\n"
     report = parse_query_csv(text, ())
-    assert report.complete and [g.name for g in report.gpus] == [above, last]
+    assert report.complete and [g.name for g in report.gpus] == [above, last, last]
     model = above.removeprefix("NVIDIA ").removeprefix("GeForce ")
-    checks = _judged(tmp_path, "gpus.csv", text, f"order:\n  gpu_model: {model}\n  gpu_count: 2\n")
+    checks = _judged(tmp_path, "gpus.csv", text, f"order:\n  gpu_model: {model}\n  gpu_count: 3\n")
     assert checks["gpu_model"].verdict == "fail", checks["gpu_model"]
 
 

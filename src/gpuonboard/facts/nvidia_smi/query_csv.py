@@ -394,13 +394,17 @@ class _Shape:
 
     def _whole_name(self, row: Sequence[str]) -> bool:
         """The row's last cell is its GPU's whole name: a product name NVIDIA's driver prints
-        ('NVIDIA L40', 'NVIDIA A10') that the row's own PCI device id, where the query has it,
-        does not name otherwise (an A100's id under 'NVIDIA A10' is a name cut short)."""
+        ('NVIDIA L40', 'NVIDIA A10') that the row's own PCI device id names ('NVIDIA L40' under
+        an L40's 26B5; under an A100's id 'NVIDIA A10' is a name cut short), or that a row above
+        gives whole. Without either, a name that starts a longer one above is what a cut leaves
+        ('NVIDIA A10' of 'NVIDIA A100-SXM4-80GB'): not read, never another model (review HHH)."""
         if not self.names or self.names[-1] != "name" or not is_product_name(row[-1]):
             return False
+        if row[-1] in self.above:
+            return True
         at = self.names.index("pci.device_id") if "pci.device_id" in self.names else None
         names = all_names_by_id(device_id(row[at])) if at is not None else ()
-        return not names or row[-1].casefold() in (n.casefold() for n in names)
+        return row[-1].casefold() in (n.casefold() for n in names)
 
     def _open_end_cell(self, cell: str) -> str:
         """What the last cell of a text that ends without its newline is: "cut" where it stops

@@ -75,3 +75,17 @@ def test_a_bad_register_read_of_another_shape_still_fails() -> None:
     )
     verdict, actual = judged(line + "\n")
     assert verdict == "fail" and actual.endswith("-> reboot"), actual
+
+
+def test_a_dead_pri_ring_at_a_config_mirror_address_still_fails() -> None:
+    """The capture's first line at a config-mirror address (0x880bc) with another value and code
+    (0xbadf3000, FECS_DEAD_RING: the GPU's PRI ring down): the known message of #688 is
+    FECS_PRI_CLIENT_ERR (0xbadf50..), not the address; this one fails alone (review HHH: it was
+    taken for the known message by its address and only warned)."""
+    line = (
+        FIRST.replace("0x920bc", "0x880bc")
+        .replace("0xbadf5040", "0xbadf3000")
+        .replace("FECS_PRI_CLIENT_ERR", "FECS_DEAD_RING")
+    )
+    verdict, actual = judged(line + "\n")
+    assert verdict == "fail", actual
