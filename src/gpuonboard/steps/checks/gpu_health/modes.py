@@ -35,8 +35,9 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
     """Persistence mode on (else every CUDA start pays driver initialisation).
 
     WARN: Disabled on a GPU. PASS: Enabled on every GPU, or N/A on an integrated (Jetson) GPU
-    or one under a Windows driver model (WDDM / TCC / MCDM), which have none (the actual says N/A). UNVERIFIED: a GPU's mode not reported (a format without it, or N/A):
-    absence is no evidence that it is on.
+    or one under a Windows driver model (WDDM / TCC / MCDM), which have none (the actual says
+    N/A). UNVERIFIED: a GPU's mode not reported (a format without it, or N/A): absence is no
+    evidence that it is on.
     """
     off = [gpu_label(g) for g in gpus if g.persistence_mode == "Disabled"]
     if off:

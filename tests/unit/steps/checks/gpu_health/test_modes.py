@@ -128,7 +128,9 @@ WDDM_TABLE = "nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.62__windows-wd
         ("nvidia-smi__geforce-rtx-2060__1gpu__driver442.50__windows-tcc-wddm.txt",),
     ],
 )
-def test_a_gpu_under_a_windows_driver_model_has_no_persistence_mode(tmp_path: Path, names: tuple[str, ...]) -> None:
+def test_a_gpu_under_a_windows_driver_model_has_no_persistence_mode(
+    tmp_path: Path, names: tuple[str, ...]
+) -> None:
     """Real Windows captures (nvidia_gpu_exporter's RTX 2080 SUPER at 610.62 and 591.86, its -q
     `Persistence Mode : N/A` above `Driver Model Current : WDDM`, its table's Driver-Model column
     `WDDM` where Linux prints Persistence-M; an RTX 2060's TCC/WDDM table): persistence mode is
