@@ -162,6 +162,7 @@ _CARRIED_BY: dict[str, tuple[str, ...]] = {"temperature_slowdown_c": ("text", "x
 _NAME = ("product name", "product_name")
 _BRAND = ("product brand", "product_brand")
 _VIRT = ("gpu virtualization mode", "gpu_virtualization_mode")
+_DRIVER_MODEL = ("driver model", "driver_model")
 _ECC_MODE = ("ecc mode", "ecc_mode")
 _ECC_ERRORS = ("ecc errors", "ecc_errors")
 _PCI = ("pci",)
@@ -210,7 +211,8 @@ RULE_PARTS: Mapping[str, tuple[_Parts, _Parts]] = {
     "throttling": ((_REASONS,), (_PSTATE, _UTIL, _POWER, *_CLOCKS)),
     "temperature": ((("temperature",),), ()),
     "compute_mode": ((("compute mode", "compute_mode"),), ()),
-    "persistence_mode": ((), (_NAME, ("persistence mode", "persistence_mode"))),
+    # (the driver model too: a Windows one has no persistence mode, modes._no_persistence)
+    "persistence_mode": ((), (_NAME, ("persistence mode", "persistence_mode"), _DRIVER_MODEL)),
     "mig_mode": ((), (_NAME, ("mig mode", "mig_mode"))),
     "virtualization": ((), (_NAME, _BRAND, _VIRT)),
 }
