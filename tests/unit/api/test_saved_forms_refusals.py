@@ -143,7 +143,7 @@ def test_a_q_section_alone_is_named_with_the_fault_it_shows(tmp_path: Path) -> N
     )
 
 
-FAICHOU = "lscpu__xeon-e5-2660-v2__2socket__line-breaks-lost-then-lscpu-e-cut__faichou-blog.txt"
+FAICHOU = "lscpu-line-breaks-lost__xeon-e5-2660-v2__2socket__then-lscpu-e-cut__faichou-blog.txt"
 
 
 def test_an_lscpu_whose_line_breaks_were_lost_is_said_so(tmp_path: Path) -> None:
