@@ -208,13 +208,30 @@ def normalise(text: str) -> str:
     an indent every line shares removed, a Markdown code fence around it dropped, a terminal's
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
-    (_messages_joined)."""
+    (_messages_joined), a stray Markdown backtick at either end dropped (_unticked)."""
     text = _unmojibaked(_unescaped(text))
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unprefixed(_unstamped(_unfenced(_unpadded(text))))
+    text = _unticked(_unprefixed(_unstamped(_unfenced(_unpadded(text)))))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(text))))
+
+
+# a Markdown backtick or three left on the first line's start or the last line's end (inline
+# code's, or a fence's that lost its newline: "`<?xml version=...", "...</nvidia_smi_log>```")
+_HEAD_TICKS = re.compile(r"\A(\s*)`{1,3}(?=[^`\n])")
+_TAIL_TICKS = re.compile(r"(?<=[^`\s])`{1,3}(\s*)\Z")
+
+
+def _unticked(text: str) -> str:
+    """The text without a paste's stray Markdown backticks before its first line or after its
+    last, where what is left is an output read here (no tool read here prints one there)."""
+    from gpuonboard.api.saved_kinds import detect_kind
+
+    bare = _TAIL_TICKS.sub(r"\1", _HEAD_TICKS.sub(r"\1", text, count=1), count=1)
+    if bare == text or detect_kind(bare) is None:
+        return text
+    return bare
 
 
 _ADDRESS = r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f]"
@@ -448,7 +465,9 @@ _LONGEST_COMMAND = 400
 # the most lines of a page's words between its blocks (`or`, `My thought was that ...`)
 _PAGE_WORDS = 3
 # a Markdown code fence line: ``` or ~~~, with the block's language after an opening one
-_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*[\w+.-]*[ \t]*$")
+# (a language starts with a letter or digit: "```..." is a fence that lost its newline above an
+# elision, whose `...` is the output's)
+_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*(?:\w[\w+.-]*)?[ \t]*$")
 
 
 def _unfenced(text: str) -> str:

@@ -702,11 +702,23 @@ def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
     return None
 
 
+# lscpu's first fields run together on one line (a page that lost the line breaks):
+# `Architecture: x86_64 CPU op-mode(s): 32-bit, 64-bit Address sizes: ... Byte Order: ...`
+_LSCPU_LABELS = r"(?:CPU op-mode\(s\)|Byte Order|Address sizes|CPU\(s\)|Vendor ID|Model name|Socket\(s\)):"
+_LSCPU_RUN_TOGETHER = re.compile(rf"Architecture:[ \t]*\S+[ \t]+{_LSCPU_LABELS}.*?[ \t]{_LSCPU_LABELS}")
+
+
 def _unread_sentence(where: str, text: str) -> str:
     """The sentence refusing a saved output of another form, a headerless CSV, or none this
     tool reads (naming the kinds it does read)."""
     if other := other_form(text):
         return f"{where}: {other}"
+    if _LSCPU_RUN_TOGETHER.search(text):
+        return (
+            f"{where}: an lscpu output whose line breaks were lost (its fields run together on one"
+            " line: `Architecture: x86_64 CPU op-mode(s): ...`), so no field can be told from the"
+            " next: save `lscpu` again as it prints it, one field a line."
+        )
     if csv_width(text):
         return (
             f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"

@@ -55,6 +55,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
         "nvidia-smi": "nvidia_smi",
+        "lscpu-line-breaks-lost": None,  # a page that ran its fields together: refused naming it
         "lscpu": "lscpu",
         "proc-cpuinfo__armv7": None,  # 32-bit ARM's form: refused naming it (saved_forms.uncounted_cpuinfo)
         "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it

@@ -141,3 +141,19 @@ def test_a_q_section_alone_is_named_with_the_fault_it_shows(tmp_path: Path) -> N
         said.endswith("save the whole `nvidia-smi -q` output.")
         and "not a recognised command output" not in said
     )
+
+
+FAICHOU = "lscpu-line-breaks-lost__xeon-e5-2660-v2__2socket__then-lscpu-e-cut__faichou-blog.txt"
+
+
+def test_an_lscpu_whose_line_breaks_were_lost_is_said_so(tmp_path: Path) -> None:
+    """faichou.com's page of `lscpu` (2 x Xeon E5-2660 v2) as stored: a heading, then the
+    prompt line and every field on one long line (`root@debian:~# lscpuArchitecture: x86_64 CPU
+    op-mode(s): ...`), a flattened `lscpu -e` after it. Refused, as before, but said as what it
+    is: it was "a CSV without its header row ... nvidia-smi --query-gpu"."""
+    text = (REAL / FAICHOU).read_text(encoding="utf-8")
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, "lscpu.txt", text, "cpu_cores: 20\n")
+    said = str(refused.value)
+    assert "an lscpu output whose line breaks were lost" in said
+    assert "CSV" not in said

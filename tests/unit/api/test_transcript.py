@@ -56,6 +56,8 @@ def _readable_alone() -> list[Path]:
             # (a collect_env report alone is read as the several outputs it holds; under a prompt
             # in a session it is read as one output, as before: api/collect_env.py)
             both = both or looks_like_collect_env(path.read_text(errors="replace"))
+            # (a paste's stray backtick before its first line is the file's, no output's in a session)
+            both = both or "stray-leading-backtick" in path.name
             out.append(path) if not both and "nproc" not in kinds else None
     return out
 

@@ -191,6 +191,12 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-q-x__geforce-gtx-1070-ti__1gpu__driver-unknown__trimmed.xml",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
+        # an 8 x V100 table and -q whose Host Max reads Unknown Error
+        # (steps/checks/gpu_health/test_pcie_host_max.py), a -q -x pasted after a stray backtick
+        # (api/test_paste_backticks.py)
+        "nvidia-smi__tesla-v100-sxm2-16gb__8gpu__driver550.127.05.txt",
+        "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu__driver550.127.05__host-max-unknown-error.txt",
+        "nvidia-smi-q-x__geforce-gt-730__1gpu__driver460.67__stray-leading-backtick__cut__sysmontask-60.xml",
         # a WSL2 table whose banner reads `CUDA Version: ERR!` (steps/checks/test_gpu_rules.py)
         "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt",
         # Windows' lost-GPU sentence (facts/test_nvidia_smi_failure.py) and a table cut in its

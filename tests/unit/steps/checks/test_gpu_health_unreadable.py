@@ -111,6 +111,9 @@ LOST_GPU_CAPTURES = {
         # (a -q -x a mail reply escaped, read through the paste's clean-up: api/test_paste_transforms.py;
         # a node's banner alone, no GPU row: api/test_offline_narrowed_kube_clis.py)
         and "1panel-11910" not in p.name
+        # (a -q -x pasted after a stray Markdown backtick, read through the paste's clean-up:
+        # api/test_paste_backticks.py)
+        and "stray-leading-backtick" not in p.name
         and "banner-only-eks-node" not in p.name
     )
     # (the derived utilisation streams the simulator's monitor and autostop watcher replay are

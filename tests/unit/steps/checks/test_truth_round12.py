@@ -50,8 +50,11 @@ def test_the_fail_names_the_cut_number() -> None:
 
 @pytest.mark.parametrize("name", [WIN442, WIN531])
 def test_the_tcc_wddm_cell_is_no_persistence_mode(tmp_path: Path, name: str) -> None:
+    """The table's TCC/WDDM cell (`WDDM`) is the driver model, never a persistence mode: a GPU
+    under a Windows driver model has none (round 29: N/A, passed as not applicable, where it was
+    unverified "not reported")."""
     check = verdicts(tmp_path, name, (REAL / name).read_text())["persistence_mode"]
-    assert check == ("unverified", "not reported for GPU 0")
+    assert check == ("pass", "N/A on GPU 0 (Windows WDDM driver model: no persistence mode)")
 
 
 MIG_PENDING = "nvidia-smi__a100-sxm4-40gb__8gpu__driver450.102.04__mig-pending-gpu7__dgx-doc.txt"

@@ -19,12 +19,25 @@ from gpuonboard.steps.checks.once import loaded_once
 _INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:Orin|Xavier|Thor)\b", re.IGNORECASE)
 
 
+# the driver models of Windows (nvidia-smi -q `Driver Model`, the table's Driver-Model column)
+_WINDOWS_DRIVER_MODELS = frozenset({"WDDM", "TCC", "MCDM"})
+
+
+def _no_persistence(g: GpuInfo) -> str:
+    """Why `g` has no persistence mode ('integrated GPU', 'Windows WDDM driver model'), or ''."""
+    if _INTEGRATED.search(g.name):
+        return "integrated GPU"
+    model = (g.driver_model or "").strip().upper()
+    return f"Windows {model} driver model" if model in _WINDOWS_DRIVER_MODELS else ""
+
+
 def rule_persistence(gpus: list[GpuInfo]) -> Check:
     """Persistence mode on (else every CUDA start pays driver initialisation).
 
-    WARN: Disabled on a GPU. PASS: Enabled on every GPU, or N/A on an integrated (Jetson) GPU,
-    which has none (the actual says N/A). UNVERIFIED: a GPU's mode not reported (a format without it, or N/A):
-    absence is no evidence that it is on.
+    WARN: Disabled on a GPU. PASS: Enabled on every GPU, or N/A on an integrated (Jetson) GPU
+    or one under a Windows driver model (WDDM / TCC / MCDM), which have none (the actual says
+    N/A). UNVERIFIED: a GPU's mode not reported (a format without it, or N/A): absence is no
+    evidence that it is on.
     """
     off = [gpu_label(g) for g in gpus if g.persistence_mode == "Disabled"]
     if off:
@@ -36,14 +49,18 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
             "enable it with `sudo nvidia-smi -pm 1` (or the nvidia-persistenced service)",
         )
     unknown = [g for g in gpus if g.persistence_mode is None]
-    if unknown and all(_INTEGRATED.search(g.name) for g in unknown):
-        # N/A by design: an integrated (Jetson) GPU has no persistence mode, and its table says N/A
+    if unknown and all(_no_persistence(g) for g in unknown):
+        # N/A by design: an integrated (Jetson) GPU has no persistence mode, and its table says
+        # N/A; nor has a GPU under a Windows driver model (nvidia-smi: `-pm` is Linux only; its
+        # -q says N/A and its table's Persistence-M column is Driver-Model: WDDM / TCC)
+        why = "; ".join(dict.fromkeys(_no_persistence(g) for g in unknown))
         return Check(
             "persistence_mode",
             "Enabled",
-            f"N/A on {gpu_list(unknown, gpus)} (integrated GPU: no persistence mode)",
+            f"N/A on {gpu_list(unknown, gpus)} ({why}: no persistence mode)",
             "pass",
-            "the output says N/A: an integrated GPU has no persistence mode to enable",
+            "the output says N/A: an integrated GPU, or one under a Windows driver model, has no"
+            " persistence mode to enable",
         )
     if unknown or not gpus:
         return Check(

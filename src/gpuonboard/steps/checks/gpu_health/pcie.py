@@ -31,6 +31,26 @@ def _slot_capped(gpus: list[GpuInfo]) -> list[str]:
     ]
 
 
+def bounded_host_max(g: GpuInfo, cell_fault: str) -> bool:
+    """Whether `cell_fault` is of the host's maximum link generation (-q `Host Max`, -q -x
+    `max_host_link_gen`: `Unknown Error` in many VMs) on a GPU whose link runs at the card's own
+    maximum generation at its full width: the slot then runs at least that generation, which is
+    all pcie_link asks of it (the host's maximum tells slot from card only for a link below the
+    card's maximum, _slot_capped)."""
+    field = cell_fault.rsplit(" reads ", 1)[0].lower()
+    if "host max" not in field and "max_host_link_gen" not in field:
+        return False
+    card_max = g.pcie_gen_device_max
+    return bool(
+        card_max
+        and g.pcie_gen_current
+        and g.pcie_gen_current >= card_max
+        and g.pcie_width_current
+        and g.pcie_width_max
+        and g.pcie_width_current >= g.pcie_width_max
+    )
+
+
 # a GPU's link as one reading classes it, worst first: below its maximum at load (or lanes lost),
 # idle and below, below with the load not read, idle at Gen1 (power saving), at its maximum
 _CLASSES = ("busy", "idle", "unknown", "downshift", "")

@@ -30,7 +30,7 @@ from gpuonboard.steps.checks.gpu_health.modes import (
     rule_vgpu_license,
     rule_virtualization,
 )
-from gpuonboard.steps.checks.gpu_health.pcie import rule_pcie_link, rule_pcie_replays
+from gpuonboard.steps.checks.gpu_health.pcie import bounded_host_max, rule_pcie_link, rule_pcie_replays
 from gpuonboard.steps.checks.gpu_health.readable import (
     rule_nothing_checked,
     rule_sensor_faults,
@@ -162,6 +162,7 @@ _CARRIED_BY: dict[str, tuple[str, ...]] = {"temperature_slowdown_c": ("text", "x
 _NAME = ("product name", "product_name")
 _BRAND = ("product brand", "product_brand")
 _VIRT = ("gpu virtualization mode", "gpu_virtualization_mode")
+_DRIVER_MODEL = ("driver model", "driver_model")
 _ECC_MODE = ("ecc mode", "ecc_mode")
 _ECC_ERRORS = ("ecc errors", "ecc_errors")
 _PCI = ("pci",)
@@ -210,7 +211,8 @@ RULE_PARTS: Mapping[str, tuple[_Parts, _Parts]] = {
     "throttling": ((_REASONS,), (_PSTATE, _UTIL, _POWER, *_CLOCKS)),
     "temperature": ((("temperature",),), ()),
     "compute_mode": ((("compute mode", "compute_mode"),), ()),
-    "persistence_mode": ((), (_NAME, ("persistence mode", "persistence_mode"))),
+    # (the driver model too: a Windows one has no persistence mode, modes._no_persistence)
+    "persistence_mode": ((), (_NAME, ("persistence mode", "persistence_mode"), _DRIVER_MODEL)),
     "mig_mode": ((), (_NAME, ("mig mode", "mig_mode"))),
     "virtualization": ((), (_NAME, _BRAND, _VIRT)),
 }
@@ -512,6 +514,17 @@ def _as_listed(g: GpuInfo) -> GpuInfo:
     )
 
 
+# a cell fault a rule reads whose value the rest of the GPU's record bounds enough for that
+# rule: the host's max link generation of a link at the card's own max generation and width
+_BOUNDED: dict[str, Callable[[GpuInfo, str], bool]] = {"pcie_link": bounded_host_max}
+
+
+def _bounded(rule: str, g: GpuInfo, fault: str) -> bool:
+    """Whether `rule` needs no reading of `g`'s faulted field (_BOUNDED)."""
+    judge = _BOUNDED.get(rule)
+    return judge is not None and judge(g, fault)
+
+
 def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
     """A pass of a rule whose field one GPU's output printed as a fault marker (its cell fault),
     or left without a value that the other GPUs of its model have (_unread_values), is
@@ -523,7 +536,7 @@ def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
         for g in gpus
         if not g.faults
         for fault in g.cell_faults
-        if rule_reads(check.name, fault)
+        if rule_reads(check.name, fault) and not _bounded(check.name, g, fault)
     ] + _unread_values(check.name, gpus)
     if not unread:
         return check

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from ....offline_judge import checks, verdicts
+from ....offline_judge import checks, judged_box, verdicts
 
 REAL = Path(__file__).parents[4] / "fixtures" / "real"
 # Stanford Sherlock's 2 x Tesla P40, both `E. Process` (the cluster's default compute mode)
@@ -112,3 +112,32 @@ def test_a_compute_mode_cell_the_cut_went_through_is_not_read(tmp_path: Path) ->
     for cut in (text[:at], text[: text.index("\n", at)]):
         got = checks(tmp_path, "nvidia-smi.txt", cut)
         assert not [c for c in got if c.name == "compute_mode"], cut[-80:]
+
+
+WDDM_Q = "nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver610.62__windows-wddm.txt"
+WDDM_TABLE = "nvidia-smi__geforce-rtx-2080-super__1gpu__driver610.62__windows-wddm.txt"
+
+
+@pytest.mark.parametrize(
+    "names",
+    [
+        (WDDM_Q, WDDM_TABLE),
+        (WDDM_Q,),
+        (WDDM_TABLE,),
+        ("nvidia-smi-q__geforce-rtx-2080-super__1gpu__driver591.86__windows-wddm.txt",),
+        ("nvidia-smi__geforce-rtx-2060__1gpu__driver442.50__windows-tcc-wddm.txt",),
+    ],
+)
+def test_a_gpu_under_a_windows_driver_model_has_no_persistence_mode(
+    tmp_path: Path, names: tuple[str, ...]
+) -> None:
+    """Real Windows captures (nvidia_gpu_exporter's RTX 2080 SUPER at 610.62 and 591.86, its -q
+    `Persistence Mode : N/A` above `Driver Model Current : WDDM`, its table's Driver-Model column
+    `WDDM` where Linux prints Persistence-M; an RTX 2060's TCC/WDDM table): persistence mode is
+    Linux only, so the rule passes, saying N/A and why (it was unverified, "not reported", its
+    advice naming the very outputs judged)."""
+    files = {f"{i}-{name}": (REAL / name).read_text(encoding="utf-8") for i, name in enumerate(names)}
+    _, got = judged_box(tmp_path, files, "gpu_count: 1\n")
+    check = got["persistence_mode"]
+    assert check.verdict == "pass"
+    assert check.actual == "N/A on GPU 0 (Windows WDDM driver model: no persistence mode)"
