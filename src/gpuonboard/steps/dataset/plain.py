@@ -7,6 +7,7 @@ here meanwhile; then the host hashes what arrived, mismatches are re-sent once, 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import posixpath
@@ -473,9 +474,21 @@ def _rsync_hashing(
         try:
             hashing.result()
         except OSError as exc:
-            return unreadable(exc, work.tree.root, LOCAL_KEPT)
+            return _gone_since_scan(exc, work.tree) or unreadable(exc, work.tree.root, LOCAL_KEPT)
     assert run is not None
     return run
+
+
+def _gone_since_scan(exc: OSError, tree: transfer.SourceTree) -> str | None:
+    """The sentence for a dataset file the hashing beside rsync found deleted or replaced since
+    the scan (the same one rsync's own `link_stat ... No such file` gets, whichever of the two
+    reached the file first), else None."""
+    if exc.filename is None or exc.errno not in (errno.ENOENT, errno.ENOTDIR):
+        return None
+    path, base = Path(os.fsdecode(exc.filename)), tree.root if tree.root.is_dir() else tree.root.parent
+    if not path.is_relative_to(base):
+        return None
+    return changed_before_sent(tree, [path.relative_to(base).as_posix()])
 
 
 def stage_dir(ctx: StepContext, work: Work, kind: str) -> Path:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from gpuonboard import transfer
 from gpuonboard.steps.dataset.scan import changed_during
 
@@ -30,4 +32,29 @@ def test_a_file_changed_or_replaced_after_the_scan_fails_the_upload_by_name(tmp_
     assert changed_during(tree, ["a_labels.csv", "z_big.bin", "same.txt", "latest"]) == (
         "'a_labels.csv', 'z_big.bin', 'latest' changed on this machine while the upload ran (the host"
         " holds it as it was sent); rerun to send it as it is now: what is unchanged is not sent again"
+    )
+
+
+def test_a_file_the_hashing_beside_rsync_finds_deleted_is_named_as_changed_since_the_scan(
+    tmp_path: Path,
+) -> None:
+    """A dataset scanned without hashes, one file then deleted (as a user's `rm` while rsync runs):
+    the sha256 pass beside rsync meets it gone. It is named as changed since the scan, the sentence
+    rsync's own `link_stat ... No such file` gets, whichever of the two reached it first (the
+    integration test test_dataset_vanished.py failed under load with "cannot read ... No such file
+    or directory; fix it (or move it out)" where the hashing got there first)."""
+    from gpuonboard import transfer
+    from gpuonboard.steps.dataset.plain import _gone_since_scan
+
+    (tmp_path / "sub dir").mkdir()
+    (tmp_path / "a.bin").write_bytes(b"a" * 10)
+    (tmp_path / "sub dir" / "nested.bin").write_bytes(b"b" * 10)
+    tree = transfer.scan_source(tmp_path, hashes=False)
+    (tmp_path / "sub dir" / "nested.bin").unlink()
+    with pytest.raises(OSError) as caught:
+        transfer.hash_tree(tree)
+    said = _gone_since_scan(caught.value, tree)
+    assert said == (
+        "'sub dir/nested.bin' changed on this machine since the scan (deleted, replaced or written"
+        " to): rerun to send the dataset as it is now"
     )
