@@ -67,8 +67,6 @@ try:  # (the collector off until here: see the top)
 
     from invoke import Collection, Exit, Program, Task, task  # noqa: E402
     from invoke.exceptions import ParseError  # noqa: E402
-    from invoke.parser import Parser  # noqa: E402
-    from invoke.util import Lexicon  # noqa: E402
 
     from gpuonboard import __version__, api, flags, interrupt, termtext  # noqa: E402
     from gpuonboard.api.options import (  # noqa: E402
@@ -645,28 +643,9 @@ Exit codes: 0 GO, 1 NO-GO / a step failed, 2 bad input, 3 unreachable, 4 host ke
 """
 
 
-class _TaskContexts(Lexicon):
-    """The task contexts of one parse, which Invoke's ParseMachine deep-copies whole when it
-    starts, though it only reads them: it deep-copies a context again when the command line
-    switches to it, and that copy is the one it fills with values. Copied as itself (the 203
-    arguments of 17 tasks, ~2.5 ms of CPU of every command's start-up); each context still is."""
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> _TaskContexts:
-        return self
-
-
 class _Program(Program):
     """Invoke's Program, but a malformed command line exits 2 (like a malformed inventory),
     and `--help` opens with the tool's own usage and commands (Invoke's core options last)."""
-
-    def _make_parser(self) -> Parser:
-        """Invoke's parser of the tasks, its contexts handed to the parse as they are (see
-        _TaskContexts): the same names, aliases and contexts."""
-        parser = super()._make_parser()
-        contexts = _TaskContexts(parser.contexts)
-        contexts.__dict__["aliases"] = dict(parser.contexts.aliases)
-        parser.contexts = contexts
-        return parser
 
     def print_help(self) -> None:
         print(HELP_HEAD)

@@ -4,7 +4,6 @@ sentence naming what to do, exit 2, before any connection; `--help` says what th
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys
@@ -13,14 +12,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from invoke import Program
 
 from gpuonboard.api import sim_hint
 from gpuonboard.cli import (
-    _Program,
     _refuse_teardown_steps,
     empty_values,
-    ns,
     parse_error_text,
     profile_problem,
     several_tasks,
@@ -579,43 +575,6 @@ def test_ctrl_c_in_offline_facts_says_nothing_of_resuming_an_upload(tmp_path: Pa
     assert proc.returncode == 130, out + err
     assert err.strip().splitlines()[-1] == "interrupted", err
     assert "to resume" not in err, err
-
-
-def _parsed(program: Program, argv: list[str]) -> list[tuple[str | None, dict[str, object]]]:
-    """Each context a command line parses into, as its name and its arguments' values."""
-    program.create_config()
-    program.parse_core(["gpuonboard", *argv])
-    program.parse_collection()
-    program.parse_tasks()
-    return [
-        (c.name, {n: a.value for n, a in c.args.items()}) for c in [program.core_via_tasks, *program.tasks]
-    ]
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [
-        ["check", "--host", "gpu1,gpu2", "--forks", "4", "--quiet"],
-        ["--echo", "provision", "--only", "acceptance", "--strict"],
-        ["sim.up", "--name", "h2", "--profile", "rtx4090-1x", "check", "--host", "h2"],
-        ["facts", "a.txt", "--json"],
-    ],
-)
-def test_the_task_parser_reads_a_command_line_as_invokes_own_and_copies_no_unused_context(
-    argv: list[str],
-) -> None:
-    """The tasks' contexts are handed to Invoke's parse as they are (its ParseMachine copied all
-    17 of them first, ~2.5 ms of every command): the contexts and values it parses equal those
-    of Invoke's own parser, and the contexts the parser holds are never filled."""
-    ours = _Program(namespace=ns, name="gpuonboard", binary="gpuonboard")
-    theirs = Program(namespace=ns, name="gpuonboard", binary="gpuonboard")
-    assert _parsed(ours, argv) == _parsed(theirs, argv)
-    contexts = ours._make_parser().contexts
-    assert copy.deepcopy(contexts) is contexts
-    assert list(contexts) == list(theirs._make_parser().contexts)
-    assert contexts.aliases == theirs._make_parser().contexts.aliases
-    held = ours.parser.contexts
-    assert all(a.value == a.default for c in held.values() for a in c.args.values())
 
 
 @pytest.mark.parametrize("collecting", [True, False])
