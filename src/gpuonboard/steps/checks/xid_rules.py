@@ -56,6 +56,18 @@ _CUT_REASON = (
 )
 
 
+# the failing actions, the one asking most of the vendor first (a rule's verdict names the worst)
+FAILING_WORST_FIRST = (
+    "replace",
+    "install_driver",
+    "unload_other_driver",
+    "match_driver_versions",
+    "reboot",
+    "update_driver",
+    "reset_gpu",
+)
+
+
 def _gpu_label(pci: str, gpus: Mapping[str, int], not_shown: bool = False) -> str:
     if not pci:
         return "a GPU (no PCI address in the message)"
@@ -118,13 +130,7 @@ def _summarise(
         a: i
         for i, a in enumerate(
             (
-                "replace",
-                "install_driver",
-                "unload_other_driver",
-                "match_driver_versions",
-                "reboot",
-                "update_driver",
-                "reset_gpu",
+                *FAILING_WORST_FIRST,
                 REBOOTED_SINCE,
                 "watch",
                 NOTED,
@@ -229,16 +235,7 @@ def _event_rule(
     lines = _summarise(events, _pci_index(gpus), what)
     actions = [a for a, _ in lines]
     actual = "; ".join(text for _, text in lines) + span
-    order = (
-        "replace",
-        "install_driver",
-        "unload_other_driver",
-        "match_driver_versions",
-        "reboot",
-        "update_driver",
-        "reset_gpu",
-    )
-    worst = next((a for a in order if a in actions), None)
+    worst = next((a for a in FAILING_WORST_FIRST if a in actions), None)
     if worst is not None:
         # (an AER error is the kernel's word, not the catalogue's)
         per = f", per NVIDIA's {what} catalogue" if any(e.kind != "aer" for e in events) else ""
