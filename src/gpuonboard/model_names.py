@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from gpuonboard.once import loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
@@ -20,7 +21,7 @@ FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
 GRACE = "GRACE"
 
 
-@functools.cache
+@loaded_once
 def family_words() -> dict[str, str]:
     """Each word of an architecture family's name (data/gpu_architectures.yml) -> that family:
     {'HOPPER': 'Hopper', 'ADA': 'Ada Lovelace', 'LOVELACE': 'Ada Lovelace', ...}: the words an

@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from gpuonboard.once import loaded_once
+
 #: the package's reference tables (data/*.yml), each row with its source
 DATA_DIR = Path(__file__).resolve().parent / "data"
 #: each table's document as JSON (data/compiled/NAME.json: {"sha256": of the YAML's bytes, "doc"}),
@@ -35,7 +37,7 @@ def data_file(path: Path) -> Any:
     return _parsed(str(path), st.st_mtime_ns, st.st_size)
 
 
-@lru_cache(maxsize=64)
+@loaded_once(maxsize=64)
 def _parsed(path: str, _mtime_ns: int, _size: int) -> Any:
     data = Path(path).read_bytes()
     compiled = compiled_doc(Path(path), data)

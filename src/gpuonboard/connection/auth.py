@@ -5,16 +5,16 @@ once per run, and why a key file cannot be used."""
 from __future__ import annotations
 
 import copy
-import functools
 import os
 import stat
 from typing import Any
 
 from gpuonboard.connection.base import MAX_KEY_FILE_BYTES, connect_timeout, import_paramiko
 from gpuonboard.inventory import Host
+from gpuonboard.once import loaded_once
 
 
-@functools.lru_cache(maxsize=32)
+@loaded_once(maxsize=32)
 def _load_key(path: str, mtime_ns: int) -> tuple[Any, str | None]:
     """Parse a private key file once per run, not once per host: (key, None), or (None, why it
     cannot be used: `KEY_ENCRYPTED` or the parser's reason); paramiko's own key_filename path

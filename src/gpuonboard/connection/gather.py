@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpuonboard import shell
 from gpuonboard.errors import CommandError
 from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
+from gpuonboard.once import loaded_once
 
 if TYPE_CHECKING:
     from gpuonboard.connection import Runner
@@ -209,7 +210,7 @@ FREE_COMMAND = (
 )
 
 
-@functools.cache
+@loaded_once
 def core_probes(
     nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT, df_timeout: int = DF_TIMEOUT
 ) -> tuple[Probe, ...]:

@@ -19,6 +19,7 @@ from gpuonboard.connection.hostkeys import HostKeyPolicy
 from gpuonboard.errors import ConnectError
 from gpuonboard.inventory import Host, Inventory
 from gpuonboard.inventory.sshresolve import PROXY_COMMAND_TOKENS, expand_tokens
+from gpuonboard.once import loaded_once
 
 
 def _hop_host(spec: str, inventory: Inventory | None, base: Host) -> Host:
@@ -100,7 +101,7 @@ def _fabric() -> Any:
 _WRITE_LOOKUPS = frozenset({"_root", "_keypath", "_modify"})
 
 
-@functools.cache
+@loaded_once
 def fabric_classes() -> tuple[Any, Any]:
     """(Connection, Config): fabric's, made once, with Invoke's attribute lookups done without
     their costly part (hop_connection: 0.43 -> 0.17 ms of CPU a login); what each lookup decides is

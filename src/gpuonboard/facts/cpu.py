@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -14,6 +13,7 @@ from typing import Any
 
 from gpuonboard.facts.elision import elided
 from gpuonboard.facts.wrapped import rejoined
+from gpuonboard.once import loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
@@ -78,7 +78,7 @@ _TYPE_FIELDS = frozenset(
 _ENGLISH = _TYPE_FIELDS | {"Architecture", "CPU(s)", "Off-line CPU(s) list"}
 
 
-@functools.cache
+@loaded_once
 def lscpu_labels(path: Path = LSCPU_LABELS_FILE) -> dict[str, str]:
     """Translated lscpu label -> its English field (data/lscpu_labels.yml), labels without
     their trailing colon."""
@@ -104,13 +104,13 @@ def _split_field(line: str) -> tuple[str, str] | None:
     return (key, value.strip()) if sep and key else _bare_field(line)
 
 
-@functools.cache
+@loaded_once
 def _bare_labels() -> tuple[str, ...]:
     """The translated labels of data/lscpu_labels.yml, longest first."""
     return tuple(sorted(lscpu_labels(), key=len, reverse=True))
 
 
-@functools.cache
+@loaded_once
 def _bare_labels_by_first() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
     """_bare_labels grouped by their first character (each group longest first, as in
     _bare_labels), and those that start a line whatever its first character (an empty label):

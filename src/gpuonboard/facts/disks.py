@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuonboard.facts.translated import Label, labels, word_translator
+from gpuonboard.once import loaded_once
 
 __all__ = [
     "DF_UNREAD",
@@ -146,7 +147,7 @@ def df_labels() -> tuple[Label, ...]:
     return labels("df_labels")
 
 
-@functools.cache
+@loaded_once
 def _df_words() -> tuple[dict[str, str], Callable[[str], str]]:
     words = {label: english for _, label, english in df_labels()}
     return words, word_translator(words)
@@ -254,7 +255,7 @@ def _df_row(fields: list[str], minimum: int) -> bool:
     return len(fields) >= minimum and re.fullmatch(r"\d+%|-", fields[minimum - 2]) is not None
 
 
-@functools.cache
+@loaded_once
 def _header_joined() -> re.Pattern[str]:
     """df's header joined to its first row by a paste that lost the newline between them: the
     header's last words, `Mounted on` or its translation (`挂载点`, df_labels()), then the row's

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import re
 
+from gpuonboard.once import loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 IDS_FILE = DATA_DIR / "gpu_pci_ids.yml"
@@ -53,7 +54,7 @@ def subsystem_id(raw: str | None) -> str | None:
     return f"{parts[1]} {parts[0]}"
 
 
-@functools.cache
+@loaded_once
 def _table(path: str = str(IDS_FILE), former: bool = False) -> dict[str, tuple[tuple[str | None, str], ...]]:
     """Device id -> (subsystem, name) rows: the newest driver's, or with `former` every release's
     (a row with `was`: a name an earlier driver printed)."""

@@ -6,8 +6,9 @@ whole or cut anywhere, and stamps whose month or weekday the box's locale prints
 
 from __future__ import annotations
 
-import functools
 import re
+
+from gpuonboard.once import loaded_once
 
 __all__ = ["cut_by_shape", "host_cut", "locale_words", "says_nothing", "whole_when_cut"]
 
@@ -126,7 +127,7 @@ _HOST_HEADS = "|".join(
 _HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[|PCIe Bus Error")
 
 
-@functools.cache
+@loaded_once
 def _says_nothing_pattern(heads: str = _TAG_START) -> re.Pattern[str]:
     """Compiled on first use (a log whose last line has no newline), not at import: a few ms."""
     return re.compile(rf"\s*(?:>\s*)?(?:(?:{_STAMP_START})(?:\s+|$))*(?:{heads})?\s*")

@@ -5,11 +5,11 @@ joined before they are matched (dmesg's indent, one printk's microsecond time, t
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuonboard.once import loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 NVRM_FAULTS_FILE = DATA_DIR / "nvrm_faults.yml"
@@ -49,7 +49,7 @@ def _pattern(row: dict[str, object], key: str) -> re.Pattern[str] | None:
     return re.compile(value, re.IGNORECASE) if isinstance(value, str) else None
 
 
-@functools.cache
+@loaded_once
 def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
     """The rows of data/nvrm_faults.yml; ValueError on a bad row (packaged reference data)."""
     out = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +10,7 @@ from gpuonboard.errors import UsageError
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.translated import Label, labels, word_translator
 from gpuonboard.facts.wrapped import rejoined
+from gpuonboard.once import loaded_once
 
 __all__ = [
     "FreeFormatError",
@@ -116,7 +116,7 @@ def _label_key(label: str) -> str:
     return " ".join(label.replace("：", ":").split()).removesuffix(":").strip()
 
 
-@functools.cache
+@loaded_once
 def _free_words() -> tuple[dict[str, str], Callable[[str], str]]:
     """Translated row label -> the C locale's row name, and the translator of a header line (a
     column label standing alone, labels of several words first: "w cache", "nhớ tạm")."""
@@ -129,7 +129,7 @@ def _free_words() -> tuple[dict[str, str], Callable[[str], str]]:
 _C_ROWS = ("Mem:", "Swap:", "Low:", "High:", "Total:", "-/+ buffers/cache:")
 
 
-@functools.cache
+@loaded_once
 def _row_labels() -> re.Pattern[str]:
     """free's row labels (the C locale's and the translated ones, free_labels()), each where a
     blank or the line's start is before it; group 1 is the label."""

@@ -4,16 +4,16 @@ of `df` (data/df_labels.yml)."""
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Mapping
 
+from gpuonboard.once import loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 Label = tuple[str, str, str]  # (language, the label as translated, the C locale's label)
 
 
-@functools.cache
+@loaded_once
 def labels(table: str) -> tuple[Label, ...]:
     """The rows of data/<table>.yml (its list under the key `table`), read once."""
     rows = table_rows(DATA_DIR / f"{table}.yml", table)

@@ -10,11 +10,12 @@ module sets before it, never spliced into its text.
 
 from __future__ import annotations
 
-import functools
 from importlib import resources
 
+from gpuonboard.once import loaded_once
 
-@functools.cache
+
+@loaded_once
 def load(name: str) -> str:
     """The script `name` (a file `<name>.sh` beside this module) without its header: the
     shebang and the comment lines after it, up to and including the first blank line."""

@@ -1,0 +1,170 @@
+"""gpuonboard.once.loaded_once, and the per-run values every host's thread asks for: made once
+however many hosts' threads ask at the same moment (a check's hosts start together)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
+
+from gpuonboard import model_names, resources, sh
+from gpuonboard.connection import auth, gather, login
+from gpuonboard.facts import cpu, disks, gpu_ids, kernel_cut, kernel_nvrm, memory, translated
+from gpuonboard.once import loaded_once
+
+THREADS = 8
+
+
+@pytest.fixture
+def switch_often() -> Iterator[None]:
+    """The interpreter hands the GIL to another thread every microsecond, as a host's thread is
+    interrupted by the 99 others (hosts and paramiko's transports) of a 50-host check."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _together(call: Callable[[], Any]) -> list[Any]:
+    """What `call` returns in each of THREADS threads started at the same moment."""
+    gate = threading.Barrier(THREADS)
+    got: list[Any] = [None] * THREADS
+
+    def run(i: int) -> None:
+        gate.wait()
+        got[i] = call()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(THREADS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return got
+
+
+def test_threads_that_ask_together_wait_for_the_one_value() -> None:
+    calls: list[int] = []
+
+    @loaded_once
+    def slow(n: int) -> list[int]:
+        calls.append(n)
+        time.sleep(0.05)  # (every thread arrives while the first one makes it)
+        return [n]
+
+    got = _together(lambda: slow(3))
+    assert calls == [3]
+    assert all(g is got[0] for g in got)
+    assert slow(4) == [4] and calls == [3, 4]  # (another argument: its own value)
+
+
+def test_an_error_is_not_kept_and_the_next_call_tries_again() -> None:
+    tries: list[str] = []
+
+    @loaded_once
+    def flaky(name: str) -> str:
+        tries.append(name)
+        if len(tries) == 1:
+            raise ValueError("first time")
+        return name.upper()
+
+    with pytest.raises(ValueError):
+        flaky("a")
+    assert flaky("a") == "A" and flaky("a") == "A"
+    assert tries == ["a", "a"]
+
+
+def test_keyword_arguments_in_any_order_are_one_key_and_cache_clear_empties_it() -> None:
+    calls: list[tuple[int, int]] = []
+
+    @loaded_once
+    def pair(a: int = 0, b: int = 0) -> tuple[int, int]:
+        calls.append((a, b))
+        return (a, b)
+
+    assert pair(a=1, b=2) == pair(b=2, a=1) == (1, 2)
+    assert calls == [(1, 2)]
+    pair.cache_clear()  # type: ignore[attr-defined]
+    assert pair(a=1, b=2) == (1, 2) and len(calls) == 2
+
+
+def test_a_bounded_cache_drops_its_oldest_value() -> None:
+    calls: list[int] = []
+
+    @loaded_once(maxsize=2)
+    def square(n: int) -> int:
+        calls.append(n)
+        return n * n
+
+    assert [square(1), square(2), square(1), square(3)] == [1, 4, 1, 9]
+    assert calls == [1, 2, 3]
+    assert square(2) == 4 and square(1) == 1  # (1 was dropped when 3 came; 2 is still kept)
+    assert calls == [1, 2, 3, 1]
+
+
+def _key_file(tmp_path: Path) -> str:
+    key = ed25519.Ed25519PrivateKey.generate()
+    path = tmp_path / "id_ed25519"
+    path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
+    )
+    return str(path)
+
+
+# each value a host's thread asks for once per run (reference tables, patterns, the probes'
+# list, Fabric's classes, the shell scripts): the function and the arguments a check calls it with
+PER_RUN: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
+    (gather.core_probes, ()),
+    (login.fabric_classes, ()),
+    (sh.load, ("session_bound",)),
+    (gpu_ids._table, ()),
+    (cpu.lscpu_labels, ()),
+    (cpu._bare_labels, ()),
+    (cpu._bare_labels_by_first, ()),
+    (kernel_nvrm.load_nvrm_faults, ()),
+    (kernel_cut._says_nothing_pattern, ()),
+    (memory._free_words, ()),
+    (memory._row_labels, ()),
+    (disks._df_words, ()),
+    (disks._header_joined, ()),
+    (translated.labels, ("free_labels",)),
+    (model_names.family_words, ()),
+    (resources._parsed, (str(resources.DATA_DIR / "gpu_pci_ids.yml"), 0, 0)),
+]
+
+
+@pytest.mark.parametrize(("fn", "args"), PER_RUN, ids=lambda v: getattr(v, "__qualname__", ""))
+@pytest.mark.usefixtures("switch_often")
+def test_a_per_run_value_is_made_once_when_every_host_asks_at_once(
+    fn: Callable[..., Any], args: tuple[Any, ...]
+) -> None:
+    """Each thread gets the same object: with functools.cache, the threads that came before the
+    first value was kept each made their own (at 50 hosts the client key was parsed 50 times,
+    core_probes made up to 20 times, the lscpu labels up to 10)."""
+    for _ in range(3):
+        fn.cache_clear()  # type: ignore[attr-defined]
+        re.purge()  # (a pattern compiled again by re.compile would be re's kept object)
+        got = _together(lambda: fn(*args))
+        assert all(g is got[0] for g in got)
+
+
+@pytest.mark.usefixtures("switch_often")
+def test_the_key_file_is_parsed_once_when_every_host_logs_in_at_once(tmp_path: Path) -> None:
+    path = _key_file(tmp_path)
+    mtime = Path(path).stat().st_mtime_ns
+    for _ in range(3):
+        auth._load_key.cache_clear()
+        got = _together(lambda: auth._load_key(path, mtime))
+        assert got[0][0] is not None and got[0][1] is None
+        assert all(g[0] is got[0][0] for g in got)
