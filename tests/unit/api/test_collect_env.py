@@ -360,3 +360,37 @@ def test_collect_env_among_session_commands_keeps_its_cut_lscpu(tmp_path: Path) 
     )
     assert (rules["gpu_count"]["verdict"], rules["gpu_count"]["actual"]) == ("pass", "8"), rules["gpu_count"]
     assert rules["cpu_cores"]["verdict"] == "unverified" and "cut short" in rules["cpu_cores"]["actual"]
+
+
+GO_DCGM_L = REAL / "nvidia-smi-L__a100-80gb-pcie__1gpu-1mig-2g.20gb__go-dcgm.txt"
+GTX_L = Path(__file__).parents[2] / "fixtures" / "public" / "nvidia-smi-L__gtx-1650__1gpu.txt"
+
+
+def test_nvidia_smi_l_beside_a_collect_env_of_the_same_gpus_is_read_once(tmp_path: Path) -> None:
+    """go-dcgm's real `nvidia-smi -L` of one A100 80GB PCIe (edit: its MIG line left out) and
+    ScaleLLM#288's collect_env (`GPU 0: NVIDIA A100 80GB PCIe`, -L's line without the UUID) in
+    one session. Before: refused, "a second nvidia_smi_list output ... pass one file per command"
+    (exit 2), nothing judged. Now one answer of the box: -L's (with UUIDs) is read, noted; the
+    GTX 1650's -L beside the same report (other GPUs: two boxes) is still refused."""
+    smi_l = GO_DCGM_L.read_text().splitlines(True)[0]
+    text = "$ nvidia-smi -L\n" + smi_l + "$ python -m torch.utils.collect_env\n" + SCALELLM.read_text()
+    rules, err, _ = facts(tmp_path, text, "gpu_model: A100 80GB PCIe\ngpu_count: 1\nmin_driver: '550.54'\n")
+    assert rules["gpu_model"]["verdict"] == rules["gpu_count"]["verdict"] == "pass", rules["gpu_model"]
+    assert rules["min_driver"]["verdict"] == "pass", rules["min_driver"]
+    assert "the same GPUs once -L's UUIDs are taken out, the one with UUIDs judged" in err
+    other = (
+        "$ nvidia-smi -L\n"
+        + GTX_L.read_text()
+        + "$ python -m torch.utils.collect_env\n"
+        + SCALELLM.read_text()
+    )
+    (tmp_path / "env.txt").write_text(other)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from gpuonboard.cli import main; main()",
+        "facts",
+        str(tmp_path / "env.txt"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "a second nvidia_smi_list output" in done.stderr, done.stderr
