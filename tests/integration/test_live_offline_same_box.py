@@ -34,7 +34,7 @@ CSV = "csv"  # the live probe's --query-gpu line (its arguments are the parser's
 # (the live kernel log's `# first:` line tells whether it reaches back to boot; a saved file's
 # first line says so only where the file holds lines no grep for the drivers' keeps: compared
 # without the note)
-BOOT_NOTE = " (the log read starts after boot)"
+BOOT_NOTE = " (the log read starts after boot, so it does not cover the whole boot)"
 # rules whose live verdict reads a fact only the live probe has, and the words that say so offline
 EXPLAINED = {
     # the cgroup memory limit of the test machine (offline: no cgroup file given)

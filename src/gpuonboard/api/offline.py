@@ -118,13 +118,16 @@ def _saved_outputs(
     ]
     if not reports and bug_report.looks_like_bug_report(pasted):  # (its sections, each read as that output)
         return _bug_report_outputs(path, str(path), pasted, notes)
-    if parts is not None and reports:
+    # (a command's output that is a collect_env report, `python -m torch.utils.collect_env`
+    # among other commands: its outputs read as the report's, not the whole as one tool's)
+    envs = [p for p in parts or () if p not in reports and _env_report(p.text)]
+    if parts is not None and (reports or envs):
         # (a command's output that is a bug report, `cat`/`head` of the log: its sections read as
         # the log's; the other commands read as a session's)
         found = [
             out for p in reports for out in _bug_report_outputs(path, f"{path} {p.where}", p.text, notes)
-        ]
-        rest = [p for p in parts if p not in reports]
+        ] + _session_envs(path, parts, envs, notes, cut)
+        rest = [p for p in parts if p not in reports and p not in envs]
         last = cut if rest and rest[-1] is parts[-1] else ""
         try:
             return found + (
@@ -134,7 +137,7 @@ def _saved_outputs(
             if not found or "holding no output this tool reads" not in str(none):
                 raise
             return found
-    if parts is None and collect_env.looks_like_collect_env(pasted) and not _NVIDIA_SMI_BANNER.search(pasted):
+    if parts is None and _env_report(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
         return _all_cut(
             _env_outputs(path, pasted, notes, report_in_container(collect_env.copied_command(pasted))), cut
@@ -191,17 +194,39 @@ def _session_outputs(
 _NVIDIA_SMI_BANNER = re.compile(r"NVIDIA-SMI \d|==+NVSMI LOG==+")
 
 
+def _env_report(text: str) -> bool:
+    """Whether `text` is a collect_env (check_env) report, read as the outputs it holds; one
+    pasted with nvidia-smi's own output is read as that output."""
+    return collect_env.looks_like_collect_env(text) and not _NVIDIA_SMI_BANNER.search(text)
+
+
+def _session_envs(
+    path: Path, parts: list[transcript.Section], envs: list[transcript.Section], notes: list[str], cut: str
+) -> list[tuple[str, ProbeOutput, str]]:
+    """The outputs of the collect_env reports among a session's commands (`envs`), each read as
+    a saved report's, named by its prompt line; the last command's incomplete where the file is
+    cut short (`cut`: why)."""
+    found: list[tuple[str, ProbeOutput, str]] = []
+    for p in envs:
+        inside = report_in_container(p.command)
+        got = _env_outputs(path, p.text, notes, inside, f"{path} {p.where}")
+        found += _all_cut(got, cut) if p is parts[-1] else got
+    return found
+
+
 def _env_outputs(
-    path: Path, text: str, notes: list[str], inside: str = ""
+    path: Path, text: str, notes: list[str], inside: str = "", name: str = ""
 ) -> list[tuple[str, ProbeOutput, str]]:
     """A saved collect_env (check_env) report: the outputs it holds, each read as the live
     probe's (its GPU lines as a view of the GPUs torch sees), and a note of what is not read.
     `inside`: why its copied command ran it in a container (narrowed.report_in_container), which
-    makes its GPU list a view of that container's GPUs."""
+    makes its GPU list a view of that container's GPUs; `name`: where it is (the file, or the file
+    and the session's command that printed it)."""
     found, said = collect_env.parts(text)
     out: list[tuple[str, ProbeOutput, str]] = []
+    name = name or str(path)
     for part in found:
-        where = f"{path} (collect_env: {part.what})"
+        where = f"{name} (collect_env: {part.what})"
         if part.kind == ENV_DRIVER_PROBE:  # (a version, no output of a command of its own)
             out.append((part.kind, ProbeOutput(part.text, "", 0), where))
             continue
@@ -211,10 +236,10 @@ def _env_outputs(
         out.append((kind, probe, where))
     if not found:
         raise UsageError(
-            f"{path}: this collect_env report holds no output that is judged ({'; '.join(said)})."
+            f"{name}: this collect_env report holds no output that is judged ({'; '.join(said)})."
         )
     read = ", ".join(part.what for part in found)
-    notes.append(f"{path}: a collect_env report, read as its {read}" + "".join(f"; {s}" for s in said) + ".")
+    notes.append(f"{name}: a collect_env report, read as its {read}" + "".join(f"; {s}" for s in said) + ".")
     return out
 
 

@@ -388,9 +388,29 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
         or joined_formats(kind, first, then)
         or joined_container(kind, first, then)
         or joined_gpu_view(kind, first, then)
+        or joined_env_list(kind, first, then)
         or joined_memory(kind, first, then)
         or joined_cpus(kind, first, then)
     )
+
+
+# an `nvidia-smi -L` line's UUID (a MIG device's too), which collect_env's GPU lines leave out
+_LIST_UUID = re.compile(r"\s*\(UUID: [^)]*\)\s*$")
+
+
+def joined_env_list(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One GPU list of `nvidia-smi -L` and a collect_env report's (its -L lines with the UUIDs
+    taken out: api/collect_env.py), either order, whose lines are the same once the UUIDs are
+    taken out: the same answer of the box, the one with UUIDs read. None for any other two (other
+    GPUs: two boxes or a box that changed, rivals), or where either is cut, a view or unread."""
+    outs = (first, then)
+    if kind != "nvidia_smi_list" or any(unread(o) or o.partial or o.in_container or o.beside for o in outs):
+        return None
+    lines = [[_LIST_UUID.sub("", ln).rstrip() for ln in o.stdout.splitlines() if ln.strip()] for o in outs]
+    with_uuids = ["(UUID:" in o.stdout for o in outs]
+    if lines[0] != lines[1] or not lines[0] or with_uuids[0] == with_uuids[1]:
+        return None
+    return first if with_uuids[0] else then
 
 
 def joined_said(kind: str, both: object = None) -> str:
@@ -414,6 +434,11 @@ def joined_said(kind: str, both: object = None) -> str:
         )
     if kind == "kernel_log":
         return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"
+    if kind == "nvidia_smi_list" and not beside:  # (joined_env_list)
+        return (
+            "nvidia-smi -L's GPU list and a collect_env report's, the same GPUs once -L's UUIDs are"
+            " taken out, the one with UUIDs judged"
+        )
     if kind == "free":
         return "two free outputs of the box whose Mem totals agree, the more exact one judged"
     if kind == "lscpu":

@@ -175,16 +175,17 @@ NPROC_COMMAND = (
     " done </proc/self/status; exit 127"
 )
 # lscpu, else the kernel's /proc/cpuinfo (a minimal image without util-linux; an lscpu that
-# failed without printing anything: OpenVZ, gVisor, a kernel 2.6.32 without
-# /sys/devices/system/cpu/possible; by the shell's builtins where there is no cat either), which
+# failed, printing nothing or part of its output: OpenVZ, gVisor, a kernel 2.6.32 without
+# /sys/devices/system/cpu/possible; one that printed nothing; by the shell's builtins where
+# there is no cat either; where /proc/cpuinfo cannot be read, lscpu's own answer), which
 # facts/cpu.py reads for the same CPU, core and socket counts, and after it the kernel's list of
 # online CPUs (`ONLINE_FILE: 1-63`), which tells a /proc/cpuinfo whole where CPU 0 is offline
 # from one whose top is missing, and of present CPUs (`.../present: 0-63`): those not online are
 # offline, as lscpu's Off-line CPU(s) list says
 LSCPU_COMMAND = (
-    "if command -v lscpu >/dev/null 2>&1; then o=$(lscpu); c=$?; "
-    'if [ "$c" -eq 0 ] || [ -n "$o" ]; then [ -n "$o" ] && printf \'%s\\n\' "$o"; exit $c; fi; fi; '
-    '[ -r /proc/cpuinfo ] || exit "${c:-127}"; '
+    "o=; c=; if command -v lscpu >/dev/null 2>&1; then o=$(lscpu); c=$?; "
+    'if [ "$c" -eq 0 ] && [ -n "$o" ]; then printf \'%s\\n\' "$o"; exit 0; fi; fi; '
+    '[ -r /proc/cpuinfo ] || { [ -n "$o" ] && printf \'%s\\n\' "$o"; exit "${c:-127}"; }; '
     "if command -v cat >/dev/null 2>&1; then cat /proc/cpuinfo || exit; else "
     + _LINES.format("/proc/cpuinfo")
     + "; fi; for f in /sys/devices/system/cpu/online /sys/devices/system/cpu/present; do"

@@ -416,3 +416,55 @@ def vault_password_set(environ: Mapping[str, str] | None = None) -> bool:
         parser.get("defaults", k, raw=True, fallback="").strip()
         for k in ("vault_password_file", "vault_identity_list")
     )
+
+
+# Ansible's INVENTORY_ENABLED default: the plugins tried on each inventory source, in this order
+DEFAULT_INVENTORY_PLUGINS = ("host_list", "script", "auto", "yaml", "ini", "toml")
+# the yaml inventory plugin's yaml_extensions default (a file with no extension it reads too)
+DEFAULT_YAML_EXTENSIONS = (".yaml", ".yml", ".json")
+
+
+def _list_setting(
+    envs: tuple[str, ...],
+    keys: tuple[tuple[str, str], ...],
+    default: tuple[str, ...],
+    environ: Mapping[str, str] | None,
+) -> tuple[tuple[str, ...], str]:
+    """A list setting as Ansible's config reads it (an environment variable beats the file; of
+    each, the last one set wins) and where it is written ("" for its default)."""
+    environ = os.environ if environ is None else environ
+    value, at = None, ""
+    for env in envs:
+        if env in environ:
+            value, at = environ[env], f"{ENV_SOURCE}{env}"
+    if value is None and (path := find_config(environ)) is not None:
+        parser, lines = _parse(path)
+        for section, key in keys:
+            if (found := parser.get(section, key, raw=True, fallback=None)) is not None:
+                line = lines.get((section, key))
+                value, at = found, f"[{section}] {key} at {path}, line {line}" if line else str(path)
+    if value is None:
+        return default, ""
+    return tuple(x for x in (_unquote(v.strip()) for v in value.split(",")) if x), at
+
+
+def inventory_plugins(environ: Mapping[str, str] | None = None) -> tuple[tuple[str, ...], str]:
+    """The inventory plugins Ansible tries on each source, in its order ([inventory]
+    enable_plugins, ANSIBLE_INVENTORY_ENABLED; `ansible.builtin.ini` is `ini`), and where that
+    is written ("" for Ansible's default)."""
+    names, at = _list_setting(
+        ("ANSIBLE_INVENTORY_ENABLED",), (("inventory", "enable_plugins"),), DEFAULT_INVENTORY_PLUGINS, environ
+    )
+    return tuple(n.removeprefix("ansible.builtin.").removeprefix("ansible.legacy.") for n in names), at
+
+
+def yaml_extensions(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The name endings the yaml inventory plugin reads besides none ([defaults]
+    yaml_valid_extensions, [inventory_plugin_yaml] yaml_valid_extensions, ANSIBLE_YAML_FILENAME_EXT,
+    ANSIBLE_INVENTORY_PLUGIN_EXTS)."""
+    return _list_setting(
+        ("ANSIBLE_YAML_FILENAME_EXT", "ANSIBLE_INVENTORY_PLUGIN_EXTS"),
+        (("defaults", "yaml_valid_extensions"), ("inventory_plugin_yaml", "yaml_valid_extensions")),
+        DEFAULT_YAML_EXTENSIONS,
+        environ,
+    )[0]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -23,8 +24,6 @@ from gpuonboard.inventory import ansible_cfg
 INVENTORY_SUFFIXES = (".yml", ".yaml", ".ini")
 # Ansible's IGNORED_ALWAYS (ansible/inventory/manager.py), beside hidden names
 _NEVER_SOURCES = ("group_vars", "host_vars", "vars_plugins")
-# the yaml plugin's default yaml_valid_extensions; a file with no extension it reads too
-_YAML_SUFFIXES = ("", ".yml", ".yaml", ".json")
 MAX_SIBLING_BYTES = 1 << 20  # (a file beside the hosts file is read this far)
 # a subfolder is walked this far (entries, bytes read, levels); past it, refused: Ansible reads it all
 MAX_WALKED_ENTRIES = 2_000
@@ -58,6 +57,7 @@ class _Walk:
         self.hosts_file = hosts_file
         self.same = _resolved(hosts_file)
         self.skips = _skips()
+        self.plugins = Plugins.of_config()  # (read once a walk)
         self.seen: set[Path] = set()
         self.walked = 0
         self.read = 0
@@ -101,7 +101,7 @@ class _Walk:
         self.read += len(text)
         if self.read > MAX_WALKED_BYTES:
             self._too_much(self.directory, f"more than {MAX_WALKED_BYTES >> 20} MiB of files")
-        kind = read_as(p, text, self.hosts_file, top, in_subfolder=depth > 0)
+        kind = read_as(p, text, self.hosts_file, top, in_subfolder=depth > 0, plugins=self.plugins)
         return (p, kind) if kind else None
 
     def _too_much(self, where: Path, what: str) -> None:
@@ -149,27 +149,72 @@ def is_script(path: Path, text: str) -> bool:
     return text.startswith(("#!", "\x7fELF")) and os.access(path, os.X_OK)
 
 
-def read_as(path: Path, text: str, hosts_file: Path, top: str, in_subfolder: bool = False) -> str | None:
-    """What Ansible's plugins read a host, a group's vars or children from `path` as (None:
-    nothing), trying them in its order: an executable script (run, so whatever it prints); a
-    vault-encrypted file (decrypted where a vault password is set); an `auto` plugin's config;
-    the yaml plugin (no extension, `.yml`, `.yaml`, `.json`: a group's `hosts`, `vars` or
-    `children`; what it added before a group it fails on stays); then the ini plugin line by
-    line (ansible_ini.adds_anything), or the toml plugin for `.toml`."""
-    from gpuonboard.inventory import ansible_ini
+@dataclass(frozen=True)
+class Plugins:
+    """The inventory plugins the Ansible config enables, in its order, and the name endings its
+    yaml plugin reads (ansible_cfg.inventory_plugins, ansible_cfg.yaml_extensions)."""
 
-    if is_script(path, text):
-        return SCRIPT
+    names: tuple[str, ...]
+    yaml_extensions: tuple[str, ...]
+
+    @classmethod
+    def of_config(cls) -> Plugins:
+        return cls(ansible_cfg.inventory_plugins()[0], ansible_cfg.yaml_extensions())
+
+
+def read_as(
+    path: Path,
+    text: str,
+    hosts_file: Path,
+    top: str,
+    in_subfolder: bool = False,
+    plugins: Plugins | None = None,
+) -> str | None:
+    """What Ansible's plugins read a host, a group's vars or children from `path` as (None:
+    nothing), trying the config's enabled plugins in its order (ansible_cfg.inventory_plugins;
+    by default: an executable script, run, so whatever it prints; an `auto` plugin's config; the
+    yaml plugin, for no extension or one of the config's yaml_valid_extensions: a group's
+    `hosts`, `vars` or `children`, what it added before a group it fails on staying; the ini
+    plugin line by line, ansible_ini.adds_anything; the toml plugin for `.toml`). A
+    vault-encrypted file is decrypted first where a vault password is set."""
     if text.startswith("$ANSIBLE_VAULT;"):  # (with a vault password, what it holds is unknown here)
         encrypted = "an inventory of the directory encrypted with Ansible Vault"
         encrypted += ", decrypted with the vault password set"
         return encrypted if ansible_cfg.vault_password_set() else None
+    enabled = plugins or Plugins.of_config()
+    for plugin in enabled.names:
+        if found := _plugin_reads(
+            plugin, path, text, (hosts_file, top, in_subfolder), enabled.yaml_extensions
+        ):
+            return found
+    return None
+
+
+def _plugin_reads(
+    plugin: str, path: Path, text: str, where: tuple[Path, str, bool], yaml_extensions: tuple[str, ...]
+) -> str | None:
+    """What one inventory plugin reads from `path` (None: it skips the file or reads nothing);
+    a plugin of a collection (`amazon.aws.aws_ec2`) reads its own `.yml`/`.yaml` configuration,
+    as `auto` runs it. `where`: the hosts file, the directory's entry `path` lies in, and
+    whether that is a subfolder (read_as)."""
+    from gpuonboard.inventory import ansible_ini
+
+    hosts_file, top, in_subfolder = where
+
+    if plugin == "host_list":  # (a comma-separated list given as -i, never a file)
+        return None
+    if plugin == "script":
+        return SCRIPT if is_script(path, text) else None
+    if plugin == "toml":
+        return _toml_adds(text) if path.suffix == ".toml" else None
+    if plugin == "yaml":
+        if path.suffix and path.suffix not in yaml_extensions:
+            return None
+        return _yaml_reads(text, auto=False)
+    if plugin != "ini":  # (`auto`, or a collection's plugin)
+        return _yaml_reads(text, auto=True, groups=False) if path.suffix in (".yml", ".yaml") else None
     if path.suffix == ".toml":
-        return _toml_adds(text)
-    if path.suffix in _YAML_SUFFIXES:
-        yaml_reads = _yaml_reads(text, auto=path.suffix in (".yml", ".yaml"))
-        if yaml_reads:
-            return yaml_reads
+        return None
     known: frozenset[str] | None = frozenset()
     if in_subfolder or top > hosts_file.name:  # (Ansible reads a directory's entries in sorted order)
         hosts_text = _sibling_text(hosts_file) or ""
@@ -195,11 +240,12 @@ def _toml_adds(text: str) -> str | None:
 YAML_KIND = "a YAML inventory of the directory (its hosts, groups, their children and vars)"
 
 
-def _yaml_reads(text: str, auto: bool) -> str | None:
+def _yaml_reads(text: str, auto: bool, groups: bool = True) -> str | None:
     """What Ansible's `auto` and `yaml` plugins read from `text`: a plugin's config (`plugin:
-    NAME`, run by `auto` for a `.yml`/`.yaml`), or a mapping of groups one of which has `hosts`,
-    `vars` or `children` before a group the plugin fails on (a section that is no mapping).
-    Read as nodes, never built: an alias is the node it names, nothing expands."""
+    NAME`, run by `auto` for a `.yml`/`.yaml`), or (`groups`: the yaml plugin's reading) a
+    mapping of groups one of which has `hosts`, `vars` or `children` before a group the plugin
+    fails on (a section that is no mapping). Read as nodes, never built: an alias is the node
+    it names, nothing expands."""
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except (yaml.YAMLError, RecursionError):
@@ -209,6 +255,8 @@ def _yaml_reads(text: str, auto: bool) -> str | None:
     plugin = _scalar_value(root, "plugin")
     if plugin:
         return f"an inventory plugin's configuration (plugin: {plugin}), which Ansible runs" if auto else None
+    if not groups:
+        return None
     for _, group in root.value:
         if not isinstance(group, yaml.MappingNode):
             continue  # (Ansible skips it with a warning)
@@ -240,3 +288,33 @@ def _scalar_value(mapping: yaml.MappingNode, key: str) -> str | None:
         if isinstance(k, yaml.ScalarNode) and k.value == key and isinstance(v, yaml.ScalarNode):
             return str(v.value) or None
     return None
+
+
+def hosts_file_unread(hosts_file: Path, ini: bool) -> str | None:
+    """Why no inventory plugin the Ansible config enables reads the hosts file (an INI one: the
+    ini plugin; a YAML one: the yaml plugin, for no extension or one of yaml_valid_extensions,
+    while the ini plugin fails on YAML), so that Ansible reads no host from it; None where one does."""
+    plugins, at = ansible_cfg.inventory_plugins()
+    exts = ansible_cfg.yaml_extensions()
+    if ini and "ini" in plugins:
+        return None
+    if not ini and "yaml" in plugins and (not hosts_file.suffix or hosts_file.suffix in exts):
+        return None
+    where = f" ({at})" if at else ""
+    if ini or "yaml" not in plugins:
+        enabled, wanted = ", ".join(plugins), "ini" if ini else "yaml"
+        return f"the Ansible config enables the inventory plugins {enabled}{where}, not {wanted}"
+    ends = ", ".join(exts)
+    return f"the Ansible config's yaml plugin reads only files ending in {ends} (yaml_valid_extensions)"
+
+
+def skipped_by_config(path: Path, text: str, hosts_file: Path) -> bool:
+    """Whether the Ansible config's own inventory plugins or yaml_valid_extensions (set, not
+    Ansible's defaults) make Ansible read nothing from `path` (a plugin's configuration where no
+    enabled plugin runs one; a `.json` the yaml plugin no longer reads)."""
+    if (
+        not ansible_cfg.inventory_plugins()[1]
+        and ansible_cfg.yaml_extensions() == ansible_cfg.DEFAULT_YAML_EXTENSIONS
+    ):
+        return False
+    return read_as(path, text, hosts_file, path.name) is None

@@ -75,6 +75,7 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
     if ansible_inventory.looks_like_ini(hosts_file, text):
         from gpuonboard.inventory import ansible_ini  # (an INI inventory's reader, imported for one)
 
+        _refuse_unread(hosts_file, ini=True)
         if path.is_dir():
             _refuse_second_source(path, hosts_file)
         raw = ansible_ini.load_ini(hosts_file, text)
@@ -106,8 +107,10 @@ def load(path: Path | str = "inventory", ssh_config: Path | None = None) -> Inve
         ansible = not ansible_inventory.is_native(data)
         if not ansible:
             _check_no_ansible_vars_dirs(hosts_file.parent)
-        elif path.is_dir():
-            _refuse_second_source(path, hosts_file)
+        else:
+            _refuse_unread(hosts_file, ini=False)
+            if path.is_dir():
+                _refuse_second_source(path, hosts_file)
         raw = ansible_inventory.from_yaml(data, hosts_file) if ansible else data
         if ansible:
             _refuse_no_ansible_hosts(raw, hosts_file, "YAML")
@@ -239,7 +242,11 @@ def _one_hosts_file(directory: Path) -> Path:
     extra = sorted(
         p.name
         for p in directory.iterdir()
-        if p.suffix in INVENTORY_SUFFIXES and not p.name.startswith(".") and p.is_file() and p != found[0]
+        if p.suffix in INVENTORY_SUFFIXES
+        and not p.name.startswith(".")
+        and p.is_file()
+        and p != found[0]
+        and not ansible_dir.skipped_by_config(p, _text_or_empty(p), found[0])  # (Ansible reads nothing)
     )
     if extra and (plugin := ansible_dir.plugin_named(_text_or_empty(directory / extra[0]))):
         raise InventoryError(
@@ -280,6 +287,16 @@ def _inventory_files(directory: Path, depth: int = 1) -> list[Path]:
     if found or depth == 0:
         return found
     return [f for sub in folders[:100] for f in _inventory_files(sub, 0)]
+
+
+def _refuse_unread(hosts_file: Path, ini: bool) -> None:
+    """An Ansible hosts file no inventory plugin of the Ansible config reads
+    (`ansible_dir.hosts_file_unread`): Ansible reads no host from it, so neither does gpuonboard."""
+    if why := ansible_dir.hosts_file_unread(hosts_file, ini):
+        raise InventoryError(
+            f"{hosts_file}: Ansible reads no host from this {'INI' if ini else 'YAML'} inventory, as {why};"
+            " fix the config, or pass --inventory ansible-inventory:SOURCE to read what Ansible reads."
+        )
 
 
 def _refuse_second_source(directory: Path, hosts_file: Path) -> None:

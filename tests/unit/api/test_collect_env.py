@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from gpuonboard.api import collect_env
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -317,3 +319,78 @@ def test_collect_env_exec_d_in_a_pod_is_a_view_of_its_gpus(tmp_path: Path) -> No
     text = _pod_report("docker run --rm --gpus all vllm/vllm-openai python3 collect_env.py")
     rules, _, code = facts(tmp_path, text, "gpu_model: L40S\ngpu_count: 2\n")
     assert rules["gpu_count"]["verdict"] == "fail" and code == 1, rules["gpu_count"]
+
+
+FREE_B = REAL / "free-b__h200-vm.txt"
+
+
+def _session(report: str, before: bool) -> str:
+    """A terminal session pasting `report` under its prompt line, `free -b` (h200-vm's real
+    output) before or after it, and a bare prompt at the end."""
+    env = "root@gpu:~# python -m torch.utils.collect_env\n" + report.rstrip("\n") + "\n"
+    free = "root@gpu:~# free -b\n" + FREE_B.read_text()
+    return (free + env if before else env + free) + "root@gpu:~# \n"
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_collect_env_among_session_commands_is_read_as_the_report(tmp_path: Path, before: bool) -> None:
+    """ScaleLLM#288's report pasted as one command's output of a session, `free -b` before or
+    after it (edit: the prompt lines and h200-vm's free added). Before, the whole report was
+    read as one `topo -m` output (its matrix's header) and its GPU line and driver line were
+    not read: gpu_model, gpu_count and min_driver "not judged: no nvidia-smi output was given".
+    Now it is read as the report's outputs, named by its prompt line, and merged with free's."""
+    rules, err, _ = facts(
+        tmp_path,
+        _session(SCALELLM.read_text(), before),
+        "gpu_model: A100 80GB PCIe\ngpu_count: 1\nmin_driver: '550.54'\nram: 8GB\n",
+    )
+    assert rules["gpu_model"]["verdict"] == rules["gpu_count"]["verdict"] == "pass", rules["gpu_model"]
+    assert (rules["min_driver"]["verdict"], rules["min_driver"]["actual"]) == ("pass", "550.90.07")
+    assert rules["ram"]["verdict"] == "pass", rules["ram"]
+    assert "(`python -m torch.utils.collect_env`): a collect_env report, read as its GPU list" in err
+
+
+def test_collect_env_among_session_commands_keeps_its_cut_lscpu(tmp_path: Path) -> None:
+    """vllm#25015's report (its lscpu block cut) as a session's command output before `free -b`
+    (edit: the prompt lines and h200-vm's free added): its 8 GPU lines are read as the box's
+    listing (before: the whole report was read as one output and gpu_count was not judged), and
+    its lscpu, cut inside the report, is still unverified, never a pass."""
+    rules, err, _ = facts(
+        tmp_path, _session(VLLM.read_text(), False), "gpu_model: H20\ngpu_count: 8\ncpu_cores: 112\n"
+    )
+    assert (rules["gpu_count"]["verdict"], rules["gpu_count"]["actual"]) == ("pass", "8"), rules["gpu_count"]
+    assert rules["cpu_cores"]["verdict"] == "unverified" and "cut short" in rules["cpu_cores"]["actual"]
+
+
+GO_DCGM_L = REAL / "nvidia-smi-L__a100-80gb-pcie__1gpu-1mig-2g.20gb__go-dcgm.txt"
+GTX_L = Path(__file__).parents[2] / "fixtures" / "public" / "nvidia-smi-L__gtx-1650__1gpu.txt"
+
+
+def test_nvidia_smi_l_beside_a_collect_env_of_the_same_gpus_is_read_once(tmp_path: Path) -> None:
+    """go-dcgm's real `nvidia-smi -L` of one A100 80GB PCIe (edit: its MIG line left out) and
+    ScaleLLM#288's collect_env (`GPU 0: NVIDIA A100 80GB PCIe`, -L's line without the UUID) in
+    one session. Before: refused, "a second nvidia_smi_list output ... pass one file per command"
+    (exit 2), nothing judged. Now one answer of the box: -L's (with UUIDs) is read, noted; the
+    GTX 1650's -L beside the same report (other GPUs: two boxes) is still refused."""
+    smi_l = GO_DCGM_L.read_text().splitlines(True)[0]
+    text = "$ nvidia-smi -L\n" + smi_l + "$ python -m torch.utils.collect_env\n" + SCALELLM.read_text()
+    rules, err, _ = facts(tmp_path, text, "gpu_model: A100 80GB PCIe\ngpu_count: 1\nmin_driver: '550.54'\n")
+    assert rules["gpu_model"]["verdict"] == rules["gpu_count"]["verdict"] == "pass", rules["gpu_model"]
+    assert rules["min_driver"]["verdict"] == "pass", rules["min_driver"]
+    assert "the same GPUs once -L's UUIDs are taken out, the one with UUIDs judged" in err
+    other = (
+        "$ nvidia-smi -L\n"
+        + GTX_L.read_text()
+        + "$ python -m torch.utils.collect_env\n"
+        + SCALELLM.read_text()
+    )
+    (tmp_path / "env.txt").write_text(other)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from gpuonboard.cli import main; main()",
+        "facts",
+        str(tmp_path / "env.txt"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "a second nvidia_smi_list output" in done.stderr, done.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuonboard.api.saved_kinds import detect_kind
+from gpuonboard.steps.checks.xid_rules import BOOT_SPAN
 
 from ..offline_judge import judged_box
 
@@ -27,7 +28,7 @@ def test_a_log_without_stamps_is_read_as_a_kernel_log(tmp_path: Path) -> None:
         assert detect_kind(saved) == "kernel_log", name
         _, checks = judged_box(tmp_path / name, {"dmesg.txt": saved}, "gpu_model: A100\n")
         assert checks["gpu_xid"].verdict == "pass", checks["gpu_xid"].actual
-        assert checks["gpu_xid"].actual.endswith("(the log read starts after boot)")
+        assert checks["gpu_xid"].actual.endswith(BOOT_SPAN)
 
 
 def test_an_unstamped_xid_and_banner_are_judged(tmp_path: Path) -> None:

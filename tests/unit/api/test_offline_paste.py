@@ -12,6 +12,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.errors import UsageError
+from gpuonboard.steps.checks.xid_rules import BOOT_SPAN
 
 from ..offline_judge import column_wrapped, verdicts
 
@@ -367,9 +368,7 @@ def test_a_kernel_log_wrapped_more_than_its_stamps_keeps_its_driver_messages(
     got = verdicts(tmp_path, name, pasted)["gpu_xid"]
     whole = verdicts(tmp_path, name, text)["gpu_xid"]
     assert whole[0] == "fail" and got[0] == "fail"
-    assert got[1].removesuffix(" (the log read starts after boot)") == whole[1].removesuffix(
-        " (the log read starts after boot)"
-    )
+    assert got[1].removesuffix(BOOT_SPAN) == whole[1].removesuffix(BOOT_SPAN)
 
 
 def test_an_xid_cause_word_wrapped_right_after_its_channel_is_read(tmp_path: Path) -> None:

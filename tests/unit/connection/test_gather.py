@@ -214,6 +214,35 @@ def test_a_box_without_lscpu_is_read_from_proc_cpuinfo(tmp_path: Path) -> None:
     assert rule_cpu(OrderSpec(cpu_cores=1), facts).verdict in ("pass", "warn")
 
 
+EPYC_LSCPU = REAL / "lscpu__amd-epyc-9374f__2socket__rtx6000ada-server.txt"
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="no /proc/cpuinfo here")
+@pytest.mark.parametrize("printed", ["cut", "nothing"])
+def test_an_lscpu_that_fails_or_prints_nothing_is_read_from_proc_cpuinfo(
+    tmp_path: Path, printed: str
+) -> None:
+    """An lscpu that fails after printing part of its output (the EPYC box's real lscpu cut
+    after its first 6 lines, then `lscpu: failed to determine number of CPUs` and exit 1: the
+    edit), or that exits 0 printing nothing (a stub). Before, the probe passed the cut output on
+    with lscpu's exit status, which reads as nothing (cpu_cores unverified), and the empty one
+    with nothing: /proc/cpuinfo was read only where lscpu failed silently or was missing. Now
+    the kernel's /proc/cpuinfo (this machine's, real) is read, its source named."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    head = "".join(EPYC_LSCPU.read_text().splitlines(True)[:6])
+    (tmp_path / "head").write_text(head if printed == "cut" else "")
+    fails = "echo 'lscpu: failed to determine number of CPUs' >&2; exit 1" if printed == "cut" else "exit 0"
+    (bin_dir / "lscpu").write_text(f"#!/bin/sh\ncat {tmp_path / 'head'}\n{fails}\n")
+    (bin_dir / "lscpu").chmod(0o755)
+    os.symlink("/bin/cat", bin_dir / "cat")
+    facts = _probe(bin_dir, ("lscpu",))
+    blocks = [ln for ln in Path("/proc/cpuinfo").read_text().splitlines() if ln.startswith("processor")]
+    assert facts.cpu is not None and facts.cpu.source == "/proc/cpuinfo", facts.raw["lscpu"]
+    assert facts.cpu.logical_cpus == len(blocks)
+    assert rule_cpu(OrderSpec(cpu_cores=1), facts).verdict in ("pass", "warn")
+
+
 @pytest.mark.parametrize(("ordered", "verdict"), [(4, "pass"), (6, "warn"), (9, "fail")])
 def test_cpu_cores_judged_from_proc_cpuinfo(ordered: int, verdict: str) -> None:
     """The real /proc/cpuinfo of a HyperV VM (ollama#7287: 2 sockets of 2 cores, 2 threads each)

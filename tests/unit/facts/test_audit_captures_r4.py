@@ -25,6 +25,7 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import acceptance, fabric_health, gpu_health
 from gpuonboard.steps.checks.fabric_health import rule_rdma, rule_xid
 from gpuonboard.steps.checks.gpu_health import rule_nothing_checked
+from gpuonboard.steps.checks.xid_rules import BOOT_SPAN
 
 from .audit_captures import REAL, read, saved
 
@@ -115,7 +116,7 @@ def test_r4_f1_a_logged_cause_is_not_listed_twice() -> None:
 def test_kernel_log_captures(name: str, verdict: str, actual: str) -> None:
     c = fabric(name)
     assert (c["gpu_xid"].verdict, c["gpu_xid"].actual) == (verdict, actual)
-    span = " (the log read starts after boot)" if actual.endswith(" (the log read starts after boot)") else ""
+    span = BOOT_SPAN if actual.endswith(BOOT_SPAN) else ""
     assert (c["nvswitch_sxid"].verdict, c["nvswitch_sxid"].actual) == (
         "pass",
         "no SXid in the kernel log" + span,

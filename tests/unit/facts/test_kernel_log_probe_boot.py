@@ -71,8 +71,36 @@ def test_a_saved_log_is_judged_by_the_first_line_of_its_last_boot(tmp_path: Path
     assert parse_kernel_log(grep.read_text()).covers_boot is None
     assert parse_kernel_log(WRAPPED.read_text()).covers_boot is None
     said = details_of(tmp_path, later)
-    assert said["gpu_xid"].endswith(" (the log read starts after boot)"), said
-    assert said["nvswitch_sxid"] == "no SXid in the kernel log (the log read starts after boot)", said
+    assert said["gpu_xid"].endswith(
+        " (the log read starts after boot, so it does not cover the whole boot)"
+    ), said
+    assert (
+        said["nvswitch_sxid"]
+        == "no SXid in the kernel log (the log read starts after boot, so it does not cover the whole boot)"
+    ), said
+
+
+def test_a_log_that_starts_after_boot_passes_saying_it_does_not_cover_the_whole_boot(tmp_path: Path) -> None:
+    """The H100 box's `dmesg -T` (its first line a Xid's, months after boot) with its Xid lines
+    taken out (edit: every `NVRM` line removed, the other devices' lines kept): no fault in the
+    log read, a pass
+    (docs/reference/rules.md `gpu_xid`), whose sentence says plainly that the log does not cover
+    the whole boot (before: only "(the log read starts after boot)") and whose advice names what
+    is not in it and `journalctl -k -b`."""
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    later = REAL / "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt"
+    kept = "".join(line for line in later.read_text().splitlines(True) if "NVRM" not in line)
+    (tmp_path / later.name).write_text(kept)
+    facts = parse_facts(offline.load_outputs([str(tmp_path / later.name)]))
+    checks = {c.name: c for c in offline.judge(facts, None)}
+    row = checks["gpu_xid"]
+    assert (row.verdict, row.actual) == (
+        "pass",
+        "no Xid in the kernel log (the log read starts after boot, so it does not cover the whole boot)",
+    )
+    assert "is not in it" in row.detail and "`journalctl -k -b`" in row.detail, row.detail
 
 
 def details_of(tmp_path: Path, path: Path) -> dict[str, str]:

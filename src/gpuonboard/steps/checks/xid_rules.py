@@ -1,7 +1,8 @@
 """Kernel-log rules: Xid (GPU) and SXid (NVSwitch) events judged against data/xid.yml (NVIDIA's
 Xid catalog and Fabric Manager guide, via leptonai/gpud, AWS and Azure health checks), with the
 driver's own word for an SXid event (Fatal / Non-fatal). A line that says Xid / SXid but cannot
-be read, or a log that does not reach back to boot, is never a pass. The catalogue and the action
+be read is never a pass; a log that does not reach back to boot is judged on what it holds (no
+fault: a pass), its result saying it does not cover the whole boot. The catalogue and the action
 each event asks for: steps/checks/xid_catalogue.py.
 """
 
@@ -205,8 +206,13 @@ def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[K
 def boot_span(covers_boot: bool | None) -> str:
     """What a result adds where the log read starts after boot (KernelLog.covers_boot False:
     dmesg's ring buffer wrapped, a journal's oldest entries dropped, a copied log's tail): a
-    fault before its first line is not in it."""
-    return " (the log read starts after boot)" if covers_boot is False else ""
+    fault before its first line is not in it. The verdict stays what the log read shows (no
+    fault: a pass, docs/reference/rules.md); the sentence says the part of the boot it covers."""
+    return BOOT_SPAN if covers_boot is False else ""
+
+
+# (said after a result whose log does not reach back to boot)
+BOOT_SPAN = " (the log read starts after boot, so it does not cover the whole boot)"
 
 
 def _event_rule(
@@ -230,8 +236,18 @@ def _event_rule(
             " errors can be checked; until then GPU faults since boot are unknown.",
         )
     span = boot_span(covers_boot)
+    if not events and span:
+        return Check(
+            name,
+            expected,
+            f"no {what} in the kernel log{span}",
+            "pass",
+            f"the log read holds no {what}, but an earlier one of this boot (before its first line: a"
+            " wrapped dmesg ring buffer, a journal's dropped entries) is not in it; where the journal is"
+            " kept on disk, `journalctl -k -b` reads the whole boot.",
+        )
     if not events:
-        return Check(name, expected, f"no {what} in the kernel log{span}", "pass")
+        return Check(name, expected, f"no {what} in the kernel log", "pass")
     lines = _summarise(events, _pci_index(gpus), what)
     actions = [a for a, _ in lines]
     actual = "; ".join(text for _, text in lines) + span

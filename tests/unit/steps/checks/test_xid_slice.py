@@ -56,7 +56,7 @@ def test_a_containers_xid_on_a_gpu_it_does_not_show_warns(tmp_path: Path) -> Non
     assert row.verdict == "warn", row
     assert row.actual == (
         "GPU at PCI 0000:9b:00 (a GPU this rental does not show): Xid 119 GSP RPC Timeout x5 -> reset_gpu"
-        " (the log read starts after boot)"
+        " (the log read starts after boot, so it does not cover the whole boot)"
     )
     assert row.detail.startswith("The box is a slice of a bigger machine (/ is an overlay: a container)")
     assert "gpu_count" in row.detail
