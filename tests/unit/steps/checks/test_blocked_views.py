@@ -414,3 +414,59 @@ def test_the_live_probe_keeps_the_paravirtual_gpu_drivers_registration(tmp_path:
     assert "[    0.183904] hv_vmbus: registering driver dxgkrnl" in out.stdout.splitlines()
     found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
     assert found["gpu_xid"].verdict == "unverified", found["gpu_xid"]
+
+
+# a gVisor sandbox's `nvidia-smi -q --display=ECC` (google/gvisor PR 10676): its nvproxy passed
+# the ECC control calls on to no driver, and NVML answered NVML_ERROR_OPERATING_SYSTEM
+GVISOR_ECC = "part-of-nvidia-smi-q-d-ECC__gvisor-nvproxy-sandbox__ecc-mode-blocked-by-the-os__gvisor-10676.txt"
+A10_Q = "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+BLOCKED = "GPU access blocked by the operating system"
+
+
+def _a10_in_a_sandbox() -> str:
+    """The A10's real `-q` with its `ECC Mode` block (Current, Pending: Enabled) replaced by the
+    gVisor capture's (both `GPU access blocked by the operating system`); nothing else changed."""
+    text = (REAL / A10_Q).read_text()
+    sandbox = (REAL / GVISOR_ECC).read_text().splitlines()
+    block = "\n".join(sandbox[1:4]) + "\n"
+    start = text.index("    ECC Mode\n")
+    end = text.index("    ECC Errors\n")
+    assert text[start:end].count("Enabled") == 2
+    return text[:start] + block + text[end:]
+
+
+@pytest.mark.parametrize("where", ["offline", "live"])
+def test_a_reading_the_operating_system_refused_is_no_gpu_fault(tmp_path: Path, where: str) -> None:
+    """NVML's `GPU access blocked by the operating system` in a field (a gVisor sandbox's ECC
+    mode) was read as the GPU's fault: sensor_faults warned "a failing fan or sensor ... or a GPU
+    in a bad state" and ecc_mode asked to reset the GPU, hardware claims from a refused view. Now
+    both are unverified, saying the operating system refused the reading and to read it on the
+    host; the A10's other rules are judged as before."""
+    text = _a10_in_a_sandbox()
+    if where == "offline":
+        found = {c.name: c for c in checks(tmp_path, "nvidia-smi-q.txt", text)}
+    else:
+        from gpuonboard.steps.checks import gpu_health
+
+        facts = parse_facts({"nvidia_smi_q": ProbeOutput(text, "", 0)})
+        found = {c.name: c for c in gpu_health.evaluate(facts)}
+    for rule in ("ecc_mode", "sensor_faults"):
+        check = found[rule]
+        assert check.verdict == "unverified", check
+        assert f"ECC reads {BLOCKED}" in check.actual, check
+        assert "the operating system refused nvidia-smi this reading" in check.detail, check
+        assert "failing fan" not in check.detail and "reset the GPU" not in check.detail, check
+    assert found["ecc_mode"].actual == f"not read on GPU 0 (ECC reads {BLOCKED})"
+    assert found["temperature"].verdict == "pass"
+    assert found["memory_repair"].verdict == "fail"  # the capture's 4 remapped rows, pending
+
+
+def test_a_real_sensor_fault_beside_a_refused_reading_still_warns(tmp_path: Path) -> None:
+    """The sandboxed A10 whose fan sensor also reads `ERR!` (its `Fan Speed : 0 %` so edited): the
+    ERR! is a reading the driver could not make, so sensor_faults still warns (control)."""
+    text = _a10_in_a_sandbox()
+    assert "    Fan Speed                             : 0 %\n" in text
+    text = text.replace("    Fan Speed                             : 0 %\n", "    Fan Speed                             : ERR!\n")
+    found = {c.name: c for c in checks(tmp_path, "nvidia-smi-q.txt", text)}
+    assert found["sensor_faults"].verdict == "warn"
+    assert "fan sensor reads ERR!" in found["sensor_faults"].actual

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi.faults import blocked_fault
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import (
+    BLOCKED_ADVICE,
     gpu_label,
     gpu_list,
     held_as_datacenter,
@@ -155,6 +157,14 @@ def _ecc_mode_unread(unknown: list[GpuInfo], gpus: list[GpuInfo], note: str) -> 
     mode nvidia-smi tried to read and could not (`Current : Unknown Error`) is said so: the
     driver's NVML call failed, no gap in the output."""
     errors = [f for g in unknown for f in g.cell_faults if f.startswith("ECC")]
+    if errors and all(blocked_fault(f) for f in errors):
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"not read on {gpu_list(unknown, gpus)} ({errors[0]}){note}",
+            "unverified",
+            BLOCKED_ADVICE,
+        )
     if errors:
         return Check(
             "ecc_mode",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, judged_field
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, blocked_fault, judged_field
 from gpuonboard.facts.nvidia_smi.version_skew import SKEW_SAID
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
@@ -18,7 +18,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 )
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.acceptance import fault_advice
-from gpuonboard.steps.checks.gpu_health.common import gpu_label
+from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label
 
 
 def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Check | None:
@@ -39,6 +39,11 @@ def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Che
             "every sensor readable",
             f"every sensor read; not read (no sensor, no check uses it): {'; '.join(other)}",
             "pass",
+        )
+    if all(blocked_fault(f) for f in found):
+        # (the operating system refused the calls: a sandbox's or a guest's view, no sensor's fault)
+        return Check(
+            "sensor_faults", "every sensor readable", "; ".join(found + other), "unverified", BLOCKED_ADVICE
         )
     if all(SKEW_SAID in f for f in found):
         # (an nvidia-smi newer than its driver: the fields the driver lacks read ERR!, no sensor's fault)

@@ -11,12 +11,18 @@ from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, rule_reads
+from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, blocked_fault, rule_reads
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
-from gpuonboard.steps.checks.gpu_health.common import DEFAULTS, HARD_THROTTLE, gpu_label, gpu_list
+from gpuonboard.steps.checks.gpu_health.common import (
+    BLOCKED_ADVICE,
+    DEFAULTS,
+    HARD_THROTTLE,
+    gpu_label,
+    gpu_list,
+)
 from gpuonboard.steps.checks.gpu_health.memory import (
     UNREADABLE_GPUS,
     rule_ecc_errors,
@@ -544,7 +550,7 @@ def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
         check,
         actual=f"{check.actual} (of what was read; {'; '.join(unread)})",
         verdict="unverified",
-        detail=UNREAD_CELL,
+        detail=BLOCKED_ADVICE if all(blocked_fault(u) for u in unread) else UNREAD_CELL,
     )
 
 
