@@ -273,6 +273,19 @@ def blocked_fault(cell_fault: str) -> bool:
     return bool(_BLOCKED.search(cell_fault.rsplit(" reads ", 1)[-1]))
 
 
+def blocked_faults(cell_faults: Iterable[str]) -> frozenset[str]:
+    """The cell faults of one GPU that the operating system's refusal explains: each naming a
+    BLOCKED_ERRORS word, and the table's `ERR!` (which it prints for any NVML error) of a field
+    another format of that GPU read as refused (the gVisor sandbox's ECC cell beside its `-q`'s
+    `ECC Mode : GPU access blocked by the operating system`)."""
+    faults = list(cell_faults)
+    refused = {f for f in faults if blocked_fault(f)}
+    fields = {f.rsplit(" reads ", 1)[0] for f in refused}
+    return frozenset(
+        refused | {f for f in faults if f.endswith(" reads ERR!") and f.rsplit(" reads ", 1)[0] in fields}
+    )
+
+
 def judged_field(cell_fault: str) -> bool:
     """Whether a cell fault ('fan sensor reads ERR!') is of a field the health rules read: a
     named sensor or setting, or a --query-gpu field (the probe asks only for those). A -q / -q -x

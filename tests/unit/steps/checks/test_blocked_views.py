@@ -418,15 +418,17 @@ def test_the_live_probe_keeps_the_paravirtual_gpu_drivers_registration(tmp_path:
 
 # a gVisor sandbox's `nvidia-smi -q --display=ECC` (google/gvisor PR 10676): its nvproxy passed
 # the ECC control calls on to no driver, and NVML answered NVML_ERROR_OPERATING_SYSTEM
-GVISOR_ECC = "part-of-nvidia-smi-q-d-ECC__gvisor-nvproxy-sandbox__ecc-mode-blocked-by-the-os__gvisor-10676.txt"
+GVISOR_ECC = (
+    "part-of-nvidia-smi-q-d-ECC__gvisor-nvproxy-sandbox__ecc-mode-blocked-by-the-os__gvisor-10676.txt"
+)
 A10_Q = "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
 BLOCKED = "GPU access blocked by the operating system"
 
 
-def _a10_in_a_sandbox() -> str:
+def _a10_in_a_sandbox(name: str = A10_Q) -> str:
     """The A10's real `-q` with its `ECC Mode` block (Current, Pending: Enabled) replaced by the
     gVisor capture's (both `GPU access blocked by the operating system`); nothing else changed."""
-    text = (REAL / A10_Q).read_text()
+    text = (REAL / name).read_text()
     sandbox = (REAL / GVISOR_ECC).read_text().splitlines()
     block = "\n".join(sandbox[1:4]) + "\n"
     start = text.index("    ECC Mode\n")
@@ -464,9 +466,41 @@ def test_a_reading_the_operating_system_refused_is_no_gpu_fault(tmp_path: Path, 
 def test_a_real_sensor_fault_beside_a_refused_reading_still_warns(tmp_path: Path) -> None:
     """The sandboxed A10 whose fan sensor also reads `ERR!` (its `Fan Speed : 0 %` so edited): the
     ERR! is a reading the driver could not make, so sensor_faults still warns (control)."""
+    fan = "    Fan Speed                             : "
     text = _a10_in_a_sandbox()
-    assert "    Fan Speed                             : 0 %\n" in text
-    text = text.replace("    Fan Speed                             : 0 %\n", "    Fan Speed                             : ERR!\n")
+    assert f"{fan}0 %\n" in text
+    text = text.replace(f"{fan}0 %\n", f"{fan}ERR!\n")
     found = {c.name: c for c in checks(tmp_path, "nvidia-smi-q.txt", text)}
     assert found["sensor_faults"].verdict == "warn"
     assert "fan sensor reads ERR!" in found["sensor_faults"].actual
+
+
+A10_Q_550 = "nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt"
+A10_TABLE_550 = "nvidia-smi__a10__1gpu__driver550.90.12.txt"
+
+
+def test_the_tables_err_of_a_field_the_q_read_as_refused_is_that_refusal() -> None:
+    """Live, every format is read: the sandbox's table prints `ERR!` in the ECC cell where its
+    `-q` says `GPU access blocked by the operating system` (gVisor PR 10676 saw both). The real
+    A10 table (driver 550.90.12) with its ECC cell `0` made `ERR!`, beside that A10's `-q` with
+    the gVisor `ECC Mode` block spliced in: sensor_faults warned "a failing fan or sensor"
+    for the table's ERR!; now unverified, the table's ERR! read as the refusal the `-q` names."""
+    from gpuonboard.steps.checks import gpu_health
+
+    table = (REAL / A10_TABLE_550).read_text()
+    cell = "00000000:08:00.0 Off |                    0 |"
+    assert cell in table
+    table = table.replace(cell, cell.replace("   0 |", "ERR! |"))
+    facts = parse_facts(
+        {
+            "nvidia_smi_q": ProbeOutput(_a10_in_a_sandbox(A10_Q_550), "", 0),
+            "nvidia_smi_table": ProbeOutput(table, "", 0),
+        }
+    )
+    found = {c.name: c for c in gpu_health.evaluate(facts)}
+    check = found["sensor_faults"]
+    assert check.verdict == "unverified", check
+    assert "GPU 0: ECC reads ERR!" in check.actual
+    assert "the operating system refused nvidia-smi this reading" in check.detail
+    assert found["ecc_mode"].verdict == "unverified"
+    assert "reset the GPU" not in found["ecc_mode"].detail

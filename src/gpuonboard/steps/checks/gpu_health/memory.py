@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import blocked_fault
+from gpuonboard.facts.nvidia_smi.faults import blocked_faults
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import (
     BLOCKED_ADVICE,
@@ -157,7 +157,9 @@ def _ecc_mode_unread(unknown: list[GpuInfo], gpus: list[GpuInfo], note: str) -> 
     mode nvidia-smi tried to read and could not (`Current : Unknown Error`) is said so: the
     driver's NVML call failed, no gap in the output."""
     errors = [f for g in unknown for f in g.cell_faults if f.startswith("ECC")]
-    if errors and all(blocked_fault(f) for f in errors):
+    if errors and all(
+        f in blocked_faults(g.cell_faults) for g in unknown for f in g.cell_faults if f.startswith("ECC")
+    ):
         return Check(
             "ecc_mode",
             "Enabled",

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, blocked_fault, judged_field
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, blocked_faults, judged_field
 from gpuonboard.facts.nvidia_smi.version_skew import SKEW_SAID
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
@@ -40,7 +40,8 @@ def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Che
             f"every sensor read; not read (no sensor, no check uses it): {'; '.join(other)}",
             "pass",
         )
-    if all(blocked_fault(f) for f in found):
+    refused = {f"{gpu_label(g)}: {fault}" for g in gpus for fault in blocked_faults(g.cell_faults)}
+    if all(f in refused for f in found):
         # (the operating system refused the calls: a sandbox's or a guest's view, no sensor's fault)
         return Check(
             "sensor_faults", "every sensor readable", "; ".join(found + other), "unverified", BLOCKED_ADVICE

@@ -11,7 +11,7 @@ from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import LIST_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, blocked_fault, rule_reads
+from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, blocked_faults, rule_reads
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
@@ -531,6 +531,14 @@ def _bounded(rule: str, g: GpuInfo, fault: str) -> bool:
     return judge is not None and judge(g, fault)
 
 
+def _refused(gpus: list[GpuInfo]) -> set[str]:
+    """'GPU 0: ECC reads GPU access blocked by the operating system' for each cell fault the
+    operating system's refusal explains (faults.blocked_faults), as _unread_cells names it."""
+    return {
+        f"{gpu_label(g)}: {fault}" for g in gpus if not g.faults for fault in blocked_faults(g.cell_faults)
+    }
+
+
 def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
     """A pass of a rule whose field one GPU's output printed as a fault marker (its cell fault),
     or left without a value that the other GPUs of its model have (_unread_values), is
@@ -550,7 +558,7 @@ def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
         check,
         actual=f"{check.actual} (of what was read; {'; '.join(unread)})",
         verdict="unverified",
-        detail=BLOCKED_ADVICE if all(blocked_fault(u) for u in unread) else UNREAD_CELL,
+        detail=BLOCKED_ADVICE if set(unread) <= _refused(gpus) else UNREAD_CELL,
     )
 
 
