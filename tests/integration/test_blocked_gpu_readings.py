@@ -1,0 +1,73 @@
+"""A GPU field the operating system refuses to read, on a real sshd test host: a gVisor sandbox's
+nvidia-smi answers `ECC Mode : Current : GPU access blocked by the operating system` in `-q`
+(google/gvisor PR 10676) and `ERR!` in the table's ECC cell. The live probe read both as the
+GPU's fault: sensor_faults warned "a failing fan or sensor ... or a GPU in a bad state" and
+ecc_mode asked to reset the GPU. Now both are unverified, naming the refusal and asking for the
+field read on the host itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import Project, host_entry
+
+from gpuonboard.testing import TestHost, TestHostPool
+from gpuonboard.testing.toolbox import add_executable
+
+REAL = Path(__file__).parents[1] / "fixtures" / "real"
+GVISOR_ECC = (
+    "part-of-nvidia-smi-q-d-ECC__gvisor-nvproxy-sandbox__ecc-mode-blocked-by-the-os__gvisor-10676.txt"
+)
+A10_Q = "nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt"
+A10_TABLE = "nvidia-smi__a10__1gpu__driver550.90.12.txt"
+NAME = "os-blocked-ecc"
+
+
+def _outputs() -> tuple[str, str]:
+    """The A10's real `-q` with its `ECC Mode` block replaced by the gVisor capture's, and its
+    real table with the ECC cell `0` made `ERR!` (as the sandbox's table prints it)."""
+    q = (REAL / A10_Q).read_text()
+    block = "\n".join((REAL / GVISOR_ECC).read_text().splitlines()[1:4]) + "\n"
+    q = q[: q.index("    ECC Mode\n")] + block + q[q.index("    ECC Errors\n") :]
+    cell = "00000000:08:00.0 Off |                    0 |"
+    table = (REAL / A10_TABLE).read_text()
+    assert cell in table
+    return q, table.replace(cell, cell.replace("   0 |", "ERR! |"))
+
+
+@pytest.fixture(scope="module")
+def host(pool: TestHostPool) -> TestHost:
+    if NAME not in pool.hosts:
+        pool.add_many([(NAME, None)])
+    return pool.hosts[NAME]
+
+
+def test_a_field_the_os_refused_is_no_gpu_fault_live(
+    project: Project, pool: TestHostPool, host: TestHost
+) -> None:
+    q, table = _outputs()
+    saved = host.bin_dir.parent / "gvisor-outputs"
+    saved.mkdir(exist_ok=True)
+    (saved / "q.txt").write_text(q)
+    (saved / "table.txt").write_text(table)
+    add_executable(
+        host.bin_dir,
+        "nvidia-smi",
+        "#!/bin/sh\n"
+        'case "$*" in\n'
+        f"  -q) exec cat '{saved / 'q.txt'}' ;;\n"
+        f"  '') exec cat '{saved / 'table.txt'}' ;;\n"
+        "  *) echo 'nvidia-smi: this test host replays no capture for arguments:' \"$*\" >&2; exit 2 ;;\n"
+        "esac\n",
+    )
+    project.write_inventory({NAME: host_entry(host, pool, order={"gpu_count": 1, "gpu_model": "A10"})})
+    r = project.cli("check", "--host", NAME)
+    assert "Traceback" not in r.stderr, r.stderr
+    rules = project.rules(NAME)
+    for rule in ("ecc_mode", "sensor_faults"):
+        assert rules[rule]["verdict"] == "unverified", rules[rule]
+        assert "GPU access blocked by the operating system" in rules[rule]["actual"], rules[rule]
+        assert "the operating system refused nvidia-smi this reading" in rules[rule]["detail"], rules[rule]
+    assert rules["gpu_model"]["verdict"] == "pass", rules["gpu_model"]
+    assert rules["temperature"]["verdict"] == "pass", rules["temperature"]
