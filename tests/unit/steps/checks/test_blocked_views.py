@@ -504,3 +504,51 @@ def test_the_tables_err_of_a_field_the_q_read_as_refused_is_that_refusal() -> No
     assert "the operating system refused nvidia-smi this reading" in check.detail
     assert found["ecc_mode"].verdict == "unverified"
     assert "reset the GPU" not in found["ecc_mode"].detail
+
+
+def _a10_table_perf_err() -> str:
+    """The real A10 table (driver 550.90.12) with its Perf cell `P8` made `ERR!`, as a gVisor
+    sandbox's nvidia-smi prints it (google/gvisor PR 10675: "shows `ERR!` under the `Perf`
+    column for each GPU")."""
+    table = (REAL / A10_TABLE_550).read_text()
+    row = "|  0%   33C    P8             15W /  150W |"
+    assert row in table
+    return table.replace(row, row.replace("P8  ", "ERR!"))
+
+
+def test_a_sandboxs_err_is_no_gpu_fault_offline(tmp_path: Path) -> None:
+    """The gVisor sandbox's `dmesg` beside its table with `ERR!` in the Perf cell: sensor_faults
+    warned "a failing fan or sensor ... or a GPU in a bad state" though the kernel log says the
+    login is inside a sandbox that prints ERR! for what it does not pass on. Now unverified,
+    naming the sandbox's first line and asking for the host's nvidia-smi; the log's rules stay
+    unverified and the A10's readings are judged."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+    (folder / "nvidia-smi.txt").write_text(_a10_table_perf_err())
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    check = judged["sensor_faults"]
+    assert (check.verdict, check.actual) == ("unverified", "GPU 0: performance state reads ERR!")
+    assert "'[    0.000000] Starting gVisor...'" in check.detail
+    assert "failing fan" not in check.detail
+    assert judged["temperature"].verdict == "pass"
+
+
+def test_a_sandboxs_err_is_no_gpu_fault_live(tmp_path: Path) -> None:
+    """Live: the kernel log probe's own shell over the gVisor `dmesg`, beside the table probe:
+    sensor_faults unverified, as offline. Without the sandbox's log (control) the ERR! still
+    warns."""
+    from gpuonboard.steps.checks import gpu_health
+
+    from ...facts.test_kernel_log_probe_filter import _probe
+
+    table = ProbeOutput(_a10_table_perf_err(), "", 0)
+    log = ProbeOutput(_probe(tmp_path, REAL / GVISOR), "", 0)
+    found = {
+        c.name: c for c in gpu_health.evaluate(parse_facts({"nvidia_smi_table": table, "kernel_log": log}))
+    }
+    assert found["sensor_faults"].verdict == "unverified"
+    alone = {c.name: c for c in gpu_health.evaluate(parse_facts({"nvidia_smi_table": table}))}
+    assert alone["sensor_faults"].verdict == "warn"

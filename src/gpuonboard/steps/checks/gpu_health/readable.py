@@ -21,11 +21,17 @@ from gpuonboard.steps.checks.acceptance import fault_advice
 from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label
 
 
-def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Check | None:
+def rule_sensor_faults(
+    gpus: list[GpuInfo], unplaced: Sequence[str] = (), sandbox: str | None = None
+) -> Check | None:
     """A sensor nvidia-smi cannot read on a GPU that otherwise answers (`cell_faults`, e.g. the
     fan column reading `ERR!`, or its warning that a GPU's infoROM is corrupted; `unplaced`: such
     a fault of a GPU known by PCI address only): WARN, naming it; the GPU is not failed for it (a
-    whole GPU that cannot be read is the `gpu_health` row's). A field that is no sensor and that
+    whole GPU that cannot be read is the `gpu_health` row's). Unverified where the operating
+    system refused the readings (faults.blocked_faults), or where the login sees the GPUs from
+    inside a sandbox or guest (`sandbox`: its kernel log's first line), whose nvidia-smi reads
+    `ERR!` for what the sandbox does not pass on (gVisor's Perf and ECC cells, google/gvisor PR
+    10675 and 10676). A field that is no sensor and that
     no rule reads ("Addressing Mode : Unknown Error") is named in a passing row, never warned as
     a failing sensor. None when no such fault (the row appears only then)."""
     found = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if judged_field(fault)]
@@ -46,6 +52,14 @@ def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Che
         return Check(
             "sensor_faults", "every sensor readable", "; ".join(found + other), "unverified", BLOCKED_ADVICE
         )
+    if sandbox and not any(INFOROM_FAULT in f for f in found):
+        return Check(
+            "sensor_faults",
+            "every sensor readable",
+            "; ".join(found + other),
+            "unverified",
+            _sandboxed(sandbox),
+        )
     if all(SKEW_SAID in f for f in found):
         # (an nvidia-smi newer than its driver: the fields the driver lacks read ERR!, no sensor's fault)
         return Check(
@@ -64,6 +78,17 @@ def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Che
         + "a reading the driver cannot make often means a failing fan or sensor (a fan that has"
         " stopped lets the GPU overheat under load) or a GPU in a bad state (look for Xid errors in"
         " `dmesg`); ask the vendor to check it",
+    )
+
+
+def _sandboxed(sandbox: str) -> str:
+    """What to do about readings nvidia-smi could not make inside a sandbox or guest."""
+    return (
+        f"this login sees the GPUs from inside a sandbox or guest (its kernel log's first line"
+        f" {sandbox!r}), whose nvidia-smi cannot read what the sandbox does not pass on to the"
+        " driver (gVisor's prints ERR! for the performance state and ECC), so this says nothing"
+        " of the GPU: read the sensors with nvidia-smi on the host itself, or ask the vendor for"
+        " the host's `nvidia-smi -q`"
     )
 
 

@@ -322,7 +322,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
-        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else ()),
+        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else (), _sandbox(facts)),
         lambda: rule_foreign_processes(
             gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
         ),
@@ -529,6 +529,17 @@ def _bounded(rule: str, g: GpuInfo, fault: str) -> bool:
     """Whether `rule` needs no reading of `g`'s faulted field (_BOUNDED)."""
     judge = _BOUNDED.get(rule)
     return judge is not None and judge(g, fault)
+
+
+def _sandbox(facts: Facts) -> str | None:
+    """The first line of a kernel log a sandbox's kernel or a WSL2 / Hyper-V guest's wrote
+    (kernel_log.KernelLog.sandbox): the login sees the GPUs from inside it. None otherwise."""
+    out = facts.raw.get("kernel_log")
+    if out is None or out.exit_code != 0:
+        return None
+    from gpuonboard.facts import kernel_log
+
+    return kernel_log.parse_kernel_log(out.stdout).sandbox
 
 
 def _refused(gpus: list[GpuInfo]) -> set[str]:
