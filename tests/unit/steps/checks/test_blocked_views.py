@@ -552,3 +552,22 @@ def test_a_sandboxs_err_is_no_gpu_fault_live(tmp_path: Path) -> None:
     assert found["sensor_faults"].verdict == "unverified"
     alone = {c.name: c for c in gpu_health.evaluate(parse_facts({"nvidia_smi_table": table}))}
     assert alone["sensor_faults"].verdict == "warn"
+
+
+def test_a_sandboxs_ecc_err_asks_for_no_gpu_reset(tmp_path: Path) -> None:
+    """The same table with its ECC cell `0` made `ERR!` too (gVisor PR 10676: "displays `ERR!`
+    under the `ECC` column"), beside the sandbox's `dmesg`: ecc_mode said "often a GPU in a bad
+    state ... ask the vendor to reset the GPU"; now it names the sandbox instead."""
+    cell = "00000000:08:00.0 Off |                    0 |"
+    table = _a10_table_perf_err()
+    assert cell in table
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+    (folder / "nvidia-smi.txt").write_text(table.replace(cell, cell.replace("   0 |", "ERR! |")))
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    check = judged["ecc_mode"]
+    assert (check.verdict, check.actual) == ("unverified", "not read on GPU 0 (ECC reads ERR!)")
+    assert "Starting gVisor" in check.detail and "reset the GPU" not in check.detail

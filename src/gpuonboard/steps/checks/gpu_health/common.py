@@ -25,6 +25,18 @@ BLOCKED_ADVICE = (
 )
 
 
+def sandboxed_advice(sandbox: str) -> str:
+    """What to do about readings nvidia-smi could not make inside a sandbox or guest (`sandbox`:
+    its kernel log's first line): no evidence of the GPU either way."""
+    return (
+        f"this login sees the GPUs from inside a sandbox or guest (its kernel log's first line"
+        f" {sandbox!r}), whose nvidia-smi cannot read what the sandbox does not pass on to the"
+        " driver (gVisor's prints ERR! for the performance state and ECC), so this says nothing"
+        " of the GPU: read these fields with nvidia-smi on the host itself, or ask the vendor for"
+        " the host's `nvidia-smi -q`"
+    )
+
+
 def gpu_label(g: GpuInfo) -> str:
     return g.called()
 

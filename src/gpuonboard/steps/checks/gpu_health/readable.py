@@ -18,7 +18,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 )
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.acceptance import fault_advice
-from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label
+from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label, sandboxed_advice
 
 
 def rule_sensor_faults(
@@ -58,7 +58,7 @@ def rule_sensor_faults(
             "every sensor readable",
             "; ".join(found + other),
             "unverified",
-            _sandboxed(sandbox),
+            sandboxed_advice(sandbox),
         )
     if all(SKEW_SAID in f for f in found):
         # (an nvidia-smi newer than its driver: the fields the driver lacks read ERR!, no sensor's fault)
@@ -78,17 +78,6 @@ def rule_sensor_faults(
         + "a reading the driver cannot make often means a failing fan or sensor (a fan that has"
         " stopped lets the GPU overheat under load) or a GPU in a bad state (look for Xid errors in"
         " `dmesg`); ask the vendor to check it",
-    )
-
-
-def _sandboxed(sandbox: str) -> str:
-    """What to do about readings nvidia-smi could not make inside a sandbox or guest."""
-    return (
-        f"this login sees the GPUs from inside a sandbox or guest (its kernel log's first line"
-        f" {sandbox!r}), whose nvidia-smi cannot read what the sandbox does not pass on to the"
-        " driver (gVisor's prints ERR! for the performance state and ECC), so this says nothing"
-        " of the GPU: read the sensors with nvidia-smi on the host itself, or ask the vendor for"
-        " the host's `nvidia-smi -q`"
     )
 
 

@@ -314,7 +314,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     detailed = "xml" in source or "text" in source
     rules: list[Callable[[], Check | None]] = [
         lambda: rule_recovery_action(gpus),
-        lambda: rule_ecc_mode(gpus),
+        lambda: rule_ecc_mode(gpus, _sandbox(facts)),
         lambda: rule_ecc_errors(gpus),
         lambda: rule_memory_repair(gpus, detailed, source),
         lambda: rule_pcie_link(gpus),
