@@ -571,3 +571,42 @@ def test_a_sandboxs_ecc_err_asks_for_no_gpu_reset(tmp_path: Path) -> None:
     check = judged["ecc_mode"]
     assert (check.verdict, check.actual) == ("unverified", "not read on GPU 0 (ECC reads ERR!)")
     assert "Starting gVisor" in check.detail and "reset the GPU" not in check.detail
+
+
+NO_MODULE = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    " Make sure that the latest NVIDIA driver is installed and running."
+)
+
+
+@pytest.mark.parametrize("where", ["offline", "live"])
+def test_a_failed_nvidia_smi_inside_a_sandbox_names_the_sandbox(tmp_path: Path, where: str) -> None:
+    """nvidia-smi's real "couldn't communicate with the NVIDIA driver" beside the gVisor sandbox's
+    `dmesg`: nvidia_driver failed saying "the NVIDIA kernel module is not loaded (often a new
+    kernel ...): ask the vendor to reboot, or to reinstall the driver", a claim about the box's
+    kernel from inside a sandbox whose kernel is gVisor's. It still fails (no GPU from this
+    login), now naming the sandbox as the likely cause."""
+    if where == "offline":
+        folder = tmp_path / "box"
+        folder.mkdir()
+        (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+        (folder / "nvidia-smi.txt").write_text(NO_MODULE + "\n\n")
+        from gpuonboard.api import offline
+
+        judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    else:
+        from gpuonboard.steps.checks import acceptance
+
+        from ...facts.test_kernel_log_probe_filter import _probe
+
+        raw = {
+            "nvidia_smi": ProbeOutput(NO_MODULE + "\n\n", "", 9),
+            "kernel_log": ProbeOutput(_probe(tmp_path, REAL / GVISOR), "", 0),
+        }
+        from gpuonboard.inventory import OrderSpec
+
+        judged = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_count=1), parse_facts(raw))}
+    check = judged["nvidia_driver"]
+    assert check.verdict == "fail"
+    assert "Starting gVisor" in check.detail, check
+    assert "kernel module is not loaded" not in check.detail, check

@@ -10,6 +10,7 @@ from typing import Any
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import LIST_PROBE
+from gpuonboard.facts.kernel_log import sandbox_of
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, blocked_faults, rule_reads
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
@@ -312,9 +313,10 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     # it is unverified either way, the row says which
     source = facts.gpu.source if facts.gpu else ""
     detailed = "xml" in source or "text" in source
+    sandbox = sandbox_of(facts.raw)
     rules: list[Callable[[], Check | None]] = [
         lambda: rule_recovery_action(gpus),
-        lambda: rule_ecc_mode(gpus, _sandbox(facts)),
+        lambda: rule_ecc_mode(gpus, sandbox),
         lambda: rule_ecc_errors(gpus),
         lambda: rule_memory_repair(gpus, detailed, source),
         lambda: rule_pcie_link(gpus),
@@ -322,7 +324,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
-        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else (), _sandbox(facts)),
+        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else (), sandbox),
         lambda: rule_foreign_processes(
             gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
         ),
@@ -529,17 +531,6 @@ def _bounded(rule: str, g: GpuInfo, fault: str) -> bool:
     """Whether `rule` needs no reading of `g`'s faulted field (_BOUNDED)."""
     judge = _BOUNDED.get(rule)
     return judge is not None and judge(g, fault)
-
-
-def _sandbox(facts: Facts) -> str | None:
-    """The first line of a kernel log a sandbox's kernel or a WSL2 / Hyper-V guest's wrote
-    (kernel_log.KernelLog.sandbox): the login sees the GPUs from inside it. None otherwise."""
-    out = facts.raw.get("kernel_log")
-    if out is None or out.exit_code != 0:
-        return None
-    from gpuonboard.facts import kernel_log
-
-    return kernel_log.parse_kernel_log(out.stdout).sandbox
 
 
 def _refused(gpus: list[GpuInfo]) -> set[str]:
