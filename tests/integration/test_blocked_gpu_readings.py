@@ -108,3 +108,31 @@ def test_a_sandboxs_err_is_no_gpu_fault_live(project: Project, pool: TestHostPoo
     assert rules["sensor_faults"]["verdict"] == "unverified", rules["sensor_faults"]
     assert "Starting gVisor" in rules["sensor_faults"]["detail"], rules["sensor_faults"]
     assert rules["gpu_xid"]["verdict"] == "unverified", rules["gpu_xid"]
+
+
+NO_DRIVER = "os-sandbox-no-driver"
+
+
+def test_a_failed_nvidia_smi_inside_a_sandbox_names_it_live(project: Project, pool: TestHostPool) -> None:
+    """`dmesg` prints the gVisor sandbox's own log and every nvidia-smi call prints its real
+    "couldn't communicate with the NVIDIA driver" (exit 9): nvidia_driver failed blaming the box's
+    kernel module; it still fails, naming the sandbox."""
+    if NO_DRIVER not in pool.hosts:
+        pool.add_many([(NO_DRIVER, None)])
+    host = pool.hosts[NO_DRIVER]
+    saved = host.bin_dir.parent / "gvisor-outputs"
+    saved.mkdir(exist_ok=True)
+    (saved / "dmesg.txt").write_text((REAL / GVISOR_DMESG).read_text())
+    message = (
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+        " Make sure that the latest NVIDIA driver is installed and running."
+    )
+    add_executable(host.bin_dir, "nvidia-smi", f"#!/bin/sh\necho '{message}'\necho\nexit 9\n")
+    add_executable(host.bin_dir, "dmesg", f"#!/bin/sh\nexec cat '{saved / 'dmesg.txt'}'\n")
+    project.write_inventory({NO_DRIVER: host_entry(host, pool, order={"gpu_count": 1})})
+    r = project.cli("check", "--host", NO_DRIVER)
+    assert "Traceback" not in r.stderr, r.stderr
+    rules = project.rules(NO_DRIVER)
+    assert rules["nvidia_driver"]["verdict"] == "fail", rules["nvidia_driver"]
+    assert "Starting gVisor" in rules["nvidia_driver"]["detail"], rules["nvidia_driver"]
+    assert "kernel module is not loaded" not in rules["nvidia_driver"]["detail"], rules["nvidia_driver"]
