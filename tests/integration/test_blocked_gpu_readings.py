@@ -127,7 +127,8 @@ def test_a_failed_nvidia_smi_inside_a_sandbox_names_it_live(project: Project, po
         "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
         " Make sure that the latest NVIDIA driver is installed and running."
     )
-    add_executable(host.bin_dir, "nvidia-smi", f"#!/bin/sh\necho '{message}'\necho\nexit 9\n")
+    (saved / "failed.txt").write_text(message + "\n\n")
+    add_executable(host.bin_dir, "nvidia-smi", f"#!/bin/sh\ncat '{saved / 'failed.txt'}'\nexit 9\n")
     add_executable(host.bin_dir, "dmesg", f"#!/bin/sh\nexec cat '{saved / 'dmesg.txt'}'\n")
     project.write_inventory({NO_DRIVER: host_entry(host, pool, order={"gpu_count": 1})})
     r = project.cli("check", "--host", NO_DRIVER)
@@ -136,3 +137,6 @@ def test_a_failed_nvidia_smi_inside_a_sandbox_names_it_live(project: Project, po
     assert rules["nvidia_driver"]["verdict"] == "fail", rules["nvidia_driver"]
     assert "Starting gVisor" in rules["nvidia_driver"]["detail"], rules["nvidia_driver"]
     assert "kernel module is not loaded" not in rules["nvidia_driver"]["detail"], rules["nvidia_driver"]
+    assert "couldn't communicate with the NVIDIA driver" in rules["nvidia_driver"]["actual"], rules[
+        "nvidia_driver"
+    ]
