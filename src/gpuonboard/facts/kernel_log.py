@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION
@@ -81,6 +82,7 @@ from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import monotonic_journal, other_program
 from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
+from gpuonboard.facts.probe import ProbeOutput
 
 __all__ = [
     "BootCounter",
@@ -670,6 +672,16 @@ class _Reader:
             ],
             self.probes,
         )
+
+
+def sandbox_of(raw: Mapping[str, ProbeOutput]) -> str | None:
+    """The first line of the kernel log read (`raw`'s `kernel_log` probe) where a sandbox's kernel
+    or a WSL2 / Hyper-V guest's wrote it (KernelLog.sandbox): the login sees the GPUs from inside
+    it, so what its nvidia-smi cannot read may be the sandbox's doing. None otherwise."""
+    out = raw.get("kernel_log")
+    if out is None or out.exit_code != 0:
+        return None
+    return parse_kernel_log(out.stdout).sandbox
 
 
 def parse_kernel_log(text: str) -> KernelLog:

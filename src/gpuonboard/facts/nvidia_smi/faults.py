@@ -258,6 +258,34 @@ def rule_reads(rule: str, cell_fault: str) -> bool:
     return field in names or any(w in field for w in words)
 
 
+# NVML's errors that say the operating system, not the GPU, refused the call
+# (NVML_ERROR_OPERATING_SYSTEM: a gVisor sandbox's nvproxy answering `ECC Mode : Current : GPU
+# access blocked by the operating system` for the control calls it does not pass on
+# (github.com/google/gvisor/pull/10676), a WSL2 or Hyper-V guest, a device cgroup): a field so
+# printed is not read, and says nothing of the GPU's sensors or state
+BLOCKED_ERRORS: tuple[str, ...] = ("GPU access blocked by the operating system",)
+_BLOCKED = re.compile("|".join(re.escape(w) for w in BLOCKED_ERRORS), re.IGNORECASE)
+
+
+def blocked_fault(cell_fault: str) -> bool:
+    """Whether a cell fault ('ECC reads GPU access blocked by the operating system') is a call
+    the operating system refused (BLOCKED_ERRORS), no fault of the GPU."""
+    return bool(_BLOCKED.search(cell_fault.rsplit(" reads ", 1)[-1]))
+
+
+def blocked_faults(cell_faults: Iterable[str]) -> frozenset[str]:
+    """The cell faults of one GPU that the operating system's refusal explains: each naming a
+    BLOCKED_ERRORS word, and the table's `ERR!` (which it prints for any NVML error) of a field
+    another format of that GPU read as refused (the gVisor sandbox's ECC cell beside its `-q`'s
+    `ECC Mode : GPU access blocked by the operating system`)."""
+    faults = list(cell_faults)
+    refused = {f for f in faults if blocked_fault(f)}
+    fields = {f.rsplit(" reads ", 1)[0] for f in refused}
+    return frozenset(
+        refused | {f for f in faults if f.endswith(" reads ERR!") and f.rsplit(" reads ", 1)[0] in fields}
+    )
+
+
 def judged_field(cell_fault: str) -> bool:
     """Whether a cell fault ('fan sensor reads ERR!') is of a field the health rules read: a
     named sensor or setting, or a --query-gpu field (the probe asks only for those). A -q / -q -x

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
+from gpuonboard.facts.kernel_log import sandbox_of
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.values import cuda_unread, no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
@@ -46,11 +47,22 @@ def _driver_failed(facts: Facts, expected: str, problem: str) -> Check:
     """`nvidia_driver` failed where nvidia-smi read no GPU (`problem`), with the advice its
     failure names (a hang's, or the unknown cause's where none is named)."""
     raw = facts.gpu_raw
-    advice = nvidia_smi_failure(raw.stdout, raw.stderr)[1]
+    line, advice = nvidia_smi_failure(raw.stdout, raw.stderr)
     if raw.exit_code == TIMED_OUT:
         advice = HUNG_ADVICE
     elif not advice and problem.startswith("unknown: nvidia-smi failed"):
         advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
+    sandbox = sandbox_of(facts.raw)
+    if sandbox and raw.exit_code != TIMED_OUT and "blocked by the operating system" not in line:
+        # (the box's driver is out of this login's sight: the sandbox may not pass the GPU on;
+        # NVML's own "blocked by the operating system" has advice for a guest already)
+        advice = (
+            f"this login is inside a sandbox or guest (its kernel log's first line {sandbox!r}),"
+            " whose nvidia-smi reaches the host's driver only through it, so this failure may be"
+            " the sandbox's (gVisor run without its GPU proxy, nvproxy; a pod or guest given no"
+            " GPU), not the box's driver: ask the vendor to give this instance its GPUs, or for"
+            " the host's own `nvidia-smi`"
+        )
     return Check("nvidia_driver", expected, problem.removeprefix("unknown: "), "fail", advice)
 
 

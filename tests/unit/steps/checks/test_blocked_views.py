@@ -414,3 +414,199 @@ def test_the_live_probe_keeps_the_paravirtual_gpu_drivers_registration(tmp_path:
     assert "[    0.183904] hv_vmbus: registering driver dxgkrnl" in out.stdout.splitlines()
     found = {c.name: c for c in fabric_health.health_checks(parse_facts({"kernel_log": out}))}
     assert found["gpu_xid"].verdict == "unverified", found["gpu_xid"]
+
+
+# a gVisor sandbox's `nvidia-smi -q --display=ECC` (google/gvisor PR 10676): its nvproxy passed
+# the ECC control calls on to no driver, and NVML answered NVML_ERROR_OPERATING_SYSTEM
+GVISOR_ECC = (
+    "part-of-nvidia-smi-q-d-ECC__gvisor-nvproxy-sandbox__ecc-mode-blocked-by-the-os__gvisor-10676.txt"
+)
+A10_Q = "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+BLOCKED = "GPU access blocked by the operating system"
+
+
+def _a10_in_a_sandbox(name: str = A10_Q) -> str:
+    """The A10's real `-q` with its `ECC Mode` block (Current, Pending: Enabled) replaced by the
+    gVisor capture's (both `GPU access blocked by the operating system`); nothing else changed."""
+    text = (REAL / name).read_text()
+    sandbox = (REAL / GVISOR_ECC).read_text().splitlines()
+    block = "\n".join(sandbox[1:4]) + "\n"
+    start = text.index("    ECC Mode\n")
+    end = text.index("    ECC Errors\n")
+    assert text[start:end].count("Enabled") == 2
+    return text[:start] + block + text[end:]
+
+
+@pytest.mark.parametrize("where", ["offline", "live"])
+def test_a_reading_the_operating_system_refused_is_no_gpu_fault(tmp_path: Path, where: str) -> None:
+    """NVML's `GPU access blocked by the operating system` in a field (a gVisor sandbox's ECC
+    mode) was read as the GPU's fault: sensor_faults warned "a failing fan or sensor ... or a GPU
+    in a bad state" and ecc_mode asked to reset the GPU, hardware claims from a refused view. Now
+    both are unverified, saying the operating system refused the reading and to read it on the
+    host; the A10's other rules are judged as before."""
+    text = _a10_in_a_sandbox()
+    if where == "offline":
+        found = {c.name: c for c in checks(tmp_path, "nvidia-smi-q.txt", text)}
+    else:
+        from gpuonboard.steps.checks import gpu_health
+
+        facts = parse_facts({"nvidia_smi_q": ProbeOutput(text, "", 0)})
+        found = {c.name: c for c in gpu_health.evaluate(facts)}
+    for rule in ("ecc_mode", "sensor_faults"):
+        check = found[rule]
+        assert check.verdict == "unverified", check
+        assert f"ECC reads {BLOCKED}" in check.actual, check
+        assert "the operating system refused nvidia-smi this reading" in check.detail, check
+        assert "failing fan" not in check.detail and "reset the GPU" not in check.detail, check
+    assert found["ecc_mode"].actual == f"not read on GPU 0 (ECC reads {BLOCKED})"
+    assert found["temperature"].verdict == "pass"
+    assert found["memory_repair"].verdict == "fail"  # the capture's 4 remapped rows, pending
+
+
+def test_a_real_sensor_fault_beside_a_refused_reading_still_warns(tmp_path: Path) -> None:
+    """The sandboxed A10 whose fan sensor also reads `ERR!` (its `Fan Speed : 0 %` so edited): the
+    ERR! is a reading the driver could not make, so sensor_faults still warns (control)."""
+    fan = "    Fan Speed                             : "
+    text = _a10_in_a_sandbox()
+    assert f"{fan}0 %\n" in text
+    text = text.replace(f"{fan}0 %\n", f"{fan}ERR!\n")
+    found = {c.name: c for c in checks(tmp_path, "nvidia-smi-q.txt", text)}
+    assert found["sensor_faults"].verdict == "warn"
+    assert "fan sensor reads ERR!" in found["sensor_faults"].actual
+
+
+A10_Q_550 = "nvidia-smi-q__a10__1gpu__driver550.90.12__idle-sw-power-cap__gls.txt"
+A10_TABLE_550 = "nvidia-smi__a10__1gpu__driver550.90.12.txt"
+
+
+def test_the_tables_err_of_a_field_the_q_read_as_refused_is_that_refusal() -> None:
+    """Live, every format is read: the sandbox's table prints `ERR!` in the ECC cell where its
+    `-q` says `GPU access blocked by the operating system` (gVisor PR 10676 saw both). The real
+    A10 table (driver 550.90.12) with its ECC cell `0` made `ERR!`, beside that A10's `-q` with
+    the gVisor `ECC Mode` block spliced in: sensor_faults warned "a failing fan or sensor"
+    for the table's ERR!; now unverified, the table's ERR! read as the refusal the `-q` names."""
+    from gpuonboard.steps.checks import gpu_health
+
+    table = (REAL / A10_TABLE_550).read_text()
+    cell = "00000000:08:00.0 Off |                    0 |"
+    assert cell in table
+    table = table.replace(cell, cell.replace("   0 |", "ERR! |"))
+    facts = parse_facts(
+        {
+            "nvidia_smi_q": ProbeOutput(_a10_in_a_sandbox(A10_Q_550), "", 0),
+            "nvidia_smi_table": ProbeOutput(table, "", 0),
+        }
+    )
+    found = {c.name: c for c in gpu_health.evaluate(facts)}
+    check = found["sensor_faults"]
+    assert check.verdict == "unverified", check
+    assert "GPU 0: ECC reads ERR!" in check.actual
+    assert "the operating system refused nvidia-smi this reading" in check.detail
+    assert found["ecc_mode"].verdict == "unverified"
+    assert "reset the GPU" not in found["ecc_mode"].detail
+
+
+def _a10_table_perf_err() -> str:
+    """The real A10 table (driver 550.90.12) with its Perf cell `P8` made `ERR!`, as a gVisor
+    sandbox's nvidia-smi prints it (google/gvisor PR 10675: "shows `ERR!` under the `Perf`
+    column for each GPU")."""
+    table = (REAL / A10_TABLE_550).read_text()
+    row = "|  0%   33C    P8             15W /  150W |"
+    assert row in table
+    return table.replace(row, row.replace("P8  ", "ERR!"))
+
+
+def test_a_sandboxs_err_is_no_gpu_fault_offline(tmp_path: Path) -> None:
+    """The gVisor sandbox's `dmesg` beside its table with `ERR!` in the Perf cell: sensor_faults
+    warned "a failing fan or sensor ... or a GPU in a bad state" though the kernel log says the
+    login is inside a sandbox that prints ERR! for what it does not pass on. Now unverified,
+    naming the sandbox's first line and asking for the host's nvidia-smi; the log's rules stay
+    unverified and the A10's readings are judged."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+    (folder / "nvidia-smi.txt").write_text(_a10_table_perf_err())
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    check = judged["sensor_faults"]
+    assert (check.verdict, check.actual) == ("unverified", "GPU 0: performance state reads ERR!")
+    assert "'[    0.000000] Starting gVisor...'" in check.detail
+    assert "failing fan" not in check.detail
+    assert judged["temperature"].verdict == "pass"
+
+
+def test_a_sandboxs_err_is_no_gpu_fault_live(tmp_path: Path) -> None:
+    """Live: the kernel log probe's own shell over the gVisor `dmesg`, beside the table probe:
+    sensor_faults unverified, as offline. Without the sandbox's log (control) the ERR! still
+    warns."""
+    from gpuonboard.steps.checks import gpu_health
+
+    from ...facts.test_kernel_log_probe_filter import _probe
+
+    table = ProbeOutput(_a10_table_perf_err(), "", 0)
+    log = ProbeOutput(_probe(tmp_path, REAL / GVISOR), "", 0)
+    found = {
+        c.name: c for c in gpu_health.evaluate(parse_facts({"nvidia_smi_table": table, "kernel_log": log}))
+    }
+    assert found["sensor_faults"].verdict == "unverified"
+    alone = {c.name: c for c in gpu_health.evaluate(parse_facts({"nvidia_smi_table": table}))}
+    assert alone["sensor_faults"].verdict == "warn"
+
+
+def test_a_sandboxs_ecc_err_asks_for_no_gpu_reset(tmp_path: Path) -> None:
+    """The same table with its ECC cell `0` made `ERR!` too (gVisor PR 10676: "displays `ERR!`
+    under the `ECC` column"), beside the sandbox's `dmesg`: ecc_mode said "often a GPU in a bad
+    state ... ask the vendor to reset the GPU"; now it names the sandbox instead."""
+    cell = "00000000:08:00.0 Off |                    0 |"
+    table = _a10_table_perf_err()
+    assert cell in table
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+    (folder / "nvidia-smi.txt").write_text(table.replace(cell, cell.replace("   0 |", "ERR! |")))
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    check = judged["ecc_mode"]
+    assert (check.verdict, check.actual) == ("unverified", "not read on GPU 0 (ECC reads ERR!)")
+    assert "Starting gVisor" in check.detail and "reset the GPU" not in check.detail
+
+
+NO_MODULE = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
+    " Make sure that the latest NVIDIA driver is installed and running."
+)
+
+
+@pytest.mark.parametrize("where", ["offline", "live"])
+def test_a_failed_nvidia_smi_inside_a_sandbox_names_the_sandbox(tmp_path: Path, where: str) -> None:
+    """nvidia-smi's real "couldn't communicate with the NVIDIA driver" beside the gVisor sandbox's
+    `dmesg`: nvidia_driver failed saying "the NVIDIA kernel module is not loaded (often a new
+    kernel ...): ask the vendor to reboot, or to reinstall the driver", a claim about the box's
+    kernel from inside a sandbox whose kernel is gVisor's. It still fails (no GPU from this
+    login), now naming the sandbox as the likely cause."""
+    if where == "offline":
+        folder = tmp_path / "box"
+        folder.mkdir()
+        (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+        (folder / "nvidia-smi.txt").write_text(NO_MODULE + "\n\n")
+        from gpuonboard.api import offline
+
+        judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    else:
+        from gpuonboard.steps.checks import acceptance
+
+        from ...facts.test_kernel_log_probe_filter import _probe
+
+        raw = {
+            "nvidia_smi": ProbeOutput(NO_MODULE + "\n\n", "", 9),
+            "kernel_log": ProbeOutput(_probe(tmp_path, REAL / GVISOR), "", 0),
+        }
+        from gpuonboard.inventory import OrderSpec
+
+        judged = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_count=1), parse_facts(raw))}
+    check = judged["nvidia_driver"]
+    assert check.verdict == "fail"
+    assert "Starting gVisor" in check.detail, check
+    assert "kernel module is not loaded" not in check.detail, check

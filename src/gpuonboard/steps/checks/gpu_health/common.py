@@ -14,6 +14,27 @@ DEFAULTS: dict[str, float] = {
 }
 HARD_THROTTLE = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown")
 IDLE_PSTATES = {f"P{i}" for i in range(5, 16)}
+# what to do about a field the operating system refused to read (faults.BLOCKED_ERRORS): no
+# fault of the GPU, a view of it that this login is not given
+BLOCKED_ADVICE = (
+    "the operating system refused nvidia-smi this reading (NVML's `GPU access blocked by the"
+    " operating system`: a sandboxed container such as gVisor's, a WSL2 or Hyper-V guest, or a"
+    " device cgroup passes the GPU's control calls on only in part), which says nothing of the"
+    " GPU: read it with nvidia-smi on the host itself (outside the sandbox or guest), or ask the"
+    " vendor for the host's `nvidia-smi -q`"
+)
+
+
+def sandboxed_advice(sandbox: str) -> str:
+    """What to do about readings nvidia-smi could not make inside a sandbox or guest (`sandbox`:
+    its kernel log's first line): no evidence of the GPU either way."""
+    return (
+        f"this login sees the GPUs from inside a sandbox or guest (its kernel log's first line"
+        f" {sandbox!r}), whose nvidia-smi cannot read what the sandbox does not pass on to the"
+        " driver (gVisor's prints ERR! for the performance state and ECC), so this says nothing"
+        " of the GPU: read these fields with nvidia-smi on the host itself, or ask the vendor for"
+        " the host's `nvidia-smi -q`"
+    )
 
 
 def gpu_label(g: GpuInfo) -> str:

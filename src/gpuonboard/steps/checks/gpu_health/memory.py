@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi.faults import blocked_faults
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import (
+    BLOCKED_ADVICE,
     gpu_label,
     gpu_list,
     held_as_datacenter,
     may_have_ecc,
     no_ecc_said,
+    sandboxed_advice,
 )
 from gpuonboard.steps.checks.ngc import gpu_class
 
@@ -22,7 +25,7 @@ ECC_ENABLE_ADVICE = (
 )
 
 
-def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
+def rule_ecc_mode(gpus: list[GpuInfo], sandbox: str | None = None) -> Check:
     """ECC on for data-centre GPUs; a workstation / pro card with ECC switched off is said too.
 
     `ecc_mode` None (N/A, or not in the output read) is not required of a GeForce card, and is
@@ -76,7 +79,7 @@ def rule_ecc_mode(gpus: list[GpuInfo]) -> Check:
             f"this card supports ECC but runs without it; {ECC_ENABLE_ADVICE}",
         )
     if unknown:
-        return _ecc_mode_unread(unknown, gpus, note)
+        return _ecc_mode_unread(unknown, gpus, note, sandbox)
     if dc:
         read_note = " read" if unread else ""
         # (every GPU read is counted, a data-centre one or not (its name not read, another
@@ -150,11 +153,29 @@ def _ecc_mode_unknown(g: GpuInfo) -> bool:
     return g.ecc_mode is None and (held_as_datacenter(g) or (may_have_ecc(g) and not no_ecc_said(g)))
 
 
-def _ecc_mode_unread(unknown: list[GpuInfo], gpus: list[GpuInfo], note: str) -> Check:
+def _ecc_mode_unread(unknown: list[GpuInfo], gpus: list[GpuInfo], note: str, sandbox: str | None) -> Check:
     """ecc_mode unverified for GPUs that have or may have ECC and whose mode no output gave; a
     mode nvidia-smi tried to read and could not (`Current : Unknown Error`) is said so: the
     driver's NVML call failed, no gap in the output."""
     errors = [f for g in unknown for f in g.cell_faults if f.startswith("ECC")]
+    if errors and all(
+        f in blocked_faults(g.cell_faults) for g in unknown for f in g.cell_faults if f.startswith("ECC")
+    ):
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"not read on {gpu_list(unknown, gpus)} ({errors[0]}){note}",
+            "unverified",
+            BLOCKED_ADVICE,
+        )
+    if errors and sandbox:
+        return Check(
+            "ecc_mode",
+            "Enabled",
+            f"not read on {gpu_list(unknown, gpus)} ({errors[0]}){note}",
+            "unverified",
+            sandboxed_advice(sandbox),
+        )
     if errors:
         return Check(
             "ecc_mode",

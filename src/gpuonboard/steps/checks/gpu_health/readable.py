@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, judged_field
+from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, blocked_faults, judged_field
 from gpuonboard.facts.nvidia_smi.version_skew import SKEW_SAID
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
@@ -18,14 +18,20 @@ from gpuonboard.facts.nvidia_smi_failure import (
 )
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.acceptance import fault_advice
-from gpuonboard.steps.checks.gpu_health.common import gpu_label
+from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label, sandboxed_advice
 
 
-def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Check | None:
+def rule_sensor_faults(
+    gpus: list[GpuInfo], unplaced: Sequence[str] = (), sandbox: str | None = None
+) -> Check | None:
     """A sensor nvidia-smi cannot read on a GPU that otherwise answers (`cell_faults`, e.g. the
     fan column reading `ERR!`, or its warning that a GPU's infoROM is corrupted; `unplaced`: such
     a fault of a GPU known by PCI address only): WARN, naming it; the GPU is not failed for it (a
-    whole GPU that cannot be read is the `gpu_health` row's). A field that is no sensor and that
+    whole GPU that cannot be read is the `gpu_health` row's). Unverified where the operating
+    system refused the readings (faults.blocked_faults), or where the login sees the GPUs from
+    inside a sandbox or guest (`sandbox`: its kernel log's first line), whose nvidia-smi reads
+    `ERR!` for what the sandbox does not pass on (gVisor's Perf and ECC cells, google/gvisor PR
+    10675 and 10676). A field that is no sensor and that
     no rule reads ("Addressing Mode : Unknown Error") is named in a passing row, never warned as
     a failing sensor. None when no such fault (the row appears only then)."""
     found = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if judged_field(fault)]
@@ -39,6 +45,20 @@ def rule_sensor_faults(gpus: list[GpuInfo], unplaced: Sequence[str] = ()) -> Che
             "every sensor readable",
             f"every sensor read; not read (no sensor, no check uses it): {'; '.join(other)}",
             "pass",
+        )
+    refused = {f"{gpu_label(g)}: {fault}" for g in gpus for fault in blocked_faults(g.cell_faults)}
+    if all(f in refused for f in found):
+        # (the operating system refused the calls: a sandbox's or a guest's view, no sensor's fault)
+        return Check(
+            "sensor_faults", "every sensor readable", "; ".join(found + other), "unverified", BLOCKED_ADVICE
+        )
+    if sandbox and not any(INFOROM_FAULT in f for f in found):
+        return Check(
+            "sensor_faults",
+            "every sensor readable",
+            "; ".join(found + other),
+            "unverified",
+            sandboxed_advice(sandbox),
         )
     if all(SKEW_SAID in f for f in found):
         # (an nvidia-smi newer than its driver: the fields the driver lacks read ERR!, no sensor's fault)

@@ -10,13 +10,20 @@ from typing import Any
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import LIST_PROBE
+from gpuonboard.facts.kernel_log import sandbox_of
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, rule_reads
+from gpuonboard.facts.nvidia_smi.faults import FIELD_RULES, blocked_faults, rule_reads
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 from gpuonboard.inventory import Host
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
 from gpuonboard.steps.checks.gpu_health.clocks import rule_power_limit, rule_temperature, rule_throttle
-from gpuonboard.steps.checks.gpu_health.common import DEFAULTS, HARD_THROTTLE, gpu_label, gpu_list
+from gpuonboard.steps.checks.gpu_health.common import (
+    BLOCKED_ADVICE,
+    DEFAULTS,
+    HARD_THROTTLE,
+    gpu_label,
+    gpu_list,
+)
 from gpuonboard.steps.checks.gpu_health.memory import (
     UNREADABLE_GPUS,
     rule_ecc_errors,
@@ -306,9 +313,10 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     # it is unverified either way, the row says which
     source = facts.gpu.source if facts.gpu else ""
     detailed = "xml" in source or "text" in source
+    sandbox = sandbox_of(facts.raw)
     rules: list[Callable[[], Check | None]] = [
         lambda: rule_recovery_action(gpus),
-        lambda: rule_ecc_mode(gpus),
+        lambda: rule_ecc_mode(gpus, sandbox),
         lambda: rule_ecc_errors(gpus),
         lambda: rule_memory_repair(gpus, detailed, source),
         lambda: rule_pcie_link(gpus),
@@ -316,7 +324,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
-        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else ()),
+        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else (), sandbox),
         lambda: rule_foreign_processes(
             gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
         ),
@@ -525,6 +533,14 @@ def _bounded(rule: str, g: GpuInfo, fault: str) -> bool:
     return judge is not None and judge(g, fault)
 
 
+def _refused(gpus: list[GpuInfo]) -> set[str]:
+    """'GPU 0: ECC reads GPU access blocked by the operating system' for each cell fault the
+    operating system's refusal explains (faults.blocked_faults), as _unread_cells names it."""
+    return {
+        f"{gpu_label(g)}: {fault}" for g in gpus if not g.faults for fault in blocked_faults(g.cell_faults)
+    }
+
+
 def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
     """A pass of a rule whose field one GPU's output printed as a fault marker (its cell fault),
     or left without a value that the other GPUs of its model have (_unread_values), is
@@ -544,7 +560,7 @@ def _unread_cells(check: Check, gpus: list[GpuInfo]) -> Check:
         check,
         actual=f"{check.actual} (of what was read; {'; '.join(unread)})",
         verdict="unverified",
-        detail=UNREAD_CELL,
+        detail=BLOCKED_ADVICE if set(unread) <= _refused(gpus) else UNREAD_CELL,
     )
 
 
