@@ -59,3 +59,40 @@ def test_teardown_of_one_machine_leaves_what_another_machine_recorded(
         assert f"{cache}/{MY_RECORD} (this machine's record of gpuonboard's uploads)" in msg, msg
     finally:  # (the test host's home is shared by the tests)
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_teardown_keeps_a_copy_in_a_shared_dir_that_another_machine_recorded_too(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two machines sharing the home and a scratch dir (NFS) both upload the dataset there: node2's
+    record and lists are a real `sync`'s, copied under node2's name. Before, this machine's
+    teardown removed the shared copy, node2's working dataset, from under its job (its record
+    said it was node2's upload too)."""
+    shared = remote["base"] / "nfs-scratch"
+    shared.mkdir()
+    corpus = _dataset(tmp_path / "local" / "corpus", 3)
+    inventory(project, pool, remote, dataset=str(corpus), dataset_dir=None)
+    cache = pool.hosts["teardown"].home / ".cache" / "gpuonboard"
+    shutil.rmtree(cache, ignore_errors=True)  # (another test's upload records: not this test's)
+    mine = MY_RECORD[len(uploadlock.RECORD_PREFIX) :]
+    try:
+        r = project.cli("sync", "--dest", str(shared), "--host", "teardown")
+        assert r.returncode == 0, r.stdout + r.stderr
+        shutil.copy(cache / MY_RECORD, cache / "uploads.node2")
+        shutil.copytree(cache / f"written.{mine}", cache / "written.node2")
+
+        r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        msg = steps(project)["files"]["msg"]
+        assert sorted(p.name for p in (shared / "corpus").iterdir()) == sorted(
+            p.name for p in corpus.iterdir()
+        )
+        assert (
+            f"left on the host: {shared}/corpus (node2), recorded as an upload by other machines sharing"
+            " this home as well (a dir they share, such as NFS): in use there maybe, so the teardown of"
+            " the last machine that recorded it removes it"
+        ) in msg, msg
+        # this machine's record and lists went (node2's teardown, the last, removes the copy)
+        assert sorted(p.name for p in cache.iterdir()) == ["uploads.node2", "written.node2"], msg
+    finally:  # (the test host's home is shared by the tests)
+        shutil.rmtree(cache, ignore_errors=True)
