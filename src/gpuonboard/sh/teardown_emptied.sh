@@ -5,7 +5,8 @@
 # itself or of an upload tree recorded inside it (uploadlock.UPLOADS_RECORD), and gpuonboard's
 # own files in such a tree (its copy mark, a lease kept in it, a clock probe left); the rest (a
 # job's checkpoint, a file of the user's, a dataset file changed since) stays, and the dir with it.
-# act=probe prints `lists N` (trees whose list is there), `remove N` (files and symlinks it would remove), `kept N BYTES CHANGED` (those
+# act=probe prints `theirs NAMES` (other machines whose list covers a tree here: then nothing
+# goes), `lists N` (trees whose list is there), `remove N` (files and symlinks it would remove), `kept N BYTES CHANGED` (those
 # it keeps; CHANGED of them are listed as written but differ now), up to 3 `new SIZE PATH` and
 # up to 3 `changed SIZE PATH`, each NUL-terminated; act=remove removes them (the lists compared
 # again right before), then the dirs left empty in it, then the dir when it is empty.
@@ -26,6 +27,18 @@ trees() {
     case $t in "$r" | "$r"/*) f=$(written "$t"); [ -f "$f" ] && ! [ -e "$f.stale" ] && printf '%s\n' "$t" ;; esac
   done | LC_ALL=C sort -u
 }
+# the other machines sharing this home (NFS) whose list of what uploads wrote covers one of those
+# trees (`written.NAME`, NAME their host name): the dir is theirs too, in use there maybe
+theirs() {
+  trees | while IFS= read -r t; do
+    f=$(written "$t")
+    for o in "${w%/*}"/written.*/"${f##*/}"; do
+      if [ "$o" != "$f" ] && [ -f "$o" ] && ! [ -e "$o.stale" ]; then
+        o=${o%/*}; printf '%s\n' "${o##*/written.}"
+      fi
+    done
+  done | LC_ALL=C sort -u | tr '\n' ' ' | sed 's/ $//'
+}
 # `listed unchanged`: what uploads wrote in $r as it is now, entries as everything() prints them;
 # `listed all`: the paths of every entry of the lists (written, whether unchanged or not)
 listed() {
@@ -45,11 +58,13 @@ both() { { everything; listed unchanged; } | LC_ALL=C sort -z | uniq -z -d; }
 kept() { { everything; listed unchanged; listed unchanged; } | LC_ALL=C sort -z | uniq -z -u; }
 
 if [ "$act" = remove ]; then
+  [ -n "$(theirs)" ] && exit 0  # (another machine's upload there since the probe: left whole)
   both | paths | xargs -0 -r rm -f -- 2>/dev/null
   find "$r" -depth -mindepth 1 -type d -empty -delete 2>/dev/null
   rmdir -- "$r" 2>/dev/null
   true
 else
+  printf 'theirs %s\0' "$(theirs)"
   printf 'lists %s\0' "$(trees | wc -l)"
   printf 'remove %s\0' "$(both | tr -cd '\0' | wc -c)"
   changed=$({ kept | paths; listed all; } | LC_ALL=C sort -z | uniq -z -d | tr -cd '\0' | wc -c)

@@ -67,9 +67,19 @@ class Emptied:
     changed: int
     new_samples: tuple[tuple[int, str], ...] = ()
     changed_samples: tuple[tuple[int, str], ...] = ()
+    # other machines sharing this home whose list of what uploads wrote covers it too (a dir they
+    # share, such as NFS): nothing in it is removed
+    theirs: tuple[str, ...] = ()
 
     def note(self) -> str:
         """What the message says of what stays in the dir ('' when nothing stays)."""
+        if self.theirs:
+            return (
+                f"; kept: {self.path} as it is: other machines sharing this home uploaded into it too"
+                f" ({shown_names(list(self.theirs), 3)}; a dir they share, such as NFS), in use there"
+                " maybe, so nothing in it was removed; the teardown of the last machine that uploaded"
+                " there empties it"
+            )
         if not self.kept:
             return ""
         if not self.lists:
@@ -124,6 +134,7 @@ def _read(path: str, recs: Sequence[str]) -> Emptied | None:
     head: dict[str, list[str]] = {}
     new: list[tuple[int, str]] = []
     changed: list[tuple[int, str]] = []
+    theirs: tuple[str, ...] = ()
     for rec in recs[1:]:
         word, _, rest = rec.partition(" ")
         if word in ("new", "changed"):
@@ -132,8 +143,12 @@ def _read(path: str, recs: Sequence[str]) -> Emptied | None:
             (new if word == "new" else changed).append((int(size) if size.isdecimal() else 0, rel))
         elif word in ("lists", "remove", "kept"):
             head[word] = rest.split(" ")
+        elif word == "theirs":
+            theirs = tuple(n for n in rest.split(" ") if n)
     nums = [*head.get("lists", []), *head.get("remove", []), *head.get("kept", [])]
     if len(nums) != 5 or not all(n.isdecimal() for n in nums):
         return None  # (cut short: never read as `nothing kept`)
     lists, remove, kept, kept_bytes, changed_n = map(int, nums)
-    return Emptied(path, resolved, lists, remove, kept, kept_bytes, changed_n, tuple(new), tuple(changed))
+    return Emptied(
+        path, resolved, lists, remove, kept, kept_bytes, changed_n, tuple(new), tuple(changed), theirs
+    )

@@ -498,6 +498,9 @@ class TeardownFilesStep(Step):
                 kept_any = True
                 continue
             note += seen.note()
+            if seen.theirs:  # (another machine's upload there too: left whole, for it)
+                kept_any = True
+                continue
             holding = holding or (seen.kept > 0 and seen.lists > 0)
             kept_any = kept_any or seen.kept > 0
             if seen.kept and not seen.remove:
