@@ -443,3 +443,53 @@ def test_a_host_name_with_a_line_break_never_reaches_the_cron_script(
         " be one line of printable text: rename it.\n"
     )
     assert not paths["dir"].exists() and list(paths["cron"].iterdir()) == [] and not pwned.exists()
+
+
+def test_an_install_in_the_other_cron_mode_removes_the_earlier_watchers_entry(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    """A watcher installed through cron.d (root's default), then again in the login's crontab
+    (vars.autostop_cron: crontab) into another dir, and back. Before, the earlier entry stayed
+    and cron ran both watchers: the earlier one, with its old --idle and --job, shut the box down
+    under the new settings (and `--status` named only the new one)."""
+    table = tmp_path / "crontab.txt"
+    table.write_text("# mine\n0 3 * * * /usr/local/bin/backup\n")
+    fake = pool.hosts["autostop"].bin_dir / "crontab"  # (a test double: never this machine's crontab)
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text(
+        f'#!/bin/sh\ncase "$1" in -l) cat {table} ;; -) cat > {table}.new && mv {table}.new {table} ;;'
+        " *) exit 2 ;; esac\n"
+    )
+    fake.chmod(0o755)
+    cron_file = paths["cron"] / "gpuonboard-autostop"
+    other = tmp_path / "var" / "autostop-2"
+    try:
+        inventory(project, pool, paths)
+        r = project.cli("autostop", "--host", "autostop", "--idle", "30m", "--no-billing-aware")
+        assert r.returncode == 0 and cron_file.exists(), r.stdout + r.stderr
+
+        entry = host_entry(pool.hosts["autostop"], pool)
+        entry["vars"].update(
+            {
+                "autostop_dir": str(other),
+                "cron_dir": str(paths["cron"]),
+                "autostop_cron": "crontab",
+                "autostop_shutdown_command": f"touch {paths['marker']}",
+            }
+        )
+        project.write_inventory({"autostop": entry})
+        r = project.cli("autostop", "--host", "autostop", "--idle", "4h", "--no-billing-aware")
+        assert r.returncode == 0, r.stdout + r.stderr
+        msg = steps(project)[0]["msg"]
+        assert f"{cron_file} (an earlier install's entry, removed: cron ran both watchers)" in msg, msg
+        assert not cron_file.exists()  # (only the new watcher runs)
+        assert f"{other}/autostop.sh tick" in table.read_text()
+
+        inventory(project, pool, paths)  # back to cron.d
+        r = project.cli("autostop", "--host", "autostop", "--idle", "30m", "--no-billing-aware")
+        assert r.returncode == 0 and cron_file.exists(), r.stdout + r.stderr
+        msg = steps(project)[0]["msg"]
+        assert "the user's crontab (an earlier install's entry, removed: cron ran both watchers)" in msg, msg
+        assert table.read_text() == "# mine\n0 3 * * * /usr/local/bin/backup\n"
+    finally:
+        fake.unlink()

@@ -59,3 +59,80 @@ def test_teardown_of_one_machine_leaves_what_another_machine_recorded(
         assert f"{cache}/{MY_RECORD} (this machine's record of gpuonboard's uploads)" in msg, msg
     finally:  # (the test host's home is shared by the tests)
         shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_teardown_keeps_a_copy_in_a_shared_dir_that_another_machine_recorded_too(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    """Two machines sharing the home and a scratch dir (NFS) both upload the dataset there: node2's
+    record and lists are a real `sync`'s, copied under node2's name. Before, this machine's
+    teardown removed the shared copy, node2's working dataset, from under its job (its record
+    said it was node2's upload too)."""
+    shared = remote["base"] / "nfs-scratch"
+    shared.mkdir()
+    corpus = _dataset(tmp_path / "local" / "corpus", 3)
+    inventory(project, pool, remote, dataset=str(corpus), dataset_dir=None)
+    cache = pool.hosts["teardown"].home / ".cache" / "gpuonboard"
+    shutil.rmtree(cache, ignore_errors=True)  # (another test's upload records: not this test's)
+    mine = MY_RECORD[len(uploadlock.RECORD_PREFIX) :]
+    try:
+        r = project.cli("sync", "--dest", str(shared), "--host", "teardown")
+        assert r.returncode == 0, r.stdout + r.stderr
+        shutil.copy(cache / MY_RECORD, cache / "uploads.node2")
+        shutil.copytree(cache / f"written.{mine}", cache / "written.node2")
+
+        r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
+        assert r.returncode == 0, r.stdout + r.stderr
+        msg = steps(project)["files"]["msg"]
+        assert sorted(p.name for p in (shared / "corpus").iterdir()) == sorted(
+            p.name for p in corpus.iterdir()
+        )
+        assert (
+            f"left on the host: {shared}/corpus (node2), recorded as an upload by other machines sharing"
+            " this home as well (a dir they share, such as NFS): in use there maybe, so the teardown of"
+            " the last machine that recorded it removes it"
+        ) in msg, msg
+        # this machine's record and lists went (node2's teardown, the last, removes the copy)
+        assert sorted(p.name for p in cache.iterdir()) == ["uploads.node2", "written.node2"], msg
+    finally:  # (the test host's home is shared by the tests)
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def test_teardown_keeps_a_shared_dataset_dir_that_another_machine_uploaded_into_too(
+    project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_path: Path
+) -> None:
+    """vars.dataset_dir on a dir two machines share with their home (NFS), both uploaded into it:
+    node2's record and list of what it wrote are a real `sync`'s, copied under node2's name.
+    Before, this machine's teardown emptied it of every file both lists held, node2's dataset."""
+    disk = remote["base"] / "nfs-disk"
+    disk.mkdir()
+    copy = disk / "corpus"
+    corpus = _dataset(tmp_path / "local" / "corpus", 3)
+    inventory(project, pool, remote, dataset=str(corpus), dataset_dir=str(copy))
+    hosts = project.root / "inventory" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("address:", f"data_dir: {disk}\n    address:", 1))
+    cache = pool.hosts["teardown"].home / ".cache" / "gpuonboard"
+    shutil.rmtree(cache, ignore_errors=True)  # (another test's upload records: not this test's)
+    mine = MY_RECORD[len(uploadlock.RECORD_PREFIX) :]
+    try:
+        r = project.cli("sync", "--host", "teardown")
+        assert r.returncode == 0, r.stdout + r.stderr
+        shutil.copy(cache / MY_RECORD, cache / "uploads.node2")
+        shutil.copytree(cache / f"written.{mine}", cache / "written.node2")
+        uploaded = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
+
+        for extra in (["--check"], []):
+            r = project.cli(
+                "teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "c"), *extra
+            )
+            assert r.returncode == 0, r.stdout + r.stderr
+            msg = steps(project)["files"]["msg"]
+            assert (
+                f"; kept: {copy} as it is: other machines sharing this home uploaded into it too (node2;"
+                " a dir they share, such as NFS), in use there maybe, so nothing in it was removed; the"
+                " teardown of the last machine that uploaded there empties it"
+            ) in msg, msg
+        assert sorted(str(p.relative_to(copy)) for p in copy.rglob("*")) == uploaded
+        assert sorted(p.name for p in cache.iterdir()) == ["uploads.node2", "written.node2"], msg
+    finally:  # (the test host's home is shared by the tests)
+        shutil.rmtree(cache, ignore_errors=True)

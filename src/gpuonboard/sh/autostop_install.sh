@@ -24,6 +24,17 @@ put() {
 [ -d "$d" ] || { mkdir -p "$d"; chmod 700 "$d"; }
 # checked again where it is written (the probe ran before the other steps)
 if x=$(unsafe "$d"); then printf 'the autostop directory is not safe any more: %s\n' "$x" >&2; exit 3; fi
+# an earlier install's entry in the other place (the cron.d file, our crontab entry) goes first:
+# cron ran both watchers, the earlier one with its old settings (before anything is written, so
+# a login that cannot remove it changes nothing)
+if [ "$m" = cron.d ]; then
+  if command -v crontab >/dev/null 2>&1 && o=$(crontab -l 2>/dev/null) && k=$(crontab_keep) && [ "$k" != "$o" ]; then
+    printf '%s\n' "$k" | crontab -
+  fi
+elif [ -e "$c/__CRON_NAME__" ] && ! rm -f "$c/__CRON_NAME__" 2>/dev/null; then
+  printf '%s\n' "an earlier install's entry $c/__CRON_NAME__ would still run a watcher, and this login cannot remove it: remove it as root, then rerun" >&2
+  exit 5
+fi
 # before the config, so a tick never pairs a new --max-hours with an old start
 if [ -n "$since" ]; then put "$d" max_since 600 "$since"; else rm -f "$d/max_since"; fi
 put "$d" __SCRIPT__ 755 "$script"

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The sha256 of each path given as an argument (relative to the current dir), one line each, in
-# order: "F HASH" for a file (its content), "L HASH" for a symlink (its target's path), "missing".
+# order: "F HASH" for a file (its content), "L HASH" for a symlink (its target's path), "missing",
+# "unreadable" (a file it cannot read: no digest, so it differs).
 # Run by: transfer/verify (HASH_SCRIPT), once per xargs batch of the names on stdin. A batch of
 # regular files only (no link, no line break or backslash in a name: the common dataset) is hashed
 # by ONE process, its lines read back in order (one per file, checked by that process's exit
@@ -32,8 +33,9 @@ for f; do
     printf "L "
     readlink -- "$f" | sha
   elif [ -f "$f" ]; then
-    printf "F "
-    sha <"$f"
+    # (one whole line, or none from a file it cannot read: before, a bare `F ` joined the next
+    # line and every later file got the following file's digest)
+    if h=$(sha <"$f" 2>/dev/null); then printf 'F %s\n' "$h"; else echo unreadable; fi
   else
     echo missing
   fi

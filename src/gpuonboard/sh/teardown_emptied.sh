@@ -5,9 +5,11 @@
 # itself or of an upload tree recorded inside it (uploadlock.UPLOADS_RECORD), and gpuonboard's
 # own files in such a tree (its copy mark, a lease kept in it, a clock probe left); the rest (a
 # job's checkpoint, a file of the user's, a dataset file changed since) stays, and the dir with it.
-# act=probe prints `lists N` (trees whose list is there), `remove N` (files and symlinks it would remove), `kept N BYTES CHANGED` (those
+# act=probe prints `theirs NAMES` (other machines whose list covers a tree here: then nothing
+# goes), `lists N` (trees whose list is there), `remove N` (files and symlinks it would remove), `kept N BYTES CHANGED` (those
 # it keeps; CHANGED of them are listed as written but differ now), up to 3 `new SIZE PATH` and
-# up to 3 `changed SIZE PATH`, each NUL-terminated; act=remove removes them (the lists compared
+# up to 3 `changed SIZE PATH`, then `store N BYTES PATH` per store an upload recorded in it (N entries kept
+# there, BYTES), each NUL-terminated; act=remove removes them (the lists compared
 # again right before), then the dirs left empty in it, then the dir when it is empty.
 # Values set before it: r the dir (resolved), act; w, u, written(), current() and cutm() as in
 # uploadlock (WRITTEN_DIR, UPLOADS_RECORD, WRITTEN_FN, CURRENT_LISTING_FN, MTIME_CUT); mark,
@@ -25,6 +27,34 @@ trees() {
   { printf '%s\n' "$r"; [ -f "$u" ] && tr '\0' '\n' < "$u"; } | while IFS= read -r t; do
     case $t in "$r" | "$r"/*) f=$(written "$t"); [ -f "$f" ] && ! [ -e "$f.stale" ] && printf '%s\n' "$t" ;; esac
   done | LC_ALL=C sort -u
+}
+# the stores (X.shards, X.encrypted) this machine's uploads recorded in $r: they hold no list of
+# what the upload wrote in them, so they stay (named as the upload's, not as files no upload wrote)
+stores() {
+  [ -f "$u" ] || return 0
+  tr '\0' '\n' < "$u" | while IFS= read -r t; do
+    case $t in "$r"/*.shards | "$r"/*.encrypted) [ -d "$t" ] && ! [ -L "$t" ] && printf '%s\n' "$t" ;; esac
+  done | LC_ALL=C sort -u
+}
+# NUL-terminated paths on stdin: those in no recorded store
+outside_stores() {
+  set --
+  while IFS= read -r s; do [ -n "$s" ] && set -- "$@" -e "$s/"; done <<EOF
+$(stores)
+EOF
+  if [ $# -gt 0 ]; then grep -z -v -F "$@"; else cat; fi
+}
+# the other machines sharing this home (NFS) whose list of what uploads wrote covers one of those
+# trees (`written.NAME`, NAME their host name): the dir is theirs too, in use there maybe
+theirs() {
+  trees | while IFS= read -r t; do
+    f=$(written "$t")
+    for o in "${w%/*}"/written.*/"${f##*/}"; do
+      if [ "$o" != "$f" ] && [ -f "$o" ] && ! [ -e "$o.stale" ]; then
+        o=${o%/*}; printf '%s\n' "${o##*/written.}"
+      fi
+    done
+  done | LC_ALL=C sort -u | tr '\n' ' ' | sed 's/ $//'
 }
 # `listed unchanged`: what uploads wrote in $r as it is now, entries as everything() prints them;
 # `listed all`: the paths of every entry of the lists (written, whether unchanged or not)
@@ -45,18 +75,26 @@ both() { { everything; listed unchanged; } | LC_ALL=C sort -z | uniq -z -d; }
 kept() { { everything; listed unchanged; listed unchanged; } | LC_ALL=C sort -z | uniq -z -u; }
 
 if [ "$act" = remove ]; then
+  [ -n "$(theirs)" ] && exit 0  # (another machine's upload there since the probe: left whole)
   both | paths | xargs -0 -r rm -f -- 2>/dev/null
   find "$r" -depth -mindepth 1 -type d -empty -delete 2>/dev/null
   rmdir -- "$r" 2>/dev/null
   true
 else
+  printf 'theirs %s\0' "$(theirs)"
   printf 'lists %s\0' "$(trees | wc -l)"
   printf 'remove %s\0' "$(both | tr -cd '\0' | wc -c)"
   changed=$({ kept | paths; listed all; } | LC_ALL=C sort -z | uniq -z -d | tr -cd '\0' | wc -c)
   kept | sed -z 's/^F \([0-9]*\) .*/\1/; t; s/.*/0/' | tr '\0' '\n' \
     | awk -v c="$changed" '{ n++; s += $1 } END { printf "kept %d %.0f %d", n, s, c }'
   printf '\0'
-  { kept | paths; listed all; listed all; } | LC_ALL=C sort -z | uniq -z -u | head -z -n 3 \
+  # per recorded store: `store N BYTES PATH`, the kept entries in it (none changed: no list has them)
+  stores | while IFS= read -r s; do
+    kept | tr '\0' '\n' | S="$s/" awk '{ p = $0; sub(/^F [0-9]+ -?[0-9]+ /, "", p); sub(/^[l?] 0 /, "", p) }
+      index(p, ENVIRON["S"]) == 1 { n++; if ($1 == "F") b += $2 } END { printf "store %d %.0f ", n, b }'
+    printf '%s\0' "$s"
+  done
+  { kept | paths; listed all; listed all; } | LC_ALL=C sort -z | uniq -z -u | outside_stores | head -z -n 3 \
     | xargs -0 -r stat --printf 'new %s %n\0' -- 2>/dev/null
   { kept | paths; listed all; } | LC_ALL=C sort -z | uniq -z -d | head -z -n 3 \
     | xargs -0 -r stat --printf 'changed %s %n\0' -- 2>/dev/null

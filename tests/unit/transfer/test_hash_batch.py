@@ -4,9 +4,13 @@ one process per batch, not per file, with the same answers as hashing file by fi
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from gpuonboard import transfer
 
@@ -71,3 +75,43 @@ def test_a_batch_with_a_link_or_a_missing_file_is_hashed_file_by_file(tmp_path: 
     ):
         got = _hash(bin_dir, d, rels)
         assert got == {r: {**want, **extra}[r] for r in rels}, rels
+
+
+def test_a_file_the_login_cannot_read_keeps_every_later_line_in_place(tmp_path: Path) -> None:
+    """A file the host's login cannot read (here mode 000, hashed as `nobody`), before two files of
+    the same content. Before, its line was `F ` with no end, the next file's line joined it, and
+    every later file got the following file's digest: a corrupted copy whose neighbour held the
+    content it should have had was read as matching."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to hash as another user")
+    d = Path(tempfile.mkdtemp(prefix="hash-batch-"))
+    try:
+        d.chmod(0o755)
+        files = {"a": b"one", "b": b"secret", "c": b"same", "d": b"same", "e": b"last"}
+        for name, data in files.items():
+            (d / name).write_bytes(data)
+            (d / name).chmod(0o644)
+        (d / "b").chmod(0o000)
+        (d / "c").write_bytes(b"corrupt")  # the host's copy of c is corrupted; d is intact
+        rels = list(files)
+        out = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "/bin/sh",
+                "-c",
+                transfer.hash_command(str(d)),
+            ],
+            input=transfer.hash_stdin(rels),
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+        want = {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()}
+        got = transfer.parse_hashes(rels, out)
+        assert got["b"] is None, out
+        assert transfer.verify.differing(rels, want, out) == ["b", "c"], out
+        assert got["e"] == want["e"], out
+    finally:
+        shutil.rmtree(d)

@@ -203,6 +203,12 @@ class AutostopStep(Step):
             deadline += f"; {note}" if note else ""
         if not cron_ok:
             changed.append(where)
+        # an earlier install's entry in the other place (cron.d, the crontab): cron ran both
+        # watchers, the earlier with its old settings; the install removes it
+        earlier = r.crontab if r.mode == "cron.d" else r.cron_file is not None
+        if earlier:
+            there = "the user's crontab" if r.mode == "cron.d" else f"{self.cron_dir}/{CRON_NAME}"
+            changed.append(f"{there} (an earlier install's entry, removed: cron ran both watchers)")
         renew = self.settings.heartbeat > 0
         if not changed and not renew:
             return Plan(False, f"autostop watcher in {r.dir} is up to date ({where}){deadline}")

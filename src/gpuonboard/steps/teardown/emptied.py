@@ -67,31 +67,71 @@ class Emptied:
     changed: int
     new_samples: tuple[tuple[int, str], ...] = ()
     changed_samples: tuple[tuple[int, str], ...] = ()
+    # other machines sharing this home whose list of what uploads wrote covers it too (a dir they
+    # share, such as NFS): nothing in it is removed
+    theirs: tuple[str, ...] = ()
+    # the stores (X.shards, X.encrypted) this machine's uploads recorded in it: (path, entries
+    # kept there, their bytes); they hold no list of what the upload wrote, so they stay, named
+    stores: tuple[tuple[str, int, int], ...] = ()
 
     def note(self) -> str:
         """What the message says of what stays in the dir ('' when nothing stays)."""
+        if self.theirs:
+            return (
+                f"; kept: {self.path} as it is: other machines sharing this home uploaded into it too"
+                f" ({shown_names(list(self.theirs), 3)}; a dir they share, such as NFS), in use there"
+                " maybe, so nothing in it was removed; the teardown of the last machine that uploaded"
+                " there empties it"
+            )
         if not self.kept:
             return ""
+        in_stores = sum(n for _, n, _ in self.stores)
+        note = self._stores_note()
+        if self.kept <= in_stores:  # (all that stays is in the upload's stores)
+            return note
+        return self._others_note(self.kept - in_stores) + note
+
+    def _stores_note(self) -> str:
+        """What the message says of the upload's stores in the dir ('' when none holds anything)."""
+        stores = [(p, n, b) for p, n, b in self.stores if n]
+        if not stores:
+            return ""
+        n, size = sum(x[1] for x in stores), sum(x[2] for x in stores)
+        one = len(stores) == 1
+        names = ", ".join(posixpath.basename(p) for p, _, _ in stores)
+        return (
+            f"; kept in {self.path}: gpuonboard's upload store{'' if one else 's'} {names} ({_files(n)},"
+            f" {format_bytes(size)}): a store holds no list of what the upload wrote in it, so a file of"
+            f" yours there cannot be told from the upload's; remove {'it' if one else 'them'} yourself once"
+            f" nothing there is needed (rm -rf -- {' '.join(shell.quote(p) for p, _, _ in stores)})"
+        )
+
+    def _others_note(self, kept: int) -> str:
+        """What the message says of the `kept` entries outside the upload's stores."""
         if not self.lists:
             shown = shown_names([repr(n) for _, n in self.new_samples + self.changed_samples], 3)
             return (
-                f"; kept: {self.path} as it is ({_files(self.kept)}, {format_bytes(self.kept_bytes)}, e.g."
+                f"; kept: {self.path} as it is ({_files(kept)}, {format_bytes(self._bytes_outside())}, e.g."
                 f" {shown}): no upload listed what it wrote there (filled by other means, such as scp),"
                 " so nothing in it was removed; pull what you need, then remove it yourself"
                 f" (rm -rf -- {shell.quote(self.path)})"
             )
         parts = []
-        new = self.kept - self.changed
+        new = kept - self.changed
         if new:
             parts.append(f"{_files(new)} no upload wrote ({_samples(self.new_samples, new)})")
         if self.changed:
             shown = _samples(self.changed_samples, self.changed)
             parts.append(f"{_files(self.changed)} changed since uploaded ({shown})")
-        them = "it" if self.kept == 1 else "them"
+        them = "it" if kept == 1 else "them"
         return (
             f"; kept in {self.path}: {' and '.join(parts)}: pull {them} or remove {them} yourself"
             " (the dir stays)"
         )
+
+    def _bytes_outside(self) -> int:
+        """The bytes of the kept entries outside the upload's stores."""
+        return self.kept_bytes - sum(b for _, _, b in self.stores)
 
 
 def _files(n: int) -> str:
@@ -124,6 +164,8 @@ def _read(path: str, recs: Sequence[str]) -> Emptied | None:
     head: dict[str, list[str]] = {}
     new: list[tuple[int, str]] = []
     changed: list[tuple[int, str]] = []
+    theirs: tuple[str, ...] = ()
+    stores: list[tuple[str, int, int]] = []
     for rec in recs[1:]:
         word, _, rest = rec.partition(" ")
         if word in ("new", "changed"):
@@ -132,8 +174,26 @@ def _read(path: str, recs: Sequence[str]) -> Emptied | None:
             (new if word == "new" else changed).append((int(size) if size.isdecimal() else 0, rel))
         elif word in ("lists", "remove", "kept"):
             head[word] = rest.split(" ")
+        elif word == "store":
+            n, size, where = (rest.split(" ", 2) + ["", "", ""])[:3]
+            if n.isdecimal() and size.isdecimal() and where:
+                stores.append((where, int(n), int(size)))
+        elif word == "theirs":
+            theirs = tuple(n for n in rest.split(" ") if n)
     nums = [*head.get("lists", []), *head.get("remove", []), *head.get("kept", [])]
     if len(nums) != 5 or not all(n.isdecimal() for n in nums):
         return None  # (cut short: never read as `nothing kept`)
     lists, remove, kept, kept_bytes, changed_n = map(int, nums)
-    return Emptied(path, resolved, lists, remove, kept, kept_bytes, changed_n, tuple(new), tuple(changed))
+    return Emptied(
+        path,
+        resolved,
+        lists,
+        remove,
+        kept,
+        kept_bytes,
+        changed_n,
+        tuple(new),
+        tuple(changed),
+        theirs,
+        tuple(stores),
+    )

@@ -28,13 +28,16 @@ from gpuonboard.steps.teardown.localcopy import copy_unverified
 from gpuonboard.steps.teardown.records import RECORD, Record, host_key, read_record
 from gpuonboard.steps.teardown.uploads import (
     LEASE_SUFFIX,
+    THEIRS,
     Uploads,
     classify_uploads,
     host_clock_note,
     kept_note,
     parse_recorded,
+    parse_theirs,
     plaintext_note,
     recorded_probe_command,
+    theirs_of,
     uploads_probe_command,
 )
 from gpuonboard.transfer import uploadlock
@@ -183,6 +186,8 @@ class _Found:
     note: str = ""
     bad: str | None = None  # why the data dir itself is refused
     busy: str | None = None  # the refusal while an upload runs there
+    # path: the other machines sharing this home whose record of uploads holds it (parse_theirs)
+    theirs: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class TeardownFilesStep(Step):
@@ -281,11 +286,13 @@ class TeardownFilesStep(Step):
         is removed whole (`gone`, resolved: the results dir pulled and verified first) goes with
         it: nothing in it is said to stay."""
         recorded = None
+        shared_with: dict[str, tuple[str, ...]] = {}
         if self.recorded:
             raw = ctx.facts.raw.get(self.recorded_probe.name)
             recorded = parse_recorded(raw.stdout if raw is not None else "")
+            shared_with = parse_theirs(raw.stdout if raw is not None else "")
         names, listings = recorded or ({}, {})
-        out = _Found()
+        out = _Found(theirs=shared_with)
         data_root = None
         if self.uploads_in:
             if not posixpath.isabs(self.uploads_in):
@@ -319,7 +326,7 @@ class TeardownFilesStep(Step):
                 continue
             here = where.rstrip("/")
             out.note += host_clock_note(here, found.by_host_clock)
-            theirs = _Found()
+            theirs = _Found(theirs=out.theirs)
             others = self._removable(found, here, home, theirs)
             # (the rest of a dir such as /dev/shm is not the upload's: said only when recorded)
             left += [f"{here}/{o}" for o in others if o in names.get(where, ())]
@@ -379,7 +386,10 @@ class TeardownFilesStep(Step):
         out.kept += [(f"{here}/{name}", why) for name, why in found.kept]
         for name in found.ours:  # (each is removed: the same check as a configured path)
             path, resolved = f"{here}/{name}", f"{found.root.rstrip('/')}/{name}"
-            if path_problem(path, home) or path_problem(resolved, home):
+            machines = theirs_of(out.theirs, path, resolved)
+            if machines:  # (another machine recorded it too: a dir they share; it stays, said)
+                out.kept.append((path, THEIRS + ", ".join(machines)))
+            elif path_problem(path, home) or path_problem(resolved, home):
                 others.append(name)  # (a name with a line break: left, said, never fatal)
             elif (path, resolved) not in out.ours:
                 out.ours.append((path, resolved))
@@ -450,7 +460,8 @@ class TeardownFilesStep(Step):
             norm = posixpath.normpath(self.uploads_in) if self.uploads_in else ""
             where = f" in {self.uploads_in}" if all(posixpath.dirname(p) == norm for p, _ in uploads) else ""
             said.append(f"{shown_names([p for p, _ in uploads], 5)} (gpuonboard's uploads{where})")
-        kept = any(why for _, why in found.kept) or holding
+        # (an upload another machine recorded too stays for that machine's record: not this one's)
+        kept = any(why and not why.startswith(THEIRS) for _, why in found.kept) or holding
         cache_note, last = _cache_removal(cache, kept, present, said, links) if cache is not None else ("", 0)
         note = left + cache_note
         if not present and not emptying and kept_any:
@@ -487,6 +498,9 @@ class TeardownFilesStep(Step):
                 kept_any = True
                 continue
             note += seen.note()
+            if seen.theirs:  # (another machine's upload there too: left whole, for it)
+                kept_any = True
+                continue
             holding = holding or (seen.kept > 0 and seen.lists > 0)
             kept_any = kept_any or seen.kept > 0
             if seen.kept and not seen.remove:

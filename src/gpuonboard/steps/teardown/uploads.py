@@ -65,7 +65,8 @@ def uploads_probe_command(data_dir: str, check: bool = False) -> str:
 
 def recorded_probe_command(check: bool = False) -> str:
     """sh: the uploads `sync` recorded on the host (uploadlock.UPLOADS_RECORD): `none` when there
-    is no record, else `record`, then `rec PATH` per recorded path, then per dir holding any of them
+    is no record, else `record`, then `theirs NAME PATH` per path another machine's record holds
+    (parse_theirs), `rec PATH` per recorded path, then per dir holding any of them
     `section DIR` and uploads_probe_command's listing of DIR; every record NUL-terminated.
     `check`: writes nothing on the host (as uploads_probe_command's)."""
     paths = (
@@ -73,10 +74,20 @@ def recorded_probe_command(check: bool = False) -> str:
         " case $x in /?*) printf '%s\\n' \"$x\" ;; esac; done"
     )
     listing = (_CHECK if check else "") + _LISTING
+    # the paths other machines sharing this home recorded (`theirs NAME PATH`, NAME their record's
+    # suffix, their host name): a copy in a dir they share (NFS) is theirs too
+    theirs = (
+        'for o in "${r%/*}"/'
+        + uploadlock.RECORD_PREFIX
+        + '*; do { [ "$o" != "$r" ] && [ -f "$o" ]; } || continue;'
+        f" n=${{o##*/{uploadlock.RECORD_PREFIX}}}; tr '\\0' '\\n' < \"$o\" | while IFS= read -r x; do"
+        ' case $x in /?*) printf \'theirs %s %s\\0\' "$n" "$x" ;; esac; done; done; '
+    )
     return (
         f'r="{uploadlock.UPLOADS_RECORD}"; [ -f "$r" ] || {{ printf \'none\\0\'; exit 0; }}; '
         "printf 'record\\0'; "
-        f"{paths} | while IFS= read -r x; do printf 'rec %s\\0' \"$x\"; done; "
+        + theirs
+        + f"{paths} | while IFS= read -r x; do printf 'rec %s\\0' \"$x\"; done; "
         # (each path's dir by expansion, not a `dirname` per path: thousands of recorded uploads)
         f"{paths} | while IFS= read -r x; do x=${{x%/*}}; printf '%s\\n' \"${{x:-/}}\"; done | sort -u | "
         f"while IFS= read -r d; do printf 'section %s\\0' \"$d\"; ( {listing} ); done; true"
@@ -102,6 +113,29 @@ def parse_recorded(output: str) -> tuple[dict[str, set[str]], dict[str, str]] | 
         elif current is not None:
             current.append(rec)
     return names, {d: "\0".join(r) for d, r in listings.items()}
+
+
+def parse_theirs(output: str) -> dict[str, tuple[str, ...]]:
+    """Pure: recorded_probe_command's output -> {path: the other machines (their host names)
+    whose record of uploads holds it}, the machines that share this home (NFS) and a dir there."""
+    found: dict[str, set[str]] = {}
+    for rec in output.split("\0"):
+        if rec.startswith("theirs "):
+            name, _, path = rec[7:].partition(" ")
+            if path.startswith("/"):
+                found.setdefault(posixpath.normpath(path), set()).add(name)
+    return {path: tuple(sorted(names)) for path, names in found.items()}
+
+
+def theirs_of(theirs: Mapping[str, Sequence[str]], *paths: str) -> tuple[str, ...]:
+    """The machines whose record holds any of `paths` or the copy one of them is a store of
+    (`X.encrypted`, `X.shards`: the copy `X`'s own); () when none."""
+    for path in paths:
+        for stem in (path, *(path[: -len(x)] for x in STORE_SUFFIXES if path.endswith(x))):
+            machines = theirs.get(posixpath.normpath(stem))
+            if machines:
+                return tuple(machines)
+    return ()
 
 
 @dataclass(frozen=True)
@@ -278,6 +312,8 @@ def _unlisted(e: _Entry) -> bool:
 
 
 OLDER_RECORD = "older"  # Uploads.kept's why of a tree whose list an older gpuonboard wrote
+# Uploads.kept's why of an upload other machines recorded too (THEIRS + their names, comma-separated)
+THEIRS = "theirs: "
 
 
 def _extras(e: _Entry) -> str:
@@ -296,8 +332,15 @@ def kept_note(kept: Sequence[tuple[str, str]]) -> str:
     Uploads.kept, the path in full)."""
     unlisted = [p for p, why in kept if not why]
     older = [p for p, why in kept if why == OLDER_RECORD]
-    extra = [f"{p} ({why})" for p, why in kept if why and why != OLDER_RECORD]
+    shared = [f"{p} ({why[len(THEIRS) :]})" for p, why in kept if why.startswith(THEIRS)]
+    extra = [f"{p} ({why})" for p, why in kept if why and why != OLDER_RECORD and not why.startswith(THEIRS)]
     note = ""
+    if shared:
+        note += (
+            f"; left on the host: {shown_names(shared)}, recorded as an upload"
+            " by other machines sharing this home as well (a dir they share, such as NFS): in use there"
+            " maybe, so the teardown of the last machine that recorded it removes it"
+        )
     if extra:
         note += (
             f"; left on the host: {shown_names(extra)}, gpuonboard's upload{'s' if len(extra) > 1 else ''}"

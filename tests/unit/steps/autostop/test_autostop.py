@@ -15,6 +15,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -975,3 +976,48 @@ def test_a_rotated_log_stays_private(tmp_path: Path) -> None:
     assert TOKEN in rotated.read_text()
     assert stat.S_IMODE(rotated.stat().st_mode) == 0o600
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+def _cmdlines_holding(text: str) -> list[str]:
+    """The command lines of this machine's processes that hold `text` (what `ps` shows every user)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                line = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if text in line:
+                found.append(line)
+    return found
+
+
+@pytest.mark.parametrize("which", ["before_shutdown", "shutdown_command"])
+def test_a_token_in_the_before_or_shutdown_command_never_shows_in_ps(tmp_path: Path, which: str) -> None:
+    """--before-shutdown (a checkpoint upload with a token) and the shutdown command (a vendor's
+    stop API called with a token) ran as `sh -c "CMD"`: while they ran (up to before_timeout),
+    every user of the host saw the token in `ps`, though the install keeps them in a 0600 config
+    and off every command line. Each command here waits for a flag, so the test reads /proc
+    while it runs."""
+    token = f"tok-{os.getpid()}-{len(tmp_path.name)}x"
+    started, go = tmp_path / "started", tmp_path / "go"
+    cmd = f": {token}; touch {started}; while ! [ -e {go} ]; do sleep 0.05; done"
+    args: dict[str, Any] = {"idle": "1m", "grace": "0", "billing_aware": "no"}
+    if which == "before_shutdown":
+        args["before_shutdown"] = cmd
+    box = Box(tmp_path, **args)
+    if which == "shutdown_command":
+        box.reconfigure(**args, shutdown_command=f"{cmd}; touch {box.marker}")
+    box.run(T0)
+    proc = box.start_tick(T0 + 60)
+    try:
+        deadline = time.monotonic() + 20
+        while not started.exists():
+            assert time.monotonic() < deadline, box.log()
+            time.sleep(0.05)
+        assert _cmdlines_holding(token) == []
+    finally:
+        go.touch()
+        proc.wait(timeout=30)
+        end_session(proc)
+    assert box.shut_down, box.log()

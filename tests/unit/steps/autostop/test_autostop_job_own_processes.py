@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,63 @@ def test_others_leaves_out_the_watchers_ancestors_and_ended_processes(tmp_path: 
     # the ended process and the word that is no pid are skipped; pid 1 is never one of its ancestors
     r = box.run(T0, "others", str(os.getpid()), str(ended.pid), "n/a", "1")
     assert r.stdout.split() == ["1"]
+
+
+def _kernel_thread() -> int | None:
+    """A kernel thread this machine shows (PF_KTHREAD in /proc/PID/stat field 9), or None."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[6]) & 0x00200000:
+                return int(entry.name)
+    return None
+
+
+def test_a_job_that_ended_as_an_unreaped_zombie_lets_the_box_go_idle(tmp_path: Path) -> None:
+    """The job (a script named zj<random>) ended, and its parent (a Python process like a notebook
+    kernel that started it with Popen and never waited) keeps it as a zombie: `pgrep -f` matches
+    the zombie by its name, as it has no command line. Before, the tick said `busy: job ... is
+    running (pid <the zombie>)` for good and the box was never shut down, billed on."""
+    name = f"zj{os.getpid() % 100000}{len(tmp_path.name)}"  # (no other process has it)
+    script = tmp_path / name
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    box = _box(tmp_path, "srv", name)
+    # the parent's own command line does not hold the name (the path comes in the environment)
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os,subprocess,time; subprocess.Popen([os.environ['J']]); time.sleep(60)",
+        ],
+        env={**os.environ, "J": str(script)},
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not subprocess.run(["pgrep", "-f", name], capture_output=True).stdout:
+            assert time.monotonic() < deadline, "the zombie never showed"
+            time.sleep(0.05)
+        for minute in range(3):
+            _cron_tick(box, T0 + 60 * minute)
+        log = box.log()
+        assert "is running" not in log, log
+        assert box.shut_down, log
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait()
+
+
+def test_others_leaves_out_a_kernel_thread(tmp_path: Path) -> None:
+    """A kernel thread (here the first one /proc shows, kthreadd on most machines) is no job:
+    `pgrep -f nvidia` finds `irq/95-nvidia` and `nvidia-modeset/kthread_q` on a GPU box, which
+    kept it up for good before (`others` printed the thread's pid)."""
+    kthread = _kernel_thread()
+    if kthread is None:
+        pytest.skip("this machine shows no kernel thread in /proc")
+    box = _box(tmp_path, "x", "nvidia")
+    r = box.run(T0, "others", str(kthread))
+    assert r.stdout.split() == [], r.stdout
