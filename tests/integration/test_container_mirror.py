@@ -34,6 +34,11 @@ def _mirror_inventory(
     project.write_inventory({"ctr": entry}, vendors_dir=str(vendors))
 
 
+def _login(pm: Podman, reg: Registry) -> None:
+    """The host's container CLI logged in to the test registry (the mirror)."""
+    _ok(pm, ["login", "-u", USER, "--password-stdin", reg.address], PASSWORD.encode())
+
+
 def _pulls(pm: Podman) -> int:
     f = pm.root / "pulls"
     return len(f.read_text().splitlines()) if f.exists() else 0
@@ -44,7 +49,7 @@ def test_digest_only_pin_through_a_mirror_is_ok_on_the_rerun(
 ) -> None:
     digest = _digest(registry)
     image = f"nvcr.io/{REPO}@{digest}"
-    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+    _login(ctr, registry)
     _mirror_inventory(project, pool, registry, tmp_path, image)
     # check mode: says what it would pull, sends nothing
     r = project.cli("container", "--host", "ctr", "--check")
@@ -76,7 +81,7 @@ def test_digest_only_pin_not_present_is_still_pulled(
 ) -> None:
     """Another image of the same repository is present: a digest it does not have is pulled."""
     digest = _digest(registry)
-    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+    _login(ctr, registry)
     other = "sha256:" + "0" * 64
     _mirror_inventory(project, pool, registry, tmp_path, f"nvcr.io/{REPO}@{digest}")
     assert project.cli("container", "--host", "ctr").returncode == 0
@@ -99,7 +104,7 @@ def test_tag_and_digest_pin_through_a_mirror_is_tagged_back_and_ok_on_the_rerun(
 ) -> None:
     digest = _digest(registry)
     image = f"nvcr.io/{REPO_TAG}@{digest}"
-    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+    _login(ctr, registry)
     _mirror_inventory(project, pool, registry, tmp_path, image)
     r = project.cli("container", "--host", "ctr")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -120,7 +125,7 @@ def test_check_mode_with_the_smoke_record_gone_sends_nothing(
     """Present but without a passed smoke run recorded: --check says it would run it, runs nothing."""
     digest = _digest(registry)
     image = f"nvcr.io/{REPO}@{digest}"
-    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+    _login(ctr, registry)
     _mirror_inventory(project, pool, registry, tmp_path, image)
     assert project.cli("container", "--host", "ctr").returncode == 0
     records = pool.hosts["ctr"].home / ".cache" / "gpuonboard" / "container-smoke"
@@ -147,7 +152,7 @@ def test_tag_through_a_mirror_keeps_its_digest_warning_on_the_ok_rerun(
     """A tag pulled through a mirror is whatever the mirror served: the rerun (ok, nothing pulled)
     still says so, until the digest is pinned; an image pulled from its own registry never does."""
     image = f"nvcr.io/{REPO_TAG}"
-    _ok(ctr, ["login", "-u", USER, "--password-stdin", registry.address], PASSWORD.encode())
+    _login(ctr, registry)
     _mirror_inventory(project, pool, registry, tmp_path, image)
     assert project.cli("container", "--host", "ctr").returncode == 0
     first = _step(project)

@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 
 from conftest import Project
-from test_dataset import _age_key, needs_age
+from test_dataset import needs_age
 from test_teardown import inventory, remote, steps
-from test_teardown_uploads import _dataset
+from test_teardown_uploads import _dataset, age_inventory_on_disk
 
 from gpuonboard.testing import TestHostPool
 from gpuonboard.transfer import uploadlock
@@ -40,18 +40,7 @@ def test_uploads_under_another_dest_and_decrypted_elsewhere_are_removed(
     corpus = _dataset(tmp_path / "local" / "corpus", 6)
     images = _dataset(tmp_path / "local" / "images", 7)
     notes = _dataset(tmp_path / "local" / "notes", 4)
-    key, pub = _age_key(tmp_path)
-    inventory(
-        project,
-        pool,
-        remote,
-        dataset=str(corpus),
-        dataset_dir=None,
-        age_recipients=[pub],
-        age_identity_file=str(key),
-    )
-    hosts = project.root / "inventory" / "hosts.yml"
-    hosts.write_text(hosts.read_text().replace("address:", f"data_dir: {disk}\n    address:", 1))
+    age_inventory_on_disk(project, pool, remote, tmp_path, disk, corpus)
     uploads = (
         ["sync", "--dest", str(other)],  # vars.dataset, under another --dest
         ["sync", "--dataset", str(images), "--encrypt", "--decrypt-on-host", "--decrypt-to", str(shm)],

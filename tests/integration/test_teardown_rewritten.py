@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from conftest import Project
-from test_dataset import _age_key, needs_age
-from test_teardown import inventory, remote, steps
-from test_teardown_uploads import _dataset
+from test_dataset import needs_age
+from test_teardown import remote, steps
+from test_teardown_uploads import _dataset, age_inventory_on_disk
 
 from gpuonboard.testing import TestHostPool
 
@@ -46,19 +46,8 @@ def _setup(project: Project, pool: TestHostPool, remote: dict[str, Path], tmp_pa
     disk, other, shm = (remote["base"] / n for n in ("disk", "scratch", "shm"))
     for d in (disk, other, shm):
         d.mkdir()
-    key, pub = _age_key(tmp_path)
     corpus = _dataset(tmp_path / "local" / "corpus", 4)
-    inventory(
-        project,
-        pool,
-        remote,
-        dataset=str(corpus),
-        dataset_dir=None,
-        age_recipients=[pub],
-        age_identity_file=str(key),
-    )
-    hosts = project.root / "inventory" / "hosts.yml"
-    hosts.write_text(hosts.read_text().replace("address:", f"data_dir: {disk}\n    address:", 1))
+    age_inventory_on_disk(project, pool, remote, tmp_path, disk, corpus)
     images = _dataset(tmp_path / "local" / "images", 5)
     tokens = _dataset(tmp_path / "local" / "tokens", 6)
     notes = _dataset(tmp_path / "local" / "notes", 2)

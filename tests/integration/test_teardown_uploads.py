@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 from conftest import Project
+from test_dataset import _age_key
 from test_teardown import inventory, remote, steps
 
 from gpuonboard.testing import TestHostPool
@@ -23,6 +24,33 @@ def _dataset(root: Path, n: int) -> Path:
         (root / f"part{i % 3}").mkdir(parents=True, exist_ok=True)
         (root / f"part{i % 3}" / f"{i}.bin").write_bytes(os.urandom(200 + i))
     return root
+
+
+def age_inventory_on_disk(
+    project: Project,
+    pool: TestHostPool,
+    remote: dict[str, Path],
+    tmp_path: Path,
+    disk: Path,
+    corpus: Path,
+    **more: object,
+) -> None:
+    """test_teardown's inventory for uploads in the data dir: `corpus` the host's dataset (no
+    vars.dataset_dir), an age key pair made in tmp_path for encrypted uploads, the host's data_dir
+    `disk` (written before its address), and `more` vars."""
+    key, pub = _age_key(tmp_path)
+    inventory(
+        project,
+        pool,
+        remote,
+        dataset=str(corpus),
+        dataset_dir=None,
+        age_recipients=[pub],
+        age_identity_file=str(key),
+        **more,
+    )
+    hosts = project.root / "inventory" / "hosts.yml"
+    hosts.write_text(hosts.read_text().replace("address:", f"data_dir: {disk}\n    address:", 1))
 
 
 def test_only_gpuonboards_uploads_leave_the_data_dir(

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import pytest
 from conftest import Project
-from test_dataset import _age_key, needs_age
-from test_teardown import inventory, remote, steps
-from test_teardown_uploads import _dataset
+from test_dataset import needs_age
+from test_teardown import remote, steps
+from test_teardown_uploads import _dataset, age_inventory_on_disk
 
 from gpuonboard.testing import TestHostPool
 
@@ -48,20 +48,9 @@ def _setup(
 ) -> tuple[Path, Path]:
     disk = remote["base"] / "disk"
     disk.mkdir()
-    key, pub = _age_key(tmp_path)
     corpus = _dataset(tmp_path / "local" / "corpus", 7)
-    inventory(
-        project,
-        pool,
-        remote,
-        dataset=str(corpus),
-        dataset_dir=None,
-        age_recipients=[pub],
-        age_identity_file=str(key),
-        shard_size=300,  # (about one file a shard: a rerun sends the changed file's alone)
-    )
-    hosts = project.root / "inventory" / "hosts.yml"
-    hosts.write_text(hosts.read_text().replace("address:", f"data_dir: {disk}\n    address:", 1))
+    # (shard_size: about one file a shard: a rerun sends the changed file's alone)
+    age_inventory_on_disk(project, pool, remote, tmp_path, disk, corpus, shard_size=300)
     return disk, corpus
 
 

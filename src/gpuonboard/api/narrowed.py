@@ -13,7 +13,7 @@ import re
 
 from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, run, runs, tool_name
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
-from gpuonboard.facts.cpu import lscpu_labels
+from gpuonboard.facts.cpu import TYPE_FIELDS, lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
@@ -153,18 +153,7 @@ def _ran_inside(ran: Run, kind: str) -> bool:
 
 # lines of lscpu a grep -v must keep, in English and in every language lscpu is translated into
 # (its labels of these fields: data/lscpu_labels.yml): what the CPU count and cores are read from
-_COUNT_FIELDS = (
-    "Architecture",
-    "CPU(s)",
-    "On-line CPU(s) list",
-    "Off-line CPU(s) list",
-    "Model name",
-    "Thread(s) per core",
-    "Core(s) per socket",
-    "Core(s) per cluster",
-    "Socket(s)",
-    "Cluster(s)",
-)
+_COUNT_FIELDS = ("Architecture", "CPU(s)", "On-line CPU(s) list", "Off-line CPU(s) list", *TYPE_FIELDS)
 # the options of a grep -v read here (any other, a context option, `-f FILE`, is read as narrowing)
 _GREP_FLAGS = frozenset("vEFGiwsx")
 

@@ -29,6 +29,7 @@ __all__ = [
     "parse_cpuinfo",
     "parse_lscpu",
     "parse_nproc",
+    "TYPE_FIELDS",
 ]
 
 
@@ -65,16 +66,15 @@ CPUINFO = "/proc/cpuinfo"
 LSCPU_LABELS_FILE = DATA_DIR / "lscpu_labels.yml"
 # the fields lscpu prints once per CPU type (an ARM big.LITTLE part such as the GB10's
 # Cortex-X925 + Cortex-A725 prints a "Model name" block for each type)
-_TYPE_FIELDS = frozenset(
-    {
-        "Model name",
-        "Thread(s) per core",
-        "Core(s) per socket",
-        "Core(s) per cluster",
-        "Socket(s)",
-        "Cluster(s)",
-    }
+TYPE_FIELDS = (
+    "Model name",
+    "Thread(s) per core",
+    "Core(s) per socket",
+    "Core(s) per cluster",
+    "Socket(s)",
+    "Cluster(s)",
 )
+_TYPE_FIELDS = frozenset(TYPE_FIELDS)
 _ENGLISH = _TYPE_FIELDS | {"Architecture", "CPU(s)", "Off-line CPU(s) list"}
 
 

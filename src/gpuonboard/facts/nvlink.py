@@ -25,8 +25,8 @@ holds for `nvlink -e`.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Protocol, TypeVar
 
 __all__ = [
     "GpuNvlink",
@@ -85,32 +85,48 @@ class GpuNvlink:
         return tuple(sorted({link.speed_gbps for link in self.links if link.speed_gbps is not None}))
 
 
-def _open_block(gpus: Sequence[GpuNvlink] | Sequence[GpuNvlinkErrors]) -> int | None:
-    """The GPU whose block a listing ends inside: its last, with neither a link line nor a note
-    (the listing cut inside its header); None when the listing is whole."""
-    return gpus[-1].index if gpus and not gpus[-1].links and gpus[-1].note is None else None
+class _Block(Protocol):
+    """A GPU's block of a listing: its index, its link lines, its note (None: none printed)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def links(self) -> Any: ...
+    @property
+    def note(self) -> str | None: ...
+
+
+_B = TypeVar("_B", bound=_Block)
 
 
 @dataclass(frozen=True)
-class NvlinkStatus:
-    """Every GPU block of `nvidia-smi nvlink -s`, in order, plus lines not understood."""
+class _Blocks(Generic[_B]):
+    """Every GPU block of a listing, in order, plus lines not understood (NvlinkStatus and
+    NvlinkErrors: `nvlink -s` and `nvlink -e` end cut alike)."""
 
-    gpus: tuple[GpuNvlink, ...]
+    gpus: tuple[_B, ...]
     warnings: tuple[str, ...] = ()
 
-    def by_index(self, index: int) -> GpuNvlink | None:
+    def by_index(self, index: int) -> _B | None:
         """The block of GPU `index`, if listed."""
         return next((g for g in self.gpus if g.index == index), None)
 
     @property
     def cut_gpu(self) -> int | None:
-        """The GPU whose block the listing ends inside (None: the listing is whole)."""
-        return _open_block(self.gpus)
+        """The GPU whose block the listing ends inside (None: the listing is whole): its last,
+        with neither a link line nor a note (the listing cut inside its header)."""
+        last = self.gpus[-1] if self.gpus else None
+        return last.index if last is not None and not last.links and last.note is None else None
 
     @property
     def complete(self) -> bool:
         """False when the listing ends inside a GPU's block (cut_gpu)."""
         return self.cut_gpu is None
+
+
+@dataclass(frozen=True)
+class NvlinkStatus(_Blocks[GpuNvlink]):
+    """Every GPU block of `nvidia-smi nvlink -s`, in order, plus lines not understood."""
 
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
@@ -216,25 +232,8 @@ class GpuNvlinkErrors:
 
 
 @dataclass(frozen=True)
-class NvlinkErrors:
+class NvlinkErrors(_Blocks[GpuNvlinkErrors]):
     """Every GPU block of `nvidia-smi nvlink -e`, in order, plus lines not understood."""
-
-    gpus: tuple[GpuNvlinkErrors, ...]
-    warnings: tuple[str, ...] = ()
-
-    def by_index(self, index: int) -> GpuNvlinkErrors | None:
-        """The block of GPU `index`, if listed."""
-        return next((g for g in self.gpus if g.index == index), None)
-
-    @property
-    def cut_gpu(self) -> int | None:
-        """The GPU whose block the listing ends inside (None: the listing is whole)."""
-        return _open_block(self.gpus)
-
-    @property
-    def complete(self) -> bool:
-        """False when the listing ends inside a GPU's block (cut_gpu)."""
-        return self.cut_gpu is None
 
 
 def parse_nvlink_errors(text: str) -> NvlinkErrors:

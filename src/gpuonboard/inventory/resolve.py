@@ -10,14 +10,13 @@ import os
 import pwd
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory.ansible import AnsibleKeyPath
-from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE, ansible_boolean
-from gpuonboard.inventory.ansible_vars import ALL_VARS
+from gpuonboard.inventory.ansible_cfg import CONFIG_LAYER, ENV_SOURCE
 from gpuonboard.inventory.fields import (
     CONNECT_TIMEOUT_RANGE,
     CONNECTIONS,
@@ -27,14 +26,14 @@ from gpuonboard.inventory.fields import (
     normal_remote_path,
     split_address,
 )
+from gpuonboard.inventory.host_key import host_key_note, pinned_host_key
 from gpuonboard.inventory.jumps import parse_jump
 from gpuonboard.inventory.layers import deep_merge, refuse_dropping_null
 from gpuonboard.inventory.model import Host, OrderSpec, Vendor
 from gpuonboard.inventory.order import parse_order
 from gpuonboard.inventory.rules import is_digits
+from gpuonboard.inventory.settings import BELOW_VENDOR_ARGS, HostSettings
 from gpuonboard.inventory.sshargs import (
-    ANSIBLE_SSH_ARGS,
-    LAX_CHECKING,
     SSHArgs,
     host_ssh_args,
     local_path,
@@ -51,15 +50,10 @@ from gpuonboard.inventory.sshlookup import (
 from gpuonboard.inventory.sshresolve import (
     CONNECTION_KEYS,
     PROXY_COMMAND_TOKENS,
-    OpenSSHConfig,
     bad_token,
     ssh_program,
 )
 from gpuonboard.yamlload import LineDict, did_you_mean, where
-
-# the ssh args (`... of WHO`) that sit below a vendor profile in an Ansible inventory, as the
-# fields of the same layers do: the Ansible config's and the inventory's own `all` vars'
-BELOW_VENDOR_ARGS = (f" of {CONFIG_LAYER}", f" of {ALL_VARS}")
 
 
 def _vendor_suggestion(word: str, vendors: Iterable[str]) -> str:
@@ -125,7 +119,7 @@ def resolve_host(
     if s.ansible:  # (every identity file ssh would try, in its order)
         files = _ssh_keys(s)
         key_file, extras["extra_key_files"] = (files[0] if files else None), tuple(files[1:])
-    host_key = _host_key(s)
+    host_key = pinned_host_key(s)
     timeout = s.pick("connect_timeout", "connecttimeout", 10)
     if problem := CONNECT_TIMEOUT_RANGE.problem(timeout):
         raise s.err("connect_timeout", problem)
@@ -149,78 +143,9 @@ def resolve_host(
         connect_timeout=float(timeout),
         groups=groups,
         vars=dict(hvars),
-        host_key_note=_host_key_note(s, ssh_cfg),
+        host_key_note=host_key_note(s, ssh_cfg),
         **extras,
     )
-
-
-@dataclass(frozen=True)
-class _Settings:
-    """One host's layers merged (`merged`), the layer that set each top-level key (`origin`),
-    the layers in precedence order (`ordered`) and its SSH config Host entry (`sshc`)."""
-
-    name: str
-    path: Path
-    vendor: Vendor | None
-    ordered: list[tuple[Mapping[str, Any], str]]
-    merged: dict[str, Any]
-    origin: dict[str, tuple[Mapping[str, Any], str]]
-    sshc: Mapping[str, Any]
-    looked_up: str | None = None  # the name `sshc` was looked up at: the host's, or its address
-    ansible: bool = False  # an Ansible inventory: its `all` vars (`defaults`) beat the SSH config
-    args: SSHArgs = SSHArgs()  # what an Ansible host's ssh args set (`-p 2222`, `-o User=ops`)
-    # the SSH config's ProxyCommand as written (`sshc` holds `ssh -W %h:%p b` as ProxyJump b):
-    # after the args' `-J none`, ssh still takes it, unlike the config's own ProxyJump
-    config_command: str | None = None
-
-    def file_of(self, label: str) -> Path:
-        """The file a layer was written in: the vendor profile's, else the inventory's."""
-        vendor = self.vendor
-        return Path(vendor.source) if vendor is not None and label.startswith("vendor ") else self.path
-
-    def err(self, key: str, problem: str) -> InventoryError:
-        """The error for a bad value of `key`, at the file and line of the layer that set it."""
-        src, label = self.origin.get(key, (LineDict(), f"host {self.name!r}"))
-        at = where(self.file_of(label), src, key)
-        if self.ansible and label == "defaults":  # (the layer's name is ours: name what the user wrote)
-            who = getattr(src, "key_layers", {}).get(key, (ALL_VARS,))[0]
-            label = "the Ansible config's" if who == CONFIG_LAYER else f"{ALL_VARS}'"
-        return InventoryError(f"{at}: {label} field {key!r} {problem}")
-
-    def from_inventory(self, key: str) -> bool:
-        """Whether the host's own entry or one of its groups sets `key` (beating the SSH config);
-        in an Ansible inventory its `all` vars too: Ansible passes `ansible_user`, `ansible_port`
-        and the key file on ssh's command line, which beats the config (`ssh -o User=...`)."""
-        beats = ("host ", "group ", "defaults") if self.ansible else ("host ", "group ")
-        return key in self.merged and self.origin.get(key, (None, ""))[1].startswith(beats)
-
-    def vendor_beats_args(self, key: str, ssh_key: str) -> bool:
-        """Whether the vendor profile's `key` beats what the ssh args set for `ssh_key`: args
-        from the Ansible config or the `all` vars sit below a vendor profile, as the config's
-        remote_user and the `all` vars' ansible_user do."""
-        source = self.args.source.get(ssh_key, ("", ""))[1]
-        return source.endswith(BELOW_VENDOR_ARGS) and self.origin.get(key, ({}, ""))[1].startswith("vendor ")
-
-    def pick(self, key: str, ssh_key: str, default: Any) -> Any:
-        """An SSH config Host entry is host-specific: it beats defaults and vendor, not host/group
-        (nor, in an Ansible inventory, its `all` vars: `from_inventory`). An Ansible host's ssh
-        args come between: ssh gets them after Ansible's own `-o Port=`, before the config."""
-        if ssh_key == "proxyjump":  # (`route` decides the args' way: `_way`)
-            given = None if self.vendor_beats_args(key, ssh_key) else self.args.first(ssh_key)
-            before = self.args.before_inventory(ssh_key)
-        else:  # (the config's values, below a vendor profile's: the first of the inventory's args)
-            below = BELOW_VENDOR_ARGS if self.origin.get(key, ({}, ""))[1].startswith("vendor ") else ()
-            found = self.args.first_of(ssh_key, below)
-            given = None if found is None else found[0]
-            before = found is not None and found[1][1].startswith(f"{ANSIBLE_SSH_ARGS[0]} ")
-        if self.from_inventory(key) and not (given is not None and before):
-            return self.merged[key]
-        if given is not None:
-            return local_path(given) if ssh_key == "identityfile" else given
-        if ssh_key in self.sshc:
-            value = self.sshc[ssh_key]
-            return value[0] if ssh_key == "identityfile" else value
-        return self.merged.get(key, default)
 
 
 def _host_vendor(
@@ -251,14 +176,14 @@ def _merge_layers(
     path: Path,
     ssh_cfg: Any,
     ansible: bool = False,
-) -> _Settings:
+) -> HostSettings:
     """The layers merged in precedence order (defaults < vendor < groups < host), a null that
     would drop an earlier layer's value refused; with the host's SSH config entry (in an Ansible
     inventory, that of the address it gives: `config_alias`)."""
     vendor_layer: Mapping[str, Any] = vendor.host_defaults if vendor is not None else {}
     vendor_id = vendor.id if vendor is not None else None
     ordered = [layers[0], (vendor_layer, f"vendor {vendor_id!r}"), *layers[1:]]
-    s = _Settings(name, path, vendor, ordered, {}, {}, {})
+    s = HostSettings(name, path, vendor, ordered, {}, {}, {})
     merged: dict[str, Any] = {}
     set_by: dict[tuple[str, ...], str] = {}  # which layer set each value a null could drop
     for layer, label in ordered:
@@ -322,88 +247,7 @@ def _with_args(
     return target, found.lookup()
 
 
-_ANSIBLE_CHECKING = ("ansible_host_key_checking", "ansible_ssh_host_key_checking")
-
-
-def _host_key_note(s: _Settings, ssh_cfg: Any) -> str | None:
-    """Where the user's settings would have ssh accept an unknown host key (or, with
-    `UserKnownHostsFile /dev/null` alone, ask about it every time), which gpuonboard does not
-    follow (said when it refuses one); None where nothing says so. Each keyword is the first
-    that sets it, as ssh reads them: ansible_ssh_args, Ansible's own `StrictHostKeyChecking=no`
-    (its host key checking turned off), the common and extra args, then the SSH config."""
-    config = s.sshc or _config_settings(s, ssh_cfg)
-    where_config = f"{getattr(ssh_cfg, 'path', 'the SSH config')}: `%s` for this host"
-    checking = _first_setting(s, "stricthostkeychecking", config, where_config)
-    if checking is not None and checking[0].strip().lower() in LAX_CHECKING:
-        return checking[1]
-    if checking is not None and checking[0].strip().lower() in ("yes", "true"):
-        return None  # (ssh refuses an unknown key: nothing to name)
-    files = _first_setting(s, "userknownhostsfile", config, where_config)
-    return files[1] if files is not None and files[0].strip() == "/dev/null" else None
-
-
-def _first_setting(
-    s: _Settings, key: str, config: Mapping[str, Any], at_config: str
-) -> tuple[str, str] | None:
-    """The value ssh takes for host key setting `key` and where it was written: the args'
-    (ansible_ssh_args before Ansible's own, common and extra args after), Ansible's host key
-    checking turned off (for StrictHostKeyChecking), else the config's."""
-    given = s.args.values.get(key)
-    if isinstance(given, str) and s.args.before_inventory(key):
-        return given, _args_note(s, key)
-    if key == "stricthostkeychecking" and (off := _ansible_checking_off(s)) is not None:
-        return "no", off
-    if isinstance(given, str):
-        return given, _args_note(s, key)
-    value = config.get(key)
-    if isinstance(value, str):
-        shown = "no" if value.strip() == "false" else value.strip()  # (`ssh -G` prints no as false)
-        keyword = "StrictHostKeyChecking" if key == "stricthostkeychecking" else "UserKnownHostsFile"
-        return value, at_config % f"{keyword} {shown}"
-    return None
-
-
-def _args_note(s: _Settings, key: str) -> str:
-    at, label = s.args.source[key]
-    return f"{at}: `{s.args.written[key]}` in the {label}"
-
-
-def _ansible_checking_off(s: _Settings) -> str | None:
-    """Where an Ansible host's host key checking is turned off (the last layer setting it)."""
-    for layer, label in reversed(s.ordered if s.ansible else ()):
-        given = layer.get("vars")
-        key = next((k for k in _ANSIBLE_CHECKING if isinstance(given, Mapping) and k in given), None)
-        if key is not None:
-            assert isinstance(given, Mapping)
-            if given[key] is None or ansible_boolean(given[key]):  # (non-strict: `n`, `nope` are false)
-                return None
-            label = getattr(given, "key_layers", {}).get(key, (label,))[0]
-            at = where(s.path, given, key)
-            if label == CONFIG_LAYER and at.startswith(ENV_SOURCE):  # (ANSIBLE_HOST_KEY_CHECKING=False)
-                return f"{at.removeprefix(ENV_SOURCE)}={given[key]} in the environment"
-            if label == CONFIG_LAYER:
-                return f"{at}: `host_key_checking = {given[key]}` in the Ansible config"
-            return f"{at}: {key}: {given[key]} of {label}"
-    return None
-
-
-def _config_settings(s: _Settings, ssh_cfg: Any) -> Mapping[str, Any]:
-    """What the SSH config says of an Ansible host it gives no connection setting (a `Host
-    10.0.*` block with only `StrictHostKeyChecking no`): Ansible's `ssh ADDRESS` still applies
-    it. Looked up at the address (or the name), which config_alias already resolved."""
-    if not s.ansible or ssh_cfg is None or s.looked_up is not None:
-        return {}
-    address = s.merged.get("address", s.name)
-    alias = str(address).strip().removeprefix("[").removesuffix("]")
-    try:  # (a config ssh refuses, or the own reader cannot decide, was already said for hosts using it)
-        if isinstance(ssh_cfg, OpenSSHConfig):
-            return {k: " ".join(v) for k, v in ssh_cfg.resolution(alias).values.items()}
-        return dict(ssh_cfg.lookup(alias)) if hasattr(ssh_cfg, "lookup") else {}
-    except InventoryError:
-        return {}
-
-
-def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
+def _way(s: HostSettings) -> tuple[tuple[str, ...], dict[str, Any]]:
     """The jump hops and the Host fields the SSH config and ssh args add (a ProxyCommand, more
     key and certificate files). An Ansible host's ssh args naming a ProxyJump or ProxyCommand
     decide as ssh does (the first of them in ansible_ssh_args, common then extra args wins,
@@ -447,14 +291,14 @@ def _way(s: _Settings) -> tuple[tuple[str, ...], dict[str, Any]]:
     return jump, extras
 
 
-def _empty_address_var(s: _Settings) -> str:
+def _empty_address_var(s: HostSettings) -> str:
     """The group or host whose empty `ansible_ssh_host` / `ansible_host` gave a host its empty
     address (`ansible_ssh_host` beats `ansible_host` when set, even empty)."""
     layer = s.origin.get("address", ({}, ""))[0]
     return str(getattr(layer, "key_layers", {}).get("address", (f"host {s.name!r}",))[0])
 
 
-def _ssh_default_user(s: _Settings) -> str:
+def _ssh_default_user(s: HostSettings) -> str:
     """The user ssh logs in as where Ansible passes it no User (an empty `ansible_user`, which
     beats a group's `ansible_user=ops`): the ssh args' `-l` / `-o User=`, else the SSH config's
     User for the host, else the local login name, as OpenSSH picks it."""
@@ -462,7 +306,7 @@ def _ssh_default_user(s: _Settings) -> str:
     return str(given) if given else pwd.getpwuid(os.getuid()).pw_name  # (ssh's, not $USER)
 
 
-def _not_used(s: _Settings, connection: str, groups: tuple[str, ...]) -> Host:
+def _not_used(s: HostSettings, connection: str, groups: tuple[str, ...]) -> Host:
     """An Ansible host reached by a connection that is not SSH (`winrm`, `network_cli`,
     `community.docker.docker`): listed, with its connection and the sentence that refuses it
     when a selection that connects includes it (Ansible runs only the hosts selected, so the
@@ -501,7 +345,7 @@ def _not_used(s: _Settings, connection: str, groups: tuple[str, ...]) -> Host:
     )
 
 
-def _ansible_rank(s: _Settings, key: str) -> tuple[str, int]:
+def _ansible_rank(s: HostSettings, key: str) -> tuple[str, int]:
     """The group or host (or the Ansible config) that set an Ansible host's `key` (one of ours,
     or `ansible_ssh_common_args of ...`: an ssh args variable) and its rank in Ansible's
     precedence (higher beats lower); a key from the inventory's defaults ranks lowest."""
@@ -512,13 +356,13 @@ def _ansible_rank(s: _Settings, key: str) -> tuple[str, int]:
     return (found[0], found[1]) if found else (label, 0 if label == "defaults" else 1 << 20)
 
 
-def _layer_rank(s: _Settings, label: str) -> int:
+def _layer_rank(s: HostSettings, label: str) -> int:
     """Where the layer `label` ("host 'gpu2'", "group 'gpus'", "defaults") stands in the host's
     precedence (higher beats lower); -1 where it is none of them."""
     return next((i for i, (_, lab) in enumerate(s.ordered) if lab == label), -1)
 
 
-def _args_proxy_command(s: _Settings, command: str) -> str:
+def _args_proxy_command(s: HostSettings, command: str) -> str:
     """A ProxyCommand of the ssh args (or of the config, after the args' `ProxyJump none`),
     checked: one line, no token OpenSSH leaves unexpanded there."""
     bad = "a line break" if "\n" in command else bad_token(command, PROXY_COMMAND_TOKENS)
@@ -532,7 +376,7 @@ def _args_proxy_command(s: _Settings, command: str) -> str:
     )
 
 
-def _ssh_keys(s: _Settings) -> list[str]:
+def _ssh_keys(s: HostSettings) -> list[str]:
     """An Ansible host's identity files in the order its ssh tries them, each once: those of
     ansible_ssh_args, the inventory's key file, those of the common and extra args, the SSH
     config's IdentityFiles; else the vendor profile's key_file."""
@@ -553,7 +397,7 @@ def _ssh_keys(s: _Settings) -> list[str]:
     return files
 
 
-def _proxy_command(s: _Settings) -> str | None:
+def _proxy_command(s: HostSettings) -> str | None:
     """The inventory's `proxy_command` (an Ansible ProxyCommand that is more than `ssh -W
     %h:%p bastion`, or written as is), checked; None when it sets none."""
     proxy = s.merged.get("proxy_command")
@@ -572,7 +416,7 @@ def _proxy_command(s: _Settings) -> str | None:
     return proxy
 
 
-def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_is_address: bool) -> str:
+def _address(s: HostSettings, connection: str, ssh_cfg: Any, host_where: str, name_is_address: bool) -> str:
     """The address to dial: the inventory's, else the SSH config entry's HostName (or its alias),
     else, in an Ansible inventory, the host's name; checked and without brackets."""
     name = s.name
@@ -637,55 +481,12 @@ def _address(s: _Settings, connection: str, ssh_cfg: Any, host_where: str, name_
     return address
 
 
-# an OpenSSH SHA256 fingerprint: 32 bytes in base64, 43 characters (OpenSSH prints no `=`)
-_FINGERPRINT = re.compile(r"SHA256:([A-Za-z0-9+/]{43})=?", re.IGNORECASE)
-_HOW = "(`ssh-keyscan -p PORT HOST | ssh-keygen -lf -` prints it)"
-
-
-def _host_key(s: _Settings) -> str | None:
-    """The pinned fingerprint as OpenSSH prints it (`SHA256:` and 43 base64 characters, a
-    base64 `=` pad dropped). A placeholder (`SHA256:...`), a cut or MD5 fingerprint, or a whole
-    `ssh-keygen -l` line is refused here: it would never match, and every connection would be
-    reported as a possible man-in-the-middle."""
-    value = s.merged.get("host_key")
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise s.err("host_key", f"must be one OpenSSH fingerprint like SHA256:{'x' * 43} {_HOW}.")
-    text = value.strip()
-    if whole := _FINGERPRINT.fullmatch(text):
-        return f"SHA256:{whole.group(1)}"
-    inside = _FINGERPRINT.search(text)
-    if inside is not None and (inside.start() == 0 or text[inside.start() - 1] == " "):
-        raise s.err(
-            "host_key",
-            f"is a whole `ssh-keygen -l` line ({value!r}); write only its fingerprint"
-            f" (host_key: SHA256:{inside.group(1)}).",
-        )
-    if " " in text and "SHA256:" in text.upper():
-        raise s.err(
-            "host_key",
-            f"is a whole `ssh-keygen -l` line ({value!r}); write only its fingerprint, SHA256: and 43"
-            f" base64 characters {_HOW}.",
-        )
-    if text.upper().startswith("MD5:"):
-        raise s.err(
-            "host_key",
-            f"is an MD5 fingerprint; pin the SHA256 one, SHA256: and 43 base64 characters {_HOW}.",
-        )
-    raise s.err(
-        "host_key",
-        f"{value!r} is not an OpenSSH fingerprint, which is SHA256: and 43 base64 characters"
-        f" (a placeholder like SHA256:... or a cut copy never matches); copy the whole fingerprint {_HOW}.",
-    )
-
-
-def _key_file(s: _Settings) -> str | None:
+def _key_file(s: HostSettings) -> str | None:
     """The key file, `~` and environment variables expanded, relative to the inventory file."""
     return _key_path(s, s.pick("key_file", "identityfile", None))
 
 
-def _key_path(s: _Settings, key_file: Any) -> str | None:
+def _key_path(s: HostSettings, key_file: Any) -> str | None:
     """`key_file` (of the inventory or the SSH config) checked, `~` and environment variables
     expanded, relative to the inventory file."""
     if key_file is not None and not isinstance(key_file, str):
@@ -715,7 +516,7 @@ def ansible_integer(value: str | float) -> int | str | float:
         return value
 
 
-def _key_base(s: _Settings, key_file: str) -> Path:
+def _key_base(s: HostSettings, key_file: str) -> Path:
     """The folder a relative key file is read from: the inventory file's, but one of Ansible's
     own variables (`ansible_ssh_private_key_file=./keys/id`: an AnsibleKeyPath) from the
     directory gpuonboard runs in, as Ansible passes it to ssh as written and ssh opens it where
@@ -731,7 +532,7 @@ def _key_base(s: _Settings, key_file: str) -> Path:
     return s.path.parent
 
 
-def _data_dir(s: _Settings) -> str | None:
+def _data_dir(s: HostSettings) -> str | None:
     """The data dir (the layers', else the vendor profile's), checked and spelt one way."""
     vendor = s.vendor
     data_dir = s.merged.get("data_dir", vendor.data_dir if vendor else None)
@@ -744,7 +545,7 @@ def _data_dir(s: _Settings) -> str | None:
     return data_dir
 
 
-def _order(s: _Settings) -> OrderSpec:
+def _order(s: HostSettings) -> OrderSpec:
     """The merged order, each key's errors pointing at the layer that wrote it."""
     order_src = s.origin.get("order", (LineDict(), f"host {s.name!r}"))
     order_origins: dict[str, tuple[Path, Mapping[str, Any], str]] = {}

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.inventory.sshresolve import CONNECTION_KEYS, LIST_KEYS
 from gpuonboard.yamlload import where
 
 # (in the order ssh gets them; the first comes before Ansible's own -o Port= -o User=)
@@ -39,25 +40,14 @@ _TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 _VALUE_FLAGS = frozenset("BbcDEeFIiJLlmOoPpQRSWw")
 _PLAIN_FLAGS = frozenset("12346afgknqstvxACGKMNTVXYy")
 _FLAG_KEYWORD = {"p": "port", "l": "user", "i": "identityfile", "J": "proxyjump"}
-# the keywords read (where and as whom ssh connects); identity and certificate files accumulate
-READ = frozenset(
-    {
-        "hostname",
-        "port",
-        "user",
-        "identityfile",
-        "certificatefile",
-        "proxyjump",
-        "proxycommand",
-        "stricthostkeychecking",
-        "userknownhostsfile",
-    }
-)
 # what ssh would be told of host keys that gpuonboard does not follow (it checks them against
 # its own known_hosts and pins, and records a new one only with --trust-new-hosts)
 HOST_KEY_KEYS = frozenset({"stricthostkeychecking", "userknownhostsfile"})
+# the keywords read (where and as whom ssh connects: as of the SSH config, sshresolve's), and
+# the host key ones; identity and certificate files accumulate
+READ = CONNECTION_KEYS | HOST_KEY_KEYS
 LAX_CHECKING = frozenset({"no", "off", "false", "accept-new"})
-LISTS = frozenset({"identityfile", "certificatefile"})
+LISTS = LIST_KEYS
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gpuonboard.report.escape import escape_text
 from gpuonboard.results import HostResult, HostVerdict, RunResult
 
 # XML 1.0 allows tab, newline and carriage return but no other C0 control character (nor lone
@@ -131,7 +132,7 @@ def _write(el: ET.Element, write: Callable[[str], None]) -> None:
     if text or len(el):
         write(">")
         if text:
-            write(_escape_cdata(text))
+            write(escape_text(text))
         for child in el:
             _write(child, write)
         write("</" + tag + ">")
@@ -141,18 +142,7 @@ def _write(el: ET.Element, write: Callable[[str], None]) -> None:
     if tail:
         if type(tail) is not str:
             raise _NotPlain
-        write(_escape_cdata(tail))
-
-
-def _escape_cdata(text: str) -> str:
-    """A text as ElementTree escapes it (& < >)."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return text
+        write(escape_text(tail))
 
 
 # an attribute value's characters ElementTree escapes beyond a text's, and as what
@@ -161,7 +151,7 @@ _ATTRIB_MORE = (('"', "&quot;"), ("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;
 
 def _escape_attrib(text: str) -> str:
     """An attribute value as ElementTree escapes it (& < > " and CR, LF, tab as references)."""
-    text = _escape_cdata(text)
+    text = escape_text(text)
     for char, ref in _ATTRIB_MORE:
         if char in text:
             text = text.replace(char, ref)

@@ -18,6 +18,8 @@ from typing import Any
 
 from markupsafe import escape as _escape
 
+from gpuonboard.report.escape import escape_text
+
 Words = dict[str, Callable[..., str]]
 
 
@@ -32,12 +34,7 @@ def esc(value: Any) -> str:
         value = str(value)
     if len(value) > 256:
         return _escape(value)
-    if "&" in value:
-        value = value.replace("&", "&amp;")
-    if "<" in value:
-        value = value.replace("<", "&lt;")
-    if ">" in value:
-        value = value.replace(">", "&gt;")
+    value = escape_text(value)
     if "'" in value:
         value = value.replace("'", "&#39;")
     if '"' in value:

@@ -92,12 +92,13 @@ def run(
     children.STOPPING.clear()  # (a run before it in this process may have been interrupted)
     workers = max(1, min(options.forks, len(hosts)))
     if workers == 1:
-        return [_host_done(h, plans[h.name], playbook, inventory, options, store) for h in hosts]
+        return [_host_done(_HostRun(h, plans[h.name], playbook, inventory, options, store)) for h in hosts]
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="host")
     futures: list[Future[HostResult]] = []
     try:
         futures += [
-            pool.submit(_host_done, h, plans[h.name], playbook, inventory, options, store) for h in hosts
+            pool.submit(_host_done, _HostRun(h, plans[h.name], playbook, inventory, options, store))
+            for h in hosts
         ]
         return [f.result() for f in futures]
     except KeyboardInterrupt:
@@ -130,41 +131,40 @@ def _emit(options: RunOptions, host: str, event: str) -> None:
             options.on_event(host, event)
 
 
-def _host_done(
-    host: Host,
-    steps: list[Step],
-    playbook: Playbook,
-    inventory: Inventory | None,
-    options: RunOptions,
-    store: KnownHosts,
-) -> HostResult:
+@dataclass(frozen=True)
+class _HostRun:
+    """One host's run: its steps, and what every host of the run shares."""
+
+    host: Host
+    steps: list[Step]
+    playbook: Playbook
+    inventory: Inventory | None
+    options: RunOptions
+    store: KnownHosts
+
+
+def _host_done(job: _HostRun) -> HostResult:
     """One host's run, then `options.on_host_done` with its result (its errors ignored)."""
-    result = _run_host(host, steps, playbook, inventory, options, store)
-    if options.on_host_done is not None:
+    result = _run_host(job)
+    if job.options.on_host_done is not None:
         try:
-            options.on_host_done(result)
+            job.options.on_host_done(result)
         except Exception:  # (the hook's owner redoes its work at the end of the run)
             if os.environ.get("GPUONBOARD_DEBUG") == "1":
                 raise
     return result
 
 
-def _run_host(
-    host: Host,
-    steps: list[Step],
-    playbook: Playbook,
-    inventory: Inventory | None,
-    options: RunOptions,
-    store: KnownHosts,
-) -> HostResult:
+def _run_host(job: _HostRun) -> HostResult:
     """One host's whole run; whatever goes wrong stays this host's failure, never the run's."""
+    host, steps, inventory, options = job.host, job.steps, job.inventory, job.options
     start = time.monotonic()
     # work that needs no connection (or only a verified host key) overlaps the login and probe
-    warm = Warm(host, inventory, options.project, options.connect.known_hosts, options.check, store=store)
+    warm = Warm(host, inventory, options.project, options.connect.known_hosts, options.check, store=job.store)
     try:
         for step in steps:
             step.warm(warm)
-        return _run_host_inner(host, steps, playbook, inventory, options, store, start, warm)
+        return _run_host_inner(job, start, warm)
     except Exception as exc:  # a bug or an unforeseen error: report it, keep the other hosts
         if os.environ.get("GPUONBOARD_DEBUG") == "1":
             raise
@@ -183,19 +183,11 @@ def _run_host(
                     raise
 
 
-def _run_host_inner(
-    host: Host,
-    steps: list[Step],
-    playbook: Playbook,
-    inventory: Inventory | None,
-    options: RunOptions,
-    store: KnownHosts,
-    start: float,
-    warm: Warm,
-) -> HostResult:
+def _run_host_inner(job: _HostRun, start: float, warm: Warm) -> HostResult:
+    host, inventory, options = job.host, job.inventory, job.options
     _emit(options, host.name, "connecting")
     try:
-        runner = open_runner(host, options.connect, store, inventory)
+        runner = open_runner(host, options.connect, job.store, inventory)
     except ConnectError as exc:  # (warm.settled is set by _run_host on the way out)
         if options.log:
             options.log.write(host.name, f"unreachable: {exc}")
@@ -218,7 +210,7 @@ def _run_host_inner(
         runner = LoggedRunner(runner, options.log)
     _OPEN_RUNNERS.add(connection)
     try:
-        result = _run_steps(host, runner, steps, playbook, options, inventory)
+        result = _run_steps(host, runner, job.steps, job.playbook, options, inventory)
     finally:
         runner.close()
         _OPEN_RUNNERS.discard(connection)

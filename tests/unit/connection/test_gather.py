@@ -9,12 +9,13 @@ import dataclasses
 import os
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 import pytest
 
 from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, df_command, parse_facts
-from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
+from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec
 from gpuonboard.steps.checks.disk_rules import _NETWORK_FS, _NETWORK_FUSE, rule_data_disk
@@ -50,6 +51,14 @@ def _probe(bin_dir: Path, names: tuple[str, ...], df_timeout: int = DF_TIMEOUT) 
     """The core probes named, run as one batched script by /bin/sh with only `bin_dir` on PATH,
     parsed as gather parses them."""
     probes = [p for p in core_probes(df_timeout=df_timeout) if p.name in names]
+    return _run_probes(bin_dir, probes, list(names))
+
+
+def _run_probes(
+    bin_dir: Path, probes: list[Probe], names: list[str], preexec: Callable[[], None] | None = None
+) -> Facts:
+    """`probes` run as one batched script by /bin/sh with only `bin_dir` on PATH (`preexec` run in
+    the child first), their outputs `names` split and parsed as gather parses them."""
     token = new_token()
     done = subprocess.run(
         ["/bin/sh", "-c", build_script(probes, token)],
@@ -58,8 +67,9 @@ def _probe(bin_dir: Path, names: tuple[str, ...], df_timeout: int = DF_TIMEOUT) 
         text=True,
         timeout=60,
         check=False,
+        preexec_fn=preexec,
     )
-    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+    return parse_facts(split_output(done.stdout, done.stderr, token, names))
 
 
 def _mem_total() -> int:
@@ -356,16 +366,7 @@ def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Fac
         for p in core_probes()
         if p.name in names
     ]
-    token = new_token()
-    done = subprocess.run(
-        ["/bin/sh", "-c", build_script(probes, token)],
-        env={"PATH": str(bin_dir)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return parse_facts(split_output(done.stdout, done.stderr, token, [p.name for p in probes]))
+    return _run_probes(bin_dir, probes, [p.name for p in probes])
 
 
 def _mount_table(df_t: str) -> str:
@@ -540,17 +541,7 @@ def _probe_pinned(bin_dir: Path, names: tuple[str, ...], cpus: set[int]) -> Fact
     """_probe, run with its CPU affinity narrowed to `cpus` (as `taskset -c` or a job's CPU
     binding narrows a login's)."""
     probes = [p for p in core_probes() if p.name in names]
-    token = new_token()
-    done = subprocess.run(
-        ["/bin/sh", "-c", build_script(probes, token)],
-        env={"PATH": str(bin_dir)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        preexec_fn=lambda: os.sched_setaffinity(0, cpus),
-    )
-    return parse_facts(split_output(done.stdout, done.stderr, token, list(names)))
+    return _run_probes(bin_dir, probes, list(names), lambda: os.sched_setaffinity(0, cpus))
 
 
 @pytest.mark.skipif(

@@ -16,6 +16,8 @@ from gpuonboard.inventory import Host, Inventory, OrderSpec
 from gpuonboard.inventory.ansible import convert_vars, expand_host_pattern, is_native, looks_like_ini
 from gpuonboard.inventory.sshargs import parse_ssh_args, route
 
+from .test_loader import load_error
+
 GB = 1000**3
 
 ANSIBLE_YAML = """\
@@ -260,9 +262,7 @@ def test_ini_group_cycle_is_an_error(tmp_path: Path) -> None:
 def test_ansible_vars_that_are_not_a_mapping(tmp_path: Path) -> None:
     path = tmp_path / "hosts.yml"
     path.write_text("all:\n  vars: [a, b]\n  hosts: {g: {ansible_host: x}}\n")
-    with pytest.raises(InventoryError) as info:
-        inventory.load(path)
-    assert str(info.value) == f"{path}, line 2: Ansible group 'all' 'vars' must be a mapping of name: value."
+    assert load_error(path) == f"{path}, line 2: Ansible group 'all' 'vars' must be a mapping of name: value."
 
 
 def test_ansible_host_field_errors_name_the_line(tmp_path: Path) -> None:
@@ -365,9 +365,7 @@ def test_a_bracketed_ipv6_ansible_host_is_refused_as_ansibles_ssh_refuses_it(tmp
     (tmp_path / "ssh_config").write_text("")
     path = tmp_path / "hosts"
     path.write_text("[gpus]\ngpu1 ansible_host=[fd2e::1]\n")
-    with pytest.raises(InventoryError) as info:
-        inventory.load(path, ssh_config=tmp_path / "ssh_config")
-    assert str(info.value) == (
+    assert load_error(path, ssh_config=tmp_path / "ssh_config") == (
         f"{path}, line 2: host 'gpu1' field 'address' '[fd2e::1]' (ansible_host) holds an IPv6 address"
         " in brackets, which Ansible's ssh dials as written and refuses (ssh: \"hostname contains invalid"
         ' characters"); write it without the brackets: fd2e::1.'
@@ -385,9 +383,7 @@ def test_our_own_format_still_needs_an_address(tmp_path: Path) -> None:
     assert inventory.load(path).hosts["gpu1.example.com"].address == "gpu1.example.com"
     native = tmp_path / "native.yml"
     native.write_text("hosts:\n  gpu1.example.com: {}\n")
-    with pytest.raises(InventoryError) as info:
-        inventory.load(native)
-    assert str(info.value) == (
+    assert load_error(native) == (
         f"{native}, line 2: host 'gpu1.example.com' has no 'address' and no Host entry in the SSH"
         " config; add address: <IP or DNS name>."
     )

@@ -35,6 +35,13 @@ def write(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def load_error(path: Path, ssh_config: Path | None = None) -> str:
+    """The error sentence inventory.load raises (an InventoryError; none fails the test)."""
+    with pytest.raises(InventoryError) as info:
+        inventory.load(path, ssh_config=ssh_config)
+    return str(info.value)
+
+
 def load_text(tmp_path: Path, hosts_yml: str, **extra: str) -> Inventory:
     return inventory.load(write(tmp_path / "inv", {"hosts.yml": hosts_yml, **extra}))
 
@@ -155,9 +162,7 @@ def test_error_in_a_merged_order_points_at_the_layer_that_wrote_it(tmp_path: Pat
                 """
         },
     )
-    with pytest.raises(InventoryError) as info:
-        inventory.load(inv_dir)
-    assert str(info.value) == (
+    assert load_error(inv_dir) == (
         f"{inv_dir / 'hosts.yml'}, line 4: group 'a100' order has an unknown key 'gpu_cnt';"
         " did you mean 'gpu_count'?"
     )
@@ -171,9 +176,7 @@ def test_bad_vendor_ssh_value_names_the_vendor_file(tmp_path: Path) -> None:
             "vendors/acme.yml": "name: ACME\nssh:\n  user: ubuntu\n  port: twenty-two\n",
         },
     )
-    with pytest.raises(InventoryError) as info:
-        inventory.load(inv_dir)
-    assert str(info.value) == (
+    assert load_error(inv_dir) == (
         f"{inv_dir / 'vendors' / 'acme.yml'}, line 4: vendor 'acme' field 'port' must be a number"
         " from 1 to 65535, not 'twenty-two'."
     )
@@ -187,9 +190,7 @@ def test_unknown_vendor_names_the_vendors_dir_in_use(tmp_path: Path) -> None:
             "profiles/acme.yml": "name: ACME\n",
         },
     )
-    with pytest.raises(InventoryError) as info:
-        inventory.load(inv_dir)
-    assert str(info.value) == (
+    assert load_error(inv_dir) == (
         f"{inv_dir / 'hosts.yml'}, line 3: host 'gpu-1' names unknown vendor 'acm'; vendor profiles are"
         f" the files <name>.yml in {(inv_dir / 'profiles').resolve()}; did you mean 'acme'?"
     )
@@ -451,9 +452,7 @@ def test_an_ssh_config_the_environment_names_that_is_no_file_is_refused(
         named.mkdir()
     monkeypatch.setenv("GPUONBOARD_SSH_CONFIG", str(named))
     inv_dir = write(tmp_path / "inv", {"hosts.ini": "[gpus]\ngpu1 ansible_host=10.0.1.15\n"})
-    with pytest.raises(InventoryError) as info:
-        inventory.load(inv_dir / "hosts.ini")
-    assert str(info.value) == (
+    assert load_error(inv_dir / "hosts.ini") == (
         f"$GPUONBOARD_SSH_CONFIG names the SSH config {named}, which is {what}; fix the path, or name"
         " /dev/null to read no SSH config."
     )
@@ -463,9 +462,7 @@ def test_an_ssh_config_the_environment_names_that_is_no_file_is_refused(
 
 def test_wildcard_ssh_config_entry_is_no_address(tmp_path: Path) -> None:
     inv_dir = write(tmp_path / "inv", {"hosts.yml": "hosts:\n  other: {}\n"})
-    with pytest.raises(InventoryError) as info:
-        inventory.load(inv_dir, ssh_config=ssh_config(tmp_path))
-    assert str(info.value) == (
+    assert load_error(inv_dir, ssh_config=ssh_config(tmp_path)) == (
         f"{inv_dir / 'hosts.yml'}, line 2: host 'other' has no 'address' and no Host entry in the SSH"
         " config; add address: <IP or DNS name>."
     )
@@ -588,9 +585,7 @@ def test_latin1_bytes_name_the_line_and_what_to_do(tmp_path: Path, name: str) ->
     if name.endswith(".yml"):
         text = b"hosts:\n  gpu1: {address: 10.0.0.1, vars: {note: caf\xe9}}\n"
     path.write_bytes(text)
-    with pytest.raises(InventoryError) as info:
-        inventory.load(path)
-    assert str(info.value) == (
+    assert load_error(path) == (
         f"{path}, line 2: byte 0xe9 is not UTF-8 text (a file saved in another encoding, such as"
         " Latin-1 or GBK?); save the inventory file as UTF-8."
     )
@@ -616,9 +611,7 @@ def test_non_utf8_ini_exits_2_without_a_traceback(tmp_path: Path) -> None:
 def test_a_utf16_file_says_to_save_it_as_utf8(tmp_path: Path) -> None:
     path = tmp_path / "hosts.yml"
     path.write_bytes("hosts:\n  h1: {address: 10.0.0.1}\n".encode("utf-16"))
-    with pytest.raises(InventoryError) as info:
-        inventory.load(path)
-    assert str(info.value) == (
+    assert load_error(path) == (
         f"{path}: the inventory file is UTF-16 text (as Windows PowerShell's `>` writes it);"
         " save it as UTF-8."
     )

@@ -25,9 +25,9 @@ from gpuonboard.steps.prove.floors import (
     p2p_check,
     parse_overrides,
     perf_checks,
-    sustained_check,
     verdict_for,
 )
+from gpuonboard.steps.prove.sustained import sustained_check
 
 TABLE = load_floors()
 
