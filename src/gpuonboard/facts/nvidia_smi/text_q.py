@@ -426,6 +426,8 @@ def _text_gpu(
         mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
         mig_na=_is_na(_tree_raw(section, "MIG Mode", "Current")),
         mig_mode_pending=_on_off(_tree_get(section, "MIG Mode", "Pending")),
+        # (the tree keeps one of the repeated `MIG Device` records: they are counted by line)
+        mig_devices=sum(1 for line in lines if line.strip() == "MIG Device") or None,
         vbios=_tree_get(section, "VBIOS Version"),
         product_brand=_tree_get(section, "Product Brand"),
         product_architecture=_tree_get(section, "Product Architecture"),
