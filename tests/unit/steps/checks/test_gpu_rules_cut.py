@@ -266,3 +266,45 @@ def test_a_table_cut_below_a_lost_gpu_says_no_count_delivered_of_the_models(tmp_
     model = next(c for c in got if c.name == "gpu_model")
     assert model.verdict == "fail" and "GPU 1 unreadable" in model.actual
     assert "delivered" not in model.detail and "incomplete probe" in model.actual
+
+
+# the real H200 -q (one GPU, driver 590.48.01, CUDA 13.1) and the K20m table (driver 361.93.02)
+H200_Q = "nvidia-smi-q__h200-mig__1gpu-5mig__driver590.48.01__load.txt"
+K20M_TABLE = "nvidia-smi__tesla-k20m__1gpu__driver361.93.02.txt"
+
+
+@pytest.mark.parametrize(
+    ("name", "cut", "driver"),
+    [
+        # -q cut after `CUDA Version : 13.1` and the blank line, inside `Attached GPUs`
+        (H200_Q, 300, "590.48.01"),
+        # -q cut on the first letter of `CUDA Version` (the driver's line whole above it)
+        (H200_Q, 190, "590.48.01"),
+        # the table cut after its banner line (its first 4 lines)
+        (K20M_TABLE, None, "361.93.02"),
+    ],
+)
+def test_a_driver_read_whole_above_the_cut_is_judged(
+    tmp_path: Path, name: str, cut: int | None, driver: str
+) -> None:
+    """Edit: the capture cut at `cut` characters (the table at its 4th line's end). Before, the -q
+    cut in its header said "nvidia-smi answered but listed no GPU" (a claim of the box, from a
+    text cut short) and min_driver was unverified though the driver's line was whole; now the
+    cut is said and min_driver judges the driver read."""
+    text = (REAL / name).read_text(encoding="utf-8")
+    text = text[:cut] if cut is not None else "".join(text.splitlines(keepends=True)[:4])
+    got = verdicts(tmp_path, name, text, 'gpu_count: 1\nmin_driver: "300"\n')
+    assert got["min_driver"] == ("pass", driver)
+    assert got["nvidia_driver"][0] == "unverified" and "incomplete probe" in got["nvidia_driver"][1]
+    assert "listed no GPU" not in got["nvidia_driver"][1] and got["gpu_count"][0] == "unverified"
+
+
+@pytest.mark.parametrize("cut", [183, 186, 189])
+def test_a_driver_version_on_the_cut_line_is_not_read(tmp_path: Path, cut: int) -> None:
+    """Edit: the H200 -q cut inside (183: `590.`, 186: `590.48.`) or right after (189, its
+    newline) the value of `Driver Version`, the text's last line: a version that may be cut
+    short is no version; min_driver unverified, never judged on `590.48.`."""
+    text = (REAL / H200_Q).read_text(encoding="utf-8")[:cut]
+    got = verdicts(tmp_path, H200_Q, text, 'gpu_count: 1\nmin_driver: "590.48.01"\n')
+    assert got["min_driver"][0] == "unverified"
+    assert "590.48" not in got["nvidia_driver"][1]
