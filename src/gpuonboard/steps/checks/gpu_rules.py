@@ -391,8 +391,10 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
     mig = _mig_said(facts.gpu.gpus) if facts.gpu is not None else ""
     if not mig:
         return check
-    head, sep, rest = check.actual.partition(" ")
-    return dataclasses.replace(check, actual=f"{head}{mig}{sep}{rest}" if head.isdecimal() else check.actual)
+    head, sep, rest = check.actual.partition(";")  # ('1 listed (MIG on: 4 slices); incomplete ...')
+    return dataclasses.replace(
+        check, actual=f"{head}{mig}{sep}{rest}" if head[:1].isdecimal() else check.actual
+    )
 
 
 def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
@@ -690,11 +692,10 @@ def _topo_failure(facts: Facts) -> str:
 
 
 def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
-    """The driver is at least the ordered minimum version: judged wherever the version was read
-    whole, though no GPU row was (a -q or table cut below its header: the version is the box's)."""
+    """The driver is at least the ordered minimum version."""
     assert order.min_driver is not None
     expected = f">= {order.min_driver}"
-    problem = _no_gpu_actual(facts) if facts.gpu is None or not facts.gpu.driver_version else ""
+    problem = _no_gpu_actual(facts)
     if problem or facts.gpu is None or not facts.gpu.driver_version:
         return Check(
             "min_driver",
