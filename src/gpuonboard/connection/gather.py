@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuonboard import shell
 from gpuonboard.errors import CommandError
+from gpuonboard.facts.nvidia_smi_failure import stopped_said
 from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
 from gpuonboard.once import loaded_once
 
@@ -51,18 +52,21 @@ CORE_NAMES = (
 
 # A hung driver (a GPU fallen off the bus, a wedged persistence daemon) makes nvidia-smi
 # block for ever: each call gets this long, then TERM (KILL 5 s later) and exit 124 (GNU timeout's
-# 124 or 137, BusyBox's 143).
+# 124 or 137, BusyBox's 143). A 137 or 143 before the time is up is no timeout of the probe's: the
+# call was killed by another process or the kernel's OOM killer, its code kept (never a hang).
 NVIDIA_SMI_TIMEOUT = 60
 TIMED_OUT = 124  # the probe's exit code when nvidia-smi did not answer in time
 
 
 def _nvidia_smi_prelude(seconds: int) -> str:
     """Shell: `n ARGS` runs nvidia-smi under `timeout` (when the host has it); a call that
-    timed out ends the probe with exit 124, so no fallback call waits as long again."""
+    timed out ends the probe with exit 124, so no fallback call waits as long again; a call
+    killed (137) or terminated (143) before its time was up keeps its code: no hang."""
     return (
         "command -v nvidia-smi >/dev/null 2>&1 || exit 127; "
-        f'if command -v timeout >/dev/null 2>&1; then n() {{ timeout -k 5 {seconds} nvidia-smi "$@"; '
-        f"c=$?; case $c in 124|137|143) exit {TIMED_OUT} ;; esac; return $c; }}; "
+        "if command -v timeout >/dev/null 2>&1; then n() { t0=$(date +%s); "
+        f'timeout -k 5 {seconds} nvidia-smi "$@"; c=$?; case $c in 124) exit {TIMED_OUT} ;; '
+        f"137|143) [ $(($(date +%s)-t0)) -ge {seconds} ] && exit {TIMED_OUT} ;; esac; return $c; }}; "
         'else n() { nvidia-smi "$@"; }; fi; '
     )
 
@@ -533,7 +537,7 @@ def _failed_answer(out: ProbeOutput, args: str) -> ProbeOutput:
     how = (
         f"was stopped after {NVIDIA_SMI_TIMEOUT} s"
         if out.exit_code == TIMED_OUT
-        else f"failed ({out.failure(stdout=False)})"
+        else stopped_said(out.exit_code) or f"failed ({out.failure(stdout=False)})"
     )
     said = f"{call} {how}: what it printed before may leave GPUs out"
     return dataclasses.replace(out, partial=said)

@@ -318,6 +318,7 @@ def _listed_gpu(g: ListedGpu) -> GpuInfo:
         uuid=_clean(g.uuid),
         # MIG devices listed under a GPU mean MIG is on: -L says so even where no other format does
         mig_mode="Enabled" if g.mig_devices else None,
+        mig_devices=len(g.mig_devices) or None,
         faults=faults,
         cell_faults=cell_faults,
     )

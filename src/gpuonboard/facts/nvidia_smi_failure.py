@@ -153,3 +153,16 @@ def answered_unread(text: str) -> str | None:
     if report.gpus or report.complete or report.attached_gpus is not None:
         return None
     return report.driver_version
+
+
+# the exit codes of an nvidia-smi call stopped by a signal before its time was up (the probe's own
+# timeout exits 124: connection/gather.py), as a shell reports them: 128 + the signal's number
+_STOPPED = {137: "killed", 143: "terminated"}
+
+
+def stopped_said(exit_code: int | None) -> str:
+    """'was stopped (exit 137: killed)' for an nvidia-smi call a signal stopped before the probe's
+    timeout (another process, the kernel's OOM killer, a session closed), never a hang; '' for
+    any other code."""
+    how = _STOPPED.get(exit_code or 0)
+    return f"was stopped (exit {exit_code}: {how})" if how else ""

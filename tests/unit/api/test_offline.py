@@ -54,6 +54,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-query-gpu__fan-speed-noheader": None,  # gpu_benchmark's headerless sampler log
         "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
+        "nvidia-smi-dmon-": None,  # a dmon sample: refused naming it (facts/nvidia_smi/monitor.py)
+        "nvidia-smi-pmon-": None,  # a pmon sample: refused naming it
         "nvidia-smi": "nvidia_smi",
         "lscpu-line-breaks-lost": None,  # a page that ran its fields together: refused naming it
         "lscpu": "lscpu",
@@ -149,7 +151,7 @@ def test_vendor_outputs_dir_judged_against_an_order(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     rules = {x["name"]: x for x in doc["rules"]}
-    assert rules["gpu_count"]["actual"] == "4" and rules["gpu_count"]["verdict"] == "fail"
+    assert rules["gpu_count"]["actual"] == "4 (MIG on: 16 slices)" and rules["gpu_count"]["verdict"] == "fail"
     assert rules["ram"]["verdict"] == "fail" and rules["gpu_model"]["verdict"] == "pass"
     assert doc["facts"]["summary"]["gpu_count"] == 4
     assert doc["facts"]["gpu"]["gpus"][0]["name"] == "NVIDIA A100-SXM4-80GB"

@@ -139,7 +139,7 @@ def test_mig_devices_under_a_gpu_in_l_mean_mig_is_on() -> None:
     listing = (REAL / "nvidia-smi-L__h200-mig__1gpu-5mig__driver590.48.01.txt").read_text()
     got = rules({"nvidia_smi_list": out(listing)}, OrderSpec(gpu_model="H200", gpu_count=1))
     assert got["mig_mode"][0] == "warn", got["mig_mode"]
-    assert got["gpu_model"][0] == "pass" and got["gpu_count"] == ("pass", "1")
+    assert got["gpu_model"][0] == "pass" and got["gpu_count"] == ("pass", "1 (MIG on: 5 slices)")
     assert got["vram"][0] if "vram" in got else True
 
 

@@ -178,6 +178,9 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-L__",
         "nvidia-smi-mig-",
         "nvidia-smi-usage-error",
+        # `dmon` / `pmon` samples, refused by name: facts/test_nvidia_smi_monitor.py
+        "nvidia-smi-dmon-",
+        "nvidia-smi-pmon-",
     )
     # a -q cut in its first record (steps/checks/test_gpu_rules.py) and a table behind a
     # launcher's line prefix (api/test_paste_transforms.py), the tables cut short of round 26

@@ -60,6 +60,10 @@ class GpuInfo:
     # nvidia-smi printed N/A for the MIG mode (MIG not available on this GPU or in this
     # configuration: CUDA sees the whole GPU), not left out
     mig_na: bool = False
+    # the MIG devices (slices) nvidia-smi lists on this GPU: the table's `MIG devices:` rows, the
+    # `-L` lines under it, `-q`'s `MIG Device` records; None where the format read lists none
+    # (never a GPU of its own: gpu_count names them beside the GPUs)
+    mig_devices: int | None = None
     vbios: str | None = None
     product_brand: str | None = None  # e.g. "NVIDIA", "GeForce", "NVIDIA RTX"
     product_architecture: str | None = None  # e.g. "Ampere", "Ada Lovelace"

@@ -208,6 +208,28 @@ _TABLE_LISTS_CUT = (
 )
 
 
+# a MIG device's first row in the `MIG devices:` table: `|  7   13   0   0  |  3MiB / 4864MiB |`
+# (GPU, GPU instance, compute instance, MIG device); its other rows hold no such first cell
+_TABLE_MIG_ROW = re.compile(r"^(\d+)\s+(?:\d+|N/A)\s+(?:\d+|N/A)\s+\d+$")
+
+
+def _table_mig_devices(lines: Sequence[str]) -> dict[int, int]:
+    """MIG devices per GPU index from the `MIG devices:` table, where it was read to its end (a
+    later table's header follows it): a count of a table cut inside it would be too low."""
+    start = next((i for i, line in enumerate(lines) if "MIG devices:" in line), None)
+    if start is None:
+        return {}
+    counts: dict[int, int] = {}
+    for line in lines[start + 1 :]:
+        if _TABLE_PROCESSES.search(line):
+            return counts
+        cells = _cells(line)
+        match = _TABLE_MIG_ROW.match(cells[0].strip()) if len(cells) > 1 else None
+        if match:
+            counts[int(match.group(1))] = counts.get(int(match.group(1)), 0) + 1
+    return {}
+
+
 def _table_cell(value: str, name: str, cell_faults: list[str]) -> str:
     """`value` stripped; a fault marker there is recorded as that cell's fault and read as no
     value (""), never as nvidia-smi's N/A: a MIG or ECC cell that read ERR! says nothing of
@@ -465,6 +487,7 @@ def parse_table(text: str) -> GpuReport:
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))
         i += 1 + len(rows)
     processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
+    slices = _table_mig_devices(lines)
     whole = _table_complete(lines) and bool(gpus)
     # cut after the GPU table closed, inside the MIG devices or Processes table: every GPU row
     # is whole, only the process lists may go on in the part cut away
@@ -477,6 +500,7 @@ def parse_table(text: str) -> GpuReport:
             # list unread, never "none" (a busy GPU read as listing no process failed)
             processes_known=processes_known and (of_every_gpu or gpu.index in processes),
             processes_open=(processes_known and gpu.index in processes or lists_cut) and not of_every_gpu,
+            mig_devices=slices.get(gpu.index),
         )
         for gpu in gpus
     ]

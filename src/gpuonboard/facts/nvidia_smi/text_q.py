@@ -426,6 +426,8 @@ def _text_gpu(
         mig_mode=_on_off(_tree_get(section, "MIG Mode", "Current")),
         mig_na=_is_na(_tree_raw(section, "MIG Mode", "Current")),
         mig_mode_pending=_on_off(_tree_get(section, "MIG Mode", "Pending")),
+        # (the tree keeps one of the repeated `MIG Device` records: they are counted by line)
+        mig_devices=sum(1 for line in lines if line.strip() == "MIG Device") or None,
         vbios=_tree_get(section, "VBIOS Version"),
         product_brand=_tree_get(section, "Product Brand"),
         product_architecture=_tree_get(section, "Product Architecture"),
@@ -593,6 +595,19 @@ def _ends_in_label(lines: Sequence[str]) -> bool:
     return bool(last.startswith((" ", "\t"))) and match is not None and not (match.group(3) or "").strip()
 
 
+_VERSION_LABELS = ("KMD Version", "Driver Version", "CUDA UMD Version", "CUDA Version")
+
+
+def _whole_header(tree: Mapping[str, Any], every: Sequence[str], warnings: list[str]) -> Mapping[str, Any]:
+    """The -q header's tree, less a version field on the text's last line: a -q cut inside its
+    header (`Driver Version : 590.48.` of 590.48.01) gives no version that may be cut short."""
+    last = next((line.split(":", 1)[0].strip() for line in reversed(every) if line.strip()), "")
+    if last not in _VERSION_LABELS or last not in tree:
+        return tree
+    warnings.append(f"the -q text ends on its '{last}' line, which may be cut short: not read")
+    return {label: value for label, value in tree.items() if label != last}
+
+
 def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
@@ -618,8 +633,9 @@ def parse_text_q(text: str) -> GpuReport:
                 # follows it (a file saved by an editor ends with one): "NVIDIA H2" of an H200
                 blocks[-1] = (blocks[-1][0], blocks[-1][1][:-1])
                 trees[-1] = _text_tree(blocks[-1][1], read)
-    elif attached:
-        complete = False  # "Attached GPUs : 8" and not one GPU record after it
+    elif attached != 0:
+        # "Attached GPUs : 8" and not one GPU record after it, or a header cut before that line
+        complete = False
     if blocks and _ends_in_label(every):
         complete = False  # ("Processes", "Process ID" last: its values cut off)
     elif blocks and not flat and _entry_cut(blocks[-1][1]):
@@ -641,12 +657,14 @@ def parse_text_q(text: str) -> GpuReport:
         gpus[-1] = replace(gpus[-1], record_cut=True, parts_read=closed)
     complete = complete or lists_cut
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
+    # (a version on the text's last line may be cut inside it, whatever newline an editor added)
+    head = _whole_header(tree, every, warnings)
     driver = _version(
-        _tree_first(tree, ("KMD Version",), ("Driver Version",)), "the -q driver version", warnings
+        _tree_first(head, ("KMD Version",), ("Driver Version",)), "the -q driver version", warnings
     )
-    printed = (_tree_raw(tree, "CUDA UMD Version"), _tree_raw(tree, "CUDA Version"))
+    printed = (_tree_raw(head, "CUDA UMD Version"), _tree_raw(head, "CUDA Version"))
     cuda = read_cuda(printed, "the -q CUDA version", warnings)
-    if driver is None:
+    if driver is None and head is tree:
         warnings.append("no 'Driver Version' in nvidia-smi -q text")
     if attached is not None and attached != len(gpus):
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")

@@ -429,6 +429,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         mig_mode=_on_off(at.raw("mig_mode/current_mig")),
         mig_na=_is_na(at.raw("mig_mode/current_mig")),
         mig_mode_pending=_on_off(at.raw("mig_mode/pending_mig")),
+        mig_devices=len(gpu.findall("mig_devices/mig_device")) or None,
         vbios=at.text("vbios_version"),
         product_brand=at.text("product_brand"),
         product_architecture=at.text("product_architecture"),

@@ -4,7 +4,8 @@ minimum driver version. Pure functions of the order and the facts, each returnin
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Iterable, Sequence
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
@@ -383,8 +384,33 @@ def _count_names(names: Iterable[str]) -> str:
     return ", ".join(f"{c} x {n}" for n, c in counts.items())
 
 
+def _mig_said(gpus: Sequence[GpuInfo]) -> str:
+    """The MIG slices beside a GPU count, never counted as GPUs: ' (MIG on: 7 slices)', ' (MIG on
+    7 of 8: 1 slice)', ' (MIG on)' where no format read lists the slices; '' with MIG off."""
+    on = [g for g in gpus if g.mig_mode == "Enabled" or g.mig_devices]
+    if not on:
+        return ""
+    slices = sum(g.mig_devices or 0 for g in on)
+    where = "" if len(on) == len(gpus) else f" {len(on)} of {len(gpus)}"
+    listed = f": {slices} slice{'s' if slices != 1 else ''}" if slices else ""
+    return f" (MIG on{where}{listed})"
+
+
 def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
-    """As many GPUs as ordered (more is reported, not failed)."""
+    """As many GPUs as ordered (more is reported, not failed); the MIG slices of a GPU in MIG
+    mode are named beside the count, never counted as GPUs."""
+    check = _gpu_count(order, facts)
+    mig = _mig_said(facts.gpu.gpus) if facts.gpu is not None else ""
+    if not mig:
+        return check
+    head, sep, rest = check.actual.partition(";")  # ('1 listed (MIG on: 4 slices); incomplete ...')
+    return dataclasses.replace(
+        check, actual=f"{head}{mig}{sep}{rest}" if head[:1].isdecimal() else check.actual
+    )
+
+
+def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
+    """rule_gpu_count's verdict, its actual the count alone."""
     expected = str(order.gpu_count)
     problem = _no_gpu_actual(facts)
     if problem:

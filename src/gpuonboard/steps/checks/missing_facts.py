@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts.gpu_agree import field_whole
-from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure
+from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
 from gpuonboard.steps.base import Check, Verdict
 
 if TYPE_CHECKING:
@@ -185,6 +185,8 @@ def _no_gpu_actual(facts: Facts) -> str | None:
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
+        if stopped := stopped_said(raw.exit_code):  # (a signal, not the probe's timeout: no hang)
+            return f"unknown: nvidia-smi {stopped} before it answered"
         return "unknown: nvidia-smi failed" + (f" ({line[:160]})" if line else "")
     return None
 

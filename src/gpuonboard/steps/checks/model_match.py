@@ -42,6 +42,7 @@ from gpuonboard.model_names import split_count as split_count
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Verdict
 from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
+from gpuonboard.steps.checks.model_forms import forms_judged, is_form_of
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu
@@ -344,8 +345,8 @@ def form_unread(name: str) -> bool:
 
 
 def _show(token: str, joined: Iterable[str] = ()) -> str:
-    """A normalised word as people write it: 'RTX4090' -> 'RTX 4090', 'TI' -> 'Ti'."""
-    if token in joined or re.fullmatch(r"[A-Z]{2,}\d+", token):
+    """A normalised word as people write it: 'RTX4090' -> 'RTX 4090', 'TI' -> 'Ti' ('GH200' stays)."""
+    if token in joined or (re.fullmatch(r"[A-Z]{2,}\d+", token) and not _SUPERCHIP.match(token)):
         token = re.sub(r"^([A-Z]+)(\d+)$", r"\1 \2", token)
     return _SHOW.get(token, token)
 
@@ -449,6 +450,8 @@ def _word_problem(token: str, show: str, got: _Delivered, vram_mib: int | None) 
         return ""
     if any(j.startswith(token) and j[len(token) :].isdecimal() for j in name.joined):
         return None  # the series word the name joined to its number: the 'RTX' of 'RTX 6000'
+    if is_form_of(token, have):
+        return None  # a form of the ordered model: the 'Tesla K40m' is a K40 (data: `forms`)
     longer = sorted(w for w in have if token in w and w != token)
     if longer:  # ('B200' inside 'GB200': the letters are there, the model is another)
         return f"'{show}' ordered, the name says '{longer[0]}', another model"
@@ -575,8 +578,11 @@ def match_model(
         return ModelMatch("fail", no_model_said(model))
     if not name.tokens and not name.cut:
         return ModelMatch("fail", "the GPU has no name")
+    forms = forms_judged(want, got.have)  # ('K40m' ordered: the name's 'K40c' is another form)
+    want = forms.want
     arch_problems, arch_unseen, arch_untold = _architecture_judged(archs, family, delivered, got, name)
     problems, unseen, bare = _words_judged(want, want_name, got, vram_mib)
+    problems += forms.problems
     platform = _platform_problem(platforms, want, got)
     if platform == "":
         unseen.append("SXM")
@@ -606,7 +612,7 @@ def match_model(
         problems.append(cut_problem)
     if problems:
         return ModelMatch("fail", "; ".join(problems))
-    unknown = untold or arch_untold or _size_untold(want, want_name, got, vram_mib)
+    unknown = untold or forms.untold or arch_untold or _size_untold(want, want_name, got, vram_mib)
     if unknown:
         return ModelMatch("unverified", unknown)
     return _passed_or_warned(model, want, want_name, name, got, unseen, vague, bare, vram_mib, vram_gib)

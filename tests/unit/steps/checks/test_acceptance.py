@@ -731,7 +731,8 @@ def _checks() -> dict[str, Check]:
 
 def test_missing_gpus_are_counted_and_the_vendor_asked() -> None:
     check = _checks()["gpu_count"]
-    assert (check.verdict, check.actual) == ("fail", "4")
+    # (its 4 A100s are in MIG mode, 4 slices each: named beside the count, never counted)
+    assert (check.verdict, check.actual) == ("fail", "4 (MIG on: 16 slices)")
     assert check.detail == (
         "4 of the 8 ordered GPUs missing; ask the vendor to install them or for the box that was ordered"
     )

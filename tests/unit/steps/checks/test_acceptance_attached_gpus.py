@@ -48,7 +48,7 @@ def test_the_trimmed_capture_is_not_failed_for_it() -> None:
     four = {c.name: c for c in acceptance.evaluate(OrderSpec(gpu_count=4), facts)}["gpu_count"]
     assert (four.verdict, four.actual, four.detail) == (
         "unverified",
-        "1 listed; incomplete probe: nvidia-smi says 4 attached but lists 1",
+        "1 listed (MIG on: 4 slices); incomplete probe: nvidia-smi says 4 attached but lists 1",
         acceptance.RERUN_ADVICE,
     )
     judged = {c.name: c for c in judge(facts, None)}

@@ -97,6 +97,8 @@ LOST_GPU_CAPTURES = {
                 "nvidia-smi-mig-",
                 "nvidia-smi-usage-error",  # (nvidia-smi's refusal of a command line: no listing)
                 "nvidia-smi-vgpu__",  # (a vGPU host's `nvidia-smi vgpu`, refused: no GPU table)
+                "nvidia-smi-dmon-",  # (`dmon` / `pmon` samples, refused: no GPU table)
+                "nvidia-smi-pmon-",
             )
         )
         # (a box with a GPU nvidia-smi cannot open: test_audit_captures_r3.py, R3-F2)

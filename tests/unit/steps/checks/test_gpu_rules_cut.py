@@ -266,3 +266,40 @@ def test_a_table_cut_below_a_lost_gpu_says_no_count_delivered_of_the_models(tmp_
     model = next(c for c in got if c.name == "gpu_model")
     assert model.verdict == "fail" and "GPU 1 unreadable" in model.actual
     assert "delivered" not in model.detail and "incomplete probe" in model.actual
+
+
+# the real H200 -q (one GPU, driver 590.48.01, CUDA 13.1)
+H200_Q = "nvidia-smi-q__h200-mig__1gpu-5mig__driver590.48.01__load.txt"
+
+
+@pytest.mark.parametrize(
+    ("name", "cut", "driver"),
+    [
+        # -q cut after `CUDA Version : 13.1` and the blank line, inside `Attached GPUs`
+        (H200_Q, 300, "590.48.01"),
+        # -q cut on the first letter of `CUDA Version` (the driver's line whole above it)
+        (H200_Q, 190, "590.48.01"),
+    ],
+)
+def test_a_q_cut_in_its_header_is_an_incomplete_probe(
+    tmp_path: Path, name: str, cut: int, driver: str
+) -> None:
+    """Edit: the capture cut at `cut` characters. Before, the -q cut in its header was read as a
+    whole answer: "nvidia-smi answered but listed no GPU" (a claim of the box, from a text cut
+    short), its whole driver line dropped; now the cut is said, with the driver read above it."""
+    text = (REAL / name).read_text(encoding="utf-8")[:cut]
+    got = verdicts(tmp_path, name, text, 'gpu_count: 1\nmin_driver: "300"\n')
+    assert got["nvidia_driver"][0] == "unverified" and "incomplete probe" in got["nvidia_driver"][1]
+    assert f"driver {driver}" in got["nvidia_driver"][1]
+    assert "listed no GPU" not in got["nvidia_driver"][1] and got["gpu_count"][0] == "unverified"
+
+
+@pytest.mark.parametrize("cut", [183, 186, 189])
+def test_a_driver_version_on_the_cut_line_is_not_read(tmp_path: Path, cut: int) -> None:
+    """Edit: the H200 -q cut inside (183: `590.`, 186: `590.48.`) or right after (189, its
+    newline) the value of `Driver Version`, the text's last line: a version that may be cut
+    short is no version: never said as the box's, nor judged (min_driver unverified)."""
+    text = (REAL / H200_Q).read_text(encoding="utf-8")[:cut]
+    got = verdicts(tmp_path, H200_Q, text, 'gpu_count: 1\nmin_driver: "590.48.01"\n')
+    assert got["min_driver"][0] == "unverified"
+    assert "590.48" not in got["nvidia_driver"][1]

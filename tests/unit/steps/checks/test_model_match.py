@@ -452,3 +452,10 @@ def test_model_size_given_as_vram_names_the_marked_product(vram_gib: float, ada:
     name, mib = _rtx_6000_ada() if ada else _quadro_rtx_6000()
     got = match_model("RTX 6000", name, mib, vram_gib)
     assert got.verdict == verdict, got
+
+
+def test_a_superchip_is_named_as_it_is_written() -> None:
+    """An ordered GH200 on an H200 box (tests/fixtures/real/nvidia-smi__h200__8gpu__driver570.158.01.txt's
+    name) fails naming 'GH200', not 'GH 200' (the split of a series word from its number)."""
+    got = match_model("GH200", "NVIDIA H200", 143771)
+    assert got.verdict == "fail" and got.why == "'GH200' not in the name"

@@ -15,6 +15,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
     NOT_FOUND_ADVICE,
     UNKNOWN_CAUSE_ADVICE,
     nvidia_smi_failure,
+    stopped_said,
 )
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.acceptance import fault_advice
@@ -110,6 +111,9 @@ def rule_nothing_checked(facts: Facts) -> Check:
     elif raw is not None and raw.exit_code == TIMED_OUT:
         actual = "nothing checked: nvidia-smi did not answer (stopped)"
         advice = HUNG_ADVICE
+    elif raw is not None and (stopped := stopped_said(raw.exit_code)) and facts.gpu is None:
+        actual = f"nothing checked: nvidia-smi {stopped} before it answered"  # (no hang)
+        advice = advice or UNKNOWN_CAUSE_ADVICE
     elif facts.gpu is None:
         code = "" if raw is None else f" (exit code {raw.exit_code})"
         actual = f"nothing checked: nvidia-smi failed{code}{quoted}"
