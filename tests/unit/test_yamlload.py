@@ -186,6 +186,9 @@ _EDGES = [
     "b: *nope\n",
     "a: &x\n  b: 1\nc:\n  <<: *x\n  b: 2\n",
     "a: &a.b 1\nb: *a.b\n",
+    "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"  # "billion laughs"
+    + "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9)),
+    "a: &a [" + ", ".join(["x" * 1000] * 100) + "]\nb: [" + ", ".join(["*a"] * 90) + "]\n",  # 9 MB expanded
     "a:" + " [" * 70 + "]" * 70 + "\n",
     "a: " + "1" * 150 + "\n",
     "a: 022\nb: 1:30\nc: 0x1F\nd: 1_000\ne: .inf\nf: 1e3\n",
