@@ -5,13 +5,16 @@ second keeps the name as written."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from types import FrameType
 
 import pytest
+import yaml
 
 from gpuonboard import inventory
 from gpuonboard.errors import InventoryError
-from gpuonboard.yamlload import parse_yaml
+from gpuonboard.yamlload import LineDict, parse_yaml
 
 P = Path("inventory/hosts.yml")
 
@@ -129,3 +132,124 @@ def test_a_tab_is_named_as_one_with_what_to_do(text: str, line: int, column: int
         f"hosts.yml, line {line}: a tab (column {column}) where YAML allows only spaces, which indent and"
         " separate its values; replace the tabs with spaces."
     )
+
+
+def _read(text: str) -> object:
+    """What parse_yaml says of `text`: its values with their types and every mapping's lines, or
+    its one sentence."""
+
+    def canon(value: object) -> object:
+        if isinstance(value, LineDict):
+            lines = (value.line, sorted(value.key_lines.items()))
+            return ("LineDict", lines, [(k, canon(v)) for k, v in value.items()])
+        if isinstance(value, list):
+            return [canon(v) for v in value]
+        return (type(value).__name__, repr(value))
+
+    try:
+        return canon(parse_yaml(text, Path("f.yml"), InventoryError))
+    except InventoryError as exc:
+        return str(exc)
+
+
+REPO = Path(__file__).resolve().parents[2]
+_REPO_YAML = sorted(
+    p
+    for d in ("inventory", "playbooks", "tests/fixtures", "docs", "examples")
+    for p in (REPO / d).rglob("*.y*ml")
+)
+# where libyaml's parser and PyYAML's read a text otherwise (each then read by PyYAML alone), and
+# the shapes around them: tabs, `?` in a flow value, `|#`, an empty tag, a byte-order mark inside,
+# CR line ends, escapes, directives; duplicate keys, anchors, aliases and their bounds, numbers
+_EDGES = [
+    "a:\t1\n",
+    "a: [1,\t2]\n",
+    "a: x\ty\n",
+    "a: 1\t#c\n",
+    "billing: {unit: ho?ur, rate: 58.0}\n",
+    "hosts: [g?pu-1, gpu-3]\n",
+    "|#\n",
+    ">#\n",
+    "a: !\n",
+    "- !\n- - x\n",
+    "a: 1\n\ufeff",
+    "a: 1\r\nb: 2\r\n",
+    'a: "\\x41\\u00e9"\n',
+    'a: "esc\\\n  aped"\n',
+    "%YAML 1.1\n---\na: 1\n",
+    "%YAML 2.0\n---\na: 1\n",
+    "a: x\u0085y\n",
+    "a: 1\na: 2\n",
+    "{a: 1, a: 2}\n",
+    "a: &x [1, 2]\nb: *x\n",
+    "a: &x [*x]\n",
+    "b: *nope\n",
+    "a: &x\n  b: 1\nc:\n  <<: *x\n  b: 2\n",
+    "a: &a.b 1\nb: *a.b\n",
+    "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n"  # "billion laughs"
+    + "".join(f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]\n" for i in range(1, 9)),
+    "a: &a [" + ", ".join(["x" * 1000] * 100) + "]\nb: [" + ", ".join(["*a"] * 90) + "]\n",  # 9 MB expanded
+    "a:" + " [" * 70 + "]" * 70 + "\n",
+    "a: " + "1" * 150 + "\n",
+    "a: 022\nb: 1:30\nc: 0x1F\nd: 1_000\ne: .inf\nf: 1e3\n",
+    "a: 2001-02-30\n",
+    "on: yes\noff: no\nnull: ~\n01: x\n",
+    "---\na: 1\n---\nb: 2\n",
+    "",
+    "# only a comment\n",
+    "[1, 2\n",
+    "a: b: c\n",
+    "a:\n  - b\n c\n",
+    "? [a]\n: b\n",
+    "[a, b]: c\n",
+    "'a\n  b': 1\n",
+    "a: 'multi\n\n  line'\n",
+    "a: \U0001f600\n",
+    "a: \x07\n",
+    "a: @x\n",
+]
+
+
+@pytest.mark.parametrize(
+    "text", _EDGES + [p.read_text() for p in _REPO_YAML], ids=range(len(_EDGES) + len(_REPO_YAML))
+)
+def test_a_text_reads_the_same_with_libyaml_as_with_pyyaml_alone(
+    text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libyaml's parser (C) gives the events where it is installed, PyYAML's own otherwise: the
+    values, their types, their lines and every sentence are the same either way (the repository's
+    YAML files, the shapes where the two parsers differ, the bounds' and the errors' cases)."""
+    with_libyaml = _read(text)
+    monkeypatch.setattr(yaml, "__with_libyaml__", False)
+    assert _read(text) == with_libyaml
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="libyaml is not installed")
+def test_an_inventory_is_read_without_pyyamls_own_scanner() -> None:
+    """A 50-host inventory as a check's (a mapping of hosts, each with its address, port, key file
+    and host key) was tokenized by PyYAML's scanner in Python (8.6 of the load's 11.4 ms of CPU);
+    libyaml's parser reads it now, and PyYAML's scanner scans nothing."""
+    hosts = {
+        f"gpu-{i:02d}": {
+            "address": f"10.9.0.{i}",
+            "port": 22,
+            "key_file": "/k/id",
+            "host_key": "SHA256:x+y/z",
+        }
+        for i in range(1, 51)
+    }
+    text = yaml.safe_dump({"defaults": {"user": "root", "order": {"gpu_count": 8}}, "hosts": hosts})
+    scanner = Path(yaml.scanner.__file__)
+    calls: set[str] = set()
+
+    def count(frame: FrameType, event: str, _arg: object) -> None:
+        if event == "call" and frame.f_code.co_filename == str(scanner):
+            calls.add(frame.f_code.co_name)
+
+    sys.setprofile(count)
+    try:
+        data = parse_yaml(text, Path("hosts.yml"), InventoryError)
+    finally:
+        sys.setprofile(None)
+    assert data["hosts"]["gpu-50"]["port"] == 22
+    assert calls <= {"__init__", "fetch_stream_start"}, calls  # (its setup: no token scanned)

@@ -276,6 +276,8 @@ def plugin_named(text: str) -> str | None:
     """The inventory plugin a YAML file configures (`plugin: amazon.aws.aws_ec2`: Ansible's `auto`
     plugin runs that plugin for a `.yml`/`.yaml`, which lists the hosts of a cloud's API or a
     CMDB), or None."""
+    if "plugin" not in text and "\\" not in text:
+        return None  # (no key can read `plugin` but one written so or escaped: no parse of the text)
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except (yaml.YAMLError, RecursionError):

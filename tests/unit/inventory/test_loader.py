@@ -10,12 +10,14 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from types import FrameType
 
 import pytest
+import yaml
 
 from gpuonboard import inventory
 from gpuonboard.errors import ExitCode, InventoryError, UsageError
-from gpuonboard.inventory import DataDiskSpec, Inventory, OrderSpec
+from gpuonboard.inventory import DataDiskSpec, Inventory, OrderSpec, ansible_dir
 from gpuonboard.inventory.loader import locate
 from gpuonboard.steps.container import parse_ref
 from gpuonboard.steps.teardown import mark_stale
@@ -1350,6 +1352,45 @@ def test_an_inventory_plugins_configuration_is_named_as_one(tmp_path: Path) -> N
         " runs to list hosts beside those of hosts while gpuonboard reads only hosts and never runs a"
         f" plugin; pass --inventory ansible-inventory:{inv} to read the directory as Ansible does."
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "plugin"),
+    [
+        ('"plu\\x67in": amazon.aws.aws_ec2\nregions: [us-east-1]\n', "amazon.aws.aws_ec2"),  # an escape
+        ("? plugin\n: netbox.netbox.nb_inventory\n", "netbox.netbox.nb_inventory"),
+        ("x: &p plugin\n*p : community.general.proxmox\n", "community.general.proxmox"),  # an alias
+        ("hosts:\n  gpu-1: {address: 10.0.0.1}\n", None),
+        ("plugins: x\n", None),
+    ],
+)
+def test_the_plugin_a_yaml_file_names_is_read_however_its_key_is_written(
+    text: str, plugin: str | None
+) -> None:
+    """An inventory plugin's key read as YAML reads it (plain, `? ` explicit, escaped in quotes, an alias),
+    whether or not the text holds the word `plugin` as written."""
+    assert ansible_dir.plugin_named(text) == plugin
+
+
+def test_a_yaml_inventory_without_a_plugin_key_is_parsed_once(tmp_path: Path) -> None:
+    """A check's YAML inventory was parsed twice by PyYAML's Python parser, the second time (its
+    nodes: 9 ms of a 50-host inventory's load) only to look for a `plugin:` key; a text that cannot
+    hold one (no `plugin` in it, no escape) is not parsed again."""
+    hosts = "".join(f"  gpu-{i:02d}: {{address: 10.0.0.{i}, port: 22}}\n" for i in range(1, 51))
+    (tmp_path / "hosts.yml").write_text(f"defaults: {{user: root}}\nhosts:\n{hosts}")
+    composed = 0
+
+    def count(frame: FrameType, event: str, _arg: object) -> None:
+        nonlocal composed
+        composed += event == "call" and frame.f_code is yaml.composer.Composer.compose_document.__code__
+
+    sys.setprofile(count)
+    try:
+        inv = inventory.load(tmp_path / "hosts.yml")
+    finally:
+        sys.setprofile(None)
+    assert inv.hosts["gpu-50"].address == "10.0.0.50"
+    assert composed == 1
 
 
 def test_a_subfolder_of_an_ansible_inventory_directory_is_walked_within_bounds(tmp_path: Path) -> None:
