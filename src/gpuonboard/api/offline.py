@@ -344,6 +344,14 @@ def _gpu_format(text: str) -> str:
     return _GPU_PROBE_OF.get(parse_any(text).source, "nvidia_smi")
 
 
+def _named_file(kind: str, out: ProbeOutput, where: str) -> ProbeOutput:
+    """An nvidia-smi output with the name of its file, so that a sentence about two of them (one
+    failed, one listed GPUs: facts/gpu_merge.py) names the files the user gave."""
+    from gpuonboard.facts.gpu_probes import GPU_PROBES
+
+    return dataclasses.replace(out, saved_as=Path(where).name) if kind in GPU_PROBES else out
+
+
 def given_gpu(facts: Facts) -> bool:
     """Some nvidia-smi output that lists GPUs was among the files."""
     from gpuonboard.facts.gpu_probes import GPU_PROBES
@@ -400,6 +408,7 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
                 continue
             if keeps_first(kind, out, where, raw, origin, session_notes, same):
                 continue
+            out = _named_file(kind, out, where)
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
     if notes is not None:
         notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]
