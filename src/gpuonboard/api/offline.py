@@ -20,7 +20,13 @@ from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_in_container
 from gpuonboard.api.run_folder import expand, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
-from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed, unstamped_kinds
+from gpuonboard.api.saved_kinds import (
+    SHOWN_KINDS,
+    detect_kind,
+    nvidia_smi_failed,
+    talos_cut,
+    unstamped_kinds,
+)
 from gpuonboard.api.saved_text import (
     copied_command,
     decode_saved,
@@ -262,7 +268,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
         return probe
-    if kind is None and (why := unjudged.one_field_csv(command, text)):
+    if kind is None and (why := unjudged.one_field_csv(command, text) or unjudged.container_cli_info(text)):
         raise unjudged.UnjudgedOutput(f"{where}: {why}")
     if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
@@ -316,6 +322,8 @@ def _read_as(
     )  # (read whole, its wrappers unwrapped; of `a || b`, the one that printed)
     text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
+    if kind == "kernel_log" and not partial:
+        partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
     return kind, ProbeOutput(
         text,
         warned,
