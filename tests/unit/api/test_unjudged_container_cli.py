@@ -13,7 +13,9 @@ from gpuonboard.api.saved_kinds import detect_kind
 from gpuonboard.errors import UsageError
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-CLI_INFO = "nvidia-container-cli-info__geforce-gtx-1080-max-q__1gpu__driver390.87__glog-tail__nvidia-docker-904.txt"
+CLI_INFO = (
+    "nvidia-container-cli-info__geforce-gtx-1080-max-q__1gpu__driver390.87__glog-tail__nvidia-docker-904.txt"
+)
 
 
 def test_nvidia_container_cli_info_is_no_lscpu() -> None:
