@@ -266,3 +266,17 @@ def test_a_table_cut_below_a_lost_gpu_says_no_count_delivered_of_the_models(tmp_
     model = next(c for c in got if c.name == "gpu_model")
     assert model.verdict == "fail" and "GPU 1 unreadable" in model.actual
     assert "delivered" not in model.detail and "incomplete probe" in model.actual
+
+
+def test_attached_gpus_above_a_cut_counts_the_set(tmp_path: Path) -> None:
+    """Project-HAMi/HAMi#446: a node's `nvidia-smi -a` saying `Attached GPUs : 2`, cut inside GPU
+    0's record. gpu_count (order 2) was unverified "1 listed"; the driver's own count, read above
+    the cut, passes it, naming both counts; what GPU 1's unread record holds stays unverified."""
+    name = "nvidia-smi-a__tesla-v100s-pcie-32gb__2gpu-attached__driver535.104.05__cut-in-gpu0-record"
+    text = (REAL / f"{name}__hami-446.txt").read_text()
+    rules = verdicts(tmp_path, "nvidia-smi-a.txt", text, "gpu_model: V100S\ngpu_count: 2")
+    assert rules["gpu_count"] == (
+        "pass",
+        "2 attached (1 read; incomplete probe: nvidia-smi says 2 attached but lists 1)",
+    )
+    assert rules["gpu_model"][0] == "unverified"
