@@ -399,8 +399,9 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
             f"{unread}: {usable} of the {n} listed GPUs can be read"
             + (f", {order.gpu_count} ordered (see gpu_model)" if short else ""),
         )
-    if incomplete and (attached := _attached_count(facts, order.gpu_count)):
-        # `Attached GPUs : 2`, read above the cut, is the driver's whole count of the set
+    if incomplete and n < order.gpu_count and (attached := _attached_count(facts, order.gpu_count)):
+        # `Attached GPUs : 2`, read above the cut, is the driver's whole count of the set (where
+        # the GPUs read meet the order themselves, their count is said: "1 listed; ...")
         return Check("gpu_count", expected, f"{attached} attached ({n} read; {incomplete})", "pass", detail)
     if incomplete and (n < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
