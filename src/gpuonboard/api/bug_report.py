@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from gpuonboard.api.nvml_refusal import kind_name
 from gpuonboard.api.unread import disagreement, joined
 from gpuonboard.facts.host_errors import host_errors
 from gpuonboard.facts.kernel_log import fault_key, parse_kernel_log
@@ -396,4 +397,5 @@ def saved_apart(
         same = False
     if not same:
         return None
-    return saved, f"{section}: not read: {saved}, saved apart, is judged as the box's {kind} output."
+    named = kind_name(kind)
+    return saved, f"{section}: not read: {saved}, saved apart, is judged as the box's {named} output."

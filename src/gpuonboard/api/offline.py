@@ -20,7 +20,13 @@ from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_in_container
 from gpuonboard.api.run_folder import expand, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
-from gpuonboard.api.saved_kinds import SHOWN_KINDS, detect_kind, nvidia_smi_failed, unstamped_kinds
+from gpuonboard.api.saved_kinds import (
+    SHOWN_KINDS,
+    detect_kind,
+    nvidia_smi_failed,
+    talos_cut,
+    unstamped_kinds,
+)
 from gpuonboard.api.saved_text import (
     copied_command,
     decode_saved,
@@ -287,7 +293,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
         return probe
-    if kind is None and (why := unjudged.one_field_csv(command, text)):
+    if kind is None and (why := unjudged.one_field_csv(command, text) or unjudged.container_cli_info(text)):
         raise unjudged.UnjudgedOutput(f"{where}: {why}")
     if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
@@ -341,6 +347,8 @@ def _read_as(
     )  # (read whole, its wrappers unwrapped; of `a || b`, the one that printed)
     text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
+    if kind == "kernel_log" and not partial:
+        partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
     return kind, ProbeOutput(
         text,
         warned,
@@ -367,6 +375,14 @@ def _gpu_format(text: str) -> str:
     from gpuonboard.facts.nvidia_smi import parse_any
 
     return _GPU_PROBE_OF.get(parse_any(text).source, "nvidia_smi")
+
+
+def _named_file(kind: str, out: ProbeOutput, where: str) -> ProbeOutput:
+    """An nvidia-smi output with the name of its file, so that a sentence about two of them (one
+    failed, one listed GPUs: facts/gpu_merge.py) names the files the user gave."""
+    from gpuonboard.facts.gpu_probes import GPU_PROBES
+
+    return dataclasses.replace(out, saved_as=Path(where).name) if kind in GPU_PROBES else out
 
 
 def given_gpu(facts: Facts) -> bool:
@@ -425,6 +441,7 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
                 continue
             if keeps_first(kind, out, where, raw, origin, session_notes, same):
                 continue
+            out = _named_file(kind, out, where)
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
     if notes is not None:
         notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]

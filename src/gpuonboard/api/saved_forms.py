@@ -674,6 +674,8 @@ def _df_refusal(where: str, text: str) -> str | None:
 def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
     """The sentence refusing a saved output that is nvidia-smi's refusal of an operation or of
     its command line, a copied command with no output, or an empty file, or None."""
+    from gpuonboard.api.nvml_refusal import nvml_refusal
+
     said = [line.strip() for line in text.splitlines() if line.strip()]
     if said and all(OTHER_OPERATION.match(line) for line in said) and not said[0].startswith("Term"):
         return (
@@ -681,6 +683,8 @@ def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
             f" (`{said[0]}`), which does not say whether nvidia-smi reads them: save the plain"
             " `nvidia-smi` (or `nvidia-smi -q`) output of the box."
         )
+    if (named := nvml_refusal(where, text, copied)) is not None:  # (`nvidia-smi nvlink -g 0`, its GPU line)
+        return named
     if said and all(USAGE_ERROR.match(line) for line in said):
         return (
             f"{where}: nvidia-smi's refusal of the command line it was given (`{said[0]}`), which"

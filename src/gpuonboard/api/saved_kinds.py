@@ -88,12 +88,49 @@ def kernel_shaped(line: str) -> bool:
     return bool(_KERNEL_LINE.search(line))
 
 
+# `talosctl dmesg`, Talos Linux's kernel log (a Talos node has no shell nor dmesg): each line
+# `<node>: <facility>: <level>: [<ISO-8601 time>]: <message>`, `kern` the kernel's own lines,
+# `user` ([talos] ...) and the others another program's (siderolabs/talos#7043). A line cut
+# inside its head (`10.20.30.29: kern:    info`) is one of the log's, cut.
+_TALOS_LINE = re.compile(
+    r"^\S+: (?P<facility>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local\d):"
+    r" *(?:emerg|alert|crit|err|warning|notice|info|debug)(?:: \[\d{4}-\d\d-\d\dT[\d:.]+Z?\]:|$)"
+)
+
+
+# a `talosctl dmesg` line that ends inside its head, before any message: `10.20.30.29: kern:    info`,
+# `10.20.30.29: kern:  notice: [2023-04-02T08:2`, `10.20.30.29: ke`
+_TALOS_HEAD_ONLY = re.compile(r"^\S+: (?:\w+: *\w+(?:: \[[^\]]*\]?:?)?|\w*:?)\s*$")
+
+
+def talos_cut(text: str) -> str:
+    """Why a `talosctl dmesg` log is cut short ("" where it is not one, or not cut): its last
+    line ends inside its head, before the message (an excerpt cut mid-line), so the log may have
+    gone on with any line, an Xid's too."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    talos = sum(1 for line in lines[:200] if _TALOS_LINE.match(line))
+    if not lines or talos * 2 < min(len(lines), 200) or not _TALOS_HEAD_ONLY.match(lines[-1].strip()):
+        return ""
+    return f"its last line ends inside its head, before its message (`{lines[-1].strip()[:80]}`)"
+
+
 def _kernel_line(line: str) -> bool:
-    """The line is the kernel's own: a syslog or journal line of the program `kernel`, or
-    (unprefixed) a line with a kernel log's stamp, an NVRM or SXid line."""
+    """The line is the kernel's own: a syslog or journal line of the program `kernel`, a
+    `talosctl dmesg` line of the facility `kern`, or (unprefixed) a line with a kernel log's
+    stamp, an NVRM or SXid line."""
     if program := program_of(line):
         return program == "kernel"
+    if talos := _TALOS_LINE.match(line):
+        return talos.group("facility") == "kern"
     return bool(_KERNEL_LINE.search(line))
+
+
+def _other_program(line: str) -> bool:
+    """The line is a syslog, journal or `talosctl dmesg` line of another program than the kernel."""
+    if program := program_of(line):
+        return program != "kernel"
+    talos = _TALOS_LINE.match(line)
+    return talos is not None and talos.group("facility") != "kern"
 
 
 # `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
@@ -181,7 +218,7 @@ def detect_fabric_kind(text: str) -> str | None:
         kernel += shaped
     # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's;
     # a log of other programs alone is no kernel log, whatever their messages quote)
-    others = sum(1 for line in lines[:200] if program_of(line) and not _kernel_line(line))
+    others = sum(1 for line in lines[:200] if _other_program(line))
     if kernel and kernel + others >= min(len(lines), 200) // 2:
         return "kernel_log"
     return None
@@ -252,6 +289,16 @@ _OWN_FAILURE_LINE = re.compile(
 # that program's record of an earlier run, not nvidia-smi's output
 _NVIDIA_SMI_OWN = re.compile(r"NVIDIA-SMI \d|^[\s|]*NVIDIA-SMI\b", re.M)
 
+# lscpu's first line, `Architecture:` and a CPU architecture (uname -m's), or beside one of lscpu's
+# own fields; never an `Architecture:` line alone: `nvidia-container-cli info` prints the GPU's
+# compute capability so (`Architecture:   6.1`)
+_LSCPU_ARCH = re.compile(
+    r"^Architecture:\s*(?:x86_64|i[3-6]86|amd64|aarch64|arm\w*|ppc\w*|s390x?|riscv\w*|mips\w*|loongarch\w*"
+    r"|sparc\w*|ia64|alpha|parisc\w*)\s*$"
+    r"|^(?=[\s\S]*^Architecture:)[\s\S]*^(?:CPU\(s\)|Model name|Byte Order|CPU op-mode\(s\)|Vendor ID):",
+    re.M,
+)
+
 # `nvidia-smi -q`'s header line of its GPU count
 _Q_ATTACHED = re.compile(r"^\s*Attached GPUs\s+:\s*\d", re.M)
 
@@ -288,7 +335,7 @@ def detect_kind(text: str) -> str | None:
         return "lsblk"  # (`lsblk -P`'s `NAME="sda" ...` before os-release's `NAME="Ubuntu"`)
     if head.startswith("{") and '"lscpu"' in head:
         return "lscpu"
-    if (re.search(r"^Architecture:", head, re.M) or looks_like_lscpu(head)) and "Server Version:" not in head:
+    if (_LSCPU_ARCH.search(head) or looks_like_lscpu(head)) and "Server Version:" not in head:
         return "lscpu"
     if looks_like_cpuinfo(head):  # (`cat /proc/cpuinfo`: read as the CPUs, cores, sockets it gives)
         return "lscpu"

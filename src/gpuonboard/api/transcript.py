@@ -24,6 +24,7 @@ from typing import TypeVar
 
 from gpuonboard.api import glued
 from gpuonboard.api.command_line import CONTAINER_CLIS, run, tool_name
+from gpuonboard.api.nvml_refusal import kind_name
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
@@ -316,8 +317,9 @@ def _refuse_reruns_answered_otherwise(
         if kind != got[0]:
             raise UsageError(
                 f"{name}: {first.where} and {part.where} ran one command at two times and were"
-                f" answered differently (an output read as {kind}, then one read as {got[0]}: the box changed"
-                " between them), which cannot both be judged as the box: keep one of them in the file."
+                f" answered differently (an output read as {kind_name(kind)}, then one read as"
+                f" {kind_name(got[0])}: the box changed between them), which cannot both be judged as"
+                " the box: keep one of them in the file."
             )
 
 
@@ -403,9 +405,9 @@ def read(
                 else ""
             )
             raise UsageError(
-                f"{name}: {first.where} and {part.where} are two {kind} outputs{differ}, which cannot both be"
-                " judged as the box (one may show part of it, or the box changed between them): keep"
-                " one of them in the file."
+                f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs{differ},"
+                " which cannot both be judged as the box (one may show part of it, or the box changed"
+                " between them): keep one of them in the file."
             )
         found[kind] = (part, out, where)
     _note_skipped(name, skipped, bool(found), notes)

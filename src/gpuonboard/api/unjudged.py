@@ -85,3 +85,35 @@ def lone_values(text: str) -> str | None:
         f" so nothing is read from it: save the output with its header (`--format=csv`) or under its"
         f" copied command line, or {_SAVE}."
     )
+
+
+# `nvidia-container-cli info` (the NVIDIA Container Toolkit's view of the driver, `-k -d
+# /dev/tty` adding its glog `I0114 04:33:38 ... nvc_info.c:...]` lines): `NVRM version:   390.87`,
+# `CUDA version:   9.1`, then a block per GPU (`Device Index:`, `Model:`, `Bus Location:`,
+# `Architecture:   6.1`, the GPU's compute capability, no CPU's). /proc/driver/nvidia/version's
+# `NVRM version: NVIDIA UNIX x86_64 Kernel Module ...` is the kernel module's (facts/kernel_nvrm.py).
+_CLI_FIELD = re.compile(r"^(NVRM version|CUDA version|Device Index|Model|Bus Location):[ \t]*(.*?)\s*$", re.M)
+
+
+def container_cli_info(text: str) -> str | None:
+    """The note for an `nvidia-container-cli info` output (its driver, CUDA version and GPUs named),
+    read and not judged: the toolkit's view, not one of nvidia-smi's formats the rules read. None
+    for any other text."""
+    fields = _CLI_FIELD.findall(text)
+    driver = next((v for k, v in fields if k == "NVRM version"), "")
+    if not re.fullmatch(r"\d+\.\d+(?:\.\d+)?", driver) or not any(
+        k in ("CUDA version", "Device Index") for k, _ in fields
+    ):
+        return None
+    cuda = next((v for k, v in fields if k == "CUDA version"), "")
+    models = [v for k, v in fields if k == "Model"]
+    buses = [v for k, v in fields if k == "Bus Location"]
+    gpus = ", ".join(f"{m} at {buses[i]}" if i < len(buses) else m for i, m in enumerate(models))
+    listed = f"{len(models)} GPU(s): {gpus[:200]}" if models else "no GPU listed"
+    return (
+        f"an `nvidia-container-cli info` output (the NVIDIA Container Toolkit's view: driver {driver}"
+        + (f", CUDA {cuda}" if cuda else "")
+        + f", {listed}), shown as read and not judged: it is not one of nvidia-smi's outputs the"
+        " rules read (its `Architecture` is the GPU's compute capability, no CPU's); save"
+        " `nvidia-smi -q` of the box."
+    )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
+from gpuonboard.api.nvml_refusal import kind_name
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.gpu_ids import bus_key
@@ -419,13 +420,16 @@ def joined_said(kind: str, both: object = None) -> str:
     # (the container's output just joined: the last kept beside, joined_container appends it)
     container = next((o.in_container for o in reversed(beside) if o.in_container), "")
     if container:
-        return f"the box's own {kind} output and one run in a container ({container}), the box's judged"
+        return (
+            f"the box's own {kind_name(kind)} output and one run in a container ({container}),"
+            " the box's judged"
+        )
     view = next((o.partial for o in reversed(beside) if IN_RUNNING_CONTAINER in o.partial), "")
     if view and kind.startswith("nvidia_smi"):
         return (
-            f"the box's own {kind} output and a container's view of its GPUs ({view}), the box's judged"
-            " and each GPU's faults in the view judged as its own (the same GPUs, matched by PCI"
-            " address or UUID)"
+            f"the box's own {kind_name(kind)} output and a container's view of its GPUs ({view}),"
+            " the box's judged and each GPU's faults in the view judged as its own (the same GPUs,"
+            " matched by PCI address or UUID)"
         )
     if kind == "nvidia_smi_csv":
         return (
@@ -443,7 +447,7 @@ def joined_said(kind: str, both: object = None) -> str:
         return "two free outputs of the box whose Mem totals agree, the more exact one judged"
     if kind == "lscpu":
         return "two answers of the box to what its CPUs are that agree, the whole lscpu judged first"
-    return f"two {kind} outputs of the box in two formats, each read and merged"
+    return f"two {kind_name(kind)} outputs of the box in two formats, each read and merged"
 
 
 def keeps_first(
@@ -478,7 +482,7 @@ def keeps_first(
     if not same_box or pair is None:
         differ = disagreement(kind, raw[kind], out)
         raise UsageError(
-            f"{where}: a second {kind} output (the first is {origin[kind]}){differ};"
+            f"{where}: a second {kind_name(kind)} output (the first is {origin[kind]}){differ};"
             " pass one file per command."
         )
     (lost, lost_out), (keep, _) = pair

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from gpuonboard.facts import gpu_agree
 from gpuonboard.facts.container_banner import banner_lines
 from gpuonboard.facts.csvtext import csv_rows
+from gpuonboard.facts.gpu_failed import failed_outputs, failure_clashes
 from gpuonboard.facts.gpu_fields import _FIELD_RANK, _merge_gpu
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
@@ -184,6 +185,7 @@ def merge(
     refusals: list[Refusal] = []
     seen: dict[str, GpuReport] = {}
     told: list[tuple[str | None, str]] = []  # (each output's CUDA version, why it is a view)
+    files: dict[str, str] = {}  # format label -> the saved file it was read from ("" live)
     for probe, _label, args in GPU_SOURCES:
         out = raw.get(probe)
         if out is None or out.absent:
@@ -212,6 +214,7 @@ def merge(
             report = dataclasses.replace(report, complete=False, gap=out.partial)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
+            files.setdefault(report.source, out.saved_as)
         if report.source == "csv":
             reports += _second_queries(out, parse)
         if not report.gpus and report.driver_version and not report.complete:
@@ -231,7 +234,10 @@ def merge(
         return GpuEvidence(None, (), tuple(refusals), None)
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
-    merged = _with_inforom(_union(reports, listed, unopened, listed_whole, unread), [*outputs, *warned])
+    # (an output that says nvidia-smi failed as a whole, beside one that listed GPUs: named)
+    failed = failure_clashes(failed_outputs(raw, parse), _lister(reports, files, listed))
+    union = _union(reports, listed, unopened, listed_whole, unread, failed)
+    merged = _with_inforom(union, [*outputs, *warned])
     # (whose banner gave the CUDA version kept: a container's exec'd nvidia-smi tells its own)
     cuda_told = tuple(why for cuda, why in told if cuda and cuda == merged.cuda_version)
     merged = dataclasses.replace(merged, cuda_told_by=cuda_told)
@@ -245,6 +251,17 @@ def merge(
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
     answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _lister(
+    reports: Sequence[tuple[str, GpuReport]], files: Mapping[str, str], listed: Sequence[GpuInfo]
+) -> tuple[str, str, int] | None:
+    """The output that listed the most GPUs (its format label, its file, its GPU count), richest
+    format first among equals; `-L`'s where it lists more."""
+    best = max(reports, key=lambda r: len(r[1].gpus), default=None)
+    if best is None or len(listed) > len(best[1].gpus):
+        return ("list", "", len(listed)) if listed else None
+    return best[0], files.get(best[0], ""), len(best[1].gpus)
 
 
 def _view_texts(raw: Mapping[str, ProbeOutput]) -> list[tuple[str, str]]:
@@ -337,6 +354,7 @@ def _union(
     unopened: Sequence[GpuInfo] = (),
     listed_whole: bool = True,
     banners: Sequence[tuple[str, GpuReport]] = (),
+    failed: Sequence[tuple[str, str]] = (),
 ) -> GpuReport:
     """One GPU set (`_base`), each GPU's fields from the richest format that read it. A GPU of
     another format that matches none of the set (another PCI address) is not added: formats of
@@ -344,7 +362,8 @@ def _union(
     names as unopenable is added as an unreadable GPU (a fault). Where the set is `-L`'s listing
     and that was cut short (`listed_whole` False), the report is not whole. `banners` are the
     formats that answered their versions but no GPU row (a table cut below its banner): their
-    driver and CUDA versions are answers of the box too, merged and compared as any format's."""
+    driver and CUDA versions are answers of the box too, merged and compared as any format's.
+    `failed` are the disagreements of outputs that say nvidia-smi failed as a whole (gpu_failed)."""
     ranked = sorted(reports, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
     # (the `-L` of datadog-agent#33120 beside a table cut below its banner: `-L` prints no
     # version, the banner's was the box's only one and was dropped)
@@ -363,7 +382,7 @@ def _union(
     copies = [[(label, c) for label, c in pool if _same(g, c) and (c is g or id(c) not in own)] for g in base]
     gpus = [_merge_gpu(g, of_g) for g, of_g in zip(base, copies, strict=True)]
     # what two formats say otherwise is named, each with its format, never one of them chosen
-    clashes = gpu_agree.version_clashes(versioned)
+    clashes = gpu_agree.version_clashes(versioned) + list(failed)
     clashes += [c for g, of_g in zip(gpus, copies, strict=True) for c in gpu_agree.gpu_clashes(g, of_g)]
     gpus = _with_unopened(gpus, unopened, copies)
     gpus.sort(key=lambda x: x.index)

@@ -61,6 +61,9 @@ class ProbeOutput:
     # offline: the same probe's outputs in other formats given beside this one (an RDMA port
     # listing of `ibstat` beside `ibv_devinfo`: api/unread.joined_formats), each read and merged
     beside: tuple[ProbeOutput, ...] = ()
+    # offline: the name of the saved file this output was read from ("" live), so that a sentence
+    # about two outputs of one box (one failed, one listed GPUs) names the files the user gave
+    saved_as: str = ""
 
     @property
     def own_exit_code(self) -> int:

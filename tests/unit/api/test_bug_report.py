@@ -405,7 +405,7 @@ def test_a_bug_report_section_gives_way_to_the_same_output_saved_apart(tmp_path:
     )
     (tmp_path / "dmesg.txt").write_text(WRAPPED)
     (tmp_path / "nvidia-bug-report.log").write_text("".join(sections()))  # (its Xid 79 the file lacks)
-    with pytest.raises(offline.UsageError, match="a second kernel_log output"):
+    with pytest.raises(offline.UsageError, match="a second kernel log output"):
         offline.load_outputs([str(tmp_path)], [])
 
 
@@ -491,7 +491,7 @@ def test_a_section_holding_a_host_error_the_file_saved_apart_lacks_is_refused(
     whole: refused, as two rival logs."""
     (tmp_path / "nvidia-bug-report.log").write_text("".join(sections(dmesg)))
     (tmp_path / name).write_text(saved)
-    with pytest.raises(offline.UsageError, match="a second kernel_log output"):
+    with pytest.raises(offline.UsageError, match="a second kernel log output"):
         offline.load_outputs([str(tmp_path)], [])
 
 

@@ -154,7 +154,7 @@ def test_two_logs_of_this_boot_are_still_rival_views(tmp_path: Path) -> None:
     folder.mkdir()
     (folder / "a.txt").write_text(THIS_BOOT.read_text())
     (folder / "b.txt").write_text((DERIVED / PREVIOUS_FAULT).read_text().split("\n", 1)[1])
-    with pytest.raises(UsageError, match="second kernel_log output"):
+    with pytest.raises(UsageError, match="second kernel log output"):
         _xid_of(tmp_path, [str(folder)])
 
 

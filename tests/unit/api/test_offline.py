@@ -45,6 +45,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # first prefix that matches wins: the longer nvidia-smi-* prefixes before "nvidia-smi"
         "part-of-nvidia-smi": None,  # a part naming no GPU set (a Processes table alone, -q lines): refused
         "nvidia-smi-topo": "nvidia_topo",
+        "nvidia-smi-nvlink-g": None,  # NVML's refusal of the link counters: refused naming it
+        "nvidia-container-cli-info": None,  # the Container Toolkit's view: named in a note, not judged
+        "talosctl-dmesg": "kernel_log",  # Talos Linux's kernel log
         "nvidia-smi-nvlink-e": "nvidia_nvlink_errors",
         "nvidia-smi-nvlink": "nvidia_nvlink",
         "nvidia-smi-L__": "nvidia_smi_list",
@@ -415,7 +418,8 @@ def test_two_outputs_of_one_command_name_both_files(tmp_path: Path) -> None:
     r = cli(tmp_path, f"{H200_XML},{other}")
     assert r.returncode == 2
     assert r.stderr.strip() == (
-        f"error: {other}: a second nvidia_smi output (the first is {H200_XML}); pass one file per command."
+        f"error: {other}: a second nvidia-smi (`-q -x`, or its failure) output (the first is {H200_XML});"
+        " pass one file per command."
     )
 
 

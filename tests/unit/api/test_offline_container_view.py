@@ -323,7 +323,7 @@ def test_a_session_with_a_containers_free_before_the_boxs_own_judges_the_boxs(tm
     notes: list[str] = []
     outputs = offline.load_outputs([str(tmp_path / "box")], notes)
     assert outputs["free"].in_container == "" and len(outputs["free"].beside) == 1
-    assert any("are the box's own free output and one run in a container" in note for note in notes), notes
+    assert any("are the box's own `free` output and one run in a container" in note for note in notes), notes
 
 
 def test_the_note_of_a_second_containers_answer_names_that_container(tmp_path: Path) -> None:

@@ -222,7 +222,7 @@ def test_the_nodes_own_table_beside_a_pods_log_judges_the_nodes(
     assert facts.gpu is not None and facts.gpu.driver_version == "550.144.03" and not facts.gpu.gpus
     assert got["gpu_count"].verdict == "unverified" and "no GPU row" in got["gpu_count"].actual
     assert any(
-        "the box's own nvidia_smi_table output and a container's view of its GPUs" in note
+        "the box's own plain `nvidia-smi` table output and a container's view of its GPUs" in note
         and "kubectl logs -n nvidia-gpu-smi nvidia-smi" in note
         for note in notes
     ), notes

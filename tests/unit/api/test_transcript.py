@@ -202,7 +202,7 @@ def test_a_narrower_or_later_output_of_one_kind_is_refused(tmp_path: Path, first
     session.write_text(f"$ {first}\n{one}$ {then}\n{TABLE.read_text()}")
     # (since round 28 the refusal says what the narrower one shows, as a folder's does)
     said = (
-        rf"are two nvidia_smi_table outputs \(`{re.escape(then)}` shows only the GPUs .*\),"
+        rf"are two plain `nvidia-smi` table outputs \(`{re.escape(then)}` shows only the GPUs .*\),"
         " which cannot both be judged"
     )
     with pytest.raises(UsageError, match=said):
@@ -367,7 +367,7 @@ def test_two_different_outputs_of_one_command_are_refused() -> None:
     with pytest.raises(UsageError) as refused_:
         offline.load_outputs([str(a30)])
     assert str(refused_.value) == (
-        f"{a30}: line 15 (`nvidia-smi -L`) and line 21 (`nvidia-smi -L`) are two nvidia_smi_list outputs,"
+        f"{a30}: line 15 (`nvidia-smi -L`) and line 21 (`nvidia-smi -L`) are two `nvidia-smi -L` outputs,"
         " which cannot both be judged as the box (one may show part of it, or the box changed between"
         " them): keep one of them in the file."
     )
@@ -476,7 +476,7 @@ def test_one_command_answered_otherwise_later_in_the_session_is_two_times_of_the
         in said
     )
     assert "ran one command at two times and were answered differently" in said, said
-    assert "nvidia_smi_table, then one read as nvidia_smi" in said, said
+    assert "plain `nvidia-smi` table, then one read as nvidia-smi (`-q -x`, or its failure)" in said, said
 
 
 @pytest.mark.parametrize(

@@ -109,7 +109,7 @@ def test_two_logs_that_read_the_box_stay_refused(tmp_path: Path) -> None:
     session.write_text(
         f"$ sudo dmesg -T\n{log}$ sudo dmesg -T | tail -3\n{''.join(log.splitlines(True)[-3:])}"
     )
-    with pytest.raises(UsageError, match="are two kernel_log outputs"):
+    with pytest.raises(UsageError, match="are two kernel log outputs"):
         offline.load_outputs([str(session)])
 
 

@@ -56,7 +56,8 @@ def test_the_two_formats_in_one_saved_session_are_judged_together(tmp_path: Path
     facts = parse_facts(offline.load_outputs([str(session)], notes))
     check = next(c for c in offline.judge(facts, OrderSpec(rdma=(9, 200.0))) if c.name == "rdma_ports")
     assert check.verdict == "fail" and check.actual.startswith("8 of 9 port(s) ACTIVE")
-    assert any("two rdma_ports outputs of the box in two formats, each read and merged" in n for n in notes)
+    said = "two RDMA port listing outputs of the box in two formats, each read and merged"
+    assert any(said in n for n in notes)
 
 
 def test_two_listings_that_disagree_on_a_port_leave_it_unknown(tmp_path: Path) -> None:
@@ -85,7 +86,7 @@ def test_two_listings_in_one_format_stay_refused(tmp_path: Path) -> None:
     """Two ibstatus outputs are rivals (a narrower view or a later state), not two formats."""
     (tmp_path / "a.txt").write_text(IBSTATUS.read_text())
     (tmp_path / "b.txt").write_text(IBSTATUS.read_text().replace("4: ACTIVE", "1: DOWN", 1))
-    with pytest.raises(UsageError, match="a second rdma_ports output"):
+    with pytest.raises(UsageError, match="a second RDMA port listing output"):
         offline.load_outputs([str(tmp_path)])
 
 

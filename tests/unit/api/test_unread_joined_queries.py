@@ -174,7 +174,7 @@ def test_two_queries_of_the_same_fields_stay_refused(tmp_path: Path) -> None:
     folder.mkdir()
     for name in ("query-gpu-a.csv", "query-gpu-b.csv"):
         (folder / name).write_text(A100_PCIE.read_text())
-    with pytest.raises(UsageError, match="a second nvidia_smi_csv output"):
+    with pytest.raises(UsageError, match="a second `nvidia-smi --query-gpu` CSV output"):
         offline.load_outputs([str(folder)])
 
 

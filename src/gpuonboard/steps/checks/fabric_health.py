@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
+from gpuonboard.facts.kernel_oops import KernelCrash, crash_sentence, nvidia_crashes
 from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
@@ -455,6 +456,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     narrowed = out.partial or log.left_out or log.cut_by_cap
     covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
     xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
+    xid = _with_crashes(xid, [] if out.earlier_boot else nvidia_crashes(out.stdout))
     narrowed = out.partial or log.left_out or log.driver_cut_by_cap  # (its lines the driver's only)
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
     # (the host's own hardware errors: a row only where the log shows one)
@@ -467,6 +469,26 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
         rule_host_hw_errors(hosted, out.partial or log.left_out or log.host_cut_by_cap)
         or _host_lines_left_out(log.dropped_host),
     ]
+
+
+# a kernel crash (an Oops) naming the NVIDIA driver beside no Xid: what to ask
+CRASH_ADVICE = (
+    "the kernel crashed this boot in a report that names the NVIDIA driver or a kernel it tainted"
+    " (no Xid is logged for such a crash): ask the vendor to check the full report in `dmesg`"
+    " (its Call Trace and Modules linked in), to update or reinstall the NVIDIA driver for this"
+    " kernel, and to reboot the box"
+)
+
+
+def _with_crashes(check: Check, crashes: Sequence[KernelCrash]) -> Check:
+    """gpu_xid with the kernel crashes naming the NVIDIA driver said (facts/kernel_oops.py): a pass
+    becomes a warning naming the first, with what to ask; any other verdict names it too."""
+    if not crashes:
+        return check
+    said = crash_sentence(crashes[0]) + (f" and {len(crashes) - 1} more" if len(crashes) > 1 else "")
+    if check.verdict == "pass":
+        return replace(check, actual=f"{check.actual}; {said}", verdict="warn", detail=CRASH_ADVICE)
+    return replace(check, actual=f"{check.actual}; {said}")
 
 
 def _host_lines_left_out(dropped: int | None) -> Check | None:

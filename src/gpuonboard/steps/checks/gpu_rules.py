@@ -437,6 +437,10 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
             f"{unread}: {usable} of the {n} listed GPUs can be read"
             + (f", {order.gpu_count} ordered (see gpu_model)" if short else ""),
         )
+    if incomplete and n < order.gpu_count and (attached := _attached_count(facts, order.gpu_count)):
+        # `Attached GPUs : 2`, read above the cut, is the driver's whole count of the set (where
+        # the GPUs read meet the order themselves, their count is said: "1 listed; ...")
+        return Check("gpu_count", expected, f"{attached} attached ({n} read; {incomplete})", "pass", detail)
     if incomplete and (n < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     verdict: Verdict = "fail" if n < order.gpu_count else "pass"
@@ -453,6 +457,18 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
     return Check(
         "gpu_count", expected, f"{n} listed; {incomplete}" if incomplete else str(n), verdict, detail
     )
+
+
+def _attached_count(facts: Facts, ordered: int) -> int | None:
+    """nvidia-smi's own count of the GPUs attached (`-q`'s `Attached GPUs`, read above a cut), where
+    it counts at least `ordered` and no GPU read says otherwise (none unreadable, no disagreement,
+    no more read than it counts, no rows that may be samples); None otherwise."""
+    report = facts.gpu
+    if report is None or report.attached_gpus is None or report.attached_gpus < ordered:
+        return None
+    if report.disagreements or report.gap or len(report.gpus) > report.attached_gpus:
+        return None
+    return None if any(g.faults for g in report.gpus) else report.attached_gpus
 
 
 # the nvidia-smi formats whose every whole GPU record gives its memory total (or says it is not

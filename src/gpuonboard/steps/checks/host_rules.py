@@ -454,12 +454,35 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
             " CPUs online): CPUs offline, a smaller CPU model or fewer sockets; run `lscpu` (its"
             " Off-line CPU(s) list) and ask the vendor for the box that was ordered"
         )
+    elif hypervisor := _hypervisor(facts):
+        # (a VM's CPUs are the vCPUs its host gave it, not a CPU model's or sockets' count)
+        why = (
+            f"fewer CPUs than ordered, hyperthreads included: a virtual machine ({hypervisor}) given"
+            f" {_counted(logical, 'vCPU') if logical is not None else 'fewer vCPUs'}; ask the vendor"
+            " for the size that was ordered"
+        )
     else:
         why = (
             "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
             " ask the vendor for the box that was ordered"
         )
     return Check("cpu_cores", expected, actual, "fail", why)
+
+
+# lscpu's `Hypervisor vendor:` line (KVM, Microsoft, VMware, Xen ...), and the `hypervisor` CPU flag
+# a guest's CPUs carry (lscpu's Flags, /proc/cpuinfo's flags)
+_HYPERVISOR_VENDOR = re.compile(r"^\s*Hypervisor vendor:\s*(\S.*?)\s*$", re.M)
+_HYPERVISOR_FLAG = re.compile(r"^\s*flags\s*:.*\bhypervisor\b", re.M | re.I)
+
+
+def _hypervisor(facts: Facts) -> str:
+    """'Microsoft hypervisor' where the saved lscpu (or /proc/cpuinfo) says the CPUs are a
+    virtual machine's, 'a hypervisor' where only its CPU flag does; "" otherwise."""
+    out = facts.raw.get("lscpu")
+    text = out.stdout if out is not None else ""
+    if vendor := _HYPERVISOR_VENDOR.search(text):
+        return f"{vendor.group(1)} hypervisor"
+    return "a hypervisor" if _HYPERVISOR_FLAG.search(text) else ""
 
 
 # The kernel and firmware keep part of RAM out of `free`'s total: about 1.7 % on the real

@@ -303,3 +303,16 @@ def test_a_driver_version_on_the_cut_line_is_not_read(tmp_path: Path, cut: int) 
     got = verdicts(tmp_path, H200_Q, text, 'gpu_count: 1\nmin_driver: "590.48.01"\n')
     assert got["min_driver"][0] == "unverified"
     assert "590.48" not in got["nvidia_driver"][1]
+
+def test_attached_gpus_above_a_cut_counts_the_set(tmp_path: Path) -> None:
+    """Project-HAMi/HAMi#446: a node's `nvidia-smi -a` saying `Attached GPUs : 2`, cut inside GPU
+    0's record. gpu_count (order 2) was unverified "1 listed"; the driver's own count, read above
+    the cut, passes it, naming both counts; what GPU 1's unread record holds stays unverified."""
+    name = "nvidia-smi-a__tesla-v100s-pcie-32gb__2gpu-attached__driver535.104.05__cut-in-gpu0-record"
+    text = (REAL / f"{name}__hami-446.txt").read_text()
+    rules = verdicts(tmp_path, "nvidia-smi-a.txt", text, "gpu_model: V100S\ngpu_count: 2")
+    assert rules["gpu_count"] == (
+        "pass",
+        "2 attached (1 read; incomplete probe: nvidia-smi says 2 attached but lists 1)",
+    )
+    assert rules["gpu_model"][0] == "unverified"

@@ -353,7 +353,8 @@ def test_two_q_fields_on_one_line_are_read_as_two(name: str) -> None:
     lines = (REAL / name).read_text().split("\n")
     whole = parse_any("\n".join(lines)).gpus
     joined = 0
-    for i in range(0, len(lines) - 1, 17):
+    # (every 17th line of a long capture; each of a short one, a -q cut in its first record)
+    for i in range(0, len(lines) - 1, 17 if len(lines) > 100 else 1):
         a, b = _FIELD.match(lines[i]), _FIELD.match(lines[i + 1])
         if not (a and b and a.group(1) == b.group(1)):
             continue

@@ -197,9 +197,27 @@ _RECOVERY_ACTION = ("gpu recovery action", "gpu_recovery_action")
 _AFTER_RECOVERY = ("gsp firmware version", "gsp_firmware_version", "ibmnpu", "pci")
 # a part some drivers do not print: read whole where the record read a part nvidia-smi prints
 # after it (the record went past where it would be)
+_MIG_MODE = ("mig mode", "mig_mode")
+# a driver that prints MIG mode (R450+) prints it after the persistence and addressing modes and
+# before the accounting mode (every real -q and -q -x capture); one older than MIG (R440's -q of a
+# GTX 1050 Ti, nvidia-docker#1149) prints no MIG line at all: its record read past that place
+# (its accounting mode, driver model, serial, UUID ...) holds no MIG mode to cut away
+_AFTER_MIG = (
+    "accounting mode",
+    "accounting_mode",
+    "accounting mode buffer size",
+    "accounting_mode_buffer_size",
+    "driver model",
+    "driver_model",
+    "serial number",
+    "serial",
+    "gpu uuid",
+    "uuid",
+)
 _PRINTED_BEFORE: Mapping[tuple[str, ...], tuple[str, ...]] = {
     _RESET_STATUS: _AFTER_RECOVERY,
     _RECOVERY_ACTION: _AFTER_RECOVERY,
+    _MIG_MODE: _AFTER_MIG,
 }
 _Parts = tuple[tuple[str, ...], ...]
 # (each row lists every part whose fields the rule's judge reads: a rule judged from two parts
@@ -220,7 +238,7 @@ RULE_PARTS: Mapping[str, tuple[_Parts, _Parts]] = {
     "compute_mode": ((("compute mode", "compute_mode"),), ()),
     # (the driver model too: a Windows one has no persistence mode, modes._no_persistence)
     "persistence_mode": ((), (_NAME, ("persistence mode", "persistence_mode"), _DRIVER_MODEL)),
-    "mig_mode": ((), (_NAME, ("mig mode", "mig_mode"))),
+    "mig_mode": ((), (_NAME, _MIG_MODE)),
     "virtualization": ((), (_NAME, _BRAND, _VIRT)),
 }
 

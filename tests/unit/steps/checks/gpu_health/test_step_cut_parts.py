@@ -108,3 +108,16 @@ def test_a_record_cut_between_a_rules_parts_keeps_no_pass_of_a_failing_field(
     for n in [*range(start + 1, near, 5), *range(near, last + 2)]:
         verdicts = _verdicts("".join(lines[:n]), name, rule)
         assert verdicts <= {"fail", "unverified"}, (n, lines[n - 1], verdicts)
+
+
+def test_a_cut_q_of_a_driver_older_than_mig_passes_mig_mode() -> None:
+    """NVIDIA/nvidia-docker#1149: a 440.36 `-q` of a GTX 1050 Ti, cut in its GPU Operation Mode
+    section. R440 prints no MIG Mode line at all; its place (before Accounting Mode) was read, so
+    the cut took no MIG mode: mig_mode passes as for a cut `-q` that printed `MIG Mode`."""
+    name = (
+        "nvidia-smi-q__geforce-gtx-1050-ti__1gpu__driver440.36__no-mig-line__cut-in-gpu-operation-mode"
+        "__nvidia-docker-1149.txt"
+    )
+    facts = parse_facts({"nvidia_smi_q": ProbeOutput((REAL / name).read_text(), "", 0)})
+    [mig] = [c for c in gpu_health.evaluate(facts) if c.name == "mig_mode"]
+    assert (mig.verdict, mig.actual) == ("pass", "Disabled; GPU 0: no MIG on this model"), mig

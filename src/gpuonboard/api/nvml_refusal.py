@@ -1,0 +1,78 @@
+"""Saved outputs of an nvidia-smi operation that NVML refused (`nvidia-smi nvlink -g 0`: its GPU
+line, then `NVML: Unable to get the NvLink link utilization counter control for link 0:
+Insufficient Permissions`), and the user-known name of each kind of saved output, so that a
+refusal names the command the user ran, never an internal probe name (`nvidia_smi_csv`)."""
+
+from __future__ import annotations
+
+import re
+
+# NVML's refusal of one operation, `NVML: ` before it or not: its words, then the error
+_REFUSED = re.compile(
+    r"^(?:NVML:\s*)?(?:Failed|Unable) to (?P<what>.+?):\s*"
+    r"(?P<why>Insufficient Permissions|No permission|Not Supported)\.?$",
+    re.I,
+)
+# the GPU line nvidia-smi prints above each GPU's answer (`nvlink`, `-L`'s shape)
+_GPU_LINE = re.compile(r"^GPU \d+: .+$")
+# a copied nvidia-smi command (after a prompt or alone)
+_SMI_COMMAND = re.compile(r"\bnvidia-smi(?:\.exe)?\s+(?P<args>[^|;&<>]*)")
+
+_WHY = {
+    "insufficient permissions": "the query needs root, run it with sudo",
+    "no permission": "the query needs root, run it with sudo",
+    "not supported": "this GPU or driver does not support it",
+}
+
+
+def nvml_refusal(where: str, text: str, copied: str) -> str | None:
+    """The sentence naming an nvidia-smi operation NVML refused, with its GPU lines or without:
+    the command (from the copied line), what was refused and why; None for any other text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    refused = [m for line in lines if (m := _REFUSED.match(line))]
+    if not refused or any(not (_REFUSED.match(line) or _GPU_LINE.match(line)) for line in lines):
+        return None
+    first = refused[0]
+    why = first.group("why")
+    command = _SMI_COMMAND.search(copied or "")
+    args = " ".join(command.group("args").split()) if command else ""
+    named = f"`nvidia-smi {args}`" if args else "an nvidia-smi operation"
+    topic = "of the links" if "nvlink" in (args + first.group("what")).lower() else "of the GPUs"
+    save = "`nvidia-smi nvlink -s` (and `nvidia-smi -q`)" if topic == "of the links" else "`nvidia-smi -q`"
+    return (
+        f"{where}: {named} refused by NVML ({why}: {_WHY[why.lower()]}): `{first.group(0)[:160]}`;"
+        f" it tells nothing {topic}: save {save} of the box."
+    )
+
+
+# the user-known name of each kind of saved output (the live probe's name otherwise)
+_KIND_NAMES = {
+    "nvidia_smi": "nvidia-smi (`-q -x`, or its failure)",
+    "nvidia_smi_q": "`nvidia-smi -q`",
+    "nvidia_smi_csv": "`nvidia-smi --query-gpu` CSV",
+    "nvidia_smi_table": "plain `nvidia-smi` table",
+    "nvidia_smi_list": "`nvidia-smi -L`",
+    "nvidia_smi_apps": "`nvidia-smi --query-compute-apps`",
+    "nvidia_topo": "`nvidia-smi topo -m`",
+    "nvidia_nvlink": "`nvidia-smi nvlink -s`",
+    "nvidia_nvlink_errors": "`nvidia-smi nvlink -e`",
+    "kernel_log": "kernel log",
+    "rdma_ports": "RDMA port listing",
+    "fabric_manager": "fabric manager state",
+    "lscpu": "`lscpu`",
+    "free": "`free`",
+    "df": "`df`",
+    "lsblk": "`lsblk`",
+    "mounts": "`/proc/mounts`",
+    "os_release": "`/etc/os-release`",
+    "nvcc": "`nvcc --version`",
+    "nproc": "`nproc`",
+}
+
+
+def kind_name(kind: str) -> str:
+    """The name a user knows a saved output's kind by ('`nvidia-smi --query-gpu` CSV' for
+    nvidia_smi_csv), for a sentence; the kind itself, its underscores as spaces, otherwise."""
+    from gpuonboard.api.saved_kinds import SHOWN_KINDS
+
+    return _KIND_NAMES.get(kind) or SHOWN_KINDS.get(kind) or kind.replace("_", " ")

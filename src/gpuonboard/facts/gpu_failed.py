@@ -1,0 +1,68 @@
+"""The nvidia-smi outputs of one box that say nvidia-smi failed as a whole (it could not talk to
+the driver, NVML would not start, it found no GPU) beside another that listed GPUs: two answers
+of the box that cannot both be true at one time, so a disagreement, never a failure dropped.
+Pure: no I/O.
+
+A GPU named as unopenable ("Unable to determine the device handle for gpu ADDR: ...") is no
+whole failure: that GPU is a fault of the set (gpu_unopened). A format's own refusal (a bare
+"Insufficient Permissions" for one query, a provider's policy) is no whole failure either: the
+driver answered the others (gpu_merge.Refusal, the driver rule's "failed" note).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from gpuonboard.facts import gpu_agree
+from gpuonboard.facts.gpu_probes import GPU_SOURCES, LIST_PROBE
+from gpuonboard.facts.gpu_unopened import unopened_gpus
+from gpuonboard.facts.nvidia_smi import GpuReport
+from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
+from gpuonboard.facts.probe import ProbeOutput
+
+# nvidia-smi's own sentences when it read no GPU at all, at a line's start: "NVIDIA-SMI has
+# failed because it couldn't communicate with the NVIDIA driver ...", NVML's "Failed to
+# initialize NVML: <reason>" (Driver/library version mismatch, Driver Not Loaded, Unknown
+# Error ...), "No devices were found", and a device handle it could not get for a GPU it does
+# not place (no PCI address: gpu_unopened places those that name one)
+_WHOLE_FAILURE = re.compile(
+    r"^[\s|]*(?:NVIDIA-SMI has failed|Failed to initialize NVML\b|No devices were found"
+    r"|Unable to determine the device handle)",
+    re.IGNORECASE | re.MULTILINE,
+)
+
+
+def failed_outputs(
+    raw: Mapping[str, ProbeOutput], parse: Callable[[str], GpuReport]
+) -> list[tuple[str, str]]:
+    """(who, its failure line) for each nvidia-smi output that failed as a whole and read no GPU:
+    who is its file offline ("nvidia-smi in nvidia-smi-wsl.txt"), its call live."""
+    out = []
+    for name, label in [(n, label) for n, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]:
+        got = raw.get(name)
+        if got is None or got.absent:
+            continue
+        text = f"{got.stdout}\n{got.stderr}"
+        said = _WHOLE_FAILURE.search(text)
+        if said is None or unopened_gpus([text]) or (name != LIST_PROBE and parse(got.stdout).gpus):
+            continue
+        line = nvidia_smi_failure(got.stdout, got.stderr)[0] or said.group(0)
+        who = f"nvidia-smi in {got.saved_as}" if got.saved_as else gpu_agree.format_call(label)
+        out.append((who, " ".join(line.split())[:160]))
+    return out
+
+
+def failure_clashes(
+    failed: Sequence[tuple[str, str]], lister: tuple[str, str, int] | None
+) -> list[tuple[str, str]]:
+    """The disagreement of each whole failure with the output that listed GPUs (`lister`: its
+    format label, its file or "", its GPU count), as gpu_agree's clashes ("gpus", sentence)."""
+    if lister is None:
+        return []
+    label, saved_as, count = lister
+    listed = gpu_agree.format_call(label) + (f" in {saved_as}" if saved_as else "")
+    return [
+        ("gpus", f"{who} failed ({line}) while {listed} listed {count} GPU{'s' if count != 1 else ''}")
+        for who, line in failed
+    ]

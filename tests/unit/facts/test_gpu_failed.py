@@ -1,0 +1,70 @@
+"""A saved nvidia-smi failure beside another nvidia-smi output of the same box that lists GPUs
+(facts/gpu_failed.py): two answers of the box, named as a disagreement, never dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..offline_judge import judged_box
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+WSL_FAILED = "nvidia-smi__failed-couldnt-communicate-driver-not-loaded__wsl2__wsl-9134.txt"
+WSL_TABLE = "nvidia-smi__geforce-gtx-1080-ti__2gpu__driver517.48__windows__cut-in-gpu1-row__wsl-9134.txt"
+GTX690 = "nvidia-smi__geforce-gtx-690__1gpu__driver410.79__power-na__nvidia-docker-523.txt"
+
+
+def test_a_failed_nvidia_smi_beside_a_table_of_the_same_pc_fails_the_driver(tmp_path: Path) -> None:
+    """microsoft/WSL#9134: nvidia-smi in WSL2 failed (`couldn't communicate with the NVIDIA
+    driver`), nvidia-smi.exe on its Windows host listed 2 GPUs (cut in GPU 1's row). The failure
+    was dropped without a word; both files are named now, the GPU rules unverified."""
+    files = {
+        "nvidia-smi-wsl.txt": (REAL / WSL_FAILED).read_text(),
+        "nvidia-smi-windows.txt": (REAL / WSL_TABLE).read_text(),
+    }
+    _, checks = judged_box(tmp_path, files, "gpu_model: GTX 1080 Ti\ngpu_count: 2\nvram: 11GB\n")
+    driver = checks["nvidia_driver"]
+    assert driver.verdict == "fail", driver
+    assert (
+        "nvidia-smi in nvidia-smi-wsl.txt failed (NVIDIA-SMI has failed because it couldn't" in driver.actual
+    )
+    assert "the plain `nvidia-smi` table in nvidia-smi-windows.txt listed 2 GPUs" in driver.actual
+    assert [checks[r].verdict for r in ("gpu_model", "gpu_count", "vram")] == ["unverified"] * 3
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [
+        "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that"
+        " the latest NVIDIA driver is installed and running.\n",
+        "Failed to initialize NVML: Driver/library version mismatch\n",
+        "No devices were found\n",
+    ],
+)
+def test_each_whole_failure_beside_a_whole_table_is_no_pass(tmp_path: Path, failure: str) -> None:
+    """nvidia-docker#523's whole GTX 690 table (real) beside a second file holding one of
+    nvidia-smi's whole-failure lines (each as nvidia-smi prints it; the file written by the
+    test): the table alone passes every GPU rule, and with the failure beside it passed as if the
+    failure were not there (exit 0, nvidia_driver pass)."""
+    files = {"nvidia-smi.txt": (REAL / GTX690).read_text(), "nvidia-smi-later.txt": failure}
+    _, checks = judged_box(tmp_path, files, "gpu_model: GTX 690\ngpu_count: 1\n")
+    driver = checks["nvidia_driver"]
+    assert driver.verdict == "fail", driver
+    assert f"nvidia-smi in nvidia-smi-later.txt failed ({failure.strip()[:60]}" in driver.actual
+    assert "the plain `nvidia-smi` table in nvidia-smi.txt listed 1 GPU " in driver.actual
+    assert checks["gpu_count"].verdict == "unverified"
+
+
+def test_a_lost_gpus_line_beside_a_table_stays_that_gpus_fault(tmp_path: Path) -> None:
+    """`Unable to determine the device handle for GPU <address>` names one GPU: a fault of the
+    set (gpu_unopened), not a failure of nvidia-smi as a whole (the table's GPU 0 at 04:00.0, the
+    line naming 05:00.0, written by the test)."""
+    files = {
+        "nvidia-smi.txt": (REAL / GTX690).read_text(),
+        "nvidia-smi-q.txt": "Unable to determine the device handle for GPU 0000:05:00.0: Unknown Error\n",
+    }
+    _, checks = judged_box(tmp_path, files, "gpu_count: 2\n")
+    assert checks["nvidia_driver"].verdict == "pass"
+    assert "disagree" not in checks["nvidia_driver"].actual
+    assert checks["gpu_health"].verdict == "fail"

@@ -1,0 +1,48 @@
+"""Kernel crashes naming the NVIDIA driver (facts/kernel_oops.py), said by gpu_xid: a crash is no
+Xid, yet a box fault that no GO may leave unnamed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+GPF = (
+    "dmesg__general-protection-fault-kmalloc-tainted-p-oe__rtx4090-driver555__trace-cut"
+    "__k8s-device-plugin-941.txt"
+)
+ORDER = "gpu_model: RTX 4090\ngpu_count: 1\n"
+
+
+def test_a_general_protection_fault_of_a_tainted_kernel_warns_gpu_xid(tmp_path: Path) -> None:
+    """NVIDIA/k8s-device-plugin#941: a general protection fault in __kmalloc (`Tainted: P OE`) on
+    an RTX 4090 box with the 555 driver. gpu_xid passed "no Xid in the kernel log" with the crash
+    unnamed; now it warns, quoting the crash line, its process and the taint."""
+    verdict, actual = verdicts(tmp_path, "dmesg.txt", (REAL / GPF).read_text(), ORDER)["gpu_xid"]
+    assert verdict == "warn", actual
+    assert (
+        "a kernel crash (Oops) in the log: `general protection fault, probably for non-canonical address"
+        " 0x78d29c0722bf7aa1: 0000 [#1] SMP NOPTI` (process ufep; kernel tainted P OE" in actual
+    )
+
+
+def test_an_untainted_crash_naming_no_nvidia_module_is_not_the_drivers() -> None:
+    """The same report with its taint flags edited in-test to `Not tainted` (and its P taken out):
+    no nvidia module named, no proprietary taint: not read as the NVIDIA driver's crash."""
+    from gpuonboard.facts.kernel_oops import nvidia_crashes
+
+    text = (REAL / GPF).read_text().replace("Tainted: P           OE     ", "Not tainted ")
+    assert nvidia_crashes(text) == []
+
+
+def test_a_crash_whose_trace_names_nvidia_is_read_without_a_taint() -> None:
+    """The same report with a trace line naming the driver's module appended in-test
+    (`nvidia_uvm_ioctl+0x2a/0x40 [nvidia_uvm]`) and its taint flags taken out: read as the
+    driver's, by the module named."""
+    from gpuonboard.facts.kernel_oops import nvidia_crashes
+
+    text = (REAL / GPF).read_text().replace("Tainted: P           OE     ", "Not tainted ")
+    text += "[243209.352450]  nvidia_uvm_ioctl+0x2a/0x40 [nvidia_uvm]\n"
+    [crash] = nvidia_crashes(text)
+    assert crash.nvidia_named and crash.process == "ufep"
