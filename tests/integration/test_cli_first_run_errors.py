@@ -7,7 +7,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from conftest import Project, host_entry
+from conftest import Project, host_entry, wait_for
+
+from gpuonboard import shell
 
 
 def _connections(project: Project, name: str) -> int:
@@ -107,21 +109,23 @@ def test_the_terminal_report_reads_at_80_columns(project: Project) -> None:
     assert len(notes) == 1, r.stdout  # the advice: one full-width line under the table
 
 
-def test_ctrl_c_of_check_mode_says_nothing_of_resuming(project: Project) -> None:
+def test_ctrl_c_of_check_mode_says_nothing_of_resuming(project: Project, tmp_path: Path) -> None:
     """Ctrl-C of `check` (check mode: it keeps no journal and uploads nothing) printed "to
     resume, rerun the same command: steps that finished are kept and skipped, and files already
     uploaded are not sent again": only commands that change the host (provision, prove, sync)
     say it now; `interrupted` stays the last word."""
     import signal
-    import time
 
     from gpuonboard.testing.toolbox import add_executable
 
     h = project.pool.hosts["slow"]
-    add_executable(h.bin_dir, "nvidia-smi", "#!/bin/sh\nsleep 15\n")  # a GPU that never answers
+    asked = tmp_path / "asked"
+    # a GPU that never answers (and says it was asked: before, a fixed 1.5 s stood for "connected;
+    # waiting in its probe", and a loaded machine's Ctrl-C came before the CLI had started)
+    add_executable(h.bin_dir, "nvidia-smi", f"#!/bin/sh\ntouch {shell.quote(str(asked))}\nsleep 15\n")
     project.write_inventory({"slow": host_entry(h, project.pool)})
     proc = project.start("check", "--host", "slow")
-    time.sleep(1.5)  # connected; waiting in its probe
+    wait_for(asked, 60)  # connected; waiting in its probe
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, out + err

@@ -155,7 +155,7 @@ def test_a_rerun_after_a_dropped_link_stops_the_stale_receiver_and_resends_littl
     s = project.summary()["hosts"][0]["steps"][0]
     resent = s["diff"]["literal_bytes"] - (total - arrived)
     assert resent <= total // 100, (s["msg"], resent, total, arrived)
-    deadline = time.monotonic() + 3  # (the rerun's own receiver ends moments after its client)
+    deadline = time.monotonic() + 20  # (the rerun's own receiver ends moments after its client)
     while _receivers(link) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _receivers(link) == [], "a receiver of the cut run is still running on the host"

@@ -459,7 +459,7 @@ def test_tensorboard_is_stopped_over_a_new_connection_when_the_link_dropped(
             proc.kill()
             proc.communicate()
         (h.bin_dir / "python3").unlink()
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 20  # (a loaded machine is slow to end them)
         while True:
             left = [int(p.split(":")[0]) for p in remote_processes(h) if "tensorboard.main" in p]
             if not left or time.monotonic() > deadline:

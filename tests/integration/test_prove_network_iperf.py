@@ -80,7 +80,7 @@ def test_a_port_that_takes_the_connection_and_stays_silent_does_not_hang(
             " names a port in use? a load balancer or firewall that accepts and then drops?), or the"
             " link stalled"
         )
-        deadline = time.monotonic() + 1  # (gone within the second it was always given)
+        deadline = time.monotonic() + 10  # (stopped on the host: gone at once, later on a loaded machine)
         while _clients_to(port) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _clients_to(port) == [], "the iperf3 client still runs on the host"

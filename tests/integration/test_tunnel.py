@@ -125,7 +125,7 @@ def tensorboards(h: TestHost) -> list[int]:
 
 def kill_leftovers(h: TestHost) -> list[int]:
     """SIGTERM what TensorBoard stand-ins still run on the host (a failed test's), by PID."""
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 20
     while (left := tensorboards(h)) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pid in left:

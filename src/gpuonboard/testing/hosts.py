@@ -139,17 +139,39 @@ def _signal_all(pids: set[int], sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
+def _is_sshd(pid: int) -> bool:
+    """True when `pid`'s executable name is sshd's (the listener, a connection's privileged
+    monitor or its session process; OpenSSH 9.8+ names the latter `sshd-session`)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().startswith("sshd")
+    except OSError:
+        return False
+
+
+def _end(pids: set[int]) -> None:
+    """SIGTERM `pids`, SIGKILL what is left after a grace, and wait (a grace) until none lives."""
+    _signal_all(pids, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE_S
+    while time.monotonic() < deadline and any(process_alive(p) for p in pids):
+        time.sleep(_POLL_S)
+    _signal_all({p for p in pids if process_alive(p)}, signal.SIGKILL)
+    deadline = time.monotonic() + STOP_GRACE_S
+    while time.monotonic() < deadline and any(process_alive(p) for p in pids):
+        time.sleep(_POLL_S)
+
+
 def _terminate(listeners: set[int]) -> None:
-    """SIGTERM the listeners and their descendants, SIGKILL what is left after a grace."""
+    """Stop the listeners and their descendants as a box that drops off the network: sshd's own
+    processes first (the connections end with no word from the server), only then the commands
+    the sessions ran. Before, all were signalled at once: on a loaded machine a session's
+    command could die of the SIGTERM first, and its sshd, still up, sent the client the
+    command's exit status (143) before the connection ended, so a test of a lost connection saw
+    a failed command instead (the descendants are listed first: once sshd is gone they are
+    another parent's children)."""
     targets = listeners | _descendants(listeners)
-    _signal_all(targets, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_S
-    while time.monotonic() < deadline and any(process_alive(p) for p in targets):
-        time.sleep(_POLL_S)
-    _signal_all({p for p in targets if process_alive(p)}, signal.SIGKILL)
-    deadline = time.monotonic() + STOP_GRACE_S
-    while time.monotonic() < deadline and any(process_alive(p) for p in targets):
-        time.sleep(_POLL_S)
+    daemons = {p for p in targets if _is_sshd(p)} | listeners
+    _end(daemons)
+    _end(targets - daemons)
 
 
 # --------------------------------------------------------------------------- keys
