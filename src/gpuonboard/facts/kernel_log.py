@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
-from gpuonboard.facts.kernel_cut import cut_by_shape, locale_words, says_nothing, whole_when_cut
+from gpuonboard.facts.kernel_cut import cut_by_shape, ends_unfinished, locale_words, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -599,10 +599,11 @@ class _Reader:
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
             if probe := _PROBE_FAILED.search(line):
                 self.probes.append((len(self.events), (probe.group(1) or probe.group(2)).lower()))
-        elif says_nothing(line, self.words) or cut_by_shape(line, self.words):
-            # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
-            # may be the start of an Xid or SXid line. (A message before it is the one the log
-            # ends inside where it is unfinished.)
+        elif ends_unfinished(line, self.words):
+            # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`) or
+            # inside any other line (`[597411.196475]  do_`): it may be the start of an Xid or
+            # SXid line, or the lines after it are lost (kernel_cut.ends_unfinished). (A message
+            # before it is the one the log ends inside where it is unfinished.)
             said = line.strip()
             self.tail = KernelEvent("cut", 0, "", said, cut=said)
         if _NVRM.search(line) or _NVSWITCH.search(line):
