@@ -74,7 +74,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
-from gpuonboard.facts.kernel_quoted import quoting_report
+from gpuonboard.facts.kernel_quoted import nvswitch_only, quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
@@ -175,6 +175,9 @@ class KernelLog:
     # another tool's report that quotes the drivers' kernel lines (facts/kernel_quoted.py): its
     # first such line, as printed; its faults count, its silence proves nothing
     quoted: str | None = None
+    # a saved log of the NVSwitch driver's lines only (facts/kernel_quoted.nvswitch_only): its
+    # first line; picked or grepped, it says nothing of the GPU driver's Xids
+    picked: str | None = None
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
@@ -189,6 +192,16 @@ class KernelLog:
         if self.elided is None:
             return ""
         return f"lines were left out of it by hand, marked `{self.elided}`"
+
+    @property
+    def no_gpu_lines(self) -> str:
+        """left_out for gpu_xid: a saved log of the NVSwitch driver's lines only (`picked`) kept
+        none of the GPU driver's, an Xid among them; "" where it is not one."""
+        if self.picked is None:
+            return ""
+        n = f"{self.lines} line{'s' if self.lines != 1 else ''}"
+        first = self.picked[:80]
+        return f"it holds only the NVSwitch driver's lines ({n}, first `{first}`), picked from the log"
 
     @property
     def cut_by_cap(self) -> str:
@@ -723,6 +736,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         others_only=not text.strip() and journal_shaped(given),
         # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
         quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
+        picked=nvswitch_only([ln for ln in lines if not _HEADER.match(ln)]) if reader.first is None else None,
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["quoting_report"]
+__all__ = ["nvswitch_only", "quoting_report"]
 
 # a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
 # before the driver's tag, after text that is no kernel stamp (`[XID found] (54 minutes ago) "`)
@@ -24,3 +24,19 @@ def quoting_report(lines: list[str]) -> str | None:
     if not tagged or not all(_QUOTED.match(line) for line in tagged):
         return None
     return tagged[0].strip()
+
+
+# the NVSwitch driver's kernel line (`nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, ...`)
+_NVSWITCH_LINE = re.compile(r"\bnvidia-nvswitch\d*:")
+
+
+def nvswitch_only(lines: list[str]) -> str | None:
+    """The first line of a saved log (no live probe's header) whose every line is the NVSwitch
+    driver's (gpud#338's one `dmesg --decode --time-format iso` SXid line, a `| grep SXid`):
+    lines picked from the log by a grep or by hand that keeps none of the GPU driver's (no
+    `NVRM: Xid` line could be among them, and no kernel log has only such lines); None where any
+    line is another's."""
+    said = [line.strip() for line in lines if line.strip()]
+    if not said or not all(_NVSWITCH_LINE.search(line) and "NVRM" not in line for line in said):
+        return None
+    return said[0]

@@ -197,6 +197,7 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         SYSLOG_OLD,
         ISO,
         SXID_12028,
+        "dmesg-decode-iso__sxid-12028-data-one-line__nvswitch1__gpud-338.txt",  # (round 30)
         "dmesg__xid-32-31__geforce-optimus__bumblebee.txt",
         "dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",  # (a warning: non-fatal Xid 145)
         NVSWITCH,
