@@ -226,7 +226,9 @@ def test_a_matrix_saved_without_any_legend_is_unknown_for_nvlink(tmp_path: Path)
     assert "Legend" not in text and "NV#" not in text
     t = parse_topo(text)
     assert len(t.gpus) == 8 and t.complete and interconnect(t) == "unknown"
-    assert t.pcie_only.startswith("no legend (NV# line) was saved with it: cut short, or `nvidia-smi topo -mp`")
+    assert t.pcie_only.startswith(
+        "no legend (NV# line) was saved with it: cut short, or `nvidia-smi topo -mp`"
+    )
     order = "gpu_count: 8\ninterconnect: nvlink\n"
     verdict, actual = verdicts(tmp_path, "topo.txt", text, order)["interconnect"]
     assert verdict == "unverified" and actual.startswith("unknown: no legend (NV# line) was saved"), actual
