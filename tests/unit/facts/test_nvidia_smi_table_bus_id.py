@@ -13,7 +13,10 @@ from gpuonboard.facts.nvidia_smi import parse_table
 from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-TELEGRAF = "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__bus-id-redacted__cut-at-processes__telegraf-6258.txt"
+TELEGRAF = (
+    "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__"
+    "bus-id-redacted__cut-at-processes__telegraf-6258.txt"
+)
 ORDER = "gpu_count: 1\ngpu_model: GTX 1050 Ti\n"
 
 
