@@ -170,9 +170,10 @@ _WHOLE_HEAD_END = re.compile(r"(?:\]|\bkernel:|\b(?:emerg|alert|crit|err|warn|no
 
 def cut_by_shape(line: str, words: dict[str, str] | None = None) -> bool:
     """True when a kernel log's last line is cut by its own shape (_CUT_ADDRESS), with or without
-    a newline after it: it ends inside a device address, or inside its stamp, its head or a
+    a newline after it: it ends inside a device address, inside a call trace's frame (_CUT_FRAME:
+    `[597411.196475]  do_`, a name without its `+0x7c/0xd8`), or inside its stamp, its head or a
     driver's tag (says_nothing, `words` the log's locale names, locale_words)."""
-    if _CUT_ADDRESS.search(line):
+    if _CUT_ADDRESS.search(line) or _CUT_FRAME.fullmatch(_message(line)):
         return True
     return says_nothing(line, words) and _WHOLE_HEAD_END.search(line) is None
 
@@ -198,6 +199,18 @@ _ONE_NAME = re.compile(r"(?:\? )?[\w.$]+(?:\+\S*)?(?: \[\w*\]?)?")
 _WHOLE_NAME = re.compile(r"""(?:\+0x[0-9a-fA-F]+/0x[0-9a-fA-F]+(?: \[\w+\])?|[.)\]}>'"!%:])\s*$""")
 
 
+# a call trace's frame cut before its end: a kernel function's name (one with `_`, or its `+`
+# already printed) without its offset and length, or with them cut before the length's digits
+# (`do_`, `do_transl`, `handle_mm_fault+0x`, `do_page_fault+0x104/0x`); a frame always prints
+# `+0x<off>/0x<len>` (a length cut inside its digits, `/0xd` of `/0xd8`, cannot be told)
+_CUT_FRAME = re.compile(r"(?:\? )?(?=[\w.]*_|[\w.]+\+)[A-Za-z_][\w.]*(?:\+(?:0x[0-9a-fA-F]*(?:/(?:0x)?)?)?)?")
+
+
+def _message(line: str) -> str:
+    """The line's message: its text after its stamps and its syslog or journal head (_PREFIX)."""
+    return line[_PREFIX.match(line).end() :].rstrip()  # type: ignore[union-attr]
+
+
 def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
     """True when a kernel log's last line, with no newline after it, may have been cut inside
     it: it says nothing yet or is cut by its own shape (says_nothing, cut_by_shape), or its
@@ -206,7 +219,7 @@ def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
     ends like one is not."""
     if says_nothing(line, words) or cut_by_shape(line, words):
         return True
-    message = line[_PREFIX.match(line).end() :].rstrip()  # type: ignore[union-attr]
+    message = _message(line)
     if _ONE_NAME.fullmatch(message):
         return _WHOLE_NAME.search(message) is None
     return _WHOLE_END.search(message) is None

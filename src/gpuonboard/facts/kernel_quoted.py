@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
+
 __all__ = ["nvswitch_only", "quoting_report"]
 
 # a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
@@ -28,15 +30,23 @@ def quoting_report(lines: list[str]) -> str | None:
 
 # the NVSwitch driver's kernel line (`nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, ...`)
 _NVSWITCH_LINE = re.compile(r"\bnvidia-nvswitch\d*:")
+# a mail's or a forum's quote marks before a line (`> `, `>> `)
+_QUOTE_MARK = re.compile(r"^\s*(?:>\s?)+")
 
 
 def nvswitch_only(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line is the NVSwitch
     driver's (gpud#338's one `dmesg --decode --time-format iso` SXid line, a `| grep SXid`):
     lines picked from the log by a grep or by hand that keeps none of the GPU driver's (no
-    `NVRM: Xid` line could be among them, and no kernel log has only such lines); None where any
-    line is another's."""
-    said = [line.strip() for line in lines if line.strip()]
+    `NVRM: Xid` line could be among them, and no kernel log has only such lines), its lines
+    without a stamp read as pieces of a stamped one (a page's wrap); None where any line is
+    another's."""
+    said = [text for line in lines if (text := _QUOTE_MARK.sub("", line).strip())]
+    # (a log of stamped lines: its lines without a stamp are pieces of the one above, a page's
+    # wrap; a log without stamps has no such tell, each line its own)
+    stamped = [line for line in said if KERNEL_STAMP.match(line)]
+    if said and stamped and said[0] == stamped[0]:
+        said = stamped
     if not said or not all(_NVSWITCH_LINE.search(line) and "NVRM" not in line for line in said):
         return None
     return said[0]

@@ -127,6 +127,9 @@ def test_a_log_ending_inside_any_line_never_passes() -> None:
     for check in (rule_xid(events, True), rule_sxid(events, True)):
         assert check.verdict == "unverified", check.actual
         assert "the log ends inside a line, cut short: '[597411.196475]  do_'" in check.actual
+    # saved with a newline after it (a paste's, a page's), a frame cut before its `+0x../0x..`
+    # is cut by its own shape all the same
+    assert rule_xid(parse_kernel_log(text + "\n").events, True).verdict == "unverified"
     lines = text.splitlines(keepends=True)
     for cut in (
         "[597411.196473]  do_translation_fa",

@@ -55,6 +55,8 @@ def test_a_saved_log_of_nvswitch_lines_only_leaves_gpu_xid_unverified(tmp_path: 
         (REAL / SXID_12028).read_text(),
         f"[Sat Jan 25 10:34:54 2025] {tail}",
         f"Jan 25 10:34:54 host kernel: {tail}",
+        # (quoted in a mail and wrapped at 80 columns, the pieces without a stamp)
+        "\n".join(f"> {line[i : i + 78]}" for i in range(0, len(line), 78)),
     ):
         got = verdicts(tmp_path, "dmesg.txt", text + "\n", "gpu_count: 8\n")
         assert got["gpu_xid"][0] == "unverified", got["gpu_xid"]

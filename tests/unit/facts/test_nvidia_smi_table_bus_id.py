@@ -25,7 +25,7 @@ ORDER = "gpu_count: 1\ngpu_model: GTX 1050 Ti\n"
     ["xxxxxxxxxxxxxxxx", "XXXX", "****", "<redacted>", "[REDACTED]", "00000000:XX:00.0"],
 )
 def test_a_redacted_bus_id_keeps_the_gpus_row(tmp_path: Path, bus: str) -> None:
-    """Round 30 (telegraf6258): influxdata/telegraf#6258's `# nvidia-smi` (430.14, `CUDA Version:
+    """Round 30 (telegraf6258): influxdata/telegraf#6258's `nvidia-smi` (430.14, `CUDA Version:
     N/A`, GeForce GTX 105..., the Bus-Id cell redacted to `xxxxxxxxxxxxxxxx` by its poster, cut at
     `| Processes:`). The row was dropped as mangled: nvidia_driver, gpu_count and gpu_model were
     unverified, "no GPU row could be read". Now the GPU is read with no bus id: nvidia_driver
