@@ -211,7 +211,8 @@ def test_a_table_cut_inside_a_row_is_read_up_to_it(tmp_path: Path) -> None:
     the whole df thrown away. The lsblk is an output cut short: its rows before the cut are read
     (none here), data_disk is judged from the df (pass) and says the lsblk was cut. Edited
     in-test: the table cut inside a later row of its own (a row whole, then `sda1`) reads that
-    row; a row that cannot be read with a newline after it is still no row lsblk prints."""
+    row; a row that cannot be read with a newline after it is still no row lsblk prints, but a
+    name alone (no row lsblk prints either) is the cut it shows."""
     text = (REAL / RPI_LSBLK).read_text()
     assert text.endswith("MOUNTPOINT\nsda") and table_unread(text) is None
     assert table_cut(text).startswith("the lsblk table ends inside its row of sda, cut short")
@@ -234,3 +235,5 @@ def test_a_table_cut_inside_a_row_is_read_up_to_it(tmp_path: Path) -> None:
         "row of sda1, cut short: the rows from there on are not known"
     )
     assert table_unread(longer + "\n") is not None
+    # a row of a name alone is cut by its own shape, a newline after it too (a code fence's)
+    assert table_unread(text + "\n") is None and table_cut(text + "\n") == table_cut(text)
