@@ -713,6 +713,14 @@ _LSCPU_LABELS = r"(?:CPU op-mode\(s\)|Byte Order|Address sizes|CPU\(s\)|Vendor I
 _LSCPU_RUN_TOGETHER = re.compile(rf"Architecture:[ \t]*\S+[ \t]+{_LSCPU_LABELS}.*?[ \t]{_LSCPU_LABELS}")
 
 
+# procps top's summary of memory (`Mem:  264488144k total, 251337344k used, ...`, procps-ng's
+# `KiB Mem :  16305960 total,  1234 free, ...`, `MiB Swap:  2048.0 total, ...`)
+_TOP_SUMMARY = re.compile(r"(?m)^\s*(?:[KMGT]iB )?(?:Mem|Swap)\s*:\s*[\d.]+k?\s+total,")
+# a cell that no nvidia-smi field prints: a label before its value (`Mem:  264488144k total`), or
+# a count named by a word after it (`13150800k free`; nvidia-smi's units are `MiB`, `W`, `%`, ...)
+_LABELLED_CELL = re.compile(r"(?m)(?:^|,)\s*(?:[A-Za-z][A-Za-z ]*:\s+\S|[\d.]+k?\s+[a-z]{3,}\s*(?:,|$))")
+
+
 def _unread_sentence(where: str, text: str) -> str:
     """The sentence refusing a saved output of another form, a headerless CSV, or none this
     tool reads (naming the kinds it does read)."""
@@ -724,7 +732,12 @@ def _unread_sentence(where: str, text: str) -> str:
             " line: `Architecture: x86_64 CPU op-mode(s): ...`), so no field can be told from the"
             " next: save `lscpu` again as it prints it, one field a line."
         )
-    if csv_width(text):
+    if _TOP_SUMMARY.search(text):
+        return (
+            f"{where}: top's memory summary lines (`Mem: ... total, ... used, ... free`, `Swap:"
+            " ...`), not `free` output: save `free -k` of the box (or `cat /proc/meminfo`)."
+        )
+    if csv_width(text) and not _LABELLED_CELL.search(text):
         return (
             f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
             " above it names its fields: save it with its header (`--format=csv`, without"

@@ -10,7 +10,7 @@ import re
 
 from gpuonboard.once import loaded_once
 
-__all__ = ["cut_by_shape", "host_cut", "locale_words", "says_nothing", "whole_when_cut"]
+__all__ = ["cut_by_shape", "ends_unfinished", "host_cut", "locale_words", "says_nothing", "whole_when_cut"]
 
 
 def _started(*parts: str) -> str:
@@ -171,11 +171,59 @@ _WHOLE_HEAD_END = re.compile(r"(?:\]|\bkernel:|\b(?:emerg|alert|crit|err|warn|no
 
 def cut_by_shape(line: str, words: dict[str, str] | None = None) -> bool:
     """True when a kernel log's last line is cut by its own shape (_CUT_ADDRESS), with or without
-    a newline after it: it ends inside a device address, or inside its stamp, its head or a
+    a newline after it: it ends inside a device address, inside a call trace's frame (_CUT_FRAME:
+    `[597411.196475]  do_`, a name without its `+0x7c/0xd8`), or inside its stamp, its head or a
     driver's tag (says_nothing, `words` the log's locale names, locale_words)."""
-    if _CUT_ADDRESS.search(line):
+    if _CUT_ADDRESS.search(line) or _CUT_FRAME.fullmatch(_message(line)):
         return True
     return says_nothing(line, words) and _WHOLE_HEAD_END.search(line) is None
+
+
+# a kernel log line's prefix: its stamps (dmesg's `[...]`, --decode's `kern  :warn  :`, ISO
+# times), a syslog's or journal's `... host kernel:`, a quoting `> `
+_PREFIX = re.compile(
+    r"^\s*(?:>\s*)?(?:\[[^\]]*\]\s*|kern\s*:\s*\w+\s*:\s*|\d{4}-\d\d-\d\dT\S+\s+|[^\n]{0,60}?\bkernel:\s*)*"
+)
+# how a whole kernel message ends: a closing mark (`.`, `)`, `]`, `>`, a quote, `!`, `%`), a
+# number (`pid=4242`, `0x1f`; a trace frame's offset only with its length, `+0x7c/0xd8`), a
+# colon after a word (`Call Trace:`), or a
+# word of two letters or more after a space or `=` (`skipping further processing`,
+# `constraint=OTHER_CONSTRAINT`); a line that ends otherwise (inside a name, `do_`, `high-sp`;
+# after a `,`, `=`, `:`, `+0x`) was cut inside it
+_WHOLE_END = re.compile(
+    r"""(?:[.)\]}>'"!%]|(?<=[A-Za-z]):|(?<![\w+])[+-]?(?:0x)?[0-9a-fA-F]*\d[0-9a-fA-F]*|/0x[0-9a-fA-F]+"""
+    r"|(?<=[\s=])[A-Za-z][A-Za-z_]*[A-Za-z])\s*$"
+)
+# a message of one name (a call trace's frame, `? do_translation_fault+0x7c/0xd8 [mod]`): whole
+# only up to its frame's length or module, a closing mark or a colon (`<TASK>`, `Call Trace:`)
+_ONE_NAME = re.compile(r"(?:\? )?[\w.$]+(?:\+\S*)?(?: \[\w*\]?)?")
+_WHOLE_NAME = re.compile(r"""(?:\+0x[0-9a-fA-F]+/0x[0-9a-fA-F]+(?: \[\w+\])?|[.)\]}>'"!%:])\s*$""")
+
+
+# a call trace's frame cut before its end: a kernel function's name (one with `_`, or its `+`
+# already printed) without its offset and length, or with them cut before the length's digits
+# (`do_`, `do_transl`, `handle_mm_fault+0x`, `do_page_fault+0x104/0x`); a frame always prints
+# `+0x<off>/0x<len>` (a length cut inside its digits, `/0xd` of `/0xd8`, cannot be told)
+_CUT_FRAME = re.compile(r"(?:\? )?(?=[\w.]*_|[\w.]+\+)[A-Za-z_][\w.]*(?:\+(?:0x[0-9a-fA-F]*(?:/(?:0x)?)?)?)?")
+
+
+def _message(line: str) -> str:
+    """The line's message: its text after its stamps and its syslog or journal head (_PREFIX)."""
+    return line[_PREFIX.match(line).end() :].rstrip()  # type: ignore[union-attr]
+
+
+def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
+    """True when a kernel log's last line, with no newline after it, may have been cut inside
+    it: it says nothing yet or is cut by its own shape (says_nothing, cut_by_shape), or its
+    message does not end like a whole one (_WHOLE_END; a message of one name, a trace frame,
+    _WHOLE_NAME). A whole log saved without its last newline (an editor's paste) whose last line
+    ends like one is not."""
+    if says_nothing(line, words) or cut_by_shape(line, words):
+        return True
+    message = _message(line)
+    if _ONE_NAME.fullmatch(message):
+        return _WHOLE_NAME.search(message) is None
+    return _WHOLE_END.search(message) is None
 
 
 # a driver line that is whole where the log ends after it without its newline: it names no fault

@@ -61,7 +61,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
-from gpuonboard.facts.kernel_cut import cut_by_shape, locale_words, says_nothing, whole_when_cut
+from gpuonboard.facts.kernel_cut import cut_by_shape, ends_unfinished, locale_words, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -75,7 +75,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
-from gpuonboard.facts.kernel_quoted import quoting_report
+from gpuonboard.facts.kernel_quoted import nvswitch_only, quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
@@ -177,6 +177,9 @@ class KernelLog:
     # another tool's report that quotes the drivers' kernel lines (facts/kernel_quoted.py): its
     # first such line, as printed; its faults count, its silence proves nothing
     quoted: str | None = None
+    # a saved log of the NVSwitch driver's lines only (facts/kernel_quoted.nvswitch_only): its
+    # first line; picked or grepped, it says nothing of the GPU driver's Xids
+    picked: str | None = None
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
@@ -191,6 +194,16 @@ class KernelLog:
         if self.elided is None:
             return ""
         return f"lines were left out of it by hand, marked `{self.elided}`"
+
+    @property
+    def no_gpu_lines(self) -> str:
+        """left_out for gpu_xid: a saved log of the NVSwitch driver's lines only (`picked`) kept
+        none of the GPU driver's, an Xid among them; "" where it is not one."""
+        if self.picked is None:
+            return ""
+        n = f"{self.lines} line{'s' if self.lines != 1 else ''}"
+        first = self.picked[:80]
+        return f"it holds only the NVSwitch driver's lines ({n}, first `{first}`), picked from the log"
 
     @property
     def cut_by_cap(self) -> str:
@@ -601,10 +614,11 @@ class _Reader:
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
             if probe := _PROBE_FAILED.search(line):
                 self.probes.append((len(self.events), (probe.group(1) or probe.group(2)).lower()))
-        elif says_nothing(line, self.words) or cut_by_shape(line, self.words):
-            # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`): it
-            # may be the start of an Xid or SXid line. (A message before it is the one the log
-            # ends inside where it is unfinished.)
+        elif ends_unfinished(line, self.words):
+            # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`) or
+            # inside any other line (`[597411.196475]  do_`): it may be the start of an Xid or
+            # SXid line, or the lines after it are lost (kernel_cut.ends_unfinished). (A message
+            # before it is the one the log ends inside where it is unfinished.)
             said = line.strip()
             self.tail = KernelEvent("cut", 0, "", said, cut=said)
         if _NVRM.search(line) or _NVSWITCH.search(line):
@@ -734,6 +748,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         others_only=not text.strip() and journal_shaped(given),
         # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
         quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
+        picked=nvswitch_only([ln for ln in lines if not _HEADER.match(ln)]) if reader.first is None else None,
     )
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["quoting_report"]
+from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
+
+__all__ = ["nvswitch_only", "quoting_report"]
 
 # a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
 # before the driver's tag, after text that is no kernel stamp (`[XID found] (54 minutes ago) "`)
@@ -24,3 +26,27 @@ def quoting_report(lines: list[str]) -> str | None:
     if not tagged or not all(_QUOTED.match(line) for line in tagged):
         return None
     return tagged[0].strip()
+
+
+# the NVSwitch driver's kernel line (`nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, ...`)
+_NVSWITCH_LINE = re.compile(r"\bnvidia-nvswitch\d*:")
+# a mail's or a forum's quote marks before a line (`> `, `>> `)
+_QUOTE_MARK = re.compile(r"^\s*(?:>\s?)+")
+
+
+def nvswitch_only(lines: list[str]) -> str | None:
+    """The first line of a saved log (no live probe's header) whose every line is the NVSwitch
+    driver's (gpud#338's one `dmesg --decode --time-format iso` SXid line, a `| grep SXid`):
+    lines picked from the log by a grep or by hand that keeps none of the GPU driver's (no
+    `NVRM: Xid` line could be among them, and no kernel log has only such lines), its lines
+    without a stamp read as pieces of a stamped one (a page's wrap); None where any line is
+    another's."""
+    said = [text for line in lines if (text := _QUOTE_MARK.sub("", line).strip())]
+    # (a log of stamped lines: its lines without a stamp are pieces of the one above, a page's
+    # wrap; a log without stamps has no such tell, each line its own)
+    stamped = [line for line in said if KERNEL_STAMP.match(line)]
+    if said and stamped and said[0] == stamped[0]:
+        said = stamped
+    if not said or not all(_NVSWITCH_LINE.search(line) and "NVRM" not in line for line in said):
+        return None
+    return said[0]

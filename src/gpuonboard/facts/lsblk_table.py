@@ -278,6 +278,10 @@ def _read(text: str) -> tuple[list[BlockDevice], str | None]:
             # blanks; `lsblk -p` names start /dev/)
             return devices, f"a line lsblk does not print ({line.strip()[:60]})"
         read = _cells(line, columns, end)
+        if read is None and line is lines[-1] and (_open_end(text) or not line[end:].strip()):
+            # (the output ends inside this row, or at its name alone, which no lsblk row is:
+            # cut short, table_cut)
+            return devices, None
         if read is None:
             return devices, f"its row of {name} cannot be read into its columns"
         cells, aligned = read
@@ -297,6 +301,30 @@ def parse_lsblk_table(text: str) -> tuple[BlockDevice, ...]:
     """The block devices of an lsblk table ((): none read, or a row that cannot be read)."""
     devices, why = _read(text)
     return () if why else tuple(devices)
+
+
+def _open_end(text: str) -> bool:
+    """True when the text's last line has no newline after it (lsblk ends every row with one)."""
+    return bool(text.strip()) and not text.rstrip(" \t").endswith(("\n", "\r"))
+
+
+def table_cut(text: str) -> str:
+    """Why an lsblk table's rows read are not all it had: it ends, with no newline, inside a row
+    that cannot be read into its columns, or at a row of a name alone, newline or not
+    (rpi-documentation#806's `sda` alone under the header: the rows from there on are not
+    known); "" where it does not."""
+    if not looks_like_lsblk_table(text) or looks_like_lsblk_pairs(text):
+        return ""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    columns = _header(lines[0]) if len(lines) > 1 else None
+    named = _name_cell(lines[-1]) if columns is not None else None
+    if columns is None or named is None or _cells(lines[-1], columns, named[2]) is not None:
+        return ""
+    if not _open_end(text) and lines[-1][named[2] :].strip():
+        return ""  # (a row with cells that cannot be read, a newline after it: damaged, not cut)
+    return (
+        f"the lsblk table ends inside its row of {named[1]}, cut short: the rows from there on are not known"
+    )
 
 
 def table_unread(text: str) -> str | None:

@@ -208,8 +208,9 @@ def _legend(lines: list[str]) -> tuple[dict[str, str], str]:
     """The NIC names of the legend ("NIC0" -> "mlx5_0"), and why its matrix cannot show NVLink
     ("" when it can): every NVLink-era `topo -m` legend names NV# after the PCIe kinds (a PCIe
     box's too), `topo -mp`'s ends at PIX. A legend cut before its NV# line reads the same, so
-    such a matrix is unknown for NVLink (never claimed a `-mp`, never a box without NVLink); a
-    pre-NVLink driver's legend (no NV# line, its own wording) is a whole `topo -m`."""
+    such a matrix is unknown for NVLink (never claimed a `-mp`, never a box without NVLink), and
+    so is a matrix saved without any legend (go-gpuallocator#17's paste: `-mp` prints the same
+    cells); a pre-NVLink driver's legend (no NV# line, its own wording) is a whole `topo -m`."""
     nics: dict[str, str] = {}
     kinds: set[str] = set()
     old_driver = False
@@ -219,9 +220,11 @@ def _legend(lines: list[str]) -> tuple[dict[str, str], str]:
         elif match := _LEGEND_KIND.match(_plain(line)):
             kinds.add(match.group(1))
             old_driver = old_driver or match.group(2).startswith(_PRE_NVLINK_WORDING)
-    if not kinds or "NV#" in kinds or old_driver:
+    if "NV#" in kinds or old_driver:
         return nics, ""
     why = "its legend has no NV# (NVLink) line: cut short, or `nvidia-smi topo -mp`"
+    if not kinds:  # (no legend at all: a paste of the matrix alone reads as `-mp`'s does)
+        why = "no legend (NV# line) was saved with it: cut short, or `nvidia-smi topo -mp`"
     return nics, f"{why}, which {PCIE_PATHS_ONLY}"
 
 

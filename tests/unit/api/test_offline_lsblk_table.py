@@ -18,7 +18,10 @@ REAL = FIXTURES / "real"
 # (a table below lsblk's own stderr lines, read once they are split back to stderr: its own test)
 WITH_STDERR = "lsblk__debian-8-loop-root__dm-failed-to-get-device-path-lines__quickbox-2.txt"
 TABLES = sorted(
-    p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P") and p.name != WITH_STDERR
+    p.name
+    for p in REAL.glob("lsblk*.txt")
+    # (a table stored cut inside a row: facts/test_lsblk_table.py)
+    if not p.name.startswith("lsblk-P") and p.name != WITH_STDERR and "__line-cut-as-stored__" not in p.name
 )
 
 

@@ -35,6 +35,8 @@ NVLINK_S = sorted(p.name for p in REAL.glob("nvidia-smi-nvlink-s__*"))
 # (ibstat's `ibpanic:` on mlx5_8): not whole, by its own words
 NOT_WHOLE = {
     "ibv_devinfo-v__connectx3-mlx4__port-down-polling.txt",
+    # (ends inside mlx5_6's record: round 30, steps/checks/test_rdma_ports_cut.py)
+    "ibstatus__6ca-all-down-disabled__cut-inside-mlx5_6__nccl-1935.txt",
     "ibstat__a100__cut-by-ibpanic-exit-255__gpud.txt",
     # a paste whose top was cut off (it starts inside a port record): not whole by its first line
     "ibv_devinfo__top-cut-inside-a-port__cx7-roce-mlx5_2-active__deepep-38.txt",

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.host_errors import host_errors
-from gpuonboard.facts.kernel_cut import host_cut, says_nothing
+from gpuonboard.facts.kernel_cut import ends_unfinished, host_cut, says_nothing
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
-from gpuonboard.steps.checks.xid_rules import rule_xid
+from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 HOST_LOGS = (
@@ -108,3 +108,56 @@ def test_a_host_log_cut_inside_an_error_lines_head_never_passes_where_the_whole_
             check = rule_host_hw_errors(host_errors(text[:at]))
             if whole.verdict in ("fail", "warn"):
                 assert check is None or check.verdict != "pass", (name, text[start:at], check)
+
+
+RLSWARM = "dmesg__oom-kill-call-trace__arm-kvm-vps__line-cut-as-stored__rl-swarm-463.txt"
+
+
+def test_a_log_ending_inside_any_line_never_passes() -> None:
+    """Round 30 (rlswarm463): a real OOM-kill call trace whose paste ends inside a frame,
+    `[597411.196475]  do_`, no newline after it (the file as found). The lines after it (an Xid
+    among them) are lost: gpu_xid and nvswitch_sxid are unverified, quoting the line, never "no
+    Xid". Edited in-test: the same log cut inside other lines of it (a frame's name, its offset
+    before its length, a name inside a message, after a comma) reads cut too. (A cut that leaves
+    a word of letters after a space, `Not taint`, cannot be told from a whole word by its shape.)"""
+    text = (REAL / RLSWARM).read_text()
+    assert not text.endswith("\n") and text.endswith("]  do_")
+    events = parse_kernel_log(text).events
+    assert [(e.kind, e.cut) for e in events] == [("cut", "[597411.196475]  do_")]
+    for check in (rule_xid(events, True), rule_sxid(events, True)):
+        assert check.verdict == "unverified", check.actual
+        assert "the log ends inside a line, cut short: '[597411.196475]  do_'" in check.actual
+    # saved with a newline after it (a paste's, a page's), a frame cut before its `+0x../0x..`
+    # is cut by its own shape all the same
+    assert rule_xid(parse_kernel_log(text + "\n").events, True).verdict == "unverified"
+    lines = text.splitlines(keepends=True)
+    for cut in (
+        "[597411.196473]  do_translation_fa",
+        "[597411.196473]  do_translation_fault+0x7c",
+        "[597411.196473]  do_translation_fault+0x7c/0x",
+        "[597411.196374] CPU: 10 PID: 116521 Comm: p2pd Not tainted 6.8.0-78-gen",
+        "[597411.196310] p2pd invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP),",
+    ):
+        assert ends_unfinished(cut), cut
+        assert rule_xid(parse_kernel_log("".join(lines[:-1]) + cut).events, True).verdict == "unverified"
+
+
+@pytest.mark.parametrize(
+    "stamp",
+    [
+        "[597411.196473]",  # a whole frame `do_translation_fault+0x7c/0xd8`
+        "[597411.196380]",  # `Call trace:`
+        "[597411.196378]",  # `Hardware name: netcup KVM Server, BIOS VPS 4000 ARM G11 08/25/2025`
+        "[597411.196310]",  # `p2pd invoked oom-killer: ... oom_score_adj=0`
+    ],
+)
+def test_a_whole_log_saved_without_its_last_newline_is_whole(stamp: str) -> None:
+    """Round 30: the same real log cut after its whole line of `stamp` and saved without that
+    line's newline (an editor's paste): the line ends like a whole kernel message (a frame's
+    length, a number, a colon, a closing mark), so the log is read whole and gpu_xid passes."""
+    lines = (REAL / RLSWARM).read_text().splitlines()
+    kept = lines[: next(i for i, line in enumerate(lines) if line.startswith(stamp)) + 1]
+    assert not ends_unfinished(kept[-1]), kept[-1]
+    events = parse_kernel_log("\n".join(kept)).events
+    assert events == ()
+    assert rule_xid(events, True).verdict == "pass"

@@ -122,10 +122,14 @@ def test_a_last_line_cut_before_it_says_anything_is_unverified(
             assert either.verdict == "unverified" or (
                 either.verdict == "fail" and "cut short" in either.actual
             )
-    # a last line that plainly says something else stays as it was: the same stamp followed by
-    # another kernel message (the capture's own text) is no cut driver line
+    # a last line that says something else whole stays as it was: the same stamp followed by
+    # another kernel message (the capture's own last line, whole, without its newline as saved)
+    # is no cut driver line; cut inside its name (round 30) it is a line cut short
     other = "nvidia-peermem nv_get_p2p_free_callback"
-    assert [e.kind for e in parse_kernel_log(f"{read(ISO)[:33]}{other}").events] == []
+    whole = read(ISO).rstrip("\n").rsplit("\n", 1)[-1]
+    assert whole[33:].startswith(f"{other}:127 ") and whole.endswith("further processing")
+    assert [e.kind for e in parse_kernel_log(whole).events] == []
+    assert [e.kind for e in parse_kernel_log(f"{read(ISO)[:33]}{other}").events] == ["cut"]
 
 
 @pytest.mark.parametrize(
@@ -193,6 +197,7 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         SYSLOG_OLD,
         ISO,
         SXID_12028,
+        "dmesg-decode-iso__sxid-12028-data-one-line__nvswitch1__gpud-338.txt",  # (round 30)
         "dmesg__xid-32-31__geforce-optimus__bumblebee.txt",
         "dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",  # (a warning: non-fatal Xid 145)
         NVSWITCH,

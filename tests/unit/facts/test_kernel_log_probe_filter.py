@@ -18,7 +18,9 @@ from gpuonboard.facts.extra_probes import KERNEL_LOG
 from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-LOGS = sorted(p.name for p in REAL.glob("dmesg*"))
+# (a log stored cut inside its last line is cut only where that line is kept: the probe's filter
+# drops another driver's line, rl-swarm#463's call trace)
+LOGS = sorted(p.name for p in REAL.glob("dmesg*") if "__line-cut-as-stored__" not in p.name)
 
 
 def _events(text: str) -> list[tuple[object, ...]]:

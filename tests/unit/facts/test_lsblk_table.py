@@ -8,14 +8,25 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.disks import BlockDevice, Mount, physical_disks, size_rounding, unmounted_disks
-from gpuonboard.facts.lsblk_table import looks_like_lsblk_table, parse_lsblk_table, read_lsblk, table_unread
+from gpuonboard.facts.lsblk_table import (
+    looks_like_lsblk_table,
+    parse_lsblk_table,
+    read_lsblk,
+    table_cut,
+    table_unread,
+)
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # (a table below lsblk's own stderr lines, read once they are split back to stderr: its own test)
 WITH_STDERR = "lsblk__debian-8-loop-root__dm-failed-to-get-device-path-lines__quickbox-2.txt"
+# (a table stored cut inside a row: its own test)
 TABLES = sorted(
-    p.name for p in REAL.glob("lsblk*.txt") if not p.name.startswith("lsblk-P") and p.name != WITH_STDERR
+    p.name
+    for p in REAL.glob("lsblk*.txt")
+    if not p.name.startswith("lsblk-P") and p.name != WITH_STDERR and "__line-cut-as-stored__" not in p.name
 )
 TiB, GiB = 2**40, 2**30
 
@@ -184,3 +195,45 @@ def test_an_old_lsblk_prints_a_kernel_name_after_a_mapped_device() -> None:
     app = [d for d in devices if d.name == "appdg-app"]
     assert {d.parent for d in app} == {"mpathbp1", "mpathap1", "mpathcp1"}
     assert all(d.mountpoints == ("/splunk",) and d.size_bytes == round(2.8 * TiB) for d in app)
+
+
+RPI_DF = "df-h__arch-nvme-root-usb-disk-run-media__rpi-documentation-806.txt"
+RPI_LSBLK = "lsblk__header-then-sda-cut__line-cut-as-stored__rpi-documentation-806.txt"
+RPI_ORDER = (
+    "data_disk:\n  mount: /run/media/username/4238abc6-1234-5678-ffff-2934fcab8a0c\n  min_size: 400GB\n"
+)
+
+
+def test_a_table_cut_inside_a_row_is_read_up_to_it(tmp_path: Path) -> None:
+    """Round 30 (rpidoc806): raspberrypi/documentation#806's whole `df -h` (/ on nvme0n1p3, a USB
+    disk /dev/sda1 458G at /run/media/...) beside its `lsblk` cut after its header and `sda`, no
+    newline: the folder was refused (exit 2, "its row of sda cannot be read into its columns"),
+    the whole df thrown away. The lsblk is an output cut short: its rows before the cut are read
+    (none here), data_disk is judged from the df (pass) and says the lsblk was cut. Edited
+    in-test: the table cut inside a later row of its own (a row whole, then `sda1`) reads that
+    row; a row that cannot be read with a newline after it is still no row lsblk prints, but a
+    name alone (no row lsblk prints either) is the cut it shows."""
+    text = (REAL / RPI_LSBLK).read_text()
+    assert text.endswith("MOUNTPOINT\nsda") and table_unread(text) is None
+    assert table_cut(text).startswith("the lsblk table ends inside its row of sda, cut short")
+    assert read_lsblk(text) == ()
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "df.txt").write_text((REAL / RPI_DF).read_text())
+    (folder / "lsblk.txt").write_text(text)
+    (tmp_path / "order.yml").write_text(RPI_ORDER)
+    facts = parse_facts(offline.load_outputs([str(folder)]))
+    (check,) = [
+        c
+        for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))
+        if c.name == "data_disk"
+    ]
+    assert check.verdict == "pass" and check.actual.startswith("/dev/sda1 at /run/media/"), check
+    assert "the lsblk table ends inside its row of sda, cut short" in check.detail
+    longer = text + "    8:0    0 465.8G  0 disk\n`-sda1   8:"
+    assert [d.name for d in read_lsblk(longer)] == ["sda"] and table_cut(longer).endswith(
+        "row of sda1, cut short: the rows from there on are not known"
+    )
+    assert table_unread(longer + "\n") is not None
+    # a row of a name alone is cut by its own shape, a newline after it too (a code fence's)
+    assert table_unread(text + "\n") is None and table_cut(text + "\n") == table_cut(text)

@@ -198,6 +198,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # (steps/checks/gpu_health/test_pcie_host_max.py), a -q -x pasted after a stray backtick
         # (api/test_paste_backticks.py)
         "nvidia-smi__tesla-v100-sxm2-16gb__8gpu__driver550.127.05.txt",
+        # a table whose Bus-Id its poster redacted (facts/test_nvidia_smi_table_bus_id.py)
+        "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__bus-id-redacted__cut-at-processes__telegraf-6258.txt",
         "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu__driver550.127.05__host-max-unknown-error.txt",
         "nvidia-smi-q-x__geforce-gt-730__1gpu__driver460.67__stray-leading-backtick__cut__sysmontask-60.xml",
         # a WSL2 table whose banner reads `CUDA Version: ERR!` (steps/checks/test_gpu_rules.py)

@@ -112,13 +112,44 @@ def query_fields(text: str) -> tuple[str, ...] | None:
     return tuple(names) if names is not None else None
 
 
+# the --query-gpu fields whose names have no dot (`nvidia-smi --help-query-gpu`; `gpu_*` are the
+# aliases it lists): a header of these alone (`timestamp, driver_version`) is a query's too
+_UNDOTTED_FIELDS = frozenset(
+    (
+        "timestamp",
+        "driver_version",
+        "count",
+        "name",
+        "gpu_name",
+        "serial",
+        "gpu_serial",
+        "uuid",
+        "gpu_uuid",
+        "index",
+        "gpu_bus_id",
+        "persistence_mode",
+        "display_mode",
+        "display_active",
+        "vbios_version",
+        "pstate",
+        "compute_mode",
+        "compute_cap",
+        "addressing_mode",
+    )
+)
+
+
 def is_query_header(line: str) -> bool:
     """Whether a line is a `--query-gpu ... --format=csv` header: comma-separated field names
-    with their units (`utilization.gpu [%], power.draw [W]`), a dotted field among them."""
+    with their units (`utilization.gpu [%], power.draw [W]`), a dotted field among them, or
+    only fields nvidia-smi names without a dot (nvidia_gpu_exporter#67's `timestamp,
+    driver_version`: it was refused as a CSV without its header row)."""
     if "," not in line:
         return False
     names = _header_names(first_csv_row(line))
-    return names is not None and any("." in name for name in names)
+    return names is not None and (
+        any("." in name for name in names) or all(name in _UNDOTTED_FIELDS for name in names)
+    )
 
 
 def _csv_first(cells: Mapping[str, str], *names: str) -> str | None:
@@ -358,7 +389,8 @@ class _Shape:
             if len(row) == 1 and (row[0].startswith(("...", "\u2026")) or ELISION.match(row[0])):
                 return "elided", f"rows left out ({row[0][:40]!r})"
             if last and len(row) < len(self.names):
-                return "cut", f"has {len(row)} cells, expected {len(self.names)}"
+                shown = f"{len(row)} of its {len(self.names)} cells"
+                return "cut", f"the output ends inside it, cut short ({shown})"
             return "damaged", f"has {len(row)} cells, expected {len(self.names)}"
         unclosed = [j for j, cell in enumerate(row) if cell.startswith("[") and not cell.endswith("]")]
         end = self._open_end_cell(row[-1]) if last and self.open_end and not unclosed else ""

@@ -45,8 +45,16 @@ _MARKER = r"ERR!|\[[^\]|]+\]|Unknown Error"
 _TABLE_NAME_CELL = re.compile(rf"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|WDDM|TCC|MCDM|WDM|{_MARKER})\s*$")
 # an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A; a
 # fault marker there is that cell's fault, the row still a GPU's (never dropped from the count)
+# a bus id its poster redacted (telegraf#6258's `xxxxxxxxxxxxxxxx`; `XXXX`, `****`,
+# `0000:XX:00.0`, `<redacted>`, `[REDACTED]`): the row is a GPU's, its address unread (never
+# matched to another format's GPU by it)
+_REDACTED_BUS = (
+    r"(?=[0-9A-Fa-f:.]*[xX*]{2})[0-9A-Fa-fxX*:.]{4,}"
+    r"|<[A-Za-z _-]{0,20}>|\[?(?i:redacted|hidden|removed|masked)\]?"
+)
 _TABLE_BUS_CELL = re.compile(
-    rf"^\s*([0-9A-Fa-f]{{4,8}}:[0-9A-Fa-f]{{2}}:[0-9A-Fa-f]{{2}}\.[0-9A-Fa-f]|N/A|{_MARKER})(?=\s|$)"
+    rf"^\s*([0-9A-Fa-f]{{4,8}}:[0-9A-Fa-f]{{2}}:[0-9A-Fa-f]{{2}}\.[0-9A-Fa-f]|N/A|{_MARKER}"
+    rf"|(?P<redacted>{_REDACTED_BUS}))(?=\s|$)"
 )
 _TABLE_TEMP = re.compile(r"(\d+)C\b")
 # MiB; "MB" before R331 (the same binary unit)
@@ -317,7 +325,8 @@ def _table_gpu(
         name_cell.group(3), "driver model" if driver_model_column else "persistence mode", cell_faults
     )
     persistence = "N/A" if driver_model_column else first_right
-    bus = _table_cell(bus_cell.group(1), "PCI bus id", cell_faults)
+    # (a redacted bus id is no address and no fault of the GPU: unread)
+    bus = "N/A" if bus_cell.group("redacted") else _table_cell(bus_cell.group(1), "PCI bus id", cell_faults)
     display = bus_cell.string[bus_cell.end() :].strip()
     if display:
         _table_cell(display, "display (Disp.A)", cell_faults)

@@ -299,6 +299,9 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
     check = _judge_data_disk(order, facts, tolerance)
     unread = lsblk_table.unread(_answered(facts, "lsblk"))
+    if unread is None and (cut := lsblk_table.table_cut(_answered(facts, "lsblk"))):
+        # (an lsblk cut short: its rows read are judged, what it alone could show is not known)
+        return dataclasses.replace(check, detail="; ".join(filter(None, [check.detail, cut])))
     if unread is None:
         return check
     note = (

@@ -453,7 +453,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
             reader_missing_check("nvswitch_sxid", "SXid", why),
         ]
     # (a poster's `...` between its lines left some out, as a `| grep` does)
-    narrowed = out.partial or log.left_out or log.cut_by_cap
+    narrowed = out.partial or log.left_out or log.no_gpu_lines or log.cut_by_cap
     covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
     xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
     xid = _with_crashes(xid, [] if out.earlier_boot else nvidia_crashes(out.stdout))

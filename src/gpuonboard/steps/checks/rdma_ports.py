@@ -177,7 +177,10 @@ def rule_rdma(
     if disagree is not None and len(good) + len(unknown) >= count:
         return _rdma_disagree(expected, actual + shared_said(shared), disagree)
     if not complete or cut is not None:
-        return _rdma_not_whole(expected, actual + shared_said(shared), cut)
+        # (the ports read whole above the cut that are down or slow: named, as a whole one's are)
+        down = [p for p in ports if p not in good and p not in unknown and p not in fabric_unread]
+        named = f"; read down or slow: {', '.join(map(_show, down))}" if down else ""
+        return _rdma_not_whole(expected, actual + named + shared_said(shared), cut)
     if len(good) + len(unknown) >= count:
         return _rdma_unknown(expected, actual + shared_said(shared), unknown, unread, fabric_unread)
     if not listed:

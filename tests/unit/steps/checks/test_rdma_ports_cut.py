@@ -44,3 +44,18 @@ def test_an_order_the_cut_port_could_decide_is_not_passed(tmp_path: Path, rdma: 
     verdict, actual = _rdma(tmp_path, CUT, (REAL / CUT).read_text(), rdma)
     assert verdict == "unverified", actual
     assert "incomplete probe: mlx5_10 port 1 has no rate line" in actual
+
+
+NCCL_1935 = "ibstatus__6ca-all-down-disabled__cut-inside-mlx5_6__nccl-1935.txt"
+
+
+def test_a_cut_listing_names_the_ports_read_down_above_the_cut(tmp_path: Path) -> None:
+    """Round 30 (nccl1935): NVIDIA/nccl#1935's ibstatus as stored, from mlx5_11 to mlx5_6's
+    record cut inside `phys state`, every port DOWN / Disabled. Unverified (the ports not listed
+    are not known), but the four whole InfiniBand ports read DOWN were not named (only the
+    Ethernet mlx5_2 and the cut mlx5_6): now each is."""
+    verdict, actual = _rdma(tmp_path, "ibstatus.txt", (REAL / NCCL_1935).read_text(), "8x200G InfiniBand")
+    assert verdict == "unverified", actual
+    assert "cut inside its record (incomplete probe): mlx5_6/1" in actual
+    for device in ("mlx5_11", "mlx5_3", "mlx5_4", "mlx5_5"):
+        assert f"{device}/1 DOWN (Disabled) InfiniBand" in actual, actual
