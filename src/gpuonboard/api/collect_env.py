@@ -40,6 +40,7 @@ import re
 from dataclasses import dataclass
 
 from gpuonboard.api.transcript import command_of
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 
 # a line only these reports print (torch's collect_env and its copies; sglang's check_env)
@@ -178,6 +179,40 @@ def _gpu_lines(lines: list[str]) -> list[str]:
     return [line for gpu, migs in gpus.items() for line in (gpu, *migs)]
 
 
+def _is_gpu_line(line: str) -> bool:
+    """Whether `line` is one of the report's GPU lines (its label's line holding one too) or a
+    MIG line under one."""
+    if label := _GPUS_LABEL.match(line):
+        line = label.group(1)
+    return bool(_MIG_LINE.match(line) or (_GPU_LINE.match(line.strip()) and "Compute Capability" not in line))
+
+
+def _list_cut(lines: list[str]) -> str:
+    """Why the report's GPU lines are not all of them ("" where they are): the report prints its
+    next field after them (`Nvidia driver version:`, check_env's `GPU 0 Compute Capability:`), so
+    a list the text ends in (`| head -21`, a paste cut there), one followed by other text (`^C`),
+    or one with a line a paste put for lines it left out (`...`) may lack GPUs."""
+    at = [i for i, line in enumerate(lines) if _is_gpu_line(line)]
+    for line in (*lines[at[0] : at[-1] + 1], *lines[at[-1] + 1 :]):
+        if not line.strip() or _is_gpu_line(line):
+            continue
+        if ELISION.match(line):
+            return (
+                f"the report's GPU list holds `{line.strip()}`, lines left out by hand: other GPUs"
+                " may be among them"
+            )
+        if _FIELD.match(line) or line.startswith("==="):  # (the report's next field: the list is whole)
+            return ""
+        return (
+            f"the report's GPU list is followed by `{line.strip()[:40]}`, no line of the report (its"
+            " output stopped there): other GPUs may follow"
+        )
+    return (
+        "the report ends inside its GPU list (the lines it prints after it are not there): other"
+        " GPUs may follow"
+    )
+
+
 def _matrix(lines: list[str], start: int, first: str) -> str:
     """The topology matrix from line `start` on (its header `first` where it is on the label's
     line), up to the report's next field (its legend's blank lines kept)."""
@@ -218,7 +253,7 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
         view = VISIBLE if _CHECK_ENV.search(text) else ""
         if not view and (env := _CONTAINER_GPUS.search(text)) and env.group(1) != "all":
             view = _container(env.group(1))
-        view = view or _other_kernel(text)
+        view = _list_cut(lines) or view or _other_kernel(text)
         found.append(EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", view))
     for i, line in enumerate(lines):
         if _LSCPU_FIRST.match(line) and not any(p.kind == "lscpu" for p in found):

@@ -116,6 +116,17 @@ def report_in_container(command: str) -> str:
     return f"`{ran.said}` shows only the GPUs of {where} (the report's nvidia-smi ran there)"
 
 
+def report_filtered(command: str) -> str:
+    """Why the outputs a report holds (collect_env's GPU list, its lscpu) are part of what the
+    report printed, where the copied `command` kept some of its lines (`python collect_env.py |
+    head -21`, `| grep -A8 GPU`), as narrowed says it of a tool's output; "" otherwise."""
+    for ran in runs(command, ()) if command else ():
+        for stage in ran.stages[1:]:
+            if stage and (name := stage[0].rsplit("/", 1)[-1]) not in _PASSES:
+                return f"`{ran.said}` keeps only the lines {name} let through"
+    return ""
+
+
 # what a host tool's output (a kind's) shows of a container it ran in: lxcfs serves a container
 # its own limits as /proc/meminfo, /proc/cpuinfo and the online CPUs (free's total is its memory
 # limit, lscpu's Off-line CPU(s) list the CPUs outside its CPU set); without lxcfs, the host's

@@ -17,7 +17,7 @@ from typing import Any
 from gpuonboard.api import bug_report, collect_env, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
-from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_in_container
+from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_filtered, report_in_container
 from gpuonboard.api.run_folder import expand, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import (
@@ -124,16 +124,13 @@ def _saved_outputs(
     ]
     if not reports and bug_report.looks_like_bug_report(pasted):  # (its sections, each read as that output)
         return _bug_report_outputs(path, str(path), pasted, notes)
-    # (a command's output that is a collect_env report, `python -m torch.utils.collect_env`
-    # among other commands: its outputs read as the report's, not the whole as one tool's)
-    envs = [p for p in parts or () if p not in reports and _env_report(p.text)]
-    if parts is not None and (reports or envs):
+    if parts is not None and reports:
         # (a command's output that is a bug report, `cat`/`head` of the log: its sections read as
         # the log's; the other commands read as a session's)
         found = [
             out for p in reports for out in _bug_report_outputs(path, f"{path} {p.where}", p.text, notes)
-        ] + _session_envs(path, parts, envs, notes, cut)
-        rest = [p for p in parts if p not in reports and p not in envs]
+        ]
+        rest = [p for p in parts if p not in reports]
         last = cut if rest and rest[-1] is parts[-1] else ""
         try:
             return found + (
@@ -145,9 +142,7 @@ def _saved_outputs(
             return found
     if parts is None and _env_report(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
-        return _all_cut(
-            _env_outputs(path, pasted, notes, report_in_container(collect_env.copied_command(pasted))), cut
-        )
+        return _all_cut(_env_outputs(path, pasted, notes, collect_env.copied_command(pasted)), cut)
     if parts is None:
         try:
             return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
@@ -177,13 +172,22 @@ def _bug_report_outputs(
 def _session_outputs(
     path: Path, parts: list[transcript.Section], notes: list[str], cut: str = ""
 ) -> list[tuple[str, ProbeOutput, str]]:
-    """The outputs of a saved session's commands, each read as a saved file of its own; the last
-    command's incomplete where the file is cut short (`cut`: why)."""
+    """The outputs of a saved session's commands, each read as a saved file of its own (a
+    collect_env report a command printed, `python -m torch.utils.collect_env`: as the outputs it
+    holds, each checked as a command's own); the last command's incomplete where the file is cut
+    short (`cut`: why)."""
     last = f"{path} {parts[-1].where}" if cut and parts else None
 
-    def read_one(where: str, text: str, command: str) -> tuple[str, ProbeOutput]:
+    def read_one(where: str, text: str, command: str) -> transcript.Reading[ProbeOutput]:
+        why = cut if where == last else ""
+        if _env_report(text):
+            got = _env_outputs(path, text, notes, command, where)
+            return [
+                (k, dataclasses.replace(o, partial=o.partial or why), w.removeprefix(where))
+                for k, o, w in got
+            ]
         kind, out = _saved_output(path, where, text, command)
-        return (kind, dataclasses.replace(out, partial=out.partial or cut)) if where == last else (kind, out)
+        return (kind, dataclasses.replace(out, partial=out.partial or why)) if why else (kind, out)
 
     return transcript.read(
         str(path),
@@ -206,42 +210,30 @@ def _env_report(text: str) -> bool:
     return collect_env.looks_like_collect_env(text) and not _NVIDIA_SMI_BANNER.search(text)
 
 
-def _session_envs(
-    path: Path, parts: list[transcript.Section], envs: list[transcript.Section], notes: list[str], cut: str
-) -> list[tuple[str, ProbeOutput, str]]:
-    """The outputs of the collect_env reports among a session's commands (`envs`), each read as
-    a saved report's, named by its prompt line; the last command's incomplete where the file is
-    cut short (`cut`: why)."""
-    found: list[tuple[str, ProbeOutput, str]] = []
-    for p in envs:
-        inside = report_in_container(p.command)
-        got = _env_outputs(path, p.text, notes, inside, f"{path} {p.where}")
-        found += _all_cut(got, cut) if p is parts[-1] else got
-    return found
-
-
 def _env_outputs(
-    path: Path, text: str, notes: list[str], inside: str = "", name: str = ""
+    path: Path, text: str, notes: list[str], command: str = "", name: str = ""
 ) -> list[tuple[str, ProbeOutput, str]]:
     """A saved collect_env (check_env) report: the outputs it holds, each read as the live
     probe's (its GPU lines as a view of the GPUs torch sees), and a note of what is not read.
-    `inside`: why its copied command ran it in a container (narrowed.report_in_container), which
-    makes its GPU list a view of that container's GPUs; `name`: where it is (the file, or the file
-    and the session's command that printed it)."""
+    `command`: the command that printed it, where copied: one run in a container
+    (narrowed.report_in_container) makes its GPU list a view of that container's GPUs, one whose
+    output a filter kept part of (`| head -21`) makes each output it holds part of the report's;
+    `name`: where it is (the file, or the file and the session's command that printed it)."""
     found, said = collect_env.parts(text)
     out: list[tuple[str, ProbeOutput, str]] = []
     name = name or str(path)
+    inside, filtered = report_in_container(command), report_filtered(command)
     for part in found:
         where = f"{name} (collect_env: {part.what})"
         if part.kind == ENV_DRIVER_PROBE:  # (a version, no output of a command of its own)
             out.append((part.kind, ProbeOutput(part.text, "", 0), where))
             continue
         kind, probe = _read_as(path, where, part.kind, part.text, "", "", "")
-        if partial := part.partial or (inside if part.kind.startswith("nvidia_smi") else ""):
-            probe = dataclasses.replace(probe, partial=partial)
+        if partial := part.partial or filtered or (inside if part.kind.startswith("nvidia_smi") else ""):
+            probe = dataclasses.replace(probe, partial=probe.partial or partial)
         out.append((kind, probe, where))
-    if not found:
-        raise UsageError(
+    if not found:  # (said in a note where other outputs are judged beside it)
+        raise unjudged.UnjudgedOutput(
             f"{name}: this collect_env report holds no output that is judged ({'; '.join(said)})."
         )
     read = ", ".join(part.what for part in found)

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from gpuonboard.api import glued
 from gpuonboard.api.command_line import CONTAINER_CLIS, run, tool_name
 from gpuonboard.api.nvml_refusal import kind_name
+from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
@@ -120,21 +121,25 @@ _CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
 @dataclass(frozen=True)
 class Section:
     """One command's output in a session: `line` is its prompt line's number (1-based; 0 for
-    text above the first prompt), `text` the output below its prompt line."""
+    text above the first prompt), `text` the output below its prompt line; `what`: which output
+    of a report its command printed it is (` (collect_env: GPU list)`), "" for the command's own."""
 
     line: int
     command: str
     host: str | None
     text: str
+    what: str = ""
 
     @property
     def where(self) -> str:
         if self.line and not self.command:  # (a bare prompt, or a page's block with no command)
-            return f"the text below line {self.line} (no command above it)"
+            return f"the text below line {self.line} (no command above it){self.what}"
         if self.line:
-            return f"line {self.line} (`{self.command}`)"
+            return f"line {self.line} (`{self.command}`){self.what}"
         first = first_line(self.text)
-        return f"the text above its first prompt (`{first[:60]}{'...' if len(first) > 60 else ''}`)"
+        return (
+            f"the text above its first prompt (`{first[:60]}{'...' if len(first) > 60 else ''}`){self.what}"
+        )
 
     @property
     def tool_command(self) -> str:
@@ -222,31 +227,41 @@ def sections(text: str) -> list[Section] | None:
     return out if len(read) > 1 else None
 
 
-def hosts(parts: list[Section]) -> list[str]:
+def hosts(parts: list[Section], reports: Sequence[Section] = ()) -> list[str]:
     """The hosts the commands read from a session ran on, as its prompts (or `ssh HOST`) name
     them, in order of first mention (a host's short name and its full one are one). `parts`: the
     ones whose output was read as a kind (a `grep -c . hosts.txt` on the laptop before `ssh gpu01`
-    read nothing of a box)."""
+    read nothing of a box); `reports`: those of them read as a report's several outputs
+    (`python collect_env.py`), the box's answer though their command is no tool this module names."""
     seen: list[str] = []
     for part in parts:
         host = (part.host or "").lower()
         short = host if re.fullmatch(r"[\d.]+", host) else host.split(".")[0]  # (an IP address whole)
         if _CONTAINER_ID.fullmatch(short):
             continue  # a container's shell on the box (`docker run -it ... bash`): the same box
-        if part.reads and short and short not in seen:
+        if (part.reads or part in reports) and short and short not in seen:
             seen.append(short)
     return seen
 
 
+# what a reader gives for one command's output: (kind, output), or a report's several outputs, each
+# (kind, output, what: ` (collect_env: GPU list)`, said after the command's place)
+Reading = tuple[str, T] | list[tuple[str, T, str]]
+
+
 def _read_part(
-    name: str, part: Section, read_one: Callable[[str, str, str], tuple[str, T]]
-) -> tuple[str, T] | str:
-    """(kind, output) of one part of a session; else why it is not read ("" for nothing to say)."""
+    name: str, part: Section, read_one: Callable[[str, str, str], Reading[T]]
+) -> list[tuple[str, T, str]] | str:
+    """(kind, output, what) of each output of one part of a session (what: "" for the command's
+    one output); else why it is not read ("" for nothing to say)."""
     if part.empty:
         return f"{part.where} printed nothing" if part.reads else ""
     where = f"{name} {part.where}"
     try:
-        return read_one(where, part.text, part.command)
+        got = read_one(where, part.text, part.command)
+        return got if isinstance(got, list) else [(got[0], got[1], "")]
+    except UnjudgedOutput as exc:  # (read, and nothing in it judged: said as its reader says it)
+        return f"{part.where}: {str(exc).removeprefix(f'{where}: ').rstrip('.')}"
     except UsageError as exc:
         why = str(exc).removeprefix(f"{where}: ").rstrip(".")
         if said := _engine_error(part):
@@ -289,12 +304,14 @@ def _engine_error(part: Section) -> str:
     )
 
 
-def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, tuple[str, T] | str]]) -> None:
+def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]]) -> None:
     """Raise a UsageError where the session holds outputs of several boxes (glued, none read) or
     ran its read commands on more than one host."""
     if several := next((got for _, got in each if isinstance(got, str) and glued.SEVERAL in got), None):
         raise UsageError(f"{name}: {several}.")  # (outputs of the box on it, none of them read)
-    if len(named := hosts([part for part, got in each if not isinstance(got, str)])) > 1:
+    read = [part for part, got in each if not isinstance(got, str) and got]
+    reports = [part for part, got in each if not isinstance(got, str) and any(what for *_, what in got)]
+    if len(named := hosts(read, reports)) > 1:
         raise UsageError(
             f"{name}: this saved terminal session ran commands on {len(named)} hosts ({', '.join(named)}),"
             " which cannot be judged as one box; save each box's outputs in a file of its own."
@@ -302,7 +319,7 @@ def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, tuple[str, T]
 
 
 def _refuse_reruns_answered_otherwise(
-    name: str, each: Sequence[tuple[Section, tuple[str, T] | str]], unread: Callable[[T], str]
+    name: str, each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]], unread: Callable[[T], str]
 ) -> None:
     """Raise a UsageError where one command line, run again later in the session, was answered
     in another form (`ctr run ... nvidia-smi`: a table, then `No devices were found` after a
@@ -311,15 +328,16 @@ def _refuse_reruns_answered_otherwise(
     first_run: dict[str, tuple[Section, str]] = {}
     for part, got in each:
         said = " ".join(part.command.split())
-        if isinstance(got, str) or not said or unread(got[1]):
+        # (a report's several outputs are compared by kind, each with its own: read below)
+        if isinstance(got, str) or len(got) != 1 or got[0][2] or not said or unread(got[0][1]):
             continue
-        first, kind = first_run.setdefault(said, (part, got[0]))
-        if kind != got[0]:
+        first, kind = first_run.setdefault(said, (part, got[0][0]))
+        if kind != got[0][0]:
             raise UsageError(
                 f"{name}: {first.where} and {part.where} ran one command at two times and were"
                 f" answered differently (an output read as {kind_name(kind)}, then one read as"
-                f" {kind_name(got[0])}: the box changed between them), which cannot both be judged as"
-                " the box: keep one of them in the file."
+                f" {kind_name(got[0][0])}: the box changed between them), which cannot both be judged"
+                " as the box: keep one of them in the file."
             )
 
 
@@ -337,7 +355,7 @@ def _note_skipped(name: str, skipped: list[tuple[int, str]], found: bool, notes:
 def read(
     name: str,
     parts: list[Section],
-    read_one: Callable[[str, str, str], tuple[str, T]],
+    read_one: Callable[[str, str, str], Reading[T]],
     notes: list[str],
     unread: Callable[[T], str] = lambda _: "",
     join: Callable[[str, T, T], T | None] = lambda *_: None,
@@ -345,7 +363,9 @@ def read(
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
-    command, `docker exec gpu nvidia-smi` too). An output that cannot be read is said in one note
+    command, `docker exec gpu nvidia-smi` too), or as a report's several outputs (a collect_env
+    report `python collect_env.py` printed: each checked here as a command's own output, named by
+    the command and what of the report it is). An output that cannot be read is said in one note
     with the commands not read, and the rest judged; the same output twice is read once (of the
     two, one that `narrow` says shows less than the box gives way to the other: `docker exec app
     free -h` prints the host's own `free -h` where no lxcfs serves the container), two
@@ -360,11 +380,13 @@ def read(
     _refuse_reruns_answered_otherwise(name, each, unread)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
+    outputs: list[tuple[Section, str, T]] = []  # (its command's part, named with what of it, kind, output)
     for part, got in each:
         if isinstance(got, str):
             skipped += [(part.line, got)] if got else []
             continue
-        kind, out = got
+        outputs += [(replace(part, what=what), kind, out) for kind, out, what in got]
+    for part, kind, out in outputs:
         where = f"{name} {part.where}"
         if kind in found and found[kind][0].text.strip() == part.text.strip():
             first = found[kind][0]

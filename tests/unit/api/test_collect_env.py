@@ -393,4 +393,149 @@ def test_nvidia_smi_l_beside_a_collect_env_of_the_same_gpus_is_read_once(tmp_pat
         str(tmp_path / "env.txt"),
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "a second nvidia_smi_list output" in done.stderr, done.stderr
+    # (refused as a session's two outputs of one kind, each named: never "pass one file per command")
+    assert done.returncode == 2 and "are two nvidia_smi_list outputs" in done.stderr, done.stderr
+    assert "line 1 (`nvidia-smi -L`) and line " in done.stderr and "pass one file" not in done.stderr
+
+
+A100_TABLE = REAL / "nvidia-smi__a100-sxm4-40gb__1gpu__driver550.144.03.txt"
+
+
+def _vllm_to_gpu(n: int) -> str:
+    """vllm#25015's report cut after its line `GPU {n}: NVIDIA H20` (its other GPUs and every
+    line after them gone), with its line end."""
+    lines = VLLM.read_text().split("\n")
+    return "\n".join(lines[: lines.index(f"GPU {n}: NVIDIA H20") + 1]) + "\n"
+
+
+def _vllm_elided() -> str:
+    """vllm#25015's report with its lines `GPU 4:` to `GPU 7:` replaced by a paste's `...`."""
+    lines = VLLM.read_text().split("\n")
+    start = lines.index("GPU 4: NVIDIA H20")
+    return "\n".join([*lines[:start], "...", *lines[start + 4 :]])
+
+
+_UNAME = "user@host:~$ uname -r\n5.15.0-105-generic\n"
+_CUT_LISTS = {
+    # `| head -21` of the report, the next prompt after it
+    "head": _UNAME + "user@host:~$ python collect_env.py | head -21\n" + _vllm_to_gpu(3) + "user@host:~$ \n",
+    # the file ends inside the report's GPU list (no next prompt)
+    "session-ends": _UNAME + "user@host:~$ python collect_env.py\n" + _vllm_to_gpu(3),
+    # the report stopped by Ctrl-C (`^C`), then another command (h200-vm's real `free -b`)
+    "ctrl-c": _UNAME
+    + "user@host:~$ python collect_env.py\n"
+    + _vllm_to_gpu(3)
+    + "^C\nuser@host:~$ free -b\n"
+    + FREE_B.read_text(),
+    "elided-session": _UNAME + "user@host:~$ python collect_env.py\n" + _vllm_elided(),
+    "single-file-ends": _vllm_to_gpu(3),
+    "elided-single-file": _vllm_elided(),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(_CUT_LISTS))
+def test_collect_env_gpu_list_cut_short_is_a_partial_listing(tmp_path: Path, shape: str) -> None:
+    """vllm#25015's report (8 x H20) with its GPU list cut after `GPU 3:` (edits: the report cut
+    there, under `python collect_env.py | head -21` with a next prompt; in a session that ends
+    there; followed by `^C` and h200-vm's real `free -b` under its prompt; alone in a file) or
+    its `GPU 4:` to `GPU 7:` lines replaced by `...` (in a session, alone): 4 GPUs listed of a
+    report whose next line is missing. Before, gpu_count failed "4 of the 8 ordered GPUs
+    missing" (a hardware claim from a list cut short); now it is unverified, as `nvidia-smi -L |
+    head -4` is."""
+    rules, err, _ = facts(tmp_path, _CUT_LISTS[shape], "gpu_model: H20\ngpu_count: 8\n")
+    count = rules["gpu_count"]
+    assert count["verdict"] == "unverified" and "missing" not in count["detail"], count
+    assert "incomplete probe" in count["actual"] and "other GPUs may" in count["actual"], count
+
+
+def test_collect_env_gpu_list_followed_by_its_next_field_is_whole() -> None:
+    """vllm#25015's and ScaleLLM#288's reports as captured: their GPU lines are followed by the
+    report's next field (`Nvidia driver version:`, `GPU topology:`), so the list is whole."""
+    for text in (VLLM.read_text(), SCALELLM.read_text()):
+        found, _ = collect_env.parts(text)
+        assert [p.partial for p in found if p.kind == "nvidia_smi_list"] == [""]
+
+
+def _refused(tmp_path: Path, text: str) -> str:
+    """stderr of `gpuonboard facts` refusing one saved file (exit code 2)."""
+    (tmp_path / "env.txt").write_text(text)
+    cmd = [
+        sys.executable,
+        "-c",
+        "from gpuonboard.cli import main; main()",
+        "facts",
+        str(tmp_path / "env.txt"),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    return done.stderr
+
+
+@pytest.mark.parametrize("other", ["report", "table"])
+def test_collect_env_of_one_host_beside_another_hosts_output_is_refused(tmp_path: Path, other: str) -> None:
+    """ScaleLLM#288's report under `user@a:~$ python collect_env.py`, then under `user@b:~$` the
+    same report again or a real A100 `nvidia-smi` table (edits: the prompt lines added). Before,
+    the report's outputs were read outside the session's checks: the two hosts were judged as
+    one box (the table) or refused with "pass one file per command" (the report twice); now
+    refused as a session of two hosts, as two `nvidia-smi -L` of two hosts are."""
+    second = (
+        "user@b:~$ python collect_env.py\n" + SCALELLM.read_text()
+        if other == "report"
+        else "user@b:~$ nvidia-smi\n" + A100_TABLE.read_text()
+    )
+    err = _refused(tmp_path, "user@a:~$ python collect_env.py\n" + SCALELLM.read_text() + second)
+    assert "ran commands on 2 hosts (a, b)" in err and "pass one file" not in err, err
+
+
+def test_collect_env_printed_twice_in_a_session_is_read_once(tmp_path: Path) -> None:
+    """ScaleLLM#288's report printed twice by `python collect_env.py` in one session (edit: the
+    prompt lines added, the report pasted twice). Before: refused, "a second nvidia_smi_list
+    output ... pass one file per command"; now read once, the second said to be the same."""
+    run = "user@host:~$ python collect_env.py\n" + SCALELLM.read_text()
+    rules, err, _ = facts(tmp_path, run + run + "user@host:~$ \n", "gpu_model: A100\ngpu_count: 1\n")
+    assert rules["gpu_count"]["verdict"] == "pass", rules["gpu_count"]
+    assert (
+        "(collect_env: GPU list): the same output as line 1 (`python collect_env.py`) (collect_env: GPU list)"
+        in err
+    )
+
+
+def test_two_collect_env_reports_of_a_session_that_differ_are_refused_named(tmp_path: Path) -> None:
+    """vllm#25015's report (8 x H20) and ScaleLLM#288's (1 x A100) printed by two commands of
+    one session (edit: the prompt lines added). Before: "pass one file per command", a sentence
+    for files; now the two outputs are named by their lines and one is to be kept."""
+    text = (
+        "user@host:~$ python collect_env.py\n"
+        + VLLM.read_text()
+        + "\nuser@host:~$ python -m torch.utils.collect_env\n"
+        + SCALELLM.read_text()
+    )
+    err = _refused(tmp_path, text)
+    assert "(`python collect_env.py`) (collect_env: GPU list) and line " in err, err
+    assert "are two nvidia_smi_list outputs" in err and "pass one file" not in err, err
+
+
+def test_collect_env_holding_nothing_judged_beside_a_table_is_a_note(tmp_path: Path) -> None:
+    """A real A100 `nvidia-smi` table, then ScaleLLM#288's report cut before its topology and
+    edited as on a box where torch found no CUDA (`Is CUDA available: False`, `GPU models and
+    configuration: Could not collect`; edit: the prompt lines added). Before: the whole session
+    was refused ("this collect_env report holds no output that is judged"); now the report is
+    said in a note and the table judged."""
+    lines = SCALELLM.read_text().split("\n")
+    report = "\n".join(
+        lines[: lines.index("GPU topology: GPU0      CPU Affinity    NUMA Affinity   GPU NUMA ID")]
+    )
+    report = report.replace("Is CUDA available: True", "Is CUDA available: False").replace(
+        "GPU models and configuration: GPU 0: NVIDIA A100 80GB PCIe",
+        "GPU models and configuration: Could not collect",
+    )
+    text = (
+        "root@box:~# nvidia-smi\n"
+        + A100_TABLE.read_text()
+        + "root@box:~# python -m torch.utils.collect_env\n"
+        + report
+        + "\nNvidia driver version: 550.90.07\nroot@box:~# \n"
+    )
+    rules, err, _ = facts(tmp_path, text, "gpu_model: A100\ngpu_count: 1\n")
+    assert rules["gpu_count"]["verdict"] == rules["gpu_model"]["verdict"] == "pass", rules["gpu_count"]
+    assert "this collect_env report holds no output that is judged" in err and "not read" in err, err

@@ -16,7 +16,9 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 from ...facts.test_kernel_log_nvrm import reload_after_a_fall
 
@@ -157,3 +159,17 @@ def test_a_second_gsp_failure_naming_no_gpu_fails_the_slice(tmp_path: Path) -> N
         "a GPU (no PCI address in the message): driver message (no Xid): GSP firmware failed to start"
         in row.actual
     )
+
+
+def test_an_ignorable_xid_elsewhere_in_a_log_read_after_boot_says_so_in_its_detail() -> None:
+    """The one real `Xid (PCI:0000:38:00): 43` line of dmesg-decode-iso (cut from its log
+    in-test) on a container whose one GPU is 04:00.0, the log read starting after boot. Before,
+    the pass named that Xid in its actual but its detail said "the log read holds no Xid"; now
+    the detail says it holds none on a GPU this rental shows."""
+    text = (REAL / "dmesg-decode-iso__xid-13-43__plus-oom.txt").read_text()
+    line = next(line for line in text.splitlines() if "NVRM: Xid (PCI:0000:38:00): 43," in line)
+    check = rule_xid(
+        parse_kernel_log(line + "\n").events, True, "", [(0, "00000000:04:00.0")], False, slice_="a container"
+    )
+    assert check.verdict == "pass" and "Xid 43" in check.actual, check
+    assert "holds no Xid," not in check.detail and "holds no Xid on a GPU this rental shows" in check.detail
