@@ -202,7 +202,7 @@ def test_collect_env_mig_lines_stay_under_their_gpu(tmp_path: Path) -> None:
     assert listing.text.count("  MIG 7g.96gb     Device  0:") == 4
     rules, _, code = facts(tmp_path, text, "gpu_model: H20\ngpu_count: 8\n")
     assert rules["gpu_model"]["verdict"] == "pass", rules["gpu_model"]
-    assert rules["gpu_count"]["verdict"] == "fail" and rules["gpu_count"]["actual"] == "4"
+    assert rules["gpu_count"]["verdict"] == "fail" and rules["gpu_count"]["actual"] == "4 (MIG on: 4 slices)"
     assert rules["mig_mode"]["verdict"] == "warn" and "Enabled" in rules["mig_mode"]["actual"]
     assert code == 1
 
@@ -394,7 +394,7 @@ def test_nvidia_smi_l_beside_a_collect_env_of_the_same_gpus_is_read_once(tmp_pat
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     # (refused as a session's two outputs of one kind, each named: never "pass one file per command")
-    assert done.returncode == 2 and "are two nvidia_smi_list outputs" in done.stderr, done.stderr
+    assert done.returncode == 2 and "are two `nvidia-smi -L` outputs" in done.stderr, done.stderr
     assert "line 1 (`nvidia-smi -L`) and line " in done.stderr and "pass one file" not in done.stderr
 
 
@@ -512,7 +512,7 @@ def test_two_collect_env_reports_of_a_session_that_differ_are_refused_named(tmp_
     )
     err = _refused(tmp_path, text)
     assert "(`python collect_env.py`) (collect_env: GPU list) and line " in err, err
-    assert "are two nvidia_smi_list outputs" in err and "pass one file" not in err, err
+    assert "are two `nvidia-smi -L` outputs" in err and "pass one file" not in err, err
 
 
 def test_collect_env_holding_nothing_judged_beside_a_table_is_a_note(tmp_path: Path) -> None:
