@@ -676,3 +676,36 @@ def test_a_sensor_err_inside_a_wsl_guest_still_warns(
     verdict, actual, detail = _sensor_faults_offline(tmp_path, log, table)
     assert (verdict, actual) == ("warn", f"GPU 0: {field} reads ERR!")
     assert "sandbox or guest" in detail
+
+
+@pytest.mark.parametrize(
+    ("said", "advice"),
+    [
+        (
+            "Unable to determine the device handle for GPU0000:01:00.0: GPU is lost.  Reboot the"
+            " system to recover this GPU",
+            "fallen off the bus",
+        ),
+        ("Failed to initialize NVML: Driver/library version mismatch", "different versions"),
+    ],
+)
+def test_a_failed_nvidia_smi_inside_a_sandbox_keeps_the_cause_it_names(
+    tmp_path: Path, said: str, advice: str
+) -> None:
+    """nvidia-smi's own words for a known cause (a GPU lost, a driver/library version mismatch,
+    as real nvidia-smi prints them) beside the gVisor sandbox's `dmesg`: nvidia_driver's advice
+    was the sandbox's ("may be the sandbox's ... ask the vendor to give this instance its GPUs"),
+    dropping the reset or reboot the cause asks for. Now the named cause keeps its own advice;
+    only failures that name no cause (no devices, couldn't communicate, unknown) name the
+    sandbox."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+    (folder / "nvidia-smi.txt").write_text(said + "\n")
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    check = judged["nvidia_driver"]
+    assert check.verdict == "fail"
+    assert advice in check.detail, check
+    assert "Starting gVisor" not in check.detail, check
