@@ -11,6 +11,25 @@ from __future__ import annotations
 
 import re
 
+# What to do where the driver sees no GPU ("No devices were found")
+NO_DEVICES_ADVICE = (
+    "the NVIDIA driver runs but sees no GPU: the GPUs are not attached to this machine (a VM"
+    " without its passthrough or vGPU device, a container started without GPUs) or not"
+    " powered, or the installed driver refuses them (its kernel log line `NVRM: The NVIDIA GPU"
+    " ... installed in this system requires use of the NVIDIA open kernel modules`, as a"
+    " Blackwell GPU does, or `... is not supported by the NVIDIA <version> driver release`);"
+    " check `lspci | grep -i nvidia` and `sudo dmesg | grep NVRM`, and ask the vendor to"
+    " attach the ordered GPUs or to install a driver that supports them"
+)
+# What to do where nvidia-smi cannot reach the kernel module ("couldn't communicate with the
+# NVIDIA driver", "Driver Not Loaded")
+NOT_LOADED_ADVICE = (
+    "the NVIDIA kernel module is not loaded (often a new kernel the driver was not rebuilt"
+    " for, or Secure Boot refusing the module; `dmesg | grep -i nvidia` says which): ask the"
+    " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"
+    " again"
+)
+
 # nvidia-smi's own words for why it read no GPU, each with what to do; the first line of its
 # output naming one of them is quoted (a driver/library mismatch prints on stdout), not its first
 # line, which on a real box may be a warning or a header before the cause. "Failed to initialize
@@ -53,13 +72,7 @@ _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
     ),
     (
         re.compile(r"No devices were found", re.IGNORECASE),
-        "the NVIDIA driver runs but sees no GPU: the GPUs are not attached to this machine (a VM"
-        " without its passthrough or vGPU device, a container started without GPUs) or not"
-        " powered, or the installed driver refuses them (its kernel log line `NVRM: The NVIDIA GPU"
-        " ... installed in this system requires use of the NVIDIA open kernel modules`, as a"
-        " Blackwell GPU does, or `... is not supported by the NVIDIA <version> driver release`);"
-        " check `lspci | grep -i nvidia` and `sudo dmesg | grep NVRM`, and ask the vendor to"
-        " attach the ordered GPUs or to install a driver that supports them",
+        NO_DEVICES_ADVICE,
     ),
     (
         # NVML_ERROR_UNKNOWN at init. Most reported inside a container that worked before: with
@@ -97,10 +110,7 @@ _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
             r"|driver is not loaded",
             re.IGNORECASE,
         ),
-        "the NVIDIA kernel module is not loaded (often a new kernel the driver was not rebuilt"
-        " for, or Secure Boot refusing the module; `dmesg | grep -i nvidia` says which): ask the"
-        " vendor to reboot, or to reinstall the driver for the running kernel, and run the check"
-        " again",
+        NOT_LOADED_ADVICE,
     ),
 )
 

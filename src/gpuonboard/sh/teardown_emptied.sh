@@ -11,8 +11,8 @@
 # up to 3 `changed SIZE PATH`, then `store N BYTES PATH` per store an upload recorded in it (N entries kept
 # there, BYTES), each NUL-terminated; act=remove removes them (the lists compared
 # again right before), then the dirs left empty in it, then the dir when it is empty.
-# Values set before it: r the dir (resolved), act; w, u, written(), current() and cutm() as in
-# uploadlock (WRITTEN_DIR, UPLOADS_RECORD, WRITTEN_FN, CURRENT_LISTING_FN, MTIME_CUT); mark,
+# Values set before it: r the dir (resolved), act; w, u, written(), current(), cutm() and shared() as
+# in uploadlock (WRITTEN_DIR, UPLOADS_RECORD, WRITTEN_FN, CURRENT_LISTING_FN, MTIME_CUT, SHARED_FS_FN); mark,
 # inlease, fsleft the names of gpuonboard's own files in a tree (COPY_MARK, LEASE_IN_COPY,
 # FSNOW_LEFT). Reads only, but for act=remove. Run by: steps/teardown/emptied.py.
 # shellcheck disable=SC2154  # r, act, w, u, mark, inlease, fsleft: set by the module before this script
@@ -45,8 +45,11 @@ EOF
   if [ $# -gt 0 ]; then grep -z -v -F "$@"; else cat; fi
 }
 # the other machines sharing this home (NFS) whose list of what uploads wrote covers one of those
-# trees (`written.NAME`, NAME their host name): the dir is theirs too, in use there maybe
+# trees (`written.NAME`, NAME their host name): the dir is theirs too, in use there maybe; only
+# where $r is on a filesystem other machines may see (shared): on a local disk such a list is a
+# stale one (a cloned image's, a machine whose `uname -n` changed)
 theirs() {
+  shared "$r" || return 0
   trees | while IFS= read -r t; do
     f=$(written "$t")
     for o in "${w%/*}"/written.*/"${f##*/}"; do

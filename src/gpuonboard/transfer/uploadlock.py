@@ -132,6 +132,17 @@ RECORD_PREFIX = "uploads."
 # sh: this machine's host name, the record's suffix (only [A-Za-z0-9._-], never a `/`)
 MACHINE_SH = "$(uname -n | tr -cd 'A-Za-z0-9._-')"
 UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/" + RECORD_PREFIX + MACHINE_SH
+# sh: `shared PATH` succeeds where PATH may be seen by other machines (a network or cluster
+# filesystem, `stat -f -c %T`: nfs, nfs4, cifs, smb2, lustre, gpfs, beegfs, ceph, glusterfs, afs,
+# a FUSE one such as sshfs, 9p or virtiofs host shares; a type coreutils does not know or that
+# cannot be read counts too: never taken for local on a guess): only there is another machine's
+# record of an upload its own, while on a local disk it is a stale one (a cloned image's, a machine
+# whose `uname -n` changed). `sharedfs TYPE` is the same test of a type name.
+SHARED_FS_FN = (
+    "sharedfs() { case $1 in nfs* | cifs | smb* | lustre | gpfs | beegfs | ceph | glusterfs | afs"
+    " | fuse* | 9p | v9fs | virtiofs | panfs | '' | UNKNOWN*) return 0 ;; esac; return 1; }\n"
+    'shared() { sharedfs "$(stat -f -c %T -- "$1" 2>/dev/null)"; }\n'
+)
 # sh: `record PATH...` appends each path not recorded yet (best effort: an upload never fails on it)
 RECORD_FN = (
     "record() { c=${XDG_CACHE_HOME:-$HOME/.cache}; case $c in /*) ;; *) return 0 ;; esac;"

@@ -52,14 +52,15 @@ def unverified_command(target: str) -> str:
 
 
 def parse_hashes(rels: Sequence[str], stdout: str) -> dict[str, str | None]:
-    """Pure: hash_command's output -> rel -> sha256 (None when missing on the host)."""
+    """Pure: hash_command's output -> rel -> sha256 (None when missing on the host, or there but
+    unreadable: hash_batch.sh's `unreadable` line; either way it differs and is sent again)."""
     return dict(zip(rels, _digests(stdout, len(rels)), strict=True))
 
 
 def differing(rels: Sequence[str], expect: Mapping[str, str], stdout: str) -> list[str]:
     """Pure: of `rels` (hash_command's stdin, in order), those whose sha256 in its output is not
-    `expect`'s (missing on the host, or none read), in order. Line by line: no list of the
-    output's lines nor dict of its digests (at 1,000,000 files those were ~280 MB)."""
+    `expect`'s (missing on the host, unreadable there, or none read), in order. Line by line: no
+    list of the output's lines nor dict of its digests (at 1,000,000 files those were ~280 MB)."""
     return [rel for rel, got in zip(rels, _digests(stdout, len(rels)), strict=True) if got != expect[rel]]
 
 

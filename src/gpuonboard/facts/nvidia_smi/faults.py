@@ -286,6 +286,19 @@ def blocked_faults(cell_faults: Iterable[str]) -> frozenset[str]:
     )
 
 
+# The fields a sandbox is known to refuse nvidia-smi, by their reader's names: gVisor's nvproxy
+# does not pass on the performance state's and ECC's control calls (google/gvisor PR 10675: "shows
+# `ERR!` under the `Perf` column for each GPU"; PR 10676: ECC "blocked by the operating system").
+# Any other field's ERR! inside a sandbox is the GPU's, as outside it.
+SANDBOX_REFUSED_FIELDS = frozenset({"performance state", "ECC"})
+
+
+def fault_field(cell_fault: str) -> str:
+    """The reader's name of a cell fault's field ('pstate reads ERR!' -> 'performance state')."""
+    field = cell_fault.rsplit(" reads ", 1)[0]
+    return _CSV_ROW_FIELDS.get(field, field)
+
+
 def judged_field(cell_fault: str) -> bool:
     """Whether a cell fault ('fan sensor reads ERR!') is of a field the health rules read: a
     named sensor or setting, or a --query-gpu field (the probe asks only for those). A -q / -q -x

@@ -14,7 +14,9 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.values import cuda_unread, no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
+    NO_DEVICES_ADVICE,
     NOT_FOUND_ADVICE,
+    NOT_LOADED_ADVICE,
     UNKNOWN_CAUSE_ADVICE,
     nvidia_smi_failure,
 )
@@ -43,20 +45,26 @@ from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name,
 from gpuonboard.steps.checks.vgpu_name import is_vgpu
 from gpuonboard.units import format_bytes
 
+# the advice of failures that name no cause of their own, which a sandbox not passing the GPU on
+# explains as well ("No devices were found", "couldn't communicate with the NVIDIA driver", a
+# line of no known cause)
+_SANDBOX_MAY_CAUSE = frozenset({"", UNKNOWN_CAUSE_ADVICE, NO_DEVICES_ADVICE, NOT_LOADED_ADVICE})
+
 
 def _driver_failed(facts: Facts, expected: str, problem: str) -> Check:
     """`nvidia_driver` failed where nvidia-smi read no GPU (`problem`), with the advice its
     failure names (a hang's, or the unknown cause's where none is named)."""
     raw = facts.gpu_raw
-    line, advice = nvidia_smi_failure(raw.stdout, raw.stderr)
+    _line, advice = nvidia_smi_failure(raw.stdout, raw.stderr)
     if raw.exit_code == TIMED_OUT:
         advice = HUNG_ADVICE
     elif not advice and problem.startswith("unknown: nvidia-smi failed"):
         advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
     sandbox = sandbox_of(facts.raw)
-    if sandbox and raw.exit_code != TIMED_OUT and "blocked by the operating system" not in line:
-        # (the box's driver is out of this login's sight: the sandbox may not pass the GPU on;
-        # NVML's own "blocked by the operating system" has advice for a guest already)
+    if sandbox and raw.exit_code != TIMED_OUT and advice in _SANDBOX_MAY_CAUSE:
+        # (the box's driver is out of this login's sight: the sandbox may not pass the GPU on; a
+        # cause nvidia-smi names, a GPU lost, a version mismatch, NVML's own "blocked by the
+        # operating system", keeps its own advice)
         advice = (
             f"this login is inside a sandbox or guest (its kernel log's first line {sandbox!r}),"
             " whose nvidia-smi reaches the host's driver only through it, so this failure may be"

@@ -20,6 +20,7 @@ _PRELUDE = (
     f" mark={shell.quote(uploadlock.COPY_MARK)}; inlease={shell.quote(uploadlock.LEASE_IN_COPY)};"
     f" fsleft={shell.quote(uploadlock.FSNOW_LEFT)}\n"
     f"{uploadlock.WRITTEN_FN}\n{uploadlock.CURRENT_LISTING_FN}\ncutm() {{ {uploadlock.MTIME_CUT}; }}\n"
+    + uploadlock.SHARED_FS_FN
 )
 
 
@@ -48,6 +49,18 @@ def remove_lines(path: str, resolved: str) -> str:
     return (
         f'if [ -e {p} ] || [ -L {p} ]; then if [ -L {p} ] || [ "$(realpath -m -- {p})" != {r} ]; then'
         f" echo changed {p} >&2; rc=1; else ( r={r}; {_script('remove')}\n); fi; fi"
+    )
+
+
+def _gone_advice(machines: Sequence[str]) -> str:
+    """What to do where the machines whose lists cover the dir are gone (a clone's or a renamed
+    machine's list outlives it; two machines of one `uname -n` share one): remove their lists
+    and run the teardown again."""
+    lists = " ".join(f"~/.cache/gpuonboard/written.{n}" for n in machines[:3])
+    return (
+        f"; where {'that machine is' if len(machines) == 1 else 'those machines are'} gone, its list"
+        f" of what uploads wrote keeps it: remove it (`rm -rf -- {lists}`, or under $XDG_CACHE_HOME)"
+        " and run the teardown again"
     )
 
 
@@ -81,7 +94,7 @@ class Emptied:
                 f"; kept: {self.path} as it is: other machines sharing this home uploaded into it too"
                 f" ({shown_names(list(self.theirs), 3)}; a dir they share, such as NFS), in use there"
                 " maybe, so nothing in it was removed; the teardown of the last machine that uploaded"
-                " there empties it"
+                " there empties it" + _gone_advice(self.theirs)
             )
         if not self.kept:
             return ""

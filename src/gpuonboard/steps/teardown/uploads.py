@@ -75,16 +75,20 @@ def recorded_probe_command(check: bool = False) -> str:
     )
     listing = (_CHECK if check else "") + _LISTING
     # the paths other machines sharing this home recorded (`theirs NAME PATH`, NAME their record's
-    # suffix, their host name): a copy in a dir they share (NFS) is theirs too
+    # suffix, their host name): a copy in a dir they share (a network filesystem: `shared`) is
+    # theirs too; a record marked `.stale`, or of a path on a local disk (a cloned image's old
+    # record, a machine whose `uname -n` changed), is no other machine's upload
     theirs = (
         'for o in "${r%/*}"/'
         + uploadlock.RECORD_PREFIX
-        + '*; do { [ "$o" != "$r" ] && [ -f "$o" ]; } || continue;'
+        + '*; do { [ "$o" != "$r" ] && [ -f "$o" ] && ! [ -e "$o.stale" ]; } || continue;'
+        " case $o in *.stale) continue ;; esac;"
         f" n=${{o##*/{uploadlock.RECORD_PREFIX}}}; tr '\\0' '\\n' < \"$o\" | while IFS= read -r x; do"
-        ' case $x in /?*) printf \'theirs %s %s\\0\' "$n" "$x" ;; esac; done; done; '
+        ' case $x in /?*) shared "$x" && printf \'theirs %s %s\\0\' "$n" "$x" ;; esac; done; done; '
     )
     return (
-        f'r="{uploadlock.UPLOADS_RECORD}"; [ -f "$r" ] || {{ printf \'none\\0\'; exit 0; }}; '
+        uploadlock.SHARED_FS_FN
+        + f'r="{uploadlock.UPLOADS_RECORD}"; [ -f "$r" ] || {{ printf \'none\\0\'; exit 0; }}; '
         "printf 'record\\0'; "
         + theirs
         + f"{paths} | while IFS= read -r x; do printf 'rec %s\\0' \"$x\"; done; "
@@ -311,6 +315,20 @@ def _unlisted(e: _Entry) -> bool:
     return not e.written or bool(e.extras)
 
 
+def gone_advice(paths: Sequence[str], machines: Sequence[str], prefix: str) -> str:
+    """What to do where the machines that recorded `paths` are gone (a clone's or a renamed
+    machine's record outlives it): their record files (`prefix` + host name, in gpuonboard's cache
+    dir) and the command that removes the copies. Two machines of one `uname -n` share a record."""
+    names = sorted(set(machines))
+    records = ", ".join(f"~/.cache/gpuonboard/{prefix}{n}" for n in names)
+    command = "rm -rf -- " + " ".join(shell.quote(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")
+    return (
+        f"; where {'that machine is' if len(names) == 1 else 'those machines are'} gone, its record"
+        f" ({records}, or under $XDG_CACHE_HOME) keeps it: remove the copy with `{command}` and"
+        " that record"
+    )
+
+
 OLDER_RECORD = "older"  # Uploads.kept's why of a tree whose list an older gpuonboard wrote
 # Uploads.kept's why of an upload other machines recorded too (THEIRS + their names, comma-separated)
 THEIRS = "theirs: "
@@ -340,6 +358,11 @@ def kept_note(kept: Sequence[tuple[str, str]]) -> str:
             f"; left on the host: {shown_names(shared)}, recorded as an upload"
             " by other machines sharing this home as well (a dir they share, such as NFS): in use there"
             " maybe, so the teardown of the last machine that recorded it removes it"
+            + gone_advice(
+                [p for p, why in kept if why.startswith(THEIRS)],
+                [n for _, why in kept if why.startswith(THEIRS) for n in why[len(THEIRS) :].split(", ")],
+                uploadlock.RECORD_PREFIX,
+            )
         )
     if extra:
         note += (

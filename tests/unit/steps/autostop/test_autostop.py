@@ -1021,3 +1021,17 @@ def test_a_token_in_the_before_or_shutdown_command_never_shows_in_ps(tmp_path: P
         proc.wait(timeout=30)
         end_session(proc)
     assert box.shut_down, box.log()
+
+
+def test_the_before_shutdown_text_is_not_in_its_commands_environment(tmp_path: Path) -> None:
+    """--before-shutdown's text reached its `sh -c` through GPUONBOARD_RUN, exported: every
+    program the command ran (an upload tool, a `curl` to a vendor's API) inherited the whole text,
+    its token with it, in its own environment. Now that sh takes it out first: a child of the
+    command sees no GPUONBOARD_RUN."""
+    seen = tmp_path / "seen"
+    cmd = f"sh -c 'printf %s \"${{GPUONBOARD_RUN:-none}}\" > {seen}'"
+    box = Box(tmp_path, idle="1m", grace="0", billing_aware="no", before_shutdown=cmd)
+    box.run(T0)
+    box.run(T0 + 60)
+    assert box.shut_down, box.log()
+    assert seen.read_text() == "none"

@@ -148,3 +148,59 @@ def test_others_leaves_out_a_kernel_thread(tmp_path: Path) -> None:
     box = _box(tmp_path, "x", "nvidia")
     r = box.run(T0, "others", str(kthread))
     assert r.stdout.split() == [], r.stdout
+
+
+_MAIN_THREAD_EXITS = r"""
+#include <pthread.h>
+#include <unistd.h>
+static void *work(void *arg) { (void)arg; sleep(60); return 0; }
+int main(void) { pthread_t t; pthread_create(&t, 0, work, 0); pthread_exit(0); }
+"""
+
+
+def _main_thread_exited_job(tmp_path: Path, name: str) -> subprocess.Popen[bytes]:
+    """A real job whose main thread called pthread_exit while its other thread works on (a C
+    program built with this machine's compiler): /proc shows its pid in state Z with `Threads: 2`
+    and an empty command line, as a trainer whose main thread hands off to workers does."""
+    compiler = next(
+        (
+            c
+            for c in ("cc", "gcc", "clang")
+            if subprocess.run(["which", c], capture_output=True).returncode == 0
+        ),
+        None,
+    )
+    if compiler is None:
+        pytest.skip("no C compiler here to build a program whose main thread exits")
+    source = tmp_path / "job.c"
+    source.write_text(_MAIN_THREAD_EXITS)
+    binary = tmp_path / name
+    subprocess.run([compiler, "-pthread", "-o", str(binary), str(source)], check=True)
+    job = subprocess.Popen([str(binary)], start_new_session=True)
+    deadline = time.monotonic() + 10
+    stat = Path(f"/proc/{job.pid}/stat")
+    while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":  # (the main thread exited)
+        assert time.monotonic() < deadline, "the main thread never exited"
+        time.sleep(0.05)
+    assert not Path(f"/proc/{job.pid}/cmdline").read_bytes()
+    return job
+
+
+def test_a_job_whose_main_thread_exited_still_keeps_the_box_up(tmp_path: Path) -> None:
+    """A real job (a C program named mt<random>) whose main thread called pthread_exit: its pid
+    reads state Z while its other thread runs. `not_a_job` took any Z for an ended job, so the
+    box was shut down under a live job; now a zombie is ended only with its whole thread group,
+    and the tick says busy."""
+    name = f"mt{os.getpid() % 100000}{len(tmp_path.name)}"  # (no other process has it)
+    box = _box(tmp_path, "srv", name)
+    job = _main_thread_exited_job(tmp_path, name)
+    try:
+        assert box.run(T0, "others", str(job.pid)).stdout.split() == [str(job.pid)]
+        for minute in range(3):
+            _cron_tick(box, T0 + 60 * minute)
+        log = box.log()
+        assert f"busy: job '{name}' is running (pid {job.pid})" in log, log
+        assert not box.shut_down, log
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()

@@ -610,3 +610,102 @@ def test_a_failed_nvidia_smi_inside_a_sandbox_names_the_sandbox(tmp_path: Path, 
     assert check.verdict == "fail"
     assert "Starting gVisor" in check.detail, check
     assert "kernel module is not loaded" not in check.detail, check
+
+
+A40_TABLE = "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt"
+WSL_3090 = "nvidia-smi__geforce-rtx-3090__1gpu__driver470.76__wsl-smi470.28__util-err__display-on.txt"
+
+
+def _sensor_faults_offline(tmp_path: Path, log: str, table: str) -> tuple[str, str, str]:
+    """sensor_faults' (verdict, actual, detail) of the saved kernel log `log` (a real capture's
+    name) beside the table text `table`."""
+    from gpuonboard.api import offline
+
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / log).write_text((REAL / log).read_text())
+    (folder / "nvidia-smi.txt").write_text(table)
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    check = judged["sensor_faults"]
+    return check.verdict, check.actual, check.detail
+
+
+def _a40_gpu3(old: str, new: str) -> str:
+    """The real A40 table (8 GPUs, GPU 4 unreadable) with GPU 3's row cell `old` made `new`."""
+    table = (REAL / A40_TABLE).read_text()
+    row = "|  0%   30C    P8    14W / 300W |      0MiB / 46068MiB |      0%      Default |"
+    assert table.count(row) == 1
+    return table.replace(row, row.replace(old, new, 1))
+
+
+def test_a_dying_fan_inside_a_sandbox_still_warns(tmp_path: Path) -> None:
+    """The real A40 table with GPU 3's fan cell `  0%` made `ERR!`, beside the gVisor sandbox's
+    `dmesg`: sensor_faults was unverified ("the sandbox does not pass on"), hiding a failing fan;
+    gVisor refuses the performance state and ECC only (google/gvisor PR 10675 / 10676), and the
+    other seven GPUs read their fans. Now a warn, with the sandbox's note."""
+    verdict, actual, detail = _sensor_faults_offline(tmp_path, GVISOR, _a40_gpu3("|  0%", "|ERR!"))
+    assert verdict == "warn"
+    assert actual.startswith("GPU 3: fan sensor reads ERR!")
+    assert "failing fan" in detail and "'[    0.000000] Starting gVisor...'" in detail
+
+
+def test_one_gpus_perf_err_inside_a_sandbox_is_that_gpus(tmp_path: Path) -> None:
+    """The real A40 table with GPU 3's Perf cell `P8` made `ERR!` (the other GPUs read theirs),
+    beside the gVisor `dmesg`: a sandbox's refusal hits every GPU alike, so a field the other
+    GPUs read is GPU 3's own fault: warn (was unverified)."""
+    verdict, actual, _detail = _sensor_faults_offline(tmp_path, GVISOR, _a40_gpu3("P8  ", "ERR!"))
+    assert verdict == "warn"
+    assert actual.startswith("GPU 3: performance state reads ERR!")
+
+
+@pytest.mark.parametrize("log", [WSL_GUEST, WSL_BOOT])
+@pytest.mark.parametrize(
+    ("old", "new", "field"), [("| 30%", "|ERR!", "fan sensor"), ("  35C", " ERR!", "temperature sensor")]
+)
+def test_a_sensor_err_inside_a_wsl_guest_still_warns(
+    tmp_path: Path, log: str, old: str, new: str, field: str
+) -> None:
+    """The real WSL2 GeForce RTX 3090 table with its utilization cell `ERR!` made `3%` again and
+    its fan `30%` (or temperature `35C`) made `ERR!`, beside a WSL2 guest's `dmesg`: sensor_faults
+    was unverified; a guest is not known to refuse the fan or temperature: warn, with the
+    guest's note."""
+    table = (REAL / WSL_3090).read_text()
+    row = "| 30%   35C    P8    16W / 350W |   1782MiB / 24576MiB |    ERR!      Default |"
+    assert row in table
+    table = table.replace(row, row.replace("    ERR!", "      3%").replace(old, new, 1))
+    verdict, actual, detail = _sensor_faults_offline(tmp_path, log, table)
+    assert (verdict, actual) == ("warn", f"GPU 0: {field} reads ERR!")
+    assert "sandbox or guest" in detail
+
+
+@pytest.mark.parametrize(
+    ("said", "advice"),
+    [
+        (
+            "Unable to determine the device handle for GPU0000:01:00.0: GPU is lost.  Reboot the"
+            " system to recover this GPU",
+            "fallen off the bus",
+        ),
+        ("Failed to initialize NVML: Driver/library version mismatch", "different versions"),
+    ],
+)
+def test_a_failed_nvidia_smi_inside_a_sandbox_keeps_the_cause_it_names(
+    tmp_path: Path, said: str, advice: str
+) -> None:
+    """nvidia-smi's own words for a known cause (a GPU lost, a driver/library version mismatch,
+    as real nvidia-smi prints them) beside the gVisor sandbox's `dmesg`: nvidia_driver's advice
+    was the sandbox's ("may be the sandbox's ... ask the vendor to give this instance its GPUs"),
+    dropping the reset or reboot the cause asks for. Now the named cause keeps its own advice;
+    only failures that name no cause (no devices, couldn't communicate, unknown) name the
+    sandbox."""
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / GVISOR).write_text((REAL / GVISOR).read_text())
+    (folder / "nvidia-smi.txt").write_text(said + "\n")
+    from gpuonboard.api import offline
+
+    judged = {c.name: c for c in offline.judge(parse_facts(offline.load_outputs([str(folder)])), None)}
+    check = judged["nvidia_driver"]
+    assert check.verdict == "fail"
+    assert advice in check.detail, check
+    assert "Starting gVisor" not in check.detail, check

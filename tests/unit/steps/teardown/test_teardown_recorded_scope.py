@@ -5,8 +5,11 @@ coreutils over real directories (HOME a temp dir: the record goes there)."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from gpuonboard.steps.teardown import (
     _holds,
@@ -16,6 +19,7 @@ from gpuonboard.steps.teardown import (
     recorded_probe_command,
     records,
 )
+from gpuonboard.steps.teardown.uploads import parse_theirs
 from gpuonboard.transfer import uploadlock
 
 # this machine's record of uploads (the test hosts are this machine)
@@ -140,3 +144,57 @@ def test_the_pulls_link_check_counts_recorded_uploads_as_removed(tmp_path: Path)
     # without the record read (the step arg off): as before
     got = records(_sh(pull_probe_command(str(res), [], recorded=False), home).stdout)
     assert sorted(k for k, _ in got if k in ("doomed", "outside")) == ["outside"] * 3
+
+
+def _other_machines_record(home: Path, name: str, *paths: Path) -> Path:
+    """Another machine's record of uploads beside this machine's (as `sync` writes them)."""
+    cache = home / ".cache" / "gpuonboard"
+    cache.mkdir(parents=True, exist_ok=True)
+    (cache / MY_RECORD).write_bytes(b"")
+    record = cache / f"{uploadlock.RECORD_PREFIX}{name}"
+    record.write_bytes(b"".join(f"{p}\0".encode() for p in paths))
+    return record
+
+
+def test_another_machines_record_of_a_copy_on_a_local_disk_is_no_shared_upload(tmp_path: Path) -> None:
+    """A record `uploads.node2` beside this machine's, holding a copy on this machine's own disk
+    (tmp_path: a local filesystem): a cloned image's old record, or this machine's from before its
+    `uname -n` changed. It made the copy node2's for ever (`theirs node2 PATH`: kept by every
+    teardown); a record is another machine's upload only on a filesystem machines share."""
+    home, scratch = tmp_path / "home", tmp_path / "scratch"
+    (scratch / "corpus").mkdir(parents=True)
+    assert subprocess.run(
+        ["stat", "-f", "-c", "%T", str(scratch)], capture_output=True, text=True
+    ).stdout.strip() in ("ext2/ext3", "xfs", "btrfs", "tmpfs", "overlayfs", "zfs")
+    _other_machines_record(home, "node2", scratch / "corpus")
+    output = _sh(recorded_probe_command(), home).stdout
+    assert parse_theirs(output) == {}
+
+
+@pytest.mark.parametrize(
+    ("fs_type", "shared"),
+    [
+        # `stat -f -c %T`'s names (coreutils) of filesystems other machines may see
+        ("nfs", True),
+        ("nfs4", True),
+        ("cifs", True),
+        ("smb2", True),
+        ("lustre", True),
+        ("gpfs", True),
+        ("ceph", True),
+        ("fuseblk", True),  # (sshfs and other FUSE mounts)
+        ("fuse", True),
+        ("UNKNOWN (0x19830326)", True),  # (a type coreutils does not name: never taken for local)
+        ("", True),  # (stat could not say)
+        # and of local ones
+        ("ext2/ext3", False),
+        ("xfs", False),
+        ("btrfs", False),
+        ("tmpfs", False),
+        ("overlayfs", False),
+        ("zfs", False),
+    ],
+)
+def test_which_filesystems_other_machines_may_share(tmp_path: Path, fs_type: str, shared: bool) -> None:
+    r = _sh(f"{uploadlock.SHARED_FS_FN}sharedfs {shlex.quote(fs_type)}", tmp_path)
+    assert (r.returncode == 0) is shared, r

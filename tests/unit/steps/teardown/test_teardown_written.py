@@ -12,8 +12,9 @@ import subprocess
 from pathlib import Path
 
 from gpuonboard.steps.teardown import classify_uploads, uploads_probe_command
+from gpuonboard.steps.teardown.emptied import Emptied
 from gpuonboard.steps.teardown.files import _guarded_rm_script
-from gpuonboard.steps.teardown.uploads import Uploads, kept_note
+from gpuonboard.steps.teardown.uploads import THEIRS, Uploads, kept_note
 from gpuonboard.transfer import uploadlock
 
 MY_RECORD = uploadlock.record_name(os.uname().nodename)
@@ -215,3 +216,24 @@ def test_the_files_a_seed_linked_are_listed_as_they_stand(tmp_path: Path) -> Non
     (unpack / "new.bin").write_bytes(b"N")
     assert _sh(uploadlock.seeded_listing_command(str(tree), str(unpack)), home).returncode == 0
     assert _record(home, tree) == [b"F 3 1650000000 sub/kept.bin"]
+
+
+def test_a_copy_another_machine_recorded_names_its_record_and_the_command_for_when_it_is_gone() -> None:
+    """A copy kept for another machine's record: a record outlives its machine (a clone's, one
+    whose `uname -n` changed), and the note said only that the last machine's teardown removes it:
+    now it names the record and the `rm -rf` that removes the copy where that machine is gone."""
+    note = kept_note([("/nfs/scratch/my corpus", THEIRS + "node2")])
+    assert "left on the host: /nfs/scratch/my corpus (node2)" in note
+    assert (
+        "where that machine is gone, its record (~/.cache/gpuonboard/uploads.node2, or under"
+        " $XDG_CACHE_HOME) keeps it: remove the copy with `rm -rf -- '/nfs/scratch/my corpus'` and"
+        " that record"
+    ) in note
+
+
+def test_a_dataset_dir_another_machine_uploaded_into_names_its_list() -> None:
+    note = Emptied("/nfs/disk/corpus", "/nfs/disk/corpus", 1, 0, 0, 0, 0, theirs=("node2",)).note()
+    assert note.endswith(
+        "; where that machine is gone, its list of what uploads wrote keeps it: remove it (`rm -rf --"
+        " ~/.cache/gpuonboard/written.node2`, or under $XDG_CACHE_HOME) and run the teardown again"
+    ), note

@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 from gpuonboard.connection.gather import TIMED_OUT, Facts
 from gpuonboard.facts.nvidia_smi import GpuInfo
-from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, blocked_faults, judged_field
+from gpuonboard.facts.nvidia_smi.faults import (
+    INFOROM_FAULT,
+    SANDBOX_REFUSED_FIELDS,
+    blocked_faults,
+    fault_field,
+    judged_field,
+)
 from gpuonboard.facts.nvidia_smi.version_skew import SKEW_SAID
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
@@ -53,7 +59,8 @@ def rule_sensor_faults(
         return Check(
             "sensor_faults", "every sensor readable", "; ".join(found + other), "unverified", BLOCKED_ADVICE
         )
-    if sandbox and not any(INFOROM_FAULT in f for f in found):
+    sandboxed = _sandbox_refused(gpus) if sandbox else frozenset()
+    if sandbox and all(f in sandboxed for f in found):
         return Check(
             "sensor_faults",
             "every sensor readable",
@@ -78,7 +85,31 @@ def rule_sensor_faults(
         (INFOROM_ADVICE if any(INFOROM_FAULT in f for f in found) else "")
         + "a reading the driver cannot make often means a failing fan or sensor (a fan that has"
         " stopped lets the GPU overheat under load) or a GPU in a bad state (look for Xid errors in"
-        " `dmesg`); ask the vendor to check it",
+        " `dmesg`); ask the vendor to check it"
+        + (_sandbox_note(sandbox, found, sandboxed) if sandbox else ""),
+    )
+
+
+def _sandbox_refused(gpus: list[GpuInfo]) -> frozenset[str]:
+    """The cell faults ('GPU 0: performance state reads ERR!') a sandbox's refusal explains: of a
+    field a sandbox is known to refuse (SANDBOX_REFUSED_FIELDS) that no GPU of the output read (a
+    refusal hits every GPU alike; a field another GPU read is that GPU's own fault)."""
+    faulted = [{fault_field(f) for f in g.cell_faults} for g in gpus]
+    fields = {f for f in SANDBOX_REFUSED_FIELDS if all(f in each for each in faulted)}
+    return frozenset(
+        f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if fault_field(fault) in fields
+    )
+
+
+def _sandbox_note(sandbox: str, found: list[str], sandboxed: frozenset[str]) -> str:
+    """The warn's note that the login is inside a sandbox or guest (`sandbox`: its kernel log's
+    first line), which explains only the fields it is known to refuse."""
+    refused = [f for f in found if f in sandboxed]
+    which = f" ({'; '.join(refused)} may be the sandbox's)" if refused else ""
+    return (
+        f"; this login is inside a sandbox or guest (its kernel log's first line {sandbox!r}),"
+        f" which refuses nvidia-smi the performance state and ECC only{which}: the other"
+        " readings are the GPU's own"
     )
 
 
