@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from gpuonboard.api.nvml_refusal import kind_name
+from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.unread import disagreement, joined
 from gpuonboard.facts.host_errors import host_errors
 from gpuonboard.facts.kernel_log import fault_key, parse_kernel_log

@@ -23,13 +23,6 @@ from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 
 # recognised and shown, not judged (no rule reads them offline): kind -> what it is
-SHOWN_KINDS = {
-    "docker_info": "docker info",
-    "podman_info": "podman info",
-    "iperf3": "iperf3 -J (network throughput JSON)",
-    "numactl": "numactl --hardware (NUMA nodes)",
-    "ibdev2netdev": "ibdev2netdev (RDMA devices' net devices)",
-}
 
 
 _GPU_LINE = re.compile(r"^GPU \d+: .*$")

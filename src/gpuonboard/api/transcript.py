@@ -24,7 +24,7 @@ from typing import TypeVar
 
 from gpuonboard.api import glued
 from gpuonboard.api.command_line import CONTAINER_CLIS, run, tool_name
-from gpuonboard.api.nvml_refusal import kind_name
+from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError

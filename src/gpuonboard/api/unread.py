@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
-from gpuonboard.api.nvml_refusal import kind_name
+from gpuonboard.api.kind_names import kind_name
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.gpu_ids import bus_key

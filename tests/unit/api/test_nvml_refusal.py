@@ -32,7 +32,7 @@ def test_nvlink_counters_refused_by_nvml_are_named(tmp_path: Path) -> None:
 
 def test_kind_names_are_the_users_commands() -> None:
     """Every kind a refusal may name reads as the command the user knows."""
-    from gpuonboard.api.nvml_refusal import kind_name
+    from gpuonboard.api.kind_names import kind_name
 
     assert kind_name("nvidia_smi_csv") == "`nvidia-smi --query-gpu` CSV"
     assert kind_name("nvidia_smi_table") == "plain `nvidia-smi` table"

@@ -57,6 +57,8 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df-h__busybox-alpine-container-none-root__docker-run__moby-22677.txt",
         # `docker run alpine:2.7 df` under docker's pull lines: api/test_offline_paste.py
         "df__alpine-2.7-container__overlay-root__official-images-1449.txt",
+        # a whole `df -h` beside an lsblk cut inside a row: test_lsblk_table.py
+        "df-h__arch-nvme-root-usb-disk-run-media__rpi-documentation-806.txt",
     }
     assert {p.name for p in REAL.glob("df*")} == {
         "df-h__8gpu-server-mi300x.txt",

@@ -231,6 +231,14 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # an nvidia-smi newer than its driver (Colab): facts/test_nvidia_smi_version_skew.py
         "nvidia-smi__newer-tool-450.36.06-than-driver-418.67-mig-err__tesla-k80__colab-pytorch-page.txt",
         "nvidia-smi__newer-tool-450.36.06-than-driver-418.67-mig-err__p100-pcie__colab-notebook.txt",
+        # a failed nvidia-smi beside another output of the box (facts/test_gpu_failed.py), a cut -q
+        # of a driver older than MIG (steps/checks/gpu_health/test_step_cut_parts.py), a -q whose
+        # `Attached GPUs` is read above a cut (steps/checks/test_gpu_rules_cut.py)
+        "nvidia-smi__geforce-gtx-690__1gpu__driver410.79__power-na__nvidia-docker-523.txt",
+        "nvidia-smi__failed-couldnt-communicate-driver-not-loaded__wsl2__wsl-9134.txt",
+        "nvidia-smi__geforce-gtx-1080-ti__2gpu__driver517.48__windows__cut-in-gpu1-row__wsl-9134.txt",
+        "nvidia-smi-q__geforce-gtx-1050-ti__1gpu__driver440.36__no-mig-line__cut-in-gpu-operation-mode__nvidia-docker-1149.txt",
+        "nvidia-smi-a__tesla-v100s-pcie-32gb__2gpu-attached__driver535.104.05__cut-in-gpu0-record__hami-446.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -73,7 +73,9 @@ def test_every_real_topo_is_covered() -> None:
 
     audit = covered("nvidia-smi-topo")
     cases = {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
-    assert real == cases | audit | {p.name for p in GLUED_CAPTURES}
+    # an all-SYS matrix saved without any legend: facts/test_topo_pcie_only.py
+    no_legend = {"nvidia-smi-topo-m__rtx4090__8gpu-2nic-all-sys__no-legend__go-gpuallocator-17.txt"}
+    assert real == cases | audit | {p.name for p in GLUED_CAPTURES} | no_legend
 
 
 def test_h200_details() -> None:
@@ -132,9 +134,12 @@ def test_weakest_ranks_nvlink_count_and_pcie_kinds() -> None:
     mixed = parse_topo(text.replace("\tNV4\t", "\tPHB\t").replace("GPU2\tNV4", "GPU2\tPHB"))
     assert weakest_link(mixed) == "PHB"
     assert interconnect(mixed) == "mixed"
-    pix = parse_topo(text.replace("NV12", "PIX").replace("NV4", "PXB"))
+    pcie_only = text.replace("NV12", "PIX").replace("NV4", "PXB")
+    pix = parse_topo(pcie_only + "\nLegend:\n\n  NV#  = Connection traversing a bonded set of # NVLinks\n")
     assert weakest_link(pix) == "PXB"
     assert interconnect(pix) == "pcie"
+    # (no legend at all: a `topo -mp` prints the same PCIe-only matrix: not known to be PCIe)
+    assert interconnect(parse_topo(pcie_only)) == "unknown"
 
 
 @pytest.mark.parametrize(

@@ -262,6 +262,8 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
     "nvidia-smi-topo-m__rtx-6000-ada__2gpu-2nic-phb__driver575.51.03__threadripper-wrx90.txt": {"0-1": "PHB"},
     "nvidia-smi-topo-m__geforce-gtx-1080-ti__2gpu-phb__no-nic.txt": {"0-1": "PHB"},
     "nvidia-smi-topo-m__geforce-rtx-2080-ti__2gpu-pix__autodl.txt": {"0-1": "PIX"},
+    # round 30: 8 x RTX 4090, all SYS, saved without any legend
+    "nvidia-smi-topo-m__rtx4090__8gpu-2nic-all-sys__no-legend__go-gpuallocator-17.txt": _mesh(8, "SYS"),
     # `topo -mp` (PCIe paths of NVLink boxes; the benchmark's own probe runs `topo -m`)
     "nvidia-smi-topo-mp__a100__4gpu-4nic__juwels-booster.txt": _mesh(4, "SYS"),
     "nvidia-smi-topo-mp__a100__4gpu-2nic__levante.txt": _mesh(4, "SYS"),
