@@ -33,11 +33,23 @@ _WHOLE_FAILURE = re.compile(
 )
 
 
+# NVML refused to start for the login's rights ("Failed to initialize NVML: Insufficient
+# Permissions", "No permission"): a refusal of that call, never the driver failing as a whole
+_PERMISSION = re.compile(r"Insufficient Permissions|\bNo permission\b|Permission denied", re.IGNORECASE)
+# "No devices were found": nvidia-smi found no GPU at the index or id it was asked for
+_NO_DEVICES = re.compile(r"No devices were found", re.IGNORECASE)
+# the GPU index a saved file's name says it asked for (`nvidia-smi-q-i8.txt`, `smi_id_3.log`)
+_NAMED_INDEX = re.compile(r"(?:^|[-_.\s])-?(?:i|id)[-_=]?(\d+)(?=[-_.\s]|$)", re.IGNORECASE)
+
+
 def failed_outputs(
-    raw: Mapping[str, ProbeOutput], parse: Callable[[str], GpuReport]
+    raw: Mapping[str, ProbeOutput], parse: Callable[[str], GpuReport], listed: int = 0
 ) -> list[tuple[str, str]]:
     """(who, its failure line) for each nvidia-smi output that failed as a whole and read no GPU:
-    who is its file offline ("nvidia-smi in nvidia-smi-wsl.txt"), its call live."""
+    who is its file offline ("nvidia-smi in nvidia-smi-wsl.txt"), its call live. `listed`: how
+    many GPUs the box's own output listed. None of a call's own: one narrowed to some GPUs (`-i 8`,
+    its file's name `nvidia-smi-q-i8.txt` on a box of 8: no GPU 8 is a true answer), one run in a
+    container or as another user, or NVML refused for the login's rights."""
     out = []
     for name, label in [(n, label) for n, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]:
         got = raw.get(name)
@@ -48,9 +60,21 @@ def failed_outputs(
         if said is None or unopened_gpus([text]) or (name != LIST_PROBE and parse(got.stdout).gpus):
             continue
         line = nvidia_smi_failure(got.stdout, got.stderr)[0] or said.group(0)
+        if _its_own(got, line, listed):
+            continue
         who = f"nvidia-smi in {got.saved_as}" if got.saved_as else gpu_agree.format_call(label)
         out.append((who, " ".join(line.split())[:160]))
     return out
+
+
+def _its_own(got: ProbeOutput, line: str, listed: int) -> bool:
+    """Whether the failure `line` of `got` is that call's own, not the box's: a narrowed call's
+    (got.partial), a container's or another user's (got.ran_elsewhere), NVML refused for the
+    login's rights, or no GPU at an index the file's name asks for at or past the listed count."""
+    if got.partial or got.ran_elsewhere or _PERMISSION.search(line):
+        return True
+    index = _NAMED_INDEX.search(got.saved_as.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    return bool(index and _NO_DEVICES.search(line) and int(index.group(1)) >= listed > 0)
 
 
 def failure_clashes(

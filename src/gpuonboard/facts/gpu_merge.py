@@ -235,7 +235,8 @@ def merge(
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
     # (an output that says nvidia-smi failed as a whole, beside one that listed GPUs: named)
-    failed = failure_clashes(failed_outputs(raw, parse), _lister(reports, files, listed))
+    lister = _lister(reports, files, listed)
+    failed = failure_clashes(failed_outputs(raw, parse, lister[2] if lister else 0), lister)
     union = _union(reports, listed, unopened, listed_whole, unread, failed)
     merged = _with_inforom(union, [*outputs, *warned])
     # (whose banner gave the CUDA version kept: a container's exec'd nvidia-smi tells its own)

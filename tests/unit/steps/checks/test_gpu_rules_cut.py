@@ -304,6 +304,7 @@ def test_a_driver_version_on_the_cut_line_is_not_read(tmp_path: Path, cut: int) 
     assert got["min_driver"][0] == "unverified"
     assert "590.48" not in got["nvidia_driver"][1]
 
+
 def test_attached_gpus_above_a_cut_counts_the_set(tmp_path: Path) -> None:
     """Project-HAMi/HAMi#446: a node's `nvidia-smi -a` saying `Attached GPUs : 2`, cut inside GPU
     0's record. gpu_count (order 2) was unverified "1 listed"; the driver's own count, read above
