@@ -116,3 +116,32 @@ def test_no_devices_at_a_listed_index_or_of_the_whole_box_stays_a_disagreement(
     _, checks = judged_box(tmp_path, files, "gpu_count: 8\n")
     assert checks["nvidia_driver"].verdict == "fail"
     assert checks["gpu_count"].verdict == "unverified"
+
+
+RTX4090_Q = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt"
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 535.154\n"
+RELOAD = "user@gpu01:~$ sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia\n"
+
+
+def test_a_failure_fixed_before_the_listing_in_one_session_is_superseded(tmp_path: Path) -> None:
+    """One saved session written by the test around the real 8x RTX 4090 `nvidia-smi -q`: a plain
+    `nvidia-smi` failing with the driver/library mismatch, the driver reloaded, then the whole
+    `-q`. The later answer is the box now: the failure is a note ("failed ... at line 1, answered
+    at line 5"), not the NO-GO disagreement it was."""
+    session = f"user@gpu01:~$ nvidia-smi\n{MISMATCH}{RELOAD}user@gpu01:~$ nvidia-smi -q\n"
+    facts, checks = judged_box(
+        tmp_path, {"session.txt": session + (REAL / RTX4090_Q).read_text()}, "gpu_count: 8\n"
+    )
+    assert checks["nvidia_driver"].verdict == "pass", checks["nvidia_driver"]
+    assert checks["gpu_count"].verdict == "pass", checks["gpu_count"]
+    assert any("at line 1, answered at line 5" in w for w in facts.warnings), facts.warnings
+
+
+def test_a_failure_after_the_listing_in_one_session_is_the_box_now(tmp_path: Path) -> None:
+    """The same session in the other order (the real `-q` first, then `nvidia-smi` failing with
+    the mismatch): the failure is what the box says now, still a failure."""
+    session = "user@gpu01:~$ nvidia-smi -q\n" + (REAL / RTX4090_Q).read_text()
+    session += f"user@gpu01:~$ nvidia-smi\n{MISMATCH}"
+    _, checks = judged_box(tmp_path, {"session.txt": session}, "gpu_count: 8\n")
+    assert checks["nvidia_driver"].verdict == "fail", checks["nvidia_driver"]
+    assert "Driver/library version mismatch" in checks["nvidia_driver"].actual
