@@ -116,6 +116,28 @@ def report_in_container(command: str) -> str:
     return f"`{ran.said}` shows only the GPUs of {where} (the report's nvidia-smi ran there)"
 
 
+# a copied command run as another login (`sudo -u nobody ...`, `runuser -u bob --`, `su bob -c`)
+_OTHER_USER = re.compile(
+    r"(?:^|[\s;&|(])(?:sudo\b[^|;&]*?\s(?:-u\s*|--user[=\s])|runuser\s+(?:-u\s*)?|su\s+(?:-\s+|-l\s+)?)"
+    r"(?!root\b)([A-Za-z_#][\w.$-]*)"
+)
+
+
+def ran_elsewhere(kind: str, command: str) -> str:
+    """Where the copied `command` ran nvidia-smi (an output of `kind`) other than on the box as its
+    login: in a container (`docker run --gpus all IMAGE nvidia-smi`, `kubectl exec POD --
+    nvidia-smi`) or as another user (`sudo -u nobody nvidia-smi -q`): one clause saying so; ""
+    where it ran on the box. Such a call's failure is its own, never the box's."""
+    if not command or not kind.startswith("nvidia_smi"):
+        return ""
+    for ran in runs(command, ("nvidia-smi",)):
+        if ran.container:
+            return f"`{ran.said}` ran in a container"
+        if _OTHER_USER.search(ran.said):
+            return f"`{ran.said}` ran as another user"
+    return ""
+
+
 def report_filtered(command: str) -> str:
     """Why the outputs a report holds (collect_env's GPU list, its lscpu) are part of what the
     report printed, where the copied `command` kept some of its lines (`python collect_env.py |

@@ -18,7 +18,14 @@ from gpuonboard.api import bug_report, collect_env, paste, saved_forms, transcri
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
-from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_filtered, report_in_container
+from gpuonboard.api.narrowed import (
+    container_view,
+    matrix_pci,
+    narrowed,
+    ran_elsewhere,
+    report_filtered,
+    report_in_container,
+)
 from gpuonboard.api.run_folder import expand, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import (
@@ -349,6 +356,7 @@ def _read_as(
         matrix_pci(kind, ran),
         earlier_boot=earlier,
         in_container=container_view(kind, ran),
+        ran_elsewhere=ran_elsewhere(kind, ran),
     )
 
 

@@ -33,11 +33,31 @@ _WHOLE_FAILURE = re.compile(
 )
 
 
+# NVML refused to start for the login's rights ("Failed to initialize NVML: Insufficient
+# Permissions", "No permission"): a refusal of that call, never the driver failing as a whole
+_PERMISSION = re.compile(r"Insufficient Permissions|\bNo permission\b|Permission denied", re.IGNORECASE)
+# "No devices were found": nvidia-smi found no GPU at the index or id it was asked for
+_NO_DEVICES = re.compile(r"No devices were found", re.IGNORECASE)
+# the GPU index a saved file's name says it asked for (`nvidia-smi-q-i8.txt`, `smi_id_3.log`)
+_NAMED_INDEX = re.compile(r"(?:^|[-_.\s])-?(?:i|id)[-_=]?(\d+)(?=[-_.\s]|$)", re.IGNORECASE)
+
+
+# a session's output, as offline names it: "session.txt line 5 (`nvidia-smi -q`)"
+_SESSION_LINE = re.compile(r"^(?P<file>.+) line (?P<line>\d+) \(")
+
+
 def failed_outputs(
-    raw: Mapping[str, ProbeOutput], parse: Callable[[str], GpuReport]
-) -> list[tuple[str, str]]:
-    """(who, its failure line) for each nvidia-smi output that failed as a whole and read no GPU:
-    who is its file offline ("nvidia-smi in nvidia-smi-wsl.txt"), its call live."""
+    raw: Mapping[str, ProbeOutput],
+    parse: Callable[[str], GpuReport],
+    listed: int = 0,
+    notes: list[str] | None = None,
+) -> list[tuple[str, str, str]]:
+    """(who, its failure line, its file) for each nvidia-smi output that failed as a whole and
+    read no GPU: who is its file offline ("nvidia-smi in nvidia-smi-wsl.txt"), its call live.
+    `listed`: how many GPUs the box's own output listed. None of a call's own, each said in
+    `notes`: one narrowed to some GPUs (`-i 8`, its file's name `nvidia-smi-q-i8.txt` on a box of
+    8: no GPU 8 is a true answer), one run in a container or as another user, or NVML refused for
+    the login's rights."""
     out = []
     for name, label in [(n, label) for n, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]:
         got = raw.get(name)
@@ -47,22 +67,60 @@ def failed_outputs(
         said = _WHOLE_FAILURE.search(text)
         if said is None or unopened_gpus([text]) or (name != LIST_PROBE and parse(got.stdout).gpus):
             continue
-        line = nvidia_smi_failure(got.stdout, got.stderr)[0] or said.group(0)
+        line = " ".join((nvidia_smi_failure(got.stdout, got.stderr)[0] or said.group(0)).split())[:160]
         who = f"nvidia-smi in {got.saved_as}" if got.saved_as else gpu_agree.format_call(label)
-        out.append((who, " ".join(line.split())[:160]))
+        if why := _its_own(got, line, listed):
+            if notes is not None:
+                notes.append(f"{who} failed ({line}): {why}, not a failure of the box")
+            continue
+        out.append((who, line, got.saved_as))
     return out
 
 
+def _its_own(got: ProbeOutput, line: str, listed: int) -> str:
+    """Why the failure `line` of `got` is that call's own, not the box's: a narrowed call's
+    (got.partial), a container's or another user's (got.ran_elsewhere), NVML refused for the
+    login's rights, or no GPU at an index the file's name asks for at or past the listed count;
+    "" where it is the box's."""
+    if got.partial or got.ran_elsewhere:
+        return got.partial or got.ran_elsewhere
+    if _PERMISSION.search(line):
+        return "NVML refused the login's rights"
+    index = _NAMED_INDEX.search(got.saved_as.rsplit("/", 1)[-1].rsplit(".", 1)[0])
+    if index and _NO_DEVICES.search(line) and int(index.group(1)) >= listed > 0:
+        return f"its file's name asks for GPU {index.group(1)}, of {listed} listed"
+    return ""
+
+
 def failure_clashes(
-    failed: Sequence[tuple[str, str]], lister: tuple[str, str, int] | None
+    failed: Sequence[tuple[str, str, str]],
+    lister: tuple[str, str, int] | None,
+    notes: list[str] | None = None,
 ) -> list[tuple[str, str]]:
     """The disagreement of each whole failure with the output that listed GPUs (`lister`: its
-    format label, its file or "", its GPU count), as gpu_agree's clashes ("gpus", sentence)."""
+    format label, its file or "", its GPU count), as gpu_agree's clashes ("gpus", sentence). A
+    failure earlier in the session that listed the GPUs later (a driver reloaded between them)
+    is superseded: said in `notes`, no clash; one after the listing is the box now."""
     if lister is None:
         return []
     label, saved_as, count = lister
     listed = gpu_agree.format_call(label) + (f" in {saved_as}" if saved_as else "")
-    return [
-        ("gpus", f"{who} failed ({line}) while {listed} listed {count} GPU{'s' if count != 1 else ''}")
-        for who, line in failed
-    ]
+    clashes = []
+    for who, line, where in failed:
+        if (later := _answered_later(where, saved_as)) is not None:
+            if notes is not None:
+                notes.append(f"{who} failed ({line}) at line {later[0]}, answered at line {later[1]}")
+            continue
+        plural = "s" if count != 1 else ""
+        clashes.append(("gpus", f"{who} failed ({line}) while {listed} listed {count} GPU{plural}"))
+    return clashes
+
+
+def _answered_later(failed_at: str, listed_at: str) -> tuple[int, int] | None:
+    """(the failure's line, the listing's line) where both are outputs of one saved session and
+    the listing came after the failure; None otherwise."""
+    failed, listed = _SESSION_LINE.match(failed_at), _SESSION_LINE.match(listed_at)
+    if failed is None or listed is None or failed["file"] != listed["file"]:
+        return None
+    lines = int(failed["line"]), int(listed["line"])
+    return lines if lines[0] < lines[1] else None

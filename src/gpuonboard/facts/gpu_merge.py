@@ -235,12 +235,14 @@ def merge(
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
     # (an output that says nvidia-smi failed as a whole, beside one that listed GPUs: named)
-    failed = failure_clashes(failed_outputs(raw, parse), _lister(reports, files, listed))
+    lister = _lister(reports, files, listed)
+    notes: list[str] = []  # (failures that are a call's own, or that a later listing superseded)
+    failed = failure_clashes(failed_outputs(raw, parse, lister[2] if lister else 0, notes), lister, notes)
     union = _union(reports, listed, unopened, listed_whole, unread, failed)
     merged = _with_inforom(union, [*outputs, *warned])
     # (whose banner gave the CUDA version kept: a container's exec'd nvidia-smi tells its own)
     cuda_told = tuple(why for cuda, why in told if cuda and cuda == merged.cuda_version)
-    merged = dataclasses.replace(merged, cuda_told_by=cuda_told)
+    merged = dataclasses.replace(merged, cuda_told_by=cuda_told, warnings=(*merged.warnings, *notes))
     list_out = raw.get(LIST_PROBE)
     if listed and list_out is not None and list_out.partial and not merged.complete and not merged.gap:
         merged = dataclasses.replace(merged, gap=list_out.partial)  # (why the listing is a view)

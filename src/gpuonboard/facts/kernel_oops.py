@@ -1,31 +1,39 @@
 """Kernel crashes (an Oops) in a kernel log that name the NVIDIA driver: a `general protection
 fault`, `BUG: unable to handle ...`, `Oops: ...` or `kernel BUG at ...` line whose report (the
-lines after it, up to the next crash or its `---[ end trace`) names an nvidia module (`[nvidia]`,
-`nvidia_uvm` in its trace or its `Modules linked in:`) or a kernel tainted by a proprietary
-module (`Tainted: P`, which on a GPU box is the NVIDIA driver's mark). No Xid is logged for such a
-crash, yet the box faulted (NVIDIA/k8s-device-plugin#941: a general protection fault in
-__kmalloc, `Tainted: P OE`, on an RTX 4090 box). Pure: no I/O.
+lines after it, up to the next crash, its `---[ end trace`, or another report's start) names an
+nvidia module (`[nvidia]`, `[nvidia_uvm]` in its RIP or trace) or its CPU line says a kernel
+tainted by a proprietary module (`Tainted: P`, which on a GPU box is the NVIDIA driver's mark).
+No Xid is logged for such a crash, yet the box faulted (NVIDIA/k8s-device-plugin#941: a general
+protection fault in __kmalloc, `Tainted: P OE`, on an RTX 4090 box). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gpuonboard.facts.kernel_log import BootCounter
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 
 # the first line of a kernel crash report (arch/x86/kernel/traps.c, mm/fault.c's page fault
-# report, lib/bug.c), after the log's stamp
+# report, lib/bug.c), after the log's stamp; never a user-space process's fault the kernel only
+# reports (`traps: python[12345] general protection fault ip:... in libc.so.6[...]`: _USER)
 _CRASH = re.compile(
-    r"(?:general protection fault\b|BUG: unable to handle\b|BUG: kernel NULL pointer dereference\b"
+    r"(?:general protection fault\b(?! ip:)|BUG: unable to handle\b|BUG: kernel NULL pointer dereference\b"
     r"|kernel BUG at \S|Oops: [0-9a-fx]+ \[#\d+\]|Oops: \d{4}\b)"
 )
-_END = re.compile(r"---\[ end trace\b")
+_USER = re.compile(r"\btraps: \S+\[\d+\]")
+# where a crash's report ends: its `---[ end trace`, or another report's start (a hung task's
+# `INFO: task`, a `WARNING:`, a `cut here` line)
+_END = re.compile(r"---\[ end trace\b|\bINFO: task\b|\bWARNING: |\bcut here\b")
 # the Oops line a page fault's or a BUG's report goes on with (`Oops: 0000 [#1] SMP NOPTI`)
 _OOPS = re.compile(r"\bOops: ")
-# the nvidia modules named in the report: a symbol's module in the trace or RIP (`[nvidia]`,
-# `[nvidia_uvm]`), or `Modules linked in:` listing them
-_NVIDIA_NAMED = re.compile(r"\[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]|Modules linked in:.*\bnvidia")
+# the nvidia modules named by the report's own code: a symbol's module in its RIP or trace
+# (`[nvidia]`, `[nvidia_uvm]`); never `Modules linked in:`, which lists every module loaded
+_NVIDIA_NAMED = re.compile(r"\[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]")
+_MODULES = re.compile(r"\bModules linked in:")
+# the crash's own CPU line (`CPU: 5 PID: 2812 Comm: python3 Tainted: P           OE     5.4.0-42`)
+_CPU_LINE = re.compile(r"\bCPU: \d+ (?:UID: \d+ )?PID: \d+ Comm: ")
 # `Tainted: P           OE     5.15.0-83-generic`: the taint flags before the kernel version
 _TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])\s+\d")
 _COMM = re.compile(r"\bComm: (\S+)")
@@ -35,22 +43,26 @@ _REPORT_LINES = 80
 @dataclass(frozen=True)
 class KernelCrash:
     """One kernel crash report that names the NVIDIA driver: its first line, the process it hit,
-    the taint flags, and why it is the driver's (a module named, or the proprietary taint)."""
+    the taint flags, why it is the driver's (a module named, or the proprietary taint), and
+    whether it was logged before the log's last reboot (a boot the box has since left)."""
 
     line: str
     process: str
     taint: str
     nvidia_named: bool
+    earlier_boot: bool = False
 
 
 def nvidia_crashes(text: str) -> list[KernelCrash]:
     """The kernel crash reports of `text` that name an nvidia module or a kernel tainted by a
-    proprietary one (`P`), in order."""
+    proprietary one (`P`), in order, each marked where it was logged before the last reboot."""
     lines = text.splitlines()
-    out = []
+    found_at: list[tuple[KernelCrash, int]] = []
+    boots = BootCounter()
     until = 0  # (the lines of the report read last: its `Oops: ... [#1]` line is its own, no new one)
     for at, line in enumerate(lines):
-        found = _CRASH.search(line) if at >= until else None
+        boots.read(line)
+        found = _CRASH.search(line) if at >= until and not _USER.search(line) else None
         if found is None:
             continue
         report = [line]
@@ -59,16 +71,24 @@ def nvidia_crashes(text: str) -> list[KernelCrash]:
                 break
             report.append(after)
         until = at + len(report)
-        said = "\n".join(report)
-        taint = _TAINT.search(said)
-        flags = taint.group(1) if taint else ""
-        named = _NVIDIA_NAMED.search(said) is not None
-        if named or "P" in flags:
-            comm = _COMM.search(said)
-            message = KERNEL_STAMP.sub("", line[: found.start()], count=1).strip() + line[found.start() :]
-            process = comm.group(1) if comm else ""
-            out.append(KernelCrash(" ".join(message.split())[:200], process, flags, named))
-    return out
+        crash = _crash(line, found.start(), report)
+        if crash is not None:
+            found_at.append((crash, boots.boot))
+    return [replace(c, earlier_boot=boot < boots.boot) for c, boot in found_at]
+
+
+def _crash(line: str, start: int, report: list[str]) -> KernelCrash | None:
+    """The crash whose first line is `line` (its words from `start`) and whose report is `report`,
+    where it names an nvidia module (its RIP or trace) or its CPU line says the proprietary
+    taint; None otherwise. Taint and process are read from the crash's own CPU line only."""
+    cpu = next((r for r in report if _CPU_LINE.search(r)), "")
+    taint, comm = _TAINT.search(cpu), _COMM.search(cpu)
+    flags = taint.group(1) if taint else ""
+    named = any(_NVIDIA_NAMED.search(r) for r in report if not _MODULES.search(r))
+    if not named and "P" not in flags:
+        return None
+    message = " ".join([KERNEL_STAMP.sub("", line[:start], count=1).strip(), line[start:]]).strip()
+    return KernelCrash(" ".join(message.split())[:200], comm.group(1) if comm else "", flags, named)
 
 
 def crash_sentence(crash: KernelCrash) -> str:
@@ -81,4 +101,5 @@ def crash_sentence(crash: KernelCrash) -> str:
         why = f"{why}; {taint}" if why else taint
     process = f"process {crash.process}" if crash.process else ""
     said = "; ".join(filter(None, [process, why]))
-    return f"a kernel crash (Oops) in the log: `{crash.line}`" + (f" ({said})" if said else "")
+    before = " (logged before the log's last reboot)" if crash.earlier_boot else ""
+    return f"a kernel crash (Oops) in the log: `{crash.line}`{before}" + (f" ({said})" if said else "")

@@ -61,6 +61,10 @@ class ProbeOutput:
     # offline: the same probe's outputs in other formats given beside this one (an RDMA port
     # listing of `ibstat` beside `ibv_devinfo`: api/unread.joined_formats), each read and merged
     beside: tuple[ProbeOutput, ...] = ()
+    # offline: where the copied command ran nvidia-smi other than on the box as its login (`docker
+    # run ... nvidia-smi`, `sudo -u nobody nvidia-smi -q`), said in words ("" on the box): a
+    # failure it printed is that call's, never the box's (facts/gpu_failed.py)
+    ran_elsewhere: str = ""
     # offline: the name of the saved file this output was read from ("" live), so that a sentence
     # about two outputs of one box (one failed, one listed GPUs) names the files the user gave
     saved_as: str = ""

@@ -68,3 +68,80 @@ def test_a_lost_gpus_line_beside_a_table_stays_that_gpus_fault(tmp_path: Path) -
     assert checks["nvidia_driver"].verdict == "pass"
     assert "disagree" not in checks["nvidia_driver"].actual
     assert checks["gpu_health"].verdict == "fail"
+
+
+H100X8 = "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+
+
+@pytest.mark.parametrize(
+    ("name", "failure"),
+    [
+        ("nvidia-smi-q-i8.txt", "$ nvidia-smi -q -i 8\nNo devices were found\n"),
+        ("nvidia-smi-q-i8.txt", "No devices were found\n"),
+        (
+            "nvidia-smi-docker.txt",
+            "$ docker run --rm --gpus all nvidia/cuda:12.4.0-base-ubuntu22.04 nvidia-smi\n"
+            "No devices were found\n",
+        ),
+        ("nvidia-smi-pod.txt", "$ kubectl exec -it cuda-pod -- nvidia-smi\nNo devices were found\n"),
+        (
+            "nvidia-smi-q.txt",
+            "$ sudo -u nobody nvidia-smi -q\nFailed to initialize NVML: Insufficient Permissions\n",
+        ),
+        ("nvidia-smi-q-x.txt", "$ nvidia-smi -q -x\nFailed to initialize NVML: Insufficient Permissions\n"),
+        ("nvidia-smi-q-x.txt", "Failed to initialize NVML: No permission\n"),
+    ],
+)
+def test_a_calls_own_failure_beside_the_whole_table_is_no_failure_of_the_box(
+    tmp_path: Path, name: str, failure: str
+) -> None:
+    """The real whole 8x H100 table beside a second file written by the test: a call narrowed to
+    a GPU the box has not (`-i 8` of 8, said by its copied command or its file's name), one run
+    in a container or as another user, or NVML refused for the login's rights. Each is that
+    call's own answer: the box passed as 8 GPUs, not NO-GO on a disagreement."""
+    files = {"nvidia-smi.txt": (REAL / H100X8).read_text(), name: failure}
+    _, checks = judged_box(tmp_path, files, "gpu_count: 8\n")
+    assert checks["nvidia_driver"].verdict == "pass", checks["nvidia_driver"]
+    assert checks["gpu_count"].verdict == "pass", checks["gpu_count"]
+
+
+@pytest.mark.parametrize("name", ["nvidia-smi-q-i3.txt", "nvidia-smi-L.txt"])
+def test_no_devices_at_a_listed_index_or_of_the_whole_box_stays_a_disagreement(
+    tmp_path: Path, name: str
+) -> None:
+    """The real whole 8x H100 table beside `No devices were found` (written by the test) of a
+    file named for GPU 3 (one the table lists) or of `-L`: still two answers that cannot both be
+    true of one box."""
+    files = {"nvidia-smi.txt": (REAL / H100X8).read_text(), name: "No devices were found\n"}
+    _, checks = judged_box(tmp_path, files, "gpu_count: 8\n")
+    assert checks["nvidia_driver"].verdict == "fail"
+    assert checks["gpu_count"].verdict == "unverified"
+
+
+RTX4090_Q = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt"
+MISMATCH = "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 535.154\n"
+RELOAD = "user@gpu01:~$ sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo modprobe nvidia\n"
+
+
+def test_a_failure_fixed_before_the_listing_in_one_session_is_superseded(tmp_path: Path) -> None:
+    """One saved session written by the test around the real 8x RTX 4090 `nvidia-smi -q`: a plain
+    `nvidia-smi` failing with the driver/library mismatch, the driver reloaded, then the whole
+    `-q`. The later answer is the box now: the failure is a note ("failed ... at line 1, answered
+    at line 5"), not the NO-GO disagreement it was."""
+    session = f"user@gpu01:~$ nvidia-smi\n{MISMATCH}{RELOAD}user@gpu01:~$ nvidia-smi -q\n"
+    facts, checks = judged_box(
+        tmp_path, {"session.txt": session + (REAL / RTX4090_Q).read_text()}, "gpu_count: 8\n"
+    )
+    assert checks["nvidia_driver"].verdict == "pass", checks["nvidia_driver"]
+    assert checks["gpu_count"].verdict == "pass", checks["gpu_count"]
+    assert any("at line 1, answered at line 5" in w for w in facts.warnings), facts.warnings
+
+
+def test_a_failure_after_the_listing_in_one_session_is_the_box_now(tmp_path: Path) -> None:
+    """The same session in the other order (the real `-q` first, then `nvidia-smi` failing with
+    the mismatch): the failure is what the box says now, still a failure."""
+    session = "user@gpu01:~$ nvidia-smi -q\n" + (REAL / RTX4090_Q).read_text()
+    session += f"user@gpu01:~$ nvidia-smi\n{MISMATCH}"
+    _, checks = judged_box(tmp_path, {"session.txt": session}, "gpu_count: 8\n")
+    assert checks["nvidia_driver"].verdict == "fail", checks["nvidia_driver"]
+    assert "Driver/library version mismatch" in checks["nvidia_driver"].actual

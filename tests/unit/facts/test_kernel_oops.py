@@ -46,3 +46,53 @@ def test_a_crash_whose_trace_names_nvidia_is_read_without_a_taint() -> None:
     text += "[243209.352450]  nvidia_uvm_ioctl+0x2a/0x40 [nvidia_uvm]\n"
     [crash] = nvidia_crashes(text)
     assert crash.nvidia_named and crash.process == "ufep"
+
+
+TWO_BOOTS = "dmesg-journalctl__two-boots-reboot-separator__ubuntu-20.04-forum.txt"
+# the line arch/x86/kernel/traps.c prints for a user-space process's fault (a signal to it, no
+# kernel crash), and a hung task's report, whose CPU-less Tainted line says the proprietary taint
+USER_TRAP = (
+    "[ 5000.123456] traps: python[12345] general protection fault ip:7f3a1b2c3d4e sp:7ffd12345678"
+    " error:0 in libc.so.6[7f3a1b200000+195000]\n"
+)
+HUNG = (
+    "[ 5122.654321] INFO: task kworker/u256:3:812 blocked for more than 122 seconds.\n"
+    "[ 5122.654330]       Tainted: P           OE     5.15.0-112-generic #122-Ubuntu\n"
+)
+
+
+def test_a_user_space_trap_is_no_kernel_crash(tmp_path: Path) -> None:
+    """The real two-boots journal with, written by the test in the kernel's own shapes, a
+    `traps: python[12345] general protection fault ip:...` line (a process's fault, which the
+    kernel only reports) and a hung task's `Tainted: P` line after it: gpu_xid warned of a kernel
+    crash; it passes "no Xid" now."""
+    from gpuonboard.facts.kernel_oops import nvidia_crashes
+
+    text = (REAL / TWO_BOOTS).read_text() + USER_TRAP + HUNG
+    assert nvidia_crashes(text) == []
+    assert verdicts(tmp_path, "dmesg.txt", text, ORDER)["gpu_xid"] == ("pass", "no Xid in the kernel log")
+
+
+def test_taint_and_module_come_from_the_crash_itself() -> None:
+    """The real report with its taint edited in-test to `Not tainted`, then (appended) a
+    `Modules linked in: nvidia_uvm(POE) nvidia(POE)` line, and after it a hung task's report
+    tainted P: no nvidia symbol in its RIP or trace and no proprietary taint on its own CPU line,
+    so not the driver's crash (it was read as the driver's by the modules list and the later
+    report's taint)."""
+    from gpuonboard.facts.kernel_oops import nvidia_crashes
+
+    text = (REAL / GPF).read_text().replace("Tainted: P           OE     ", "Not tainted ")
+    assert nvidia_crashes(text + "[243209.352450] Modules linked in: nvidia_uvm(POE) nvidia(POE)\n") == []
+    assert nvidia_crashes(text + HUNG) == []
+
+
+def test_a_crash_before_the_last_reboot_is_said_as_an_earlier_boots(tmp_path: Path) -> None:
+    """The real general protection fault report (k8s-device-plugin#941) put by the test before
+    the real two-boots journal's `-- Reboot --` line: the crash was of a boot the box has left, so
+    gpu_xid says it as logged before the last reboot and passes (it warned as this boot's)."""
+    lines = (REAL / TWO_BOOTS).read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("-- Reboot --"))
+    text = "".join([*lines[:at], (REAL / GPF).read_text(), *lines[at:]])
+    verdict, actual = verdicts(tmp_path, "dmesg.txt", text, ORDER)["gpu_xid"]
+    assert verdict == "pass", actual
+    assert "SMP NOPTI` (logged before the log's last reboot) (process ufep" in actual

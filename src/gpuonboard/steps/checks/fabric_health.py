@@ -485,8 +485,11 @@ def _with_crashes(check: Check, crashes: Sequence[KernelCrash]) -> Check:
     becomes a warning naming the first, with what to ask; any other verdict names it too."""
     if not crashes:
         return check
-    said = crash_sentence(crashes[0]) + (f" and {len(crashes) - 1} more" if len(crashes) > 1 else "")
-    if check.verdict == "pass":
+    # (a crash of an earlier boot than the box runs now is said, as an earlier boot's Xid is, never
+    # a warning of this boot: the reboot since ended it)
+    first = next((c for c in crashes if not c.earlier_boot), crashes[0])
+    said = crash_sentence(first) + (f" and {len(crashes) - 1} more" if len(crashes) > 1 else "")
+    if check.verdict == "pass" and not first.earlier_boot:
         return replace(check, actual=f"{check.actual}; {said}", verdict="warn", detail=CRASH_ADVICE)
     return replace(check, actual=f"{check.actual}; {said}")
 

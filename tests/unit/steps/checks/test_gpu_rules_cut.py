@@ -14,6 +14,7 @@ from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST
 from ...offline_judge import checks, health_row, judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
+RTX4090_Q = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt"
 
 # (capture, order, the verdicts its whole GPU rows prove)
 CUT_IN_PROCESSES = [
@@ -304,15 +305,28 @@ def test_a_driver_version_on_the_cut_line_is_not_read(tmp_path: Path, cut: int) 
     assert got["min_driver"][0] == "unverified"
     assert "590.48" not in got["nvidia_driver"][1]
 
-def test_attached_gpus_above_a_cut_counts_the_set(tmp_path: Path) -> None:
+
+def test_attached_gpus_above_a_cut_says_the_set_is_not_short(tmp_path: Path) -> None:
     """Project-HAMi/HAMi#446: a node's `nvidia-smi -a` saying `Attached GPUs : 2`, cut inside GPU
-    0's record. gpu_count (order 2) was unverified "1 listed"; the driver's own count, read above
-    the cut, passes it, naming both counts; what GPU 1's unread record holds stays unverified."""
+    0's record. `Attached GPUs` counts a GPU whose handle fails too, so the count read above the
+    cut says the set is not short, never that it is whole: unverified, naming both counts (round
+    30 passed it; changed on purpose)."""
     name = "nvidia-smi-a__tesla-v100s-pcie-32gb__2gpu-attached__driver535.104.05__cut-in-gpu0-record"
     text = (REAL / f"{name}__hami-446.txt").read_text()
     rules = verdicts(tmp_path, "nvidia-smi-a.txt", text, "gpu_model: V100S\ngpu_count: 2")
     assert rules["gpu_count"] == (
-        "pass",
-        "2 attached (1 read; incomplete probe: nvidia-smi says 2 attached but lists 1)",
+        "unverified",
+        "2 attached, 1 read; incomplete probe: nvidia-smi says 2 attached but lists 1",
     )
     assert rules["gpu_model"][0] == "unverified"
+
+
+def test_attached_gpus_of_eight_above_a_cut_in_gpu_three_is_no_pass(tmp_path: Path) -> None:
+    """The real 8x RTX 4090 `nvidia-smi -q` (`Attached GPUs : 8`) cut by the test at line 700,
+    inside GPU 3's record (GPUs 4-7 lost): a GPU nvidia-smi could not open is counted in
+    `Attached GPUs` and its `Unable to determine the device handle` line may be in the part cut
+    away, so gpu_count (order 8) is unverified, never the pass it was."""
+    lines = (REAL / RTX4090_Q).read_text().splitlines(keepends=True)
+    rules = verdicts(tmp_path, "nvidia-smi-q.txt", "".join(lines[:700]), "gpu_count: 8")
+    assert rules["gpu_count"][0] == "unverified", rules["gpu_count"]
+    assert rules["gpu_count"][1].startswith("8 attached, 4 read; incomplete probe")
