@@ -97,7 +97,8 @@ def test_a_gpu_nvml_calls_lost_in_its_name_or_uuid_fails(
     assert got["gpu_health"][0] == "fail" and f"GPU {gpu}" in got["gpu_health"][1], got.get("gpu_health")
     assert word.strip("[]") in got["gpu_health"][1]
     assert got["gpu_model"][0] == "fail" and f"GPU {gpu} unreadable" in got["gpu_model"][1], got["gpu_model"]
-    assert got["gpu_count"] == ("fail", f"{whole['gpu_count'][1]} (1 unreadable)"), got["gpu_count"]
+    count, mig, slices = whole["gpu_count"][1].partition(" (MIG")  # (the slices are said last)
+    assert got["gpu_count"] == ("fail", f"{count} (1 unreadable){mig}{slices}"), got["gpu_count"]
     _no_model_claim(got, word)
 
 

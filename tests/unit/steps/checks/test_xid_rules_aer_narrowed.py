@@ -105,7 +105,10 @@ def test_a_log_cut_inside_one_rules_line_leaves_the_other_unverified(
     rules = verdicts(tmp_path, name, cut)
     assert rules[other][0] == "unverified", rules[other]
     assert "the log ends inside a line, cut short: " in rules[other][1]
-    assert verdicts(tmp_path, name, text)[other][0] != "unverified"
+    # (the whole log is read: a log of the NVSwitch driver's lines only leaves gpu_xid unverified
+    # for that reason, never as cut short: facts/test_kernel_quoted.py)
+    whole = verdicts(tmp_path, name, text)[other]
+    assert whole[0] != "unverified" or "cut short" not in whole[1], whole
 
 
 def test_the_rules_read_aer_only_where_gpu_xid_judges() -> None:
