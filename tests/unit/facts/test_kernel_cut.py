@@ -211,3 +211,15 @@ def test_the_shapes_of_a_cut_stay_cut(last: str) -> None:
     text = (REAL / BUMBLEBEE).read_text()
     assert ends_unfinished(last), last
     assert rule_xid(parse_kernel_log(text.rstrip("\n") + "\n" + last).events, True).verdict == "unverified"
+
+
+def test_a_log_cut_inside_another_drivers_line_says_a_line() -> None:
+    """Round 30 (LLL): rlswarm463's log as found, ending inside `[597411.196475]  do_` (an OOM
+    call trace's frame, no driver's line): gpu_xid's detail said it "ends inside a driver
+    message"; it says "ends inside a line". (A driver line cut short still says "driver message":
+    the bumblebee log cut in-test after the `,` of its last NVRM line's `Ch 00000003,`.)"""
+    check = rule_xid(parse_kernel_log((REAL / RLSWARM).read_text()).events, True)
+    assert check.detail.startswith("the kernel log given ends inside a line (cut short"), check.detail
+    text = (REAL / BUMBLEBEE).read_text().rstrip("\n")
+    nvrm = rule_xid(parse_kernel_log(text[: text.index("Ch 00000003,") + 12]).events, True)
+    assert nvrm.verdict == "unverified" and "ends inside a driver message" in nvrm.detail, nvrm
