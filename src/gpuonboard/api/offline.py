@@ -51,6 +51,7 @@ from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
 from gpuonboard.inventory import OrderSpec, parse_order
@@ -288,6 +289,12 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         or saved_forms.kind_by_name(path.name, text)
         or saved_forms.kind_by_name(command, text)
     )
+    if (
+        kind in (None, "nvidia_smi")
+        and saved_forms.compute_apps(text) is None
+        and (why := other_query_refusal(text))
+    ):
+        raise unjudged.UnjudgedOutput(f"{where}: {why}")  # (processes or retired pages, not GPUs)
     if kind == "nproc" and (why := saved_forms.nproc_refusal(path.name, copied or command)):
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:

@@ -184,20 +184,19 @@ def cut_by_shape(line: str, words: dict[str, str] | None = None) -> bool:
 _PREFIX = re.compile(
     r"^\s*(?:>\s*)?(?:\[[^\]]*\]\s*|kern\s*:\s*\w+\s*:\s*|\d{4}-\d\d-\d\dT\S+\s+|[^\n]{0,60}?\bkernel:\s*)*"
 )
-# how a whole kernel message ends: a closing mark (`.`, `)`, `]`, `>`, a quote, `!`, `%`), a
-# number (`pid=4242`, `0x1f`; a trace frame's offset only with its length, `+0x7c/0xd8`), a
-# colon after a word (`Call Trace:`), or a
-# word of two letters or more after a space or `=` (`skipping further processing`,
-# `constraint=OTHER_CONSTRAINT`); a line that ends otherwise (inside a name, `do_`, `high-sp`;
-# after a `,`, `=`, `:`, `+0x`) was cut inside it
+# how a whole kernel message ends: a closing mark (`.`, `)`, `]`, `>`, a quote, `!`, `%`, a `-`
+# run after `]`: `---[ end trace 0000000000000000 ]---`), a number (`pid=4242`, `0x1f`), a colon
+# after a word (`Call Trace:`), or a whole token of letters, digits and `_-/.#` after a space, a
+# `:`, `=`, `/` or `(` (`renamed from veth1ab23c4`, `errors=remount-ro`, `RX/TX`, `shmem-rss:0kB`,
+# `#78-Ubuntu`, `/docker-8b1e.scope`); only the shapes that show a cut are cut: a line ending on
+# `,`, `=`, `_`, a frame's `+0x` (_CUT_TAIL), or a last word that is a kernel function's name
+# (_CUT_FRAME: a frame's, `do_transl`, `nv_get_p2p_free_callback` of its `...:127 ERROR ...`)
 _WHOLE_END = re.compile(
-    r"""(?:[.)\]}>'"!%]|(?<=[A-Za-z]):|(?<![\w+])[+-]?(?:0x)?[0-9a-fA-F]*\d[0-9a-fA-F]*|/0x[0-9a-fA-F]+"""
-    r"|(?<=[\s=])[A-Za-z][A-Za-z_]*[A-Za-z])\s*$"
+    r"""(?:[.)\]}>'"!%*$]|\]-+|(?<=[A-Za-z]):|(?<![\w+])[+-]?(?:0x)?[0-9a-fA-F]*\d[0-9a-fA-F]*"""
+    r"""|(?:^|(?<=[\s:=/(]))[\w./#-]*[A-Za-z0-9])\s*$"""
 )
-# a message of one name (a call trace's frame, `? do_translation_fault+0x7c/0xd8 [mod]`): whole
-# only up to its frame's length or module, a closing mark or a colon (`<TASK>`, `Call Trace:`)
-_ONE_NAME = re.compile(r"(?:\? )?[\w.$]+(?:\+\S*)?(?: \[\w*\]?)?")
-_WHOLE_NAME = re.compile(r"""(?:\+0x[0-9a-fA-F]+/0x[0-9a-fA-F]+(?: \[\w+\])?|[.)\]}>'"!%:])\s*$""")
+# a frame's offset cut before its length's digits (`handle_mm_fault+0x`, `+0x104/0x`), anywhere
+_CUT_TAIL = re.compile(r"\+0x[0-9a-fA-F]*(?:/(?:0x)?)?\s*$")
 
 
 # a call trace's frame cut before its end: a kernel function's name (one with `_`, or its `+`
@@ -215,15 +214,16 @@ def _message(line: str) -> str:
 def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
     """True when a kernel log's last line, with no newline after it, may have been cut inside
     it: it says nothing yet or is cut by its own shape (says_nothing, cut_by_shape), or its
-    message does not end like a whole one (_WHOLE_END; a message of one name, a trace frame,
-    _WHOLE_NAME). A whole log saved without its last newline (an editor's paste) whose last line
-    ends like one is not."""
+    message does not end like a whole one (_WHOLE_END), ends on a frame's cut offset (_CUT_TAIL)
+    or on a kernel function's name (_CUT_FRAME). A whole log saved without its last newline (an
+    editor's paste) whose last line ends like one is not."""
     if says_nothing(line, words) or cut_by_shape(line, words):
         return True
     message = _message(line)
-    if _ONE_NAME.fullmatch(message):
-        return _WHOLE_NAME.search(message) is None
-    return _WHOLE_END.search(message) is None
+    last = message.rsplit(None, 1)[-1] if message else ""
+    # (a function's name, `nv_get_p2p_free_call`; not a constant's, `..._PRI_CLIENT_ERR`)
+    cut_name = _CUT_FRAME.fullmatch(last) is not None and last != last.upper()
+    return cut_name or _CUT_TAIL.search(message) is not None or _WHOLE_END.search(message) is None
 
 
 # a driver line that is whole where the log ends after it without its newline: it names no fault

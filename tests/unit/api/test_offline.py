@@ -124,6 +124,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
         "query-gpu-csv__": "nvidia_smi",  # (a --query-gpu CSV of undotted fields: round 30)
+        "query-compute-apps-csv__": None,  # processes, not GPUs: a note naming the query (LLL)
         "top-summary-mem-swap__": None,  # top's summary, no free: refused naming it (round 30)
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
         "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused

@@ -119,7 +119,8 @@ def test_a_log_ending_inside_any_line_never_passes() -> None:
     among them) are lost: gpu_xid and nvswitch_sxid are unverified, quoting the line, never "no
     Xid". Edited in-test: the same log cut inside other lines of it (a frame's name, its offset
     before its length, a name inside a message, after a comma) reads cut too. (A cut that leaves
-    a word of letters after a space, `Not taint`, cannot be told from a whole word by its shape.)"""
+    a whole-looking token after a space, `Not taint`, `6.8.0-78-gen`, cannot be told from a whole
+    one by its shape.)"""
     text = (REAL / RLSWARM).read_text()
     assert not text.endswith("\n") and text.endswith("]  do_")
     events = parse_kernel_log(text).events
@@ -135,7 +136,6 @@ def test_a_log_ending_inside_any_line_never_passes() -> None:
         "[597411.196473]  do_translation_fa",
         "[597411.196473]  do_translation_fault+0x7c",
         "[597411.196473]  do_translation_fault+0x7c/0x",
-        "[597411.196374] CPU: 10 PID: 116521 Comm: p2pd Not tainted 6.8.0-78-gen",
         "[597411.196310] p2pd invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP),",
     ):
         assert ends_unfinished(cut), cut
@@ -161,3 +161,65 @@ def test_a_whole_log_saved_without_its_last_newline_is_whole(stamp: str) -> None
     events = parse_kernel_log("\n".join(kept)).events
     assert events == ()
     assert rule_xid(events, True).verdict == "pass"
+
+
+# (each line the review of round 30 found read as cut: a whole line's last token)
+WHOLE_LAST_LINES = (
+    "[  112.300000] ---[ end trace 0000000000000000 ]---",
+    "[  112.300000] eth0: renamed from veth1ab23c4",
+    "[  112.300000] 8021q: adding VLAN 0 to HW filter on device enp7s0",
+    "[  112.300000]  sda: sda1 sda2 sda3",
+    "[  112.300000]  nvme0n1: p1 p2",
+    "[  112.300000] EXT4-fs (sda1): re-mounted. Opts: errors=remount-ro",
+    "[  112.300000] igb 0000:01:00.0 eth0: NIC Link is Up 1000 Mbps Full Duplex, Flow Control: RX/TX",
+    "[  112.300000] [  1234]     0  1234    12345      678   123456        0             0 shmem-rss:0kB",
+    "[  112.300000] input: Power Button as /devices/LNXSYSTM:00/LNXPWRBN:00/input/input12",
+    "[  112.300000] Linux version 5.15.0-78-generic (buildd@lcy02) (gcc 11.3.0) #78-Ubuntu",
+    "[  112.300000] oom-kill:constraint=CONSTRAINT_NONE,task_memcg=/system.slice/docker-8b1e.scope",
+)
+BUMBLEBEE = "dmesg__xid-32-31__geforce-optimus__bumblebee.txt"
+
+
+@pytest.mark.parametrize("last", WHOLE_LAST_LINES)
+def test_a_whole_last_line_without_its_newline_keeps_the_xid_verdict(last: str) -> None:
+    """Round 30 (LLL): the real bumblebee log (Xid 32 and 31 on a GeForce: gpu_xid warns) with
+    one whole kernel line put after it in-test and saved without its newline (the shapes the
+    review found: a trace's end marker, a renamed interface, a partition list, remount options,
+    `RX/TX`, `shmem-rss:0kB`, `input12`, `#78-Ubuntu`, a `.scope`): each was read as a line cut
+    short and the warn demoted to unverified; a complete last token is whole, the warn stays."""
+    text = (REAL / BUMBLEBEE).read_text()
+    assert rule_xid(parse_kernel_log(text).events, True).verdict == "warn"
+    assert not ends_unfinished(last), last
+    check = rule_xid(parse_kernel_log(text.rstrip("\n") + "\n" + last).events, True)
+    assert check.verdict == "warn" and "cut short" not in check.actual, check.actual
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "[  112.300000] p2pd invoked oom-killer: gfp_mask=0x140cca(GFP_HIGHUSER_MOVABLE|__GFP_COMP),",
+        "[  112.300000] oom-kill:constraint=",
+        "[  112.300000] RIP: 0010:handle_mm_fault+0x",
+        "[  112.300000]  do_page_fault+0x104/0x",
+        "[  112.300000]  ? do_translation_fa",
+        "[  112.300000] nvidia-peermem nv_get_p2p_free_call",
+    ],
+)
+def test_the_shapes_of_a_cut_stay_cut(last: str) -> None:
+    """The shapes only a cut leaves (a trailing `,` or `=`, a frame's `+0x` before its length's
+    digits, a kernel function's name) stay cut without a newline: gpu_xid never keeps its warn."""
+    text = (REAL / BUMBLEBEE).read_text()
+    assert ends_unfinished(last), last
+    assert rule_xid(parse_kernel_log(text.rstrip("\n") + "\n" + last).events, True).verdict == "unverified"
+
+
+def test_a_log_cut_inside_another_drivers_line_says_a_line() -> None:
+    """Round 30 (LLL): rlswarm463's log as found, ending inside `[597411.196475]  do_` (an OOM
+    call trace's frame, no driver's line): gpu_xid's detail said it "ends inside a driver
+    message"; it says "ends inside a line". (A driver line cut short still says "driver message":
+    the bumblebee log cut in-test after the `,` of its last NVRM line's `Ch 00000003,`.)"""
+    check = rule_xid(parse_kernel_log((REAL / RLSWARM).read_text()).events, True)
+    assert check.detail.startswith("the kernel log given ends inside a line (cut short"), check.detail
+    text = (REAL / BUMBLEBEE).read_text().rstrip("\n")
+    nvrm = rule_xid(parse_kernel_log(text[: text.index("Ch 00000003,") + 12]).events, True)
+    assert nvrm.verdict == "unverified" and "ends inside a driver message" in nvrm.detail, nvrm

@@ -139,16 +139,67 @@ _UNDOTTED_FIELDS = frozenset(
 )
 
 
+# the fields --query-gpu shares with --query-compute-apps, --query-accounted-apps and
+# --query-retired-pages (`nvidia-smi --help-query-compute-apps` ...): a header of these alone is
+# any of those queries', whose rows are processes or retired pages, never GPUs
+_SHARED_FIELDS = frozenset(("timestamp", "gpu_name", "gpu_bus_id", "gpu_serial", "gpu_uuid"))
+# fields only those other queries have: a header with one is theirs -> what its rows are
+_OTHER_QUERY_FIELDS = {  # (most telling first: accounted apps has a pid too)
+    "--query-retired-pages": ("retired pages", ("retired_pages.address", "retired_pages.cause")),
+    "--query-accounted-apps": (
+        "processes",
+        ("vgpu_instance", "gpu_utilization", "mem_utilization", "max_memory_usage", "time", "is_running"),
+    ),
+    "--query-compute-apps": ("processes", ("pid", "process_name", "used_gpu_memory", "used_memory")),
+}
+# the --query-gpu names of the `gpu_*` aliases it accepts (`nvidia-smi --help-query-gpu`)
+_ALIASES = {"gpu_name": "name", "gpu_bus_id": "pci.bus_id", "gpu_serial": "serial", "gpu_uuid": "uuid"}
+
+
+def _other_query(names: Sequence[str]) -> tuple[str, str] | None:
+    """(the query, what its rows list) where field names are another query's than --query-gpu:
+    one of its own fields among them, or only the fields all of them share; None otherwise."""
+    for query, (rows, fields) in _OTHER_QUERY_FIELDS.items():
+        if any(name in fields for name in names):
+            return query, rows
+    if names and all(name in _SHARED_FIELDS for name in names):
+        return (
+            "--query-compute-apps, --query-accounted-apps or --query-retired-pages",
+            "processes or retired pages",
+        )
+    return None
+
+
 def is_query_header(line: str) -> bool:
     """Whether a line is a `--query-gpu ... --format=csv` header: comma-separated field names
     with their units (`utilization.gpu [%], power.draw [W]`), a dotted field among them, or
     only fields nvidia-smi names without a dot (nvidia_gpu_exporter#67's `timestamp,
-    driver_version`: it was refused as a CSV without its header row)."""
+    driver_version`: it was refused as a CSV without its header row); never the header of a
+    query whose rows are no GPUs (:func:`other_query_refusal`)."""
     if "," not in line:
         return False
     names = _header_names(first_csv_row(line))
-    return names is not None and (
-        any("." in name for name in names) or all(name in _UNDOTTED_FIELDS for name in names)
+    return (
+        names is not None
+        and (any("." in name for name in names) or all(name in _UNDOTTED_FIELDS for name in names))
+        and _other_query(names) is None
+    )
+
+
+def other_query_refusal(text: str) -> str | None:
+    """Why a CSV whose header is that of `--query-compute-apps`, `--query-accounted-apps` or
+    `--query-retired-pages` (their fields, or only the `timestamp, gpu_name, gpu_bus_id,
+    gpu_serial, gpu_uuid` they share with --query-gpu) tells no GPU count: its rows are
+    processes or retired pages, one GPU's listed once per row; None for any other text."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    names = _header_names(first_csv_row(first)) if "," in first else None
+    other = _other_query(names) if names is not None else None
+    if other is None:
+        return None
+    query, rows = other
+    return (
+        f"a {query} CSV lists {rows}, not GPUs (a GPU once per row), so it tells no GPU count or"
+        f" model: save `nvidia-smi --query-gpu={','.join(QUERY_FIELDS)} --format=csv`."
     )
 
 
@@ -300,6 +351,7 @@ def parse_query_csv(text: str, fields: Sequence[str]) -> GpuReport:
         names, data, head = expected, rows, None
     else:
         return GpuReport("csv", None, None, None, (), ("CSV without header and no field list",))
+    names = [_ALIASES.get(name, name) for name in names]  # (`gpu_name` is --query-gpu's `name`)
     shape = _Shape(names, head, data, open_end=bool(text.rsplit("\n", 1)[-1].strip()))
     gpus: list[GpuInfo] = []
     stamps: list[str | None] = []
@@ -502,10 +554,16 @@ def _one_row_per_gpu(
     row is kept (each judged), and the reason is returned (the count is not known).
     -> (the GPUs, "" or why the rows cannot be told apart)."""
     n, keys = len(gpus), [_identity(g, has_index) for g in gpus]
-    if n <= 1 or (all(keys) and len(set(keys)) == n) or (not all(keys) and _one_query(stamps)):
+    apart = not _share_an_id(gpus)  # (rows of one UUID or bus id are never separate GPUs)
+    if n <= 1 or (apart and ((all(keys) and len(set(keys)) == n) or (not all(keys) and _one_query(stamps)))):
         return gpus, ""
     cycle = next((i for i in range(1, n) if keys[i] == keys[0]), n)
-    if all(keys) and len(set(keys[:cycle])) == cycle and all(keys[i] == keys[i % cycle] for i in range(n)):
+    if (
+        all(keys)
+        and len(set(keys[:cycle])) == cycle
+        and not _share_an_id(gpus[:cycle])
+        and all(keys[i] == keys[i % cycle] for i in range(n))
+    ):
         out = []
         for first in range(cycle):
             rows = gpus[first::cycle]
@@ -525,6 +583,13 @@ def _one_row_per_gpu(
     )
     rows = [dataclasses.replace(g, csv_row=i + 1) for i, g in enumerate(gpus)]
     return rows, f"its {n} CSV rows cannot be told apart as GPUs or as samples of one"
+
+
+def _share_an_id(gpus: Sequence[GpuInfo]) -> bool:
+    """Whether two rows name one GPU: the same readable UUID or PCI address."""
+    uuids = [g.uuid.lower() for g in gpus if g.uuid and not _PLACEHOLDER.match(g.uuid)]
+    buses = [g.pci_bus_id.lower() for g in gpus if g.pci_bus_id]
+    return len(set(uuids)) < len(uuids) or len(set(buses)) < len(buses)
 
 
 def _one_query(stamps: Sequence[str | None]) -> bool:

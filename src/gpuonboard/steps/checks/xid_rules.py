@@ -355,8 +355,10 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
             detail = _CUT_REASON
         return replace(check, actual=f"{check.actual}; also {said}", detail=detail)
     if all(e.cut is not None for e in unread):
+        # (a line of the drivers' own, NVRM or nvidia-nvswitch, or any other kernel line: "cut")
+        inside = "a driver message" if any(e.kind != "cut" for e in unread) else "a line"
         why = (
-            "the kernel log given ends inside a driver message (cut short, or saved without its last"
+            f"the kernel log given ends inside {inside} (cut short, or saved without its last"
             " newline), so what it went on to say, and any line after it, is not known: read the end of"
             " the log by hand"
             f" (`dmesg | grep -E 'NVRM|{what}'`), or give the whole log, before accepting the box."
