@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuonboard.facts.kernel_log import kernel_lines
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 
 # the first line of a kernel crash report (arch/x86/kernel/traps.c, mm/fault.c's page fault
@@ -27,7 +28,8 @@ _OOPS = re.compile(r"\bOops: ")
 # `[nvidia_uvm]`), or `Modules linked in:` listing them
 _NVIDIA_NAMED = re.compile(r"\[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]|Modules linked in:.*\bnvidia")
 # `Tainted: P           OE     5.15.0-83-generic`: the taint flags before the kernel version
-_TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])\s+\d")
+# (or at the line's end: a paste's wrap, trimmed, cut the line there)
+_TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])(?:\s+\d|\s*$)", re.MULTILINE)
 _COMM = re.compile(r"\bComm: (\S+)")
 _REPORT_LINES = 80
 
@@ -45,8 +47,9 @@ class KernelCrash:
 
 def nvidia_crashes(text: str) -> list[KernelCrash]:
     """The kernel crash reports of `text` that name an nvidia module or a kernel tainted by a
-    proprietary one (`P`), in order."""
-    lines = text.splitlines()
+    proprietary one (`P`), in order; the log's lines read as the kernel log reader reads them
+    (a wrap's pieces joined: facts/kernel_log.kernel_lines)."""
+    lines = kernel_lines(text)
     out = []
     until = 0  # (the lines of the report read last: its `Oops: ... [#1]` line is its own, no new one)
     for at, line in enumerate(lines):
