@@ -134,6 +134,17 @@ def _header_rest(line: str, header: list[str]) -> list[str]:
     return cells if cells and all(_HEADER_LABEL.fullmatch(c) for c in cells) else []
 
 
+def _rows_unindented(lines: list[str]) -> list[str]:
+    """The lines after the header with the indent the matrix's rows share (up to the first blank
+    line) taken off them: a page's or a report's indent of the whole output, which a paste's
+    dedent could not remove where a wrapped legend line under it is indented less (a row
+    `  GPU0  X  NODE` was read as a NIC's row, and no GPU row as read)."""
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    rows = lines[:end]
+    indent = min((len(line) - len(line.lstrip(" ")) for line in rows), default=0)
+    return [line[indent:] for line in rows] + lines[end:]
+
+
 def parse_topo(text: str) -> Topology:
     """Parse `nvidia-smi topo -m` (tab separated or space aligned; ANSI escapes, NIC rows and
     legends allowed)."""
@@ -160,7 +171,7 @@ def parse_topo(text: str) -> Topology:
     links: dict[tuple[str, str], str] = {}
     cpu_affinity: dict[str, str] = {}
     numa_affinity: dict[str, str] = {}
-    for line in lines[header_at + 1 :]:
+    for line in _rows_unindented(lines[header_at + 1 :]):
         if not line.strip():
             break  # the matrix ends at the first blank line; the legend follows
         # a row's cell is one word: a tab typed or pasted as a space (`mlx5_0 PIX\tSYS`, a paste

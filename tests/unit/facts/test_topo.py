@@ -370,3 +370,30 @@ def test_a_matrix_cut_right_after_a_row_label_is_cut_short(end: str) -> None:
     topo = parse_topo(text.splitlines()[0] + "\nGPU0" + end)
     assert topo.gpus == ("GPU0",) and not topo.complete
     assert topo.warnings[-1] == "the matrix ends before the row of GPU1: the output was cut short"
+
+
+CLUB = "report-sh__nvidia-smi-topo-m-2gpu-node__indented-wrapped-legend__topo-p2p__lspci-t-cut__club-3090-1125.txt"
+
+
+def test_an_indented_matrix_over_a_less_indented_wrapped_legend_is_read(tmp_path: Path) -> None:
+    """noonghunna/club-3090#1125: a report's `topo -m` of 2 GPUs (NODE) pasted indented by 4,
+    its legend's lines wrapped by the terminal with their rest indented by 2 only, so the paste's
+    dedent left the rows indented. Before, no GPU row was read (interconnect unverified); the
+    matrix's own rows' shared indent is taken off now: pcie passes."""
+    from ..offline_judge import verdicts
+
+    text = (FIXTURES / "real" / CLUB).read_text()
+    got = verdicts(tmp_path, "topo.txt", text, "gpu_count: 2\ninterconnect: pcie\n")
+    assert got["interconnect"] == ("pass", "pcie (weakest GPU link NODE)")
+
+
+@pytest.mark.parametrize("indent", [1, 2, 4, 6])
+def test_every_real_topo_with_its_rows_indented_reads_as_itself(indent: int) -> None:
+    """Every real `topo -m` with each line after its header indented in-test by `indent`
+    spaces more (the header left as it is: a page that indents the rows): read as the capture."""
+    for path in TOPO_M:
+        lines = path.read_text().split("\n")
+        at = next(i for i, line in enumerate(lines) if re.search(r"GPU\d", line))
+        shifted = lines[: at + 1] + [" " * indent + line if line.strip() else line for line in lines[at + 1 :]]
+        whole, moved = parse_topo("\n".join(lines)), parse_topo("\n".join(shifted))
+        assert (moved.gpus, dict(moved.links)) == (whole.gpus, dict(whole.links)), path.name
