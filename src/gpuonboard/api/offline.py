@@ -17,7 +17,14 @@ from typing import Any
 from gpuonboard.api import bug_report, collect_env, paste, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
-from gpuonboard.api.narrowed import container_view, matrix_pci, narrowed, report_filtered, report_in_container
+from gpuonboard.api.narrowed import (
+    container_view,
+    matrix_nvlink,
+    matrix_pci,
+    narrowed,
+    report_filtered,
+    report_in_container,
+)
 from gpuonboard.api.run_folder import expand, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import (
@@ -349,6 +356,7 @@ def _read_as(
         matrix_pci(kind, ran),
         earlier_boot=earlier,
         in_container=container_view(kind, ran),
+        nvlink_matrix=matrix_nvlink(kind, ran),
     )
 
 

@@ -245,7 +245,11 @@ def _first_prompt_lines_dropped(lines: list[str], heads: list[int]) -> list[str]
     out = list(lines)
     for i in heads:
         before = lines[i - 1].strip() if i else ""
-        if _DRAWN_LINE.match(lines[i].strip()) and before.startswith("+") and not _TABLE_BORDER.fullmatch(before):
+        if (
+            _DRAWN_LINE.match(lines[i].strip())
+            and before.startswith("+")
+            and not _TABLE_BORDER.fullmatch(before)
+        ):
             out[i - 1] = ""
     return out
 

@@ -747,18 +747,14 @@ def parse_kernel_log(text: str) -> KernelLog:
 
 
 def kernel_lines(text: str) -> list[str]:
-    """The lines of a saved kernel log as its reader reads them: a journal's JSON or export made
-    plain, a wrap's pieces (a terminal's, a mail's after its quoting) joined to their lines again.
-    Every reader of a kernel log's lines reads these (facts/kernel_oops.py too: before, its own
-    reading of a mail-quoted then wrapped Oops lost `Tainted: P`, and gpu_xid passed)."""
+    """A saved kernel log's lines as its reader reads them (made plain, a wrap's pieces joined):
+    the Oops reader's too (before, a mail-quoted then wrapped Oops lost `Tainted: P`)."""
     return _read_lines(plain_kernel_text(text))[0]
 
 
 def _read_lines(text: str) -> tuple[list[str], bool, dict[str, str]]:
-    """The plain log's lines with its wraps joined, whether its last line is open (cut), and the
-    locale's month and weekday names a cut stamp is read with."""
+    """The plain log's lines, wraps joined; whether its last line is cut; its locale's words."""
     open_end = _open_end(text)
-    # (a stamp cut inside a month name the box's locale prints: only the last line can be)
     words = locale_words(text.splitlines()) if open_end else {}
     # (a last line cut by its own shape is cut though a newline follows it: kernel_cut.cut_by_shape)
     if not open_end and (shaped := _cut_with_newline(text)) is not None:

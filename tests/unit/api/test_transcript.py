@@ -600,7 +600,9 @@ def test_the_container_toolkits_nvml_error_stays_read_as_the_hosts_failure(tmp_p
     assert "driver/library version mismatch" in judged["nvidia_driver"][1]
 
 
-COLABFOLD = "session__two-line-box-prompt__nvcc-nvidia-smi-L-gtx1650__table-cut-in-header__localcolabfold-74.txt"
+COLABFOLD = (
+    "session__two-line-box-prompt__nvcc-nvidia-smi-L-gtx1650__table-cut-in-header__localcolabfold-74.txt"
+)
 
 
 def test_a_two_line_prompt_drawn_with_box_corners_splits_the_session(tmp_path: Path) -> None:
@@ -608,7 +610,9 @@ def test_a_two_line_prompt_drawn_with_box_corners_splits_the_session(tmp_path: P
     cut in its header, each under a two-line prompt (`╭╴ at  ~` / `╰─ <command>`). Before, no line
     was taken for a prompt: the file was read as one cut table and the -L and nvcc outputs dropped
     silently (gpu_model, gpu_count unverified); now each is read: 1 x GTX 1650 passes."""
-    got = verdicts(tmp_path, "session.txt", (REAL / COLABFOLD).read_text(), "gpu_model: GTX 1650\ngpu_count: 1\n")
+    got = verdicts(
+        tmp_path, "session.txt", (REAL / COLABFOLD).read_text(), "gpu_model: GTX 1650\ngpu_count: 1\n"
+    )
     assert got["gpu_model"] == ("pass", "1 x NVIDIA GeForce GTX 1650")
     assert got["gpu_count"][0] == "pass"
 

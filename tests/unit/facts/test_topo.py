@@ -372,7 +372,10 @@ def test_a_matrix_cut_right_after_a_row_label_is_cut_short(end: str) -> None:
     assert topo.warnings[-1] == "the matrix ends before the row of GPU1: the output was cut short"
 
 
-CLUB = "report-sh__nvidia-smi-topo-m-2gpu-node__indented-wrapped-legend__topo-p2p__lspci-t-cut__club-3090-1125.txt"
+CLUB = (
+    "report-sh__nvidia-smi-topo-m-2gpu-node__indented-wrapped-legend__topo-p2p__lspci-t-cut"
+    "__club-3090-1125.txt"
+)
 
 
 def test_an_indented_matrix_over_a_less_indented_wrapped_legend_is_read(tmp_path: Path) -> None:
@@ -394,6 +397,8 @@ def test_every_real_topo_with_its_rows_indented_reads_as_itself(indent: int) -> 
     for path in TOPO_M:
         lines = path.read_text().split("\n")
         at = next(i for i, line in enumerate(lines) if re.search(r"GPU\d", line))
-        shifted = lines[: at + 1] + [" " * indent + line if line.strip() else line for line in lines[at + 1 :]]
+        shifted = lines[: at + 1] + [
+            " " * indent + line if line.strip() else line for line in lines[at + 1 :]
+        ]
         whole, moved = parse_topo("\n".join(lines)), parse_topo("\n".join(shifted))
         assert (moved.gpus, dict(moved.links)) == (whole.gpus, dict(whole.links)), path.name

@@ -71,10 +71,13 @@ def _uncapped(gpus: list[GpuInfo]) -> str:
     limit is not its default ("GPU 0 61.24 W, above its 55.00 W default": a laptop's Dynamic
     Boost; before, "at default" of it was false)."""
     off = [
-        f"{gpu_label(g)} {g.power_limit_w:.2f} W, {'above' if g.power_limit_w > g.default_power_limit_w else 'below'}"
+        f"{gpu_label(g)} {g.power_limit_w:.2f} W,"
+        f" {'above' if g.power_limit_w > g.default_power_limit_w else 'below'}"
         f" its {g.default_power_limit_w:.2f} W default"
         for g in gpus
-        if g.power_limit_w and g.default_power_limit_w and abs(g.power_limit_w - g.default_power_limit_w) >= 0.5
+        if g.power_limit_w
+        and g.default_power_limit_w
+        and abs(g.power_limit_w - g.default_power_limit_w) >= 0.5
     ]
     if not off:
         return "at default"

@@ -281,7 +281,10 @@ def test_an_idle_power_cap_whose_power_draw_was_na_above_the_cut_is_no_cut_draw(
     assert (got["throttling"].verdict, got["throttling"].actual) == ("warn", "GPU 0: sw_power_cap")
 
 
-JESSE = "session__nvidia-smi-L-q-i0__rtx-4070-laptop__driver566.36__limit-above-default__multilanguagelearning.txt"
+JESSE = (
+    "session__nvidia-smi-L-q-i0__rtx-4070-laptop__driver566.36__limit-above-default"
+    "__multilanguagelearning.txt"
+)
 
 
 def test_a_limit_above_its_default_passes_with_its_figures(tmp_path: Path) -> None:
