@@ -59,6 +59,10 @@ def _readable_alone() -> list[Path]:
             both = both or looks_like_collect_env(path.read_text(errors="replace"))
             # (a paste's stray backtick before its first line is the file's, no output's in a session)
             both = both or "stray-leading-backtick" in path.name
+            # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
+            # prompt it is two boxes' commands, refused as such)
+            parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
+            both = both or any(part.host for part in parts or [])
             out.append(path) if not both and "nproc" not in kinds else None
     return out
 

@@ -73,7 +73,11 @@ def test_every_real_topo_is_covered() -> None:
 
     audit = covered("nvidia-smi-topo")
     cases = {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
-    assert real == cases | audit | {p.name for p in GLUED_CAPTURES}
+    # (a matrix cut short whose verdict is the rule's: steps/checks/test_gpu_rules_cut.py)
+    cut = {
+        "nvidia-smi-topo-m__8gpu-pix-phb-sys-mlx4__copied-command__cut-after-gpu4-row__kubernetes-53497.txt"
+    }
+    assert real == cases | audit | {p.name for p in GLUED_CAPTURES} | cut
 
 
 def test_h200_details() -> None:
