@@ -183,7 +183,7 @@ def test_tops_memory_summary_is_said_so_not_a_headerless_csv(tmp_path: Path) -> 
     assert "a CSV without its header row" not in str(refused.value)
 
 
-TOPO_I = "nvidia-smi-usage-error__topo-m-i-0-needs-n-or-p__comment-line__ai-performance-engineering-8.txt"
+TOPO_I = "nvidia-smi-usage-error__topo-m-i-0-needs-n-or-p__copied-command__ai-performance-engineering-8.txt"
 
 
 def test_an_option_nvidia_smi_says_needs_another_is_its_refusal_of_its_command_line(tmp_path: Path) -> None:
