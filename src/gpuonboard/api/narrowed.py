@@ -251,6 +251,19 @@ def matrix_pci(kind: str, command: str) -> bool:
     return kind == "nvidia_topo" and bool(command) and _matrix_pci_run(run(command, _tools(kind)))
 
 
+def matrix_nvlink(kind: str, command: str) -> bool:
+    """Whether `command` (a saved `nvidia_topo` output's copied command) runs `nvidia-smi topo
+    -m` (`--matrix`) without `p`: the matrix that prints NV# wherever NVLink joins two GPUs."""
+    if kind != "nvidia_topo" or not command:
+        return False
+    found = _args_of(run(command, _tools(kind)).head, ("nvidia-smi",))
+    return (
+        found is not None
+        and bool({"-m", "--matrix"} & set(found[1]))
+        and not _matrix_pci_run(run(command, _tools(kind)))
+    )
+
+
 def _matrix_pci_run(ran: Run) -> bool:
     found = _args_of(ran.head, ("nvidia-smi",))
     return found is not None and bool({"-mp", "--matrix_pci"} & set(found[1]))

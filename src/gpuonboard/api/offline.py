@@ -20,6 +20,7 @@ from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.narrowed import (
     container_view,
+    matrix_nvlink,
     matrix_pci,
     narrowed,
     ran_elsewhere,
@@ -364,6 +365,7 @@ def _read_as(
         earlier_boot=earlier,
         in_container=container_view(kind, ran),
         ran_elsewhere=ran_elsewhere(kind, ran),
+        nvlink_matrix=matrix_nvlink(kind, ran),
     )
 
 

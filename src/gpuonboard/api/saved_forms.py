@@ -326,6 +326,10 @@ def _df_row_first(text: str) -> bool:
 USAGE_ERROR = re.compile(
     r"Field \"[^\"]+\" is not a valid field to query\.?|.*\bPlease run 'nvidia-smi (?:-h|--help[\w-]*)'"
     r" for help\.?|(?:ERROR: )?Invalid combination of input arguments\.?"
+    # an option that needs another (`The -i command line argument must be used in conjunction
+    # with -n or -p.`: `topo -i`), or a value (`Option "-i" requires an argument`)
+    r"|(?P<needs>The -{1,2}[\w-]+) command line argument must be used in conjunction with .*"
+    r"|(?:ERROR: )?Option \"?-{1,2}[\w-]+\"? requires .*"
 )
 
 
@@ -671,6 +675,26 @@ def _df_refusal(where: str, text: str) -> str | None:
     return None
 
 
+# a shell comment of a few words a poster put under the command (`# output`, `# Output:`)
+_COMMENT = re.compile(r"#+\s*\w[\w ]{0,30}:?")
+
+
+def _without_refused_option(copied: str, said: list[str]) -> str:
+    """The copied command (`nvidia-smi topo -m -i 0`) without the option nvidia-smi's refusal
+    names as needing another (`The -i command line argument must be used ...`) and its value:
+    `nvidia-smi topo -m`; "" where no command was copied or no option is named."""
+    found = next((m for line in said if (m := USAGE_ERROR.match(line)) and m.group("needs")), None)
+    if found is None or not copied.strip():
+        return ""
+    option = found.group("needs").split()[-1]
+    words = copied.split()
+    if option not in words:
+        return ""
+    at = words.index(option)
+    value = at + 1 < len(words) and not words[at + 1].startswith("-")
+    return " ".join(words[:at] + words[at + 1 + value :])
+
+
 def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
     """The sentence refusing a saved output that is nvidia-smi's refusal of an operation or of
     its command line, a copied command with no output, or an empty file, or None."""
@@ -685,11 +709,15 @@ def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
         )
     if (named := nvml_refusal(where, text, copied)) is not None:  # (`nvidia-smi nvlink -g 0`, its GPU line)
         return named
-    if said and all(USAGE_ERROR.match(line) for line in said):
+    # (a poster's comment between the command and its output, `# output`, is none of it)
+    refused = [line for line in said if not _COMMENT.fullmatch(line)]
+    if refused and all(USAGE_ERROR.match(line) for line in refused):
+        said, plain = refused, _without_refused_option(copied, refused)
         return (
             f"{where}: nvidia-smi's refusal of the command line it was given (`{said[0]}`), which"
             " read no GPU and says nothing of the box: save the command's output again with the"
-            " options this driver takes (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them)."
+            + (f" option it names left out (`{plain}`)." if plain else " options this driver takes")
+            + ("" if plain else " (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them).")
         )
     if not said and copied:  # (the file's only line was the copied command, dropped as such)
         shown = copied if len(copied) <= 60 else copied[:57].rstrip() + "..."

@@ -68,6 +68,12 @@ _PROMPT = re.compile(
     r"|\$)"  # $
     r"(?:\s+(?P<command>\S.*?))?\s*"
 )
+# a two-line prompt's second line: its box-drawing corner and rule (`╰─`, `└──╼`, made `+-`, `+--+`
+# by paste.normalise), then a prompt sign or a blank; the first line (`╭╴ at ~`, `┌──(kali㉿kali)-[~]`)
+# starts with a corner too
+_DRAWN = r"\+[-=+]*(?:\s*[$#%❯➜λ»>]|\s)"
+_DRAWN_LINE = re.compile(_DRAWN)
+_TABLE_BORDER = re.compile(r"\+[-=+]*\+")
 # a prompt that could also be a line of output: only with a command whose output is read after it
 # (a prompt's character after no digit: `5% /var/lib/docker` is df's; a command of ASCII words not
 # ending in a colon: `# nvidia-smi 無法通訊`, `# nvidia-smi output:` are a page's comments)
@@ -75,7 +81,10 @@ _WEAK_PROMPT = re.compile(
     rf"{_ENV}(?:(?P<host__>[A-Za-z][\w-]*):\S*\s+[#>]"  # SUSE's gpu01:~ #
     r"|(?:[\w.@~:/-]+\s+){0,2}(?:\S*(?<![\d#])[$#%]|\S+(?<!\d)>)"
     r"|(?:\S+\s+)?➜\s+\S+(?:\s+git:\([^()\s]*\))?(?:\s+✗)?"  # oh-my-zsh
-    r"|(?:[^\s❯λ»]+\s+){0,4}[❯λ»]+|In \[\d*\]:\s*!|!)\s*"  # starship (`~ via ml ❯`), a notebook cell
+    r"|(?:[^\s❯λ»]+\s+){0,4}[❯λ»]+|In \[\d*\]:\s*!|!"  # starship (`~ via ml ❯`), a notebook cell
+    # a two-line prompt's second line, its box-drawing corner made ASCII (paste.normalise):
+    # powerlevel10k's and starship's `╰─ CMD`, Kali's `└─$ CMD`, Parrot's `└──╼ $CMD`
+    rf"|{_DRAWN})\s*"
     rf"(?P<command>(?:sudo\s+)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?)(?<!:)\s*"
 )
 _SSH = rf"(?:^|\s)ssh\s+(?:-\S+\s+(?:\S+\s+)?)*?(?:[\w.-]+@)?(?P<host>{_HOST})"
@@ -202,6 +211,7 @@ def sections(text: str) -> list[Section] | None:
     lines = text.split("\n")
     found = [(i, head) for i, line in enumerate(lines) if (head := _head(line)) is not None]
     heads = [(i, (command, host)) for i, (command, host, _) in found]
+    lines = _first_prompt_lines_dropped(lines, [i for i, _ in heads])
     on_line = {i: top for i, (_, _, top) in found if top is not None}  # (outputs glued onto prompt lines)
     above = "\n".join(lines[: heads[0][0]]) + "\n" if heads else ""  # (text above the first prompt)
     if not heads or (len(heads) == 1 and not above.strip()):
@@ -225,6 +235,23 @@ def sections(text: str) -> list[Section] | None:
             login = _STARTED_ON if login else None
     read = [part for part in out if not part.empty]
     return out if len(read) > 1 else None
+
+
+def _first_prompt_lines_dropped(lines: list[str], heads: list[int]) -> list[str]:
+    """`lines` with the first line of each two-line prompt blank (`╭╴ at ~` above `╰─ nvcc
+    --version`, `┌──(kali㉿kali)-[~]` above `└─$ nvidia-smi`): a line starting with a corner just
+    above a prompt line starting with one, no table border (`+----+`). Before, it was read as the
+    last line of the output above it, or as a text above the first prompt."""
+    out = list(lines)
+    for i in heads:
+        before = lines[i - 1].strip() if i else ""
+        if (
+            _DRAWN_LINE.match(lines[i].strip())
+            and before.startswith("+")
+            and not _TABLE_BORDER.fullmatch(before)
+        ):
+            out[i - 1] = ""
+    return out
 
 
 def hosts(parts: list[Section], reports: Sequence[Section] = ()) -> list[str]:

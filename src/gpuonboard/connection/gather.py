@@ -633,6 +633,8 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         topology = topo.parse_topo(topo_text)
         if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
             topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
+        elif out.nvlink_matrix and not out.partial:  # (offline: `$ nvidia-smi topo -m`)
+            topology = dataclasses.replace(topology, shows_nvlink=True)
     nproc = None
     if nproc_text := _ok(raw, "nproc"):
         from gpuonboard.facts import cpu

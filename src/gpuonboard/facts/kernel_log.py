@@ -709,13 +709,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         plain_kernel_text(text),
     )  # (a journal's JSON / export, `dmesg -r`: facts/kernel_shapes)
     reader = _Reader()
-    open_end = _open_end(text)
-    # (a stamp cut inside a month name the box's locale prints: only the last line can be)
-    reader.words = locale_words(text.splitlines()) if open_end else {}
-    # (a last line cut by its own shape is cut though a newline follows it: kernel_cut.cut_by_shape)
-    if not open_end and (shaped := _cut_with_newline(text)) is not None:
-        open_end, reader.words = True, shaped
-    lines = _unwrapped(text.splitlines(), open_end, reader.words)
+    lines, open_end, reader.words = _read_lines(text)
     reader.monotonic = monotonic_journal(lines)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
     last = read[-1] if read and open_end else -1
@@ -750,6 +744,22 @@ def parse_kernel_log(text: str) -> KernelLog:
         quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
         picked=nvswitch_only([ln for ln in lines if not _HEADER.match(ln)]) if reader.first is None else None,
     )
+
+
+def kernel_lines(text: str) -> list[str]:
+    """A saved kernel log's lines as its reader reads them (made plain, a wrap's pieces joined):
+    the Oops reader's too (before, a mail-quoted then wrapped Oops lost `Tainted: P`)."""
+    return _read_lines(plain_kernel_text(text))[0]
+
+
+def _read_lines(text: str) -> tuple[list[str], bool, dict[str, str]]:
+    """The plain log's lines, wraps joined; whether its last line is cut; its locale's words."""
+    open_end = _open_end(text)
+    words = locale_words(text.splitlines()) if open_end else {}
+    # (a last line cut by its own shape is cut though a newline follows it: kernel_cut.cut_by_shape)
+    if not open_end and (shaped := _cut_with_newline(text)) is not None:
+        open_end, words = True, shaped
+    return _unwrapped(text.splitlines(), open_end, words), open_end, words
 
 
 def _cut_with_newline(text: str) -> dict[str, str] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from gpuonboard.facts.kernel_log import BootCounter
+from gpuonboard.facts.kernel_log import BootCounter, kernel_lines
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 
 # the first line of a kernel crash report (arch/x86/kernel/traps.c, mm/fault.c's page fault
@@ -35,7 +35,8 @@ _MODULES = re.compile(r"\bModules linked in:")
 # the crash's own CPU line (`CPU: 5 PID: 2812 Comm: python3 Tainted: P           OE     5.4.0-42`)
 _CPU_LINE = re.compile(r"\bCPU: \d+ (?:UID: \d+ )?PID: \d+ Comm: ")
 # `Tainted: P           OE     5.15.0-83-generic`: the taint flags before the kernel version
-_TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])\s+\d")
+# (or at the line's end: a paste's wrap, trimmed, cut the line there)
+_TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])(?:\s+\d|\s*$)", re.MULTILINE)
 _COMM = re.compile(r"\bComm: (\S+)")
 _REPORT_LINES = 80
 
@@ -55,8 +56,10 @@ class KernelCrash:
 
 def nvidia_crashes(text: str) -> list[KernelCrash]:
     """The kernel crash reports of `text` that name an nvidia module or a kernel tainted by a
-    proprietary one (`P`), in order, each marked where it was logged before the last reboot."""
-    lines = text.splitlines()
+    proprietary one (`P`), in order, each marked where it was logged before the last reboot; the
+    log's lines read as the kernel log reader reads them (a wrap's pieces joined:
+    facts/kernel_log.kernel_lines)."""
+    lines = kernel_lines(text)
     found_at: list[tuple[KernelCrash, int]] = []
     boots = BootCounter()
     until = 0  # (the lines of the report read last: its `Oops: ... [#1]` line is its own, no new one)

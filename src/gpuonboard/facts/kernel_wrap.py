@@ -101,7 +101,8 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
     wrapped twice, journalctl's indented lines wrapped too), a line with neither a stamp nor
     dmesg's indent is the rest of the line before it (a mail or chat wrapped it at its width; a
     wrap at a column split a word, a word wrap broke at a space: wrap_width). Unchanged when the
-    log is not stamped (`dmesg -t`). `open_end`:
+    log is not stamped (`dmesg -t`). An indented line after one that ends in a blank (the wrap
+    cut inside a run of blanks; no kernel line ends so) is a piece too. `open_end`:
     the last line has no newline: where it says nothing yet (a stamp cut short), it is a line of
     its own."""
     filled = [line for line in lines if line.strip()]
@@ -120,7 +121,10 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
     can_join = False
     wrapped: list[int] = []
     for line, stamped in zip(filled, starts, strict=True):
-        if stamped or indented(line) or not can_join or PROBE_HEADER.match(line):
+        # (a line the wrap cut inside a run of blanks ends in one: the indented line after it is
+        # its rest, not dmesg's indent: `Tainted: P       ` / `    OE     5.15.0-83-generic`)
+        cut_in_blanks = can_join and out[-1][-1:].isspace()
+        if stamped or (indented(line) and not cut_in_blanks) or not can_join or PROBE_HEADER.match(line):
             out.append(line)
             can_join = stamped or (can_join and indented(line))
             continue

@@ -68,6 +68,9 @@ class ProbeOutput:
     # offline: the name of the saved file this output was read from ("" live), so that a sentence
     # about two outputs of one box (one failed, one listed GPUs) names the files the user gave
     saved_as: str = ""
+    # offline: the copied command was `nvidia-smi topo -m` (`--matrix`, no `p`), whose matrix
+    # prints NV# wherever NVLink joins two GPUs: a whole row without one is a GPU without NVLink
+    nvlink_matrix: bool = False
 
     @property
     def own_exit_code(self) -> int:

@@ -48,6 +48,11 @@ class Topology:
     # why this matrix cannot show NVLink ("" when it can): a legend without the NV# line (a `topo
     # -mp` view, or a legend cut short) or, offline, a copied `topo -mp` command line
     pcie_only: str = ""
+    # the GPUs the header names, in order (a cut matrix's rowless GPUs too)
+    gpu_columns: tuple[str, ...] = ()
+    # the matrix is known to print NV# wherever NVLink joins two GPUs (offline: a copied `nvidia-smi
+    # topo -m` command line), so a whole row without one is a GPU with NVLink to no other
+    shows_nvlink: bool = False
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -134,6 +139,17 @@ def _header_rest(line: str, header: list[str]) -> list[str]:
     return cells if cells and all(_HEADER_LABEL.fullmatch(c) for c in cells) else []
 
 
+def _rows_unindented(lines: list[str]) -> list[str]:
+    """The lines after the header with the indent the matrix's rows share (up to the first blank
+    line) taken off them: a page's or a report's indent of the whole output, which a paste's
+    dedent could not remove where a wrapped legend line under it is indented less (a row
+    `  GPU0  X  NODE` was read as a NIC's row, and no GPU row as read)."""
+    end = next((i for i, line in enumerate(lines) if not line.strip()), len(lines))
+    rows = lines[:end]
+    indent = min((len(line) - len(line.lstrip(" ")) for line in rows), default=0)
+    return [line[indent:] for line in rows] + lines[end:]
+
+
 def parse_topo(text: str) -> Topology:
     """Parse `nvidia-smi topo -m` (tab separated or space aligned; ANSI escapes, NIC rows and
     legends allowed)."""
@@ -160,7 +176,7 @@ def parse_topo(text: str) -> Topology:
     links: dict[tuple[str, str], str] = {}
     cpu_affinity: dict[str, str] = {}
     numa_affinity: dict[str, str] = {}
-    for line in lines[header_at + 1 :]:
+    for line in _rows_unindented(lines[header_at + 1 :]):
         if not line.strip():
             break  # the matrix ends at the first blank line; the legend follows
         # a row's cell is one word: a tab typed or pasted as a space (`mlx5_0 PIX\tSYS`, a paste
@@ -201,6 +217,7 @@ def parse_topo(text: str) -> Topology:
         MappingProxyType(legend),
         complete=not rowless and not unlinked,
         pcie_only=pcie_only,
+        gpu_columns=tuple(c for c in columns if c in gpu_columns),
     )
 
 
@@ -284,6 +301,22 @@ def nvlink_orphans(t: Topology) -> list[str]:
 
     with_links = [g for g in t.gpus if linked(g)]
     return [g for g in t.gpus if g not in with_links] if with_links else []
+
+
+def whole_rows_without_nvlink(t: Topology) -> list[str]:
+    """The GPUs whose row of a matrix known to print NV# (`shows_nvlink`) was read whole, a link
+    to every other GPU the header names, none of them NV#: each has NVLink to no other GPU, which
+    rows cut away cannot change (a legend cut away too says nothing against the command). [] where
+    the matrix may print PCIe paths only (`-mp`, or no command known)."""
+    if not t.shows_nvlink:
+        return []
+    return [
+        g
+        for g in t.gpus
+        if len(t.gpu_columns) > 1
+        and all(t.links.get((g, c)) for c in t.gpu_columns if c != g)
+        and not any(_NVLINK.match(t.links[(g, c)]) for c in t.gpu_columns if c != g)
+    ]
 
 
 def weakest_link(t: Topology) -> str | None:

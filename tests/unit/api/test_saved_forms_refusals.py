@@ -181,3 +181,33 @@ def test_tops_memory_summary_is_said_so_not_a_headerless_csv(tmp_path: Path) -> 
             tmp_path, "disk.txt", "Disk: 1200k total, 300k used\nTape: 10k total, 2k used\n", "ram: 1GB\n"
         )
     assert "a CSV without its header row" not in str(refused.value)
+
+
+TOPO_I = "nvidia-smi-usage-error__topo-m-i-0-needs-n-or-p__copied-command__ai-performance-engineering-8.txt"
+
+
+def test_an_option_nvidia_smi_says_needs_another_is_its_refusal_of_its_command_line(tmp_path: Path) -> None:
+    """cfregly/ai-performance-engineering#8: `nvidia-smi topo -m -i 0`, the poster's `# output`,
+    then `The -i command line argument must be used in conjunction with -n or -p.`. Before, it
+    was refused as "not a recognised command output" (every format listed); now as nvidia-smi's
+    refusal of its command line, naming the command to save without the option."""
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, "topo.txt", (REAL / TOPO_I).read_text(encoding="utf-8"), "gpu_count: 8\n")
+    said = str(refused.value)
+    assert "nvidia-smi's refusal of the command line it was given (`The -i command line argument" in said
+    assert said.endswith("with the option it names left out (`nvidia-smi topo -m`).")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "The -i command line argument must be used in conjunction with -n or -p.",  # (the capture's, alone)
+        "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.",
+        'Option "-i" requires an argument',
+    ],
+)
+def test_nvidia_smis_command_line_refusals_alone_are_said_so(tmp_path: Path, message: str) -> None:
+    """The family of nvidia-smi's refusals of its command line, each the whole file."""
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, "smi.txt", message + "\n", "gpu_count: 1\n")
+    assert f"nvidia-smi's refusal of the command line it was given (`{message}`)" in str(refused.value)

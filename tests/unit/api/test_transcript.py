@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline, transcript
+from gpuonboard.api import offline, paste, transcript
 from gpuonboard.api.collect_env import looks_like_collect_env
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import OrderSpec
 
+from ..offline_judge import verdicts
 from .test_offline_refusals_r13 import refused
 
 FIXTURES = Path(__file__).parents[2] / "fixtures"
@@ -58,6 +59,10 @@ def _readable_alone() -> list[Path]:
             both = both or looks_like_collect_env(path.read_text(errors="replace"))
             # (a paste's stray backtick before its first line is the file's, no output's in a session)
             both = both or "stray-leading-backtick" in path.name
+            # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
+            # prompt it is two boxes' commands, refused as such)
+            parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
+            both = both or any(part.host for part in parts or [])
             out.append(path) if not both and "nproc" not in kinds else None
     return out
 
@@ -597,3 +602,45 @@ def test_the_container_toolkits_nvml_error_stays_read_as_the_hosts_failure(tmp_p
     judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([session])}
     assert judged["nvidia_driver"][0] == "fail", judged["nvidia_driver"]
     assert "driver/library version mismatch" in judged["nvidia_driver"][1]
+
+
+COLABFOLD = (
+    "session__two-line-box-prompt__nvcc-nvidia-smi-L-gtx1650__table-cut-in-header__localcolabfold-74.txt"
+)
+
+
+def test_a_two_line_prompt_drawn_with_box_corners_splits_the_session(tmp_path: Path) -> None:
+    """YoshitakaMo/localcolabfold#74: `nvcc --version`, `nvidia-smi -L` and a `nvidia-smi` table
+    cut in its header, each under a two-line prompt (`╭╴ at  ~` / `╰─ <command>`). Before, no line
+    was taken for a prompt: the file was read as one cut table and the -L and nvcc outputs dropped
+    silently (gpu_model, gpu_count unverified); now each is read: 1 x GTX 1650 passes."""
+    got = verdicts(
+        tmp_path, "session.txt", (REAL / COLABFOLD).read_text(), "gpu_model: GTX 1650\ngpu_count: 1\n"
+    )
+    assert got["gpu_model"] == ("pass", "1 x NVIDIA GeForce GTX 1650")
+    assert got["gpu_count"][0] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "command"),
+    [
+        ("╭╴ at  ~", "╰─ nvidia-smi -L", "nvidia-smi -L"),  # starship / powerlevel10k
+        ("╭─ ~/work ─────────────── ✔  base ─╮", "╰─ lscpu", "lscpu"),  # powerlevel10k's frame
+        ("┌──(kali㉿kali)-[~]", "└─$ free -h", "free -h"),  # Kali's zsh
+        ("┌─[user@parrot]─[~]", "└──╼ $nvidia-smi", "nvidia-smi"),  # Parrot's bash
+        ("┏━ ~/src", "┗━❯ df -h", "df -h"),  # a heavy-lined starship
+    ],
+)
+def test_two_line_prompts_are_prompts(first: str, second: str, command: str) -> None:
+    """The family of two-line prompts (each written here as the theme draws it): the second line,
+    a box-drawing corner before the command, is the prompt; the first is no output's line."""
+    text = paste.normalise(f"{first}\n{second}\nout\n{first}\n{second}\nout again\n")
+    parts = transcript.sections(text)
+    assert parts is not None and parts[0].command == command
+    assert parts[0].text == "out\n\n"
+
+
+def test_lsblk_tree_lines_are_no_prompts() -> None:
+    """lsblk's tree (`└─nvme0n1p1`, made `+-nvme0n1p1`) and its ASCII form are output lines."""
+    text = paste.normalise("nvme0n1 259:0 0 1.8T 0 disk\n└─nvme0n1p1 259:1 0 512M 0 part /boot\n" * 2)
+    assert transcript.sections(text) is None

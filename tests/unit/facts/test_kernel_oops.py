@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -96,3 +98,28 @@ def test_a_crash_before_the_last_reboot_is_said_as_an_earlier_boots(tmp_path: Pa
     verdict, actual = verdicts(tmp_path, "dmesg.txt", text, ORDER)["gpu_xid"]
     assert verdict == "pass", actual
     assert "SMP NOPTI` (logged before the log's last reboot) (process ufep" in actual
+
+
+def _mail_wrapped(text: str, trimmed: bool) -> str:
+    """`text` quoted by a mail (`> ` before each line) then cut at 80 columns, each piece past
+    the 80th column a line of its own without `> `; `trimmed`: each line's trailing blanks
+    dropped too (an editor's or a chat's)."""
+    out = []
+    for line in text.splitlines():
+        quoted = "> " + line
+        pieces = [quoted[i : i + 80] for i in range(0, len(quoted), 80)] or [""]
+        out += [piece.rstrip() if trimmed else piece for piece in pieces]
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("trimmed", [False, True], ids=["wrapped", "wrapped-trimmed"])
+def test_a_mail_quoted_then_wrapped_crash_still_warns_gpu_xid(tmp_path: Path, trimmed: bool) -> None:
+    """The real k8s-device-plugin#941 report quoted by a mail and wrapped at 80 columns in-test
+    (_mail_wrapped): its `Tainted: P           OE     5.15.0-83-generic` line cut after `P` and
+    some blanks, the rest (`    OE     5.15...`) indented on a line of its own. Before, the Oops
+    reader read its own lines, lost the taint, and gpu_xid passed; now it reads the lines the
+    kernel log reader reads (the wrap undone) and warns."""
+    pasted = _mail_wrapped((REAL / GPF).read_text(), trimmed)
+    verdict, actual = verdicts(tmp_path, "dmesg.txt", pasted, ORDER)["gpu_xid"]
+    assert verdict == "warn", actual
+    assert "general protection fault" in actual and "kernel tainted P" in actual

@@ -73,9 +73,13 @@ def test_every_real_topo_is_covered() -> None:
 
     audit = covered("nvidia-smi-topo")
     cases = {name.split("/", 1)[1] for name, *_ in CASES if name.startswith("real/")}
-    # an all-SYS matrix saved without any legend: facts/test_topo_pcie_only.py
-    no_legend = {"nvidia-smi-topo-m__rtx4090__8gpu-2nic-all-sys__no-legend__go-gpuallocator-17.txt"}
-    assert real == cases | audit | {p.name for p in GLUED_CAPTURES} | no_legend
+    # an all-SYS matrix saved without any legend: facts/test_topo_pcie_only.py; a matrix cut short
+    # whose verdict is the rule's: steps/checks/test_gpu_rules_cut.py
+    elsewhere = {
+        "nvidia-smi-topo-m__rtx4090__8gpu-2nic-all-sys__no-legend__go-gpuallocator-17.txt",
+        "nvidia-smi-topo-m__8gpu-pix-phb-sys-mlx4__copied-command__cut-after-gpu4-row__kubernetes-53497.txt",
+    }
+    assert real == cases | audit | {p.name for p in GLUED_CAPTURES} | elsewhere
 
 
 def test_h200_details() -> None:
@@ -375,3 +379,35 @@ def test_a_matrix_cut_right_after_a_row_label_is_cut_short(end: str) -> None:
     topo = parse_topo(text.splitlines()[0] + "\nGPU0" + end)
     assert topo.gpus == ("GPU0",) and not topo.complete
     assert topo.warnings[-1] == "the matrix ends before the row of GPU1: the output was cut short"
+
+
+CLUB = (
+    "report-sh__nvidia-smi-topo-m-2gpu-node__indented-wrapped-legend__topo-p2p__lspci-t-cut"
+    "__club-3090-1125.txt"
+)
+
+
+def test_an_indented_matrix_over_a_less_indented_wrapped_legend_is_read(tmp_path: Path) -> None:
+    """noonghunna/club-3090#1125: a report's `topo -m` of 2 GPUs (NODE) pasted indented by 4,
+    its legend's lines wrapped by the terminal with their rest indented by 2 only, so the paste's
+    dedent left the rows indented. Before, no GPU row was read (interconnect unverified); the
+    matrix's own rows' shared indent is taken off now: pcie passes."""
+    from ..offline_judge import verdicts
+
+    text = (FIXTURES / "real" / CLUB).read_text()
+    got = verdicts(tmp_path, "topo.txt", text, "gpu_count: 2\ninterconnect: pcie\n")
+    assert got["interconnect"] == ("pass", "pcie (weakest GPU link NODE)")
+
+
+@pytest.mark.parametrize("indent", [1, 2, 4, 6])
+def test_every_real_topo_with_its_rows_indented_reads_as_itself(indent: int) -> None:
+    """Every real `topo -m` with each line after its header indented in-test by `indent`
+    spaces more (the header left as it is: a page that indents the rows): read as the capture."""
+    for path in TOPO_M:
+        lines = path.read_text().split("\n")
+        at = next(i for i, line in enumerate(lines) if re.search(r"GPU\d", line))
+        shifted = lines[: at + 1] + [
+            " " * indent + line if line.strip() else line for line in lines[at + 1 :]
+        ]
+        whole, moved = parse_topo("\n".join(lines)), parse_topo("\n".join(shifted))
+        assert (moved.gpus, dict(moved.links)) == (whole.gpus, dict(whole.links)), path.name

@@ -445,13 +445,16 @@ def _pieces(lines: list[str], border: int) -> list[list[str]]:
     while it does not end in `|` / `+`, or (where the `border`'s width is known) it is narrower
     and the next line is no box line. A line that is a box line of its own (from `|` / `+` to `|` /
     `+`, and too wide to be the rest of the line before) is never a piece: the line before lost
-    its closing `|` (a paste), and gluing would hide the GPU or process row after it."""
+    its closing `|` (a paste), and gluing would hide the GPU or process row after it. A lone
+    `|` / `+` is a piece: the closing edge of a table one column wider than the wrap (an
+    indented 79-column table wrapped at 80; before, every line of it was read cut)."""
     groups: list[list[str]] = []
     for line in lines:
         whole = "".join(groups[-1]).rstrip() if groups else ""
         box = whole.lstrip()[:1] in ("|", "+")
         short = border and len(whole) < border and line.lstrip()[:1] not in ("|", "+")
-        own = line.strip()[:1] in ("|", "+") and line.strip()[-1:] in ("|", "+")
+        # (a lone `|` / `+` is no box line of its own: the closing edge a wrap put on a line)
+        own = len(line.strip()) > 1 and line.strip()[0] in "|+" and line.strip()[-1] in "|+"
         own = own and (not border or len(whole) + len(line.strip()) > border + 1)
         if box and line.strip() and not own and (whole[-1:] not in ("|", "+") or short):
             groups[-1].append(line)

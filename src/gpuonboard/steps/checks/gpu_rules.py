@@ -647,6 +647,9 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     incomplete = len(facts.topology.gpus) < listed or not facts.topology.complete
     if kind == "unknown" and facts.topology.pcie_only and not incomplete:
         return _pcie_paths_only(order, facts.topology)  # (a matrix cut short is that, first)
+    unlinked = topo.whole_rows_without_nvlink(facts.topology) if order.interconnect == "nvlink" else []
+    if (kind == "unknown" or incomplete) and unlinked:
+        return _no_nvlink_rows(expected, facts.topology, unlinked)
     if kind == "unknown" or incomplete:
         seen = len(facts.topology.gpus)
         if not seen:  # (no GPU row, or a header row whose columns cannot be told apart)
@@ -684,6 +687,22 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             " every GPU is visible",
         )
     return _link_verdict(order, facts.topology, kind, expected)
+
+
+def _no_nvlink_rows(expected: str, matrix: topo.Topology, unlinked: list[str]) -> Check:
+    """A cut `nvidia-smi topo -m` (its command copied: no `-mp`) whose whole rows show GPUs with
+    NVLink to no other GPU: a fail for an NVLink order, whatever the rows cut away show."""
+    gpus = ", ".join(unlinked)
+    return Check(
+        "interconnect",
+        expected,
+        f"{gpus} {'has' if len(unlinked) == 1 else 'have'} NVLink to no other GPU (whole rows of a"
+        f" `nvidia-smi topo -m` cut after {len(matrix.gpus)} of {len(matrix.gpu_columns)} GPU rows)",
+        "fail",
+        "NVLink was ordered, but these GPUs reach every other GPU only over PCIe: GPU-to-GPU traffic"
+        " (all-reduce) is many times slower than over NVLink; ask the vendor for the NVLink"
+        " (SXM/NVSwitch or bridged) box that was ordered",
+    )
 
 
 def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology) -> Check:

@@ -330,3 +330,44 @@ def test_attached_gpus_of_eight_above_a_cut_in_gpu_three_is_no_pass(tmp_path: Pa
     rules = verdicts(tmp_path, "nvidia-smi-q.txt", "".join(lines[:700]), "gpu_count: 8")
     assert rules["gpu_count"][0] == "unverified", rules["gpu_count"]
     assert rules["gpu_count"][1].startswith("8 attached, 4 read; incomplete probe")
+
+
+K8S_TOPO = (
+    "nvidia-smi-topo-m__8gpu-pix-phb-sys-mlx4__copied-command__cut-after-gpu4-row__kubernetes-53497.txt"
+)
+
+
+def test_whole_rows_of_a_cut_topo_m_without_nvlink_fail_an_nvlink_order(tmp_path: Path) -> None:
+    """kubernetes/kubernetes#53497: `$ nvidia-smi topo -m` (the command copied: not `-mp`) of an
+    8-GPU PCIe box cut after GPU4's row. Each of GPU0-4's whole rows links it to every other GPU
+    by PIX/PHB/SYS only: NVLink to no GPU, which the rows cut away cannot change. Before,
+    interconnect was unverified "cut short" for an NVLink order; it fails now, naming them."""
+    text = (REAL / K8S_TOPO).read_text()
+    order = "gpu_count: 8\ninterconnect: nvlink\n"
+    (tmp_path / "m").mkdir()
+    (tmp_path / "p").mkdir()
+    verdict, actual = verdicts(tmp_path / "m", "topo.txt", text, order)["interconnect"]
+    assert verdict == "fail", actual
+    assert actual.startswith("GPU0, GPU1, GPU2, GPU3, GPU4 have NVLink to no other GPU")
+    # (a PCIe order: the rows read say nothing of the cut ones' paths: unverified as before)
+    pcie = verdicts(tmp_path / "p", "topo.txt", text, "gpu_count: 8\ninterconnect: pcie\n")
+    assert pcie["interconnect"][0] == "unverified"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    ["no-command", "mp-command", "row-cut"],
+)
+def test_a_cut_matrix_stays_unverified_where_its_rows_cannot_decide(tmp_path: Path, edit: str) -> None:
+    """The same capture edited in-test: its command line removed (`-mp` prints the same PCIe
+    cells), made `nvidia-smi topo -mp`, or every row cut after its fourth cell (no row whole):
+    unverified, as before."""
+    lines = (REAL / K8S_TOPO).read_text().split("\n")
+    if edit == "no-command":
+        lines = lines[1:]
+    elif edit == "mp-command":
+        lines[0] = "$ nvidia-smi topo -mp"
+    else:
+        lines = lines[:2] + [" ".join(line.split()[:4]) for line in lines[2:]]
+    got = verdicts(tmp_path, "topo.txt", "\n".join(lines), "gpu_count: 8\ninterconnect: nvlink\n")
+    assert got["interconnect"][0] == "unverified", got["interconnect"]

@@ -51,7 +51,7 @@ def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) 
     # "at default" needs the default: the plain table prints only the enforced cap
     # ("Pwr:Usage/Cap"), which cannot tell a capped card from one at its default
     if any(g.power_limit_w and g.default_power_limit_w for g in gpus):
-        return Check("power_limit", "default power limit", "at default", "pass")
+        return Check("power_limit", "default power limit", _uncapped(gpus), "pass")
     enforced = sorted({f"{g.power_limit_w:.0f} W" for g in gpus if g.power_limit_w})
     return Check(
         "power_limit",
@@ -64,6 +64,24 @@ def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) 
         else "this nvidia-smi output gives no power limit; `nvidia-smi -q -d POWER` shows the enforced"
         " and the default limits",
     )
+
+
+def _uncapped(gpus: list[GpuInfo]) -> str:
+    """The passing row of GPUs none capped: "at default", or the figures read of each GPU whose
+    limit is not its default ("GPU 0 61.24 W, above its 55.00 W default": a laptop's Dynamic
+    Boost; before, "at default" of it was false)."""
+    off = [
+        f"{gpu_label(g)} {g.power_limit_w:.2f} W,"
+        f" {'above' if g.power_limit_w > g.default_power_limit_w else 'below'}"
+        f" its {g.default_power_limit_w:.2f} W default"
+        for g in gpus
+        if g.power_limit_w
+        and g.default_power_limit_w
+        and abs(g.power_limit_w - g.default_power_limit_w) >= 0.5
+    ]
+    if not off:
+        return "at default"
+    return "; ".join(off) + ("; the others at default" if len(off) < len(gpus) else "")
 
 
 def rule_throttle(gpus: list[GpuInfo]) -> Check:

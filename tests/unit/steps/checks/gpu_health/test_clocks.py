@@ -279,3 +279,19 @@ def test_an_idle_power_cap_whose_power_draw_was_na_above_the_cut_is_no_cut_draw(
     (tmp_path / "whole" / IDLE_CAPPED.name).write_text(text)
     _facts, got = _judged(tmp_path / "whole", (tmp_path / "whole" / IDLE_CAPPED.name,))
     assert (got["throttling"].verdict, got["throttling"].actual) == ("warn", "GPU 0: sw_power_cap")
+
+
+JESSE = (
+    "session__nvidia-smi-L-q-i0__rtx-4070-laptop__driver566.36__limit-above-default"
+    "__multilanguagelearning.txt"
+)
+
+
+def test_a_limit_above_its_default_passes_with_its_figures(tmp_path: Path) -> None:
+    """Jesse3692/MultiLanguageLearning: an RTX 4070 Laptop GPU's `nvidia-smi -q -i 0`, Current
+    Power Limit 61.24 W over a Default Power Limit of 55.00 W (the laptop's Dynamic Boost). Before,
+    power_limit passed "at default", which is false; it passes saying the figures read now."""
+    from ....offline_judge import verdicts
+
+    got = verdicts(tmp_path, "session.txt", (REAL / JESSE).read_text(), "gpu_count: 1\n")
+    assert got["power_limit"] == ("pass", "GPU 0 61.24 W, above its 55.00 W default")
