@@ -39,7 +39,9 @@ _PERMISSION = re.compile(r"Insufficient Permissions|\bNo permission\b|Permission
 # "No devices were found": nvidia-smi found no GPU at the index or id it was asked for
 _NO_DEVICES = re.compile(r"No devices were found", re.IGNORECASE)
 # the GPU index a saved file's name says it asked for (`nvidia-smi-q-i8.txt`, `smi_id_3.log`)
-_NAMED_INDEX = re.compile(r"(?:^|[-_.\s])-?(?:i|id)[-_=]?(\d+)(?=[-_.\s]|$)", re.IGNORECASE)
+_NAMED_INDEX = re.compile(
+    r"smi(?:[-_.][a-z]+)*?[-_.]-?(?:i|id)[-_=]?(\d+)(?=[-_.\s]|$)", re.IGNORECASE
+)  # (after the command's name: `nvidia-smi-q-i8`, never a host's `node-id12_nvidia-smi`)
 
 
 # a session's output, as offline names it: "session.txt line 5 (`nvidia-smi -q`)"

@@ -33,11 +33,12 @@ _OOPS = re.compile(r"\bOops: ")
 _NVIDIA_NAMED = re.compile(r"\[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]")
 _MODULES = re.compile(r"\bModules linked in:")
 # the crash's own CPU line (`CPU: 5 PID: 2812 Comm: python3 Tainted: P           OE     5.4.0-42`)
-_CPU_LINE = re.compile(r"\bCPU: \d+ (?:UID: \d+ )?PID: \d+ Comm: ")
+# (a kernel before 3.10, RHEL 6's 2.6.32: `Pid: 389232, comm: ufep Tainted: P  ---- 2.6.32-431...`)
+_CPU_LINE = re.compile(r"\bCPU: \d+ (?:UID: \d+ )?PID: \d+ Comm: |\bPid: \d+, comm: ")
 # `Tainted: P           OE     5.15.0-83-generic`: the taint flags before the kernel version
-# (or at the line's end: a paste's wrap, trimmed, cut the line there)
-_TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])(?:\s+\d|\s*$)", re.MULTILINE)
-_COMM = re.compile(r"\bComm: (\S+)")
+# (or at the line's end: a paste's wrap, trimmed, cut the line there; or RHEL 6's `----` after it)
+_TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])(?:\s+[-\d]|\s*$)", re.MULTILINE)
+_COMM = re.compile(r"\b[Cc]omm: (\S+)")
 _REPORT_LINES = 80
 
 

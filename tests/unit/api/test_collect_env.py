@@ -494,10 +494,8 @@ def test_collect_env_printed_twice_in_a_session_is_read_once(tmp_path: Path) -> 
     run = "user@host:~$ python collect_env.py\n" + SCALELLM.read_text()
     rules, err, _ = facts(tmp_path, run + run + "user@host:~$ \n", "gpu_model: A100\ngpu_count: 1\n")
     assert rules["gpu_count"]["verdict"] == "pass", rules["gpu_count"]
-    assert (
-        "(collect_env: GPU list): the same output as line 1 (`python collect_env.py`) (collect_env: GPU list)"
-        in err
-    )
+    # (of the same answer twice, the later is judged: the box now)
+    assert "(collect_env: GPU list): the same output as line " in err and "which is judged" in err, err
 
 
 def test_two_collect_env_reports_of_a_session_that_differ_are_refused_named(tmp_path: Path) -> None:

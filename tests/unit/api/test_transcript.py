@@ -220,8 +220,8 @@ def test_the_same_output_twice_is_read_once(tmp_path: Path) -> None:
     kinds, notes = read_session(session)
     assert kinds == ["free"]
     assert notes == [
-        f"{session}: a saved terminal session; not read: line 5 (`free -k`): the same output as line 1"
-        " (`free -k`)."
+        f"{session}: a saved terminal session; not read: line 1 (`free -k`): the same output as line 5"
+        " (`free -k`), which is judged."
     ]
 
 

@@ -145,3 +145,27 @@ def test_a_failure_after_the_listing_in_one_session_is_the_box_now(tmp_path: Pat
     _, checks = judged_box(tmp_path, {"session.txt": session}, "gpu_count: 8\n")
     assert checks["nvidia_driver"].verdict == "fail", checks["nvidia_driver"]
     assert "Driver/library version mismatch" in checks["nvidia_driver"].actual
+
+
+def test_a_failure_printed_before_and_after_the_listing_is_the_box_now(tmp_path: Path) -> None:
+    """Review MMM: `nvidia-smi -q` failing with the mismatch, then the real 8 x RTX 4090 `-q`
+    under another command, then `nvidia-smi -q` failing again with the same text. The session
+    reader read the same output twice once, named by its first line, so the failure read as
+    one the listing fixed (nvidia_driver pass); of the same answer twice the later is judged:
+    the box failed after its listing."""
+    failing = f"user@gpu01:~$ nvidia-smi -q\n{MISMATCH}"
+    session = failing + "user@gpu01:~$ sudo nvidia-smi -q\n" + (REAL / RTX4090_Q).read_text() + failing
+    _, checks = judged_box(tmp_path, {"session.txt": session}, "gpu_count: 8\n")
+    assert checks["nvidia_driver"].verdict == "fail", checks["nvidia_driver"]
+
+
+def test_a_host_id_in_a_files_name_is_no_gpu_index(tmp_path: Path) -> None:
+    """Review MMM: `node-id12_nvidia-smi-q.txt` holding only `No devices were found` beside the
+    same node's whole 8 x H100 table: `id12` names the host, not nvidia-smi's `-i 12`, so the
+    failure is no call's own: the outputs disagree (nvidia_driver fails), never a pass."""
+    files = {
+        "node-id12_nvidia-smi.txt": (REAL / H100X8).read_text(),
+        "node-id12_nvidia-smi-q.txt": "No devices were found\n",
+    }
+    _, checks = judged_box(tmp_path, files, "gpu_count: 8\n")
+    assert checks["nvidia_driver"].verdict == "fail", checks["nvidia_driver"]

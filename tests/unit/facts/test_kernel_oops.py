@@ -123,3 +123,20 @@ def test_a_mail_quoted_then_wrapped_crash_still_warns_gpu_xid(tmp_path: Path, tr
     verdict, actual = verdicts(tmp_path, "dmesg.txt", pasted, ORDER)["gpu_xid"]
     assert verdict == "warn", actual
     assert "general protection fault" in actual and "kernel tainted P" in actual
+
+
+def test_an_old_kernels_crash_line_gives_its_taint_and_process() -> None:
+    """Review MMM: the same report with its CPU line edited in-test to the form kernels before 3.10
+    print (RHEL 6's 2.6.32: `Pid: 389232, comm: ufep Tainted: P  --------------- 2.6.32-431.el6`):
+    its taint and process read from it, as from `CPU: N PID: N Comm:`; before, the crash went
+    unsaid (gpu_xid pass)."""
+    from gpuonboard.facts.kernel_oops import nvidia_crashes
+
+    text = (REAL / GPF).read_text()
+    text = text.replace(
+        "CPU: 21 PID: 389232 Comm: ufep Kdump: loaded Tainted: P           OE     5.15.0-83-generic"
+        " #92-Ubuntu",
+        "Pid: 389232, comm: ufep Tainted: P           --------------- 2.6.32-431.el6.x86_64 #1",
+    )
+    crashes = nvidia_crashes(text)
+    assert [(c.process, c.taint.split()) for c in crashes] == [("ufep", ["P"])], crashes
