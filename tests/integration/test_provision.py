@@ -61,7 +61,7 @@ def test_misdelivered_box_fails_with_expected_and_actual(project: Project, pool:
     assert rules["gpu_count"] == {
         "name": "gpu_count",
         "expected": "8",
-        "actual": "4",
+        "actual": "4 (MIG on: 16 slices)",
         "verdict": "fail",
         "detail": "4 of the 8 ordered GPUs missing; ask the vendor to install them or for the box that"
         " was ordered",

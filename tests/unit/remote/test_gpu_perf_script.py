@@ -264,6 +264,12 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
     "nvidia-smi-topo-m__geforce-rtx-2080-ti__2gpu-pix__autodl.txt": {"0-1": "PIX"},
     # round 30: 8 x RTX 4090, all SYS, saved without any legend
     "nvidia-smi-topo-m__rtx4090__8gpu-2nic-all-sys__no-legend__go-gpuallocator-17.txt": _mesh(8, "SYS"),
+    # round 30: an 8-GPU PCIe box's `topo -m` cut after GPU4's row (the pairs its whole rows give)
+    "nvidia-smi-topo-m__8gpu-pix-phb-sys-mlx4__copied-command__cut-after-gpu4-row__kubernetes-53497.txt": {
+        **{f"{a}-{b}": "SYS" for a in range(4) for b in range(4, 8)},
+        "0-1": "PIX", "0-2": "PHB", "0-3": "PHB", "1-2": "PHB", "1-3": "PHB", "2-3": "PIX",
+        "4-5": "PIX", "4-6": "PHB", "4-7": "PHB",
+    },
     # `topo -mp` (PCIe paths of NVLink boxes; the benchmark's own probe runs `topo -m`)
     "nvidia-smi-topo-mp__a100__4gpu-4nic__juwels-booster.txt": _mesh(4, "SYS"),
     "nvidia-smi-topo-mp__a100__4gpu-2nic__levante.txt": _mesh(4, "SYS"),
