@@ -1,7 +1,7 @@
 """Saved outputs of an nvidia-smi operation that NVML refused (`nvidia-smi nvlink -g 0`: its GPU
 line, then `NVML: Unable to get the NvLink link utilization counter control for link 0:
-Insufficient Permissions`), and the user-known name of each kind of saved output, so that a
-refusal names the command the user ran, never an internal probe name (`nvidia_smi_csv`)."""
+Insufficient Permissions`): refused naming the operation and why (the user-known names of the
+saved outputs' kinds are in api/kind_names.py)."""
 
 from __future__ import annotations
 

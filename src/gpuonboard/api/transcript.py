@@ -393,9 +393,10 @@ def read(
     command, `docker exec gpu nvidia-smi` too), or as a report's several outputs (a collect_env
     report `python collect_env.py` printed: each checked here as a command's own output, named by
     the command and what of the report it is). An output that cannot be read is said in one note
-    with the commands not read, and the rest judged; the same output twice is read once (of the
-    two, one that `narrow` says shows less than the box gives way to the other: `docker exec app
-    free -h` prints the host's own `free -h` where no lxcfs serves the container), two
+    with the commands not read, and the rest judged; the same output twice is read once, the
+    later judged (the box now), but one that `narrow` says shows less than the box gives way to
+    the other (`docker exec app free -h` prints the host's own `free -h` where no lxcfs serves
+    the container); two
     different outputs of one kind are refused (a narrower view or a later state of the box:
     neither may be dropped). An output that read nothing of the box (`unread(output)`: why, as
     the box said it; "" for one that read something: a refusal, `dmesg: read kernel buffer
