@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from gpuonboard.api import transcript
 from gpuonboard.api.command_line import pipeline, run
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
-from gpuonboard.api.unjudged import lone_values
+from gpuonboard.api.unjudged import lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
@@ -258,9 +258,6 @@ def _plain_nproc(words: list[str]) -> bool:
     return len(words) == 1 and words[0].rsplit("/", 1)[-1] == "nproc"
 
 
-_QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
-
-
 def csv_width(text: str) -> int:
     """The number of columns when every line of `text` is a CSV row of one same count (two or
     more), else 0."""
@@ -273,10 +270,9 @@ def with_query_header(command: str, text: str) -> str:
     """A `--format=csv,noheader` output under its copied command line: the output with the
     header row the command's field list gives it (nvidia-smi heads each column with its field
     name), "" when the command names no fields or the rows have another count of cells."""
-    found = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
-    if found is None or "noheader" not in command:
+    fields = query_gpu_fields(command)
+    if fields is None or "noheader" not in command:
         return ""  # (`--format=csv` prints its header: a first row of values is no header's)
-    fields = [f for f in found.group(1).split(",") if f]
     if csv_width(text) != len(fields):
         return ""
     return ", ".join(fields) + "\n" + text
