@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuonboard.api import bug_report, collect_env, paste, saved_forms, transcript, unjudged
+from gpuonboard.api import bug_report, collect_env, paste, saved_cgroup, saved_forms, transcript, unjudged
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
@@ -255,7 +255,7 @@ def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
     limit files (`grep . /sys/fs/cgroup/memory.max ...`), the RDMA ports' sysfs files (`grep .
     /sys/class/infiniband/*/ports/*/state ...`), a `--query-compute-apps` CSV with its header;
     None for none of them (errors name `where`)."""
-    if (limits := saved_forms.cgroup_limits(text)) is not None:
+    if (limits := saved_cgroup.cgroup_limits(text)) is not None:
         lines, why = limits
         if why:
             raise UsageError(f"{where}: {why}")

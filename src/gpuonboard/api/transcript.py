@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 from gpuonboard.api import glued
 from gpuonboard.api.command_line import CONTAINER_CLIS, run, tool_name
@@ -408,13 +408,7 @@ def read(
     _refuse_reruns_answered_otherwise(name, each, unread)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
-    outputs: list[tuple[Section, str, T]] = []  # (its command's part, named with what of it, kind, output)
-    for part, got in each:
-        if isinstance(got, str):
-            skipped += [(part.line, got)] if got else []
-            continue
-        outputs += [(replace(part, what=what), kind, out) for kind, out, what in got]
-    for part, kind, out in outputs:
+    for part, kind, out in _outputs(each, skipped):
         where = f"{name} {part.where}"
         if kind in found and found[kind][0].text.strip() == part.text.strip():
             first = found[kind][0]
@@ -449,18 +443,37 @@ def read(
             found[kind] = kept
             continue
         if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
-            first, before = found[kind][0], found[kind][1]
-            # (how they differ, as a folder's refusal says it: api/unread.py disagreement)
-            differ = (
-                disagreement(kind, before, out)
-                if isinstance(before, ProbeOutput) and isinstance(out, ProbeOutput)
-                else ""
-            )
-            raise UsageError(
-                f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs{differ},"
-                " which cannot both be judged as the box (one may show part of it, or the box changed"
-                " between them): keep one of them in the file."
-            )
+            _refuse_two(name, kind, found[kind][0], found[kind][1], part, out)
         found[kind] = (part, out, where)
     _note_skipped(name, skipped, bool(found), notes)
     return [(kind, out, where) for kind, (_, out, where) in found.items()]
+
+
+def _outputs(
+    each: list[tuple[Section, list[tuple[str, T, str]] | str]], skipped: list[tuple[int, str]]
+) -> list[tuple[Section, str, T]]:
+    """(its command's part, named with what of it, kind, output) of each output read, in order;
+    a part read as no output is added to `skipped` with why ('' : said nowhere)."""
+    outputs: list[tuple[Section, str, T]] = []
+    for part, got in each:
+        if isinstance(got, str):
+            skipped += [(part.line, got)] if got else []
+            continue
+        outputs += [(replace(part, what=what), kind, out) for kind, out, what in got]
+    return outputs
+
+
+def _refuse_two(name: str, kind: str, first: Section, before: T, part: Section, out: T) -> NoReturn:
+    """Refuse two different outputs of one kind in the session `name` (a narrower view, or the
+    box changed between them: neither may be dropped), saying how they differ."""
+    # (how they differ, as a folder's refusal says it: api/unread.py disagreement)
+    differ = (
+        disagreement(kind, before, out)
+        if isinstance(before, ProbeOutput) and isinstance(out, ProbeOutput)
+        else ""
+    )
+    raise UsageError(
+        f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs{differ},"
+        " which cannot both be judged as the box (one may show part of it, or the box changed"
+        " between them): keep one of them in the file."
+    )

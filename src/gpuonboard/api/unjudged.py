@@ -46,14 +46,20 @@ def _read_by_rules(field: str) -> bool:
     return field in QUERY_FIELDS or field.startswith(_READ_PREFIXES)
 
 
+def query_gpu_fields(command: str) -> list[str] | None:
+    """The fields an nvidia-smi command line asks for with `--query-gpu=a,b` (in order), None
+    where it asks for none (or is no nvidia-smi command)."""
+    found = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
+    return [f for f in found.group(1).split(",") if f] if found else None
+
+
 def one_field_csv(command: str, text: str) -> str | None:
     """Why a one-column `--query-gpu` CSV of a field no rule reads is not judged (its field and
     rows named, what to save), where `text` is one: its header is a field name nvidia-smi prints
     (`compute_cap`, `fan.speed [%]`) over one cell a row, or its copied command asks for that one
     field with `noheader`. None for any other text (a field the rules read is left to the readers)."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    asked = _QUERY_GPU.search(command) if "nvidia-smi" in command else None
-    listed = [f for f in asked.group(1).split(",") if f] if asked else []
+    listed = query_gpu_fields(command) or []
     if not lines or any("," in line for line in lines) or len(listed) > 1:
         return None
     header = _ONE_FIELD.fullmatch(lines[0])

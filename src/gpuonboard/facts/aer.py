@@ -17,20 +17,14 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from gpuonboard.facts.aer_lines import AER_RECEIVED, AER_UNRECOVERED, NVIDIA_CUT, NVIDIA_LINE
 from gpuonboard.facts.kernel_log import BootCounter, KernelEvent, is_probe_header
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
 
 __all__ = ["AER_FAULTS", "aer_events"]
 
-_BDF = r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
-_NVIDIA = re.compile(r"\bnvidia " + _BDF + r":")
-# "Uncorrected" until Linux 6.x, "Uncorrectable" since; "error received: BDF" / "error message
-# received from BDF"
+# "Uncorrected" until Linux 6.x, "Uncorrectable" since
 _SEVERITY = re.compile(r"Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)", re.IGNORECASE)
-_RECEIVED = re.compile(
-    r"AER: (?:Multiple )?Uncorrect(?:ed|able) \([^)]*\) error (?:message )?received(?: from)?:? " + _BDF
-)
-_UNRECOVERED = re.compile(r"AER: can't recover|device has no AER-aware driver", re.IGNORECASE)
 
 # fault id -> (name, action as in data/xid.yml): an uncorrectable fatal error resets the link
 # (the GPU's in-flight work is lost; the kernel could not hand it back to the driver, which has
@@ -45,20 +39,20 @@ AER_FAULTS = {
 def aer_events(text: str) -> tuple[KernelEvent, ...]:
     """The GPU's AER events in a kernel log text, one per line that says one (see the module)."""
     text = plain_kernel_text(text)  # (a journal's JSON / export, `dmesg -r`: facts/kernel_shapes)
-    gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
+    gpus = {m.group(1).lower() for m in NVIDIA_LINE.finditer(text)}
     events: list[tuple[int, KernelEvent]] = []
     boots = BootCounter()
     for line in text.splitlines():
         if is_probe_header(line):
             continue  # (the probe's `# first:` line repeats the log's first line)
         boots.read(line)
-        own = _NVIDIA.search(line)
-        received = _RECEIVED.search(line)
+        own = NVIDIA_LINE.search(line)
+        received = AER_RECEIVED.search(line)
         pci = own.group(1) if own else (received.group(1) if received else "")
         if not pci or pci.lower() not in gpus:
             continue
         severity = _SEVERITY.search(line)
-        if _UNRECOVERED.search(line) and own:
+        if AER_UNRECOVERED.search(line) and own:
             fault = "aer_unrecovered"
         elif severity and (own and "PCIe Bus Error" in line or received):
             fault = "aer_fatal" if severity.group(1).lower() == "fatal" else "aer_nonfatal"
@@ -72,11 +66,6 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
     return _with_cut_end(text, tuple(dataclasses.replace(e, earlier_boot=boot < last) for boot, e in events))
 
 
-# the start of a line of the nvidia driver about one GPU (`nvidia 0000:03:00.0: AER: ...`), cut
-# anywhere after the driver's name: `nvidia` alone, or followed by the start of an address
-_NVIDIA_CUT = re.compile(r"\bnvidia(?: [0-9a-fA-F][0-9a-fA-F:.]*(?::.*)?)?$")
-
-
 def _with_cut_end(text: str, events: tuple[KernelEvent, ...]) -> tuple[KernelEvent, ...]:
     """`events`, where the log ends inside a line of the nvidia driver about a GPU (no newline
     after it), with the event read from that line marked `cut`, or, where none could be read
@@ -86,11 +75,11 @@ def _with_cut_end(text: str, events: tuple[KernelEvent, ...]) -> tuple[KernelEve
     if not body.strip() or body.endswith(("\n", "\r")):
         return events
     last = body.rsplit("\n", 1)[-1]
-    m = _NVIDIA_CUT.search(last) if "nvidia" in last else None
+    m = NVIDIA_CUT.search(last) if "nvidia" in last else None
     if m is None:
         return events
     said = last[m.start() :].strip()
     if events and events[-1].message == said:
         return (*events[:-1], dataclasses.replace(events[-1], cut=said))
-    own = _NVIDIA.search(last)
+    own = NVIDIA_LINE.search(last)
     return (*events, KernelEvent("xid_unread", 0, own.group(1) if own else "", said, cut=said))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuonboard.facts import gpu_agree
 from gpuonboard.facts.container_banner import banner_lines
@@ -172,27 +172,31 @@ def _with_processes(gpus: list[GpuInfo], apps: Mapping[str, list[GpuProcess]]) -
 ListParser = Callable[[str], GpuList]
 
 
-def merge(
-    raw: Mapping[str, ProbeOutput],
-    parse: Callable[[str], GpuReport],
-    parse_list: ListParser | None = None,
-) -> GpuEvidence:
-    """Pure: the GPU probes' outputs -> one GpuReport with per-field provenance, the formats
-    that answered and those refused. `parse` reads any nvidia-smi format (it recognises the
-    text, whatever arguments were asked); `parse_list` reads `nvidia-smi -L`."""
-    reports: list[tuple[str, GpuReport]] = []
-    unread: list[tuple[str, GpuReport]] = []  # answered (a driver version), no GPU row read
-    refusals: list[Refusal] = []
+@dataclass
+class _Read:
+    """What the GPU probes' outputs gave, one format at a time (`merge`'s first pass)."""
+
+    reports: list[tuple[str, GpuReport]] = field(default_factory=list)
+    # answered (a driver version), no GPU row read
+    unread: list[tuple[str, GpuReport]] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    # (each output's CUDA version, why it is a view)
+    told: list[tuple[str | None, str]] = field(default_factory=list)
+    # format label -> the saved file it was read from ("" live)
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def _read_sources(raw: Mapping[str, ProbeOutput], parse: Callable[[str], GpuReport]) -> _Read:
+    """Pure: each GPU probe's output (GPU_SOURCES) read once: its report, or its refusal."""
+    got = _Read()
     seen: dict[str, GpuReport] = {}
-    told: list[tuple[str | None, str]] = []  # (each output's CUDA version, why it is a view)
-    files: dict[str, str] = {}  # format label -> the saved file it was read from ("" live)
     for probe, _label, args in GPU_SOURCES:
         out = raw.get(probe)
         if out is None or out.absent:
             continue
         line = refusal_line(out)
         if line is not None:
-            refusals.append(Refusal(probe, args, line))
+            got.refusals.append(Refusal(probe, args, line))
             continue
         if not out.stdout.strip():
             continue
@@ -203,22 +207,40 @@ def merge(
             report = with_views(
                 report, report.source, [(view_label(o.partial), parse(o.stdout)) for o in out.beside]
             )
-        told.append((report.cuda_version, out.partial))
-        # a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
-        # the output says it shows every GPU attached (`Attached GPUs : 1`)
-        shows_all = report.attached_gpus is not None and len(report.gpus) >= report.attached_gpus
-        if out.partial and not shows_all and out.exit_code != 0:
-            # (a call that failed after printing its rows: a cut, each row a GPU, never a view)
-            report = dataclasses.replace(report, complete=False, cut_said=out.partial)
-        elif out.partial and not shows_all:
-            report = dataclasses.replace(report, complete=False, gap=out.partial)
-        if report.gpus and all(r is not report for _, r in reports):
-            reports.append((report.source, report))
-            files.setdefault(report.source, out.saved_as)
+        got.told.append((report.cuda_version, out.partial))
+        report = _as_view(report, out)
+        if report.gpus and all(r is not report for _, r in got.reports):
+            got.reports.append((report.source, report))
+            got.files.setdefault(report.source, out.saved_as)
         if report.source == "csv":
-            reports += _second_queries(out, parse)
+            got.reports += _second_queries(out, parse)
         if not report.gpus and report.driver_version and not report.complete:
-            unread.append((report.source, report))
+            got.unread.append((report.source, report))
+    return got
+
+
+def _as_view(report: GpuReport, out: ProbeOutput) -> GpuReport:
+    """Pure: a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
+    the output says it shows every GPU attached (`Attached GPUs : 1`)."""
+    shows_all = report.attached_gpus is not None and len(report.gpus) >= report.attached_gpus
+    if out.partial and not shows_all and out.exit_code != 0:
+        # (a call that failed after printing its rows: a cut, each row a GPU, never a view)
+        return dataclasses.replace(report, complete=False, cut_said=out.partial)
+    if out.partial and not shows_all:
+        return dataclasses.replace(report, complete=False, gap=out.partial)
+    return report
+
+
+def merge(
+    raw: Mapping[str, ProbeOutput],
+    parse: Callable[[str], GpuReport],
+    parse_list: ListParser | None = None,
+) -> GpuEvidence:
+    """Pure: the GPU probes' outputs -> one GpuReport with per-field provenance, the formats
+    that answered and those refused. `parse` reads any nvidia-smi format (it recognises the
+    text, whatever arguments were asked); `parse_list` reads `nvidia-smi -L`."""
+    got = _read_sources(raw, parse)
+    reports, unread, refusals = got.reports, got.unread, got.refusals
     unread += _env_driver(raw.get(ENV_DRIVER_PROBE))
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
     names = [(name, label) for name, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]
@@ -235,14 +257,22 @@ def merge(
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
     # (an output that says nvidia-smi failed as a whole, beside one that listed GPUs: named)
-    lister = _lister(reports, files, listed)
+    lister = _lister(reports, got.files, listed)
     notes: list[str] = []  # (failures that are a call's own, or that a later listing superseded)
     failed = failure_clashes(failed_outputs(raw, parse, lister[2] if lister else 0, notes), lister, notes)
     union = _union(reports, listed, unopened, listed_whole, unread, failed)
     merged = _with_inforom(union, [*outputs, *warned])
     # (whose banner gave the CUDA version kept: a container's exec'd nvidia-smi tells its own)
-    cuda_told = tuple(why for cuda, why in told if cuda and cuda == merged.cuda_version)
+    cuda_told = tuple(why for cuda, why in got.told if cuda and cuda == merged.cuda_version)
     merged = dataclasses.replace(merged, cuda_told_by=cuda_told, warnings=(*merged.warnings, *notes))
+    merged = _with_listing_gap_and_apps(merged, raw, bool(listed))
+    answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
+    return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+
+
+def _with_listing_gap_and_apps(merged: GpuReport, raw: Mapping[str, ProbeOutput], listed: bool) -> GpuReport:
+    """Pure: `merged` with why the `-L` listing is a view (its gap), and the compute-apps list
+    where a GPU's own format could not list processes."""
     list_out = raw.get(LIST_PROBE)
     if listed and list_out is not None and list_out.partial and not merged.complete and not merged.gap:
         merged = dataclasses.replace(merged, gap=list_out.partial)  # (why the listing is a view)
@@ -251,8 +281,7 @@ def merge(
         apps = parse_compute_apps(apps_out.stdout)
         if apps is not None:
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
-    answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
-    return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
+    return merged
 
 
 def _lister(

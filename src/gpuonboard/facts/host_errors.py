@@ -30,13 +30,13 @@ import re
 from dataclasses import dataclass, replace
 from datetime import date
 
+from gpuonboard.facts.aer_lines import AER_RECEIVED, AER_UNRECOVERED, BDF, NVIDIA_CUT, NVIDIA_LINE
 from gpuonboard.facts.kernel_cut import host_cut, locale_words
 from gpuonboard.facts.kernel_log import BootCounter, is_probe_header
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
 
 __all__ = ["HostError", "host_errors"]
 
-_BDF = r"([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])"
 # `EDAC MC3: 1 UE memory read error on DIMM (...)`; older drivers: `EDAC MC0: 4 CE error on ...`,
 # `EDAC MC0: UE page 0x0, offset 0x0, grain 0, row 3, labels ":": i3200 UE`
 _EDAC = re.compile(r"\bEDAC (MC\d+): (?:(\d+) )?(UE|CE)\b(.*)")
@@ -53,11 +53,10 @@ _MCE_FATAL = re.compile(
 _GHES_HEAD = re.compile(r"\{(\d+)\}\[Hardware Error\]: (.*)")
 _GHES_SEVERITY = re.compile(r"^event severity: (\w+)")
 _GHES_SECTION = re.compile(r"^\s*section_type: (.+?)\s*$")
-_GHES_DEVICE = re.compile(r"^\s*device_id: " + _BDF)
+_GHES_DEVICE = re.compile(r"^\s*device_id: " + BDF)
 _AER = re.compile(
-    r"(?:\b(\S+) )?" + _BDF + r": PCIe Bus Error: severity=Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)"
+    r"(?:\b(\S+) )?" + BDF + r": PCIe Bus Error: severity=Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)"
 )
-_NVIDIA = re.compile(r"\bnvidia " + _BDF + r":")
 
 _UC = 1 << 61  # MCi_STATUS.UC: the error was not corrected
 _VAL = 1 << 63  # MCi_STATUS.VAL: the bank holds an error
@@ -189,7 +188,7 @@ def host_errors(text: str) -> tuple[HostError, ...]:
     """The host hardware errors of a kernel log text (see the module), in the log's order; the
     APEI records after the others."""
     raw, text = text, plain_kernel_text(text)
-    gpus = {m.group(1).lower() for m in _NVIDIA.finditer(text)}
+    gpus = {m.group(1).lower() for m in NVIDIA_LINE.finditer(text)}
     lines = text.splitlines()
     gpu_lines = _gpu_lines(lines, gpus)
     boots = BootCounter()
@@ -409,17 +408,10 @@ def _same_bank_record(event: HostError, amd: HostError, at: int) -> bool:
 # a line of the kernel's PCIe error handling (AER) about one device: a report, its detail lines,
 # the recovery's broadcast and each driver's answer to it
 _AER_PART = re.compile(
-    r"\b(\S+) " + _BDF + r": (?:AER: |PCIe Bus Error|\s*device \[|\s*\[ ?\d+\] |broadcast "
+    r"\b(\S+) " + BDF + r": (?:AER: |PCIe Bus Error|\s*device \[|\s*\[ ?\d+\] |broadcast "
     r"|device has no AER-aware driver)"
 )
-# a port's report of an error received from a device
-_RECEIVED = re.compile(
-    r"AER: (?:Multiple )?Uncorrect(?:ed|able) \([^)]*\) error (?:message )?received(?: from)?:? " + _BDF
-)
-
-
 _FATAL = re.compile(r"Uncorrect(?:ed|able) \(Fatal\)", re.IGNORECASE)
-_CANT_RECOVER = re.compile(r"AER: can't recover|device has no AER-aware driver", re.IGNORECASE)
 
 
 @dataclass
@@ -460,7 +452,7 @@ def _gpu_lines(lines: list[str], gpus: set[str]) -> set[int]:
         if driver == "pcieport" or bdf not in gpus and any(g[:-2] == bdf[:-2] for g in gpus):
             run.lines.append((i, bdf))
             run.ties.setdefault(bdf, set()).update(g for g in gpus if g[:-2] == bdf[:-2])
-        received = _RECEIVED.search(line)
+        received = AER_RECEIVED.search(line)
         if received and received.group(1).lower() in gpus:
             run.ties.setdefault(bdf, set()).add(received.group(1).lower())
             if _FATAL.search(line):
@@ -468,7 +460,7 @@ def _gpu_lines(lines: list[str], gpus: set[str]) -> set[int]:
         if driver == "pcieport":
             run.port = bdf
         elif driver == "nvidia" and bdf in gpus:
-            if _CANT_RECOVER.search(line):
+            if AER_UNRECOVERED.search(line):
                 run.failed.add(bdf)
                 if run.port:
                     run.ties.setdefault(run.port, set()).add(bdf)
@@ -477,10 +469,9 @@ def _gpu_lines(lines: list[str], gpus: set[str]) -> set[int]:
     return found | run.tied()
 
 
-# a line of the nvidia driver about a GPU, cut anywhere after the driver's name (facts/aer.py), and
-# any PCI address in a line
-_NVIDIA_CUT = re.compile(r"\bnvidia(?: [0-9a-fA-F][0-9a-fA-F:.]*(?::.*)?)?$")
-_ANY_BDF = re.compile(_BDF)
+# any PCI address in a line (a line of the nvidia driver about a GPU, cut anywhere after the
+# driver's name: facts/aer_lines.NVIDIA_CUT, as facts/aer.py reads it)
+_ANY_BDF = re.compile(BDF)
 
 
 def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
@@ -494,7 +485,7 @@ def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
     if not body.strip() or body.endswith(("\n", "\r")):
         return ()
     last = body.rsplit("\n", 1)[-1]
-    if _NVIDIA_CUT.search(last) or any(m.group(1).lower() in gpus for m in _ANY_BDF.finditer(last)):
+    if NVIDIA_CUT.search(last) or any(m.group(1).lower() in gpus for m in _ANY_BDF.finditer(last)):
         return ()  # (a GPU's line, cut: gpu_xid's to judge, facts/aer.py)
     if _line_error(last, gpus) is not None or _GHES_HEAD.search(last) is not None:
         kind = "" if _read_whole(last) else "tag"

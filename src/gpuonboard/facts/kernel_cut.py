@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD
 from gpuonboard.once import loaded_once
 
 __all__ = ["cut_by_shape", "ends_unfinished", "host_cut", "locale_words", "says_nothing", "whole_when_cut"]
@@ -226,16 +227,13 @@ def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
     return cut_name or _CUT_TAIL.search(message) is not None or _WHOLE_END.search(message) is None
 
 
-# a driver line that is whole where the log ends after it without its newline: it names no fault
-# however it went on, and no line continues it (the driver's load banner, `NVRM: loading NVIDIA
-# UNIX x86_64 Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024`, one message of its own)
-_WHOLE_WHEN_CUT = re.compile(r"loading NVIDIA UNIX\b", re.IGNORECASE)
-
-
 def whole_when_cut(text: str) -> bool:
     """True when a driver message's text (after its `NVRM:` tag) is a line of a known shape that
-    a cut cannot have made other than whole (_WHOLE_WHEN_CUT)."""
-    return _WHOLE_WHEN_CUT.match(text.strip()) is not None
+    a cut cannot have made other than whole: a driver line that names no fault however it went
+    on, and that no line continues (the driver's load banner, `NVRM: loading NVIDIA UNIX x86_64
+    Kernel Module  535.183.01  Sun May 12 19:39:15 UTC 2024`, one message of its own:
+    kernel_nvrm.DRIVER_LOAD)."""
+    return DRIVER_LOAD.match(text.strip()) is not None
 
 
 # a stamp whose month (and dmesg -T's weekday) is printed in the box's locale: journalctl and

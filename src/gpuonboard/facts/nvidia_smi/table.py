@@ -463,18 +463,14 @@ def _pieces(lines: list[str], border: int) -> list[list[str]]:
     return groups
 
 
-def parse_table(text: str) -> GpuReport:
-    """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
-    lines = _unjoined(_rewrapped(text.splitlines()))
+def _table_gpus(
+    lines: list[str], warnings: list[str], driver_model_column: bool
+) -> tuple[list[GpuInfo], bool]:
+    """The GPU table's GPUs, each from its row and the (up to two) rows after it; and whether the
+    GPU table closed: a later table's header was reached (nvidia-smi prints every GPU's rows
+    before its MIG devices and Processes tables), so a cut after it took no GPU row."""
     gpus: list[GpuInfo] = []
-    warnings: list[str] = []
-    driver, cuda = _table_versions("\n".join(lines), warnings)
-    # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the
-    # header says `Driver-Model` (R610+) or `TCC/WDDM` (older drivers)
-    driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
     i = 0
-    # the GPU table closed: a later table's header was reached (nvidia-smi prints every GPU's rows
-    # before its MIG devices and Processes tables), so a cut after it took no GPU row
     rows_whole = False
     last = max((n for n, row in enumerate(lines) if row.strip()), default=-1)  # (where a cut ends)
     while i < len(lines):
@@ -498,6 +494,18 @@ def parse_table(text: str) -> GpuReport:
         third = rows[1] if len(rows) > 1 else []
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))
         i += 1 + len(rows)
+    return gpus, rows_whole
+
+
+def parse_table(text: str) -> GpuReport:
+    """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
+    lines = _unjoined(_rewrapped(text.splitlines()))
+    warnings: list[str] = []
+    driver, cuda = _table_versions("\n".join(lines), warnings)
+    # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the
+    # header says `Driver-Model` (R610+) or `TCC/WDDM` (older drivers)
+    driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
+    gpus, rows_whole = _table_gpus(lines, warnings, driver_model_column)
     processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
     slices = _table_mig_devices(lines)
     whole = _table_complete(lines) and bool(gpus)

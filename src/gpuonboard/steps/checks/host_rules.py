@@ -448,25 +448,30 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 order.cpu_cores, expected, actual, logical, facts.cpu.threads_per_core, facts.cpu.source
             )
         return Check("cpu_cores", expected, actual, "warn", "the order is met only by counting hyperthreads")
+    return Check("cpu_cores", expected, actual, "fail", _fewer_cpus(facts, logical))
+
+
+def _fewer_cpus(facts: Facts, logical: int | None) -> str:
+    """Why a box with fewer CPUs than ordered (hyperthreads included) fails cpu_cores, by where
+    its CPUs were read: /proc/cpuinfo (the online CPUs only), a VM's vCPUs, or a host's lscpu."""
+    assert facts.cpu is not None
     if facts.cpu.source == CPUINFO:  # (it lists the online CPUs only)
-        why = (
+        return (
             "fewer online CPUs than ordered in /proc/cpuinfo, hyperthreads included (it lists only the"
             " CPUs online): CPUs offline, a smaller CPU model or fewer sockets; run `lscpu` (its"
             " Off-line CPU(s) list) and ask the vendor for the box that was ordered"
         )
-    elif hypervisor := _hypervisor(facts):
+    if hypervisor := _hypervisor(facts):
         # (a VM's CPUs are the vCPUs its host gave it, not a CPU model's or sockets' count)
-        why = (
+        return (
             f"fewer CPUs than ordered, hyperthreads included: a virtual machine ({hypervisor}) given"
             f" {_counted(logical, 'vCPU') if logical is not None else 'fewer vCPUs'}; ask the vendor"
             " for the size that was ordered"
         )
-    else:
-        why = (
-            "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
-            " ask the vendor for the box that was ordered"
-        )
-    return Check("cpu_cores", expected, actual, "fail", why)
+    return (
+        "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
+        " ask the vendor for the box that was ordered"
+    )
 
 
 # lscpu's `Hypervisor vendor:` line (KVM, Microsoft, VMware, Xen ...), and the `hypervisor` CPU flag

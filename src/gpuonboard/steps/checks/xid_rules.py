@@ -267,46 +267,37 @@ def _event_rule(
         return Check(
             name, expected, actual, "fail", f"{ask[0].upper()}{ask[1:]}{per}, before accepting the box."
         )
+    warning = _warn_detail(actions, what)
+    if warning:
+        return Check(name, expected, actual, "warn", warning)
+    return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
+
+
+def _warn_detail(actions: Sequence[str], what: str) -> str:
+    """The advice of a log whose worst event only warns (a reboot since, a non-fatal one, a known
+    harmless driver message, an application's fault), in that order; '' where none warns."""
     if REBOOTED_SINCE in actions:
-        return Check(
-            name,
-            expected,
-            actual,
-            "warn",
-            _rebooted_since_advice(what, "GPU reset"),
-        )
+        return _rebooted_since_advice(what, "GPU reset")
     if "watch" in actions:
-        return Check(
-            name,
-            expected,
-            actual,
-            "warn",
+        return (
             f"{what}s the driver logged as non-fatal (recovered: no reset needed now); watch for them"
             " under your own load (an NCCL all-reduce test for NVLink ones) and ask the vendor if they"
-            " come back.",
+            " come back."
         )
     if NOTED in actions:
-        return Check(
-            name,
-            expected,
-            actual,
-            "warn",
+        return (
             "driver messages known to be printed on working GPUs by some driver releases (a driver bug:"
             " NVIDIA/open-gpu-kernel-modules#688), with no other sign of a GPU not answering in the log"
             " (no Xid 79, GSP failure or GPU fallen off the bus, no 0xbadf41.. value or PRI timeout):"
             " no fault on their own; watch for them with other signs under your own load, and ask the"
-            " vendor if they come with any.",
+            " vendor if they come with any."
         )
     if "check_app" in actions:
-        return Check(
-            name,
-            expected,
-            actual,
-            "warn",
+        return (
             f"application-level {what}s (a program faulted on this GPU since boot): ask the vendor what ran"
-            " on the box, and watch for them again under your own load.",
+            " on the box, and watch for them again under your own load."
         )
-    return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
+    return ""
 
 
 # the lines of an Xid: its own and the preamble the driver prints before a GPU's first one

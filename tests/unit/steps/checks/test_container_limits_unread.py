@@ -150,10 +150,10 @@ def test_other_cgroup_files_listed_beside_the_limits_are_skipped(tmp_path: Path)
 
 def test_a_listing_of_no_file_the_probe_reads_is_no_cgroup_listing() -> None:
     """Only files the probe does not read (memory.current, cpu.weight): no limits listing."""
-    from gpuonboard.api import saved_forms
+    from gpuonboard.api import saved_cgroup
 
     assert (
-        saved_forms.cgroup_limits("/sys/fs/cgroup/memory.current:1101312\n/sys/fs/cgroup/cpu.weight:100\n")
+        saved_cgroup.cgroup_limits("/sys/fs/cgroup/memory.current:1101312\n/sys/fs/cgroup/cpu.weight:100\n")
         is None
     )
 
