@@ -59,7 +59,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.elision import ELISION, may_be_elided
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.kernel_cut import ends_unfinished, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
@@ -731,12 +731,19 @@ def parse_kernel_log(text: str) -> KernelLog:
         dropped_host=reader.dropped_host,
         sandbox=sandbox,
         # (in the text as given: a wrapped line's join may take the marker in)
-        elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
+        elided=_elided(text),
         others_only=not text.strip() and journal_shaped(given),
         # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
         quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
         picked=nvswitch_only([ln for ln in lines if not _HEADER.match(ln)]) if reader.first is None else None,
     )
+
+
+def _elided(text: str) -> str | None:
+    """The log's first line that says lines were left out by hand (elision.ELISION), as printed."""
+    if not may_be_elided(text):
+        return None
+    return next((line.strip() for line in text.splitlines() if ELISION.match(line)), None)
 
 
 def _first_lines(lines: list[str], first: str | None) -> list[str]:
