@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.facts.may_hold import folded, may_hold
+
 _DOTS = r"(?:\.{2,}|…)"
 # the marks around a note (`--snip--`, `*** snip ***`, `... snip ...`)
 _MARK = rf"(?:-{{2,}}|={{2,}}|\*{{1,3}}|{_DOTS})"
@@ -32,10 +34,32 @@ ELISION = re.compile(
     r")\s*$",
     re.M | re.I,
 )
+# the words one of which every ELISION line holds (facts/may_hold): dots, or what its note says
+# was left out (`snip`, `omitted`, `40 more lines`)
+_WORDS = tuple(
+    (word,)
+    for word in (
+        *("..", "\u2026", "more", "snip", "cut", "omitted", "skipped", "truncated", "elided"),
+        *("removed", "trimmed", "redacted", "deleted"),
+    )
+)
+
+
+def may_be_elided(text: str) -> bool:
+    """False where no line of `text` can be an ELISION line (it holds none of their words):
+    a whole text need not then be searched line by line (facts/may_hold)."""
+    return may_hold(folded(text), *_WORDS)
+
+
+def without_elisions(text: str) -> tuple[str, int]:
+    """ELISION.subn("", text): the text less its elision lines, and how many there were."""
+    return ELISION.subn("", text) if may_be_elided(text) else (text, 0)
 
 
 def elided(text: str) -> str | None:
     """Why `text` is not whole where a line of it stands for lines left out, else None."""
+    if not may_be_elided(text):
+        return None
     for number, line in enumerate(text.splitlines(), 1):
         if ELISION.match(line):
             return f"lines were left out by hand (`{line.strip()}` on line {number})"

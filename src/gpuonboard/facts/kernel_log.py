@@ -59,9 +59,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.elision import ELISION, may_be_elided
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
-from gpuonboard.facts.kernel_cut import cut_by_shape, ends_unfinished, locale_words, whole_when_cut
+from gpuonboard.facts.kernel_cut import ends_unfinished, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -76,12 +76,12 @@ from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
 from gpuonboard.facts.kernel_quoted import nvswitch_only, quoting_report
-from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped, plain_kernel_text
+from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
+from gpuonboard.facts.kernel_text import by_text, log_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import monotonic_journal, other_program
-from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
 from gpuonboard.facts.probe import ProbeOutput
 
 __all__ = [
@@ -504,13 +504,6 @@ class _SxidJoiner:
         self.events.append(replace(line, severity=line.severity or said))
 
 
-def _open_end(text: str) -> bool:
-    """True when the text's last line has no newline after it: the kernel ends every line with
-    one, so the log was cut inside that line (or saved without its last newline)."""
-    body = text.rstrip(" \t")
-    return bool(body.strip()) and not body.endswith(("\n", "\r"))
-
-
 # the driver's once-per-GPU preamble to that GPU's first Xid (kernel_rc.c: krcReportXid calls
 # _krcLogUuidOnce, which prints "GPU at PCI:%04x:%02x:%02x: GPU-<uuid>" then "GPU Board Serial
 # Number: %s", and prints the "Xid (PCI:...): N, ..." line right after): group 1 its address
@@ -698,18 +691,18 @@ def sandbox_of(raw: Mapping[str, ProbeOutput]) -> str | None:
     return parse_kernel_log(out.stdout).sandbox
 
 
+@by_text  # (one host's log is read by several checks: read once, facts/kernel_text.by_text)
 def parse_kernel_log(text: str) -> KernelLog:
     """Parse kernel log text into Xid/SXid events and NVRM fault sentences (data/nvrm_faults.yml,
     continuation lines joined); any timestamp style; other lines ignored. A log that ends inside
     an event (no newline after its last line, a driver message left unfinished, an Xid preamble
     without its Xid line, a last line cut before it says anything) marks that event `cut`, or
     keeps it as unread: never as another event, never dropped."""
-    given, text = (
-        text,
-        plain_kernel_text(text),
-    )  # (a journal's JSON / export, `dmesg -r`: facts/kernel_shapes)
+    given = text
+    read_as = log_text(text)  # (a journal's JSON / export, `dmesg -r`: facts/kernel_shapes)
+    text = read_as.plain
     reader = _Reader()
-    lines, open_end, reader.words = _read_lines(text)
+    lines, open_end, reader.words = list(read_as.lines), read_as.open_end, dict(read_as.words)
     reader.monotonic = monotonic_journal(lines)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
     last = read[-1] if read and open_end else -1
@@ -738,7 +731,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         dropped_host=reader.dropped_host,
         sandbox=sandbox,
         # (in the text as given: a wrapped line's join may take the marker in)
-        elided=next((line.strip() for line in text.splitlines() if ELISION.match(line)), None),
+        elided=_elided(text),
         others_only=not text.strip() and journal_shaped(given),
         # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
         quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
@@ -746,31 +739,11 @@ def parse_kernel_log(text: str) -> KernelLog:
     )
 
 
-def kernel_lines(text: str) -> list[str]:
-    """A saved kernel log's lines as its reader reads them (made plain, a wrap's pieces joined):
-    the Oops reader's too (before, a mail-quoted then wrapped Oops lost `Tainted: P`)."""
-    return _read_lines(plain_kernel_text(text))[0]
-
-
-def _read_lines(text: str) -> tuple[list[str], bool, dict[str, str]]:
-    """The plain log's lines, wraps joined; whether its last line is cut; its locale's words."""
-    open_end = _open_end(text)
-    words = locale_words(text.splitlines()) if open_end else {}
-    # (a last line cut by its own shape is cut though a newline follows it: kernel_cut.cut_by_shape)
-    if not open_end and (shaped := _cut_with_newline(text)) is not None:
-        open_end, words = True, shaped
-    return _unwrapped(text.splitlines(), open_end, words), open_end, words
-
-
-def _cut_with_newline(text: str) -> dict[str, str] | None:
-    """Where the log's last line is cut by its own shape though a newline follows it (a paste's
-    excerpt cut mid-line, saved with one): the log's locale month and weekday names (locale_words,
-    read as the English ones), as for the same line without its newline; None where it is not."""
-    tail = text.rstrip().splitlines()[-50:]
-    if not tail or _HEADER.match(tail[-1]):
+def _elided(text: str) -> str | None:
+    """The log's first line that says lines were left out by hand (elision.ELISION), as printed."""
+    if not may_be_elided(text):
         return None
-    words = locale_words(tail)
-    return words if cut_by_shape(tail[-1], words) else None
+    return next((line.strip() for line in text.splitlines() if ELISION.match(line)), None)
 
 
 def _first_lines(lines: list[str], first: str | None) -> list[str]:

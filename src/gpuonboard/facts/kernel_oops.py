@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from gpuonboard.facts.kernel_log import BootCounter, kernel_lines
+from gpuonboard.facts.kernel_log import BootCounter
+from gpuonboard.facts.kernel_text import kernel_lines
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 
 # the first line of a kernel crash report (arch/x86/kernel/traps.c, mm/fault.c's page fault
@@ -59,7 +60,7 @@ def nvidia_crashes(text: str) -> list[KernelCrash]:
     """The kernel crash reports of `text` that name an nvidia module or a kernel tainted by a
     proprietary one (`P`), in order, each marked where it was logged before the last reboot; the
     log's lines read as the kernel log reader reads them (a wrap's pieces joined:
-    facts/kernel_log.kernel_lines)."""
+    facts/kernel_text.kernel_lines)."""
     lines = kernel_lines(text)
     found_at: list[tuple[KernelCrash, int]] = []
     boots = BootCounter()

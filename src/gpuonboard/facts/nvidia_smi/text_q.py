@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.elision import without_elisions
 from gpuonboard.facts.gpu_ids import device_id, subsystem_id
 from gpuonboard.facts.nvidia_smi.faults import _field_faults, _may_fault
 from gpuonboard.facts.nvidia_smi.model import (
@@ -612,7 +612,7 @@ def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
     and so is one with lines left out by hand: `[...]`, read as no section)."""
-    text, elided = ELISION.subn("", text)
+    text, elided = without_elisions(text)
     text = _split_joined_fields(text)
     read = _Lines()
     text, unjoined = _unwrapped(text, read)

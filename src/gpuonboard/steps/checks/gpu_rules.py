@@ -60,8 +60,8 @@ def _driver_failed(facts: Facts, expected: str, problem: str) -> Check:
         advice = HUNG_ADVICE
     elif not advice and problem.startswith("unknown: nvidia-smi failed"):
         advice = UNKNOWN_CAUSE_ADVICE  # a failure of no cause named: never a bare "fail"
-    sandbox = sandbox_of(facts.raw)
-    if sandbox and raw.exit_code != TIMED_OUT and advice in _SANDBOX_MAY_CAUSE:
+    sandbox = sandbox_of(facts.raw) if raw.exit_code != TIMED_OUT and advice in _SANDBOX_MAY_CAUSE else None
+    if sandbox:
         # (the box's driver is out of this login's sight: the sandbox may not pass the GPU on; a
         # cause nvidia-smi names, a GPU lost, a version mismatch, NVML's own "blocked by the
         # operating system", keeps its own advice)

@@ -331,7 +331,10 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     # it is unverified either way, the row says which
     source = facts.gpu.source if facts.gpu else ""
     detailed = "xml" in source or "text" in source
-    sandbox = sandbox_of(facts.raw)
+    unplaced = facts.gpu.unplaced_faults if facts.gpu else ()
+    # (the sandbox's line only where a reading nvidia-smi could not make asks for it: the two rules
+    # below read it for an `ERR!` cell, a GPU's or an unplaced one, only)
+    sandbox = sandbox_of(facts.raw) if unplaced or any(g.cell_faults for g in gpus) else None
     rules: list[Callable[[], Check | None]] = [
         lambda: rule_recovery_action(gpus),
         lambda: rule_ecc_mode(gpus, sandbox),
@@ -342,7 +345,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_power_limit(gpus, t["power_cap_warn"], t["power_cap_fail"]),
         lambda: rule_throttle(gpus),
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
-        lambda: rule_sensor_faults(gpus, facts.gpu.unplaced_faults if facts.gpu else (), sandbox),
+        lambda: rule_sensor_faults(gpus, unplaced, sandbox),
         lambda: rule_foreign_processes(
             gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
         ),
