@@ -93,14 +93,40 @@ def command_shown(command: str) -> str:
     """`command` with every word that may be a secret masked (see above), plus its digest where
     a word was masked; a command of safe words only (`shutdown -h now`) is shown as it is."""
     import hashlib
+
+    words, shown, _ = _command_words(command)
+    text = " ".join(shown)
+    if shown != words or MASK in shown:
+        digest = hashlib.sha256(command.encode("utf-8", "surrogateescape")).hexdigest()[:8]
+        text += f" [sha256:{digest}]"
+    return text
+
+
+def command_secrets(command: str) -> list[str]:
+    """The words of `command` that command_shown masks (4 characters or more), and their parts
+    of 8 or more between blanks, `:`, `=`, `/`, `?`, `&` or `@` (the token of `Authorization:
+    Bearer TOKEN`, a URL's key), longest first: what a text that may repeat them (the command's
+    own output, an older log line that showed it) is scrubbed of."""
+    _, _, masked = _command_words(command)
+    found: set[str] = set()
+    for word in masked:
+        found.add(word)
+        found.update(p for p in re.split(r"[\s:=/?&@]+", word) if len(p) >= 8)
+    return sorted((w for w in found if len(w) >= 4 and w.strip("*")), key=lambda w: (-len(w), w))
+
+
+def _command_words(command: str) -> tuple[list[str], list[str], list[str]]:
+    """The command's words, as shown (each that may be a secret masked), and the masked ones."""
     import shlex
 
     try:
         words = shlex.split(command, comments=False, posix=True)
     except ValueError:  # an unclosed quote: the program, the rest masked
-        words = command.split()
-        words = words[:1] + [MASK] * bool(words[1:])
+        split = command.split()
+        words = split[:1] + [MASK] * bool(split[1:])
+        return words, list(words), split[1:]
     shown: list[str] = []
+    masked: list[str] = []
     program_next, value_next = True, False
     for word in words:
         if value_next:  # the value of a secret's option
@@ -110,6 +136,7 @@ def command_shown(command: str) -> str:
             name, value = assign.group(1), assign.group(2)
             safe = not _SECRET_FLAG.search(name) and bool(_VALUE.fullmatch(value) or _PATH.fullmatch(value))
             shown.append(word if safe else f"{name}={MASK}")
+            word = word if safe else value
         elif program_next and shown and _FLAG.fullmatch(word):  # `sudo -n CMD`: CMD is the program
             shown.append(word)
         elif program_next:
@@ -120,11 +147,9 @@ def command_shown(command: str) -> str:
             value_next = bool(_SECRET_FLAG.search(word))
         else:
             shown.append(word if _safe_word(word) else MASK)
-    text = " ".join(shown)
-    if shown != words or MASK in shown:
-        digest = hashlib.sha256(command.encode("utf-8", "surrogateescape")).hexdigest()[:8]
-        text += f" [sha256:{digest}]"
-    return text
+        if shown[-1] != word:
+            masked.append(word)
+    return words, shown, masked
 
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,40})=(.*)", re.S)

@@ -143,6 +143,15 @@ class AutostopSettings:
         """The shutdown command as messages show it (a token in it masked: masking.command_shown)."""
         return masking.command_shown(self.shutdown_command)
 
+    @property
+    def mask_words(self) -> list[str]:
+        """masking.command_secrets of both commands, longest first."""
+        words = {
+            *masking.command_secrets(self.before_shutdown),
+            *masking.command_secrets(self.shutdown_command),
+        }
+        return sorted(words, key=lambda w: (-len(w), w))
+
     def conf_text(self) -> str:
         """The shell-sourceable config file; every value quoted."""
         values: list[tuple[str, object]] = [
@@ -169,6 +178,9 @@ class AutostopSettings:
             ("GPU_PROCESSES", int(self.gpu_processes)),
             ("SHUTDOWN_COMMAND", self.shutdown_command),
             ("SHUTDOWN_SHOWN", self.shutdown_shown),
+            # the words of either that may be a secret, apart by \x1f (one line: the probes read
+            # keys by line): `--status` scrubs what it shows of them (a command's own output)
+            ("MASK_WORDS", "\x1f".join(w for w in self.mask_words if "\x1f" not in w)),
             ("NVIDIA_SMI", self.nvidia_smi),
             ("DOCKER", self.docker),
         ]

@@ -7,11 +7,13 @@ autostop --status` carried them into this machine's terminal and reports."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from gpuonboard.masking import MASK, command_shown
+from gpuonboard.steps.autostop.step import status_command
 
 from .box import T0, Box
 
@@ -70,3 +72,29 @@ def test_only_words_that_cannot_be_a_secret_are_shown(command: str, shown: str) 
         assert got == command
     else:
         assert got.startswith(shown + " [sha256:") and len(got) == len(shown) + len(" [sha256:12345678]"), got
+
+
+def test_status_scrubs_what_the_commands_printed_and_older_log_lines(tmp_path: Path) -> None:
+    """What `invoke autostop --status` brings to this machine (the watcher's status, whose
+    OVERDUE line quotes the failed shutdown command's last words, and the last log lines, where
+    before_shutdown's own output goes and where an older watcher showed the commands in clear)
+    holds no word of the commands that may be a secret: each is the mask."""
+    key = "key-5be0c2d94a7f13e8"
+    before = f"echo 'uploading with Authorization: Bearer {TOKEN}'"
+    stop = f"API_KEY={key} sh -c 'echo \"denied for $API_KEY\" >&2; exit 1'"
+    box = Box(tmp_path, idle="1m", grace="1m", before_shutdown=before, shutdown_command=stop)
+    box.ticks(T0, 4)
+    assert not box.shut_down
+    log = box.log()
+    assert TOKEN in log and key in log  # (the commands' own output, on the host in the 0600 log)
+    # a line an older watcher wrote, showing a command in clear
+    with (box.dir / "autostop.log").open("a") as f:
+        f.write(f"1800000300 2027-01-15T08:05:00Z run before_shutdown (timeout 10m00s): {before}\n")
+    script = status_command(str(box.dir), str(tmp_path / "cron.d"), "cron.d", 20)
+    shown = subprocess.run(
+        ["sh", "-c", script], env=box.env(T0 + 240), capture_output=True, text=True, timeout=30, check=True
+    ).stdout
+    assert "would act: OVERDUE" in shown and "denied for ********" in shown, shown
+    assert "\n  ********\n" in shown, shown  # (before_shutdown's output: its one masked word)
+    assert "Z run before_shutdown (timeout 10m00s): echo '********'\n" in shown, shown  # (the older line)
+    assert TOKEN not in shown and key not in shown, shown
