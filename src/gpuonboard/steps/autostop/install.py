@@ -250,6 +250,32 @@ def no_gpu_note(settings: AutostopSettings, r: _Remote) -> str | None:
     return f"{said}: a run on the GPUs does not keep the box up (give --job, --pid or --container)"
 
 
+def hidden_processes_note(settings: AutostopSettings, r: _Remote) -> str | None:
+    """Where /proc is mounted with hidepid (1 or noaccess: other users' command lines unreadable;
+    2 or invisible, 4 or ptraceable: their processes not listed) and the login is not root, the
+    watcher's `pgrep -f` and `ps` see only the login's own processes: a --job run by another
+    user (through sudo, in a container as root) and another user's SSH session go unseen, and the
+    box is shut down under them. Said at install, never refused (the job may be the login's)."""
+    opts = dict(o.partition("=")[::2] for o in r.proc_options.split(","))
+    hide = opts.get("hidepid", "0")
+    if r.uid == "0" or hide in ("", "0", "off") or not (settings.job or settings.ssh_sessions):
+        return None
+    what = " and ".join(
+        w
+        for w, on in (
+            (f"--job {settings.job!r} keeps the box up only while this login runs it", settings.job),
+            ("--ssh-sessions counts only this login's SSH sessions (and `who`)", settings.ssh_sessions),
+        )
+        if on
+    )
+    return (
+        f"/proc is mounted hidepid={hide} there, so the watcher, running as {r.user or 'uid ' + r.uid}"
+        f" (not root), sees only its own processes: {what}; a job run by another user (through sudo,"
+        " in a container as root) goes unseen and the box is shut down under it: connect as root,"
+        " or give --pid or --container"
+    )
+
+
 def sudo_note(settings: AutostopSettings, r: _Remote) -> str | None:
     """What sudo said of the shutdown command where it did not say yes: `sudo -n -l CMD` tells
     whether the login may *list* the command without a password (sudoers' listpw), not run it,
