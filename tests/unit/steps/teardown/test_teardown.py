@@ -1049,30 +1049,3 @@ def test_a_lease_refreshed_within_a_minute_is_a_running_upload(tmp_path: Path) -
     os.utime(lease, (os.path.getmtime(lease) - 120,) * 2)
     found = classify_uploads(_probe(disk), "imgs")
     assert found is not None and found.live_leases == () and found.ours == (".imgs.gpuonboard-upload",)
-
-
-def test_two_machines_of_one_host_name_keep_a_record_each_and_an_old_record_stays_found(
-    tmp_path: Path,
-) -> None:
-    """The record's name holds the machine id (where the host has one): a node named like another
-    writes its own record. A record of the host name alone, written by an older gpuonboard, stays
-    this machine's while there is no record of the new name (its uploads are still found), and is
-    another machine's once one exists (kept, never removed as this machine's)."""
-    if not Path("/etc/machine-id").is_file():
-        pytest.skip("this machine has no /etc/machine-id")
-    home = tmp_path / "home"
-    cache = home / ".cache" / "gpuonboard"
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
-
-    def name() -> str:
-        echo = f"echo {uploadlock.MACHINE_SH}"
-        out = subprocess.run(["sh", "-c", echo], capture_output=True, text=True, check=True, env=env)
-        return uploadlock.RECORD_PREFIX + out.stdout.strip()
-
-    legacy = uploadlock.record_name(os.uname().nodename)
-    assert name() == MY_RECORD != legacy and "@" in MY_RECORD
-    cache.mkdir(parents=True)
-    (cache / legacy).write_bytes(b"/data/old\0")
-    assert name() == legacy  # (an older gpuonboard's record: its uploads are still this machine's)
-    (cache / MY_RECORD).write_bytes(b"/data/new\0")
-    assert name() == MY_RECORD
