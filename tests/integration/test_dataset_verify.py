@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import Project
-from test_dataset import setup, step, tree_digest
+from conftest import Project, age_key
+from test_dataset import needs_age, setup, step, tree_digest
 
 
 def test_a_byte_flipped_on_the_host_is_found_and_sent_again(project: Project, tmp_path: Path) -> None:
@@ -52,6 +52,40 @@ def test_verify_in_shard_mode_is_refused_not_ignored(project: Project, tmp_path:
     r = project.cli("sync", "--host", "dataset", "--shards", "--verify")
     assert r.returncode == 1, r.stdout + r.stderr
     assert step(project)["msg"] == (
-        "--verify re-hashes a plain copy file by file, and this upload is in shard mode; nothing sent:"
+        "--verify re-hashes a plain or encrypted copy file by file, and this upload is in shard mode; nothing"
+        " sent:"
         " rerun without --verify"
     )
+
+
+@needs_age
+def test_a_ciphertext_flipped_on_the_host_is_found_and_sent_again(project: Project, tmp_path: Path) -> None:
+    """Encrypted mode: each ciphertext on the host is hashed there and compared with the one cached
+    here, which the upload sent (age encrypts afresh each time: the plaintext's hash says nothing
+    of the host's bytes). Before, `--verify` was refused in encrypted mode."""
+    key, pub = age_key(tmp_path / "keys")
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    r = project.cli("sync", "--host", "dataset", "--encrypt")
+    assert r.returncode == 0, r.stdout + r.stderr
+    store = data_dir / "my data.encrypted"
+    before = tree_digest(store)
+    flipped = store / "sub dir" / "nested.bin.age"
+    st = flipped.stat()
+    data = bytearray(flipped.read_bytes())
+    data[200] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    os.utime(flipped, ns=(st.st_atime_ns, st.st_mtime_ns))
+    r = project.cli("sync", "--host", "dataset", "--encrypt")
+    assert r.returncode == 0 and "nothing sent" in step(project)["msg"], step(project)
+
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--verify")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = step(project)
+    assert s["status"] == "changed", s
+    assert (
+        "already on the host differ from the dataset (sha256), sent again: sub dir/nested.bin.age" in s["msg"]
+    ), s
+    assert tree_digest(store) == before
+    r = project.cli("sync", "--host", "dataset", "--encrypt", "--verify")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    assert "already on the host match the dataset (sha256)" in step(project)["msg"], step(project)["msg"]

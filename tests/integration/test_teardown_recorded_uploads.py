@@ -8,7 +8,6 @@ dirs. Real sshd test host, real rsync, real age, real `sync` uploads, as in test
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from conftest import Project
@@ -17,10 +16,10 @@ from test_teardown import inventory, remote, steps
 from test_teardown_uploads import _dataset, age_inventory_on_disk
 
 from gpuonboard.testing import TestHostPool
-from gpuonboard.transfer import uploadlock
+from gpuonboard.testing.hosts import this_machines_record
 
 # this machine's record of uploads (the test hosts are this machine)
-MY_RECORD = uploadlock.record_name(os.uname().nodename)
+MY_RECORD = this_machines_record()
 
 __all__ = ["remote"]  # the fixture, used by name
 

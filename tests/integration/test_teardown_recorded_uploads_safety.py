@@ -8,7 +8,6 @@ uploads, as in test_teardown.py (whose fixtures this module uses)."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -18,10 +17,11 @@ from test_teardown import inventory, remote, steps
 from test_teardown_uploads import _dataset
 
 from gpuonboard.testing import TestHostPool
+from gpuonboard.testing.hosts import this_machines_record
 from gpuonboard.transfer import uploadlock
 
 # this machine's record of uploads (the test hosts are this machine)
-MY_RECORD = uploadlock.record_name(os.uname().nodename)
+MY_RECORD = this_machines_record()
 
 __all__ = ["remote"]  # the fixture, used by name
 

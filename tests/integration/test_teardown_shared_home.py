@@ -6,7 +6,6 @@ one a real `sync` wrote, renamed as a machine called node2 would have named it."
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -15,11 +14,12 @@ from test_teardown import inventory, remote, steps
 from test_teardown_uploads import _dataset
 
 from gpuonboard.testing import TestHostPool
+from gpuonboard.testing.hosts import this_machines_record
 from gpuonboard.transfer import uploadlock
 
 __all__ = ["remote"]  # the fixture, used by name
 
-MY_RECORD = uploadlock.record_name(os.uname().nodename)
+MY_RECORD = this_machines_record()
 
 
 def test_teardown_of_one_machine_leaves_what_another_machine_recorded(

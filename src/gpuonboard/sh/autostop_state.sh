@@ -20,6 +20,8 @@ echo "now $(date +%s)"
 [ -n "${mw:-}" ] && echo "crondunread $mw"
 if x=$(unsafe "$d"); then echo "dirunsafe $x"; fi
 crond_state
+# /proc's mount options: with hidepid a login other than root sees only its own processes
+awk '$2 == "/proc" && $3 == "proc" { print "procopts " $4; exit }' /proc/mounts 2>/dev/null
 [ -f "$d/__CONF__" ] && echo "oldmax $(sed -n "s/^MAX_SECONDS=//p" "$d/__CONF__" | head -n 1)"
 # the --pid the installed config watches and the process it recorded (its start time and boot):
 # a rerun with the same pid renews the rest and keeps that record, even once the job has ended

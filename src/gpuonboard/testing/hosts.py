@@ -735,3 +735,15 @@ class TestHostPool:
             host.stop()
             if host.address:
                 _release((host.address, host.port))
+
+
+def this_machines_record() -> str:
+    """The name the test hosts' `sync` gives its record of uploads (uploadlock.MACHINE_SH): the
+    test hosts run on this machine, so its host name and /etc/machine-id."""
+    from gpuonboard.transfer import uploadlock
+
+    try:
+        machine_id = Path("/etc/machine-id").read_text()
+    except OSError:
+        machine_id = ""
+    return uploadlock.record_name(os.uname().nodename, machine_id)

@@ -129,8 +129,21 @@ LEASE_FNS = "\n" + sh.load("upload_lease_fns")
 # cluster) holds each node's record, and teardown of one node reads only its own (another node's
 # uploads are not this node's to remove, and its record is not this node's to lose).
 RECORD_PREFIX = "uploads."
-# sh: this machine's host name, the record's suffix (only [A-Za-z0-9._-], never a `/`)
-MACHINE_SH = "$(uname -n | tr -cd 'A-Za-z0-9._-')"
+# sh: this machine's name for its record: its host name and the first 12 hex digits of its
+# /etc/machine-id, `gpu-node@3d1219c7c4c5` (only [A-Za-z0-9._-@], never a `/`). Two machines
+# given one host name (nodes cloned from one image, named alike) shared one record before: the
+# teardown of one removed a copy the other's job was reading in a dir they share, and deleted the
+# other's record, so its uploads (a decrypted plaintext too) were never found again. A machine
+# without a machine id keeps the host name alone; a record of the host name alone written before
+# (`uploads.gpu-node`) stays this machine's while it has none of the new name (its uploads are
+# still found and removed), and is no longer used once a record of the new name exists.
+MACHINE_SH = (
+    "$(n=$(uname -n | tr -cd 'A-Za-z0-9._-');"
+    " m=$(head -c 64 /etc/machine-id 2>/dev/null | tr -cd 0-9a-f | cut -c1-12);"
+    " c=${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard;"
+    ' if [ -n "$m" ] && { [ -e "$c/uploads.$n@$m" ] || ! [ -e "$c/uploads.$n" ]; };'
+    ' then printf \'%s@%s\' "$n" "$m"; else printf \'%s\' "$n"; fi)'
+)
 UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/" + RECORD_PREFIX + MACHINE_SH
 # sh: `shared PATH` succeeds where PATH may be seen by other machines (a network or cluster
 # filesystem, `stat -f -c %T`: nfs, nfs4, cifs, smb2, lustre, gpfs, beegfs, ceph, glusterfs, afs,
@@ -314,9 +327,12 @@ def mark(tag: str, run: str) -> str:
     return f"{UPLOAD_ENV}={tag}-{run}"
 
 
-def record_name(machine: str) -> str:
-    """Pure: the record's file name on a machine whose `uname -n` is `machine` (as MACHINE_SH)."""
-    return RECORD_PREFIX + "".join(c for c in machine if c.isascii() and (c.isalnum() or c in "._-"))
+def record_name(machine: str, machine_id: str = "") -> str:
+    """Pure: the record's file name on a machine whose `uname -n` is `machine` and whose
+    /etc/machine-id is `machine_id` ("" where it has none), as MACHINE_SH names it."""
+    name = "".join(c for c in machine if c.isascii() and (c.isalnum() or c in "._-"))
+    mid = "".join(c for c in machine_id[:64] if c in "0123456789abcdef")[:12]
+    return RECORD_PREFIX + name + (f"@{mid}" if mid else "")
 
 
 TAKE_SCRIPT = LEASE_FNS + RECORD_FN + STOP_FN + "\n" + sh.load("upload_take")

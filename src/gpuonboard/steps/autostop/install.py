@@ -13,7 +13,7 @@ import shlex
 import time
 from dataclasses import replace
 
-from gpuonboard import sh, shell
+from gpuonboard import masking, sh, shell
 from gpuonboard.facts.container import INIT_SYSTEMS
 from gpuonboard.facts.slice_signs import container_said
 from gpuonboard.steps.autostop.probe import UNSAFE_DIR_FN, _Remote
@@ -102,7 +102,7 @@ def billing_note(settings: AutostopSettings) -> str | None:
         else "no vendor profile says"
     )
     return (
-        f"{who} whether billing stops once {settings.shutdown_command!r} powers the box off"
+        f"{who} whether billing stops once {settings.shutdown_shown!r} powers the box off"
         " (billing.after_poweroff): some providers bill a powered-off box until it is deleted or"
         " deallocated; check the vendor's terms and set it, or make shutdown_command the vendor's"
         " API call that stops the instance"
@@ -120,8 +120,8 @@ def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str 
     PATH there, or it is a power command and PID 1 is no init, or the host is a container
     (facts/slice_signs.py container_said, as the checks read it) whose vendor profile does not
     say that a power-off stops the bill."""
-    command = settings.shutdown_command
-    program = shutdown_program(command)
+    program = shutdown_program(settings.shutdown_command)
+    command = settings.shutdown_shown  # (as messages show it: a token in it masked)
     vendor = (
         "pass --shutdown-command with the vendor's call that stops this instance (its API or CLI:"
         " a RunPod pod stops by `runpodctl stop pod` with the pod's id), or set the vendor"
@@ -134,7 +134,7 @@ def _cannot_power_off(host: str, settings: AutostopSettings, r: _Remote) -> str 
             f" there (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher"
             f" could never shut the box down: {vendor}"
         )
-    if not _power_tool(command):
+    if not _power_tool(settings.shutdown_command):
         return None
     if r.pid1 and r.pid1 not in INIT_SYSTEMS:
         return (
@@ -250,6 +250,32 @@ def no_gpu_note(settings: AutostopSettings, r: _Remote) -> str | None:
     return f"{said}: a run on the GPUs does not keep the box up (give --job, --pid or --container)"
 
 
+def hidden_processes_note(settings: AutostopSettings, r: _Remote) -> str | None:
+    """Where /proc is mounted with hidepid (1 or noaccess: other users' command lines unreadable;
+    2 or invisible, 4 or ptraceable: their processes not listed) and the login is not root, the
+    watcher's `pgrep -f` and `ps` see only the login's own processes: a --job run by another
+    user (through sudo, in a container as root) and another user's SSH session go unseen, and the
+    box is shut down under them. Said at install, never refused (the job may be the login's)."""
+    opts = dict(o.partition("=")[::2] for o in r.proc_options.split(","))
+    hide = opts.get("hidepid", "0")
+    if r.uid == "0" or hide in ("", "0", "off") or not (settings.job or settings.ssh_sessions):
+        return None
+    what = " and ".join(
+        w
+        for w, on in (
+            (f"--job {settings.job!r} keeps the box up only while this login runs it", settings.job),
+            ("--ssh-sessions counts only this login's SSH sessions (and `who`)", settings.ssh_sessions),
+        )
+        if on
+    )
+    return (
+        f"/proc is mounted hidepid={hide} there, so the watcher, running as {r.user or 'uid ' + r.uid}"
+        f" (not root), sees only its own processes: {what}; a job run by another user (through sudo,"
+        " in a container as root) goes unseen and the box is shut down under it: connect as root,"
+        " or give --pid or --container"
+    )
+
+
 def sudo_note(settings: AutostopSettings, r: _Remote) -> str | None:
     """What sudo said of the shutdown command where it did not say yes: `sudo -n -l CMD` tells
     whether the login may *list* the command without a password (sudoers' listpw), not run it,
@@ -258,7 +284,7 @@ def sudo_note(settings: AutostopSettings, r: _Remote) -> str | None:
         return None
     said = f"sudo said: {r.sudo_said}" if r.sudo_said else f"exit {r.sudo_rc}"
     return (
-        f"sudo did not confirm that {settings.shutdown_command!r} runs without a password there"
+        f"sudo did not confirm that {settings.shutdown_shown!r} runs without a password there"
         f" ({said}): if it needs one, the watcher cannot shut the box down and `--status` says"
         " OVERDUE; allow it with a NOPASSWD rule in sudoers"
     )
@@ -307,6 +333,11 @@ def sudo_check(command: str) -> list[str] | None:
     keep, rest = _sudo_parts(words)
     if not rest or any(not re.fullmatch(r"[^;&|<>()`$]+", w) for w in rest):
         return [words[0], "-n", "true"]
+    # the check goes on the probe's command line (`ps` shows it to every user of the host): a
+    # command with a word that may be a secret (`--token T`: masking.command_shown masks it) is
+    # not named there, sudo is asked only whether it runs anything without a password
+    if masking.MASK in masking.command_shown(shell.join(rest)):
+        return [words[0], "-n", "true"]
     return [words[0], "-n", "-l", *keep, *rest]
 
 
@@ -353,7 +384,7 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
         return (
             f"host {host}: vendor {settings.billing_vendor!r} keeps billing a box that is powered off"
             " (its profile says billing.after_poweroff: continues), so the shutdown command"
-            f" {settings.shutdown_command!r} would stop the work but not the bill: set the vendor"
+            f" {settings.shutdown_shown!r} would stop the work but not the bill: set the vendor"
             " profile's shutdown_command (or pass --shutdown-command) to the vendor's API call that"
             " stops billing (deletes or deallocates the instance)"
         )
@@ -362,13 +393,14 @@ def install_problem(host: str, settings: AutostopSettings, r: _Remote) -> str | 
     if r.uid != "0" and _power_command(settings.shutdown_command):
         return (
             f"host {host}: the watcher would run as {who}, not root, which cannot run the shutdown"
-            f" command {settings.shutdown_command!r}: pass --shutdown-command"
-            f" {shell.quote('sudo -n ' + settings.shutdown_command)} (needs passwordless sudo for it),"
+            f" command {settings.shutdown_shown!r}: pass --shutdown-command"
+            f" {shell.quote(masking.command_shown('sudo -n ' + settings.shutdown_command))}"
+            " (needs passwordless sudo for it),"
             " or connect as root"
         )
     if r.sudo_rc == 127:  # (a password rule or sudoers' listpw: said in the plan, sudo_note)
         return (
-            f"host {host}: the shutdown command {settings.shutdown_command!r} runs sudo, which is not"
+            f"host {host}: the shutdown command {settings.shutdown_shown!r} runs sudo, which is not"
             f" installed there, so the watcher could never shut the box down: install sudo with a"
             " NOPASSWD rule for it, or connect as root and pass --shutdown-command 'shutdown -h now'"
         )

@@ -97,6 +97,8 @@ class _Remote:
     old_pid: str = ""
     old_pid_start: str = ""
     old_pid_boot: str = ""
+    # the mount options of /proc (`rw,nosuid,...,hidepid=2`; "" where /proc/mounts has none)
+    proc_options: str = ""
 
 
 def _int_or_none(text: str) -> int | None:
@@ -115,6 +117,7 @@ _AS_SAID = {
     "dir": "dir",
     "mode": "mode",
     "crondunread": "cron_d_unread",
+    "procopts": "proc_options",
 }
 _NUMBERS = {"now": "now", "maxsince": "max_since", "installedat": "installed_at"}
 

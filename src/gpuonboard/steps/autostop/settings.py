@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpuonboard import shell, termtext
+from gpuonboard import masking, shell, termtext
 from gpuonboard.steps.base import StepArgsError, truthy
 from gpuonboard.units import parse_duration, rfc3339
 
@@ -138,6 +138,20 @@ class AutostopSettings:
     pid_start: str = ""
     pid_boot: str = ""
 
+    @property
+    def shutdown_shown(self) -> str:
+        """The shutdown command as messages show it (a token in it masked: masking.command_shown)."""
+        return masking.command_shown(self.shutdown_command)
+
+    @property
+    def mask_words(self) -> list[str]:
+        """masking.command_secrets of both commands, longest first."""
+        words = {
+            *masking.command_secrets(self.before_shutdown),
+            *masking.command_secrets(self.shutdown_command),
+        }
+        return sorted(words, key=lambda w: (-len(w), w))
+
     def conf_text(self) -> str:
         """The shell-sourceable config file; every value quoted."""
         values: list[tuple[str, object]] = [
@@ -151,6 +165,8 @@ class AutostopSettings:
             ("PID", self.pid),
             ("CONTAINER", self.container),
             ("BEFORE_SHUTDOWN", self.before_shutdown),
+            # (how `status` and the log show the two commands: a token in one stays masked)
+            ("BEFORE_SHOWN", masking.command_shown(self.before_shutdown) if self.before_shutdown else ""),
             ("FORCE", int(self.force)),
             ("BILLING_AWARE", int(self.billing_aware)),
             ("BILLING_ANCHOR", self.billing_anchor),
@@ -161,6 +177,10 @@ class AutostopSettings:
             ("SSH_SESSIONS", int(self.ssh_sessions)),
             ("GPU_PROCESSES", int(self.gpu_processes)),
             ("SHUTDOWN_COMMAND", self.shutdown_command),
+            ("SHUTDOWN_SHOWN", self.shutdown_shown),
+            # the words of either that may be a secret, apart by \x1f (one line: the probes read
+            # keys by line): `--status` scrubs what it shows of them (a command's own output)
+            ("MASK_WORDS", "\x1f".join(w for w in self.mask_words if "\x1f" not in w)),
             ("NVIDIA_SMI", self.nvidia_smi),
             ("DOCKER", self.docker),
         ]

@@ -15,6 +15,7 @@ from gpuonboard.facts.probe import Probe
 from gpuonboard.steps.autostop.install import (
     billing_note,
     cron_d_note,
+    hidden_processes_note,
     install_problem,
     install_script,
     max_hours_anchor,
@@ -196,6 +197,7 @@ class AutostopStep(Step):
             cron_d_note(r),
             pid_ended_note(self.settings, r),
             no_gpu_note(self.settings, r),
+            hidden_processes_note(self.settings, r),
             sudo_note(self.settings, r),
             billing_note(self.settings),
         )

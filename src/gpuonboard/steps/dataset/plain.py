@@ -99,7 +99,7 @@ def plan_plain(
             return ciphers
         entries = ciphers
     work.send = transfer.to_send(entries, remote.files)
-    verified = rehash_on_host(ctx, opts, work, entries)  # (plain mode alone: step.py)
+    verified = rehash_on_host(ctx, opts, work, entries)  # (not in shard mode: step.py)
     plain, unpacked, in_way = _to_decrypt(ctx, opts, work, remote)
     if in_way:  # (rsync would not delete a non-empty dir; a rerun alone never clears it)
         there, e = in_way[0]

@@ -167,12 +167,11 @@ class DatasetStep(Step):
                 diff={"sent": 0},
             )
         verify = truthy(self.args.get("verify", False), "verify")
-        if verify and (o.encrypt or o.sharded(ctx.host, len(entries))):
-            mode = "encrypted" if o.encrypt else "shard"
+        if verify and o.sharded(ctx.host, len(entries)):
             return Plan(
                 False,
-                f"--verify re-hashes a plain copy file by file, and this upload is in {mode} mode;"
-                " nothing sent: rerun without --verify",
+                "--verify re-hashes a plain or encrypted copy file by file, and this upload is in shard"
+                " mode; nothing sent: rerun without --verify",
                 failed=True,
             )
         if o.sharded(ctx.host, len(entries)):

@@ -47,7 +47,8 @@ def mismatches(ctx: StepContext, target: str, expect: Mapping[str, str]) -> list
 def rehash_on_host(
     ctx: StepContext, opts: DatasetOptions, work: Work, entries: Sequence[transfer.Entry]
 ) -> str:
-    """`sync --verify` (plain mode): the host hashes every dataset file of its copy that rsync's
+    """`sync --verify` (plain and encrypted mode; in encrypted mode each ciphertext against the one
+    cached here): the host hashes every dataset file of its copy that rsync's
     quick check (size, mtime) passes, by the sha256 the upload verifies with (HASH_BATCH files a
     command, one line a file back); those that differ join work.send and work.reverify (apply
     moves their mtime first, so rsync sends them). -> the message's note ('' without --verify).
@@ -55,8 +56,15 @@ def rehash_on_host(
     if not truthy(opts.args.get("verify", False), "verify"):
         return ""
     sending = {e.rel for e in work.send}
-    transfer.hash_tree(work.tree)  # (the local sha256, from the hash cache where it holds them)
-    expect = {r: h for r, h in expected(work).items() if r not in sending}
+    if work.enc is None:
+        transfer.hash_tree(work.tree)  # (the local sha256, from the hash cache where it holds them)
+        expect = {r: h for r, h in expected(work).items() if r not in sending}
+    else:  # encrypted mode: each ciphertext on the host against the one cached here, which sent it
+        expect = {
+            e.rel + ".age": crypto.ciphertext_sha256(work.cipher[e.rel])
+            for e in work.tree.files
+            if e.rel + ".age" not in sending and e.rel in work.cipher and work.cipher[e.rel].is_file()
+        }
     bad = set(mismatches(ctx, work.target, expect))
     work.reverify = sorted(bad)
     work.send = [*work.send, *(e for e in entries if e.rel in bad)]

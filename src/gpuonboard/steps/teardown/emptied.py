@@ -54,7 +54,7 @@ def remove_lines(path: str, resolved: str) -> str:
 
 def _gone_advice(machines: Sequence[str]) -> str:
     """What to do where the machines whose lists cover the dir are gone (a clone's or a renamed
-    machine's list outlives it; two machines of one `uname -n` share one): remove their lists
+    machine's list outlives it): remove their lists
     and run the teardown again."""
     lists = " ".join(f"~/.cache/gpuonboard/written.{n}" for n in machines[:3])
     return (

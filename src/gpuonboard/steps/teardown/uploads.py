@@ -318,7 +318,7 @@ def _unlisted(e: _Entry) -> bool:
 def gone_advice(paths: Sequence[str], machines: Sequence[str], prefix: str) -> str:
     """What to do where the machines that recorded `paths` are gone (a clone's or a renamed
     machine's record outlives it): their record files (`prefix` + host name, in gpuonboard's cache
-    dir) and the command that removes the copies. Two machines of one `uname -n` share a record."""
+    dir) and the command that removes the copies."""
     names = sorted(set(machines))
     records = ", ".join(f"~/.cache/gpuonboard/{prefix}{n}" for n in names)
     command = "rm -rf -- " + " ".join(shell.quote(p) for p in paths[:3]) + (" ..." if len(paths) > 3 else "")

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.inventory import load_vendor
+from gpuonboard.masking import command_shown
 from gpuonboard.steps.autostop import (
     UNSAFE_DIR_FN,
     _parse_probe,
@@ -179,8 +180,10 @@ def test_a_shutdown_command_whose_program_is_not_there_is_refused(tmp_path: Path
     r = on_a_machine(probe(tmp_path, as_nobody=False, shutdown_command=command))
     assert r.shutdown_found is False
     assert problem(r, command) == (
-        f"host gpu1: the shutdown command {command!r} runs runpodctl, which is not installed there"
-        " (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher could never"
+        # (the command as shown: a word that may be a secret, the pod id here, masked)
+        f"host gpu1: the shutdown command {command_shown(command)!r} runs runpodctl, which is not"
+        " installed there (not on the watcher's PATH, /usr/bin:/bin and the sbin dirs), so the watcher"
+        " could never"
         " shut the box down: pass --shutdown-command with the vendor's call that stops this instance"
         " (its API or CLI: a RunPod pod stops by `runpodctl stop pod` with the pod's id), or set the"
         " vendor profile's shutdown_command"

@@ -409,10 +409,16 @@ def test_a_sudo_shutdown_command_on_a_host_without_sudo_is_refused(tmp_path: Pat
         ("sudo shutdown -h now || true", ["sudo", "-n", "true"]),
         ("shutdown -h now", None),
         ("curl -X POST https://api.example/stop", None),
+        # a word that may be a secret is never named on the probe's command line (`ps`)
+        ("sudo -n /opt/vendor/stop-vm --token Zk93xQ", ["sudo", "-n", "true"]),
+        ("sudo -n /opt/vendor/stop-vm https://x.invalid/hook/K3y", ["sudo", "-n", "true"]),
     ],
 )
 def test_the_sudo_check_asks_without_running(command: str, check: list[str] | None) -> None:
     assert install.sudo_check(command) == check
+    probe = _state_probe_command("/d", "/etc/cron.d", "auto", check, "sudo", "")
+    for secret in ("Zk93xQ", "K3y"):
+        assert secret not in probe
 
 
 def test_a_failing_nvidia_smi_at_install_is_said_as_a_failure_not_mig() -> None:

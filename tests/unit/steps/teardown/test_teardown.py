@@ -65,6 +65,7 @@ from gpuonboard.steps.teardown import (
     uploads_probe_command,
     write_record,
 )
+from gpuonboard.testing.hosts import this_machines_record
 from gpuonboard.transfer import uploadlock
 from gpuonboard.transfer.uploadlock import RECORD_FN
 
@@ -808,7 +809,7 @@ def test_links_out_of_the_copy_are_found_and_dropped(tmp_path: Path) -> None:
 # directories; and /dev/shm's entries (where --decrypt-to puts plaintext in RAM) may be removed.
 
 # this machine's record of uploads (the test hosts are this machine)
-MY_RECORD = uploadlock.record_name(os.uname().nodename)
+MY_RECORD = this_machines_record()
 
 
 def _sh(script: str, home: Path, *args: str, cache: str | None = None) -> str:
@@ -911,11 +912,16 @@ def test_a_lease_inside_the_copy_is_a_running_upload_too(tmp_path: Path) -> None
 
 
 def test_the_record_is_named_after_this_machine_as_the_host_names_it(tmp_path: Path) -> None:
+    """Its host name and machine id: two machines given one host name (nodes cloned from one
+    image) keep a record each in a home they share. Before, the name alone: they shared one, and
+    the teardown of one removed the other's upload in a dir they share and lost its record."""
     echo = f"echo {uploadlock.MACHINE_SH}"
     out = subprocess.run(["sh", "-c", echo], capture_output=True, text=True, check=True)
     assert uploadlock.RECORD_PREFIX + out.stdout.strip() == MY_RECORD
     assert uploadlock.record_name("gpu-node-01.cluster") == "uploads.gpu-node-01.cluster"
     assert uploadlock.record_name("a/b c\n") == "uploads.abc"  # (never a path separator)
+    mid = "3d1219c7c4c5404aaa1f6d2a48adfda4\n"
+    assert uploadlock.record_name("gpu-node", mid) == "uploads.gpu-node@3d1219c7c4c5"
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}

@@ -13,9 +13,10 @@ from pathlib import Path
 from gpuonboard.steps.teardown import emptied
 from gpuonboard.steps.teardown.emptied import Emptied
 from gpuonboard.steps.teardown.files import _guarded_rm_script
+from gpuonboard.testing.hosts import this_machines_record
 from gpuonboard.transfer import uploadlock
 
-MY_RECORD = uploadlock.record_name(os.uname().nodename)
+MY_RECORD = this_machines_record()
 
 
 def _sh(command: str, home: Path, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:

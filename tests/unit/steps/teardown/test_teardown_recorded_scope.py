@@ -20,10 +20,11 @@ from gpuonboard.steps.teardown import (
     records,
 )
 from gpuonboard.steps.teardown.uploads import parse_theirs
+from gpuonboard.testing.hosts import this_machines_record
 from gpuonboard.transfer import uploadlock
 
 # this machine's record of uploads (the test hosts are this machine)
-MY_RECORD = uploadlock.record_name(os.uname().nodename)
+MY_RECORD = this_machines_record()
 
 
 def _sh(command: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:

@@ -15,9 +15,10 @@ from gpuonboard.steps.teardown import classify_uploads, uploads_probe_command
 from gpuonboard.steps.teardown.emptied import Emptied
 from gpuonboard.steps.teardown.files import _guarded_rm_script
 from gpuonboard.steps.teardown.uploads import THEIRS, Uploads, kept_note
+from gpuonboard.testing.hosts import this_machines_record
 from gpuonboard.transfer import uploadlock
 
-MY_RECORD = uploadlock.record_name(os.uname().nodename)
+MY_RECORD = this_machines_record()
 OWN_MANIFEST = '{"format": "gpuonboard-shards/3", "shard_size": 268435456, "shards": []}'
 
 
