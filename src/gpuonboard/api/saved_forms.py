@@ -665,6 +665,13 @@ def _df_refusal(where: str, text: str) -> str | None:
             " mount was cut away is known: save the whole `df` output (`LC_ALL=C df -P -k`), or its"
             " rows under the copied command (`$ df -h | grep nvme`)."
         )
+    if df_rows(text) >= 2 and (broken := _broken_df_header(text)):
+        # (English column names, the line's first word split or lost by the paste: no language)
+        return (
+            f"{where}: rows like df's (a mount point, a use %) under a header line the paste broke"
+            f" (`{broken}`: df's English header, its `Filesystem` split across lines or lost): save"
+            " the whole `df` output again (`LC_ALL=C df -P -k > df.txt` on the box)."
+        )
     if df_rows(text) >= 2:
         return (
             f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
@@ -673,6 +680,22 @@ def _df_refusal(where: str, text: str) -> str | None:
             " `LC_ALL=C df -P -k`."
         )
     return None
+
+
+# df's English column names after its first (`Size`/`1K-blocks`, `Used`, `Avail`/`Available`,
+# `Use%`/`Capacity`, `Mounted on`)
+_DF_ENGLISH = re.compile(r"\b(?:Size|1K-blocks|Used|Avail(?:able)?|Use%|Capacity|Mounted on)\b")
+
+
+def _broken_df_header(text: str) -> str:
+    """The line above df-like rows that holds four of df's English column names but not its
+    first, `Filesystem` (a paste that split the word across lines, `Files` / `ystem  Size ...`),
+    or ""."""
+    for line in text.splitlines():
+        plain = line.strip().lstrip("> ").strip()
+        if len(set(_DF_ENGLISH.findall(plain))) >= 4:
+            return "" if plain.startswith("Filesystem") else plain[:60]
+    return ""
 
 
 # a shell comment of a few words a poster put under the command (`# output`, `# Output:`)
