@@ -25,7 +25,6 @@ from gpuonboard.facts.gpu_failed import failed_outputs, failure_clashes
 from gpuonboard.facts.gpu_fields import _FIELD_RANK, _merge_gpu
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
-from gpuonboard.facts.gpu_minor_view import minor_view
 from gpuonboard.facts.gpu_probes import APPS_PROBE, ENV_DRIVER_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 from gpuonboard.facts.gpu_set import (
     _base,
@@ -213,8 +212,6 @@ def merge(
             report = dataclasses.replace(report, complete=False, cut_said=out.partial)
         elif out.partial and not shows_all:
             report = dataclasses.replace(report, complete=False, gap=out.partial)
-        elif part := minor_view(out.stdout, report):  # (`Attached GPUs : 1`, its GPU's minor 4)
-            report = dataclasses.replace(report, complete=False, gap=report.gap or part)
         if report.gpus and all(r is not report for _, r in reports):
             reports.append((report.source, report))
             files.setdefault(report.source, out.saved_as)

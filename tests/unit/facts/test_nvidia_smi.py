@@ -212,8 +212,6 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # line beside a one-column CSV of a field no rule reads (api/test_offline_unjudged.py)
         "nvidia-smi__tesla-p40__2gpu__driver375.51__exclusive-process__sherlock.txt",
         "nvidia-smi__banner-cut-after-first-line__driver570.86.15__ollama-9031.txt",
-        # a container's -a (`Attached GPUs : 1`, its GPU's Minor Number 4): facts/test_gpu_minor_view.py
-        "nvidia-smi-q__a100-sxm4-80gb__1-attached-minor-number-4__driver470.103.01__cut__cudalibrarysamples-104.txt",
         # vGPU guests' tables whose driver counts the vGPU's reserve as used
         # (steps/checks/test_gpu_health_usage_vgpu_reserve.py)
         "nvidia-smi__grid-v100d-32q-vgpu__1gpu__driver440.56__idle-reserve-counted-used__falconcv.txt",
