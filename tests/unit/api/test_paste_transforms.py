@@ -262,7 +262,8 @@ def _judged_by_its_command(name: str, text: str, pasted: str) -> bool:
     matrix is the `-m`'s, which prints NV# wherever NVLink joins two GPUs, so its interconnect is
     judged (round 31: a whole matrix of PCIe paths fails an NVLink order) where the file alone
     is unknown: the transform added the command, the one thing that moves it."""
-    return name.startswith("nvidia-smi-topo-m__") and "NV#" not in text and "nvidia-smi topo -m\n" in pasted
+    said = re.search(r"nvidia-smi topo -m(?![\w-])", pasted) is not None  # (not `-mp`)
+    return name.startswith("nvidia-smi-topo-m__") and "NV#" not in text and said
 
 
 @pytest.mark.parametrize(
