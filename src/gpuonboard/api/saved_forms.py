@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from gpuonboard.api import transcript
 from gpuonboard.api.command_line import pipeline, run
+from gpuonboard.api.df_refusal import df_refusal, df_rows
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
 from gpuonboard.api.unjudged import lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
@@ -305,16 +306,6 @@ STATE_ERROR = re.compile(
 )
 
 
-def _df_row_first(text: str) -> bool:
-    """The text's first line is a df row: whole, or a device name df wrapped onto a line of its
-    own (`/dev/mapper/centos-root` alone, an NFS `server:/export`) above a row."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if df_rows(lines[0]):
-        return True
-    named = lines[0].split()
-    return len(named) == 1 and bool(re.search(r"[/:]", named[0])) and len(lines) > 1 and df_rows(lines[1]) > 0
-
-
 # nvidia-smi's refusal of its own command line, before it reads a GPU: a field this driver does
 # not know (`Field "cuda_version" is not a valid field to query.`), an option it does not take
 # (Windows' nvidia-smi has no `topo`: `ERROR: Option -m is missing its value. Please run
@@ -327,11 +318,6 @@ USAGE_ERROR = re.compile(
     r"|(?P<needs>The -{1,2}[\w-]+) command line argument must be used in conjunction with .*"
     r"|(?:ERROR: )?Option \"?-{1,2}[\w-]+\"? requires .*"
 )
-
-
-def df_rows(text: str) -> int:
-    """The lines of `text` shaped as df's rows: a use percentage, then a mount point (`/...`)."""
-    return sum(1 for line in text.splitlines() if re.search(r"\s\d{1,3}%\s+/\S*\s*$", line))
 
 
 def with_df_header(command: str, text: str) -> str:
@@ -566,28 +552,7 @@ def _shape_refusal(where: str, text: str) -> str | None:
             " they cannot be told apart safely: save the command's own output (`> FILE` on the box,"
             " or the step's raw log)."
         )
-    return _df_refusal(where, text)
-
-
-def _df_refusal(where: str, text: str) -> str | None:
-    """The sentence refusing df-like rows with no header above them or under one this tool
-    cannot read, or None."""
-    if df_rows(text) >= 2 and _df_row_first(text):
-        # (no line above the first row: the output's top, its header among it, was cut off)
-        return (
-            f"{where}: rows like df's (a mount point, a use %) with no header line above them (the"
-            " output's top cut off, or left out by a filter), so neither their units nor whether a"
-            " mount was cut away is known: save the whole `df` output (`LC_ALL=C df -P -k`), or its"
-            " rows under the copied command (`$ df -h | grep nvme`)."
-        )
-    if df_rows(text) >= 2:
-        return (
-            f"{where}: rows like df's (a mount point, a use %) under a header this tool cannot read"
-            " (df run in a language other than English, Chinese, German, Spanish, French, Portuguese"
-            " or Russian?): save it with"
-            " `LC_ALL=C df -P -k`."
-        )
-    return None
+    return df_refusal(where, text)
 
 
 # a shell comment of a few words a poster put under the command (`# output`, `# Output:`)

@@ -634,7 +634,10 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
             topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
         elif out.nvlink_matrix and not out.partial:  # (offline: `$ nvidia-smi topo -m`)
-            topology = dataclasses.replace(topology, shows_nvlink=True)
+            # the command is `-m`, never `-mp`: a legend without its NV# line, or none, was cut
+            # away after the matrix and takes nothing from it (a whole matrix of PCIe paths is a
+            # box without NVLink, as with its legend)
+            topology = dataclasses.replace(topology, shows_nvlink=True, pcie_only="")
     nproc = None
     if nproc_text := _ok(raw, "nproc"):
         from gpuonboard.facts import cpu

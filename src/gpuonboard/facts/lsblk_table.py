@@ -266,6 +266,8 @@ def _read(text: str) -> tuple[list[BlockDevice], str | None]:
     lost = False  # a branch the tree cannot place (the blanks before it lost): no parents after it
     many = columns[-1].name == "MOUNTPOINTS"
     for line in lines[1:]:
+        if line is lines[-1] and _tree_alone(text):
+            return devices, None  # (cut inside the tree drawn before a name or a mount point: table_cut)
         if many and devices and (more := _further_mount(line)):
             devices[-1] = replace(devices[-1], mountpoints=(*devices[-1].mountpoints, more))
             continue
@@ -308,6 +310,14 @@ def _open_end(text: str) -> bool:
     return bool(text.strip()) and not text.rstrip(" \t").endswith(("\n", "\r"))
 
 
+def _tree_alone(text: str) -> bool:
+    """True when the text ends, with no newline, on a line of the tree's glyphs alone (`|`, `│`,
+    `├─`): lsblk draws them before a device's name or a further mount point, never alone, so the
+    output was cut inside that line (harvester#6224's paste ends on `|` under sda5's mounts)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return _open_end(text) and len(lines) > 1 and not lines[-1].strip(_GLYPHS + " \t")
+
+
 def table_cut(text: str) -> str:
     """Why an lsblk table's rows read are not all it had: it ends, with no newline, inside a row
     that cannot be read into its columns, or at a row of a name alone, newline or not
@@ -317,6 +327,11 @@ def table_cut(text: str) -> str:
         return ""
     lines = [line.rstrip() for line in text.splitlines() if line.strip()]
     columns = _header(lines[0]) if len(lines) > 1 else None
+    if columns is not None and _tree_alone(text):
+        return (
+            "the lsblk table ends inside the tree drawn before its next line, cut short: the rows"
+            " from there on are not known"
+        )
     named = _name_cell(lines[-1]) if columns is not None else None
     if columns is None or named is None or _cells(lines[-1], columns, named[2]) is not None:
         return ""

@@ -248,8 +248,22 @@ def test_every_real_capture_pasted_so_is_judged_as_itself_or_unverified(
             got = _verdicts(tmp_path / "pasted", name, pasted, order)
         except UsageError:
             continue  # (refused with a sentence naming the file: no verdict)
-        moved += _moved(name, whole, got, ("unverified",))
+        moved += [
+            m
+            for m in _moved(name, whole, got, ("unverified",))
+            if not (": interconnect " in m and _judged_by_its_command(name, text, pasted))
+        ]
     assert not moved, "\n".join(moved[:10])
+
+
+def _judged_by_its_command(name: str, text: str, pasted: str) -> bool:
+    """A `topo -m` matrix saved without its legend's NV# line (none in the file: go-gpuallocator#17)
+    that the transform put under its command line `nvidia-smi topo -m`: the command says the
+    matrix is the `-m`'s, which prints NV# wherever NVLink joins two GPUs, so its interconnect is
+    judged (round 31: a whole matrix of PCIe paths fails an NVLink order) where the file alone
+    is unknown: the transform added the command, the one thing that moves it."""
+    said = re.search(r"nvidia-smi topo -m(?![\w-])", pasted) is not None  # (not `-mp`)
+    return name.startswith("nvidia-smi-topo-m__") and "NV#" not in text and said
 
 
 @pytest.mark.parametrize(

@@ -47,9 +47,8 @@ def test_every_pasted_table_is_read_whole(name: str) -> None:
     """Each pasted table (UTF-8 and ASCII trees, `-f`, `-o` columns, a re-flowed paste) is read,
     one device a row; none was read before (refused as "a plain `lsblk` table")."""
     text = (REAL / name).read_text()
-    further = [
-        line for line in text.splitlines() if line.split()[:1] == [line.strip()] and line.strip()[0] == "/"
-    ]
+    # (a further mount point's line: its path alone after blanks, or after the ASCII tree's `|`)
+    further = [line for line in text.splitlines() if re.fullmatch(r"[|│ ]*/\S*", line.rstrip())]
     rows = [line for line in text.splitlines()[1:] if line.strip() and line not in further]
     assert len(_read(name)) == len(rows)
     assert read_lsblk(text) == _read(name)
@@ -237,3 +236,34 @@ def test_a_table_cut_inside_a_row_is_read_up_to_it(tmp_path: Path) -> None:
     assert table_unread(longer + "\n") is not None
     # a row of a name alone is cut by its own shape, a newline after it too (a code fence's)
     assert table_unread(text + "\n") is None and table_cut(text + "\n") == table_cut(text)
+
+
+HARVESTER = "lsblk__loop-root_sda5-longhorn-14-mountpoints__ascii-tree__harvester-6224.txt"
+
+
+def test_a_table_cut_inside_the_tree_before_a_line_is_read_up_to_it(tmp_path: Path) -> None:
+    """Round 31 (fresh16): harvester/harvester#6224's `lsblk` (util-linux 2.37+, ASCII tree), sda5
+    at /var/lib/longhorn and 13 further mount points, each on a line of its own under the tree's
+    `|`. Pasted so that it ends on a `|` alone, no newline (a paste cut inside the tree drawn
+    before the next line: edited in-test), the folder was refused, exit 2, "a line lsblk does
+    not print (|)"; that `|` is the cut it shows: the rows before it are read, the data disk
+    judged from them, the cut said."""
+    text = (REAL / HARVESTER).read_text()
+    sda5 = _row(_read(HARVESTER), "sda5")
+    assert sda5.parent == "sda" and len(sda5.mountpoints) == 14 and sda5.mountpoints[-1] == "/etc/cni"
+    cut = text + "|"
+    assert table_unread(cut) is None and read_lsblk(cut) == read_lsblk(text)
+    assert table_cut(cut).startswith("the lsblk table ends inside the tree drawn before its next line")
+    assert table_cut(text) == ""
+    assert table_unread(cut + "\n") is not None  # (a `|` alone with a newline after it: damaged)
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "lsblk.txt").write_text(cut)
+    (tmp_path / "order.yml").write_text("data_disk: {mount: /var/lib/longhorn, min_size: 100GB}\n")
+    facts = parse_facts(offline.load_outputs([str(folder)]))
+    (check,) = [
+        c
+        for c in offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))
+        if c.name == "data_disk"
+    ]
+    assert check.verdict == "unverified" and "ends inside the tree drawn before its next line" in check.detail

@@ -237,3 +237,29 @@ def test_a_matrix_saved_without_any_legend_is_unknown_for_nvlink(tmp_path: Path)
     # the same matrix with a GPU pair NV4 (edited in-test) shows NVLink whatever its legend: mixed
     nv = text.replace("GPU0\t X \tSYS", "GPU0\t X \tNV4", 1).replace("GPU1\tSYS", "GPU1\tNV4", 1)
     assert interconnect(parse_topo(nv)) == "mixed"
+
+
+WRX90 = "real/nvidia-smi-topo-m__rtx-6000-ada__2gpu-2nic-phb__driver575.51.03__threadripper-wrx90.txt"
+WRX90_COMMAND = "$ sonata@dev-canyon1:~/stelline$ nvidia-smi topo -m\n"  # (its source's, SOURCES.md)
+
+
+@pytest.mark.parametrize("cut", ["Legend:", "  PIX  = Connection"])
+def test_a_whole_topo_m_matrix_its_legend_cut_fails_an_nvlink_order(tmp_path: Path, cut: str) -> None:
+    """Round 31 (fresh16): a whole `nvidia-smi topo -m` matrix of PCIe paths, its command copied
+    above it, saved without its legend or with the legend cut before its NV# line (rtx6kpro's
+    2 x RTX PRO 6000 notes, `$ sudo nvidia-smi topo -m` and the matrix alone) was unknown for an
+    NVLink order, "cut short, or `nvidia-smi topo -mp`": the command says `-m`, which prints NV#
+    wherever NVLink joins two GPUs, so a legend cut away takes nothing from the matrix above it
+    (as a cut matrix's whole rows already failed). Without the command it stays unknown."""
+    text = read(WRX90)
+    legend_cut = text[: text.index(cut)]
+    assert "NV#" not in legend_cut and parse_topo(legend_cut).complete
+    order = "gpu_count: 2\ninterconnect: nvlink\n"
+    verdict, actual = verdicts(tmp_path, "topo.txt", WRX90_COMMAND + legend_cut, order)["interconnect"]
+    assert (verdict, actual) == ("fail", "pcie (weakest GPU link PHB)")
+    assert verdicts(tmp_path, "topo.txt", legend_cut, order)["interconnect"][0] == "unverified"
+    # a `-mp` command above the same matrix stays what it was: PCIe paths only, unknown
+    mp = WRX90_COMMAND.replace("topo -m", "topo -mp") + legend_cut
+    assert verdicts(tmp_path, "topo.txt", mp, order)["interconnect"][0] == "unverified"
+    pcie = verdicts(tmp_path, "topo.txt", WRX90_COMMAND + legend_cut, "interconnect: pcie\n")
+    assert pcie["interconnect"][0] == "pass"
