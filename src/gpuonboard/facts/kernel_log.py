@@ -733,6 +733,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         # (the log's lines as printed, then the live probe's `# first:` line, its header left out)
         said = [line for line in lines if not _HEADER.match(line)] + firsts
         sandbox = next((line.strip() for line in said if _PARAVIRTUAL_GPU.search(line)), None)
+    saved = [ln for ln in lines if not _HEADER.match(ln)] if reader.first is None else []  # (no probe's)
     return KernelLog(
         tuple(events),
         reader.source,
@@ -749,16 +750,10 @@ def parse_kernel_log(text: str) -> KernelLog:
         others_only=not text.strip() and journal_shaped(given),
         # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
         quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
-        picked=nvswitch_only([ln for ln in lines if not _HEADER.match(ln)]) if reader.first is None else None,
-        nvrm_only=gpu_driver_only(saved) if (saved := _saved_lines(lines, reader.first)) else None,
-        nvidia_only=nvidia_only(saved) if saved else None,
+        picked=nvswitch_only(saved),
+        nvrm_only=gpu_driver_only(saved),
+        nvidia_only=nvidia_only(saved),
     )
-
-
-def _saved_lines(lines: list[str], first: str | None) -> list[str]:
-    """A saved log's lines (no live probe's header: `first` None) without header lines; [] for
-    the live probe's log."""
-    return [ln for ln in lines if not _HEADER.match(ln)] if first is None else []
 
 
 def kernel_lines(text: str) -> list[str]:
