@@ -27,7 +27,7 @@ from gpuonboard.api.narrowed import (
     report_filtered,
     report_in_container,
 )
-from gpuonboard.api.run_folder import expand, raw_dir_manifest, skipped_note
+from gpuonboard.api.run_folder import expand_marked, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import (
     detect_kind,
@@ -110,6 +110,18 @@ def _read_saved(path: Path, notes: list[str] | None = None) -> tuple[bytes, str]
     if notes is not None:
         notes += [f"{path}: {clause}." for clause in said]
     return data, cut
+
+
+def _unread_file_note(why: str) -> str:
+    """The note on a folder's file that cannot be read (its permissions, a binary, past the size
+    bound, a damaged gzip): one missing answer, never the whole folder refused. What it holds is
+    unverified; the folder's other files are judged (docs/guides/offline.md)."""
+    if why.endswith("Permission denied)."):
+        why = why[:-1] + "; make it readable (`chmod a+r`) or leave it out of the folder."
+    return (
+        f"{why} Not read: what it would have shown is unverified (one missing answer: the other"
+        " files are judged)."
+    )
 
 
 def _saved_outputs(
@@ -423,14 +435,20 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
     session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
-    for path in expand(paths):
+    for path, in_folder in expand_marked(paths):
         if path.parent not in manifests:
             manifests[path.parent] = raw_dir_manifest(path.parent)
         recorded = (manifests[path.parent] or {}).get(path.name)
         if recorded is not None and recorded[0] not in RAW_DIR_PROBES:
             skipped.setdefault(path.parent, []).append(recorded[0])
             continue
-        data, cut = _read_saved(path, session_notes)
+        try:
+            data, cut = _read_saved(path, session_notes)
+        except UsageError as why:
+            if not in_folder:  # (a file the user named: a bad input, exit 2)
+                raise
+            session_notes.append(_unread_file_note(str(why)))
+            continue
         if recorded is not None:
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:

@@ -18,7 +18,14 @@ MAX_SUMMARY_BYTES = 64 * 2**20
 
 def expand(paths: Sequence[str]) -> list[Path]:
     """`a.xml,b.txt`, directories (every file inside) and globs -> files."""
-    out: list[Path] = []
+    return [path for path, _ in expand_marked(paths)]
+
+
+def expand_marked(paths: Sequence[str]) -> list[tuple[Path, bool]]:
+    """As expand, each file with whether it came from a folder or a glob (True) rather than being
+    named itself: a folder's file that cannot be read is one missing answer (api/offline.py), a
+    file the user named that cannot be read is a bad input."""
+    out: list[tuple[Path, bool]] = []
     for item in paths:
         for part in (p.strip() for p in item.split(",")):
             if not part:
@@ -31,15 +38,15 @@ def expand(paths: Sequence[str]) -> list[Path]:
                     raise UsageError(
                         f"{part}: no saved command output in this directory (it holds no files)."
                     )
-                out += files
+                out += [(f, True) for f in files]
             elif any(ch in part for ch in "*?[") and not path.exists():
                 # subfolders are skipped, as in a directory
                 matches = sorted(f for f in Path().glob(part) if not f.is_dir())
                 if not matches:
                     raise UsageError(f"{part}: no file matches this pattern.")
-                out += matches
+                out += [(f, True) for f in matches]
             else:
-                out.append(path)
+                out.append((path, False))
     return out
 
 

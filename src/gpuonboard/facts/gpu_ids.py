@@ -23,6 +23,14 @@ _WORD = re.compile(r"^\s*(?:0x)?([0-9a-f]{4})([0-9a-f]{4})\s*$", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=1024)  # (each GPU's address is looked up once for every other GPU)
+def pci_domain(domain: str) -> str:
+    """A PCI domain in one form, however wide it was written: nvidia-smi's 8 hex digits
+    (`00000000`, `00010000`), the kernel's `%04x` (`0000`, an Intel VMD domain's `10000`), lower
+    case without leading zeros ('0', '10000'). Its every digit counts: the last four of `10000`
+    are domain 0's. The one domain key of bus_key and kernel_log.pci_key."""
+    return domain.strip().lower().lstrip("0") or "0"
+
+
 def bus_key(bus_id: str | None) -> str | None:
     """A GPU's PCI address as one key: '00000000:3B:00.0', '0000:3b:00.0' and '3B:00.0' (no
     domain: domain 0) are one address, domain without leading zeros ('0:3b:00.0'); None for no
@@ -31,7 +39,7 @@ def bus_key(bus_id: str | None) -> str | None:
         return None
     text = bus_id.strip().lower()
     domain, _, rest = text.partition(":") if text.count(":") > 1 else ("0", "", text)
-    return f"{domain.lstrip('0') or '0'}:{rest}"
+    return f"{pci_domain(domain)}:{rest}"
 
 
 def _split(raw: str | None) -> tuple[str, str] | None:

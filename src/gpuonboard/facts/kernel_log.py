@@ -61,6 +61,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.elision import ELISION, may_be_elided
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
+from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
@@ -75,7 +76,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
-from gpuonboard.facts.kernel_quoted import nvswitch_only, quoting_report
+from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only, quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
 from gpuonboard.facts.kernel_text import by_text, log_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
@@ -180,6 +181,12 @@ class KernelLog:
     # a saved log of the NVSwitch driver's lines only (facts/kernel_quoted.nvswitch_only): its
     # first line; picked or grepped, it says nothing of the GPU driver's Xids
     picked: str | None = None
+    # a saved log of lines that each hold `NVRM` (facts/kernel_quoted.gpu_driver_only): its first
+    # line; a `grep NVRM` of the log, it says nothing of the NVSwitch driver's SXids
+    nvrm_only: str | None = None
+    # a saved log whose every line holds `nvidia` (kernel_quoted.nvidia_only): its first line; a
+    # `grep -i nvidia` of the log, it says nothing of the Xid lines (`NVRM: Xid ...`) it may drop
+    nvidia_only: str | None = None
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
@@ -719,6 +726,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         # (the log's lines as printed, then the live probe's `# first:` line, its header left out)
         said = [line for line in lines if not _HEADER.match(line)] + firsts
         sandbox = next((line.strip() for line in said if _PARAVIRTUAL_GPU.search(line)), None)
+    saved = [ln for ln in lines if not _HEADER.match(ln)] if reader.first is None else []  # (no probe's)
     return KernelLog(
         tuple(events),
         reader.source,
@@ -735,7 +743,9 @@ def parse_kernel_log(text: str) -> KernelLog:
         others_only=not text.strip() and journal_shaped(given),
         # (another program's syslog line quoting one, sudo's `COMMAND=... grep 'NVRM: Xid'`, is no report)
         quoted=quoting_report([line for line in lines if not other_program(line, reader.monotonic)]),
-        picked=nvswitch_only([ln for ln in lines if not _HEADER.match(ln)]) if reader.first is None else None,
+        picked=nvswitch_only(saved),
+        nvrm_only=gpu_driver_only(saved),
+        nvidia_only=nvidia_only(saved),
     )
 
 
@@ -771,4 +781,5 @@ def pci_key(address: str) -> str:
     if len(parts) != 3:
         return address.strip().lower()
     domain, bus, dev = parts
-    return f"{domain[-4:].rjust(4, '0')}:{bus}:{dev.split('.')[0]}"
+    # (gpu_ids.pci_domain: every digit of a VMD domain, `10000`, counts; 4 digits at least)
+    return f"{pci_domain(domain).rjust(4, '0')}:{bus}:{dev.split('.')[0]}"

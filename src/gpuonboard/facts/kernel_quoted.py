@@ -10,7 +10,7 @@ import re
 
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 
-__all__ = ["nvswitch_only", "quoting_report"]
+__all__ = ["gpu_driver_only", "nvidia_only", "nvswitch_only", "quoting_report"]
 
 # a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
 # before the driver's tag, after text that is no kernel stamp (`[XID found] (54 minutes ago) "`)
@@ -34,6 +34,39 @@ _NVSWITCH_LINE = re.compile(r"\bnvidia-nvswitch\d*:")
 _QUOTE_MARK = re.compile(r"^\s*(?:>\s?)+")
 
 
+def _said(lines: list[str]) -> list[str]:
+    """A saved log's lines without quote marks or blanks; of a log of stamped lines, those with a
+    stamp (the lines without one are pieces of the one above, a page's wrap; a log without
+    stamps has no such tell, each line its own)."""
+    said = [text for line in lines if (text := _QUOTE_MARK.sub("", line).strip())]
+    stamped = [line for line in said if KERNEL_STAMP.match(line)]
+    if said and stamped and said[0] == stamped[0]:
+        said = stamped
+    return said
+
+
+# the narrowest width a page or a terminal wraps a pasted line at
+_WRAP_WIDTH = 72
+# a journal's or syslog's kernel line head (`kernel: `, `host kernel: `)
+_KERNEL_HEAD = re.compile(r"(?:^|\s)kernel:\s")
+
+
+def _kernel_said(lines: list[str]) -> list[str]:
+    """_said's lines, where any is a stamped or a journal's kernel line, without the lines that
+    are neither nor hold a driver's tag: a page's wrap pieces, a CI log's own lines (`[Pipeline]
+    sh`, `+ journalctl -k`) left above a journal whose heads kept its stamps; a log without any
+    (`dmesg -t`) keeps each line its own."""
+    said = _said(lines)
+
+    def headed(line: str) -> bool:
+        return bool(KERNEL_STAMP.match(line) or _KERNEL_HEAD.search(line) or _DRIVER_TAG.search(line))
+
+    if any(KERNEL_STAMP.match(line) or _KERNEL_HEAD.search(line) for line in said):
+        return [line for line in said if headed(line)]
+    # (a log without either: a line after one as long as a page's wrap width is its wrap piece)
+    return [line for i, line in enumerate(said) if i == 0 or headed(line) or len(said[i - 1]) < _WRAP_WIDTH]
+
+
 def nvswitch_only(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line is the NVSwitch
     driver's (gpud#338's one `dmesg --decode --time-format iso` SXid line, a `| grep SXid`):
@@ -41,12 +74,29 @@ def nvswitch_only(lines: list[str]) -> str | None:
     `NVRM: Xid` line could be among them, and no kernel log has only such lines), its lines
     without a stamp read as pieces of a stamped one (a page's wrap); None where any line is
     another's."""
-    said = [text for line in lines if (text := _QUOTE_MARK.sub("", line).strip())]
-    # (a log of stamped lines: its lines without a stamp are pieces of the one above, a page's
-    # wrap; a log without stamps has no such tell, each line its own)
-    stamped = [line for line in said if KERNEL_STAMP.match(line)]
-    if said and stamped and said[0] == stamped[0]:
-        said = stamped
+    said = _said(lines)
     if not said or not all(_NVSWITCH_LINE.search(line) and "NVRM" not in line for line in said):
+        return None
+    return said[0]
+
+
+def gpu_driver_only(lines: list[str]) -> str | None:
+    """The first line of a saved log (no live probe's header) whose every line holds `NVRM` (a
+    `dmesg | grep NVRM`, `grep -i nvrm` saved without its command): lines picked from the log
+    that could keep none of the NVSwitch driver's (`nvidia-nvswitch0: SXid ...` holds no NVRM),
+    as no kernel log has only such lines; None where any line is another's."""
+    said = _kernel_said(lines)
+    if not said or not all("nvrm" in line.lower() and not _NVSWITCH_LINE.search(line) for line in said):
+        return None
+    return said[0]
+
+
+def nvidia_only(lines: list[str]) -> str | None:
+    """The first line of a saved log (no live probe's header) whose every line holds `nvidia`
+    in any case (a `dmesg | grep -i nvidia` saved without its command): an Xid line, `NVRM: Xid
+    (PCI:...): 43, pid=..., name=pt_main_thread, ...`, holds no such word, so the grep may have
+    dropped every one, and no kernel log has only such lines; None where any line is another's."""
+    said = _kernel_said(lines)
+    if not said or not all("nvidia" in line.lower() for line in said):
         return None
     return said[0]

@@ -128,7 +128,7 @@ def _refusal(tmp_path: Path, name: str, data: bytes) -> str:
     folder.mkdir(exist_ok=True)
     (folder / name).write_bytes(data)
     (folder / "L.txt").write_bytes((REAL / "nvidia-smi-L__l40s__1gpu__driver595.80.txt").read_bytes())
-    r = cli(tmp_path, str(folder))
+    r = cli(tmp_path, f"{folder / name},{folder / 'L.txt'}")  # (each named: a bad input)
     assert r.returncode == 2, r.stdout + r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     lines = r.stderr.strip().splitlines()
@@ -165,3 +165,29 @@ def test_a_file_with_nul_bytes_is_refused(tmp_path: Path) -> None:
     data = (REAL / "lscpu__intel-xeon-16vcpu__h200-vm.txt").read_bytes()
     said = _refusal(tmp_path, "lscpu.txt", data[:100] + b"\x00\x00" + data[100:])
     assert said == "a binary file (it holds NUL bytes), not a saved command output: leave it out."
+
+
+@pytest.mark.parametrize("damage", ["nul", "program", "gzip-in-gzip"])
+def test_a_folder_file_that_cannot_be_read_is_one_missing_answer(tmp_path: Path, damage: str) -> None:
+    """A binary, a program or a gzip inside a gzip among a folder's saved outputs refused the whole
+    folder (exit 2): the real L40S `nvidia-smi -L` beside it unjudged. Now the file is named in
+    a note (what it is, what to do), what it would have shown unverified, the rest judged."""
+    import gzip
+
+    lscpu = (REAL / "lscpu__intel-xeon-16vcpu__h200-vm.txt").read_bytes()
+    data = {
+        "nul": lscpu[:100] + b"\x00\x00" + lscpu[100:],
+        "program": Path(sys.executable).resolve().read_bytes()[:65536],
+        "gzip-in-gzip": gzip.compress(gzip.compress(lscpu)),
+    }[damage]
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "lscpu.txt").write_bytes(data)
+    (folder / "L.txt").write_bytes((REAL / "nvidia-smi-L__l40s__1gpu__driver595.80.txt").read_bytes())
+    r = cli(tmp_path, str(folder))
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.startswith(f"note: {folder / 'lscpu.txt'}: ") and len(r.stderr.splitlines()) == 1
+    assert r.stderr.strip().endswith(
+        "Not read: what it would have shown is unverified (one missing answer: the other files are judged)."
+    )
+    assert json.loads(r.stdout)["facts"]["summary"]["gpu_count"] == 1

@@ -75,6 +75,15 @@ def test_r4_f1_a_logged_cause_is_not_listed_twice() -> None:
 # --- kernel logs read right ----------------------------------------------------------------------
 
 
+# (snippets of NVRM lines only: a `grep NVRM` that can show no SXid line)
+NVRM_ONLY = {
+    "dmesg__xid-32-31__geforce-optimus__bumblebee.txt",
+    "dmesg-kmsg__xid-149-netir-fatal__gb200-domain-0019__gpud.txt",
+    "dmesg-kmsg__xid-144-saw-mvb-nonfatal__gpud.txt",
+    "dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",
+}
+
+
 @pytest.mark.parametrize(
     ("name", "verdict", "actual"),
     [
@@ -117,8 +126,10 @@ def test_kernel_log_captures(name: str, verdict: str, actual: str) -> None:
     c = fabric(name)
     assert (c["gpu_xid"].verdict, c["gpu_xid"].actual) == (verdict, actual)
     span = BOOT_SPAN if actual.endswith(BOOT_SPAN) else ""
-    assert (c["nvswitch_sxid"].verdict, c["nvswitch_sxid"].actual) == (
-        "pass",
+    # (a snippet of NVRM lines only, a `grep NVRM` saved without its command, can show no SXid
+    # line, the NVSwitch driver's: unverified since round 31, where it passed "no SXid")
+    assert (c["nvswitch_sxid"].verdict, c["nvswitch_sxid"].actual.split(";")[0]) == (
+        "unverified" if name in NVRM_ONLY else "pass",
         "no SXid in the kernel log" + span,
     )
 

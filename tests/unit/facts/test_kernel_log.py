@@ -201,3 +201,23 @@ def test_probe_names_each_refusal_once(tmp_path: Path) -> None:
         "dmesg: read kernel buffer failed: Operation not permitted; sudo -n dmesg: sudo: a password is"
         " required; journalctl -k -b: printed nothing"
     )
+
+
+def test_a_vmd_domain_is_its_own_gpu_in_both_keys() -> None:
+    """An Intel VMD domain has 5 hex digits: the driver prints it `%04x` (`PCI:10000:01:00`,
+    kernel_rc.c), nvidia-smi as `00010000:01:00.0`. pci_key kept its last four digits, domain 0's:
+    the Xid was tied to the GPU at 0000:01:00.0 while gpu_ids.bus_key kept every digit. One
+    domain key (gpu_ids.pci_domain) serves both now (round 31)."""
+    from gpuonboard.facts.gpu_ids import bus_key
+    from gpuonboard.steps.checks.xid_rules import rule_xid
+
+    assert pci_key("10000:01:00") == pci_key("00010000:01:00.0") != pci_key("00000000:01:00.0")
+    assert bus_key("10000:01:00.0") == bus_key("00010000:01:00.0") != bus_key("0000:01:00.0")
+    # the real Titan V's Xid 79 line (dmesg-T__xid-79-unknown-pid__titan-v.txt), its GPU behind VMD
+    line = (
+        "[Tue Apr 15 16:50:03 2025] NVRM: Xid (PCI:10000:01:00): 79, pid='<unknown>', name=<unknown>,"
+        " GPU has fallen off the bus.\n"
+    )
+    gpus = [(0, "00000000:01:00.0"), (1, "00010000:01:00.0")]
+    check = rule_xid(parse_kernel_log(line).events, True, gpus=gpus)
+    assert check.verdict == "fail" and check.actual.startswith("GPU 1 "), check.actual

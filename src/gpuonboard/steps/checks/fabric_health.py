@@ -53,7 +53,7 @@ from gpuonboard.steps.checks.xid_rules import (
 if TYPE_CHECKING:
     from gpuonboard.connection.gather import Facts
     from gpuonboard.facts.host_errors import HostError
-    from gpuonboard.facts.kernel_log import KernelEvent
+    from gpuonboard.facts.kernel_log import KernelEvent, KernelLog
     from gpuonboard.facts.nvidia_smi import GpuInfo
 
 __all__ = [
@@ -412,6 +412,30 @@ def _beside_host_errors(base: Sequence[HostError], beside: Sequence[ProbeOutput]
     return tuple(extra)
 
 
+def _no_xid_lines(log: KernelLog) -> str:
+    """Why a saved log says nothing of the GPU driver's Xids: each of its lines holds `nvidia`
+    (a `dmesg | grep -i nvidia` saved without its command), which an Xid line need not; ""."""
+    if log.nvidia_only is None or log.picked is not None:  # (the NVSwitch driver's only: no_gpu_lines)
+        return ""
+    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
+    return (
+        f"it holds only lines with `nvidia` ({n}, first `{log.nvidia_only[:80]}`), picked from the"
+        " log: an Xid line (`NVRM: Xid (PCI:...): 43, pid=..., name=...`) need not hold it"
+    )
+
+
+def _no_nvswitch_lines(log: KernelLog) -> str:
+    """Why a saved log says nothing of the NVSwitch driver's SXids: each of its lines holds
+    `NVRM` (a `dmesg | grep NVRM` saved without its command), which no SXid line does; ""."""
+    if log.nvrm_only is None:
+        return ""
+    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
+    return (
+        f"it holds only lines with NVRM ({n}, first `{log.nvrm_only[:80]}`), picked from the log:"
+        " the NVSwitch driver's SXid lines (`nvidia-nvswitch...`) could not be among them"
+    )
+
+
 def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | None]:
     """Xid, SXid and the host's hardware errors from the kernel log given (with the earlier
     boots' logs given beside it, and the faults of another answer of this boot's log that it
@@ -453,11 +477,11 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
             reader_missing_check("nvswitch_sxid", "SXid", why),
         ]
     # (a poster's `...` between its lines left some out, as a `| grep` does)
-    narrowed = out.partial or log.left_out or log.no_gpu_lines or log.cut_by_cap
+    narrowed = out.partial or log.left_out or log.no_gpu_lines or _no_xid_lines(log) or log.cut_by_cap
     covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
     xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
     xid = _with_crashes(xid, [] if out.earlier_boot else nvidia_crashes(out.stdout))
-    narrowed = out.partial or log.left_out or log.driver_cut_by_cap  # (its lines the driver's only)
+    narrowed = out.partial or log.left_out or _no_nvswitch_lines(log) or log.driver_cut_by_cap
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
     # (the host's own hardware errors: a row only where the log shows one)
     hosted = host_errors(out.stdout)

@@ -38,6 +38,7 @@ from gpuonboard.steps.checks.missing_facts import (
     _unjudged_verdict,
     _unreadable,
     cuda_in_container,
+    driver_above_cut,
     fault_advice,
     no_gpu_detail,
 )
@@ -754,6 +755,8 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     assert order.min_driver is not None
     expected = f">= {order.min_driver}"
     problem = _no_gpu_actual(facts)
+    if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
+        problem = None
     if problem or facts.gpu is None or not facts.gpu.driver_version:
         return Check(
             "min_driver",

@@ -9,6 +9,7 @@ output not given (`_not_judged`), nvidia-smi absent, failed, hung or answering w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -195,6 +196,33 @@ def _no_gpu_actual(facts: Facts) -> str | None:
 # (the table's banner: table._table_versions)
 _VERSION_NOTE = " version reads "
 _BANNER_CUT = "banner line is cut short"
+
+
+# the driver's version line as nvidia-smi prints it, at the start of its own line: the table's
+# banner (`| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05 ...`) or -q's `Driver Version : ...`;
+# one after another program's head (`[  12.3] `, `kernel: `, a log's stamp) is quoted, not the output
+_OWN_DRIVER_LINE = re.compile(
+    r"^\s*(?:\|\s*NVIDIA-SMI\s+[\w.-]+\s+Driver Version:\s*(?P<table>[\d.]+)\s"
+    r"|Driver Version\s*:\s*(?P<q>[\d.]+)\s*$)",
+    re.M,
+)
+
+
+def driver_above_cut(facts: Facts) -> str | None:
+    """The driver version of an nvidia-smi output that answered (exit 0, no failure's words), whose
+    banner or header was read whole (no note on its versions, no cut through them: the line ends
+    after it) and none of whose GPU rows could be (cut short above them): the version, judged
+    as read (min_driver); None otherwise, or where the version line is no line of the output's
+    own (a banner quoted after a log's head)."""
+    gpu, raw = facts.gpu, facts.gpu_raw
+    if gpu is None or gpu.gpus or gpu.complete or not gpu.driver_version or raw.exit_code != 0:
+        return None
+    if nvidia_smi_failure(raw.stdout, raw.stderr)[1] or "NVIDIA-SMI has failed" in raw.stdout:
+        return None
+    if any(_VERSION_NOTE in w or _BANNER_CUT in w for w in gpu.warnings):
+        return None
+    own = {m.group("table") or m.group("q") for m in _OWN_DRIVER_LINE.finditer(raw.stdout)}
+    return gpu.driver_version if own == {gpu.driver_version} else None
 
 
 # what a table (or another format) says whose banner was read and none of whose GPU rows

@@ -371,3 +371,28 @@ def test_a_cut_matrix_stays_unverified_where_its_rows_cannot_decide(tmp_path: Pa
         lines = lines[:2] + [" ".join(line.split()[:4]) for line in lines[2:]]
     got = verdicts(tmp_path, "topo.txt", "\n".join(lines), "gpu_count: 8\ninterconnect: nvlink\n")
     assert got["interconnect"][0] == "unverified", got["interconnect"]
+
+
+@pytest.mark.parametrize(
+    ("cut", "ordered", "verdict"), [(300, "590.48.01", "pass"), (300, "595", "fail"), (190, "580", "pass")]
+)
+def test_a_whole_driver_line_above_a_cut_is_judged_by_min_driver(
+    tmp_path: Path, cut: int, ordered: str, verdict: str
+) -> None:
+    """The real H200 -q cut in its header (300: inside `Attached GPUs`; 190: on `CUDA Version`'s
+    first letter), its `Driver Version : 590.48.01` line whole above the cut: min_driver was
+    unverified, "incomplete probe", the box's driver read and left unjudged. The version line is
+    whole: judged (round 31); nvidia_driver and gpu_count stay unverified (no GPU row read)."""
+    text = (REAL / H200_Q).read_text(encoding="utf-8")[:cut]
+    got = verdicts(tmp_path, H200_Q, text, f'gpu_count: 1\nmin_driver: "{ordered}"\n')
+    assert got["min_driver"] == (verdict, "590.48.01")
+    assert got["nvidia_driver"][0] == got["gpu_count"][0] == "unverified"
+
+
+def test_a_driver_line_after_another_programs_head_is_not_judged(tmp_path: Path) -> None:
+    """The same header with each line after a log's head (`[  12.3] `): the version line is no
+    line of nvidia-smi's own output but a quote of it, never judged by min_driver."""
+    text = (REAL / H200_Q).read_text(encoding="utf-8")[:300]
+    quoted = "".join(f"[   12.345678] {line}" for line in text.splitlines(True))
+    got = verdicts(tmp_path, H200_Q, quoted, 'gpu_count: 1\nmin_driver: "580"\n')
+    assert got["min_driver"][0] == "unverified"  # (read as a kernel log: no nvidia-smi output)

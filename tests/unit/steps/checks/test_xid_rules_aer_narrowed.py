@@ -22,6 +22,7 @@ AER = "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt"
 FALLEN = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"
 SXID_22013 = "dmesg__sxid-22013-non-fatal-3-lines.txt"
 XID_79 = "dmesg__xid-79-sxid-20034__nvswitch.txt"
+WHOLE = "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt"
 
 
 def read(name: str) -> str:
@@ -76,8 +77,10 @@ def test_a_grep_of_the_log_proves_no_absence(tmp_path: Path) -> None:
         "unverified",
         "no SXid in the kernel log; `dmesg -T | grep NVRM` keeps only the lines grep let through",
     )
-    # the whole log: "no SXid" is read
-    assert verdicts(tmp_path, FALLEN, read(FALLEN))["nvswitch_sxid"][0] == "pass"
+    # saved without its command, its lines all NVRM's: a grep still (round 31: it passed "no SXid")
+    assert verdicts(tmp_path, FALLEN, read(FALLEN))["nvswitch_sxid"][0] == "unverified"
+    # a log with the kernel's other lines: "no SXid" is read
+    assert verdicts(tmp_path, "dmesg.txt", read(WHOLE))["nvswitch_sxid"][0] == "pass"
     # a tail of a log with only SXids: the Xid side is not known either
     tail = "$ sudo dmesg | tail -20\n" + read(SXID_22013)
     assert verdicts(tmp_path, "dmesg.txt", tail)["gpu_xid"][0] == "unverified"
@@ -145,3 +148,26 @@ def test_an_elided_log_still_fails_on_a_fault_it_shows(tmp_path: Path, marker: s
     rules = verdicts(tmp_path, "dmesg.txt", text)
     assert rules["gpu_xid"][0] == "fail"
     assert rules["nvswitch_sxid"][0] == "unverified"
+
+
+GREPPED = "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt"
+
+
+def test_a_grep_saved_without_its_command_proves_no_absence_either(tmp_path: Path) -> None:
+    """Round 31: a log saved without its command whose every line is a grep's says nothing of the
+    lines that grep cannot keep. akash-network/support#209's `dmesg -T | grep NVRM` (11 lines,
+    Xids 43, 31, 94) passed nvswitch_sxid, "no SXid" (an SXid line is `nvidia-nvswitchN:`'s,
+    never NVRM's); the same log as `grep -i nvidia` keeps only the driver's load line and passed
+    gpu_xid, "no Xid in the kernel log", its three Xids dropped (an Xid line holds no `nvidia`)."""
+    rules = verdicts(tmp_path, "dmesg.txt", read(GREPPED))
+    assert rules["gpu_xid"][0] == "warn"  # (the Xids it shows, application faults)
+    assert rules["nvswitch_sxid"][0] == "unverified"
+    assert "it holds only lines with NVRM (11 lines" in rules["nvswitch_sxid"][1]
+    nvidia = "".join(line for line in read(GREPPED).splitlines(True) if "nvidia" in line.lower())
+    rules = verdicts(tmp_path, "dmesg.txt", nvidia)
+    assert rules["gpu_xid"][0] == "unverified"
+    assert "it holds only lines with `nvidia` (1 line" in rules["gpu_xid"][1]
+    # `grep -i xid` keeps Xid and SXid lines alike; of NVRM's Xid lines only, which grep it was is
+    # not known (a `grep NVRM` keeps the same lines): no SXid is not read
+    xid = "".join(line for line in read(GREPPED).splitlines(True) if "xid" in line.lower())
+    assert verdicts(tmp_path, "dmesg.txt", xid)["nvswitch_sxid"][0] == "unverified"

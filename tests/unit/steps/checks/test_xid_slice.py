@@ -127,7 +127,9 @@ def test_a_failure_on_a_gpu_it_does_not_show_in_sentences_naming_none_warns(
     (0000:b3:00.0): another tenant's GPU. It failed the RunPod pod, whose own GPU is healthy, as
     "a GPU (no PCI address in the message)"."""
     row = judged(tmp_path, POD_SMI, CONTAINER_DF, log)["gpu_xid"]
-    assert row.verdict == "warn", row
+    # (#155's lines each hold `nvidia`, as a `grep -i nvidia` keeps them, which may drop an Xid
+    # line: unverified since round 31, its failure on another GPU still said)
+    assert row.verdict == ("unverified" if log == FALLEN_155 else "warn"), row
     assert row.actual.startswith(f"GPU at PCI {pci} (a GPU this rental does not show)")
     assert "no PCI address" not in row.actual
 
@@ -139,7 +141,7 @@ def test_another_gpus_probe_failure_after_a_fall_is_not_hidden(tmp_path: Path) -
     0000:3b:00.0 failed`). The probe failure was taken for b3's fall and dropped; it is 3b's,
     another GPU the pod does not show, listed beside b3's."""
     row = judged(tmp_path, POD_SMI, CONTAINER_DF, texts={"dmesg.txt": reload_after_a_fall()})["gpu_xid"]
-    assert row.verdict == "warn", row
+    assert row.verdict == "unverified", row  # (every line holds `nvidia`: a grep's, round 31)
     assert row.actual.startswith(
         "GPU at PCI 0000:b3:00.0 (a GPU this rental does not show): driver message (no Xid): GPU has"
         " fallen off the bus -> reboot; GPU at PCI 0000:3b:00.0 (a GPU this rental does not show):"
