@@ -30,9 +30,8 @@ for fn in (fail_known, fail_bug):
 
 
 def test_error_lines_mask_live_secrets() -> None:
-    r = subprocess.run(
-        [sys.executable, "-c", GUARDED], capture_output=True, text=True, env={**os.environ, "GPUONBOARD_DEBUG": ""}
-    )
+    env = {**os.environ, "GPUONBOARD_DEBUG": ""}
+    r = subprocess.run([sys.executable, "-c", GUARDED], capture_output=True, text=True, env=env)
     assert "hunter2-passphrase-XYZ" not in r.stderr, r.stderr
     assert "error: age refused the identity '********': bad key" in r.stderr, r.stderr
     assert "error: internal error (ValueError: unexpected '********')" in r.stderr, r.stderr
