@@ -81,3 +81,16 @@ def test_the_status_scrub_leaves_the_watchers_own_words(tmp_path: Path) -> None:
     out = subprocess.run(["sh", "-c", cmd], env=box.env(T0 + 2170), capture_output=True, text=True).stdout
     assert MASK not in out, out
     assert "sh -c 'sync; shutdown -h now'" in out and "before_shutdown" in out, out
+
+
+def test_the_status_scrub_replaces_whole_words_only(tmp_path: Path) -> None:
+    """A secret that is part of a longer word of the watcher's text (`shut` of `shutdown`) is
+    masked where it stands alone, never inside that word."""
+    box = Box(tmp_path, idle="30m", billing_aware="no", shutdown_command="sh -c 'exit 1' --password shut")
+    for t in (0, 1800, 2100, 2160):
+        box.run(T0 + t)
+    (box.dir / "autostop.log").open("a").write("1800002170 old line: --password shut\n")
+    cmd = status_command(str(box.dir), str(tmp_path / "crond"), "crontab", 15)
+    out = subprocess.run(["sh", "-c", cmd], env=box.env(T0 + 2170), capture_output=True, text=True).stdout
+    assert "old line: --password ********" in out, out
+    assert "before_shutdown" in out and "********down" not in out, out
