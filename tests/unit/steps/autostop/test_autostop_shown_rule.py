@@ -44,14 +44,22 @@ def test_words_that_are_clearly_not_secret_are_shown(command: str) -> None:
 @pytest.mark.parametrize(
     ("command", "secret", "kept"),
     [
-        ("mysqldump -uroot -pS3cretPassw0rd train > /backup/db.sql", "S3cretPassw0rd", "train > /backup/db.sql"),
+        (
+            "mysqldump -uroot -pS3cretPassw0rd train > /backup/db.sql",
+            "S3cretPassw0rd",
+            "train > /backup/db.sql",
+        ),
         ("7z a -pTopSecret42 /backup/ckpt.7z /ckpt", "TopSecret42", "/backup/ckpt.7z /ckpt"),
         ("mysqldump -psecretpw train", "secretpw", "train"),
         ("zip -P correcthorse /backup/ckpt.zip /ckpt", "correcthorse", "/backup/ckpt.zip /ckpt"),
         ("sudo -n /opt/vendor/stop-vm -kAKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE", "/opt/vendor/stop-vm"),
         ("/opt/bin/notify /hooks/T0123ABC/XyZsecretTokenValue", "XyZsecretTokenValue", "/opt/bin/notify"),
         ("/opt/bin/notify /hooks/a3f9c2e1d4b5a6f70b1c", "a3f9c2e1d4b5a6f70b1c", "/opt/bin/notify"),
-        ("sh -c 'curl -d token=Zk93xQabc https://x.invalid; shutdown -h now'", "Zk93xQabc", "shutdown -h now"),
+        (
+            "sh -c 'curl -d token=Zk93xQabc https://x.invalid; shutdown -h now'",
+            "Zk93xQabc",
+            "shutdown -h now",
+        ),
     ],
 )
 def test_secret_words_are_masked_and_only_they(command: str, secret: str, kept: str) -> None:
@@ -66,14 +74,22 @@ def test_the_sudo_check_never_names_an_attached_secret() -> None:
     check = install.sudo_check("sudo -n /opt/vendor/stop-vm -pS3cretPassw0rd")
     assert check is not None and not any("S3cret" in w for w in check), check
     # the -u part is kept where the command itself is not named
-    assert install.sudo_check("sudo -u ops /opt/vendor/stop-vm --token Zk93xQ") == ["sudo", "-n", "-u", "ops", "true"]
+    assert install.sudo_check("sudo -u ops /opt/vendor/stop-vm --token Zk93xQ") == [
+        "sudo",
+        "-n",
+        "-u",
+        "ops",
+        "true",
+    ]
 
 
 def test_the_status_scrub_leaves_the_watchers_own_words(tmp_path: Path) -> None:
     """A shutdown command of plain words (`shutdown`) and one secret: `--status` masks the
     secret wherever it appears as a whole word, never `shutdown` in the watcher's own text."""
     box = Box(tmp_path, idle="30m", billing_aware="no", shutdown_command="sh -c 'sync; shutdown -h now'")
-    (box.bin / "shutdown").write_text("#!/bin/sh\necho 'shutdown: Failed to talk to init daemon' >&2; exit 1\n")
+    (box.bin / "shutdown").write_text(
+        "#!/bin/sh\necho 'shutdown: Failed to talk to init daemon' >&2; exit 1\n"
+    )
     (box.bin / "shutdown").chmod(0o755)
     for t in (0, 1800, 2100, 2160):
         box.run(T0 + t)
