@@ -144,7 +144,7 @@ RECORD_PREFIX = "uploads."
 # whose recorded paths that exist are all on a local filesystem (never another machine's: no
 # other machine sees them), in a cache dir on a local filesystem too, is adopted (its id used).
 _LOCAL_SH = (
-    "loc() { case $(stat -f -c %T -- \"$1\" 2>/dev/null) in nfs* | cifs | smb* | lustre | gpfs | beegfs"
+    'loc() { case $(stat -f -c %T -- "$1" 2>/dev/null) in nfs* | cifs | smb* | lustre | gpfs | beegfs'
     " | ceph | glusterfs | afs | fuse* | 9p | v9fs | virtiofs | panfs | '' | UNKNOWN*) return 1 ;; esac; };"
 )
 MACHINE_SH = (
