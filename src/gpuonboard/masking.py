@@ -76,17 +76,25 @@ def mask_written(text: str) -> str:
 
 # A command the user gives us to run on a host (autostop's --before-shutdown, its shutdown
 # command) may hold a token anywhere: `curl -H "Authorization: Bearer T"`, a webhook URL with
-# its key, `--password P`. Such a command is shown (status, logs, messages) by `command_shown`:
-# only the words that cannot be a secret stay (the program, option flags, local paths, plain
-# lower-case words such as `stop`, numbers), every other word is the mask, and a short digest
-# of the whole command tells two commands apart.
+# its key, `--password P`, `-pP4ss`. Such a command is shown (status, logs, messages) by
+# `command_shown`: a word is shown only when it is clearly not a secret (the program, a bare
+# flag `-x`/`-xyz`/`--name`, `--name=plainvalue`, a lower-case name such as `stop`,
+# `gpu-vm-01`, `train.service`, a number, a local path whose parts look like names), shell
+# operators as they are, a quoted `sh -c` script word by word under the same rule; every other
+# word is the mask, and a short digest of the whole command tells two commands apart.
+_NAME_PART = r"[a-z]{1,16}[0-9]{0,3}"
+_NAME = re.compile(rf"{_NAME_PART}([-_.]({_NAME_PART}|[0-9]{{1,6}})){{0,5}}|\+?[0-9]{{1,8}}")
+_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]{0,40}\}?")
 _PROGRAM = re.compile(r"[A-Za-z0-9_./+-]{1,64}")
-_FLAG = re.compile(r"--?[A-Za-z][A-Za-z0-9-]{0,40}")
-_PATH = re.compile(r"(~|\$HOME)?/[A-Za-z0-9_./-]{0,200}")
-_PLAIN = re.compile(r"[a-z]{1,16}(-[a-z]{1,16}){0,3}|\+?[0-9]{1,6}|\$\{?[A-Za-z_][A-Za-z0-9_]{0,40}\}?")
-# an option whose value is a secret whatever it looks like (`--password hunter`, curl's `-H`)
-_SECRET_FLAG = re.compile(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|bearer|sig)|^-[Hup]$")
+_PATH = re.compile(r"(~|\$HOME)?/[A-Za-z0-9_./+-]{0,200}")
+# a flag: `-x`, `-fsS` (up to 4 letters), `-xyzwv` in lower case, `-TERM` (a signal), `--name`, `--name=VALUE`
+_FLAG = re.compile(r"-[A-Za-z]{1,4}|-[a-z]{5,12}|-[A-Z]{3,4}[12]?|--[a-z][a-z0-9-]{0,40}(=.*)?", re.S)
+# an option whose value is a secret whatever it looks like (`--password hunter`, curl's `-H`,
+# zip's `-P`); its value attached (`-pS3cret`, mysql's) masks the whole word
+_SECRET_FLAG = re.compile(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|bearer|sig)|^-[HuPp]")
 _SHOWN_FIRST = ("sudo", "env", "timeout", "nice", "nohup", "exec")
+_SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
+_OPERATOR = re.compile(r"[;&|<>()]+")
 
 
 def command_shown(command: str) -> str:
@@ -94,71 +102,121 @@ def command_shown(command: str) -> str:
     a word was masked; a command of safe words only (`shutdown -h now`) is shown as it is."""
     import hashlib
 
-    words, shown, _ = _command_words(command)
+    shown, masked = _command_words(command)
     text = " ".join(shown)
-    if shown != words or MASK in shown:
+    if masked or MASK in command:
         digest = hashlib.sha256(command.encode("utf-8", "surrogateescape")).hexdigest()[:8]
         text += f" [sha256:{digest}]"
     return text
 
 
 def command_secrets(command: str) -> list[str]:
-    """The words of `command` that command_shown masks (4 characters or more), and their parts
-    of 8 or more between blanks, `:`, `=`, `/`, `?`, `&` or `@` (the token of `Authorization:
-    Bearer TOKEN`, a URL's key), longest first: what a text that may repeat them (the command's
-    own output, an older log line that showed it) is scrubbed of."""
-    _, _, masked = _command_words(command)
+    """The words of `command` that command_shown masks (4 characters or more), and those of their
+    parts of 8 or more between blanks, `:`, `=`, `/`, `?`, `&` or `@` that the rule would mask too
+    (the token of `Authorization: Bearer TOKEN`, a URL's key; never a plain word such as
+    `shutdown`), longest first: what a text that may repeat them (the command's own output, an
+    older log line that showed it) is scrubbed of, as whole words."""
+    _, masked = _command_words(command)
     found: set[str] = set()
     for word in masked:
         found.add(word)
-        found.update(p for p in re.split(r"[\s:=/?&@]+", word) if len(p) >= 8)
+        found.update(p for p in re.split(r"[\s:=/?&@]+", word) if len(p) >= 8 and not _safe_word(p))
     return sorted((w for w in found if len(w) >= 4 and w.strip("*")), key=lambda w: (-len(w), w))
 
 
-def _command_words(command: str) -> tuple[list[str], list[str], list[str]]:
-    """The command's words, as shown (each that may be a secret masked), and the masked ones."""
+def _split(command: str) -> list[str]:
+    """The shell's words of `command`, an operator (`&&`, `;`, `>`) a word of its own."""
     import shlex
 
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    return list(lexer)
+
+
+def _command_words(command: str) -> tuple[list[str], list[str]]:
+    """The command's words as shown (each that may be a secret masked), and the masked ones."""
     try:
-        words = shlex.split(command, comments=False, posix=True)
+        words = _split(command)
     except ValueError:  # an unclosed quote: the program, the rest masked
         split = command.split()
-        words = split[:1] + [MASK] * bool(split[1:])
-        return words, list(words), split[1:]
+        return split[:1] + [MASK] * bool(split[1:]), split[1:]
     shown: list[str] = []
     masked: list[str] = []
-    program_next, value_next = True, False
+    program_next, value_next, script_next, program = True, False, False, ""
     for word in words:
         if value_next:  # the value of a secret's option
             shown.append(MASK)
             value_next = False
+        elif _OPERATOR.fullmatch(word):  # `&&`, `;`, `|` start a command, `>` names a file
+            if word == ";" and shown:
+                shown[-1] += word  # (`sync; shutdown`, as written)
+            else:
+                shown.append(word)
+            program_next = program_next or not any(c in word for c in "<>")
+            continue
+        elif script_next:  # `sh -c 'SCRIPT'`: the script's words under the same rule
+            inner, inner_masked = _command_words(word)
+            shown.append("'" + " ".join(inner) + "'")
+            masked += inner_masked
+            script_next = False
+            continue
         elif program_next and (assign := _ASSIGN.fullmatch(word)):  # `LANG=C cmd`, `KEY=T cmd`
             name, value = assign.group(1), assign.group(2)
-            safe = not _SECRET_FLAG.search(name) and bool(_VALUE.fullmatch(value) or _PATH.fullmatch(value))
+            safe = not _SECRET_FLAG.search(name) and bool(_VALUE.fullmatch(value) or _VAR.fullmatch(value))
+            safe = safe or (
+                not _SECRET_FLAG.search(name) and bool(_PATH.fullmatch(value)) and not _looks_random(value)
+            )
             shown.append(word if safe else f"{name}={MASK}")
             word = word if safe else value
-        elif program_next and shown and _FLAG.fullmatch(word):  # `sudo -n CMD`: CMD is the program
-            shown.append(word)
+        elif program_next and shown and shown[-1] != MASK and _FLAG.fullmatch(word):  # `sudo -n CMD`
+            shown.append(word if _flag_safe(word) else MASK)
         elif program_next:
-            shown.append(word if _PROGRAM.fullmatch(word) else MASK)
-            program_next = word in _SHOWN_FIRST
-        elif _FLAG.fullmatch(word):
+            shown.append(word if _PROGRAM.fullmatch(word) and not _looks_random(word) else MASK)
+            program = word.rsplit("/", 1)[-1]
+            program_next = program in _SHOWN_FIRST
+        elif _FLAG.fullmatch(word) and _flag_safe(word):
             shown.append(word)
-            value_next = bool(_SECRET_FLAG.search(word))
+            value_next = bool(_SECRET_FLAG.search(word.split("=", 1)[0]))
+            script_next = program in _SHELLS and word.startswith("-") and word.endswith("c")
         else:
             shown.append(word if _safe_word(word) else MASK)
         if shown[-1] != word:
             masked.append(word)
-    return words, shown, masked
+    return shown, masked
+
+
+def _flag_safe(word: str) -> bool:
+    """A flag shown as it is: no value attached to a secret flag (`-pS3cret`, `-psecret`,
+    `--password=x`), and a `--name=VALUE` whose value is a plain word."""
+    name, eq, value = word.partition("=")
+    if eq:
+        return not _SECRET_FLAG.search(name) and _safe_word(value)
+    return not (len(word) > 2 and not word.startswith("--") and _SECRET_FLAG.match(word))
+
+
+def _looks_random(word: str) -> bool:
+    """A run of letters and digits that may be a token: digits with upper-case letters
+    (`T0123ABC`, `S3cret`), 12 or more characters with digits (`a3f9c2e1d4b5`), mixed case with
+    more than one capital inside (`XyZsecretToken`), or over 32 characters."""
+    for run in re.findall(r"[A-Za-z0-9]+", word):
+        digit = any(c.isdigit() for c in run)
+        upper = sum(c.isupper() for c in run[1:])
+        if (digit and any(c.isupper() for c in run)) or (digit and len(run) >= 12 and not run.isdigit()):
+            return True
+        if upper >= 2 and any(c.islower() for c in run) or len(run) > 32:
+            return True
+    return False
 
 
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,40})=(.*)", re.S)
 # a value that cannot be a secret: a locale (`LANG=C.UTF-8`), a number, a `$VAR`
-_VALUE = re.compile(
-    r"(C|POSIX|[a-z]{2,3}_[A-Z]{2})(\.[A-Za-z0-9-]{1,16})?|[0-9]{1,6}|\$\{?[A-Za-z_][A-Za-z0-9_]{0,40}\}?"
-)
+_VALUE = re.compile(r"(C|POSIX|[a-z]{2,3}_[A-Z]{2})(\.[A-Za-z0-9-]{1,16})?|[0-9]{1,6}")
 
 
 def _safe_word(word: str) -> bool:
-    """A word that cannot be a secret: a local path, a plain lower-case word, a number, a `$VAR`."""
-    return bool(_PATH.fullmatch(word) or _PLAIN.fullmatch(word))
+    """A word that cannot be a secret: a lower-case name, a number, a `$VAR`, a local path whose
+    parts do not look random."""
+    return bool(_NAME.fullmatch(word) or _VAR.fullmatch(word)) or (
+        bool(_PATH.fullmatch(word)) and not _looks_random(word)
+    )

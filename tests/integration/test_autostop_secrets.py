@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -31,32 +32,45 @@ def _everything_written(project: Project) -> str:
 
 @pytest.mark.usefixtures("cron_daemon")
 def test_a_token_in_the_commands_never_reaches_status_the_log_or_the_reports(
-    project: Project, pool: TestHostPool, paths: dict[str, Path]
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
 ) -> None:
+    """The watcher runs the REAL commands with their tokens (a short idle: before_shutdown writes
+    its token to a file and prints a line that reaches the log, the shutdown command writes its
+    key into the marker), while status, the log, the messages and the reports show them masked:
+    a watcher that stopped running the real commands (or ran the masked text) fails here."""
     before_token, stop_token = "tok-" + secrets.token_hex(8), "key-" + secrets.token_hex(8)
-    before = f"curl -fsS -H 'Authorization: Bearer {before_token}' https://hooks.invalid/ckpt || true"
-    # (the shutdown command touches the marker: the box is "shut down"; its key goes nowhere)
-    stop = f"STOP_KEY={stop_token} touch {paths['marker']}"
+    upload = tmp_path / "upload.out"
+    before = f"printf '%s\\n' 'Authorization: Bearer {before_token}' > {upload}; echo before-ran-ok"
+    # (the shutdown command writes its key into the marker: the box is "shut down")
+    stop = f"STOP_KEY={stop_token} sh -c 'printf %s \"$STOP_KEY\" > {paths['marker']}'"
     entry = host_entry(pool.hosts["autostop"], pool)
     entry["vars"].update(
         {"autostop_dir": str(paths["dir"]), "cron_dir": str(paths["cron"]), "autostop_shutdown_command": stop}
     )
     project.write_inventory({"autostop": entry})
-    args = ["autostop", "--host", "autostop", "--idle", "30m", "--no-billing-aware"]
+    args = ["autostop", "--host", "autostop", "--idle", "1m", "--grace", "0", "--no-billing-aware"]
     with argv_watch(before_token, stop_token) as seen:
         r = project.cli(*args, "--before-shutdown", before)
         assert r.returncode == 0, r.stdout + r.stderr
         tick = ["sh", str(paths["dir"] / "autostop.sh"), "tick"]
-        subprocess.run(tick, check=True, timeout=60, capture_output=True)
+        now = int(time.time())
+        env = {"PATH": "/usr/bin:/bin", "GPUONBOARD_NOW": str(now), "GPUONBOARD_BOOT_ID": "b1"}
+        subprocess.run(tick, check=True, timeout=60, capture_output=True, env=env)  # idle timer starts
+        env["GPUONBOARD_NOW"] = str(now + 120)
+        subprocess.run(tick, check=True, timeout=60, capture_output=True, env=env)  # acts
         status = project.cli("autostop", "--host", "autostop", "--status")
     assert [s for s in seen if "from gpuonboard.cli import main" not in s] == [], seen
+    # the real commands ran, with their tokens
+    assert upload.read_text() == f"Authorization: Bearer {before_token}\n"
+    assert paths["marker"].read_text() == stop_token
     out = status.stdout + status.stderr
     log = (paths["dir"] / "autostop.log").read_text()
+    assert "before-ran-ok" in log and "before-ran-ok" in out, out  # (before_shutdown's output)
     written = _everything_written(project)
     for token in (before_token, stop_token):
         assert token not in out, out
         assert token not in r.stdout + r.stderr
         assert token not in log, log
         assert token not in written
-    assert "before_shutdown: curl -fsS -H ******** ******** ******** true [sha256:" in out
-    assert f"shutdown command: STOP_KEY=******** touch {paths['marker']} [sha256:" in out
+    assert f"before_shutdown: printf ******** ******** > {upload}; echo before-ran-ok [sha256:" in out, out
+    assert "shutdown command: STOP_KEY=******** sh -c 'printf ******** $STOP_KEY > " in out, out

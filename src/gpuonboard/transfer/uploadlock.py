@@ -137,10 +137,25 @@ RECORD_PREFIX = "uploads."
 # without a machine id keeps the host name alone; a record of the host name alone written before
 # (`uploads.gpu-node`) stays this machine's while it has none of the new name (its uploads are
 # still found and removed), and is no longer used once a record of the new name exists.
+# A machine id that changes (a transient one per boot: systemd with an empty or read-only
+# /etc/machine-id; a container recreated with the same host name and a persistent home) would
+# make the record of its earlier uploads another machine's, never removed: where no record of
+# the current name (nor of the host name alone) exists, a record `uploads.<host>@<other id>`
+# whose recorded paths that exist are all on a local filesystem (never another machine's: no
+# other machine sees them), in a cache dir on a local filesystem too, is adopted (its id used).
+_LOCAL_SH = (
+    'loc() { case $(stat -f -c %T -- "$1" 2>/dev/null) in nfs* | cifs | smb* | lustre | gpfs | beegfs'
+    " | ceph | glusterfs | afs | fuse* | 9p | v9fs | virtiofs | panfs | '' | UNKNOWN*) return 1 ;; esac; };"
+)
 MACHINE_SH = (
     "$(n=$(uname -n | tr -cd 'A-Za-z0-9._-');"
     " m=$(head -c 64 /etc/machine-id 2>/dev/null | tr -cd 0-9a-f | cut -c1-12);"
     " c=${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard;"
+    + _LOCAL_SH
+    + ' if [ -n "$m" ] && ! [ -e "$c/uploads.$n@$m" ] && ! [ -e "$c/uploads.$n" ] && loc "$c"; then'
+    ' for o in "$c/uploads.$n@"*; do [ -f "$o" ] || continue;'
+    " tr '\\0' '\\n' < \"$o\" | { while IFS= read -r x; do [ -e \"$x\" ] || continue;"
+    ' loc "$x" || exit 1; done; } && { m=${o##*@}; break; }; done; fi;'
     ' if [ -n "$m" ] && { [ -e "$c/uploads.$n@$m" ] || ! [ -e "$c/uploads.$n" ]; };'
     ' then printf \'%s@%s\' "$n" "$m"; else printf \'%s\' "$n"; fi)'
 )

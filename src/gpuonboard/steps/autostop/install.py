@@ -283,6 +283,14 @@ def sudo_note(settings: AutostopSettings, r: _Remote) -> str | None:
     if r.sudo_rc in (None, 0, 127):
         return None
     said = f"sudo said: {r.sudo_said}" if r.sudo_said else f"exit {r.sudo_rc}"
+    check = sudo_check(settings.shutdown_command)
+    if check is not None and check[-1] == "true" and "-l" not in check:  # (the command was not named)
+        return (
+            f"sudo asks for a password there ({said}; the command itself was not named to sudo, as"
+            f" {settings.shutdown_shown!r} is not a plain word list or holds a word that may be a"
+            " secret): if it needs one, the watcher cannot shut the box down and `--status` says"
+            " OVERDUE; allow it with a NOPASSWD rule in sudoers"
+        )
     return (
         f"sudo did not confirm that {settings.shutdown_shown!r} runs without a password there"
         f" ({said}): if it needs one, the watcher cannot shut the box down and `--status` says"
@@ -325,19 +333,20 @@ def _sudo_parts(words: list[str]) -> tuple[list[str], list[str]]:
 def sudo_check(command: str) -> list[str] | None:
     """For a shutdown command run through sudo (after any VAR=value words), the command that asks
     sudo, never running it, whether this login may run it without a password: `sudo -n -l
-    [-u USER] [-g GROUP] CMD ARGS` (`sudo -n true` where the command is not a plain word list);
+    [-u USER] [-g GROUP] CMD ARGS` (`sudo -n [-u USER] [-g GROUP] true` where the command is not a
+    plain word list or has a word that may be a secret);
     None for a command that does not start with sudo."""
     words = _command_words(command)
     if not words or posixpath.basename(words[0]) != "sudo":
         return None
     keep, rest = _sudo_parts(words)
     if not rest or any(not re.fullmatch(r"[^;&|<>()`$]+", w) for w in rest):
-        return [words[0], "-n", "true"]
+        return [words[0], "-n", *keep, "true"]
     # the check goes on the probe's command line (`ps` shows it to every user of the host): a
     # command with a word that may be a secret (`--token T`: masking.command_shown masks it) is
     # not named there, sudo is asked only whether it runs anything without a password
     if masking.MASK in masking.command_shown(shell.join(rest)):
-        return [words[0], "-n", "true"]
+        return [words[0], "-n", *keep, "true"]
     return [words[0], "-n", "-l", *keep, *rest]
 
 

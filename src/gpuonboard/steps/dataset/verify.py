@@ -65,10 +65,19 @@ def rehash_on_host(
             for e in work.tree.files
             if e.rel + ".age" not in sending and e.rel in work.cipher and work.cipher[e.rel].is_file()
         }
+    # (encrypted mode: a file whose ciphertext is not cached here, nor sent, cannot be compared:
+    # said, never counted among those that match)
+    seen = sending | set(expect)
+    left = [] if work.enc is None else [e for e in work.tree.files if e.rel + ".age" not in seen]
     bad = set(mismatches(ctx, work.target, expect))
     work.reverify = sorted(bad)
     work.send = [*work.send, *(e for e in entries if e.rel in bad)]
     n = f"{len(expect)} file{'' if len(expect) == 1 else 's'} and symlinks"
+    if left:
+        n += (
+            f" whose ciphertext is cached on this machine ({count(len(left), 'file')} already there"
+            f" not checked, their ciphertexts not cached here, e.g. {shown(left[0].rel + '.age')!r})"
+        )
     if not bad:
         return f"; --verify: the {n} already on the host match the dataset (sha256)"
     shown_bad = ", ".join(shown(r) for r in work.reverify[:3]) + (" ..." if len(bad) > 3 else "")

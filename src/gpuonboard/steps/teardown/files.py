@@ -170,9 +170,21 @@ def shared_cache_note(cache: OwnCache) -> str:
     """Pure: what the message says of a cache dir left for other machines' records."""
     if not cache.others:
         return ""
+    # `uploads.HOST@ID`: a record named by a machine id, maybe this box's own of an earlier id
+    # (uploadlock.MACHINE_SH adopts it only where none of the current id exists and its
+    # uploads are on a local disk)
+    ids = (
+        "; a record named by another machine id is this box's own from before its machine id changed"
+        " only where it has none of its current id and that record's uploads are on a local disk"
+        " (then it is used as this box's); nodes cloned from one image that share this home need"
+        " host names of their own (or a machine id each: systemd-machine-id-setup)"
+        if any("@" in name for name in cache.others)
+        else ""
+    )
     return (
         f" (gpuonboard's cache {cache.path} is left: it holds the upload records of other machines"
-        f" sharing this home ({shown_names(list(cache.others), 3)}); the teardown of each removes its own)"
+        f" sharing this home ({shown_names(list(cache.others), 3)}); the teardown of each removes its"
+        f" own{ids})"
     )
 
 

@@ -437,3 +437,17 @@ def test_a_failing_nvidia_smi_at_install_is_said_as_a_failure_not_mig() -> None:
     assert install.never_idle(_Remote(gpu_util_rc=0, gpu_util=("[N/A]",))) == (
         "GPU utilisation reads '[N/A]' there (MIG mode, some vGPUs)"
     )
+
+
+def test_sudo_asked_without_the_command_says_so_and_keeps_the_user(tmp_path: Path) -> None:
+    """A shutdown command with a word that may be a secret is not named on the probe's argv:
+    sudo is asked `sudo -n -u USER true` (the -u part kept), and the note says that the command
+    itself was not named, never that sudo refused that command."""
+    calls = tmp_path / "sudo-calls"
+    sudo = f'echo "$*" >> {calls}\necho "sudo: a password is required" >&2\nexit 1'
+    command = "sudo -u ops /opt/vendor/stop-vm -pS3cretPassw0rd"
+    r = _probe(tmp_path, {"sudo": sudo}, command)
+    assert calls.read_text() == "-n -u ops true\n"
+    note = install.sudo_note(parse_settings({"shutdown_command": command}), r)
+    assert note is not None and note.startswith("sudo asks for a password there (sudo said:"), note
+    assert "the command itself was not named to sudo" in note and "S3cret" not in note, note

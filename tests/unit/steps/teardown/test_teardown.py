@@ -1049,3 +1049,14 @@ def test_a_lease_refreshed_within_a_minute_is_a_running_upload(tmp_path: Path) -
     os.utime(lease, (os.path.getmtime(lease) - 120,) * 2)
     found = classify_uploads(_probe(disk), "imgs")
     assert found is not None and found.live_leases == () and found.ours == (".imgs.gpuonboard-upload",)
+
+
+def test_the_shared_cache_note_says_when_a_record_is_this_host_names_with_another_machine_id() -> None:
+    """A record `uploads.<this host>@<other id>` left for another machine: said that it is this
+    box's own from an earlier machine id only where it is adopted (none of the current id, its
+    uploads on a local disk), and that nodes sharing the home need host names of their own."""
+    cache = OwnCache("/home/u/.cache/gpuonboard", others=("uploads.vm@aaaaaaaaaaaa",), record="")
+    note = shared_cache_note(cache)
+    assert "another machine id" in note and "host names of their own" in note, note
+    plain = OwnCache("/home/u/.cache/gpuonboard", others=("uploads.node2",), record="")
+    assert "machine id" not in shared_cache_note(plain)
