@@ -463,9 +463,12 @@ def first_filled_lines(text: str, count: int) -> list[str]:
     that one comes after the first `count` (an lsblk -J of a big box is thousands of lines)."""
     head = text[:4096]
     if len(head) < len(text):
-        lines = [line for line in head.splitlines() if line.strip()]
-        if len(lines) > count:
-            return lines[:count]
+        lines: list[str] = []
+        for line in head.splitlines():
+            if line.strip():
+                if len(lines) == count:
+                    return lines
+                lines.append(line)
     return [line for line in text.splitlines() if line.strip()][:count]
 
 
