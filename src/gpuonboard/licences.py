@@ -33,12 +33,12 @@ surrounding spaces are tolerated: the comparison normalises them first.
 
 from __future__ import annotations
 
-import re
+from gpuonboard.once import lazy_re
 
 PROVINCES = "京津沪渝冀豫云滇辽黑湘皖鲁新苏浙赣鄂桂甘陇晋蒙陕秦吉闽贵黔粤青藏川蜀宁琼"
 
-LICENCE_RE = re.compile(rf"^[{PROVINCES}]?B[12](?:\.B[12])?-(?:19|20)\d{{6}}$")
-ICP_RE = re.compile(rf"^[{PROVINCES}]ICP(?:备(?:\d{{8}}|\d{{10}})号(?:-\d{{1,3}})?|证\d{{6}}号)$")
+LICENCE_RE = lazy_re(rf"^[{PROVINCES}]?B[12](?:\.B[12])?-(?:19|20)\d{{6}}$")
+ICP_RE = lazy_re(rf"^[{PROVINCES}]ICP(?:备(?:\d{{8}}|\d{{10}})号(?:-\d{{1,3}})?|证\d{{6}}号)$")
 
 LICENCE_EXAMPLE = "豫B2-20261089, B1.B2-20200000"  # (no words: shown in every language)
 ICP_EXAMPLE = "滇ICP备2020007656号, 京ICP备11017824号-4"

@@ -168,3 +168,48 @@ def test_the_key_file_is_parsed_once_when_every_host_logs_in_at_once(tmp_path: P
         got = _together(lambda: auth._load_key(path, mtime))
         assert got[0][0] is not None and got[0][1] is None
         assert all(g[0] is got[0][0] for g in got)
+
+
+def test_a_lazy_pattern_compiles_at_its_first_use_and_reads_as_re_compile_s() -> None:
+    """Not compiled when made (nothing kept on it); its first use keeps the compiled pattern's
+    methods on it (the same bound methods afterwards); every method and attribute answers as
+    re.compile's pattern's."""
+    from gpuonboard.once import LazyPattern, lazy_re
+
+    source = r"(?P<word>GPU)\s+(\d+)"
+    lazy, eager = lazy_re(source, re.I), re.compile(source, re.I)
+    assert isinstance(lazy, LazyPattern) and "search" not in vars(lazy)
+    text = "gpu 0, GPU 1 and Gpu  22"
+    assert lazy.search(text).group(0) == eager.search(text).group(0)
+    assert vars(lazy)["search"] == eager.search and lazy.search is vars(lazy)["search"]
+    assert lazy.match(text).span() == eager.match(text).span()
+    assert lazy.fullmatch("GPU 3").groups() == eager.fullmatch("GPU 3").groups()
+    assert [m.span() for m in lazy.finditer(text)] == [m.span() for m in eager.finditer(text)]
+    assert lazy.findall(text) == eager.findall(text) and lazy.split(text) == eager.split(text)
+    assert lazy.sub("x", text) == eager.sub("x", text) and lazy.subn("x", text, 1) == eager.subn("x", text, 1)
+    assert (lazy.pattern, lazy.flags, lazy.groups, lazy.groupindex) == (
+        eager.pattern,
+        eager.flags,
+        eager.groups,
+        eager.groupindex,
+    )
+
+
+def test_every_lazy_pattern_of_the_package_compiles() -> None:
+    """Each module-level lazy_re of gpuonboard (found by importing every module): a pattern that
+    does not compile would fail only at its first use, which most runs never reach."""
+    import importlib
+    import pkgutil
+
+    import gpuonboard
+    from gpuonboard.once import LazyPattern
+
+    found = []
+    for module in pkgutil.walk_packages(gpuonboard.__path__, "gpuonboard."):
+        if ".testing" in module.name or module.name.endswith("__main__"):
+            continue
+        mod = importlib.import_module(module.name)
+        found += [value for value in vars(mod).values() if isinstance(value, LazyPattern)]
+    assert len({id(p) for p in found}) >= 15
+    for pattern in found:
+        assert isinstance(pattern.compiled, re.Pattern)

@@ -456,11 +456,27 @@ def _pairs_of(line: str) -> dict[str, str]:
     }
 
 
+def first_filled_lines(text: str, count: int) -> list[str]:
+    """The first `count` lines of `text` (str.splitlines) that are not blank (fewer where it has
+    fewer), without splitting the whole text where its first 4 KiB hold more than `count` such
+    lines: a line of that prefix is one of the text's unless it is the prefix's last line, and
+    that one comes after the first `count` (an lsblk -J of a big box is thousands of lines)."""
+    head = text[:4096]
+    if len(head) < len(text):
+        lines: list[str] = []
+        for line in head.splitlines():
+            if line.strip():
+                if len(lines) == count:
+                    return lines
+                lines.append(line)
+    return [line for line in text.splitlines() if line.strip()][:count]
+
+
 def looks_like_lsblk_pairs(text: str) -> bool:
     """An `lsblk -P` (`--pairs`) output: its first line holds several `KEY="value"` pairs, a
     device's NAME (or KNAME) and one of SIZE, TYPE, MAJ:MIN or MOUNTPOINT (an /etc/os-release
     holds one pair a line)."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
+    first = next(iter(first_filled_lines(text, 1)), "")
     keys = _pairs_of(first).keys()
     return bool(keys & {"NAME", "KNAME"}) and bool(
         keys & {"SIZE", "TYPE", "MAJ:MIN", "MOUNTPOINT", "MOUNTPOINTS"}

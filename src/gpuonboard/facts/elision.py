@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.facts.may_hold import folded, may_hold
+from gpuonboard.once import lazy_re
 
 _DOTS = r"(?:\.{2,}|…)"
 # the marks around a note (`--snip--`, `*** snip ***`, `... snip ...`)
@@ -25,7 +26,7 @@ _NOTE = (
 )
 _OPEN, _CLOSE = r"[\[(<{]", r"[\])>}]"
 # (one line; re.M so that a whole text's such lines can be found or removed at once)
-ELISION = re.compile(
+ELISION = lazy_re(
     r"^\s*(?:"
     rf"{_OPEN}?\s*{_DOTS}\s*{_CLOSE}?"  # `...`, `[...]`, `(...)`
     rf"|{_OPEN}\s*(?:{_MARK}\s*)?{_NOTE}\s*(?:{_MARK}\s*)?{_CLOSE}"  # `[snip]`, `[... 2 lines omitted ...]`

@@ -21,13 +21,14 @@ from gpuonboard.facts.may_hold import folded, may_hold
 from gpuonboard.facts.nvidia_smi import GpuReport
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.once import lazy_re
 
 # nvidia-smi's own sentences when it read no GPU at all, at a line's start: "NVIDIA-SMI has
 # failed because it couldn't communicate with the NVIDIA driver ...", NVML's "Failed to
 # initialize NVML: <reason>" (Driver/library version mismatch, Driver Not Loaded, Unknown
 # Error ...), "No devices were found", and a device handle it could not get for a GPU it does
 # not place (no PCI address: gpu_unopened places those that name one)
-_WHOLE_FAILURE = re.compile(
+_WHOLE_FAILURE = lazy_re(
     r"^[\s|]*(?:NVIDIA-SMI has failed|Failed to initialize NVML\b|No devices were found"
     r"|Unable to determine the device handle)",
     re.IGNORECASE | re.MULTILINE,

@@ -43,6 +43,7 @@ from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inf
 from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
 from gpuonboard.facts.nvidia_smi.values import _clean, _is_version
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.once import lazy_re
 
 # the nvidia-smi calls that list no GPU (the compute apps, `topo -m`, `nvlink`)
 _OTHER_CALLS = tuple(
@@ -51,7 +52,7 @@ _OTHER_CALLS = tuple(
 APPS_FIELDS: tuple[str, ...] = ("gpu_uuid", "pid", "process_name", "used_memory")
 # A format refused on purpose (a provider's policy, the login's permissions), as opposed to a
 # driver that cannot answer: its words, case-insensitive
-_REFUSAL = re.compile(
+_REFUSAL = lazy_re(
     r"disabled on this (?:instance|machine|host|server|node)|\bpolicy\b|by (?:the )?(?:administrator|"
     r"provider|vendor)\b|\bnot allowed\b|\bis restricted\b",
     re.IGNORECASE,

@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_views import fault_seen
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.once import lazy_re
 
 # nvidia-smi's line for a GPU it cannot open, printed in place of that GPU's record or row
 # ("Unable to determine the device handle for gpu 0000:9B:00.0: Unknown Error", "... for GPU
 # 00000000:02:00.0: GPU is lost. Reboot the system to recover this GPU"); newer drivers put the
 # GPU's index first ("... for GPU1: 0000:34:00.0: Unknown Error", R610 over a table of GPUs 0,
 # 2 and 3: tests/fixtures/real/nvidia-smi__rtx-pro-6000-blackwell__4gpu-1-lost__driver610.57.04.txt)
-_NO_HANDLE = re.compile(
+_NO_HANDLE = lazy_re(
     r"Unable to (?:determine|detect) the device handle for gpu\s*(?:(\d+)\s*:\s*)?"
     r"([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-9a-f])\s*:?\s*(.*)",
     re.IGNORECASE,

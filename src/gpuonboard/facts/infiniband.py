@@ -67,6 +67,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from gpuonboard.facts.elision import elided
+from gpuonboard.once import lazy_re
 
 __all__ = [
     "IbPort",
@@ -532,7 +533,7 @@ def parse_ibv_devinfo(text: str) -> IbReport:
 # a line of its own saying the tool stopped (ibstat's `ibpanic: [PID] main: stat of IB device
 # 'mlx5_8' failed: ...`, an `ibwarn: ...` naming a failure); libibumad's debug lines
 # (`ibwarn: [168988] umad_get_ca: opened mlx4_0`, with umad debugging on) are chatter
-_STOPPED = re.compile(
+_STOPPED = lazy_re(
     r"^\s*(?:ibpanic|ibstat(?:us)?):|^\s*ibwarn:.*\b(?:can'?t|cannot|fail\w*|error|no such)\b"
     r"|\bfailed\b.*\b(?:IB device|umad)\b",
     re.I,

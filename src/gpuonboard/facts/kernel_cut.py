@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD
-from gpuonboard.once import loaded_once
+from gpuonboard.once import lazy_re, loaded_once
 
 __all__ = ["cut_by_shape", "ends_unfinished", "host_cut", "locale_words", "says_nothing", "whole_when_cut"]
 
@@ -192,7 +192,7 @@ _PREFIX = re.compile(
 # `#78-Ubuntu`, `/docker-8b1e.scope`); only the shapes that show a cut are cut: a line ending on
 # `,`, `=`, `_`, a frame's `+0x` (_CUT_TAIL), or a last word that is a kernel function's name
 # (_CUT_FRAME: a frame's, `do_transl`, `nv_get_p2p_free_callback` of its `...:127 ERROR ...`)
-_WHOLE_END = re.compile(
+_WHOLE_END = lazy_re(
     r"""(?:[.)\]}>'"!%*$]|\]-+|(?<=[A-Za-z]):|(?<![\w+])[+-]?(?:0x)?[0-9a-fA-F]*\d[0-9a-fA-F]*"""
     r"""|(?:^|(?<=[\s:=/(]))[\w./#-]*[A-Za-z0-9])\s*$"""
 )

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuonboard.once import loaded_once
+from gpuonboard.once import lazy_re, loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 NVRM_FAULTS_FILE = DATA_DIR / "nvrm_faults.yml"
@@ -144,7 +144,7 @@ _ENDS_WITH_PCI = re.compile(rf"\b{_ADDRESS}(?:\.\d)?$")
 # open kernel modules."): its address, then nothing, its PCI ID or "installed" (in this system).
 # The Grace memory message "The NVIDIA GPU ... installed in the system" / "requires auto onlining
 # mode ..." (os-interface.c) ends in no sentence: it is none of these.
-_GPU_HEAD = re.compile(
+_GPU_HEAD = lazy_re(
     rf"The NVIDIA GPU {_ADDRESS}\.\d"
     r"(?:\s*$|\s*\(PCI ID|\s+installed(?:\s*$|\s+in\s+this\b))",
     re.IGNORECASE,
@@ -153,7 +153,7 @@ _GPU_HEAD = re.compile(
 # the driver's own next lines of those messages (its records may carry no mark of one message):
 # a line of the driver's that says anything else (`GPU 0000:01:00.0: RmInitAdapter failed!`,
 # `GPU at PCI:...`, `nvAssertOkFailedNoLog: ...`) starts a message of its own
-_GPU_GOES_ON = re.compile(
+_GPU_GOES_ON = lazy_re(
     r"\(PCI ID:|installed\b|in this (?:vGPU host )?system\b|fallen off the bus\b|"
     r"requires use of\b|(?:is )?not supported by\b|NVIDIA \S+ driver release\b|"
     r"\S+ NVIDIA Linux\b|graphics driver release\b|nvidia\.ko\b|System Processor\b",

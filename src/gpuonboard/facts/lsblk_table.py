@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from gpuonboard.facts.disks import (
     BlockDevice,
+    first_filled_lines,
     looks_like_lsblk_pairs,
     lsblk_unread,
     parse_lsblk,
@@ -129,7 +130,7 @@ def _header(line: str) -> list[_Column] | None:
 def looks_like_lsblk_table(text: str) -> bool:
     """Whether the text is an lsblk table: its first line a header of lsblk's columns (`NAME
     MAJ:MIN RM SIZE RO TYPE MOUNTPOINT`, `lsblk -f`'s, `-o`'s), a device row below it."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = first_filled_lines(text, 2)
     return len(lines) >= 2 and _header(lines[0]) is not None
 
 

@@ -10,7 +10,7 @@ from gpuonboard.errors import UsageError
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.translated import Label, labels, word_translator
 from gpuonboard.facts.wrapped import rejoined
-from gpuonboard.once import loaded_once
+from gpuonboard.once import lazy_re, loaded_once
 
 __all__ = [
     "FreeFormatError",
@@ -301,7 +301,7 @@ _RAM_MAX = 16 << 40
 _KIB, _MIB, _GIB = 1024, 1024 * 1024, 1024**3
 _UNIT_NAMES = {1: "bytes (free -b)", _KIB: "KiB (free -k)", _MIB: "MiB (free -m)", _GIB: "GiB (free -g)"}
 # the flag named in a file name: free-b.txt, free -m.txt, free_--kibi.txt, ...
-_NAMED_FLAG = re.compile(
+_NAMED_FLAG = lazy_re(
     r"free[-_ ]*-{0,2}(b|bytes|k|kibi|kilo|m|mebi|mega|g|gibi|giga|tebi|tera|h|human)(?![a-z0-9])",
     re.IGNORECASE,
 )
@@ -325,7 +325,7 @@ def _numbers(text: str) -> list[int]:
 
 # free's flags that set no unit (`-w` wide, `-t` total, `-l` low/high, `-v` committed) in a file's
 # name from its `free` on (`free-w.txt`, `free -t.txt`): free then prints KiB
-_OTHER_FLAG = re.compile(r"free[-_ ]*-{0,2}(?:w|wide|t|total|l|lohi|v|committed)(?![a-z0-9])", re.IGNORECASE)
+_OTHER_FLAG = lazy_re(r"free[-_ ]*-{0,2}(?:w|wide|t|total|l|lohi|v|committed)(?![a-z0-9])", re.IGNORECASE)
 # the most swap a `free -m` of a box this tool judges is taken to show (256 GiB, in MiB): installers
 # make a few GiB, RHEL's guide at most the RAM of a small box; a Swap total above it read as MiB
 # is no swap a box was given, so the output is plain free's KiB

@@ -267,3 +267,28 @@ def test_a_table_cut_inside_the_tree_before_a_line_is_read_up_to_it(tmp_path: Pa
         if c.name == "data_disk"
     ]
     assert check.verdict == "unverified" and "ends inside the tree drawn before its next line" in check.detail
+
+
+def _filled(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
+def test_the_first_lines_read_from_the_head_are_the_whole_text_s_first_lines() -> None:
+    """disks.first_filled_lines against the whole text split: every lsblk capture, and texts
+    whose 4 KiB head ends inside a line, on a CRLF's CR, on a line blank in the head that goes
+    on with words, with fewer filled lines than asked in the head, or with no line break."""
+    from gpuonboard.facts.disks import first_filled_lines
+
+    fixtures = Path(__file__).parents[2] / "fixtures"
+    captures = [p.read_text() for p in fixtures.rglob("lsblk*") if p.is_file()]
+    assert len(captures) >= 10
+    made = []
+    for at in range(4080, 4100):
+        made.append("x" * at + "\r\nNAME SIZE\r\nsda 1G\r\n")
+        made.append("\n" * (at - 3) + "   \t" + "   words\nnext\n")
+        made.append("NAME\n" + " " * at + "sda\nsdb\n")
+        made.append("a\n\n" + "b" * at + "\u2028c\x85d\n")
+    made += ["x" * 9000, "", "\n\n", "one\r\ntwo\rthree\x0cfour"]
+    for text in [*captures, *made]:
+        for count in (1, 2, 3):
+            assert first_filled_lines(text, count) == _filled(text)[:count], (text[:20], count)

@@ -251,3 +251,29 @@ def test_a_memory_value_cut_before_its_unit_is_not_read() -> None:
     assert gpu.memory_total_mib == 143771
     assert all(p.used_memory_mib != 25 for p in gpu.processes), gpu.processes
     assert text_q.parse_text_q(text).gpus[0].memory_total_mib == 143771
+
+
+def _shape(tree: dict[str, Any]) -> list[tuple[str, Any]]:
+    """A tree as nested (label, value) pairs in its order (dicts equal in another order differ)."""
+    return [(label, _shape(value) if isinstance(value, dict) else value) for label, value in tree.items()]
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=lambda p: p.name)
+def test_the_whole_text_tree_made_of_the_records_trees_is_the_walk_of_the_whole_text(path: Path) -> None:
+    """The capture and its edits (_edited: runs of spaces collapsed, a record's lines flush with
+    its head), and copies with a line flush left inside the second record, a head written
+    `GPU 0: ` (a value, not a section), the first record's head printed twice, and the text cut
+    in two: _whole_tree reads as _text_tree of the whole text reads, labels, values and order."""
+    text = path.read_text()
+    lines = text.splitlines()
+    heads = [i for i, line in enumerate(lines) if line.startswith("GPU ")]
+    edits = [*_edited(text), text[: len(text) // 2]]
+    if len(heads) >= 2:
+        edits.append("\n".join([*lines[: heads[1] + 2], "Flush Label : 1", *lines[heads[1] + 2 :]]))
+        edits.append("\n".join([*lines[: heads[1]], "GPU 0: ", *lines[heads[1] + 1 :]]))
+        edits.append("\n".join([*lines[: heads[1]], lines[heads[0]], *lines[heads[1] + 1 :]]))
+    for edit in edits:
+        read = _Lines()
+        every = edit.splitlines()
+        trees = [_text_tree(block, read) for _, block in _text_gpu_blocks(every, read)]
+        assert _shape(text_q._whole_tree(every, trees, read)) == _shape(_text_tree(every, _Lines()))

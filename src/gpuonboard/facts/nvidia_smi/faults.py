@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
+from gpuonboard.once import lazy_re
+
 # nvidia-smi's words for a GPU it cannot read: the table prints "ERR!" in its cells (a GPU
 # fallen off the bus, a GSP timeout: Xid 79 / 119), the other forms "[GPU requires reset]" or
 # "[GPU is lost]". "Unknown Error" is not one: healthy GPUs print it for a single sensor.
@@ -18,7 +20,7 @@ FAULT_WORDS: tuple[str, ...] = (
     "Unable to determine the device handle",
     "Unable to detect the device handle",  # (Windows' nvidia-smi's words)
 )
-_FAULT = re.compile("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
+_FAULT = lazy_re("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
 # The words that speak for the whole GPU wherever they stand (a record of a GPU that needs a
 # reset or fell off the bus); ERR! speaks for its own cell only, unless it is the GPU's name or
 # most of its row.
@@ -73,7 +75,7 @@ _STATE_OF_STATUS = {
 # none of whose values holds one has no fault, without a look at each of its fields. An NVML
 # error string is a field's whole value, so never next to a "_": the XML's tags (searched with
 # its values, as xml_q once searched the whole document) hold "timeout" in `<access_timeout_recovery>`
-_ANY_FAULT = re.compile(
+_ANY_FAULT = lazy_re(
     "|".join(
         [*(re.escape(w) for w in FAULT_WORDS), *(rf"(?<!_){re.escape(w)}(?!_)" for w in NVML_FIELD_ERRORS)]
     ),

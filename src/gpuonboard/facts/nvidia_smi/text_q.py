@@ -27,6 +27,7 @@ from gpuonboard.facts.nvidia_smi.text_tree import (
     _TEXT_LINE,
     _indent,
     _Lines,
+    _Section,
     _text_tree,
     _tree_child,
     _tree_first,
@@ -57,6 +58,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     fabric_health,
     read_cuda,
 )
+from gpuonboard.once import lazy_re
 
 # the vGPU licence's section: R5xx "vGPU Software Licensed Product", R4xx "GRID Licensed Product"
 _LICENCE_SECTIONS = ("vGPU Software Licensed Product", "GRID Licensed Product")
@@ -87,7 +89,7 @@ def _wrapped_lines(lines: Sequence[str], read: _Lines) -> dict[int, int]:
     that continue the value above them: inside a GPU record, a line with no ` : ` indented less
     than every `key : value` line of the record, after a line too long for the first word of it
     (the text's longest line is taken as the wrap width). Fragment line -> the line it continues."""
-    width = max((len(line) for line in lines), default=0)
+    width = max(map(len, lines), default=0)
     info = [read[line] for line in lines]
     heads = [i for i, line in enumerate(info) if line.gpu_head]
     fragments: dict[int, int] = {}
@@ -171,9 +173,9 @@ def _flattened(lines: Sequence[str], read: _Lines) -> bool:
     one, leading whitespace stripped): a section header followed by a line at its own indent,
     where nvidia-smi indents a section's entries under its header. Which section a value
     belongs to cannot be told then; a section's entries read as absent."""
-    filled = [read[line] for line in lines if not read[line].blank]
-    pairs = zip(filled, filled[1:], strict=False)
-    return any(line.header and after.indent == line.indent for line, after in pairs)
+    filled = [line for line in map(read.__getitem__, lines) if not line.blank]
+    heads = [at for at, line in enumerate(filled[:-1]) if line.header]
+    return any(filled[at + 1].indent == filled[at].indent for at in heads)
 
 
 # the labels of one process entry under 'Processes' (R418 .. R610 captures)
@@ -427,7 +429,7 @@ def _text_gpu(
         mig_na=_is_na(_tree_raw(section, "MIG Mode", "Current")),
         mig_mode_pending=_on_off(_tree_get(section, "MIG Mode", "Pending")),
         # (the tree keeps one of the repeated `MIG Device` records: they are counted by line)
-        mig_devices=sum(1 for line in lines if line.strip() == "MIG Device") or None,
+        mig_devices=sum(map("MIG Device".__eq__, map(str.strip, lines))) or None,
         vbios=_tree_get(section, "VBIOS Version"),
         product_brand=_tree_get(section, "Product Brand"),
         product_architecture=_tree_get(section, "Product Architecture"),
@@ -579,7 +581,7 @@ def _split_joined_fields(text: str) -> str:
 
 # the lines of a GPU's record whose value names the GPU, its card or its firmware: cut at any
 # character, what is left reads as another's (`NVIDIA H2`, a UUID or bus id short of its digits)
-_NAMING_LINE = re.compile(
+_NAMING_LINE = lazy_re(
     r"^\s*(Product Name|Product Brand|Product Architecture|Serial Number|GPU UUID|VBIOS Version"
     r"|Board Part Number|GPU Part Number|Bus Id|Device Id|Sub System Id)\s+:\s*\S",
     re.IGNORECASE,
@@ -596,6 +598,28 @@ def _ends_in_label(lines: Sequence[str]) -> bool:
 
 
 _VERSION_LABELS = ("KMD Version", "Driver Version", "CUDA UMD Version", "CUDA Version")
+
+
+def _whole_tree(every: Sequence[str], trees: Sequence[_Section], read: _Lines) -> _Section:
+    """_text_tree(every, read), its GPU records' sections taken from `trees` (the records' own
+    trees, in order) where they are the same: every line of the records below the first head
+    indented or with no node (blank, the `=====` banner), so each nests under its head as it
+    does in its own tree, and each head a section. Else (a paste that lost its indentation, a
+    head such as `GPU 0: `) the whole text is walked again."""
+    first = next((i for i, raw in enumerate(every) if read[raw].gpu_head), None)
+    if first is None:
+        return _text_tree(every, read)
+    flush = [read[raw] for raw in every[first:] if raw and not raw[0].isspace()]
+    heads = [line.node for line in flush if line.gpu_head]
+    if len(heads) != len(trees) or any(
+        line.node is not None and not (line.gpu_head and line.node[2] is None) for line in flush
+    ):
+        return _text_tree(every, read)
+    root = _text_tree(every[:first], read)
+    for node, section in zip(heads, trees, strict=True):
+        assert node is not None  # (a head is a section header: a node with no value)
+        root.setdefault(node[1], section)
+    return root
 
 
 def _whole_header(tree: Mapping[str, Any], every: Sequence[str], warnings: list[str]) -> Mapping[str, Any]:
@@ -618,9 +642,9 @@ def parse_text_q(text: str) -> GpuReport:
     text, unjoined = _unwrapped(text, read)
     warnings = list(unjoined)
     every = text.splitlines()
-    tree = _text_tree(every, read)
     blocks = _text_gpu_blocks(every, read)
     trees = [_text_tree(lines, read) for _, lines in blocks]
+    tree = _whole_tree(every, trees, read)
     attached = _int(_tree_get(tree, "Attached GPUs"))
     complete = True
     flat = any(_flattened(lines, read) for _, lines in blocks)

@@ -45,8 +45,9 @@ from gpuonboard.facts.nvidia_smi.values import (
     fabric_health,
     read_cuda,
 )
+from gpuonboard.once import lazy_re
 
-_DOCTYPE = re.compile(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>", re.IGNORECASE)
+_DOCTYPE = lazy_re(r"<!DOCTYPE[^>\[]*(\[[^\]]*\])?\s*>", re.IGNORECASE)
 
 
 def _xml_text(node: ET.Element | None, path: str) -> str | None:
