@@ -242,7 +242,7 @@ def normalise(text: str) -> str:
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
     text = _unticked(_unprefixed(_unstamped(_unfenced(_undetailed(_unpadded(text))))))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unjoined(text)))))
+    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unjoined(_untabbed(text))))))
 
 
 # a Markdown backtick or three left on the first line's start or the last line's end (inline
@@ -629,6 +629,24 @@ _KERNEL_STAMP = (
 )
 _STAMP_AT = re.compile(rf"(?:^|(?<=\s)){_KERNEL_STAMP}")
 _JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={_KERNEL_STAMP})")
+
+
+def _untabbed(text: str) -> str:
+    """A kernel log whose runs of spaces a copy made tabs (a spreadsheet's, an editor's: `[\t+0.000898]
+    pcieport 0000:00:03.0:\tdevice [8086:6f08]`) with each tab of a stamped line a space. Before,
+    the PCIe port's `device` line so was not read as its own: host_hw_errors failed on the GPU's
+    port, which the log itself names the GPU's (gpu_xid), and a general protection fault's
+    trace went unread: gpu_xid passed."""
+    if "\t" not in text:
+        return text
+    lines = text.split("\n")
+    spaced = [line.replace("\t", " ") for line in lines]
+    stamped = [i for i, line in enumerate(spaced) if "\t" in lines[i] and _STAMP_AT.match(line)]
+    if not stamped:
+        return text
+    for i in stamped:
+        lines[i] = spaced[i]
+    return "\n".join(lines)
 
 
 def _unjoined(text: str) -> str:

@@ -20,6 +20,7 @@ were read as the output's (a 3-line SXid log passed gpu_xid where the log alone 
 from __future__ import annotations
 
 import functools
+import os
 import random
 import re
 import tempfile
@@ -55,7 +56,9 @@ KINDS: dict[str, Callable[[str], bool]] = {
     "lsblk": lambda h: h.startswith("lsblk"),
     "ibstat": lambda h: h.startswith("ibstat"),
 }
-PER_KIND = 2  # captures of each kind each transform reads
+# captures of each kind each transform reads (GPUONBOARD_PASTE_PER_KIND=1000: every capture
+# under every transform, some 15 minutes)
+PER_KIND = int(os.environ.get("GPUONBOARD_PASTE_PER_KIND", "2"))
 
 
 def _boxed(text: str) -> str:
@@ -346,3 +349,24 @@ def test_a_kernel_log_below_ipython_s_prompt_is_judged_as_itself(tmp_path: Path)
         "dmesg-syslog__rminitadapter-failed__driver-message-cut__rtx-pro-6000-2b85__ogkm-862.txt",
         "ipython-in",
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt",  # (host_hw_errors failed)
+        "dmesg__pcieport-aer-fatal-surprise-down-xid-79__gpu-burn-1.txt",  # (host_hw_errors failed)
+        "dmesg__general-protection-fault-kmalloc-tainted-p-oe__rtx4090-driver555__trace-cut"
+        "__k8s-device-plugin-941.txt",  # (gpu_xid passed: warn)
+        "syslog__apei-corrected-memory-one-record__node-exporter-3511.txt",  # (host_hw_errors warned)
+    ],
+)
+def test_a_kernel_log_whose_space_runs_a_copy_made_tabs_is_judged_as_itself(
+    tmp_path: Path, name: str
+) -> None:
+    """A real kernel log copied through a spreadsheet or an editor that made each run of spaces a
+    tab (`[\\t+0.000898] pcieport 0000:00:03.0:\\tdevice [8086:6f08]`, `Jan\\t2 ...`): judged as the
+    log. Before, the GPU's PCIe port read as a host's fatal error (host_hw_errors failed where the
+    log gives no such row), a fault's trace went unread (gpu_xid passed where the log warns), and
+    a corrected APEI record warned where the log passes."""
+    _judged_as_itself(tmp_path, name, "space-runs-one-tab", exactly=False)
