@@ -235,14 +235,14 @@ def normalise(text: str) -> str:
     an indent every line shares removed, a Markdown code fence around it dropped, a terminal's
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
-    (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a kernel
-    log's lines that a chat joined into one apart again (_unjoined)."""
+    (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a tab in a
+    kernel log's stamped line a space (_untabbed)."""
     text = _uncp437(_unmojibaked(_unescaped(text)))
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
     text = _unticked(_unprefixed(_unstamped(_unfenced(_undetailed(_unpadded(text))))))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_unjoined(_untabbed(text))))))
+    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_untabbed(text)))))
 
 
 # a Markdown backtick or three left on the first line's start or the last line's end (inline
@@ -629,6 +629,8 @@ _KERNEL_STAMP = (
 )
 _STAMP_AT = re.compile(rf"(?:^|(?<=\s)){_KERNEL_STAMP}")
 _JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={_KERNEL_STAMP})")
+# (a journal's lines with no time or host, `kernel: NVRM: ...`, joined)
+_KERNEL_AFTER_WORDS = re.compile(r"(?<=[^\s:])[ \t]+kernel: ")
 
 
 def _untabbed(text: str) -> str:
@@ -649,17 +651,19 @@ def _untabbed(text: str) -> str:
     return "\n".join(lines)
 
 
-def _unjoined(text: str) -> str:
-    """A kernel log whose lines a chat or a page joined (each line break a space: the whole log
-    one line, or every two lines one) with each message on a line of its own again: a line that
-    holds two or more of a kernel log's stamps is cut before each but its first. Before, a joined
-    log read one message of each line (an Xid counted x8 where the log says x16), and a log whose
-    elision line or banner no longer stood on a line of its own passed gpu_xid."""
-    lines = text.split("\n")
-    joined = [len(_STAMP_AT.findall(line)) > 1 for line in lines]
-    if not any(joined):
-        return text
-    return "\n".join(_JOINED_AT.sub("\n", line) if j else line for line, j in zip(lines, joined, strict=True))
+def joined_messages(text: str) -> int:
+    """How many lines of a kernel log hold more than one message: a stamp (_KERNEL_STAMP) after
+    another's words (a chat or a page that joined the log's lines: each line break a space, the
+    whole log one line or every two lines one). A syslog line's own dmesg stamp after its
+    `kernel: ` is none. Such a log's messages can be cut apart at their stamps, but not the lines
+    a message continues on (`NVRM: ...` without a stamp), so which message a PCI address or a
+    count belongs to is lost (offline refuses it)."""
+    return sum(
+        1
+        for line in text.split("\n")
+        if (len(_STAMP_AT.findall(line)) > 1 and _JOINED_AT.search(line))
+        or (line.startswith("kernel: ") and _KERNEL_AFTER_WORDS.search(line))
+    )
 
 
 def _single_spaced(text: str) -> str:

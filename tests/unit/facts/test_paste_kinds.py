@@ -11,10 +11,12 @@ fewer than twice as many captures as there are transforms is read under some tra
 transform under every kind.
 
 Found by this sweep (round 31): a chat that joined a log's lines (each line break a space, or
-every two lines one) read one message per line (an Xid x16 counted x8; a gVisor sandbox's log,
-whose banner no longer started a line, passed gpu_xid); an 8-GPU `nvidia-smi -q` so joined took
-minutes to read (the prompt-line search); a GitHub comment's `<details>` / `<summary>` lines
-were read as the output's (a 3-line SXid log passed gpu_xid where the log alone is unverified).
+every two lines one) read one message per line (an Xid x16 counted x8, an Xid put on another
+GPU, a log with a hand elision passed gpu_xid): now refused; an 8-GPU `nvidia-smi -q` so joined
+took minutes to read (the prompt-line search); a copy that made space runs tabs read a kernel
+log's GPU port as a host's fatal error; UTF-8 shown as code page 437 and IPython's `In [3]:`
+prompt were read as the output's text; a GitHub comment's `<details>` / `<summary>` lines were
+read as the output's (a 3-line SXid log passed gpu_xid where the log alone is unverified).
 """
 
 from __future__ import annotations
@@ -221,8 +223,10 @@ def _whole(name: str) -> dict[str, tuple[str, str]] | None:
 
 
 def _same_value(was: str, now: str) -> bool:
-    """The same value, a note added or left out after it (`-> reboot` / `-> reboot; also ...`)."""
-    return was == now or was.startswith(now) or now.startswith(was)
+    """The same value, a note added or left out after it (`-> reboot` / `-> reboot; also ...`,
+    `lists 1)` / `lists 1 (-i0 shows only ...))`)."""
+    was_open, now_open = was.rstrip(")"), now.rstrip(")")  # (a note inside the value's last brackets)
+    return was == now or was.startswith(now_open) or now.startswith(was_open)
 
 
 def _wrong(name: str, whole: dict[str, tuple[str, str]], got: dict[str, tuple[str, str]]) -> list[str]:
@@ -288,18 +292,24 @@ def _judged_as_itself(tmp_path: Path, name: str, transform: str, exactly: bool =
         "dmesg-decode-iso__xid-13-43__plus-oom.txt",  # (Xid 13 x16 read x8 where every two joined)
         "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt",  # (x5 as x3)
         "dmesg__elided-by-hand-dots-line__rtx3070-laptop__open515.txt",  # (its `[ .... ]`: passed)
-        "dmesg-T__xid-79-unknown-pid__titan-v.txt",  # (its first line cut inside the stamp)
+        "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt",  # (0000:ed:00's
+        # Xid 145 read as 0000:dc:00's)
+        "dmesg-grep-machine__mce-events-logged-alone__mcelog-116.txt",  # (gpu_xid passed)
     ],
 )
-def test_a_kernel_log_a_chat_joined_is_read_message_by_message(
+def test_a_kernel_log_a_chat_joined_is_refused_with_a_sentence(
     tmp_path: Path, name: str, transform: str
 ) -> None:
     """A real kernel log whose lines a chat joined (every line break a space, or every two lines
-    one) is judged as the log: each message cut apart again at its stamp. Before, one message of
-    each line was read (the Xid counts halved) and a log whose elision line was joined into the
-    banner's passed gpu_xid where the log is unverified. (A paste so joined has no line end after
-    its last message: the log may end inside it, which the sentences add.)"""
-    _judged_as_itself(tmp_path, name, transform, exactly=False)
+    one) is refused, naming the file and how to save it: a message that continues on a line
+    without a stamp cannot be told from the next message's words, so no Xid, PCI address or count
+    read from it is sure. Before, one message of each line was read: Xid counts halved, an Xid
+    145 put on another GPU, and logs whose elision line or unverified shape was joined away
+    passed gpu_xid."""
+    assert _whole(name) is not None
+    pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
+    with pytest.raises(UsageError, match=r"several messages on one line .*save it again"):
+        _verdicts(tmp_path, name, pasted)
 
 
 def test_an_8_gpu_q_a_chat_joined_into_one_line_is_read_at_once(tmp_path: Path) -> None:
