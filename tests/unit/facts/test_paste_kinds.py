@@ -46,7 +46,8 @@ ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconne
 KINDS: dict[str, Callable[[str], bool]] = {
     "nvidia-smi table": lambda h: h in ("nvidia-smi", "nvidia-smi-i0", "part-of-nvidia-smi"),
     "nvidia-smi -q": lambda h: (
-        h.startswith(("nvidia-smi-q", "part-of-nvidia-smi-q")) and "-q-x" not in h or h == "nvidia-smi-a"
+        h in ("nvidia-smi-q", "nvidia-smi-a", "part-of-nvidia-smi-q")
+        or (h.startswith(("nvidia-smi-q-", "part-of-nvidia-smi-q-")) and not h.endswith("-q-x"))
     ),
     "nvidia-smi CSV": lambda h: h.startswith(("nvidia-smi-query-gpu", "query-gpu-csv")),
     "nvidia-smi XML": lambda h: h in ("nvidia-smi-q-x", "part-of-nvidia-smi-q-x"),
@@ -225,6 +226,7 @@ def _whole(name: str) -> dict[str, tuple[str, str]] | None:
 def _same_value(was: str, now: str) -> bool:
     """The same value, a note added or left out after it (`-> reboot` / `-> reboot; also ...`,
     `lists 1)` / `lists 1 (-i0 shows only ...))`)."""
+    was, now = was.lower(), now.lower()  # (`VGPU` of -q's Virtualization Mode, `vGPU (... by its name)`)
     was_open, now_open = was.rstrip(")"), now.rstrip(")")  # (a note inside the value's last brackets)
     return was == now or was.startswith(now_open) or now.startswith(was_open)
 
