@@ -302,6 +302,13 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         or saved_forms.kind_by_name(path.name, text)
         or saved_forms.kind_by_name(command, text)
     )
+    if kind in (None, "kernel_log") and (joined := paste.joined_messages(text)):
+        raise UsageError(  # (docs/guides/offline.md: a log whose lines a chat joined)
+            f"{where}: a kernel log with several messages on one line ({joined} such line"
+            f"{'s' if joined > 1 else ''}: a chat or a page joined its lines), so which message each"
+            " continued line, PCI address or count belongs to cannot be told: save it again as the"
+            " command printed it (`sudo dmesg -T > dmesg.txt`) or paste it in a code block."
+        )
     if (
         kind in (None, "nvidia_smi")
         and saved_forms.compute_apps(text) is None

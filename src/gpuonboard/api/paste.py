@@ -130,6 +130,33 @@ def _unmojibaked(text: str) -> str:
     return _MOJIBAKE.sub(back, text)
 
 
+# UTF-8 shown in a Windows console's code page 437 (`─` as `ΓöÇ`, `│` as `Γöé`): a lead byte's
+# character (0xC2-0xF4 as cp437 shows them), then one to three continuation bytes' (0x80-0xBF)
+_CP437 = {bytes([b]).decode("cp437"): b for b in range(0x80, 0x100)}
+_CP437_MOJIBAKE = re.compile(
+    "[{}][{}]{{1,3}}".format(
+        "".join(bytes([b]).decode("cp437") for b in range(0xC2, 0xF5)),
+        "".join(bytes([b]).decode("cp437") for b in range(0x80, 0xC0)),
+    )
+)
+
+
+def _uncp437(text: str) -> str:
+    """`text` with each run of UTF-8 shown as code page 437 (_CP437_MOJIBAKE) that is one
+    character's bytes read back as that character (one that is no letter: a box-drawing line, a
+    space, a quote); any other run kept. Before, a table or a log drawn so (`E5ΓöÇ2673`) read its
+    values with the mojibake in them."""
+
+    def back(m: re.Match[str]) -> str:
+        try:
+            char = bytes(_CP437[c] for c in m.group()).decode("utf-8")
+        except UnicodeError:
+            return m.group()
+        return m.group() if char.isalpha() else char
+
+    return _CP437_MOJIBAKE.sub(back, text) if _CP437_MOJIBAKE.search(text) else text
+
+
 def _cp1252_byte(char: str) -> int:
     """The byte Windows-1252 shows as `char` (a C1 control for one it leaves undefined)."""
     return ord(char) if ord(char) < 0xA0 and ord(char) not in _CP1252_SHOWN else char.encode("cp1252")[0]
@@ -199,7 +226,7 @@ def _unescaped(text: str) -> str:
 
 def normalise(text: str) -> str:
     """The text as the tool printed it: a web page's escaping of it undone (_unescaped), UTF-8
-    read as Windows-1252 read back (_unmojibaked), a
+    read as Windows-1252 or shown as code page 437 read back (_unmojibaked, _uncp437), a
     log collector's stamps and a unit's journal line heads dropped (_unstamped), a screen's
     padding spaces dropped, Unicode spaces as spaces, characters that show nothing
     (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
@@ -208,13 +235,14 @@ def normalise(text: str) -> str:
     an indent every line shares removed, a Markdown code fence around it dropped, a terminal's
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
-    (_messages_joined), a stray Markdown backtick at either end dropped (_unticked)."""
-    text = _unmojibaked(_unescaped(text))
+    (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a tab in a
+    kernel log's stamped line a space (_untabbed)."""
+    text = _uncp437(_unmojibaked(_unescaped(text)))
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unticked(_unprefixed(_unstamped(_unfenced(_unpadded(text)))))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(text))))
+    text = _unticked(_unprefixed(_unstamped(_unfenced(_undetailed(_unpadded(text))))))
+    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_untabbed(text)))))
 
 
 # a Markdown backtick or three left on the first line's start or the last line's end (inline
@@ -470,6 +498,26 @@ _PAGE_WORDS = 3
 _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*(?:\w[\w+.-]*)?[ \t]*$")
 
 
+# a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
+# `<summary>...</summary>` (on that line or one of its own), `</details>`; no tool read here prints
+# such a tag on a line of its own (an nvidia-smi -q -x names no `details` or `summary` element)
+_DETAILS = re.compile(
+    r"^[ \t]*(?:<details(?:[ \t][^<>\n]*)?>[ \t]*)?"
+    r"(?:<summary>[^\n]*?</summary>|</?details(?:[ \t][^<>\n]*)?>)[ \t]*$",
+    re.IGNORECASE,
+)
+
+
+def _undetailed(text: str) -> str:
+    """A paste inside a GitHub comment's `<details>` section (its `<details>`, `<summary>` and
+    `</details>` lines) as the output without those lines. Before, they were read as the
+    output's: a 3-line SXid log so wrapped was no short log read after boot (gpu_xid passed
+    where the log alone is unverified), a table's was refused."""
+    if "<details" not in text.lower() and "<summary>" not in text.lower():
+        return text
+    return "\n".join(line for line in text.split("\n") if not _DETAILS.match(line))
+
+
 def _unfenced(text: str) -> str:
     """A paste from a Markdown page or chat (```` ```console ```` above the output, ```` ``` ````
     below) as the output without those lines; a fence at one end only (the other left out of
@@ -566,6 +614,56 @@ def _unbroken(text: str) -> str:
         continued = _CONTINUATION.match(after) is not None and (continued or _prompt(line) is not None)
         out.append(line if path_cut or continued else _BREAK.sub("", line))
     return "\n".join(out)
+
+
+# a kernel log line's stamp: dmesg's (`[  12.345678]`, -H's `[  +0.000123]` and `[Jan 2 18:37]`,
+# -T's `[Mon Jan  2 18:37:03 2025]`, an elision in its place: `[    ....    ]`), an ISO time's
+# (`2025-01-02T18:37:03,123456+00:00`), a syslog's or journal's time, host and program
+# (`Jan  2 18:37:03 gpu01 kernel: `, in any language's month: `1月 02 ...`), with --decode's
+# facility and level before it (`kern  :warn  : `)
+_KERNEL_STAMP = (
+    r"(?:[a-z]+ *:[a-z]+ *: )?(?:\[ *(?:\+?\d+\.\d+|\.{3,}) *\]|\[[A-Z][a-z]{2} +\d+ \d\d:\d\d\]"
+    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \d{4}\]"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d(?= )"
+    r"|\S{1,5} +\d+ \d\d:\d\d:\d\d [^\s\[\]]+ [^\s:\[\]]+(?:\[\d+\])?: )"
+)
+_STAMP_AT = re.compile(rf"(?:^|(?<=\s)){_KERNEL_STAMP}")
+_JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={_KERNEL_STAMP})")
+# (a journal's lines with no time or host, `kernel: NVRM: ...`, joined)
+_KERNEL_AFTER_WORDS = re.compile(r"(?<=[^\s:])[ \t]+kernel: ")
+
+
+def _untabbed(text: str) -> str:
+    """A kernel log whose runs of spaces a copy made tabs (a spreadsheet's, an editor's: `[\t+0.000898]
+    pcieport 0000:00:03.0:\tdevice [8086:6f08]`) with each tab of a stamped line a space. Before,
+    the PCIe port's `device` line so was not read as its own: host_hw_errors failed on the GPU's
+    port, which the log itself names the GPU's (gpu_xid), and a general protection fault's
+    trace went unread: gpu_xid passed."""
+    if "\t" not in text:
+        return text
+    lines = text.split("\n")
+    spaced = [line.replace("\t", " ") for line in lines]
+    stamped = [i for i, line in enumerate(spaced) if "\t" in lines[i] and _STAMP_AT.match(line)]
+    if not stamped:
+        return text
+    for i in stamped:
+        lines[i] = spaced[i]
+    return "\n".join(lines)
+
+
+def joined_messages(text: str) -> int:
+    """How many lines of a kernel log hold more than one message: a stamp (_KERNEL_STAMP) after
+    another's words (a chat or a page that joined the log's lines: each line break a space, the
+    whole log one line or every two lines one). A syslog line's own dmesg stamp after its
+    `kernel: ` is none. Such a log's messages can be cut apart at their stamps, but not the lines
+    a message continues on (`NVRM: ...` without a stamp), so which message a PCI address or a
+    count belongs to is lost (offline refuses it)."""
+    return sum(
+        1
+        for line in text.split("\n")
+        if (len(_STAMP_AT.findall(line)) > 1 and _JOINED_AT.search(line))
+        or (line.startswith("kernel: ") and _KERNEL_AFTER_WORDS.search(line))
+    )
 
 
 def _single_spaced(text: str) -> str:

@@ -18,8 +18,12 @@ _COMMANDS = transcript.COMMANDS  # (the commands whose saved output is judged, c
 # (the prompt's sign: a shell's `$ # % >`, starship's and powerlevel10k's `❯`, oh-my-zsh's `➜`,
 # `λ`, `»`; the tool after a blank, a path, a quote or a `(`: `ssh gpu01 'journalctl -k -b -1'`,
 # and before a blank, a quote, a pipe, a list's or a redirection's sign: `dmesg|grep NVRM`)
+# (the prompt and the text between its sign and the tool each at most 400 characters: a paste whose
+# lines a chat joined into one is no prompt line, and before, the unbounded search of its every
+# sign took minutes on an 8-GPU `nvidia-smi -q` so joined)
 _PROMPT_LINE = re.compile(
-    rf"[^\n]*?[$#%>❯➜λ»]\s*(?P<command>(?:[^\n]*?[\s/\\'\"(])?{_COMMANDS}(?:[\s'\"|;&)][^\n]*)?)"
+    rf"[^\n]{{0,400}}?[$#%>❯➜λ»]\s*"
+    rf"(?P<command>(?:[^\n]{{0,400}}?[\s/\\'\"(])?{_COMMANDS}(?:[\s'\"|;&)][^\n]*)?)"
 )
 # (a tool's name right before `<` or `>` is no command: `<free>19948 MiB</free>` of a -q -x)
 # the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
@@ -27,14 +31,16 @@ _PROMPT_LINE = re.compile(
 # the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
 # (a Windows path too: `C:\Windows\System32\nvidia-smi.exe`, `"C:\Program Files\...\nvidia-smi.exe"`)
 _COMMAND_LINE = re.compile(
-    rf"(?:\++\s+|!\s*)?\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?"
+    rf"(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)?"
+    rf"\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?"
 )
 # (`+ nvidia-smi`: the command as a shell's `set -x` traces it above the output, in a CI job's log
-# or a script's; `!nvidia-smi`: a Jupyter or IPython cell's shell command)
+# or a script's; `!nvidia-smi`: a Jupyter or IPython cell's shell command, `In [3]: !nvidia-smi`
+# with IPython's prompt: before, that line was read as the output's, a kernel log's first line)
 # a line a shell's `set -x` prints for each command it runs (PS4's `+`, one more for each nesting:
 # `++ hostname`), the others of a pipeline too (`+ tee out.txt`), in any order
 _XTRACE = re.compile(r"\++ \S.*")
-_TRACE_MARK = re.compile(r"^(?:\++\s+|!\s*)")
+_TRACE_MARK = re.compile(r"^(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)")
 # a line docker or podman prints while it pulls the image of a `docker run IMAGE CMD` above CMD's
 # output (on stderr; a terminal shows both)
 _PULL_LINE = re.compile(
