@@ -111,7 +111,10 @@ def rule_driver(facts: Facts) -> Check:
     problem = _no_gpu_actual(facts)
     unread = facts.unread_not_a_fault() if problem else ""
     if unread:
-        return _driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
+        check = _driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
+        elsewhere = facts.gpu_raw.ran_elsewhere
+        own = elsewhere and elsewhere in unread  # (that call's own failure: what to save instead)
+        return dataclasses.replace(check, detail=ELSEWHERE_ADVICE) if own else check
     if problem:
         return _driver_failed(facts, expected, problem)
     assert facts.gpu is not None
@@ -164,6 +167,14 @@ def rule_driver(facts: Facts) -> Check:
     if not facts.gpu.driver_version:
         notes.insert(0, _no_version(facts))
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
+
+
+# where the only nvidia-smi failure given ran in a container, through a launcher or as another user
+ELSEWHERE_ADVICE = (
+    "that call's own devices, rights and GPUs (a container's, a job step's, another user's) are not"
+    " the box's, so its failure says nothing certain of the box's driver: save `nvidia-smi` run in"
+    " the box's own shell"
+)
 
 
 # where nvidia-smi says it found no CUDA driver (CUDA Version: N/A, Not Found; values.no_cuda)
