@@ -14,7 +14,6 @@ import pytest
 
 from gpuonboard.api import offline, paste, transcript
 from gpuonboard.api.collect_env import looks_like_collect_env
-from gpuonboard.api.command_line import run
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import OrderSpec
@@ -62,10 +61,6 @@ def _readable_alone() -> list[Path]:
             both = both or "stray-leading-backtick" in path.name
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
-            # (a container's copied command on the first line with no prompt: under
-            # `./saved-output.sh` it is a line of that output, not the capture's command)
-            first = path.read_text(errors="replace").split("\n", 1)[0]
-            both = both or bool(run(first, ("nvidia-smi",)).container)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
             both = both or any(part.host for part in parts or [])
             out.append(path) if not both and "nproc" not in kinds else None

@@ -12,7 +12,11 @@ import pytest
 from ..offline_judge import judged_box
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-PODMAN = "session__podman-run-cdi-nvidia-smi-L__nvml-insufficient-permissions__nct-210.txt"
+PODMAN = (
+    REAL.parent
+    / "sessions"
+    / "page__podman-run-cdi-nvidia-smi-L-NO-PROMPT+NVML-Insufficient-Permissions__nct-210.txt"
+)
 H100X8 = "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
 FAILED = (
     "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that"
@@ -25,7 +29,7 @@ def test_a_rootless_podman_containers_nvml_refusal_is_no_failure_of_the_box(tmp_
     ubuntu nvidia-smi -L` answered `Failed to initialize NVML: Insufficient Permissions` (the
     poster's host nvidia-smi works). It failed nvidia_driver as the box's; unverified now,
     naming the container's command and what to save."""
-    files = {"session.txt": (REAL / PODMAN).read_text()}
+    files = {"session.txt": PODMAN.read_text()}
     _, checks = judged_box(tmp_path, files, "gpu_count: 1\n")
     driver = checks["nvidia_driver"]
     assert driver.verdict == "unverified", driver

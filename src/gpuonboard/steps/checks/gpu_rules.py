@@ -26,6 +26,7 @@ from gpuonboard.steps.checks import ngc
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.missing_facts import (
+    ELSEWHERE_ADVICE,
     RERUN_ADVICE,
     _attached_gap,
     _disputed,
@@ -167,14 +168,6 @@ def rule_driver(facts: Facts) -> Check:
     if not facts.gpu.driver_version:
         notes.insert(0, _no_version(facts))
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
-
-
-# where the only nvidia-smi failure given ran in a container, through a launcher or as another user
-ELSEWHERE_ADVICE = (
-    "that call's own devices, rights and GPUs (a container's, a job step's, another user's) are not"
-    " the box's, so its failure says nothing certain of the box's driver: save `nvidia-smi` run in"
-    " the box's own shell"
-)
 
 
 # where nvidia-smi says it found no CUDA driver (CUDA Version: N/A, Not Found; values.no_cuda)
