@@ -649,8 +649,9 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     kind = topo.interconnect(facts.topology)
     listed = len(facts.gpu.gpus) if facts.gpu else 0
     incomplete = len(facts.topology.gpus) < listed or not facts.topology.complete
-    if kind == "unknown" and facts.topology.pcie_only and not incomplete:
-        return _pcie_paths_only(order, facts.topology)  # (a matrix cut short is that, first)
+    mp = (out := facts.raw.get("nvidia_topo")) is not None and out.pcie_paths_only  # (a copied `-mp`)
+    if kind == "unknown" and facts.topology.pcie_only and (mp or not incomplete):
+        return _pcie_paths_only(order, facts.topology, incomplete)  # (a `-mp` cut short is one still)
     unlinked = topo.whole_rows_without_nvlink(facts.topology) if order.interconnect == "nvlink" else []
     if (kind == "unknown" or incomplete) and unlinked:
         return _no_nvlink_rows(expected, facts.topology, unlinked)
@@ -709,11 +710,14 @@ def _no_nvlink_rows(expected: str, matrix: topo.Topology, unlinked: list[str]) -
     )
 
 
-def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology) -> Check:
-    """A matrix of PCIe paths only (`nvidia-smi topo -mp`), which shows no NVLink: it meets a PCIe
-    order (every GPU pair has the PCIe path it shows) and tells nothing of an NVLink one."""
+def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology, cut: bool = False) -> Check:
+    """A matrix of PCIe paths only (`nvidia-smi topo -mp`), which shows no NVLink: whole, it meets
+    a PCIe order (every GPU pair has the PCIe path it shows); it tells nothing of an NVLink one,
+    whole or `cut` short (m31c 4: "the topo -m matrix was cut short ... rerun")."""
     paths = f"{matrix.pcie_only} (weakest GPU path {topo.weakest_link(matrix)})"
-    if order.interconnect == "pcie":
+    if cut:
+        paths = f"{matrix.pcie_only}, and is cut short ({len(matrix.gpus)} GPU rows read)"
+    if order.interconnect == "pcie" and not cut:
         return Check("interconnect", "pcie", f"pcie: {paths}", "pass")
     return Check(
         "interconnect",
