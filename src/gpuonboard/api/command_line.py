@@ -42,11 +42,13 @@ from dataclasses import dataclass, field
 
 __all__ = [
     "CONTAINER_CLIS",
+    "LAUNCHERS",
     "Grammar",
     "container_log",
     "Option",
     "Run",
     "commands",
+    "elsewhere",
     "every_run",
     "options",
     "or_taken",
@@ -547,6 +549,30 @@ _LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach", "ctr"}
 # distributions' own CLIs that run kubectl or crictl (api/transcript.py COMMANDS: a saved output
 # is read after a line that runs one)
 CONTAINER_CLIS = _ENGINES | {"microk8s", "k3s", "minikube"}
+
+
+# the launchers that run the command after them elsewhere than in the login's shell on the box,
+# other than the container engines above (Run.container): a Slurm job step or allocation (`srun`,
+# `salloc`: on a node and with the GPUs the allocation gives), HPC container runtimes
+# (`apptainer|singularity exec --nv IMAGE`, `enroot start|exec`), a command run on many machines
+# at once (`pdsh -w n[1-4]`, `clush`)
+LAUNCHERS = frozenset({"srun", "salloc", "apptainer", "singularity", "enroot", "pdsh", "clush"})
+
+
+def elsewhere(ran: Run, tools: Collection[str]) -> str:
+    """The words that ran one of `tools` in `ran` elsewhere than in the login's own shell on the
+    box: a container engine's (`podman run --rm --device nvidia.com/gpu=all ubuntu`, `kubectl
+    exec -it POD --`: Run.container) or a launcher's up to the tool (`srun --gres=gpu:1`,
+    `apptainer exec --nv img.sif`); "" where the login's shell ran it (wrappers unwrapped: `sudo`,
+    `ssh HOST`, whose host is the box a saved session names). The one recognition of every rule
+    that says a call's answer is that call's own, not the box's (api/narrowed.py ran_elsewhere)."""
+    if ran.container:
+        return " ".join(ran.container)
+    head = ran.head
+    if head and tool_name(head[0]) in LAUNCHERS:
+        at = next((i for i, word in enumerate(head) if tool_name(word) in tools), len(head))
+        return " ".join(head[:at])
+    return ""
 
 
 def container_log(words: Sequence[str]) -> bool:

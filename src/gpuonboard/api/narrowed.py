@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, run, runs, tool_name
+from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, elsewhere, run, runs, tool_name
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import TYPE_FIELDS, lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
@@ -125,14 +125,18 @@ _OTHER_USER = re.compile(
 
 def ran_elsewhere(kind: str, command: str) -> str:
     """Where the copied `command` ran nvidia-smi (an output of `kind`) other than on the box as its
-    login: in a container (`docker run --gpus all IMAGE nvidia-smi`, `kubectl exec POD --
-    nvidia-smi`) or as another user (`sudo -u nobody nvidia-smi -q`): one clause saying so; ""
-    where it ran on the box. Such a call's failure is its own, never the box's."""
+    login: in a container (`docker run --gpus all IMAGE nvidia-smi`, `podman run`, `kubectl exec
+    POD -- nvidia-smi`), through a launcher (`srun`, `apptainer exec`, `enroot start`: the
+    one list, command_line.elsewhere) or as another user (`sudo -u nobody nvidia-smi -q`): one
+    clause saying so; "" where it ran on the box. Such a call's failure is its own, never the
+    box's."""
     if not command or not kind.startswith("nvidia_smi"):
         return ""
     for ran in runs(command, ("nvidia-smi",)):
         if ran.container:
             return f"`{ran.said}` ran in a container"
+        if launched := elsewhere(ran, ("nvidia-smi",)):
+            return f"`{ran.said}` ran through `{launched}`"
         if _OTHER_USER.search(ran.said):
             return f"`{ran.said}` ran as another user"
     return ""

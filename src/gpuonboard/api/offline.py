@@ -135,6 +135,8 @@ def _saved_outputs(
     the whole ones before it."""
     pasted = unviewed(paste.normalise(unquote(decode_saved(data))))  # (a CI log view's gutter dropped)
     parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
+    if parts is None and (typed := _typed_session(pasted)) is not None:
+        pasted, parts = typed  # (commands typed without prompts, each above its output)
     # (a bug report a command of the session printed, `head -12 nvidia-bug-report.log`: a command
     # naming the log; a line of a whole log that reads as a prompt, a config file's `# comment`
     # or dmidecode's `# dmidecode 3.5`, splits no log)
@@ -171,6 +173,22 @@ def _saved_outputs(
             notes.append(str(why))
             return []
     return _session_outputs(path, parts, notes, cut)
+
+
+def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
+    """A page of commands typed without prompts, each above its output, as a saved session (its
+    text with a prompt before each command, and its sections), where the text read as one output
+    would hold two of one kind (refused: "one pasted twice, or two boxes' in one file"): the
+    login's `nvidia-smi` and `sudo docker exec -it app nvidia-smi`, one box and a container on it
+    (m31c crackq#43). None otherwise."""
+    kind = detect_kind(text)
+    if kind is None:
+        return None
+    if paste.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] < 2:
+        return None
+    typed = transcript.prompted(text)
+    parts = transcript.sections(typed) if typed is not None else None
+    return (typed, parts) if typed is not None and parts is not None else None
 
 
 def _all_cut(found: list[tuple[str, ProbeOutput, str]], cut: str) -> list[tuple[str, ProbeOutput, str]]:

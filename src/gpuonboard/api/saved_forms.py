@@ -71,11 +71,18 @@ def other_form(text: str) -> str | None:
     if rows:
         bad = [f"GPU {g.index} reading {' / '.join(g.faults)}" for g in rows if g.faults]
         shown = f"; it shows {', '.join(bad)}, a GPU nvidia-smi cannot read" if bad else ""
+        # (its column header, `| GPU  Name ... Persistence-M |`, may be there: only the banner missing)
+        headed = _TABLE_HEADER.search(text)
+        held = "GPU rows and their column header, without its `NVIDIA-SMI` banner" if headed else ""
         return (
-            f"part of nvidia-smi's table (GPU rows without its banner and header{shown}), so the"
+            f"part of nvidia-smi's table ({held or 'GPU rows without its banner and header'}{shown}), so the"
             " driver and the number of GPUs are not known: save the whole `nvidia-smi` output."
         )
     return None
+
+
+# nvidia-smi table's column header line (`| GPU  Name        Persistence-M| Bus-Id ...`)
+_TABLE_HEADER = re.compile(r"^\|?\s*GPU\s+Name\b", re.M)
 
 
 # an `nvidia-smi -q` GPU block's first lines (`GPU 00000000:10:1C.0`, then an indented `Key :`)
@@ -145,6 +152,18 @@ def _q_part_shows(text: str) -> str:
     return f"; it shows {', '.join(shown)}, a fault of the GPU it was copied from" if shown else ""
 
 
+# any `-q` section's head: a line with no colon, then a deeper `Key : value` line
+_Q_ANY_SECTION = re.compile(r"^([ \t]*)(\S[^\n:]*?)[ \t]*\n\1[ \t]+\S[^\n:]*:", re.M)
+
+
+def _only_sections(text: str, heads: list[str]) -> bool:
+    """Whether `text` is the sections `heads` alone: it starts with the first, and holds no other
+    section (nvidia-docker#1648's Applications Clocks and Max Clocks among Power Limit lines,
+    Clocks, Clock Policy, Voltage and Processes, m31c 11: "lines ... from inside a GPU's block")."""
+    every = {m.group(2) for m in _Q_ANY_SECTION.finditer(text[:8000])}
+    return text.strip().startswith(heads[0]) and every <= set(heads)
+
+
 def nvidia_smi_part(text: str) -> str | None:
     """The sentence for a part of an nvidia-smi output that names no GPU set: `-q` lines from
     inside a GPU block (no header, no block head: k8s-vgpu-scheduler#25, nvidia-docker#1070's
@@ -157,7 +176,7 @@ def nvidia_smi_part(text: str) -> str | None:
         what = (
             f"the {' and '.join(heads)} section{'s' if len(heads) > 1 else ''} of an `nvidia-smi -q`"
             " GPU block alone"
-            if heads and keys < 3
+            if heads and keys < 3 and _only_sections(text, heads)
             else "lines of `nvidia-smi -q` from inside a GPU's block"
         )
         return fragment_sentence(

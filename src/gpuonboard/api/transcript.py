@@ -190,6 +190,35 @@ def command_of(line: str) -> str:
     return found[0] if found is not None else line.strip()
 
 
+# a command typed with no prompt before it, as a page shows one (`nvidia-smi`, `sudo docker exec
+# -it app nvidia-smi`): ASCII words from a tool whose output is read, not ending in a colon (a
+# label, `nvidia-smi output:`)
+_TYPED = re.compile(rf"(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?(?<!:)\s*")
+
+
+def prompted(text: str) -> str | None:
+    """`text` with a `$ ` prompt before each command typed without one that starts a paragraph
+    (the first line, or one after a blank line) with its output right below it, where there are
+    two or more (a page of `nvidia-smi` and `sudo docker exec -it app nvidia-smi`, each above its
+    output); None where there are fewer. Only for a text that read as one output would be refused
+    (api/offline.py): a line of an output may read as such a command."""
+    lines = text.split("\n")
+    typed = [
+        at
+        for at, line in enumerate(lines[:-1])
+        if (at == 0 or not lines[at - 1].strip())
+        and lines[at + 1].strip()
+        and len(line) < _LONGEST_PROMPT
+        and _TYPED.fullmatch(line.strip())
+        and _prompt(line) is None
+    ]
+    if len(typed) < 2:
+        return None
+    for at in typed:
+        lines[at] = f"$ {lines[at].strip()}"
+    return "\n".join(lines)
+
+
 def _head(line: str) -> tuple[str, str | None, str | None] | None:
     """(the command, the host, the output a paste glued onto the line or None) of a prompt line;
     None when the line is not one. The output of a line holding several commands' outputs

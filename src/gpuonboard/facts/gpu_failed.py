@@ -43,6 +43,13 @@ _WHOLE_FAILURE_WORDS = (
 )
 
 
+def smis_own_failure(line: str) -> bool:
+    """Whether the failure `line` (nvidia_smi_failure's) is nvidia-smi's own sentence, which it
+    prints where it ran (in a container, a job step), not a container engine's hook's on the host
+    (`nvidia-container-cli: initialization error: nvml error: ...`: NVML on the host failed)."""
+    return _WHOLE_FAILURE.match(line) is not None
+
+
 # NVML refused to start for the login's rights ("Failed to initialize NVML: Insufficient
 # Permissions", "No permission"): a refusal of that call, never the driver failing as a whole
 _PERMISSION = re.compile(r"Insufficient Permissions|\bNo permission\b|Permission denied", re.IGNORECASE)

@@ -32,6 +32,11 @@ PUBLIC = Path(__file__).parents[2] / "fixtures" / "public"
             " ERR!, a GPU nvidia-smi cannot read), so the driver and the number of GPUs are not known: save"
             " the whole `nvidia-smi` output.",
         ),
+        (  # (its column header there: only the banner missing, m31c 19)
+            "nvidia-smi-fragment__l4__column-header-no-banner__cut-after-gpu0__pubsec-655.txt",
+            "part of nvidia-smi's table (GPU rows and their column header, without its `NVIDIA-SMI` banner),"
+            " so the driver and the number of GPUs are not known: save the whole `nvidia-smi` output.",
+        ),
     ],
 )
 def test_each_refusal_is_one_sentence_and_exit_2(tmp_path: Path, name: str, sentence: str) -> None:

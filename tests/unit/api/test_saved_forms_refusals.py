@@ -97,6 +97,10 @@ PARTS = [
         "part-of-nvidia-smi-q__no-header-bar1-to-temp__nvidia-docker-1070.txt",
         "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them",
     ),
+    (  # (two known sections among others: not "those sections alone", m31c 11)
+        "part-of-nvidia-smi-q__power-limit-to-processes__clocks-sections__a100__nvidia-docker-1648.txt",
+        "lines of `nvidia-smi -q` from inside a GPU's block, without the header above them",
+    ),
     (
         "part-of-nvidia-smi__mig-devices-only__a100-40gb__nvitop-8.txt",
         "the MIG devices section of nvidia-smi's table alone, without its banner and GPU rows",

@@ -111,12 +111,16 @@ def test_a_pcie_order_passes(tmp_path: Path) -> None:
 def test_a_topo_mp_cut_short_is_unverified(tmp_path: Path, order: str, command: str) -> None:
     """The JUWELS `topo -mp` cut after the rows of GPU0 and GPU1 (its header names GPU0-GPU3):
     the paths of GPU2 and GPU3 are unknown, so a PCIe order is not met (it passed as "pcie: ...
-    shows the PCIe paths only"); with no command line nor legend it is a matrix cut short too."""
+    shows the PCIe paths only"); with no command line nor legend it is a matrix cut short too.
+    Its copied `-mp` is named (m31c 4: it was called a topo -m matrix cut short, to rerun)."""
     verdict, actual = verdicts(tmp_path, "topo.txt", command + read(TWO_ROWS), order)["interconnect"]
-    assert (verdict, actual) == (
-        "unverified",
-        "unknown: the nvidia-smi topo -m matrix was cut short (2 GPU rows read)",
+    said = (
+        "unknown: `nvidia-smi topo -mp` shows the PCIe paths only, never NVLink, and is cut"
+        " short (2 GPU rows read)"
+        if command
+        else "unknown: the nvidia-smi topo -m matrix was cut short (2 GPU rows read)"
     )
+    assert (verdict, actual) == ("unverified", said)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from gpuonboard.steps.checks import ngc
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.missing_facts import (
+    ELSEWHERE_ADVICE,
     RERUN_ADVICE,
     _attached_gap,
     _disputed,
@@ -112,7 +113,10 @@ def rule_driver(facts: Facts) -> Check:
     problem = _no_gpu_actual(facts)
     unread = facts.unread_not_a_fault() if problem else ""
     if unread:
-        return _driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
+        check = _driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
+        elsewhere = facts.gpu_raw.ran_elsewhere
+        own = elsewhere and elsewhere in unread  # (that call's own failure: what to save instead)
+        return dataclasses.replace(check, detail=ELSEWHERE_ADVICE) if own else check
     if problem:
         return _driver_failed(facts, expected, problem)
     assert facts.gpu is not None
@@ -646,8 +650,9 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     kind = topo.interconnect(facts.topology)
     listed = len(facts.gpu.gpus) if facts.gpu else 0
     incomplete = len(facts.topology.gpus) < listed or not facts.topology.complete
-    if kind == "unknown" and facts.topology.pcie_only and not incomplete:
-        return _pcie_paths_only(order, facts.topology)  # (a matrix cut short is that, first)
+    mp = (out := facts.raw.get("nvidia_topo")) is not None and out.pcie_paths_only  # (a copied `-mp`)
+    if kind == "unknown" and facts.topology.pcie_only and (mp or not incomplete):
+        return _pcie_paths_only(order, facts.topology, incomplete)  # (a `-mp` cut short is one still)
     unlinked = topo.whole_rows_without_nvlink(facts.topology) if order.interconnect == "nvlink" else []
     if (kind == "unknown" or incomplete) and unlinked:
         return _no_nvlink_rows(expected, facts.topology, unlinked)
@@ -706,11 +711,14 @@ def _no_nvlink_rows(expected: str, matrix: topo.Topology, unlinked: list[str]) -
     )
 
 
-def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology) -> Check:
-    """A matrix of PCIe paths only (`nvidia-smi topo -mp`), which shows no NVLink: it meets a PCIe
-    order (every GPU pair has the PCIe path it shows) and tells nothing of an NVLink one."""
+def _pcie_paths_only(order: OrderSpec, matrix: topo.Topology, cut: bool = False) -> Check:
+    """A matrix of PCIe paths only (`nvidia-smi topo -mp`), which shows no NVLink: whole, it meets
+    a PCIe order (every GPU pair has the PCIe path it shows); it tells nothing of an NVLink one,
+    whole or `cut` short (m31c 4: "the topo -m matrix was cut short ... rerun")."""
     paths = f"{matrix.pcie_only} (weakest GPU path {topo.weakest_link(matrix)})"
-    if order.interconnect == "pcie":
+    if cut:
+        paths = f"{matrix.pcie_only}, and is cut short ({len(matrix.gpus)} GPU rows read)"
+    if order.interconnect == "pcie" and not cut:
         return Check("interconnect", "pcie", f"pcie: {paths}", "pass")
     return Check(
         "interconnect",

@@ -101,6 +101,13 @@ def _disputed(facts: Facts, *fields: str) -> str:
 # user-space side (its CUDA version) is that container's, not the box's
 IN_RUNNING_CONTAINER = "the container it ran in"
 
+# where the only nvidia-smi failure given ran in a container, through a launcher or as another user
+ELSEWHERE_ADVICE = (
+    "that call's own devices, rights and GPUs (a container's, a job step's, another user's) are not"
+    " the box's, so its failure says nothing certain of the box's driver: save `nvidia-smi` run in"
+    " the box's own shell"
+)
+
 
 def cuda_in_container(facts: Facts) -> str:
     """Why the CUDA version kept is a container's, not the box's: every output that gave it ran

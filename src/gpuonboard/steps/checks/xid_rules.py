@@ -309,6 +309,11 @@ def cut_driver_message(event: KernelEvent) -> bool:
     return event.cut is not None and event.kind == "xid_unread" and not _XID_LINE.search(event.message)
 
 
+# the driver's core dump of a GPU microcontroller (falcon: the GSP, PMU ...), one `NVRM:
+# kflcnCoreDumpNondestructive_IMPL: TRACE: NN = 0x...` line per word (open-gpu-kernel-modules#446)
+_DUMP = re.compile(r"\bkflcnCoreDump")
+
+
 def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
     """'2 Xid lines this tool cannot read (first: ...)' and / or where the log ends inside a
     line (KernelEvent.cut): 'the log ends inside a line, cut short: ...'."""
@@ -319,7 +324,12 @@ def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
         # (a driver sentence the log ends inside, `The NVIDIA GPU 0000:01:00.0 (PCI ID: ...)`:
         # no Xid line, and it may be the driver's reason for a failure beside it)
         unreadable = unreadable[1:]
-        said.append(f"a driver message the log ends inside, cut short: {cut.message!r}")
+        dump = (
+            " (a core dump of a GPU microcontroller, GSP or another falcon)"
+            if _DUMP.search(cut.message)
+            else ""
+        )
+        said.append(f"a driver message the log ends inside, cut short{dump}: {cut.message!r}")
         cut = None
     if unreadable:
         n = len(unreadable)

@@ -11,7 +11,7 @@ import pytest
 
 from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST
 
-from ...offline_judge import checks, health_row, judged_box, verdicts
+from ...offline_judge import checks, details, health_row, judged_box, verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 RTX4090_Q = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__3-idle-gen1.txt"
@@ -371,6 +371,13 @@ def test_a_cut_matrix_stays_unverified_where_its_rows_cannot_decide(tmp_path: Pa
         lines = lines[:2] + [" ".join(line.split()[:4]) for line in lines[2:]]
     got = verdicts(tmp_path, "topo.txt", "\n".join(lines), "gpu_count: 8\ninterconnect: nvlink\n")
     assert got["interconnect"][0] == "unverified", got["interconnect"]
+    if edit == "mp-command":  # (m31c 4, DeepEP#60: it was "the topo -m matrix was cut short")
+        assert (
+            "`nvidia-smi topo -mp` shows the PCIe paths only, never NVLink, and is cut short"
+            in (got["interconnect"][1])
+        )
+        said = details(tmp_path, "topo.txt", "\n".join(lines), "gpu_count: 8\ninterconnect: nvlink\n")
+        assert "`nvidia-smi topo -m` (without -p)" in said["interconnect"]
 
 
 @pytest.mark.parametrize(
