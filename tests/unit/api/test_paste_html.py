@@ -15,7 +15,10 @@ from gpuonboard.api import transcript
 from gpuonboard.api.paste import normalise
 
 SESSIONS = Path(__file__).parents[2] / "fixtures" / "sessions"
-HTML = "page__nvcc-version+nvidia-smi-L+nvidia-smi-CUT__HTML-PRE-FONT-TAGS-p10k-prompts__gtx1650-localcolabfold-74.txt"
+HTML = (
+    "page__nvcc-version+nvidia-smi-L+nvidia-smi-CUT__HTML-PRE-FONT-TAGS-p10k-prompts__"
+    "gtx1650-localcolabfold-74.txt"
+)
 
 
 def test_the_html_session_is_split_at_its_prompts() -> None:
@@ -48,7 +51,10 @@ def test_references_inside_html_are_decoded_once() -> None:
 
 def test_an_xml_and_plain_angle_brackets_are_left_alone() -> None:
     """nvidia-smi's XML has no HTML tag; `<6>` of dmesg -r, `<none>` are not tags of a page."""
-    xml = '<?xml version="1.0" ?>\n<nvidia_smi_log>\n<driver_version>535.54.03</driver_version>\n</nvidia_smi_log>\n'
+    xml = (
+        '<?xml version="1.0" ?>\n<nvidia_smi_log>\n<driver_version>535.54.03</driver_version>\n'
+        "</nvidia_smi_log>\n"
+    )
     assert normalise(xml) == xml
     plain = "<6>[    0.000000] Linux version 6.8.0\nREPOSITORY <none> &amp;\n"
     assert "<6>" in normalise(plain) and "<none>" in normalise(plain)

@@ -39,6 +39,6 @@ def test_the_note_names_its_version_and_runtimes() -> None:
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     said = " ".join(r.stderr.split())
     assert (
-        "docker info: docker 18.06.1-ce; runtimes kata-runtime, runc (default kata-runtime); no NVIDIA runtime"
-        in said
+        "docker info: docker 18.06.1-ce; runtimes kata-runtime, runc (default kata-runtime);"
+        " no NVIDIA runtime" in said
     )
