@@ -77,6 +77,13 @@ CASES.append(
         CpuInfo("s390x", None, None, 8, 2, 8, None, ("lscpu has no 'Socket(s)' field",)),
     )
 )
+# round 31 (fixN1, api/test_offline_cpus_disagree.py): the host's lscpu in an LXD container
+CASES.append(
+    (
+        "lscpu__xeon-e5-2660__2socket-32cpu__host-view-in-lxd-container-limits-cpu-4__lxcfs-181.txt",
+        CpuInfo("x86_64", "Intel(R) Xeon(R) CPU E5-2660 0 @ 2.20GHz", 2, 8, 2, 32, 16),
+    )
+)
 # locale sweep: Ubuntu's Russian lscpu (`Потоков на ядро:` is Thread(s) per core; before, read
 # as no such field: a CPU set of SMT siblings was not warned about), its Flags wrapped by lscpu
 CASES.append(
