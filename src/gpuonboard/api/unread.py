@@ -259,7 +259,8 @@ def disagreement(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
     if first_total is None or then_total is None or joined_memory(kind, first, then) is not None:
         return ""
     return (
-        f" whose Mem total, {then_total / 2**30:.3f} GiB, {DISAGREE.replace('are', 'is')} {first_total / 2**30:.3f} GiB"
+        f" whose Mem total, {then_total / 2**30:.3f} GiB, {DISAGREE.replace('are', 'is')}"
+        f" {first_total / 2**30:.3f} GiB"
         " (two boxes, or a box whose memory changed between them)"
     )
 
