@@ -68,7 +68,7 @@ try:  # (the collector off until here: see the top)
     from invoke import Collection, Exit, Program, Task, task  # noqa: E402
     from invoke.exceptions import ParseError  # noqa: E402
 
-    from gpuonboard import __version__, api, flags, interrupt, masking, termtext  # noqa: E402
+    from gpuonboard import __version__, api, flags, interrupt, termtext  # noqa: E402
     from gpuonboard.api.options import (  # noqa: E402
         AutostopOptions,
         MonitorCommand,
@@ -160,10 +160,8 @@ RESUME_HINT = (
 def error_line(exc: GpuonboardError) -> str:
     """`error: SENTENCE` on one line: a line break in what the sentence quotes (a path or a
     file name holding one) is written as its escape (`\\n`), as every other control character
-    is, so the error never starts a second line that reads as another one. A secret alive in
-    this process (masking.Secret: an identity, a passphrase, a registry password) is masked in
-    it, as in the run log and the reports (a line of a host's or a tool's output it quotes)."""
-    return f"error: {termtext.for_terminal(masking.mask(exc.message), keep='')}"
+    is, so the error never starts a second line that reads as another one."""
+    return f"error: {termtext.for_terminal(exc.message, keep='')}"
 
 
 def _guard(fn: Callable[[], int], debug: bool, resumes: bool = False) -> None:
@@ -197,10 +195,8 @@ def _guard(fn: Callable[[], int], debug: bool, resumes: bool = False) -> None:
     except Exception as exc:  # a bug of ours: one sentence, the traceback only with --debug
         if debug:
             raise
-        said = termtext.for_terminal(masking.mask(str(exc)), keep="")
         raise Exit(
-            f"error: internal error ({type(exc).__name__}: {said}); rerun with --debug and report it.",
-            code=70,
+            f"error: internal error ({type(exc).__name__}: {exc}); rerun with --debug and report it.", code=70
         ) from None
     if code:
         raise Exit(code=code)

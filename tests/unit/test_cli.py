@@ -17,7 +17,6 @@ from gpuonboard.api import sim_hint
 from gpuonboard.cli import (
     _refuse_teardown_steps,
     empty_values,
-    error_line,
     parse_error_text,
     profile_problem,
     several_tasks,
@@ -598,15 +597,3 @@ def test_the_cli_imports_without_collector_passes_and_leave_it_as_it_was(collect
     passes, enabled, frozen = p.stdout.split()
     assert int(passes) <= 2, p.stdout
     assert (enabled, frozen) == (str(collecting), "True")
-
-
-def test_the_error_line_masks_a_live_secret() -> None:
-    """The terminal's `error:` line is masked as the run log and the reports are: a secret alive
-    in the process (an identity, a passphrase, a registry password) quoted by a message (a
-    line of a tool's output it names) is the mask. Before, only the files were masked."""
-    from gpuonboard.masking import MASK, Secret
-
-    secret = Secret("s3cr3t-pass-7f1d")
-    line = error_line(UsageError("registry said: bad password 's3cr3t-pass-7f1d' for user bob"))
-    assert line == f"error: registry said: bad password '{MASK}' for user bob"
-    assert secret.reveal() not in line

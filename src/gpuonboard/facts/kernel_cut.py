@@ -206,44 +206,6 @@ _CUT_TAIL = re.compile(r"\+0x[0-9a-fA-F]*(?:/(?:0x)?)?\s*$")
 _CUT_FRAME = re.compile(r"(?:\? )?(?=[\w.]*_|[\w.]+\+)[A-Za-z_][\w.]*(?:\+(?:0x[0-9a-fA-F]*(?:/(?:0x)?)?)?)?")
 
 
-# tokens of a known form whose every start but the whole reads as a whole token (_WHOLE_END): a
-# kernel release's flavour (`5.15.0-112-generic`, `6.8.0-1015-aws`, `-nvidia-64k`) and an
-# Ubuntu build's tag (`#122-Ubuntu`); one ending inside its flavour or tag (`6.8.0-78-gen`,
-# `#122-Ubu`) is a token cut short, however whole it looks
-_FLAVOURS = (
-    "generic",
-    "generic-64k",
-    "generic-hwe",
-    "lowlatency",
-    "aws",
-    "azure",
-    "gcp",
-    "gke",
-    "oracle",
-    "nvidia",
-    "nvidia-64k",
-    "nvidia-lowlatency",
-    "kvm",
-    "ibm",
-    "intel-iotg",
-)
-_CUT_KNOWN = re.compile(
-    r"(?:^|(?<=\s))(?:\d+\.\d+\.\d+-\d+-(?P<flavour>[a-z0-9-]+)|#\d+(?:~[\w.]+)?-(?P<tag>[A-Za-z]+))\s*$"
-)
-
-
-def _known_form_cut(message: str) -> bool:
-    """The message's last token is a strict start of a known form (_CUT_KNOWN): `6.8.0-78-gen`
-    of `6.8.0-78-generic`, `#122-Ubu` of `#122-Ubuntu`."""
-    m = _CUT_KNOWN.search(message)
-    if m is None:
-        return False
-    if (flavour := m.group("flavour")) is not None:
-        return flavour not in _FLAVOURS and any(f.startswith(flavour) for f in _FLAVOURS)
-    tag = m.group("tag")
-    return tag != "Ubuntu" and "Ubuntu".startswith(tag)
-
-
 def _message(line: str) -> str:
     """The line's message: its text after its stamps and its syslog or journal head (_PREFIX)."""
     return line[_PREFIX.match(line).end() :].rstrip()  # type: ignore[union-attr]
@@ -252,9 +214,8 @@ def _message(line: str) -> str:
 def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
     """True when a kernel log's last line, with no newline after it, may have been cut inside
     it: it says nothing yet or is cut by its own shape (says_nothing, cut_by_shape), or its
-    message does not end like a whole one (_WHOLE_END), ends on a frame's cut offset (_CUT_TAIL),
-    on a kernel function's name (_CUT_FRAME) or inside a token of a known form (_CUT_KNOWN:
-    `6.8.0-78-gen`). A whole log saved without its last newline (an
+    message does not end like a whole one (_WHOLE_END), ends on a frame's cut offset (_CUT_TAIL)
+    or on a kernel function's name (_CUT_FRAME). A whole log saved without its last newline (an
     editor's paste) whose last line ends like one is not."""
     if says_nothing(line, words) or cut_by_shape(line, words):
         return True
@@ -262,12 +223,7 @@ def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
     last = message.rsplit(None, 1)[-1] if message else ""
     # (a function's name, `nv_get_p2p_free_call`; not a constant's, `..._PRI_CLIENT_ERR`)
     cut_name = _CUT_FRAME.fullmatch(last) is not None and last != last.upper()
-    return (
-        cut_name
-        or _CUT_TAIL.search(message) is not None
-        or _WHOLE_END.search(message) is None
-        or _known_form_cut(message)
-    )
+    return cut_name or _CUT_TAIL.search(message) is not None or _WHOLE_END.search(message) is None
 
 
 # a driver line that is whole where the log ends after it without its newline: it names no fault
