@@ -69,26 +69,35 @@ def _docker_json(data: dict[str, Any]) -> RuntimeInfo:
 
 
 def _docker_text(text: str) -> RuntimeInfo:
+    """`docker info`'s text: docker 19.03+ prints the daemon's fields one blank in under a
+    `Server:` line; before (18.06: no `Client:`/`Server:` lines), at the margin."""
     fields: dict[str, str] = {}
     mirrors: list[str] = []
+    lines = text.splitlines()
+    pad = " "  # (a field's indent)
     in_server = False
+    if not any(line.startswith("Server:") for line in lines) and any(
+        line.startswith("Server Version:") for line in lines
+    ):
+        pad, in_server = "", True
     in_mirrors = False
-    for line in text.splitlines():
-        if line.startswith("Server:"):
+    field = re.compile(rf"^{pad}(\S[^:]*):\s*(.*)$")
+    for line in lines:
+        if pad and line.startswith("Server:"):
             in_server = True
             continue
         if not in_server:
             continue
-        m = re.match(r"^ (\S[^:]*):\s*(.*)$", line)
+        m = field.match(line)
         if m:
             in_mirrors = m.group(1) == "Registry Mirrors"
             fields[m.group(1)] = m.group(2).strip()
             continue
-        if in_mirrors and line.startswith("  ") and line.strip():
+        if in_mirrors and line.startswith(pad + " ") and line.strip():
             mirrors.append(line.strip())
         else:
             in_mirrors = False
-        running = re.match(r"^  Running:\s*(\d+)", line)
+        running = re.match(rf"^{pad} Running:\s*(\d+)", line)
         if running:
             fields["_running"] = running.group(1)
     if not in_server or "Server Version" not in fields:
