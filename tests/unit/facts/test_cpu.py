@@ -73,7 +73,7 @@ CASES.append(
 # round 31 (fixN1, test_cpu_counts_first.py): an s390x LPAR's old flat lscpu, no `Socket(s):`
 CASES.append(
     (
-        "lscpu__s390x-lpar-8cpu-smt2__no-socket-line-books__ends-at-vendor-id__gingerbase-42.txt",
+        "lscpu__s390x-lpar-8cpu-smt2__no-socket-line-books__paste-ends-at-vendor-id__gingerbase-42.txt",
         CpuInfo("s390x", None, None, 8, 2, 8, None, ("lscpu has no 'Socket(s)' field",)),
     )
 )

@@ -16,7 +16,7 @@ import pytest
 from gpuonboard.facts.cpu import CpuInfo, parse_lscpu
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-S390X = "lscpu__s390x-lpar-8cpu-smt2__no-socket-line-books__ends-at-vendor-id__gingerbase-42.txt"
+S390X = "lscpu__s390x-lpar-8cpu-smt2__no-socket-line-books__paste-ends-at-vendor-id__gingerbase-42.txt"
 
 
 def test_counts_before_vendor_id_are_no_type_block_cut_short() -> None:
@@ -61,3 +61,24 @@ def test_the_indented_session_is_judged_from_cpus_over_threads(
     assert "cut short" not in rules["cpu_cores"]["actual"] + rules["cpu_cores"]["detail"]
     if verdict == "pass":
         assert rules["cpu_cores"]["actual"].endswith("at least 4 cores (8 CPUs, 2 per core)")
+
+
+def test_every_cut_of_the_s390x_lscpu_keeps_its_verdict_or_is_unverified() -> None:
+    """As test_host_cut_r9 asks of the whole captures (this one is a paste cut at `Vendor ID:`,
+    left out there): no cut passes or fails what the whole does not."""
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.facts.probe import ProbeOutput
+    from gpuonboard.inventory import OrderSpec
+    from gpuonboard.steps.checks.host_rules import rule_cpu
+
+    text = (REAL / S390X).read_text()
+    for cores in (4, 5, 8):
+        order = OrderSpec(cpu_cores=cores)
+        whole = rule_cpu(order, parse_facts({"lscpu": ProbeOutput(text, "", 0)})).verdict
+        moved = [
+            (k, check.verdict)
+            for k in range(1, len(text))
+            if (check := rule_cpu(order, parse_facts({"lscpu": ProbeOutput(text[:k], "", 0)}))).verdict
+            not in (whole, "unverified")
+        ]
+        assert moved == [], (cores, whole, moved[:3])
