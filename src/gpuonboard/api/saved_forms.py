@@ -51,8 +51,7 @@ _OTHER_FORMS = (
         "plain `lscpu`",
     ),
     (
-        # (any field lscpu prints after its first, Architecture: a grep keeps them in its order,
-        # `lscpu | grep CPU` from `CPU op-mode(s):` on)
+        # (any field after lscpu's first, Architecture: `lscpu | grep CPU` from `CPU op-mode(s):`)
         re.compile(
             r"^\s*(?:CPU\(s\)|On-line CPU\(s\) list|Off-line CPU\(s\) list|Model name|Socket\(s\)"
             r"|Core\(s\) per (?:socket|cluster)|Thread\(s\) per core|CPU op-mode\(s\)|Byte Order"

@@ -557,14 +557,7 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if facts.memory is None and not facts.given("free"):
         return _not_judged("ram", expected, "free", "free -k")
     if facts.memory is not None and facts.memory.source == "numactl" and facts.memory.total_bytes is None:
-        return Check(
-            "ram",
-            expected,
-            f"unknown: {facts.memory.warnings[0]}",
-            "unverified",
-            "no free output was given, and the numactl --hardware output given is cut short: save"
-            " `free -k` of the box (or the whole `numactl --hardware`) to judge the RAM",
-        )
+        return _numactl_cut(expected, facts.memory.warnings)
     if facts.memory is None or facts.memory.total_bytes is None:
         if _unread(facts, "free"):
             said = facts.memory.warnings if facts.memory is not None else ()
@@ -636,6 +629,18 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         )
     why = _ram_short_why(facts, unified, allowed)
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+
+
+def _numactl_cut(expected: str, warnings: tuple[str, ...]) -> Check:
+    """ram where the saved `numactl --hardware` judged without free is cut short."""
+    return Check(
+        "ram",
+        expected,
+        f"unknown: {warnings[0]}",
+        "unverified",
+        "no free output was given, and the numactl --hardware output given is cut short: save"
+        " `free -k` of the box (or the whole `numactl --hardware`) to judge the RAM",
+    )
 
 
 def _ram_short_why(facts: Facts, unified: bool, allowed: float) -> str:
