@@ -76,10 +76,31 @@ def split(line: str, command: str) -> tuple[str, str] | str | None:
             continue
         before, rest = line[start : found.start()], line[found.start() :]
         tool = _tool(command)
-        if _OTHER_PROMPT.search(before) or _OTHER_PROMPT.search(rest) or (tool in _TOOLS and tool != kind):
+        if (
+            _OTHER_PROMPT.search(before)
+            or _OTHER_PROMPT.search(rest)
+            or (tool in _TOOLS and tool != kind)
+            or _another_command(rest)
+        ):
             return SEVERAL
         return line[: found.start()].rstrip(), rest
     return None
+
+
+# a command of a tool with its options right before a header, without a prompt (`... Swap: 1952764
+# 0 1952764 free -h total used ...`: a second command's output after the first's)
+_COMMAND_BEFORE = re.compile(
+    rf"(?<!\S)(?:sudo\s+)?(?:\S*/)?(?:{'|'.join(map(re.escape, sorted(_TOOLS)))})(?:\s+-{{1,2}}[\w=-]+)*\s+$"
+)
+
+
+def _another_command(rest: str) -> bool:
+    """Whether the output glued onto a line holds another tool's command and its output after
+    the first header (two commands' outputs on one line, with no prompt between them)."""
+    return any(
+        _glued_kind(rest[found.start() :]) is not None and _COMMAND_BEFORE.search(rest[: found.start()])
+        for found in _header_start().finditer(rest, 1)
+    )
 
 
 def header_starts(line: str) -> list[int]:

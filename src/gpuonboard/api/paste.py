@@ -224,9 +224,32 @@ def _unescaped(text: str) -> str:
     return text
 
 
+# a web page's formatting tags around a pasted output (a terminal's HTML export: `<pre><font
+# color="#EF2929">╰─</font> nvidia-smi -L`); one of the first group says the text is HTML (no
+# output read here prints one: nvidia-smi's XML has other tags)
+_HTML_SAYS = re.compile(r"<(?:pre|code|font|span|br|div|tt|kbd|samp)(?:\s[^<>\n]*)?/?>", re.IGNORECASE)
+_HTML_TAG = re.compile(
+    r"</?(?:pre|code|font|span|br|div|tt|kbd|samp|b|i|u|strong|em|p|a)(?:\s[^<>\n]*)?/?>", re.IGNORECASE
+)
+_BREAK_TAG = re.compile(r"<br\s*/?>\n?", re.IGNORECASE)
+
+
+def _untagged(text: str) -> str | None:
+    """A text that is clearly HTML (a tag of _HTML_SAYS, no XML declaration) without its
+    formatting tags (`<br>` a line end) and with its character references decoded once (`&lt;`,
+    `&gt;`, `&amp;`, `&nbsp;`); None for any other text. Before, a terminal session exported as
+    HTML was read as one output: its prompts hidden among `<font>` tags split nothing, and its
+    nvidia-smi -L and nvcc sections were lost."""
+    if "<" not in text or not _HTML_SAYS.search(text) or "<?xml" in text:
+        return None
+    text = _HTML_TAG.sub("", _BREAK_TAG.sub("\n", text))
+    return _ENTITY.sub(_entity, text)
+
+
 def normalise(text: str) -> str:
-    """The text as the tool printed it: a web page's escaping of it undone (_unescaped), UTF-8
-    read as Windows-1252 or shown as code page 437 read back (_unmojibaked, _uncp437), a
+    """The text as the tool printed it: a web page's escaping of it undone (_unescaped), or a
+    page's HTML tags around it dropped (_untagged), UTF-8 read as Windows-1252 or shown as code
+    page 437 read back (_unmojibaked, _uncp437), a
     log collector's stamps and a unit's journal line heads dropped (_unstamped), a screen's
     padding spaces dropped, Unicode spaces as spaces, characters that show nothing
     (a zero-width space) dropped, typographic quotes and ellipsis as ASCII (in a JSON, outside its
@@ -237,7 +260,8 @@ def normalise(text: str) -> str:
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
     (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a tab in a
     kernel log's stamped line a space (_untabbed)."""
-    text = _uncp437(_unmojibaked(_unescaped(text)))
+    html = _untagged(text)
+    text = _uncp437(_unmojibaked(_unescaped(text) if html is None else html))
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))

@@ -52,7 +52,13 @@ _OTHER_FORMS = (
         "plain `lscpu`",
     ),
     (
-        re.compile(r"^\s*(?:CPU\(s\)|On-line CPU\(s\) list|Model name|Socket\(s\)|Core\(s\) per socket):"),
+        # (any field after lscpu's first, Architecture: `lscpu | grep CPU` from `CPU op-mode(s):`)
+        re.compile(
+            r"^\s*(?:CPU\(s\)|On-line CPU\(s\) list|Off-line CPU\(s\) list|Model name|Socket\(s\)"
+            r"|Core\(s\) per (?:socket|cluster)|Thread\(s\) per core|CPU op-mode\(s\)|Byte Order"
+            r"|Address sizes|Vendor ID|CPU family|NUMA node(?:\(s\)|\d+ CPU\(s\))|BogoMIPS"
+            r"|CPU (?:max |min )?MHz|L[1-3][di]? cache|Hypervisor vendor|Virtuali[sz]ation(?: type)?):"
+        ),
         "an `lscpu` without its first lines (a `grep` of it, or a paste of some lines)",
         "the whole `lscpu`",
     ),

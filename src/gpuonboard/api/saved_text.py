@@ -34,6 +34,15 @@ _COMMAND_LINE = re.compile(
     rf"(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)?"
     rf"\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?"
 )
+# a poster's label or caption line naming the command above its output (`Command: numactl
+# --hardware`, `Output of nvidia-smi -L:`, `**Output of `lscpu`:**`, `Running free -m:`): the
+# copied command, as a prompt line is
+_LABEL_LINE = re.compile(
+    r"(?:#+\s*|\*\*)?(?i:command|cmd|output of|output from|result of|results of|running)\s*:?\s*"
+    r"(?:\*\*\s*)?[`'\"]*"
+    rf"(?P<command>(?:sudo\s+)?(?:\S*[/\\])?{_COMMANDS}(?:[\s|;&][^\n`'\"]*?)?)"
+    r"[`'\"]*\s*:?\s*(?:\*\*)?:?"
+)
 # (`+ nvidia-smi`: the command as a shell's `set -x` traces it above the output, in a CI job's log
 # or a script's; `!nvidia-smi`: a Jupyter or IPython cell's shell command, `In [3]: !nvidia-smi`
 # with IPython's prompt: before, that line was read as the output's, a kernel log's first line)
@@ -148,6 +157,7 @@ def _prompt_line(lines: Sequence[str]) -> int | None:
         first = next((i for i in traced if _COMMAND_LINE.fullmatch(lines[i].strip())), first)
     if first is not None and (
         _PROMPT_LINE.fullmatch(lines[first].strip())
+        or _LABEL_LINE.fullmatch(lines[first].strip())
         or (
             _COMMAND_LINE.fullmatch(lines[first].strip())
             and not saved_forms.VERSION_LINE.fullmatch(lines[first].strip())
@@ -164,6 +174,8 @@ def _traced_command(lines: Sequence[str], first: int) -> str:
     its `tee` left out. Before, only the tool's line was read: a `dmesg -T | grep NVRM` was taken
     for the whole log (nvswitch_sxid passed on SXid lines the grep cannot let through)."""
     line = lines[first].strip()
+    if label := _LABEL_LINE.fullmatch(line):
+        return label.group("command").strip()  # (a poster's label: its command alone)
     if not line.startswith("+"):
         return _TRACE_MARK.sub("", line)
     depth = len(line) - len(line.lstrip("+"))

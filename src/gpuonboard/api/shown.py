@@ -74,7 +74,8 @@ def _podman_info(text: str) -> str:
 
 def _numactl(text: str) -> str:
     """What `numactl --hardware` says: its nodes, their CPUs and memory (numactl's `MB` are MiB);
-    the `ram` and `cpu_cores` rules read free and lscpu, not this. An output listing fewer nodes
+    the `ram` rule reads the node sizes where no free is given (memory.read_numactl_memory), the
+    `cpu_cores` rule reads lscpu, not this. An output listing fewer nodes
     than its `available:` line, or ending on a `node N cpus:` line (cut inside it, or before the
     node's size that numactl prints after it), is cut short: each sum of it is a floor, and how
     many nodes were read is said once."""
@@ -98,7 +99,10 @@ def _numactl(text: str) -> str:
     if cpus_short or memory_short:
         whole = f"{len(sizes)} of {available} nodes read: " if available is not None else ""
         note = f" ({whole}the output is cut short)"
-    judged = "read, not judged (ram and cpu_cores read free and lscpu)"
+    judged = (
+        "ram reads these node sizes where no free or /proc/meminfo is given; cpu_cores reads lscpu"
+        " (numactl lists CPU threads, not cores)"
+    )
     return f"numactl --hardware: {', '.join(said)}{note}: {judged}."
 
 

@@ -225,24 +225,33 @@ def joined_gpu_view(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOu
     return replace(box, beside=(*box.beside, view))
 
 
+# how disagreement's clause sets two readings apart (keeps_first's advice then is to save one box's)
+DISAGREE = "are not the first's"
+
+
 def disagreement(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
     """Why two outputs of one kind are rivals, as a clause: where one shows part of the box or a
     container's view, what it shows (its command named); where two free outputs' Mem totals, or
     two lscpu answers, were read whole and disagree, both named (two boxes); "" otherwise."""
     views = [o.partial or o.in_container for o in (first, then) if o.partial or o.in_container]
+    if kind == "lscpu" and not (unread(first) or unread(then)):
+        # (a view's CPUs that disagree with the other's: said as a disagreement, the view after it)
+        one, other = _cpu_read(first), _cpu_read(then)
+        if one.logical_cpus and other.logical_cpus and not _cpus_agree(one, other):
+            lxcfs = (
+                ", or a container: lxcfs shows its CPUs in /proc/cpuinfo, while lscpu may show the host's"
+                if (one.source == "lscpu") != (other.source == "lscpu")
+                else ""
+            )
+            boxes = "two boxes, a box" if lxcfs else "two boxes, or a box"
+            return (
+                f" whose {_cpus_said(other)} {DISAGREE} {_cpus_said(one)} ({boxes} that changed"
+                f" between them{lxcfs}{''.join('; ' + view for view in views)})"
+            )
     if views:
         return f" ({'; '.join(views)})"
-    if unread(first) or unread(then):
+    if unread(first) or unread(then) or kind != "free":
         return ""
-    if kind == "lscpu":
-        one, other = _cpu_read(first), _cpu_read(then)
-        if not (one.logical_cpus and other.logical_cpus) or _cpus_agree(one, other):
-            return ""
-        return (
-            f" whose {_cpus_said(other)} are not the first's {_cpus_said(one)} (two boxes, or a box"
-            " that changed between them)"
-        )
-    if kind != "free":
         return ""
     from gpuonboard.facts.memory import read_memory
 
@@ -250,7 +259,8 @@ def disagreement(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
     if first_total is None or then_total is None or joined_memory(kind, first, then) is not None:
         return ""
     return (
-        f" whose Mem total, {then_total / 2**30:.3f} GiB, is not the first's {first_total / 2**30:.3f} GiB"
+        f" whose Mem total, {then_total / 2**30:.3f} GiB, {DISAGREE.replace('are', 'is')}"
+        f" {first_total / 2**30:.3f} GiB"
         " (two boxes, or a box whose memory changed between them)"
     )
 
@@ -481,9 +491,13 @@ def keeps_first(
     pair = gives_way((origin[kind], raw[kind]), (where, out), lambda read: unread(read[1]))
     if not same_box or pair is None:
         differ = disagreement(kind, raw[kind], out)
+        advice = (
+            "save the outputs of one box, taken at one time"
+            if DISAGREE.replace("are ", "") in differ
+            else "pass one file per command"
+        )
         raise UsageError(
-            f"{where}: a second {kind_name(kind)} output (the first is {origin[kind]}){differ};"
-            " pass one file per command."
+            f"{where}: a second {kind_name(kind)} output (the first is {origin[kind]}){differ}; {advice}."
         )
     (lost, lost_out), (keep, _) = pair
     notes.append(f"{lost}: not read: it answered `{unread(lost_out)}`; {keep} is judged.")

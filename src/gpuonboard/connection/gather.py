@@ -661,6 +661,11 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         from gpuonboard.facts import memory
 
         mem = memory.read_memory(free_text)
+    elif raw["free"].stderr == "not probed" and (numactl_text := _ok(raw, "numactl")):
+        # (offline: a saved `numactl -H`, and no free given)
+        from gpuonboard.facts import memory
+
+        mem = memory.read_numactl_memory(numactl_text)
     df_text, lsblk_text = _ok(raw, "df"), _ok(raw, "lsblk")
     if df_text or lsblk_text:
         from gpuonboard.facts import disks, mount_table

@@ -402,11 +402,29 @@ def _types_closed(text: str) -> bool:
             indented = indented or line[:1].isspace()
     if last is None:
         return True
+    counts_first = _counts_first(lines)
     for line in lines[last + 1 :]:
         field = _split_field(line)
         if field is None:
             continue
-        if (indented and line[:1].strip()) or _AFTER_TYPES.search(field[0].strip()):
+        if counts_first or (indented and line[:1].strip()) or _AFTER_TYPES.search(field[0].strip()):
+            return True
+    return False
+
+
+def _counts_first(lines: list[str]) -> bool:
+    """Whether lscpu printed its CPU counts (Thread(s) per core, Core(s) per socket, Socket(s))
+    before any Vendor ID or Model name line: the flat layout of util-linux before 2.38, of one
+    set of counts for the whole box (s390x's with `Socket(s) per book:` and `Book(s):`, and no
+    `Socket(s):`), no type blocks to be cut inside: any field after them closes them."""
+    for line in lines:
+        field = _split_field(line)
+        if field is None:
+            continue
+        name = _field_name(field[0])
+        if name in ("Vendor ID", "Model name"):
+            return False
+        if name in _TYPE_FIELDS:
             return True
     return False
 

@@ -26,6 +26,7 @@ __all__ = [
     "parse_free",
     "parse_meminfo",
     "read_memory",
+    "read_numactl_memory",
 ]
 
 
@@ -48,6 +49,9 @@ class MemoryInfo:
     # box, `515890`, is also 503.8 MiB in KiB); total_bytes is the KiB reading, the spread
     # reaches the MiB one
     unit_unsure: bool = False
+    # the output the total was read from: "free" (free or /proc/meminfo), or "numactl" (the sum
+    # of `numactl --hardware`'s node sizes, where no free was given)
+    source: str = "free"
 
 
 _HUMAN = re.compile(r"^(\d+(?:[.,]\d+)?)([KMGTPE]?)(i?)B?$", re.IGNORECASE)
@@ -517,3 +521,28 @@ def parse_meminfo(text: str) -> MemoryInfo:
     return MemoryInfo(
         values.get("MemTotal"), values.get("MemAvailable"), values.get("SwapTotal"), tuple(warnings)
     )
+
+
+_NUMA_NODES = re.compile(r"^available: (\d+) nodes?", re.M)
+_NUMA_SIZE = re.compile(r"^node \d+ size: (\d+) MB\s*$", re.M)
+
+
+def read_numactl_memory(text: str) -> MemoryInfo:
+    """The RAM of a `numactl --hardware` output: the sum of its nodes' sizes (numactl's `MB` are
+    MiB, each node's MemTotal rounded down: the sum is the kernel's MemTotal, up to 1 MiB a node
+    less). An output listing fewer sizes than its `available:` line, or ending on a node's CPU
+    list, is cut short: no total (its sum is only a floor)."""
+    nodes = _NUMA_NODES.search(text)
+    sizes = [int(size) for size in _NUMA_SIZE.findall(text)]
+    last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
+    available = int(nodes.group(1)) if nodes else None
+    if not sizes or re.match(r"node \d+ cpus:", last) or available is None or len(sizes) < available:
+        whole = f"{len(sizes)} of {available}" if available is not None else f"{len(sizes)}"
+        return MemoryInfo(
+            None,
+            None,
+            None,
+            (f"numactl's output cut short: {whole} nodes' sizes read (their sum is only a floor)",),
+            source="numactl",
+        )
+    return MemoryInfo(sum(sizes) << 20, None, None, total_spread=(0, len(sizes) << 20), source="numactl")

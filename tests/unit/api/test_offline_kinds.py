@@ -92,7 +92,7 @@ def test_numactl_hardware_is_shown_not_judged_beside_the_outputs_judged(tmp_path
     r = cli(str(tmp_path), "--order", str(order), "--json")
     assert r.returncode == 0, r.stderr
     assert (
-        "numactl --hardware: 2 NUMA nodes, 64 CPUs, 1547299 MiB (1511.0 GiB) of memory: read, not judged"
+        "numactl --hardware: 2 NUMA nodes, 64 CPUs, 1547299 MiB (1511.0 GiB) of memory: ram reads"
         in " ".join(r.stderr.split())
     )
     rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
@@ -175,7 +175,7 @@ def test_numactl_cpu_compress_ranges_are_counted_as_their_cpus(tmp_path: Path) -
     r = cli(str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert (
-        "numactl --hardware: 2 NUMA nodes, 32 CPUs, 1160593 MiB (1133.4 GiB) of memory: read, not judged"
+        "numactl --hardware: 2 NUMA nodes, 32 CPUs, 1160593 MiB (1133.4 GiB) of memory: ram reads"
         in " ".join(r.stderr.split())
     )
 
@@ -191,7 +191,7 @@ def test_a_numactl_cut_short_says_its_sums_are_a_floor(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert (
         "numactl --hardware: 16 NUMA nodes, at least 192 CPUs, at least 564724 MiB (551.5 GiB) of memory"
-        " (11 of 16 nodes read: the output is cut short): read, not judged" in " ".join(r.stderr.split())
+        " (11 of 16 nodes read: the output is cut short): ram reads" in " ".join(r.stderr.split())
     )
 
 
@@ -206,8 +206,8 @@ def test_a_numactl_cut_inside_its_last_cpu_list_says_its_cpus_are_a_floor() -> N
     cut = text[: text.index(" 47 48", text.index("node 1 cpus:"))]
     assert shown("numactl", cut) == (
         "numactl --hardware: 2 NUMA nodes, at least 47 CPUs, at least 773271 MiB (755.1 GiB) of memory"
-        " (1 of 2 nodes read: the output is cut short): read, not judged (ram and cpu_cores read free and"
-        " lscpu)."
+        " (1 of 2 nodes read: the output is cut short): ram reads these node sizes where no free or"
+        " /proc/meminfo is given; cpu_cores reads lscpu (numactl lists CPU threads, not cores)."
     )
     assert shown("numactl", text).startswith("numactl --hardware: 2 NUMA nodes, 64 CPUs, 1547299 MiB")
 

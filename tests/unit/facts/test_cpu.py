@@ -70,6 +70,20 @@ CASES.append(
         CpuInfo("x86_64", "AMD EPYC 7742 64-Core Processor", 2, 64, 1, 256, 128, (), 1),
     )
 )
+# round 31 (fixN1, test_cpu_counts_first.py): an s390x LPAR's old flat lscpu, no `Socket(s):`
+CASES.append(
+    (
+        "lscpu__s390x-lpar-8cpu-smt2__no-socket-line-books__paste-ends-at-vendor-id__gingerbase-42.txt",
+        CpuInfo("s390x", None, None, 8, 2, 8, None, ("lscpu has no 'Socket(s)' field",)),
+    )
+)
+# round 31 (fixN1, api/test_offline_cpus_disagree.py): the host's lscpu in an LXD container
+CASES.append(
+    (
+        "lscpu__xeon-e5-2660__2socket-32cpu__host-view-in-lxd-container-limits-cpu-4__lxcfs-181.txt",
+        CpuInfo("x86_64", "Intel(R) Xeon(R) CPU E5-2660 0 @ 2.20GHz", 2, 8, 2, 32, 16),
+    )
+)
 # locale sweep: Ubuntu's Russian lscpu (`Потоков на ядро:` is Thread(s) per core; before, read
 # as no such field: a CPU set of SMT siblings was not warned about), its Flags wrapped by lscpu
 CASES.append(

@@ -153,12 +153,14 @@ def _from_lsblk(order: OrderSpec, expected: str, facts: Facts, tolerance: float)
             " vendor for the ordered size",
         )
     root = next((d for d in facts.block_devices if "/" in d.mountpoints), None)
-    if root is None:
-        return None
     mounted = disks.Mount(f"/dev/{disks.short_name(dev.name)}", None, None, None, spec.mount)
-    system = disks.Mount(f"/dev/{disks.short_name(root.name)}", None, None, None, "/")
-    if not disks.shares_disk(system, mounted, facts.block_devices, cache=False):
-        return None
+    system = disks.Mount(f"/dev/{disks.short_name(root.name)}", None, None, None, "/") if root else None
+    if (
+        root is None
+        or system is None
+        or not disks.shares_disk(system, mounted, facts.block_devices, cache=False)
+    ):
+        return _lsblk_unjudged(expected, actual, dev, small, spec.mount)
     under = disks.physical_disks(system, facts.block_devices) or {disks.short_name(root.name)}
     return Check(
         "data_disk",
@@ -167,6 +169,34 @@ def _from_lsblk(order: OrderSpec, expected: str, facts: Facts, tolerance: float)
         "fail",
         f"lsblk shows {spec.mount} on the system disk: a full dataset or checkpoint fills / and stops the"
         " box; ask the vendor for the separate data disk that was ordered",
+    )
+
+
+def _lsblk_unjudged(expected: str, actual: str, dev: disks.BlockDevice, small: bool, path: str) -> Check:
+    """data_disk from an lsblk alone that proves nothing of the file system at `path`: a device
+    as large as ordered may hold a smaller file system, a smaller one a file system that spans
+    other devices (FSTYPE not shown, or one that may)."""
+    if dev.size_bytes is None:
+        why = f"lsblk gives no size for the device at {path}, nor the file system's"
+    elif not small:
+        why = (
+            f"lsblk shows the device at {path} as large as ordered, but not the file system on it,"
+            " which may be smaller (an image not grown to its disk)"
+        )
+    else:
+        fs = (
+            f"its {dev.fstype} file system" if dev.fstype else "the file system on it (lsblk shows no FSTYPE)"
+        )
+        why = (
+            f"lsblk shows the device at {path} smaller than ordered, but {fs} may span other devices,"
+            " which lsblk before 2.42 shows with nothing mounted"
+        )
+    return Check(
+        "data_disk",
+        expected,
+        f"{actual}; its file system's size not known)",
+        "unverified",
+        f"{why}: save `df -P -k` of the box to judge it",
     )
 
 

@@ -547,9 +547,9 @@ def _container_view(check: Check, facts: Facts, shows: str, files: tuple[str, ..
 
 def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """RAM as ordered (`_judge_ram`); a pass of a container whose limits were not given is not one."""
-    return _container_view(
-        _judge_ram(order, facts, tolerance), facts, "free shows the host's RAM", MEMORY_LIMIT_FILES
-    )
+    numa = facts.memory is not None and facts.memory.source == "numactl"
+    shows = "numactl shows the host's NUMA nodes" if numa else "free shows the host's RAM"
+    return _container_view(_judge_ram(order, facts, tolerance), facts, shows, MEMORY_LIMIT_FILES)
 
 
 def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
@@ -561,6 +561,8 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     expected = f">= {format_bytes(wanted)}"
     if facts.memory is None and not facts.given("free"):
         return _not_judged("ram", expected, "free", "free -k")
+    if facts.memory is not None and facts.memory.source == "numactl" and facts.memory.total_bytes is None:
+        return _numactl_cut(expected, facts.memory.warnings)
     if facts.memory is None or facts.memory.total_bytes is None:
         if _unread(facts, "free"):
             said = facts.memory.warnings if facts.memory is not None else ()
@@ -584,6 +586,8 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     floor = wanted * (1 - allowed) - RAM_RESERVE_BYTES
     if unified:
         actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
+    if facts.memory.source == "numactl":
+        actual += ", the sum of numactl's node sizes (no free given)"
     limit = facts.memory_limit_bytes
     if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
@@ -616,9 +620,9 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             " after the flag it was run with, or save `free -k` of the box",
         )
     if total + more >= floor:
-        return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si)
+        return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si, facts.memory.source)
     short = format_bytes(wanted - total - more)
-    if (out := facts.raw.get("free")) is not None and out.in_container:
+    if (out := facts.raw.get(facts.memory.source)) is not None and out.in_container:
         return Check(
             "ram",
             expected,
@@ -630,6 +634,18 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         )
     why = _ram_short_why(facts, unified, allowed)
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+
+
+def _numactl_cut(expected: str, warnings: tuple[str, ...]) -> Check:
+    """ram where the saved `numactl --hardware` judged without free is cut short."""
+    return Check(
+        "ram",
+        expected,
+        f"unknown: {warnings[0]}",
+        "unverified",
+        "no free output was given, and the numactl --hardware output given is cut short: save"
+        " `free -k` of the box (or the whole `numactl --hardware`) to judge the RAM",
+    )
 
 
 def _ram_short_why(facts: Facts, unified: bool, allowed: float) -> str:
@@ -652,7 +668,14 @@ def _ram_short_why(facts: Facts, unified: bool, allowed: float) -> str:
 
 
 def _rounded_ram(
-    total: int, less: int, more: int, floor: float, expected: str, actual: str, si: bool = False
+    total: int,
+    less: int,
+    more: int,
+    floor: float,
+    expected: str,
+    actual: str,
+    si: bool = False,
+    source: str = "free",
 ) -> Check:
     """ram unverified where free printed the total in rounded units (`free -h`'s `125Gi` is
     125-126 GiB), or under `--si` (powers of 1000, or 1024 by procps version), and the least RAM
@@ -660,6 +683,15 @@ def _rounded_ram(
     d = _telling_decimals(total - less, total + more, int(floor))
     low, high, need = (format_bytes(n, True, d) for n in (total - less, total + more, int(floor)))
     how = "under `--si`, in powers of 1000 (or of 1024, by procps version)" if si else "in rounded units"
+    if source == "numactl":
+        return Check(
+            "ram",
+            expected,
+            f"{actual}; between {low} and {high} (each node's size rounded down to a MiB)",
+            "unverified",
+            f"numactl prints each node's size rounded down to a MiB, and the {need} the order needs"
+            " (less the tolerance) lies within that rounding: save `free -k` of the box to judge it",
+        )
     return Check(
         "ram",
         expected,

@@ -471,6 +471,11 @@ PUBLIC = REAL.parent / "public"
             "`lscpu -e` / `lscpu -p` (one line per CPU), which this tool does not read",
         ),
         ("lscpu-grep__online-offline-lines__notes.txt", "an `lscpu` without its first lines (a `grep` of it"),
+        # round 31 (fixN1): `lscpu | grep CPU` from `CPU op-mode(s):` on (measure31b 19)
+        (
+            "lscpu-grep-CPU__amd-fx-6300__cpufetch-prompt__cpufetch-57.txt",
+            "an `lscpu` without its first lines (a `grep` of it",
+        ),
         (
             "nvidia-smi-fragment__a100-sxm4-80gb__gpu4-5__gpu5-err__lambda-doc.txt",
             "part of nvidia-smi's table (GPU rows without its banner and header; it shows GPU 5 reading ERR!",

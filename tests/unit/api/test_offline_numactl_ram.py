@@ -1,0 +1,90 @@
+"""`numactl --hardware` given without free: the ram rule judges the sum of its node sizes (each
+node's MemTotal in MiB, as free's total is judged), cpu_cores stays unjudged (numactl lists CPU
+threads, not cores); a numactl cut short judges nothing (measure31b 03, 05, 20)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+
+# (fixture, the command line it was pasted under, an order it meets)
+PASTED = [
+    (
+        "numactl-H__threadripper-4node-2-memoryless__125.8gib__numactl-165.txt",
+        "tavianator@tachyon $ numactl -H",
+        "128GB",
+        "125.8 GiB",
+    ),
+    (
+        "numactl-H__1node-8cpu-7.8gib__nodejs-benchmarking-123.txt",
+        "root@nodejsb1:~# numactl --hardware",
+        "8GB",
+        "7.8 GiB",
+    ),
+    ("numactl-H__1node-2cpu-16gib__diamond-724.txt", "numactl --hardware", "16GB", "15.999 GiB"),
+]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+
+
+def _rules(tmp_path: Path, name: str, command: str, order: str) -> tuple[int, dict[str, dict[str, str]], str]:
+    (tmp_path / "numactl.txt").write_text(f"{command}\n" + (REAL / name).read_text())
+    spec = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    spec.write_text(f"cpu_cores: 2\nram: {order}\n")
+    r = cli(str(tmp_path / "numactl.txt"), "--order", str(spec), "--json")
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]} if r.stdout else {}
+    return r.returncode, rules, " ".join(r.stderr.split())
+
+
+@pytest.mark.parametrize(("name", "command", "order", "read"), PASTED)
+def test_a_numactl_alone_judges_ram_from_its_node_sizes(
+    tmp_path: Path, name: str, command: str, order: str, read: str
+) -> None:
+    """ram was unverified "no free output was given" though the note summed the node sizes."""
+    code, rules, stderr = _rules(tmp_path, name, command, order)
+    assert code == 0, stderr
+    assert rules["ram"]["verdict"] == "pass", rules["ram"]
+    assert rules["ram"]["actual"].startswith(read)
+    assert "the sum of numactl's node sizes (no free given)" in rules["ram"]["actual"]
+    # (numactl lists CPU threads: cores stay lscpu's)
+    assert rules["cpu_cores"]["verdict"] == "unverified"
+    assert "no lscpu output was given" in rules["cpu_cores"]["actual"]
+    assert (
+        "ram reads these node sizes where no free or /proc/meminfo is given; cpu_cores reads lscpu" in stderr
+    )
+
+
+def test_a_numactl_alone_below_the_order_fails(tmp_path: Path) -> None:
+    """The sum is judged both ways: the Threadripper's 125.8 GiB is short of 256 GB."""
+    name, command, _, _ = PASTED[0]
+    code, rules, stderr = _rules(tmp_path, name, command, "256GB")
+    assert code == 1, stderr
+    assert rules["ram"]["verdict"] == "fail"
+
+
+def test_a_numactl_cut_short_leaves_ram_unverified(tmp_path: Path) -> None:
+    """umf-1289's `numactl -H` shows 11 of its 16 nodes' sizes: their sum is only a floor."""
+    name = "numactl-H__spr-hbm-flat-16node__cut-at-node-10__umf-1289.txt"
+    code, rules, stderr = _rules(tmp_path, name, "$ numactl -H", "512GB")
+    assert code == 0, stderr
+    assert rules["ram"]["verdict"] == "unverified"
+    assert "numactl's output cut short: 11 of 16 nodes' sizes read" in rules["ram"]["actual"]
+
+
+def test_free_beside_numactl_is_what_ram_reads(tmp_path: Path) -> None:
+    """Where free is given too, its total is judged, not the node sizes."""
+    name, command, _, _ = PASTED[0]
+    (tmp_path / "free.txt").write_text((REAL / "free__ubuntu-18.04-vm.txt").read_text())
+    _rules(tmp_path, name, command, "1GB")
+    r = cli(str(tmp_path), "--order", str(tmp_path.parent / f"{tmp_path.name}-order.yml"), "--json")
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["ram"]["verdict"] == "pass" and "numactl" not in rules["ram"]["actual"]
