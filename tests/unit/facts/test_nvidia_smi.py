@@ -239,6 +239,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__geforce-gtx-1080-ti__2gpu__driver517.48__windows__cut-in-gpu1-row__wsl-9134.txt",
         "nvidia-smi-q__geforce-gtx-1050-ti__1gpu__driver440.36__no-mig-line__cut-in-gpu-operation-mode__nvidia-docker-1149.txt",
         "nvidia-smi-a__tesla-v100s-pcie-32gb__2gpu-attached__driver535.104.05__cut-in-gpu0-record__hami-446.txt",
+        # every Orin module's name, 'Orin (nvgpu)': steps/checks/test_shared_names.py
+        "nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0__cuda12.6__cut-at-processes.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

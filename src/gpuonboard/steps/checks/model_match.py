@@ -44,6 +44,7 @@ from gpuonboard.steps.base import Verdict
 from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.model_forms import forms_judged, is_form_of
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.shared_names import shared_name_judged
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu
 from gpuonboard.steps.checks.vgpu_name import vgpu_profile as vgpu_profile
@@ -578,6 +579,9 @@ def match_model(
         return ModelMatch("fail", no_model_said(model))
     if not name.tokens and not name.cut:
         return ModelMatch("fail", "the GPU has no name")
+    shared = shared_name_judged(model, want, got.have)  # ('Orin (nvgpu)': every Orin module's name)
+    if shared is not None:
+        return ModelMatch(*shared)
     forms = forms_judged(want, got.have)  # ('K40m' ordered: the name's 'K40c' is another form)
     want = forms.want
     arch_problems, arch_unseen, arch_untold = _architecture_judged(archs, family, delivered, got, name)
