@@ -41,6 +41,7 @@ from gpuonboard.model_names import model_tokens as model_tokens
 from gpuonboard.model_names import split_count as split_count
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Verdict
+from gpuonboard.steps.checks.cut_names import cut_name_problems
 from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.model_forms import forms_judged, is_form_of
 from gpuonboard.steps.checks.once import loaded_once
@@ -601,6 +602,9 @@ def match_model(
             says = ", ".join(_show(o, name.joined) for o in others)
             problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in unseen]
             unseen = []
+    if name.cut and (cut := cut_name_problems(model, want, delivered, vram_mib, sold_memory())):
+        problems += cut  # ('NVIDIA GeForce ...' with 4096MiB: no A100 is a GeForce, none has 4 GB)
+        unseen = []
     # a memory type ordered where the name says one: they must agree ('H100 80GB HBM2e', the PCIe
     # card's, against 'NVIDIA H100 80GB HBM3'); where the name says none it is not demanded, but
     # of a model sold with several under one name it cannot be told

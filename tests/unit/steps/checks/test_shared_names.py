@@ -18,7 +18,7 @@ REAL = Path(__file__).parents[3] / "fixtures" / "real"
 ORIN = (
     "nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt",
     # dusty-nv/jetson-containers#1403: the same module, CUDA 12.6, cut at `| Processes:`
-    "nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0__cuda12.6__cut-at-processes.txt",
+    "nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0__cuda12.6__copied-command__cut-at-processes.txt",
 )
 THOR = "nvidia-smi__thor__1gpu__driver580.00__spaces-collapsed.txt"
 
