@@ -346,17 +346,25 @@ def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, list[tuple[st
 
 
 def _refuse_reruns_answered_otherwise(
-    name: str, each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]], unread: Callable[[T], str]
+    name: str,
+    each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]],
+    unread: Callable[[T], str],
+    failed: Callable[[T], bool] = lambda _: False,
 ) -> None:
     """Raise a UsageError where one command line, run again later in the session, was answered
-    in another form (`ctr run ... nvidia-smi`: a table, then `No devices were found` after a
-    reboot): two times of the box, which the reading by kind would merge as if one; neither may
-    be dropped. A run that read nothing (`unread`: refused, its tool not found) is no rival."""
+    in another form (a table, then a `-q` after an alias changed): two times of the box, which
+    the reading by kind would merge as if one; neither may be dropped. A run that read nothing
+    (`unread`: refused, its tool not found) is no rival; nor is one where the tool failed as a
+    whole (`failed`: `Failed to initialize NVML: Unknown Error`, `No devices were found`), which
+    the judging orders by line (facts/gpu_failed.py: a failure after the listing is the box now
+    and fails `nvidia_driver`, one the session's later listing answered is a note)."""
     first_run: dict[str, tuple[Section, str]] = {}
     for part, got in each:
         said = " ".join(part.command.split())
         # (a report's several outputs are compared by kind, each with its own: read below)
         if isinstance(got, str) or len(got) != 1 or got[0][2] or not said or unread(got[0][1]):
+            continue
+        if failed(got[0][1]):
             continue
         first, kind = first_run.setdefault(said, (part, got[0][0]))
         if kind != got[0][0]:
@@ -387,6 +395,7 @@ def read(
     unread: Callable[[T], str] = lambda _: "",
     join: Callable[[str, T, T], T | None] = lambda *_: None,
     narrow: Callable[[T], bool] = lambda _: False,
+    failed_whole: Callable[[T], bool] = lambda _: False,
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -405,7 +414,7 @@ def read(
     makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
     _refuse_several_boxes(name, each)
-    _refuse_reruns_answered_otherwise(name, each, unread)
+    _refuse_reruns_answered_otherwise(name, each, unread, failed_whole)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
     outputs: list[tuple[Section, str, T]] = []  # (its command's part, named with what of it, kind, output)

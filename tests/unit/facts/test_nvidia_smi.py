@@ -244,7 +244,7 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # the H20-3e read before the cut, names cut before their model ('NVIDIA GeForce ...'):
         # steps/checks/test_model_match_cut_r31.py
         "nvidia-smi__h20-3e__2gpu__driver570.124.06__cut-in-gpu1-row__hami-1520.txt",
-        "nvidia-smi__geforce-name-cut__1gpu-7979mib__driver470.57.02__copied-command__cut-at-processes__bellperson-227.txt",
+        "nvidia-smi__geforce-name-cut__1gpu-7979mib__driver470.57.02__cut-at-processes__bellperson-227.txt",
         # a -q -x cut inside <driver_model>: steps/checks/gpu_health/test_persistence_cut_r31.py
         "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
     }

@@ -490,7 +490,10 @@ def _cut_word(want: list[str], got: _Delivered) -> tuple[str | None, str]:
     (a problem when it can only mark another product, a vague note when it may)."""
     frag = got.name.fragment
     if frag and not got.frag_known and not any(t.startswith(frag) for t in want):
-        markers = sorted(_show(w) for w in _OTHER_PRODUCT if w.startswith(frag))
+        # (a marker of some models only, the H20's 3e, where the name is of one: not the V100's '3...')
+        markers = sorted(
+            _show(w) for w in _OTHER_PRODUCT if w.startswith(frag) and _marks_another_product(w, got.have)
+        )
         if markers and len(frag) > 1:
             return f"the cut word '{frag.title()}...' marks another product ({', '.join(markers)})", ""
         if markers:

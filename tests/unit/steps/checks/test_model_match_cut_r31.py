@@ -17,8 +17,7 @@ from ...offline_judge import details, verdicts
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 H20_3E = "nvidia-smi__h20-3e__2gpu__driver570.124.06__cut-in-gpu1-row__hami-1520.txt"
 GEFORCE_8G = (
-    "nvidia-smi__geforce-name-cut__1gpu-7979mib__driver470.57.02__"
-    "copied-command__cut-at-processes__bellperson-227.txt"
+    "nvidia-smi__geforce-name-cut__1gpu-7979mib__driver470.57.02__cut-at-processes__bellperson-227.txt"  # noqa: E501
 )
 GEFORCE_4G = (
     "session__fabricmanager-fails__modinfo-510__nvidia-smi-geforce-name-cut-4096mib__gpu-operator-356.txt"
