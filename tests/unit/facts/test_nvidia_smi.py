@@ -245,6 +245,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # steps/checks/test_model_match_cut_r31.py
         "nvidia-smi__h20-3e__2gpu__driver570.124.06__cut-in-gpu1-row__hami-1520.txt",
         "nvidia-smi__geforce-name-cut__1gpu-7979mib__driver470.57.02__cut-at-processes__bellperson-227.txt",
+        # a Bus-Id cut to its domain (`00000000:`): facts/test_nvidia_smi_bus_cut_r31.py
+        "nvidia-smi__a100-sxm4-80gb-mig__gpu3__driver535.104.05__bus-id-cut-to-domain__copied-command__cut-in-mig-head__dcgm-152.txt",
         # a -q -x cut inside <driver_model>: steps/checks/gpu_health/test_persistence_cut_r31.py
         "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
     }
