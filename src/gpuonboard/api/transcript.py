@@ -233,8 +233,40 @@ def sections(text: str) -> list[Section] | None:
             login = ssh.group("host")
         elif command.strip() in ("exit", "logout"):
             login = _STARTED_ON if login else None
+    out = _late_outputs_moved_up(out)
     read = [part for part in out if not part.empty]
     return out if len(read) > 1 else None
+
+
+# the first line of an output, never of a command: a capital, a digit or a table's border first
+# (nvidia-smi's `Sun Apr 18 12:26:51 2021`, `GPU 00000000:01:00.0`, `+----`, `|`)
+_OUTPUT_FIRST = re.compile(r"^[A-Z0-9+|=]")
+
+
+def _late_outputs_moved_up(parts: list[Section]) -> list[Section]:
+    """The parts with an output printed after the next prompt given back to its command: a
+    wrapper that returns before the program it started prints (`vgpu_unlock nvidia-smi`:
+    `root@pve:~# Sun Apr 18 12:26:51 2021` and the table below it) left its command empty and
+    the output read under a 'command' that is its first line. Moved where the command is one
+    whose output is read, it printed nothing, the next prompt is the very next line, of the same
+    host, and what follows that prompt starts as an output does (`_OUTPUT_FIRST`), is no command
+    whose output is read, and is the whole output up to the prompt after it."""
+    out: list[Section] = []
+    for part in parts:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.empty
+            and last.reads
+            and part.line == last.line + 1
+            and part.host == last.host
+            and _OUTPUT_FIRST.match(part.command)
+            and not part.reads
+        ):
+            out[-1] = replace(last, text=f"{part.command}\n{part.text}")
+            continue
+        out.append(part)
+    return out
 
 
 def _first_prompt_lines_dropped(lines: list[str], heads: list[int]) -> list[str]:
