@@ -467,13 +467,16 @@ def test_one_command_answered_otherwise_later_in_the_session_is_two_times_of_the
     printed a table's head (before a reboot), the same command `No devices were found` after it,
     then the host's `# nvidia-smi` (`...`) and the container's table head again. A failure of the
     tool as a whole is no rival form of a rerun (it was refused as "ran one command at two times",
-    naming `-q -x`): the judging orders it by line, and no table row listing a GPU, it fails."""
+    naming `-q -x`): the judging orders it by line. The failure is the container's (`ctr run`, a
+    launcher of facts/command_line.LAUNCHERS), no table row of the box's own shell answers it: it
+    says nothing certain of the box, unverified (round 31, fixN3's rule for a failure run elsewhere)."""
     path = SESSIONS / (
         "page__ctr-run-nvidia-smi-x3-table-CUT+No-devices-were-found+table-CUT"
         "__rhel86-containerd-nvidia-container-toolkit-32.txt"
     )
     judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([path])}
-    assert judged["nvidia_driver"] == ("fail", "nvidia-smi failed (No devices were found)")
+    assert judged["nvidia_driver"][0] == "unverified", judged["nvidia_driver"]
+    assert "No devices were found" in judged["nvidia_driver"][1]
 
 
 @pytest.mark.parametrize(
