@@ -82,16 +82,26 @@ def mask_written(text: str) -> str:
 # `gpu-vm-01`, `train.service`, a number, a local path whose parts look like names), shell
 # operators as they are, a quoted `sh -c` script word by word under the same rule; every other
 # word is the mask, and a short digest of the whole command tells two commands apart.
-_NAME_PART = r"[a-z]{1,16}[0-9]{0,3}"
-_NAME = re.compile(rf"{_NAME_PART}([-_.]({_NAME_PART}|[0-9]{{1,6}})){{0,5}}|\+?[0-9]{{1,8}}")
+# a name's part: lower-case letters, or a run of up to 3 letters and digits (`ec2`, `s3`, `v1`);
+# letters and digits in one longer run (`hunter123`, `value42`) may be a password: masked. Digits
+# are shown as a part of their own after `-` or `_` only (`gpu-vm-01`, `trainer_1`).
+_NAME_PART = r"([a-z]{1,16}|[a-z][a-z0-9]{1,2})"
+_NAME = re.compile(rf"{_NAME_PART}([-_]({_NAME_PART}|[0-9]{{1,6}})|\.{_NAME_PART}){{0,5}}|\+?[0-9]{{1,8}}")
 _VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]{0,40}\}?")
 _PROGRAM = re.compile(r"[A-Za-z0-9_./+-]{1,64}")
 _PATH = re.compile(r"(~|\$HOME)?/[A-Za-z0-9_./+-]{0,200}")
 # a flag: `-x`, `-fsS` (up to 4 letters), `-xyzwv` in lower case, `-TERM` (a signal), `--name`, `--name=VALUE`
 _FLAG = re.compile(r"-[A-Za-z]{1,4}|-[a-z]{5,12}|-[A-Z]{3,4}[12]?|--[a-z][a-z0-9-]{0,40}(=.*)?", re.S)
-# an option whose value is a secret whatever it looks like (`--password hunter`, curl's `-H`,
-# zip's `-P`); its value attached (`-pS3cret`, mysql's) masks the whole word
-_SECRET_FLAG = re.compile(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|bearer|sig)|^-[HuPp]")
+# an option whose value is a secret whatever it looks like (`--password hunter`, curl's `-H` and
+# `-u`, redis-cli's `-a`, openssl's `-k`); its value attached (`-ahunter`) masks the whole word
+_SECRET_FLAG = re.compile(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|bearer|sig)|^-[Hu]")
+# `-p`/`-P` (mysql's and sshpass's password, zip's): a value attached (`-pS3cret`) masks the word;
+# given apart, its value is masked unless it is a number (`ssh -p 2222`) or the program is a
+# power command (`shutdown -P now`: poweroff). `-a`/`-k` given apart likewise show a path or
+# number after them (`rsync -a ~/ckpt/ /backup/`), and mask any other word.
+_ATTACHED_SECRET = re.compile(r"-[Pp].+", re.S)
+_SOFT_SECRET_FLAG = re.compile(r"-[PpakK]")
+_POWER = ("shutdown", "poweroff", "halt", "reboot", "systemctl")
 _SHOWN_FIRST = ("sudo", "env", "timeout", "nice", "nohup", "exec")
 _SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
 _OPERATOR = re.compile(r"[;&|<>()]+")
@@ -114,13 +124,19 @@ def command_secrets(command: str) -> list[str]:
     """The words of `command` that command_shown masks (4 characters or more), and those of their
     parts of 8 or more between blanks, `:`, `=`, `/`, `?`, `&` or `@` that the rule would mask too
     (the token of `Authorization: Bearer TOKEN`, a URL's key; never a plain word such as
-    `shutdown`), longest first: what a text that may repeat them (the command's own output, an
-    older log line that showed it) is scrubbed of, as whole words."""
+    `shutdown`), a URL's userinfo and password and each query value whatever they look like,
+    longest first: what a text that may repeat them (the command's own output, an older log
+    line that showed it) is scrubbed of, wherever they stand."""
     _, masked = _command_words(command)
     found: set[str] = set()
     for word in masked:
         found.add(word)
         found.update(p for p in re.split(r"[\s:=/?&@]+", word) if len(p) >= 8 and not _safe_word(p))
+        # a URL's userinfo (`user:PASS@`) and a query's values (`?key=VALUE&`), whatever they
+        # look like: a password of plain words (`correcthorse`) is one all the same
+        for userinfo in re.findall(r"//([^/@\s]+)@", word):
+            found.update({userinfo, userinfo.partition(":")[2]})
+        found.update(re.findall(r"[?&;][^=&#\s]*=([^&#\s\"']+)", word))
     return sorted((w for w in found if len(w) >= 4 and w.strip("*")), key=lambda w: (-len(w), w))
 
 
@@ -143,9 +159,12 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
         return split[:1] + [MASK] * bool(split[1:]), split[1:]
     shown: list[str] = []
     masked: list[str] = []
-    program_next, value_next, script_next, program = True, False, False, ""
+    program_next, value_next, script_next, program, soft = True, False, False, "", False
     for word in words:
-        if value_next:  # the value of a secret's option
+        after_soft, soft = soft, False
+        if after_soft and not _OPERATOR.fullmatch(word) and not _soft_value_shown(word, program):
+            shown.append(MASK)  # `redis-cli -a PASS`, `zip -P PASS`, `openssl -k PASS`
+        elif value_next:  # the value of a secret's option
             shown.append(MASK)
             value_next = False
         elif _OPERATOR.fullmatch(word):  # `&&`, `;`, `|` start a command, `>` names a file
@@ -178,6 +197,7 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
         elif _FLAG.fullmatch(word) and _flag_safe(word):
             shown.append(word)
             value_next = bool(_SECRET_FLAG.search(word.split("=", 1)[0]))
+            soft = bool(_SOFT_SECRET_FLAG.fullmatch(word))
             script_next = program in _SHELLS and word.startswith("-") and word.endswith("c")
         else:
             shown.append(word if _safe_word(word) else MASK)
@@ -186,13 +206,25 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
     return shown, masked
 
 
+def _soft_value_shown(word: str, program: str) -> bool:
+    """The word after `-a`/`-k`/`-p`/`-P` given apart, shown only where it cannot be their secret
+    value: a flag, a number, a local path of plain parts, any word after a power command's -P/-p."""
+    return (
+        program in _POWER
+        or word.startswith("-")
+        or bool(re.fullmatch(r"\+?[0-9]{1,8}", word))
+        or (bool(_PATH.fullmatch(word)) and not _looks_random(word))
+    )
+
+
 def _flag_safe(word: str) -> bool:
     """A flag shown as it is: no value attached to a secret flag (`-pS3cret`, `-psecret`,
     `--password=x`), and a `--name=VALUE` whose value is a plain word."""
     name, eq, value = word.partition("=")
     if eq:
         return not _SECRET_FLAG.search(name) and _safe_word(value)
-    return not (len(word) > 2 and not word.startswith("--") and _SECRET_FLAG.match(word))
+    attached = len(word) > 2 and not word.startswith("--")
+    return not (attached and (_SECRET_FLAG.match(word) or _SOFT_SECRET_FLAG.match(word)))
 
 
 def _looks_random(word: str) -> bool:

@@ -2,13 +2,15 @@
 read-only /etc/machine-id; a container recreated with the same host name and a persistent
 home) names its record of uploads `uploads.<host>@<id12>` with another id each time: before,
 its earlier record read as another machine's to teardown, so its uploads were never removed.
-Where no record of the current name exists, a `uploads.<host>@*` record of the same host name
-whose recorded paths are on a local filesystem is adopted as this machine's. Real sshd test
-host, real `sync` and teardown; the earlier boot's record is a real `sync`'s, renamed as an
-earlier machine id would have named it."""
+Where no record of the current name exists, a `uploads.<host>@*` record of the same host name,
+on a local filesystem of the allowlist with its recorded paths, last written before this boot,
+is adopted as this machine's (renamed to the current id). Real sshd test host, real `sync` and
+teardown; the earlier boot's record is a real `sync`'s, renamed as an earlier machine id would
+have named it and its mtime set back before this boot (it was written by the earlier boot)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -44,6 +46,7 @@ def test_teardown_adopts_this_hosts_record_of_an_earlier_machine_id(
         # the next boot: another machine id, so the record and lists above are an earlier id's
         (cache / MY_RECORD).rename(cache / f"uploads.{earlier}")
         (cache / f"written.{mine}").rename(cache / f"written.{earlier}")
+        os.utime(cache / f"uploads.{earlier}", (1_000_000, 1_000_000))  # (written before this boot)
 
         r = project.cli("teardown", "--host", "teardown", "--keep-image", "--dest", str(tmp_path / "copy"))
         assert r.returncode == 0, r.stdout + r.stderr

@@ -24,23 +24,17 @@ else
   # what the watcher says (an OVERDUE line quotes the failed command's last words) and the last
   # log lines, each word of the commands that may be a secret (MASK_WORDS in the 0600 config,
   # apart by \037: a token a command's own output repeats, an older watcher's line that showed
-  # the command in clear) shown as the mask, replaced as a literal string (awk's index) where it
-  # stands as a whole word (no letter, digit or _ joined to it: `shut` never inside `shutdown`)
+  # the command in clear) shown as the mask, replaced as a literal string (awk's index) wherever
+  # it stands, also joined to other text (`%2FTOKEN`, JSON's `\nTOKEN`, `token_TOKEN`): when in
+  # doubt, mask (masking.command_secrets lists no plain word such as `shutdown`)
   # shellcheck disable=SC1091
   MASK_WORDS=$(. "$d/autostop.conf" >/dev/null 2>&1; printf '%s' "${MASK_WORDS-}") && export MASK_WORDS
   { sh "$d/__SCRIPT__" status; echo "last log lines:"
     tail -n "$n" "$d/autostop.log" 2>/dev/null | sed "s/^/  /"
   } | awk 'BEGIN { k = split(ENVIRON["MASK_WORDS"], w, "\037") }
-    function wc(c) { return c ~ /[A-Za-z0-9_]/ }
-    { for (i = 1; i <= k; i++) if ((L = length(w[i])) >= 4) {
-        out = ""; rest = $0; last = ""
-        hw = wc(substr(w[i], 1, 1)); tw = wc(substr(w[i], L, 1))
-        while ((p = index(rest, w[i])) > 0) {
-          b = p > 1 ? substr(rest, p - 1, 1) : last
-          if (!(hw && wc(b)) && !(tw && wc(substr(rest, p + L, 1)))) {
-            out = out substr(rest, 1, p - 1) "********"; last = "*"; rest = substr(rest, p + L)
-          } else { out = out substr(rest, 1, p); last = substr(rest, p, 1); rest = substr(rest, p + 1) }
-        }
+    { for (i = 1; i <= k; i++) if (length(w[i]) >= 4) {
+        out = ""; rest = $0
+        while ((p = index(rest, w[i])) > 0) { out = out substr(rest, 1, p - 1) "********"; rest = substr(rest, p + length(w[i])) }
         $0 = out rest
       }
       print }'

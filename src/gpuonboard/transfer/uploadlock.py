@@ -139,13 +139,17 @@ RECORD_PREFIX = "uploads."
 # still found and removed), and is no longer used once a record of the new name exists.
 # A machine id that changes (a transient one per boot: systemd with an empty or read-only
 # /etc/machine-id; a container recreated with the same host name and a persistent home) would
-# make the record of its earlier uploads another machine's, never removed: where no record of
-# the current name (nor of the host name alone) exists, a record `uploads.<host>@<other id>`
-# whose recorded paths that exist are all on a local filesystem (never another machine's: no
-# other machine sees them), in a cache dir on a local filesystem too, is adopted (its id used).
+# make the record of its earlier uploads another machine's, never removed. Where no record of
+# the current name (nor of the host name alone) exists, a record `uploads.<host>@<other id>` is
+# adopted ONLY when it cannot be another live machine's: it and every recorded path that exists
+# are on a local filesystem of an allowlist (ext2/3/4, xfs, btrfs, zfs, tmpfs: never an overlay,
+# a bind mount's unknown, a cluster or host-share one), and it was last written before this boot
+# (/proc/stat's btime; a second machine named alike syncing now writes after it booted). It is
+# adopted once, by renaming it and its `written.` lists to the current id (mv), so later uploads
+# append to that one record. A `.stale` marker, or a record marked stale, is never adopted.
 _LOCAL_SH = (
-    'loc() { case $(stat -f -c %T -- "$1" 2>/dev/null) in nfs* | cifs | smb* | lustre | gpfs | beegfs'
-    " | ceph | glusterfs | afs | fuse* | 9p | v9fs | virtiofs | panfs | '' | UNKNOWN*) return 1 ;; esac; };"
+    'loc() { case $(stat -f -c %T -- "$1" 2>/dev/null) in ext2/ext3 | ext2 | ext3 | ext4 | xfs | btrfs'
+    " | zfs | tmpfs) return 0 ;; esac; return 1; };"
 )
 MACHINE_SH = (
     "$(n=$(uname -n | tr -cd 'A-Za-z0-9._-');"
@@ -153,22 +157,31 @@ MACHINE_SH = (
     " c=${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard;"
     + _LOCAL_SH
     + ' if [ -n "$m" ] && ! [ -e "$c/uploads.$n@$m" ] && ! [ -e "$c/uploads.$n" ] && loc "$c"; then'
-    ' for o in "$c/uploads.$n@"*; do [ -f "$o" ] || continue;'
+    " b=$(awk '/^btime / { print $2 }' /proc/stat 2>/dev/null);"
+    ' for o in "$c/uploads.$n@"*; do case $o in *.stale) continue ;; esac;'
+    ' [ -f "$o" ] && ! [ -e "$o.stale" ] && [ -n "$b" ] || continue;'
+    ' t=$(stat -c %Y -- "$o" 2>/dev/null) && [ "$t" -lt "$b" ] 2>/dev/null || continue;'
     " tr '\\0' '\\n' < \"$o\" | { while IFS= read -r x; do [ -e \"$x\" ] || continue;"
-    ' loc "$x" || exit 1; done; } && { m=${o##*@}; break; }; done; fi;'
+    ' loc "$x" || exit 1; done; } || continue;'
+    ' mv -- "$o" "$c/uploads.$n@$m" 2>/dev/null || continue; i=${o##*@};'
+    ' [ -d "$c/written.$n@$i" ] && ! [ -e "$c/written.$n@$m" ]'
+    ' && mv -- "$c/written.$n@$i" "$c/written.$n@$m" 2>/dev/null;'
+    " break; done; fi;"
     ' if [ -n "$m" ] && { [ -e "$c/uploads.$n@$m" ] || ! [ -e "$c/uploads.$n" ]; };'
     ' then printf \'%s@%s\' "$n" "$m"; else printf \'%s\' "$n"; fi)'
 )
 UPLOADS_RECORD = "${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard/" + RECORD_PREFIX + MACHINE_SH
 # sh: `shared PATH` succeeds where PATH may be seen by other machines (a network or cluster
-# filesystem, `stat -f -c %T`: nfs, nfs4, cifs, smb2, lustre, gpfs, beegfs, ceph, glusterfs, afs,
-# a FUSE one such as sshfs, 9p or virtiofs host shares; a type coreutils does not know or that
+# filesystem, `stat -f -c %T`: nfs, nfs4, cifs, smb2, lustre, gpfs, BeeGFS (`fhgfs` as stat names
+# it), ceph, glusterfs, afs, coda, gfs/gfs2, ocfs2, acfs, snfs, ibrix, novell, a FUSE one such as
+# sshfs, 9p, virtiofs, vboxsf, vmhgfs or prl_fs host shares; a type coreutils does not know or that
 # cannot be read counts too: never taken for local on a guess): only there is another machine's
 # record of an upload its own, while on a local disk it is a stale one (a cloned image's, a machine
 # whose `uname -n` changed). `sharedfs TYPE` is the same test of a type name.
 SHARED_FS_FN = (
-    "sharedfs() { case $1 in nfs* | cifs | smb* | lustre | gpfs | beegfs | ceph | glusterfs | afs"
-    " | fuse* | 9p | v9fs | virtiofs | panfs | '' | UNKNOWN*) return 0 ;; esac; return 1; }\n"
+    "sharedfs() { case $1 in nfs* | cifs | smb* | lustre | gpfs | beegfs | fhgfs | ceph | glusterfs"
+    " | afs | k-afs | coda | gfs | gfs2 | ocfs2 | acfs | snfs | ibrix | novell | fuse* | 9p | v9fs"
+    " | virtiofs | vboxsf | vmhgfs | prl_fs | panfs | '' | UNKNOWN*) return 0 ;; esac; return 1; }\n"
     'shared() { sharedfs "$(stat -f -c %T -- "$1" 2>/dev/null)"; }\n'
 )
 # sh: `record PATH...` appends each path not recorded yet (best effort: an upload never fails on it)

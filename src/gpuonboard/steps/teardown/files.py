@@ -171,12 +171,13 @@ def shared_cache_note(cache: OwnCache) -> str:
     if not cache.others:
         return ""
     # `uploads.HOST@ID`: a record named by a machine id, maybe this box's own of an earlier id
-    # (uploadlock.MACHINE_SH adopts it only where none of the current id exists and its
-    # uploads are on a local disk)
+    # (uploadlock.MACHINE_SH adopts it only where none of the current id exists, it and its
+    # uploads are on a local disk, and it was last written before this boot)
     ids = (
         "; a record named by another machine id is this box's own from before its machine id changed"
-        " only where it has none of its current id and that record's uploads are on a local disk"
-        " (then it is used as this box's); nodes cloned from one image that share this home need"
+        " only where it has none of its current id, that record and its uploads are on a local disk"
+        " (ext2/3/4, xfs, btrfs, zfs, tmpfs) and it was last written before this boot (then it is"
+        " renamed to this box's id); nodes cloned from one image that share this home need"
         " host names of their own (or a machine id each: systemd-machine-id-setup)"
         if any("@" in name for name in cache.others)
         else ""

@@ -4,7 +4,7 @@ a word is shown only when it is clearly not a secret (a bare `-x`/`-xyz` lower-c
 local path whose parts look like names), shell operators as they are, and a quoted `sh -c`
 script word by word under the same rule. A secret flag's value, attached (`-pS3cret`) or next
 (`zip -P pw`), is masked, as is a path part that looks random (a webhook's token); the
-`--status` scrub (MASK_WORDS) replaces those words only, and whole words only."""
+`--status` scrub (MASK_WORDS) replaces those words only, wherever they stand."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from .box import T0, Box
     [
         "az login --identity && az vm deallocate -g my-rg -n gpu-vm-01",
         "aws ec2 stop-instances --instance-ids $INSTANCE_ID",
-        "gcloud compute instances stop trainer --zone=us-central1-a",
+        "gcloud compute instances stop trainer --format=json",
         "sudo -n systemctl stop train.service",
         "docker stop trainer_1",
         "rsync -a ~/ckpt/ /backup/ckpt/ || true",
@@ -99,9 +99,9 @@ def test_the_status_scrub_leaves_the_watchers_own_words(tmp_path: Path) -> None:
     assert "sh -c 'sync; shutdown -h now'" in out and "before_shutdown" in out, out
 
 
-def test_the_status_scrub_replaces_whole_words_only(tmp_path: Path) -> None:
+def test_the_status_scrub_replaces_a_secret_wherever_it_stands(tmp_path: Path) -> None:
     """A secret that is part of a longer word of the watcher's text (`shut` of `shutdown`) is
-    masked where it stands alone, never inside that word."""
+    masked there too (a literal replacement: when in doubt, mask)."""
     box = Box(tmp_path, idle="30m", billing_aware="no", shutdown_command="sh -c 'exit 1' --password shut")
     for t in (0, 1800, 2100, 2160):
         box.run(T0 + t)
@@ -109,4 +109,4 @@ def test_the_status_scrub_replaces_whole_words_only(tmp_path: Path) -> None:
     cmd = status_command(str(box.dir), str(tmp_path / "crond"), "crontab", 15)
     out = subprocess.run(["sh", "-c", cmd], env=box.env(T0 + 2170), capture_output=True, text=True).stdout
     assert "old line: --password ********" in out, out
-    assert "before_shutdown" in out and "********down" not in out, out
+    assert "shut" not in out and "before_********down" in out, out
