@@ -128,17 +128,23 @@ def ran_elsewhere(kind: str, command: str) -> str:
     login: in a container (`docker run --gpus all IMAGE nvidia-smi`, `podman run`, `kubectl exec
     POD -- nvidia-smi`), through a launcher (`srun`, `apptainer exec`, `enroot start`: the
     one list, command_line.elsewhere) or as another user (`sudo -u nobody nvidia-smi -q`): one
-    clause saying so; "" where it ran on the box. Such a call's failure is its own, never the
-    box's."""
+    clause saying so (the first's); "" where it ran on the box, or where any nvidia-smi of the
+    line ran on the box (`nvidia-smi && srun nvidia-smi -L`: the output may be the login's own
+    call's, the chain stopped at it). Such a call's failure is its own, never the box's."""
     if not command or not kind.startswith("nvidia_smi"):
         return ""
-    for ran in runs(command, ("nvidia-smi",)):
-        if ran.container:
-            return f"`{ran.said}` ran in a container"
-        if launched := elsewhere(ran, ("nvidia-smi",)):
-            return f"`{ran.said}` ran through `{launched}`"
-        if _OTHER_USER.search(ran.said):
-            return f"`{ran.said}` ran as another user"
+    said = [_ran_elsewhere(ran) for ran in runs(command, ("nvidia-smi",))]
+    return said[0] if said and all(said) else ""
+
+
+def _ran_elsewhere(ran: Run) -> str:
+    """ran_elsewhere's clause for one run of nvidia-smi ("" where the login's shell ran it)."""
+    if ran.container:
+        return f"`{ran.said}` ran in a container"
+    if launched := elsewhere(ran, ("nvidia-smi",)):
+        return f"`{ran.said}` ran through `{launched}`"
+    if _OTHER_USER.search(ran.said):
+        return f"`{ran.said}` ran as another user"
     return ""
 
 

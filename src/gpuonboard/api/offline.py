@@ -45,6 +45,7 @@ from gpuonboard.api.saved_text import (
 )
 from gpuonboard.api.shown import shown
 from gpuonboard.api.unread import joined, keeps_first, unread
+from gpuonboard.api.unread_files import unread_rows
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
@@ -229,16 +230,38 @@ def _session_outputs(
         kind, out = _saved_output(path, where, text, command)
         return (kind, dataclasses.replace(out, partial=out.partial or why)) if why else (kind, out)
 
-    return transcript.read(
+    # (a container's, a launcher's or another user's nvidia-smi shows less than the box: of the
+    # same failure twice, the login's own is judged)
+    found = transcript.read(
         str(path),
         parts,
         read_one,
         notes,
         unread,
         joined,
-        lambda out: bool(out.in_container or out.partial),
+        lambda out: bool(out.in_container or out.partial or out.ran_elsewhere),
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
     )
+    _refuse_elsewhere_over_own_failure(str(path), found)
+    return found
+
+
+def _refuse_elsewhere_over_own_failure(name: str, found: list[tuple[str, ProbeOutput, str]]) -> None:
+    """Raise a UsageError where the session holds the login's own nvidia-smi failing as a whole
+    and an nvidia-smi answer printed elsewhere (`docker run --gpus all ... nvidia-smi`, `srun ...
+    nvidia-smi`): that call's answer never supersedes the box's own, as two different answers of
+    the login's shell are refused (transcript.read)."""
+    smi = [(out, where) for kind, out, where in found if kind.startswith("nvidia_smi")]
+    failed = [(out, where) for out, where in smi if failed_as_a_whole(f"{out.stdout}\n{out.stderr}")]
+    own = next((where for out, where in failed if not out.ran_elsewhere), None)
+    other = next((w for out, w in smi if out.ran_elsewhere and (out, w) not in failed), None)
+    if own is not None and other is not None:
+        raise UsageError(
+            f"{name}: {own.removeprefix(name).strip()} is the login's own nvidia-smi failing and"
+            f" {other.removeprefix(name).strip()} answered elsewhere (in a container, through a launcher"
+            " or as another user), which never stands for the box's own answer: keep the login's own"
+            " `nvidia-smi` output of the box now in the file."
+        )
 
 
 # nvidia-smi's own output in a text: its table's banner, its -q header
@@ -452,10 +475,13 @@ def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
     return ProbeOutput(text, stderr, code)
 
 
-def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[str, ProbeOutput]:
+def load_outputs(
+    paths: Sequence[str], notes: list[str] | None = None, unread: list[Path] | None = None
+) -> dict[str, ProbeOutput]:
     """Read files, detect kinds; errors name the file. In a host's folder of a gpuonboard run
     (raw/<host>/), each file is read as the probe its summary.json records; a probe offline
-    judging does not read is skipped, and one line per such folder is added to `notes`."""
+    judging does not read is skipped, and one line per such folder is added to `notes`; a
+    folder's file that cannot be read is noted and added to `unread`."""
     raw: dict[str, ProbeOutput] = {}
     origin: dict[str, str] = {}
     folder_of: dict[str, Path] = {}  # (a kind's file's folder: an unread output gives way within one)
@@ -475,6 +501,8 @@ def load_outputs(paths: Sequence[str], notes: list[str] | None = None) -> dict[s
             if not in_folder:  # (a file the user named: a bad input, exit 2)
                 raise
             session_notes.append(_unread_file_note(str(why)))
+            if unread is not None:
+                unread.append(path)
             continue
         if recorded is not None:
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
@@ -645,7 +673,8 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     if not paths:
         raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
     notes: list[str] = []
-    raw = load_outputs(paths, notes)
+    unread: list[Path] = []
+    raw = load_outputs(paths, notes, unread)
     notes += [shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]
     if notes:
         from rich.markup import escape
@@ -656,8 +685,14 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
             console(stderr=True).print(f"note: {escape(line)}", soft_wrap=True)
     facts = parse_facts(raw)
     checks = judge(facts, order)
+    # (a rule shown only where its output is given, that a folder's unread file could have answered)
+    checks += unread_rows(unread, raw, {c.name for c in checks})
     if as_json:
-        doc = {"facts": facts_json(facts), "rules": [dataclasses.asdict(c) for c in checks]}
+        doc = {
+            "facts": facts_json(facts),
+            "rules": [dataclasses.asdict(c) for c in checks],
+            "notes": notes,
+        }
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
         _print(facts, checks, sorted(raw))

@@ -639,8 +639,13 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         topology = topo.parse_topo(topo_text)
         if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
             topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
-        elif out.nvlink_matrix and not out.partial:  # (offline: `$ nvidia-smi topo -m`)
-            # the command is `-m`, never `-mp`: a legend without its NV# line, or none, was cut
+        elif (
+            out.nvlink_matrix
+            and not out.partial
+            and (not topology.pcie_only or topology.pcie_only.startswith(topo.NO_LEGEND))
+        ):  # (offline: `$ nvidia-smi topo -m`)
+            # the command is `-m`: a legend saved with no NV# line is a `-mp`'s (the line above it
+            # pasted wrong) or one cut short, unknown; where none was saved, the legend was cut
             # away after the matrix and takes nothing from it (a whole matrix of PCIe paths is a
             # box without NVLink, as with its legend)
             topology = dataclasses.replace(topology, shows_nvlink=True, pcie_only="")

@@ -226,6 +226,7 @@ _FLAVOURS = (
     "nvidia-lowlatency",
     "kvm",
     "ibm",
+    "intel",
     "intel-iotg",
 )
 _CUT_KNOWN = re.compile(

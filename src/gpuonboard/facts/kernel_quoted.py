@@ -67,6 +67,20 @@ def _kernel_said(lines: list[str]) -> list[str]:
     return [line for i, line in enumerate(said) if i == 0 or headed(line) or len(said[i - 1]) < _WRAP_WIDTH]
 
 
+# a syslog's or journal's line head up to its program: its time (`Aug 30 11:11:00`, an ISO time)
+# and the host's name (`nvidia-node01`), which says nothing of what a grep kept
+_HOST_HEAD = re.compile(
+    r"^\s*(?:>\s*)*(?:[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\d[T ]\S+)"
+    r"\s+\S+\s+(?=\S+?(?:\[\d+\])?:)"
+)
+
+
+def _text(line: str) -> str:
+    """A log line's text after a syslog's or journal's time and host (its program kept: a grep
+    matches `nvidia-persistenced[812]: ...`), lowered."""
+    return _HOST_HEAD.sub("", line, count=1).lower()
+
+
 def nvswitch_only(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line is the NVSwitch
     driver's (gpud#338's one `dmesg --decode --time-format iso` SXid line, a `| grep SXid`):
@@ -84,9 +98,10 @@ def gpu_driver_only(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line holds `NVRM` (a
     `dmesg | grep NVRM`, `grep -i nvrm` saved without its command): lines picked from the log
     that could keep none of the NVSwitch driver's (`nvidia-nvswitch0: SXid ...` holds no NVRM),
-    as no kernel log has only such lines; None where any line is another's."""
+    as no kernel log has only such lines; None where any line is another's. (A syslog's or
+    journal's host name is no line's text: `nvrm-lab kernel: ...`.)"""
     said = _kernel_said(lines)
-    if not said or not all("nvrm" in line.lower() and not _NVSWITCH_LINE.search(line) for line in said):
+    if not said or not all("nvrm" in _text(line) and not _NVSWITCH_LINE.search(line) for line in said):
         return None
     return said[0]
 
@@ -95,8 +110,9 @@ def nvidia_only(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line holds `nvidia`
     in any case (a `dmesg | grep -i nvidia` saved without its command): an Xid line, `NVRM: Xid
     (PCI:...): 43, pid=..., name=pt_main_thread, ...`, holds no such word, so the grep may have
-    dropped every one, and no kernel log has only such lines; None where any line is another's."""
+    dropped every one, and no kernel log has only such lines; None where any line is another's
+    (a syslog's or journal's host name is no line's text: a whole journal of `nvidia-node01`)."""
     said = _kernel_said(lines)
-    if not said or not all("nvidia" in line.lower() for line in said):
+    if not said or not all("nvidia" in _text(line) for line in said):
         return None
     return said[0]

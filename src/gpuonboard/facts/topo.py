@@ -9,6 +9,7 @@ from itertools import combinations
 from types import MappingProxyType
 
 __all__ = [
+    "NO_LEGEND",
     "PCIE_PATHS_ONLY",
     "Topology",
     "all_pairs_nvlink",
@@ -23,6 +24,9 @@ __all__ = [
 # pair's PCIe path where `-m` prints NV# (an NVLink box's GPUs read SYS/NODE there) and a legend
 # without the NV# line. Such a matrix says nothing about NVLink.
 PCIE_PATHS_ONLY = "shows the PCIe paths only, never NVLink"
+# why a matrix saved without any legend cannot show NVLink (Topology.pcie_only's start): under a
+# copied `nvidia-smi topo -m`, its legend was cut away and takes nothing from it
+NO_LEGEND = "no legend (NV# line) was saved with it"
 
 
 def _frozen_map() -> Mapping[str, str]:
@@ -241,7 +245,7 @@ def _legend(lines: list[str]) -> tuple[dict[str, str], str]:
         return nics, ""
     why = "its legend has no NV# (NVLink) line: cut short, or `nvidia-smi topo -mp`"
     if not kinds:  # (no legend at all: a paste of the matrix alone reads as `-mp`'s does)
-        why = "no legend (NV# line) was saved with it: cut short, or `nvidia-smi topo -mp`"
+        why = f"{NO_LEGEND}: cut short, or `nvidia-smi topo -mp`"
     return nics, f"{why}, which {PCIE_PATHS_ONLY}"
 
 

@@ -38,6 +38,9 @@ def test_a_real_log_cut_inside_a_kernel_release_is_cut_short(cut_at: str) -> Non
         ("[    0.000000] Linux version 6.8.0-1015-nvidia-6", True),
         ("[    0.000000] Linux version 6.8.0-1015-nvidia-64k", False),
         ("[ 12.0] CPU: 1 PID: 2 Comm: x Tainted: P OE 5.15.0-112-generic #122-Ubuntu", False),
+        # (Ubuntu's linux-intel flavour, a strict start of `intel-iotg`: whole, revB F6)
+        ("[    0.000000] Linux version 6.8.0-1010-intel", False),
+        ("[    0.000000] Linux version 6.8.0-1010-intel-iot", True),
     ],
 )
 def test_a_known_form_cut_before_its_end(line: str, cut: bool) -> None:

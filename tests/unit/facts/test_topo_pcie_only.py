@@ -247,7 +247,7 @@ WRX90 = "real/nvidia-smi-topo-m__rtx-6000-ada__2gpu-2nic-phb__driver575.51.03__t
 WRX90_COMMAND = "$ sonata@dev-canyon1:~/stelline$ nvidia-smi topo -m\n"  # (its source's, SOURCES.md)
 
 
-@pytest.mark.parametrize("cut", ["Legend:", "  PIX  = Connection"])
+@pytest.mark.parametrize("cut", ["Legend:"])
 def test_a_whole_topo_m_matrix_its_legend_cut_fails_an_nvlink_order(tmp_path: Path, cut: str) -> None:
     """Round 31 (fresh16): a whole `nvidia-smi topo -m` matrix of PCIe paths, its command copied
     above it, saved without its legend or with the legend cut before its NV# line (rtx6kpro's
@@ -267,3 +267,24 @@ def test_a_whole_topo_m_matrix_its_legend_cut_fails_an_nvlink_order(tmp_path: Pa
     assert verdicts(tmp_path, "topo.txt", mp, order)["interconnect"][0] == "unverified"
     pcie = verdicts(tmp_path, "topo.txt", WRX90_COMMAND + legend_cut, "interconnect: pcie\n")
     assert pcie["interconnect"][0] == "pass"
+
+
+@pytest.mark.parametrize("name", [JUWELS, LEVANTE])
+def test_a_real_topo_mp_under_a_copied_topo_m_stays_unknown(tmp_path: Path, name: str) -> None:
+    """Review revB F2: a real `nvidia-smi topo -mp` (its whole legend through PIX, no NV#) under
+    a copied `$ nvidia-smi topo -m` (a wrong command line pasted above it) failed an NVLink
+    order ("pcie (weakest GPU link SYS)"). The command's `-m` is trusted only where no legend was
+    saved (cut away after the matrix): a legend present that ends before NV# is a `-mp`'s or one
+    cut short, unknown for NVLink, as docs/guides/offline.md says."""
+    text = "$ nvidia-smi topo -m\n" + read(name)
+    assert verdicts(tmp_path, "topo.txt", text, NVLINK_ORDER)["interconnect"][0] == "unverified"
+
+
+def test_a_topo_m_legend_cut_before_nv_stays_unknown(tmp_path: Path) -> None:
+    """The WRX90 `topo -m` with its command, its legend cut before the PIX line (X through PXB
+    saved): a legend present without NV# stays unknown for NVLink (it failed an NVLink order)."""
+    text = read(WRX90)
+    legend_cut = text[: text.index("  PIX  = Connection")]
+    order = "gpu_count: 2\ninterconnect: nvlink\n"
+    got = verdicts(tmp_path, "topo.txt", WRX90_COMMAND + legend_cut, order)["interconnect"]
+    assert got[0] == "unverified", got

@@ -229,7 +229,19 @@ def driver_above_cut(facts: Facts) -> str | None:
     if any(_VERSION_NOTE in w or _BANNER_CUT in w for w in gpu.warnings):
         return None
     own = {m.group("table") or m.group("q") for m in _OWN_DRIVER_LINE.finditer(raw.stdout)}
-    return gpu.driver_version if own == {gpu.driver_version} else None
+    shaped = _TABLE_HEAD.match(raw.stdout) or _Q_HEAD.search(raw.stdout)
+    return gpu.driver_version if own == {gpu.driver_version} and shaped else None
+
+
+# nvidia-smi's own shape around its driver line: the table's border right above its banner, with
+# nothing above but blank lines, its date line (`Mon Jan 20 10:18:26 2025`) or watch's header;
+# -q's `==============NVSMI LOG==============` above its `Driver Version`. A document's words above
+# a quoted banner ("the host needs at least this driver:") are no output of the box.
+_TABLE_HEAD = re.compile(
+    r"\A(?:[ \t]*\n|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}[ \t]*\n|Every .*\n)*"
+    r"[ \t]*\+-+\+[ \t]*\n[ \t]*\|\s*NVIDIA-SMI\s"
+)
+_Q_HEAD = re.compile(r"^\s*=+NVSMI LOG=+\s*\n(?:.*\n)*?\s*Driver Version\s*:", re.M)
 
 
 # what a table (or another format) says whose banner was read and none of whose GPU rows

@@ -1,0 +1,65 @@
+"""A folder's file that could not be read (its permissions, a binary, past the size bound, a
+damaged gzip): one missing answer, the folder's other files judged. The rules that are shown
+only where their output was given (Xid and SXid from a kernel log, NVLink's from `nvlink -s` and
+`-e`) would be silently absent; each the unread file could have answered is unverified, naming it
+(review revB F4: a damaged `dmesg.txt.gz` holding an Xid beside a whole `-q -x` passed)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Sequence
+from pathlib import Path
+
+from gpuonboard.steps.base import Check
+
+# the rules shown only where an output of their kind was given: (kind, rule, what it judges)
+_GIVEN_ONLY = (
+    ("kernel_log", "gpu_xid", "no Xid since boot needing action"),
+    ("kernel_log", "nvswitch_sxid", "no SXid since boot needing action"),
+    ("nvidia_nvlink", "nvlink_links", "every NVLink link up"),
+    ("nvidia_nvlink_errors", "nvlink_errors", "no NVLink errors"),
+)
+# what a file's name says it holds (the first that matches): one of those kinds, or another
+# kind ("": none of those rules); a name saying none is any kind
+_NAMED = (
+    (re.compile(r"dmesg|journal|kern|syslog|messages|xid|nvrm", re.I), "kernel_log"),
+    (re.compile(r"nvlink.*(?:-e\b|_e\b|err)", re.I), "nvidia_nvlink_errors"),
+    (re.compile(r"nvlink", re.I), "nvidia_nvlink"),
+    (
+        re.compile(
+            r"smi|lscpu|cpu|free|mem|df\b|lsblk|disk|topo|os.release|nvcc|nproc|ib|rdma|fabric|cgroup"
+            r"|lspci|nvme|env|torch|version",
+            re.I,
+        ),
+        "",
+    ),
+)
+
+
+def _named_kind(path: Path) -> str | None:
+    """The kind a file's name says (None: any)."""
+    return next((kind for pattern, kind in _NAMED if pattern.search(path.name)), None)
+
+
+def unread_rows(unread: Sequence[Path], given: Collection[str], shown: Collection[str]) -> list[Check]:
+    """An unverified row, naming the files, for each rule shown only where its output is given
+    that no output of its kind (`given`) answered and none is shown (`shown`: the rows' names)
+    that a file not read (`unread`) could have answered, by its name's kind or any."""
+    rows = []
+    for kind, rule, expected in _GIVEN_ONLY:
+        if kind in given or rule in shown:
+            continue
+        could = [str(p) for p in unread if _named_kind(p) in (kind, None)]
+        if could:
+            rows.append(
+                Check(
+                    rule,
+                    expected,
+                    f"not read: {', '.join(could)} could not be read (see its note)",
+                    "unverified",
+                    f"a saved file that may hold the output this rule reads could not be read, so"
+                    f" what it would show is unknown: save it again ({', '.join(could)}) and judge"
+                    " the folder again.",
+                )
+            )
+    return rows
