@@ -49,7 +49,8 @@ _GRACE_HOPPER = "GH200"
 # converged card, a PCIe GPU with a ConnectX NIC on its board (pci.ids 2313 'GH100 [H100 CNX]',
 # named 'NVIDIA H100 CNX' in GPU databases: search index files 14007831047, 27379275444). PCIE and
 # QUADRO mark another product only for the models data/gpu_name_markers.yml lists as sold
-# without them too (`_marks_another_product`): the only V100S is a PCIe card
+# without them too (`_marks_another_product`): the only V100S is a PCIe card; so does 3E (the
+# H20-3e has 141 GB HBM3e, the H20 96 GB HBM3)
 _OTHER_PRODUCT = {
     "D",
     "TI",
@@ -64,6 +65,7 @@ _OTHER_PRODUCT = {
     "SFF",
     "V2",
     "CNX",
+    "3E",
 }
 _SHOW = {
     "QUADRO": "Quadro",
@@ -74,6 +76,7 @@ _SHOW = {
     "MAXQ": "Max-Q",
     "MOBILE": "Mobile",
     "V2": "v2",
+    "3E": "3e",
 }
 # such a word written joined to the number in orders: 4090D, 3090Ti, 4080Super, H100NVL
 # (an ASCII boundary: Chinese text glued after it, `4090D涡轮版`, `24G显存`, is no letter of it)

@@ -59,6 +59,7 @@ from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.gpu_agree import reading_differences
+from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
@@ -245,6 +246,7 @@ def _session_outputs(
         unread,
         joined,
         lambda out: bool(out.in_container or out.partial),
+        lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
     )
 
 

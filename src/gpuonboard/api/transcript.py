@@ -262,8 +262,40 @@ def sections(text: str) -> list[Section] | None:
             login = ssh.group("host")
         elif command.strip() in ("exit", "logout"):
             login = _STARTED_ON if login else None
+    out = _late_outputs_moved_up(out)
     read = [part for part in out if not part.empty]
     return out if len(read) > 1 else None
+
+
+# the first line of an output, never of a command: a capital, a digit or a table's border first
+# (nvidia-smi's `Sun Apr 18 12:26:51 2021`, `GPU 00000000:01:00.0`, `+----`, `|`)
+_OUTPUT_FIRST = re.compile(r"^[A-Z0-9+|=]")
+
+
+def _late_outputs_moved_up(parts: list[Section]) -> list[Section]:
+    """The parts with an output printed after the next prompt given back to its command: a
+    wrapper that returns before the program it started prints (`vgpu_unlock nvidia-smi`:
+    `root@pve:~# Sun Apr 18 12:26:51 2021` and the table below it) left its command empty and
+    the output read under a 'command' that is its first line. Moved where the command is one
+    whose output is read, it printed nothing, the next prompt is the very next line, of the same
+    host, and what follows that prompt starts as an output does (`_OUTPUT_FIRST`), is no command
+    whose output is read, and is the whole output up to the prompt after it."""
+    out: list[Section] = []
+    for part in parts:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and last.empty
+            and last.reads
+            and part.line == last.line + 1
+            and part.host == last.host
+            and _OUTPUT_FIRST.match(part.command)
+            and not part.reads
+        ):
+            out[-1] = replace(last, text=f"{part.command}\n{part.text}")
+            continue
+        out.append(part)
+    return out
 
 
 def _first_prompt_lines_dropped(lines: list[str], heads: list[int]) -> list[str]:
@@ -375,17 +407,25 @@ def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, list[tuple[st
 
 
 def _refuse_reruns_answered_otherwise(
-    name: str, each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]], unread: Callable[[T], str]
+    name: str,
+    each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]],
+    unread: Callable[[T], str],
+    failed: Callable[[T], bool] = lambda _: False,
 ) -> None:
     """Raise a UsageError where one command line, run again later in the session, was answered
-    in another form (`ctr run ... nvidia-smi`: a table, then `No devices were found` after a
-    reboot): two times of the box, which the reading by kind would merge as if one; neither may
-    be dropped. A run that read nothing (`unread`: refused, its tool not found) is no rival."""
+    in another form (a table, then a `-q` after an alias changed): two times of the box, which
+    the reading by kind would merge as if one; neither may be dropped. A run that read nothing
+    (`unread`: refused, its tool not found) is no rival; nor is one where the tool failed as a
+    whole (`failed`: `Failed to initialize NVML: Unknown Error`, `No devices were found`), which
+    the judging orders by line (facts/gpu_failed.py: a failure after the listing is the box now
+    and fails `nvidia_driver`, one the session's later listing answered is a note)."""
     first_run: dict[str, tuple[Section, str]] = {}
     for part, got in each:
         said = " ".join(part.command.split())
         # (a report's several outputs are compared by kind, each with its own: read below)
         if isinstance(got, str) or len(got) != 1 or got[0][2] or not said or unread(got[0][1]):
+            continue
+        if failed(got[0][1]):
             continue
         first, kind = first_run.setdefault(said, (part, got[0][0]))
         if kind != got[0][0]:
@@ -416,6 +456,7 @@ def read(
     unread: Callable[[T], str] = lambda _: "",
     join: Callable[[str, T, T], T | None] = lambda *_: None,
     narrow: Callable[[T], bool] = lambda _: False,
+    failed_whole: Callable[[T], bool] = lambda _: False,
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -434,7 +475,7 @@ def read(
     makes one (the kernel logs of two boots, RDMA listings in two formats)."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
     _refuse_several_boxes(name, each)
-    _refuse_reruns_answered_otherwise(name, each, unread)
+    _refuse_reruns_answered_otherwise(name, each, unread, failed_whole)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
     for part, kind, out in _outputs(each, skipped):

@@ -50,6 +50,12 @@ def smis_own_failure(line: str) -> bool:
     return _WHOLE_FAILURE.match(line) is not None
 
 
+def failed_as_a_whole(text: str) -> bool:
+    """Whether an nvidia-smi output says it failed as a whole (`Failed to initialize NVML: ...`,
+    `No devices were found`, ...), naming no GPU it could not open."""
+    return _WHOLE_FAILURE.search(text) is not None and not unopened_gpus([text])
+
+
 # NVML refused to start for the login's rights ("Failed to initialize NVML: Insufficient
 # Permissions", "No permission"): a refusal of that call, never the driver failing as a whole
 _PERMISSION = re.compile(r"Insufficient Permissions|\bNo permission\b|Permission denied", re.IGNORECASE)

@@ -9,7 +9,7 @@ from pathlib import Path
 from .test_offline_refusals_r13 import refused
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-CVAT = "df-h__vda3-99g-root__mail-quoted__header-split-files-ystem__cvat-9608.txt"
+CVAT = "df-h__vda3-99g-root__mail-quoted__copied-command__header-split-files-ystem__cvat-9608.txt"
 
 
 def test_a_header_the_paste_broke_is_named_as_such(tmp_path: Path) -> None:

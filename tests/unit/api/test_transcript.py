@@ -465,42 +465,44 @@ def test_a_block_of_an_output_read_here_is_not_split_from_the_page_above_it() ->
 def test_one_command_answered_otherwise_later_in_the_session_is_two_times_of_the_box() -> None:
     """nvidia-container-toolkit#32, as posted: `# ctr run ... --gpus 0 IMAGE sample nvidia-smi`
     printed a table's head (before a reboot), the same command `No devices were found` after it,
-    then the host's `# nvidia-smi` (`...`) and the container's table head again. `ctr` was no
-    prompt's command: the three runs were read as one text (unverified by luck, no word that two
-    times were merged); read as runs, a table then a failure were judged as one box (nvidia_driver
-    FAIL on the container's later answer). Now the two runs are named as answered differently."""
+    then the host's `# nvidia-smi` (`...`) and the container's table head again. A failure of the
+    tool as a whole is no rival form of a rerun (it was refused as "ran one command at two times",
+    naming `-q -x`): the judging orders it by line, and no table row listing a GPU, it fails."""
     path = SESSIONS / (
         "page__ctr-run-nvidia-smi-x3-table-CUT+No-devices-were-found+table-CUT"
         "__rhel86-containerd-nvidia-container-toolkit-32.txt"
     )
-    with pytest.raises(UsageError) as refusal:
-        offline.load_outputs([str(path)])
-    said = str(refusal.value)
-    assert (
-        "`ctr run -t --rm --gpus 0 nvcr.io/nvidia/k8s/cuda-sample:vectoradd-cuda10.2 sample nvidia-smi`) and"
-        in said
-    )
-    assert "ran one command at two times and were answered differently" in said, said
-    assert "plain `nvidia-smi` table, then one read as nvidia-smi (`-q -x`, or its failure)" in said, said
+    judged = {rule: (verdict, actual) for rule, verdict, actual, _ in _judged([path])}
+    assert judged["nvidia_driver"] == ("fail", "nvidia-smi failed (No devices were found)")
 
 
 @pytest.mark.parametrize(
-    "command", ["nvidia-smi", "docker run --rm --gpus all nvidia/cuda:12.4.0-base nvidia-smi"]
+    ("command", "failed_first", "verdict"),
+    [
+        ("nvidia-smi", False, "fail"),  # a failure after the listing: the box now
+        ("nvidia-smi", True, "pass"),  # the session's later listing answered it: a note
+        # (a container's own failure beside the host's listing: a note, never the box's)
+        ("docker run --rm --gpus all nvidia/cuda:12.4.0-base nvidia-smi", False, "pass"),
+        ("docker run --rm --gpus all nvidia/cuda:12.4.0-base nvidia-smi", True, "pass"),
+    ],
 )
-@pytest.mark.parametrize("failed_first", [False, True])
-def test_a_rerun_answered_in_another_form_is_refused_naming_both(
-    tmp_path: Path, command: str, failed_first: bool
+def test_a_rerun_that_failed_as_a_whole_is_judged_by_its_line(
+    tmp_path: Path, command: str, failed_first: bool, verdict: str
 ) -> None:
-    """The class of nvidia-container-toolkit#32: one command line run twice, answered once by the
-    real H200 table (TABLE) and once by nvidia-smi's `No devices were found` (the message of the
-    ctr capture), either order. Before, the two answers were read as two kinds and merged as one
-    box; now they are named as two times of the box, as two outputs of one kind are."""
+    """One command line run twice, answered once by the real H200 table (TABLE) and once by
+    nvidia-smi's `No devices were found`, either order: refused before as "ran one command at two
+    times" (docs/reference/rules.md: "a failure after the listing is the box now and fails");
+    now judged by facts/gpu_failed.py's order of lines (measure31a 44, nvidia-docker#1671)."""
     table, failure = TABLE.read_text(), "No devices were found\n"
     first, then = (failure, table) if failed_first else (table, failure)
     session = tmp_path / "s.txt"
     session.write_text(f"ubuntu@gpu-1:~$ {command}\n{first}ubuntu@gpu-1:~$ {command}\n{then}")
-    with pytest.raises(UsageError, match="ran one command at two times and were answered differently"):
-        offline.load_outputs([str(session)])
+    judged = {rule: (v, actual) for rule, v, actual, _ in _judged([session])}
+    assert judged["nvidia_driver"][0] == verdict, judged["nvidia_driver"]
+    if verdict == "fail":
+        said = judged["nvidia_driver"][1]
+        assert "s.txt line 22 (`nvidia-smi`) failed (No devices were found)" in said, said
+        assert "table in s.txt line 1 (`nvidia-smi`) listed 1 GPU" in said, said
 
 
 def test_a_rerun_that_read_nothing_gives_way(tmp_path: Path) -> None:
@@ -644,3 +646,31 @@ def test_lsblk_tree_lines_are_no_prompts() -> None:
     """lsblk's tree (`└─nvme0n1p1`, made `+-nvme0n1p1`) and its ASCII form are output lines."""
     text = paste.normalise("nvme0n1 259:0 0 1.8T 0 disk\n└─nvme0n1p1 259:1 0 512M 0 part /boot\n" * 2)
     assert transcript.sections(text) is None
+
+
+# nvidia-docker#1671 (https://github.com/NVIDIA/nvidia-docker/issues/1671, a comment, 2022-09-02):
+# its two code blocks of one container, joined (the host's `systemctl daemon-reload` between them
+# is in the prose): the table's head, then the same `nvidia-smi` answering NVML's Unknown Error
+NVDOCKER_1671 = (
+    "docker run --gpus all --rm -it nvidia/cuda:11.4.2-base-ubuntu18.04 bash\n"
+    "root@098b49afe624:/# nvidia-smi \n"
+    "Fri Sep  2 21:54:31 2022       \n"
+    "+-----------------------------------------------------------------------------+\n"
+    "| NVIDIA-SMI 510.68.02    Driver Version: 510.68.02    CUDA Version: 11.6     |\n"
+    "|-------------------------------+----------------------+----------------------+\n"
+    "root@098b49afe624:/# nvidia-smi \n"
+    "Failed to initialize NVML: Unknown Error\n"
+)
+
+
+def test_a_container_losing_its_gpus_after_the_table_fails_the_driver(tmp_path: Path) -> None:
+    """It was refused: "line 2 (`nvidia-smi`) and line 7 (`nvidia-smi`) ran one command at two
+    times ... (an output read as plain `nvidia-smi` table, then one read as nvidia-smi (`-q -x`,
+    or its failure)": both were plain `nvidia-smi`, and a failure after the listing is the box
+    now (measure31a 44)."""
+    session = tmp_path / "session.txt"
+    session.write_text(NVDOCKER_1671)
+    judged = {rule: (v, actual, detail) for rule, v, actual, detail in _judged([session], None)}
+    verdict, actual, detail = judged["nvidia_driver"]
+    assert (verdict, actual) == ("fail", "nvidia-smi failed (Failed to initialize NVML: Unknown Error)")
+    assert "daemon-reload" in detail, detail

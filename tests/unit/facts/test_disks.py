@@ -59,7 +59,7 @@ def test_every_real_df_and_lsblk_is_covered() -> None:
         "df__alpine-2.7-container__overlay-root__official-images-1449.txt",
         # a mail-quoted `df -h` whose header the paste split (`Files` / `ystem  Size ...`): refused,
         # api/test_offline_df_broken_header.py
-        "df-h__vda3-99g-root__mail-quoted__header-split-files-ystem__cvat-9608.txt",
+        "df-h__vda3-99g-root__mail-quoted__copied-command__header-split-files-ystem__cvat-9608.txt",
         # a whole `df -h` beside an lsblk cut inside a row: test_lsblk_table.py
         "df-h__arch-nvme-root-usb-disk-run-media__rpi-documentation-806.txt",
     }

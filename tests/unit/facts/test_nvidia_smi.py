@@ -239,6 +239,16 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__geforce-gtx-1080-ti__2gpu__driver517.48__windows__cut-in-gpu1-row__wsl-9134.txt",
         "nvidia-smi-q__geforce-gtx-1050-ti__1gpu__driver440.36__no-mig-line__cut-in-gpu-operation-mode__nvidia-docker-1149.txt",
         "nvidia-smi-a__tesla-v100s-pcie-32gb__2gpu-attached__driver535.104.05__cut-in-gpu0-record__hami-446.txt",
+        # every Orin module's name, 'Orin (nvgpu)': steps/checks/test_shared_names.py
+        "nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0__cuda12.6__copied-command__cut-at-processes.txt",
+        # the H20-3e read before the cut, names cut before their model ('NVIDIA GeForce ...'):
+        # steps/checks/test_model_match_cut_r31.py
+        "nvidia-smi__h20-3e__2gpu__driver570.124.06__cut-in-gpu1-row__hami-1520.txt",
+        "nvidia-smi__geforce-name-cut__1gpu-7979mib__driver470.57.02__cut-at-processes__bellperson-227.txt",
+        # a Bus-Id cut to its domain (`00000000:`): facts/test_nvidia_smi_bus_cut_r31.py
+        "nvidia-smi__a100-sxm4-80gb-mig__gpu3__driver535.104.05__bus-id-cut-to-domain__copied-command__cut-in-mig-head__dcgm-152.txt",
+        # a -q -x cut inside <driver_model>: steps/checks/gpu_health/test_persistence_cut_r31.py
+        "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -46,10 +46,10 @@ _TABLE_NAME_CELL = re.compile(rf"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|WDDM|TCC|MCDM|W
 # an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A; a
 # fault marker there is that cell's fault, the row still a GPU's (never dropped from the count)
 # a bus id its poster redacted (telegraf#6258's `xxxxxxxxxxxxxxxx`; `XXXX`, `****`,
-# `0000:XX:00.0`, `<redacted>`, `[REDACTED]`): the row is a GPU's, its address unread (never
-# matched to another format's GPU by it)
+# `0000:XX:00.0`, `<redacted>`, `[REDACTED]`; DCGM#152's `00000000:`, the address cut to its
+# domain): the row is a GPU's, its address unread (never matched to another format's GPU by it)
 _REDACTED_BUS = (
-    r"(?=[0-9A-Fa-f:.]*[xX*]{2})[0-9A-Fa-fxX*:.]{4,}"
+    r"(?=[0-9A-Fa-f:.]*[xX*]{2})[0-9A-Fa-fxX*:.]{4,}|[0-9A-Fa-f]{4,8}:"
     r"|<[A-Za-z _-]{0,20}>|\[?(?i:redacted|hidden|removed|masked)\]?"
 )
 _TABLE_BUS_CELL = re.compile(

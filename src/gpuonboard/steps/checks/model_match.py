@@ -41,9 +41,11 @@ from gpuonboard.model_names import model_tokens as model_tokens
 from gpuonboard.model_names import split_count as split_count
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Verdict
+from gpuonboard.steps.checks.cut_names import cut_name_problems
 from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.model_forms import forms_judged, is_form_of
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.shared_names import shared_name_judged
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu
 from gpuonboard.steps.checks.vgpu_name import vgpu_profile as vgpu_profile
@@ -488,7 +490,10 @@ def _cut_word(want: list[str], got: _Delivered) -> tuple[str | None, str]:
     (a problem when it can only mark another product, a vague note when it may)."""
     frag = got.name.fragment
     if frag and not got.frag_known and not any(t.startswith(frag) for t in want):
-        markers = sorted(_show(w) for w in _OTHER_PRODUCT if w.startswith(frag))
+        # (a marker of some models only, the H20's 3e, where the name is of one: not the V100's '3...')
+        markers = sorted(
+            _show(w) for w in _OTHER_PRODUCT if w.startswith(frag) and _marks_another_product(w, got.have)
+        )
         if markers and len(frag) > 1:
             return f"the cut word '{frag.title()}...' marks another product ({', '.join(markers)})", ""
         if markers:
@@ -578,6 +583,9 @@ def match_model(
         return ModelMatch("fail", no_model_said(model))
     if not name.tokens and not name.cut:
         return ModelMatch("fail", "the GPU has no name")
+    shared = shared_name_judged(model, want, got.have)  # ('Orin (nvgpu)': every Orin module's name)
+    if shared is not None:
+        return ModelMatch(*shared)
     forms = forms_judged(want, got.have)  # ('K40m' ordered: the name's 'K40c' is another form)
     want = forms.want
     arch_problems, arch_unseen, arch_untold = _architecture_judged(archs, family, delivered, got, name)
@@ -597,6 +605,9 @@ def match_model(
             says = ", ".join(_show(o, name.joined) for o in others)
             problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in unseen]
             unseen = []
+    if name.cut and (cut := cut_name_problems(model, want, delivered, vram_mib, sold_memory())):
+        problems += cut  # ('NVIDIA GeForce ...' with 4096MiB: no A100 is a GeForce, none has 4 GB)
+        unseen = []
     # a memory type ordered where the name says one: they must agree ('H100 80GB HBM2e', the PCIe
     # card's, against 'NVIDIA H100 80GB HBM3'); where the name says none it is not demanded, but
     # of a model sold with several under one name it cannot be told

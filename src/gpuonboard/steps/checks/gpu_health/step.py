@@ -243,6 +243,21 @@ RULE_PARTS: Mapping[str, tuple[_Parts, _Parts]] = {
 }
 
 
+# a part a rule reads only to explain why a field reads N/A, needed of a record cut short only
+# where that field read none: the driver model says why the persistence mode is N/A (a Windows
+# one has none); an `Enabled` read before the cut needs no driver model (netdata#15755's -q -x
+# cut inside <driver_model>, as the -q text cut there)
+_EXPLAINS_UNREAD: Mapping[str, tuple[tuple[str, ...], str]] = {
+    "persistence_mode": (_DRIVER_MODEL, "persistence_mode"),
+}
+
+
+def _needed(c: GpuInfo, rule: str, group: tuple[str, ...]) -> bool:
+    """Whether the part `group` must have been read whole of the record `c` for `rule`."""
+    explains = _EXPLAINS_UNREAD.get(rule)
+    return explains is None or explains[0] != group or getattr(c, explains[1]) is None
+
+
 def _read_whole(g: GpuInfo, rule: str, verdict: str = "warn") -> bool:
     """What can make `rule` worse than `verdict` was read whole of `g`: each of its records cut
     short read those parts (RULE_PARTS) before the cut, or every field `rule` reads was read by a
@@ -258,7 +273,9 @@ def _parts_read(g: GpuInfo, rule: str, verdict: str) -> bool:
     fail, worse = RULE_PARTS[rule]
     needed = fail + (worse if verdict == "pass" else ())
     cut = [c for _, c in g.readings if c.record_cut] if g.readings else [g]
-    return all(all(_group_read(c.parts_read, group) for group in needed) for c in cut)
+    return all(
+        all(_group_read(c.parts_read, group) for group in needed if _needed(c, rule, group)) for c in cut
+    )
 
 
 def _group_read(parts_read: tuple[str, ...], group: tuple[str, ...]) -> bool:
