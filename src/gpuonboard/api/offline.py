@@ -14,7 +14,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpuonboard.api import bug_report, collect_env, paste, saved_cgroup, saved_forms, transcript, unjudged
+from gpuonboard.api import (
+    bug_report,
+    collect_env,
+    joined_lines,
+    paste,
+    saved_cgroup,
+    saved_forms,
+    transcript,
+    unjudged,
+)
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
@@ -345,12 +354,19 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         or saved_forms.kind_by_name(path.name, text)
         or saved_forms.kind_by_name(command, text)
     )
-    if kind in (None, "kernel_log") and (joined := paste.joined_messages(text)):
+    if kind in (None, "kernel_log") and (joined := joined_lines.joined_messages(text)):
         raise UsageError(  # (docs/guides/offline.md: a log whose lines a chat joined)
             f"{where}: a kernel log with several messages on one line ({joined} such line"
             f"{'s' if joined > 1 else ''}: a chat or a page joined its lines), so which message each"
             " continued line, PCI address or count belongs to cannot be told: save it again as the"
             " command printed it (`sudo dmesg -T > dmesg.txt`) or paste it in a code block."
+        )
+    if kind == "nvidia_smi_list" and (joined := joined_lines.joined_gpu_lines(text)):
+        raise UsageError(  # (docs/guides/offline.md: an output whose lines a chat joined)
+            f"{where}: `nvidia-smi -L`'s GPU line{'s' if joined > 1 else ''} with more text after the UUID"
+            f" ({joined} such line{'s' if joined > 1 else ''}: a chat or a page joined another output's"
+            " lines onto it, as `nvidia-smi nvlink -s`'s), so no GPU count can be read from it: save it"
+            " again as the command printed it (`nvidia-smi -L > gpus.txt`) or paste it in a code block."
         )
     if (
         kind in (None, "nvidia_smi")

@@ -645,16 +645,13 @@ def _unbroken(text: str) -> str:
 # (`2025-01-02T18:37:03,123456+00:00`), a syslog's or journal's time, host and program
 # (`Jan  2 18:37:03 gpu01 kernel: `, in any language's month: `1月 02 ...`), with --decode's
 # facility and level before it (`kern  :warn  : `)
-_KERNEL_STAMP = (
+PASTED_STAMP = (
     r"(?:[a-z]+ *:[a-z]+ *: )?(?:\[ *(?:\+?\d+\.\d+|\.{3,}) *\]|\[[A-Z][a-z]{2} +\d+ \d\d:\d\d\]"
     r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \d{4}\]"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d(?= )"
     r"|\S{1,5} +\d+ \d\d:\d\d:\d\d [^\s\[\]]+ [^\s:\[\]]+(?:\[\d+\])?: )"
 )
-_STAMP_AT = re.compile(rf"(?:^|(?<=\s)){_KERNEL_STAMP}")
-_JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={_KERNEL_STAMP})")
-# (a journal's lines with no time or host, `kernel: NVRM: ...`, joined)
-_KERNEL_AFTER_WORDS = re.compile(r"(?<=[^\s:])[ \t]+kernel: ")
+_STAMP_AT = re.compile(rf"(?:^|(?<=\s)){PASTED_STAMP}")
 
 
 def _untabbed(text: str) -> str:
@@ -673,21 +670,6 @@ def _untabbed(text: str) -> str:
     for i in stamped:
         lines[i] = spaced[i]
     return "\n".join(lines)
-
-
-def joined_messages(text: str) -> int:
-    """How many lines of a kernel log hold more than one message: a stamp (_KERNEL_STAMP) after
-    another's words (a chat or a page that joined the log's lines: each line break a space, the
-    whole log one line or every two lines one). A syslog line's own dmesg stamp after its
-    `kernel: ` is none. Such a log's messages can be cut apart at their stamps, but not the lines
-    a message continues on (`NVRM: ...` without a stamp), so which message a PCI address or a
-    count belongs to is lost (offline refuses it)."""
-    return sum(
-        1
-        for line in text.split("\n")
-        if (len(_STAMP_AT.findall(line)) > 1 and _JOINED_AT.search(line))
-        or (line.startswith("kernel: ") and _KERNEL_AFTER_WORDS.search(line))
-    )
 
 
 def _single_spaced(text: str) -> str:

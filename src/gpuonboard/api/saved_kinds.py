@@ -145,6 +145,19 @@ _NUMACTL_HEAD = re.compile(r"^available: \d+ nodes? \(")
 _NUMACTL_CPUS = re.compile(r"^node \d+ cpus:")
 
 
+# `docker info | grep -i runtime`: its `Runtimes:` / `Default Runtime:` lines (one blank in from
+# docker 19.03), any other line with the word, and docker's stderr warnings a grep passes
+# through (docker/for-linux#1531: `WARNING: daemon is not using the default seccomp profile`)
+_DOCKER_RUNTIME_FIELD = re.compile(r"^ ?(?:Runtimes|Default Runtime): *\S")
+
+
+def _docker_runtime_lines(lines: list[str]) -> bool:
+    """The lines are `docker info | grep -i runtime`'s (see _DOCKER_RUNTIME_FIELD)."""
+    return any(_DOCKER_RUNTIME_FIELD.match(line) for line in lines) and all(
+        "runtime" in line.lower() or line.startswith("WARNING: ") for line in lines
+    )
+
+
 def detect_fabric_kind(text: str) -> str | None:
     """The fabric probes' outputs and the kinds shown but not judged (docker info, iperf3 -J),
     from content alone; None for any other text."""
@@ -165,6 +178,8 @@ def detect_fabric_kind(text: str) -> str | None:
     if re.search(r"^Server Version:", head, re.M) or (
         re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
     ):
+        return "docker_info"
+    if _docker_runtime_lines(lines):
         return "docker_info"
     if (
         re.search(r"^hca_id:", head, re.M)  # ibv_devinfo

@@ -629,26 +629,9 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     if raw["df"].stdout or "mounts" in raw:
         _mount_table_apart(raw)
     warnings += _read_past_exit(raw)
-    topology = cpu_info = mem = None
-    mounts: Sequence[disks.Mount] = ()
-    block: Sequence[disks.BlockDevice] = ()
+    cpu_info = mem = None
     gpu, evidence = _read_gpus(raw, warnings)
-    if topo_text := _ok(raw, "nvidia_topo"):
-        from gpuonboard.facts import topo
-
-        topology = topo.parse_topo(topo_text)
-        if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
-            topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
-        elif (
-            out.nvlink_matrix
-            and not out.partial
-            and (not topology.pcie_only or topology.pcie_only.startswith(topo.NO_LEGEND))
-        ):  # (offline: `$ nvidia-smi topo -m`)
-            # the command is `-m`: a legend saved with no NV# line is a `-mp`'s (the line above it
-            # pasted wrong) or one cut short, unknown; where none was saved, the legend was cut
-            # away after the matrix and takes nothing from it (a whole matrix of PCIe paths is a
-            # box without NVLink, as with its legend)
-            topology = dataclasses.replace(topology, shows_nvlink=True, pcie_only="")
+    topology = _read_topology(raw)
     nproc = None
     if nproc_text := _ok(raw, "nproc"):
         from gpuonboard.facts import cpu
@@ -671,16 +654,7 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         from gpuonboard.facts import memory
 
         mem = memory.read_numactl_memory(numactl_text)
-    df_text, lsblk_text = _ok(raw, "df"), _ok(raw, "lsblk")
-    if df_text or lsblk_text:
-        from gpuonboard.facts import disks, mount_table
-
-        mounts = disks.parse_df(df_text) if df_text else ()
-        from gpuonboard.facts.lsblk_table import read_lsblk
-
-        block = read_lsblk(lsblk_text) if lsblk_text else ()
-        if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
-            mounts = mount_table.with_mount_types(mounts, mount_table.parse_mount_table(table))
+    mounts, block = _read_disks(raw)
     memory_limit = cgroup_cpus = cgroup_cpuset = None
     if limits_text := _ok(raw, "cgroup_limits"):
         from gpuonboard.facts import cpu, memory
@@ -712,6 +686,48 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         loop_backing=loops,
         gpu_evidence=evidence,
     )
+
+
+def _read_topology(raw: Mapping[str, ProbeOutput]) -> topo.Topology | None:
+    """parse_facts's `nvidia-smi topo -m` (None where it gave none)."""
+    if not (topo_text := _ok(raw, "nvidia_topo")):
+        return None
+    from gpuonboard.facts import topo
+
+    topology = topo.parse_topo(topo_text)
+    if (out := raw["nvidia_topo"]).pcie_paths_only:  # (offline: `$ nvidia-smi topo -mp`)
+        topology = dataclasses.replace(topology, pcie_only=out.partial or topo.PCIE_PATHS_ONLY)
+    elif (
+        out.nvlink_matrix
+        and not out.partial
+        and (not topology.pcie_only or topology.pcie_only.startswith(topo.NO_LEGEND))
+    ):  # (offline: `$ nvidia-smi topo -m`)
+        # the command is `-m`: a legend saved with no NV# line is a `-mp`'s (the line above it
+        # pasted wrong) or one cut short, unknown; where none was saved, the legend was cut
+        # away after the matrix and takes nothing from it (a whole matrix of PCIe paths is a
+        # box without NVLink, as with its legend)
+        topology = dataclasses.replace(topology, shows_nvlink=True, pcie_only="")
+    return topology
+
+
+def _read_disks(
+    raw: Mapping[str, ProbeOutput],
+) -> tuple[Sequence[disks.Mount], Sequence[disks.BlockDevice]]:
+    """parse_facts's mounts (df's, each file system type from the mount table where df gave
+    none) and block devices (lsblk's)."""
+    mounts: Sequence[disks.Mount] = ()
+    block: Sequence[disks.BlockDevice] = ()
+    df_text, lsblk_text = _ok(raw, "df"), _ok(raw, "lsblk")
+    if df_text or lsblk_text:
+        from gpuonboard.facts import disks, mount_table
+
+        mounts = disks.parse_df(df_text) if df_text else ()
+        from gpuonboard.facts.lsblk_table import read_lsblk
+
+        block = read_lsblk(lsblk_text) if lsblk_text else ()
+        if any(m.fstype is None for m in mounts) and (table := _ok(raw, "mounts")):
+            mounts = mount_table.with_mount_types(mounts, mount_table.parse_mount_table(table))
+    return mounts, block
 
 
 def _some(raw: Mapping[str, ProbeOutput], name: str) -> bool:

@@ -100,6 +100,8 @@ def _docker_text(text: str) -> RuntimeInfo:
         running = re.match(rf"^{pad} Running:\s*(\d+)", line)
         if running:
             fields["_running"] = running.group(1)
+    if not in_server and (grepped := _runtime_lines(lines)) is not None:
+        return grepped
     if not in_server or "Server Version" not in fields:
         return RuntimeInfo(warnings=("docker info has no Server section (is the daemon running?)",))
     return RuntimeInfo(
@@ -112,6 +114,23 @@ def _docker_text(text: str) -> RuntimeInfo:
         registry_mirrors=tuple(mirrors),
         cgroup_version=fields.get("Cgroup Version"),
         containers_running=int(fields["_running"]) if fields.get("_running", "").isdecimal() else None,
+    )
+
+
+_RUNTIME_FIELD = re.compile(r"^ ?(Runtimes|Default Runtime):[ \t]*(.*)$")
+
+
+def _runtime_lines(lines: list[str]) -> RuntimeInfo | None:
+    """`docker info | grep -i runtime`: its `Runtimes:` and `Default Runtime:` lines read, no
+    other field (None where the text holds neither)."""
+    fields = {m.group(1): m.group(2).strip() for line in lines if (m := _RUNTIME_FIELD.match(line))}
+    if not fields:
+        return None
+    return RuntimeInfo(
+        engine="docker",
+        runtimes=tuple(sorted(fields.get("Runtimes", "").split())),
+        default_runtime=fields.get("Default Runtime") or None,
+        warnings=("docker info narrowed to its runtime lines (a grep): no other field read",),
     )
 
 

@@ -14,7 +14,10 @@ Pasted listings come mangled in two real ways (tests/fixtures/real/nvidia-smi-L_
 form field joins the lines (`GPU 0: ... (UUID: GPU-...) GPU 1: ... (UUID: GPU-...)`, or with
 ", " between them): each `GPU N:` after a closing `)` starts a GPU of its own; and a line whose
 closing `)` was lost (`GPU 0: GeForce GTX 1660 Ti (UUID: GPU-e18a...`): the UUID is still read,
-not taken into the name.
+not taken into the name. A `GPU N: ... (UUID: ...)` with more text after its `)` than a
+joined listing's next `GPU N:` is no `-L` line: another command's lines joined onto one
+(`nvidia-smi nvlink -s`'s `GPU 0: ... (UUID: GPU-...) Link 0: 25 GB/s ...`): no GPU of such a
+text is read, the listing not whole (offline refuses such a file first: api/joined_lines.py).
 
 A listing cut short (a dropped session, a capture or paste cut mid-line) is not whole
 (`GpuList.complete` False), on the format's own signs: a `(UUID: GPU-` whose UUID is neither
@@ -73,6 +76,10 @@ _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\)
 # where lines were joined (a one-line paste, a lost newline): a `GPU N:` or `MIG ... Device N:`
 # right after an entry's closing `)`
 _JOINED = re.compile(r"(?<=\))\s*,?\s*(?=GPU\s+\d+:\s|MIG\s+\S+\s+Device\s+\d+:)")
+# a GPU line's `(UUID: ...)` / `(S/N: ...)` with more text after its `)` (group 1)
+_TRAILED = re.compile(r"^GPU\s+(\d+):.*?\((?:UUID|S/N):[^)]*\)\s*(\S.*)$")
+# a joined listing's next entry that the text ends inside (`... (UUID: GPU-...) GP`)
+_NEXT_BEGUN = re.compile(r",?\s*(?:G(?:P(?:U(?:\s+\d*:?)?)?)?|M(?:I(?:G\b.*)?)?)\s*")
 _MIG = re.compile(r"^\s*MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*(?:(\))|$))?\s*$")
 # a whole UUID: GPU-<8-4-4-4-12>, MIG-<8-4-4-4-12>, or R450's MIG-GPU-<8-4-4-4-12>/<gi>/<ci>
 _WHOLE_UUID = re.compile(
@@ -104,11 +111,14 @@ def parse_gpu_list(text: str) -> GpuList:
     gpus: list[ListedGpu] = []
     warnings: list[str] = []
     cut: list[str] = []
+    joined: list[str] = []  # (a GPU line with more text after its `)`)
     lines, open_at = _parts(text)
     for at, line in enumerate(lines):
         if not line.strip():
             continue
-        if m := _GPU.match(line):
+        if (t := _TRAILED.match(line)) and not (at == open_at and _NEXT_BEGUN.fullmatch(t.group(2))):
+            joined.append(f"GPU {t.group(1)}'s line goes on after its `)`: {t.group(2)[:40]!r}")
+        elif m := _GPU.match(line):
             index, name, kind, ident = int(m.group(1)), m.group(2), m.group(3), m.group(4)
             if _cut_entry(kind, ident, bool(m.group(5)), at == open_at):
                 cut.append(f"GPU {index}'s {kind or 'name'}")
@@ -130,6 +140,9 @@ def parse_gpu_list(text: str) -> GpuList:
                 cut.append("its last line")
     if cut:
         warnings.append(f"nvidia-smi -L ends mid-entry ({', '.join(cut)} cut short): incomplete probe, rerun")
+    if joined:  # (another output's lines: no GPU of it is a listing's)
+        said = f"nvidia-smi -L: {'; '.join(joined)}: no listing as nvidia-smi prints it, save it again"
+        return GpuList((), (*warnings, said), complete=False)
     return GpuList(tuple(gpus), tuple(warnings), complete=not cut)
 
 

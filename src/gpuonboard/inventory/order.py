@@ -41,6 +41,18 @@ def parse_rdma(value: object) -> tuple[int, float]:
     return rdma.ports, rdma.gbit
 
 
+def _names_the_order(label: str) -> bool:
+    """The label already says it is an order (`the order file`): no second "order" after it."""
+    return re.search(r"\border\b", label) is not None
+
+
+def order_of(label: str) -> str:
+    """The order an error names, from the label of who wrote it: `host 'gpu-1' order`, `group
+    'a100' order`; a label that already says it is an order (`the order file`) as it is (before:
+    "the order file order data_disk ...")."""
+    return label if _names_the_order(label) else f"{label} order"
+
+
 def parse_order(
     raw: Any,
     path: Path,
@@ -54,14 +66,15 @@ def parse_order(
     label it came from, so an error points where the bad value was written.
     """
     if not isinstance(raw, Mapping):
-        raise InventoryError(f"{where(path, parent, 'order')}: {label} 'order' must be a mapping.")
+        whose = label if _names_the_order(label) else f"{label} 'order'"
+        raise InventoryError(f"{where(path, parent, 'order')}: {whose} must be a mapping.")
     src = raw if isinstance(raw, LineDict) else parent
     order = _Order(raw, origins or {}, (path, src, label))
     for key in raw:
         if key not in ORDER_KEYS:
             loc, who = order.at(key)
             raise InventoryError(
-                f"{loc}: {who} order has an unknown key {key!r}"
+                f"{loc}: {order_of(who)} has an unknown key {key!r}"
                 f"{did_you_mean(key, ORDER_KEYS) or '; allowed: ' + ', '.join(sorted(ORDER_KEYS)) + '.'}"
             )
     gpu_model = _gpu_model(raw.get("gpu_model"), order)
@@ -161,7 +174,7 @@ class _Order:
     def fail(self, key: str, problem: str) -> InventoryError:
         """The error for a bad value of order field `key`."""
         loc, who = self.at(key)
-        return InventoryError(f"{loc}: {who} order field {key!r} {problem}")
+        return InventoryError(f"{loc}: {order_of(who)} field {key!r} {problem}")
 
     def size(self, key: str, parse: Callable[[object], int] = parse_size) -> int | None:
         """A size with a unit (`80GB`), above 0 and at most 1 EiB; None when not given."""
@@ -247,20 +260,21 @@ class _Order:
         for key in disk:
             if key not in DATA_DISK_KEYS:
                 raise InventoryError(
-                    f"{disk_at(key)}: {dlabel} order data_disk has an unknown key {key!r}"
+                    f"{disk_at(key)}: {order_of(dlabel)} data_disk has an unknown key {key!r}"
                     f"{did_you_mean(key, DATA_DISK_KEYS) or '; allowed: mount, min_size.'}"
                 )
         mount = disk.get("mount")
         if problem := remote_path_problem(mount):
-            raise InventoryError(f"{disk_at('mount')}: {dlabel} order data_disk 'mount' {problem}")
+            raise InventoryError(f"{disk_at('mount')}: {order_of(dlabel)} data_disk 'mount' {problem}")
         assert isinstance(mount, str)
         mount = normal_remote_path(mount)
         if mount == "/":
             raise InventoryError(
-                f"{disk_at('mount')}: {dlabel} order data_disk 'mount' must not be '/' (the system disk);"
+                f"{disk_at('mount')}: {order_of(dlabel)} data_disk 'mount' must not be '/' (the system disk);"
                 " give the data disk's own mount point, like /data."
             )
-        min_size = _disk_min_size(disk, f"{disk_at('min_size')}: {dlabel} order data_disk field 'min_size'")
+        field = f"{disk_at('min_size')}: {order_of(dlabel)} data_disk field 'min_size'"
+        min_size = _disk_min_size(disk, field)
         return DataDiskSpec(mount=mount, min_size_bytes=min_size)
 
 

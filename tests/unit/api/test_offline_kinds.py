@@ -239,3 +239,47 @@ def test_a_docker_version_lists_no_runtime_so_says_none_is_missing() -> None:
         in said
     )
     assert "; no NVIDIA runtime:" not in said
+
+
+def test_docker_info_grepped_for_its_runtimes_is_shown_beside_the_outputs_judged(tmp_path: Path) -> None:
+    """A folder holding `docker info | grep -i runtime` (docker/for-linux#1531, docker's stderr
+    warning above the two runtime lines) beside the box's `free` was refused whole, exit 2 ("not
+    a recognised command output"), no rule judged: its runtime lines are read and shown (no
+    NVIDIA runtime registered), never judged, the `free` judged."""
+    (tmp_path / "docker-runtime.txt").write_text(
+        (
+            REAL / "docker-info-grep-i-runtime__no-nvidia-runtime__seccomp-warning__docker-for-linux-1531.txt"
+        ).read_text()
+    )
+    (tmp_path / "free.txt").write_text((REAL / "free__ubuntu-18.04-vm.txt").read_text())
+    order = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    order.write_text("ram: 1GB\n")
+    r = cli(str(tmp_path), "--order", str(order), "--json")
+    assert r.returncode == 0, r.stderr
+    assert (
+        "docker info: docker (version not read); runtimes io.containerd.runc.v2, runc (default runc);"
+        " no NVIDIA runtime: read, not judged" in " ".join(r.stderr.split())
+    )
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["ram"]["verdict"] == "pass"
+
+
+def test_a_docker_info_s_runtime_lines_alone_are_its_runtimes() -> None:
+    """The real docker 28 `docker info` narrowed as `grep -i runtime` narrows it (its two runtime
+    lines, one blank in) and the docker 18.06 one (at the margin): read as docker info, its
+    runtimes and default runtime those of the whole output."""
+    for name, said in [
+        (
+            "docker-info__docker-28.0.0-rc.1__nvidia-runtime.txt",
+            "runtimes io.containerd.runc.v2, nvidia, runc (default runc); NVIDIA runtime registered",
+        ),
+        (
+            "docker-info__docker-18.06.1-ce__no-client-server-headers__kata-runtime-default__kata-tests-766.txt",
+            "runtimes kata-runtime, runc (default kata-runtime); no NVIDIA runtime",
+        ),
+    ]:
+        grepped = "".join(
+            line for line in (REAL / name).read_text().splitlines(True) if "runtime" in line.lower()
+        )
+        assert detect_kind(grepped) == "docker_info", name
+        assert said in shown("docker_info", grepped), name

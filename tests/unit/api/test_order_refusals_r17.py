@@ -36,6 +36,12 @@ TABLE = REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt"
             "field 'data_disk' must be a mount point, or a mount point and a size with its unit"
             " ('/data 500GB'), not '/data 600': write `{mount: /data, min_size: 500GB}`.",
         ),
+        (  # (round 31: the sentence said "the order file order data_disk ...", "order" twice)
+            "data_disk: {mount: /}",
+            "data_disk 'mount' must not be '/' (the system disk); give the data disk's own mount point,"
+            " like /data.",
+        ),
+        ("gpu_cnt: 8", "has an unknown key 'gpu_cnt'; did you mean 'gpu_count'?"),
     ],
 )
 def test_an_order_value_that_checks_the_wrong_thing_is_refused(
@@ -54,4 +60,4 @@ def test_an_order_value_that_checks_the_wrong_thing_is_refused(
     ]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and not r.stdout, (r.returncode, r.stdout)
-    assert " ".join(r.stderr.split()) == f"error: {path}, line 1: the order file order {sentence}"
+    assert " ".join(r.stderr.split()) == f"error: {path}, line 1: the order file {sentence}"

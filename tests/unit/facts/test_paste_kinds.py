@@ -382,3 +382,63 @@ def test_a_kernel_log_whose_space_runs_a_copy_made_tabs_is_judged_as_itself(
     log gives no such row), a fault's trace went unread (gpu_xid passed where the log warns), and
     a corrected APEI record warned where the log passes."""
     _judged_as_itself(tmp_path, name, "space-runs-one-tab", exactly=False)
+
+
+# every real capture of a multi-GPU command that prints `-L`'s `GPU N: NAME (UUID: ...)` line and
+# more under it (nvlink -s/-R/-e)
+_UNDER_L_LINES = sorted(p.name for p in REAL.glob("nvidia-smi-nvlink-[seR]__*"))
+
+
+@pytest.mark.parametrize("ends", ["newline", "none"])
+@pytest.mark.parametrize("transform", ["chat-joined-all", "chat-joined-pairs"])
+def test_another_command_s_gpu_lines_a_chat_joined_are_no_gpu_listing(
+    tmp_path: Path, transform: str, ends: str
+) -> None:
+    """Every real `nvidia-smi nvlink -s` (-R, -e) whose lines a chat joined (all into one, or
+    every two) is no `nvidia-smi -L`: a `GPU 0: ... (UUID: GPU-...)` with more text after its `)`
+    lists no GPU, and gpu_count is unverified as the capture itself leaves it. Before, the joined
+    line was read as a listing of 1 GPU: the 8 x A100's `nvlink -s` passed an order of 1."""
+    wrong = []
+    for name in _UNDER_L_LINES:
+        pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
+        pasted = pasted.rstrip() + "\n" if ends == "newline" else pasted.rstrip()
+        try:
+            got = _verdicts(tmp_path / name, name, pasted)
+        except UsageError:
+            continue  # (refused with a sentence)
+        if got["gpu_count"][0] != "unverified":
+            wrong.append(f"{name}: gpu_count {got['gpu_count']}")
+    assert _UNDER_L_LINES and not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("transform", ["chat-joined-all", "chat-joined-pairs"])
+def test_a_real_gpu_listing_a_chat_joined_is_read_whole(tmp_path: Path, transform: str) -> None:
+    """Every real `nvidia-smi -L` whose lines a chat joined is read as the listing itself: its
+    GPUs and MIG devices counted as they are (the joined list's `GPU N:` each a GPU)."""
+    wrong = []
+    for name in sorted(p.name for p in REAL.glob("nvidia-smi-L__*")):
+        whole = _whole(name)
+        assert whole is not None, name
+        pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
+        got = _verdicts(tmp_path / name, name, pasted.rstrip() + "\n")
+        if got["gpu_count"] != whole["gpu_count"]:
+            wrong.append(f"{name}: {whole['gpu_count']} -> {got['gpu_count']}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("transform", ["chat-joined-pairs", "chat-joined-pairs-from-second"])
+def test_a_journal_a_chat_joined_without_two_stamps_on_a_line_is_refused(
+    tmp_path: Path, transform: str
+) -> None:
+    """The real zh-CN journal (open-gpu-kernel-modules#626: an API mismatch whose message goes on
+    in stamp-less `NVRM: ` lines, a `[...snip...]` line) with every two lines joined, so that no
+    line holds two stamps: refused, as a second `NVRM: ` or an elision mark after words is a
+    line of its own joined on. Before, the elision mark joined onto the line above was no longer
+    read as lines left out: gpu_xid warned where the journal itself is unverified."""
+    name = "journalctl__zh-cn-locale-snip-elision__nvrm-api-mismatch-550.76-550.67__ogkm-626.txt"
+    assert _whole(name) is not None
+    lines = (REAL / name).read_text(encoding="utf-8").split("\n")
+    start = 0 if transform == "chat-joined-pairs" else 1
+    pasted = "\n".join([*lines[:start], *(" ".join(lines[i : i + 2]) for i in range(start, len(lines), 2))])
+    with pytest.raises(UsageError, match=r"several messages on one line .*save it again"):
+        _verdicts(tmp_path, name, pasted)

@@ -27,6 +27,9 @@ class GpuInfo:
     name: str  # as reported, e.g. "NVIDIA A100-SXM4-80GB" (the table form truncates it)
     uuid: str | None = None
     serial: str | None = None
+    # -q's `Minor Number` (the GPU's /dev/nvidiaN): inside a container given some GPUs of a
+    # bigger machine, the machine's number, where the index counts only the GPUs given
+    minor_number: int | None = None
     pci_bus_id: str | None = None
     # the PCI device id ('2330') and subsystem ('10DE 16C0') where a format printed them
     # (facts/gpu_ids.py): they name the card where the name is a placeholder or another card's

@@ -411,6 +411,7 @@ def _text_gpu(
         name=name or "",
         uuid=_tree_get(section, "GPU UUID"),
         serial=_tree_get(section, "Serial Number"),
+        minor_number=_int(_tree_get(section, "Minor Number")),
         pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
         pci_device_id=device_id(_tree_get(section, "PCI", "Device Id")),
         pci_subsystem_id=subsystem_id(_tree_get(section, "PCI", "Sub System Id")),

@@ -180,6 +180,7 @@ class _Found:
 # the paths each reader looks up (a path left out of its plan is still read, by _xml_find)
 _GPU_PLAN = _plan(
     *("product_name", "product_brand", "product_architecture", "uuid", "serial", "vbios_version"),
+    "minor_number",
     *("board_part_number", "persistence_mode", "display_active", "compute_mode", "performance_state"),
     *("pci/pci_bus_id", "pci/pci_device_id", "pci/pci_sub_system_id", "pci/pci_gpu_link_info"),
     *("pci/replay_counter", "pci/replay_rollover_counter", "fb_memory_usage/total", "fb_memory_usage/used"),
@@ -413,6 +414,7 @@ def _xml_gpu(gpu: ET.Element, position: int, warnings: list[str], may_fault: boo
         name=name or "",
         uuid=at.text("uuid"),
         serial=at.text("serial"),
+        minor_number=_int(at.raw("minor_number")),
         pci_bus_id=at.text("pci/pci_bus_id") or _clean(gpu.get("id")),
         pci_device_id=device_id(at.raw("pci/pci_device_id")),
         pci_subsystem_id=subsystem_id(at.raw("pci/pci_sub_system_id")),

@@ -25,6 +25,7 @@ from gpuonboard.steps.base import Check, Verdict, last_line
 from gpuonboard.steps.checks import ngc
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
+from gpuonboard.steps.checks.gpu_share import share_advice
 from gpuonboard.steps.checks.missing_facts import (
     ELSEWHERE_ADVICE,
     RERUN_ADVICE,
@@ -464,11 +465,11 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         detail = detail or "more GPUs than ordered"
     elif n < order.gpu_count:
         missing = f"{order.gpu_count - n} of the {order.gpu_count} ordered GPUs missing"
-        detail = (
-            missing
-            + (f" ({detail})" if detail else "")
-            + "; ask the vendor to install them or for the box that was ordered"
+        ask = (
+            share_advice(facts.gpu.gpus, n)
+            or "ask the vendor to install them or for the box that was ordered"
         )
+        detail = missing + (f" ({detail})" if detail else "") + f"; {ask}"
     # (as many as ordered or more, of an output cut short: a pass, its count of the GPUs read)
     return Check(
         "gpu_count", expected, f"{n} listed; {incomplete}" if incomplete else str(n), verdict, detail

@@ -558,24 +558,9 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     a cgroup memory limit below it (a container rental) is what counts."""
     assert order.ram_bytes is not None
     wanted = order.ram_bytes
-    expected = f">= {format_bytes(wanted)}"
-    if facts.memory is None and not facts.given("free"):
-        return _not_judged("ram", expected, "free", "free -k")
-    if facts.memory is not None and facts.memory.source == "numactl" and facts.memory.total_bytes is None:
-        return _numactl_cut(expected, facts.memory.warnings)
-    if facts.memory is None or facts.memory.total_bytes is None:
-        if _unread(facts, "free"):
-            said = facts.memory.warnings if facts.memory is not None else ()
-            cut = next((warning for warning in said if warning.startswith("free's output cut")), None)
-            return Check(
-                "ram",
-                expected,
-                f"unknown: {cut}" if cut else "unknown: no Mem total could be read from the free output",
-                "unverified",
-                "the free output was given but its Mem row could not be read: save `free -k` of the"
-                " box (in the C locale: `LC_ALL=C free -k`) to judge the RAM",
-            )
-        return _tool_failed("ram", expected, facts, "free", "free -k")
+    if (unread := _ram_not_read(facts, f">= {format_bytes(wanted)}")) is not None:
+        return unread
+    assert facts.memory is not None and facts.memory.total_bytes is not None
     total = facts.memory.total_bytes
     # as many decimals as tell the two apart (an order of 1.05 TiB beside 1.03 TiB read)
     decimals = _telling_decimals(total, wanted)
@@ -634,6 +619,29 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         )
     why = _ram_short_why(facts, unified, allowed)
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+
+
+def _ram_not_read(facts: Facts, expected: str) -> Check | None:
+    """ram where no RAM total was read (no free given, a numactl or free output cut short or
+    unreadable, the tool failed); None where a total was read."""
+    if facts.memory is None and not facts.given("free"):
+        return _not_judged("ram", expected, "free", "free -k")
+    if facts.memory is not None and facts.memory.source == "numactl" and facts.memory.total_bytes is None:
+        return _numactl_cut(expected, facts.memory.warnings)
+    if facts.memory is None or facts.memory.total_bytes is None:
+        if _unread(facts, "free"):
+            said = facts.memory.warnings if facts.memory is not None else ()
+            cut = next((warning for warning in said if warning.startswith("free's output cut")), None)
+            return Check(
+                "ram",
+                expected,
+                f"unknown: {cut}" if cut else "unknown: no Mem total could be read from the free output",
+                "unverified",
+                "the free output was given but its Mem row could not be read: save `free -k` of the"
+                " box (in the C locale: `LC_ALL=C free -k`) to judge the RAM",
+            )
+        return _tool_failed("ram", expected, facts, "free", "free -k")
+    return None
 
 
 def _numactl_cut(expected: str, warnings: tuple[str, ...]) -> Check:
