@@ -36,7 +36,7 @@ from gpuonboard.api import offline
 from gpuonboard.errors import UsageError
 
 from ..api.test_paste_transforms import TRANSFORMS as PAGE_TRANSFORMS
-from ..api.test_paste_transforms import _command
+from ..api.test_paste_transforms import _command, _judged_by_its_command
 from ..offline_judge import column_wrapped
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -269,7 +269,14 @@ def test_every_kind_pasted_so_is_judged_as_itself_or_unverified(tmp_path: Path, 
         except UsageError as refusal:
             assert str(refusal).strip(), name  # (refused with a sentence: no verdict)
             continue
-        wrong += _wrong(name, whole, got)
+        text = (REAL / name).read_text(encoding="utf-8")
+        # (a legend-less `topo -m` matrix the transform put under its command line `nvidia-smi topo
+        # -m`: the command, which the transform added, judges it: test_paste_transforms says why)
+        wrong += [
+            m
+            for m in _wrong(name, whole, got)
+            if not (": interconnect " in m and _judged_by_its_command(name, text, pasted))
+        ]
     assert not wrong, f"{len(wrong)}:\n" + "\n".join(wrong[:20])
 
 
