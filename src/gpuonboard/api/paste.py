@@ -27,6 +27,8 @@ import re
 import textwrap
 from collections.abc import Callable, Sequence
 
+from gpuonboard.api import transcript
+
 # every Unicode space separator but the plain space, and the ideographic space
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 # characters a page or a chat adds that show nothing: zero-width space, non-joiner and joiner, the
@@ -523,23 +525,34 @@ _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*(?:\w[\w+.-]*)?[ \t]*$")
 
 
 # a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
-# `<summary>...</summary>` (on that line or one of its own), `</details>`; no tool read here prints
-# such a tag on a line of its own (an nvidia-smi -q -x names no `details` or `summary` element)
+# `<summary>...</summary>` (on that line or one of its own: group 1 its text), `</details>`; no tool
+# read here prints such a tag on a line of its own (an nvidia-smi -q -x names no `details` or
+# `summary` element)
 _DETAILS = re.compile(
     r"^[ \t]*(?:<details(?:[ \t][^<>\n]*)?>[ \t]*)?"
-    r"(?:<summary>[^\n]*?</summary>|</?details(?:[ \t][^<>\n]*)?>)[ \t]*$",
+    r"(?:<summary>([^\n]*?)</summary>|</?details(?:[ \t][^<>\n]*)?>)[ \t]*$",
     re.IGNORECASE,
 )
 
 
 def _undetailed(text: str) -> str:
-    """A paste inside a GitHub comment's `<details>` section (its `<details>`, `<summary>` and
-    `</details>` lines) as the output without those lines. Before, they were read as the
-    output's: a 3-line SXid log so wrapped was no short log read after boot (gpu_xid passed
-    where the log alone is unverified), a table's was refused."""
+    """A paste inside a GitHub comment's `<details>` section as the output without its
+    `<details>` and `</details>` lines, the summary's text (`<summary>sudo dmesg -T | grep -i
+    nvrm</summary>`, `Output of lscpu`: one naming a command read here) a line of its own above
+    it, read as any command or label line above an output is (a summary of words alone,
+    `Click to expand`, dropped). Before, the tags were read as the output's lines
+    (a 3-line SXid log so wrapped was no short log read after boot: gpu_xid passed where the log
+    alone is unverified; a table's was refused); then (round 31) the summary was dropped with
+    them, so a grep'd log read as the whole log (nvswitch_sxid passed)."""
     if "<details" not in text.lower() and "<summary>" not in text.lower():
         return text
-    return "\n".join(line for line in text.split("\n") if not _DETAILS.match(line))
+    out = []
+    for line in text.split("\n"):
+        if (m := _DETAILS.match(line)) is None:
+            out.append(line)
+        elif m.group(1) and transcript.names_tool(m.group(1)):
+            out.append(m.group(1).strip())  # (`Click to expand`, `output`: dropped)
+    return "\n".join(out)
 
 
 def _unfenced(text: str) -> str:
