@@ -27,7 +27,7 @@ import re
 import textwrap
 from collections.abc import Callable, Sequence
 
-from gpuonboard.api import transcript
+from gpuonboard.api import paste_frames
 
 # every Unicode space separator but the plain space, and the ideographic space
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
@@ -261,13 +261,15 @@ def normalise(text: str) -> str:
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
     (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a tab in a
-    kernel log's stamped line a space (_untabbed)."""
+    kernel log's stamped line a space (_untabbed), a GitHub `<details>` section's tags dropped and
+    an RFC 5424 syslog header a classic one (paste_frames)."""
     html = _untagged(text)
     text = _uncp437(_unmojibaked(_unescaped(text) if html is None else html))
+    text = paste_frames.rfc5424_unframed(text)
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unticked(_unprefixed(_unstamped(_unfenced(_undetailed(_unpadded(text))))))
+    text = _unticked(_unprefixed(_unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_untabbed(text)))))
 
 
@@ -522,37 +524,6 @@ _PAGE_WORDS = 3
 # (a language starts with a letter or digit: "```..." is a fence that lost its newline above an
 # elision, whose `...` is the output's)
 _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*(?:\w[\w+.-]*)?[ \t]*$")
-
-
-# a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
-# `<summary>...</summary>` (on that line or one of its own: group 1 its text), `</details>`; no tool
-# read here prints such a tag on a line of its own (an nvidia-smi -q -x names no `details` or
-# `summary` element)
-_DETAILS = re.compile(
-    r"^[ \t]*(?:<details(?:[ \t][^<>\n]*)?>[ \t]*)?"
-    r"(?:<summary>([^\n]*?)</summary>|</?details(?:[ \t][^<>\n]*)?>)[ \t]*$",
-    re.IGNORECASE,
-)
-
-
-def _undetailed(text: str) -> str:
-    """A paste inside a GitHub comment's `<details>` section as the output without its
-    `<details>` and `</details>` lines, the summary's text (`<summary>sudo dmesg -T | grep -i
-    nvrm</summary>`, `Output of lscpu`: one naming a command read here) a line of its own above
-    it, read as any command or label line above an output is (a summary of words alone,
-    `Click to expand`, dropped). Before, the tags were read as the output's lines
-    (a 3-line SXid log so wrapped was no short log read after boot: gpu_xid passed where the log
-    alone is unverified; a table's was refused); then (round 31) the summary was dropped with
-    them, so a grep'd log read as the whole log (nvswitch_sxid passed)."""
-    if "<details" not in text.lower() and "<summary>" not in text.lower():
-        return text
-    out = []
-    for line in text.split("\n"):
-        if (m := _DETAILS.match(line)) is None:
-            out.append(line)
-        elif m.group(1) and transcript.names_tool(m.group(1)):
-            out.append(m.group(1).strip())  # (`Click to expand`, `output`: dropped)
-    return "\n".join(out)
 
 
 def _unfenced(text: str) -> str:
