@@ -234,16 +234,24 @@ _HTML_TAG = re.compile(
     r"</?(?:pre|code|font|span|br|div|tt|kbd|samp|b|i|u|strong|em|p|a)(?:\s[^<>\n]*)?/?>", re.IGNORECASE
 )
 _BREAK_TAG = re.compile(r"<br\s*/?>\n?", re.IGNORECASE)
+# a whole document's body (aha's default export: `<?xml ...?>`, DOCTYPE, `<head>` above it)
+_BODY = re.compile(r"<body(?:\s[^<>]*)?>\n?", re.IGNORECASE)
+_BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
 
 
 def _untagged(text: str) -> str | None:
-    """A text that is clearly HTML (a tag of _HTML_SAYS, no XML declaration) without its
-    formatting tags (`<br>` a line end) and with its character references decoded once (`&lt;`,
-    `&gt;`, `&amp;`, `&nbsp;`); None for any other text. Before, a terminal session exported as
-    HTML was read as one output: its prompts hidden among `<font>` tags split nothing, and its
-    nvidia-smi -L and nvcc sections were lost."""
-    if "<" not in text or not _HTML_SAYS.search(text) or "<?xml" in text:
+    """A text that is clearly HTML (a tag of _HTML_SAYS, no nvidia-smi XML root) without its
+    formatting tags (`<br>` a line end), a whole document (aha's default export, which starts
+    with an XML declaration) without what is outside its `<body>`, and with its character
+    references decoded once (`&lt;`, `&gt;`, `&amp;`, `&nbsp;`); None for any other text.
+    Before, a terminal session exported as HTML was read as one output: its prompts hidden among
+    `<font>` tags split nothing, and its nvidia-smi -L and nvcc sections were lost; an aha export
+    (its `<?xml` first) was read as a broken nvidia-smi XML."""
+    if "<" not in text or not _HTML_SAYS.search(text) or "<nvidia_smi_log" in text:
         return None
+    if (body := _BODY.search(text)) is not None:  # (a whole document: aha's, its `<?xml` first)
+        text = text[body.end() :]
+        text = text[: end.start()] if (end := _BODY_END.search(text)) else text
     text = _HTML_TAG.sub("", _BREAK_TAG.sub("\n", text))
     return _ENTITY.sub(_entity, text)
 
