@@ -28,7 +28,8 @@ def _rfc5424(text: str, structured: str) -> str:
     """Each syslog line as RFC 5424 writes it: `<PRI>1 TIMESTAMP HOST APP PROCID MSGID SD MSG`."""
     return _SYSLOG.sub(
         lambda m: (
-            f"<4>1 2025-01-{int(m.group(1)):02d}T{m.group(2)}.123456+00:00 {m.group(3)} kernel - - {structured} "
+            f"<4>1 2025-01-{int(m.group(1)):02d}T{m.group(2)}.123456+00:00 {m.group(3)}"
+            f" kernel - - {structured} "
         ),
         text,
     )
