@@ -54,3 +54,19 @@ def test_a_details_summary_label_leaves_the_output_as_itself(tmp_path: Path) -> 
     whole = _judged(tmp_path / "whole", log)
     detailed = _judged(tmp_path / "details", FORMS["one-line-fenced"].format(c="dmesg output", t=log))
     assert detailed == whole
+
+
+XML = "nvidia-smi-q-x__h200__1gpu__driver580.159.04.xml"  # (fabric health's own `<summary>N/A</summary>`)
+
+
+def test_an_xml_s_own_summary_element_is_kept() -> None:
+    """nvidia-smi -q -x's fabric health `<summary>` (R570+) is its own element, no GitHub section's:
+    kept, bare and inside a `<details>` section. Before, every `<summary>...</summary>` line was
+    dropped (the fabric health summary lost)."""
+    from gpuonboard.api.paste import normalise
+
+    xml = (REAL / XML).read_text(encoding="utf-8")
+    assert "\t\t\t\t<summary>N/A</summary>\n" in xml
+    assert "<summary>N/A</summary>" in normalise(xml)
+    detailed = normalise(f"<details><summary>nvidia-smi -q -x</summary>\n\n```\n{xml}```\n</details>\n")
+    assert "<summary>N/A</summary>" in detailed
