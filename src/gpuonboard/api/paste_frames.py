@@ -9,14 +9,14 @@ import re
 from gpuonboard.api import transcript
 
 # a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
-# `<summary>...</summary>` (on that line or one of its own: group 1 its text), `</details>`; no tool
-# read here prints such a tag on a line of its own (an nvidia-smi -q -x names no `details` or
-# `summary` element)
+# `<summary>...</summary>` (on that line or the next filled one: group 1 its text), `</details>`;
+# no tool read here prints a `details` tag (nvidia-smi -q -x's fabric health has a `<summary>`
+# element of its own: a summary line counts only as a `<details>` line's)
 _DETAILS = re.compile(
-    r"^[ \t]*(?:<details(?:[ \t][^<>\n]*)?>[ \t]*)?"
-    r"(?:<summary>([^\n]*?)</summary>|</?details(?:[ \t][^<>\n]*)?>)[ \t]*$",
-    re.IGNORECASE,
+    r"^[ \t]*<details(?:[ \t][^<>\n]*)?>[ \t]*(?:<summary>([^\n]*?)</summary>[ \t]*)?$", re.IGNORECASE
 )
+_SUMMARY = re.compile(r"^[ \t]*<summary>([^\n]*?)</summary>[ \t]*$", re.IGNORECASE)
+_DETAILS_END = re.compile(r"^[ \t]*</details>[ \t]*$", re.IGNORECASE)
 
 
 def undetailed(text: str) -> str:
@@ -24,18 +24,30 @@ def undetailed(text: str) -> str:
     `<details>` and `</details>` lines, the summary's text (`<summary>sudo dmesg -T | grep -i
     nvrm</summary>`, `Output of lscpu`: one naming a command read here) a line of its own above
     it, read as any command or label line above an output is (a summary of words alone,
-    `Click to expand`, dropped). Before, the tags were read as the output's lines
-    (a 3-line SXid log so wrapped was no short log read after boot: gpu_xid passed where the log
-    alone is unverified; a table's was refused); then (round 31) the summary was dropped with
-    them, so a grep'd log read as the whole log (nvswitch_sxid passed)."""
-    if "<details" not in text.lower() and "<summary>" not in text.lower():
+    `Click to expand`, dropped). Before, the tags were read as the output's lines (a 3-line SXid
+    log so wrapped was no short log read after boot: gpu_xid passed where the log alone is
+    unverified; a table's was refused); then (round 31) the summary was dropped with them, so a
+    grep'd log read as the whole log (nvswitch_sxid passed), and so was every `<summary>` line
+    (an nvidia-smi -q -x's fabric health summary)."""
+    if "<details" not in text.lower():
         return text
-    out = []
+    out: list[str] = []
+    opened = False  # (a `<details>` line above, its summary not yet seen)
     for line in text.split("\n"):
-        if (m := _DETAILS.match(line)) is None:
+        summary = None
+        if (m := _DETAILS.match(line)) is not None:
+            opened, summary = m.group(1) is None, m.group(1)
+        elif opened and (m := _SUMMARY.match(line)) is not None:
+            opened, summary = False, m.group(1)
+        elif _DETAILS_END.match(line):
+            opened = False
+            continue
+        else:
+            opened = opened and not line.strip()
             out.append(line)
-        elif m.group(1) and transcript.names_tool(m.group(1)):
-            out.append(m.group(1).strip())  # (`Click to expand`, `output`: dropped)
+            continue
+        if summary and transcript.names_tool(summary):
+            out.append(summary.strip())  # (`Click to expand`, `output`: dropped)
     return "\n".join(out)
 
 
