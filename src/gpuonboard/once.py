@@ -64,7 +64,11 @@ class LazyPattern:
     paid by every start of the CLI). Its first attribute read compiles it and keeps the
     compiled pattern's methods and attributes on the object, so each later call is the
     compiled pattern's own (no wrapper between). Two threads reading it first at once both
-    compile it (re's cache makes the second cheap); each gets an equal pattern."""
+    compile it (re's cache makes the second cheap); each gets an equal pattern. It is no
+    re.Pattern: use it only through its methods and attributes (`LAZY.sub(...)`, never
+    `re.sub(LAZY, ...)`, `re.compile(LAZY)` or `isinstance(LAZY, re.Pattern)`; `.compiled` is
+    the re.Pattern; tests/unit/test_once.py greps the package for such uses). Pickled and copied
+    as its source."""
 
     _ATTRS: tuple[str, ...] = ("search", "match", "fullmatch", "finditer", "findall", "sub", "subn")
     _ATTRS += ("split", "pattern", "flags", "groups", "groupindex")
@@ -73,10 +77,18 @@ class LazyPattern:
         self._source = (pattern, flags)
 
     def __getattr__(self, name: str) -> Any:
-        # (called only for a name not yet on the object: the first use, or a name never kept)
+        # (called only for a name not yet on the object: the first use, or a name never kept;
+        # never for `_source` of one made by __init__: of one pickle or copy is building, no
+        # pattern yet)
+        if name == "_source" or name.startswith("__"):
+            raise AttributeError(name)
         compiled = self.compiled
         self.__dict__.update({attr: getattr(compiled, attr) for attr in self._ATTRS})
         return getattr(compiled, name)
+
+    def __reduce__(self) -> tuple[type[LazyPattern], tuple[str, int | re.RegexFlag]]:
+        """Pickled and copied as its source (a new LazyPattern, compiled at its first use)."""
+        return LazyPattern, self._source
 
     @property
     def compiled(self) -> re.Pattern[str]:
@@ -86,5 +98,6 @@ class LazyPattern:
 
 def lazy_re(pattern: str, flags: int | re.RegexFlag = 0) -> Any:
     """A pattern compiled at its first use (LazyPattern), for a module's large pattern that
-    most runs never use; read as re.compile's (`.search`, `.sub`, ... `.pattern`)."""
+    most runs never use; read as re.compile's (`.search`, `.sub`, ... `.pattern`), used only
+    through those (no re.Pattern: never `re.sub(LAZY, ...)`)."""
     return LazyPattern(pattern, flags)

@@ -213,3 +213,38 @@ def test_every_lazy_pattern_of_the_package_compiles() -> None:
     assert len({id(p) for p in found}) >= 15
     for pattern in found:
         assert isinstance(pattern.compiled, re.Pattern)
+
+
+def test_a_lazy_pattern_pickles_and_copies_as_its_source() -> None:
+    """pickle and copy make a LazyPattern of the same source, used or not. Before, unpickling
+    one recursed without end (its `__getattr__` read `_source` before it was set)."""
+    import copy
+    import pickle
+
+    from gpuonboard.once import LazyPattern, lazy_re
+
+    for used in (False, True):
+        lazy = lazy_re(r"GPU (\d+)", re.I)
+        if used:
+            assert lazy.search("gpu 3") is not None
+        for other in (pickle.loads(pickle.dumps(lazy)), copy.copy(lazy), copy.deepcopy(lazy)):
+            assert isinstance(other, LazyPattern)
+            assert (other.pattern, other.flags) == (lazy.pattern, lazy.flags)
+            assert other.search("x GPU 7").group(1) == "7"
+
+
+def test_no_lazy_pattern_is_handed_to_a_re_function() -> None:
+    """A LazyPattern is no re.Pattern: `re.sub(LAZY, ...)`, `re.compile(LAZY)` or
+    `isinstance(LAZY, re.Pattern)` would fail or answer no. Every module-level lazy_re name of the
+    package is used only through its own methods (`LAZY.sub(...)`): no `re.<function>(NAME` and
+    no `re.Pattern` test of it in src."""
+    src = Path(__file__).parents[2] / "src" / "gpuonboard"
+    texts = {p: p.read_text(encoding="utf-8") for p in src.rglob("*.py")}
+    names = {
+        m.group(1) for t in texts.values() for m in re.finditer(r"^(\w+) = (?:once\.)?lazy_re\(", t, re.M)
+    }
+    assert len(names) >= 15
+    named = "|".join(sorted(names))
+    handed = re.compile(rf"\bre\.\w+\(\s*(?:{named})\b|isinstance\(\s*(?:{named})\s*,")
+    found = [f"{p.relative_to(src)}: {m.group(0)}" for p, t in texts.items() for m in handed.finditer(t)]
+    assert not found

@@ -59,6 +59,7 @@ from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import df_lists_sizes
+from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
@@ -355,11 +356,15 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         or saved_forms.kind_by_name(command, text)
     )
     if kind in (None, "kernel_log") and (joined := joined_lines.joined_messages(text)):
-        raise UsageError(  # (docs/guides/offline.md: a log whose lines a chat joined)
+        # (docs/guides/offline.md: a log whose lines a chat joined is not read: the kernel rules
+        # unverified naming it, as a live probe that could read no log; the rest judged)
+        return "kernel_log", ProbeOutput(
+            "",
             f"{where}: a kernel log with several messages on one line ({joined} such line"
             f"{'s' if joined > 1 else ''}: a chat or a page joined its lines), so which message each"
-            " continued line, PCI address or count belongs to cannot be told: save it again as the"
-            " command printed it (`sudo dmesg -T > dmesg.txt`) or paste it in a code block."
+            f" continued line, PCI address or count belongs to cannot be told: {SAVE_AGAIN}"
+            " (`sudo dmesg -T > dmesg.txt`) or paste it in a code block.",
+            KERNEL_LOG_REFUSED,
         )
     if kind == "nvidia_smi_list" and (joined := joined_lines.joined_gpu_lines(text)):
         raise UsageError(  # (docs/guides/offline.md: an output whose lines a chat joined)

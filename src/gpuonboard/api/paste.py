@@ -27,6 +27,8 @@ import re
 import textwrap
 from collections.abc import Callable, Sequence
 
+from gpuonboard.api import paste_frames
+
 # every Unicode space separator but the plain space, and the ideographic space
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 # characters a page or a chat adds that show nothing: zero-width space, non-joiner and joiner, the
@@ -232,16 +234,24 @@ _HTML_TAG = re.compile(
     r"</?(?:pre|code|font|span|br|div|tt|kbd|samp|b|i|u|strong|em|p|a)(?:\s[^<>\n]*)?/?>", re.IGNORECASE
 )
 _BREAK_TAG = re.compile(r"<br\s*/?>\n?", re.IGNORECASE)
+# a whole document's body (aha's default export: `<?xml ...?>`, DOCTYPE, `<head>` above it)
+_BODY = re.compile(r"<body(?:\s[^<>]*)?>\n?", re.IGNORECASE)
+_BODY_END = re.compile(r"</body\s*>", re.IGNORECASE)
 
 
 def _untagged(text: str) -> str | None:
-    """A text that is clearly HTML (a tag of _HTML_SAYS, no XML declaration) without its
-    formatting tags (`<br>` a line end) and with its character references decoded once (`&lt;`,
-    `&gt;`, `&amp;`, `&nbsp;`); None for any other text. Before, a terminal session exported as
-    HTML was read as one output: its prompts hidden among `<font>` tags split nothing, and its
-    nvidia-smi -L and nvcc sections were lost."""
-    if "<" not in text or not _HTML_SAYS.search(text) or "<?xml" in text:
+    """A text that is clearly HTML (a tag of _HTML_SAYS, no nvidia-smi XML root) without its
+    formatting tags (`<br>` a line end), a whole document (aha's default export, which starts
+    with an XML declaration) without what is outside its `<body>`, and with its character
+    references decoded once (`&lt;`, `&gt;`, `&amp;`, `&nbsp;`); None for any other text.
+    Before, a terminal session exported as HTML was read as one output: its prompts hidden among
+    `<font>` tags split nothing, and its nvidia-smi -L and nvcc sections were lost; an aha export
+    (its `<?xml` first) was read as a broken nvidia-smi XML."""
+    if "<" not in text or not _HTML_SAYS.search(text) or "<nvidia_smi_log" in text:
         return None
+    if (body := _BODY.search(text)) is not None:  # (a whole document: aha's, its `<?xml` first)
+        text = text[body.end() :]
+        text = text[: end.start()] if (end := _BODY_END.search(text)) else text
     text = _HTML_TAG.sub("", _BREAK_TAG.sub("\n", text))
     return _ENTITY.sub(_entity, text)
 
@@ -259,13 +269,15 @@ def normalise(text: str) -> str:
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
     (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a tab in a
-    kernel log's stamped line a space (_untabbed)."""
+    kernel log's stamped line a space (_untabbed), a GitHub `<details>` section's tags dropped and
+    an RFC 5424 syslog header a classic one (paste_frames)."""
     html = _untagged(text)
     text = _uncp437(_unmojibaked(_unescaped(text) if html is None else html))
+    text = paste_frames.rfc5424_unframed(text)
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unticked(_unprefixed(_unstamped(_unfenced(_undetailed(_unpadded(text))))))
+    text = _unticked(_unprefixed(_unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))))
     return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_untabbed(text)))))
 
 
@@ -520,26 +532,6 @@ _PAGE_WORDS = 3
 # (a language starts with a letter or digit: "```..." is a fence that lost its newline above an
 # elision, whose `...` is the output's)
 _FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*(?:\w[\w+.-]*)?[ \t]*$")
-
-
-# a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
-# `<summary>...</summary>` (on that line or one of its own), `</details>`; no tool read here prints
-# such a tag on a line of its own (an nvidia-smi -q -x names no `details` or `summary` element)
-_DETAILS = re.compile(
-    r"^[ \t]*(?:<details(?:[ \t][^<>\n]*)?>[ \t]*)?"
-    r"(?:<summary>[^\n]*?</summary>|</?details(?:[ \t][^<>\n]*)?>)[ \t]*$",
-    re.IGNORECASE,
-)
-
-
-def _undetailed(text: str) -> str:
-    """A paste inside a GitHub comment's `<details>` section (its `<details>`, `<summary>` and
-    `</details>` lines) as the output without those lines. Before, they were read as the
-    output's: a 3-line SXid log so wrapped was no short log read after boot (gpu_xid passed
-    where the log alone is unverified), a table's was refused."""
-    if "<details" not in text.lower() and "<summary>" not in text.lower():
-        return text
-    return "\n".join(line for line in text.split("\n") if not _DETAILS.match(line))
 
 
 def _unfenced(text: str) -> str:

@@ -48,6 +48,12 @@ COMMANDS = (
 _TOOL = re.compile(rf"(?:^|[\s/\\$#%>('\"]){COMMANDS}(?=[\s|;&<>)'\"]|$)")
 
 
+def names_tool(line: str) -> bool:
+    """Whether `line` names a command whose output is read here (`sudo dmesg -T | grep NVRM`,
+    `Output of lscpu`), not only words (`Click to expand`, `output`)."""
+    return _TOOL.search(line) is not None
+
+
 def tool_command(line: str) -> str:
     """The command from the tool whose output is read on (`df -h` of `ssh box df -h`, of
     `$ df -h`); the line itself when it names none."""

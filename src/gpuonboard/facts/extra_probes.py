@@ -22,12 +22,16 @@ __all__ = [
     "KERNEL_LOG",
     "KERNEL_LOG_MAX_LINES",
     "KERNEL_LOG_REFUSED",
+    "SAVE_AGAIN",
     "RDMA_PORTS",
     "kernel_log_command",
 ]
 
 KERNEL_LOG_MAX_LINES = 2000  # the last N matching lines are kept
 KERNEL_LOG_REFUSED = 126  # the exit code of the probe where no reader could read the log
+# what a saved kernel log that could not be read (a chat joined its lines) asks, in its reason: the
+# kernel rules then ask for the log saved again, not for read access to it
+SAVE_AGAIN = "save it again as the command printed it"
 # kernel log lines kept: every line the readers of the log (facts/kernel_log.py, facts/aer.py)
 # read, so that the live probe's filtered log is judged as the whole log saved offline: the GPU
 # driver's (NVRM: Xid, GPU fallen off the bus ...), the NVSwitch driver's (nvidia-nvswitchN:

@@ -58,3 +58,25 @@ def test_an_xml_and_plain_angle_brackets_are_left_alone() -> None:
     assert normalise(xml) == xml
     plain = "<6>[    0.000000] Linux version 6.8.0\nREPOSITORY <none> &amp;\n"
     assert "<6>" in normalise(plain) and "<none>" in normalise(plain)
+
+
+# aha's (the Ansi HTML Adapter's) default export around a terminal's text: an XHTML document
+# that starts with an XML declaration (`aha < session.txt`; `aha -n` writes no head)
+AHA_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8" ?>\n'
+    '<!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Strict//EN"'
+    ' "http://www.w3.org/TR/xhtml1/DTD/xhtml1-strict.dtd">\n'
+    "<!-- This file was created with the aha Ansi HTML Adapter. https://github.com/theZiz/aha -->\n"
+    '<html xmlns="http://www.w3.org/1999/xhtml">\n<head>\n'
+    '<meta http-equiv="Content-Type" content="application/xml+xhtml; charset=UTF-8"/>\n'
+    "<title>stdin</title>\n</head>\n<body>\n"
+)
+
+
+def test_an_aha_export_with_its_xml_declaration_is_read_as_the_page() -> None:
+    """The HTML session inside aha's default document (its `<?xml` declaration, head and body):
+    read as the bare page. Before, the `<?xml` kept the page's tags: it was read as a broken
+    nvidia-smi XML ("mismatched tag")."""
+    bare = (SESSIONS / HTML).read_text()
+    text = normalise(AHA_HEAD + bare + "\n</body>\n</html>\n")
+    assert text.strip() == normalise(bare).strip()

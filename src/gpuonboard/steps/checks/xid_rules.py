@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from gpuonboard.facts.extra_probes import SAVE_AGAIN
 from gpuonboard.facts.kernel_instance import DEVICES
 from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
 from gpuonboard.steps.base import Check
@@ -241,8 +242,10 @@ def _event_rule(
             expected,
             f"kernel log not readable: {why_unread or 'no reason given'}",
             "unverified",
-            "give the login user read access to the kernel log (sudo; kernel.dmesg_restrict=0 for dmesg;"
-            f" the `adm` or `systemd-journal` group for journalctl) so {what}"
+            f"{what} errors are unknown until the kernel log is saved again as the command printed it."
+            if SAVE_AGAIN in why_unread  # (a saved log this tool could not read: no access to give)
+            else "give the login user read access to the kernel log (sudo; kernel.dmesg_restrict=0 for"
+            f" dmesg; the `adm` or `systemd-journal` group for journalctl) so {what}"
             " errors can be checked; until then GPU faults since boot are unknown.",
         )
     span = boot_span(covers_boot)
