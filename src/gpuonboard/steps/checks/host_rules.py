@@ -587,7 +587,7 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if unified:
         actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
     if facts.memory.source == "numactl":
-        actual += ", the sum of numactl's node sizes (no free given)"
+        actual += _numactl_summed(facts.memory.uncounted)
     limit = facts.memory_limit_bytes
     if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
@@ -634,6 +634,18 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         )
     why = _ram_short_why(facts, unified, allowed)
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+
+
+def _numactl_summed(uncounted: tuple[int, int]) -> str:
+    """How ram's total was read from numactl's node sizes, and the CPU-less nodes left out."""
+    nodes, size = uncounted
+    if not nodes:
+        return ", the sum of numactl's node sizes (no free given)"
+    return (
+        f", the sum of numactl's node sizes with CPUs (no free given); {nodes} CPU-less"
+        f" node{'s' if nodes > 1 else ''} of {format_bytes(size, True)} not counted (GPU HBM, a CPU's HBM"
+        " in flat mode or CXL memory: not the DIMMs of the box's RAM)"
+    )
 
 
 def _numactl_cut(expected: str, warnings: tuple[str, ...]) -> Check:
