@@ -436,3 +436,34 @@ def test_a_banner_on_one_line_cut_before_its_closing_bar_is_not_judged(tmp_path:
     cut = text[: text.index("CUDA Version") + 6]
     got = verdicts(tmp_path, "nvidia-smi.txt", cut, 'gpu_count: 1\nmin_driver: "470"\n')
     assert got["min_driver"][0] == "unverified"
+
+
+RTX208X_CUT = (
+    "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__cut-after-gpu0-name-cell__gpu-passthrough-4.txt"
+)
+
+
+def test_a_table_cut_after_gpu_0s_name_cell_lists_gpu_0(tmp_path: Path) -> None:
+    """clayfreeman/gpu-passthrough#4's table ends on `|   0  GeForce RTX 208...  Off  |` (measure31d
+    30): gpu_count was unverified "no GPU row ... could be read" where tables cut further down
+    count "N listed; cut off". GPU 0's index and name cell are read: it is listed (its model, cut
+    to `208...`, and its memory stay unverified)."""
+    order = 'gpu_model: GeForce RTX 2080 Ti\ngpu_count: 1\nvram: 11GB\nmin_driver: "435"\n'
+    got = verdicts(tmp_path, "nvidia-smi.txt", (REAL / RTX208X_CUT).read_text(), order)
+    assert got["gpu_count"][0] == "pass"
+    assert got["gpu_count"][1].startswith("1 listed; incomplete probe")
+    assert got["gpu_model"][0] == got["vram"][0] == got["nvidia_driver"][0] == "unverified"
+    assert got["min_driver"] == ("pass", "435.21")
+    two = verdicts(tmp_path, "nvidia-smi.txt", (REAL / RTX208X_CUT).read_text(), "gpu_count: 2\n")
+    assert two["gpu_count"][0] == "unverified"  # (1 listed: the cut may hold more)
+
+
+@pytest.mark.parametrize("tail", ["|   0  GeForce RTX 208...  Off  | 00000000:0", "|   0  GeForce RTX 2"])
+def test_a_first_row_cut_in_its_bus_id_lists_the_gpu_and_one_cut_in_its_name_does_not(
+    tmp_path: Path, tail: str
+) -> None:
+    """The same table's last line cut inside the Bus-Id (the name cell whole: GPU 0 listed) or
+    inside the name (nothing of the GPU's row whole: no GPU read)."""
+    text = (REAL / RTX208X_CUT).read_text().rsplit("\n", 2)[0] + "\n" + tail
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, "gpu_count: 1\n")
+    assert got["gpu_count"][0] == ("pass" if "Off" in tail else "unverified"), got["gpu_count"]
