@@ -250,7 +250,7 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # a failure's sentence with a typographic quote, said in a note: api/test_offline_typography_note.py
         "nvidia-smi__failed-couldnt-communicate-curly-quote__qixuema-envs-4.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
-        "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
+        "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
         # a table (and a banner alone) a page ran onto one line, judged by min_driver:
         # steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt",

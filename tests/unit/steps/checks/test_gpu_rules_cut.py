@@ -439,7 +439,8 @@ def test_a_banner_on_one_line_cut_before_its_closing_bar_is_not_judged(tmp_path:
 
 
 RTX208X_CUT = (
-    "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__cut-after-gpu0-name-cell__gpu-passthrough-4.txt"
+    "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command"
+    "__cut-after-gpu0-name-cell__gpu-passthrough-4.txt"
 )
 
 

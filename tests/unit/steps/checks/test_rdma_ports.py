@@ -443,7 +443,7 @@ def test_rdma_sysfs_soft_roce_device_is_software(tmp_path: Path) -> None:
     assert actual.startswith("8 of 8 port(s) ACTIVE at >= 200 Gb/s; on software RDMA (Soft-RoCE rxe"), actual
 
 
-RXE_OLD = "ibv_devinfo__soft-roce-rxe0__no-link-layer-line__old-libibverbs__rxe-dev-46.txt"
+RXE_OLD = "ibv_devinfo__soft-roce-rxe0__no-link-layer-line__old-libibverbs__copied-command__rxe-dev-46.txt"
 ORDER = 'order:\n  rdma: "1x10G RoCE"\n'
 
 
