@@ -145,7 +145,10 @@ def _saved_outputs(
     (a gzip file cut short): the output it ends inside is incomplete, the last section of a bug
     report (bug_report.outputs: no `End of ...` line) or the last command of a session, never
     the whole ones before it."""
-    pasted = unviewed(paste.normalise(unquote(decode_saved(data))))  # (a CI log view's gutter dropped)
+    raw = unquote(decode_saved(data))
+    if said := paste.typography_note(raw):  # (a quoted line shows the ASCII: said, m31d 24)
+        notes.append(f"{path}: {said}.")
+    pasted = unviewed(paste.normalise(raw))  # (a CI log view's gutter dropped)
     parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
     if parts is None and (typed := _typed_session(pasted)) is not None:
         pasted, parts = typed  # (commands typed without prompts, each above its output)

@@ -70,6 +70,17 @@ _JSON_START = re.compile(r"^\s*(?:\{|\[\s*(?:[{\[\"\]]|$))", re.MULTILINE)
 _JSON_STRING_OR_NOT = re.compile(r'"(?:[^"\\\n]|\\.)*"|[^"]+|"')
 
 
+def typography_note(text: str) -> str | None:
+    """What a note says where `text` holds typographic quotes or an ellipsis that normalise reads
+    as ASCII (`couldn‘t` read as `couldn't`): a line quoted from it shows the ASCII, not the
+    characters as printed; None where it holds none."""
+    found = sorted({ch for ch in text if ord(ch) in _TYPOGRAPHY})
+    if not found or _typography(text) == text:  # (in a JSON's strings: kept as printed)
+        return None
+    shown = ", ".join(f"`{ch}` as `{_TYPOGRAPHY[ord(ch)]}`" for ch in found)
+    return f"its typographic quotes are read, and quoted, as ASCII ({shown})"
+
+
 def _typography(text: str) -> str:
     """`text` with its typographic quotes and ellipsis as ASCII (_TYPOGRAPHY); in a JSON text
     only outside its strings: a `“` there is a chat's for the JSON's own `"`, one inside a string

@@ -94,7 +94,7 @@ def _numactl(text: str) -> str:
         f"{floor[cpus_short]}{sum(counts)} CPUs" if read and len(counts) == len(read) else "CPUs not read",
     ]
     if sizes:
-        said.append(f"{floor[memory_short]}{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory")
+        said.append(_numa_memory(text, sizes, floor[memory_short]))
     note = ""
     if cpus_short or memory_short:
         whole = f"{len(sizes)} of {available} nodes read: " if available is not None else ""
@@ -104,6 +104,26 @@ def _numactl(text: str) -> str:
         " (numactl lists CPU threads, not cores)"
     )
     return f"numactl --hardware: {', '.join(said)}{note}: {judged}."
+
+
+def _numa_memory(text: str, sizes: list[int], floor: str) -> str:
+    """numactl's memory: of its nodes with CPUs, and apart, of those listing none (GPU memory or
+    CXL memory, which the ram rule leaves out)."""
+    cpuless = {node for node, cpus in re.findall(r"^node (\d+) cpus:(.*)$", text, re.M) if not cpus.strip()}
+    left = [
+        int(size)
+        for node, size in re.findall(r"^node (\d+) size: (\d+) MB\s*$", text, re.M)
+        if node in cpuless
+    ]
+    said = f"{floor}{sum(sizes)} MiB ({sum(sizes) / 1024:.1f} GiB) of memory"
+    if not left:
+        return said
+    counted, apart, plural = sum(sizes) - sum(left), sum(left), "s" if len(left) > 1 else ""
+    return (
+        f"{floor}{counted} MiB ({counted / 1024:.1f} GiB) of memory on the nodes with CPUs, and"
+        f" {floor}{apart} MiB ({apart / 1024:.1f} GiB) on {len(left)} CPU-less node{plural}"
+        " (GPU HBM, a CPU's HBM in flat mode or CXL memory: ram leaves it out)"
+    )
 
 
 def _numa_cpus(cells: str) -> int | None:

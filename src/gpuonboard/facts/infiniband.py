@@ -471,7 +471,17 @@ def _devinfo_rate(fields: Mapping[str, str]) -> float | None:
     return int(width.group(1)) * float(speed.group(1)) if width and speed else None
 
 
-def _devinfo_cut(fields: Mapping[str, str], verbose: bool, ib: bool) -> str | None:
+# a port block's last line where an old ibv_devinfo prints no `link_layer:` after it (the Soft-RoCE
+# rxe-dev tree's of 2016, SoftRoCE/rxe-dev#46): whole, `port_lmc: 0x00`
+_LMC_LINE = re.compile(r"^\s*port_lmc:\s*0x[0-9a-fA-F]{2}\s*$")
+# why a port block ending on a whole port_lmc line without link_layer is not known whole
+NO_LINK_LAYER = (
+    "has no link_layer line after its port_lmc (an old ibv_devinfo prints none, as the Soft-RoCE"
+    " rxe-dev tree's; a current one's output was cut there: which is not known)"
+)
+
+
+def _devinfo_cut(fields: Mapping[str, str], verbose: bool, ib: bool, last: str = "") -> str | None:
     """An ibv_devinfo port block not whole: without -v `link_layer:` is its last line; -v adds
     `active_width:` and `active_speed:` (the rate), then `phys_state:` on an InfiniBand-transport
     HCA, each a whole `%s (%d)` (rdma-core libibverbs/examples/devinfo.c print_hca_cap)."""
@@ -479,6 +489,8 @@ def _devinfo_cut(fields: Mapping[str, str], verbose: bool, ib: bool) -> str | No
     if verbose:
         required += ("active_width", "active_speed", "phys_state") if ib else ("active_width", "active_speed")
     why = _cut_field(fields, required, "link_layer")
+    if why == "has no link_layer line" and not verbose and _LMC_LINE.match(last):
+        return NO_LINK_LAYER
     if why is None and verbose and not _WHOLE_CODE.search(fields[required[-1]]):
         why = f"has its {required[-1]} cut short ({fields[required[-1]]!r})"
     return why
@@ -494,12 +506,15 @@ def parse_ibv_devinfo(text: str) -> IbReport:
     current: dict[str, str] | None = None
     number = 0
     verbose = ib = False
+    last = ""  # (the current port block's last line)
 
     def flush() -> None:
         if listing.device is not None and current is not None:
-            listing.port(number, current, _devinfo_cut(current, verbose, ib), _devinfo_rate(current))
+            listing.port(number, current, _devinfo_cut(current, verbose, ib, last), _devinfo_rate(current))
 
     for line in text.splitlines():
+        if current is not None and line.strip():
+            last = line
         if m := _HCA.match(line):
             flush()
             listing.head(m.group(1))

@@ -52,6 +52,9 @@ class MemoryInfo:
     # the output the total was read from: "free" (free or /proc/meminfo), or "numactl" (the sum
     # of `numactl --hardware`'s node sizes, where no free was given)
     source: str = "free"
+    # numactl's nodes with no CPUs (`node 252 cpus:` empty) left out of its total: how many, and
+    # their size (GPU memory that POWER9/NVLink2 and GH200 boxes list as NUMA nodes, CXL memory)
+    uncounted: tuple[int, int] = (0, 0)
 
 
 _HUMAN = re.compile(r"^(\d+(?:[.,]\d+)?)([KMGTPE]?)(i?)B?$", re.IGNORECASE)
@@ -524,16 +527,20 @@ def parse_meminfo(text: str) -> MemoryInfo:
 
 
 _NUMA_NODES = re.compile(r"^available: (\d+) nodes?", re.M)
-_NUMA_SIZE = re.compile(r"^node \d+ size: (\d+) MB\s*$", re.M)
+_NUMA_SIZE = re.compile(r"^node (\d+) size: (\d+) MB\s*$", re.M)
+_NUMA_CPUS = re.compile(r"^node (\d+) cpus:(.*)$", re.M)
 
 
 def read_numactl_memory(text: str) -> MemoryInfo:
-    """The RAM of a `numactl --hardware` output: the sum of its nodes' sizes (numactl's `MB` are
-    MiB, each node's MemTotal rounded down: the sum is the kernel's MemTotal, up to 1 MiB a node
-    less). An output listing fewer sizes than its `available:` line, or ending on a node's CPU
-    list, is cut short: no total (its sum is only a floor)."""
+    """The RAM of a `numactl --hardware` output: the sum of the sizes of its nodes with CPUs
+    (numactl's `MB` are MiB, each node's MemTotal rounded down: the sum is the kernel's MemTotal,
+    up to 1 MiB a node less). A node listing no CPU (`node 252 cpus:` empty) is memory of a
+    device, not the box's RAM: the GPU memory POWER9/NVLink2 and GH200 boxes list as NUMA nodes,
+    CXL memory; it is left out and said (`uncounted`). An output listing fewer sizes than its
+    `available:` line, or ending on a node's CPU list, is cut short: no total (its sum is only a
+    floor)."""
     nodes = _NUMA_NODES.search(text)
-    sizes = [int(size) for size in _NUMA_SIZE.findall(text)]
+    sizes = [(node, int(size)) for node, size in _NUMA_SIZE.findall(text)]
     last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
     available = int(nodes.group(1)) if nodes else None
     if not sizes or re.match(r"node \d+ cpus:", last) or available is None or len(sizes) < available:
@@ -545,4 +552,17 @@ def read_numactl_memory(text: str) -> MemoryInfo:
             (f"numactl's output cut short: {whole} nodes' sizes read (their sum is only a floor)",),
             source="numactl",
         )
-    return MemoryInfo(sum(sizes) << 20, None, None, total_spread=(0, len(sizes) << 20), source="numactl")
+    cpuless = {node for node, cpus in _NUMA_CPUS.findall(text) if not cpus.strip()}
+    counted = [size for node, size in sizes if node not in cpuless]
+    left = [size for node, size in sizes if node in cpuless]
+    if not counted:
+        said = f"numactl lists no node with CPUs: its {len(left)} nodes' memory is no RAM of the box"
+        return MemoryInfo(None, None, None, (said,), source="numactl")
+    return MemoryInfo(
+        sum(counted) << 20,
+        None,
+        None,
+        total_spread=(0, len(counted) << 20),
+        source="numactl",
+        uncounted=(len(left), sum(left) << 20),
+    )

@@ -184,14 +184,17 @@ def test_a_numactl_cut_short_says_its_sums_are_a_floor(tmp_path: Path) -> None:
     """oneapi-src/unified-memory-framework#1289's `numactl -H` of a Sapphire Rapids HBM box (16
     nodes, 8 of them HBM without CPUs; its `$ numactl -H` line put back as pasted) as the stored
     excerpt shows it, cut inside node 10: the note said "564724 MiB (551.5 GiB) of memory" as
-    the box's; it says the 11 nodes read are a floor of the 16, once at the end."""
+    the box's; it says the 11 nodes read are a floor of the 16, once at the end (and the HBM
+    nodes' memory apart, measure31d 40)."""
     name = "numactl-H__spr-hbm-flat-16node__cut-at-node-10__umf-1289.txt"
     (tmp_path / "numactl.txt").write_text("$ numactl -H\n" + (REAL / name).read_text())
     r = cli(str(tmp_path))
     assert r.returncode == 0, r.stderr
     assert (
-        "numactl --hardware: 16 NUMA nodes, at least 192 CPUs, at least 564724 MiB (551.5 GiB) of memory"
-        " (11 of 16 nodes read: the output is cut short): ram reads" in " ".join(r.stderr.split())
+        "numactl --hardware: 16 NUMA nodes, at least 192 CPUs, at least 515572 MiB (503.5 GiB) of memory"
+        " on the nodes with CPUs, and at least 49152 MiB (48.0 GiB) on 3 CPU-less nodes (GPU HBM, a CPU's"
+        " HBM in flat mode or CXL memory: ram leaves it out) (11 of 16 nodes read: the output is cut"
+        " short): ram reads" in " ".join(r.stderr.split())
     )
 
 

@@ -88,3 +88,50 @@ def test_free_beside_numactl_is_what_ram_reads(tmp_path: Path) -> None:
     r = cli(str(tmp_path), "--order", str(tmp_path.parent / f"{tmp_path.name}-order.yml"), "--json")
     rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
     assert rules["ram"]["verdict"] == "pass" and "numactl" not in rules["ram"]["actual"]
+
+
+# (fixture, the order's ram, the verdict, the RAM of the nodes with CPUs, the CPU-less nodes' memory)
+GPU_NODES = [
+    (
+        "numactl-H__power9-2node-510gib-4-gpu-hbm-nodes__legion-1338.txt",
+        "560GB",
+        "fail",
+        "510.3 GiB",
+        "63.0 GiB",
+    ),
+    (
+        "numactl-H__power9-2node-510gib-4-gpu-hbm-nodes__legion-1338.txt",
+        "512GB",
+        "pass",
+        "510.3 GiB",
+        "63.0 GiB",
+    ),
+    (
+        "numactl-H__power9-2node-255.4gib-4-gpu-hbm-nodes__legion-1120.txt",
+        "256GB",
+        "pass",
+        "255.4 GiB",
+        "63.0 GiB",
+    ),
+    (
+        "numactl-H__power9-2node-255.4gib-4-gpu-hbm-nodes__legion-1120.txt",
+        "300GB",
+        "fail",
+        "255.4 GiB",
+        "63.0 GiB",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "order", "verdict", "ram", "gpu"), GPU_NODES)
+def test_cpu_less_numa_nodes_are_not_counted_as_ram(
+    tmp_path: Path, name: str, order: str, verdict: str, ram: str, gpu: str
+) -> None:
+    """A POWER9 box lists its V100s' HBM as CPU-less NUMA nodes (`node 252 cpus:` empty): ram summed
+    them and passed `ram: 560GB` on 573.3 GiB, of 510.3 GiB of RAM (measure31d 40)."""
+    code, rules, stderr = _rules(tmp_path, name, "numactl --hardware", order)
+    assert code == (1 if verdict == "fail" else 0), stderr
+    assert rules["ram"]["verdict"] == verdict, rules["ram"]
+    assert rules["ram"]["actual"].startswith(ram), rules["ram"]
+    assert f"4 CPU-less nodes of {gpu} not counted (GPU HBM" in rules["ram"]["actual"]
+    assert f"({ram}) of memory on the nodes with CPUs, and 64512 MiB ({gpu}) on 4 CPU-less nodes" in stderr

@@ -252,8 +252,16 @@ def test_every_real_capture_pasted_so_is_judged_as_itself_or_unverified(
             m
             for m in _moved(name, whole, got, ("unverified",))
             if not (": interconnect " in m and _judged_by_its_command(name, text, pasted))
+            and not (": ram unverified -> " in m and _unit_told_by_its_command(name, pasted))
         ]
     assert not moved, "\n".join(moved[:10])
+
+
+def _unit_told_by_its_command(name: str, pasted: str) -> bool:
+    """A plain `free` saved under a name that tells no flag, its total plausible RAM in KiB and in
+    MiB (ram unverified between the two: m31d 21's 8061128), that the transform put under its
+    command line `free`: the command tells the unit (KiB), the one thing that moves it."""
+    return name.startswith("free__") and re.search(r"(?m)\bfree(?:\x1b\[[\d;]*m)?\s*$", pasted) is not None
 
 
 def _judged_by_its_command(name: str, text: str, pasted: str) -> bool:

@@ -45,6 +45,8 @@ NOT_WHOLE = {
     # excerpts that end inside a port record (before its Link layer / Rate line)
     "ibstat__mlx5_2-one-device-cut-at-port-guid__lshca-79.txt",
     "ibstat__3ca-roce-cut-inside-mlx5_10__mooncake-1999.txt",
+    # an old ibv_devinfo printing no link_layer: whole, or cut after port_lmc (not known; m31d 17)
+    "ibv_devinfo__soft-roce-rxe0__no-link-layer-line__old-libibverbs__copied-command__rxe-dev-46.txt",
 }
 
 

@@ -116,7 +116,9 @@ def test_every_real_free_is_covered() -> None:
 
     cases = {n.split("/", 1)[1] for n, *_ in CASES + SI_CASES if n.startswith("real/")}
     # a free cut after its header: below and in steps/checks/test_host_rules_unread.py
-    assert real == cases | {n for n, *_ in ONE_LINE} | covered("free") | {CUT_AFTER_HEADER}
+    # an old free of 8 GiB saved as free.txt, its unit not told: api/test_offline_free_unit.py
+    either = {"free__procps-3.2-8gib-kib__unit-not-told__wjhsh-leomei91.txt"}
+    assert real == cases | {n for n, *_ in ONE_LINE} | covered("free") | {CUT_AFTER_HEADER} | either
 
 
 CUT_AFTER_HEADER = "free__a100x4-node__cut-after-header__prism-report.txt"

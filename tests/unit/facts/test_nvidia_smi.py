@@ -247,6 +247,14 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__geforce-name-cut__1gpu-7979mib__driver470.57.02__cut-at-processes__bellperson-227.txt",
         # a Bus-Id cut to its domain (`00000000:`): facts/test_nvidia_smi_bus_cut_r31.py
         "nvidia-smi__a100-sxm4-80gb-mig__gpu3__driver535.104.05__bus-id-cut-to-domain__copied-command__cut-in-mig-head__dcgm-152.txt",
+        # a failure's sentence with a typographic quote, said in a note: api/test_offline_typography_note.py
+        "nvidia-smi__failed-couldnt-communicate-curly-quote__qixuema-envs-4.txt",
+        # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
+        "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
+        # a table (and a banner alone) a page ran onto one line, judged by min_driver:
+        # steps/checks/test_gpu_rules_cut.py
+        "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt",
+        "nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt",
         # a -q -x cut inside <driver_model>: steps/checks/gpu_health/test_persistence_cut_r31.py
         "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
     }

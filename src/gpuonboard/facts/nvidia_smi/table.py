@@ -304,6 +304,32 @@ def _gpu_row(cells: Sequence[str]) -> bool:
     return bool(name_cell and _TABLE_BUS_CELL.match(cells[1]))
 
 
+def _cut_first_row(cells: Sequence[str], line: str, driver_model_column: bool) -> GpuInfo | None:
+    """A GPU listed on the output's last line, its first row cut after its whole name cell
+    (`|   0  GeForce RTX 208...  Off  |`, or the bus id cut: `... Off  | 00000000:0`): its index,
+    name and persistence mode are read; the rest of the GPU went with the cut (record_cut)."""
+    if not 1 <= len(cells) <= 2 or (len(cells) == 1 and not line.rstrip().endswith("|")):
+        return None
+    if len(cells) == 2 and _TABLE_BUS_CELL.match(cells[1]) and line.rstrip().endswith("|"):
+        return None  # (a whole bus cell: a row of two cells, no cut first row)
+    name_cell = _TABLE_NAME_CELL.match(cells[0])
+    if name_cell is None:
+        return None
+    faults: list[str] = []
+    name = name_cell.group(2).strip()
+    right = _table_cell(
+        name_cell.group(3), "driver model" if driver_model_column else "persistence mode", faults
+    )
+    return GpuInfo(
+        index=int(name_cell.group(1)),
+        name=_clean(name) or "",
+        persistence_mode=None if driver_model_column else _on_off(right),
+        driver_model=_clean(right) if driver_model_column else None,
+        record_cut=True,
+        cell_faults=tuple(faults),
+    )
+
+
 def _table_gpu(
     cells: Sequence[str],
     second: Sequence[str],
@@ -479,6 +505,9 @@ def _table_gpus(
             rows_whole = True
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
+        if i == last and (cut := _cut_first_row(cells, line, driver_model_column)) is not None:
+            gpus.append(cut)
+            break
         if not _gpu_row(cells):
             i += 1
             continue

@@ -572,7 +572,7 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if unified:
         actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
     if facts.memory.source == "numactl":
-        actual += ", the sum of numactl's node sizes (no free given)"
+        actual += _numactl_summed(facts.memory.uncounted)
     limit = facts.memory_limit_bytes
     if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
@@ -589,11 +589,13 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     less, more = facts.memory.total_spread
     if facts.memory.unit_unsure:  # (a free.txt that may be `free -m`: its KiB and MiB readings)
         actual += (
-            f" as plain free (KiB), {format_bytes(total + more, True, decimals)} as free -m: the"
-            " file's name says no flag"
+            f" as plain free (KiB), {format_bytes(total + more, True, decimals)} as free -m: which of"
+            " the two is not known (neither the file's name nor a command line saved with it gives"
+            " free's flag)"
         )
     if total - less >= floor:
-        return Check("ram", expected, actual, "pass")
+        either = "; the order is met either way" if facts.memory.unit_unsure else ""
+        return Check("ram", expected, actual + either, "pass")
     if facts.memory.unit_unsure and total + more >= floor:
         return Check(
             "ram",
@@ -642,6 +644,18 @@ def _ram_not_read(facts: Facts, expected: str) -> Check | None:
             )
         return _tool_failed("ram", expected, facts, "free", "free -k")
     return None
+
+
+def _numactl_summed(uncounted: tuple[int, int]) -> str:
+    """How ram's total was read from numactl's node sizes, and the CPU-less nodes left out."""
+    nodes, size = uncounted
+    if not nodes:
+        return ", the sum of numactl's node sizes (no free given)"
+    return (
+        f", the sum of numactl's node sizes with CPUs (no free given); {nodes} CPU-less"
+        f" node{'s' if nodes > 1 else ''} of {format_bytes(size, True)} not counted (GPU HBM, a CPU's HBM"
+        " in flat mode or CXL memory: not the DIMMs of the box's RAM)"
+    )
 
 
 def _numactl_cut(expected: str, warnings: tuple[str, ...]) -> Check:

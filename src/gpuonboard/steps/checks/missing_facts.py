@@ -207,10 +207,15 @@ _BANNER_CUT = "banner line is cut short"
 
 # the driver's version line as nvidia-smi prints it, at the start of its own line: the table's
 # banner (`| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05 ...`) or -q's `Driver Version : ...`;
-# one after another program's head (`[  12.3] `, `kernel: `, a log's stamp) is quoted, not the output
+# one after another program's head (`[  12.3] `, `kernel: `, a log's stamp) is quoted, not the output;
+# or a table pasted on one line (a chat joined its lines): the banner right after the table's top
+# border, whole up to its closing `|` (`+----+ | NVIDIA-SMI 470.82.01 Driver Version: 470.82.01 CUDA
+# Version: 11.4 |`), whatever a poster wrote before the border
 _OWN_DRIVER_LINE = re.compile(
     r"^\s*(?:\|\s*NVIDIA-SMI\s+[\w.-]+\s+Driver Version:\s*(?P<table>[\d.]+)\s"
-    r"|Driver Version\s*:\s*(?P<q>[\d.]+)\s*$)",
+    r"|Driver Version\s*:\s*(?P<q>[\d.]+)\s*$)"
+    r"|\+-{20,}\+[ \t]*\|[ \t]*NVIDIA-SMI[ \t]+[\w.-]+[ \t]+Driver Version:[ \t]*(?P<joined>[\d.]+)"
+    r"[ \t]+CUDA Version:[ \t]*[\w./]+[ \t]*\|",
     re.M,
 )
 
@@ -228,8 +233,11 @@ def driver_above_cut(facts: Facts) -> str | None:
         return None
     if any(_VERSION_NOTE in w or _BANNER_CUT in w for w in gpu.warnings):
         return None
-    own = {m.group("table") or m.group("q") for m in _OWN_DRIVER_LINE.finditer(raw.stdout)}
-    shaped = _TABLE_HEAD.match(raw.stdout) or _Q_HEAD.search(raw.stdout)
+    found = list(_OWN_DRIVER_LINE.finditer(raw.stdout))
+    own = {m.group("table") or m.group("q") or m.group("joined") for m in found}
+    # (a banner pasted on one line comes right after the table's top border: its own shape)
+    joined = any(m.group("joined") for m in found)
+    shaped = joined or _TABLE_HEAD.match(raw.stdout) or _Q_HEAD.search(raw.stdout)
     return gpu.driver_version if own == {gpu.driver_version} and shaped else None
 
 

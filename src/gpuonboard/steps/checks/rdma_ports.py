@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts import infiniband, rdma_merge
-from gpuonboard.facts.infiniband import MAYBE_SOFTWARE, SOFTWARE, IbPort
+from gpuonboard.facts.infiniband import MAYBE_SOFTWARE, NO_LINK_LAYER, SOFTWARE, IbPort
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND
 from gpuonboard.steps.base import Check
@@ -43,6 +43,22 @@ def _rdma_disagree(expected: str, actual: str, disagree: str) -> Check:
 def _rdma_not_whole(expected: str, actual: str, cut: str | None) -> Check:
     """The `rdma_ports` row of a listing that is not whole and has too few good ports: the ports
     it does not list are not known to be down (cut short where `cut` says; else stopped early)."""
+    if cut is not None and NO_LINK_LAYER in cut:
+        return Check(
+            "rdma_ports",
+            expected,
+            f"{actual} (incomplete probe: {cut}; the ports it does not list are not known to be down)",
+            "unverified",
+            (
+                "every RDMA device it lists is software RDMA, no RDMA adapter: if the listing is whole, the"
+                " box has none. "
+                if f"on {SOFTWARE} (" in actual
+                else ""
+            )
+            + "This ibv_devinfo prints no port's link layer, so the listing may be whole (an old"
+            " libibverbs) or cut after a port: save `ibv_devinfo -v` of a current rdma-core (or the"
+            " /sys/class/infiniband/*/ports/* listing) on the box and judge it again.",
+        )
     if cut is not None:
         return Check(
             "rdma_ports",

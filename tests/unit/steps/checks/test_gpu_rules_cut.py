@@ -403,3 +403,68 @@ def test_a_driver_line_after_another_programs_head_is_not_judged(tmp_path: Path)
     quoted = "".join(f"[   12.345678] {line}" for line in text.splitlines(True))
     got = verdicts(tmp_path, H200_Q, quoted, 'gpu_count: 1\nmin_driver: "580"\n')
     assert got["min_driver"][0] == "unverified"  # (read as a kernel log: no nvidia-smi output)
+
+
+# (a table, or its banner alone, a page ran onto one line; the order; min_driver's verdict, the version)
+ONE_LINE = [
+    ("nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt", "535", "pass"),
+    ("nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt", "550", "fail"),
+    ("nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt", "470", "pass"),
+    ("nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt", "525", "fail"),
+]
+
+
+@pytest.mark.parametrize(("name", "ordered", "verdict"), ONE_LINE)
+def test_a_whole_banner_of_a_table_on_one_line_is_judged_by_min_driver(
+    tmp_path: Path, name: str, ordered: str, verdict: str
+) -> None:
+    """A table (or its banner alone) a page ran onto one line (measure31d 09, 10): its banner
+    `+---+ | NVIDIA-SMI 470.82.01 Driver Version: 470.82.01 CUDA Version: 11.4 |` is whole and was
+    quoted, yet min_driver was unverified "no GPU row ... could be read", where a table cut below
+    its banner passes it. Judged as read; the GPU rules stay unverified (no GPU row read)."""
+    version = name.split("__driver")[1].split("__")[0]
+    got = verdicts(
+        tmp_path, "nvidia-smi.txt", (REAL / name).read_text(), f'gpu_count: 1\nmin_driver: "{ordered}"\n'
+    )
+    assert got["min_driver"] == (verdict, version)
+    assert got["nvidia_driver"][0] == got["gpu_count"][0] == "unverified"
+
+
+def test_a_banner_on_one_line_cut_before_its_closing_bar_is_not_judged(tmp_path: Path) -> None:
+    """The same one-line banner cut inside `CUDA Version` (no closing `|`): not whole, not judged."""
+    text = (REAL / "nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt").read_text()
+    cut = text[: text.index("CUDA Version") + 6]
+    got = verdicts(tmp_path, "nvidia-smi.txt", cut, 'gpu_count: 1\nmin_driver: "470"\n')
+    assert got["min_driver"][0] == "unverified"
+
+
+RTX208X_CUT = (
+    "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command"
+    "__cut-after-gpu0-name-cell__gpu-passthrough-4.txt"
+)
+
+
+def test_a_table_cut_after_gpu_0s_name_cell_lists_gpu_0(tmp_path: Path) -> None:
+    """clayfreeman/gpu-passthrough#4's table ends on `|   0  GeForce RTX 208...  Off  |` (measure31d
+    30): gpu_count was unverified "no GPU row ... could be read" where tables cut further down
+    count "N listed; cut off". GPU 0's index and name cell are read: it is listed (its model, cut
+    to `208...`, and its memory stay unverified)."""
+    order = 'gpu_model: GeForce RTX 2080 Ti\ngpu_count: 1\nvram: 11GB\nmin_driver: "435"\n'
+    got = verdicts(tmp_path, "nvidia-smi.txt", (REAL / RTX208X_CUT).read_text(), order)
+    assert got["gpu_count"][0] == "pass"
+    assert got["gpu_count"][1].startswith("1 listed; incomplete probe")
+    assert got["gpu_model"][0] == got["vram"][0] == got["nvidia_driver"][0] == "unverified"
+    assert got["min_driver"] == ("pass", "435.21")
+    two = verdicts(tmp_path, "nvidia-smi.txt", (REAL / RTX208X_CUT).read_text(), "gpu_count: 2\n")
+    assert two["gpu_count"][0] == "unverified"  # (1 listed: the cut may hold more)
+
+
+@pytest.mark.parametrize("tail", ["|   0  GeForce RTX 208...  Off  | 00000000:0", "|   0  GeForce RTX 2"])
+def test_a_first_row_cut_in_its_bus_id_lists_the_gpu_and_one_cut_in_its_name_does_not(
+    tmp_path: Path, tail: str
+) -> None:
+    """The same table's last line cut inside the Bus-Id (the name cell whole: GPU 0 listed) or
+    inside the name (nothing of the GPU's row whole: no GPU read)."""
+    text = (REAL / RTX208X_CUT).read_text().rsplit("\n", 2)[0] + "\n" + tail
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, "gpu_count: 1\n")
+    assert got["gpu_count"][0] == ("pass" if "Off" in tail else "unverified"), got["gpu_count"]

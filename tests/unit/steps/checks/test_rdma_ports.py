@@ -441,3 +441,26 @@ def test_rdma_sysfs_soft_roce_device_is_software(tmp_path: Path) -> None:
     verdict, actual = _rdma(tmp_path, SYSFS, "9x200G", text)
     assert verdict == "fail", actual
     assert actual.startswith("8 of 8 port(s) ACTIVE at >= 200 Gb/s; on software RDMA (Soft-RoCE rxe"), actual
+
+
+RXE_OLD = "ibv_devinfo__soft-roce-rxe0__no-link-layer-line__old-libibverbs__copied-command__rxe-dev-46.txt"
+ORDER = 'order:\n  rdma: "1x10G RoCE"\n'
+
+
+def test_an_old_ibv_devinfo_without_link_layer_is_not_called_cut_by_a_session(tmp_path: Path) -> None:
+    """SoftRoCE/rxe-dev#46: an old ibv_devinfo of rxe0 whose port block ends on `port_lmc: 0x00`
+    (it prints no link_layer: what the issue is about) was called "not whole (cut short by a
+    dropped session, a scroll-back limit or a paste ...)" (measure31d 17), untrue of a whole
+    listing. It says plainly now: the devices listed are software RDMA, no adapter, and the
+    listing may be whole (an old libibverbs) or cut after the port; which is not known."""
+    verdict, actual = _rdma(tmp_path, "ibv_devinfo.txt", "1x10G RoCE", (REAL / RXE_OLD).read_text())
+    assert verdict == "unverified", actual
+    assert "on software RDMA (Soft-RoCE rxe" in actual
+    assert "rxe0 port 1 has no link_layer line after its port_lmc (an old ibv_devinfo prints none" in actual
+    said = details(tmp_path, "ibv_devinfo.txt", (REAL / RXE_OLD).read_text(), ORDER)
+    assert "cut short by a dropped session" not in said["rdma_ports"]
+    assert said["rdma_ports"].startswith("every RDMA device it lists is software RDMA, no RDMA adapter")
+    # (a current ibv_devinfo cut inside its port block, before port_lmc, stays "cut short")
+    cut = (REAL / RXE_OLD).read_text().rsplit("            sm_lid", 1)[0]
+    said = details(tmp_path, "ibv_devinfo.txt", cut, ORDER)
+    assert "cut short by a dropped session" in said["rdma_ports"]
