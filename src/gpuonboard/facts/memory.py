@@ -531,6 +531,11 @@ _NUMA_SIZE = re.compile(r"^node (\d+) size: (\d+) MB\s*$", re.M)
 _NUMA_CPUS = re.compile(r"^node (\d+) cpus:(.*)$", re.M)
 
 
+def _twice(listed: list[str]) -> str:
+    """The first node number listed twice (or, two `available:` lines, the first node's)."""
+    return next((node for i, node in enumerate(listed) if node in listed[:i]), listed[0] if listed else "0")
+
+
 def read_numactl_memory(text: str) -> MemoryInfo:
     """The RAM of a `numactl --hardware` output: the sum of the sizes of its nodes with CPUs
     (numactl's `MB` are MiB, each node's MemTotal rounded down: the sum is the kernel's MemTotal,
@@ -543,6 +548,14 @@ def read_numactl_memory(text: str) -> MemoryInfo:
     sizes = [(node, int(size)) for node, size in _NUMA_SIZE.findall(text)]
     last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
     available = int(nodes.group(1)) if nodes else None
+    listed = [node for node, _ in sizes]
+    if len(_NUMA_NODES.findall(text)) > 1 or len(set(listed)) < len(listed):
+        # (two boxes' outputs in one file, or a node's block pasted twice: never summed as one box)
+        said = (
+            f"numactl's output lists {len(sizes)} node sizes, node {_twice(listed)} twice (two outputs"
+            " in one file, or one pasted twice): no total can be read"
+        )
+        return MemoryInfo(None, None, None, (said,), source="numactl")
     if not sizes or re.match(r"node \d+ cpus:", last) or available is None or len(sizes) < available:
         whole = f"{len(sizes)} of {available}" if available is not None else f"{len(sizes)}"
         return MemoryInfo(

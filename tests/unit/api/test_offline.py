@@ -73,7 +73,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df-hT-grep": None,  # grep dropped df's header: read under its copied command only
         "df-fr-h": "df",  # French df: read since round 24 (data/df_labels.yml)
         "df-h__it-it": None,  # Italian df: refused, naming LC_ALL=C
-        "df-h__vda3-99g-root__mail-quoted__copied-command__header-split": None,  # header a paste broke: refused, naming it
+        "df-h__vda3-99g-root__mail-quoted__copied-command__header-split": None,  # header a paste broke
         "df-h__k3s-node": None,  # rows with no header line (the paste's top cut off): refused
         "df-h__drone-ci-log-view": None,  # a CI log view's gutter between its lines: api/viewer_lines.py
         "df-h": "df",

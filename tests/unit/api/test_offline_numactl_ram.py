@@ -135,3 +135,28 @@ def test_cpu_less_numa_nodes_are_not_counted_as_ram(
     assert rules["ram"]["actual"].startswith(ram), rules["ram"]
     assert f"4 CPU-less nodes of {gpu} not counted (GPU HBM" in rules["ram"]["actual"]
     assert f"({ram}) of memory on the nodes with CPUs, and 64512 MiB ({gpu}) on 4 CPU-less nodes" in stderr
+
+
+C5N = "numactl-H__c5n.18xlarge-2node-184.9gib__aws-c-s3-403.txt"
+
+
+@pytest.mark.parametrize("shape", ["two-boxes", "node-twice"])
+def test_two_numactl_outputs_in_one_file_are_never_summed_as_one_box(tmp_path: Path, shape: str) -> None:
+    """Review revC: `for h in gpu01 gpu02; do ssh $h numactl -H; done` saved in one file passed
+    ram at 369.7 GiB, both boxes' nodes summed (the same file of two frees is refused); node 0's
+    block pasted twice with node 1 lost passed at 184.7 GiB. A node listed twice, or more sizes
+    than the `available:` line, or two `available:` lines: no total, ram unverified saying why."""
+    text = (REAL / C5N).read_text()
+    if shape == "two-boxes":
+        pasted = text + text
+    else:
+        lines = text.splitlines(True)
+        node0 = [line for line in lines if line.startswith("node 0 ")]
+        pasted = "".join(line for line in lines if not line.startswith("node 1 ")) + "".join(node0)
+    (tmp_path / "numactl.txt").write_text("$ numactl -H\n" + pasted)
+    spec = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    spec.write_text("ram: 180GB\n")
+    r = cli(str(tmp_path / "numactl.txt"), "--order", str(spec), "--json")
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]} if r.stdout else {}
+    assert rules["ram"]["verdict"] == "unverified", (rules.get("ram"), r.stderr)
+    assert "twice" in rules["ram"]["actual"] or "outputs" in rules["ram"]["actual"]

@@ -659,14 +659,15 @@ def _numactl_summed(uncounted: tuple[int, int]) -> str:
 
 
 def _numactl_cut(expected: str, warnings: tuple[str, ...]) -> Check:
-    """ram where the saved `numactl --hardware` judged without free is cut short."""
+    """ram where the saved `numactl --hardware` judged without free gives no total (cut short,
+    two outputs in one file, no node with CPUs): its first warning says which."""
     return Check(
         "ram",
         expected,
         f"unknown: {warnings[0]}",
         "unverified",
-        "no free output was given, and the numactl --hardware output given is cut short: save"
-        " `free -k` of the box (or the whole `numactl --hardware`) to judge the RAM",
+        "no free output was given, and the numactl --hardware output given gives no RAM total: save"
+        " `free -k` of the box (or one whole `numactl --hardware`) to judge the RAM",
     )
 
 
