@@ -67,7 +67,7 @@ from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
-from gpuonboard.inventory import OrderSpec, parse_order
+from gpuonboard.inventory import ORDER_FILE, OrderSpec, parse_order
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import acceptance, gpu_health
 from gpuonboard.yamlload import LineDict, load_yaml
@@ -642,7 +642,7 @@ def load_order(path: str) -> OrderSpec:
         data = data["order"]
     if not isinstance(data, dict):
         raise InventoryError(f"{p}, line 1: an order file must be a mapping like gpu_model: A100 80GB SXM.")
-    return parse_order(data, p, data if isinstance(data, LineDict) else LineDict(), "the order file")
+    return parse_order(data, p, data if isinstance(data, LineDict) else LineDict(), ORDER_FILE)
 
 
 def facts_json(facts: Facts) -> dict[str, Any]:

@@ -68,10 +68,13 @@ def _kernel_said(lines: list[str]) -> list[str]:
 
 
 # a syslog's or journal's line head up to its program: its time (`Aug 30 11:11:00`, an ISO time)
-# and the host's name (`nvidia-node01`), which says nothing of what a grep kept
+# and the host's name (`nvidia-node01`), which says nothing of what a grep kept. Only before a
+# program's tag (`kernel: `, `nvidia-persistenced[812]: `), never a device's name before its
+# address (`nvidia 0000:01:00.0: ...`), and never after `dmesg --time-format iso`'s stamp (its
+# `,` microseconds: dmesg prints no host, `NVRM cpuidInfoAMD: ...` is the driver's own text)
 _HOST_HEAD = re.compile(
-    r"^\s*(?:>\s*)*(?:[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\d[T ]\S+)"
-    r"\s+\S+\s+(?=\S+?(?:\[\d+\])?:)"
+    r"^\s*(?:>\s*)*(?:[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\d[T ][^\s,]+)"
+    r"\s+\S+\s+(?=[^\s:\[]+(?:\[\d+\])?:(?:\s|$))"
 )
 
 

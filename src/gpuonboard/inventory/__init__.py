@@ -33,12 +33,13 @@ from gpuonboard.inventory.fields import (
 )
 from gpuonboard.inventory.loader import load
 from gpuonboard.inventory.model import Billing, DataDiskSpec, Host, Inventory, OrderSpec, Vendor
-from gpuonboard.inventory.order import parse_order, parse_rdma
+from gpuonboard.inventory.order import ORDER_FILE, parse_order, parse_rdma
 from gpuonboard.inventory.vendors import load_vendor
 
 __all__ = [
     "HOST_CHARS",
     "HOST_KEYS",
+    "ORDER_FILE",
     "ORDER_KEYS",
     "TOP_KEYS",
     "VENDOR_KEYS",

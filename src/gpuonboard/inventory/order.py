@@ -41,9 +41,14 @@ def parse_rdma(value: object) -> tuple[int, float]:
     return rdma.ports, rdma.gbit
 
 
+# the label of an order given as a file of its own (`--order FILE`): it says it is an order
+ORDER_FILE = "the order file"
+
+
 def _names_the_order(label: str) -> bool:
-    """The label already says it is an order (`the order file`): no second "order" after it."""
-    return re.search(r"\border\b", label) is not None
+    """The label already says it is an order (`the order file`): no second "order" after it. Only
+    that label: a host's or group's name holding the word (`host 'order-box-1'`) says nothing."""
+    return label == ORDER_FILE
 
 
 def order_of(label: str) -> str:

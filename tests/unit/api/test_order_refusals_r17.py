@@ -61,3 +61,19 @@ def test_an_order_value_that_checks_the_wrong_thing_is_refused(
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and not r.stdout, (r.returncode, r.stdout)
     assert " ".join(r.stderr.split()) == f"error: {path}, line 1: the order file {sentence}"
+
+
+@pytest.mark.parametrize("name", ["order-box-1", "gpu-1"])
+def test_a_hosts_order_error_says_order_whatever_the_hosts_name(tmp_path: Path, name: str) -> None:
+    """Review revE F6: a host named `order-box-1` with a bad key in its order: the sentence names
+    the host's order (`host 'order-box-1' order has ...`) as for any other name; only the order
+    file's own label (`the order file`) says "order" already (before: "host 'order-box-1' has
+    an unknown key", the word in the host's name taken for it)."""
+    path = tmp_path / "inventory.yml"
+    path.write_text(f"hosts:\n  {name}:\n    address: 10.0.0.1\n    order:\n      gpu_cnt: 8\n")
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "inventory", "-i", str(path)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and not r.stdout, (r.returncode, r.stdout)
+    assert " ".join(r.stderr.split()) == (
+        f"error: {path}, line 5: host '{name}' order has an unknown key 'gpu_cnt'; did you mean 'gpu_count'?"
+    )

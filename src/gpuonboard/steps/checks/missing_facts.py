@@ -210,12 +210,20 @@ _BANNER_CUT = "banner line is cut short"
 # one after another program's head (`[  12.3] `, `kernel: `, a log's stamp) is quoted, not the output;
 # or a table pasted on one line (a chat joined its lines): the banner right after the table's top
 # border, whole up to its closing `|` (`+----+ | NVIDIA-SMI 470.82.01 Driver Version: 470.82.01 CUDA
-# Version: 11.4 |`), whatever a poster wrote before the border
+# Version: 11.4 |`), the border at the line's start (after nothing, nvidia-smi's date line or a
+# prompt with its `nvidia-smi` command: never after a sentence's words), the table going on after
+# the banner on the same line (its column rule `|----+----+`, its `GPU  Name` header): a banner
+# quoted in prose ("the image ships with: +---+ | NVIDIA-SMI ... | but I have not run it") is not
+_JOINED_BEFORE = (
+    r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # Mon Jan 20 10:18:26 2025
+    r"|[^\s+]*[$#%>](?:[ \t]+(?:[^\s+]+[ \t]+){0,3}?\S*nvidia-smi[^\s+]*(?:[ \t]+-[^\s+]*){0,6})?"
+)
 _OWN_DRIVER_LINE = re.compile(
     r"^\s*(?:\|\s*NVIDIA-SMI\s+[\w.-]+\s+Driver Version:\s*(?P<table>[\d.]+)\s"
     r"|Driver Version\s*:\s*(?P<q>[\d.]+)\s*$)"
-    r"|\+-{20,}\+[ \t]*\|[ \t]*NVIDIA-SMI[ \t]+[\w.-]+[ \t]+Driver Version:[ \t]*(?P<joined>[\d.]+)"
-    r"[ \t]+CUDA Version:[ \t]*[\w./]+[ \t]*\|",
+    rf"|^[ \t]*(?:(?:{_JOINED_BEFORE})[ \t]+)?"
+    r"\+-{20,}\+[ \t]*\|[ \t]*NVIDIA-SMI[ \t]+[\w.-]+[ \t]+Driver Version:[ \t]*(?P<joined>[\d.]+)"
+    r"[ \t]+CUDA Version:[ \t]*[\w./]+[ \t]*\|[ \t]*(?:\|[ \t]*-{10,}\+|[^\n]*?\bGPU[ \t]+Name\b)",
     re.M,
 )
 

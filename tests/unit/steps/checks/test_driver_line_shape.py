@@ -40,3 +40,39 @@ def test_a_banner_quoted_under_a_documents_words_is_not_judged(tmp_path: Path, a
     text = above + "".join(_head(4).splitlines(True)[1:])
     got = verdicts(tmp_path, "nvidia-smi.txt", text, ORDER)
     assert got["min_driver"][0] == "unverified", got["min_driver"]
+
+
+ONE_LINE = REAL / "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt"
+
+
+def _one_line_banner() -> str:
+    """The real one-line table's top border and banner, up to the banner's closing `|`."""
+    text = ONE_LINE.read_text()
+    return text[: text.index("|", text.index("CUDA Version")) + 1]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The vendor docs say the image ships with: {banner} but I have not run it on this box yet.\n",
+        "{banner} is what the image ships with, I have not run it yet.\n",
+        "Expected output:\n{banner}\n",
+        "We need at least this driver: {banner} | |------------------+----------+\n",
+    ],
+)
+def test_a_one_line_banner_quoted_in_prose_is_not_judged(tmp_path: Path, text: str) -> None:
+    """Review revE F1: the real one-line table's border and banner quoted in a sentence (written
+    in-test), the table not going on after it or the border after a sentence's words: min_driver
+    unverified. Before: it passed on 535.129.03 (a banner after a border counted wherever it stood)."""
+    got = verdicts(tmp_path, "nvidia-smi.txt", text.format(banner=_one_line_banner()), 'min_driver: "470"\n')
+    assert got["min_driver"][0] == "unverified", got["min_driver"]
+
+
+@pytest.mark.parametrize("before", ["", "Mon Jan 20 10:18:26 2025 "])
+def test_the_real_one_line_table_after_a_prompt_or_its_date_is_judged(tmp_path: Path, before: str) -> None:
+    """The real one-line table (its rule and `GPU Name` header after the banner) after nothing or
+    nvidia-smi's date line on the same line: judged (a prompt's `$ nvidia-smi` before it is refused
+    as a command line with no output below it; a page's `# nvidia-smi输出示例` comment: the real
+    mynw capture, test_gpu_rules_cut.py)."""
+    got = verdicts(tmp_path, "nvidia-smi.txt", before + ONE_LINE.read_text(), 'min_driver: "470"\n')
+    assert got["min_driver"] == ("pass", "535.129.03")
