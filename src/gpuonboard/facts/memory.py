@@ -543,9 +543,9 @@ def read_numactl_memory(text: str) -> MemoryInfo:
     up to 1 MiB a node less). A node listing no CPU (`node 252 cpus:` empty) may be memory of a
     device (the GPU memory POWER9/NVLink2 and GH200 boxes list as NUMA nodes, CXL memory) or DRAM
     whose CPUs are offline (a VM's vCPUs all on node 0, `nr_cpus=`): it is left out and said
-    (`uncounted`; ram is unverified where only the sum with it meets the order). An output listing fewer sizes than its
-    `available:` line, or ending on a node's CPU list, is cut short: no total (its sum is only a
-    floor)."""
+    (`uncounted`; ram is unverified where only the sum with it meets the order). An output
+    listing fewer sizes than its `available:` line, or ending on a node's CPU list, is cut short:
+    no total (its sum is only a floor)."""
     nodes = _NUMA_NODES.search(text)
     sizes = [(node, int(size)) for node, size in _NUMA_SIZE.findall(text)]
     last = next((line for line in reversed(text.splitlines()) if line.strip()), "")

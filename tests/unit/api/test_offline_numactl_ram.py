@@ -149,8 +149,9 @@ def test_cpu_less_numa_nodes_are_not_counted_as_ram(
     assert code == (1 if verdict == "fail" else 0), stderr
     assert rules["ram"]["verdict"] == verdict, rules["ram"]
     assert rules["ram"]["actual"].startswith(ram), rules["ram"]
-    assert f"4 CPU-less nodes of {gpu} not counted (CPU-less nodes: device memory (GPU HBM, CXL) or DRAM" in (
-        rules["ram"]["actual"]
+    assert (
+        f"4 CPU-less nodes of {gpu} not counted (CPU-less nodes: device memory (GPU HBM, CXL) or DRAM"
+        in (rules["ram"]["actual"])
     )
     if verdict == "unverified":
         assert "with the 4 CPU-less nodes (63.0 GiB) all nodes hold enough" in rules["ram"]["detail"]

@@ -672,9 +672,9 @@ def _cpuless_may_count(expected: str, actual: str, nodes: int, apart: int) -> Ch
         actual,
         "unverified",
         f"the nodes with CPUs hold less than ordered; with the {nodes} CPU-less node{plural}"
-        f" ({format_bytes(apart, True)}) all nodes hold enough, but numactl does not tell whether that memory is DRAM whose"
-        " CPUs are offline or not listed, or device memory (GPU HBM, CXL): save `free -k` of the box"
-        " to judge the RAM",
+        f" ({format_bytes(apart, True)}) all nodes hold enough, but numactl does not tell whether that"
+        " memory is DRAM whose CPUs are offline or not listed, or device memory (GPU HBM, CXL): save"
+        " `free -k` of the box to judge the RAM",
     )
 
 
