@@ -255,26 +255,30 @@ def _session_outputs(
         lambda out: bool(out.in_container or out.partial or out.ran_elsewhere),
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
     )
-    _refuse_elsewhere_over_own_failure(str(path), found)
-    return found
+    return _own_failure_over_elsewhere(str(path), found, notes)
 
 
-def _refuse_elsewhere_over_own_failure(name: str, found: list[tuple[str, ProbeOutput, str]]) -> None:
-    """Raise a UsageError where the session holds the login's own nvidia-smi failing as a whole
-    and an nvidia-smi answer printed elsewhere (`docker run --gpus all ... nvidia-smi`, `srun ...
-    nvidia-smi`): that call's answer never supersedes the box's own, as two different answers of
-    the login's shell are refused (transcript.read)."""
+def _own_failure_over_elsewhere(
+    name: str, found: list[tuple[str, ProbeOutput, str]], notes: list[str]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """The session's outputs, where it holds the login's own nvidia-smi failing as a whole and an
+    nvidia-smi answer printed elsewhere (`docker run --gpus all ... nvidia-smi`, `srun ...
+    nvidia-smi`), without that answer: the login's own failure is judged (nvidia_driver fails
+    naming it), and a note says the other call's answer is not the box's (it never supersedes
+    the box's own; every other output of the session is judged as given)."""
     smi = [(out, where) for kind, out, where in found if kind.startswith("nvidia_smi")]
     failed = [(out, where) for out, where in smi if failed_as_a_whole(f"{out.stdout}\n{out.stderr}")]
     own = next((where for out, where in failed if not out.ran_elsewhere), None)
-    other = next((w for out, w in smi if out.ran_elsewhere and (out, w) not in failed), None)
-    if own is not None and other is not None:
-        raise UsageError(
-            f"{name}: {own.removeprefix(name).strip()} is the login's own nvidia-smi failing and"
-            f" {other.removeprefix(name).strip()} answered elsewhere (in a container, through a launcher"
-            " or as another user), which never stands for the box's own answer: keep the login's own"
-            " `nvidia-smi` output of the box now in the file."
-        )
+    other = [(out, w) for out, w in smi if out.ran_elsewhere and (out, w) not in failed]
+    if own is None or not other:
+        return found
+    left = {id(out) for out, _ in other}
+    notes.append(
+        f"{name}: {own.removeprefix(name).strip()} is the login's own nvidia-smi failing, which is"
+        f" judged; {other[0][1].removeprefix(name).strip()} answered elsewhere (in a container,"
+        " through a launcher or as another user): its answer is not the box's and is left out."
+    )
+    return [(kind, out, where) for kind, out, where in found if id(out) not in left]
 
 
 # nvidia-smi's own output in a text: its table's banner, its -q header

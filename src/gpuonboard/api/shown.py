@@ -122,7 +122,8 @@ def _numa_memory(text: str, sizes: list[int], floor: str) -> str:
     return (
         f"{floor}{counted} MiB ({counted / 1024:.1f} GiB) of memory on the nodes with CPUs, and"
         f" {floor}{apart} MiB ({apart / 1024:.1f} GiB) on {len(left)} CPU-less node{plural}"
-        " (GPU HBM, a CPU's HBM in flat mode or CXL memory: ram leaves it out)"
+        " (CPU-less nodes: device memory (GPU HBM, CXL) or DRAM whose CPUs are offline; ram leaves it"
+        " out of its sum)"
     )
 
 

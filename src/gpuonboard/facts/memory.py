@@ -53,7 +53,8 @@ class MemoryInfo:
     # of `numactl --hardware`'s node sizes, where no free was given)
     source: str = "free"
     # numactl's nodes with no CPUs (`node 252 cpus:` empty) left out of its total: how many, and
-    # their size (GPU memory that POWER9/NVLink2 and GH200 boxes list as NUMA nodes, CXL memory)
+    # their size (GPU memory that POWER9/NVLink2 and GH200 boxes list as NUMA nodes, CXL memory,
+    # or DRAM whose CPUs are offline: numactl does not tell which)
     uncounted: tuple[int, int] = (0, 0)
 
 
@@ -539,11 +540,12 @@ def _twice(listed: list[str]) -> str:
 def read_numactl_memory(text: str) -> MemoryInfo:
     """The RAM of a `numactl --hardware` output: the sum of the sizes of its nodes with CPUs
     (numactl's `MB` are MiB, each node's MemTotal rounded down: the sum is the kernel's MemTotal,
-    up to 1 MiB a node less). A node listing no CPU (`node 252 cpus:` empty) is memory of a
-    device, not the box's RAM: the GPU memory POWER9/NVLink2 and GH200 boxes list as NUMA nodes,
-    CXL memory; it is left out and said (`uncounted`). An output listing fewer sizes than its
-    `available:` line, or ending on a node's CPU list, is cut short: no total (its sum is only a
-    floor)."""
+    up to 1 MiB a node less). A node listing no CPU (`node 252 cpus:` empty) may be memory of a
+    device (the GPU memory POWER9/NVLink2 and GH200 boxes list as NUMA nodes, CXL memory) or DRAM
+    whose CPUs are offline (a VM's vCPUs all on node 0, `nr_cpus=`): it is left out and said
+    (`uncounted`; ram is unverified where only the sum with it meets the order). An output
+    listing fewer sizes than its `available:` line, or ending on a node's CPU list, is cut short:
+    no total (its sum is only a floor)."""
     nodes = _NUMA_NODES.search(text)
     sizes = [(node, int(size)) for node, size in _NUMA_SIZE.findall(text)]
     last = next((line for line in reversed(text.splitlines()) if line.strip()), "")

@@ -192,8 +192,9 @@ def test_a_numactl_cut_short_says_its_sums_are_a_floor(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert (
         "numactl --hardware: 16 NUMA nodes, at least 192 CPUs, at least 515572 MiB (503.5 GiB) of memory"
-        " on the nodes with CPUs, and at least 49152 MiB (48.0 GiB) on 3 CPU-less nodes (GPU HBM, a CPU's"
-        " HBM in flat mode or CXL memory: ram leaves it out) (11 of 16 nodes read: the output is cut"
+        " on the nodes with CPUs, and at least 49152 MiB (48.0 GiB) on 3 CPU-less nodes (CPU-less nodes:"
+        " device memory (GPU HBM, CXL) or DRAM whose CPUs are offline; ram leaves it out of its sum)"
+        " (11 of 16 nodes read: the output is cut"
         " short): ram reads" in " ".join(r.stderr.split())
     )
 

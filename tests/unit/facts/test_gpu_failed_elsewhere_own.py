@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.errors import UsageError
-
 from ..offline_judge import judged_box
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -78,10 +76,49 @@ def test_a_table_elsewhere_never_supersedes_the_logins_own_failure(
     tmp_path: Path, own: str, other: str, own_first: bool
 ) -> None:
     """The login's own failure and the real 8x H100 table printed by a container or a Slurm step:
-    refused, naming both, as two answers of the login's own shell are (it passed silently)."""
+    the login's own failure is judged (it passed silently; then the whole file was refused, exit
+    2, losing every verdict: review revE F5), the other call's table left out."""
     a, b = f"$ {own}\n{FAILED}", f"$ {other}\n{(REAL / H100X8).read_text()}"
     files = {"session.txt": a + b if own_first else b + a}
-    with pytest.raises(UsageError) as got:
-        judged_box(tmp_path, files, "gpu_count: 8\n")
-    said = str(got.value)
-    assert f"(`{own}`)" in said and f"(`{other}`)" in said, said
+    _, checks = judged_box(tmp_path, files, "gpu_count: 8\n")
+    assert checks["nvidia_driver"].verdict == "fail", checks["nvidia_driver"]
+    assert "nvidia-smi failed (NVIDIA-SMI has failed" in checks["nvidia_driver"].actual
+    assert checks["gpu_count"].verdict == "unverified", checks["gpu_count"]
+
+
+def test_a_session_with_a_table_elsewhere_is_judged_whole(tmp_path: Path) -> None:
+    """revE d8: the login's nvidia-smi fails, `docker run --gpus all ... nvidia-smi` prints the
+    real 8x H100 table, then `free -g`: exit 1, nvidia_driver failing on the login's own failure,
+    ram judged, and a note that the container's answer is not the box's (it was refused, exit 2,
+    saying to keep an output that was there)."""
+    import json
+    import subprocess
+    import sys
+
+    other = "docker run --rm --gpus all nvidia/cuda:12.0.0-base-ubuntu22.04 nvidia-smi"
+    free = (
+        "               total        used        free      shared  buff/cache   available\n"
+        "Mem:             503          12         480           0          10         488\n"
+        "Swap:              0           0           0\n"
+    )
+    text = f"user@gpu01:~$ nvidia-smi\n{FAILED}\nuser@gpu01:~$ {other}\n{(REAL / H100X8).read_text()}"
+    (tmp_path / "session.txt").write_text(f"{text}user@gpu01:~$ free -g\n{free}user@gpu01:~$ \n")
+    (tmp_path / "order.yml").write_text("gpu_count: 8\nram: 512GB\n")
+    cmd = [
+        sys.executable,
+        "-c",
+        "from gpuonboard.cli import main; main()",
+        "facts",
+        str(tmp_path / "session.txt"),
+    ]
+    r = subprocess.run(
+        [*cmd, "--order", str(tmp_path / "order.yml"), "--json"], capture_output=True, text=True
+    )
+    assert r.returncode == 1, r.stderr
+    got = json.loads(r.stdout)
+    rules = {c["name"]: c for c in got["rules"]}
+    assert rules["nvidia_driver"]["verdict"] == "fail", rules["nvidia_driver"]
+    assert rules["ram"]["verdict"] == "pass", rules["ram"]
+    said = " ".join(got["notes"])
+    assert "line 1 (`nvidia-smi`) is the login's own nvidia-smi failing" in said, said
+    assert f"(`{other}`) answered elsewhere" in said and "not the box's" in said, said

@@ -606,6 +606,9 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             " MiB of free -m), and the order is met in MiB only: save it as free-k.txt or free-m.txt"
             " after the flag it was run with, or save `free -k` of the box",
         )
+    nodes, apart = facts.memory.uncounted if facts.memory.source == "numactl" else (0, 0)
+    if nodes and total + more + apart >= floor:
+        return _cpuless_may_count(expected, actual, nodes, apart)
     if total + more >= floor:
         return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si, facts.memory.source)
     short = format_bytes(wanted - total - more)
@@ -653,8 +656,25 @@ def _numactl_summed(uncounted: tuple[int, int]) -> str:
         return ", the sum of numactl's node sizes (no free given)"
     return (
         f", the sum of numactl's node sizes with CPUs (no free given); {nodes} CPU-less"
-        f" node{'s' if nodes > 1 else ''} of {format_bytes(size, True)} not counted (GPU HBM, a CPU's HBM"
-        " in flat mode or CXL memory: not the DIMMs of the box's RAM)"
+        f" node{'s' if nodes > 1 else ''} of {format_bytes(size, True)} not counted (CPU-less nodes: device"
+        " memory (GPU HBM, CXL) or DRAM whose CPUs are offline)"
+    )
+
+
+def _cpuless_may_count(expected: str, actual: str, nodes: int, apart: int) -> Check:
+    """ram where numactl's nodes with CPUs miss the order but all its nodes meet it: the CPU-less
+    nodes' memory may be DRAM whose CPUs are offline (a VM's vCPUs all on node 0, `nr_cpus=`,
+    offlined CPUs) or device memory (GPU HBM, CXL); numactl does not tell which: unverified."""
+    plural = "s" if nodes > 1 else ""
+    return Check(
+        "ram",
+        expected,
+        actual,
+        "unverified",
+        f"the nodes with CPUs hold less than ordered; with the {nodes} CPU-less node{plural}"
+        f" ({format_bytes(apart, True)}) all nodes hold enough, but numactl does not tell whether that"
+        " memory is DRAM whose CPUs are offline or not listed, or device memory (GPU HBM, CXL): save"
+        " `free -k` of the box to judge the RAM",
     )
 
 

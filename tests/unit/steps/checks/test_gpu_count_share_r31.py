@@ -7,6 +7,7 @@ prints it in such a container (no public capture of that case was found)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -58,3 +59,37 @@ def test_gpus_numbered_from_0_are_asked_to_be_installed(tmp_path: Path, name: st
     beyond them: the vendor is asked to install the missing ones, as before."""
     verdict, detail = _gpu_count(tmp_path, name, (REAL / name).read_text(), ordered)
     assert verdict == "fail" and "ask the vendor to install them" in detail and "this login" not in detail
+
+
+def _without_minor(text: str, gone: set[int]) -> str:
+    """The real 8x H100 `-q` less the GPUs whose minor numbers are `gone` (as nvidia-smi lists
+    a machine one of whose GPUs failed or fell off the bus: its record and count gone, the other
+    GPUs keeping their minor numbers)."""
+    head, *blocks = re.split(r"(?m)^(?=GPU [0-9A-F]{8}:)", text)
+    kept = [b for b in blocks if int(re.search(r"Minor Number\s+: (\d+)", b)[1]) not in gone]  # type: ignore[index]
+    head = re.sub(r"(Attached GPUs\s+: )\d+", rf"\g<1>{len(kept)}", head)
+    return head + "".join(kept)
+
+
+@pytest.mark.parametrize(
+    ("gone", "said"), [({3}, "skip 3 (/dev/nvidia3)"), ({2, 5}, "skip 2, 5 (/dev/nvidia2 ...)")]
+)
+def test_a_gap_in_minor_numbers_from_0_is_a_missing_gpu_not_a_share(
+    tmp_path: Path, gone: set[int], said: str
+) -> None:
+    """revE d3: the machine's 8 GPUs with minor 3's gone (failed, off the bus) listed 7 with minor
+    numbers 0-2 and 4-7: the advice asked to give "the rest" to this login, not to install them;
+    a gap from 0 names the missing number and asks for a repair or a replacement."""
+    text = _without_minor((REAL / EIGHT).read_text(), gone)
+    verdict, detail = _gpu_count(tmp_path, "nvidia-smi-q.txt", text, 8)
+    assert verdict == "fail"
+    assert f"the minor numbers listed {said}" in detail, detail
+    assert "repair or replace" in detail and "this login" not in detail, detail
+
+
+def test_contiguous_minor_numbers_above_0_are_still_a_share(tmp_path: Path) -> None:
+    """Minor numbers 4-7 of the 8 (a container given half the machine): the share wording."""
+    text = _without_minor((REAL / EIGHT).read_text(), {0, 1, 2, 3})
+    verdict, detail = _gpu_count(tmp_path, "nvidia-smi-q.txt", text, 8)
+    assert verdict == "fail" and "this login sees 4 of the machine's GPUs" in detail, detail
+    assert "skip" not in detail
