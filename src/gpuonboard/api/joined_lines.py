@@ -29,6 +29,9 @@ _JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={PASTED_STAMP})")
 _KERNEL_AFTER_WORDS = re.compile(r"(?<=[^\s:])[ \t]+kernel: ")
 # a driver line's `NVRM: ` (the first of a line, and any a joined line goes on with)
 _NVRM_AT = re.compile(r"(?:^|(?<=\s))NVRM: ")
+# a journal's structured entry (`journalctl -o export`'s `MESSAGE=`, `-o json`'s object): one
+# message of several driver lines is one field, its `NVRM: ` lines the driver's own, not joined
+_STRUCTURED = re.compile(r'\s*(?:MESSAGE=|\{"|"MESSAGE"\s*:)')
 # a paste's elision mark after words: `[...snip...]`, `[...]`, `(...)`, `<snip>`, `--snip--`
 # (bare dots are none: a message's own `...`)
 _ELISION_AFTER_WORDS = re.compile(
@@ -58,7 +61,7 @@ def joined_messages(text: str) -> int:
         for line in text.split("\n")
         if (len(_STAMP_AT.findall(line)) > 1 and _JOINED_AT.search(line))
         or (line.startswith("kernel: ") and _KERNEL_AFTER_WORDS.search(line))
-        or len(_NVRM_AT.findall(line)) > 1
+        or (len(_NVRM_AT.findall(line)) > 1 and not _STRUCTURED.match(line))
         or _elision_after_words(line)
     )
 

@@ -153,7 +153,7 @@ _LOCAL_SH = (
 )
 MACHINE_SH = (
     "$(n=$(uname -n | tr -cd 'A-Za-z0-9._-');"
-    " m=$(head -c 64 /etc/machine-id 2>/dev/null | tr -cd 0-9a-f | cut -c1-12);"
+    " m=$(dd if=/etc/machine-id bs=64 count=1 2>/dev/null | tr -cd 0-9a-f | cut -c1-12);"
     " c=${XDG_CACHE_HOME:-$HOME/.cache}/gpuonboard;"
     + _LOCAL_SH
     + ' if [ -n "$m" ] && ! [ -e "$c/uploads.$n@$m" ] && ! [ -e "$c/uploads.$n" ] && loc "$c"; then'

@@ -399,7 +399,8 @@ def test_a_table_cut_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) ->
     assert whole == ("fail", "4 (1 unreadable)")
 
 
-TABLES = sorted(p.name for p in REAL.glob("nvidia-smi__*.txt"))
+# (a table a page ran onto one line has no line to wrap: steps/checks/test_gpu_rules_cut.py ONE_LINE)
+TABLES = sorted(p.name for p in REAL.glob("nvidia-smi__*.txt") if "on-one-line" not in p.name)
 
 
 @pytest.mark.parametrize("name", TABLES)

@@ -119,6 +119,10 @@ LOST_GPU_CAPTURES = {
         and "banner-only-eks-node" not in p.name
         # (nvidia-smi's failure alone, no listing: facts/test_gpu_failed.py)
         and not p.name.startswith("nvidia-smi__failed-")
+        # (a table or banner a page ran onto one line: its banner read, no GPU row,
+        # steps/checks/test_gpu_rules_cut.py ONE_LINE)
+        and "on-one-line" not in p.name
+        and "table-on-one-line" not in p.name
     )
     # (the derived utilisation streams the simulator's monitor and autostop watcher replay are
     # no listing)
