@@ -48,8 +48,13 @@ _WORDS = tuple(
 
 def may_be_elided(text: str) -> bool:
     """False where no line of `text` can be an ELISION line (it holds none of their words):
-    a whole text need not then be searched line by line (facts/may_hold)."""
-    return may_hold(folded(text), *_WORDS)
+    a whole text need not then be searched line by line (facts/may_hold). Only the lines with no
+    `:` are looked at: no part of the pattern is or matches a colon, so a match (a whole line,
+    or whole lines under re.M, split as str.splitlines splits them: `elided` reads those) lies
+    in lines without one, and an `nvidia-smi -q` text's `key : value` lines have one (its 73 kB
+    of 8 GPUs: its ~7 kB of headers searched for the 13 words, 0.53 -> 0.17 ms)."""
+    plain = "\n".join([line for line in text.splitlines() if ":" not in line])
+    return may_hold(folded(plain), *_WORDS)
 
 
 def without_elisions(text: str) -> tuple[str, int]:

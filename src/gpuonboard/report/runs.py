@@ -5,6 +5,7 @@ the run directory (`run_dir`), its summary.json checked for the shape a report r
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -30,6 +31,7 @@ def legacy_safe_name(name: str) -> str:
     return cleaned or "_"
 
 
+@functools.lru_cache(maxsize=4096)  # (a host's ~23 probe names and its own, ~90 times a host)
 def safe_name(name: str) -> str:
     """A host or probe name as a single path component (`raw/<host>/<probe>.txt`), one per name.
 

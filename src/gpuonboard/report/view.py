@@ -165,19 +165,20 @@ def _raw_entries(
     for probe, rec in sorted((host.get("raw") or {}).items()):
         recorded = rec.get("file")
         known = written is not None and isinstance(recorded, str) and recorded in written
-        path = run_path / recorded if known else _raw_path(run_path, str(host.get("name", "")), probe, rec)
+        # (a file written by this process is neither read nor named through a Path: ~23 a host)
+        path = None if known else _raw_path(run_path, str(host.get("name", "")), probe, rec)
         entry: dict[str, Any] = {
             "probe": probe,
             "sha256": rec.get("sha256", ""),
             "bytes": rec.get("bytes", 0),
             "exit_code": rec.get("exit_code"),
             # (a key of `written` is already the canonical relative path)
-            "file": recorded if known else str(path.relative_to(run_path)),
+            "file": recorded if path is None else str(path.relative_to(run_path)),
             "text": "",
             "truncated": False,
         }
         try:
-            data = written[recorded] if known and written is not None else path.read_bytes()
+            data = (written or {})[recorded] if path is None else path.read_bytes()
         except OSError:
             entry["status"] = "file missing"
         else:

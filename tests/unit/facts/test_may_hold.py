@@ -105,3 +105,32 @@ def test_an_elision_line_is_found_however_it_is_cased(line: str) -> None:
     text = f"GPU 00000000:01:00.0\n    Product Name : NVIDIA H100\n{line}\n    Serial : 1\n"
     assert ELISION.search(text) is not None
     assert without_elisions(text) == ELISION.subn("", text)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["...", "[\u2026]", "[snip]", "-- ſNIP --", "(12 lines omıtted)", "... 40 MORE lines ...", "<truncated>"],
+)
+def test_an_elision_line_holds_no_colon(line: str) -> None:
+    """may_be_elided looks only at the lines without a colon: no ELISION line holds one."""
+    assert ELISION.fullmatch(line) is not None
+    for at in range(len(line) + 1):
+        assert ELISION.search(line[:at] + ":" + line[at:]) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Attached GPUs : 8\n\n   ...   \n\nGPU 00000000:01:00.0\n",  # (blank lines about it)
+        "Product Name : NVIDIA H100\n[... 200 lines omitted ...]",  # (last, no newline)
+        "...\nProduct Name : NVIDIA H100\n",  # (first)
+        "CA type: ...\nsnip: 1\n",  # (dots and a word after a colon: no elision line)
+        "Note: kept\r[snip]\nSerial : 1\n",  # (a line of splitlines' after a CR, as elided reads it)
+        "Note: kept\x1c  ...  \n",
+    ],
+)
+def test_an_elision_line_among_colon_lines_is_found_as_elision_finds_it(text: str) -> None:
+    assert may_be_elided(text) or ELISION.search(text) is None
+    assert without_elisions(text) == ELISION.subn("", text)
+    first = next((line for line in text.splitlines() if ELISION.match(line)), None)
+    assert (elided(text) is None) == (first is None)

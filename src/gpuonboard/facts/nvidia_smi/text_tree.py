@@ -142,7 +142,10 @@ def _tree_raw(tree: Mapping[str, Any], *path: str) -> str | None:
     for key in path:
         if not isinstance(node, dict):  # (a text tree's sections are dicts)
             return None
-        node = _tree_child(node, key)
+        # (a label printed exactly, most of them: looked up here, without _tree_child's call; a
+        # tree's values are never None)
+        child = node.get(key)
+        node = _tree_child(node, key) if child is None else child
         if node is None:
             return None
     return node if isinstance(node, str) else None

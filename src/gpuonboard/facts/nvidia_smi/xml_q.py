@@ -159,12 +159,15 @@ class _Found:
         _walk(self._node, plan[0], self._found)
 
     def find(self, path: str) -> ET.Element | None:
-        if path in self._found:
-            return self._found[path]
-        return None if path in self._paths else _xml_find(self._node, path)
+        found = self._found.get(path)  # (an element found is never None)
+        if found is None and path not in self._paths:
+            return _xml_find(self._node, path)
+        return found
 
     def raw(self, path: str) -> str | None:
-        found = self.find(path)
+        found = self._found.get(path)  # (find's, inline: ~600 calls a host)
+        if found is None and path not in self._paths:
+            found = _xml_find(self._node, path)
         return None if found is None else found.text
 
     def text(self, path: str) -> str | None:
