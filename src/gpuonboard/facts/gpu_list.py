@@ -17,7 +17,8 @@ closing `)` was lost (`GPU 0: GeForce GTX 1660 Ti (UUID: GPU-e18a...`): the UUID
 not taken into the name. A `GPU N: ... (UUID: ...)` with more text after its `)` than a
 joined listing's next `GPU N:` is no `-L` line: another command's lines joined onto one
 (`nvidia-smi nvlink -s`'s `GPU 0: ... (UUID: GPU-...) Link 0: 25 GB/s ...`): no GPU of such a
-text is read, the listing not whole (offline refuses such a file first: api/joined_lines.py).
+text is read, the listing not whole, and `GpuList.trailed` counts such lines (offline refuses a
+file that holds one with a sentence: api/offline.py).
 
 A listing cut short (a dropped session, a capture or paste cut mid-line) is not whole
 (`GpuList.complete` False), on the format's own signs: a `(UUID: GPU-` whose UUID is neither
@@ -70,6 +71,9 @@ class GpuList:
     # False when the listing was cut short mid-line (see the module's docstring): an incomplete
     # probe, its GPU count and a cut GPU's name no evidence
     complete: bool = True
+    # the GPU lines with more text after their `(UUID: ...)` than a joined listing's next entry
+    # (see the module's docstring): another output's lines joined on, no GPU of the text read
+    trailed: int = 0
 
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\))|$))?\s*$")
@@ -142,7 +146,7 @@ def parse_gpu_list(text: str) -> GpuList:
         warnings.append(f"nvidia-smi -L ends mid-entry ({', '.join(cut)} cut short): incomplete probe, rerun")
     if joined:  # (another output's lines: no GPU of it is a listing's)
         said = f"nvidia-smi -L: {'; '.join(joined)}: no listing as nvidia-smi prints it, save it again"
-        return GpuList((), (*warnings, said), complete=False)
+        return GpuList((), (*warnings, said), complete=False, trailed=len(joined))
     return GpuList(tuple(gpus), tuple(warnings), complete=not cut)
 
 
