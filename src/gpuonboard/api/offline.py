@@ -18,7 +18,6 @@ from gpuonboard.api import (
     bug_report,
     collect_env,
     paste,
-    paste_frames,
     saved_cgroup,
     saved_forms,
     transcript,
@@ -385,7 +384,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             # where they cannot be cut apart for certain; the kernel rules unverified naming it, as
             # a live probe that could read no log; the rest judged)
             return "kernel_log", ProbeOutput("", _joined_log(where, log.joined), KERNEL_LOG_REFUSED)
-        text = paste_frames.rfc5424_unframed(log.text)  # (each line on its own again: read as the log)
+        text = log.text  # (each line on its own again: read as the log)
         kind = _kind_of(path, command, text)
     if kind == "nvidia_smi_list" and (joined := parse_gpu_list(text).trailed):
         raise UsageError(  # (docs/guides/offline.md: an output whose lines a chat joined)

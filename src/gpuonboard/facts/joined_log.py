@@ -33,7 +33,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from gpuonboard.facts.elision import ELISION
-from gpuonboard.facts.kernel_shapes import journal_shaped
+from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
 
 __all__ = ["LOG_STAMP", "Unjoined", "joined_messages", "unjoined"]
 
@@ -149,7 +149,9 @@ def unjoined(text: str) -> Unjoined:
         if not _line_start(line[: bounds[1]]):
             return Unjoined(joined, None)
         cut_off = [line[a:b] for a, b in itertools.pairwise(bounds)]
-        pieces += [piece.rstrip(" \t\r") for piece in cut_off[:-1]] + cut_off[-1:]
+        # (an RFC 5424 header a classic syslog line's head: the normaliser made the first one so)
+        pieces += [rfc5424_unframed(piece.rstrip(" \t\r")) for piece in cut_off[:-1]]
+        pieces += [rfc5424_unframed(cut_off[-1])]
     if any(_holds_two(piece) or _DOTS_AFTER_WORDS.search(piece) for piece in pieces):
         return Unjoined(joined, None)
     if not _in_order([m.group("t") for piece in pieces if (m := head.match(piece))]):
