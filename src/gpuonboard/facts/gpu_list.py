@@ -34,6 +34,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gpuonboard.facts.joined_entries import entries
+
 __all__ = [
     "GpuList",
     "ListedGpu",
@@ -78,8 +80,8 @@ class GpuList:
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\))|$))?\s*$")
 # where lines were joined (a one-line paste, a lost newline): a `GPU N:` or `MIG ... Device N:`
-# right after an entry's closing `)`
-_JOINED = re.compile(r"(?<=\))\s*,?\s*(?=GPU\s+\d+:\s|MIG\s+\S+\s+Device\s+\d+:)")
+# right after an entry's closing `)` (facts/joined_entries.py)
+_ENTRY_END, _ENTRY = (")",), r"GPU\s+\d+:\s|MIG\s+\S+\s+Device\s+\d+:"
 # a GPU line's `(UUID: ...)` / `(S/N: ...)` with more text after its `)` (group 1)
 _TRAILED = re.compile(r"^GPU\s+(\d+):.*?\((?:UUID|S/N):[^)]*\)\s*(\S.*)$")
 # a joined listing's next entry that the text ends inside (`... (UUID: GPU-...) GP`)
@@ -104,7 +106,7 @@ def _cut_entry(kind: str | None, ident: str | None, closed: bool, at_end: bool) 
 def _parts(text: str) -> tuple[list[str], int]:
     """The listing's entries (a joined line split at each `GPU N:`), and the index of the entry
     the text ends inside (no final newline), -1 when it ends with a newline."""
-    parts = [part for line in text.splitlines() for part in _JOINED.split(line)]
+    parts = [part for line in text.splitlines() for part in entries(line, _ENTRY_END, _ENTRY)]
     tail = text.rsplit("\n", 1)[-1]
     filled = [i for i, part in enumerate(parts) if part.strip()]
     return parts, (filled[-1] if tail.strip() and filled else -1)

@@ -337,10 +337,10 @@ def test_a_kernel_log_a_chat_joined_is_cut_apart_and_judged_as_itself(
 )
 def test_a_kernel_log_a_chat_joined_is_not_read(tmp_path: Path, name: str, transform: str) -> None:
     """A real kernel log whose lines a chat joined that cannot be cut apart for certain (a
-    message that continues on a line without a stamp, a log without stamps) is not read: gpu_xid and nvswitch_sxid unverified, naming the file
-    and how to save it (no Xid, PCI address or count read from it would be sure). Before, one
-    message of each line was read: an Xid 145 put on another GPU; then (round 31) the file was
-    refused with an error that ended the whole run."""
+    message that continues on a line without a stamp, a log without stamps) is not read: gpu_xid
+    and nvswitch_sxid unverified, naming the file and how to save it (no Xid, PCI address or count
+    read from it would be sure). Before, one message of each line was read: an Xid 145 put on
+    another GPU; then (round 31) the file was refused with an error that ended the whole run."""
     assert _whole(name) is not None
     pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
     got = _verdicts(tmp_path, name, pasted)
