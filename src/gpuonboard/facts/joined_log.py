@@ -73,16 +73,24 @@ _HEADS = {
     "syslog": r"(?P<t>\S{1,5} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) +(?:[^\s\[\]]+ )?[^\s:\[\]]+(?:\[\d+\])?: ",
 }
 _HEAD_AT = {name: re.compile(_BEFORE + head) for name, head in _HEADS.items()}
+# which of _BEFORE's parts a head has: every line of one log has the same (a piece without the
+# `kern  :warn  : ` its log's lines have was cut inside a head: lines glued without a space)
+_FRAMED = re.compile(r"(<\d{1,3}>(?:1 )?)?([a-z]+ *:[a-z]+ *: )?")
 # a head of each format the text ends inside (a log cut inside its last line's head), after words
 _CUT_HEAD_AT_END = {
-    "dmesg": re.compile(r"(?<=\S)[ \t\r]+(?=(?:<\d{0,3}>?)?\[[^\]\s]*(?: [^\]\s]*)?[ \t]*\Z)"),
-    "iso": re.compile(r"(?<=\S)[ \t\r]+(?=\d{4}-[\d:T,.+-]*[ \t]*\Z)"),
-    "syslog": re.compile(r"(?<=\S)[ \t\r]+(?=\S{1,5} +\d{1,2}(?: \d\d:[\d:.]*(?: \S*(?: \S*)?)?)?[ \t]*\Z)"),
+    "dmesg": re.compile(r"(?<=\S)[ \t\r]+(?=(?:<\d{0,3}>?)?\[[^\]\s]*(?: [^\]\s]*)?\s*\Z)"),
+    "iso": re.compile(r"(?<=\S)[ \t\r]+(?=\d{4}-[\d:T,.+-]*\s*\Z)"),
+    "syslog": re.compile(r"(?<=\S)[ \t\r]+(?=\S{1,5} +\d{1,2}(?: \d\d:[\d:.]*(?: \S*(?: \S*)?)?)?\s*\Z)"),
 }
 _CUT_HEAD_AT_END["dmesg-T"] = _CUT_HEAD_AT_END["dmesg"]
 # a head of each format at a line's start or after words and the space a chat put there (each
 # match takes its head whole: no head is found again inside one, as the ISO time after `-x`'s
 # `kern  :warn  : `)
+# a head of each format glued to the words before it (a newline lost with no space for it): not
+# cut, as a message may hold such words; a log with one is not read
+_GLUED = {
+    name: re.compile(rf"(?<=\S){_BEFORE}{head.replace('(?P<t>', '(?:')}") for name, head in _HEADS.items()
+}
 _CUT_AT = {
     name: re.compile(rf"(?:^|(?<=\S)[ \t\r]+)(?P<h>{_BEFORE}{head.replace('(?P<t>', '(?:')})")
     for name, head in _HEADS.items()
@@ -152,11 +160,24 @@ def unjoined(text: str) -> Unjoined:
         # (an RFC 5424 header a classic syslog line's head: the normaliser made the first one so)
         pieces += [rfc5424_unframed(piece.rstrip(" \t\r")) for piece in cut_off[:-1]]
         pieces += [rfc5424_unframed(cut_off[-1])]
-    if any(_holds_two(piece) or _DOTS_AFTER_WORDS.search(piece) for piece in pieces):
+    if any(_holds_two(p) or _DOTS_AFTER_WORDS.search(p) or _glued(p, head, _GLUED[name]) for p in pieces):
         return Unjoined(joined, None)
-    if not _in_order([m.group("t") for piece in pieces if (m := head.match(piece))]):
+    heads = [m for piece in pieces if (m := head.match(piece))]
+    if len({_framing(m.group(0)) for m in heads}) > 1 or not _in_order([m.group("t") for m in heads]):
         return Unjoined(joined, None)
     return Unjoined(joined, "\n".join(pieces))
+
+
+def _glued(piece: str, head: re.Pattern[str], glued: re.Pattern[str]) -> bool:
+    """Whether a head of the log's format is glued to words in `piece` after its own head."""
+    own = head.match(piece)
+    return glued.search(piece, own.end() if own else 1) is not None
+
+
+def _framing(head: str) -> tuple[bool, bool]:
+    """Which of _BEFORE's parts a head has: a raw priority, dmesg -x's facility and level."""
+    framed = _FRAMED.match(head)
+    return (bool(framed and framed.group(1)), bool(framed and framed.group(2)))
 
 
 def _line_start(piece: str) -> bool:
@@ -183,23 +204,27 @@ def _format(text: str) -> str | None:
 
 def _in_order(stamps: list[str]) -> bool:
     """Whether the pieces' stamps (their time's part) never go back: seconds since boot, ISO or
-    -T times; a delta (`+0.000123`), a hand elision (`....`), -H's minute or a syslog's time
-    without its year is not compared."""
-    last: float | None = None
+    -T times, a syslog head's time within one month; a delta (`+0.000123`), a hand elision
+    (`....`) or -H's minute is not compared."""
+    last: tuple[str, float] | None = None
     for stamp in stamps:
         when = _when(stamp)
         if when is None:
             continue
-        if last is not None and when < last:
+        if last is not None and when[0] == last[0] and when[1] < last[1]:
             return False
         last = when
     return True
 
 
-def _when(stamp: str) -> float | None:
-    """A stamp's time in seconds (since boot or the epoch), None where it is not compared."""
+def _when(stamp: str) -> tuple[str, float] | None:
+    """A stamp's time in seconds (since boot, the epoch, or a syslog month's start: that month's
+    word first), None where it is not compared."""
     if re.fullmatch(r"\d+\.\d+", stamp):
-        return float(stamp)
+        return "", float(stamp)
+    if m := re.fullmatch(r"(\S{1,5}) +(\d{1,2}) (\d\d):(\d\d):(\d\d(?:\.\d+)?)", stamp):
+        month, day, hours, minutes, seconds = m.groups()
+        return month, ((int(day) * 24 + int(hours)) * 60 + int(minutes)) * 60 + float(seconds)
     fraction = re.search(r"[,.](\d+)(?=[-+Z])", stamp)
     whole = re.sub(r"[,.]\d+(?=[-+Z])", "", stamp).replace("Z", "+0000")
     for shape in ("%a %b %d %H:%M:%S %Y", "%Y-%m-%dT%H:%M:%S%z"):
@@ -207,5 +232,5 @@ def _when(stamp: str) -> float | None:
             when = datetime.strptime(whole, shape).timestamp()
         except ValueError:
             continue
-        return when + (float("0." + fraction.group(1)) if fraction else 0.0)
+        return "", when + (float("0." + fraction.group(1)) if fraction else 0.0)
     return None
