@@ -190,14 +190,17 @@ def _line_start(piece: str) -> bool:
 
 def _format(text: str) -> str | None:
     """The head of the log's format: the first that starts one of its lines, else the first
-    after words (a log whose first line was cut inside its head); None for none."""
+    after words near the text's start (a log whose first line was cut inside its head); None
+    for none."""
     lines = text.split("\n")
     for line in lines:
         for name, head in _HEAD_AT.items():
             if head.match(line.lstrip()):
                 return name
     found = [
-        (m.start(), name) for name, head in _HEAD_AT.items() if (m := re.search(rf"\s{head.pattern}", text))
+        (m.start(), name)
+        for name, head in _HEAD_AT.items()
+        if (m := re.search(rf"\s{head.pattern}", text[:4096]))
     ]
     return min(found)[1] if found else None
 
