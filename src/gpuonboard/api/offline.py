@@ -17,7 +17,6 @@ from typing import Any
 from gpuonboard.api import (
     bug_report,
     collect_env,
-    joined_lines,
     paste,
     saved_cgroup,
     saved_forms,
@@ -62,7 +61,9 @@ from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
+from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
+from gpuonboard.facts.joined_log import unjoined
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
@@ -345,6 +346,26 @@ def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
     return None
 
 
+def _kind_of(path: Path, command: str, text: str) -> str | None:
+    """A saved output's kind: by its content, else by its file's name or the command a session's
+    prompt line ran (`$ nproc` / `3`)."""
+    return (
+        detect_kind(text)
+        or saved_forms.kind_by_name(path.name, text)
+        or saved_forms.kind_by_name(command, text)
+    )
+
+
+def _joined_log(where: str, joined: int) -> str:
+    """Why a kernel log whose lines a chat joined is not read (facts/joined_log.py)."""
+    return (
+        f"{where}: a kernel log with several messages on one line ({joined} such line"
+        f"{'s' if joined > 1 else ''}: a chat or a page joined its lines), so which message each"
+        f" continued line, PCI address or count belongs to cannot be told: {SAVE_AGAIN}"
+        " (`sudo dmesg -T > dmesg.txt`) or paste it in a code block."
+    )
+
+
 def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None) -> tuple[str, ProbeOutput]:
     """One saved output: its kind detected from its content (errors name `where`); `copied` is
     the command it is the output of, where a session's prompt line gave it."""
@@ -357,23 +378,15 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     else:
         command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
     # (known by its file's name, or by the command a session's prompt line ran: `$ nproc` / `3`)
-    kind = (
-        detect_kind(text)
-        or saved_forms.kind_by_name(path.name, text)
-        or saved_forms.kind_by_name(command, text)
-    )
-    if kind in (None, "kernel_log") and (joined := joined_lines.joined_messages(text)):
-        # (docs/guides/offline.md: a log whose lines a chat joined is not read: the kernel rules
-        # unverified naming it, as a live probe that could read no log; the rest judged)
-        return "kernel_log", ProbeOutput(
-            "",
-            f"{where}: a kernel log with several messages on one line ({joined} such line"
-            f"{'s' if joined > 1 else ''}: a chat or a page joined its lines), so which message each"
-            f" continued line, PCI address or count belongs to cannot be told: {SAVE_AGAIN}"
-            " (`sudo dmesg -T > dmesg.txt`) or paste it in a code block.",
-            KERNEL_LOG_REFUSED,
-        )
-    if kind == "nvidia_smi_list" and (joined := joined_lines.joined_gpu_lines(text)):
+    kind = _kind_of(path, command, text)
+    if kind in (None, "kernel_log") and (log := unjoined(text)).joined:
+        if log.text is None:  # (docs/guides/offline.md: a log whose lines a chat joined: not read
+            # where they cannot be cut apart for certain; the kernel rules unverified naming it, as
+            # a live probe that could read no log; the rest judged)
+            return "kernel_log", ProbeOutput("", _joined_log(where, log.joined), KERNEL_LOG_REFUSED)
+        text = log.text  # (each line on its own again: read as the log)
+        kind = _kind_of(path, command, text)
+    if kind == "nvidia_smi_list" and (joined := parse_gpu_list(text).trailed):
         raise UsageError(  # (docs/guides/offline.md: an output whose lines a chat joined)
             f"{where}: `nvidia-smi -L`'s GPU line{'s' if joined > 1 else ''} with more text after the UUID"
             f" ({joined} such line{'s' if joined > 1 else ''}: a chat or a page joined another output's"

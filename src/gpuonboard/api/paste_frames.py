@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 
 from gpuonboard.api import transcript
+from gpuonboard.facts.kernel_shapes import rfc5424_unframed
+
+__all__ = ["rfc5424_unframed", "undetailed"]
 
 # a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
 # `<summary>...</summary>` (on that line or the next filled one: group 1 its text), `</details>`;
@@ -49,27 +52,3 @@ def undetailed(text: str) -> str:
         if summary and transcript.names_tool(summary):
             out.append(summary.strip())  # (`Click to expand`, `output`: dropped)
     return "\n".join(out)
-
-
-# an RFC 5424 syslog line's header (`<4>1 2025-01-03T07:39:44.123456+00:00 gpu01 kernel - - - `:
-# PRI and version, TIMESTAMP, HOSTNAME, APP-NAME, PROCID, MSGID, STRUCTURED-DATA `-` or its
-# `[id k="v"]` elements), as rsyslog writes, syslog-ng's syslog-protocol and forwarders
-_RFC5424 = re.compile(
-    r"^<\d{1,3}>1 (\S+) (\S+) (\S+) (\S+) \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$)", re.MULTILINE
-)
-
-
-def rfc5424_unframed(text: str) -> str:
-    """A log saved in RFC 5424's format with each header as a classic syslog file's
-    (`2025-01-03T07:39:44.123456+00:00 gpu01 kernel: `, rsyslog's RFC 3339 file format; the
-    PROCID as `[pid]`, MSGID and structured data dropped), read as that file is. Before, a kernel
-    log so saved was refused as lines a chat joined (its `- ` before the dmesg stamp read as the
-    end of another message)."""
-    if "<" not in text or not _RFC5424.search(text):
-        return text
-
-    def head(m: re.Match[str]) -> str:
-        pid = "" if m.group(4) == "-" else f"[{m.group(4)}]"
-        return f"{m.group(1)} {m.group(2)} {m.group(3)}{pid}: "
-
-    return _RFC5424.sub(head, text)

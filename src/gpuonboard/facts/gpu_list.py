@@ -17,7 +17,8 @@ closing `)` was lost (`GPU 0: GeForce GTX 1660 Ti (UUID: GPU-e18a...`): the UUID
 not taken into the name. A `GPU N: ... (UUID: ...)` with more text after its `)` than a
 joined listing's next `GPU N:` is no `-L` line: another command's lines joined onto one
 (`nvidia-smi nvlink -s`'s `GPU 0: ... (UUID: GPU-...) Link 0: 25 GB/s ...`): no GPU of such a
-text is read, the listing not whole (offline refuses such a file first: api/joined_lines.py).
+text is read, the listing not whole, and `GpuList.trailed` counts such lines (offline refuses a
+file that holds one with a sentence: api/offline.py).
 
 A listing cut short (a dropped session, a capture or paste cut mid-line) is not whole
 (`GpuList.complete` False), on the format's own signs: a `(UUID: GPU-` whose UUID is neither
@@ -32,6 +33,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+from gpuonboard.facts.joined_entries import entries
 
 __all__ = [
     "GpuList",
@@ -70,12 +73,15 @@ class GpuList:
     # False when the listing was cut short mid-line (see the module's docstring): an incomplete
     # probe, its GPU count and a cut GPU's name no evidence
     complete: bool = True
+    # the GPU lines with more text after their `(UUID: ...)` than a joined listing's next entry
+    # (see the module's docstring): another output's lines joined on, no GPU of the text read
+    trailed: int = 0
 
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\))|$))?\s*$")
 # where lines were joined (a one-line paste, a lost newline): a `GPU N:` or `MIG ... Device N:`
-# right after an entry's closing `)`
-_JOINED = re.compile(r"(?<=\))\s*,?\s*(?=GPU\s+\d+:\s|MIG\s+\S+\s+Device\s+\d+:)")
+# right after an entry's closing `)` (facts/joined_entries.py)
+_ENTRY_END, _ENTRY = (")",), r"GPU\s+\d+:\s|MIG\s+\S+\s+Device\s+\d+:"
 # a GPU line's `(UUID: ...)` / `(S/N: ...)` with more text after its `)` (group 1)
 _TRAILED = re.compile(r"^GPU\s+(\d+):.*?\((?:UUID|S/N):[^)]*\)\s*(\S.*)$")
 # a joined listing's next entry that the text ends inside (`... (UUID: GPU-...) GP`)
@@ -100,7 +106,7 @@ def _cut_entry(kind: str | None, ident: str | None, closed: bool, at_end: bool) 
 def _parts(text: str) -> tuple[list[str], int]:
     """The listing's entries (a joined line split at each `GPU N:`), and the index of the entry
     the text ends inside (no final newline), -1 when it ends with a newline."""
-    parts = [part for line in text.splitlines() for part in _JOINED.split(line)]
+    parts = [part for line in text.splitlines() for part in entries(line, _ENTRY_END, _ENTRY)]
     tail = text.rsplit("\n", 1)[-1]
     filled = [i for i, part in enumerate(parts) if part.strip()]
     return parts, (filled[-1] if tail.strip() and filled else -1)
@@ -142,7 +148,7 @@ def parse_gpu_list(text: str) -> GpuList:
         warnings.append(f"nvidia-smi -L ends mid-entry ({', '.join(cut)} cut short): incomplete probe, rerun")
     if joined:  # (another output's lines: no GPU of it is a listing's)
         said = f"nvidia-smi -L: {'; '.join(joined)}: no listing as nvidia-smi prints it, save it again"
-        return GpuList((), (*warnings, said), complete=False)
+        return GpuList((), (*warnings, said), complete=False, trailed=len(joined))
     return GpuList(tuple(gpus), tuple(warnings), complete=not cut)
 
 

@@ -26,7 +26,7 @@ import json
 import re
 from collections.abc import Iterator
 
-__all__ = ["OTHERS_ONLY", "journal_shaped", "plain_kernel_text"]
+__all__ = ["OTHERS_ONLY", "journal_shaped", "plain_kernel_text", "rfc5424_unframed"]
 
 # dmesg -r's raw priority (`<4>`, `<6>`; with the facility, `<14>`) before the stamp or message
 _RAW_PRIORITY = re.compile(r"^<\d{1,3}>(?=\S)", re.MULTILINE)
@@ -194,3 +194,28 @@ def _printed(entries: Iterator[dict[str, object]]) -> str:
         if entry.get(_CUT):
             return "\n".join(out)
     return "\n".join(out) + "\n" if out else ""
+
+
+# an RFC 5424 syslog line's header (`<4>1 2025-01-03T07:39:44.123456+00:00 gpu01 kernel - - - `:
+# PRI and version, TIMESTAMP, HOSTNAME, APP-NAME, PROCID, MSGID, STRUCTURED-DATA `-` or its
+# `[id k="v"]` elements), as rsyslog writes, syslog-ng's syslog-protocol and forwarders
+_RFC5424 = re.compile(
+    r"^<\d{1,3}>1 (\S+) (\S+) (\S+) (\S+) \S+ (?:-|(?:\[(?:[^\]\\]|\\.)*\])+)(?: |$)", re.MULTILINE
+)
+
+
+def rfc5424_unframed(text: str) -> str:
+    """A log saved in RFC 5424's format with each header as a classic syslog file's
+    (`2025-01-03T07:39:44.123456+00:00 gpu01 kernel: `, rsyslog's RFC 3339 file format; the
+    PROCID as `[pid]`, MSGID and structured data dropped), read as that file is (the paste
+    normaliser's: api/paste_frames.py). Before, a kernel
+    log so saved was refused as lines a chat joined (its `- ` before the dmesg stamp read as the
+    end of another message)."""
+    if "<" not in text or not _RFC5424.search(text):
+        return text
+
+    def head(m: re.Match[str]) -> str:
+        pid = "" if m.group(4) == "-" else f"[{m.group(4)}]"
+        return f"{m.group(1)} {m.group(2)} {m.group(3)}{pid}: "
+
+    return _RFC5424.sub(head, text)

@@ -28,6 +28,8 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from gpuonboard.facts.joined_entries import entries
+
 __all__ = [
     "GpuNvlink",
     "GpuNvlinkErrors",
@@ -137,6 +139,11 @@ _SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
 # a link line with a speed in one match: what _LINK then _SPEED read of it (value, speed), for
 # the ~12 lines a GPU of a whole listing; a line it does not match is read as before
 _LINK_SPEED = re.compile(r"^\s*Link\s+(\d+):\s*((\d+(?:\.\d+)?)\s*(?i:GB/s))\s*$")
+# where a chat joined a link, note or GPU line onto the one before (`Link 0: 25.781 GB/s Link 1:
+# ...`, every two lines one): after a speed, `<inactive>`, a note's last word, the GPU line's `)`
+# or a paste's elision dots (facts/joined_entries.py)
+_ENTRY_END = ("GB/s", "<inactive>", "inActive", "inactive", "MIG mode", "Nvlink", "NVLink", ")", "..", "…")
+_ENTRY = r"Link\s+\d+:\s|GPU\s+\d+:\s|(?<=\s)(?:\.{2,}|…)(?=\s|$)"
 
 
 def _note(text: str) -> str | None:
@@ -157,7 +164,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     links: list[list[NvlinkLink]] = []  # each GPU's links, put in its record at the end
     warnings: list[str] = []
 
-    for line in text.splitlines():
+    for line in (part for whole in text.splitlines() for part in entries(whole, _ENTRY_END, _ENTRY)):
         if gpus and (m := _LINK_SPEED.match(line)):  # (no blank, capability or GPU line)
             links[-1].append(NvlinkLink(int(m.group(1)), float(m.group(3)), m.group(2)))
             continue

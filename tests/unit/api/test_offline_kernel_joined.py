@@ -1,8 +1,10 @@
 """A kernel log whose lines a chat joined (every line break a space) in a folder with other
-saved outputs: that file alone is not read (the kernel rules unverified, naming it and how to save
-it again), every other output of the folder is judged. Before (round 31), the joined log was
-refused with an error that ended the whole run: a folder with a good `nvidia-smi -L` judged
-nothing."""
+saved outputs: cut apart at its stamps and judged as the log where every piece is one of its
+lines (facts/joined_log.py: the Titan V's fatal Xid 79 fails); else that file alone is not read
+(the kernel rules unverified, naming it and how to save it again), every other output of the
+folder judged. Before (round 31), the joined log was refused with an error that ended the whole
+run: a folder with a good `nvidia-smi -L` judged nothing; then (round 32) no joined log was read:
+the Xid 79 went unjudged."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from gpuonboard.api import offline
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 LOG = "dmesg-T__xid-79-unknown-pid__titan-v.txt"  # (a fatal Xid 79, fail when read whole)
+# (GPU 0000:b3:00.0 fallen off the bus, its message going on in stamp-less `NVRM: ` lines)
+CONTINUED = "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"
 GPUS = "nvidia-smi-L__l40s__1gpu__driver595.80.txt"
 
 
@@ -27,10 +31,19 @@ def _checks(folder: Path, log: str) -> dict[str, tuple[str, str, str]]:
     return {c.name: (c.verdict, c.actual, c.detail) for c in offline.judge(facts, order)}
 
 
-def test_a_joined_kernel_log_in_a_folder_leaves_the_rest_judged(tmp_path: Path) -> None:
+def test_a_joined_kernel_log_cut_apart_at_its_stamps_is_judged(tmp_path: Path) -> None:
     whole = _checks(tmp_path / "whole", (REAL / LOG).read_text(encoding="utf-8"))
     assert whole["gpu_xid"][0] == "fail"
     joined = _checks(tmp_path / "joined", (REAL / LOG).read_text(encoding="utf-8").replace("\n", " "))
+    assert joined["gpu_count"] == whole["gpu_count"]
+    assert joined["gpu_xid"][0] == "fail"
+    assert "GPU at PCI 0000:02:00: Xid 79 GPU has fallen off the bus" in joined["gpu_xid"][1]
+
+
+def test_a_joined_kernel_log_in_a_folder_leaves_the_rest_judged(tmp_path: Path) -> None:
+    whole = _checks(tmp_path / "whole", (REAL / CONTINUED).read_text(encoding="utf-8"))
+    assert whole["gpu_xid"][0] == "fail"
+    joined = _checks(tmp_path / "joined", (REAL / CONTINUED).read_text(encoding="utf-8").replace("\n", " "))
     assert joined["gpu_count"] == whole["gpu_count"]
     assert joined["gpu_count"][0] == "pass"
     said = " ".join(joined["gpu_xid"])

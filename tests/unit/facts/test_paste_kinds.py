@@ -12,7 +12,8 @@ transform under every kind.
 
 Found by this sweep (round 31): a chat that joined a log's lines (each line break a space, or
 every two lines one) read one message per line (an Xid x16 counted x8, an Xid put on another
-GPU, a log with a hand elision passed gpu_xid): now refused; an 8-GPU `nvidia-smi -q` so joined
+GPU, a log with a hand elision passed gpu_xid): now cut apart at its stamps where every piece is
+then one of its lines (round 32), else not read; an 8-GPU `nvidia-smi -q` so joined
 took minutes to read (the prompt-line search); a copy that made space runs tabs read a kernel
 log's GPU port as a host's fatal error; UTF-8 shown as code page 437 and IPython's `In [3]:`
 prompt were read as the output's text; a GitHub comment's `<details>` / `<summary>` lines were
@@ -301,19 +302,45 @@ def _judged_as_itself(tmp_path: Path, name: str, transform: str, exactly: bool =
         "dmesg-decode-iso__xid-13-43__plus-oom.txt",  # (Xid 13 x16 read x8 where every two joined)
         "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt",  # (x5 as x3)
         "dmesg__elided-by-hand-dots-line__rtx3070-laptop__open515.txt",  # (its `[ .... ]`: passed)
+        "dmesg-grep-machine__mce-events-logged-alone__mcelog-116.txt",  # (its `...` line: passed)
+        "dmesg-T__xid-79-unknown-pid__titan-v.txt",  # (its first line cut inside the stamp)
+        "dmesg-H__aer-fatal-cmplto-cant-recover__returnn-1500.txt",  # (-H's minute and deltas)
+        "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt",  # (a head without its host)
+        "journalctl-k__rminitadapter-failed-oops__vmware-guest__line-cut-as-stored__cuda-samples-104.txt",
+    ],
+)
+def test_a_kernel_log_a_chat_joined_is_cut_apart_and_judged_as_itself(
+    tmp_path: Path, name: str, transform: str
+) -> None:
+    """A real kernel log whose lines a chat joined (every line break a space, or every two lines
+    one), cut apart again before each of its format's line heads where every piece is then one
+    of its lines (facts/joined_log.py): each rule's verdict and value the log's own. Before
+    (round 31), one message of each line was read (Xid counts halved, an elision joined away
+    passed gpu_xid); then no such log was read (the kernel rules unverified)."""
+    whole = _whole(name)
+    assert whole is not None
+    pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
+    got = _verdicts(tmp_path, name, pasted.rstrip() + "\n")  # (the paste's last line end kept)
+    assert {rule: row[0] for rule, row in got.items()} == {rule: row[0] for rule, row in whole.items()}
+    assert not _wrong(name, whole, got)
+
+
+@pytest.mark.parametrize("transform", ["chat-joined-all", "chat-joined-pairs"])
+@pytest.mark.parametrize(
+    "name",
+    [
         "dmesg-journalctl__xid-45-caused-by-previous-xid-149-145__driver590.48.01.txt",  # (0000:ed:00's
-        # Xid 145 read as 0000:dc:00's)
-        "dmesg-grep-machine__mce-events-logged-alone__mcelog-116.txt",  # (gpu_xid passed)
+        # Xid 145 read as 0000:dc:00's: no stamps to cut at)
+        "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt",  # (a message in stamp-less lines)
+        "dmesg__probe-routine-not-called-3-devices-nouveau__mattshma-bigdata-133.txt",  # (the same)
     ],
 )
 def test_a_kernel_log_a_chat_joined_is_not_read(tmp_path: Path, name: str, transform: str) -> None:
-    """A real kernel log whose lines a chat joined (every line break a space, or every two lines
-    one) is not read: gpu_xid and nvswitch_sxid unverified, naming the file and how to save it (a
-    message that continues on a line without a stamp cannot be told from the next message's
-    words, so no Xid, PCI address or count read from it is sure). Before, one message of each
-    line was read: Xid counts halved, an Xid 145 put on another GPU, and logs whose elision line
-    or unverified shape was joined away passed gpu_xid; then (round 31) the file was refused with
-    an error that ended the whole run."""
+    """A real kernel log whose lines a chat joined that cannot be cut apart for certain (a
+    message that continues on a line without a stamp, a log without stamps) is not read: gpu_xid
+    and nvswitch_sxid unverified, naming the file and how to save it (no Xid, PCI address or count
+    read from it would be sure). Before, one message of each line was read: an Xid 145 put on
+    another GPU; then (round 31) the file was refused with an error that ended the whole run."""
     assert _whole(name) is not None
     pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
     got = _verdicts(tmp_path, name, pasted)

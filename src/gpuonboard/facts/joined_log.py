@@ -1,0 +1,239 @@
+"""A saved kernel log whose lines a chat or a page joined (each line break a space: the whole log
+one line, or every two lines one): told by the signs its format prints once per line, and cut
+apart again where that is certain (offline reads it then as the log; api/offline.py).
+
+The log's format is known first. A journal's entries (`journalctl -o json`, `-o export`,
+facts/kernel_shapes.py) hold one message each, however many driver lines it has: none is
+joined. Any other log's line head is the first one its text starts a line with (or, where its
+first line was cut inside its head, the first after words): dmesg's `[ 1234.567890] ` (also
+`-H`'s and `-d`'s, a raw `<4>`, `-x`'s `kern  :warn  : `), `-T`'s `[Tue Jun  3 10:00:00 2025] `,
+an ISO time's (`--time-format iso`, a journal's short-iso, rsyslog's RFC 3339 file and an RFC 5424
+header's `<4>1 `), a syslog or journal line's `Jun  3 10:00:00 host kernel: `.
+
+A line holds more than one of the log's lines (joined_messages) where a stamp (LOG_STAMP) follows
+another message's words; where no two stamps meet on one line (a journal whose message goes on
+in stamp-less `NVRM: ` lines, every two lines joined: the zh-CN journal of
+open-gpu-kernel-modules#626), a second `NVRM: `, a paste's elision mark (`[...snip...]`,
+facts/elision.py) or journalctl's `-- Reboot --` after words; a journal's head-less `kernel: `
+after words.
+
+unjoined cuts such a log before each head of its format that follows words. That is certain
+where every piece is then one line of the log: none of the signs above left in it (a message's
+stamp-less continued line, `NVRM: ...`, joined on), its stamp not before the piece's before it
+(a stamp inside a message), no bare `...` after its words (an elision line of dots joined on, as
+a message's own dots). Else the log is not read: which message a continued line, a PCI address
+or a count belongs to is lost (before round 31 an Xid 145 was put on another GPU so).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from datetime import datetime
+from typing import NamedTuple
+
+from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
+
+__all__ = ["LOG_STAMP", "Unjoined", "joined_messages", "unjoined"]
+
+# any kernel log's line head a paste may hold (dmesg's, -T's, -H's, an ISO time's, a syslog or
+# journal line head), after dmesg -x's facility and level
+LOG_STAMP = (
+    r"(?:[a-z]+ *:[a-z]+ *: )?(?:\[ *(?:\+?\d+\.\d+|\.{3,}) *\]|\[[A-Z][a-z]{2} +\d+ \d\d:\d\d\]"
+    r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \d{4}\]"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d(?= )"
+    r"|\S{1,5} +\d+ \d\d:\d\d:\d\d(?:\.\d+)? +(?:[^\s\[\]]+ )?[^\s:\[\]]+(?:\[\d+\])?: )"
+)
+_STAMP_AT = re.compile(rf"(?:^|(?<=\s)){LOG_STAMP}")
+_JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={LOG_STAMP})")
+# (a journal's lines with no time or host, `kernel: NVRM: ...`, joined)
+_KERNEL_AFTER_WORDS = re.compile(r"(?<=[^\s:])[ \t]+kernel: ")
+# a driver line's `NVRM: ` (the first of a line, and any a joined line goes on with)
+_NVRM_AT = re.compile(r"(?:^|(?<=\s))NVRM: ")
+# journalctl's line between boots (`-- Reboot --`, `-- Boot <id> --`) or above its entries
+_JOURNAL_NOTE_AFTER_WORDS = re.compile(
+    r"\S[ \t]+-- (?:Reboot|Boot [0-9a-f]{32}|Logs begin at .*?|Journal begins at .*?|No entries) --", re.I
+)
+# a paste's elision mark after words: `[...snip...]`, `[...]`, `(...)`, `<snip>`, `--snip--`
+# (bare dots are none: a message's own `...`)
+_ELISION_AFTER_WORDS = re.compile(
+    r"(?<=\S)[ \t]+([\[(<{][^\])>}\n]{1,60}[\])>}]|-{2,}[ \t]*snip\w*[ \t]*-{2,})(?=\s|$)"
+)
+# bare dots after a piece's words: an elision line of dots joined on, or a message's own
+_DOTS_AFTER_WORDS = re.compile(r"\S[ \t]+(?:\.{3,}|…)[ \t]*$")
+
+# the formats' line heads (the time's part in group `t`), before them a raw priority (`<4>`,
+# an RFC 5424 header's `<4>1 `) or dmesg -x's facility and level
+_BEFORE = r"(?:<\d{1,3}>(?:1 )?)?(?:[a-z]+ *:[a-z]+ *: )?"
+_HEADS = {
+    "dmesg": r"\[ *(?P<t>\+?\d+\.\d+|\.{3,}|[A-Z][a-z]{2} *\d+ \d\d:\d\d) *\]",
+    "dmesg-T": r"\[(?P<t>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \d{4})\]",
+    "iso": r"(?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[,.]\d+)?(?:[+-]\d\d:?\d\d|Z)) ",
+    "syslog": r"(?P<t>\S{1,5} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) +(?:[^\s\[\]]+ )?[^\s:\[\]]+(?:\[\d+\])?: ",
+}
+_HEAD_AT = {name: re.compile(_BEFORE + head) for name, head in _HEADS.items()}
+# which of _BEFORE's parts a head has: every line of one log has the same (a piece without the
+# `kern  :warn  : ` its log's lines have was cut inside a head: lines glued without a space)
+_FRAMED = re.compile(r"(<\d{1,3}>(?:1 )?)?([a-z]+ *:[a-z]+ *: )?")
+# a head of each format the text ends inside (a log cut inside its last line's head), after words
+_CUT_HEAD_AT_END = {
+    "dmesg": re.compile(r"(?<=\S)[ \t\r]+(?=(?:<\d{0,3}>?)?\[[^\]\s]*(?: [^\]\s]*)?\s*\Z)"),
+    "iso": re.compile(r"(?<=\S)[ \t\r]+(?=\d{4}-[\d:T,.+-]*\s*\Z)"),
+    "syslog": re.compile(r"(?<=\S)[ \t\r]+(?=\S{1,5} +\d{1,2}(?: \d\d:[\d:.]*(?: \S*(?: \S*)?)?)?\s*\Z)"),
+}
+_CUT_HEAD_AT_END["dmesg-T"] = _CUT_HEAD_AT_END["dmesg"]
+# a head of each format at a line's start or after words and the space a chat put there (each
+# match takes its head whole: no head is found again inside one, as the ISO time after `-x`'s
+# `kern  :warn  : `)
+# a head of each format glued to the words before it (a newline lost with no space for it): not
+# cut, as a message may hold such words; a log with one is not read
+_GLUED = {
+    name: re.compile(rf"(?<=\S){_BEFORE}{head.replace('(?P<t>', '(?:')}") for name, head in _HEADS.items()
+}
+_CUT_AT = {
+    name: re.compile(rf"(?:^|(?<=\S)[ \t\r]+)(?P<h>{_BEFORE}{head.replace('(?P<t>', '(?:')})")
+    for name, head in _HEADS.items()
+}
+
+
+class Unjoined(NamedTuple):
+    """What unjoined made of a kernel log: how many of its lines held more than one (0: none),
+    and its text with each line on a line of its own again; None where that is not certain."""
+
+    joined: int
+    text: str | None
+
+
+def joined_messages(text: str) -> int:
+    """How many lines of a kernel log hold more than one of its lines (the module's docstring): a
+    stamp after another's words, a second `NVRM: `, an elision mark or a journal's note after
+    words. A syslog line's own dmesg stamp after its `kernel: ` is none, and so is a journal's
+    entry of several driver lines (its JSON or export format)."""
+    if journal_shaped(text):
+        return 0
+    return sum(1 for line in text.split("\n") if _holds_two(line))
+
+
+def _holds_two(line: str) -> bool:
+    """Whether one line holds more than one of a kernel log's lines (its signs)."""
+    return bool(
+        (len(_STAMP_AT.findall(line)) > 1 and _JOINED_AT.search(line))
+        or (line.startswith("kernel: ") and _KERNEL_AFTER_WORDS.search(line))
+        or len(_NVRM_AT.findall(line)) > 1
+        or _JOURNAL_NOTE_AFTER_WORDS.search(line)
+        or _elision_after_words(line)
+    )
+
+
+def _elision_after_words(line: str) -> bool:
+    """An elision mark after words that says lines were left out: one with a note (`[...snip...]`,
+    `<snip>`) or `[...]`; a bare `(...)` is a message's value redacted (`Xid (PCI:...): 145, ...
+    Link 11 (...)`)."""
+    return any(
+        ELISION.match(mark) and (mark.startswith("[") or re.search("[A-Za-z]", mark))
+        for mark in (m.group(1) for m in _ELISION_AFTER_WORDS.finditer(line))
+    )
+
+
+def unjoined(text: str) -> Unjoined:
+    """`text` (a kernel log) with the lines a chat joined cut apart again at its format's heads
+    (the module's docstring), where every piece is then one line of the log; the text unchanged
+    where no line holds two."""
+    joined = joined_messages(text)
+    if not joined:
+        return Unjoined(0, text)
+    name = _format(text)
+    if name is None:
+        return Unjoined(joined, None)
+    head, cut = _HEAD_AT[name], _CUT_AT[name]
+    lines = text.split("\n")
+    last = max((at for at, line in enumerate(lines) if line.strip()), default=0)
+    lines[last : last + 1] = _CUT_HEAD_AT_END[name].split(lines[last], maxsplit=1)  # (the text ends
+    # inside a head)
+    pieces: list[str] = []
+    for line in lines:
+        bounds = [0, *(m.start("h") for m in cut.finditer(line) if m.start("h") > 0), len(line)]
+        if not _line_start(line[: bounds[1]]):
+            return Unjoined(joined, None)
+        cut_off = [line[a:b] for a, b in itertools.pairwise(bounds)]
+        # (an RFC 5424 header a classic syslog line's head: the normaliser made the first one so)
+        pieces += [rfc5424_unframed(piece.rstrip(" \t\r")) for piece in cut_off[:-1]]
+        pieces += [rfc5424_unframed(cut_off[-1])]
+    if any(_holds_two(p) or _DOTS_AFTER_WORDS.search(p) or _glued(p, head, _GLUED[name]) for p in pieces):
+        return Unjoined(joined, None)
+    heads = [m for piece in pieces if (m := head.match(piece))]
+    if len({_framing(m.group(0)) for m in heads}) > 1 or not _in_order([m.group("t") for m in heads]):
+        return Unjoined(joined, None)
+    return Unjoined(joined, "\n".join(pieces))
+
+
+def _glued(piece: str, head: re.Pattern[str], glued: re.Pattern[str]) -> bool:
+    """Whether a head of the log's format is glued to words in `piece` after its own head."""
+    own = head.match(piece)
+    return glued.search(piece, own.end() if own else 1) is not None
+
+
+def _framing(head: str) -> tuple[bool, bool]:
+    """Which of _BEFORE's parts a head has: a raw priority, dmesg -x's facility and level."""
+    framed = _FRAMED.match(head)
+    return (bool(framed and framed.group(1)), bool(framed and framed.group(2)))
+
+
+def _line_start(piece: str) -> bool:
+    """Whether what a line holds before its first head cut off is a line of the log's: nothing,
+    a line cut inside its head (`Tue Apr 15 16:50:03 2025] NVRM: ...`), an elision line; not a
+    mail's quote marker alone (`> [Fri Aug 30 ...] ...`: each line's marker then joined onto the
+    line before)."""
+    return not piece.strip() or bool(re.search(r"\w", piece)) or bool(ELISION.match(piece))
+
+
+def _format(text: str) -> str | None:
+    """The head of the log's format: the first that starts one of its lines, else the first
+    after words near the text's start (a log whose first line was cut inside its head); None
+    for none."""
+    lines = text.split("\n")
+    for line in lines:
+        for name, head in _HEAD_AT.items():
+            if head.match(line.lstrip()):
+                return name
+    found = [
+        (m.start(), name)
+        for name, head in _HEAD_AT.items()
+        if (m := re.search(rf"\s{head.pattern}", text[:4096]))
+    ]
+    return min(found)[1] if found else None
+
+
+def _in_order(stamps: list[str]) -> bool:
+    """Whether the pieces' stamps (their time's part) never go back: seconds since boot, ISO or
+    -T times, a syslog head's time within one month; a delta (`+0.000123`), a hand elision
+    (`....`) or -H's minute is not compared."""
+    last: tuple[str, float] | None = None
+    for stamp in stamps:
+        when = _when(stamp)
+        if when is None:
+            continue
+        if last is not None and when[0] == last[0] and when[1] < last[1]:
+            return False
+        last = when
+    return True
+
+
+def _when(stamp: str) -> tuple[str, float] | None:
+    """A stamp's time in seconds (since boot, the epoch, or a syslog month's start: that month's
+    word first), None where it is not compared."""
+    if re.fullmatch(r"\d+\.\d+", stamp):
+        return "", float(stamp)
+    if m := re.fullmatch(r"(\S{1,5}) +(\d{1,2}) (\d\d):(\d\d):(\d\d(?:\.\d+)?)", stamp):
+        month, day, hours, minutes, seconds = m.groups()
+        return month, ((int(day) * 24 + int(hours)) * 60 + int(minutes)) * 60 + float(seconds)
+    fraction = re.search(r"[,.](\d+)(?=[-+Z])", stamp)
+    whole = re.sub(r"[,.]\d+(?=[-+Z])", "", stamp).replace("Z", "+0000")
+    for shape in ("%a %b %d %H:%M:%S %Y", "%Y-%m-%dT%H:%M:%S%z"):
+        try:
+            when = datetime.strptime(whole, shape).timestamp()
+        except ValueError:
+            continue
+        return "", when + (float("0." + fraction.group(1)) if fraction else 0.0)
+    return None
