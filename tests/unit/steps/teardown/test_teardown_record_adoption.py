@@ -116,7 +116,8 @@ def _meanwhile(tmp_path: Path, env: dict[str, str], action: str) -> None:
     after boot (another upload, teardown) does it."""
     shim = tmp_path / "bin" / "awk"
     shim.write_text(
-        f'#!/bin/sh\nif ! [ -e "$MEANWHILE_DONE" ]; then : > "$MEANWHILE_DONE"; {action}; fi\nexec /usr/bin/awk "$@"\n'
+        f'#!/bin/sh\nif ! [ -e "$MEANWHILE_DONE" ]; then : > "$MEANWHILE_DONE"; {action}; fi\n'
+        'exec /usr/bin/awk "$@"\n'
     )
     shim.chmod(0o755)
     env["MEANWHILE_DONE"] = str(tmp_path / "meanwhile.done")
