@@ -89,3 +89,47 @@ def test_a_ciphertext_flipped_on_the_host_is_found_and_sent_again(project: Proje
     r = project.cli("sync", "--host", "dataset", "--encrypt", "--verify")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
     assert "already on the host match the dataset (sha256)" in step(project)["msg"], step(project)["msg"]
+
+
+@needs_age
+def test_a_plaintext_flipped_on_the_host_is_found_and_decrypted_again(
+    project: Project, tmp_path: Path
+) -> None:
+    """--decrypt-on-host: the plaintext the host decrypted is hashed there too and compared here
+    with the dataset's own sha256 (the host's digest read back: nothing of the plaintext, nor its
+    digest, nor the key is sent for it); one that differs is decrypted again from the ciphertext
+    there. Before, `--verify` left the plaintext unchecked (documented), so a byte flipped in it at
+    the same size and mtime stayed "up to date" forever."""
+    key, pub = age_key(tmp_path / "keys")
+    src, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    args = ["sync", "--host", "dataset", "--encrypt", "--decrypt-on-host"]
+    r = project.cli(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    plain = data_dir / "my data"
+    want = {k: v for k, v in tree_digest(src).items() if not v.startswith("link:")}  # (no symlinks)
+    assert tree_digest(plain) == want
+    flipped = plain / "sub dir" / "nested.bin"
+    st = flipped.stat()
+    data = bytearray(flipped.read_bytes())
+    data[100] ^= 0xFF
+    flipped.write_bytes(bytes(data))
+    os.utime(flipped, ns=(st.st_atime_ns, st.st_mtime_ns))
+    r = project.cli(*args)
+    assert r.returncode == 0 and "nothing sent" in step(project)["msg"], step(project)
+
+    r = project.cli(*args, "--verify", "--check")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = step(project)["msg"]
+    assert "--verify: 1 of the 5 decrypted files already in" in msg, msg
+    assert "differ from the dataset (sha256), decrypted again: sub dir/nested.bin" in msg, msg
+    assert tree_digest(plain) != want  # (check mode changed nothing)
+    r = project.cli(*args, "--verify")
+    assert r.returncode == 0, r.stdout + r.stderr
+    s = step(project)
+    assert s["status"] == "changed", s
+    assert "decrypted again: sub dir/nested.bin" in s["msg"], s["msg"]
+    assert tree_digest(plain) == want
+    r = project.cli(*args, "--verify")
+    assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+    assert "--verify: the 5 decrypted files already in" in step(project)["msg"], step(project)["msg"]
+    assert "match the dataset (sha256)" in step(project)["msg"], step(project)["msg"]
