@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from gpuonboard.masking import MASK, command_secrets, command_shown
+from gpuonboard.steps.autostop import install
 
 PW = "hunterpw"  # lower case, letters only: what the rule shows as a name
 
@@ -94,3 +95,18 @@ def test_the_plain_words_around_them_stay_shown(command: str) -> None:
 def test_a_user_name_alone_is_not_scrubbed() -> None:
     # (`-uroot`: the scrub would remove `root` from every path the output names)
     assert "root" not in command_secrets(f"mysql -uroot -p{PW} train")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        f"sudo -n /opt/vendor/stop-vm login {PW}",
+        f"sudo -n redis-cli auth {PW} shutdown",
+        f"sudo -n htpasswd -b /etc/nginx/htpasswd admin {PW}",
+    ],
+)
+def test_the_sudo_check_never_puts_a_bare_password_on_the_hosts_command_line(command: str) -> None:
+    """The install's `sudo -n -l CMD` check stands on a command line that `ps` shows every user of
+    the host: a command whose words the rule masks is not named there (`sudo -n true`)."""
+    check = install.sudo_check(command)
+    assert check is not None and PW not in " ".join(check), check
