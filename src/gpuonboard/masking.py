@@ -105,6 +105,14 @@ _POWER = ("shutdown", "poweroff", "halt", "reboot", "systemctl")
 _SHOWN_FIRST = ("sudo", "env", "timeout", "nice", "nohup", "exec")
 _SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
 _OPERATOR = re.compile(r"[;&|<>()]+")
+# programs whose words are data that may go on to another's stdin (`echo PW | docker login
+# --password-stdin`, `yes PW | passwd`): masked where their output is piped or redirected;
+# printf's always (its format puts them in text: `printf 'Authorization: Bearer %s' PW`)
+_DATA_PROGRAMS = ("echo", "printf", "yes")
+# a bare word that names a secret: the next word (not a flag) is its value
+_SECRET_NAME = re.compile(r"(?i)pass(word|wd|phrase)?|pwd|token|secret|auth|api[-_]?key|key|login")
+# a program whose words may be a password (htpasswd, sshpass, mkpasswd, chpasswd, smbpasswd)
+_PASSWORD_PROGRAM = re.compile(r"(?i)pass|pwd")
 
 
 def command_shown(command: str) -> str:
@@ -137,7 +145,37 @@ def command_secrets(command: str) -> list[str]:
         for userinfo in re.findall(r"//([^/@\s]+)@", word):
             found.update({userinfo, userinfo.partition(":")[2]})
         found.update(re.findall(r"[?&;][^=&#\s]*=([^&#\s\"']+)", word))
+        found.update(_secret_values(word))
     return sorted((w for w in found if len(w) >= 4 and w.strip("*")), key=lambda w: (-len(w), w))
+
+
+# `NAME=VALUE`, `NAME: VALUE`, `NAME:VALUE` inside a word (an env assignment, a form field, a
+# header): VALUE is the secret where NAME names one, whatever VALUE looks like
+_NAMED_VALUE = re.compile(r"([A-Za-z][A-Za-z0-9_.-]{0,60})(?:=|:[ \t]*)([^&;,\s\"'][^&;,\"']*)")
+# `user:pass`, `user%pass` (smbclient), `user,pass` (lftp): a credential pair, no URL
+_PAIR = re.compile(r"[^:%,/@\s]{1,64}[:%,]([^\s/@]+)")
+
+
+def _secret_values(word: str) -> set[str]:
+    """The secret values inside a masked word, whatever they look like (a lower-case `hunter` is
+    one all the same): a secret-named field's value and its last word (`Authorization: Bearer
+    hunter` -> `Bearer hunter`, `hunter`; `--password=hunter`, `token=hunter`, `TOKEN=hunter`), a
+    value attached to a secret flag (`-phunter`, `-uadmin:hunter` -> `admin:hunter`, `hunter`),
+    a credential pair's second half (`admin:hunter`)."""
+    out: set[str] = set()
+    flag = re.fullmatch(r"-([A-Za-z])(.+)", word, re.S)
+    if flag and (_SECRET_FLAG.match(word) or _SOFT_SECRET_FLAG.match(word)):
+        word = flag.group(2)
+        if flag.group(1) not in "Hu":  # (`-uroot`: a user name; `-uadmin:pw`: its pair below)
+            out.add(word)
+    for name, value in _NAMED_VALUE.findall(word.lstrip("-")):
+        if _SECRET_FLAG.search(name):
+            value = value.strip()
+            out.update({value, value.split()[-1]} if value.split() else set())
+    pair = _PAIR.fullmatch(word)
+    if pair:
+        out.add(pair.group(1))
+    return out
 
 
 def _split(command: str) -> list[str]:
@@ -160,9 +198,30 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
     shown: list[str] = []
     masked: list[str] = []
     program_next, value_next, script_next, program, soft = True, False, False, "", False
+    data: list[int] = []  # where echo/printf/yes's words stand in shown (masked once piped or redirected)
+    named, heredoc = False, False  # after `password`/`token`...; in or after a here-doc or here-string
+    redirect = False
     for word in words:
         after_soft, soft = soft, False
-        if after_soft and not _OPERATOR.fullmatch(word) and not _soft_value_shown(word, program):
+        redirected, redirect = redirect, bool(_OPERATOR.fullmatch(word)) and any(c in word for c in "<>")
+        after_named = named and not _OPERATOR.fullmatch(word) and not word.startswith("-")
+        named = named and not after_named and not _OPERATOR.fullmatch(word)
+        if _OPERATOR.fullmatch(word):
+            _mask_data(word, data, shown, masked)
+        if word.startswith("<<"):  # a here-doc's or here-string's text follows
+            shown.append(word)
+            heredoc = True
+            continue
+        # a here-doc's or here-string's text (`<<< hunter`, `<<EOF`); the word after one that
+        # names a secret (`mysqladmin password hunter`, `redis-cli auth hunter`, `vault login
+        # hunter`); a password program's words (`htpasswd -b f admin hunter`, `sshpass word`)
+        hidden = (
+            heredoc or after_named or bool(not program_next and _PASSWORD_PROGRAM.search(program))
+        ) and not (_OPERATOR.fullmatch(word) or word.startswith("-") or _soft_value_shown(word, ""))
+        heredoc = heredoc and not (_OPERATOR.fullmatch(word) and word not in ("<", ">"))
+        if hidden and not value_next and not after_soft and not script_next:
+            shown.append(MASK)
+        elif after_soft and not _OPERATOR.fullmatch(word) and not _soft_value_shown(word, program):
             shown.append(MASK)  # `redis-cli -a PASS`, `zip -P PASS`, `openssl -k PASS`
         elif value_next:  # the value of a secret's option
             shown.append(MASK)
@@ -201,9 +260,29 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
             script_next = program in _SHELLS and word.startswith("-") and word.endswith("c")
         else:
             shown.append(word if _safe_word(word) else MASK)
+            named = bool(_SECRET_NAME.fullmatch(word))
+            if program == "printf" and shown[-1] != MASK and not redirected and not _VAR.fullmatch(word):
+                # (its format puts them in text; a `$VAR` it expands is no secret itself)
+                shown[-1] = MASK
+            elif program in _DATA_PROGRAMS and program != "printf" and not redirected:
+                data.append(len(shown) - 1)
         if shown[-1] != word:
             masked.append(word)
+    _mask_data("|" if heredoc else "", data, shown, masked)
     return shown, masked
+
+
+def _mask_data(operator: str, data: list[int], shown: list[str], masked: list[str]) -> None:
+    """At an operator: echo/printf/yes's words (`data`, indexes in shown) are masked where their
+    output goes on (`| docker login --password-stdin`, `> ~/.pgpass`): then they may be a
+    secret, else (to the log, `; ` or `&&`) they are shown as the rule says. `data` is emptied."""
+    if operator and operator not in ("&&", "||", ";", "&", ";;") and not operator.startswith("<"):
+        for i in data:
+            if shown[i] != MASK:
+                masked.append(shown[i])
+                shown[i] = MASK
+    if operator:
+        data.clear()
 
 
 def _soft_value_shown(word: str, program: str) -> bool:

@@ -74,3 +74,51 @@ def test_a_token_in_the_commands_never_reaches_status_the_log_or_the_reports(
         assert token not in written
     assert f"before_shutdown: printf ******** ******** > {upload}; echo before-ran-ok [sha256:" in out, out
     assert "shutdown command: STOP_KEY=******** sh -c 'printf ******** $STOP_KEY > " in out, out
+
+
+@pytest.mark.usefixtures("cron_daemon")
+def test_lower_case_passwords_given_bare_never_reach_status_the_log_or_the_reports(
+    project: Project, pool: TestHostPool, paths: dict[str, Path], tmp_path: Path
+) -> None:
+    """Review safety32: passwords of plain lower-case letters (which the rule shows as names)
+    given bare in the real shapes a before-shutdown command takes: echoed into another
+    command's stdin, put in text by printf's format, an env assignment a traced shell prints
+    back. The watcher runs them for real, and each command's own output repeats its password
+    into the log: the log on the host's disk holds none of them (scrubbed as written; before, it
+    kept them in clear and only `--status` hid the words the rule listed), nor do `--status`,
+    the messages or the reports."""
+    pws = [
+        f"{w}{secrets.choice(['alpha', 'bravo', 'delta'])}"
+        for w in ("hunter", "sesame", "swordfish", "letmein")
+    ]
+    before = (
+        f"echo {pws[0]} | cat; printf 'Authorization: Bearer %s\\n' {pws[1]}; "
+        f"TOKEN={pws[2]} sh -c 'echo token=$TOKEN'; sh -xc 'PASSWORD={pws[3]} true'; echo before-ran-ok"
+    )
+    stop = f"sh -c 'touch {paths['marker']}'"
+    entry = host_entry(pool.hosts["autostop"], pool)
+    entry["vars"].update(
+        {"autostop_dir": str(paths["dir"]), "cron_dir": str(paths["cron"]), "autostop_shutdown_command": stop}
+    )
+    project.write_inventory({"autostop": entry})
+    args = ["autostop", "--host", "autostop", "--idle", "1m", "--grace", "0", "--no-billing-aware"]
+    r = project.cli(*args, "--before-shutdown", before)
+    assert r.returncode == 0, r.stdout + r.stderr
+    tick = ["sh", str(paths["dir"] / "autostop.sh"), "tick"]
+    now = int(time.time())
+    env = {"PATH": "/usr/bin:/bin", "GPUONBOARD_NOW": str(now), "GPUONBOARD_BOOT_ID": "b1"}
+    subprocess.run(tick, check=True, timeout=60, capture_output=True, env=env)  # idle timer starts
+    env["GPUONBOARD_NOW"] = str(now + 120)
+    subprocess.run(tick, check=True, timeout=60, capture_output=True, env=env)  # acts
+    status = project.cli("autostop", "--host", "autostop", "--status")
+    assert paths["marker"].exists()  # (the real commands ran: before_shutdown succeeded)
+    out = status.stdout + status.stderr
+    log = (paths["dir"] / "autostop.log").read_text()
+    assert "before-ran-ok" in log and "before-ran-ok" in out, log
+    assert "token=********" in log and "Bearer ********" in log, log  # (their output, masked)
+    written = _everything_written(project)
+    for pw in pws:
+        assert pw not in out, out
+        assert pw not in r.stdout + r.stderr
+        assert pw not in log, log
+        assert pw not in written

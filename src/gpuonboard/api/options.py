@@ -125,7 +125,7 @@ class SyncOptions:
         default=False,
         metadata={
             "help": "re-hash the host's copy (sha256) and send again what differs, which rsync's"
-            " size-and-mtime check misses (plain and encrypted mode)"
+            " size-and-mtime check misses (a decrypted plaintext, kept shards, an unpacked tree too)"
         },
     )
     keep_shards: bool = field(

@@ -145,8 +145,14 @@ RECORD_PREFIX = "uploads."
 # are on a local filesystem of an allowlist (ext2/3/4, xfs, btrfs, zfs, tmpfs: never an overlay,
 # a bind mount's unknown, a cluster or host-share one), and it was last written before this boot
 # (/proc/stat's btime; a second machine named alike syncing now writes after it booted). It is
-# adopted once, by renaming it and its `written.` lists to the current id (mv), so later uploads
-# append to that one record. A `.stale` marker, or a record marked stale, is never adopted.
+# adopted once, by renaming it and its `written.` lists to the current id, so later uploads
+# append to that one record. A `.stale` marker, or a record marked stale, is never adopted. The
+# rename is atomic and never replaces a record: a hard link to the current id's name (which fails
+# where one exists) then the old name removed, as two evaluations right after boot (two uploads,
+# an upload and teardown) can both pass the checks: a plain `mv` of a second old record replaced
+# the one the first had just adopted or written to (its uploads never found by teardown again);
+# the `written.` dir by `mv -T` (rename(2): it replaces an empty dir that a concurrent write made,
+# never moves into one), else list by list by hard link where the current one holds lists already.
 _LOCAL_SH = (
     'loc() { case $(stat -f -c %T -- "$1" 2>/dev/null) in ext2/ext3 | ext2 | ext3 | ext4 | xfs | btrfs'
     " | zfs | tmpfs) return 0 ;; esac; return 1; };"
@@ -163,9 +169,10 @@ MACHINE_SH = (
     ' t=$(stat -c %Y -- "$o" 2>/dev/null) && [ "$t" -lt "$b" ] 2>/dev/null || continue;'
     " tr '\\0' '\\n' < \"$o\" | { while IFS= read -r x; do [ -e \"$x\" ] || continue;"
     ' loc "$x" || exit 1; done; } || continue;'
-    ' mv -- "$o" "$c/uploads.$n@$m" 2>/dev/null || continue; i=${o##*@};'
-    ' [ -d "$c/written.$n@$i" ] && ! [ -e "$c/written.$n@$m" ]'
-    ' && mv -- "$c/written.$n@$i" "$c/written.$n@$m" 2>/dev/null;'
+    ' ln -- "$o" "$c/uploads.$n@$m" 2>/dev/null || continue; rm -f -- "$o"; i=${o##*@};'
+    ' if [ -d "$c/written.$n@$i" ]; then mv -T -- "$c/written.$n@$i" "$c/written.$n@$m" 2>/dev/null'
+    ' || for l in "$c/written.$n@$i"/*; do [ -f "$l" ] || continue;'
+    ' ln -- "$l" "$c/written.$n@$m/${l##*/}" 2>/dev/null && rm -f -- "$l"; done; fi;'
     " break; done; fi;"
     ' if [ -n "$m" ] && { [ -e "$c/uploads.$n@$m" ] || ! [ -e "$c/uploads.$n" ]; };'
     ' then printf \'%s@%s\' "$n" "$m"; else printf \'%s\' "$n"; fi)'

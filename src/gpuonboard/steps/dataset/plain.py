@@ -59,6 +59,7 @@ from gpuonboard.steps.dataset.verify import (
     expected,
     mismatches,
     rehash_on_host,
+    rehash_plaintext,
     temps_left,
     unmark_unpacked,
     unverified,
@@ -117,7 +118,7 @@ def plan_plain(
     total = f"{n} {'entry' if n == 1 else 'entries'}, {format_bytes(tree.total_bytes, binary=True)}"
     if not n and tree.empty_dirs:  # (plain mode only: encrypted mode returned above)
         total = f"{empty_dirs(len(tree.empty_dirs))}, no files"
-    kept = work.kept = _kept_notes(ctx, opts, work, remote, plain, entries) + verified
+    kept = work.kept = _kept_notes(ctx, opts, work, remote, plain, entries) + verified + work.plain_verified
     # empty directories (rsync -a makes them; with nothing else to send it never ran)
     work.mkdirs = [] if opts.encrypt else sorted(d for d in tree.empty_dirs if d not in remote.dirs)
     if not work.send and not work.decrypt and not work.mkdirs and not work.dec_temps:
@@ -218,6 +219,8 @@ def _to_decrypt(
     blocking = plain.dirs - plain.empty_dirs
     in_way += [(opts.plain_target, e) for e in work.decrypt if e.rel in blocking]
     work.dec_temps = sorted(rel for rel in plain.files if decrypt_temp(rel) and rel not in tree.entries)
+    if not unpacked:  # (all is decrypted again anyway)
+        work.plain_verified = rehash_plaintext(ctx, opts, work)
     return plain, unpacked, in_way
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from gpuonboard import shell, transfer
 from gpuonboard.steps.base import Plan, StepArgsError, StepContext
+from gpuonboard.steps.dataset import shardverify
 from gpuonboard.steps.dataset.common import (
     NOTHING_SENT,
     count,
@@ -70,6 +71,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     if unread is not None:
         return Plan(False, unreadable(unread, src, NOTHING_SENT), failed=True)
     _compare(ctx, opts, work, remote)
+    checked = shardverify.rehash_shards(ctx, opts, work) if shardverify.verifying(opts) else ""
     where = f"{ctx.host.name}:{opts.shards_target}"
     total, counted = _totals(work)
     # whole: every shard there, none left over, and the host's manifest is this one (a shard
@@ -84,6 +86,8 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
     complete = bool(stored) and not work.stale and remote.manifest_sha == stored
     plain = listing(ctx, opts, opts.plain_target) if work.unpack else None
     unpacked, redo = True, ""
+    if plain is not None and complete and shardverify.verifying(opts):  # (else unpacked anyway)
+        checked += shardverify.rehash_tree(ctx, opts, work, plain)
     if plain is not None:
         unpacked, redo, foreign = _unpacked_tree(ctx, opts, work, remote, plain, digest, complete)
         if foreign:
@@ -103,7 +107,7 @@ def plan_shards(ctx: StepContext, opts: DatasetOptions, label: str, src: Path, w
         else ""
     )
     note = work.kept = left_plaintext(ctx, opts) + _older_note(ctx, opts, work) + recognised
-    note = work.kept = note + local_notes(work.tree)
+    note = work.kept = note + local_notes(work.tree) + checked
     if complete and unpacked:
         return Plan(False, f"dataset up to date at {where} ({total}); nothing sent{note}", diff={"sent": 0})
     short = _room_problem(ctx, opts, work, remote, plain)

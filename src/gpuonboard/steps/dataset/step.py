@@ -12,7 +12,7 @@ from typing import Any
 
 from gpuonboard import children, shell, transfer
 from gpuonboard.facts.probe import Probe
-from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm, truthy
+from gpuonboard.steps.base import Plan, Step, StepArgsError, StepContext, Warm
 from gpuonboard.steps.dataset import hostdirs, preflight, scan
 from gpuonboard.steps.dataset.common import NOT_IN_PLAIN_ENCRYPTED, NOTHING_SENT, only_dirs, unreadable
 from gpuonboard.steps.dataset.lease import give_back_lease, take_lease
@@ -165,14 +165,6 @@ class DatasetStep(Step):
                 f"the dataset {src} {what}; nothing sent (what {ctx.host.name}:{where} holds"
                 f" is left as it is){scan.local_notes(tree)}",
                 diff={"sent": 0},
-            )
-        verify = truthy(self.args.get("verify", False), "verify")
-        if verify and o.sharded(ctx.host, len(entries)):
-            return Plan(
-                False,
-                "--verify re-hashes a plain or encrypted copy file by file, and this upload is in shard"
-                " mode; nothing sent: rerun without --verify",
-                failed=True,
             )
         if o.sharded(ctx.host, len(entries)):
             return plan_shards(ctx, o, self.label, src, work)

@@ -87,6 +87,29 @@ def rehash_on_host(
     )
 
 
+def rehash_plaintext(ctx: StepContext, opts: DatasetOptions, work: Work) -> str:
+    """`sync --verify --decrypt-on-host`: the host hashes every plaintext file it decrypted that
+    rsync's quick check passes (work.decrypt holds the others); the digests come back and are
+    compared here with the dataset's own sha256 (nothing of the plaintext, its digest or the key
+    is sent for it). Those that differ join work.decrypt: decrypted again from the ciphertext
+    there (itself re-hashed by rehash_on_host, and sent again first where it differs).
+    -> the message's note ('' without --verify)."""
+    if not truthy(opts.args.get("verify", False), "verify"):
+        return ""
+    pending = {e.rel for e in work.decrypt}
+    files = [e for e in work.tree.files if e.rel not in pending]
+    transfer.hash_tree(work.tree)  # (the local sha256, from the hash cache where it holds them)
+    expect = {e.rel: work.tree.entries[e.rel].sha256 for e in files}
+    bad = set(mismatches(ctx, opts.plain_target, expect))
+    work.decrypt = [*work.decrypt, *(e for e in files if e.rel in bad)]
+    n = f"{count(len(expect), 'decrypted file')} already in {shown(work.tree.landing(opts.plain_target))}"
+    if not bad:
+        return f"; --verify: the {n} match the dataset (sha256)"
+    again = sorted(bad)
+    listed = ", ".join(shown(r) for r in again[:3]) + (" ..." if len(bad) > 3 else "")
+    return f"; --verify: {len(bad)} of the {n} differ from the dataset (sha256), decrypted again: {listed}"
+
+
 def temps_left(ctx: StepContext, target: str, files: Iterable[str]) -> str | None:
     """The failure sentence when rsync temp files of the dataset's files are in the target
     after the upload (this run stopped earlier runs' receivers and kept or removed their temp

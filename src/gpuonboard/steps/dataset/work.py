@@ -86,6 +86,8 @@ class Work:
     followed: dict[str, str] = field(default_factory=dict)
     # `sync --verify`: files already on the host whose sha256 differs (sent again, mtime moved first)
     reverify: list[str] = field(default_factory=list)
+    # `sync --verify --decrypt-on-host`: the note on the plaintext re-hashed there ('' when not)
+    plain_verified: str = ""
     parts: dict[int, str] = field(default_factory=dict)  # shard mode: group -> its temp name (part)
 
     def ssh_argv(self, cfg: Path, alias: str) -> list[str]:

@@ -86,7 +86,9 @@ def test_status_scrubs_what_the_commands_printed_and_older_log_lines(tmp_path: P
     box.ticks(T0, 4)
     assert not box.shut_down
     log = box.log()
-    assert TOKEN in log and key in log  # (the commands' own output, on the host in the 0600 log)
+    # the commands' own output reaches the log scrubbed as it is written (review safety32:
+    # before, the 0600 log on the host's disk held it in clear)
+    assert TOKEN not in log and key not in log and "denied for ********" in log, log
     # a line an older watcher wrote, showing a command in clear
     with (box.dir / "autostop.log").open("a") as f:
         f.write(f"1800000300 2027-01-15T08:05:00Z run before_shutdown (timeout 10m00s): {before}\n")

@@ -108,3 +108,50 @@ def test_a_stale_marker_or_a_record_marked_stale_is_never_adopted(tmp_path: Path
 def test_cluster_and_host_share_filesystems_count_as_shared(fstype: str) -> None:
     script = uploadlock.SHARED_FS_FN + f"sharedfs {fstype}"
     assert subprocess.run(["sh", "-c", script]).returncode == 0
+
+
+def _meanwhile(tmp_path: Path, env: dict[str, str], action: str) -> None:
+    """Run `action` (sh) once, inside the adoption's window: between its check that no record of
+    the current id exists and its rename (the btime read by awk), as a second evaluation right
+    after boot (another upload, teardown) does it."""
+    shim = tmp_path / "bin" / "awk"
+    shim.write_text(
+        f'#!/bin/sh\nif ! [ -e "$MEANWHILE_DONE" ]; then : > "$MEANWHILE_DONE"; {action}; fi\n'
+        'exec /usr/bin/awk "$@"\n'
+    )
+    shim.chmod(0o755)
+    env["MEANWHILE_DONE"] = str(tmp_path / "meanwhile.done")
+
+
+def test_a_record_the_current_id_got_meanwhile_is_never_replaced_by_an_adoption(tmp_path: Path) -> None:
+    # review safety32: the check and the `mv` were two steps; a second evaluation that adopted (or
+    # an upload that wrote) the current id's record between them lost it to the old one renamed over it
+    cache, env = _box(tmp_path, "ext4")
+    record = _old_record(tmp_path, cache)
+    current = cache / f"uploads.trainer@{NEW}"
+    _meanwhile(tmp_path, env, f"printf '%s\\0' {tmp_path}/data/fresh > {current}")
+    assert _name(env) == f"trainer@{NEW}"
+    assert current.read_bytes() == f"{tmp_path}/data/fresh\0".encode()
+    assert record.read_bytes() == f"{tmp_path}/data/corpus\0".encode()  # (not lost either)
+
+
+def test_written_lists_are_adopted_into_a_dir_a_concurrent_write_made_meanwhile(tmp_path: Path) -> None:
+    # an upload's `mkdir -p written.<current id>` between the check and the rename left the old
+    # lists behind under the old id (no tree they describe was ever removed by teardown again)
+    cache, env = _box(tmp_path, "ext4")
+    _old_record(tmp_path, cache)
+    (cache / f"written.trainer@{NEW}").mkdir()
+    assert _name(env) == f"trainer@{NEW}"
+    assert (cache / f"written.trainer@{NEW}" / "abc").read_text() == "F 1 1 x\0"
+    # one holding a list already: the old lists join it, none replaced
+    (tmp_path / "b").mkdir()
+    cache2, env2 = _box(tmp_path / "b", "ext4")
+    _old_record(tmp_path / "b", cache2)
+    (cache2 / f"written.trainer@{NEW}").mkdir()
+    (cache2 / f"written.trainer@{NEW}" / "def").write_text("F 2 2 y\0")
+    (cache2 / f"written.trainer@{NEW}" / "abc").write_text("F 3 3 z\0")
+    (cache2 / f"written.trainer@{OLD}" / "ghi").write_text("F 4 4 w\0")
+    assert _name(env2) == f"trainer@{NEW}"
+    now = cache2 / f"written.trainer@{NEW}"
+    assert sorted(p.name for p in now.iterdir()) == ["abc", "def", "ghi"]
+    assert (now / "abc").read_text() == "F 3 3 z\0"
