@@ -268,9 +268,9 @@ def _lazy_names_read(src: Path) -> tuple[int, list[str]]:
             if isinstance(s, ast.AnnAssign):
                 value, targets = s.value, [s.target]
             func = value.func if isinstance(value, ast.Call) else None
-            if len(targets) == 1 and isinstance(targets[0], ast.Name) and func is not None:
-                if getattr(func, "id", getattr(func, "attr", None)) == "lazy_re":
-                    lazy.add((dotted[p], targets[0].id))
+            name = getattr(func, "id", getattr(func, "attr", None))
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and name == "lazy_re":
+                lazy.add((dotted[p], targets[0].id))
     found = []
     for p, tree in trees.items():
         local = {name: name for mod, name in lazy if mod == dotted[p]}
@@ -279,9 +279,9 @@ def _lazy_names_read(src: Path) -> tuple[int, list[str]]:
                 local |= {a.asname or a.name: a.name for a in node.names if (node.module, a.name) in lazy}
         reads = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in allowed}
         for node in ast.walk(tree):
-            if isinstance(node, ast.Name) and node.id in local and isinstance(node.ctx, ast.Load):
-                if id(node) not in reads:
-                    found.append(f"{p.relative_to(src)}:{node.lineno}: {node.id}")
+            read = isinstance(node, ast.Name) and node.id in local and isinstance(node.ctx, ast.Load)
+            if read and id(node) not in reads:
+                found.append(f"{p.relative_to(src)}:{node.lineno}: {node.id}")
     return len(lazy), found
 
 
