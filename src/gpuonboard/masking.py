@@ -8,6 +8,8 @@ import re
 import weakref
 from collections.abc import Iterable
 
+from gpuonboard.once import lazy_re
+
 MASK = "********"
 
 
@@ -86,25 +88,25 @@ def mask_written(text: str) -> str:
 # letters and digits in one longer run (`hunter123`, `value42`) may be a password: masked. Digits
 # are shown as a part of their own after `-` or `_` only (`gpu-vm-01`, `trainer_1`).
 _NAME_PART = r"([a-z]{1,16}|[a-z][a-z0-9]{1,2})"
-_NAME = re.compile(rf"{_NAME_PART}([-_]({_NAME_PART}|[0-9]{{1,6}})|\.{_NAME_PART}){{0,5}}|\+?[0-9]{{1,8}}")
-_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]{0,40}\}?")
-_PROGRAM = re.compile(r"[A-Za-z0-9_./+-]{1,64}")
-_PATH = re.compile(r"(~|\$HOME)?/[A-Za-z0-9_./+-]{0,200}")
+_NAME = lazy_re(rf"{_NAME_PART}([-_]({_NAME_PART}|[0-9]{{1,6}})|\.{_NAME_PART}){{0,5}}|\+?[0-9]{{1,8}}")
+_VAR = lazy_re(r"\$\{?[A-Za-z_][A-Za-z0-9_]{0,40}\}?")
+_PROGRAM = lazy_re(r"[A-Za-z0-9_./+-]{1,64}")
+_PATH = lazy_re(r"(~|\$HOME)?/[A-Za-z0-9_./+-]{0,200}")
 # a flag: `-x`, `-fsS` (up to 4 letters), `-xyzwv` in lower case, `-TERM` (a signal), `--name`, `--name=VALUE`
-_FLAG = re.compile(r"-[A-Za-z]{1,4}|-[a-z]{5,12}|-[A-Z]{3,4}[12]?|--[a-z][a-z0-9-]{0,40}(=.*)?", re.S)
+_FLAG = lazy_re(r"-[A-Za-z]{1,4}|-[a-z]{5,12}|-[A-Z]{3,4}[12]?|--[a-z][a-z0-9-]{0,40}(=.*)?", re.S)
 # an option whose value is a secret whatever it looks like (`--password hunter`, curl's `-H` and
 # `-u`, redis-cli's `-a`, openssl's `-k`); its value attached (`-ahunter`) masks the whole word
-_SECRET_FLAG = re.compile(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|bearer|sig)|^-[Hu]")
+_SECRET_FLAG = lazy_re(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|bearer|sig)|^-[Hu]")
 # `-p`/`-P` (mysql's and sshpass's password, zip's): a value attached (`-pS3cret`) masks the word;
 # given apart, its value is masked unless it is a number (`ssh -p 2222`) or the program is a
 # power command (`shutdown -P now`: poweroff). `-a`/`-k` given apart likewise show a path or
 # number after them (`rsync -a ~/ckpt/ /backup/`), and mask any other word.
-_ATTACHED_SECRET = re.compile(r"-[Pp].+", re.S)
-_SOFT_SECRET_FLAG = re.compile(r"-[PpakK]")
+_ATTACHED_SECRET = lazy_re(r"-[Pp].+", re.S)
+_SOFT_SECRET_FLAG = lazy_re(r"-[PpakK]")
 _POWER = ("shutdown", "poweroff", "halt", "reboot", "systemctl")
 _SHOWN_FIRST = ("sudo", "env", "timeout", "nice", "nohup", "exec")
 _SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
-_OPERATOR = re.compile(r"[;&|<>()]+")
+_OPERATOR = lazy_re(r"[;&|<>()]+")
 # programs whose words are data that may go on to another's stdin (`echo PW | docker login
 # --password-stdin`, `yes PW | passwd`): masked where their output is piped or redirected;
 # printf's always (its format puts them in text: `printf 'Authorization: Bearer %s' PW`)
@@ -320,9 +322,9 @@ def _looks_random(word: str) -> bool:
     return False
 
 
-_ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,40})=(.*)", re.S)
+_ASSIGN = lazy_re(r"([A-Za-z_][A-Za-z0-9_]{0,40})=(.*)", re.S)
 # a value that cannot be a secret: a locale (`LANG=C.UTF-8`), a number, a `$VAR`
-_VALUE = re.compile(r"(C|POSIX|[a-z]{2,3}_[A-Z]{2})(\.[A-Za-z0-9-]{1,16})?|[0-9]{1,6}")
+_VALUE = lazy_re(r"(C|POSIX|[a-z]{2,3}_[A-Z]{2})(\.[A-Za-z0-9-]{1,16})?|[0-9]{1,6}")
 
 
 def _safe_word(word: str) -> bool:

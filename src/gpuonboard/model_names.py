@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gpuonboard.once import loaded_once
+from gpuonboard.once import lazy_re, loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 FAMILIES_FILE = DATA_DIR / "gpu_architectures.yml"
@@ -99,7 +99,7 @@ _MEMORY_KIND = re.compile(r"^(?:HBM\d[EX]?|GDDR\d[EX]?|LPDDR\d[EX]?)$")
 # NVLink domains 'NVL72' ('GB200 NVL72'; not the PCIe-card marker of 'H100 NVL', a word alone)
 _INTERCONNECT = re.compile(r"^(NVLINK|NVSWITCH)\d*$")
 _PLATFORM = re.compile(r"^(?:(?:HGX|DGX)\d*|NVL\d+)$")
-_SXM_PLATFORM = re.compile(r"^(?:HGX|DGX)\d*$")
+_SXM_PLATFORM = lazy_re(r"^(?:HGX|DGX)\d*$")
 # a GPU count in an order's model, as vendor quotes write it: "8x A100 80G", "A100*8", "A100 x8",
 # "HGX H100 8-GPU", and with a Chinese measure word for cards: "8卡 H200", "H200*8卡", "4090 8张"
 _MEASURE = "\u5361\u5f20\u5757\u7247"  # 卡 张 块 片

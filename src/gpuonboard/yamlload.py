@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from gpuonboard.errors import GpuonboardError
+from gpuonboard.once import lazy_re
 
 
 class LineDict(dict[str, Any]):
@@ -473,7 +474,7 @@ def parse_yaml(text: str, path: Path, error: type[GpuonboardError], strict_numbe
 
 
 # PyYAML's "could not determine a constructor for the tag '!vault'"
-_TAG = re.compile(r"constructor for the tag '([^']*)'")
+_TAG = lazy_re(r"constructor for the tag '([^']*)'")
 
 
 def _tag_advice(tag: str) -> str:

@@ -248,3 +248,73 @@ def test_no_lazy_pattern_is_handed_to_a_re_function() -> None:
     handed = re.compile(rf"\bre\.\w+\(\s*(?:{named})\b|isinstance\(\s*(?:{named})\s*,")
     found = [f"{p.relative_to(src)}: {m.group(0)}" for p, t in texts.items() for m in handed.finditer(t)]
     assert not found
+
+
+def _lazy_names_read(src: Path) -> tuple[int, list[str]]:
+    """(the module-level lazy_re patterns of the package, each place one of them is read other
+    than through a re.Pattern's method or attribute): in its module and where it is imported."""
+    import ast
+
+    allowed = {"search", "match", "fullmatch", "finditer", "findall", "sub", "subn", "split"}
+    allowed |= {"pattern", "flags", "groups", "groupindex", "compiled"}
+    trees = {p: ast.parse(p.read_text(encoding="utf-8")) for p in src.rglob("*.py")}
+    dotted = {
+        p: ".".join(p.relative_to(src.parent).with_suffix("").parts).removesuffix(".__init__") for p in trees
+    }
+    lazy = set()
+    for p, tree in trees.items():
+        for s in tree.body:
+            value, targets = (s.value, s.targets) if isinstance(s, ast.Assign) else (None, [])
+            if isinstance(s, ast.AnnAssign):
+                value, targets = s.value, [s.target]
+            func = value.func if isinstance(value, ast.Call) else None
+            name = getattr(func, "id", getattr(func, "attr", None))
+            if len(targets) == 1 and isinstance(targets[0], ast.Name) and name == "lazy_re":
+                lazy.add((dotted[p], targets[0].id))
+    found = []
+    for p, tree in trees.items():
+        local = {name: name for mod, name in lazy if mod == dotted[p]}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                local |= {a.asname or a.name: a.name for a in node.names if (node.module, a.name) in lazy}
+        reads = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr in allowed}
+        for node in ast.walk(tree):
+            read = isinstance(node, ast.Name) and node.id in local and isinstance(node.ctx, ast.Load)
+            if read and id(node) not in reads:
+                found.append(f"{p.relative_to(src)}:{node.lineno}: {node.id}")
+    return len(lazy), found
+
+
+def test_every_lazy_pattern_is_read_only_through_its_methods() -> None:
+    """A LazyPattern handed on as a value (an argument, a tuple's item, a default) may reach an
+    `re` function or an isinstance test elsewhere, where it is no re.Pattern. Each module-level
+    lazy_re of the package (its module's and every module that imports it) is read only as
+    `NAME.search(...)`, `NAME.pattern`...: what makes a pattern safe to make lazy."""
+    count, found = _lazy_names_read(Path(__file__).parents[2] / "src" / "gpuonboard")
+    assert count >= 200
+    assert not found
+
+
+def test_importing_the_package_compiles_few_patterns() -> None:
+    """Importing every module of gpuonboard (what the CLI and the facts' parsers compile at
+    import, paid by every start) compiles at most 560 patterns: the ~210 module-level patterns
+    that an 8xA100 or 8xH100 check never reads are lazy_re (698 were compiled before). A new
+    module-level pattern that most runs never read: make it lazy_re too."""
+    import subprocess
+
+    code = (
+        "import importlib, pkgutil, re\n"
+        "n = [0]\n"
+        "make = re._compiler.compile\n"
+        "def counted(p, flags=0):\n"
+        "    n[0] += 1\n"
+        "    return make(p, flags)\n"
+        "re._compiler.compile = counted\n"
+        "import gpuonboard\n"
+        "for m in pkgutil.walk_packages(gpuonboard.__path__, 'gpuonboard.'):\n"
+        "    if '.testing' not in m.name and not m.name.endswith('__main__'):\n"
+        "        importlib.import_module(m.name)\n"
+        "print(n[0])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert int(done.stdout.split()[-1]) <= 560

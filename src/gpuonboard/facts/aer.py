@@ -20,11 +20,12 @@ import re
 from gpuonboard.facts.aer_lines import AER_RECEIVED, AER_UNRECOVERED, NVIDIA_CUT, NVIDIA_LINE
 from gpuonboard.facts.kernel_log import BootCounter, KernelEvent, is_probe_header
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
+from gpuonboard.once import lazy_re
 
 __all__ = ["AER_FAULTS", "aer_events"]
 
 # "Uncorrected" until Linux 6.x, "Uncorrectable" since
-_SEVERITY = re.compile(r"Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)", re.IGNORECASE)
+_SEVERITY = lazy_re(r"Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)", re.IGNORECASE)
 
 # fault id -> (name, action as in data/xid.yml): an uncorrectable fatal error resets the link
 # (the GPU's in-flight work is lost; the kernel could not hand it back to the driver, which has

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.once import lazy_re
+
 __all__ = ["AER_RECEIVED", "AER_UNRECOVERED", "BDF", "NVIDIA_CUT", "NVIDIA_LINE"]
 
 # a PCI address (domain:bus:device.function), its one group
@@ -17,7 +19,7 @@ AER_RECEIVED = re.compile(
     r"AER: (?:Multiple )?Uncorrect(?:ed|able) \([^)]*\) error (?:message )?received(?: from)?:? " + BDF
 )
 # the kernel could not hand the device back to its driver (which has no AER handler)
-AER_UNRECOVERED = re.compile(r"AER: can't recover|device has no AER-aware driver", re.IGNORECASE)
+AER_UNRECOVERED = lazy_re(r"AER: can't recover|device has no AER-aware driver", re.IGNORECASE)
 # the start of a line of the nvidia driver about one GPU, cut anywhere after the driver's name:
 # `nvidia` alone, or followed by the start of an address
-NVIDIA_CUT = re.compile(r"\bnvidia(?: [0-9a-fA-F][0-9a-fA-F:.]*(?::.*)?)?$")
+NVIDIA_CUT = lazy_re(r"\bnvidia(?: [0-9a-fA-F][0-9a-fA-F:.]*(?::.*)?)?$")

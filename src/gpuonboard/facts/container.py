@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuonboard.once import lazy_re
+
 # PID 1 names (/proc/1/comm) of the init systems that boot a machine and power it off: systemd;
 # sysvinit, busybox and upstart ("init"); runit, OpenRC's, dinit, s6 and Guix's shepherd. In a
 # container PID 1 is the image's entry command (bash, sh, tini, dumb-init, docker-init, sleep,
@@ -117,7 +119,7 @@ def _docker_text(text: str) -> RuntimeInfo:
     )
 
 
-_RUNTIME_FIELD = re.compile(r"^ ?(Runtimes|Default Runtime):[ \t]*(.*)$")
+_RUNTIME_FIELD = lazy_re(r"^ ?(Runtimes|Default Runtime):[ \t]*(.*)$")
 
 
 def _runtime_lines(lines: list[str]) -> RuntimeInfo | None:

@@ -16,8 +16,8 @@ import re
 from gpuonboard.once import lazy_re
 
 # the framed title: a line of `=` only, `== NAME ==`, a line of `=` only
-_RULE = re.compile(r"^\s*={4,}\s*$")
-_TITLE = re.compile(r"^\s*==\s+\S.*\s==\s*$")
+_RULE = lazy_re(r"^\s*={4,}\s*$")
+_TITLE = lazy_re(r"^\s*==\s+\S.*\s==\s*$")
 # a paragraph of the banner holds one of these (the image's version, its license, a notice)
 _BANNER_WORDS = lazy_re(
     r"\bVersion\b|\bRelease\b|Copyright|\blicen[cs]e|DEPRECAT|^\s*\*{3,}|\bNOTE:|\bWARNING:|"

@@ -13,7 +13,7 @@ from typing import Any
 
 from gpuonboard.facts.elision import elided
 from gpuonboard.facts.wrapped import rejoined
-from gpuonboard.once import loaded_once
+from gpuonboard.once import lazy_re, loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
@@ -477,12 +477,12 @@ def looks_like_cpuinfo(text: str) -> bool:
 # the kernel's list of online CPUs, which the live probe prints after /proc/cpuinfo (a CPU 0
 # taken offline leaves /proc/cpuinfo starting at `processor : 1`, whole all the same)
 ONLINE_FILE = "/sys/devices/system/cpu/online"
-_ONLINE_LINE = re.compile(rf"^{ONLINE_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
+_ONLINE_LINE = lazy_re(rf"^{ONLINE_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
 # and of the present CPUs, which it prints after it: those not online are offline
 PRESENT_FILE = "/sys/devices/system/cpu/present"
-_PRESENT_LINE = re.compile(rf"^{PRESENT_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
+_PRESENT_LINE = lazy_re(rf"^{PRESENT_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
 # a CPU block's first line (x86, arm64, POWER, RISC-V alike)
-_CPUINFO_BLOCK = re.compile(r"processor\s*:\s*(\d+)\s*")
+_CPUINFO_BLOCK = lazy_re(r"processor\s*:\s*(\d+)\s*")
 # the lines of a CPU block that give the topology only: a block of nothing else is a filter's
 # (`grep -E 'processor|physical id|core id' /proc/cpuinfo`), never the kernel's whole block,
 # which also names the CPU (x86's vendor_id, arm64's CPU implementer, POWER's cpu, RISC-V's isa)
@@ -642,7 +642,7 @@ def _offline_cpus(text: str) -> int | None:
 # the kernel's affinity list of a process (/proc/self/status), the CPUs nproc counts: the live
 # probe's answer where nproc is not installed (`Cpus_allowed_list:\t0-3,8-11`)
 AFFINITY_LINE = "Cpus_allowed_list:"
-_AFFINITY = re.compile(rf"\s*{AFFINITY_LINE}[ \t]*([0-9,-]+)[ \t]*\r?\n\s*")
+_AFFINITY = lazy_re(rf"\s*{AFFINITY_LINE}[ \t]*([0-9,-]+)[ \t]*\r?\n\s*")
 
 
 def parse_nproc(text: str) -> int | None:

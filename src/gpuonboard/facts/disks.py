@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuonboard.facts.translated import Label, labels, word_translator
-from gpuonboard.once import loaded_once
+from gpuonboard.once import lazy_re, loaded_once
 
 __all__ = [
     "DF_UNREAD",
@@ -84,7 +84,7 @@ _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6, "Z": 7}
 # df's size header: `1K-blocks`, `1024-blocks`, `1B-blocks`; `-BG` `1G-blocks`, `-B GB`
 # `1GB-blocks` (SI), `-B KiB` `1KiB-blocks`. With a unit letter GNU df suffixes every cell
 # with it (`252G`, `271GB`, `264212084KiB`), except when the letter is its own (`-B 1MiB`).
-_BLOCKS = re.compile(r"^(\d+)(([KMGTPE]?)(iB|B)?)-blocks$", re.IGNORECASE)
+_BLOCKS = lazy_re(r"^(\d+)(([KMGTPE]?)(iB|B)?)-blocks$", re.IGNORECASE)
 
 
 # GNU df's line for a mount it could not read: `df: /mnt/s3: Transport endpoint is not connected`
@@ -120,7 +120,7 @@ def size_rounding(cell: str) -> int:
 
 
 # a human size cell of `df -H` (SI powers, printed as df -h prints binary ones: `19G`)
-_HUMAN_CELL = re.compile(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPEZ])(?=\s)")
+_HUMAN_CELL = lazy_re(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPEZ])(?=\s)")
 
 
 def df_as_si(text: str) -> str:
@@ -309,7 +309,7 @@ def _joined_rows(fields: list[str], minimum: int, unit: tuple[int, str] | None) 
 
 # the device of a df row, as a row cut short after it shows it (a pseudo file system's name, a
 # device's path, an NFS or CIFS share)
-_DEVICE = re.compile(r"/dev/\S+|tmpfs|devtmpfs|udev|overlay|shm|none|\S+:/\S*|//\S+")
+_DEVICE = lazy_re(r"/dev/\S+|tmpfs|devtmpfs|udev|overlay|shm|none|\S+:/\S*|//\S+")
 
 
 def _cut_tail(row: list[str], minimum: int, unit: tuple[int, str] | None) -> int | None:
@@ -595,7 +595,7 @@ def same_device(a: Mount, b: Mount) -> bool:
 
 
 # Whole kernel disks whose partitions the kernel names predictably (nvme0n1p2, sda1, vdb3).
-_WHOLE_DISK = re.compile(r"^/dev/(?:nvme\d+n\d+|mmcblk\d+|[shv]d[a-z]+|xvd[a-z]+)$")
+_WHOLE_DISK = lazy_re(r"^/dev/(?:nvme\d+n\d+|mmcblk\d+|[shv]d[a-z]+|xvd[a-z]+)$")
 
 
 def _short(device: str) -> str:
@@ -621,7 +621,7 @@ def parse_loop_backing(text: str) -> dict[str, str]:
     return out
 
 
-_BCACHE = re.compile(r"^bcache\d+$")
+_BCACHE = lazy_re(r"^bcache\d+$")
 
 
 def _cache_legs(devices: Sequence[BlockDevice]) -> set[tuple[str, str]]:

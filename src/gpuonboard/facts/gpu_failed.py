@@ -58,17 +58,17 @@ def failed_as_a_whole(text: str) -> bool:
 
 # NVML refused to start for the login's rights ("Failed to initialize NVML: Insufficient
 # Permissions", "No permission"): a refusal of that call, never the driver failing as a whole
-_PERMISSION = re.compile(r"Insufficient Permissions|\bNo permission\b|Permission denied", re.IGNORECASE)
+_PERMISSION = lazy_re(r"Insufficient Permissions|\bNo permission\b|Permission denied", re.IGNORECASE)
 # "No devices were found": nvidia-smi found no GPU at the index or id it was asked for
-_NO_DEVICES = re.compile(r"No devices were found", re.IGNORECASE)
+_NO_DEVICES = lazy_re(r"No devices were found", re.IGNORECASE)
 # the GPU index a saved file's name says it asked for (`nvidia-smi-q-i8.txt`, `smi_id_3.log`)
-_NAMED_INDEX = re.compile(
+_NAMED_INDEX = lazy_re(
     r"smi(?:[-_.][a-z]+)*?[-_.]-?(?:i|id)[-_=]?(\d+)(?=[-_.\s]|$)", re.IGNORECASE
 )  # (after the command's name: `nvidia-smi-q-i8`, never a host's `node-id12_nvidia-smi`)
 
 
 # a session's output, as offline names it: "session.txt line 5 (`nvidia-smi -q`)"
-_SESSION_LINE = re.compile(r"^(?P<file>.+) line (?P<line>\d+) \(")
+_SESSION_LINE = lazy_re(r"^(?P<file>.+) line (?P<line>\d+) \(")
 
 
 def failed_outputs(

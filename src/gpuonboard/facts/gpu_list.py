@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpuonboard.facts.joined_entries import entries
+from gpuonboard.once import lazy_re
 
 __all__ = [
     "GpuList",
@@ -78,17 +79,17 @@ class GpuList:
     trailed: int = 0
 
 
-_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\))|$))?\s*$")
+_GPU = lazy_re(r"^GPU\s+(\d+):\s*(.*?)\s*(?:\((UUID|S/N):\s*([^)]*?)\s*(?:(\))|$))?\s*$")
 # where lines were joined (a one-line paste, a lost newline): a `GPU N:` or `MIG ... Device N:`
 # right after an entry's closing `)` (facts/joined_entries.py)
 _ENTRY_END, _ENTRY = (")",), r"GPU\s+\d+:\s|MIG\s+\S+\s+Device\s+\d+:"
 # a GPU line's `(UUID: ...)` / `(S/N: ...)` with more text after its `)` (group 1)
-_TRAILED = re.compile(r"^GPU\s+(\d+):.*?\((?:UUID|S/N):[^)]*\)\s*(\S.*)$")
+_TRAILED = lazy_re(r"^GPU\s+(\d+):.*?\((?:UUID|S/N):[^)]*\)\s*(\S.*)$")
 # a joined listing's next entry that the text ends inside (`... (UUID: GPU-...) GP`)
-_NEXT_BEGUN = re.compile(r",?\s*(?:G(?:P(?:U(?:\s+\d*:?)?)?)?|M(?:I(?:G\b.*)?)?)\s*")
-_MIG = re.compile(r"^\s*MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*(?:(\))|$))?\s*$")
+_NEXT_BEGUN = lazy_re(r",?\s*(?:G(?:P(?:U(?:\s+\d*:?)?)?)?|M(?:I(?:G\b.*)?)?)\s*")
+_MIG = lazy_re(r"^\s*MIG\s+(\S+)\s+Device\s+(\d+):\s*(?:\(UUID:\s*([^)]*?)\s*(?:(\))|$))?\s*$")
 # a whole UUID: GPU-<8-4-4-4-12>, MIG-<8-4-4-4-12>, or R450's MIG-GPU-<8-4-4-4-12>/<gi>/<ci>
-_WHOLE_UUID = re.compile(
+_WHOLE_UUID = lazy_re(
     r"^(?:GPU|MIG(?:-GPU)?)-[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}(?:/\d+/\d+)?$", re.IGNORECASE
 )
 

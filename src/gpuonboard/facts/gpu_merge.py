@@ -59,7 +59,7 @@ _REFUSAL = lazy_re(
 )
 # NVML's own errors ("GPU access blocked by the operating system", "Insufficient Permissions")
 # are causes of their own, each with its advice (nvidia_smi_failure), never a format refused
-_NVML = re.compile(r"\bNVML\b")
+_NVML = lazy_re(r"\bNVML\b")
 # words each of _REFUSAL's branches holds, lower-cased: an ASCII text (nvidia-smi's) holding
 # none of them has no refusal, without the case-blind regex's slow walk of each of its lines
 _REFUSAL_WORDS = ("disabled on this ", "policy", "by ", "not allowed", "is restricted")

@@ -60,7 +60,7 @@ _NO_HANDLE_WORDS = (
 )
 
 
-_NO_HANDLE_ANY = re.compile("|".join(re.escape(w) for w in _NO_HANDLE_WORDS), re.IGNORECASE)
+_NO_HANDLE_ANY = lazy_re("|".join(re.escape(w) for w in _NO_HANDLE_WORDS), re.IGNORECASE)
 
 
 def _first_free(taken: set[int]) -> int:

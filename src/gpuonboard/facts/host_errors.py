@@ -34,14 +34,15 @@ from gpuonboard.facts.aer_lines import AER_RECEIVED, AER_UNRECOVERED, BDF, NVIDI
 from gpuonboard.facts.kernel_cut import host_cut, locale_words
 from gpuonboard.facts.kernel_log import BootCounter, is_probe_header
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
+from gpuonboard.once import lazy_re
 
 __all__ = ["HostError", "host_errors"]
 
 # `EDAC MC3: 1 UE memory read error on DIMM (...)`; older drivers: `EDAC MC0: 4 CE error on ...`,
 # `EDAC MC0: UE page 0x0, offset 0x0, grain 0, row 3, labels ":": i3200 UE`
 _EDAC = re.compile(r"\bEDAC (MC\d+): (?:(\d+) )?(UE|CE)\b(.*)")
-_EDAC_ON = re.compile(r"\bon (\S+)")
-_EDAC_ROW = re.compile(r"\brow:? ?([0-9a-fA-Fx]+)")
+_EDAC_ON = lazy_re(r"\bon (\S+)")
+_EDAC_ROW = lazy_re(r"\brow:? ?([0-9a-fA-Fx]+)")
 # the kernel's record of one machine check bank (`mce:` or the EDAC driver's decode of it)
 _MCE_BANK = re.compile(r"\bCPU (\d+): Machine Check(?: Event)?: \d+ Bank (\d+): ([0-9a-fA-F]{1,16})\b")
 _MCE_LOGGED = re.compile(r"\bmce: \[Hardware Error\]: Machine check events logged")
@@ -51,9 +52,9 @@ _MCE_FATAL = re.compile(
     r"\[Hardware Error\]: Machine check: |Fatal [Mm]achine check|Uncorrected hardware memory error"
 )
 _GHES_HEAD = re.compile(r"\{(\d+)\}\[Hardware Error\]: (.*)")
-_GHES_SEVERITY = re.compile(r"^event severity: (\w+)")
-_GHES_SECTION = re.compile(r"^\s*section_type: (.+?)\s*$")
-_GHES_DEVICE = re.compile(r"^\s*device_id: " + BDF)
+_GHES_SEVERITY = lazy_re(r"^event severity: (\w+)")
+_GHES_SECTION = lazy_re(r"^\s*section_type: (.+?)\s*$")
+_GHES_DEVICE = lazy_re(r"^\s*device_id: " + BDF)
 _AER = re.compile(
     r"(?:\b(\S+) )?" + BDF + r": PCIe Bus Error: severity=Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)"
 )
@@ -118,7 +119,7 @@ class _Record:
     claimed: bool = False
 
 
-_GHES_PART = re.compile(r"^\s*(?:DIMM location|fru_text): (.+?)\s*$")
+_GHES_PART = lazy_re(r"^\s*(?:DIMM location|fru_text): (.+?)\s*$")
 # the EDAC line's kind the kernel prints for one APEI memory record (ghes_edac, or the EDAC driver
 # that decodes the machine check apei_mce_report_mem_error makes of it)
 _EDAC_OF = {"corrected": "CE", "recoverable": "UE", "fatal": "UE"}
@@ -224,8 +225,8 @@ def host_errors(text: str) -> tuple[HostError, ...]:
 
 # a line's dmesg stamp (`[ 1366.830245]`, within a syslog line's prefix too), and `dmesg -H`'s
 # (`[  +0.000013]`: the time since the line before)
-_DMESG_STAMP = re.compile(r"\[\s*(\d+\.\d+)\]")
-_DMESG_DELTA = re.compile(r"\[\s*\+(\d+\.\d+)\]")
+_DMESG_STAMP = lazy_re(r"\[\s*(\d+\.\d+)\]")
+_DMESG_DELTA = lazy_re(r"\[\s*\+(\d+\.\d+)\]")
 
 
 def _prefix(line: str) -> str:
@@ -239,14 +240,14 @@ def _prefix(line: str) -> str:
 # short-full`'s `Tue 2020-09-23 18:37:03 UTC`), and a month's name then the day and time
 # (syslog's and journalctl's `Feb 23 03:28:16`, `-o short-precise`'s `.100007`, `dmesg -T`'s
 # `[Tue Nov 11 23:25:43 2025]` and ctime's, the year after the time)
-_ISO_TIME = re.compile(r"\b(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
-_NAMED_TIME = re.compile(
+_ISO_TIME = lazy_re(r"\b(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
+_NAMED_TIME = lazy_re(
     r"\b(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) +(\d{1,2}) (\d\d):(\d\d):(\d\d)"
     r"(?:[.,](\d+))?(?: (\d{4})\b)?"
 )
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 # journalctl's `-o short-unix` (`1600886223.123456`), at the line's start
-_UNIX_TIME = re.compile(r"^\s*(\d{9,11}\.\d{1,9})\b")
+_UNIX_TIME = lazy_re(r"^\s*(\d{9,11}\.\d{1,9})\b")
 
 
 def _wall_seconds(prefix: str) -> float | None:
@@ -326,7 +327,7 @@ def _beside_a_record(lines: list[str], at: int) -> bool:
 
 # a machine check record's detail line with the bank's IPID (AMD's Scalable MCA): its hardware id
 # (bits 43:32) 0x096 is a Unified Memory Controller (the kernel's `amd_hwids`: "UMC")
-_IPID = re.compile(r"\[Hardware Error\]:.*\bIPID ([0-9a-fA-F]{1,16})\b")
+_IPID = lazy_re(r"\[Hardware Error\]:.*\bIPID ([0-9a-fA-F]{1,16})\b")
 _UMC = 0x096
 
 
@@ -353,8 +354,8 @@ def _umc_memory(event: HostError, line: str, at: int) -> HostError | None:
 _AMD_STATUS = re.compile(
     r"\[Hardware Error\]:\s*CPU:?\s*(\d+)\b.*?\bMC(\d+)_STATUS\[([^\]]*)\]:?\s*(?:0x)?([0-9a-fA-F]{1,16})\b"
 )
-_AMD_HEAD = re.compile(r"\[Hardware Error\]:\s*MC(\d+)(?:_|\s)?Error(?: \(node (\d+)\))?:")
-_DRAM_ECC = re.compile(r"\bDRAM ECC error\b", re.IGNORECASE)
+_AMD_HEAD = lazy_re(r"\[Hardware Error\]:\s*MC(\d+)(?:_|\s)?Error(?: \(node (\d+)\))?:")
+_DRAM_ECC = lazy_re(r"\bDRAM ECC error\b", re.IGNORECASE)
 _OVER = 1 << 62  # MCi_STATUS.OVER: an error came while the bank held one: errors were lost
 _PCC = 1 << 57  # MCi_STATUS.PCC: the processor's context is corrupt
 
@@ -411,7 +412,7 @@ _AER_PART = re.compile(
     r"\b(\S+) " + BDF + r": (?:AER: |PCIe Bus Error|\s*device \[|\s*\[ ?\d+\] |broadcast "
     r"|device has no AER-aware driver)"
 )
-_FATAL = re.compile(r"Uncorrect(?:ed|able) \(Fatal\)", re.IGNORECASE)
+_FATAL = lazy_re(r"Uncorrect(?:ed|able) \(Fatal\)", re.IGNORECASE)
 
 
 @dataclass
@@ -471,7 +472,7 @@ def _gpu_lines(lines: list[str], gpus: set[str]) -> set[int]:
 
 # any PCI address in a line (a line of the nvidia driver about a GPU, cut anywhere after the
 # driver's name: facts/aer_lines.NVIDIA_CUT, as facts/aer.py reads it)
-_ANY_BDF = re.compile(BDF)
+_ANY_BDF = lazy_re(BDF)
 
 
 def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
@@ -502,8 +503,8 @@ def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
 # error's DIMM label closed by the ` (` of its details (a label cut short would count its errors
 # on another part), a bank's status in the 16 hex digits the kernel prints, an APEI record's
 # severity word and section whole (its first line alone says neither)
-_LABEL_CLOSED = re.compile(r"\bon \S+ \(")
-_SEVERITIES = re.compile(r"^event severity: (?:fatal|recoverable|corrected|info)$")
+_LABEL_CLOSED = lazy_re(r"\bon \S+ \(")
+_SEVERITIES = lazy_re(r"^event severity: (?:fatal|recoverable|corrected|info)$")
 
 
 def _read_whole(line: str) -> bool:
@@ -528,7 +529,7 @@ def _read_whole(line: str) -> bool:
 
 
 # where a host error's line starts, to quote it from there (`EDAC MC0: 1`, `mce: [Hardware`)
-_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[")
+_HOST_TAG = lazy_re(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[")
 
 
 def _line_error(line: str, gpus: set[str]) -> HostError | None:

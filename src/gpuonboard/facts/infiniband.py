@@ -170,9 +170,9 @@ def shared_ports(ports: Sequence[IbPort]) -> list[IbPort]:
     return [p for p in ports if p.vf and p.adapter in physical]
 
 
-_STATE = re.compile(r"^(?:\d+:\s*)?(?:PORT_)?([A-Za-z_]+)(?:\s*\(\d+\))?$")
-_RATE = re.compile(r"^(\d+(?:\.\d+)?)\s*Gb/sec", re.I)
-_RATE_GENERATION = re.compile(r"\(\s*\d+X\s+([A-Z]+\d*)\s*\)")  # `(4X NDR)`, `(4X FDR10)`
+_STATE = lazy_re(r"^(?:\d+:\s*)?(?:PORT_)?([A-Za-z_]+)(?:\s*\(\d+\))?$")
+_RATE = lazy_re(r"^(\d+(?:\.\d+)?)\s*Gb/sec", re.I)
+_RATE_GENERATION = lazy_re(r"\(\s*\d+X\s+([A-Z]+\d*)\s*\)")  # `(4X NDR)`, `(4X FDR10)`
 
 
 def _generation(rate: str | None) -> str | None:
@@ -231,7 +231,7 @@ def _cut_count(device: str, listed: int, declared: int | None) -> str | None:
 
 # a field's line with its value (`Link layer: InfiniBand`), indented or not: a paste that lost the
 # tools' indentation (a comment outside a code block: open-mpi/ompi#9087's `ibv_devinfo -v`)
-_FIELD_LINE = re.compile(r"^\s*(?!CA ')[^:'\s][^:']*:\s*\S")
+_FIELD_LINE = lazy_re(r"^\s*(?!CA ')[^:'\s][^:']*:\s*\S")
 
 
 # the field names each tool prints under a device head (ibv_devinfo, ibstat, ibstatus): one of them
@@ -334,13 +334,13 @@ def parse_ib_sysfs(text: str) -> IbReport:
 
 
 _HCA = re.compile(r"^hca_id:\s*(\S+)")
-_PORT = re.compile(r"^\s*port:\s*(\d+)\s*$")
-_FIELD = re.compile(r"^\s*(state|phys_state|link_layer|active_width|active_speed|GID\[\s*0\]):\s*(.*?)\s*$")
-_PORT_COUNT = re.compile(r"^\s*(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
-_VERBOSE = re.compile(r"^\s*max_mr_size:")  # the first line only `ibv_devinfo -v` prints
-_WHOLE_CODE = re.compile(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
-_TRANSPORT = re.compile(r"^\s*transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
-_DEVICE_FIELD = re.compile(r"^\s*(sys_image_guid|vendor_id|vendor_part_id|fw_ver|hw_ver):\s*(\S+)\s*$")
+_PORT = lazy_re(r"^\s*port:\s*(\d+)\s*$")
+_FIELD = lazy_re(r"^\s*(state|phys_state|link_layer|active_width|active_speed|GID\[\s*0\]):\s*(.*?)\s*$")
+_PORT_COUNT = lazy_re(r"^\s*(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
+_VERBOSE = lazy_re(r"^\s*max_mr_size:")  # the first line only `ibv_devinfo -v` prints
+_WHOLE_CODE = lazy_re(r"\(\d+\)$")  # `%s (%d)`: `50.0 Gbps (64)`
+_TRANSPORT = lazy_re(r"^\s*transport:\s*(\S+)")  # `InfiniBand (0)`, `iWARP (1)`
+_DEVICE_FIELD = lazy_re(r"^\s*(sys_image_guid|vendor_id|vendor_part_id|fw_ver|hw_ver):\s*(\S+)\s*$")
 # a port of a software RDMA device, run by the kernel over an Ethernet NIC without an RDMA adapter
 # (Soft-RoCE `rdma_rxe`, soft-iWARP `siw`): its transport as _Listing.port names it
 SOFTWARE = "software RDMA"
@@ -358,7 +358,7 @@ _RXE_FIELDS = {
 MAYBE_SOFTWARE = "software RDMA or an adapter naming no firmware"
 # the names `rdma link add NAME type rxe|siw` is given by the tools and guides (rxe0, siw0,
 # siw_eth0); a device named so is taken as the software it names
-_SOFTWARE_NAME = re.compile(r"^(?:rxe|siw)(?:\d|_|$)", re.IGNORECASE)
+_SOFTWARE_NAME = lazy_re(r"^(?:rxe|siw)(?:\d|_|$)", re.IGNORECASE)
 
 
 @dataclass
@@ -473,7 +473,7 @@ def _devinfo_rate(fields: Mapping[str, str]) -> float | None:
 
 # a port block's last line where an old ibv_devinfo prints no `link_layer:` after it (the Soft-RoCE
 # rxe-dev tree's of 2016, SoftRoCE/rxe-dev#46): whole, `port_lmc: 0x00`
-_LMC_LINE = re.compile(r"^\s*port_lmc:\s*0x[0-9a-fA-F]{2}\s*$")
+_LMC_LINE = lazy_re(r"^\s*port_lmc:\s*0x[0-9a-fA-F]{2}\s*$")
 # why a port block ending on a whole port_lmc line without link_layer is not known whole
 NO_LINK_LAYER = (
     "has no link_layer line after its port_lmc (an old ibv_devinfo prints none, as the Soft-RoCE"
@@ -556,7 +556,7 @@ _STOPPED = lazy_re(
 _CA = re.compile(r"^CA\s+'([^']+)'\s*$")
 _CA_PORT = re.compile(r"^\s*Port\s+(\d+):\s*$")
 _CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer|Port GUID):\s*(.*?)\s*$")
-_CA_DEVICE = re.compile(r"^\s*(CA type|System image GUID|Firmware version|Hardware version):\s*(.*?)\s*$")
+_CA_DEVICE = lazy_re(r"^\s*(CA type|System image GUID|Firmware version|Hardware version):\s*(.*?)\s*$")
 _STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
 _STATUS_FIELD = re.compile(r"^\s*(state|phys state|rate|link_layer|default gid):\s*(.*?)\s*$")
 # the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c
@@ -614,7 +614,7 @@ def _blocks(
 
 
 # the whole output of a tool that found no RDMA device (see the module docstring)
-_NO_DEVICE = re.compile(
+_NO_DEVICE = lazy_re(
     r"\s*(?:No IB devices found"
     r"|ibpanic: \[\d+\] main: stat of IB device 'mthca0' failed: No such file or directory)\s*"
 )

@@ -125,7 +125,7 @@ _HOST_HEADS = "|".join(
 )
 # a host error's tag (`EDAC`, `mce:`, `[Hardware`, `{1}[`, `PCIe Bus Error`): a cut line that
 # shows one is a host error line's start, not only a stamp or a word
-_HOST_TAG = re.compile(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[|PCIe Bus Error")
+_HOST_TAG = lazy_re(r"\bEDAC\b|\bmce: |\[Hardware|\{\d+\}\[|PCIe Bus Error")
 
 
 @loaded_once
@@ -167,7 +167,7 @@ def host_cut(line: str, words: dict[str, str] | None = None) -> str:
 _CUT_ADDRESS = re.compile(
     r"(?<![\w:])(?=[a-fA-F]{0,3}\d)[0-9a-fA-F]{4}:(?:[0-9a-fA-F]?|[0-9a-fA-F]{2}:(?:[0-9a-fA-F]{0,2}\.?)?)\s*$"
 )
-_WHOLE_HEAD_END = re.compile(r"(?:\]|\bkernel:|\b(?:emerg|alert|crit|err|warn|notice|info|debug) *:)\s*$")
+_WHOLE_HEAD_END = lazy_re(r"(?:\]|\bkernel:|\b(?:emerg|alert|crit|err|warn|notice|info|debug) *:)\s*$")
 
 
 def cut_by_shape(line: str, words: dict[str, str] | None = None) -> bool:
@@ -197,7 +197,7 @@ _WHOLE_END = lazy_re(
     r"""|(?:^|(?<=[\s:=/(]))[\w./#-]*[A-Za-z0-9])\s*$"""
 )
 # a frame's offset cut before its length's digits (`handle_mm_fault+0x`, `+0x104/0x`), anywhere
-_CUT_TAIL = re.compile(r"\+0x[0-9a-fA-F]*(?:/(?:0x)?)?\s*$")
+_CUT_TAIL = lazy_re(r"\+0x[0-9a-fA-F]*(?:/(?:0x)?)?\s*$")
 
 
 # a call trace's frame cut before its end: a kernel function's name (one with `_`, or its `+`
@@ -229,7 +229,7 @@ _FLAVOURS = (
     "intel",
     "intel-iotg",
 )
-_CUT_KNOWN = re.compile(
+_CUT_KNOWN = lazy_re(
     r"(?:^|(?<=\s))(?:\d+\.\d+\.\d+-\d+-(?P<flavour>[a-z0-9-]+)|#\d+(?:~[\w.]+)?-(?P<tag>[A-Za-z]+))\s*$"
 )
 
@@ -289,7 +289,7 @@ _LOCALE_STAMP = re.compile(
 )
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_WORD = re.compile(r"\d{1,2}月|[^\W\d_]+\.?")
+_WORD = lazy_re(r"\d{1,2}月|[^\W\d_]+\.?")
 
 
 def locale_words(lines: list[str]) -> dict[str, str]:
@@ -312,7 +312,7 @@ def locale_words(lines: list[str]) -> dict[str, str]:
 
 # the one line of a log cut inside its first stamp: a word, then at most the start of the rest
 # of a syslog stamp (`kwi`, `kwi 15 07:5`)
-_LONE_WORD = re.compile(r"\s*([^\W\d_]{1,12}\.?)(?= |$)")
+_LONE_WORD = lazy_re(r"\s*([^\W\d_]{1,12}\.?)(?= |$)")
 
 
 def _anglicised(line: str, words: dict[str, str]) -> str:

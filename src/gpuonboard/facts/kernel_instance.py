@@ -36,22 +36,23 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts.kernel_nvrm import load_nvrm_faults
+from gpuonboard.once import lazy_re
 
 if TYPE_CHECKING:
     from gpuonboard.facts.kernel_log import KernelEvent
 
 # the driver's instance number heading a resource manager message: "GPU6 _kgspBootGspRm: ..."
-_INSTANCE_HEAD = re.compile(r"^GPU(\d+)\s+\w+:")
+_INSTANCE_HEAD = lazy_re(r"^GPU(\d+)\s+\w+:")
 # an Xid line's text naming the instance it is about ("... RPC response from GPU0 GSP!")
-_XID_INSTANCE = re.compile(r"\bfrom GPU(\d+) GSP\b")
-_INIT_FAILED = re.compile(r"\bRmInitAdapter failed\b", re.IGNORECASE)
-_INIT_CAUSE = re.compile(r"^(?:GPU(\d+)\s+)?RmInitAdapter:")
+_XID_INSTANCE = lazy_re(r"\bfrom GPU(\d+) GSP\b")
+_INIT_FAILED = lazy_re(r"\bRmInitAdapter failed\b", re.IGNORECASE)
+_INIT_CAUSE = lazy_re(r"^(?:GPU(\d+)\s+)?RmInitAdapter:")
 # the kernel's driver core on a GPU whose probe failed: (the index in the events of the first event
 # after it, the address)
 ProbeLine = tuple[int, str]
 # the driver's count of the devices a summary sentence is about ("The NVIDIA probe routine failed
 # for 1 device(s).")
-DEVICES = re.compile(r"\bfor (\d+) device", re.IGNORECASE)
+DEVICES = lazy_re(r"\bfor (\d+) device", re.IGNORECASE)
 
 
 def _instances(events: Sequence[KernelEvent]) -> dict[tuple[int, str], str]:

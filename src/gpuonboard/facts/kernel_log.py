@@ -84,6 +84,7 @@ from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import monotonic_journal, other_program
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.once import lazy_re
 
 __all__ = [
     "BootCounter",
@@ -305,11 +306,11 @@ _SXID_ANY = re.compile(r"(nvidia-nvswitch\d*):\s*SXid\b")
 _NVSWITCH = re.compile(r"(nvidia-nvswitch\d+):")
 # the driver's word for an SXid event (NVSWITCH_REPORT_FATAL / _NONFATAL print "Fatal, " /
 # "Non-fatal, "; the Fabric Manager guide writes "Non-Fatal")
-_SXID_WORD = re.compile(r"^(fatal|non-?\s?fatal)\b", re.IGNORECASE)
+_SXID_WORD = lazy_re(r"^(fatal|non-?\s?fatal)\b", re.IGNORECASE)
 # an SXid event's continuation lines (_nvswitch_dump_error_entry)
-_SXID_SEVERITY = re.compile(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.IGNORECASE)
-_SXID_DATA = re.compile(r"^Data\s*\{", re.IGNORECASE)
-_SXID_LINK = re.compile(r"\bLink\s+(\d+)\b", re.IGNORECASE)
+_SXID_SEVERITY = lazy_re(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.IGNORECASE)
+_SXID_DATA = lazy_re(r"^Data\s*\{", re.IGNORECASE)
+_SXID_LINK = lazy_re(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _PROBE_KEEPS = re.compile(KERNEL_LOG_PATTERN)
 # the kernel's driver core on a GPU the nvidia driver failed to probe (drivers/base/dd.c: `nvidia:
 # probe of 0000:3b:00.0 failed with error -1`; since Linux 5.x `nvidia 0000:3b:00.0: probe with
@@ -322,7 +323,7 @@ _PROBE_FAILED = re.compile(
 # the words a user greps a kernel log by (`dmesg | grep -i nvidia`, `grep -iE 'xid|nvrm'`): a log
 # whose every line has one (`nvidia-modeset: Loading ...`) may be such a grep's, so is not known
 # to hold its boot's first line
-_USER_KEEPS = re.compile(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE)
+_USER_KEEPS = lazy_re(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE)
 # the first line of a log that no kernel wrote: a sandbox's emulated kernel (gVisor's Sentry,
 # the runtime of GKE Sandbox and other GPU containers, answers `dmesg` with its own lines,
 # `[    0.000000] Starting gVisor...` then jokes, `Ready!`): the host kernel, whose NVIDIA driver
@@ -410,7 +411,7 @@ def _line_event(line: str, cut: bool = False) -> KernelEvent | None:
 # the NVLink5 Xids whose line says Fatal or Nonfatal after the code (`145, RLW_... Nonfatal XC0
 # ...`): their action depends on that word (steps/checks/xid_catalogue._NONFATAL)
 _SEVERED_XIDS = frozenset(range(144, 151))
-_SEVERITY_WORD = re.compile(r"\b(?:non-?\s?)?fatal\b", re.IGNORECASE)
+_SEVERITY_WORD = lazy_re(r"\b(?:non-?\s?)?fatal\b", re.IGNORECASE)
 
 
 def _read_line(line: str) -> KernelEvent | None:
@@ -454,7 +455,7 @@ def _read_line(line: str) -> KernelEvent | None:
 # a MIG GPU's Xid names the GPU instance (and compute instance) the error is attributable to
 # after its address: "(PCI:0000:01:00 GPU-I:05)", "(PCI:0000:3b:00 GPU-I:01 GPU-CI:02)"
 # (NVIDIA/open-gpu-kernel-modules kernel_rc.c krcReportXid; kern_gpu_ga100.c's examples)
-_MIG_ATTRIBUTION = re.compile(r"^(\S+)\s+(GPU-I:\s*\d+(?:\s+GPU-CI:\s*\d+)?)$", re.IGNORECASE)
+_MIG_ATTRIBUTION = lazy_re(r"^(\S+)\s+(GPU-I:\s*\d+(?:\s+GPU-CI:\s*\d+)?)$", re.IGNORECASE)
 
 
 def _mig_split(address: str) -> tuple[str, str | None]:
@@ -514,7 +515,7 @@ class _SxidJoiner:
 # the driver's once-per-GPU preamble to that GPU's first Xid (kernel_rc.c: krcReportXid calls
 # _krcLogUuidOnce, which prints "GPU at PCI:%04x:%02x:%02x: GPU-<uuid>" then "GPU Board Serial
 # Number: %s", and prints the "Xid (PCI:...): N, ..." line right after): group 1 its address
-_PREAMBLE = re.compile(
+_PREAMBLE = lazy_re(
     r"^(?:GPU at PCI:\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})\s*:\s*GPU-|GPU Board Serial Number:)"
 )
 

@@ -89,11 +89,11 @@ NVRM = re.compile(r"NVRM(?::\s?|\s(?=[a-z]*[A-Z_]\w*:))(.*)$")
 # the driver's banner as it loads (nv.c: "NVRM: loading %s", pNVRM_ID: "NVIDIA UNIX x86_64 Kernel
 # Module  580.105.08 ...", "NVIDIA UNIX Open Kernel Module for x86_64  525.60.11 ..."): printed
 # after its probes, before the GPUs are opened (RmInitAdapter)
-DRIVER_LOAD = re.compile(r"loading NVIDIA UNIX\b", re.IGNORECASE)
+DRIVER_LOAD = lazy_re(r"loading NVIDIA UNIX\b", re.IGNORECASE)
 # a PCI address in an NVRM sentence: "GPU 0000:81:00.0:", "GPU at PCI:0000:3b:00"
 # a GPU's PCI address as the driver prints it (domain:bus:device), its function after a dot
 _ADDRESS = r"[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}"
-_NVRM_PCI = re.compile(rf"\b({_ADDRESS}(?:\.\d)?)\b")
+_NVRM_PCI = lazy_re(rf"\b({_ADDRESS}(?:\.\d)?)\b")
 
 
 def prefix(line: str, start: int) -> str | None:
@@ -106,7 +106,7 @@ def prefix(line: str, start: int) -> str | None:
 # a time to the microsecond in a line's prefix (dmesg's `[17257.355375]` kept in syslog,
 # journalctl's short-precise `07:39:45.355375`, ISO `07:39:45,355375+00:00`): the kernel stamps
 # each printk once, so lines with the same such prefix are lines of one message
-_FINE_TIME = re.compile(r"\d[.,]\d{6}(?!\d)")
+_FINE_TIME = lazy_re(r"\d[.,]\d{6}(?!\d)")
 
 
 @dataclass
@@ -125,7 +125,7 @@ class Message:
 # what ends a driver sentence (a message ending otherwise may go on on the next line): a stop, or
 # a stop's parenthesised code ("RmInitAdapter failed! (0x22:0x56:884)"); an aside's bracket is
 # none ("The NVIDIA GPU 0000:01:00.0 (PCI ID: 10de:0fd3)" / "installed in this system is ...")
-_SENTENCE_END = re.compile(r"[.!](?:\s*\([^()]*\))?$")
+_SENTENCE_END = lazy_re(r"[.!](?:\s*\([^()]*\))?$")
 
 
 def _ends_sentence(text: str) -> bool:
@@ -134,7 +134,7 @@ def _ends_sentence(text: str) -> bool:
 
 # a message whose last word is a GPU's address has not said anything of it yet (the head of
 # "The NVIDIA GPU 0000:b3:00.0" / "(PCI ID: ...) installed in this system has" / "fallen off ...")
-_ENDS_WITH_PCI = re.compile(rf"\b{_ADDRESS}(?:\.\d)?$")
+_ENDS_WITH_PCI = lazy_re(rf"\b{_ADDRESS}(?:\.\d)?$")
 
 
 # the head of the driver's messages about one GPU that go on over several lines and always end in
@@ -205,7 +205,7 @@ def firmly(line: str, start: int) -> bool:
 
 # the driver's multi-line messages that end with no stop, said whole (os-interface.c: "... requires
 # auto onlining mode online_movable enabled in" / "/sys/devices/system/memory/auto_online_blocks")
-_WHOLE_WITHOUT_STOP = re.compile(r"/sys/devices/system/memory/auto_online_blocks$")
+_WHOLE_WITHOUT_STOP = lazy_re(r"/sys/devices/system/memory/auto_online_blocks$")
 
 
 def unfinished(message: Message) -> bool:

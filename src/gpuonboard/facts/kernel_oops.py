@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from gpuonboard.facts.kernel_log import BootCounter
 from gpuonboard.facts.kernel_text import kernel_lines
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
+from gpuonboard.once import lazy_re
 
 # the first line of a kernel crash report (arch/x86/kernel/traps.c, mm/fault.c's page fault
 # report, lib/bug.c), after the log's stamp; never a user-space process's fault the kernel only
@@ -26,20 +27,20 @@ _CRASH = re.compile(
 _USER = re.compile(r"\btraps: \S+\[\d+\]")
 # where a crash's report ends: its `---[ end trace`, or another report's start (a hung task's
 # `INFO: task`, a `WARNING:`, a `cut here` line)
-_END = re.compile(r"---\[ end trace\b|\bINFO: task\b|\bWARNING: |\bcut here\b")
+_END = lazy_re(r"---\[ end trace\b|\bINFO: task\b|\bWARNING: |\bcut here\b")
 # the Oops line a page fault's or a BUG's report goes on with (`Oops: 0000 [#1] SMP NOPTI`)
-_OOPS = re.compile(r"\bOops: ")
+_OOPS = lazy_re(r"\bOops: ")
 # the nvidia modules named by the report's own code: a symbol's module in its RIP or trace
 # (`[nvidia]`, `[nvidia_uvm]`); never `Modules linked in:`, which lists every module loaded
-_NVIDIA_NAMED = re.compile(r"\[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]")
-_MODULES = re.compile(r"\bModules linked in:")
+_NVIDIA_NAMED = lazy_re(r"\[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]")
+_MODULES = lazy_re(r"\bModules linked in:")
 # the crash's own CPU line (`CPU: 5 PID: 2812 Comm: python3 Tainted: P           OE     5.4.0-42`)
 # (a kernel before 3.10, RHEL 6's 2.6.32: `Pid: 389232, comm: ufep Tainted: P  ---- 2.6.32-431...`)
-_CPU_LINE = re.compile(r"\bCPU: \d+ (?:UID: \d+ )?PID: \d+ Comm: |\bPid: \d+, comm: ")
+_CPU_LINE = lazy_re(r"\bCPU: \d+ (?:UID: \d+ )?PID: \d+ Comm: |\bPid: \d+, comm: ")
 # `Tainted: P           OE     5.15.0-83-generic`: the taint flags before the kernel version
 # (or at the line's end: a paste's wrap, trimmed, cut the line there; or RHEL 6's `----` after it)
-_TAINT = re.compile(r"\bTainted: ([A-Z ]*?[A-Z])(?:\s+[-\d]|\s*$)", re.MULTILINE)
-_COMM = re.compile(r"\b[Cc]omm: (\S+)")
+_TAINT = lazy_re(r"\bTainted: ([A-Z ]*?[A-Z])(?:\s+[-\d]|\s*$)", re.MULTILINE)
+_COMM = lazy_re(r"\b[Cc]omm: (\S+)")
 _REPORT_LINES = 80
 
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import re
 
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
+from gpuonboard.once import lazy_re
 
 __all__ = ["gpu_driver_only", "nvidia_only", "nvswitch_only", "quoting_report"]
 
 # a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
 # before the driver's tag, after text that is no kernel stamp (`[XID found] (54 minutes ago) "`)
-_QUOTED = re.compile(r"""^(?!\s*\[\s*[\d.]+\])\s*\S[^"'`]*["'`]\s*(?:NVRM|nvidia-nvswitch\d*|kernel)\b:?""")
+_QUOTED = lazy_re(r"""^(?!\s*\[\s*[\d.]+\])\s*\S[^"'`]*["'`]\s*(?:NVRM|nvidia-nvswitch\d*|kernel)\b:?""")
 _DRIVER_TAG = re.compile(r"\bNVRM\b|\bnvidia-nvswitch\d*:")
 
 
@@ -29,9 +30,9 @@ def quoting_report(lines: list[str]) -> str | None:
 
 
 # the NVSwitch driver's kernel line (`nvidia-nvswitch1: SXid (PCI:0000:84:00.0): 12028, ...`)
-_NVSWITCH_LINE = re.compile(r"\bnvidia-nvswitch\d*:")
+_NVSWITCH_LINE = lazy_re(r"\bnvidia-nvswitch\d*:")
 # a mail's or a forum's quote marks before a line (`> `, `>> `)
-_QUOTE_MARK = re.compile(r"^\s*(?:>\s?)+")
+_QUOTE_MARK = lazy_re(r"^\s*(?:>\s?)+")
 
 
 def _said(lines: list[str]) -> list[str]:
@@ -48,7 +49,7 @@ def _said(lines: list[str]) -> list[str]:
 # the narrowest width a page or a terminal wraps a pasted line at
 _WRAP_WIDTH = 72
 # a journal's or syslog's kernel line head (`kernel: `, `host kernel: `)
-_KERNEL_HEAD = re.compile(r"(?:^|\s)kernel:\s")
+_KERNEL_HEAD = lazy_re(r"(?:^|\s)kernel:\s")
 
 
 def _kernel_said(lines: list[str]) -> list[str]:
@@ -72,7 +73,7 @@ def _kernel_said(lines: list[str]) -> list[str]:
 # program's tag (`kernel: `, `nvidia-persistenced[812]: `), never a device's name before its
 # address (`nvidia 0000:01:00.0: ...`), and never after `dmesg --time-format iso`'s stamp (its
 # `,` microseconds: dmesg prints no host, `NVRM cpuidInfoAMD: ...` is the driver's own text)
-_HOST_HEAD = re.compile(
+_HOST_HEAD = lazy_re(
     r"^\s*(?:>\s*)*(?:[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\d[T ][^\s,]+)"
     r"\s+\S+\s+(?=[^\s:\[]+(?:\[\d+\])?:(?:\s|$))"
 )

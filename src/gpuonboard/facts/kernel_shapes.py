@@ -26,22 +26,25 @@ import json
 import re
 from collections.abc import Iterator
 
+from gpuonboard.once import lazy_re
+
 __all__ = ["OTHERS_ONLY", "journal_shaped", "plain_kernel_text", "rfc5424_unframed"]
+
 
 # dmesg -r's raw priority (`<4>`, `<6>`; with the facility, `<14>`) before the stamp or message
 _RAW_PRIORITY = re.compile(r"^<\d{1,3}>(?=\S)", re.MULTILINE)
 # a syslog's `host kernel:[ 9438.84] ...` (rsyslog templates without the space)
 _KERNEL_NO_SPACE = re.compile(r"(\bkernel:)(?=\[)")
 # journalctl -o export's field line, and -o verbose's (indented)
-_EXPORT_FIELD = re.compile(r"^([A-Z0-9_]+)=(.*)$")
+_EXPORT_FIELD = lazy_re(r"^([A-Z0-9_]+)=(.*)$")
 _VERBOSE_HEAD = re.compile(r"^\S.*\[s=[0-9a-f]+;i=[0-9a-f]+;b=([0-9a-f]{32});m=([0-9a-f]+);")
-_VERBOSE_FIELD = re.compile(r"^\s+([A-Z0-9_]+)=(.*)$")
+_VERBOSE_FIELD = lazy_re(r"^\s+([A-Z0-9_]+)=(.*)$")
 # an entry's opening, JSON shapes: `{`, json-seq's record separator, json-sse's `data: `
 _JSON_START = re.compile(r"^(?:\x1e|data: )?\{")
 # the MESSAGE field of an entry the text ends inside (its value so far)
-_CUT_MESSAGE = re.compile(r'"MESSAGE"\s*:\s*"((?:[^"\\]|\\.)*)')
-_CUT_TRANSPORT = re.compile(r'"_TRANSPORT"\s*:\s*"([^"]*)"')
-_JSON_GAP = re.compile(r"[\s\x1e]*(?:data: )?")
+_CUT_MESSAGE = lazy_re(r'"MESSAGE"\s*:\s*"((?:[^"\\]|\\.)*)')
+_CUT_TRANSPORT = lazy_re(r'"_TRANSPORT"\s*:\s*"([^"]*)"')
+_JSON_GAP = lazy_re(r"[\s\x1e]*(?:data: )?")
 _CUT = "\0cut"  # an entry the text ends inside
 
 

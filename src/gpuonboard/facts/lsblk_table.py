@@ -22,6 +22,7 @@ from gpuonboard.facts.disks import (
     parse_size,
     size_rounding,
 )
+from gpuonboard.once import lazy_re
 
 __all__ = ["looks_like_lsblk_table", "parse_lsblk_table", "read_lsblk", "table_unread", "unread"]
 
@@ -102,11 +103,11 @@ _NAMES = ("NAME", "KNAME", "PATH")
 # the columns whose cell is one word lsblk always prints (never empty, never with a blank)
 _ONE_WORD = frozenset({"NAME", "KNAME", "PATH", "MAJ:MIN", "RM", "RO", "RA", "ROTA", "SIZE", "TYPE"})
 # the device types lsblk prints (its TYPE column)
-_TYPES = re.compile(r"^[a-z][a-z0-9]*$")
+_TYPES = lazy_re(r"^[a-z][a-z0-9]*$")
 # a tree's glyphs before a device's name: `├─`, `└─`, `│ `, ASCII `|-`, `` `- ``, `| `; and
 # `+-`, either branch as a paste's box-drawing to ASCII made it (api/paste.py), which no longer
 # tells the last branch from the others
-_BRANCH = re.compile(r"^((?:[│|]\s|\s\s)*)(├─|└─|\|-|`-|\+-)")
+_BRANCH = lazy_re(r"^((?:[│|]\s|\s\s)*)(├─|└─|\|-|`-|\+-)")
 _GLYPHS = "│├└─|`+"
 _LAST = ("└─", "`-")
 
@@ -136,7 +137,7 @@ def looks_like_lsblk_table(text: str) -> bool:
 
 # util-linux before 2.20 (RHEL 6) prints a device-mapper device's kernel name after its name:
 # `vg_root-lv_root (dm-0)`, `mpathb (dm-2)`; part of the name's cell
-_KERNEL_NAME = re.compile(r" \([\w.:-]+\)")
+_KERNEL_NAME = lazy_re(r" \([\w.:-]+\)")
 
 
 def _name_end(line: str, end: int) -> int:

@@ -318,7 +318,7 @@ _FLAG_UNITS = {"b": 1, "bytes": 1, "k": _KIB, "kibi": _KIB, "kilo": _KIB, "m": _
                "tera": _GIB << 10, "h": 0, "human": 0}  # fmt: skip
 # `--si`, or a unit flag procps-ng 3.3.10+ reads in powers of 1000 (`--giga`; older procps-ng
 # made it `-g`), in the copied command or the file's name (`free -h --si.txt`, `free-h-si.txt`)
-_SI_FLAG = re.compile(r"(?:^|[\s_-])-{0,2}(?:si|kilo|mega|giga|tera|peta)(?=$|[\s_.-])", re.IGNORECASE | re.M)
+_SI_FLAG = lazy_re(r"(?:^|[\s_-])-{0,2}(?:si|kilo|mega|giga|tera|peta)(?=$|[\s_.-])", re.IGNORECASE | re.M)
 
 
 def _numbers(text: str) -> list[int]:
@@ -456,7 +456,7 @@ def free_si(name: str, command: str = "") -> bool:
     return _SI_FLAG.search(tool_words(name, "free", command)) is not None
 
 
-_SIZED_CELL = re.compile(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPE]?)(?=\s|$)")
+_SIZED_CELL = lazy_re(r"(?<=\s)(\d+(?:[.,]\d+)?[KMGTPE]?)(?=\s|$)")
 
 
 def _mark_cells(text: str, mark: Callable[[str], str]) -> str:
@@ -492,7 +492,7 @@ def parse_cgroup_memory_limit(text: str) -> int | None:
     return min(limits) if limits else None
 
 
-_MEMINFO = re.compile(r"^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+(kB))?\s*$")
+_MEMINFO = lazy_re(r"^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+(kB))?\s*$")
 
 
 _MEMTOTAL = re.compile(r"^\s*MemTotal:\s+\d+\s*kB\s*$", re.M)
@@ -527,9 +527,9 @@ def parse_meminfo(text: str) -> MemoryInfo:
     )
 
 
-_NUMA_NODES = re.compile(r"^available: (\d+) nodes?", re.M)
-_NUMA_SIZE = re.compile(r"^node (\d+) size: (\d+) MB\s*$", re.M)
-_NUMA_CPUS = re.compile(r"^node (\d+) cpus:(.*)$", re.M)
+_NUMA_NODES = lazy_re(r"^available: (\d+) nodes?", re.M)
+_NUMA_SIZE = lazy_re(r"^node (\d+) size: (\d+) MB\s*$", re.M)
+_NUMA_CPUS = lazy_re(r"^node (\d+) cpus:(.*)$", re.M)
 
 
 def _twice(listed: list[str]) -> str:

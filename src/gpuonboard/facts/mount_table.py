@@ -5,10 +5,10 @@ did not print."""
 from __future__ import annotations
 
 import dataclasses
-import re
 from collections.abc import Mapping, Sequence
 
 from gpuonboard.facts.disks import Mount
+from gpuonboard.once import lazy_re
 
 __all__ = [
     "MOUNT_TABLE_MARK",
@@ -20,12 +20,12 @@ __all__ = [
 ]
 
 # the octal escapes the kernel writes in /proc/mounts for a blank, a tab, a newline, a backslash
-_MOUNTS_ESCAPE = re.compile(r"\\([0-7]{3})")
+_MOUNTS_ESCAPE = lazy_re(r"\\([0-7]{3})")
 
 
 # one line of the kernel's mount table: device, mount point (absolute), type, then options and
 # the two numbers (dump, pass) it ends with, or not (the live probe reads its first 3 fields)
-_MOUNT_LINE = re.compile(r"^\S+ /\S* [\w.-]+(?: \S+ \d+ \d+)?$")
+_MOUNT_LINE = lazy_re(r"^\S+ /\S* [\w.-]+(?: \S+ \d+ \d+)?$")
 
 # the line the df probe prints before the mount table it adds where df gave no types
 MOUNT_TABLE_MARK = "==> /proc/self/mounts <=="

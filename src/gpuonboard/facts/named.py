@@ -13,8 +13,10 @@ from __future__ import annotations
 import re
 import shlex
 
+from gpuonboard.once import lazy_re
+
 # a file name's end: its description after `__`, or its extension (`.txt`, `.log`, `.out`)
-_NAME_END = re.compile(r"__|\.[A-Za-z0-9]{1,5}(?=\s|$)")
+_NAME_END = lazy_re(r"__|\.[A-Za-z0-9]{1,5}(?=\s|$)")
 # what ends one command of a pipe or a list
 _SEPARATORS = frozenset({"|", "||", "&&", ";", "&", "|&", ";;", "(", ")"})
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from gpuonboard.facts.joined_entries import entries
+from gpuonboard.once import lazy_re
 
 __all__ = [
     "GpuNvlink",
@@ -132,10 +133,10 @@ class NvlinkStatus(_Blocks[GpuNvlink]):
 
 
 _GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
-_GPU_NO_UUID = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*()()$")
-_LINK = re.compile(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
+_GPU_NO_UUID = lazy_re(r"^GPU\s+(\d+):\s*(.*?)\s*()()$")
+_LINK = lazy_re(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
 _CAPABILITY = re.compile(r"^\s*Link\s+\d+,\s")
-_SPEED = re.compile(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
+_SPEED = lazy_re(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
 # a link line with a speed in one match: what _LINK then _SPEED read of it (value, speed), for
 # the ~12 lines a GPU of a whole listing; a line it does not match is read as before
 _LINK_SPEED = re.compile(r"^\s*Link\s+(\d+):\s*((\d+(?:\.\d+)?)\s*(?i:GB/s))\s*$")
@@ -214,8 +215,8 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
 # elision become warnings, not data. -ec (`--crcerrorcounters`) is a different command (per-lane
 # CRC counters): not this parser's input.
 
-_ERR_LINE = re.compile(r"^\s*Link\s+(\d+):\s*([^:]*?[A-Za-z][^:]*?)\s*:\s*(\S.*?)\s*$")
-_COUNT = re.compile(r"^\d+$")
+_ERR_LINE = lazy_re(r"^\s*Link\s+(\d+):\s*([^:]*?[A-Za-z][^:]*?)\s*:\s*(\S.*?)\s*$")
+_COUNT = lazy_re(r"^\d+$")
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from types import MappingProxyType
 
+from gpuonboard.once import lazy_re
+
 __all__ = [
     "NO_LEGEND",
     "PCIE_PATHS_ONLY",
@@ -83,7 +85,7 @@ _PCIE_RANK = {"PIX": 1, "PXB": 2, "PHB": 3, "NODE": 4, "SYS": 5, "SOC": 5}
 
 
 # A header cell of several words ("CPU Affinity", ...) is one cell, not one per word.
-_TOKEN = re.compile(r"(?:CPU Affinity|NUMA Affinity|GPU NUMA ID|\S)+")
+_TOKEN = lazy_re(r"(?:CPU Affinity|NUMA Affinity|GPU NUMA ID|\S)+")
 
 
 def _fields(line: str) -> list[str]:

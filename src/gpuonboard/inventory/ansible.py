@@ -33,6 +33,7 @@ from gpuonboard.inventory.ansible_vars import (
 from gpuonboard.inventory.limit import ANSIBLE_ORDER, ansible_group_hosts
 from gpuonboard.inventory.rules import MAX_HOSTS, is_digits, name_problem
 from gpuonboard.jinjatext import is_template
+from gpuonboard.once import lazy_re
 from gpuonboard.yamlload import LineDict, did_you_mean, parse_yaml, read_text, where
 
 _NATIVE_TOP = {"defaults", "groups", "hosts", "vendors_dir", "ssh_config"}
@@ -287,7 +288,7 @@ def _is_ipv6(text: str) -> bool:
         return False
 
 
-_RANGE = re.compile(r"\[([^\]]*)\]")
+_RANGE = lazy_re(r"\[([^\]]*)\]")
 
 
 def _range_values(body: str) -> tuple[range, Callable[[int], str]]:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuonboard.errors import UsageError
+from gpuonboard.once import lazy_re
 from gpuonboard.yamlload import did_you_mean, shown
 
 # A --limit names a few hosts or groups; these bound what one may cost (a 130 kB list of 25,000
@@ -27,11 +28,11 @@ ANSIBLE_ORDER = "ansible_group_hosts"
 
 # Ansible's subscript: `pattern[N]`, `pattern[-N]`, `pattern[N:M]`, `pattern[N:]` (and the
 # removed `[N-M]`); not on a `~regex`, where brackets are the regex's own
-_SUBSCRIPT = re.compile(r"^(.+)\[(?:(-?[0-9]+)|([0-9]+)([:-])([0-9]*))\]$")
+_SUBSCRIPT = lazy_re(r"^(.+)\[(?:(-?[0-9]+)|([0-9]+)([:-])([0-9]*))\]$")
 # Ansible's colon-separated terms: runs of anything but space, `:` and brackets, or a whole
 # bracketed expression (`web[1:3]:db` is `web[1:3]` and `db`)
-_COLON_TERMS = re.compile(r"(?:[^\s:\[\]]|\[[^\]]*\])+")
-_HOST_PORT = re.compile(r"^(?:[A-Za-z0-9_.-]|\[[^\]]*\])+:[0-9]+$")  # one host `name:port`
+_COLON_TERMS = lazy_re(r"(?:[^\s:\[\]]|\[[^\]]*\])+")
+_HOST_PORT = lazy_re(r"^(?:[A-Za-z0-9_.-]|\[[^\]]*\])+:[0-9]+$")  # one host `name:port`
 _LOCALHOST = ("localhost", "127.0.0.1", "::1")  # Ansible's implicit localhost names
 _GLOB_CHARS = "*?["
 

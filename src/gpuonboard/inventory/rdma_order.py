@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpuonboard.inventory.fields import RDMA_GBITS_RANGE, RDMA_PORTS_RANGE
+from gpuonboard.once import lazy_re
 from gpuonboard.yamlload import shown
 
 __all__ = ["ETHERNET", "INFINIBAND", "RdmaOrder", "fabric_named", "parse_rdma_order"]
@@ -25,20 +26,20 @@ ETHERNET = "Ethernet"
 # capital-B `GB`, `GB/s` is bytes: 50 GB/s is 400 Gb/s)
 _UNIT = r"([GgTt])(?:bit|bps|b/s|bE|b)?(?![A-Za-z/])"
 _RATE = rf"(\d+(?:\.\d+)?)\s*{_UNIT}"
-_RDMA = re.compile(rf"(\d+)\s*[xX×*]\s*{_RATE}", re.ASCII)
-_RATE_ONLY = re.compile(_RATE, re.ASCII)
-_RDMA_BYTES = re.compile(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB/s|GBps|GB)(?![A-Za-z/])", re.ASCII)
-_GBE = re.compile(r"\d\s*GbE\b", re.ASCII)
+_RDMA = lazy_re(rf"(\d+)\s*[xX×*]\s*{_RATE}", re.ASCII)
+_RATE_ONLY = lazy_re(_RATE, re.ASCII)
+_RDMA_BYTES = lazy_re(r"(\d+)\s*[xX×*]\s*(\d+(?:\.\d+)?)\s*(GB/s|GBps|GB)(?![A-Za-z/])", re.ASCII)
+_GBE = lazy_re(r"\d\s*GbE\b", re.ASCII)
 # words naming the fabric; an InfiniBand speed generation names InfiniBand (`NDR400`: its rate too)
-_IB_WORD = re.compile(r"\b(?:InfiniBand|IB)\b", re.IGNORECASE | re.ASCII)
-_ETH_WORD = re.compile(r"\b(?:RoCE(?:\s*v[12])?|Ethernet)\b", re.IGNORECASE | re.ASCII)
+_IB_WORD = lazy_re(r"\b(?:InfiniBand|IB)\b", re.IGNORECASE | re.ASCII)
+_ETH_WORD = lazy_re(r"\b(?:RoCE(?:\s*v[12])?|Ethernet)\b", re.IGNORECASE | re.ASCII)
 _WORDS = r"SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR"  # (FDR10, Mellanox's 10 Gb/s lane, before FDR)
 # (a generation's number is a port rate of two digits or more, `HDR100`, `NDR200`, `FDR10`; a word
 # with one digit is another thing's, `DDR5` / `DDR4` host memory: not a generation)
-_GENERATION = re.compile(rf"\b({_WORDS})(\d{{2,}})?\b", re.IGNORECASE | re.ASCII)
+_GENERATION = lazy_re(rf"\b({_WORDS})(\d{{2,}})?\b", re.IGNORECASE | re.ASCII)
 # InfiniBand's link width before its generation (`8x400G (4X NDR)`): not a count, where the
 # text holds ports x rate besides (`4x HDR200` alone is refused: a count or the width)
-_WIDTH = re.compile(rf"\b(?:1|2|4|8|12)[xX]\s+(?=(?:{_WORDS})\b)", re.IGNORECASE | re.ASCII)
+_WIDTH = lazy_re(rf"\b(?:1|2|4|8|12)[xX]\s+(?=(?:{_WORDS})\b)", re.IGNORECASE | re.ASCII)
 # each generation's rate of one lane in Gb/s, as the kernel's sysfs `rate` file computes a port's
 # (drivers/infiniband/core/sysfs.c rate_show: lane x width, `400 Gb/sec (4X NDR)`, `40 Gb/sec (4X
 # FDR10)`: FDR10 a 10 Gb/s lane, FDR 14); a port is 1X, 2X, 4X, 8X or 12X wide (mlx5 reports
@@ -52,7 +53,7 @@ _WIDTHS = (1, 2, 4, 8, 12)
 # (4X NDR)`: tests/fixtures/real/ibstat__h100-8x-ndr400__some-down__gpud.txt)
 _GENERATION_GBIT = {word: 4 * lane for word, lane in _LANE_GBIT.items()}
 # a NIC model (not checked: the rule reads ports, states, rates and link layers)
-_NIC = re.compile(
+_NIC = lazy_re(
     r"\b(?:(?:NVIDIA|Mellanox)\s+)?(?:ConnectX|CX)-?\d+(?:\s*(?:Dx|Lx|VPI))?\b", re.IGNORECASE | re.ASCII
 )
 

@@ -28,12 +28,13 @@ from typing import Any
 
 from gpuonboard.errors import InventoryError
 from gpuonboard.inventory.sshresolve import CONNECTION_KEYS, LIST_KEYS
+from gpuonboard.once import lazy_re
 from gpuonboard.yamlload import where
 
 # (in the order ssh gets them; the first comes before Ansible's own -o Port= -o User=)
 ANSIBLE_SSH_ARGS = ("ansible_ssh_args", "ansible_ssh_common_args", "ansible_ssh_extra_args")
 # an Ansible template, one word however many blanks it holds (`-i {{ key_dir }}/gpu.pem`)
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+_TEMPLATE = lazy_re(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
 # ssh(1) options that take a value, those that take none (its getopt string), and the keyword
 # of those read here

@@ -28,11 +28,12 @@ from gpuonboard.inventory.sshresolve import (
     expand_tokens,
     ssh_program,
 )
+from gpuonboard.once import lazy_re
 from gpuonboard.yamlload import read_bounded, read_text, where
 
 # the lines of an SSH config that make `ssh -G` run a command, and those that read other files
-_MATCH_EXEC = re.compile(r"^[ \t]*match\b.*\bexec\b", re.IGNORECASE | re.MULTILINE)
-_INCLUDE = re.compile(r"^[ \t]*include[ \t]*(?:=[ \t]*|[ \t])(.+)$", re.IGNORECASE | re.MULTILINE)
+_MATCH_EXEC = lazy_re(r"^[ \t]*match\b.*\bexec\b", re.IGNORECASE | re.MULTILINE)
+_INCLUDE = lazy_re(r"^[ \t]*include[ \t]*(?:=[ \t]*|[ \t])(.+)$", re.IGNORECASE | re.MULTILINE)
 
 
 def _include_problem(text: str, path: Path, limit: int, trail: tuple[str, ...] = ()) -> str | None:
@@ -153,7 +154,7 @@ NO_CONFIG = ("none", "/dev/null")  # (`ssh -F none`: no config file is read; /de
 
 
 # an Ansible template, which Ansible renders before ssh reads the words (`{{ playbook_dir }}`)
-_TEMPLATE = re.compile(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
+_TEMPLATE = lazy_re(r"\{\{.*?\}\}|\{%.*?%\}", re.S)
 
 
 def config_file_arg(args: str) -> str | None:

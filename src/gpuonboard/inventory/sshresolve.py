@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 import pwd
-import re
 import selectors
 import shutil
 import signal
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import InventoryError
+from gpuonboard.once import lazy_re
 
 MAX_CONFIG_BYTES = 1 << 20  # an ssh_config is a few KiB; 1 MiB is far past any real one
 SSH_G_TIMEOUT = 5.0  # seconds per `ssh -G` (a `Match exec` command runs inside it)
@@ -73,7 +73,7 @@ LIST_KEYS = frozenset({"identityfile", "certificatefile"})
 # (%C, %j, %k and %T are refused: a hash or a value only known when connecting)
 PATH_TOKENS = frozenset("%dhilLnpru")
 PROXY_COMMAND_TOKENS = frozenset("%hnpr")
-_TOKEN = re.compile(r"%(.?)")
+_TOKEN = lazy_re(r"%(.?)")
 
 
 def ssh_program() -> str | None:

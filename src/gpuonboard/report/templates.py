@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuonboard.errors import UsageError
+from gpuonboard.once import lazy_re
 from gpuonboard.report.view import _size
 
 REPORT_TEXT_LIMIT = 64 << 20  # the most text one report may be (report_limits().text)
@@ -146,7 +147,7 @@ def _environment_for(project: Path, name: str, html: bool) -> Any:
 # start markup - raw HTML or an autolink (<), a table cell end (|), code (`), emphasis (*, and
 # _ at a word edge), a link ([ ]), an entity (&name;) - and before a literal backslash. Text
 # such as ">= 1.0 TB" stays as it is: HTML entities (&gt;) are for the HTML report only.
-_MD_SPECIAL = re.compile(r"[\\`*\[\]<|]|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
+_MD_SPECIAL = lazy_re(r"[\\`*\[\]<|]|&(?=#?\w+;)|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
 
 
 def md_cell(value: Any) -> str:

@@ -25,7 +25,7 @@ _FAULT = lazy_re("|".join(re.escape(w) for w in FAULT_WORDS), re.IGNORECASE)
 # reset or fell off the bus); ERR! speaks for its own cell only, unless it is the GPU's name or
 # most of its row.
 _GPU_FAULT_WORDS: tuple[str, ...] = FAULT_WORDS[1:]
-_GPU_FAULT = re.compile("|".join(re.escape(w) for w in _GPU_FAULT_WORDS), re.IGNORECASE)
+_GPU_FAULT = lazy_re("|".join(re.escape(w) for w in _GPU_FAULT_WORDS), re.IGNORECASE)
 # NVML's error strings (nvmlErrorString: NVIDIA's list as DCGM copies it in
 # sdk/nvidia/nvml/nvml_error_strings.h, and NVML_ERROR_NOT_READY's "System is not in ready
 # state") that nvidia-smi prints as a field's value when the query for that field FAILED: the
@@ -266,7 +266,7 @@ def rule_reads(rule: str, cell_fault: str) -> bool:
 # (github.com/google/gvisor/pull/10676), a WSL2 or Hyper-V guest, a device cgroup): a field so
 # printed is not read, and says nothing of the GPU's sensors or state
 BLOCKED_ERRORS: tuple[str, ...] = ("GPU access blocked by the operating system",)
-_BLOCKED = re.compile("|".join(re.escape(w) for w in BLOCKED_ERRORS), re.IGNORECASE)
+_BLOCKED = lazy_re("|".join(re.escape(w) for w in BLOCKED_ERRORS), re.IGNORECASE)
 
 
 def blocked_fault(cell_fault: str) -> bool:

@@ -37,6 +37,7 @@ from gpuonboard.facts.nvidia_smi.values import (
     _yes_no,
     fabric_health,
 )
+from gpuonboard.once import lazy_re
 
 # The --query-gpu list recommended for a fallback probe (when -q -x is unusable):
 # `nvidia-smi --query-gpu=<these joined by ,> --format=csv,nounits`.
@@ -89,8 +90,8 @@ QUERY_FIELDS: tuple[str, ...] = (
 )
 
 
-_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]\s*$")
-_FIELD_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_UNIT_SUFFIX = lazy_re(r"\s*\[[^\]]*\]\s*$")
+_FIELD_NAME = lazy_re(r"^[A-Za-z_][A-Za-z0-9_.]*$")
 
 
 def _header_names(row: Sequence[str]) -> list[str] | None:
@@ -405,8 +406,8 @@ _DAMAGED = (
 )
 _DAMAGED_GAP = "the CSV's lines are broken (a paste wrapped at a fixed width?): no row is read as a GPU"
 # a unit in a header cell ('memory.total [MiB]'); a value that begins as a number ('9941 MiB')
-_HEADER_UNIT = re.compile(r"\[([^\]]+)\]\s*$")
-_NUMBER = re.compile(r"^[0-9.]+(?:\s|$)")
+_HEADER_UNIT = lazy_re(r"\[([^\]]+)\]\s*$")
+_NUMBER = lazy_re(r"^[0-9.]+(?:\s|$)")
 
 
 class _Shape:
@@ -526,7 +527,7 @@ _FULL_SHAPE = {
     "kmd_version": _DRIVER_SHAPE,
 }
 # a redacted identifier (GPU-00000000-0000-..., a serial of zeros): the same for every GPU
-_PLACEHOLDER = re.compile(r"^(?:GPU-)?[0-]+$", re.IGNORECASE)
+_PLACEHOLDER = lazy_re(r"^(?:GPU-)?[0-]+$", re.IGNORECASE)
 
 
 def _identity(gpu: GpuInfo, has_index: bool) -> tuple[str, ...]:

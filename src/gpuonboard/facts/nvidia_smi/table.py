@@ -25,24 +25,25 @@ from gpuonboard.facts.nvidia_smi.values import (
 )
 from gpuonboard.facts.nvidia_smi.version_skew import with_version_skew
 from gpuonboard.facts.wrapped import join_wrap, wrap_width
+from gpuonboard.once import lazy_re
 
 # the header's "<label> Version: <value>" pairs: "Driver Version: 580.65.06  CUDA Version: 13.0"
 # up to R590, "KMD Version: 610.57.04  CUDA UMD Version: 13.3" from R610
 # (a value is one word, or nvidia-smi's two for no CUDA driver: "CUDA Version: Not Found", or a
 # fault marker of several, as its cells print them: "[Unknown Error]", "Unknown Error")
-_TABLE_VERSION_PAIR = re.compile(
+_TABLE_VERSION_PAIR = lazy_re(
     r"([A-Za-z]+(?: [A-Za-z]+)*)\s+Version:\s*((?i:not found\b)|\[[^\]|]+\]|Unknown Error\b|\S+)"
 )
 # label -> what it names, the preferred spelling first
 _TABLE_VERSION_LABELS = {"driver": ("kmd", "driver"), "cuda": ("cuda umd", "cuda")}
 # the box's header rule under the column titles ("|=====+=====|"): the table's shape, whatever
 # its version labels say
-_TABLE_DRIVER_LABEL = re.compile(r"\b(?:Driver|KMD) Version:")
-_TABLE_RULE = re.compile(r"(?m)^\s*\|=+[=+|]*\|?\s*$")
+_TABLE_DRIVER_LABEL = lazy_re(r"\b(?:Driver|KMD) Version:")
+_TABLE_RULE = lazy_re(r"(?m)^\s*\|=+[=+|]*\|?\s*$")
 # the first column's right cell: persistence mode on Linux, the driver model on Windows
 # (or a fault marker in that cell: `[N/A]`, `[Unknown Error]`: the GPU's row all the same)
 _MARKER = r"ERR!|\[[^\]|]+\]|Unknown Error"
-_TABLE_NAME_CELL = re.compile(rf"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|WDDM|TCC|MCDM|WDM|{_MARKER})\s*$")
+_TABLE_NAME_CELL = lazy_re(rf"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|WDDM|TCC|MCDM|WDM|{_MARKER})\s*$")
 # an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A; a
 # fault marker there is that cell's fault, the row still a GPU's (never dropped from the count)
 # a bus id its poster redacted (telegraf#6258's `xxxxxxxxxxxxxxxx`; `XXXX`, `****`,
@@ -52,26 +53,26 @@ _REDACTED_BUS = (
     r"(?=[0-9A-Fa-f:.]*[xX*]{2})[0-9A-Fa-fxX*:.]{4,}|[0-9A-Fa-f]{4,8}:"
     r"|<[A-Za-z _-]{0,20}>|\[?(?i:redacted|hidden|removed|masked)\]?"
 )
-_TABLE_BUS_CELL = re.compile(
+_TABLE_BUS_CELL = lazy_re(
     rf"^\s*([0-9A-Fa-f]{{4,8}}:[0-9A-Fa-f]{{2}}:[0-9A-Fa-f]{{2}}\.[0-9A-Fa-f]|N/A|{_MARKER}"
     rf"|(?P<redacted>{_REDACTED_BUS}))(?=\s|$)"
 )
-_TABLE_TEMP = re.compile(r"(\d+)C\b")
+_TABLE_TEMP = lazy_re(r"(\d+)C\b")
 # MiB; "MB" before R331 (the same binary unit)
-_TABLE_MEMORY = re.compile(r"(\d+)\s*(MiB|MB|GiB)\s*/\s*(\d+)\s*(MiB|MB|GiB)")
-_TABLE_PERF = re.compile(r"\b(P\d{1,2})\b")
-_TABLE_POWER = re.compile(r"(\S+)\s*/\s*(\S+)\s*$")
-_TABLE_UTIL = re.compile(r"^\s*(\d+%|N/A)\s+(.*?)\s*$")
+_TABLE_MEMORY = lazy_re(r"(\d+)\s*(MiB|MB|GiB)\s*/\s*(\d+)\s*(MiB|MB|GiB)")
+_TABLE_PERF = lazy_re(r"\b(P\d{1,2})\b")
+_TABLE_POWER = lazy_re(r"(\S+)\s*/\s*(\S+)\s*$")
+_TABLE_UTIL = lazy_re(r"^\s*(\d+%|N/A)\s+(.*?)\s*$")
 # "|    0    2    1    12249      C   /root/tools/memhog     2194MiB |" (GI/CI columns from R470)
-_TABLE_PROCESS = re.compile(
+_TABLE_PROCESS = lazy_re(
     r"^\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+|N/A)\s+([CGM](?:\+[CGM])*)\s+(.*?)\s+(\d+(?:MiB|MB)|N/A)\s*$"
 )
-_TABLE_UNIT = re.compile(r"(?<=\d)(?=[A-Za-z])")
+_TABLE_UNIT = lazy_re(r"(?<=\d)(?=[A-Za-z])")
 # "Processes:", "Compute processes:" (before R331)
-_TABLE_PROCESSES = re.compile(r"\bprocesses:", re.IGNORECASE)
+_TABLE_PROCESSES = lazy_re(r"\bprocesses:", re.IGNORECASE)
 # the process table's "none" line of every generation: "No running processes found", before
 # R331 "No running compute processes found" (under "Compute processes:")
-_TABLE_NO_PROCESSES = re.compile(r"\bNo running (?:compute |graphics )?processes found\b", re.IGNORECASE)
+_TABLE_NO_PROCESSES = lazy_re(r"\bNo running (?:compute |graphics )?processes found\b", re.IGNORECASE)
 
 
 def looks_like_table(text: str) -> bool:
@@ -114,9 +115,9 @@ def _table_versions(text: str, warnings: list[str]) -> tuple[str | None, str | N
 
 # a banner value glued to the border line under it where a cut line was joined to the next
 # (`580.1+-----+----|`): a version, then border characters
-_GLUED_VALUE = re.compile(r"[\d.]+[-+=|]*[-+=][-+=|]*")
+_GLUED_VALUE = lazy_re(r"[\d.]+[-+=|]*[-+=][-+=|]*")
 # a banner's last value closed by the line's `|` (spaces collapsed: `CUDA Version: 13.0|`)
-_CLOSED_VALUE = re.compile(rf"(?:\d+(?:\.\d+)*|N/A|{_MARKER})\|")
+_CLOSED_VALUE = lazy_re(rf"(?:\d+(?:\.\d+)*|N/A|{_MARKER})\|")
 
 
 def _cut_value(value: str, rest: str) -> bool:
@@ -203,10 +204,10 @@ def _table_processes(
 
 
 # a bracketed marker is one token ("[Unknown Error]", "[GPU is lost]"), as is NVML's bare string
-_TABLE_TOKEN = re.compile(r"\[[^\]|]+\]|Unknown Error|\S+")
+_TABLE_TOKEN = lazy_re(r"\[[^\]|]+\]|Unknown Error|\S+")
 # a box's closing border, `+-----+` (a header rule, `|=====|`, closes nothing: a box-drawn paste's
 # `╞═══╡` reads as `+=====+`, the Processes table's header rule of a table cut under it)
-_TABLE_BORDER = re.compile(r"^\s*\+-[-+]*\+\s*$")
+_TABLE_BORDER = lazy_re(r"^\s*\+-[-+]*\+\s*$")
 _TABLE_CUT = (
     "the nvidia-smi table output is cut short before its Processes table closes: incomplete probe, rerun"
 )
@@ -218,7 +219,7 @@ _TABLE_LISTS_CUT = (
 
 # a MIG device's first row in the `MIG devices:` table: `|  7   13   0   0  |  3MiB / 4864MiB |`
 # (GPU, GPU instance, compute instance, MIG device); its other rows hold no such first cell
-_TABLE_MIG_ROW = re.compile(r"^(\d+)\s+(?:\d+|N/A)\s+(?:\d+|N/A)\s+\d+$")
+_TABLE_MIG_ROW = lazy_re(r"^(\d+)\s+(?:\d+|N/A)\s+(?:\d+|N/A)\s+\d+$")
 
 
 def _table_mig_devices(lines: Sequence[str]) -> dict[int, int]:
@@ -421,7 +422,7 @@ def _table_complete(lines: Sequence[str]) -> bool:
     return bool(box) and _TABLE_BORDER.match(box[-1]) is not None
 
 
-_BORDER = re.compile(r"^\+-{20,}\+$")
+_BORDER = lazy_re(r"^\+-{20,}\+$")
 
 
 def _unjoined(lines: list[str]) -> list[str]:

@@ -109,7 +109,7 @@ def _wrapped_lines(lines: Sequence[str], read: _Lines) -> dict[int, int]:
 
 
 # the units nvidia-smi -q prints after a number, a space between them (`15.65 W`, `1410 MHz`)
-_UNIT = re.compile(r"[KMGT]i?B(?:/s)?|[KMG]?Hz|%|C|W|mW|mV|V|[mun]s|seconds|bank\(s\)")
+_UNIT = lazy_re(r"[KMGT]i?B(?:/s)?|[KMG]?Hz|%|C|W|mW|mV|V|[mun]s|seconds|bank\(s\)")
 
 
 def _unwrapped(text: str, read: _Lines) -> tuple[str, list[str]]:
@@ -547,7 +547,7 @@ _TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"
 # two `label : value` fields on one line (a paste that lost the newline between them: "Persistence
 # Mode   : Disabled    Addressing Mode    : HMM"): a value, wide spaces, then a label padded to
 # nvidia-smi's colon column. A value never holds a padded " : " of its own.
-_JOINED_FIELDS = re.compile(
+_JOINED_FIELDS = lazy_re(
     r"(?m)^([ \t]*)(\S[^\n]*?\s+:[ \t]+\S(?:[^\n]*?\S)?)[ \t]{3,}(\S[^\n:]*?\S[ \t]{2,}:(?:[ \t][^\n]*)?)$"
 )
 

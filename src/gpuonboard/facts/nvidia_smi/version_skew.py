@@ -7,13 +7,13 @@ A fault marker in a field both branches know is still a fault."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from gpuonboard.facts.nvidia_smi.model import GpuReport
+from gpuonboard.once import lazy_re
 
 # the table's banner: `NVIDIA-SMI 450.36.06    Driver Version: 418.67`
-_TOOL_VERSION = re.compile(r"NVIDIA-SMI\s+(\d+\.\d+(?:\.\d+)?)\b")
+_TOOL_VERSION = lazy_re(r"NVIDIA-SMI\s+(\d+\.\d+(?:\.\d+)?)\b")
 # the driver branch that first has each field a table cell reads (its reader's name), so a driver
 # before it cannot answer it: MIG mode came with R450 (the A100's launch; NVIDIA's MIG user guide,
 # https://docs.nvidia.com/datacenter/tesla/mig-user-guide/ "Supported GPUs": R450 and later)

@@ -23,6 +23,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
     nvidia_smi_failure,
 )
 from gpuonboard.facts.probe import Probe
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_family, ngc
 from gpuonboard.steps.checks.gpu_rules import EXEC_NO_CUDA, NO_CUDA_ADVICE
@@ -59,7 +60,7 @@ _INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:orin|xavier|tegra|thor)\b", re.IGNOREC
 # PCI-style Bus-Id (tests/fixtures/real), not the nvgpu driver of the Orin iGPU the -py3-igpu
 # images are built for, and a Thor user's Dockerfile builds on nvcr.io/nvidia/pytorch:25.09-py3;
 # no NVIDIA text read says which image runs on it, so neither variant is judged there
-_THOR = re.compile(r"\bthor\b", re.IGNORECASE)
+_THOR = lazy_re(r"\bthor\b", re.IGNORECASE)
 
 
 def is_integrated(name: str) -> bool:

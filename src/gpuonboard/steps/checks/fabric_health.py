@@ -12,7 +12,6 @@ is `unverified`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -26,6 +25,7 @@ from gpuonboard.facts.nvlink import (
     NvlinkStatus,
 )
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_identity import model_name
 from gpuonboard.steps.checks.nvlink_rules import (
@@ -210,7 +210,7 @@ def _whole_box_check(fm: FabricManagerState | None, complete: bool, nvswitch_gpu
 
 
 # Grace-Blackwell superchips of NVL72 racks: a compute tray's 4 GPUs join the rack's NVSwitch trays
-_RACK_SCALE = re.compile(r"\bGB[23]00\b")
+_RACK_SCALE = lazy_re(r"\bGB[23]00\b")
 
 
 def rule_fabric_manager(

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from collections.abc import Iterable
 
 from gpuonboard.facts.gpu_ids import all_names_by_id, every_name, names_by_id, shown_id
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.checks.model_match import is_placeholder_name, is_vgpu, model_tokens, stated_form
 
 LIST = "NVIDIA's driver list of PCI ids (data/gpu_pci_ids.yml)"
@@ -49,10 +49,10 @@ def placeholder_text(g: GpuInfo, named: GpuInfo | None = None) -> str:
 # words of a name that state a dimension a shorter name of the same card may leave out: a memory
 # size ('144G' is read as 144GB), a memory type, an SXM generation; the form words, read whole by
 # `stated_form`; platform words (HGX, DGX: a baseboard, no product)
-_SIZE = re.compile(r"^\d+GB$")
-_KIND = re.compile(r"^(?:HBM|GDDR|LPDDR)\d[EX]?$")
-_GENERATION = re.compile(r"^SXM\d+$")
-_NOT_MODEL = re.compile(r"^(?:\d+GB|(?:HBM|GDDR|LPDDR)(?:\d[EX]?)?|SXM\d*|PCIE\d*|HGX\d*|DGX\d*)$")
+_SIZE = lazy_re(r"^\d+GB$")
+_KIND = lazy_re(r"^(?:HBM|GDDR|LPDDR)\d[EX]?$")
+_GENERATION = lazy_re(r"^SXM\d+$")
+_NOT_MODEL = lazy_re(r"^(?:\d+GB|(?:HBM|GDDR|LPDDR)(?:\d[EX]?)?|SXM\d*|PCIE\d*|HGX\d*|DGX\d*)$")
 
 
 def _dimensions(name: str) -> tuple[frozenset[str], tuple[frozenset[str], ...]]:

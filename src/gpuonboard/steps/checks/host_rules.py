@@ -25,6 +25,7 @@ from gpuonboard.facts.cpu import (
 )
 from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.disk_rules import rule_data_disk as rule_data_disk
 from gpuonboard.steps.checks.host_facts import answered as _answered
@@ -42,7 +43,7 @@ def _or_unknown(n: int | None) -> str:
 
 # a /proc/cpuinfo's line of any architecture: x86's `processor : 0`, ARMv7's `Processor : ARMv7
 # ...`, s390's `vendor_id : IBM/S390` and `# processors : 4`
-_CPUINFO_LINE = re.compile(r"^(?:processor|Processor|vendor_id|# processors)\s*:", re.M)
+_CPUINFO_LINE = lazy_re(r"^(?:processor|Processor|vendor_id|# processors)\s*:", re.M)
 
 
 # what told the usable CPU count, by _usable_cpus's reason
@@ -280,7 +281,7 @@ def _cpus_in_container(check: Check, order: OrderSpec, facts: Facts) -> Check:
 # copied command (`docker run --runtime=runsc`, `--runtime=kata-runtime`, `ctr run --runtime
 # io.containerd.kata.v2`, a RuntimeClass `kata-qemu`): its lscpu shows the sandbox's CPUs (a
 # `--cpuset-cpus` set, the VM's vCPUs) with none offline, never the host's
-_OWN_KERNEL = re.compile(
+_OWN_KERNEL = lazy_re(
     r"(?<![\w-])(runsc|gvisor|kata[\w.-]*|io\.containerd\.(runsc|kata)[\w.-]*)(?![\w-])", re.I
 )
 
@@ -476,8 +477,8 @@ def _fewer_cpus(facts: Facts, logical: int | None) -> str:
 
 # lscpu's `Hypervisor vendor:` line (KVM, Microsoft, VMware, Xen ...), and the `hypervisor` CPU flag
 # a guest's CPUs carry (lscpu's Flags, /proc/cpuinfo's flags)
-_HYPERVISOR_VENDOR = re.compile(r"^\s*Hypervisor vendor:\s*(\S.*?)\s*$", re.M)
-_HYPERVISOR_FLAG = re.compile(r"^\s*flags\s*:.*\bhypervisor\b", re.M | re.I)
+_HYPERVISOR_VENDOR = lazy_re(r"^\s*Hypervisor vendor:\s*(\S.*?)\s*$", re.M)
+_HYPERVISOR_FLAG = lazy_re(r"^\s*flags\s*:.*\bhypervisor\b", re.M | re.I)
 
 
 def _hypervisor(facts: Facts) -> str:

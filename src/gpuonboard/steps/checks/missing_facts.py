@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts.gpu_agree import field_whole
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ _JOINED_BEFORE = (
     r"[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}"  # Mon Jan 20 10:18:26 2025
     r"|[^\s+]*[$#%>](?:[ \t]+(?:[^\s+]+[ \t]+){0,3}?\S*nvidia-smi[^\s+]*(?:[ \t]+-[^\s+]*){0,6})?"
 )
-_OWN_DRIVER_LINE = re.compile(
+_OWN_DRIVER_LINE = lazy_re(
     r"^\s*(?:\|\s*NVIDIA-SMI\s+[\w.-]+\s+Driver Version:\s*(?P<table>[\d.]+)\s"
     r"|Driver Version\s*:\s*(?P<q>[\d.]+)\s*$)"
     rf"|^[ \t]*(?:(?:{_JOINED_BEFORE})[ \t]+)?"
@@ -253,11 +254,11 @@ def driver_above_cut(facts: Facts) -> str | None:
 # nothing above but blank lines, its date line (`Mon Jan 20 10:18:26 2025`) or watch's header;
 # -q's `==============NVSMI LOG==============` above its `Driver Version`. A document's words above
 # a quoted banner ("the host needs at least this driver:") are no output of the box.
-_TABLE_HEAD = re.compile(
+_TABLE_HEAD = lazy_re(
     r"\A(?:[ \t]*\n|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}[ \t]*\n|Every .*\n)*"
     r"[ \t]*\+-+\+[ \t]*\n[ \t]*\|\s*NVIDIA-SMI\s"
 )
-_Q_HEAD = re.compile(r"^\s*=+NVSMI LOG=+\s*\n(?:.*\n)*?\s*Driver Version\s*:", re.M)
+_Q_HEAD = lazy_re(r"^\s*=+NVSMI LOG=+\s*\n(?:.*\n)*?\s*Driver Version\s*:", re.M)
 
 
 # what a table (or another format) says whose banner was read and none of whose GPU rows

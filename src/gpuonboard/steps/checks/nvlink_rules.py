@@ -22,6 +22,7 @@ from gpuonboard.facts.nvlink import (
     NvlinkErrors,
     NvlinkStatus,
 )
+from gpuonboard.once import lazy_re
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.model_match import form_unread, variant_words
@@ -120,7 +121,7 @@ def nvlink_model(gpu_name: str) -> ModelLinks | None:
     )
 
 
-_CUT_TAIL = re.compile(r"\s*\S*\.\.\.\s*$")  # the word nvidia-smi's table cut: 'P...', '80G...'
+_CUT_TAIL = lazy_re(r"\s*\S*\.\.\.\s*$")  # the word nvidia-smi's table cut: 'P...', '80G...'
 
 
 def _cut_form_models(gpu_models: Sequence[str] | Mapping[int, str]) -> dict[int, tuple[str, ModelLinks]]:

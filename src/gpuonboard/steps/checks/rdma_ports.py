@@ -18,6 +18,7 @@ from gpuonboard.facts import infiniband, rdma_merge
 from gpuonboard.facts.infiniband import MAYBE_SOFTWARE, NO_LINK_LAYER, SOFTWARE, IbPort
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory.rdma_order import ETHERNET, INFINIBAND
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check
 
 if TYPE_CHECKING:
@@ -243,7 +244,7 @@ def _rdma_too_few(
 
 # an RDMA device of a bond (mlx5's RoCE LAG `mlx5_bond_0`: one device for the bonded ports of one
 # card, tests/fixtures/real/ib-sysfs__h100-8x-ndr400-ib_plus_bond-roce200__gpud.txt)
-_BOND = re.compile(r"bond", re.IGNORECASE)
+_BOND = lazy_re(r"bond", re.IGNORECASE)
 # the most ports one bond device stands for: an mlx5 LAG bonds the ports of one card, 2 (the
 # kernel's "net/mlx5: Implement RoCE LAG feature", dual-port cards only) or 4 since MLX5_MAX_PORTS
 # was raised to 4 ("net/mlx5: Lag, ... NICs with 4 ports", Mark Bloch, netdev 2022)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from gpuonboard.facts.aer import AER_FAULTS
 from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults
+from gpuonboard.once import lazy_re
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.checks.once import loaded_once
 
@@ -138,13 +139,13 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
 # `Contained:` / `Uncontained:` word, and its last match: the driver prints it at the line's end
 # (rsyslog's `message repeated 3 times: [ ... D-RST: Yes]` adds a bracket), after the process
 # name (`name=RST: Yes` is the user's word)
-_RESET_SAID = re.compile(r"ontained:.*?\bRST:\s*(Yes|No),\s*D-RST:\s*(Yes|No)\b", re.IGNORECASE)
+_RESET_SAID = lazy_re(r"ontained:.*?\bRST:\s*(Yes|No),\s*D-RST:\s*(Yes|No)\b", re.IGNORECASE)
 
 
 # the driver's own word for an NVLink5 Xid event (144-150: `144, SAW_MVB Nonfatal XC0 i0 Link 0
 # (0x00000001 0x00000008 ...)`, `Fatal` otherwise): a non-fatal one is an error the link
 # recovered from, as a non-fatal SXid is (watched, not a GPU reset; gpud keeps it a warning)
-_NONFATAL = re.compile(r"\s*[A-Z][A-Z0-9_]*\s+non-?\s?fatal\b", re.IGNORECASE)
+_NONFATAL = lazy_re(r"\s*[A-Z][A-Z0-9_]*\s+non-?\s?fatal\b", re.IGNORECASE)
 
 
 # Xid 154: the driver prints "GPU recovery action changed from 0x%x (%s) to 0x%x (%s)"; what the
@@ -155,7 +156,7 @@ _NONFATAL = re.compile(r"\s*[A-Z][A-Z0-9_]*\s+non-?\s?fatal\b", re.IGNORECASE)
 # health watch (modules/health/DcgmHealthWatch.cpp; dcgmlib/src/dcgm_errors.c): NONE = healthy;
 # GPU_RESET, DRAIN_P2P ("terminate P2P processes, check again") and DRAIN_AND_RESET ("reset the
 # GPU after work drained") = a GPU reset (DCGM_ERROR_RESET); NODE_REBOOT = reboot.
-_RECOVERY_TO = re.compile(r"\bto\s+(?:0x([0-9a-f]+))?\s*(?:\(([^)]*)\))?", re.I)
+_RECOVERY_TO = lazy_re(r"\bto\s+(?:0x([0-9a-f]+))?\s*(?:\(([^)]*)\))?", re.I)
 
 
 _RECOVERY_CODES = {0: "ignore", 1: "reset_gpu", 2: "reboot", 3: "reset_gpu", 4: "reset_gpu"}

@@ -16,6 +16,7 @@ from dataclasses import replace
 from gpuonboard.facts.extra_probes import SAVE_AGAIN
 from gpuonboard.facts.kernel_instance import DEVICES
 from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.xid_catalogue import ACTIONS as ACTIONS
 from gpuonboard.steps.checks.xid_catalogue import FAILING as FAILING
@@ -179,7 +180,7 @@ def _pci_index(gpus: Sequence[tuple[int, str | None]]) -> dict[str, int]:
 # with any of its blanks lost too: a paste word-wrapped at `Ch 00000001` / `caused` or `previous`
 # / `Xid`, every line's break as long, cannot be told from a terminal's wrap inside a word, and
 # is glued back so (facts/wrapped.py)
-_CAUSED_BY = re.compile(r"(?<![A-Za-z])caused\s*by\s*previous\s*Xid\s*(\d+)", re.IGNORECASE)
+_CAUSED_BY = lazy_re(r"(?<![A-Za-z])caused\s*by\s*previous\s*Xid\s*(\d+)", re.IGNORECASE)
 
 
 def implied_xids(events: tuple[KernelEvent, ...] | list[KernelEvent]) -> tuple[KernelEvent, ...]:
@@ -304,7 +305,7 @@ def _warn_detail(actions: Sequence[str], what: str) -> str:
 
 
 # the lines of an Xid: its own and the preamble the driver prints before a GPU's first one
-_XID_LINE = re.compile(r"\bS?Xid\b|GPU at PCI:|Board Serial Number")
+_XID_LINE = lazy_re(r"\bS?Xid\b|GPU at PCI:|Board Serial Number")
 
 
 def cut_driver_message(event: KernelEvent) -> bool:
@@ -314,7 +315,7 @@ def cut_driver_message(event: KernelEvent) -> bool:
 
 # the driver's core dump of a GPU microcontroller (falcon: the GSP, PMU ...), one `NVRM:
 # kflcnCoreDumpNondestructive_IMPL: TRACE: NN = 0x...` line per word (open-gpu-kernel-modules#446)
-_DUMP = re.compile(r"\bkflcnCoreDump")
+_DUMP = lazy_re(r"\bkflcnCoreDump")
 
 
 def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
@@ -563,7 +564,7 @@ def _said_by_xid(
 
 # a GPU named by its device minor number, not its address (old drivers: "rm_init_adapter failed
 # for device bearing minor number 1", "rm_init_adapter(0) failed")
-_MINOR_NUMBER = re.compile(r"\bminor number\s*\d|\brm_init_adapter\s*\(\s*\d+\s*\)", re.IGNORECASE)
+_MINOR_NUMBER = lazy_re(r"\bminor number\s*\d|\brm_init_adapter\s*\(\s*\d+\s*\)", re.IGNORECASE)
 
 
 def _unexplained(events: Sequence[KernelEvent]) -> list[KernelEvent]:

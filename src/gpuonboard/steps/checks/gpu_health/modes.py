@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.once import lazy_re
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
@@ -16,7 +17,7 @@ from gpuonboard.steps.checks.once import loaded_once
 
 # integrated (Jetson) GPUs, whose nvidia-smi prints N/A for the persistence mode by design:
 # "Orin (nvgpu)" (tests/fixtures/real/nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt)
-_INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:Orin|Xavier|Thor)\b", re.IGNORECASE)
+_INTEGRATED = lazy_re(r"\(nvgpu\)|\b(?:Orin|Xavier|Thor)\b", re.IGNORECASE)
 
 
 # the driver models of Windows (nvidia-smi -q `Driver Model`, the table's Driver-Model column)
