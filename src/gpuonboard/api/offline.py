@@ -44,6 +44,7 @@ from gpuonboard.api.saved_kinds import (
     talos_cut,
     unstamped_kinds,
 )
+from gpuonboard.api.saved_retired import retired_pages
 from gpuonboard.api.saved_text import (
     copied_command,
     decode_saved,
@@ -63,6 +64,7 @@ from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
+from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
@@ -380,6 +382,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             " lines onto it, as `nvidia-smi nvlink -s`'s), so no GPU count can be read from it: save it"
             " again as the command printed it (`nvidia-smi -L > gpus.txt`) or paste it in a code block."
         )
+    if kind in (None, "nvidia_smi") and (pages := retired_pages(text)) is not None:
+        # (its pages counted on their GPUs: facts/gpu_retired.py; `-i 0`'s a view of some GPUs)
+        return RETIRED_PROBE, ProbeOutput(pages, "", 0, narrowed("nvidia_smi_csv", copied or command))
     if (
         kind in (None, "nvidia_smi")
         and saved_forms.compute_apps(text) is None
@@ -556,6 +561,12 @@ def load_outputs(
     if notes is not None:
         notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes
+    if set(raw) == {RETIRED_PROBE} and not skipped:  # (pages, and no GPU list to count them on)
+        raise UsageError(
+            f"{origin[RETIRED_PROBE]}: a --query-retired-pages CSV lists retired pages, not GPUs, so it"
+            " tells no GPU count or model: save `nvidia-smi -q` of the box beside it (its pages are"
+            " counted on its GPUs). No other output was given, so nothing is judged."
+        )
     if not raw and not skipped and session_notes:  # (only outputs read that hold nothing judged)
         raise UsageError(" ".join(session_notes) + " No other output was given, so nothing is judged.")
     if not raw:
