@@ -120,10 +120,34 @@ def _read_saved(path: Path, notes: list[str] | None = None) -> tuple[bytes, str]
     except ValueError as bad:
         raise UsageError(f"{path}: {bad}.") from None
     if (why := not_text(data)) is not None:
-        raise UsageError(f"{path}: {why}")
+        head = _readable_head(data)
+        if head is None:
+            raise UsageError(f"{path}: {why}")
+        data, cut = (
+            head,
+            cut
+            or (
+                f"the file ends in NUL bytes after byte {len(head)} (a tail a crash or a disk error filled"
+                " with zeros), so only the output before them was read"
+            ),
+        )
     if notes is not None:
         notes += [f"{path}: {clause}." for clause in said]
     return data, cut
+
+
+def _readable_head(data: bytes) -> bytes | None:
+    """The whole lines before a file's tail of NUL bytes, where they are an output of a known kind
+    (a kernel log whose tail a crash filled with zeros: its lines are the box's answer, cut);
+    None where there are none, where text follows the NULs (a binary, or damage inside the text:
+    refused as before), or they are of no known kind."""
+    if b"\x00" not in data or not_text(data[:16].replace(b"\x00", b" ")) is not None:
+        return None  # (an archive's or image's magic: no output's damaged tail)
+    head, tail = data[: data.index(b"\x00")], data[data.index(b"\x00") :]
+    if tail.strip(b"\x00 \t\r\n"):
+        return None
+    head = head[: head.rfind(b"\n") + 1]
+    return head if head.strip() and detect_kind(decode_saved(head)) is not None else None
 
 
 def _unread_file_note(why: str) -> str:
