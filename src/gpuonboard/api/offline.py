@@ -217,19 +217,27 @@ def _saved_outputs(
 
 
 def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
-    """A page of commands typed without prompts, each above its output, as a saved session (its
-    text with a prompt before each command, and its sections), where the text read as one output
-    would hold two of one kind (refused: "one pasted twice, or two boxes' in one file"): the
-    login's `nvidia-smi` and `sudo docker exec -it app nvidia-smi`, one box and a container on it
-    (m31c crackq#43). None otherwise."""
+    """A page of commands typed without prompts (or named by a poster's label line, `Command:
+    lscpu`), each above its output, as a saved session (its text with a prompt before each
+    command, and its sections), where the text read as one output would hold two of one kind
+    (refused: "one pasted twice, or two boxes' in one file"): the login's `nvidia-smi` and `sudo
+    docker exec -it app nvidia-smi`, one box and a container on it (m31c crackq#43); or where each
+    command's text is an output of a known kind and none is above the first. None otherwise."""
     kind = detect_kind(text)
     if kind is None:
         return None
-    if paste.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] < 2:
-        return None
     typed = transcript.prompted(text)
     parts = transcript.sections(typed) if typed is not None else None
-    return (typed, parts) if typed is not None and parts is not None else None
+    if typed is None or parts is None:
+        return None
+    if paste.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2:
+        return typed, parts
+    # (outputs of several kinds, each below its typed command or label: `nvidia-smi`, a blank,
+    # its table, then `lscpu` and its lines, which were left unread inside the table's text)
+    said = [p for p in parts if not p.empty]
+    if all(p.line and detect_kind(p.text) is not None for p in said):
+        return typed, parts
+    return None
 
 
 def _all_cut(found: list[tuple[str, ProbeOutput, str]], cut: str) -> list[tuple[str, ProbeOutput, str]]:
