@@ -92,6 +92,10 @@ def _narrowed_run(kind: str, ran: Run) -> str:
             return f"{said} lists the filesystems of {where}, not the box's"
         if tool == "nvidia-smi" and not (started and _every_gpu(ran.container)):
             return f"{said} shows only the GPUs of {where}"
+    if tool == "nvidia-smi" and not ran.container and elsewhere(ran, ("nvidia-smi",)):
+        # (a launcher's job sees the GPUs it was given: `srun --gres=gpu:2`, a Slurm job's cgroup
+        # under `apptainer exec --nv`; `pdsh`/`clush` another host's: never known to be the box's all)
+        return f"{said} shows only the GPUs its launcher gave the job (a share of the box's)"
     if tool == "df" and _df_narrows(args):
         return f"{said} lists only some of the box's filesystems"
     if tool == "nvidia-smi" and _asks_for_gpus(args):

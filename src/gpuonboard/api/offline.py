@@ -43,6 +43,7 @@ from gpuonboard.api.saved_kinds import (
     talos_cut,
     unstamped_kinds,
 )
+from gpuonboard.api.saved_retired import retired_pages
 from gpuonboard.api.saved_text import (
     copied_command,
     decode_saved,
@@ -63,6 +64,7 @@ from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
+from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import unjoined
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
@@ -119,10 +121,34 @@ def _read_saved(path: Path, notes: list[str] | None = None) -> tuple[bytes, str]
     except ValueError as bad:
         raise UsageError(f"{path}: {bad}.") from None
     if (why := not_text(data)) is not None:
-        raise UsageError(f"{path}: {why}")
+        head = _readable_head(data)
+        if head is None:
+            raise UsageError(f"{path}: {why}")
+        data, cut = (
+            head,
+            cut
+            or (
+                f"the file ends in NUL bytes after byte {len(head)} (a tail a crash or a disk error filled"
+                " with zeros), so only the output before them was read"
+            ),
+        )
     if notes is not None:
         notes += [f"{path}: {clause}." for clause in said]
     return data, cut
+
+
+def _readable_head(data: bytes) -> bytes | None:
+    """The whole lines before a file's tail of NUL bytes, where they are an output of a known kind
+    (a kernel log whose tail a crash filled with zeros: its lines are the box's answer, cut);
+    None where there are none, where text follows the NULs (a binary, or damage inside the text:
+    refused as before), or they are of no known kind."""
+    if b"\x00" not in data or not_text(data[:16].replace(b"\x00", b" ")) is not None:
+        return None  # (an archive's or image's magic: no output's damaged tail)
+    head, tail = data[: data.index(b"\x00")], data[data.index(b"\x00") :]
+    if tail.strip(b"\x00 \t\r\n"):
+        return None
+    head = head[: head.rfind(b"\n") + 1]
+    return head if head.strip() and detect_kind(decode_saved(head)) is not None else None
 
 
 def _unread_file_note(why: str) -> str:
@@ -192,19 +218,27 @@ def _saved_outputs(
 
 
 def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
-    """A page of commands typed without prompts, each above its output, as a saved session (its
-    text with a prompt before each command, and its sections), where the text read as one output
-    would hold two of one kind (refused: "one pasted twice, or two boxes' in one file"): the
-    login's `nvidia-smi` and `sudo docker exec -it app nvidia-smi`, one box and a container on it
-    (m31c crackq#43). None otherwise."""
+    """A page of commands typed without prompts (or named by a poster's label line, `Command:
+    lscpu`), each above its output, as a saved session (its text with a prompt before each
+    command, and its sections), where the text read as one output would hold two of one kind
+    (refused: "one pasted twice, or two boxes' in one file"): the login's `nvidia-smi` and `sudo
+    docker exec -it app nvidia-smi`, one box and a container on it (m31c crackq#43); or where each
+    command's text is an output of a known kind and none is above the first. None otherwise."""
     kind = detect_kind(text)
     if kind is None:
         return None
-    if paste.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] < 2:
-        return None
     typed = transcript.prompted(text)
     parts = transcript.sections(typed) if typed is not None else None
-    return (typed, parts) if typed is not None and parts is not None else None
+    if typed is None or parts is None:
+        return None
+    if paste.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2:
+        return typed, parts
+    # (outputs of several kinds, each below its typed command or label: `nvidia-smi`, a blank,
+    # its table, then `lscpu` and its lines, which were left unread inside the table's text)
+    said = [p for p in parts if not p.empty]
+    if all(p.line and detect_kind(p.text) is not None for p in said):
+        return typed, parts
+    return None
 
 
 def _all_cut(found: list[tuple[str, ProbeOutput, str]], cut: str) -> list[tuple[str, ProbeOutput, str]]:
@@ -393,6 +427,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             " lines onto it, as `nvidia-smi nvlink -s`'s), so no GPU count can be read from it: save it"
             " again as the command printed it (`nvidia-smi -L > gpus.txt`) or paste it in a code block."
         )
+    if kind in (None, "nvidia_smi") and (pages := retired_pages(text)) is not None:
+        # (its pages counted on their GPUs: facts/gpu_retired.py; `-i 0`'s a view of some GPUs)
+        return RETIRED_PROBE, ProbeOutput(pages, "", 0, narrowed("nvidia_smi_csv", copied or command))
     if (
         kind in (None, "nvidia_smi")
         and saved_forms.compute_apps(text) is None
@@ -569,6 +606,12 @@ def load_outputs(
     if notes is not None:
         notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes
+    if set(raw) == {RETIRED_PROBE} and not skipped:  # (pages, and no GPU list to count them on)
+        raise UsageError(
+            f"{origin[RETIRED_PROBE]}: a --query-retired-pages CSV lists retired pages, not GPUs, so it"
+            " tells no GPU count or model: save `nvidia-smi -q` of the box beside it (its pages are"
+            " counted on its GPUs). No other output was given, so nothing is judged."
+        )
     if not raw and not skipped and session_notes:  # (only outputs read that hold nothing judged)
         raise UsageError(" ".join(session_notes) + " No other output was given, so nothing is judged.")
     if not raw:

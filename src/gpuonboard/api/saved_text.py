@@ -34,15 +34,7 @@ _COMMAND_LINE = re.compile(
     rf"(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)?"
     rf"\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?"
 )
-# a poster's label or caption line naming the command above its output (`Command: numactl
-# --hardware`, `Output of nvidia-smi -L:`, `**Output of `lscpu`:**`, `Running free -m:`): the
-# copied command, as a prompt line is
-_LABEL_LINE = re.compile(
-    r"(?:#+\s*|\*\*)?(?i:command|cmd|output of|output from|result of|results of|running)\s*:?\s*"
-    r"(?:\*\*\s*)?[`'\"]*"
-    rf"(?P<command>(?:sudo\s+)?(?:\S*[/\\])?{_COMMANDS}(?:[\s|;&][^\n`'\"]*?)?)"
-    r"[`'\"]*\s*:?\s*(?:\*\*)?:?"
-)
+_LABEL_LINE = transcript.LABEL_LINE  # (a poster's `Command: lscpu` line: its copied command)
 # (`+ nvidia-smi`: the command as a shell's `set -x` traces it above the output, in a CI job's log
 # or a script's; `!nvidia-smi`: a Jupyter or IPython cell's shell command, `In [3]: !nvidia-smi`
 # with IPython's prompt: before, that line was read as the output's, a kernel log's first line)

@@ -196,6 +196,15 @@ def command_of(line: str) -> str:
     return found[0] if found is not None else line.strip()
 
 
+# a poster's label or caption line naming the command above its output (`Command: numactl
+# --hardware`, `Output of nvidia-smi -L:`, `**Output of `lscpu`:**`, `Running free -m:`): the
+# copied command, as a prompt line is
+LABEL_LINE = re.compile(
+    r"(?:#+\s*|\*\*)?(?i:command|cmd|output of|output from|result of|results of|running)\s*:?\s*"
+    r"(?:\*\*\s*)?[`'\"]*"
+    rf"(?P<command>(?:sudo\s+)?(?:\S*[/\\])?{COMMANDS}(?:[\s|;&][^\n`'\"]*?)?)"
+    r"[`'\"]*\s*:?\s*(?:\*\*)?:?"
+)
 # a command typed with no prompt before it, as a page shows one (`nvidia-smi`, `sudo docker exec
 # -it app nvidia-smi`): ASCII words from a tool whose output is read, not ending in a colon (a
 # label, `nvidia-smi output:`)
@@ -204,25 +213,37 @@ _TYPED = re.compile(rf"(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?
 
 def prompted(text: str) -> str | None:
     """`text` with a `$ ` prompt before each command typed without one that starts a paragraph
-    (the first line, or one after a blank line) with its output right below it, where there are
-    two or more (a page of `nvidia-smi` and `sudo docker exec -it app nvidia-smi`, each above its
-    output); None where there are fewer. Only for a text that read as one output would be refused
-    (api/offline.py): a line of an output may read as such a command."""
+    (the first line, or one after a blank line), and each poster's label line naming one at any
+    line (`Command: lscpu`, `Output of free -m:`), with its output right below it or below one
+    blank line (`nvidia-smi`, a blank, `Tue Jun 10 ...`), where there are two or more (a page of
+    `nvidia-smi` and `sudo docker exec -it app nvidia-smi`, each above its output); None where
+    there are fewer. Only for a text that read as one output would be refused or leave outputs
+    unread (api/offline.py): a line of an output may read as such a command."""
     lines = text.split("\n")
-    typed = [
-        at
-        for at, line in enumerate(lines[:-1])
-        if (at == 0 or not lines[at - 1].strip())
-        and lines[at + 1].strip()
-        and len(line) < _LONGEST_PROMPT
-        and _TYPED.fullmatch(line.strip())
-        and _prompt(line) is None
-    ]
+    typed = {at: command for at, command in enumerate(_typed_commands(lines)) if command}
     if len(typed) < 2:
         return None
-    for at in typed:
-        lines[at] = f"$ {lines[at].strip()}"
+    for at, command in typed.items():
+        lines[at] = f"$ {command}"
     return "\n".join(lines)
+
+
+def _typed_commands(lines: list[str]) -> list[str]:
+    """For each line, the command it types without a prompt ("" for none): prompted's rule."""
+    out = []
+    for at, line in enumerate(lines):
+        below = lines[at + 1 : at + 3]
+        output = bool(below) and (below[0].strip() or (len(below) > 1 and below[1].strip() != ""))
+        stripped = line.strip()
+        if not output or len(line) >= _LONGEST_PROMPT or _prompt(line) is not None:
+            out.append("")
+        elif label := LABEL_LINE.fullmatch(stripped):
+            out.append(label.group("command").strip())
+        elif (at == 0 or not lines[at - 1].strip()) and _TYPED.fullmatch(stripped):
+            out.append(stripped)
+        else:
+            out.append("")
+    return out
 
 
 def _head(line: str) -> tuple[str, str | None, str | None] | None:

@@ -36,9 +36,31 @@ _NAMED = (
 )
 
 
+# how much of an unread file's start is looked at for its kind
+_START = 65536
+
+
 def _named_kind(path: Path) -> str | None:
-    """The kind a file's name says (None: any)."""
-    return next((kind for pattern, kind in _NAMED if pattern.search(path.name)), None)
+    """The kind a file's readable start shows (the whole lines before its first NUL byte: a
+    kernel log saved as `gpu-smi.txt` whose middle a disk error zeroed), else the kind its name
+    says (None: any). A file whose start cannot be read (its permissions) is known by its name."""
+    return _shown_kind(path) or next((kind for pattern, kind in _NAMED if pattern.search(path.name)), None)
+
+
+def _shown_kind(path: Path) -> str | None:
+    """The kind of the whole lines a file starts with, before any NUL byte (None: none known)."""
+    from gpuonboard.api.saved_kinds import detect_kind
+
+    if not path.is_file():  # (a named pipe no program wrote to: never opened again)
+        return None
+    try:
+        with path.open("rb") as f:
+            start = f.read(_START)
+    except OSError:
+        return None
+    start = start.split(b"\x00", 1)[0]
+    start = start[: start.rfind(b"\n") + 1]
+    return detect_kind(start.decode("utf-8", errors="replace")) if start.strip() else None
 
 
 def unread_rows(unread: Sequence[Path], given: Collection[str], shown: Collection[str]) -> list[Check]:

@@ -26,6 +26,7 @@ from gpuonboard.facts.gpu_fields import _FIELD_RANK, _merge_gpu
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
 from gpuonboard.facts.gpu_probes import APPS_PROBE, ENV_DRIVER_PROBE, GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
+from gpuonboard.facts.gpu_retired import RETIRED_PROBE, with_retired_pages
 from gpuonboard.facts.gpu_set import (
     _base,
     _counted,
@@ -282,6 +283,10 @@ def _with_listing_gap_and_apps(merged: GpuReport, raw: Mapping[str, ProbeOutput]
         apps = parse_compute_apps(apps_out.stdout)
         if apps is not None:
             merged = dataclasses.replace(merged, gpus=tuple(_with_processes(list(merged.gpus), apps)))
+    retired = raw.get(RETIRED_PROBE)  # (a saved --query-retired-pages CSV: its pages counted)
+    if retired is not None and retired.exit_code == 0 and merged.gpus:
+        counted = with_retired_pages(merged.gpus, retired.stdout, not retired.partial)
+        merged = dataclasses.replace(merged, gpus=tuple(counted))
     return merged
 
 

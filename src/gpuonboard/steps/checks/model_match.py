@@ -45,6 +45,7 @@ from gpuonboard.steps.checks.cut_names import cut_name_problems
 from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.model_forms import forms_judged, is_form_of
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.product_variants import data_variant_words
 from gpuonboard.steps.checks.shared_names import shared_name_judged
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu
@@ -300,12 +301,16 @@ def _tail_marker(name: _Name, want: list[str]) -> str | None:
 @functools.lru_cache(maxsize=256)  # (pure over the shipped tables, its value immutable: ~50 calls a host)
 def variant_words(name: str) -> frozenset[str]:
     """The words of a GPU name that always make it a variant of a model that exists without
-    them (D, Ti, SUPER, NVL, CNX, SFF, Laptop, Max-Q, Mobile, MIG), normalised as `match_model` reads
-    names: 'NVIDIA GeForce RTX 4090 D' -> {'D'}, 'NVIDIA H200 MIG 1g.18gb' -> {'MIG'}. PCIe and
-    Quadro are left out: they mark another product only for some models (data/gpu_name_markers.yml).
-    The prove steps' reference tables use it: a row for the base model does not judge a variant."""
+    them (D, Ti, SUPER, NVL, CNX, SFF, Laptop, Max-Q, Mobile, MIG; and the words the driver's
+    names add to another device's name, steps/checks/product_variants.py: NVL16, Embedded),
+    normalised as `match_model` reads names: 'NVIDIA GeForce RTX 4090 D' -> {'D'}, 'NVIDIA H200
+    MIG 1g.18gb' -> {'MIG'}. PCIe and Quadro are left out: they mark another product only for
+    some models (data/gpu_name_markers.yml). The prove steps' reference tables use it: a row for
+    the base model does not judge a variant."""
     model_dependent = marker_siblings()
-    return frozenset(t for t in _name_tokens(name).tokens if t in _OTHER_PRODUCT and t not in model_dependent)
+    words = _name_tokens(name)
+    data = data_variant_words(frozenset(model_tokens(name))) if not words.cut else frozenset()
+    return frozenset(t for t in words.tokens if t in _OTHER_PRODUCT and t not in model_dependent) | data
 
 
 def show_word(token: str) -> str:
@@ -618,6 +623,7 @@ def match_model(
         named.add("NVL")
     extra = sorted(t for t in (got.have & _OTHER_PRODUCT) - named if _marks_another_product(t, got.have))
     problems += [f"'{_show(t)}' in the name marks another product (not ordered)" for t in extra]
+    problems += _data_variants(delivered, got, named | set(platforms))
     cut_problem, vague = _cut_word(want, got)
     if cut_problem:
         problems.append(cut_problem)
@@ -627,6 +633,18 @@ def match_model(
     if unknown:
         return ModelMatch("unverified", unknown)
     return _passed_or_warned(model, want, want_name, name, got, unseen, vague, bare, vram_mib, vram_gib)
+
+
+def _data_variants(delivered: str, got: _Delivered, named: set[str]) -> list[str]:
+    """The words of a whole delivered name that the driver's names say make another product,
+    not ordered (steps/checks/product_variants.py: 'NVL16' of 'NVIDIA H20 NVL16'), as written."""
+    if got.name.cut:
+        return []
+    words = {w.upper(): w for w in re.findall(r"[A-Za-z0-9]+", delivered)}
+    return [
+        f"'{words.get(t, t)}' in the name marks another product (not ordered)"
+        for t in sorted(data_variant_words(got.have) - named)
+    ]
 
 
 def _passed_or_warned(
