@@ -234,13 +234,15 @@ def _headerless(lines: list[str]) -> Topology | None:
     column with an NV# in it is a GPU's (no NIC has NVLink). The GPUs' links are read from those
     columns; the columns after them (more GPUs, NICs, affinities) are not known, so the matrix is
     incomplete, and it prints NV# (never a `-mp` view) only where some cell is one. None where
-    no GPU row holds its X, or a row's X is not under its own column (its cells cannot be placed)."""
+    fewer than two GPU rows hold their X, or a row's X is not under its own column (its cells
+    cannot be placed)."""
     rows: list[tuple[str, list[str]]] = []
     for line in lines:
         cells = [word for cell in _fields(line.strip()) for word in (cell.split() or [""])]
         if len(cells) > 1 and _GPU_LABEL.match(cells[0]) and "X" in cells[1:]:
             rows.append((cells[0], cells[1:]))
-    if not rows or any(values.index("X") != int(label[3:]) for label, values in rows):
+    # (one row alone, `GPU0 X`, shows no link: no matrix)
+    if len(rows) < 2 or any(values.index("X") != int(label[3:]) for label, values in rows):
         return None
     nvlink_at = [i for _, values in rows for i, v in enumerate(values) if _NVLINK.match(v)]
     width = max([int(label[3:]) + 1 for label, _ in rows] + [i + 1 for i in nvlink_at])
