@@ -341,7 +341,11 @@ def _glued_headers(text: str) -> list[tuple[str, str]]:
     return glued
 
 
-@pytest.mark.parametrize("path", TOPO_M, ids=lambda p: p.name[:60])
+# (a matrix saved without its header row has no labels to glue: facts/test_topo_headerless.py)
+HEADED = [p for p in TOPO_M if "header-row-lost" not in p.name]
+
+
+@pytest.mark.parametrize("path", HEADED, ids=lambda p: p.name[:60])
 def test_every_real_topo_glued_at_each_label_boundary(path: Path) -> None:
     """Every real `topo -m` with each pair of neighbouring header labels glued (`GPU6GPU7`,
     `NIC3CPU Affinity`, `mlx5_1mlx5_2`, ...) reads as the capture: the same links, NICs and
