@@ -17,7 +17,7 @@ from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 XID3 = REAL / "dmesg-syslog__xid-3-old-format-no-pci-prefix__fallen-off-bus__pastebin-xJaypMZt.txt"
-XID9 = REAL / "dmesg-syslog__xid-9-x13__last-line-cut-after-channel__pastebin-xkjT7KVW.txt"
+XID9 = REAL / "dmesg-syslog__xid-9-x13__line-cut-as-stored__pastebin-xkjT7KVW.txt"
 
 
 def test_xid_3_is_named_and_said_old(tmp_path: Path) -> None:
