@@ -17,6 +17,7 @@ from typing import Any
 from gpuonboard.api import (
     bug_report,
     collect_env,
+    kernel_run,
     paste,
     saved_cgroup,
     saved_forms,
@@ -39,6 +40,7 @@ from gpuonboard.api.run_folder import expand_marked, raw_dir_manifest, skipped_n
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import (
     detect_kind,
+    log_line,
     nvidia_smi_failed,
     talos_cut,
     unstamped_kinds,
@@ -208,6 +210,8 @@ def _saved_outputs(
     if parts is None and _env_report(pasted):
         # (a report pasted with nvidia-smi's own output is read as that output, as before)
         return _all_cut(_env_outputs(path, pasted, notes, collect_env.copied_command(pasted)), cut)
+    if parts is None and (pieces := kernel_run.split(pasted, log_line, detect_kind)) is not None:
+        return _all_cut(_pieces_outputs(path, pieces, notes), cut)
     if parts is None:
         try:
             return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
@@ -215,6 +219,20 @@ def _saved_outputs(
             notes.append(str(why))
             return []
     return _session_outputs(path, parts, notes, cut)
+
+
+def _pieces_outputs(
+    path: Path, pieces: list[kernel_run.Piece], notes: list[str]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """The outputs of a file holding a kernel log's lines and another output with no prompt
+    between them (api/kernel_run.py), each read as a file of its own, noted; the last one keeps
+    the file's cut (`_all_cut`)."""
+    found: list[tuple[str, ProbeOutput, str]] = []
+    for piece in pieces:
+        where = kernel_run.where(str(path), piece)
+        found.append((*_saved_output(path, where, piece.text), where))
+    notes.append(kernel_run.note(str(path), pieces))
+    return found
 
 
 def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:

@@ -493,12 +493,18 @@ _JOURNAL_HEAD = re.compile(r"(?:[^\s:]+ )?(?:kernel|[^\s:\[]+\[\d+\]): ")
 _KERNEL_HEAD = re.compile(r"(?:[^\s:]+ )?kernel: ")
 
 
+_GITLAB_MARK = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,9}Z \d\d[OE]\+? ")
+
+
 def _journal_iso(lines: Sequence[str]) -> bool:
     """Whether the stamped lines are a journal's or a syslog's: any of them is the kernel's (its
     program after the time), or most are a program's with its pid. Before, a syslog whose
     pid-less lines (sudo's, audit's) or a `--no-hostname` journal whose other programs' lines
     outnumbered the kernel's had its times dropped as a collector's: the log was refused, its
     Xid 79 unread."""
+    # (GitLab runner's stream mark after the time, `00O`, is the runner's: no journal prints one)
+    if any(_GITLAB_MARK.match(line) for line in lines):
+        return False
     said = [_STAMP.sub("", line, count=1) for line in lines if line.strip()]
     if any(_KERNEL_HEAD.match(line) for line in said):
         return True

@@ -77,6 +77,9 @@ def other_form(text: str) -> str | None:
     if rows:
         bad = [f"GPU {g.index} reading {' / '.join(g.faults)}" for g in rows if g.faults]
         shown = f"; it shows {', '.join(bad)}, a GPU nvidia-smi cannot read" if bad else ""
+        # (a sensor's fault in one cell, `ERR!` as a fan speed or power draw: named, never dropped)
+        cells = [f"GPU {g.index}'s {c}" for g in rows for c in g.cell_faults]
+        shown += f"; it shows a fault: {', '.join(cells)}" if cells else ""
         # (its column header, `| GPU  Name ... Persistence-M |`, may be there: only the banner missing)
         headed = _TABLE_HEADER.search(text)
         held = "GPU rows and their column header, without its `NVIDIA-SMI` banner" if headed else ""

@@ -32,15 +32,6 @@ _NVLINK_LINE = re.compile(
     r"|all links are inActive",
     re.I,
 )
-# a kernel log line: one that starts with a kernel log's stamp (facts/kernel_log.py KERNEL_STAMP:
-# dmesg's in all its time forms, --decode's, ISO, a syslog or journalctl line's `... kernel: `);
-# or any NVRM / SXid line
-_KERNEL_LINE = re.compile(
-    rf"^(?:{KERNEL_STAMP.pattern})|NVRM: |nvidia-nvswitch\d+: SXid"
-    r"|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
-)
-
-
 # a line of the kernel's own by its shape, for a log printed without stamps (printk.time off,
 # `dmesg -t`): the boot banner and the boot's firmware lines, a driver's line about a PCI device
 # (`bnx2 0000:0b:00.0: ...`, dev_printk's `driver address: `), a SCSI device's (`scsi 4:0:0:0:`,
@@ -53,6 +44,23 @@ _KERNEL_SHAPE = re.compile(
     r"|(?:scsi|sd|sr|sg) \d+:\d+:\d+:\d+: |scsi\d+ : |ata\d+(?:\.\d+)?: |nvme nvme\d+: |usb \d+-[\d.]+: "
     r"|nvidia(?:-\w+)?: |NVRM: |EDAC |mce: |\[Hardware Error\]: )"
 )
+
+# a kernel log line: one that starts with a kernel log's stamp (facts/kernel_log.py KERNEL_STAMP:
+# dmesg's in all its time forms, --decode's, a syslog or journalctl line's `... kernel: `); or
+# any NVRM / SXid line. An ISO time alone is no kernel's: other tools print it at the head of
+# their own lines (`docker logs -t`, `kubectl logs --timestamps`, Go's zap logger under
+# `olares-cli gpu status`: `2026-01-11T00:49:13.833-0600    Installed: true`, measure32c 10);
+# only dmesg's own (`--time-format=iso`: `2024-11-15T05:39:15,491363+00:00`, a comma and six
+# digits) is, or an ISO time before a line of the kernel's shape (_KERNEL_SHAPE)
+_ISO_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d"
+_DMESG_ISO = rf"{_ISO_TIME}:\d\d,\d{{6}}[+-]\d\d:?\d\d "
+_KERNEL_LINE = re.compile(
+    rf"^(?!{_ISO_TIME})(?:{KERNEL_STAMP.pattern})|^{_DMESG_ISO}|^{_ISO_TIME}[^\n]{{0,60}}?\bkernel: "
+    rf"|^{_ISO_TIME}\S* +(?:{_KERNEL_SHAPE.pattern[1:]})"
+    r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
+)
+# a line's ISO time at its head, whoever printed it
+_ISO_HEAD = re.compile(rf"^{_ISO_TIME}")
 _UNSTAMPED_LEAST = 3
 
 
@@ -124,6 +132,12 @@ def _other_program(line: str) -> bool:
         return program != "kernel"
     talos = _TALOS_LINE.match(line)
     return talos is not None and talos.group("facility") != "kern"
+
+
+def log_line(line: str) -> bool:
+    """The line is a kernel log's by its own marks (_kernel_line), or a syslog's or journal's line
+    of another program, which a kernel log saved from one holds beside the kernel's."""
+    return _kernel_line(line) or _other_program(line)
 
 
 # `nvidia-smi nvlink -e`: `Link N: <counter name>: <value>` (the -s lines are `Link N: 25 GB/s`)
@@ -222,8 +236,8 @@ def detect_fabric_kind(text: str) -> str | None:
         and len({_shape_family(m.group(0)) for m in matched}) >= _UNSTAMPED_LEAST
     ):
         return "kernel_log"
-    if kernel:  # (a log of stamped lines and unstamped ones)
-        kernel += shaped
+    if kernel:  # (a log of stamped lines and unstamped ones, or of ISO times the kernel's lines vouch for)
+        kernel += shaped + sum(1 for line in lines[:200] if _ISO_HEAD.match(line) and not _kernel_line(line))
     # (a syslog's other programs' lines count as the log's own: they may outnumber the kernel's;
     # a log of other programs alone is no kernel log, whatever their messages quote)
     others = sum(1 for line in lines[:200] if _other_program(line))

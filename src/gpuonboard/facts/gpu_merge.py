@@ -456,6 +456,8 @@ def _union(
         complete=complete,
         set_whole=complete or (not flawed and _counted(gpus, attached, listed if listed_whole else [])),
         gap=gap,
+        # (the lost indentation of one GPU's -q record, no other gap joined to it)
+        gap_spares_names=bool(base_report and base_report.gap_spares_names and gap == base_report.gap),
         cut_said=base_report.cut_said if base_report else "",
         disagreements=tuple(said),
         disputed=tuple(dict.fromkeys(field for field, _ in clashes)),

@@ -327,3 +327,24 @@ def _anglicised(line: str, words: dict[str, str]) -> str:
         return start[: len(word)] if start is not None and m.end() == len(line.rstrip()) else word
 
     return _WORD.sub(swap, line)
+
+
+# a driver's line whose cut a repeat shows (an Xid or SXid line, or another NVRM one)
+_DRIVER_TAG = re.compile(r"NVRM: |nvidia-nvswitch\d+: ")
+
+
+def cut_as_repeated(tail: list[str]) -> bool:
+    """True when the log's last line is a driver's line whose message is a proper beginning of
+    an earlier line's message in `tail` (the same Xid logged again and again, the excerpt cut
+    inside its last: `NVRM: Xid (0000:00:05): 9, Channel` under twelve whole `... 9, Channel
+    00000020 Instance 00000000 Intr 00100000`, pastebin xkjT7KVW), with or without a newline
+    after it: the line is cut, what it went on to say not known."""
+    if not tail:
+        return False
+    last = _PREFIX.sub("", tail[-1], count=1).rstrip()
+    if not _DRIVER_TAG.search(last):
+        return False
+    return any(
+        (said := _PREFIX.sub("", line, count=1).rstrip()).startswith(last) and len(said) > len(last)
+        for line in tail[:-1]
+    )

@@ -109,3 +109,46 @@ def crash_sentence(crash: KernelCrash) -> str:
     said = "; ".join(filter(None, [process, why]))
     before = " (logged before the log's last reboot)" if crash.earlier_boot else ""
     return f"a kernel crash (Oops) in the log: `{crash.line}`{before}" + (f" ({said})" if said else "")
+
+
+# a line of a fault's dump, after the log's stamp and head: a stack frame (`? _nv013207rm+0x2c5/
+# 0x5b0 [nvidia]`, ` [<ffffffffc0b44945>] ...`), a raw stack word (`000000000ee779df:
+# ffffffffc0b44945 (_nv013207rm+0x2c5/0x5b0 [nvidia])`, `00000000d2f014e1: 0000000000000002
+# (0x2)`), the trace's own head, or a register line (`RSP: 0018:...`, `RAX: ...`)
+_DUMP_LINE = re.compile(
+    r"^(?:\? )?(?:\[<[0-9a-f]+>\] )?[\w.]+\+0x[0-9a-f]+/0x[0-9a-f]+\b|^[0-9a-f]{8,16}: [0-9a-f]{1,16}\b"
+    r"|^(?:Call Trace|<TASK>|</TASK>|<IRQ>|</IRQ>)|^R[A-Z0-9]{1,2}: [0-9a-f]{4}\b|^(?:RIP|Code|Stack):"
+)
+# a frame of an nvidia module's code
+_NVIDIA_FRAME = re.compile(r"[\w.]+\+0x[0-9a-f]+/0x[0-9a-f]+ \[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]")
+# a raw stack word cut short: fewer hex digits than a word has, nothing after it
+_CUT_WORD = re.compile(r"^[0-9a-f]{16}: [0-9a-f]{1,15}$")
+
+
+def _message(line: str) -> str:
+    """The line's message: after a syslog's or journal's `kernel: `, or after a dmesg stamp."""
+    head = re.search(r"\bkernel: ", line[:100])
+    if head is not None:
+        return line[head.end() :].strip()
+    return KERNEL_STAMP.sub("", line, count=1).strip() if KERNEL_STAMP.match(line) else line.strip()
+
+
+def dump_fragment(text: str) -> str:
+    """Why the log read is no evidence of the driver's health where it starts inside a fault's
+    dump naming an nvidia module (its frames or stack words, `_nv013207rm+0x2c5/0x5b0 [nvidia]`):
+    the fault's own first lines, an Xid or `GPU has fallen off the bus` among them, are before
+    its first line (a paste's excerpt, pop-os/pop#3363's journal); "" otherwise. Its last line
+    cut inside a stack word is said too."""
+    messages = [m for line in kernel_lines(text) if (m := _message(line))]
+    dump: list[str] = []
+    for message in messages:
+        if not _DUMP_LINE.search(message):
+            break
+        dump.append(message)
+    if not dump or not any(_NVIDIA_FRAME.search(m) for m in dump):
+        return ""
+    frame = next(m for m in dump if _NVIDIA_FRAME.search(m))
+    said = f"the log read starts inside a fault's dump in the NVIDIA driver (`{frame[:100]}`)"
+    if len(dump) == len(messages) and _CUT_WORD.match(messages[-1]):
+        said += f" and ends cut inside it (`{messages[-1]}`)"
+    return said

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, NamedTuple, TypeVar
 
-from gpuonboard.facts.kernel_cut import cut_by_shape, locale_words
+from gpuonboard.facts.kernel_cut import cut_as_repeated, cut_by_shape, locale_words
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
@@ -96,10 +96,11 @@ def _open_end(text: str) -> bool:
 
 def _cut_with_newline(text: str) -> dict[str, str] | None:
     """Where the log's last line is cut by its own shape though a newline follows it (a paste's
-    excerpt cut mid-line, saved with one): the log's locale month and weekday names (locale_words,
+    excerpt cut mid-line, saved with one), or is the beginning of a driver line the log printed
+    whole before it (kernel_cut.cut_as_repeated): the log's locale month and weekday names (locale_words,
     read as the English ones), as for the same line without its newline; None where it is not."""
     tail = text.rstrip().splitlines()[-50:]
     if not tail or _HEADER.match(tail[-1]):
         return None
     words = locale_words(tail)
-    return words if cut_by_shape(tail[-1], words) else None
+    return words if cut_by_shape(tail[-1], words) or cut_as_repeated(tail) else None

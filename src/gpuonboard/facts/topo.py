@@ -161,6 +161,8 @@ def parse_topo(text: str) -> Topology:
     legends allowed)."""
     lines = text.splitlines()
     header_at = next((i for i, line in enumerate(lines) if _is_header(_fields(line))), None)
+    if header_at is None and (headerless := _headerless(lines)) is not None:
+        return headerless
     if header_at is None:
         return Topology(
             (),
@@ -224,6 +226,53 @@ def parse_topo(text: str) -> Topology:
         complete=not rowless and not unlinked,
         pcie_only=pcie_only,
         gpu_columns=tuple(c for c in columns if c in gpu_columns),
+    )
+
+
+def _headerless(lines: list[str]) -> Topology | None:
+    """The matrix's GPU rows read without its header row (a paste or an excerpt that lost it,
+    vllm-project/vllm#16336): each row's name says which GPU it is, and its own cell (X) stands
+    in its own column, the GPUs' columns first in their order, so GPU N's X is its N+1th cell; a
+    column with an NV# in it is a GPU's (no NIC has NVLink). The GPUs' links are read from those
+    columns; the columns after them (more GPUs, NICs, affinities) are not known, so the matrix is
+    incomplete, and it prints NV# (never a `-mp` view) only where some cell is one. None where
+    fewer than two GPU rows hold their X, or a row's X is not under its own column (its cells
+    cannot be placed)."""
+    rows: list[tuple[str, list[str]]] = []
+    for line in lines:
+        cells = [word for cell in _fields(line.strip()) for word in (cell.split() or [""])]
+        if len(cells) > 1 and _GPU_LABEL.match(cells[0]) and "X" in cells[1:]:
+            rows.append((cells[0], cells[1:]))
+    # (one row alone, `GPU0 X`, shows no link: no matrix)
+    if len(rows) < 2 or any(values.index("X") != int(label[3:]) for label, values in rows):
+        return None
+    nvlink_at = [i for _, values in rows for i, v in enumerate(values) if _NVLINK.match(v)]
+    width = max([int(label[3:]) + 1 for label, _ in rows] + [i + 1 for i in nvlink_at])
+    columns = [f"GPU{i}" for i in range(width)]
+    links = {
+        (label, column): value
+        for label, values in rows
+        for column, value in zip(columns, values, strict=False)
+        if column != label and value
+    }
+    gpus = tuple(label for label, _ in rows)
+    rowless = [c for c in columns if c not in gpus]
+    said = "the matrix's header row is missing: its GPUs' columns were read from each row's own X cell"
+    cut = (
+        [f"the matrix ends before the row of {', '.join(rowless)}: the output was cut short"]
+        if rowless
+        else []
+    )
+    return Topology(
+        gpus,
+        MappingProxyType(links),
+        (),
+        _frozen_map(),
+        _frozen_map(),
+        (said, *cut),
+        complete=False,
+        gpu_columns=tuple(columns),
+        shows_nvlink=bool(nvlink_at),
     )
 
 

@@ -238,6 +238,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__failed-couldnt-communicate-driver-not-loaded__wsl2__wsl-9134.txt",
         "nvidia-smi__geforce-gtx-1080-ti__2gpu__driver517.48__windows__cut-in-gpu1-row__wsl-9134.txt",
         "nvidia-smi-q__geforce-gtx-1050-ti__1gpu__driver440.36__no-mig-line__cut-in-gpu-operation-mode__nvidia-docker-1149.txt",
+        # a -q of one GPU that lost its indentation (facts/test_text_q_flat_one_record.py)
+        "nvidia-smi-q__geforce-gtx-1060-6gb__1gpu__indentation-lost__from-attached-gpus__cut-in-display-clock__nvidia-docker-1170.txt",
         "nvidia-smi-a__tesla-v100s-pcie-32gb__2gpu-attached__driver535.104.05__cut-in-gpu0-record__hami-446.txt",
         # every Orin module's name, 'Orin (nvgpu)': steps/checks/test_shared_names.py
         "nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0__cuda12.6__copied-command__cut-at-processes.txt",

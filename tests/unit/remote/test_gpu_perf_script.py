@@ -235,7 +235,7 @@ def _mesh(gpus: int, link: str) -> dict[str, str]:
     return {f"{i}-{j}": link for i in range(gpus) for j in range(i + 1, gpus)}
 
 
-TOPOLOGIES: dict[str, dict[str, str]] = {
+TOPOLOGIES: dict[str, dict[str, str] | None] = {
     "nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt": _mesh(8, "NV12"),
     "nvidia-smi-topo-m__h200__8gpu-10nic.txt": _mesh(8, "NV18"),
     "nvidia-smi-topo-m__8x-h100-nv18__space-aligned__nccl-note.txt": _mesh(8, "NV18"),
@@ -280,6 +280,9 @@ TOPOLOGIES: dict[str, dict[str, str]] = {
     "nvidia-smi-topo-m__b200__8gpu-13nic__header-nic11nic12-glued__first-4-rows__vllm-31594.txt": {
         f"{i}-{j}": "NV18" for i in range(4) for j in range(i + 1, 8)
     },
+    # round 32: rows of an 8 x B200 matrix saved without its header row: the live probe's own
+    # output always has one, so the benchmark's reader finds no matrix (api/offline reads it)
+    "nvidia-smi-topo-m__b200__header-row-lost__gpu2-no-nvlink__cut-in-gpu6-row__vllm-16336.txt": None,
 }  # fmt: skip
 
 

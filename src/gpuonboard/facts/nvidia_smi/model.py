@@ -241,6 +241,10 @@ class GpuReport:
     # why the GPUs listed are not known to be all of them when that is not a cut-off (a CSV
     # whose rows cannot be told apart as GPUs or as samples of one); "" otherwise
     gap: str = ""
+    # the gap is a `-q` text's lost indentation (text_q.TEXT_FLAT) in a text of one GPU record
+    # (`Attached GPUs : 1`, one `Product Name`): no value can belong to another GPU's section, so
+    # the GPU's name, the count and the driver are read whole; its sections' values are not
+    gap_spares_names: bool = False
     # why `complete` is False where the output shows no cut of its own: its nvidia-smi call failed
     # or was stopped after printing it (connection/gather.py `_failed_answer`). A cut: the rows
     # read are whole GPUs, a GPU may be missing after them; "" otherwise

@@ -507,12 +507,23 @@ def _cut_in_processes(trees: Sequence[Mapping[str, Any]], attached: int | None) 
     return "Processes" in last and all(key in last for key in _TEXT_RECORD_KEYS if key in trees[0])
 
 
-def _text_block_cut(first: Mapping[str, Any], last: Mapping[str, Any], single: bool) -> bool:
+# a GPU record's head in the -q format of drivers before the 270 rewrite (`GPU 0:`, 2010's 260.19:
+# pastebin imQMLZpJ), whose records hold no PCI section and no process list; later drivers head
+# each record with its PCI address (`GPU 0000:04:00.0`)
+_OLD_HEAD = re.compile(r"^GPU \d+:$")
+
+
+def _text_block_cut(
+    first: Mapping[str, Any], last: Mapping[str, Any], single: bool, old: bool = False
+) -> bool:
     """Whether the last -q GPU record ends early: it lacks a section the first record has (or,
     when it is the only record, one that every full record has), or it ends at a 'Processes'
-    header with no entry under it (nvidia-smi prints 'Processes : None' for none)."""
+    header with no entry under it (nvidia-smi prints 'Processes : None' for none). A record of
+    the format before 270 (`old`) has no Processes section to lack."""
     if _tree_child(last, "Processes") == {}:
         return True
+    if old and single:
+        return False
     if not single:
         # the sections every record has, and the first record's closing one (sections such as
         # "MIG Devices" may differ from GPU to GPU on a mixed box; the record's end does not)
@@ -650,7 +661,10 @@ def parse_text_q(text: str) -> GpuReport:
     complete = True
     flat = any(_flattened(lines, read) for _, lines in blocks)
     if blocks:
-        if _text_block_cut(trees[0], trees[-1], len(blocks) == 1) or _capabilities_missing(tree, trees[-1]):
+        old = all(_OLD_HEAD.match(key) for key, _ in blocks)
+        if _text_block_cut(trees[0], trees[-1], len(blocks) == 1, old) or _capabilities_missing(
+            tree, trees[-1]
+        ):
             complete = False
             if blocks[-1][1] and (not text.endswith("\n") or _NAMING_LINE.match(blocks[-1][1][-1])):
                 # the last line itself was cut mid-value ("Product Name : NVIDIA H1"): drop it;
@@ -707,4 +721,18 @@ def parse_text_q(text: str) -> GpuReport:
         tuple(warnings),
         complete=complete and not gap,
         gap=gap,
+        gap_spares_names=gap == TEXT_FLAT and _one_record(text, attached, len(gpus), complete),
     )
+
+
+# a `-q` GPU record's name line, at any indent
+_PRODUCT_NAME = re.compile(r"^\s*Product Name\s*:", re.M)
+
+
+def _one_record(text: str, attached: int | None, records: int, whole: bool) -> bool:
+    """The -q text holds one GPU's record and says so: one record and one `Product Name` line (no
+    other GPU's record, whole or cut, whose values could mix with it), under `Attached GPUs : 1`
+    or, in the format before 270, which prints no such line, read `whole` (as its indented
+    form's count is read)."""
+    said = attached == 1 or (attached is None and whole)
+    return said and records == 1 and len(_PRODUCT_NAME.findall(text)) == 1

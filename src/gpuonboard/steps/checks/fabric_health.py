@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
-from gpuonboard.facts.kernel_oops import KernelCrash, crash_sentence, nvidia_crashes
+from gpuonboard.facts.kernel_oops import KernelCrash, crash_sentence, dump_fragment, nvidia_crashes
 from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
@@ -481,6 +481,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
     xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
     xid = _with_crashes(xid, [] if out.earlier_boot else nvidia_crashes(out.stdout))
+    xid = _in_dump(xid, dump_fragment(out.stdout))
     narrowed = out.partial or log.left_out or _no_nvswitch_lines(log) or log.driver_cut_by_cap
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
     # (the host's own hardware errors: a row only where the log shows one)
@@ -516,6 +517,23 @@ def _with_crashes(check: Check, crashes: Sequence[KernelCrash]) -> Check:
     if check.verdict == "pass" and not first.earlier_boot:
         return replace(check, actual=f"{check.actual}; {said}", verdict="warn", detail=CRASH_ADVICE)
     return replace(check, actual=f"{check.actual}; {said}")
+
+
+def _in_dump(check: Check, dump: str) -> Check:
+    """gpu_xid where the log read starts inside a fault's dump in the NVIDIA driver (`dump`: why,
+    facts/kernel_oops.dump_fragment): the fault's own lines are before it, so a pass is
+    unverified; any other verdict says it."""
+    if not dump:
+        return check
+    if check.verdict != "pass":
+        return replace(check, actual=f"{check.actual}; {dump}")
+    return replace(
+        check,
+        actual=f"unknown: {dump}: the fault's own first lines (an Xid may be among them) are not in it",
+        verdict="unverified",
+        detail="a fragment of a driver fault's dump shows a fault whose first lines are left out:"
+        " save the whole log (`sudo dmesg -T > dmesg.txt`, or `journalctl -k -b`) and judge it again",
+    )
 
 
 def _host_lines_left_out(dropped: int | None) -> Check | None:

@@ -84,6 +84,15 @@ def _incomplete_for(facts: Facts, *fields: str) -> str:
     whole = report is not None and report.set_whole and not _attached_gap(facts)
     if whole and report is not None and all(field_whole(g, f) for g in report.gpus for f in fields):
         return ""
+    # (a -q text of one GPU's record that lost its indentation: its name, the count and the
+    # driver cannot be another section's; any other field can: `gap_spares_names`)
+    if (
+        report is not None
+        and report.gap_spares_names
+        and set(fields) <= {"name"}
+        and not _attached_gap(facts)
+    ):
+        return ""
     return _incomplete(facts)
 
 

@@ -64,9 +64,20 @@ def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], M
             code, action = row.get("code"), row.get("action")
             if not isinstance(code, int) or action not in ACTIONS or code in table:
                 raise ValueError(f"{path}: {key} row {row!r}: bad or duplicate code, or unknown action")
-            table[code] = XidEntry(code, str(row.get("name", "")), str(action), bool(row.get("verified")))
+            table[code] = XidEntry(code, _name(row), str(action), bool(row.get("verified")))
         out.append(table)
     return out[0], out[1]
+
+
+def _name(row: Mapping[str, object]) -> str:
+    """A row's name as a sentence says it: NVIDIA's catalogue calls the codes only old drivers
+    logged (Xid 1-12's ROBUST_CHANNEL_* errors) "Unused", which reads as harmless beside the
+    action they ask for; such a code is named by its driver mnemonic and said to be no current
+    driver's (measure32c 29, 35: "Xid 3 Unused -> replace")."""
+    name, mnemonic = str(row.get("name", "")), str(row.get("mnemonic", "") or "")
+    if name == "Unused" and mnemonic:
+        return f"{mnemonic} (logged only by old drivers; current drivers no longer use this Xid)"
+    return name
 
 
 # the action of a known driver message alone in its boot's log (data/nvrm_faults.yml `noise`): a

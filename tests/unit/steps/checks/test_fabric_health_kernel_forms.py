@@ -26,9 +26,11 @@ def test_old_xid_format_fails_naming_the_address_as_printed() -> None:
     # (a modern address still names its GPU index: test_fabric_health.py, Xid 79 on GPU 4)
     # Xid 6 / 30: NVIDIA's catalogue says CONTACT_SUPPORT; the old two-part address matches no
     # nvidia-smi address, so it is named as printed, not guessed to be GPU 0
-    assert (
-        c.actual
-        == "GPU at PCI 0001:00: Xid 6 Unused -> replace; GPU at PCI 0001:00: Xid 30 Unused -> replace"
+    # (NVIDIA's "Unused": codes only old drivers logged, named by their mnemonic: round 32)
+    old = "(logged only by old drivers; current drivers no longer use this Xid)"
+    assert c.actual == (
+        f"GPU at PCI 0001:00: Xid 6 ROBUST_CHANNEL_FIFO_ERROR_PARSE_ERR {old} -> replace;"
+        f" GPU at PCI 0001:00: Xid 30 ROBUST_CHANNEL_BAD_ADDR_ACCESS {old} -> replace"
     )
 
 
@@ -50,7 +52,7 @@ def test_an_xid_line_that_cannot_be_read_is_unverified_never_a_pass() -> None:
 def test_an_unreadable_xid_line_beside_a_failing_one_keeps_the_failure() -> None:
     lines = _lines(OLD_XID)
     c = rule_xid(parse_kernel_log(f"{lines[3]}\n{lines[4].replace('): 30,', '): x,')}").events, True)
-    assert c.verdict == "fail" and "Xid 6 Unused -> replace" in c.actual
+    assert c.verdict == "fail" and "Xid 6 ROBUST_CHANNEL_FIFO_ERROR_PARSE_ERR (logged only" in c.actual
     assert "also 1 Xid line this tool cannot read" in c.actual
 
 
