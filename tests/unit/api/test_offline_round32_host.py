@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline
+from gpuonboard.api.offline import SHOWN_KINDS
+from gpuonboard.api.shown import shown
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.steps.base import Check
@@ -23,7 +25,9 @@ def _judge(
     (tmp_path / name).write_text(text)
     (tmp_path / "order.yml").write_text(order)
     notes: list[str] = []
-    facts = parse_facts(offline.load_outputs([str(tmp_path / name)], notes))
+    raw = offline.load_outputs([str(tmp_path / name)], notes)
+    notes += [shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]  # (as `run` adds them)
+    facts = parse_facts(raw)
     checks = offline.judge(facts, offline.load_order(str(tmp_path / "order.yml")))
     return {c.name: c for c in checks}, notes
 
@@ -55,3 +59,68 @@ def test_a_command_run_again_and_cut_short_gives_way_to_its_whole_run(tmp_path: 
     rules, notes = _judge(tmp_path, cut_first, order)
     assert rules["rdma_ports"].verdict == "fail"
     assert any("line 1 (`ibv_devinfo`): the same command as line 11" in n for n in notes), notes
+
+
+NCCL_TOPO = "nvidia-smi-topo-m__8x-h100-nv18__tab-separated-9-nics__cut-in-nic6-row__nccl-1453.txt"
+
+
+def test_a_topo_m_given_alone_is_said_as_given(tmp_path: Path) -> None:
+    """nccl#1453's 8 x H100 `topo -m` (tab-separated, cut in its NIC rows) given alone: its
+    matrix passes an NVLink order, and the GPU rules said "no nvidia-smi output was given",
+    untrue. They stay unverified (the matrix names the GPUs, not their model, memory, driver or
+    health: no GPU listing) and say what was given: only its `topo -m`, with its 8 GPUs."""
+    rules, _ = _judge(
+        tmp_path, (REAL / NCCL_TOPO).read_text(), "gpu_count: 8\ninterconnect: nvlink\n", "topo.txt"
+    )
+    assert rules["interconnect"].verdict == "pass"
+    for name in ("gpu_count", "nvidia_driver"):
+        rule = rules[name]
+        assert (rule.verdict, rule.actual) == (
+            "unverified",
+            "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)",
+        ), rule
+        assert rule.detail.startswith(
+            "only `nvidia-smi topo -m` was given, whose matrix names 8 GPU(s) (GPU0-GPU7) but not"
+            " their model, memory, driver or health: "
+        ), rule
+
+
+KATA_INFO = "docker-info__docker-19.03.11__fedora-32-vm__total-memory-7.768gib__kata-containers-717.txt"
+VERSIONS = {
+    "docker-version__19.03.4-client-and-engine__copied-command__cut-in-runc__nvidia-docker-1121.txt": (
+        "19.03.4",
+        "19.03.4",
+    ),
+    "docker-version__25.0.2-docker-desktop-windows__cut-at-docker-init__for-win-13907.txt": (
+        "25.0.2",
+        "25.0.2",
+    ),
+}
+
+
+def test_docker_info_s_total_memory_is_named_never_judged_as_the_box_s(tmp_path: Path) -> None:
+    """kata-containers#717's docker info (Fedora 32 VM, `Total Memory: 7.768GiB`) alone: ram said
+    "no free output was given" without a word of it. It is the memory of the machine docker's
+    daemon runs on, which may be a VM's or Docker Desktop's, not the box's: named, not judged."""
+    rules, notes = _judge(tmp_path, (REAL / KATA_INFO).read_text(), "ram: 8GB\n", "docker-info.txt")
+    assert (rules["ram"].verdict, rules["ram"].actual) == (
+        "unverified",
+        "not judged: no free output was given (the docker info given says `Total Memory: 7.768GiB`:"
+        " the memory of the machine docker runs on, which may be a VM's or Docker Desktop's, not the"
+        " box's)",
+    )
+    assert any(n.startswith("docker info: docker 19.03.11; runtimes runc") for n in notes), notes
+
+
+@pytest.mark.parametrize("name", sorted(VERSIONS))
+def test_a_docker_version_is_said_as_what_it_is(tmp_path: Path, name: str) -> None:
+    """nvidia-docker#1121's and for-win#13907's `docker version` (read with docker info's kind)
+    were said as "docker info: docker (version not read)", untrue: it is a docker version, its
+    client and engine versions read, and it lists no runtime."""
+    client, engine = VERSIONS[name]
+    _, notes = _judge(tmp_path, (REAL / name).read_text(), "ram: 8GB\n", "docker-version.txt")
+    assert (
+        f"docker version: client {client}, engine {engine}; it lists no runtime (no NVIDIA runtime"
+        " read either way, `docker info` lists them): read, not judged (the container steps judge it"
+        " on the box)."
+    ) in notes, notes

@@ -30,8 +30,25 @@ def _gpu_not_given(facts: Facts) -> bool:
     return not any(facts.given(name) for name in GPU_PROBES)
 
 
+def topo_alone(facts: Facts) -> str:
+    """Where the only nvidia-smi output given is `topo -m` (its matrix names the GPUs, not their
+    model, memory, driver or health: no GPU listing), what it shows; "" otherwise (m32b 13: the
+    rows said "no nvidia-smi output was given" beside an 8 x H100 topo -m)."""
+    topology = facts.topology
+    if not (_gpu_not_given(facts) and facts.gpu is None and topology is not None and topology.gpus):
+        return ""
+    names = topology.gpus
+    span = names[0] if len(names) == 1 else f"{names[0]}-{names[-1]}"
+    return (
+        f"only `nvidia-smi topo -m` was given, whose matrix names {len(names)} GPU(s) ({span}) but not"
+        " their model, memory, driver or health"
+    )
+
+
 def no_gpu_detail(facts: Facts) -> str:
     """The advice of a GPU rule judged without GPU facts (_no_gpu_actual's case)."""
+    if topo := topo_alone(facts):
+        return f"{topo}: save `nvidia-smi -q` (or `-q -x`, or its table) of the box"
     if _gpu_not_given(facts) and facts.gpu is None:
         return "no nvidia-smi output was given: save `nvidia-smi -q` (or `-q -x`, or its table) of the box"
     return "nvidia-smi gave no GPU to judge this by: the nvidia_driver row says why, and what to do"
@@ -167,6 +184,8 @@ def fault_advice(indexes: Iterable[int]) -> str:
 
 
 def _no_gpu_actual(facts: Facts) -> str | None:
+    if topo_alone(facts):
+        return "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
     if _gpu_not_given(facts) and facts.gpu is None:
         return "not judged: no nvidia-smi output was given"
     if not facts.nvidia_smi_present:
