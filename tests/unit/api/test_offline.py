@@ -66,7 +66,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it
         "proc-cpuinfo": "lscpu",  # (`cat /proc/cpuinfo`: read as the CPUs, cores and sockets it gives)
         "free": "free",
-        "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
+        "meminfo": "free",
+        # /proc/meminfo lines without MemTotal (a grep, a paste): refused saying so (round 32)
+        "proc-meminfo-no-memtotal": None,  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
         # df's own stderr lines (`/bin/df: ...`) above its table: read once split back to its
         # stderr (api/test_offline_df_unread.py), as a saved file is
         "df-alP__rhel6-satellite__bin-df": None,

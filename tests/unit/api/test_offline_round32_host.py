@@ -124,3 +124,26 @@ def test_a_docker_version_is_said_as_what_it_is(tmp_path: Path, name: str) -> No
         " read either way, `docker info` lists them): read, not judged (the container steps judge it"
         " on the box)."
     ) in notes, notes
+
+
+NO_MEMTOTAL = {
+    "proc-meminfo-no-memtotal__hugepages-elided-user-comments__copied-command__numactl-152.txt": "HugePages_Total,"
+    " HugePages_Free, HugePages_Rsvd, HugePages_Surp ...",
+    "proc-meminfo-no-memtotal__grep-i-hugep-markdown-bold__copied-command__netdata-3461.txt": "AnonHugePages,"
+    " HugePages_Total, HugePages_Free, HugePages_Rsvd ...",
+}
+
+
+@pytest.mark.parametrize("name", sorted(NO_MEMTOTAL))
+def test_meminfo_lines_without_memtotal_are_refused_naming_what_is_missing(tmp_path: Path, name: str) -> None:
+    """numactl#152's hugepage lines under `cat /proc/meminfo` and a `...`, netdata#3461's `grep -i
+    Hugep` (some in Markdown bold): refused as "not a recognised command output (expected ... free
+    or /proc/meminfo ...)", while the file is /proc/meminfo lines. The refusal stays (no RAM total)
+    and says what is missing: its MemTotal line."""
+    with pytest.raises(UsageError) as refused:
+        _judge(tmp_path, (REAL / name).read_text(), "ram: 8GB\n", "meminfo.txt")
+    assert str(refused.value) == (
+        f"{tmp_path / 'meminfo.txt'}: not a recognised command output (/proc/meminfo lines without its"
+        f" MemTotal line: {NO_MEMTOTAL[name]}, a grep or a paste that kept only some of them), so no RAM"
+        " total can be read: save `cat /proc/meminfo` whole, or `free -k`, of the box."
+    )

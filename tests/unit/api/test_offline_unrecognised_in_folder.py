@@ -12,7 +12,7 @@ from pathlib import Path
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 LSCPU = "lscpu__epyc-7281-2s-16c-8-numa__cut-at-l3-cache__inxi-136.txt"
-COUNT = "cpuinfo-grep-c-processor__prompt-line-then-32__inxi-136.txt"
+COUNT = "cpuinfo-grep-c-processor__copied-command__32__inxi-136.txt"
 
 
 def cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
