@@ -126,11 +126,11 @@ def test_a_docker_version_is_said_as_what_it_is(tmp_path: Path, name: str) -> No
     ) in notes, notes
 
 
+NUMACTL = "proc-meminfo-no-memtotal__hugepages-elided-user-comments__copied-command__numactl-152.txt"
+NETDATA = "proc-meminfo-no-memtotal__grep-i-hugep-markdown-bold__copied-command__netdata-3461.txt"
 NO_MEMTOTAL = {
-    "proc-meminfo-no-memtotal__hugepages-elided-user-comments__copied-command__numactl-152.txt": "HugePages_Total,"
-    " HugePages_Free, HugePages_Rsvd, HugePages_Surp ...",
-    "proc-meminfo-no-memtotal__grep-i-hugep-markdown-bold__copied-command__netdata-3461.txt": "AnonHugePages,"
-    " HugePages_Total, HugePages_Free, HugePages_Rsvd ...",
+    NUMACTL: "HugePages_Total, HugePages_Free, HugePages_Rsvd, HugePages_Surp ...",
+    NETDATA: "AnonHugePages, HugePages_Total, HugePages_Free, HugePages_Rsvd ...",
 }
 
 

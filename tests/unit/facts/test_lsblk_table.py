@@ -296,7 +296,10 @@ def test_the_first_lines_read_from_the_head_are_the_whole_text_s_first_lines() -
             assert first_filled_lines(text, count) == _filled(text)[:count], (text[:20], count)
 
 
-BUDGIE = "lsblk-b__long-lvm-names-on-their-own-lines__zsh-arrow-prompt__copied-command__line-cut-as-stored__budgie-welcome-224.txt"
+BUDGIE = (
+    "lsblk-b__long-lvm-names-on-their-own-lines__zsh-arrow-prompt__copied-command__line-cut-as-stored"
+    "__budgie-welcome-224.txt"
+)
 RHEL6_LUKS = "lsblk__rhel6-luks-name-on-its-own-line__dm-kernel-names__insights-core-3912.txt"
 
 
