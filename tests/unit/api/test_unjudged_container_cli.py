@@ -42,7 +42,10 @@ def test_a_real_lscpu_cut_after_its_first_line_is_still_an_lscpu() -> None:
     assert detect_kind("Architecture:                    x86_64\n") == "lscpu"
 
 
-CUT_8 = "nvidia-container-cli-info__8x-rtx-2080-ti__driver465.19.01__cut-in-gpu0-bus-location__nvidia-docker-1506.txt"
+CUT_8 = (
+    "nvidia-container-cli-info__8x-rtx-2080-ti__driver465.19.01__cut-in-gpu0-bus-location"
+    "__nvidia-docker-1506.txt"
+)
 JETSON = "nvidia-container-cli-info__jetson-xavier__null-driver-uuid-bus__nvidia-docker-1775.txt"
 
 
