@@ -133,6 +133,12 @@ _STARTED_ON = "the machine the session started on"
 _CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
 
 
+# a first line that is a typed command under a prompt this reading did not take as one (`# uname
+# -a`, zsh's `~ sudo docker run ...` with its right prompt, `$python --version`): a prompt mark,
+# then a command word; never a comment in words (`# 硬體看得到`) or a page's `($ lspci)`
+_TYPED_FIRST = re.compile(r"^(?:\S+@[\w.-]+\S*\s*)?[#$%➜❯~]+\s*[a-z][\w.+-]*(?:\s|$)")
+
+
 @dataclass(frozen=True)
 class Section:
     """One command's output in a session: `line` is its prompt line's number (1-based; 0 for
@@ -152,9 +158,11 @@ class Section:
         if self.line:
             return f"line {self.line} (`{self.command}`){self.what}"
         first = first_line(self.text)
-        return (
-            f"the text above its first prompt (`{first[:60]}{'...' if len(first) > 60 else ''}`){self.what}"
-        )
+        shown = f"`{first[:60]}{'...' if len(first) > 60 else ''}`"
+        if _TYPED_FIRST.match(first):
+            # (a prompt line of a command not read, `# uname -a`: no text above a prompt, m32b 25, 29)
+            return f"the output of {shown} (the text's first line, typed at a prompt){self.what}"
+        return f"the text above its first prompt ({shown}){self.what}"
 
     @property
     def tool_command(self) -> str:

@@ -147,3 +147,33 @@ def test_meminfo_lines_without_memtotal_are_refused_naming_what_is_missing(tmp_p
         f" MemTotal line: {NO_MEMTOTAL[name]}, a grep or a paste that kept only some of them), so no RAM"
         " total can be read: save `cat /proc/meminfo` whole, or `free -k`, of the box."
     )
+
+
+CENTOS_DF = "transcript__dd+blockdev+df-1K-CUT__centos-7-vm-vda1-boot__netdata-7205.txt"
+ODROID = "transcript__uname-HASH-PROMPT+lscpu-CUT__odroid-big-little__util-linux-1207.txt"
+
+
+def test_a_df_alone_says_no_lsblk_was_given_when_it_cannot_tell_the_disks(tmp_path: Path) -> None:
+    """netdata#7205's CentOS 7 VM session (its `df` in 1K blocks, / on an LVM LV, /boot on
+    /dev/vda1): data_disk /boot warns, as whether vda1 is another disk than / is not known, but
+    said "lsblk does not show both" where no lsblk was given; it says none was given."""
+    rules, _ = _judge(tmp_path, (SESSIONS / CENTOS_DF).read_text(), "data_disk: /boot\n")
+    rule = rules["data_disk"]
+    assert rule.verdict == "warn" and rule.detail == (
+        "could not tell whether /dev/vda1 is on another physical disk than /"
+        " (/dev/mapper/centos_centos70-root): no lsblk output was given (save `lsblk -J -b` of the box"
+        " to tell)"
+    ), rule
+
+
+def test_a_first_line_typed_at_a_prompt_is_no_text_above_one(tmp_path: Path) -> None:
+    """util-linux#1207: `# uname -a` (root's prompt, a command not read) above `# lscpu`: the note
+    called it "the text above its first prompt (`# uname -a`)", untrue (it is a prompt line); it
+    names the command's output, the text's first line typed at a prompt. The lscpu is judged."""
+    rules, notes = _judge(tmp_path, (SESSIONS / ODROID).read_text(), "cpu_cores: 6\n")
+    assert rules["cpu_cores"].verdict == "pass", rules["cpu_cores"]
+    assert any(
+        "not read: the output of `# uname -a` (the text's first line, typed at a prompt) is not an output"
+        " this tool reads" in n
+        for n in notes
+    ), notes
