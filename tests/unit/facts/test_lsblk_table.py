@@ -296,9 +296,9 @@ def test_the_first_lines_read_from_the_head_are_the_whole_text_s_first_lines() -
             assert first_filled_lines(text, count) == _filled(text)[:count], (text[:20], count)
 
 
+SESSIONS = REAL.parent / "sessions"
 BUDGIE = (
-    "lsblk-b__long-lvm-names-on-their-own-lines__zsh-arrow-prompt__copied-command__line-cut-as-stored"
-    "__budgie-welcome-224.txt"
+    "transcript__lsblk-b-CUT__long-lvm-names-on-their-own-lines__zsh-arrow-prompt__budgie-welcome-224.txt"
 )
 RHEL6_LUKS = "lsblk__rhel6-luks-name-on-its-own-line__dm-kernel-names__insights-core-3912.txt"
 
@@ -312,7 +312,7 @@ def test_a_long_name_on_its_own_line_is_read_with_the_cells_below_it(tmp_path: P
     cannot be read into its columns; the file is cut short or damaged". Each such row is one
     device with its parent; a table cut inside the line of cells is cut (its rows before read),
     and a line of cells that cannot be read with a newline after it is still damage."""
-    text = (REAL / BUDGIE).read_text().split("\n", 1)[1]  # (the prompt line left out here)
+    text = (SESSIONS / BUDGIE).read_text().split("\n", 1)[1]  # (the prompt line left out here)
     assert table_unread(text) is None
     devices = read_lsblk(text)
     lvm = _row(devices, "butank-butank--lvm")
@@ -337,7 +337,7 @@ def test_a_long_name_on_its_own_line_is_read_with_the_cells_below_it(tmp_path: P
     # the folder with the prompt line: read, data_disk unverified (LVM with no df), not refused
     folder = tmp_path / "box"
     folder.mkdir()
-    (folder / "lsblk.txt").write_text((REAL / BUDGIE).read_text())
+    (folder / "lsblk.txt").write_text((SESSIONS / BUDGIE).read_text())
     (tmp_path / "order.yml").write_text("data_disk: {mount: /mnt/butank, min_size: 4TB}\n")
     facts = parse_facts(offline.load_outputs([str(folder)]))
     order = offline.load_order(str(tmp_path / "order.yml"))
