@@ -41,9 +41,9 @@ from gpuonboard.steps.checks.missing_facts import (
     _unreadable,
     cuda_in_container,
     driver_above_cut,
+    driver_not_given,
     fault_advice,
     no_gpu_detail,
-    topo_alone,
 )
 from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
 from gpuonboard.steps.checks.vgpu_name import is_vgpu
@@ -101,17 +101,8 @@ def rule_driver(facts: Facts) -> Check:
     """The NVIDIA driver answers: nvidia-smi exists and reports GPUs. A format the provider
     refuses is said, never taken for a broken driver; a cut-off output is unverified."""
     expected = "nvidia-smi reports the GPUs"
-    if topo := topo_alone(facts):
-        actual = "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
-        return Check(
-            "nvidia_driver",
-            expected,
-            actual,
-            "unverified",
-            f"{topo}: add the saved `nvidia-smi -q -x` output to judge it",
-        )
     if _gpu_not_given(facts) and facts.gpu is None:
-        return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+        return driver_not_given(facts, expected)
     if not facts.nvidia_smi_present:
         return Check(
             "nvidia_driver",

@@ -45,6 +45,16 @@ def topo_alone(facts: Facts) -> str:
     )
 
 
+def driver_not_given(facts: Facts, expected: str) -> Check:
+    """nvidia_driver where no nvidia-smi GPU listing was given: not judged, saying what was
+    given where a `topo -m` was (topo_alone)."""
+    if topo := topo_alone(facts):
+        actual = "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
+        advice = f"{topo}: add the saved `nvidia-smi -q -x` output to judge it"
+        return Check("nvidia_driver", expected, actual, "unverified", advice)
+    return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+
+
 def no_gpu_detail(facts: Facts) -> str:
     """The advice of a GPU rule judged without GPU facts (_no_gpu_actual's case)."""
     if topo := topo_alone(facts):
