@@ -55,7 +55,7 @@ from gpuonboard.api.saved_text import (
     unquote,
 )
 from gpuonboard.api.shown import shown
-from gpuonboard.api.unread import joined, keeps_first, unread
+from gpuonboard.api.unread import joined, keeps_first, output_cut, unread
 from gpuonboard.api.unread_files import unread_rows
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
@@ -307,6 +307,7 @@ def _session_outputs(
         joined,
         lambda out: bool(out.in_container or out.partial or out.ran_elsewhere),
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
+        output_cut,
     )
     return _own_failure_over_elsewhere(str(path), found, notes)
 
@@ -603,7 +604,15 @@ def load_outputs(
         if recorded is not None:
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:
-            found = _saved_outputs(path, data, session_notes, cut)
+            try:
+                found = _saved_outputs(path, data, session_notes, cut)
+            except UsageError as why:
+                if not (in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")):
+                    raise  # (a file named itself, or an output of a known kind that is unsafe)
+                session_notes.append(_unread_file_note(str(why)))  # (one missing answer)
+                if unread is not None:
+                    unread.append(path)
+                continue
         if cut and recorded is not None:  # (a run's output cut short is incomplete: never judged as whole)
             found = _all_cut(found, cut)
         for kind, out, where in found:

@@ -657,6 +657,27 @@ _TOP_SUMMARY = re.compile(r"(?m)^\s*(?:[KMGT]iB )?(?:Mem|Swap)\s*:\s*[\d.]+k?\s+
 _LABELLED_CELL = re.compile(r"(?m)(?:^|,)\s*(?:[A-Za-z][A-Za-z ]*:\s+\S|[\d.]+k?\s+[a-z]{3,}\s*(?:,|$))")
 
 
+# a /proc/meminfo line (`HugePages_Total:   53342`, `Hugepagesize:    2048 kB`), as a page may
+# bold it (`**HugePages_Free:    11904**`) or a user annotate it (`4194304 kB  //total huge pages`)
+_MEMINFO_LINE = re.compile(
+    r"^\**(MemFree|MemAvailable|Buffers|Cached|SwapCached|SwapTotal|SwapFree|Active|Inactive|Dirty"
+    r"|Shmem|Slab|SReclaimable|SUnreclaim|Committed_AS|CommitLimit|AnonPages|Mapped|PageTables"
+    r"|VmallocTotal|AnonHugePages|ShmemHugePages|FileHugePages|HugePages_\w+|Hugepagesize|Hugetlb"
+    r"|DirectMap\w+):[ \t]+\d+(?:[ \t]+kB)?\**(?:[ \t]+//.*)?[ \t]*$"
+)
+
+
+def _meminfo_without_total(text: str) -> list[str]:
+    """The /proc/meminfo fields of a text of two or more such lines and no `MemTotal` (numactl#152's
+    hugepage lines under `cat /proc/meminfo` and a `...`, netdata#3461's `grep -i Hugep`: m32b 23,
+    24); [] for any other text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    fields = [m.group(1) for line in lines if (m := _MEMINFO_LINE.match(line))]
+    if len(fields) < 2 or re.search(r"^\W*MemTotal:", text, re.M):
+        return []
+    return fields
+
+
 def _unread_sentence(where: str, text: str) -> str:
     """The sentence refusing a saved output of another form, a headerless CSV, or none this
     tool reads (naming the kinds it does read)."""
@@ -672,6 +693,13 @@ def _unread_sentence(where: str, text: str) -> str:
         return (
             f"{where}: top's memory summary lines (`Mem: ... total, ... used, ... free`, `Swap:"
             " ...`), not `free` output: save `free -k` of the box (or `cat /proc/meminfo`)."
+        )
+    if fields := _meminfo_without_total(text):
+        return (
+            f"{where}: {transcript.UNRECOGNISED} (/proc/meminfo lines without its MemTotal line:"
+            f" {', '.join(fields[:4])}{' ...' if len(fields) > 4 else ''}, a grep or a paste that kept"
+            " only some of them), so no RAM total can be read: save `cat /proc/meminfo` whole, or"
+            " `free -k`, of the box."
         )
     if csv_width(text) and not _LABELLED_CELL.search(text):
         return (

@@ -26,6 +26,8 @@ def ibdev2netdev_line(line: str) -> bool:
 def shown(kind: str, text: str) -> str:
     """What a `docker info` or `iperf3 -J` output given says, in one line: no fact and no rule
     reads them (the container steps and prove's network step judge them on the box)."""
+    if kind == "docker_info" and (version := _docker_version(text)):
+        return version
     if kind == "docker_info":
         from gpuonboard.facts.container import parse_docker_info
 
@@ -56,6 +58,28 @@ def shown(kind: str, text: str) -> str:
         else "no figures"
     )
     return f"iperf3 -J: {figures}: read, not judged (prove's network step judges it between the boxes)."
+
+
+# `docker version`'s client and server (its engine's) versions: `Client: ...` / ` Version: 19.03.4`,
+# `Server: ...` / ` Engine:` / `  Version: 19.03.4`
+_CLIENT_VERSION = re.compile(r"^Client:.*\n(?:[ \t]+.*\n)*?[ \t]Version:[ \t]*(\S+)", re.M)
+_ENGINE_VERSION = re.compile(
+    r"^Server:.*\n(?:[ \t]+.*\n)*?[ \t]+Engine:[ \t]*\n[ \t]+Version:[ \t]*(\S+)", re.M
+)
+
+
+def _docker_version(text: str) -> str:
+    """A `docker version` (read with docker info's kind: m32b 14, 32) in one line: its client's
+    and its engine's versions, and that it lists no runtime; "" for any other text (a docker info)."""
+    client, engine = _CLIENT_VERSION.search(text), _ENGINE_VERSION.search(text)
+    if engine is None and (client is None or re.search(r"^[ \t]*Server Version:", text, re.M)):
+        return ""
+    said = [f"client {client.group(1)}" if client else "client version not read"]
+    said.append(f"engine {engine.group(1)}" if engine else "no engine version read (no Server section)")
+    return (
+        f"docker version: {', '.join(said)}; it lists no runtime (no NVIDIA runtime read either"
+        " way, `docker info` lists them): read, not judged (the container steps judge it on the box)."
+    )
 
 
 # `podman info`'s `version:` mapping's `Version: 4.9.3`; the OCI runtime's `ociRuntime:` `name: crun`

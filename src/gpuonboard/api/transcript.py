@@ -133,6 +133,12 @@ _STARTED_ON = "the machine the session started on"
 _CONTAINER_ID = re.compile(r"[0-9a-f]{12}")
 
 
+# a first line that is a typed command under a prompt this reading did not take as one (`# uname
+# -a`, zsh's `~ sudo docker run ...` with its right prompt, `$python --version`): a prompt mark,
+# then a command word; never a comment in words (`# 硬體看得到`) or a page's `($ lspci)`
+_TYPED_FIRST = re.compile(r"^(?:\S+@[\w.-]+\S*\s*)?[#$%➜❯~]+\s*[a-z][\w.+-]*(?:\s|$)")
+
+
 @dataclass(frozen=True)
 class Section:
     """One command's output in a session: `line` is its prompt line's number (1-based; 0 for
@@ -152,9 +158,11 @@ class Section:
         if self.line:
             return f"line {self.line} (`{self.command}`){self.what}"
         first = first_line(self.text)
-        return (
-            f"the text above its first prompt (`{first[:60]}{'...' if len(first) > 60 else ''}`){self.what}"
-        )
+        shown = f"`{first[:60]}{'...' if len(first) > 60 else ''}`"
+        if _TYPED_FIRST.match(first):
+            # (a prompt line of a command not read, `# uname -a`: no text above a prompt, m32b 25, 29)
+            return f"the output of {shown} (the text's first line, typed at a prompt){self.what}"
+        return f"the text above its first prompt ({shown}){self.what}"
 
     @property
     def tool_command(self) -> str:
@@ -484,6 +492,7 @@ def read(
     join: Callable[[str, T, T], T | None] = lambda *_: None,
     narrow: Callable[[T], bool] = lambda _: False,
     failed_whole: Callable[[T], bool] = lambda _: False,
+    cut_short: Callable[[str, T], str] = lambda *_: "",
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -499,7 +508,9 @@ def read(
     the box said it; "" for one that read something: a refusal, `dmesg: read kernel buffer
     failed`, or a tool not found) gives way to one of its kind that did
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
-    makes one (the kernel logs of two boots, RDMA listings in two formats)."""
+    makes one (the kernel logs of two boots, RDMA listings in two formats); nor is one command's
+    run cut short (`cut_short(kind, output)`: why, as its reader says it) whose lines are the
+    other run's as far as they go: the whole run is judged, the cut one named in the note."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
     _refuse_several_boxes(name, each)
     _refuse_reruns_answered_otherwise(name, each, unread, failed_whole)
@@ -518,6 +529,10 @@ def read(
                 found[kind] = (part, out, where)
             else:
                 skipped.append((part.line, f"{part.where}: the same output as {first.where}"))
+            continue
+        if kind in found and (pair := _cut_rerun(kind, found[kind], (part, out, where), cut_short)):
+            skipped.append(pair[0])
+            found[kind] = pair[1]
             continue
         if kind in found and (both := join(kind, found[kind][1], out)) is not None:
             first = found[kind][0]
@@ -544,6 +559,36 @@ def read(
         found[kind] = (part, out, where)
     _note_skipped(name, skipped, bool(found), notes)
     return [(kind, out, where) for kind, (_, out, where) in found.items()]
+
+
+def _cut_rerun(
+    kind: str,
+    first: tuple[Section, T, str],
+    then: tuple[Section, T, str],
+    cut_short: Callable[[str, T], str],
+) -> tuple[tuple[int, str], tuple[Section, T, str]] | None:
+    """((the cut run's line, why it is not read), the whole run) where two runs of one command are one
+    whole and one cut short (its reader says so) whose lines are the whole one's as far as they
+    go, its last line perhaps cut inside (m32b 04: network-operator#1646's `ibv_devinfo` run
+    twice, the second cut after its `board_id`); None for any other two (two different answers:
+    rivals)."""
+    if " ".join(first[0].command.split()) != " ".join(then[0].command.split()) or not first[0].command:
+        return None
+    whys = [cut_short(kind, first[1]), cut_short(kind, then[1])]
+    if bool(whys[0]) == bool(whys[1]):
+        return None
+    cut, whole = (then, first) if whys[1] else (first, then)
+    short = [line.rstrip() for line in cut[0].text.splitlines() if line.strip()]
+    full = [line.rstrip() for line in whole[0].text.splitlines() if line.strip()]
+    if not short or len(short) > len(full) or short[:-1] != full[: len(short) - 1]:
+        return None
+    if not full[len(short) - 1].startswith(short[-1]):
+        return None
+    said = (
+        f"{cut[0].where}: the same command as {whole[0].where}, its output cut short ({whys[0] or whys[1]}),"
+        f" the same as that one's as far as it goes; {whole[0].where}, whole, is judged"
+    )
+    return (cut[0].line, said), whole
 
 
 def _outputs(

@@ -101,23 +101,42 @@ def lone_values(text: str) -> str | None:
 _CLI_FIELD = re.compile(r"^(NVRM version|CUDA version|Device Index|Model|Bus Location):[ \t]*(.*?)\s*$", re.M)
 
 
+# its glog line for each device it lists before the blocks: `listing device /dev/nvidia7 (GPU-... at
+# 00000000:db:00.0)`; a Jetson's `listing device (null) ((null) at (null))`
+_CLI_LISTING = re.compile(r"\] listing device (\S+) \(")
+_NULL = "(null)"  # (a field nvidia-container-cli could not read: a Jetson's driver version, UUID, bus)
+
+
 def container_cli_info(text: str) -> str | None:
     """The note for an `nvidia-container-cli info` output (its driver, CUDA version and GPUs named),
-    read and not judged: the toolkit's view, not one of nvidia-smi's formats the rules read. None
-    for any other text."""
+    read and not judged: the toolkit's view, not one of nvidia-smi's formats the rules read. A
+    field it prints as `(null)` (a Jetson's driver version, UUID and bus) is said unread; GPU
+    blocks fewer than the devices its log lines list (an output cut after GPU 0's block) are said
+    as cut, never as the box's count (m32b 07, 08). None for any other text."""
     fields = _CLI_FIELD.findall(text)
     driver = next((v for k, v in fields if k == "NVRM version"), "")
-    if not re.fullmatch(r"\d+\.\d+(?:\.\d+)?", driver) or not any(
+    if not (re.fullmatch(r"\d+\.\d+(?:\.\d+)?", driver) or driver == _NULL) or not any(
         k in ("CUDA version", "Device Index") for k, _ in fields
     ):
         return None
     cuda = next((v for k, v in fields if k == "CUDA version"), "")
     models = [v for k, v in fields if k == "Model"]
     buses = [v for k, v in fields if k == "Bus Location"]
-    gpus = ", ".join(f"{m} at {buses[i]}" if i < len(buses) else m for i, m in enumerate(models))
-    listed = f"{len(models)} GPU(s): {gpus[:200]}" if models else "no GPU listed"
+    gpus = ", ".join(
+        f"{m} at {buses[i]}" if i < len(buses) and buses[i] != _NULL else m for i, m in enumerate(models)
+    )
+    devices = _CLI_LISTING.findall(text)
+    if len(devices) > len(models):
+        span = devices[0] if len(devices) == 1 else f"{devices[0]} to {devices[-1]}"
+        listed = (
+            f"{len(devices)} devices listed by its log lines ({span}), {len(models)} GPU block(s)"
+            f" read before the output is cut short ({gpus[:200] or 'none'})"
+        )
+    else:
+        listed = f"{len(models)} GPU(s): {gpus[:200]}" if models else "no GPU listed"
+    said = "driver not named (`NVRM version: (null)`)" if driver == _NULL else f"driver {driver}"
     return (
-        f"an `nvidia-container-cli info` output (the NVIDIA Container Toolkit's view: driver {driver}"
+        f"an `nvidia-container-cli info` output (the NVIDIA Container Toolkit's view: {said}"
         + (f", CUDA {cuda}" if cuda else "")
         + f", {listed}), shown as read and not judged: it is not one of nvidia-smi's outputs the"
         " rules read (its `Architecture` is the GPU's compute capability, no CPU's); save"

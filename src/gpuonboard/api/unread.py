@@ -391,6 +391,21 @@ def _matched_by(both: object) -> str:
     return f"its GPUs matched {how}: nothing in both files shows they are one box's; add uuid to both queries"
 
 
+def output_cut(kind: str, out: ProbeOutput) -> str:
+    """Why an output is cut short, as its reader says it (an RDMA port listing ending inside a
+    record, an lsblk table ending inside a row); "" where it is whole or its reader does not say."""
+    if kind == "rdma_ports":
+        from gpuonboard.facts.infiniband import parse_rdma
+
+        report = parse_rdma(out.stdout)
+        return report.cut or ("" if report.complete else "it says it stopped early")
+    if kind == "lsblk":
+        from gpuonboard.facts.lsblk_table import table_cut
+
+        return table_cut(out.stdout)
+    return ""
+
+
 def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
     """Two outputs of one kind read as one (joined_boots, joined_formats, joined_memory,
     joined_cpus); None where they are rivals."""

@@ -55,6 +55,20 @@ def parse_docker_info(text: str) -> RuntimeInfo:
     return _docker_text(text)
 
 
+# docker info's ` Total Memory: 7.768GiB` (its daemon's machine's MemTotal, as go-units prints it)
+_TOTAL_MEMORY = re.compile(r"^[ \t]*Total Memory:[ \t]*(\d+(?:\.\d+)?[KMGT]?i?B)[ \t]*$", re.M)
+
+
+def docker_total_memory(text: str) -> str | None:
+    """The `Total Memory` a `docker info` gives, as printed (`7.768GiB`; the JSON form's
+    `MemTotal` in bytes), or None: the memory of the machine the daemon runs on, which may be a
+    VM's (Docker Desktop, a Kata or Lima VM), not the box's."""
+    if (m := _TOTAL_MEMORY.search(text)) is not None:
+        return m.group(1)
+    found = re.search(r'"MemTotal"\s*:\s*(\d+)', text)
+    return f"{found.group(1)} bytes" if found else None
+
+
 def _docker_json(data: dict[str, Any]) -> RuntimeInfo:
     registry = data.get("RegistryConfig") or {}
     return RuntimeInfo(

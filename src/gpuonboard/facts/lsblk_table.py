@@ -239,6 +239,21 @@ def _further_mount(line: str) -> str | None:
     return more
 
 
+def _continuation(line: str, columns: list[_Column]) -> str | None:
+    """The line below a row of a name alone, as lsblk prints a name too long for its column
+    (libsmartcols: the name on a line of its own, the row's other cells on the next line, after
+    blanks, or the tree's `│`, up to where they start: budgie-welcome#224's `└─butank-butank--lvm`
+    / `253:0 0 4000787202048 0 lvm /mnt/butank`, insights-core#3912's RHEL 6 luks name), the
+    tree's glyphs blanked; None for a line that is not that (a device's row, a line starting
+    inside the name's column)."""
+    if not line or not (line[0].isspace() or line[0] in "│|"):
+        return None
+    lead = len(line) - len(line.lstrip("│| \t"))
+    if lead <= columns[0].end or not line[lead:].strip():
+        return None
+    return " " * lead + line[lead:]
+
+
 def _device(cells: dict[str, str], name: str, parent: str | None) -> BlockDevice:
     size = cells.get("SIZE", "")
     mounts = cells.get("MOUNTPOINTS", cells.get("MOUNTPOINT", ""))
@@ -267,7 +282,9 @@ def _read(text: str) -> tuple[list[BlockDevice], str | None]:
     closed: set[int] = set()  # the depths whose last branch (`└─`) was drawn under the current parent
     lost = False  # a branch the tree cannot place (the blanks before it lost): no parents after it
     many = columns[-1].name == "MOUNTPOINTS"
-    for line in lines[1:]:
+    at = 1
+    while at < len(lines):
+        line, at = lines[at], at + 1
         if line is lines[-1] and _tree_alone(text):
             return devices, None  # (cut inside the tree drawn before a name or a mount point: table_cut)
         if many and devices and (more := _further_mount(line)):
@@ -281,7 +298,9 @@ def _read(text: str) -> tuple[list[BlockDevice], str | None]:
             # (a mount point where a name starts: a further mount point's line that lost its
             # blanks; `lsblk -p` names start /dev/)
             return devices, f"a line lsblk does not print ({line.strip()[:60]})"
-        read = _cells(line, columns, end)
+        read, at = _row_cells(lines, at, columns, end)
+        if read is None and at == len(lines) - 1 and _wrapped_cut(text, columns):
+            return devices, None  # (cut inside the line of cells below a name alone: table_cut)
         if read is None and line is lines[-1] and (_open_end(text) or not line[end:].strip()):
             # (the output ends inside this row, or at its name alone, which no lsblk row is:
             # cut short, table_cut)
@@ -299,6 +318,36 @@ def _read(text: str) -> tuple[list[BlockDevice], str | None]:
         parent = path[depth - 1] if depth and not lost else None
         devices.append(_device(cells, name, parent))
     return devices, None
+
+
+def _row_cells(
+    lines: list[str], at: int, columns: list[_Column], end: int
+) -> tuple[tuple[dict[str, str], bool] | None, int]:
+    """The cells of the row whose name line is lines[at - 1] (on its line, or on the next one
+    where lsblk put the name on a line of its own), and the index of the line after the row."""
+    line = lines[at - 1]
+    if not line[end:].strip() and at < len(lines):
+        below = _continuation(lines[at], columns)
+        read = _cells(below, columns, 0) if below is not None else None
+        if read is not None:
+            return read, at + 1
+    return _cells(line, columns, end), at
+
+
+def _wrapped_cut(text: str, columns: list[_Column]) -> bool:
+    """True when the table ends, with no newline, inside the cells lsblk put on the line below
+    a name alone (the line cannot be read into its columns)."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    if len(lines) < 3 or not _open_end(text):
+        return False
+    named = _name_cell(lines[-2])
+    below = _continuation(lines[-1], columns)
+    return (
+        named is not None
+        and not lines[-2][named[2] :].strip()
+        and below is not None
+        and _cells(below, columns, 0) is None
+    )
 
 
 def parse_lsblk_table(text: str) -> tuple[BlockDevice, ...]:
@@ -333,6 +382,12 @@ def table_cut(text: str) -> str:
         return (
             "the lsblk table ends inside the tree drawn before its next line, cut short: the rows"
             " from there on are not known"
+        )
+    if columns is not None and _wrapped_cut(text, columns):
+        name = _name_cell(lines[-2])
+        return (
+            f"the lsblk table ends inside its row of {name[1] if name else lines[-2].strip()}, cut"
+            " short: the rows from there on are not known"
         )
     named = _name_cell(lines[-1]) if columns is not None else None
     if columns is None or named is None or _cells(lines[-1], columns, named[2]) is not None:

@@ -66,7 +66,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it
         "proc-cpuinfo": "lscpu",  # (`cat /proc/cpuinfo`: read as the CPUs, cores and sockets it gives)
         "free": "free",
-        "meminfo": "free",  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
+        "meminfo": "free",
+        # /proc/meminfo lines without MemTotal (a grep, a paste): refused saying so (round 32)
+        "proc-meminfo-no-memtotal": None,  # (`cat /proc/meminfo`: read as the RAM it gives, exact KiB)
         # df's own stderr lines (`/bin/df: ...`) above its table: read once split back to its
         # stderr (api/test_offline_df_unread.py), as a saved file is
         "df-alP__rhel6-satellite__bin-df": None,
@@ -92,6 +94,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "cpuinfo-grep-c": None,  # a bare number (`grep -c ^processor`); tests put its command before it
         "cpuset-cpus": None,  # a bare CPU list (`tail` of the file); tests put its file's name before it
         "docker-info": "docker_info",
+        "docker-version": "docker_info",  # (read with docker info's kind, said as what it is: api/shown.py)
         "iperf3": "iperf3",
         "numactl-H": "numactl",  # (shown, not judged)
         "ibdev2netdev": "ibdev2netdev",  # (shown, not judged: its Up/Down is the net device's)
@@ -308,13 +311,20 @@ def test_a_runs_raw_folder_is_judged_and_an_unread_probe_skipped_with_one_note(t
 
 
 def test_the_same_files_in_a_users_folder_keep_the_error(tmp_path: Path) -> None:
+    """A run's files copied to a folder of the user's own are read as saved files: the container
+    probe's output, no output this tool reads, is one missing answer, a note (round 32: it refused
+    the folder), and the run's empty `nvidia_topo.txt` still refuses it."""
     folder = _write_run(tmp_path / "reports")
     own = tmp_path / "from-vendor"
     shutil.copytree(folder, own)
     odd = sorted(f.name for f in own.iterdir())[0]  # the container probe's hashed name sorts first
     assert odd.startswith("container_")
-    with pytest.raises(UsageError, match=rf"^{own / odd}: not a recognised command output"):
+    with pytest.raises(UsageError, match=rf"^{own / 'nvidia_topo.txt'}: an empty file"):
         offline.load_outputs([str(own)])
+    (own / "nvidia_topo.txt").unlink()  # (the container probe's file alone is a note)
+    notes: list[str] = []
+    offline.load_outputs([str(own)], notes)
+    assert any(n.startswith(f"{own / odd}: not a recognised command output") for n in notes), notes
 
 
 def test_a_run_folder_or_its_raw_folder_names_the_host_folder_to_give(tmp_path: Path) -> None:

@@ -231,7 +231,9 @@ def test_podman_info_is_shown_as_docker_info_is(tmp_path: Path) -> None:
 def test_a_docker_version_lists_no_runtime_so_says_none_is_missing() -> None:
     """nvidia-docker#1460's session holds a `docker version` (its Server section, no Runtimes
     line), read as a docker info: it was noted "no NVIDIA runtime", a claim from a line the
-    output never has; it now says no runtime is listed."""
+    output never has; it now says no runtime is listed, and (round 32) that it is a docker
+    version, with its client's and engine's versions (it said "docker info: docker (version not
+    read)")."""
     session = (
         REAL.parent
         / "sessions"
@@ -239,9 +241,9 @@ def test_a_docker_version_lists_no_runtime_so_says_none_is_missing() -> None:
     )
     said = " ".join(cli(str(session)).stderr.split())
     assert (
-        "docker info: docker (version not read); no runtime listed (no NVIDIA runtime read either way)"
-        in said
-    )
+        "docker version: client 19.03.12, engine 19.03.12; it lists no runtime (no NVIDIA runtime read"
+        " either way, `docker info` lists them)"
+    ) in said
     assert "; no NVIDIA runtime:" not in said
 
 

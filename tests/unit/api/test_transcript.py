@@ -326,7 +326,8 @@ SESSIONS = FIXTURES / "sessions"
             # prompts without a space after `$` (`$nvidia-smi`)
             "transcript__python-V+os-release+nvidia-smi+dpkg__V100-SXM2-32GB-noSpacePrompt.txt",
             ["nvidia_smi_table", "os_release"],
-            "the text above its first prompt (`$python --version`) is not an output this tool reads; line 38"
+            "the output of `$python --version` (the text's first line, typed at a prompt) is not an"
+            " output this tool reads; line 38"
             " (`sudo dpkg -l |grep nvidia`) is not an output this tool reads.",
         ),
         # the shell's `-bash: nvidia-smi: command not found`: nvidia-smi's absence, the box's answer

@@ -40,3 +40,33 @@ def test_a_real_lscpu_cut_after_its_first_line_is_still_an_lscpu() -> None:
     """lscpu's `Architecture:` line with a CPU architecture, the rest cut away (written by the
     test), is still read as lscpu (an incomplete one), not refused."""
     assert detect_kind("Architecture:                    x86_64\n") == "lscpu"
+
+
+CUT_8 = (
+    "nvidia-container-cli-info__8x-rtx-2080-ti__driver465.19.01__cut-in-gpu0-bus-location"
+    "__nvidia-docker-1506.txt"
+)
+JETSON = "nvidia-container-cli-info__jetson-xavier__null-driver-uuid-bus__nvidia-docker-1775.txt"
+
+
+def test_a_cut_info_and_a_jetson_s_null_fields_are_said_as_read(tmp_path: Path) -> None:
+    """Round 32 (m32b 07, 08): nvidia-docker#1506's info lists 8 devices in its log lines and is
+    cut inside GPU 0's block: the note said "1 GPU(s)", untrue; it says 8 devices listed and 1
+    block read before the cut. nvidia-docker#1775's Jetson Xavier prints `(null)` for the driver
+    version, UUID and bus: it was "not a recognised command output"; it is named, its driver
+    said not named and its GPU by its model alone."""
+    said = {}
+    for name in (CUT_8, JETSON):
+        (tmp_path / "info.txt").write_text((REAL / name).read_text())
+        with pytest.raises(UsageError) as refused:
+            offline.load_outputs([str(tmp_path / "info.txt")])
+        said[name] = str(refused.value)
+    assert (
+        "driver 465.19.01, CUDA 11.3, 8 devices listed by its log lines (/dev/nvidia0 to /dev/nvidia7),"
+        " 1 GPU block(s) read before the output is cut short (NVIDIA GeForce RTX 2080 Ti))"
+    ) in said[CUT_8]
+    assert "1 GPU(s)" not in said[CUT_8]
+    assert (
+        "an `nvidia-container-cli info` output (the NVIDIA Container Toolkit's view: driver not named"
+        " (`NVRM version: (null)`), CUDA 10.2, 1 GPU(s): Xavier), shown as read and not judged"
+    ) in said[JETSON]

@@ -49,7 +49,9 @@ def test_every_pasted_table_is_read_whole(name: str) -> None:
     text = (REAL / name).read_text()
     # (a further mount point's line: its path alone after blanks, or after the ASCII tree's `|`)
     further = [line for line in text.splitlines() if re.fullmatch(r"[|│ ]*/\S*", line.rstrip())]
-    rows = [line for line in text.splitlines()[1:] if line.strip() and line not in further]
+    # (a row's cells on the line below its name, where lsblk put a long name on a line of its own)
+    cells_below = [line for line in text.splitlines() if re.match(r"[|│ ]+\d+:\d+ ", line)]
+    rows = [line for line in text.splitlines()[1:] if line.strip() and line not in further + cells_below]
     assert len(_read(name)) == len(rows)
     assert read_lsblk(text) == _read(name)
 
@@ -292,3 +294,53 @@ def test_the_first_lines_read_from_the_head_are_the_whole_text_s_first_lines() -
     for text in [*captures, *made]:
         for count in (1, 2, 3):
             assert first_filled_lines(text, count) == _filled(text)[:count], (text[:20], count)
+
+
+SESSIONS = REAL.parent / "sessions"
+BUDGIE = (
+    "transcript__lsblk-b-CUT__long-lvm-names-on-their-own-lines__zsh-arrow-prompt__budgie-welcome-224.txt"
+)
+RHEL6_LUKS = "lsblk__rhel6-luks-name-on-its-own-line__dm-kernel-names__insights-core-3912.txt"
+
+
+def test_a_long_name_on_its_own_line_is_read_with_the_cells_below_it(tmp_path: Path) -> None:
+    """Round 32 (m32b 06): lsblk puts a tree name too long for its column on a line of its own
+    and the row's cells on the next line, after blanks (or the tree's `│`) up to where they
+    start: budgie-welcome#224's `  └─butank-butank--lvm` / `253:0 0 4000787202048 0 lvm
+    /mnt/butank` (the zsh prompt above it, cut at `└─sdd1`), and a RHEL 6 luks name with its
+    kernel name (insights-core#3912). The table was refused, exit 2, "its row of boop--lvm-lv1
+    cannot be read into its columns; the file is cut short or damaged". Each such row is one
+    device with its parent; a table cut inside the line of cells is cut (its rows before read),
+    and a line of cells that cannot be read with a newline after it is still damage."""
+    text = (SESSIONS / BUDGIE).read_text().split("\n", 1)[1]  # (the prompt line left out here)
+    assert table_unread(text) is None
+    devices = read_lsblk(text)
+    lvm = _row(devices, "butank-butank--lvm")
+    assert (lvm.size_bytes, lvm.type, lvm.mountpoints, lvm.parent) == (
+        4000787202048,
+        "lvm",
+        ("/mnt/butank",),
+        "sdb1",
+    )
+    assert [d.parent for d in devices if d.name == "boop--lvm-lv1"] == ["sda1", "sdc"]
+    assert _row(devices, "sdd").type == "disk" and devices[-1].name == "sdd"
+    assert table_cut(text).startswith("the lsblk table ends inside its row of sdd1, cut short")
+    luks = _read(RHEL6_LUKS)
+    crypt = _row(luks, "luks-c666666c-e999-4666-8888-333333333333")
+    assert (crypt.type, crypt.size_bytes, crypt.parent) == ("crypt", round(136.2 * GiB), "sda2")
+    assert _row(luks, "vg0-lv_root").parent == crypt.name and len(luks) == 14
+    # cut inside the line of cells, no newline: the rows before it read, the cut said
+    inside = text[: text.index("253:0    0 4000") + 12]
+    assert table_unread(inside) is None and devices[:15] == read_lsblk(inside)[:15]
+    assert table_cut(inside).startswith("the lsblk table ends inside its row of butank-butank--lvm")
+    assert table_unread(inside + "\n") == "its row of butank-butank--lvm cannot be read into its columns"
+    # the folder with the prompt line: read, data_disk unverified (LVM with no df), not refused
+    folder = tmp_path / "box"
+    folder.mkdir()
+    (folder / "lsblk.txt").write_text((SESSIONS / BUDGIE).read_text())
+    (tmp_path / "order.yml").write_text("data_disk: {mount: /mnt/butank, min_size: 4TB}\n")
+    facts = parse_facts(offline.load_outputs([str(folder)]))
+    order = offline.load_order(str(tmp_path / "order.yml"))
+    (check,) = [c for c in offline.judge(facts, order) if c.name == "data_disk"]
+    assert check.verdict == "unverified" and check.actual.startswith("butank-butank--lvm at /mnt/butank")
+    assert "ends inside its row of sdd1, cut short" in check.detail

@@ -80,6 +80,8 @@ def test_every_real_topo_is_covered() -> None:
         "nvidia-smi-topo-m__8gpu-pix-phb-sys-mlx4__copied-command__cut-after-gpu4-row__kubernetes-53497.txt",
         # rows saved without the header row: facts/test_topo_headerless.py
         "nvidia-smi-topo-m__b200__header-row-lost__gpu2-no-nvlink__cut-in-gpu6-row__vllm-16336.txt",
+        # a topo -m given alone (no GPU listing): api/test_offline_round32_host.py
+        "nvidia-smi-topo-m__8x-h100-nv18__tab-separated-9-nics__cut-in-nic6-row__nccl-1453.txt",
     }
     assert real == cases | audit | {p.name for p in GLUED_CAPTURES} | elsewhere
 

@@ -398,6 +398,14 @@ def _not_mounted(
     )
 
 
+def _lsblk_said(facts: Facts) -> str:
+    """Why lsblk could not tell two mounts' disks apart: none was given (offline: a df alone,
+    m32b 39), or the one read does not show both."""
+    if not facts.block_devices and not facts.given("lsblk"):
+        return "no lsblk output was given (save `lsblk -J -b` of the box to tell)"
+    return "lsblk does not show both"
+
+
 def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """rule_data_disk from df and lsblk (when read)."""
     spec = order.data_disk
@@ -464,7 +472,7 @@ def _judge_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             actual,
             "warn",
             f"could not tell whether {mount.device} is on another physical disk than /"
-            f" ({root.device if root else 'no / in df'}): lsblk does not show both",
+            f" ({root.device if root else 'no / in df'}): {_lsblk_said(facts)}",
         )
     if mount.mountpoint != spec.mount:
         return Check(

@@ -41,6 +41,7 @@ from gpuonboard.steps.checks.missing_facts import (
     _unreadable,
     cuda_in_container,
     driver_above_cut,
+    driver_not_given,
     fault_advice,
     no_gpu_detail,
 )
@@ -101,7 +102,7 @@ def rule_driver(facts: Facts) -> Check:
     refuses is said, never taken for a broken driver; a cut-off output is unverified."""
     expected = "nvidia-smi reports the GPUs"
     if _gpu_not_given(facts) and facts.gpu is None:
-        return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+        return driver_not_given(facts, expected)
     if not facts.nvidia_smi_present:
         return Check(
             "nvidia_driver",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts.cpu import (
@@ -627,11 +628,28 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
 
 
+def _docker_memory_said(facts: Facts) -> str:
+    """Where a `docker info` given says its `Total Memory` (m32b 31), the clause naming it: the
+    memory of the machine docker's daemon runs on, which may be a VM's (Docker Desktop's, a Kata
+    VM's), so no RAM of the box is judged by it; "" otherwise."""
+    from gpuonboard.facts.container import docker_total_memory
+
+    out = facts.raw.get("docker_info") if facts.given("docker_info") else None
+    total = docker_total_memory(out.stdout) if out is not None else None
+    if total is None:
+        return ""
+    return (
+        f" (the docker info given says `Total Memory: {total}`: the memory of the machine docker runs"
+        " on, which may be a VM's or Docker Desktop's, not the box's)"
+    )
+
+
 def _ram_not_read(facts: Facts, expected: str) -> Check | None:
     """ram where no RAM total was read (no free given, a numactl or free output cut short or
     unreadable, the tool failed); None where a total was read."""
     if facts.memory is None and not facts.given("free"):
-        return _not_judged("ram", expected, "free", "free -k")
+        check = _not_judged("ram", expected, "free", "free -k")
+        return replace(check, actual=f"{check.actual}{_docker_memory_said(facts)}")
     if facts.memory is not None and facts.memory.source == "numactl" and facts.memory.total_bytes is None:
         return _numactl_cut(expected, facts.memory.warnings)
     if facts.memory is None or facts.memory.total_bytes is None:

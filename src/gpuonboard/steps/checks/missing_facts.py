@@ -31,8 +31,35 @@ def _gpu_not_given(facts: Facts) -> bool:
     return not any(facts.given(name) for name in GPU_PROBES)
 
 
+def topo_alone(facts: Facts) -> str:
+    """Where the only nvidia-smi output given is `topo -m` (its matrix names the GPUs, not their
+    model, memory, driver or health: no GPU listing), what it shows; "" otherwise (m32b 13: the
+    rows said "no nvidia-smi output was given" beside an 8 x H100 topo -m)."""
+    topology = facts.topology
+    if not (_gpu_not_given(facts) and facts.gpu is None and topology is not None and topology.gpus):
+        return ""
+    names = topology.gpus
+    span = names[0] if len(names) == 1 else f"{names[0]}-{names[-1]}"
+    return (
+        f"only `nvidia-smi topo -m` was given, whose matrix names {len(names)} GPU(s) ({span}) but not"
+        " their model, memory, driver or health"
+    )
+
+
+def driver_not_given(facts: Facts, expected: str) -> Check:
+    """nvidia_driver where no nvidia-smi GPU listing was given: not judged, saying what was
+    given where a `topo -m` was (topo_alone)."""
+    if topo := topo_alone(facts):
+        actual = "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
+        advice = f"{topo}: add the saved `nvidia-smi -q -x` output to judge it"
+        return Check("nvidia_driver", expected, actual, "unverified", advice)
+    return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+
+
 def no_gpu_detail(facts: Facts) -> str:
     """The advice of a GPU rule judged without GPU facts (_no_gpu_actual's case)."""
+    if topo := topo_alone(facts):
+        return f"{topo}: save `nvidia-smi -q` (or `-q -x`, or its table) of the box"
     if _gpu_not_given(facts) and facts.gpu is None:
         return "no nvidia-smi output was given: save `nvidia-smi -q` (or `-q -x`, or its table) of the box"
     return "nvidia-smi gave no GPU to judge this by: the nvidia_driver row says why, and what to do"
@@ -177,6 +204,8 @@ def fault_advice(indexes: Iterable[int]) -> str:
 
 
 def _no_gpu_actual(facts: Facts) -> str | None:
+    if topo_alone(facts):
+        return "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
     if _gpu_not_given(facts) and facts.gpu is None:
         return "not judged: no nvidia-smi output was given"
     if not facts.nvidia_smi_present:
