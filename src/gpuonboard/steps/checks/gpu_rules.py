@@ -18,6 +18,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
     NOT_FOUND_ADVICE,
     NOT_LOADED_ADVICE,
     UNKNOWN_CAUSE_ADVICE,
+    mismatch_library_version,
     nvidia_smi_failure,
 )
 from gpuonboard.inventory import OrderSpec
@@ -741,6 +742,13 @@ def _topo_failure(facts: Facts) -> str:
     return "nvidia-smi topo -m printed no GPU matrix that could be read"
 
 
+# why the NVML library version a version mismatch names is no driver version to judge
+MISMATCH_LIBRARY = (
+    "the version it shows, NVML library %s, is the driver's user-space library, which does not match"
+    " the loaded kernel module (the driver that runs), whose version is not read here"
+)
+
+
 def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     """The driver is at least the ordered minimum version."""
     assert order.min_driver is not None
@@ -749,6 +757,8 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
         problem = None
     if problem or facts.gpu is None or not facts.gpu.driver_version:
+        if problem and (library := mismatch_library_version(facts.gpu_raw.stdout, facts.gpu_raw.stderr)):
+            problem += f"; {MISMATCH_LIBRARY % library}"
         return Check(
             "min_driver",
             expected,
