@@ -396,8 +396,12 @@ def nvlink_listing(raw: Mapping[str, ProbeOutput]) -> tuple[list[GpuInfo], str, 
         if not blocks.gpus:
             continue
         indexes = [g.index for g in blocks.gpus]
+        # (a GPU line that goes on after its UUID with no verdict nvidia-smi prints there: lines
+        # a chat or a page joined, the next lines' GPUs perhaps among them)
+        joined = next((g.note_text for g in blocks.gpus if g.note_text and g.note is None), None)
         why = (
             elided(out.stdout)
+            or (f"a GPU line goes on after its UUID (`{joined[:40]}`): lines joined" if joined else "")
             or (f"it ends inside GPU {blocks.cut_gpu}'s block" if blocks.cut_gpu is not None else "")
             or (f"a line was not read ({blocks.warnings[0].partition(': ')[2]})" if blocks.warnings else "")
             or (f"it starts at GPU {indexes[0]}" if indexes != list(range(len(indexes))) else "")
