@@ -696,10 +696,27 @@ def _refuse_damaged_xml(path: Path | str, text: str) -> None:
 
     report = nvidia_smi.parse_any(text)
     if report.source == "xml" and not report.gpus and report.warnings:
-        raise UsageError(
-            f"{path}: this nvidia-smi XML cannot be read ({report.warnings[0]}); the file is cut short"
-            " or damaged: save `nvidia-smi -q -x` again."
-        )
+        raise UsageError(f"{path}: this nvidia-smi XML cannot be read ({_xml_refusal(report.warnings)}.")
+
+
+def _xml_refusal(warnings: tuple[str, ...]) -> str:
+    """Why an XML was refused, as its reader found it: a cut (it ends before its closing tag, no
+    fault found above the cut) is said as one; what the XML parser found (a mismatched tag, a
+    text where XML allows none) or an entity declared is no cut, and is said as it was found
+    (before, every refusal said "the file is cut short or damaged", a paste's text above its
+    `<?xml` line too)."""
+    from gpuonboard.facts.nvidia_smi.xml_q import XML_CUT
+
+    if warnings[0] == XML_CUT:
+        return f"{warnings[0]}); the file is cut short: save `nvidia-smi -q -x` again"
+    found = warnings[0]
+    if found.startswith(parsed := "XML not parseable: "):
+        found = f"the XML parser found: {found.removeprefix(parsed)}"
+    cut = ", then it ends before </nvidia_smi_log>" if XML_CUT in warnings[1:] else ""
+    return (
+        f"{found}{cut}); it is not XML as nvidia-smi prints it (edited or"
+        " damaged): save `nvidia-smi -q -x` again and give the file as it was saved"
+    )
 
 
 def nvcc_version(facts: Facts) -> str | None:

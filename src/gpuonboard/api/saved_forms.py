@@ -345,7 +345,12 @@ USAGE_ERROR = re.compile(
     # with -n or -p.`: `topo -i`), or a value (`Option "-i" requires an argument`)
     r"|(?P<needs>The -{1,2}[\w-]+) command line argument must be used in conjunction with .*"
     r"|(?:ERROR: )?Option \"?-{1,2}[\w-]+\"? requires .*"
+    # the line nvidia-smi ends each refusal of its command line with, after the reason
+    r"|Failed to process command line\.?"
 )
+# nvidia-smi's refusal of a command the GPU or driver does not support (`nvidia-smi dmon` of a GeForce
+# GT 640 under driver 415: `Not supported on the device(s)`, then `Failed to process command line`)
+NOT_ON_DEVICE = re.compile(r"Not supported on the device\(s\)\.?", re.I)
 
 
 def with_df_header(command: str, text: str) -> str:
@@ -603,6 +608,10 @@ def _without_refused_option(copied: str, said: list[str]) -> str:
     return " ".join(words[:at] + words[at + 1 + value :])
 
 
+# a copied nvidia-smi command's arguments (after a prompt, sudo or a path)
+_SMI_ARGS = re.compile(r"\bnvidia-smi(?:\.exe)?[ \t]+(?P<args>[^|;&<>]+)")
+
+
 def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
     """The sentence refusing a saved output that is nvidia-smi's refusal of an operation or of
     its command line, a copied command with no output, or an empty file, or None."""
@@ -619,6 +628,15 @@ def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
         return named
     # (a poster's comment between the command and its output, `# output`, is none of it)
     refused = [line for line in said if not _COMMENT.fullmatch(line)]
+    unsupported = [line for line in refused if NOT_ON_DEVICE.fullmatch(line)]
+    if unsupported and all(NOT_ON_DEVICE.fullmatch(line) or USAGE_ERROR.match(line) for line in refused):
+        ran = _SMI_ARGS.search(copied or "")
+        named = f"`nvidia-smi {' '.join(ran.group('args').split())}`" if ran else "the command it was given"
+        return (
+            f"{where}: nvidia-smi's refusal of {named} (`{unsupported[0]}`): this GPU or driver does"
+            " not support that command, which read no GPU and says nothing of the box: save the"
+            " plain `nvidia-smi` (or `nvidia-smi -q`) output of the box."
+        )
     if refused and all(USAGE_ERROR.match(line) for line in refused):
         said, plain = refused, _without_refused_option(copied, refused)
         return (

@@ -393,10 +393,76 @@ def _read_part(
         if tool in ("", *_FILTERS):
             return f"{part.where} {_NOT_READ}"
         # (a command whose output this tool reads is never called unread: what it printed was not
-        # recognised as its output)
-        return (
-            f"{part.where}: {why}" if not why.startswith(UNRECOGNISED) else f"{part.where}: {_NOT_ITS % tool}"
-        )
+        # recognised as its output; a command of it whose output is of a format not read says so)
+        if not why.startswith(UNRECOGNISED):
+            return f"{part.where}: {why}"
+        return f"{part.where}: {_SMI_NOT_READ if _smi_format_not_read(part, tool) else _NOT_ITS % tool}"
+
+
+# what nvidia-smi printed for one of its commands whose output this tool does not read (`mig -lgi`'s
+# table, `-i 0 -mig 1`'s answer): a format of its own, never an output said damaged
+_SMI_NOT_READ = (
+    "its output is a format this tool does not read (of nvidia-smi it reads the table, -q, -q -x,"
+    " --query-gpu, --query-compute-apps, -L, topo -m and nvlink -s / -e)"
+)
+# nvidia-smi's subcommands whose output is read, each with the options that print it
+_SMI_READ_SUBCOMMANDS = {"topo": ("-m", "--matrix"), "nvlink": ("-s", "--status", "-e", "--errorcounters")}
+# nvidia-smi's options that change a setting or run an operation, printing only its outcome
+_SMI_OPERATIONS = frozenset(
+    [
+        "-mig",
+        "--multi-instance-gpu",
+        "-pm",
+        "--persistence-mode",
+        "-e",
+        "--ecc-config",
+        "-p",
+        "--reset-ecc-errors",
+        "-c",
+        "--compute-mode",
+        "-r",
+        "--gpu-reset",
+        "-pl",
+        "--power-limit",
+        "-ac",
+        "--applications-clocks",
+        "-rac",
+        "--reset-applications-clocks",
+        "-lgc",
+        "--lock-gpu-clocks",
+        "-rgc",
+        "--reset-gpu-clocks",
+        "-lmc",
+        "--lock-memory-clocks",
+        "-rmc",
+        "--reset-memory-clocks",
+        "-am",
+        "--accounting-mode",
+        "-caa",
+        "--clear-accounted-apps",
+        "-dm",
+        "--driver-model",
+        "-fdm",
+        "--force-driver-model",
+    ]
+)
+
+
+def _smi_format_not_read(part: Section, tool: str) -> bool:
+    """Whether `part`'s nvidia-smi command prints a format this tool does not read: a subcommand
+    other than `topo -m` and `nvlink -s` / `-e` (`mig -lgi`, `dmon`, `vgpu`, `nvlink -c`), or an
+    operation that prints only its outcome (`-i 0 -mig 1`, `-pm 1`)."""
+    if tool != "nvidia-smi":
+        return False
+    ran = run(part.command)
+    words = next((stage[1:] for stage in ran.stages if stage and tool_name(stage[0]) == tool), [])
+    if any(word.split("=", 1)[0] in _SMI_OPERATIONS for word in words):
+        return True
+    # (a subcommand is nvidia-smi's first word; plain nvidia-smi's options' values are none)
+    if not words or not re.fullmatch(r"[a-z][a-z0-9-]*", words[0]):
+        return False
+    read = _SMI_READ_SUBCOMMANDS.get(words[0])
+    return read is None or not any(word.split("=", 1)[0] in read for word in words[1:])
 
 
 def _part_tool(part: Section) -> str:

@@ -311,10 +311,16 @@ class Facts:
 
     @property
     def nvidia_smi_present(self) -> bool:
-        """False when nvidia-smi is not installed (no driver): no format of it ran."""
+        """False when nvidia-smi is not installed (no driver): no format of it ran (an `nvlink -s`
+        whose GPU lines were read, saved alone, ran it too)."""
         from gpuonboard.facts.gpu_probes import GPU_PROBES
 
-        return any(name in self.raw and not self.raw[name].absent for name in GPU_PROBES)
+        if any(name in self.raw and not self.raw[name].absent for name in GPU_PROBES):
+            return True
+        from gpuonboard.facts.gpu_agree import NVLINK_LISTINGS
+
+        ev = self.gpu_evidence
+        return ev is not None and any(label in NVLINK_LISTINGS for label in ev.answered)
 
     def given(self, probe: str) -> bool:
         """The probe ran on the host, or its saved output was among `invoke facts` files
@@ -585,9 +591,10 @@ def _read_gpus(
     """parse_facts's GPUs: every nvidia-smi format that answered, merged (the report and the
     evidence of where each field came from); their warnings are added to `warnings`."""
     gpu = evidence = None
+    from gpuonboard.facts.gpu_merge import NVLINK_PROBES
     from gpuonboard.facts.gpu_probes import GPU_PROBES
 
-    if any(_some(raw, name) for name in GPU_PROBES):
+    if any(_some(raw, name) for name in (*GPU_PROBES, *NVLINK_PROBES)):
         from gpuonboard.facts import gpu_merge, nvidia_smi
         from gpuonboard.facts.gpu_list import parse_gpu_list
 

@@ -48,10 +48,17 @@ FORMATS = {
     "csv2": ("the second CSV query", "the second `nvidia-smi --query-gpu` CSV"),
     "table": ("the table", "the plain `nvidia-smi` table"),
     "list": ("-L", "`nvidia-smi -L`"),
+    # `nvlink -s`'s (or `-e`'s) GPU lines, read as `-L`'s where no `-L` was given (gpu_merge)
+    "nvlink": ("nvlink -s", "`nvidia-smi nvlink -s`"),
+    "nvlink_e": ("nvlink -e", "`nvidia-smi nvlink -e`"),
     # torch's (vLLM's) collect_env report, whose `Nvidia driver version` is nvidia-smi's banner's
     "env": ("collect_env's driver line", "`nvidia-smi` (collect_env's `Nvidia driver version` line)"),
 }
 FORMAT_NAMES = {label: name for label, (name, _call) in FORMATS.items()}
+# the formats that list GPUs by name and UUID and read no value of them: `-L`, and `nvlink -s`'s
+# or `-e`'s GPU lines (the same NVML names and UUIDs, where no `-L` was given)
+LISTINGS = ("list", "nvlink", "nvlink_e")
+NVLINK_LISTINGS = LISTINGS[1:]
 
 
 def format_call(label: str) -> str:
@@ -221,7 +228,7 @@ def _link_reads(g: GpuInfo) -> tuple[LinkRead, ...]:
             "gpu_idle" in c.clock_event_reasons if c.clock_event_reasons_known else None,
         )
         for label, c in g.readings
-        if label != "list" and (c.pcie_gen_current or c.pcie_width_current)
+        if label not in LISTINGS and (c.pcie_gen_current or c.pcie_width_current)
     )
     return reads if len(reads) > 1 else ()
 
@@ -230,7 +237,7 @@ def own_readings(g: GpuInfo) -> list[tuple[str, GpuInfo]]:
     """Each format's own reading of `g` (its `readings`; `-L`, which reads no values, left out),
     or `g` itself under '' where one format read it: a rule of one moment's figures (a clock
     beside its load) judges each of these, never one format's clock beside another's load."""
-    return [(label, c) for label, c in g.readings if label != "list"] or [("", g)]
+    return [(label, c) for label, c in g.readings if label not in LISTINGS] or [("", g)]
 
 
 def field_whole(g: GpuInfo, field: str) -> bool:
@@ -257,7 +264,7 @@ def _usage_samples(g: GpuInfo) -> tuple[tuple[str, int | None, int | None, bool]
     samples = tuple(
         (label, c.utilization_gpu_pct, c.memory_used_mib, c.processes_known and not c.processes)
         for label, c in g.readings
-        if label != "list" and (c.utilization_gpu_pct is not None or c.memory_used_mib is not None)
+        if label not in LISTINGS and (c.utilization_gpu_pct is not None or c.memory_used_mib is not None)
     )
     return samples if len(samples) > 1 else ()
 

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from gpuonboard.facts.gpu_agree import LISTINGS
 from gpuonboard.facts.gpu_views import HIGHEST as _HIGHEST
 from gpuonboard.facts.gpu_views import SLOWDOWNS as _SLOWDOWNS
 from gpuonboard.facts.gpu_views import fault_seen
@@ -17,7 +18,7 @@ from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 
 # where a field is taken from, in order: a named field of a GPU comes from the first of these
 # formats that read it (-L's names are whole, the table's may be cut with "...")
-_FIELD_RANK = ("xml", "text", "csv", "csv2", "list", "table")
+_FIELD_RANK = ("xml", "text", "csv", "csv2", "list", "nvlink", "nvlink_e", "table")
 
 
 # a merged GPU's own (its formats' provenance and readings), or the format's it took a field from
@@ -62,7 +63,7 @@ def _merge_gpu(base: GpuInfo, copies: Sequence[tuple[str, GpuInfo]]) -> GpuInfo:
         if f.name in _WITH_FLAG.values():
             continue
         if f.name in _UNION:
-            read = [(label, g) for label, g in ranked if label != "list"] or ranked[:1]
+            read = [(label, g) for label, g in ranked if label not in LISTINGS] or ranked[:1]
             values[f.name] = _all_faults(f.name, read)
             continue
         flag = _WITH_FLAG.get(f.name)

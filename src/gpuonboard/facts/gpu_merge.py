@@ -245,6 +245,11 @@ def merge(
     reports, unread, refusals = got.reports, got.unread, got.refusals
     unread += _env_driver(raw.get(ENV_DRIVER_PROBE))
     listed, listed_whole = _listing(raw.get(LIST_PROBE), parse_list)
+    listed_as = "list"
+    nvlink_gap = ""
+    if not given(raw.get(LIST_PROBE)):
+        listed, nvlink_gap, listed_as = nvlink_listing(raw)
+        listed_whole = not nvlink_gap
     names = [(name, label) for name, label, _ in GPU_SOURCES] + [(LIST_PROBE, "list")]
     said = [(label, o.stdout + "\n" + o.stderr) for name, label in names if (o := raw.get(name)) is not None]
     said += _view_texts(raw)
@@ -259,16 +264,18 @@ def merge(
     # (an infoROM warning of any nvidia-smi call names its GPU: `topo -m`'s exit 14 too)
     warned = [o.stderr for name in _OTHER_CALLS if (o := raw.get(name)) is not None]
     # (an output that says nvidia-smi failed as a whole, beside one that listed GPUs: named)
-    lister = _lister(reports, got.files, listed)
+    lister = _lister(reports, got.files, listed, listed_as)
     notes: list[str] = []  # (failures that are a call's own, or that a later listing superseded)
     failed = failure_clashes(failed_outputs(raw, parse, lister[2] if lister else 0, notes), lister, notes)
-    union = _union(reports, listed, unopened, listed_whole, unread, failed)
+    union = _union(reports, listed, unopened, listed_whole, unread, failed, listed_as)
     merged = _with_inforom(union, [*outputs, *warned])
     # (whose banner gave the CUDA version kept: a container's exec'd nvidia-smi tells its own)
     cuda_told = tuple(why for cuda, why in got.told if cuda and cuda == merged.cuda_version)
     merged = dataclasses.replace(merged, cuda_told_by=cuda_told, warnings=(*merged.warnings, *notes))
     merged = _with_listing_gap_and_apps(merged, raw, bool(listed))
-    answered = tuple(dict.fromkeys(label for label, _ in reports)) + (("list",) if listed else ())
+    if nvlink_gap and not merged.complete and not merged.gap and listed_as == merged.source:
+        merged = dataclasses.replace(merged, gap=nvlink_gap)  # (why the nvlink listing is not whole)
+    answered = tuple(dict.fromkeys(label for label, _ in reports)) + ((listed_as,) if listed else ())
     return GpuEvidence(merged, answered, tuple(refusals), len(listed) if listed else None)
 
 
@@ -291,13 +298,16 @@ def _with_listing_gap_and_apps(merged: GpuReport, raw: Mapping[str, ProbeOutput]
 
 
 def _lister(
-    reports: Sequence[tuple[str, GpuReport]], files: Mapping[str, str], listed: Sequence[GpuInfo]
+    reports: Sequence[tuple[str, GpuReport]],
+    files: Mapping[str, str],
+    listed: Sequence[GpuInfo],
+    listed_as: str = "list",
 ) -> tuple[str, str, int] | None:
     """The output that listed the most GPUs (its format label, its file, its GPU count), richest
     format first among equals; `-L`'s where it lists more."""
     best = max(reports, key=lambda r: len(r[1].gpus), default=None)
     if best is None or len(listed) > len(best[1].gpus):
-        return ("list", "", len(listed)) if listed else None
+        return (listed_as, "", len(listed)) if listed else None
     return best[0], files.get(best[0], ""), len(best[1].gpus)
 
 
@@ -360,6 +370,57 @@ def _listing(out: ProbeOutput | None, parse_list: ListParser | None) -> tuple[li
     return [_listed_gpu(g) for g in listing.gpus], listing.complete
 
 
+# the nvlink calls whose GPU lines (`GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-...)`) are `-L`'s
+NVLINK_PROBES = ("nvidia_nvlink", "nvidia_nvlink_errors")
+
+
+def given(out: ProbeOutput | None) -> bool:
+    """The output was probed or saved (offline, the probes not given are 'not probed')."""
+    return out is not None and out.stderr != "not probed"
+
+
+def nvlink_listing(raw: Mapping[str, ProbeOutput]) -> tuple[list[GpuInfo], str, str]:
+    """Where no `-L` was given: the GPU lines of `nvlink -s` (else of `nvlink -e`), NVML's
+    names and UUIDs as `-L` prints them, read as `-L`'s (before, a saved `nvlink -s` alone was
+    "no nvidia-smi output was given" for gpu_model and gpu_count). Whole where the listing is: it
+    starts at GPU 0, no GPU's block is cut in its header (whose name is then not kept: it may be
+    cut mid-word), no line was left out by hand (`......`) or could not be read, and no view of
+    some GPUs was said (a copied `-i 0`). A view no line says (`nvlink -s -i 0` saved without its
+    command) lists fewer GPUs with no sign: gpu_count never fails on this listing alone. Returns
+    the GPUs, why the listing is not whole ('' where it is) and its format's label."""
+    from gpuonboard.facts.elision import elided
+    from gpuonboard.facts.nvlink import NvlinkErrors, NvlinkStatus, parse_nvlink_errors, parse_nvlink_status
+
+    for name, label in zip(NVLINK_PROBES, gpu_agree.NVLINK_LISTINGS, strict=True):
+        out = raw.get(name)
+        if out is None or out.exit_code != 0 or refusal_line(out) or not out.stdout.strip():
+            continue
+        blocks: NvlinkStatus | NvlinkErrors = (
+            parse_nvlink_status(out.stdout) if label == "nvlink" else parse_nvlink_errors(out.stdout)
+        )
+        if not blocks.gpus:
+            continue
+        indexes = [g.index for g in blocks.gpus]
+        # (a GPU line that goes on after its UUID with no verdict nvidia-smi prints there: lines
+        # a chat or a page joined, the next lines' GPUs perhaps among them)
+        joined = next((g.note_text for g in blocks.gpus if g.note_text and g.note is None), None)
+        why = (
+            elided(out.stdout)
+            or (f"a GPU line goes on after its UUID (`{joined[:40]}`): lines joined" if joined else "")
+            or (f"it ends inside GPU {blocks.cut_gpu}'s block" if blocks.cut_gpu is not None else "")
+            or (f"a line was not read ({blocks.warnings[0].partition(': ')[2]})" if blocks.warnings else "")
+            or (f"it starts at GPU {indexes[0]}" if indexes != list(range(len(indexes))) else "")
+            or out.partial
+        )
+        listed = [
+            ListedGpu(g.index, "" if g.index == blocks.cut_gpu else g.name, g.uuid) for g in blocks.gpus
+        ]
+        call = NVIDIA_SMI_ARGS[name]
+        said = why and f"the `nvidia-smi {call}` listing is not whole: {why}"
+        return [_listed_gpu(g) for g in listed], said, label
+    return [], "", "list"
+
+
 def _listed_gpu(g: ListedGpu) -> GpuInfo:
     """One `-L` line as a GPU, its name and UUID judged as any format's fields (_field_faults):
     "[GPU is lost]" / "[GPU requires reset]" in either, or a fault marker (ERR!, an NVML error
@@ -392,6 +453,7 @@ def _union(
     listed_whole: bool = True,
     banners: Sequence[tuple[str, GpuReport]] = (),
     failed: Sequence[tuple[str, str]] = (),
+    listed_as: str = "list",
 ) -> GpuReport:
     """One GPU set (`_base`), each GPU's fields from the richest format that read it. A GPU of
     another format that matches none of the set (another PCI address) is not added: formats of
@@ -406,11 +468,11 @@ def _union(
     # version, the banner's was the box's only one and was dropped)
     versioned = ranked + sorted(banners, key=lambda r: _FIELD_RANK.index(r[0]) if r[0] in _FIELD_RANK else 9)
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
-    pool += [("list", g) for g in listed]
+    pool += [(listed_as, g) for g in listed]
     base, whole, base_report = _base(ranked, listed, listed_whole)
     outlisted = ""
-    if (wider := _wider(base, ranked, listed, unopened)) is not None:
-        outlisted = _outlisted(base, base_report, wider)
+    if (wider := _wider(base, ranked, listed, unopened, listed_as)) is not None:
+        outlisted = _outlisted(base, base_report, wider, listed_as)
         base, whole, base_report = wider[1], False, wider[2]
     # a GPU's copies are in the other formats: never another GPU of its own listing, even one
     # on the same PCI address (nvidia-smi listing two GPUs at one address, one of them ERR!,
@@ -424,7 +486,7 @@ def _union(
     gpus = _with_unopened(gpus, unopened, copies)
     gpus.sort(key=lambda x: x.index)
     gpus, repeated = _one_per_address(gpus)
-    clashes += _set_clashes(gpus, ranked, listed if listed_whole else [])
+    clashes += _set_clashes(gpus, ranked, listed if listed_whole else [], listed_as)
     # a whole listing (the richest format that listed every GPU it says is attached) is the
     # count: another format's other count is another capture, never this box's missing GPUs
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
@@ -447,7 +509,7 @@ def _union(
     )
     flawed = bool(gap or skipped or repeated or clashes)
     return GpuReport(
-        source="+".join(dict.fromkeys(label for label, _ in ranked)) or "list",
+        source="+".join(dict.fromkeys(label for label, _ in ranked)) or listed_as,
         driver_version=_best_version([r.driver_version for _, r in versioned]),
         cuda_version=_best_version([r.cuda_version for _, r in versioned]),
         attached_gpus=attached,

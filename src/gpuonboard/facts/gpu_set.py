@@ -47,6 +47,7 @@ def _wider(
     ranked: list[tuple[str, GpuReport]],
     listed: list[GpuInfo],
     unopened: Sequence[GpuInfo] = (),
+    listed_as: str = "list",
 ) -> tuple[str, list[GpuInfo], GpuReport | None] | None:
     """The widest other format of this box that lists every GPU of `base` and more: (its label,
     its GPUs, its report; None for `-L`). `base` then lists some GPUs only: an output cut short at
@@ -57,7 +58,7 @@ def _wider(
     sets: list[tuple[str, list[GpuInfo], GpuReport | None]] = [
         (label, list(r.gpus), r) for label, r in ranked
     ]
-    sets += [("list", listed, None)] if listed else []
+    sets += [(listed_as, listed, None)] if listed else []
     lost = [g for g in unopened if not any(bus_key(x.pci_bus_id) == bus_key(g.pci_bus_id) for x in base)]
     found = [s for s in sets if base and len(s[1]) > len(base) + len(lost) and _all_among(base, s[1])]
     return max(found, key=lambda s: len(s[1]), default=None)
@@ -155,11 +156,14 @@ def _counted(gpus: Sequence[GpuInfo], attached: int | None, listed: Sequence[Gpu
 
 
 def _outlisted(
-    base: list[GpuInfo], base_report: GpuReport | None, wider: tuple[str, list[GpuInfo], GpuReport | None]
+    base: list[GpuInfo],
+    base_report: GpuReport | None,
+    wider: tuple[str, list[GpuInfo], GpuReport | None],
+    listed_as: str = "list",
 ) -> str:
     """What says the chosen format lists some GPUs only: 'the `nvidia-smi --query-gpu` CSV lists
     1 GPU(s) but the plain `nvidia-smi` table lists 2 (...)'."""
-    narrow = base_report.source if base_report else "list"
+    narrow = base_report.source if base_report else listed_as
     shown = gpu_agree.format_call(narrow) if narrow in gpu_agree.FORMATS else "one format"
     return (
         f"{shown} lists {len(base)} GPU(s) but {gpu_agree.format_call(wider[0])} lists"
@@ -168,7 +172,7 @@ def _outlisted(
 
 
 def _set_clashes(
-    gpus: list[GpuInfo], ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo]
+    gpus: list[GpuInfo], ranked: list[tuple[str, GpuReport]], listed: list[GpuInfo], listed_as: str = "list"
 ) -> list[tuple[str, str]]:
     """Where the whole listings (and `listed`, `-L`'s whole one) name other GPUs than the set. A
     listing of some of the GPUs the others list is one cut at a line end, no disagreement, unless
@@ -179,7 +183,7 @@ def _set_clashes(
         if _lists_all(r) and (r.attached_gpus == len(r.gpus) or not _some_of(r.gpus, gpus))
     ]
     if listed and not _some_of(listed, gpus):
-        whole_lists.append(("list", tuple(listed)))
+        whole_lists.append((listed_as, tuple(listed)))
     return gpu_agree.set_clashes(gpus, whole_lists, _same) if len(whole_lists) > 1 else []
 
 

@@ -10,6 +10,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
+from gpuonboard.facts.gpu_agree import LISTINGS
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_views import fault_seen
 from gpuonboard.facts.nvidia_smi import GpuInfo
@@ -81,7 +82,7 @@ def _unopened_at(gpu: GpuInfo, lost: GpuInfo, copies: Sequence[tuple[str, GpuInf
     """`gpu` (read by some format) with the fault of the output that could not open it (`lost`,
     at its PCI address): never a GPU of its own, never cleared by the format that read it."""
     label = next((where for field, where in lost.provenance if field == "faults"), "")
-    clean = [c for c, g in copies if c != "list" and not g.faults]
+    clean = [c for c, g in copies if c not in LISTINGS and not g.faults]
     faults = [fault_seen(f, label, clean) if label else f for f in lost.faults]
     return dataclasses.replace(gpu, faults=tuple(dict.fromkeys((*gpu.faults, *faults))))
 

@@ -150,6 +150,22 @@ def nvidia_smi_failure(stdout: str, stderr: str) -> tuple[str, str]:
     return (lines[0] if lines else ""), ""
 
 
+# the line nvidia-smi prints below `Failed to initialize NVML: Driver/library version mismatch`
+# (drivers of 2024 on): the version of the NVML library it loaded, the driver's user-space side
+_NVML_LIBRARY = re.compile(r"^\s*NVML library version:\s*(\d+(?:\.\d+)+)\s*$", re.MULTILINE)
+
+
+def mismatch_library_version(stdout: str, stderr: str) -> str | None:
+    """The NVML library version nvidia-smi names below its version-mismatch failure (`NVML
+    library version: 580.178`), None where it failed otherwise or names none. That is the
+    library's version, not the loaded kernel module's: the two differ, which is the failure."""
+    text = stderr + "\n" + stdout
+    if "version mismatch" not in text.lower():
+        return None
+    found = _NVML_LIBRARY.search(text)
+    return found.group(1) if found else None
+
+
 def answered_unread(text: str) -> str | None:
     """The driver version of an nvidia-smi output that answered but whose GPU rows could not be
     read: its banner gives the driver version, no GPU is read from it, the parser finds it cut

@@ -370,7 +370,7 @@ def test_a_cut_short_nvidia_smi_xml_names_the_file_exit_2(tmp_path: Path) -> Non
     # cut mid-record: named an incomplete probe (not "XML not parseable"), still a bad file
     assert r.stderr.strip() == (
         f"error: {cut}: this nvidia-smi XML cannot be read (the nvidia-smi -q -x output ends before"
-        " </nvidia_smi_log> (mid-record): incomplete probe, rerun); the file is cut short or damaged:"
+        " </nvidia_smi_log> (mid-record): incomplete probe, rerun); the file is cut short:"
         " save `nvidia-smi -q -x` again."
     )
 

@@ -25,7 +25,13 @@ GT730 = (
     REAL
     / "nvidia-smi-q-x__geforce-gt-730__1gpu__driver460.67__stray-leading-backtick__cut__sysmontask-60.xml"
 )
-CAPTURES = sorted(p.name for p in REAL.iterdir() if p.name != "SOURCES.md" and p.name != GT730.name)
+# (the GT 730's has a backtick of its own; the netdata -q -x is kept inside its page's `<details>`
+# section, a paste already: api/test_paste_xml_lead.py)
+CAPTURES = sorted(
+    p.name
+    for p in REAL.iterdir()
+    if p.name != "SOURCES.md" and p.name != GT730.name and "details-blank-line" not in p.name
+)
 ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"
 
 TICKED: dict[str, Callable[[str], str]] = {

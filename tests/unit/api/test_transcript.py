@@ -410,19 +410,24 @@ def test_a_command_continued_over_two_lines_is_one_command(tmp_path: Path) -> No
     assert read_session(session) == (["free", "nvidia_smi_csv"], [])
 
 
+FORMAT_NOT_READ = (
+    "its output is a format this tool does not read (of nvidia-smi it reads the table, -q, -q -x,"
+    " --query-gpu, --query-compute-apps, -L, topo -m and nvlink -s / -e)"
+)
+
+
 def test_a_session_of_outputs_none_read_names_each_command() -> None:
     """A real page's two MIG commands under their prompts (`nvidia-smi -i 0 -mig 1`'s answer,
     `nvidia-smi mig -lgip`'s profiles): nothing in it is an output this tool reads, and the
     refusal said only "a saved terminal session holding no output this tool reads", not which
-    commands it saw, which a session with something read says in its note."""
+    commands it saw, which a session with something read says in its note. (Round 32: each is a
+    format this tool does not read, not "could not read what it printed", which says damage.)"""
     path = FIXTURES / "sessions" / "transcript__nvidia-smi-mig-1+nvidia-smi-mig-lgip__a100-e-com-net.txt"
     with pytest.raises(UsageError) as refusal:
         offline.load_outputs([str(path)])
     assert str(refusal.value) == (
         f"{path}: a saved terminal session holding no output this tool reads (line 1 (`sudo nvidia-smi"
-        " -i 0 -mig 1`): this tool reads nvidia-smi's output but could not read what it printed; line 4"
-        " (`sudo nvidia-smi mig -lgip`): this tool reads nvidia-smi's output but could not read what it"
-        " printed)."
+        f" -i 0 -mig 1`): {FORMAT_NOT_READ}; line 4 (`sudo nvidia-smi mig -lgip`): {FORMAT_NOT_READ})."
     )
 
 

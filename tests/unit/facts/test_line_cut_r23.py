@@ -197,7 +197,10 @@ def _judged(facts: Facts, order: OrderSpec) -> dict[str, tuple[str, str]]:
 # by: a kernel log ends where it ends (the lines a cut left out are the log of a later moment),
 # `nvlink -s` cut to its first line is byte for byte a 1-GPU `nvidia-smi -L`, and cut after a
 # GPU's whole block lists that GPU only; a CSV log of samples cut to its header and one row is a
-# 1-GPU CSV. Each is named here, never a kind or a file skipped whole.
+# 1-GPU CSV. Each is named here, never a kind or a file skipped whole. Since round 32 an `nvlink
+# -s` (or `-e`) alone lists its GPUs by its GPU lines, as `-L`: its cut to its first GPU's line
+# or block names whole GPUs, and no sign tells it from a listing of those GPUs (an elided whole
+# is unverified where the cut passes).
 INDISTINGUISHABLE = {
     ("kernel_log", "gpu_xid"),
     ("kernel_log", "nvswitch_sxid"),
@@ -206,6 +209,12 @@ INDISTINGUISHABLE = {
     ("nvidia_smi_list", "ecc_uncorrectable"),
     ("nvidia_smi_list", "memory_repair"),
     ("nvidia_smi_list", "mig_mode"),
+    ("nvidia_smi_list", "gpu_model"),
+    ("nvidia_smi_list", "gpu_count"),
+    ("nvidia_nvlink", "gpu_model"),
+    ("nvidia_nvlink", "gpu_count"),
+    ("nvidia_nvlink_errors", "gpu_model"),
+    ("nvidia_nvlink_errors", "gpu_count"),
     ("nvidia_nvlink", "nvlink_links"),
 }
 

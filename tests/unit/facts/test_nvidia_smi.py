@@ -259,6 +259,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt",
         # a -q -x cut inside <driver_model>: steps/checks/gpu_health/test_persistence_cut_r31.py
         "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
+        # a -q -x pasted in a `<details>` section, a blank line above `<?xml`: api/test_paste_xml_lead.py
+        "nvidia-smi-q-x__geforce-8800-gt__1gpu__driver340.102__details-blank-line-fence__cut__netdata-2759.xml",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -544,13 +544,28 @@ def _declares_entity(text: str) -> bool:
     return False
 
 
+# the XML declaration nvidia-smi prints first (`<?xml version="1.0" ?>`), after white space alone
+_LEADING_DECLARATION = lazy_re(r"\A(\s*)<\?xml[ \t][^<>]*\?>")
+
+
+def _declaration_dropped(text: str) -> str:
+    """The document without its XML declaration where white space stands before it: a paste's
+    blank line, a line's indent or a `\\r` above `<?xml` (GitHub needs a blank line after a
+    `<details>` section's `</summary>`, a session's output may start with one), where XML allows
+    none. Read as nvidia-smi printed it (the declaration says only the version, and the text is
+    decoded already); the white space is kept, so the parser's line numbers stay the file's.
+    Before, any such paste was refused as an XML "cut short or damaged"."""
+    m = _LEADING_DECLARATION.match(text)
+    return text if m is None or not m.group(1) else m.group(1) + text[m.end() :]
+
+
 def parse_xml(text: str) -> GpuReport:
     """Parse `nvidia-smi -q -x` (DTD v11..v13) into a GpuReport."""
     if _declares_entity(text):
         # nvidia-smi never declares entities; refuse rather than expand them (XML bombs).
         return GpuReport("xml", None, None, None, (), ("XML declares entities; refused to parse",))
     # The DOCTYPE only names an external DTD file; drop it so nothing is ever resolved.
-    body = _DOCTYPE.sub("", text, count=1)
+    body = _DOCTYPE.sub("", _declaration_dropped(text), count=1)
     # what follows the document: the probe's fallback calls' output when `-q -x` printed its XML
     # (the GPUs it could read) but exited non-zero, e.g. with a GPU fallen off the bus
     end = body.find(_XML_END)
@@ -584,8 +599,8 @@ def parse_xml(text: str) -> GpuReport:
     )
 
 
-_XML_CUT = "the nvidia-smi -q -x output ends before </nvidia_smi_log> (mid-record): incomplete probe, rerun"
-_XML_CUT_AFTER = (
+XML_CUT = "the nvidia-smi -q -x output ends before </nvidia_smi_log> (mid-record): incomplete probe, rerun"
+XML_CUT_AFTER = (
     "the nvidia-smi -q -x output ends before </nvidia_smi_log>, after the values of every GPU"
     " attached: each GPU's values read whole, a process list it cut left open"
 )
@@ -622,10 +637,10 @@ def _xml_cut(body: str) -> GpuReport:
             elif event == "end" and element.tag == "process_info":
                 entries.add(id(element))
     except ET.ParseError as exc:
-        return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}", _XML_CUT), complete=False)
+        return GpuReport("xml", None, None, None, (), (f"XML not parseable: {exc}", XML_CUT), complete=False)
     root = stack[0] if stack else None
     if root is None or root.tag != "nvidia_smi_log":
-        return GpuReport("xml", None, None, None, (), (_XML_CUT,), complete=False)
+        return GpuReport("xml", None, None, None, (), (XML_CUT,), complete=False)
     attached = _int(_xml_raw(root, "attached_gpus"))
     warnings: list[str] = []
     gpus = [_xml_gpu(gpu, position, warnings) for position, gpu in enumerate(closed)]
@@ -647,7 +662,7 @@ def _xml_cut(body: str) -> GpuReport:
         *_xml_versions(root, warnings),
         attached,
         tuple(gpus),
-        (_XML_CUT_AFTER if after_gpus else _XML_CUT, *warnings),
+        (XML_CUT_AFTER if after_gpus else XML_CUT, *warnings),
         complete=after_gpus,
     )
 

@@ -18,6 +18,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
     NOT_FOUND_ADVICE,
     NOT_LOADED_ADVICE,
     UNKNOWN_CAUSE_ADVICE,
+    mismatch_library_version,
     nvidia_smi_failure,
 )
 from gpuonboard.inventory import OrderSpec
@@ -28,6 +29,7 @@ from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, pla
 from gpuonboard.steps.checks.gpu_share import share_advice
 from gpuonboard.steps.checks.missing_facts import (
     ELSEWHERE_ADVICE,
+    NVLINK_VIEW_ADVICE,
     RERUN_ADVICE,
     _attached_gap,
     _disputed,
@@ -35,6 +37,7 @@ from gpuonboard.steps.checks.missing_facts import (
     _incomplete,
     _incomplete_for,
     _no_gpu_actual,
+    _no_version,
     _not_judged,
     _refused,
     _unjudged_verdict,
@@ -44,6 +47,7 @@ from gpuonboard.steps.checks.missing_facts import (
     driver_not_given,
     fault_advice,
     no_gpu_detail,
+    nvlink_view,
 )
 from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
 from gpuonboard.steps.checks.vgpu_name import is_vgpu
@@ -209,29 +213,6 @@ DISAGREE_ADVICE = (
     " if they still disagree, the box changes between calls: ask the vendor to check `dmesg` for"
     " NVIDIA Xid errors (79: a GPU fallen off the bus) and whether the driver was reloaded"
 )
-
-
-# why each nvidia-smi format given named no driver version (GpuReport.source's labels)
-_NO_VERSION_WHY = {
-    "xml": "-q -x gives no driver_version",
-    "text": "-q gives no Driver Version line",
-    "csv": "the CSV query gives no driver_version field",
-    "csv2": "the second CSV query gives no driver_version field",
-    "table": "the table gives no banner with it",
-    "list": "`nvidia-smi -L` prints none",
-}
-
-
-def _no_version(facts: Facts) -> str:
-    """What to save where the outputs given name no driver version, saying why of each format
-    given (`-L` prints none; a CSV query without the field; a `-q -x` its contributor trimmed),
-    never of a format that was not given."""
-    labels = facts.gpu.source.split("+") if facts.gpu is not None else []
-    why = "; ".join(_NO_VERSION_WHY[label] for label in labels if label in _NO_VERSION_WHY)
-    return (
-        f"the outputs given name no driver version{f' ({why})' if why else ''}: save `nvidia-smi`"
-        " (its table's header) or `nvidia-smi -q` of the box"
-    )
 
 
 def _driver_unread(expected: str, actual: str, unread: str, refused: str) -> Check:
@@ -461,6 +442,8 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         return Check("gpu_count", expected, actual, "unverified", RERUN_ADVICE)
     if incomplete and (n < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
+    if n < order.gpu_count and (view := nvlink_view(facts)):
+        return Check("gpu_count", expected, f"{n} listed; {view}", "unverified", NVLINK_VIEW_ADVICE)
     verdict: Verdict = "fail" if n < order.gpu_count else "pass"
     if n > order.gpu_count:
         detail = detail or "more GPUs than ordered"
@@ -760,6 +743,13 @@ def _topo_failure(facts: Facts) -> str:
     return "nvidia-smi topo -m printed no GPU matrix that could be read"
 
 
+# why the NVML library version a version mismatch names is no driver version to judge
+MISMATCH_LIBRARY = (
+    "the version it shows, NVML library %s, is the driver's user-space library, which does not match"
+    " the loaded kernel module (the driver that runs), whose version is not read here"
+)
+
+
 def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     """The driver is at least the ordered minimum version."""
     assert order.min_driver is not None
@@ -768,6 +758,8 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
         problem = None
     if problem or facts.gpu is None or not facts.gpu.driver_version:
+        if problem and (library := mismatch_library_version(facts.gpu_raw.stdout, facts.gpu_raw.stderr)):
+            problem += f"; {MISMATCH_LIBRARY % library}"
         return Check(
             "min_driver",
             expected,

@@ -65,6 +65,46 @@ def no_gpu_detail(facts: Facts) -> str:
     return "nvidia-smi gave no GPU to judge this by: the nvidia_driver row says why, and what to do"
 
 
+# why each nvidia-smi format given named no driver version (GpuReport.source's labels)
+_NO_VERSION_WHY = {
+    "xml": "-q -x gives no driver_version",
+    "text": "-q gives no Driver Version line",
+    "csv": "the CSV query gives no driver_version field",
+    "csv2": "the second CSV query gives no driver_version field",
+    "table": "the table gives no banner with it",
+    "list": "`nvidia-smi -L` prints none",
+    "nvlink": "`nvidia-smi nvlink -s` prints none",
+    "nvlink_e": "`nvidia-smi nvlink -e` prints none",
+}
+
+
+def _no_version(facts: Facts) -> str:
+    """What to save where the outputs given name no driver version, saying why of each format
+    given (`-L` prints none; a CSV query without the field; a `-q -x` its contributor trimmed),
+    never of a format that was not given."""
+    labels = facts.gpu.source.split("+") if facts.gpu is not None else []
+    why = "; ".join(_NO_VERSION_WHY[label] for label in labels if label in _NO_VERSION_WHY)
+    return (
+        f"the outputs given name no driver version{f' ({why})' if why else ''}: save `nvidia-smi`"
+        " (its table's header) or `nvidia-smi -q` of the box"
+    )
+
+
+NVLINK_VIEW_ADVICE = "save `nvidia-smi -L` (or `nvidia-smi`) of the box to count its GPUs"
+
+
+def nvlink_view(facts: Facts) -> str:
+    """Why the GPUs listed are no count of the box where only `nvlink -s` (or `-e`) listed them:
+    its listing of some GPUs (`nvlink -s -i 0` saved without its command) looks as whole as the
+    box's, so fewer GPUs than ordered is no missing GPU; '' where another format listed them."""
+    from gpuonboard.facts.gpu_agree import NVLINK_LISTINGS, format_call
+
+    source = facts.gpu.source if facts.gpu is not None else ""
+    if source not in NVLINK_LISTINGS:
+        return ""
+    return f"only {format_call(source)} lists them, and its view of some GPUs (`-i 0`) looks whole"
+
+
 def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
     """A rule whose input was not among the saved outputs: unverified, not a hardware failure."""
     return Check(

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpuonboard.connection.gather import Facts, memo
+from gpuonboard.facts.gpu_agree import LISTINGS
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import LIST_PROBE
 from gpuonboard.facts.kernel_log import sandbox_of
@@ -528,7 +529,7 @@ def _unread_values(check_name: str, gpus: list[GpuInfo]) -> list[str]:
     (nothing of it read: the incomplete probe says so, no field of that GPU is unread)."""
     whole = [g for g in gpus if not g.faults]
     # (-L was merged where a GPU holds its reading; a GPU with none that is only what -L gives is -L's)
-    listing = any(label == "list" for g in whole for label, _ in g.readings)
+    listing = any(label in LISTINGS for g in whole for label, _ in g.readings)
     read = [g for g in whole if any(getattr(g, f) is not None for f in _READINGS)] or [
         g for g in whole if not (listing and g == _as_listed(g))
     ]
