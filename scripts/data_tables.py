@@ -6,6 +6,10 @@ YAML's document as JSON, with the sha256 of the YAML's bytes it was made from.
 source. Run after changing a table (tests/unit/test_resources.py fails until then):
 
     python scripts/data_tables.py
+
+It also writes the tables a rule derives from a table at each process's start (DERIVED: NAME.json
+with the sha256 of the YAML it is derived from, read only while that YAML is unchanged;
+tests/unit/steps/checks/test_product_variants_compiled.py checks it is what the rule computes).
 """
 
 from __future__ import annotations
@@ -13,12 +17,20 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
+from gpuonboard.facts.gpu_ids import IDS_FILE  # noqa: E402
 from gpuonboard.resources import COMPILED_DIR, DATA_DIR, parse_table  # noqa: E402
+from gpuonboard.steps.checks import product_variants  # noqa: E402
+
+# derived table name -> (the YAML it is derived from, its document)
+DERIVED: dict[str, tuple[Path, Callable[[], Any]]] = {
+    product_variants.DERIVED: (IDS_FILE, product_variants.learned_doc),
+}
 
 
 def same(a: Any, b: Any) -> bool:
@@ -43,12 +55,22 @@ def compiled(path: Path) -> str:
     return text + "\n"
 
 
+def derived(name: str) -> str:
+    """The compiled file's text for the derived table `name` (DERIVED)."""
+    source, make = DERIVED[name]
+    text = json.dumps({"sha256": hashlib.sha256(source.read_bytes()).hexdigest(), "doc": make()})
+    return text + "\n"
+
+
 def main() -> int:
     COMPILED_DIR.mkdir(exist_ok=True)
     tables = sorted(DATA_DIR.glob("*.yml"))
     for path in tables:
         (COMPILED_DIR / f"{path.stem}.json").write_text(compiled(path), encoding="utf-8")
-    for stale in set(COMPILED_DIR.glob("*.json")) - {COMPILED_DIR / f"{p.stem}.json" for p in tables}:
+    for name in DERIVED:
+        (COMPILED_DIR / f"{name}.json").write_text(derived(name), encoding="utf-8")
+    made = {p.stem for p in tables} | set(DERIVED)
+    for stale in set(COMPILED_DIR.glob("*.json")) - {COMPILED_DIR / f"{n}.json" for n in made}:
         stale.unlink()
     return 0
 

@@ -56,19 +56,33 @@ def parse_table(path: str, data: bytes) -> Any:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc
 
 
-def compiled_doc(path: Path, data: bytes, compiled_dir: Path = COMPILED_DIR) -> tuple[Any] | None:
+def compiled_doc(
+    path: Path, data: bytes, compiled_dir: Path = COMPILED_DIR, name: str | None = None
+) -> tuple[Any] | None:
     """A packaged table's compiled document (in a 1-tuple: the document may be None), when
     `compiled_dir` holds one made from exactly these YAML bytes; None otherwise (another
-    directory's table, no compiled copy, a YAML changed since: the YAML is parsed)."""
+    directory's table, no compiled copy, a YAML changed since: the YAML is parsed). `name`: a
+    table derived from the YAML's (compiled/NAME.json), not the YAML's own document."""
     if path.parent.resolve() != compiled_dir.parent.resolve():
         return None
     try:
-        entry = json.loads((compiled_dir / f"{path.stem}.json").read_bytes())
+        entry = json.loads((compiled_dir / f"{name or path.stem}.json").read_bytes())
     except (OSError, ValueError):
         return None
     if not isinstance(entry, dict) or entry.get("sha256") != hashlib.sha256(data).hexdigest():
         return None
     return (entry.get("doc"),)
+
+
+def derived_doc(name: str, source: Path) -> tuple[Any] | None:
+    """A table scripts/data_tables.py derived from a packaged table (data/compiled/NAME.json, made
+    from `source`'s bytes: what a rule would otherwise compute from it at each process's start),
+    in a 1-tuple, while `source` is unchanged; None otherwise (the caller computes it)."""
+    try:
+        data = source.read_bytes()
+    except OSError:
+        return None
+    return compiled_doc(source, data, COMPILED_DIR, name)
 
 
 def table_rows(path: Path, key: str) -> list[dict[str, Any]]:

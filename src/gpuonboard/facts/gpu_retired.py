@@ -30,13 +30,18 @@ _CAUSES = {"single bit ecc": "sbe", "double bit ecc": "dbe"}
 
 @dataclasses.dataclass
 class _Pages:
-    sbe: int = 0
-    dbe: int = 0
+    pages: set[tuple[int, str]] = dataclasses.field(default_factory=set)  # (address, sbe|dbe)
     unread: bool = False  # (a row of no page: `[N/A]` address, or a cause not known)
+
+    def count(self, kind: str) -> int:
+        return sum(1 for _, k in self.pages if k == kind)
 
 
 def _by_gpu(text: str) -> dict[tuple[str, str], _Pages] | None:
-    """(uuid, bus key) -> the pages of that GPU; None where a row is not of this form."""
+    """(uuid, bus key) -> the distinct pages of that GPU; None where a row is not of this form. A
+    page is counted once however many rows name it: a sampled save (`--query-retired-pages=
+    timestamp,gpu_uuid,... -l 1 -f FILE`, as monitoring scripts keep it) repeats every retired
+    page on every tick."""
     out: dict[tuple[str, str], _Pages] = {}
     for row in csv_rows(text) or []:
         if not "".join(row).strip():
@@ -48,10 +53,8 @@ def _by_gpu(text: str) -> dict[tuple[str, str], _Pages] | None:
         kind = _CAUSES.get(cause.lower())
         if kind is None or not _ADDRESS.fullmatch(address):
             pages.unread = True
-        elif kind == "sbe":
-            pages.sbe += 1
         else:
-            pages.dbe += 1
+            pages.pages.add((int(address, 16 if address.startswith("0x") else 10), kind))
     return out
 
 
@@ -78,7 +81,7 @@ def with_retired_pages(gpus: Sequence[GpuInfo], text: str, whole: bool) -> list[
         if any(p.unread for p in mine) or g.faults or not (mine or every):
             out.append(g)
             continue
-        sbe, dbe = sum(p.sbe for p in mine), sum(p.dbe for p in mine)
+        sbe, dbe = sum(p.count("sbe") for p in mine), sum(p.count("dbe") for p in mine)
         out.append(
             dataclasses.replace(
                 g,

@@ -133,3 +133,32 @@ def test_the_real_capture_without_gpu_uuid_stays_a_note(tmp_path: Path) -> None:
         tmp_path, {"nvidia-smi-q.txt": (REAL / V100_Q).read_text(), "retired.csv": A100_PCIE_PAGES}, V100
     )
     assert checks["memory_repair"].verdict == "pass"
+
+
+def _sampled(uuid: str, pages: list[tuple[int, str]], ticks: int) -> str:
+    """`nvidia-smi --query-retired-pages=timestamp,gpu_uuid,retired_pages.address,retired_pages.cause
+    --format=csv -l 1 -f FILE` as a monitoring script keeps it: every retired page again on every
+    tick, under that tick's timestamp (one header, as `-f` writes it)."""
+    rows = ["timestamp, gpu_uuid, retired_pages.address, retired_pages.cause"]
+    for tick in range(ticks):
+        stamp = f"2024/03/01 10:{tick // 60:02d}:{tick % 60:02d}.000"
+        rows += [f"{stamp}, {uuid}, 0x{address:016x}, {cause}" for address, cause in pages]
+    return "\n".join(rows) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("pages", "ticks", "want"),
+    [
+        ([(0x5A1C2, "Single Bit ECC")], 70, ("pass", "nothing pending")),
+        ([(0x5A1C2, "Single Bit ECC"), (0x5B1C2, "Double Bit ECC")], 40,
+         ("warn", "GPU 1: 1 page(s) retired after double-bit errors")),
+    ],
+)  # fmt: skip
+def test_a_page_sampled_on_every_tick_is_one_page(
+    tmp_path: Path, pages: list[tuple[int, str]], ticks: int, want: tuple[str, str]
+) -> None:
+    """One page (or two) of GPU 1 repeated under 70 (40) timestamps: was 70 pages, a false
+    fail ("70 pages retired"); now judged as the one save of each page is."""
+    q = (REAL / V100_Q).read_text()
+    saved = {n: {"nvidia-smi-q.txt": q, "retired.csv": _sampled(GPU1, pages, n)} for n in (ticks, 1)}
+    assert _repair(tmp_path / "sampled", saved[ticks]) == _repair(tmp_path / "once", saved[1]) == want

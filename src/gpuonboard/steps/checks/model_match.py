@@ -45,7 +45,7 @@ from gpuonboard.steps.checks.cut_names import cut_name_problems
 from gpuonboard.steps.checks.gpu_arch import GRACE, architecture_problem, family_words, name_family
 from gpuonboard.steps.checks.model_forms import forms_judged, is_form_of
 from gpuonboard.steps.checks.once import loaded_once
-from gpuonboard.steps.checks.product_variants import data_variant_words
+from gpuonboard.steps.checks.product_variants import data_variant_words, vocabulary
 from gpuonboard.steps.checks.shared_names import shared_name_judged
 from gpuonboard.steps.checks.vgpu_name import VgpuProfile as VgpuProfile
 from gpuonboard.steps.checks.vgpu_name import is_vgpu as is_vgpu
@@ -353,7 +353,9 @@ def form_unread(name: str) -> bool:
 
 def _show(token: str, joined: Iterable[str] = ()) -> str:
     """A normalised word as people write it: 'RTX4090' -> 'RTX 4090', 'TI' -> 'Ti' ('GH200' stays)."""
-    if token in joined or (re.fullmatch(r"[A-Z]{2,}\d+", token) and not _SUPERCHIP.match(token)):
+    if token in joined or (
+        re.fullmatch(r"[A-Z]{2,}\d+", token) and not _SUPERCHIP.match(token) and token not in vocabulary()
+    ):
         token = re.sub(r"^([A-Z]+)(\d+)$", r"\1 \2", token)
     return _SHOW.get(token, token)
 
@@ -567,7 +569,9 @@ def match_model(
     if vgpu is not None:
         return vgpu
     want_name = _spelled_out(_name_tokens(model))
-    platforms = [t for t in want_name.tokens if _PLATFORM.match(t)]
+    # (an NVLink domain word the driver prints in a device's name, 'NVL16' of 'NVIDIA H20 NVL16',
+    # is that device's word, demanded as any other: not the platform 'NVL72' of 'GB200 NVL72')
+    platforms = [t for t in want_name.tokens if _PLATFORM.match(t) and t not in vocabulary()]
     kinds = [t for t in want_name.tokens if _MEMORY_KIND.match(t)]  # (judged against the name's below)
     name = _name_tokens(delivered)
     got = _delivered(name)
@@ -594,7 +598,7 @@ def match_model(
     forms = forms_judged(want, got.have)  # ('K40m' ordered: the name's 'K40c' is another form)
     want = forms.want
     arch_problems, arch_unseen, arch_untold = _architecture_judged(archs, family, delivered, got, name)
-    problems, unseen, bare = _words_judged(want, want_name, got, vram_mib)
+    problems, unseen, bare = _words_judged(want, want_name, got, vram_mib, _as_written(model))
     problems += forms.problems
     platform = _platform_problem(platforms, want, got)
     if platform == "":
@@ -640,11 +644,16 @@ def _data_variants(delivered: str, got: _Delivered, named: set[str]) -> list[str
     not ordered (steps/checks/product_variants.py: 'NVL16' of 'NVIDIA H20 NVL16'), as written."""
     if got.name.cut:
         return []
-    words = {w.upper(): w for w in re.findall(r"[A-Za-z0-9]+", delivered)}
+    words = _as_written(delivered)
     return [
         f"'{words.get(t, t)}' in the name marks another product (not ordered)"
         for t in sorted(data_variant_words(got.have) - named)
     ]
+
+
+def _as_written(text: str) -> dict[str, str]:
+    """A name's or order's words, normalised -> as written ('NVL16', 'Embedded')."""
+    return {w.upper(): w for w in re.findall(r"[A-Za-z0-9]+", text)}
 
 
 def _passed_or_warned(
@@ -702,15 +711,18 @@ def _architecture_judged(
 
 
 def _words_judged(
-    want: list[str], want_name: _Name, got: _Delivered, vram_mib: int | None
+    want: list[str], want_name: _Name, got: _Delivered, vram_mib: int | None, written: dict[str, str]
 ) -> tuple[list[str], list[str], list[str]]:
     """(problems, ordered words the cut-off tail of the name may hold, ordered short bare numbers
-    the name does not hold: not demanded) of the ordered model's words against the name's."""
+    the name does not hold: not demanded) of the ordered model's words against the name's; a word
+    of the driver's names (steps/checks/product_variants.py: NVL16, Embedded) shown as ordered."""
     problems: list[str] = []
     unseen: list[str] = []
     bare: list[str] = []
+    learned = vocabulary()
     for token in want:
-        problem = _word_problem(token, _show(token, want_name.joined), got, vram_mib)
+        show = written.get(token, token) if token in learned else _show(token, want_name.joined)
+        problem = _word_problem(token, show, got, vram_mib)
         if problem and _BARE_COUNT.match(token):
             bare.append(token)
         elif problem == "":
