@@ -413,9 +413,10 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
     # (known by its file's name, or by the command a session's prompt line ran: `$ nproc` / `3`)
     kind = _kind_of(path, command, text)
-    if kind in (None, "kernel_log") and (why := glued_to_log(copied or command, text, kind)):
+    log = unjoined(text) if kind in (None, "kernel_log") else None
+    if log is not None and (kind or log.joined) and (why := glued_to_log(copied or command, text)):
         return "kernel_log", ProbeOutput("", f"{where}: {why}: {SAVE_AGAIN}.", KERNEL_LOG_REFUSED)
-    if kind in (None, "kernel_log") and (log := unjoined(text)).joined:
+    if log is not None and log.joined:
         if log.text is None:  # (docs/guides/offline.md: a log whose lines a chat joined: not read
             # where they cannot be cut apart for certain; the kernel rules unverified naming it, as
             # a live probe that could read no log; the rest judged)

@@ -174,15 +174,12 @@ def unjoined(text: str) -> Unjoined:
 _PROMPT_AFTER_WORDS = re.compile(r"\S[ \t]+(?:[^\s$#]*[~:@\]])?[$#][ \t]+[\w./~-]")
 
 
-def glued_to_log(command: str, text: str, kind: str | None = "kernel_log") -> str | None:
+def glued_to_log(command: str, text: str) -> str | None:
     """Why a saved kernel log (`text`, below the copied prompt line that ran `command`) cannot be
     read as whole: the log's first line joined onto the prompt line after its command (`$ sudo
     dmesg -T [Sun Jul 28 ...] NVRM: Xid ...`: its first message lost into the command), or a
     prompt joined after words above the log (`6.6.105+ $ sudo dmesg | head`: the log printed by
-    another command than the one it is read under, its filter lost); None where neither, or
-    where `text` is of no kind known (None) and holds no line a chat joined."""
-    if kind is None and not joined_messages(text):
-        return None
+    another command than the one it is read under, its filter lost); None where neither."""
     if (stamp := _STAMP_AT.search(command)) and command[: stamp.start()].strip():
         return (
             f"the prompt line `{command[: stamp.start()].strip()[:60]}` holds the log's first line"
