@@ -113,8 +113,16 @@ _OPERATOR = lazy_re(r"[;&|<>()]+")
 _DATA_PROGRAMS = ("echo", "printf", "yes")
 # a bare word that names a secret: the next word (not a flag) is its value
 _SECRET_NAME = re.compile(r"(?i)pass(word|wd|phrase)?|pwd|token|secret|auth|api[-_]?key|key|login")
-# a program whose words may be a password (htpasswd, sshpass, mkpasswd, chpasswd, smbpasswd)
-_PASSWORD_PROGRAM = re.compile(r"(?i)pass|pwd")
+# a bare word that names a login or a key: the next word may as well be a subcommand or a host
+# (`docker login registry.example.com`, `gcloud auth login`): masked, but kept out of the scrub
+# list (command_secrets) unless it looks like a secret itself (review revF)
+_LOOSE_NAME = re.compile(r"(?i)login|key")
+# a program whose words may be a password: the real ones by name (before, any name holding
+# `pass` or `pwd`: keepass-sync, compass-agent, bypass-proxy had every word masked and scrubbed)
+_PASSWORD_PROGRAM = re.compile(
+    r"(?i)sshpass|htpasswd|htdigest|mkpasswd|chpasswd|chgpasswd|smbpasswd|passwd|gpasswd|kpasswd"
+    r"|yppasswd|ldappasswd|vncpasswd|x11vnc-passwd|grub-mkpasswd-pbkdf2|pwconv"
+)
 
 
 def command_shown(command: str) -> str:
@@ -122,7 +130,7 @@ def command_shown(command: str) -> str:
     a word was masked; a command of safe words only (`shutdown -h now`) is shown as it is."""
     import hashlib
 
-    shown, masked = _command_words(command)
+    shown, masked, _ = _command_words(command)
     text = " ".join(shown)
     if masked or MASK in command:
         digest = hashlib.sha256(command.encode("utf-8", "surrogateescape")).hexdigest()[:8]
@@ -137,9 +145,11 @@ def command_secrets(command: str) -> list[str]:
     `shutdown`), a URL's userinfo and password and each query value whatever they look like,
     longest first: what a text that may repeat them (the command's own output, an older log
     line that showed it) is scrubbed of, wherever they stand."""
-    _, masked = _command_words(command)
+    _, masked, loose = _command_words(command)
     found: set[str] = set()
     for word in masked:
+        if word in loose and _safe_word(word):
+            continue  # (`login NAME`'s plain word: a name more often than a password)
         found.add(word)
         found.update(p for p in re.split(r"[\s:=/?&@]+", word) if len(p) >= 8 and not _safe_word(p))
         # a URL's userinfo (`user:PASS@`) and a query's values (`?key=VALUE&`), whatever they
@@ -190,18 +200,24 @@ def _split(command: str) -> list[str]:
     return list(lexer)
 
 
-def _command_words(command: str) -> tuple[list[str], list[str]]:
-    """The command's words as shown (each that may be a secret masked), and the masked ones."""
+def _command_words(command: str) -> tuple[list[str], list[str], set[str]]:
+    """The command's words as shown (each that may be a secret masked), the masked ones, and
+    those masked only as the word after a login's or a key's name (_LOOSE_NAME)."""
     try:
         words = _split(command)
     except ValueError:  # an unclosed quote: the program, the rest masked
         split = command.split()
-        return split[:1] + [MASK] * bool(split[1:]), split[1:]
+        return split[:1] + [MASK] * bool(split[1:]), split[1:], set()
     shown: list[str] = []
     masked: list[str] = []
+    loose: set[str] = set()
     program_next, value_next, script_next, program, soft = True, False, False, "", False
     data: list[int] = []  # where echo/printf/yes's words stand in shown (masked once piped or redirected)
-    named, heredoc = False, False  # after `password`/`token`...; in or after a here-doc or here-string
+    named, loosely, heredoc = (
+        False,
+        False,
+        False,
+    )  # after `password`/`token`...; in or after a here-doc or here-string
     redirect = False
     for word in words:
         after_soft, soft = soft, False
@@ -217,12 +233,15 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
         # a here-doc's or here-string's text (`<<< hunter`, `<<EOF`); the word after one that
         # names a secret (`mysqladmin password hunter`, `redis-cli auth hunter`, `vault login
         # hunter`); a password program's words (`htpasswd -b f admin hunter`, `sshpass word`)
-        hidden = (
-            heredoc or after_named or bool(not program_next and _PASSWORD_PROGRAM.search(program))
-        ) and not (_OPERATOR.fullmatch(word) or word.startswith("-") or _soft_value_shown(word, ""))
+        by_program = not program_next and bool(_PASSWORD_PROGRAM.fullmatch(program))
+        hidden = (heredoc or after_named or by_program) and not (
+            _OPERATOR.fullmatch(word) or word.startswith("-") or _soft_value_shown(word, "")
+        )
         heredoc = heredoc and not (_OPERATOR.fullmatch(word) and word not in ("<", ">"))
         if hidden and not value_next and not after_soft and not script_next:
             shown.append(MASK)
+            if not heredoc and (program == "sshpass" or after_named and loosely and not by_program):
+                loose.add(word)  # (sshpass's password is its -p's: its other words, a command)
         elif after_soft and not _OPERATOR.fullmatch(word) and not _soft_value_shown(word, program):
             shown.append(MASK)  # `redis-cli -a PASS`, `zip -P PASS`, `openssl -k PASS`
         elif value_next:  # the value of a secret's option
@@ -236,7 +255,8 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
             program_next = program_next or not any(c in word for c in "<>")
             continue
         elif script_next:  # `sh -c 'SCRIPT'`: the script's words under the same rule
-            inner, inner_masked = _command_words(word)
+            inner, inner_masked, inner_loose = _command_words(word)
+            loose |= inner_loose
             shown.append("'" + " ".join(inner) + "'")
             masked += inner_masked
             script_next = False
@@ -263,6 +283,7 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
         else:
             shown.append(word if _safe_word(word) else MASK)
             named = bool(_SECRET_NAME.fullmatch(word))
+            loosely = bool(_LOOSE_NAME.fullmatch(word))
             if program == "printf" and shown[-1] != MASK and not redirected and not _VAR.fullmatch(word):
                 # (its format puts them in text; a `$VAR` it expands is no secret itself)
                 shown[-1] = MASK
@@ -271,7 +292,7 @@ def _command_words(command: str) -> tuple[list[str], list[str]]:
         if shown[-1] != word:
             masked.append(word)
     _mask_data("|" if heredoc else "", data, shown, masked)
-    return shown, masked
+    return shown, masked, loose
 
 
 def _mask_data(operator: str, data: list[int], shown: list[str], masked: list[str]) -> None:

@@ -209,3 +209,28 @@ def test_an_encrypted_shard_flipped_on_the_host_is_found_and_sent_again(
     assert ages[0].read_bytes() == before
     r = project.cli(*args, "--verify")
     assert r.returncode == 0 and step(project)["status"] == "ok", step(project)
+
+
+@needs_age
+def test_encrypted_shards_with_no_ciphertext_cached_here_are_said_not_verified(
+    project: Project, tmp_path: Path
+) -> None:
+    """Encrypted shards whose ciphertext is not cached here (another machine uploaded them, the
+    cache was cleared): each is sent again (its size there cannot be told from here), so no shard
+    on the host is left to check, and --verify says plainly that it verified none. Before (review
+    revF), it said "the 0 shards already on the host ... match their sha256"."""
+    key, pub = age_key(tmp_path / "keys")
+    _, data_dir = setup(project, tmp_path, age_recipients=[pub], age_identity_file=str(key))
+    args = ["sync", "--host", "dataset", "--shards", "--encrypt"]
+    r = project.cli(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    cached = sorted((project.root / ".gpuonboard" / "cache" / "encrypted").glob("*.age"))
+    assert cached
+    for path in cached:
+        path.unlink()
+    r = project.cli(*args, "--verify")
+    assert r.returncode == 0, r.stdout + r.stderr
+    msg = step(project)["msg"]  # (each shard sent again: its size there cannot be told from here)
+    assert msg.startswith("sent 1 of 1 shards"), msg
+    assert "--verify: not verified: no shard on the host that this run does not send" in msg, msg
+    assert "match their sha256" not in msg, msg

@@ -67,7 +67,7 @@ from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
-from gpuonboard.facts.joined_log import unjoined
+from gpuonboard.facts.joined_log import glued_to_log, unjoined
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
@@ -432,7 +432,10 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
     # (known by its file's name, or by the command a session's prompt line ran: `$ nproc` / `3`)
     kind = _kind_of(path, command, text)
-    if kind in (None, "kernel_log") and (log := unjoined(text)).joined:
+    log = unjoined(text) if kind in (None, "kernel_log") else None
+    if log is not None and (kind or log.joined) and (why := glued_to_log(copied or command, text)):
+        return "kernel_log", ProbeOutput("", f"{where}: {why}: {SAVE_AGAIN}.", KERNEL_LOG_REFUSED)
+    if log is not None and log.joined:
         if log.text is None:  # (docs/guides/offline.md: a log whose lines a chat joined: not read
             # where they cannot be cut apart for certain; the kernel rules unverified naming it, as
             # a live probe that could read no log; the rest judged)

@@ -35,7 +35,7 @@ from typing import NamedTuple
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
 
-__all__ = ["LOG_STAMP", "Unjoined", "joined_messages", "unjoined"]
+__all__ = ["LOG_STAMP", "Unjoined", "glued_to_log", "joined_messages", "unjoined"]
 
 # any kernel log's line head a paste may hold (dmesg's, -T's, -H's, an ISO time's, a syslog or
 # journal line head), after dmesg -x's facility and level
@@ -160,12 +160,51 @@ def unjoined(text: str) -> Unjoined:
         # (an RFC 5424 header a classic syslog line's head: the normaliser made the first one so)
         pieces += [rfc5424_unframed(piece.rstrip(" \t\r")) for piece in cut_off[:-1]]
         pieces += [rfc5424_unframed(cut_off[-1])]
-    if any(_holds_two(p) or _DOTS_AFTER_WORDS.search(p) or _glued(p, head, _GLUED[name]) for p in pieces):
+    if any(_unsure(p, head, _GLUED[name]) for p in pieces):
         return Unjoined(joined, None)
     heads = [m for piece in pieces if (m := head.match(piece))]
     if len({_framing(m.group(0)) for m in heads}) > 1 or not _in_order([m.group("t") for m in heads]):
         return Unjoined(joined, None)
     return Unjoined(joined, "\n".join(pieces))
+
+
+# a shell prompt after words (`6.6.105+ $ sudo dmesg | head`: a chat joined the next command's
+# prompt line onto an output's last line): a sign (`$`, `#`, after `user@host:~`, `[u@h ~]`) and a
+# command after it (`#1 SMP` is a kernel's build number, no prompt)
+_PROMPT_AFTER_WORDS = re.compile(r"\S[ \t]+(?:[^\s$#]*[~:@\]])?[$#][ \t]+[\w./~-]")
+
+
+def glued_to_log(command: str, text: str) -> str | None:
+    """Why a saved kernel log (`text`, below the copied prompt line that ran `command`) cannot be
+    read as whole: the log's first line joined onto the prompt line after its command (`$ sudo
+    dmesg -T [Sun Jul 28 ...] NVRM: Xid ...`: its first message lost into the command), or a
+    prompt joined after words above the log (`6.6.105+ $ sudo dmesg | head`: the log printed by
+    another command than the one it is read under, its filter lost); None where neither."""
+    if (stamp := _STAMP_AT.search(command)) and command[: stamp.start()].strip():
+        return (
+            f"the prompt line `{command[: stamp.start()].strip()[:60]}` holds the log's first line"
+            " after its command (a chat or a page joined the two), so that message is not read"
+        )
+    for line in text.split("\n"):
+        if _STAMP_AT.match(line.lstrip()):
+            break
+        if found := _PROMPT_AFTER_WORDS.search(line):
+            return (
+                f"a shell prompt after words above the log (`{line.strip()[:60]}`: a chat or a page"
+                " joined a prompt line onto an output), so which command printed the log, and"
+                f" whether it kept all of it, cannot be told from `{found.group(0)[1:].strip()}...`"
+            )
+    return None
+
+
+def _unsure(piece: str, head: re.Pattern[str], glued: re.Pattern[str]) -> bool:
+    """Whether a piece unjoined is not certainly one line of the log: two lines still in it, dots
+    after its words, a head or a shell prompt glued after its words (another command's output)."""
+    return (
+        _holds_two(piece)
+        or bool(_DOTS_AFTER_WORDS.search(piece) or _PROMPT_AFTER_WORDS.search(piece))
+        or _glued(piece, head, glued)
+    )
 
 
 def _glued(piece: str, head: re.Pattern[str], glued: re.Pattern[str]) -> bool:

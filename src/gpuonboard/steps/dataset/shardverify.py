@@ -46,6 +46,14 @@ def rehash_shards(ctx: StepContext, opts: DatasetOptions, work: Work) -> str:
         built = work.built[i]
         work.need += built.size if built is not None else 0
     work.send_idx.sort()
+    if not expect:  # (nothing checked: no match of any; review revF)
+        if unchecked:
+            return (
+                f"; --verify: not verified: none of the {count(unchecked, 'shard')} already on the"
+                " host could be checked (their ciphertext, which the upload sent, is not cached"
+                " here: age encrypts afresh, so there is nothing to compare with)"
+            )
+        return "; --verify: not verified: no shard on the host that this run does not send"
     n = f"{count(len(expect), 'shard')} already on the host"
     if unchecked:
         n += f" whose ciphertext is cached here ({count(unchecked, 'shard')} not checked: not cached here)"

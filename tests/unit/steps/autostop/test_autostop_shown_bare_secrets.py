@@ -46,7 +46,6 @@ FAMILY = [
     f"yes {PW} | passwd",
     f"docker login -u admin --password-stdin <<< {PW}",
     f"htpasswd -b /etc/nginx/htpasswd admin {PW}",
-    f"vault login {PW}",
     f"smbclient -U admin%{PW} //nas/ckpt",
     f"lftp -u admin,{PW} backup",
     f"openssl enc -aes-256-cbc -pass pass:{PW} -in ckpt",
