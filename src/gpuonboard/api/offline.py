@@ -10,9 +10,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from gpuonboard.api import (
     bug_report,
@@ -36,6 +35,10 @@ from gpuonboard.api.narrowed import (
     report_filtered,
     report_in_container,
 )
+from gpuonboard.api.offline_output import facts_json, print_facts
+from gpuonboard.api.offline_output import load_order as load_order  # (re-exported: cli, tests)
+from gpuonboard.api.offline_output import nvcc_version as nvcc_version
+from gpuonboard.api.offline_output import summary as summary
 from gpuonboard.api.run_folder import expand_marked, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import (
@@ -62,20 +65,17 @@ from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
-from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
-from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
-from gpuonboard.inventory import ORDER_FILE, OrderSpec, parse_order
+from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import acceptance, gpu_health
-from gpuonboard.yamlload import LineDict, load_yaml
 
 KINDS = ("nvidia_smi", "nvidia_topo", "lscpu", "free", "df", "lsblk", "mounts", "os_release", "nvcc")
 # saved outputs of the fabric probes (facts/extra_probes.py): kind = the live probe's name
@@ -722,70 +722,6 @@ def _xml_refusal(warnings: tuple[str, ...]) -> str:
     )
 
 
-def nvcc_version(facts: Facts) -> str | None:
-    """The CUDA toolkit release of a saved `nvcc --version` (it was recognised, then dropped)."""
-    from gpuonboard.steps.checks.driver_compat import parse_nvcc
-
-    out = facts.raw.get("nvcc")
-    return parse_nvcc(out.stdout) if out is not None and facts.given("nvcc") else None
-
-
-def summary(facts: Facts) -> dict[str, object]:
-    """Facts.summary() (its GPU count is unknown without an nvidia-smi output that listed GPUs,
-    as live), with the CUDA toolkit a saved nvcc output names."""
-    out = facts.summary()
-    if facts.given("nvcc"):
-        out["cuda_toolkit"] = nvcc_version(facts) or "unreadable"
-    return out
-
-
-def load_order(path: str) -> OrderSpec:
-    """An order spec from a YAML file (`order:` mapping or the order fields at top level)."""
-    from gpuonboard.errors import InventoryError
-
-    p = Path(path)
-    data = load_yaml(p, InventoryError, "order")
-    if isinstance(data, dict) and "order" in data:
-        data = data["order"]
-    if not isinstance(data, dict):
-        raise InventoryError(f"{p}, line 1: an order file must be a mapping like gpu_model: A100 80GB SXM.")
-    return parse_order(data, p, data if isinstance(data, LineDict) else LineDict(), ORDER_FILE)
-
-
-def facts_json(facts: Facts) -> dict[str, Any]:
-    """Every parsed fact as JSON-able data (raw outputs and the private probes' names left out)."""
-
-    def conv(value: Any) -> Any:
-        if isinstance(value, GpuInfo):  # (each format's reading: only where the formats differ)
-            doc = {
-                f.name: conv(getattr(value, f.name))
-                for f in dataclasses.fields(value)
-                if f.name != "readings"
-            }
-            return {**doc, "readings": [{"format": k, **conv(v)} for k, v in reading_differences(value)]}
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return {f.name: conv(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        if isinstance(value, tuple | list):
-            return [conv(v) for v in value]
-        if isinstance(value, Mapping):
-            return {"-".join(k) if isinstance(k, tuple) else str(k): conv(v) for k, v in value.items()}
-        return value
-
-    out = {
-        f.name: conv(getattr(facts, f.name))
-        for f in dataclasses.fields(facts)
-        if f.name not in ("raw", "private", "gpu_evidence")
-    }
-    if (ev := facts.gpu_evidence) is not None:  # (its report is `gpu`: written once, there)
-        out["gpu_evidence"] = conv(dataclasses.replace(ev, report=None) if ev.report is facts.gpu else ev)
-        if ev.report is facts.gpu:
-            del out["gpu_evidence"]["report"]
-    else:
-        out["gpu_evidence"] = None
-    out["summary"] = summary(facts)
-    return out
-
-
 def judge(facts: Facts, order: OrderSpec | None) -> list[Check]:
     """Acceptance rules (when an order is given) and GPU health rules; without an order, a given
     nvidia-smi output is still judged by the order-free `nvidia_driver` rule, so an output from
@@ -826,34 +762,7 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
         }
         print(json.dumps(doc, indent=1, ensure_ascii=False))
     else:
-        _print(facts, checks, sorted(raw))
+        print_facts(facts, checks, sorted(raw))
     # an unverified rule is counted, not failed (there is no --strict offline: a saved output
     # that lacks a fact is said so in the table)
     return 1 if any(c.verdict == "fail" for c in checks) else 0
-
-
-def _print(facts: Facts, checks: list[Check], kinds: list[str]) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
-    from gpuonboard.report.terminal import _VERDICT_STYLE, console
-
-    con = console()
-    t = Table(title=f"facts from {', '.join(kinds)}", title_justify="left")
-    t.add_column("fact")
-    t.add_column("value")
-    for key, value in summary(facts).items():
-        t.add_row(key, "-" if value is None else escape(str(value)))
-    con.print(t)
-    for w in facts.warnings:
-        con.print(f"[yellow]warning:[/] {escape(w)}")
-    if checks:
-        r = Table(title="rules", title_justify="left")
-        for col in ("rule", "expected", "actual", "verdict"):
-            r.add_column(col)
-        for c in checks:
-            actual = escape(c.actual) + (f"\n[dim]{escape(c.detail)}[/]" if c.detail else "")
-            r.add_row(
-                c.name, escape(c.expected), actual, f"[{_VERDICT_STYLE[c.verdict]}]{c.verdict.upper()}[/]"
-            )
-        con.print(r)
