@@ -14,7 +14,7 @@ from ...offline_judge import checks
 SESSIONS = Path(__file__).parents[3] / "fixtures" / "sessions"
 K80 = (
     SESSIONS
-    / "transcript__lspci+nvidia-smi-410.104-K80-100pct-0MiB-No-running-processes-CUT-in-border__openmm-2386.txt"
+    / "transcript__lspci+nvidia-smi-410.104-K80-100pct-0MiB-No-running-processes-CUT__openmm-2386.txt"
 )
 
 

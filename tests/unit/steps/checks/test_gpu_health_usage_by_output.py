@@ -129,8 +129,8 @@ def test_an_empty_list_beside_its_own_busy_figures_fails_whichever_output_ranks_
     """The H200 580.159.04 table and -q, both listing no process (review O of round 24): the
     table's GPU-Util edited to 100 % (and 18193 MiB used) beside the idle -q, and the -q's GPU
     utilisation edited to 100 % (18193 MiB used) beside the idle table. Each busy output lists
-    no process of its own beside its own work: another job, a fail both ways (the first was unverified "disagree", as the ranked
-    format's list was judged and the other's empty list ignored)."""
+    no process of its own beside its own work: another job, a fail both ways (the first was
+    unverified "disagree", as the ranked format's list was judged and the other's empty list ignored)."""
     for name, files in (
         ("t", {"t.txt": _busy_table(), "q.txt": H200_580_Q}),
         ("q", {"t.txt": H200_580_T, "q.txt": _busy_q()}),
