@@ -114,8 +114,8 @@ def _utilisation_alone(g: GpuInfo) -> bool:
     """The GPU's only sign of work is its SM utilisation: memory used read at an idle GPU's
     level (IDLE_HELD_MIB, in every output that read it) and no engine at work. Any job, in
     whatever container or VM, holds GPU memory; utilisation with none held is the known idle
-    reading of Kepler boards (a Tesla K80 at 100 % with 0 MiB used, persistence mode off: openmm#2386) or a sample of a
-    job that just ended: no job seen, and no idle GPU either."""
+    reading of Kepler boards (a Tesla K80 at 100 % with 0 MiB used, persistence mode off:
+    openmm#2386) or a sample of a job that just ended: no job seen, and no idle GPU either."""
     util = g.utilization_gpu_pct
     mems = [g.memory_used_mib] + [m for _f, _u, m, _e in usage_samples(g)]
     return (
