@@ -59,7 +59,7 @@ from gpuonboard.api.unread import joined, keeps_first, unread
 from gpuonboard.api.unread_files import unread_rows
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
-from gpuonboard.errors import UsageError
+from gpuonboard.errors import OtherOutputError, UsageError
 from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_agree import reading_differences
@@ -603,7 +603,13 @@ def load_outputs(
         if recorded is not None:
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:
-            found = _saved_outputs(path, data, session_notes, cut)
+            try:
+                found = _saved_outputs(path, data, session_notes, cut)
+            except OtherOutputError as other:  # (in a folder: noted, the other files judged)
+                if not in_folder:
+                    raise
+                session_notes.append(f"{other} Not read: the folder's other files are judged.")
+                continue
         if cut and recorded is not None:  # (a run's output cut short is incomplete: never judged as whole)
             found = _all_cut(found, cut)
         for kind, out, where in found:
@@ -657,7 +663,7 @@ def _refuse_unreadable(where: str, kind: str, text: str) -> None:
         from gpuonboard.facts.topo import foreign_links, parse_topo
 
         if cells := foreign_links(parse_topo(text)):
-            raise UsageError(
+            raise OtherOutputError(
                 f"{where}: this GPU matrix's cells ({', '.join(cells)}) are not links that `nvidia-smi"
                 " topo -m` prints (NV#, PIX, PXB, PHB, NODE, SYS): this looks like `nvidia-smi topo"
                 " -p2p`'s peer-to-peer status (OK, NS, GNS, ...), which says nothing of NVLink or PCIe"
