@@ -24,10 +24,8 @@ A listing cut short (a dropped session, a capture or paste cut mid-line) is not 
 (`GpuList.complete` False), on the format's own signs: a `(UUID: GPU-` whose UUID is neither
 whole (8-4-4-4-12) nor closed by `)`; a last line the text ends inside (no final newline) that is
 no whole entry (a GPU line without its `(UUID:`/`(S/N:` part, whose name may be cut: `GPU 0:
-NVIDIA L40` of an L40S, kept nameless; a MIG line cut mid-UUID; any unreadable line); and a
-last GPU line without its `(UUID:`/`(S/N:` part even where a newline ends it (a post or
-session ending `GPU 0: NVIDIA A100-SXM4-80GB`: the part after the name was cut away). A clean
-cut between whole lines leaves none of them and cannot be told from a shorter listing.
+NVIDIA L40` of an L40S, kept nameless; a MIG line cut mid-UUID; any unreadable line). A clean
+cut between lines leaves none of them and cannot be told from a shorter listing.
 """
 
 from __future__ import annotations
@@ -122,7 +120,6 @@ def parse_gpu_list(text: str) -> GpuList:
     cut: list[str] = []
     joined: list[str] = []  # (a GPU line with more text after its `)`)
     lines, open_at = _parts(text)
-    last = max((i for i, part in enumerate(lines) if part.strip()), default=-1)
     for at, line in enumerate(lines):
         if not line.strip():
             continue
@@ -130,13 +127,9 @@ def parse_gpu_list(text: str) -> GpuList:
             joined.append(f"GPU {t.group(1)}'s line goes on after its `)`: {t.group(2)[:40]!r}")
         elif m := _GPU.match(line):
             index, name, kind, ident = int(m.group(1)), m.group(2), m.group(3), m.group(4)
-            # (the listing's last GPU line without its `(UUID:` part ends the text where its
-            # closing part was cut away: every driver since R260 prints it, so a name alone is
-            # no whole entry, newline or not: `GPU 0: NVIDIA A100-SXM4-80GB` ending a post)
-            if _cut_entry(kind, ident, bool(m.group(5)), at == open_at or (kind is None and at == last)):
+            if _cut_entry(kind, ident, bool(m.group(5)), at == open_at):
                 cut.append(f"GPU {index}'s {kind or 'name'}")
-                # the name may go on: not read (one a newline ended is whole)
-                name = name if kind is not None or at != open_at else ""
+                name = name if kind is not None else ""  # the name may go on: not read
                 ident = None  # a UUID cut short identifies nothing
             uuid = ident if kind == "UUID" and ident else None
             gpus.append(ListedGpu(index=index, name=name, uuid=uuid))
