@@ -64,7 +64,7 @@ from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_agree import reading_differences
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
-from gpuonboard.facts.gpu_list import parse_gpu_list
+from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import unjoined
@@ -294,6 +294,8 @@ def _session_outputs(
                 for k, o, w in got
             ]
         kind, out = _saved_output(path, where, text, command)
+        if kind == "nvidia_smi_list" and where == f"{path} {parts[-1].where}":
+            why = why or ends_at_name(out.stdout)  # (a typed -L the session ends inside)
         return (kind, dataclasses.replace(out, partial=out.partial or why)) if why else (kind, out)
 
     # (a container's, a launcher's or another user's nvidia-smi shows less than the box: of the
