@@ -586,7 +586,8 @@ def load_outputs(
     session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
-    for path, in_folder in expand_marked(paths):
+    marked = expand_marked(paths)
+    for path, in_folder in marked:
         if path.parent not in manifests:
             manifests[path.parent] = raw_dir_manifest(path.parent)
         recorded = (manifests[path.parent] or {}).get(path.name)
@@ -607,10 +608,10 @@ def load_outputs(
         else:
             try:
                 found = _saved_outputs(path, data, session_notes, cut)
-            except OtherOutputError as other:  # (in a folder: noted, the other files judged)
-                if not in_folder:
+            except OtherOutputError as other:  # (beside other files: noted, those judged)
+                if not in_folder and len(marked) == 1:
                     raise
-                session_notes.append(f"{other} Not read: the folder's other files are judged.")
+                session_notes.append(f"{other} Not read: the other files given are judged.")
                 continue
         if cut and recorded is not None:  # (a run's output cut short is incomplete: never judged as whole)
             found = _all_cut(found, cut)

@@ -32,10 +32,20 @@ def test_a_p2p_matrix_beside_a_topo_m_is_noted_and_the_folder_judged(tmp_path: P
     assert "nvidia_topo" in raw
     said = " ".join(notes)
     assert "p2p.txt: this GPU matrix's cells (GNS) are not links" in said
-    assert "Not read: the folder's other files are judged." in said
+    assert "Not read: the other files given are judged." in said
 
 
 def test_a_p2p_matrix_named_alone_is_still_refused(tmp_path: Path) -> None:
     (tmp_path / "p2p.txt").write_text(P2P.read_text())
     with pytest.raises(UsageError):
         offline.load_outputs([str(tmp_path / "p2p.txt")])
+
+
+def test_a_p2p_matrix_named_beside_a_topo_m_is_noted(tmp_path: Path) -> None:
+    """The two files named (`invoke facts topo.txt,p2p.txt`): the same note, topo -m judged."""
+    (tmp_path / "topo.txt").write_text(_topo_m().read_text())
+    (tmp_path / "p2p.txt").write_text(P2P.read_text())
+    notes: list[str] = []
+    raw = offline.load_outputs([str(tmp_path / "topo.txt"), str(tmp_path / "p2p.txt")], notes)
+    assert "nvidia_topo" in raw
+    assert any("(GNS) are not links" in n for n in notes)
