@@ -63,6 +63,12 @@ class UsageError(GpuonboardError):
     """A bad command-line option or selector."""
 
 
+class OtherOutputError(UsageError):
+    """A saved output this tool knows but reads no fact from (`nvidia-smi topo -p2p`'s status
+    matrix beside `topo -m`): a bad input where it is the file named, one noted as not read in a
+    folder whose other files are judged."""
+
+
 class ConnectError(GpuonboardError):
     """A host could not be reached or logged into."""
 

@@ -62,11 +62,11 @@ from gpuonboard.api.unread import joined, keeps_first, output_cut, unread
 from gpuonboard.api.unread_files import unread_rows
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
-from gpuonboard.errors import UsageError
+from gpuonboard.errors import OtherOutputError, UsageError
 from gpuonboard.facts.disks import df_lists_sizes
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
-from gpuonboard.facts.gpu_list import parse_gpu_list
+from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
@@ -294,6 +294,8 @@ def _session_outputs(
                 for k, o, w in got
             ]
         kind, out = _saved_output(path, where, text, command)
+        if kind == "nvidia_smi_list" and where == f"{path} {parts[-1].where}":
+            why = why or ends_at_name(out.stdout)  # (a typed -L the session ends inside)
         return (kind, dataclasses.replace(out, partial=out.partial or why)) if why else (kind, out)
 
     # (a container's, a launcher's or another user's nvidia-smi shows less than the box: of the
@@ -588,7 +590,8 @@ def load_outputs(
     session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
-    for path, in_folder in expand_marked(paths):
+    marked = expand_marked(paths)
+    for path, in_folder in marked:
         if path.parent not in manifests:
             manifests[path.parent] = raw_dir_manifest(path.parent)
         recorded = (manifests[path.parent] or {}).get(path.name)
@@ -609,6 +612,10 @@ def load_outputs(
         else:
             try:
                 found = _saved_outputs(path, data, session_notes, cut)
+            except OtherOutputError as other:  # (beside other files: noted, those judged)
+                if not in_folder and len(marked) == 1:
+                    raise
+                session_notes.append(f"{other} Not read: the other files given are judged.")
             except UsageError as why:
                 if not (in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")):
                     raise  # (a file named itself, or an output of a known kind that is unsafe)
@@ -669,7 +676,7 @@ def _refuse_unreadable(where: str, kind: str, text: str) -> None:
         from gpuonboard.facts.topo import foreign_links, parse_topo
 
         if cells := foreign_links(parse_topo(text)):
-            raise UsageError(
+            raise OtherOutputError(
                 f"{where}: this GPU matrix's cells ({', '.join(cells)}) are not links that `nvidia-smi"
                 " topo -m` prints (NV#, PIX, PXB, PHB, NODE, SYS): this looks like `nvidia-smi topo"
                 " -p2p`'s peer-to-peer status (OK, NS, GNS, ...), which says nothing of NVLink or PCIe"

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gpuonboard.api import transcript
 from gpuonboard.api.command_line import pipeline, run
 from gpuonboard.api.df_refusal import df_refusal, df_rows
+from gpuonboard.api.kind_names import expected_outputs
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
 from gpuonboard.api.unjudged import lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
@@ -725,15 +726,7 @@ def _unread_sentence(where: str, text: str) -> str:
             " above it names its fields: save it with its header (`--format=csv`, without"
             " `noheader`), or with the command line above it."
         )
-    return (
-        f"{where}: {transcript.UNRECOGNISED} (expected nvidia-smi -q -x / -q / --query-gpu CSV /"
-        " table or its failure message, nvidia-smi topo -m, nvidia-smi -L, --query-compute-apps,"
-        " nvidia-smi nvlink -s / -e, dmesg / journalctl -k, ibv_devinfo / ibstat / ibstatus, docker"
-        " info, iperf3 -J, numactl --hardware, ibdev2netdev, lscpu or /proc/cpuinfo, free or"
-        " /proc/meminfo, df, lsblk (its table, -J or -P), /proc/mounts,"
-        " /etc/os-release, nvcc --version, nproc in a file named nproc*, or systemctl is-active in a"
-        " file named *fabric*)."
-    )
+    return f"{where}: {transcript.UNRECOGNISED} (expected {expected_outputs()})."
 
 
 def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:

@@ -39,6 +39,7 @@ from gpuonboard.once import lazy_re
 
 __all__ = [
     "GpuList",
+    "ends_at_name",
     "ListedGpu",
     "MigDevice",
     "parse_gpu_list",
@@ -151,6 +152,21 @@ def parse_gpu_list(text: str) -> GpuList:
         said = f"nvidia-smi -L: {'; '.join(joined)}: no listing as nvidia-smi prints it, save it again"
         return GpuList((), (*warnings, said), complete=False, trailed=len(joined))
     return GpuList(tuple(gpus), tuple(warnings), complete=not cut)
+
+
+def ends_at_name(text: str) -> str:
+    """Why a typed `nvidia-smi -L`'s output that ends a saved session is cut: its last line is a
+    GPU line that stops at the name, without the `(UUID: ...)` every driver since R260 prints
+    (XuehaiPan/nvitop#8 ends `GPU 0: NVIDIA A100-SXM4-80GB`); "" otherwise. Only for a typed
+    command's output: collect_env's GPU lines are -L's with the UUIDs taken out, whole."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    m = _GPU.match(lines[-1]) if lines else None
+    if m is None or m.group(3) is not None:
+        return ""
+    return (
+        f"the session ends at GPU {m.group(1)}'s line of `nvidia-smi -L` without its `(UUID: ...)`"
+        " part (cut after the name)"
+    )
 
 
 def parse_gpu_list_tuples(text: str) -> Sequence[tuple[int, str, str | None]]:

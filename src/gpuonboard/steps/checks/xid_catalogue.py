@@ -130,6 +130,8 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         return "replace", "not in NVIDIA's catalogue"
     if entry.action == "from_message":
         return _recovery_action(event.message), entry.name
+    if retired := _page_retirement(event):
+        return retired
     if entry.action in FAILING and _NONFATAL.match(event.message):
         return "watch", f"{entry.name} (non-fatal)"
     said = _RESET_SAID.findall(event.message) if entry.action not in FAILING else []
@@ -141,6 +143,30 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
     if asked:
         return "reset_gpu", f"{entry.name} (the driver: {', '.join(asked)})"
     return entry.action, entry.name
+
+
+# The catalogue's Xid 63 / 64 are Ampere's row remapping events; before Ampere the same codes were
+# Dynamic Page Retirement's, and the driver says which in its own text: `63, Dynamic Page
+# Retirement: New page retired, reboot to activate (0x00000000002ce8ac).` (R390, a V100:
+# NVIDIA/nvidia-docker#849). A page retired takes effect at the next reboot (until then the bad
+# page may still be handed out), so that line asks for a reboot, never "a remapping to ignore".
+_PAGE_RETIREMENT = lazy_re(
+    r"Dynamic\s+Page\s+Retirement:\s*(.*?)\s*(?:\(0x[0-9a-f]+\))?\.?\s*$", re.IGNORECASE
+)
+
+
+def _page_retirement(event: KernelEvent) -> tuple[str, str] | None:
+    """(action, name) of an Xid line that names itself a Dynamic Page Retirement event (the
+    pre-Ampere meaning of Xid 63 / 64), from the driver's own text: 'reboot' where it says
+    `reboot to activate`, else the catalogue's action; None for any other line."""
+    if event.kind != "xid" or not (m := _PAGE_RETIREMENT.search(event.message)):
+        return None
+    said = " ".join(m.group(1).split()).rstrip(".")
+    name = f"Dynamic Page Retirement (pre-Ampere memory repair): {said}"
+    if re.search(r"\breboot\s+to\s+activate\b", said, re.IGNORECASE):
+        return "reboot", name
+    entry = load_xid_catalogue()[0].get(event.code)
+    return (entry.action if entry else "replace"), name
 
 
 # the driver's own word that an error-containment Xid (94, 95) left the GPU needing a reset:

@@ -109,25 +109,28 @@ H200_580_Q = (REAL / "nvidia-smi-q__h200__1gpu__driver580.159.04.txt").read_text
 
 
 def _busy_table() -> str:
-    old = "|      0%      Default |"
+    # (utilisation with memory held: utilisation alone, at 0 MiB, is no job's)
+    old = "|       0MiB / 143771MiB |      0%      Default |"
     assert old in H200_580_T
-    return H200_580_T.replace(old, "|    100%      Default |")
+    return H200_580_T.replace(old, "|   18193MiB / 143771MiB |    100%      Default |")
 
 
 def _busy_q() -> str:
     old = "    Utilization\n        GPU                                            : 0 %"
-    assert old in H200_580_Q
-    return H200_580_Q.replace(old, old.replace(": 0 %", ": 100 %"))
+    used = "        Used                                           : 0 MiB\n"
+    assert old in H200_580_Q and used in H200_580_Q
+    busy = H200_580_Q.replace(old, old.replace(": 0 %", ": 100 %"))
+    return busy.replace(used, used.replace(": 0 MiB", ": 18193 MiB"))
 
 
 def test_an_empty_list_beside_its_own_busy_figures_fails_whichever_output_ranks_first(
     tmp_path: Path,
 ) -> None:
     """The H200 580.159.04 table and -q, both listing no process (review O of round 24): the
-    table's GPU-Util edited to 100 % beside the idle -q, and the -q's GPU utilisation edited to
-    100 % beside the idle table. Each busy output lists no process of its own beside its own
-    work: another job, a fail both ways (the first was unverified "disagree", as the ranked
-    format's list was judged and the other's empty list ignored)."""
+    table's GPU-Util edited to 100 % (and 18193 MiB used) beside the idle -q, and the -q's GPU
+    utilisation edited to 100 % (18193 MiB used) beside the idle table. Each busy output lists
+    no process of its own beside its own work: another job, a fail both ways (the first was
+    unverified "disagree", as the ranked format's list was judged and the other's empty list ignored)."""
     for name, files in (
         ("t", {"t.txt": _busy_table(), "q.txt": H200_580_Q}),
         ("q", {"t.txt": H200_580_T, "q.txt": _busy_q()}),

@@ -26,6 +26,10 @@ from gpuonboard.steps.checks.vgpu_name import is_vgpu, vgpu_profile
 # not a share of total, so that 2 GiB taken on a 141 GiB H200 still counts.
 BUSY_UTIL_PCT = 10
 BUSY_MEMORY_MIB = 1024
+# Memory "held" by no job: at most what an idle GPU of the real captures holds (0-50 MiB on
+# current drivers); a CUDA context alone takes more, so utilisation beside no more than this
+# is no job's (_utilisation_alone).
+IDLE_HELD_MIB = 50
 
 # A vGPU guest's driver before R510 counts the framebuffer the vGPU reserves (about 7 % of its
 # profile, 13 % of a small one) as used: an idle GRID V100D-32Q reads 2192 MiB used, a P100-16Q
@@ -104,6 +108,43 @@ def _busy(g: GpuInfo) -> str | None:
     at = f"at {util} % utilisation" if util is not None else "utilisation not reported"
     work = f" and {', '.join(engines)}" if engines else ""
     return f"{gpu_label(g)} {at} with {mem}{work}"
+
+
+def _utilisation_alone(g: GpuInfo) -> bool:
+    """The GPU's only sign of work is its SM utilisation: memory used read at an idle GPU's
+    level (IDLE_HELD_MIB, in every output that read it) and no engine at work. Any job, in
+    whatever container or VM, holds GPU memory; utilisation with none held is the known idle
+    reading of Kepler boards (a Tesla K80 at 100 % with 0 MiB used, persistence mode off:
+    openmm#2386) or a sample of a job that just ended: no job seen, and no idle GPU either."""
+    util = g.utilization_gpu_pct
+    mems = [g.memory_used_mib] + [m for _f, _u, m, _e in usage_samples(g)]
+    return (
+        util is not None
+        and util >= BUSY_UTIL_PCT
+        and all(m is not None and m <= IDLE_HELD_MIB for m in mems[:1])
+        and all(m is None or m <= IDLE_HELD_MIB for m in mems[1:])
+        and not _engine_work(g)
+    )
+
+
+def _utilisation_alone_check(alone: list[GpuInfo], gpus: list[GpuInfo]) -> Check:
+    """foreign_processes where the only work seen is utilisation with no memory held and no
+    process listed: unverified, with the reason."""
+    figures = "; ".join(
+        f"{gpu_label(g)} at {g.utilization_gpu_pct} % utilisation with {g.memory_used_mib} MiB used"
+        + (f" (persistence mode {g.persistence_mode})" if g.persistence_mode else "")
+        for g in alone
+    )
+    return Check(
+        "foreign_processes",
+        "none",
+        f"{figures}, no process listed",
+        "unverified",
+        "utilisation with no GPU memory held is no job's (any job, in any container or VM, holds"
+        " memory): an idle Kepler board (Tesla K80) reads 100 % with persistence mode off, and a"
+        " sample may catch a job that just ended; enable persistence mode (`sudo nvidia-smi -pm 1`)"
+        " and rerun `nvidia-smi`: an idle GPU reads 0 %",
+    )
 
 
 def _display_held(g: GpuInfo) -> bool:
@@ -385,6 +426,9 @@ def rule_foreign_processes(
     # (a list the cut took may hold the job that holds it: never a desktop's from the cut)
     display = [g for g in unlisted if _busy(g) and _display_held(g) and not _list_cut_away(g)]
     unlisted = [g for g in unlisted if g not in display]
+    # (utilisation with no memory held is no job's: an idle K80 with persistence mode off)
+    alone = [g for g in unlisted if _utilisation_alone(g)]
+    unlisted = [g for g in unlisted if g not in alone]
     busy_listed_empty, busy_no_list, mixed = _judge_unlisted(unlisted)
     if mixed and not compute and not busy_listed_empty and not busy_no_list:
         return _mixed_check(mixed, graphics, cut)
@@ -406,6 +450,8 @@ def rule_foreign_processes(
             " (a compute job's rows) may be in the part cut from this output: rerun `nvidia-smi` and"
             " save its whole output",
         )
+    if alone:
+        return _utilisation_alone_check(alone, gpus)
     if reserve and not graphics:
         return _vgpu_reserve_check(reserve, driver_version)
     if graphics or display:
