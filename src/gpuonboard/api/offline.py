@@ -616,6 +616,7 @@ def load_outputs(
                 if not in_folder and len(marked) == 1:
                     raise
                 session_notes.append(f"{other} Not read: the other files given are judged.")
+                continue
             except UsageError as why:
                 if not (in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")):
                     raise  # (a file named itself, or an output of a known kind that is unsafe)
