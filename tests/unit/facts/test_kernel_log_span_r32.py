@@ -23,7 +23,7 @@ from ..offline_judge import verdicts
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 AER = "dmesg-syslog__aer-correctable-bracketed-68183s-no-nvrm__pop-3363.txt"
-WSL = "dmesg__wsl2-0.87s-fscache-last-line-cut__wsl-11293.txt"
+WSL = "dmesg__wsl2-0.87s-fscache__line-cut-as-stored__wsl-11293.txt"
 
 
 def read(name: str) -> str:
@@ -54,7 +54,8 @@ def test_its_pass_says_the_log_starts_after_boot(tmp_path: Path, shape: str) -> 
 def test_a_grep_for_the_gpu_driver_still_says_nothing_of_where_the_log_starts() -> None:
     """(unchanged) every line holds `nvidia`: maybe `dmesg | grep -i nvidia`, its first line
     late though the log starts at boot."""
-    text = "[  300.1] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver\n[  301.2] nvidia 0000:01:00.0: x\n"
+    text = "[  300.1] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver\n"
+    text += "[  301.2] nvidia 0000:01:00.0: enabling device\n"
     assert parse_kernel_log(text).covers_boot is None
 
 
@@ -89,7 +90,42 @@ def test_a_whole_log_ending_before_the_gpu_driver_logged_is_no_pass(tmp_path: Pa
 
 
 def test_a_log_that_shows_the_driver_loaded_is_judged_as_before() -> None:
-    text = read(WSL).rsplit("\n", 2)[0] + "\n[    0.9] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.183.01\n"
+    text = (
+        read(WSL).rsplit("\n", 2)[0]
+        + "\n[    0.9] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.183.01\n"
+    )
     assert parse_kernel_log(text).early_end == ""
     late = read(WSL).rsplit("\n", 2)[0] + "\n[  600.5] usb 1-1: new high-speed USB device\n"
     assert parse_kernel_log(late).early_end == ""
+
+
+# m32d 1: `journalctl -k --no-hostname` prints a multi-line message's further lines indented to
+# its message's column; they were counted as lines of no kernel log, and the file refused
+JOURNAL = "dmesg-journalctl-k-no-hostname__check-failed-indented-continuation-lines__ogkm-1140.txt"
+
+
+def _with_host(text: str) -> str:
+    """The journal as `journalctl -k` prints it with the host's name (the indent widened too)."""
+    out = []
+    for line in text.splitlines():
+        out.append(
+            line.replace(" kernel: ", " gpu01 kernel: ") if not line[:1].isspace() else "      " + line
+        )
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("shape", ["no-hostname", "hostname"])
+def test_a_journals_indented_continuation_lines_are_read_as_its_message(tmp_path: Path, shape: str) -> None:
+    text = read(JOURNAL) if shape == "no-hostname" else _with_host(read(JOURNAL))
+    got = verdicts(tmp_path, "journal.txt", text)
+    assert got["gpu_xid"][0] in ("pass", "unverified"), got["gpu_xid"]
+    if got["gpu_xid"][0] == "pass":
+        assert "starts after boot" in got["gpu_xid"][1]
+
+
+def test_indented_lines_after_no_kernel_line_are_no_kernel_log(tmp_path: Path) -> None:
+    """(unchanged) a text of indented lines under another program's line is not read as one."""
+    from gpuonboard.api.saved_kinds import detect_fabric_kind
+
+    text = "Aug 18 23:50:24 sshd[12]: Accepted key\n                        for user x\n"
+    assert detect_fabric_kind(text) is None
