@@ -129,3 +129,18 @@ def test_indented_lines_after_no_kernel_line_are_no_kernel_log(tmp_path: Path) -
 
     text = "Aug 18 23:50:24 sshd[12]: Accepted key\n                        for user x\n"
     assert detect_fabric_kind(text) is None
+
+
+# m32d 7: `kubectl describe node | grep Xid` (a node condition row) was refused as a headerless CSV
+NODE = "kubectl-describe-node-grep-xid__xidcriticalerror-31-condition__gke-p100__cea-497.txt"
+
+
+def test_a_kubernetes_node_condition_is_named_as_one(tmp_path: Path) -> None:
+    from gpuonboard.api import offline
+    from gpuonboard.errors import UsageError
+
+    (tmp_path / "describe.txt").write_text(read(NODE))
+    with pytest.raises(UsageError) as said:
+        offline.load_outputs([str(tmp_path / "describe.txt")])
+    assert "a Kubernetes node's condition rows" in str(said.value)
+    assert "XidCriticalError True" in str(said.value) and "CSV" not in str(said.value)
