@@ -144,3 +144,23 @@ def test_a_kubernetes_node_condition_is_named_as_one(tmp_path: Path) -> None:
         offline.load_outputs([str(tmp_path / "describe.txt")])
     assert "a Kubernetes node's condition rows" in str(said.value)
     assert "XidCriticalError True" in str(said.value) and "CSV" not in str(said.value)
+
+
+# m32d 8: a session of `systemctl restart nvidia-fabricmanager.service` (`Job for ... failed`) and
+# `journalctl -xeu nvidia-fabricmanager.service`: said as if journalctl's output were damaged
+SESSION = "session__systemctl-restart-fabricmanager-job-failed+journalctl-xeu__h20__nvtrust-128.txt"
+
+
+def test_a_services_journal_is_said_to_be_one_and_the_failed_job_named(tmp_path: Path) -> None:
+    from gpuonboard.api import offline
+    from gpuonboard.errors import UsageError
+
+    (tmp_path / "session.txt").write_text(read(SESSION))
+    with pytest.raises(UsageError) as said:
+        offline.load_outputs([str(tmp_path / "session.txt")])
+    text = str(said.value)
+    assert (
+        "the journal of the service nvidia-fabricmanager.service (`journalctl -u`), not the kernel's" in text
+    )
+    assert "could not read what it printed" not in text
+    assert "`Job for nvidia-fabricmanager.service failed because" in text and "did not start" in text
