@@ -47,8 +47,9 @@ def log_driver(facts: Facts) -> LogDriver | None:
     at = next((i for i in range(len(lines) - 1, -1, -1) if _LOAD.search(lines[i])), None)
     if at is None:
         return None
-    line = lines[at].strip()
-    version = _LOAD.search(line).group(1)  # type: ignore[union-attr]
+    m = _LOAD.search(lines[at])
+    assert m is not None
+    line, version = lines[at][m.start() :].strip(), m.group(1)  # (from `NVRM:`, its head left out)
     log = parse_kernel_log(out.stdout)
     after = lines[at + 1 :]
     not_whole = (
