@@ -122,6 +122,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "syslogd-wall__": "kernel_log",  # (syslogd's wall broadcasts of kernel lines)
         # a tool's report quoting kernel lines: read as a log whose silence proves nothing
         "gpud-scan__": "kernel_log",
+        # a /var/log/messages excerpt (its name kept out of the chat-joined inventory, test_joined_log)
+        "var-log-messages__": "kernel_log",
+        "kubectl-describe-node": None,  # a node's condition rows: refused naming them
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
         "query-gpu-csv__": "nvidia_smi",  # (a --query-gpu CSV of undotted fields: round 30)

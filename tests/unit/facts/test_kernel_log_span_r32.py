@@ -132,7 +132,7 @@ def test_indented_lines_after_no_kernel_line_are_no_kernel_log(tmp_path: Path) -
 
 
 # m32d 7: `kubectl describe node | grep Xid` (a node condition row) was refused as a headerless CSV
-NODE = "kubectl-describe-node-grep-xid__xidcriticalerror-31-condition__gke-p100__cea-497.txt"
+NODE = "kubectl-describe-node-grep-xid__copied-command__xidcriticalerror-31-condition__gke-p100__cea-497.txt"
 
 
 def test_a_kubernetes_node_condition_is_named_as_one(tmp_path: Path) -> None:

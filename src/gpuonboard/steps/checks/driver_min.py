@@ -49,7 +49,8 @@ def log_driver(facts: Facts) -> LogDriver | None:
         return None
     m = _LOAD.search(lines[at])
     assert m is not None
-    line, version = lines[at][m.start() :].strip(), m.group(1)  # (from `NVRM:`, its head left out)
+    # (from `NVRM:`, its head left out; its blanks as one: a paste's tabs say the same line)
+    line, version = " ".join(lines[at][m.start() :].split()), m.group(1)
     log = parse_kernel_log(out.stdout)
     after = lines[at + 1 :]
     not_whole = (

@@ -11,7 +11,7 @@ import pytest
 from ...offline_judge import judged_box, verdicts
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
-OLD = "dmesg-syslog__bbswitch-nvrm-loading-325.15__bumblebee-455.txt"
+OLD = "var-log-messages__bbswitch-nvrm-loading-325.15__bumblebee-455.txt"
 OPEN = "dmesg__e820-chipset-setup-error-open-module-530.41.03__ogkm-489.txt"
 SMI_535 = "nvidia-smi-q-x__a100-sxm4-80gb__1of4gpu__driver535.54.03.xml"
 
