@@ -697,6 +697,16 @@ def _meminfo_without_total(text: str) -> list[str]:
     return fields
 
 
+# a row of `kubectl describe node`'s Conditions table: TYPE, STATUS, the last heartbeat and the
+# last transition (RFC 1123 times), then REASON / MESSAGE (`XidCriticalError  True  Mon, 23 Jun
+# 2025 18:45:43 +0000  Mon, 23 Jun 2025 18:44:57 +0000  {"31":true}  ...`; m32d: refused as a CSV)
+_NODE_CONDITION = re.compile(
+    r"^[ \t]*[A-Z]\w+[ \t]+(?:True|False|Unknown)[ \t]+"
+    r"(?:\w{3}, \d{1,2} \w{3} \d{4} [\d:]{8} [+-]\d{4}[ \t]+){2}.*$",
+    re.M,
+)
+
+
 def _unread_sentence(where: str, text: str) -> str:
     """The sentence refusing a saved output of another form, a headerless CSV, or none this
     tool reads (naming the kinds it does read)."""
@@ -719,6 +729,13 @@ def _unread_sentence(where: str, text: str) -> str:
             f" {', '.join(fields[:4])}{' ...' if len(fields) > 4 else ''}, a grep or a paste that kept"
             " only some of them), so no RAM total can be read: save `cat /proc/meminfo` whole, or"
             " `free -k`, of the box."
+        )
+    if node := _NODE_CONDITION.search(text):
+        return (
+            f"{where}: a Kubernetes node's condition rows (`kubectl describe node`'s Conditions:"
+            f" `{' '.join(node.group(0).split())[:100]}`), a node agent's word on the node, not an output"
+            " this tool reads: save the node's kernel log (`sudo dmesg -T`, or `journalctl -k -b`),"
+            " which holds the driver's Xid lines, and nvidia-smi of the box."
         )
     if csv_width(text) and not _LABELLED_CELL.search(text):
         return (

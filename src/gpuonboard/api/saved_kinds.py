@@ -15,7 +15,7 @@ from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_shapes import journal_shaped, plain_kernel_text
-from gpuonboard.facts.kernel_wrap import program_of
+from gpuonboard.facts.kernel_wrap import indented, program_of
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
 from gpuonboard.facts.mount_table import looks_like_mount_table
@@ -113,6 +113,20 @@ def talos_cut(text: str) -> str:
     if not lines or talos * 2 < min(len(lines), 200) or not _TALOS_HEAD_ONLY.match(lines[-1].strip()):
         return ""
     return f"its last line ends inside its head, before its message (`{lines[-1].strip()[:80]}`)"
+
+
+def _messages(lines: list[str]) -> list[str]:
+    """The lines without the continuation lines of a message: journald prints a multi-line
+    message's further lines indented to its message's column (`journalctl -k --no-hostname`:
+    `Aug 18 23:50:24 kernel: NVRM: ... Check failed: ...` then `                        [NV_ERR_
+    INVALID_STATE] ...`), dmesg to its stamp's; each is part of the message above it, a kernel
+    line or another program's, not a line of no log (m32d: such a journal was refused)."""
+    out: list[str] = []
+    for line in lines:
+        if out and indented(line) and (_kernel_line(out[-1]) or _other_program(out[-1])):
+            continue
+        out.append(line)
+    return out
 
 
 def _kernel_line(line: str) -> bool:
@@ -225,6 +239,7 @@ def detect_fabric_kind(text: str) -> str | None:
         lines = [line for line in plain.splitlines() if line.strip()]
         if not lines:  # (its kernel log is empty: KernelLog.no_log says so)
             return "kernel_log" if journal_shaped(text) else None
+    lines = _messages(lines)
     kernel = sum(1 for line in lines[:200] if _kernel_line(line))
     # (a log printed without stamps: its lines' shapes, several of them and a quarter of its lines
     # at least, the others those of drivers no list names: `bonding: bond0: ...`, `lo: ...`)

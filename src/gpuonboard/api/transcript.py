@@ -390,6 +390,8 @@ def _read_part(
         if said := _engine_error(part):
             return said
         tool = _part_tool(part)
+        if said := _service_said(part, tool):
+            return said
         if tool in ("", *_FILTERS):
             return f"{part.where} {_NOT_READ}"
         # (a command whose output this tool reads is never called unread: what it printed was not
@@ -463,6 +465,39 @@ def _smi_format_not_read(part: Section, tool: str) -> bool:
         return False
     read = _SMI_READ_SUBCOMMANDS.get(words[0])
     return read is None or not any(word.split("=", 1)[0] in read for word in words[1:])
+
+
+# a unit's journal (`journalctl -u X`, `-xeu X`, `--unit=X`) and the kernel's (`-k`, `--dmesg`)
+_UNIT = re.compile(r"(?:^|\s)(?:-[a-zA-Z]*u\s*|--unit[= ]\s*)([^\s|;&]+)")
+_KERNEL_FLAG = re.compile(r"(?:^|\s)(?:-[a-zA-Z]*k\b|--dmesg\b)")
+# systemctl's word on a unit that did not start (`Job for nvidia-fabricmanager.service failed
+# because the control process exited with error code.`)
+_JOB_FAILED = re.compile(r"^Job for (\S+) failed\b[^\n]*", re.M)
+
+
+# (the fabric manager down on an NVSwitch box: CUDA there reports `system not yet initialized`)
+_FM_DOWN = " (on an NVSwitch box, GPUs without a running fabric manager cannot run CUDA work)"
+
+
+def _service_said(part: Section, tool: str) -> str:
+    """Why a part is not read, where it is a service's: a unit's journal (`journalctl -xeu
+    nvidia-fabricmanager.service`: not the kernel's, which this tool reads), or a command whose
+    output is systemctl's `Job for X failed ...` (said: the service did not start); "" else."""
+    if (
+        tool == "journalctl"
+        and (unit := _UNIT.search(part.command))
+        and not _KERNEL_FLAG.search(part.command)
+    ):
+        return (
+            f"{part.where}: the journal of the service {unit.group(1)} (`journalctl -u`), not the"
+            " kernel's: this tool reads the kernel log (`journalctl -k -b`)"
+        )
+    if job := _JOB_FAILED.search(part.text):
+        return (
+            f"{part.where} is not an output this tool reads; it shows `{job.group(0).strip()[:120]}`:"
+            f" the service {job.group(1)} did not start{_FM_DOWN if 'fabricmanager' in job.group(1) else ''}"
+        )
+    return ""
 
 
 def _part_tool(part: Section) -> str:

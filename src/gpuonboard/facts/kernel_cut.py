@@ -11,7 +11,15 @@ import re
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD
 from gpuonboard.once import lazy_re, loaded_once
 
-__all__ = ["cut_by_shape", "ends_unfinished", "host_cut", "locale_words", "says_nothing", "whole_when_cut"]
+__all__ = [
+    "cut_by_shape",
+    "ends_unfinished",
+    "host_cut",
+    "line_heads",
+    "locale_words",
+    "says_nothing",
+    "whole_when_cut",
+]
 
 
 def _started(*parts: str) -> str:
@@ -170,12 +178,14 @@ _CUT_ADDRESS = re.compile(
 _WHOLE_HEAD_END = lazy_re(r"(?:\]|\bkernel:|\b(?:emerg|alert|crit|err|warn|notice|info|debug) *:)\s*$")
 
 
-def cut_by_shape(line: str, words: dict[str, str] | None = None) -> bool:
+def cut_by_shape(line: str, words: dict[str, str] | None = None, heads: frozenset[str] = frozenset()) -> bool:
     """True when a kernel log's last line is cut by its own shape (_CUT_ADDRESS), with or without
     a newline after it: it ends inside a device address, inside a call trace's frame (_CUT_FRAME:
-    `[597411.196475]  do_`, a name without its `+0x7c/0xd8`), or inside its stamp, its head or a
-    driver's tag (says_nothing, `words` the log's locale names, locale_words)."""
-    if _CUT_ADDRESS.search(line) or _CUT_FRAME.fullmatch(_message(line)):
+    `[597411.196475]  do_`, a name without its `+0x7c/0xd8`), inside a message head the log's
+    other lines print (`heads`, line_heads: `FS-Cach` of `FS-Cache:`), or inside its stamp, its
+    head or a driver's tag (says_nothing, `words` the log's locale names, locale_words)."""
+    message = _message(line)
+    if _CUT_ADDRESS.search(line) or _CUT_FRAME.fullmatch(message) or _head_cut(message, heads):
         return True
     return says_nothing(line, words) and _WHOLE_HEAD_END.search(line) is None
 
@@ -251,14 +261,36 @@ def _message(line: str) -> str:
     return line[_PREFIX.match(line).end() :].rstrip()  # type: ignore[union-attr]
 
 
-def ends_unfinished(line: str, words: dict[str, str] | None = None) -> bool:
+def line_heads(lines: list[str]) -> frozenset[str]:
+    """The message heads a log's lines print (a subsystem's tag ending in `:` as a message's first
+    word: `FS-Cache:`, `pcieport`'s none), for _head_cut."""
+    out = set()
+    for line in lines[-200:]:
+        first = _message(line).split(None, 1)
+        if first and len(first[0]) > 2 and first[0].endswith(":"):
+            out.add(first[0])
+    return frozenset(out)
+
+
+def _head_cut(message: str, heads: frozenset[str]) -> bool:
+    """The message is one word, a strict start of a head the log's other lines print (`FS-Cach`
+    of `FS-Cache:`): no message the kernel prints is a part of its own head alone (the known-form
+    rule, _known_form_cut, with the log's own heads as the forms)."""
+    if len(message) < 2 or " " in message or message.endswith(":"):
+        return False
+    return any(head.startswith(message) and head != message for head in heads)
+
+
+def ends_unfinished(
+    line: str, words: dict[str, str] | None = None, heads: frozenset[str] = frozenset()
+) -> bool:
     """True when a kernel log's last line, with no newline after it, may have been cut inside
     it: it says nothing yet or is cut by its own shape (says_nothing, cut_by_shape), or its
     message does not end like a whole one (_WHOLE_END), ends on a frame's cut offset (_CUT_TAIL),
     on a kernel function's name (_CUT_FRAME) or inside a token of a known form (_CUT_KNOWN:
-    `6.8.0-78-gen`). A whole log saved without its last newline (an
-    editor's paste) whose last line ends like one is not."""
-    if says_nothing(line, words) or cut_by_shape(line, words):
+    `6.8.0-78-gen`; `heads`: the log's own message heads, line_heads). A whole log saved
+    without its last newline (an editor's paste) whose last line ends like one is not."""
+    if says_nothing(line, words) or cut_by_shape(line, words, heads):
         return True
     message = _message(line)
     last = message.rsplit(None, 1)[-1] if message else ""

@@ -62,7 +62,7 @@ from dataclasses import dataclass, replace
 from gpuonboard.facts.elision import ELISION, may_be_elided
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.gpu_ids import pci_domain
-from gpuonboard.facts.kernel_cut import ends_unfinished, whole_when_cut
+from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
 from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
@@ -78,6 +78,7 @@ from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
 from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only, quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
+from gpuonboard.facts.kernel_span import ends_before_driver
 from gpuonboard.facts.kernel_text import by_text, log_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
@@ -188,6 +189,8 @@ class KernelLog:
     # a saved log whose every line holds `nvidia` (kernel_quoted.nvidia_only): its first line; a
     # `grep -i nvidia` of the log, it says nothing of the Xid lines (`NVRM: Xid ...`) it may drop
     nvidia_only: str | None = None
+    # a saved log that ends before the GPU driver logged anything (facts/kernel_span.py): why; ""
+    early_end: str = ""
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
@@ -320,10 +323,12 @@ _PROBE_FAILED = re.compile(
     r"|\bnvidia ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): probe with driver nvidia failed\b",
     re.IGNORECASE,
 )
-# the words a user greps a kernel log by (`dmesg | grep -i nvidia`, `grep -iE 'xid|nvrm'`): a log
-# whose every line has one (`nvidia-modeset: Loading ...`) may be such a grep's, so is not known
-# to hold its boot's first line
-_USER_KEEPS = lazy_re(r"nvidia|nvrm|xid|gpu|nvswitch|aer|pcie", re.IGNORECASE)
+# the words a user greps a kernel log for the GPU by (`dmesg | grep -i nvidia`, `grep -iE
+# 'xid|nvrm'`): a log whose every line has one (`nvidia-modeset: Loading ...`) may be such a
+# grep's, so is not known to hold its boot's first line. (Not `aer`, `pcie`: a log of PCIe lines
+# alone, `kernel: [68183.615790] pcieport ...`, is either a whole log that starts where its first
+# line does or a grep for them that keeps no Xid line; either way no pass of it covers the boot)
+_USER_KEEPS = lazy_re(r"nvidia|nvrm|xid|gpu|nvswitch", re.IGNORECASE)
 # the first line of a log that no kernel wrote: a sandbox's emulated kernel (gVisor's Sentry,
 # the runtime of GKE Sandbox and other GPU containers, answers `dmesg` with its own lines,
 # `[    0.000000] Starting gVisor...` then jokes, `Ready!`): the host kernel, whose NVIDIA driver
@@ -557,6 +562,7 @@ class _Reader:
         # boundary, the driver's load banner): KernelEvent.load
         self.load_starts: list[int] = []
         self.words: dict[str, str] = {}  # the log's locale month / weekday names (locale_words)
+        self.heads: frozenset[str] = frozenset()  # the message heads its lines print (line_heads)
         self.probes: list[ProbeLine] = []  # the kernel's `nvidia: probe of ADDR failed` lines
 
     def read(self, line: str, cut: bool) -> None:
@@ -615,7 +621,7 @@ class _Reader:
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
             if probe := _PROBE_FAILED.search(line):
                 self.probes.append((len(self.events), (probe.group(1) or probe.group(2)).lower()))
-        elif ends_unfinished(line, self.words):
+        elif ends_unfinished(line, self.words, self.heads):
             # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`) or
             # inside any other line (`[597411.196475]  do_`): it may be the start of an Xid or
             # SXid line, or the lines after it are lost (kernel_cut.ends_unfinished). (A message
@@ -714,6 +720,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     reader.monotonic = monotonic_journal(lines)
     read = [i for i, line in enumerate(lines) if line.strip() and not _HEADER.match(line)]
     last = read[-1] if read and open_end else -1
+    reader.heads = line_heads(lines[:last]) if last > 0 else frozenset()
     for i, line in enumerate(lines):
         reader.read(line, i == last)
     events = reader.end()
@@ -747,6 +754,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         picked=nvswitch_only(saved),
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
+        early_end=ends_before_driver(saved),
     )
 
 

@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable
 from typing import Generic, NamedTuple, TypeVar
 
-from gpuonboard.facts.kernel_cut import cut_as_repeated, cut_by_shape, locale_words
+from gpuonboard.facts.kernel_cut import cut_as_repeated, cut_by_shape, line_heads, locale_words
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import unwrapped as _unwrapped
@@ -103,4 +103,4 @@ def _cut_with_newline(text: str) -> dict[str, str] | None:
     if not tail or _HEADER.match(tail[-1]):
         return None
     words = locale_words(tail)
-    return words if cut_by_shape(tail[-1], words) or cut_as_repeated(tail) else None
+    return words if cut_by_shape(tail[-1], words, line_heads(tail[:-1])) or cut_as_repeated(tail) else None

@@ -125,6 +125,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "syslogd-wall__": "kernel_log",  # (syslogd's wall broadcasts of kernel lines)
         # a tool's report quoting kernel lines: read as a log whose silence proves nothing
         "gpud-scan__": "kernel_log",
+        # a /var/log/messages excerpt (its name kept out of the chat-joined inventory, test_joined_log)
+        "var-log-messages__": "kernel_log",
+        "kubectl-describe-node": None,  # a node's condition rows: refused naming them
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
         "query-gpu-csv__": "nvidia_smi",  # (a --query-gpu CSV of undotted fields: round 30)
@@ -135,6 +138,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "report-sh__nvidia-smi-topo": "nvidia_topo",  # a report's topo -m first (facts/test_topo.py)
         # a saved session under its prompts (api/test_transcript.py): read command by command; its
         # whole text detects as the nvidia-smi output it holds
+        # a service's journal and systemctl's failed job: no output read, refused naming both
+        "session__systemctl-restart-fabricmanager": None,
         "session__": "nvidia_smi",
     }
     want = next(v for k, v in expected.items() if name.startswith(k))

@@ -23,12 +23,12 @@ from collections.abc import Mapping
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
+from gpuonboard.steps.checks.driver_min import rule_min_driver
 from gpuonboard.steps.checks.gpu_rules import (
     rule_driver,
     rule_gpu_count,
     rule_gpu_model,
     rule_interconnect,
-    rule_min_driver,
     rule_vram,
 )
 from gpuonboard.steps.checks.host_rules import RAM_RESERVE_BYTES, rule_cpu, rule_data_disk, rule_ram

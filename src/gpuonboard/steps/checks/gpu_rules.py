@@ -18,12 +18,10 @@ from gpuonboard.facts.nvidia_smi_failure import (
     NOT_FOUND_ADVICE,
     NOT_LOADED_ADVICE,
     UNKNOWN_CAUSE_ADVICE,
-    mismatch_library_version,
     nvidia_smi_failure,
 )
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict, last_line
-from gpuonboard.steps.checks import ngc
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.gpu_share import share_advice
@@ -43,7 +41,6 @@ from gpuonboard.steps.checks.missing_facts import (
     _unjudged_verdict,
     _unreadable,
     cuda_in_container,
-    driver_above_cut,
     driver_not_given,
     fault_advice,
     no_gpu_detail,
@@ -741,51 +738,3 @@ def _topo_failure(facts: Facts) -> str:
         line = last_line(out.stderr or out.stdout, out.exit_code)[:160]
         return f"nvidia-smi topo -m failed (exit {out.exit_code}: {line})"
     return "nvidia-smi topo -m printed no GPU matrix that could be read"
-
-
-# why the NVML library version a version mismatch names is no driver version to judge
-MISMATCH_LIBRARY = (
-    "the version it shows, NVML library %s, is the driver's user-space library, which does not match"
-    " the loaded kernel module (the driver that runs), whose version is not read here"
-)
-
-
-def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
-    """The driver is at least the ordered minimum version."""
-    assert order.min_driver is not None
-    expected = f">= {order.min_driver}"
-    problem = _no_gpu_actual(facts)
-    if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
-        problem = None
-    if problem or facts.gpu is None or not facts.gpu.driver_version:
-        if problem and (library := mismatch_library_version(facts.gpu_raw.stdout, facts.gpu_raw.stderr)):
-            problem += f"; {MISMATCH_LIBRARY % library}"
-        return Check(
-            "min_driver",
-            expected,
-            problem or "unknown: the driver version was not reported",
-            "unverified",
-            no_gpu_detail(facts) if problem else _no_version(facts),
-        )
-    if disputed := _disputed(facts, "driver_version"):  # (two drivers named: neither judged)
-        return Check("min_driver", expected, disputed, "unverified", DISAGREE_ADVICE)
-    try:
-        ok = ngc.version_key(facts.gpu.driver_version) >= ngc.version_key(order.min_driver)
-    except ValueError:  # a garbled or cut-off version: no evidence that the driver is older
-        return Check(
-            "min_driver",
-            expected,
-            f"driver version {facts.gpu.driver_version!r} unreadable",
-            "unverified",
-            "nvidia-smi did not report a numeric driver version; run nvidia-smi on the host to read it",
-        )
-    if ok:
-        return Check("min_driver", expected, facts.gpu.driver_version, "pass")
-    return Check(
-        "min_driver",
-        expected,
-        facts.gpu.driver_version,
-        "fail",
-        f"the NVIDIA driver is older than the ordered {order.min_driver}: ask the vendor to install a"
-        f" {order.min_driver} or newer driver (a driver upgrade needs root and, usually, a reboot)",
-    )

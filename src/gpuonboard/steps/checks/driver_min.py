@@ -1,0 +1,156 @@
+"""min_driver: the driver is at least the ordered minimum version. nvidia-smi's driver version
+first; where no nvidia-smi output names one, the kernel log's driver load line (the driver's
+banner `NVRM: loading NVIDIA UNIX x86_64 Kernel Module  325.15 ...`, `... Open Kernel Module for
+x86_64  530.41.03 ...`): the log's LAST such line is the driver loaded now (a reload or a new
+boot prints it again). Older than the minimum fails; at or above passes only where the log is
+whole after that line (not cut short, no lines left out, no later boot), else unverified: a
+driver loaded after the part given is not known. Where both name a driver and they disagree,
+nvidia-smi's is judged and the log's is said."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+from gpuonboard.connection.gather import Facts
+from gpuonboard.facts.kernel_log import parse_kernel_log
+from gpuonboard.facts.kernel_text import log_text
+from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR
+from gpuonboard.facts.nvidia_smi_failure import mismatch_library_version
+from gpuonboard.inventory import OrderSpec
+from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks import ngc
+from gpuonboard.steps.checks.gpu_rules import DISAGREE_ADVICE
+from gpuonboard.steps.checks.missing_facts import (
+    _disputed,
+    _no_gpu_actual,
+    _no_version,
+    driver_above_cut,
+    no_gpu_detail,
+)
+
+__all__ = ["log_driver", "rule_min_driver"]
+
+# the driver's load banner and its version (kernel_nvrm.DRIVER_LOAD), any platform's words
+_LOAD = re.compile(r"NVRM: loading NVIDIA UNIX\b[^\n]*?\bKernel Module(?: for \S+)?\s+(\d+\.\d+(?:\.\d+)?)\b")
+_NEW_BOOT = re.compile(r"\bLinux version \d")
+
+
+class LogDriver(NamedTuple):
+    """The kernel log's last driver load line: its version, the line, whether the log is whole
+    after it ("" where it is; else why not)."""
+
+    version: str
+    line: str
+    not_whole: str
+
+
+def log_driver(facts: Facts) -> LogDriver | None:
+    """The driver the kernel log given shows loaded (its last load line); None where it has none."""
+    out = facts.raw.get("kernel_log")
+    if out is None or not out.stdout.strip():
+        return None
+    lines = list(log_text(out.stdout).lines)
+    at = next((i for i in range(len(lines) - 1, -1, -1) if _LOAD.search(lines[i])), None)
+    if at is None:
+        return None
+    m = _LOAD.search(lines[at])
+    assert m is not None
+    # (from `NVRM:`, its head left out; its blanks as one: a paste's tabs say the same line)
+    line, version = " ".join(lines[at][m.start() :].split()), m.group(1)
+    log = parse_kernel_log(out.stdout)
+    after = lines[at + 1 :]
+    not_whole = (
+        out.partial
+        or log.left_out
+        or (
+            "a later boot follows it"
+            if any(BOOT_SEPARATOR.fullmatch(x.strip()) or _NEW_BOOT.search(x) for x in after)
+            else ""
+        )
+        or (
+            "the log is cut short after it"
+            if any(e.cut for e in log.events) or log_text(out.stdout).open_end
+            else ""
+        )
+    )
+    return LogDriver(version, line, not_whole)
+
+
+# why the NVML library version a version mismatch names is no driver version to judge
+MISMATCH_LIBRARY = (
+    "the version it shows, NVML library %s, is the driver's user-space library, which does not match"
+    " the loaded kernel module (the driver that runs), whose version is not read here"
+)
+
+
+def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
+    """The driver is at least the ordered minimum version (nvidia-smi's; else the kernel log's)."""
+    assert order.min_driver is not None
+    expected = f">= {order.min_driver}"
+    problem = _no_gpu_actual(facts)
+    if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
+        problem = None
+    if problem or facts.gpu is None or not facts.gpu.driver_version:
+        if (loaded := log_driver(facts)) is not None:
+            return _from_log(order.min_driver, expected, loaded)
+        if problem and (library := mismatch_library_version(facts.gpu_raw.stdout, facts.gpu_raw.stderr)):
+            problem += f"; {MISMATCH_LIBRARY % library}"
+        return Check(
+            "min_driver",
+            expected,
+            problem or "unknown: the driver version was not reported",
+            "unverified",
+            no_gpu_detail(facts) if problem else _no_version(facts),
+        )
+    if disputed := _disputed(facts, "driver_version"):  # (two drivers named: neither judged)
+        return Check("min_driver", expected, disputed, "unverified", DISAGREE_ADVICE)
+    driver = facts.gpu.driver_version
+    try:
+        ok = ngc.version_key(driver) >= ngc.version_key(order.min_driver)
+    except ValueError:  # a garbled or cut-off version: no evidence that the driver is older
+        return Check(
+            "min_driver",
+            expected,
+            f"driver version {driver!r} unreadable",
+            "unverified",
+            "nvidia-smi did not report a numeric driver version; run nvidia-smi on the host to read it",
+        )
+    loaded = log_driver(facts)
+    actual = driver
+    if loaded is not None and loaded.version != driver:  # (nvidia-smi's is judged; the log's said)
+        actual = f"{driver} (nvidia-smi; the kernel log's last driver load line says {loaded.version})"
+    if ok:
+        return Check("min_driver", expected, actual, "pass")
+    return Check("min_driver", expected, actual, "fail", _older(order.min_driver))
+
+
+def _older(need: str) -> str:
+    return (
+        f"the NVIDIA driver is older than the ordered {need}: ask the vendor to install a"
+        f" {need} or newer driver (a driver upgrade needs root and, usually, a reboot)"
+    )
+
+
+def _from_log(need: str, expected: str, loaded: LogDriver) -> Check:
+    """min_driver judged by the kernel log's last driver load line (no nvidia-smi driver given)."""
+    said = (
+        f"{loaded.version} (the kernel log's driver load line `{loaded.line[:120]}`;"
+        " no nvidia-smi output was given)"
+    )
+    try:
+        ok = ngc.version_key(loaded.version) >= ngc.version_key(need)
+    except ValueError:
+        ok = None
+    if ok is False:
+        return Check("min_driver", expected, said, "fail", _older(need))
+    if ok and not loaded.not_whole:
+        return Check("min_driver", expected, said, "pass")
+    return Check(
+        "min_driver",
+        expected,
+        f"{said}; {loaded.not_whole or 'its version could not be read'}",
+        "unverified",
+        "a driver loaded after the part of the kernel log given is not known: save `nvidia-smi` (its"
+        " table's header) or `nvidia-smi -q` of the box, or its whole kernel log of this boot",
+    )
