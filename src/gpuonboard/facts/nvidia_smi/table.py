@@ -305,13 +305,18 @@ def _gpu_row(cells: Sequence[str]) -> bool:
     return bool(name_cell and _TABLE_BUS_CELL.match(cells[1]))
 
 
-def _cut_first_row(cells: Sequence[str], line: str, driver_model_column: bool) -> GpuInfo | None:
+def _cut_first_row(
+    cells: Sequence[str], line: str, driver_model_column: bool, after_rows: bool = False
+) -> GpuInfo | None:
     """A GPU listed on the output's last line, its first row cut after its whole name cell
     (`|   0  GeForce RTX 208...  Off  |`, or the bus id cut: `... Off  | 00000000:0`): its index,
-    name and persistence mode are read; the rest of the GPU went with the cut (record_cut)."""
+    name and persistence mode are read; the rest of the GPU went with the cut (record_cut).
+    `after_rows`: GPU rows of three cells were read above it, so a row that ends after a whole
+    bus cell (`|   3  GeForce RTX 208...  Off  | 00000000:4E:00.0  On |`) is one the cut went
+    through too (its third cell cut away), not a table of two columns."""
     if not 1 <= len(cells) <= 2 or (len(cells) == 1 and not line.rstrip().endswith("|")):
         return None
-    if len(cells) == 2 and _TABLE_BUS_CELL.match(cells[1]) and line.rstrip().endswith("|"):
+    if len(cells) == 2 and _TABLE_BUS_CELL.match(cells[1]) and line.rstrip().endswith("|") and not after_rows:
         return None  # (a whole bus cell: a row of two cells, no cut first row)
     name_cell = _TABLE_NAME_CELL.match(cells[0])
     if name_cell is None:
@@ -506,7 +511,8 @@ def _table_gpus(
             rows_whole = True
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
-        if i == last and (cut := _cut_first_row(cells, line, driver_model_column)) is not None:
+        cut = _cut_first_row(cells, line, driver_model_column, bool(gpus)) if i == last else None
+        if cut is not None:
             gpus.append(cut)
             break
         if not _gpu_row(cells):

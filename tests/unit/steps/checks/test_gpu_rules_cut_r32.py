@@ -104,3 +104,14 @@ def test_attached_gpus_below_the_order_fails_the_count(tmp_path: Path, name: str
     # fail its handle in the part cut away): unverified as before
     same = verdicts(tmp_path, "nvidia-smi-q.txt", text, f"gpu_count: {attached}\n")
     assert same["gpu_count"][0] == "unverified", same["gpu_count"]
+
+
+@pytest.mark.parametrize(("ordered", "verdict"), [(4, "pass"), (5, "unverified")])
+def test_a_row_cut_after_its_bus_cell_counts_its_gpu(tmp_path: Path, ordered: int, verdict: str) -> None:
+    """The learnable-triangulation #80 table ends on `|   3  GeForce RTX 208...  Off  |
+    00000000:4E:00.0  On |`, its ECC cell cut away: GPU 3 exists, so at least 4 GPUs (it read
+    "3 listed", unverified on an order of 4). More than 4 ordered: not known, unverified."""
+    text = (REAL / ANSWERED_BEFORE_CUT[0][0]).read_text()
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, f"gpu_count: {ordered}\n")
+    assert got["gpu_count"][0] == verdict, got["gpu_count"]
+    assert got["gpu_count"][1].startswith("4 listed; incomplete probe"), got["gpu_count"]
