@@ -444,9 +444,9 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         return Check("gpu_count", expected, actual, "unverified", RERUN_ADVICE)
     if incomplete and (attached := attached_below(facts, order.gpu_count)) is not None:
         # nvidia-smi's own count, above the cut, is below the order: short, whatever the cut took
-        short = f"{order.gpu_count - attached} of the {order.gpu_count} ordered GPUs missing"
+        gone = f"{order.gpu_count - attached} of the {order.gpu_count} ordered GPUs missing"
         actual = f"{attached} attached (nvidia-smi's count), {n} read; {incomplete}"
-        return Check("gpu_count", expected, actual, "fail", f"{short}; {_ask(facts, attached)}")
+        return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, attached)}")
     if incomplete and (n < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     verdict: Verdict = "fail" if n < order.gpu_count else "pass"
