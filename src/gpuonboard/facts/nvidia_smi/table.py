@@ -495,6 +495,21 @@ def _pieces(lines: list[str], border: int) -> list[list[str]]:
     return groups
 
 
+def _table_closed(lines: Sequence[str], i: int) -> bool:
+    """Whether `lines[i]`, a blank line right under a table border, is nvidia-smi's own line
+    between its GPU table and the next (MIG devices, Processes): a line of spaces as wide as the
+    border (what nvidia-smi prints there), or any blank line with the next table's border after
+    it. GPU rows are parted by borders only, so every GPU row is above it. A bare empty line at
+    the end of the text is not enough: a paste or a code fence adds one after any line (a poster
+    who copied GPU 0's rows of a larger table leaves the same text)."""
+    if i == 0 or lines[i].strip() or not _TABLE_BORDER.match(lines[i - 1]):
+        return False
+    if lines[i] and len(lines[i]) == len(lines[i - 1].rstrip()):
+        return True
+    after = next((line for line in lines[i + 1 :] if line.strip()), "")
+    return after.lstrip().startswith("+-")
+
+
 def _table_gpus(
     lines: list[str], warnings: list[str], driver_model_column: bool
 ) -> tuple[list[GpuInfo], bool]:
@@ -505,9 +520,11 @@ def _table_gpus(
     i = 0
     rows_whole = False
     last = max((n for n, row in enumerate(lines) if row.strip()), default=-1)  # (where a cut ends)
+    tail = lines[last] if last >= 0 else ""
+    cut_row = last if tail and _cut_first_row(_cells(tail), tail, driver_model_column, True) else -1
     while i < len(lines):
         line = lines[i]
-        if _TABLE_PROCESSES.search(line) or "MIG devices:" in line:
+        if _TABLE_PROCESSES.search(line) or "MIG devices:" in line or (gpus and _table_closed(lines, i)):
             rows_whole = True
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
@@ -525,7 +542,10 @@ def _table_gpus(
         rows = [
             _closed_cells(_cells(row), row, i + 1 + n == last) for n, row in enumerate(lines[i + 1 : i + 3])
         ]
-        rows = rows[: next((n for n, row in enumerate(rows) if _gpu_row(row)), len(rows))]
+        # (nor the last line where it is a GPU's first row the cut went through, `|   3  ...  Off
+        # | 00000000:4E:00.0  On |`: that GPU's own)
+        ends = (n for n, row in enumerate(rows) if _gpu_row(row) or i + 1 + n == cut_row)
+        rows = rows[: next(ends, len(rows))]
         second = rows[0] if rows and len(rows[0]) == 3 else ["", "", ""]
         third = rows[1] if len(rows) > 1 else []
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))

@@ -115,3 +115,37 @@ def test_a_row_cut_after_its_bus_cell_counts_its_gpu(tmp_path: Path, ordered: in
     got = verdicts(tmp_path, "nvidia-smi.txt", text, f"gpu_count: {ordered}\n")
     assert got["gpu_count"][0] == verdict, got["gpu_count"]
     assert got["gpu_count"][1].startswith("4 listed; incomplete probe"), got["gpu_count"]
+
+
+COSMOS47 = (
+    "nvidia-smi__geforce-rtx-3050__1gpu__driver550.120__gpu-table-closed"
+    "__cut-in-processes-top-border__cosmos-47.txt"
+)
+
+
+def test_a_table_closed_before_the_cut_is_a_whole_gpu_list(tmp_path: Path) -> None:
+    """NVIDIA/cosmos #47: GPU 0's rows, the GPU table's closing border, nvidia-smi's line of
+    spaces between its tables, the Processes table's top border cut. Every GPU row is above that
+    line: the count and the per-GPU rules are judged (all were unverified, "1 listed")."""
+    text = (REAL / COSMOS47).read_text()
+    order = "gpu_model: RTX 3050\ngpu_count: {}\nvram: 8GB\n"
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, order.format(8))
+    assert got["gpu_count"] == ("fail", "1"), got["gpu_count"]
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, order.format(1))
+    for rule in ("nvidia_driver", "gpu_model", "gpu_count", "vram", "temperature", "mig_mode"):
+        assert got[rule][0] == "pass", (rule, got[rule])
+
+
+def test_a_bare_empty_line_after_the_border_is_no_closed_table(tmp_path: Path) -> None:
+    """The same table ending on an empty line after GPU 0's border (snowflakedb/ArcticTraining
+    #345's post has that shape): a paste or a code fence adds such a line after any line, and a
+    poster who copied GPU 0's rows of a larger table leaves the same text: still cut; with the
+    Processes table's border begun after it, closed."""
+    text = (REAL / COSMOS47).read_text()
+    lines = text.splitlines()
+    head = "\n".join(lines[: max(n for n, line in enumerate(lines) if "RTX 3050" in line) + 3])
+    border = "+-----------------------------------------+------------------------+----------------------+"
+    bare = verdicts(tmp_path, "nvidia-smi.txt", f"{head}\n{border}\n\n", "gpu_count: 2\n")
+    assert bare["gpu_count"][0] == "unverified", bare["gpu_count"]
+    begun = verdicts(tmp_path, "nvidia-smi.txt", f"{head}\n{border}\n\n+-------------\n", "gpu_count: 2\n")
+    assert begun["gpu_count"] == ("fail", "1"), begun["gpu_count"]
