@@ -199,8 +199,7 @@ def _no_gpu_actual(facts: Facts) -> str | None:
                 cuda = facts.gpu.cuda_version or "unknown"
                 said = f"driver {facts.gpu.driver_version or 'unreadable'}, CUDA {cuda}"
                 said += f" ({'; '.join(notes)[:240]})" if notes else ""
-                # (what is unknown is the GPUs: the banner's versions are said as its, once)
-                return f"unknown: no GPU read (nvidia-smi's banner: {said}); incomplete probe: {NO_ROW_READ}"
+                return f"unknown: {said}; incomplete probe: {NO_ROW_READ}"
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")

@@ -66,16 +66,14 @@ def test_a_whole_banner_under_an_image_banner_gives_the_driver(
     """nvidia-container-toolkit #69 (measure32e 09, its nvidia-container-runtime #189 copy): the
     CUDA image's start-up banner, then the table's whole banner, the paste cut in its header. The
     container shows the host's kernel driver: min_driver judges 525.85.12 (it was unverified,
-    "unknown: driver 525.85.12", a sentence that contradicts itself)."""
+    "unknown: driver 525.85.12")."""
     got = verdicts(
         tmp_path, "session.txt", PROMPT + NCT69.read_text(), f'gpu_count: 1\nmin_driver: "{minimum}"\n'
     )
     assert got["min_driver"] == (verdict, "525.85.12"), got["min_driver"]
     count = got["gpu_count"]
     assert count[0] == "unverified", count
-    assert count[1].startswith("unknown: no GPU read (nvidia-smi's banner: driver 525.85.12, CUDA 12.0)"), (
-        count
-    )
+    assert count[1].startswith("unknown: driver 525.85.12, CUDA 12.0; incomplete probe"), count
 
 
 # (capture, nvidia-smi's attached count): -q pastes from `Attached GPUs` to GPU 0's PCI section
@@ -118,7 +116,7 @@ def test_a_row_cut_after_its_bus_cell_counts_its_gpu(tmp_path: Path, ordered: in
 
 
 COSMOS47 = (
-    "nvidia-smi__geforce-rtx-3050__1gpu__driver550.120__gpu-table-closed"
+    "nvidia-smi__geforce-rtx-3050__1gpu__driver550.120__copied-command__gpu-table-closed"
     "__cut-in-processes-top-border__cosmos-47.txt"
 )
 
