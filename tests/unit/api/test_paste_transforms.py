@@ -499,7 +499,7 @@ def test_every_real_capture_under_a_launcher_s_line_prefix_is_judged_as_itself(t
             ]
     assert not moved, "\n".join(moved[:10])
     got = _verdicts(tmp_path / "sky", "nvidia-smi.txt", (REAL / SKYPILOT).read_text(), order)
-    assert got["nvidia_driver"][1].startswith("driver 535.183.06, CUDA 12.2; incomplete probe")
+    assert got["nvidia_driver"][1].startswith("driver 535.183.06, CUDA 12.2 (nvidia-smi answered")
     assert got["gpu_count"] == (
         "pass",
         "1 listed; incomplete probe: nvidia-smi's output lists 1 GPU(s) and was cut off",

@@ -257,6 +257,13 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt",
         "nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt",
+        # a table and -q cut after whole GPU records, -q pastes from `Attached GPUs` cut in GPU 0:
+        # steps/checks/test_gpu_rules_cut_r32.py
+        "nvidia-smi__geforce-rtx-2080-ti__4gpu__driver418.87__cut-in-gpu3-first-row__learnable-triangulation-80.txt",
+        "nvidia-smi__geforce-rtx-3050__1gpu__driver550.120__copied-command__gpu-table-closed__cut-in-processes-top-border__cosmos-47.txt",
+        "nvidia-smi-q__geforce-gtx-1080-ti__8gpu-attached__driver390.48__cut-in-virtualization-mode__nvidia-docker-756.txt",
+        "nvidia-smi-q__tesla-k80__4gpu-attached__no-header__from-attached-gpus__cut-in-gpu0-pci__nvidia-docker-617.txt",
+        "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu-attached__no-header__from-attached-gpus__cut-in-gpu0-pci__nvidia-docker-868.txt",
         # a -q -x cut inside <driver_model>: steps/checks/gpu_health/test_persistence_cut_r31.py
         "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
         # a -q -x pasted in a `<details>` section, a blank line above `<?xml`: api/test_paste_xml_lead.py

@@ -305,13 +305,18 @@ def _gpu_row(cells: Sequence[str]) -> bool:
     return bool(name_cell and _TABLE_BUS_CELL.match(cells[1]))
 
 
-def _cut_first_row(cells: Sequence[str], line: str, driver_model_column: bool) -> GpuInfo | None:
+def _cut_first_row(
+    cells: Sequence[str], line: str, driver_model_column: bool, after_rows: bool = False
+) -> GpuInfo | None:
     """A GPU listed on the output's last line, its first row cut after its whole name cell
     (`|   0  GeForce RTX 208...  Off  |`, or the bus id cut: `... Off  | 00000000:0`): its index,
-    name and persistence mode are read; the rest of the GPU went with the cut (record_cut)."""
+    name and persistence mode are read; the rest of the GPU went with the cut (record_cut).
+    `after_rows`: GPU rows of three cells were read above it, so a row that ends after a whole
+    bus cell (`|   3  GeForce RTX 208...  Off  | 00000000:4E:00.0  On |`) is one the cut went
+    through too (its third cell cut away), not a table of two columns."""
     if not 1 <= len(cells) <= 2 or (len(cells) == 1 and not line.rstrip().endswith("|")):
         return None
-    if len(cells) == 2 and _TABLE_BUS_CELL.match(cells[1]) and line.rstrip().endswith("|"):
+    if len(cells) == 2 and _TABLE_BUS_CELL.match(cells[1]) and line.rstrip().endswith("|") and not after_rows:
         return None  # (a whole bus cell: a row of two cells, no cut first row)
     name_cell = _TABLE_NAME_CELL.match(cells[0])
     if name_cell is None:
@@ -490,6 +495,21 @@ def _pieces(lines: list[str], border: int) -> list[list[str]]:
     return groups
 
 
+def _table_closed(lines: Sequence[str], i: int) -> bool:
+    """Whether `lines[i]`, a blank line right under a table border, is nvidia-smi's own line
+    between its GPU table and the next (MIG devices, Processes): a line of spaces as wide as the
+    border (what nvidia-smi prints there), or any blank line with the next table's border after
+    it. GPU rows are parted by borders only, so every GPU row is above it. A bare empty line at
+    the end of the text is not enough: a paste or a code fence adds one after any line (a poster
+    who copied GPU 0's rows of a larger table leaves the same text)."""
+    if i == 0 or lines[i].strip() or not _TABLE_BORDER.match(lines[i - 1]):
+        return False
+    if lines[i] and len(lines[i]) == len(lines[i - 1].rstrip()):
+        return True
+    after = next((line for line in lines[i + 1 :] if line.strip()), "")
+    return after.lstrip().startswith("+-")
+
+
 def _table_gpus(
     lines: list[str], warnings: list[str], driver_model_column: bool
 ) -> tuple[list[GpuInfo], bool]:
@@ -500,13 +520,16 @@ def _table_gpus(
     i = 0
     rows_whole = False
     last = max((n for n, row in enumerate(lines) if row.strip()), default=-1)  # (where a cut ends)
+    tail = lines[last] if last >= 0 else ""
+    cut_row = last if tail and _cut_first_row(_cells(tail), tail, driver_model_column, True) else -1
     while i < len(lines):
         line = lines[i]
-        if _TABLE_PROCESSES.search(line) or "MIG devices:" in line:
+        if _TABLE_PROCESSES.search(line) or "MIG devices:" in line or (gpus and _table_closed(lines, i)):
             rows_whole = True
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
-        if i == last and (cut := _cut_first_row(cells, line, driver_model_column)) is not None:
+        cut = _cut_first_row(cells, line, driver_model_column, bool(gpus)) if i == last else None
+        if cut is not None:
             gpus.append(cut)
             break
         if not _gpu_row(cells):
@@ -519,7 +542,10 @@ def _table_gpus(
         rows = [
             _closed_cells(_cells(row), row, i + 1 + n == last) for n, row in enumerate(lines[i + 1 : i + 3])
         ]
-        rows = rows[: next((n for n, row in enumerate(rows) if _gpu_row(row)), len(rows))]
+        # (nor the last line where it is a GPU's first row the cut went through, `|   3  ...  Off
+        # | 00000000:4E:00.0  On |`: that GPU's own)
+        ends = (n for n, row in enumerate(rows) if _gpu_row(row) or i + 1 + n == cut_row)
+        rows = rows[: next(ends, len(rows))]
         second = rows[0] if rows and len(rows[0]) == 3 else ["", "", ""]
         third = rows[1] if len(rows) > 1 else []
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))

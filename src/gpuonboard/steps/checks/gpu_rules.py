@@ -40,11 +40,14 @@ from gpuonboard.steps.checks.missing_facts import (
     _refused,
     _unjudged_verdict,
     _unreadable,
+    attached_below,
     cuda_in_container,
     driver_not_given,
+    driver_unread,
     fault_advice,
     no_gpu_detail,
     nvlink_view,
+    rows_before_cut,
 )
 from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
 from gpuonboard.steps.checks.vgpu_name import is_vgpu
@@ -116,7 +119,7 @@ def rule_driver(facts: Facts) -> Check:
     problem = _no_gpu_actual(facts)
     unread = facts.unread_not_a_fault() if problem else ""
     if unread:
-        check = _driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
+        check = driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
         elsewhere = facts.gpu_raw.ran_elsewhere
         own = elsewhere and elsewhere in unread  # (that call's own failure: what to save instead)
         return dataclasses.replace(check, detail=ELSEWHERE_ADVICE) if own else check
@@ -151,7 +154,7 @@ def rule_driver(facts: Facts) -> Check:
         return Check(
             "nvidia_driver", expected, f"{actual}; {incomplete}", "fail", "; ".join([NO_CUDA_ADVICE, *notes])
         )
-    if incomplete:
+    if incomplete and not (rows := rows_before_cut(facts)):
         return Check(
             "nvidia_driver",
             expected,
@@ -159,6 +162,7 @@ def rule_driver(facts: Facts) -> Check:
             "unverified",
             "; ".join([RERUN_ADVICE, *notes]),
         )
+    actual += f" ({rows}; {incomplete})" if incomplete else ""  # (a later cut undoes no answer)
     if refused:
         notes.append(
             "the provider blocks these formats by policy; the facts come from the formats that"
@@ -210,26 +214,6 @@ DISAGREE_ADVICE = (
     " if they still disagree, the box changes between calls: ask the vendor to check `dmesg` for"
     " NVIDIA Xid errors (79: a GPU fallen off the bus) and whether the driver was reloaded"
 )
-
-
-def _driver_unread(expected: str, actual: str, unread: str, refused: str) -> Check:
-    """nvidia_driver where no GPU was read and that says nothing about the box (`unread`): the
-    provider blocks the formats that list GPUs (`refused`), an output cut short, or text that is
-    no nvidia-smi listing: no evidence either way."""
-    if refused:
-        return Check(
-            "nvidia_driver",
-            expected,
-            f"{actual}; {refused}",
-            "unverified",
-            "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
-            " driver): ask the provider which format they allow, or for the GPU list they delivered",
-        )
-    said = "incomplete probe" in actual or unread in actual or actual.startswith("nvidia-smi answered")
-    if actual == "nvidia-smi failed" and unread.startswith("nvidia-smi answered"):
-        actual, said = unread, True  # (it answered: no failure to speak of)
-    actual += "" if said else f" ({unread})"
-    return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
 
 
 def _model_matches(
@@ -437,6 +421,11 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         # every attached GPU was read (where the GPUs read meet the order, "1 listed; ...")
         actual = f"{attached} attached, {n} read; {incomplete}"
         return Check("gpu_count", expected, actual, "unverified", RERUN_ADVICE)
+    if incomplete and (attached := attached_below(facts, order.gpu_count)) is not None:
+        # nvidia-smi's own count, above the cut, is below the order: short, whatever the cut took
+        gone = f"{order.gpu_count - attached} of the {order.gpu_count} ordered GPUs missing"
+        actual = f"{attached} attached (nvidia-smi's count), {n} read; {incomplete}"
+        return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, attached)}")
     if incomplete and (n < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     if n < order.gpu_count and (view := nvlink_view(facts)):
@@ -446,15 +435,17 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         detail = detail or "more GPUs than ordered"
     elif n < order.gpu_count:
         missing = f"{order.gpu_count - n} of the {order.gpu_count} ordered GPUs missing"
-        ask = (
-            share_advice(facts.gpu.gpus, n)
-            or "ask the vendor to install them or for the box that was ordered"
-        )
-        detail = missing + (f" ({detail})" if detail else "") + f"; {ask}"
+        detail = missing + (f" ({detail})" if detail else "") + f"; {_ask(facts, n)}"
     # (as many as ordered or more, of an output cut short: a pass, its count of the GPUs read)
     return Check(
         "gpu_count", expected, f"{n} listed; {incomplete}" if incomplete else str(n), verdict, detail
     )
+
+
+def _ask(facts: Facts, n: int) -> str:
+    """What to ask of the vendor where `n` GPUs are fewer than ordered."""
+    assert facts.gpu is not None
+    return share_advice(facts.gpu.gpus, n) or "ask the vendor to install them or for the box that was ordered"
 
 
 def _attached_count(facts: Facts, ordered: int) -> int | None:

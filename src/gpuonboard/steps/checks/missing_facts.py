@@ -324,8 +324,28 @@ def driver_above_cut(facts: Facts) -> str | None:
     own = {m.group("table") or m.group("q") or m.group("joined") for m in found}
     # (a banner pasted on one line comes right after the table's top border: its own shape)
     joined = any(m.group("joined") for m in found)
-    shaped = joined or _TABLE_HEAD.match(raw.stdout) or _Q_HEAD.search(raw.stdout)
+    # (a container image's start-up banner above, `docker run IMAGE nvidia-smi`'s, is the image's
+    # words: the table under it is the host's kernel driver's answer, its version the box's)
+    own_text = _without_image_banner(raw.stdout)
+    shaped = joined or _TABLE_HEAD.match(own_text) or _Q_HEAD.search(own_text)
     return gpu.driver_version if own == {gpu.driver_version} and shaped else None
+
+
+_OUTPUT_START = lazy_re(
+    r"[ \t]*(?:\+-{20,}\+|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4})[ \t]*$"
+)
+
+
+def _without_image_banner(text: str) -> str:
+    """`text` less a container image's start-up banner (facts/container_banner.py) above it."""
+    from gpuonboard.facts.container_banner import banner_lines
+
+    lines = text.split("\n")
+    # (the banner's last paragraph runs on into the table where no blank line parts them: it
+    # ends at nvidia-smi's date line or the table's top border)
+    ends = next((i for i, line in enumerate(lines) if _OUTPUT_START.match(line)), len(lines))
+    drop = {i for i in banner_lines(lines) if i < ends}
+    return "\n".join(line for i, line in enumerate(lines) if i not in drop) if drop else text
 
 
 # nvidia-smi's own shape around its driver line: the table's border right above its banner, with
@@ -360,3 +380,64 @@ def _attached_gap(facts: Facts) -> str:
 def _unreadable(g: GpuInfo) -> str:
     """'GPU 4 unreadable (nvidia-smi reads ERR!)': a GPU nvidia-smi lists but cannot read."""
     return f"{g.called()} unreadable (nvidia-smi reads {' / '.join(g.faults)})"
+
+
+def rows_before_cut(facts: Facts) -> str:
+    """'nvidia-smi answered: its driver version and 3 GPUs read before the cut' where an output
+    cut short (or one short of the GPUs nvidia-smi says are attached) printed its driver's version
+    and at least one GPU's record whole (to its end, or to its readings: no fault marker): the
+    driver answered for those GPUs, which no later cut undoes (nvidia_driver is judged on what was
+    printed); ''
+    otherwise (a banner alone, a row cut inside it, a GPU that reads ERR!: no answer to judge)."""
+    gpu = facts.gpu
+    if gpu is None or not gpu.driver_version:
+        return ""
+    # (a record cut below its readings, a table row whose border the cut took, a -q record cut
+    # after its UUID, answers as far as the driver goes: each value read was printed whole, and
+    # a lost GPU's fault markers stand in those readings; a table row cut after its name line
+    # may hide them, `ERR!` under it: no answer)
+    whole = [g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g))]
+    if not whole:
+        return ""
+    n = len(whole)
+    return f"nvidia-smi answered: its driver version and {n} GPU{'s' if n != 1 else ''} read before the cut"
+
+
+def _answered(g: GpuInfo) -> bool:
+    """Whether a GPU record cut short read one of the values a lost GPU prints a fault marker for
+    (its UUID, memory, temperature, utilisation, power draw)."""
+    read = (g.uuid, g.memory_total_mib, g.temperature_c, g.utilization_gpu_pct, g.power_draw_w)
+    return any(v not in (None, "") for v in read)
+
+
+def driver_unread(expected: str, actual: str, unread: str, refused: str) -> Check:
+    """nvidia_driver where no GPU was read and that says nothing about the box (`unread`): the
+    provider blocks the formats that list GPUs (`refused`), an output cut short, or text that is
+    no nvidia-smi listing: no evidence either way."""
+    if refused:
+        return Check(
+            "nvidia_driver",
+            expected,
+            f"{actual}; {refused}",
+            "unverified",
+            "the provider blocks the nvidia-smi formats that list the GPUs (a policy, not a broken"
+            " driver): ask the provider which format they allow, or for the GPU list they delivered",
+        )
+    said = "incomplete probe" in actual or unread in actual or actual.startswith("nvidia-smi answered")
+    if actual == "nvidia-smi failed" and unread.startswith("nvidia-smi answered"):
+        actual, said = unread, True  # (it answered: no failure to speak of)
+    actual += "" if said else f" ({unread})"
+    return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
+
+
+def attached_below(facts: Facts, ordered: int) -> int | None:
+    """nvidia-smi's own count of the GPUs attached (`-q`'s `Attached GPUs`, read whole above a
+    cut) where it is below `ordered` and no GPU read says otherwise (no disagreement, no rows that
+    may be samples, no more GPUs read than it counts): an exact count, the box short whatever the
+    cut took (a GPU whose handle fails is still counted attached); None otherwise."""
+    report = facts.gpu
+    if report is None or report.attached_gpus is None or report.attached_gpus >= ordered:
+        return None
+    if report.disagreements or report.gap or len(report.gpus) > report.attached_gpus:
+        return None
+    return report.attached_gpus

@@ -168,7 +168,7 @@ def test_the_real_wsl_table_with_cuda_err_says_the_marker(tmp_path: Path) -> Non
     cut table, and its actual says `CUDA ERR!` (it said "CUDA unknown")."""
     text = (REAL / WSL_CUDA_ERR).read_text(encoding="utf-8")
     verdict, actual = verdicts(tmp_path, WSL_CUDA_ERR, text)["nvidia_driver"]
-    assert verdict == "unverified" and actual.startswith("driver 546.80, CUDA ERR!;"), actual
+    assert verdict == "unverified" and actual.startswith("driver 546.80, CUDA ERR!"), actual
 
 
 # --- `gpu_model` (rule_gpu_model) with an order naming the GPU's architecture or NVIDIA's
