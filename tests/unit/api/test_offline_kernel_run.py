@@ -67,3 +67,29 @@ def test_a_table_alone_is_still_one_output() -> None:
     notes: list[str] = []
     found = offline._saved_outputs(PASTE, "\n".join(TABLE).encode(), notes)
     assert [kind for kind, *_ in found] == ["nvidia_smi_table"] and not notes, (found, notes)
+
+
+def test_dmesg_lines_on_both_sides_of_the_table_are_one_log_with_a_gap(tmp_path: Path) -> None:
+    """Edit (review revH): one dmesg line, the table, then the dmesg lines with the Xid 79
+    (`dmesg | tail; nvidia-smi; dmesg | tail` pasted as one block). The tail's Xid was read as
+    the table's and dropped, and the head's one line passed gpu_xid; now both runs are the log,
+    the lines between them said left out."""
+    text = "\n".join([DMESG[0], *TABLE[:-2], *DMESG[1:]]) + "\n"
+    got = verdicts(tmp_path, "paste.txt", text, ORDER)
+    verdict, actual = got["gpu_xid"]
+    assert verdict == "fail" and "Xid 79" in actual, actual
+    assert got["gpu_count"][0] == "pass", got
+    notes: list[str] = []
+    path = tmp_path / "both.txt"
+    path.write_text(text)
+    offline._saved_outputs(path, path.read_bytes(), notes)
+    assert any("its two runs left out" in n for n in notes), notes
+
+
+def test_a_log_in_two_runs_without_an_xid_proves_nothing(tmp_path: Path) -> None:
+    """The same, the Xid line taken out: the lines between the two runs are not shown, so no
+    Xid seen is no pass."""
+    tail = [line for line in DMESG[1:] if "Xid" not in line]
+    text = "\n".join([DMESG[0], *TABLE[:-2], *tail]) + "\n"
+    verdict, actual = verdicts(tmp_path, "paste.txt", text, ORDER)["gpu_xid"]
+    assert verdict != "pass", actual
