@@ -400,7 +400,13 @@ def test_a_table_cut_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) ->
 
 
 # (a table a page ran onto one line has no line to wrap: steps/checks/test_gpu_rules_cut.py ONE_LINE)
-TABLES = sorted(p.name for p in REAL.glob("nvidia-smi__*.txt") if "on-one-line" not in p.name)
+# (a table cut in its Processes table's top border reads whole only by its closed GPU table's
+# blank line, which a wrap at a page's width changes: read cut there, never more)
+TABLES = sorted(
+    p.name
+    for p in REAL.glob("nvidia-smi__*.txt")
+    if "on-one-line" not in p.name and "cut-in-processes-top-border" not in p.name
+)
 
 
 @pytest.mark.parametrize("name", TABLES)
