@@ -210,4 +210,8 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg__gsp-timeout-banner-then-xid119-from-gpu0__rtx3060__driver555.42.02.txt",
         # (a root port's Surprise Down answered by the GPU's AER line, then Xid 79; round 29)
         "dmesg__pcieport-aer-fatal-surprise-down-xid-79__gpu-burn-1.txt",
+        # (an old driver's Xid 3 with no PCI prefix; Xid 63 page retirement, reboot to activate;
+        # round 32)
+        "dmesg-syslog__xid-3-old-format-no-pci-prefix__fallen-off-bus__pastebin-xJaypMZt.txt",
+        "dmesg-T__xid-48-dbe-then-xid-63-dynamic-page-retirement-reboot-to-activate__v100-driver390.txt",
     }

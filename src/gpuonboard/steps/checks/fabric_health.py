@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
 from gpuonboard.facts.kernel_oops import KernelCrash, crash_sentence, dump_fragment, nvidia_crashes
+from gpuonboard.facts.kernel_text import kernel_lines
 from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
@@ -487,8 +488,9 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
         out.partial or log.left_out or _no_nvswitch_lines(log) or log.driver_cut_by_cap or log.early_end
     )
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
-    # (the host's own hardware errors: a row only where the log shows one)
-    hosted = host_errors(out.stdout)
+    # (the host's own hardware errors: a row only where the log shows one; read as the log's
+    # readers read it, a paste's wrap joined: a DIMM's name the wrap cut is whole again)
+    hosted = host_errors("\n".join(kernel_lines(out.stdout)) + "\n")
     hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
     hosted += _beside_host_errors(hosted, out.beside)
     return [
