@@ -57,3 +57,31 @@ def test_a_call_trace_of_the_driver_at_the_log_start_is_a_fragment() -> None:
 def test_a_whole_log_is_no_fragment() -> None:
     assert dump_fragment(POP.read_text()) == ""
     assert dump_fragment((REAL / "dmesg-T__xid-119-gsp-timeout__h100-dell-xe9680.txt").read_text()) == ""
+
+
+# NVIDIA/open-gpu-kernel-modules#1118 (turn 0): the middle of a `talosctl dmesg` of an 8xA100
+# node, as posted (each line `192.168.11.119: kern: warning: [2026-04-22T21:27:SECONDSZ]: MESSAGE`):
+# it starts and ends inside the driver's call trace (the post's later lines hold
+# `NVRM: _kgspLogXid119` and `Xid ... 119`; measure32d 18)
+TALOS = [
+    ("51.29087688", " ? srso_alias_return_thunk+0x5/0xfbef5"),
+    ("51.290880774", " ? portSyncSpinlockAcquire+0x18/0x30 [nvidia]"),
+    ("51.290942992", " ? rm_ioctl+0x52/0x4f0 [nvidia]"),
+    ("51.291069875", " ? srso_alias_return_thunk+0x5/0xfbef5"),
+    ("51.291078766", " rm_ioctl+0x66/0x4f0 [nvidia]"),
+    ("51.29120365", " ? __check_object_size+0x215/0x230"),
+    ("51.291213998", " nvidia_unlocked_ioctl+0x447/0x950 [nvidia]"),
+    ("51.291273871", " __x64_sys_ioctl+0x9f/0x100"),
+    ("51.291283179", " ? srso_alias_return_thunk+0x5/0xfbef5"),
+    ("51.291288033", " do_syscall_64+0x78/0x940"),
+    ("51.291307702", " entry_SYSCALL_64_after_hwframe+0x76/0x7e"),
+    ("51.291312635", "RIP: 0033:0x7f8079a2d67b"),
+    ("51.291320264", "Code: ff ff ff 85 c0 79 9b 49 c7 c4 ff ff ff ff 5b 5d 4c 89 e0 41 5c c3 66 0f 1f"),
+]
+
+
+def test_a_talosctl_dmesg_inside_the_drivers_call_trace_is_a_fragment(tmp_path: Path) -> None:
+    """talosctl's head (`NODE: kern: warning: [ISO time]: `) read as the message's: it passed."""
+    text = "".join(f"192.168.11.119: kern: warning: [2026-04-22T21:27:{t}Z]: {m}\n" for t, m in TALOS)
+    verdict, actual = verdicts(tmp_path, "talos.txt", text)["gpu_xid"]
+    assert verdict == "unverified" and "[nvidia]" in actual, actual
