@@ -566,10 +566,13 @@ def test_a_cut_off_probe_is_unverified_never_missing_gpus(project: Project, pool
     assert count["verdict"] == "unverified", count
     assert "incomplete probe" in count["actual"] and "missing" not in count["actual"] + count["detail"]
     assert "rerun" in count["detail"]
-    assert rules["nvidia_driver"]["verdict"] == "unverified"
+    # (nvidia-smi answered with its driver and GPU 0's record read past its UUID: judged on
+    # what was printed, round 32)
+    driver = rules["nvidia_driver"]
+    assert driver["verdict"] == "pass" and "nvidia-smi answered" in driver["actual"], driver
     assert rules["interconnect"]["verdict"] == "unverified"  # no topo -m: neither PCIe nor NVLink seen
     host = project.summary()["hosts"][0]
-    gpu_rules = {"nvidia_driver", "gpu_model", "gpu_count", "vram", "interconnect"}
+    gpu_rules = {"gpu_model", "gpu_count", "vram", "interconnect"}
     assert gpu_rules <= set(host["verdict"]["unverified"])
     assert not gpu_rules & set(host["verdict"]["failed"])  # (this machine's CPU/RAM/disk fail the order)
     assert code == (1 if host["verdict"]["failed"] else 0)
@@ -590,7 +593,7 @@ def test_a_cut_off_probe_is_unverified_never_missing_gpus(project: Project, pool
 
 
 def test_a_gpu_only_order_is_go_with_the_unverified_rules_named(project: Project, pool: TestHostPool) -> None:
-    """An order of GPU rules only, on the cut-off box: GO with 4 unverified (nothing failed),
+    """An order of GPU rules only, on the cut-off box: GO with 3 unverified (nothing failed),
     exit 0; the terminal, summary.json and `invoke report` say the same."""
     order = {"gpu_model": "H100 80GB", "gpu_count": 8, "interconnect": "nvlink"}
     entry = host_entry(pool.hosts["cutprobe"], pool, order=order)
@@ -598,14 +601,11 @@ def test_a_gpu_only_order_is_go_with_the_unverified_rules_named(project: Project
     r = project.cli("provision", "--host", "cutprobe", "--only", "acceptance")
     assert r.returncode == 0, r.stdout + r.stderr
     line = " ".join(r.stdout.split())
-    assert (
-        "verdict for cutprobe: GO with 4 unverified: nvidia_driver, gpu_model, gpu_count, interconnect"
-        in line
-    )
+    assert "verdict for cutprobe: GO with 3 unverified: gpu_model, gpu_count, interconnect" in line
     doc = json.loads((project.root / "reports" / "latest" / "summary.json").read_text())
     assert doc["exit_code"] == 0 and doc["hosts"][0]["verdict"]["word"] == "GO"
     rep = project.cli("report", "--format", "md")
     assert rep.returncode == 0, rep.stderr
     text = (project.root / "reports" / "latest" / "report.md").read_text()
-    assert "with 4 unverified: nvidia_driver, gpu_model, gpu_count, interconnect" in text
+    assert "with 3 unverified: gpu_model, gpu_count, interconnect" in text
     assert "UNVERIFIED" in text

@@ -283,6 +283,10 @@ TOPOLOGIES: dict[str, dict[str, str] | None] = {
     # round 32: rows of an 8 x B200 matrix saved without its header row: the live probe's own
     # output always has one, so the benchmark's reader finds no matrix (api/offline reads it)
     "nvidia-smi-topo-m__b200__header-row-lost__gpu2-no-nvlink__cut-in-gpu6-row__vllm-16336.txt": None,
+    # round 32: an 8 x H100 matrix with tabs, its NIC rows cut (every GPU row whole)
+    "nvidia-smi-topo-m__8x-h100-nv18__tab-separated-9-nics__cut-in-nic6-row__nccl-1453.txt": {
+        f"{i}-{j}": "NV18" for i in range(8) for j in range(i + 1, 8)
+    },
 }  # fmt: skip
 
 

@@ -397,7 +397,9 @@ def rows_before_cut(facts: Facts) -> str:
     # a lost GPU's fault markers stand in those readings; a table row cut after its name line
     # may hide them, `ERR!` under it: no answer)
     whole = [g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g))]
-    if not whole:
+    # (GPUs missing before those read, a paste from the middle of the table: a lost GPU's row,
+    # `ERR!` in it, may be in the part not shown: no answer)
+    if not whole or sorted(g.index for g in gpu.gpus) != list(range(len(gpu.gpus))):
         return ""
     n = len(whole)
     return f"nvidia-smi answered: its driver version and {n} GPU{'s' if n != 1 else ''} read before the cut"
