@@ -37,7 +37,6 @@ from gpuonboard.api.narrowed import (
 )
 from gpuonboard.api.offline_output import facts_json, print_facts
 from gpuonboard.api.offline_output import load_order as load_order  # (re-exported: cli, tests)
-from gpuonboard.api.offline_output import nvcc_version as nvcc_version
 from gpuonboard.api.offline_output import summary as summary
 from gpuonboard.api.run_folder import expand_marked, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
