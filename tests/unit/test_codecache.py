@@ -4,10 +4,12 @@ cache file is used only where it is the user's own and sound."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import marshal
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -220,8 +222,9 @@ for name, mod in sorted(sys.modules.items()):
             fn = cls.__dict__.get(meth)
             if fn is not None and hasattr(fn, "__code__"):
                 h.update(repr((name, cls.__qualname__, meth, _code_fields(fn.__code__))).encode()); n += 1
-cache = gpuonboard.codecache._INSTALLED
-print(n, h.hexdigest(), cache.added if cache else None, len(cache.known) if cache else None)
+cache, patterns = gpuonboard.codecache._INSTALLED, gpuonboard.codecache._PATTERNS
+print(n, h.hexdigest(), cache.added if cache else None, len(cache.known) if cache else None,
+      patterns.added if patterns else None, len(patterns.used) if patterns else None)
 """
 
 
@@ -244,7 +247,151 @@ def test_every_dataclass_of_the_package_has_the_same_methods_from_the_cache(tmp_
     assert int(n) > 150
     assert first[:2] == second[:2] == [n, plain]
     assert int(first[2]) > 300 and second[2] == "0"
-    (cached,) = (tmp_path / "gpuonboard").iterdir()
-    assert cached.stat().st_mode & 0o777 == 0o600
+    # (the patterns importing the package compiles: from the file the second time)
+    assert int(first[4]) > 150 and second[4] == "0" and int(second[5]) == int(first[5])
+    cached = codecache.cache_path()
+    assert cached is None or cached.name  # (the user's own, not this test's)
+    (cached,) = (tmp_path / "gpuonboard").glob("dataclass-code-*")
+    assert (tmp_path / "gpuonboard").stat().st_mode & 0o777 == 0o700
+    assert {p.stat().st_mode & 0o777 for p in (tmp_path / "gpuonboard").iterdir()} == {0o600}
     assert hashlib.sha256(cached.read_bytes()).hexdigest()  # (written whole: marshal reads it)
     assert len(marshal.loads(cached.read_bytes())) == int(second[3])
+
+
+# ---------------------------------------------------------------- regular expressions
+
+_CRAFTED: list[tuple[str | bytes, int]] = [
+    (r"(?P<host>[\w-]+):(?P<port>\d+)?", 0),
+    (r"(?i)straße|İstanbul|ſ", 0),
+    ("gpu\\s+(\\d+)", int(re.IGNORECASE | re.MULTILINE)),
+    (rb"(?P<k>\w+)=(?P<v>[^\s]*)", 0),
+    (rb"[\x80-\xff]+", 0),
+    (rb"\w+", int(re.LOCALE)),
+    ("\n  (?P<a> \\d+ )  # a number [with a bracket\n  [ ]+ (?P=a)\n", int(re.VERBOSE)),
+    (r"(?x) a b # c [[\n [-]x", 0),
+    (r"(?<=\bnvidia )\d{3,}(?!\.)", int(re.ASCII)),
+    (r"\[[\d:/ -]{5,19}\]", 0),
+    (r"[]a-]|[^]^]|[a\-z]", 0),
+    (r"(a)|b(?(1)c|d)", 0),
+    (r"x{2,}?|(?:y|z)*+|(?>w+)", 0),
+]
+
+# patterns the parser warns of (tests/unit: each is checked to warn, so may_warn must say so)
+_WARNING: list[tuple[str | bytes, int]] = [
+    ("[[a]", 0),
+    ("[a--b]", 0),
+    ("[a&&b]", 0),
+    ("[a~~b]", 0),
+    ("[a||b]", 0),
+    ("[%--]", 0),
+    (r"x\[y[a--b]", 0),
+    ("(?x) # [ not a set\n [a--b]", 0),
+]
+
+
+def _parse_warns(pattern: str | bytes, flags: int) -> bool:
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with contextlib.suppress(re.error):
+            re._compiler.compile(pattern, flags)  # type: ignore[attr-defined]
+    return bool(caught)
+
+
+def _package_patterns() -> list[tuple[str | bytes, int]]:
+    """Every module-level pattern of the package (compiled and lazy), as importing it all makes them."""
+    import importlib
+    import pkgutil
+
+    import gpuonboard
+    from gpuonboard.once import LazyPattern
+
+    found: dict[tuple[Any, int], None] = {}
+    for m in pkgutil.walk_packages(gpuonboard.__path__, "gpuonboard."):
+        if m.name.startswith("gpuonboard.testing") or m.name.endswith("__main__"):
+            continue
+        try:
+            mod = importlib.import_module(m.name)
+        except Exception:  # (a module of an optional extra)
+            continue
+        for value in vars(mod).values():
+            if isinstance(value, re.Pattern):
+                found[(value.pattern, value.flags)] = None
+            elif isinstance(value, LazyPattern):
+                pattern, flags = value._source
+                found[(pattern, int(flags))] = None
+    return list(found)
+
+
+def test_a_pattern_from_the_cache_is_the_pattern_re_compiles(tmp_path: Path) -> None:
+    patterns = _CRAFTED + _package_patterns()
+    assert len(patterns) > 300
+    original = re._compiler.compile  # type: ignore[attr-defined]
+    cache = codecache.PatternCache(tmp_path / "re.marshal", keep=lambda p, frame: True)
+    for p, flags in patterns:
+        assert cache.compile(p, flags) == original(p, flags)
+    cache.save()
+    again = codecache.PatternCache(tmp_path / "re.marshal", keep=lambda p, frame: False)
+    assert len(again.known) == cache.added > 300
+    for p, flags in patterns:
+        ours, theirs = again.compile(p, flags), original(p, flags)
+        # (equal patterns: the same text, flags and engine code)
+        assert (ours, ours.groups, ours.groupindex) == (theirs, theirs.groups, theirs.groupindex)
+        if may_be_read := not codecache.may_warn(p, flags):
+            assert (p, flags) in again.used
+        assert may_be_read or (p, flags) not in again.known
+    assert again.added == 0
+
+
+@pytest.mark.parametrize(("pattern", "flags"), _WARNING)
+def test_a_pattern_the_parser_warns_of_is_compiled_each_time(
+    monkeypatch: pytest.MonkeyPatch, pattern: str, flags: int
+) -> None:
+    assert _parse_warns(pattern, flags)
+    assert codecache.may_warn(pattern, flags)
+    cache = codecache.PatternCache(None)
+    monkeypatch.setattr(re._compiler, "compile", cache.compile)  # type: ignore[attr-defined]
+    assert _parse_warns(pattern, flags) and _parse_warns(pattern, flags)  # (warned twice)
+    assert cache.known == {}
+
+
+def test_may_warn_says_so_of_every_pattern_that_warns() -> None:
+    patterns = _CRAFTED + _WARNING + _package_patterns()
+    warned = [(p, f) for p, f in patterns if _parse_warns(p, f)]
+    assert [pf for pf in warned if not codecache.may_warn(*pf)] == []
+    # (an escaped bracket before a set, the package's log-line stamps: read from the cache)
+    assert not codecache.may_warn(r"\[[\d:/ -]{5,19}\]") and not codecache.may_warn("[]a-]")
+
+
+def test_an_entry_the_engine_refuses_is_compiled_anew(tmp_path: Path) -> None:
+    path = tmp_path / "gpuonboard" / "re.marshal"
+    _write_raw(path, marshal.dumps({("a+b", 0): (0, [1, 2, 3], 0, {}, (None,))}))
+    cache = codecache.PatternCache(path)
+    assert ("a+b", 0) in cache.known
+    assert cache.compile("a+b", 0) == re._compiler.compile("a+b", 0)  # type: ignore[attr-defined]
+
+
+def _read_from(text: str) -> Any:
+    return re.compile(text + r"\d+")  # (a pattern made of what the function was given)
+
+
+def _written_here() -> Any:
+    return re.compile(r"written here: (\d+) GPUs?")
+
+
+def test_only_a_pattern_the_code_wrote_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = codecache.PatternCache(None)
+    monkeypatch.setattr(re._compiler, "compile", cache.compile)  # type: ignore[attr-defined]
+    re.purge()
+    word = "".join(["from ", "a host's output "])  # (a host's word, an inventory's --limit ~regex)
+    assert _read_from(word).match(word + "12") and _written_here().match("written here: 8 GPUs")
+    assert list(cache.known) == [(r"written here: (\d+) GPUs?", 0)]
+    # a module's body and a lazy pattern of one: theirs
+    namespace: dict[str, Any] = {}
+    exec(compile("import re\nP = re.compile('module body (x+)', re.I)", "<mod>", "exec"), namespace)  # noqa: S102
+    from gpuonboard.once import lazy_re
+
+    assert lazy_re(r"lazy (y+)").search("a lazy yy")
+    assert {("module body (x+)", int(re.I)), (r"lazy (y+)", 0)} < set(cache.known)
+    re.purge()
