@@ -17,9 +17,9 @@ code, the groups) from the cache, else makes it as it does; a pattern the parser
 The functions and patterns are the same either way (tests/unit/test_codecache.py compares the
 code of every dataclass method and the engine code of every pattern of the package); only where
 their code comes from differs. Each cache is a marshal in the user's cache folder, per Python
-bytecode version (and engine version); a file that cannot be read, is not the user's own, is
-writable by others or holds entries of other types is not used, one that cannot be written is
-not written; GPUONBOARD_CODE_CACHE=0 keeps them in memory only.
+build (its version and -O level; the patterns also per engine version); a file that cannot be
+read, is not the user's own, is writable by others or holds entries of other types is not used,
+one that cannot be written is not written; GPUONBOARD_CODE_CACHE=0 keeps them in memory only.
 """
 
 from __future__ import annotations
@@ -47,7 +47,16 @@ _re_compile: Any = getattr(_compiler, "compile", None)
 # a file holding more entries than this (of older versions' classes and patterns) is written
 # anew with only those this process used
 MAX_ENTRIES = 4000
-_TAG = f"{sys.implementation.cache_tag}-{importlib.util.MAGIC_NUMBER.hex()}"
+# (per interpreter build: its bytecode, its version, which may fix re's code generation or its
+# Unicode tables under the same bytecode, and -O)
+_TAG = "-".join(
+    (
+        sys.implementation.cache_tag,
+        importlib.util.MAGIC_NUMBER.hex(),
+        f"{sys.hexversion:x}",
+        f"O{sys.flags.optimize}",
+    )
+)
 _FILE = f"dataclass-code-{_TAG}.marshal"
 _PATTERN_FILE = f"re-code-{_TAG}-{_sre.MAGIC}.marshal"
 
