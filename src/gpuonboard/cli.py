@@ -16,6 +16,11 @@ import gc
 _COLLECTING = gc.isenabled()
 gc.disable()
 
+# (before the imports: the dataclasses they make take their methods' code from the cache)
+from gpuonboard import codecache  # noqa: E402
+
+codecache.install()
+
 import dataclasses  # noqa: E402
 import functools  # noqa: E402
 import os  # noqa: E402
