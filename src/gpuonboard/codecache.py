@@ -230,6 +230,9 @@ class PatternCache(_Store):
             return _re_compile(p, flags)
 
 
+# (the Pythons whose `re._compiler.compile` PatternCache.compile mirrors, tested; elsewhere re
+# compiles each pattern itself, and only the dataclasses' code is cached)
+_RE_MIRRORED = ((3, 11),)
 _RE_DIR = os.path.dirname(re.__file__) + os.sep
 _LAZY = "LazyPattern.compiled"
 
@@ -328,7 +331,12 @@ def install() -> CodeCache | None:
     cache = _INSTALLED = CodeCache(cache_path())
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
     atexit.register(cache.save)
-    if _re_compile is not None and _compiler.compile is _re_compile and hasattr(_compiler, "_code"):
+    if (
+        sys.version_info[:2] in _RE_MIRRORED
+        and _re_compile is not None
+        and _compiler.compile is _re_compile
+        and hasattr(_compiler, "_code")
+    ):
         patterns = _PATTERNS = PatternCache(cache_path(_PATTERN_FILE))
         _compiler.compile = patterns.compile
         atexit.register(patterns.save)
