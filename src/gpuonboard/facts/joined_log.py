@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
+from gpuonboard.facts.kernel_wrap import program_of
 
 __all__ = ["LOG_STAMP", "Unjoined", "glued_to_log", "joined_messages", "unjoined"]
 
@@ -58,7 +59,7 @@ _NVRM_AT = re.compile(r"(?:^|(?<=\s))NVRM: ")
 # other nvidia modules' `nvidia-modeset: `) after a space; and how what stands before one in a
 # line of its own ends (a line head's `:` or `]` left of a stamp, a raw priority `<4>`)
 _DRIVER_HEAD_AT = re.compile(
-    r"(?<=\S)[ \t]+(?:NVRM: |nvidia-nvswitch\d*: "
+    r"(?<=\S)[ \t]+(?:NVRM: (?=[\w(])|nvidia-nvswitch\d*: "
     r"|(?:pcieport|nvidia) [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
     r"|nvidia-(?:modeset|uvm|drm|peermem|nvlink): )"
 )
@@ -145,6 +146,8 @@ def _driver_head_after_words(line: str) -> bool:
     SXid ... Fault Up NVRM: Xid (PCI:0000:91:00): 79, ...` (before, the line was read as its SXid
     alone and the Xid 79 was lost: "no Xid in the kernel log"). A head after the line's own stamp
     or head (`[ 12.3] `, an ISO time's, `host kernel: `, `-x`'s `kern  :warn  : `) is none."""
+    if (program := program_of(line)) is not None and program != "kernel":
+        return False  # (another program's line: sudo's `COMMAND=/usr/bin/grep NVRM: ...`)
     for m in _DRIVER_HEAD_AT.finditer(line):
         own = max((s.end() for s in _STAMP_AT.finditer(line) if s.end() <= m.start()), default=0)
         said = line[own : m.start()].strip()
