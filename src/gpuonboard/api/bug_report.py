@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.unread import disagreement, joined
-from gpuonboard.facts.host_errors import host_errors
+from gpuonboard.facts.host_errors import host_errors, log_lines
 from gpuonboard.facts.kernel_log import fault_key, parse_kernel_log
 from gpuonboard.facts.probe import ProbeOutput
 
@@ -356,7 +356,9 @@ def _host_faults(probe: ProbeOutput) -> Counter[tuple[str, str, str, str]]:
     """The host hardware errors (and the notices of them) a kernel log output holds, with the
     logs beside it, each (source, severity, part, error) counted."""
     texts = (probe.stdout, *(o.stdout for o in probe.beside))
-    return Counter((e.source, e.severity, e.where, e.what) for text in texts for e in host_errors(text))
+    return Counter(
+        (e.source, e.severity, e.where, e.what) for text in texts for e in host_errors(*log_lines(text))
+    )
 
 
 def _holds_the_section(own: ProbeOutput, part: ProbeOutput) -> bool:

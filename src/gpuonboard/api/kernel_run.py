@@ -3,16 +3,18 @@ with no prompt between them (`dmesg | tail` then `nvidia-smi`, pasted as one blo
 jJdbRLSr, measure32c 31): each is read as an output of its own. Before, the file was read as the
 other output alone and the kernel's lines, an Xid 79 among them, were dropped without a word.
 
-Only a run at the head or the tail of the text is split off (or both: `dmesg | tail`, the other
-output, `dmesg | tail` again, read as one log with the lines between its two runs said left out,
-`[...]`: an Xid in either run is judged, and none seen proves nothing), and only where the kernel's
-lines are read as a kernel log and the rest, which holds no line of the kernel's, as an output of
-another kind: a line of the kernel's is known
-by its own marks (a dmesg stamp, a syslog or journal line of `kernel`, an NVRM or SXid line:
-api/saved_kinds.log_line, a syslog's other programs' lines taken with them), never by a time alone."""
+Only a run at the head or the tail of the text is split off, or both (`dmesg | tail`, the other
+output, `dmesg | tail` again: one log with the lines between its two runs said left out, `[...]`;
+an Xid in either run is judged, and none seen proves nothing). One mechanism reads the three: the
+log is its runs of lines, the other output the one stretch beside or between them. Only where the
+kernel's lines are read as a kernel log and the rest, which holds no line of the kernel's, as an
+output of another kind: a line of the kernel's is known by its own marks (a dmesg stamp, a syslog
+or journal line of `kernel`, an NVRM or SXid line: api/saved_kinds.log_line, a syslog's other
+programs' lines taken with them), never by a time alone."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -45,57 +47,49 @@ def split(
     filled = [i for i, line in enumerate(lines) if line.strip()]
     if len(filled) < 2:
         return None
-    head = _run(lines, filled, kernel_line)
-    tail = _run(lines, filled[::-1], kernel_line)
-    if head and tail and max(head) < min(tail) and (both := _both(lines, head, tail, kernel_line, kind_of)):
-        return both
-    for run, at_head in ((head, True), (tail, False)):
-        if not run or len(run) == len(filled):
-            continue
-        inside = "\n".join(lines[min(run) : max(run) + 1]) + "\n"
-        rest_lines = lines[max(run) + 1 :] if at_head else lines[: min(run)]
-        rest = "\n".join(rest_lines).strip("\n") + "\n"
-        if any(kernel_line(line) for line in rest_lines):  # (the kernel's lines on both sides)
-            continue
-        if kind_of(inside) != KERNEL or kind_of(rest) in (None, KERNEL):
-            continue
-        log = Piece(min(run) + 1, max(run) + 1, inside, True)
-        if at_head:
-            other = Piece(max(run) + 2, len(lines) - (not lines[-1].strip()), "\n".join(rest_lines), False)
-            return [log, other]
-        return [Piece(1, min(run), "\n".join(rest_lines) + "\n", False), log]
-    return None
+    runs = [run for run in (_run(lines, filled, kernel_line), _run(lines, filled[::-1], kernel_line)) if run]
+    spans = sorted({(min(run), max(run)) for run in runs})
+    if not spans or (len(spans) == 2 and spans[0][1] >= spans[1][0]):
+        return None  # (no kernel line at either end, or the kernel's lines only)
+    return _pieces(lines, spans, kernel_line, kind_of)
 
 
-def _both(
+def _pieces(
     lines: list[str],
-    head: list[int],
-    tail: list[int],
+    spans: list[tuple[int, int]],
     kernel_line: Callable[[str], bool],
     kind_of: Callable[[str], str | None],
 ) -> list[Piece] | None:
-    """A kernel log's runs at the head and the tail around one other output that holds no line of
-    the kernel's: the log (its two runs, LEFT_OUT between them) and the other output; else None."""
-    middle = lines[max(head) + 1 : min(tail)]
-    if not any(line.strip() for line in middle) or any(kernel_line(line) for line in middle):
+    """The log (its runs of lines, `spans`: first and last indexes, LEFT_OUT between two) and the
+    other output, the one stretch of lines beside or between them that holds a line, none of
+    them the kernel's, in the file's order; None where the log is not read as a kernel log or
+    the other as an output of another kind."""
+    bounds = [-1, *(i for span in spans for i in span), len(lines)]
+    stretches = [(bounds[k] + 1, bounds[k + 1]) for k in range(0, len(bounds), 2)]  # (first, end)
+    other = [(a, b) for a, b in stretches if any(line.strip() for line in lines[a:b])]
+    if len(other) != 1 or any(kernel_line(line) for line in lines[other[0][0] : other[0][1]]):
         return None
-    log = "\n".join([*lines[min(head) : max(head) + 1], LEFT_OUT, *lines[min(tail) : max(tail) + 1]]) + "\n"
-    other = "\n".join(middle).strip("\n") + "\n"
-    if kind_of(log) != KERNEL or kind_of(other) in (None, KERNEL):
+    a, b = other[0]
+    runs = [lines[first : last + 1] for first, last in spans]
+    log = "\n".join(runs[0] + [line for run in runs[1:] for line in (LEFT_OUT, *run)]) + "\n"
+    if kind_of(log) != KERNEL or kind_of("\n".join(lines[a:b]).strip("\n") + "\n") in (None, KERNEL):
         return None
-    gap = (max(head) + 2, min(tail))
-    return [Piece(min(head) + 1, max(tail) + 1, log, True, gap), Piece(*gap, "\n".join(middle), False)]
+    end = len(lines) - (not lines[-1].strip())  # (the file's last line: not the newline ending it)
+    # (the other output after the log's first run as its lines are, the file's end kept where it
+    # is last; before the log, with the line end the log's first line follows)
+    said = "\n".join(lines[a:b]) + ("" if a > spans[0][0] else "\n")
+    gap = (spans[0][1] + 2, spans[1][0]) if len(spans) == 2 else None
+    pieces = [
+        Piece(spans[0][0] + 1, spans[-1][1] + 1, log, True, gap),
+        Piece(a + 1, min(b, end), said, False),
+    ]
+    return pieces if a > spans[0][0] else pieces[::-1]
 
 
 def _run(lines: list[str], order: list[int], kernel_line: Callable[[str], bool]) -> list[int]:
     """The line indexes, in `order`, of the kernel's lines from the first non-blank line on, up
     to the first that is not one (blank lines inside the run are taken with it)."""
-    run: list[int] = []
-    for i in order:
-        if not kernel_line(lines[i]):
-            break
-        run.append(i)
-    return run
+    return list(itertools.takewhile(lambda i: kernel_line(lines[i]), order))
 
 
 def span(piece: Piece) -> str:

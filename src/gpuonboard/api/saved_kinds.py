@@ -14,7 +14,7 @@ from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
-from gpuonboard.facts.kernel_shapes import journal_shaped, plain_kernel_text
+from gpuonboard.facts.kernel_shapes import TALOS_LINE, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import indented, program_of
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
@@ -89,16 +89,6 @@ def kernel_shaped(line: str) -> bool:
     return bool(_KERNEL_LINE.search(line))
 
 
-# `talosctl dmesg`, Talos Linux's kernel log (a Talos node has no shell nor dmesg): each line
-# `<node>: <facility>: <level>: [<ISO-8601 time>]: <message>`, `kern` the kernel's own lines,
-# `user` ([talos] ...) and the others another program's (siderolabs/talos#7043). A line cut
-# inside its head (`10.20.30.29: kern:    info`) is one of the log's, cut.
-_TALOS_LINE = re.compile(
-    r"^\S+: (?P<facility>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local\d):"
-    r" *(?:emerg|alert|crit|err|warning|notice|info|debug)(?:: \[\d{4}-\d\d-\d\dT[\d:.]+Z?\]:|$)"
-)
-
-
 # a `talosctl dmesg` line that ends inside its head, before any message: `10.20.30.29: kern:    info`,
 # `10.20.30.29: kern:  notice: [2023-04-02T08:2`, `10.20.30.29: ke`
 _TALOS_HEAD_ONLY = re.compile(r"^\S+: (?:\w+: *\w+(?:: \[[^\]]*\]?:?)?|\w*:?)\s*$")
@@ -109,7 +99,7 @@ def talos_cut(text: str) -> str:
     line ends inside its head, before the message (an excerpt cut mid-line), so the log may have
     gone on with any line, an Xid's too."""
     lines = [line for line in text.splitlines() if line.strip()]
-    talos = sum(1 for line in lines[:200] if _TALOS_LINE.match(line))
+    talos = sum(1 for line in lines[:200] if TALOS_LINE.match(line))
     if not lines or talos * 2 < min(len(lines), 200) or not _TALOS_HEAD_ONLY.match(lines[-1].strip()):
         return ""
     return f"its last line ends inside its head, before its message (`{lines[-1].strip()[:80]}`)"
@@ -135,7 +125,7 @@ def _kernel_line(line: str) -> bool:
     stamp, an NVRM or SXid line."""
     if program := program_of(line):
         return program == "kernel"
-    if talos := _TALOS_LINE.match(line):
+    if talos := TALOS_LINE.match(line):
         return talos.group("facility") == "kern"
     return bool(_KERNEL_LINE.search(line))
 
@@ -144,7 +134,7 @@ def _other_program(line: str) -> bool:
     """The line is a syslog, journal or `talosctl dmesg` line of another program than the kernel."""
     if program := program_of(line):
         return program != "kernel"
-    talos = _TALOS_LINE.match(line)
+    talos = TALOS_LINE.match(line)
     return talos is not None and talos.group("facility") != "kern"
 
 

@@ -27,6 +27,7 @@ count once. A GPU's own AER lines, and its root port's, are gpu_xid's (facts/aer
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 
@@ -36,7 +37,7 @@ from gpuonboard.facts.kernel_log import BootCounter, is_probe_header
 from gpuonboard.facts.kernel_shapes import plain_kernel_text
 from gpuonboard.once import lazy_re
 
-__all__ = ["HostError", "host_errors"]
+__all__ = ["HostError", "host_errors", "log_lines"]
 
 # `EDAC MC3: 1 UE memory read error on DIMM (...)`; older drivers: `EDAC MC0: 4 CE error on ...`,
 # `EDAC MC0: UE page 0x0, offset 0x0, grain 0, row 3, labels ":": i3200 UE`
@@ -152,7 +153,7 @@ class _Ghes:
         elif part and (not record.part or said.lstrip().startswith("DIMM")):
             record.part = part.group(1)
 
-    def claim(self, kind: str, boot: int, lines: list[str], at: int) -> None:
+    def claim(self, kind: str, boot: int, lines: Sequence[str], at: int) -> None:
         """An EDAC line of `kind` (UE, CE), `lines[at]`: the newest memory record of that
         kind not yet claimed, of this boot, printed with it (the same stamp) and still the newest
         record, is the same event (one event counted once); a later EDAC line is another error."""
@@ -185,12 +186,20 @@ class _Ghes:
         return found
 
 
-def host_errors(text: str) -> tuple[HostError, ...]:
-    """The host hardware errors of a kernel log text (see the module), in the log's order; the
-    APEI records after the others."""
-    raw, text = text, plain_kernel_text(text)
-    gpus = {m.group(1).lower() for m in NVIDIA_LINE.finditer(text)}
-    lines = text.splitlines()
+def log_lines(text: str) -> tuple[list[str], bool]:
+    """A kernel log text's lines as host_errors takes them: made plain (a journal's JSON or
+    export, `dmesg -r`: facts/kernel_shapes.plain_kernel_text), and whether its last line is cut
+    (no line end after it)."""
+    plain = plain_kernel_text(text)
+    body = plain.rstrip(" \t")
+    return plain.splitlines(), bool(body.strip()) and not body.endswith(("\n", "\r"))
+
+
+def host_errors(lines: Sequence[str], open_end: bool = False) -> tuple[HostError, ...]:
+    """The host hardware errors of a kernel log's lines, as its readers read them (log_lines, or
+    facts/kernel_text.kernel_lines: a wrap's pieces joined), in the log's order; the APEI records
+    after the others. `open_end`: the last line has no line end after it, so it may be cut."""
+    gpus = {m.group(1).lower() for line in lines for m in NVIDIA_LINE.finditer(line)}
     gpu_lines = _gpu_lines(lines, gpus)
     boots = BootCounter()
     ghes = _Ghes()
@@ -220,7 +229,7 @@ def host_errors(text: str) -> tuple[HostError, ...]:
             ghes.read(head.group(1), head.group(2).strip(), boots.boot, i)
     last = boots.boot
     events = [replace(e, earlier_boot=b < last) for b, e in read]
-    return (*events, *ghes.errors(last), *_cut_end(raw, gpus))
+    return (*events, *ghes.errors(last), *(_cut_end(lines, gpus) if open_end else ()))
 
 
 # a line's dmesg stamp (`[ 1366.830245]`, within a syslog line's prefix too), and `dmesg -H`'s
@@ -283,7 +292,7 @@ def _stamp(line: str) -> tuple[str, float] | str:
     return " ".join(prefix.split())
 
 
-def _together(lines: list[str], a: int, b: int) -> bool:
+def _together(lines: Sequence[str], a: int, b: int) -> bool:
     """Whether `lines[a]` and `lines[b]` are of one printing of the kernel's: their times (dmesg
     seconds, or a wall clock's in any of the readers' shapes) within one second of each other
     (the lines of one event are printed microseconds apart, a syslog's whole second may tick
@@ -308,7 +317,7 @@ def _is_record(line: str) -> bool:
     return head is not None and _GHES_SEVERITY.match(head.group(2).strip()) is not None
 
 
-def _beside_a_record(lines: list[str], at: int) -> bool:
+def _beside_a_record(lines: Sequence[str], at: int) -> bool:
     """Whether the notice at `lines[at]` was printed with a record (a bank's status, an EDAC line's
     count, an APEI record's severity) among the lines printed with it (those next to it with its
     stamp, up to 40 each side; a log without stamps: within 4 lines), so the record says what was
@@ -360,7 +369,7 @@ _OVER = 1 << 62  # MCi_STATUS.OVER: an error came while the bank held one: error
 _PCC = 1 << 57  # MCi_STATUS.PCC: the processor's context is corrupt
 
 
-def _amd_status(lines: list[str], at: int) -> HostError | None:
+def _amd_status(lines: Sequence[str], at: int) -> HostError | None:
     """The machine check AMD's decode reports at `lines[at]` (its `MCn_STATUS[...]` line, see
     _AMD_STATUS), judged by its flags and status: uncorrected (`UE`, the status's UC or PCC bit)
     fails; a corrected DRAM ECC error (the record's `DRAM ECC error` line or `CECC` flag) is a
@@ -430,7 +439,7 @@ class _AerRun:
         return {i for i, bdf in self.lines if self.ties.get(bdf, set()) & self.failed}
 
 
-def _gpu_lines(lines: list[str], gpus: set[str]) -> set[int]:
+def _gpu_lines(lines: Sequence[str], gpus: set[str]) -> set[int]:
     """The indexes of the AER lines of PCIe ports (and of a GPU's other functions, its audio) whose
     uncorrectable errors gpu_xid fails as a GPU's: in one run of AER lines (no other line between
     them), a port tied to a GPU, that received the error from it (`AER: Uncorrected (Fatal) error
@@ -475,23 +484,22 @@ def _gpu_lines(lines: list[str], gpus: set[str]) -> set[int]:
 _ANY_BDF = lazy_re(BDF)
 
 
-def _cut_end(text: str, gpus: set[str]) -> tuple[HostError, ...]:
-    """A "cut" HostError where the log ends inside a line (no newline after it) that may be a host
-    error's (facts/kernel_cut.host_cut, the reading gpu_xid's cut lines get): what it went on to
+def _cut_end(lines: Sequence[str], gpus: set[str]) -> tuple[HostError, ...]:
+    """A "cut" HostError where the log ends inside its last line (no newline after it) that may
+    be a host error's (facts/kernel_cut.host_cut, the reading gpu_xid's cut lines get): what it went on to
     say (`UE` or `CE`, the bank's status) is not known. Source "cut" where the line shows a host
     error's tag or reads as one; "stamp" where it says nothing yet (a stamp, a word's start), which
     only narrows the errors the log shows. A line that has left every error line's head (`EDAC
     amd64: Node 0: DRAM ECC enabled.`) is whole: nothing."""
-    body = text.rstrip(" \t")
-    if not body.strip() or body.endswith(("\n", "\r")):
+    if not lines:
         return ()
-    last = body.rsplit("\n", 1)[-1]
+    last = lines[-1].rstrip(" \t")
     if NVIDIA_CUT.search(last) or any(m.group(1).lower() in gpus for m in _ANY_BDF.finditer(last)):
         return ()  # (a GPU's line, cut: gpu_xid's to judge, facts/aer.py)
     if _line_error(last, gpus) is not None or _GHES_HEAD.search(last) is not None:
         kind = "" if _read_whole(last) else "tag"
     else:
-        kind = host_cut(last, locale_words(body.splitlines()[-50:]))
+        kind = host_cut(last, locale_words([*lines[-50:-1], last]))
     if not kind:
         return ()
     m = _HOST_TAG.search(last)

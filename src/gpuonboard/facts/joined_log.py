@@ -13,9 +13,11 @@ header's `<4>1 `), a syslog or journal line's `Jun  3 10:00:00 host kernel: `.
 A line holds more than one of the log's lines (joined_messages) where a stamp (LOG_STAMP) follows
 another message's words; where no two stamps meet on one line (a journal whose message goes on
 in stamp-less `NVRM: ` lines, every two lines joined: the zh-CN journal of
-open-gpu-kernel-modules#626), a second `NVRM: `, a paste's elision mark (`[...snip...]`,
-facts/elision.py) or journalctl's `-- Reboot --` after words; a journal's head-less `kernel: `
-after words.
+open-gpu-kernel-modules#626), a second `NVRM: `, a kernel driver's own head (`NVRM: `,
+`nvidia-nvswitch1: `, `pcieport 0000:00:01.0: `) after another message's words (a log without
+stamps, `dmesg -t`, joined: never cut, as no stamp says where a line began), a paste's elision
+mark (`[...snip...]`, facts/elision.py) or journalctl's `-- Reboot --` after words; a journal's
+head-less `kernel: ` after words.
 
 unjoined cuts such a log before each head of its format that follows words. That is certain
 where every piece is then one line of the log: none of the signs above left in it (a message's
@@ -34,6 +36,7 @@ from typing import NamedTuple
 
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
+from gpuonboard.facts.kernel_wrap import program_of
 
 __all__ = ["LOG_STAMP", "Unjoined", "glued_to_log", "joined_messages", "unjoined"]
 
@@ -51,6 +54,16 @@ _JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={LOG_STAMP})")
 _KERNEL_AFTER_WORDS = re.compile(r"(?<=[^\s:])[ \t]+kernel: ")
 # a driver line's `NVRM: ` (the first of a line, and any a joined line goes on with)
 _NVRM_AT = re.compile(r"(?:^|(?<=\s))NVRM: ")
+# a kernel driver's own message head (the NVIDIA driver's `NVRM: `, the NVSwitch driver's
+# `nvidia-nvswitch0: `, a PCI device's `pcieport 0000:00:01.0: `, `nvidia 0000:3b:00.0: `, the
+# other nvidia modules' `nvidia-modeset: `) after a space; and how what stands before one in a
+# line of its own ends (a line head's `:` or `]` left of a stamp, a raw priority `<4>`)
+_DRIVER_HEAD_AT = re.compile(
+    r"(?<=\S)[ \t]+(?:NVRM: (?=[\w(])|nvidia-nvswitch\d*: "
+    r"|(?:pcieport|nvidia) [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
+    r"|nvidia-(?:modeset|uvm|drm|peermem|nvlink): )"
+)
+_HEAD_END = re.compile(r"(?:[:\]]|^<\d{1,3}>)$")
 # journalctl's line between boots (`-- Reboot --`, `-- Boot <id> --`) or above its entries
 _JOURNAL_NOTE_AFTER_WORDS = re.compile(
     r"\S[ \t]+-- (?:Reboot|Boot [0-9a-f]{32}|Logs begin at .*?|Journal begins at .*?|No entries) --", re.I
@@ -121,9 +134,26 @@ def _holds_two(line: str) -> bool:
         (len(_STAMP_AT.findall(line)) > 1 and _JOINED_AT.search(line))
         or (line.startswith("kernel: ") and _KERNEL_AFTER_WORDS.search(line))
         or len(_NVRM_AT.findall(line)) > 1
+        or _driver_head_after_words(line)
         or _JOURNAL_NOTE_AFTER_WORDS.search(line)
         or _elision_after_words(line)
     )
+
+
+def _driver_head_after_words(line: str) -> bool:
+    """Whether a kernel driver's own message head (_DRIVER_HEAD_AT) follows another message's
+    words: a log without stamps (`dmesg -t`, `journalctl -o cat`) a chat joined, `nvidia-nvswitch1:
+    SXid ... Fault Up NVRM: Xid (PCI:0000:91:00): 79, ...` (before, the line was read as its SXid
+    alone and the Xid 79 was lost: "no Xid in the kernel log"). A head after the line's own stamp
+    or head (`[ 12.3] `, an ISO time's, `host kernel: `, `-x`'s `kern  :warn  : `) is none."""
+    if (program := program_of(line)) is not None and program != "kernel":
+        return False  # (another program's line: sudo's `COMMAND=/usr/bin/grep NVRM: ...`)
+    for m in _DRIVER_HEAD_AT.finditer(line):
+        own = max((s.end() for s in _STAMP_AT.finditer(line) if s.end() <= m.start()), default=0)
+        said = line[own : m.start()].strip()
+        if said and not _HEAD_END.search(said):
+            return True
+    return False
 
 
 def _elision_after_words(line: str) -> bool:

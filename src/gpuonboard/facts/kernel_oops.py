@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass, replace
 
 from gpuonboard.facts.kernel_log import BootCounter
+from gpuonboard.facts.kernel_shapes import talos_head_end
 from gpuonboard.facts.kernel_text import kernel_lines
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 from gpuonboard.once import lazy_re
@@ -125,16 +126,13 @@ _NVIDIA_FRAME = re.compile(r"[\w.]+\+0x[0-9a-f]+/0x[0-9a-f]+ \[nvidia(?:_uvm|_dr
 _CUT_WORD = re.compile(r"^[0-9a-f]{16}: [0-9a-f]{1,15}$")
 
 
-# a `talosctl dmesg` line's head: `192.168.11.119: kern: warning: [2026-04-22T21:27:51.29Z]: `
-_TALOS_HEAD = lazy_re(r"^\S+: kern: *\w+: \[[^\]]*\]: ")
-
-
 def _message(line: str) -> str:
     """The line's message: after a syslog's or journal's `kernel: `, a `talosctl dmesg` line's
-    head, or a dmesg stamp."""
-    head = re.search(r"\bkernel: ", line[:100]) or _TALOS_HEAD.match(line)
-    if head is not None:
-        return line[head.end() :].strip()
+    head (facts/kernel_shapes.talos_head_end), or a dmesg stamp."""
+    head = re.search(r"\bkernel: ", line[:100])
+    at = head.end() if head is not None else talos_head_end(line)
+    if at is not None:
+        return line[at:].strip()
     return KERNEL_STAMP.sub("", line, count=1).strip() if KERNEL_STAMP.match(line) else line.strip()
 
 

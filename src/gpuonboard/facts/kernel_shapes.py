@@ -28,7 +28,14 @@ from collections.abc import Iterator
 
 from gpuonboard.once import lazy_re
 
-__all__ = ["OTHERS_ONLY", "journal_shaped", "plain_kernel_text", "rfc5424_unframed"]
+__all__ = [
+    "OTHERS_ONLY",
+    "TALOS_LINE",
+    "journal_shaped",
+    "plain_kernel_text",
+    "rfc5424_unframed",
+    "talos_head_end",
+]
 
 
 # dmesg -r's raw priority (`<4>`, `<6>`; with the facility, `<14>`) before the stamp or message
@@ -222,3 +229,23 @@ def rfc5424_unframed(text: str) -> str:
         return f"{m.group(1)} {m.group(2)} {m.group(3)}{pid}: "
 
     return _RFC5424.sub(head, text)
+
+
+# `talosctl dmesg`, Talos Linux's kernel log (a Talos node has no shell nor dmesg): each line
+# `<node>: <facility>: <level>: [<ISO-8601 time>]: <message>`, `kern` the kernel's own lines,
+# `user` ([talos] ...) and the others another program's (siderolabs/talos#7043). A line cut
+# inside its head (`10.20.30.29: kern:    info`) is one of the log's, cut: its `stamp` group
+# unmatched. The one pattern of the shape: api/saved_kinds.py (whose lines a saved file's are),
+# facts/kernel_oops.py (a line's message after its head).
+TALOS_LINE = re.compile(
+    r"^\S+: (?P<facility>kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local\d):"
+    r" *(?:emerg|alert|crit|err|warning|notice|info|debug)(?:(?P<stamp>: \[\d{4}-\d\d-\d\dT[\d:.]+Z?\]:) ?|$)"
+)
+
+
+def talos_head_end(line: str) -> int | None:
+    """Where the message of a `talosctl dmesg` line of the kernel's (`kern`) starts, after its
+    whole head (`192.168.11.119: kern: warning: [2026-04-22T21:27:51.29Z]: `); None for any
+    other line, one cut inside its head too."""
+    m = TALOS_LINE.match(line)
+    return m.end() if m is not None and m["facility"] == "kern" and m["stamp"] else None

@@ -1,6 +1,7 @@
-"""`talosctl dmesg`, Talos Linux's kernel log (api/saved_kinds.py `_TALOS_LINE`, `talos_cut`):
-recognised by its lines' shape, whatever their facility and level, not only where it holds
-NVRM lines; read as a kernel log, a copy cut inside a line's head incomplete."""
+"""`talosctl dmesg`, Talos Linux's kernel log (facts/kernel_shapes.py `TALOS_LINE`,
+api/saved_kinds.py `talos_cut`): recognised by its lines' shape, whatever their facility and
+level, not only where it holds NVRM lines; read as a kernel log, a copy cut inside a line's head
+incomplete."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.aer import aer_events
-from gpuonboard.facts.host_errors import host_errors
+from gpuonboard.facts.host_errors import host_errors, log_lines
 from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -59,7 +59,9 @@ def _fatal_lines_failed(text: str) -> list[str]:
     """The fatal AER lines of `text` that neither gpu_xid (facts/aer.py: a GPU's fatal error or
     failed recovery) nor host_hw_errors (a fail naming the device) fails."""
     gpu_fails = any(e.fault in ("aer_fatal", "aer_unrecovered") for e in aer_events(text))
-    host_fails = [e.where for e in host_errors(text) if e.source == "aer" and e.severity == "fail"]
+    host_fails = [
+        e.where for e in host_errors(*log_lines(text)) if e.source == "aer" and e.severity == "fail"
+    ]
     return [
         line
         for line in text.splitlines()
@@ -77,7 +79,7 @@ def test_a_ports_fatal_error_beside_a_gpus_non_fatal_one_fails_host_hw_errors() 
         (_nic_fatal() + _gpu_nonfatal(), "0000:00:01.1"),
         (_gpu_nonfatal() + _port_fatal(), "0000:00:03.0"),
     ):
-        check = rule_host_hw_errors(host_errors(text))
+        check = rule_host_hw_errors(host_errors(*log_lines(text)))
         assert check is not None and check.verdict == "fail", check
         assert f"PCI pcieport {port}: PCIe uncorrectable fatal error (AER)" in check.actual, check
         assert _fatal_lines_failed(text) == []
@@ -89,8 +91,8 @@ def test_a_ports_fatal_error_the_gpus_failed_recovery_follows_is_gpu_xids() -> N
     vgpu_unlock#114's port 0000:00:01.1 block after it (no GPU line after that port's report, in
     the same run of AER lines), that port's error is the host's."""
     text = RETURNN.read_text()
-    assert not [e for e in host_errors(text) if e.source == "aer"]
-    events = host_errors(text + _nic_fatal())
+    assert not [e for e in host_errors(*log_lines(text)) if e.source == "aer"]
+    events = host_errors(*log_lines(text + _nic_fatal()))
     assert [(e.where, e.severity) for e in events if e.source == "aer"] == [
         ("PCI pcieport 0000:00:01.1", "fail")
     ]
@@ -124,13 +126,13 @@ def test_a_notice_beside_no_record_printed_with_it_is_unverified() -> None:
     notice = next(line for line in RASDAEMON_155.read_text().splitlines(keepends=True) if "logged" in line)
     rasdaemon_155 = RASDAEMON_155.read_text() + notice.replace("[ 1366.830245]", "[ 9366.830245]")
     for text in (radiasoft, rasdaemon_95, rasdaemon_155):
-        check = rule_host_hw_errors(host_errors(text))
+        check = rule_host_hw_errors(host_errors(*log_lines(text)))
         assert check is not None and check.verdict == "unverified", (text, check)
         assert check.actual.endswith("a CPU: machine check events logged (their records not in the log)"), (
             check
         )
     # (the capture as it is: the notice printed with its bank's record, which holds no error)
-    assert rule_host_hw_errors(host_errors(RASDAEMON_155.read_text())) is None
+    assert rule_host_hw_errors(host_errors(*log_lines(RASDAEMON_155.read_text()))) is None
 
 
 def test_an_apei_record_and_a_later_edac_line_are_two_errors() -> None:
@@ -142,7 +144,7 @@ def test_an_apei_record_and_a_later_edac_line_are_two_errors() -> None:
         "Dec 29 09:00:00 proxmox kernel: EDAC MC0: 1 CE memory read error on DIMM_B1 (channel:1 slot:0"
         " page:0x1 offset:0x0 grain:32)\n"
     )
-    events = host_errors(APEI_CE.read_text() + edac)
+    events = host_errors(*log_lines(APEI_CE.read_text() + edac))
     assert [(e.source, e.where) for e in events] == [("edac", "MC0 DIMM_B1"), ("ghes", "D2")], events
 
 
@@ -151,7 +153,7 @@ def test_a_log_cut_inside_an_apei_records_first_words_is_unverified() -> None:
     (no newline): the record's severity is not read. (Before: no row, the cut text read whole.)"""
     lines = APEI_CE.read_text().splitlines(keepends=True)
     text = lines[0] + lines[1] + lines[2][: lines[2].index("event sev") + len("event sev")]
-    check = rule_host_hw_errors(host_errors(text))
+    check = rule_host_hw_errors(host_errors(*log_lines(text)))
     assert check is not None and check.verdict == "unverified", check
     assert check.actual == "the log ends inside a line, cut short: '{35}[Hardware Error]: event sev'"
 
@@ -162,7 +164,7 @@ def test_a_gpus_own_cut_aer_line_is_left_to_gpu_xid() -> None:
     host_hw_errors makes no row of it. (Before: unverified, "a line of a host hardware error".)"""
     line = _returnn(5).replace("pcieport 0000:00:03.0:", "nvidia 0000:03:00.0:")
     text = _returnn(1) + line[: line.index("(Fatal)") + len("(F")]
-    assert host_errors(text) == ()
+    assert host_errors(*log_lines(text)) == ()
     assert [e.cut for e in aer_events(text)][-1], aer_events(text)
 
 
@@ -172,7 +174,7 @@ def test_a_notice_beside_a_cut_line_says_both() -> None:
     (it may have been the notice's record). (Before: the cut line read as the notice's record.)"""
     text = (REAL / "kern-log__edac-ce-repeated-one-dimm__osm-operations-300.txt").read_text()
     cut = text[: text.index("EDAC MC0: 4") + len("EDAC MC0: 4")]
-    check = rule_host_hw_errors(host_errors(cut))
+    check = rule_host_hw_errors(host_errors(*log_lines(cut)))
     assert check is not None and check.verdict == "unverified", check
     assert check.actual == (
         "a CPU: machine check events logged (their records not in the log); the log ends inside a line,"
@@ -200,10 +202,10 @@ def test_a_notice_and_its_record_in_dmesg_h_are_printed_together() -> None:
     test_a_notice_beside_no_record_printed_with_it_is_unverified added (8000 s after), unverified."""
     text = RASDAEMON_155.read_text()
     assert "[  +0.000006] mce: [Hardware Error]: CPU 0: Machine Check" in _relative(text)
-    assert rule_host_hw_errors(host_errors(_relative(text))) is None
+    assert rule_host_hw_errors(host_errors(*log_lines(_relative(text)))) is None
     notice = next(line for line in text.splitlines(keepends=True) if "logged" in line)
     later = _relative(text + notice.replace("[ 1366.830245]", "[ 9366.830245]"))
-    check = rule_host_hw_errors(host_errors(later))
+    check = rule_host_hw_errors(host_errors(*log_lines(later)))
     assert check is not None and check.verdict == "unverified", check
 
 
@@ -235,7 +237,7 @@ def test_a_notice_and_its_record_are_printed_together_in_every_stamp_shape(
     notice in the next second (`03:28:17`). Before, the stamps' TEXT was compared: the notice read
     as unexplained, "their records not in the log" (unverified). Now each shape's time is read
     and compared within a second: the notice is its record's, the CE passes as in the capture."""
-    check = rule_host_hw_errors(host_errors(_restamped(RADIASOFT.read_text(), stamp)))
+    check = rule_host_hw_errors(host_errors(*log_lines(_restamped(RADIASOFT.read_text(), stamp))))
     assert check is not None and check.verdict == "pass", check
     assert "records not in the log" not in check.actual
 
@@ -255,5 +257,18 @@ def test_an_apei_record_and_its_edac_line_in_short_precise_count_once() -> None:
         line.replace("Dec 29 05:24:23 proxmox", f"Dec 29 05:24:23.{200000 + 9 * i:06d} proxmox")
         for i, line in enumerate([*lines, f"Dec 29 05:24:23 proxmox kernel: {edac}"])
     )
-    events = host_errors(text)
+    events = host_errors(*log_lines(text))
     assert [(e.source, e.severity) for e in events] == [("edac", "corrected")], events
+
+
+def test_a_log_cut_inside_a_host_error_line_is_read_as_its_readers_read_it() -> None:
+    """The real syslogd wall messages of ucr-cs100-404, cut inside the last one's `kernel:[Hardware
+    E`: its cut end is read on the log made plain (`kernel: [Hardware E`, as gpu_xid's readers
+    read it), a host error line cut (round 33: the lines given to host_errors, not a text; before,
+    the line as saved read as no error's start, and nothing was said of the cut)."""
+    text = (REAL / "syslogd-wall__amd-mc4-dram-ecc-corrected-over__cut-at-end__ucr-cs100-404.txt").read_text()
+    cut = text[: text.rindex("kernel:[Hardware Error]") + len("kernel:[Hardware E")]
+    lines, open_end = log_lines(cut)
+    assert open_end and lines[-1].endswith("kernel: [Hardware E")
+    assert [(e.source, e.severity) for e in host_errors(lines, open_end)][-1] == ("cut", "cut")
+    assert host_errors(lines) == host_errors(lines, open_end)[:-1]  # (a whole last line: not cut)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from gpuonboard.facts.host_errors import host_errors
+from gpuonboard.facts.host_errors import host_errors, log_lines
 from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -29,7 +29,7 @@ def test_ucr_404s_overflowed_corrected_dram_ecc_errors_warn() -> None:
     errors were lost. (Before: no host_hw_errors row at all.)"""
     text = (REAL / UCR_404).read_text()
     for log in (text, _syslog(text)):
-        check = rule_host_hw_errors(host_errors(log))
+        check = rule_host_hw_errors(host_errors(*log_lines(log)))
         assert check is not None and check.verdict == "warn", check
         assert check.actual.startswith("node 3 DRAM (MC4): corrected memory error; the bank overflowed")
         assert check.actual.endswith("0xdc5c410004080a13) x2")
@@ -40,7 +40,7 @@ def test_a_corrected_dram_ecc_error_without_overflow_is_counted_as_edacs_ce() ->
     to 0x9c5c...): two corrected memory errors on node 3's DRAM, fewer than CE_WARN_AT: pass,
     named."""
     text = _syslog((REAL / UCR_404).read_text()).replace("[Over|", "[-|").replace("0xdc5c", "0x9c5c")
-    check = rule_host_hw_errors(host_errors(text))
+    check = rule_host_hw_errors(host_errors(*log_lines(text)))
     assert check is not None and check.verdict == "pass", check
     assert check.actual.startswith("node 3 DRAM (MC4): corrected memory error (MC4_STATUS[-|CE|")
 
@@ -49,7 +49,7 @@ def test_an_uncorrected_dram_ecc_error_fails() -> None:
     """The syslog lines with `CE` made `UE` and the status's UC bit set in-test (0xdc5c... to
     0xfc5c...): host_hw_errors fails naming an uncorrectable memory error on node 3's DRAM."""
     text = _syslog((REAL / UCR_404).read_text()).replace("|CE|", "|UE|").replace("0xdc5c", "0xfc5c")
-    check = rule_host_hw_errors(host_errors(text))
+    check = rule_host_hw_errors(host_errors(*log_lines(text)))
     assert check is not None and check.verdict == "fail", check
     assert check.actual.startswith("node 3 DRAM (MC4): uncorrectable memory error")
 
@@ -61,5 +61,5 @@ def test_the_kernels_bank_line_and_amds_decode_of_it_count_once() -> None:
     lines = _syslog((REAL / UCR_404).read_text()).splitlines(keepends=True)
     bank = "Nov 10 08:58:06 hammer kernel: mce: [Hardware Error]: CPU 18: Machine Check: 0 Bank 4: "
     bank += "dc5c410004080a13\n"
-    check = rule_host_hw_errors(host_errors("".join([bank, *lines])))
+    check = rule_host_hw_errors(host_errors(*log_lines("".join([bank, *lines]))))
     assert check is not None and check.actual.endswith("0xdc5c410004080a13) x2"), check

@@ -108,3 +108,22 @@ def test_a_journal_entry_of_several_driver_lines_is_no_joined_line() -> None:
     assert joined_messages(json.dumps(entry, indent=8) + "\n") == 0
     assert joined_messages("__CURSOR=s=0;i=0\n_TRANSPORT=kernel\nMESSAGE=" + message + "\n\n") == 0
     assert joined_messages("[17257.355375] " + message + "\n") == 1
+
+
+def test_a_build_date_in_a_joined_dmesg_T_line_is_no_stamp() -> None:
+    """The first two lines of a real `dmesg -T` (Paul Menzel's report to linux-nfs, 2024-07-17),
+    its banner holding the kernel's build date (`#1 SMP Wed Jun 5 12:24:15 CEST 2024`), and a
+    driver load line made for the test with its own (`Sat Aug 19 01:15:15 UTC 2023`, as `NVRM:
+    loading` prints it), joined: cut only at the bracketed stamps that open a line, each line
+    whole (a guard: this held before round 33 too)."""
+    lines = [
+        "[Wed Jul  3 16:39:34 2024] Linux version 5.15.160.mx64.476(root@theinternet.molgen.mpg.de)"
+        " (gcc (GCC) 12.3.0, GNU ld (GNU Binutils) 2.41) #1 SMP Wed Jun 5 12:24:15 CEST 2024",
+        "[Wed Jul  3 16:39:34 2024] Command line: root=LABEL=root ro crashkernel=64G-:256M"
+        " console=ttyS0,115200n8 console=tty0 init=/bin/systemd audit=0 random.trust_cpu=on"
+        " systemd.unified_cgroup_hierarchy",
+        "[Wed Jul  3 16:39:40 2024] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.104.05"
+        "  Sat Aug 19 01:15:15 UTC 2023",
+    ]
+    assert unjoined(" ".join(lines)).text == "\n".join(lines)
+    assert unjoined(_joined("\n".join(lines), "pairs")).text == "\n".join(lines)

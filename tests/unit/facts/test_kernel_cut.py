@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.host_errors import host_errors
+from gpuonboard.facts.host_errors import host_errors, log_lines
 from gpuonboard.facts.kernel_cut import ends_unfinished, host_cut, says_nothing
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
@@ -91,9 +91,9 @@ def test_a_host_log_cut_inside_an_error_lines_head_never_passes_where_the_whole_
     the whole log, its last newline dropped, reads as the whole. (A cut after that point is the
     log of an earlier moment, which no sign tells from a whole one.)"""
     text = (REAL / name).read_text()
-    whole = rule_host_hw_errors(host_errors(text))
+    whole = rule_host_hw_errors(host_errors(*log_lines(text)))
     assert whole is not None
-    dropped = rule_host_hw_errors(host_errors(text.rstrip("\n")))
+    dropped = rule_host_hw_errors(host_errors(*log_lines(text.rstrip("\n"))))
     assert dropped is not None and dropped.verdict == whole.verdict, (dropped, whole)
     starts = [0]
     for line in text.splitlines(keepends=True):
@@ -105,7 +105,7 @@ def test_a_host_log_cut_inside_an_error_lines_head_never_passes_where_the_whole_
         label = line.find(" (", line.find(" on ")) if "EDAC MC" in line and " on " in line else -1
         stop = start + label if label > 0 else end - 1
         for at in range(start + 1, stop + 1):
-            check = rule_host_hw_errors(host_errors(text[:at]))
+            check = rule_host_hw_errors(host_errors(*log_lines(text[:at])))
             if whole.verdict in ("fail", "warn"):
                 assert check is None or check.verdict != "pass", (name, text[start:at], check)
 

@@ -38,6 +38,7 @@ from gpuonboard.errors import UsageError
 
 from ..api.test_paste_transforms import TRANSFORMS as PAGE_TRANSFORMS
 from ..api.test_paste_transforms import _command, _judged_by_its_command
+from ..known_limits import known_limits
 from ..offline_judge import column_wrapped
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -147,24 +148,10 @@ NEW_TRANSFORMS: dict[str, Callable[[str, str], str]] = {
 }
 TRANSFORMS = {**PAGE_TRANSFORMS, **NEW_TRANSFORMS}
 
-# (transform, kind) -> why it is not asserted yet (found and left by round 31)
-# (transform, capture) read worse than as saved, the verdicts the same: why (a known limit)
-LEFT_CAPTURES: dict[tuple[str, str], str] = {
-    (
-        "quoted-then-wrapped",
-        "dmesg-T__xid-48-dbe-then-xid-63-dynamic-page-retirement-reboot-to-activate__v100-driver390.txt",
-    ): (
-        "a mail-quoted log of two messages whose wrapped pieces carry no `> `: the quote and the"
-        " wrap are not undone together on so short a log, so the Xid 63's own words (Dynamic Page"
-        " Retirement, reboot to activate) are cut; its Xid 48 fails it the same"
-    ),
-}
-LEFT: dict[tuple[str, str], str] = {
-    ("chat-joined-all", "nvidia-smi table"): (
-        "nvidia-smi's failure message (WSL's `couldn't communicate`) quotes the rest of the one"
-        " line with it: the same fail, its sentence longer"
-    ),
-}
+# (transform, capture) read worse than as saved, the verdicts the same; (transform, kind) not
+# asserted yet (found and left by round 31): why (known limits, tests/unit/known_limits.yml)
+LEFT_CAPTURES = known_limits("paste_kinds", "capture")
+LEFT = known_limits("paste_kinds", "kind")
 
 
 # the commands of the kernel logs whose file name's first part is no command line
@@ -498,3 +485,33 @@ def test_a_journal_a_chat_joined_without_two_stamps_on_a_line_is_refused(
     for rule in ("gpu_xid", "nvswitch_sxid"):
         assert got[rule][0] == "unverified"
         assert re.search(r"several messages on one line .*save it again", got[rule][1])
+
+
+@pytest.mark.parametrize(("transform", "name"), sorted(LEFT_CAPTURES))
+def test_every_capture_left_is_still_a_limit(tmp_path: Path, transform: str, name: str) -> None:
+    """A capture left out (tests/unit/known_limits.yml) is still read otherwise pasted so: where it
+    is judged as itself, its entry is to be taken out."""
+    whole = _whole(name)
+    assert whole is not None, name
+    pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
+    got = _verdicts(tmp_path / name, name, pasted)
+    assert _wrong(name, whole, got), (
+        f"{transform}, {name}: no longer a limit; take it out of known_limits.yml"
+    )
+
+
+@pytest.mark.parametrize(("transform", "kind"), sorted(LEFT))
+def test_every_kind_left_is_still_a_limit(tmp_path: Path, transform: str, kind: str) -> None:
+    """A kind left out of a transform (tests/unit/known_limits.yml) still has a capture read
+    otherwise pasted so: where none is, its entry is to be taken out."""
+    for name in sorted(_captures()[kind]):
+        if (whole := _whole(name)) is None:
+            continue
+        pasted = TRANSFORMS[transform]((REAL / name).read_text(encoding="utf-8"), _command_of(name))
+        try:
+            got = _verdicts(tmp_path / name, name, pasted)
+        except UsageError:
+            continue
+        if _wrong(name, whole, got):
+            return
+    pytest.fail(f"{transform}, {kind}: no capture read otherwise; take it out of known_limits.yml")

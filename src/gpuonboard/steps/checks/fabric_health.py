@@ -394,7 +394,7 @@ def _beside_host_errors(base: Sequence[HostError], beside: Sequence[ProbeOutput]
     counted as often as the answer holding it most says it, never twice for one event."""
     from collections import Counter
 
-    from gpuonboard.facts.host_errors import host_errors
+    from gpuonboard.facts.host_errors import host_errors, log_lines
 
     def key(e: HostError) -> tuple[str, str, str, str, bool]:
         return (e.source, e.severity, e.where, e.what, e.earlier_boot)
@@ -402,7 +402,7 @@ def _beside_host_errors(base: Sequence[HostError], beside: Sequence[ProbeOutput]
     held = Counter(key(e) for e in base)
     extra: list[HostError] = []
     for other in beside:
-        found = host_errors(other.stdout)
+        found = host_errors(*log_lines(other.stdout))
         found = tuple(replace(e, earlier_boot=True) for e in found) if other.earlier_boot else found
         for e in found:
             if held[key(e)] > 0:
@@ -490,7 +490,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
     # (the host's own hardware errors: a row only where the log shows one; read as the log's
     # readers read it, a paste's wrap joined: a DIMM's name the wrap cut is whole again)
-    hosted = host_errors("\n".join(kernel_lines(out.stdout)) + "\n")
+    hosted = host_errors(kernel_lines(out.stdout))
     hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
     hosted += _beside_host_errors(hosted, out.beside)
     return [

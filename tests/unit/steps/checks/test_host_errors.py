@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.facts.host_errors import host_errors
+from gpuonboard.facts.host_errors import host_errors, log_lines
 from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
 
 from ...offline_judge import verdicts
@@ -78,7 +78,7 @@ def test_machine_checks_and_fatal_pcie_errors_are_judged_by_their_status(
     """A machine check bank's status says whether it was corrected (MCi_STATUS.UC, bit 61;
     VAL, bit 63: a record at all); a device's fatal PCIe error takes its link down. (Before: no
     row; the kernel-log rules passed or judged the GPUs only.)"""
-    check = rule_host_hw_errors(host_errors((REAL / name).read_text()))
+    check = rule_host_hw_errors(host_errors(*log_lines((REAL / name).read_text())))
     assert check is not None and check.verdict == verdict and said in check.actual, check
 
 
@@ -100,7 +100,7 @@ def test_a_machine_check_bank_without_a_valid_error_is_no_error() -> None:
     error in it, and the notice is that record's. (Before: warn, "machine check, its status
     unreadable"; now no row, as a log without a host error.)"""
     text = (REAL / "dmesg-tail__mce-bank9-status-zero__rasdaemon-155.txt").read_text()
-    assert rule_host_hw_errors(host_errors(text)) is None
+    assert rule_host_hw_errors(host_errors(*log_lines(text))) is None
 
 
 def test_a_log_without_host_errors_has_no_row(tmp_path: Path) -> None:
@@ -114,16 +114,16 @@ def test_a_gpus_own_aer_error_is_left_to_gpu_xid() -> None:
     """The real capture's fatal AER line, its device made the nvidia driver's (`nvidia 0000:00:01.1:`
     for `pcieport 0000:00:01.1:`): gpu_xid judges it; host_hw_errors does not list it twice."""
     text = (REAL / "dmesg__pcieport-aer-fatal-root-port__vgpu-unlock-114.txt").read_text()
-    assert host_errors(text.replace("pcieport 0000:00:01.1:", "nvidia 0000:00:01.1:")) == ()
+    assert host_errors(*log_lines(text.replace("pcieport 0000:00:01.1:", "nvidia 0000:00:01.1:"))) == ()
 
 
 def test_few_corrected_errors_in_a_narrowed_log_are_unverified() -> None:
     """radiasoft/devops#134's one CE, the log given a `| grep` of it: the errors it left out are
     not known, so the pass is unverified; a fault it shows still fails."""
     text = (REAL / "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt").read_text()
-    check = rule_host_hw_errors(host_errors(text), "filtered by grep")
+    check = rule_host_hw_errors(host_errors(*log_lines(text)), "filtered by grep")
     assert check is not None and check.verdict == "unverified", check
-    failing = rule_host_hw_errors(host_errors((REAL / LWA).read_text()), "filtered by grep")
+    failing = rule_host_hw_errors(host_errors(*log_lines((REAL / LWA).read_text())), "filtered by grep")
     assert failing is not None and failing.verdict == "fail", failing
 
 
@@ -133,7 +133,7 @@ def test_a_log_that_ends_inside_an_edac_line_is_unverified() -> None:
     have said UE; now unverified, quoting the cut line."""
     text = (REAL / "syslog__edac-sbridge-one-ce-scrub__radiasoft-devops-134.txt").read_text()
     cut = text[: text.index("EDAC MC1: 1 CE") + len("EDAC MC1: 1")]
-    check = rule_host_hw_errors(host_errors(cut))
+    check = rule_host_hw_errors(host_errors(*log_lines(cut)))
     assert check is not None and check.verdict == "unverified", check
     assert check.actual.endswith("the log ends inside a line, cut short: 'EDAC MC1: 1'"), check
 
@@ -164,7 +164,7 @@ def test_another_devices_fatal_pcie_error_stays_host_hw_errors() -> None:
     """vgpu_unlock#114's root port `0000:00:01.1` (no GPU line in its error's handling) still fails
     host_hw_errors: only a port whose error the log ties to a GPU is the GPU's."""
     text = (REAL / "dmesg__pcieport-aer-fatal-root-port__vgpu-unlock-114.txt").read_text()
-    check = rule_host_hw_errors(host_errors(text))
+    check = rule_host_hw_errors(host_errors(*log_lines(text)))
     assert check is not None and check.verdict == "fail", check
 
 
@@ -194,9 +194,9 @@ def test_an_apei_memory_record_and_its_edac_line_are_one_event() -> None:
         " card:1 module:0 rank:1 bank:2 device:11 row:40948 col:560 page:0x6a47d1f offset:0x540"
         " grain:1 syndrome:0x0)\n"
     )
-    once = host_errors(text + edac)
+    once = host_errors(*log_lines(text + edac))
     assert [(e.source, e.severity, e.count) for e in once] == [("edac", "corrected", 1)], once
-    check = rule_host_hw_errors(host_errors((text + edac) * 9))
+    check = rule_host_hw_errors(host_errors(*log_lines((text + edac) * 9)))
     assert check is not None and check.verdict == "pass" and "x9" in check.actual, check
 
 
@@ -211,7 +211,7 @@ def test_a_benign_last_line_without_its_newline_is_read_whole() -> None:
     log ended inside made the row unverified.)"""
     text = (REAL / RADIASOFT).read_text()
     cut = text[: text.index("APIC 20") + len("APIC 20")]
-    check = rule_host_hw_errors(host_errors(cut))
+    check = rule_host_hw_errors(host_errors(*log_lines(cut)))
     assert check is not None and check.verdict == "pass", check
     assert check.actual.startswith(
         "CPU 1 bank 11: corrected memory error (machine check 8c00004f000800c2)"
@@ -226,10 +226,10 @@ def test_a_last_line_of_a_stamp_alone_narrows_the_errors_read() -> None:
     no row (gpu_xid says the log is cut)."""
     text = (REAL / RADIASOFT).read_text()
     cut = text[: text.index("EDAC MC1: 1 CE")]
-    check = rule_host_hw_errors(host_errors(cut))
+    check = rule_host_hw_errors(host_errors(*log_lines(cut)))
     assert check is not None and check.verdict == "unverified", check
     assert check.actual.endswith("the log ends inside a line, cut short: 'Feb 23 03:28:16  kernel:'"), check
-    assert rule_host_hw_errors(host_errors(cut[cut.rindex("\n") + 1 :])) is None
+    assert rule_host_hw_errors(host_errors(*log_lines(cut[cut.rindex("\n") + 1 :]))) is None
 
 
 def test_an_amd_memory_controllers_corrected_error_counts_as_a_ce_and_later_notices_are_unread() -> None:
@@ -240,7 +240,9 @@ def test_an_amd_memory_controllers_corrected_error_counts_as_a_ce_and_later_noti
     records went to mcelog / rasdaemon only. (Before: warn, "corrected machine check", a CPU fault
     claimed; now unverified: the errors after the first are not in the log.)"""
     check = rule_host_hw_errors(
-        host_errors((REAL / "dmesg-grep-mce__mce-corrected-amd-bank17__rasdaemon-95.txt").read_text())
+        host_errors(
+            *log_lines((REAL / "dmesg-grep-mce__mce-corrected-amd-bank17__rasdaemon-95.txt").read_text())
+        )
     )
     assert check is not None and check.verdict == "unverified", check
     assert check.actual == (

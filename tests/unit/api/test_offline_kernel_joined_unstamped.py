@@ -1,0 +1,78 @@
+"""A kernel log saved without its stamps (`dmesg -t`, `journalctl -o cat`, a syslog cut of its
+heads) whose lines a chat or a web form joined: nothing but the kernel's own message heads
+(`NVRM: `, `nvidia-nvswitch1: `, `pcieport 0000:00:01.0: `) says where a line began, so such a
+log is not read (gpu_xid unverified, naming the joined line; facts/joined_log.py). Before (round
+33), a joined line was read as its first message alone: `dmesg -t | grep Xid` of an NVSwitch box,
+every two lines joined, read its Xid 79 as an SXid line's words ("no Xid in the kernel log"), and
+the stamp-less boot log of open-gpu-kernel-modules#489, joined, passed gpu_xid."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+GPUS = "nvidia-smi-L__l40s__1gpu__driver595.80.txt"
+# every real dmesg-stamped log with an Xid line (the stamp dropped: what `dmesg -t` prints)
+XID_LOGS = sorted(
+    p.name
+    for p in REAL.glob("dmesg*.txt")
+    if "NVRM: Xid (" in p.read_text(encoding="utf-8") and p.read_text(encoding="utf-8").startswith("[")
+)
+_STAMP = re.compile(r"^\[[^\]]*\] ?", re.MULTILINE)
+
+
+def _gpu_xid(folder: Path, log: str) -> tuple[str, str]:
+    folder.mkdir()
+    (folder / "dmesg.txt").write_text(log, encoding="utf-8")
+    (folder / "nvidia-smi-L.txt").write_text((REAL / GPUS).read_text(encoding="utf-8"), encoding="utf-8")
+    (folder / "order.yml").write_text("gpu_count: 1\n")
+    facts = offline.parse_facts(
+        offline.load_outputs([str(folder / "dmesg.txt"), str(folder / "nvidia-smi-L.txt")])
+    )
+    checks = {c.name: c for c in offline.judge(facts, offline.load_order(str(folder / "order.yml")))}
+    return checks["gpu_xid"].verdict, f"{checks['gpu_xid'].actual} {checks['gpu_xid'].detail}"
+
+
+def _pairs(lines: list[str]) -> str:
+    return "\n".join(" ".join(lines[i : i + 2]) for i in range(0, len(lines), 2)) + "\n"
+
+
+def _unstamped(name: str) -> list[str]:
+    return [line for line in _STAMP.sub("", (REAL / name).read_text(encoding="utf-8")).split("\n") if line]
+
+
+def test_xid_and_sxid_lines_without_stamps_joined_in_pairs_are_not_read_as_no_xid(tmp_path: Path) -> None:
+    # (`dmesg -t | grep Xid` on an NVSwitch box: the Xid 79 line, then the SXid lines)
+    grepped = [line for line in _unstamped("dmesg__xid-79-sxid-20034__nvswitch.txt") if "Xid" in line]
+    whole = _gpu_xid(tmp_path / "whole", "\n".join(grepped) + "\n")
+    assert whole[0] == "fail"
+    verdict, said = _gpu_xid(tmp_path / "joined", _pairs(grepped))
+    assert verdict == "unverified"
+    assert "no Xid in the kernel log" not in said
+    assert "several messages on one line" in said
+
+
+def test_a_boot_log_without_stamps_joined_in_pairs_does_not_pass(tmp_path: Path) -> None:
+    lines = _unstamped("dmesg__e820-chipset-setup-error-open-module-530.41.03__ogkm-489.txt")
+    verdict, said = _gpu_xid(tmp_path / "joined", _pairs(lines))
+    assert verdict == "unverified"
+    assert "several messages on one line" in said
+
+
+@pytest.mark.parametrize("name", XID_LOGS)
+def test_no_real_xid_log_without_stamps_joined_passes_gpu_xid(name: str, tmp_path: Path) -> None:
+    lines = _unstamped(name)
+    joined = {
+        "all": " ".join(lines) + "\n",
+        "pairs": _pairs(lines),
+        "from-second": f"{lines[0]}\n{_pairs(lines[1:])}",
+    }
+    for how, text in joined.items():
+        verdict, said = _gpu_xid(tmp_path / how, text)
+        assert verdict != "pass", (how, said)
+        assert "no Xid in the kernel log" not in said, (how, said)
