@@ -28,6 +28,7 @@ import _sre  # (re's own engine: its compile and MAGIC)
 import atexit
 import builtins
 import contextlib
+import hashlib
 import importlib.util
 import marshal
 import os
@@ -47,6 +48,10 @@ _re_compile: Any = getattr(_compiler, "compile", None)
 # a file holding more entries than this (of older versions' classes and patterns) is written
 # anew with only those this process used
 MAX_ENTRIES = 4000
+# a cache file is read only up to this size, and only where its digest matches its content (a
+# damaged file is not handed to marshal, which may fail in ways of its own or ask for gigabytes)
+MAX_BYTES = 32 << 20
+_HEAD = b"gpuonboard code cache\n"
 # (per interpreter build: its bytecode, its version, which may fix re's code generation or its
 # Unicode tables under the same bytecode, and -O)
 _TAG = "-".join(
@@ -69,9 +74,9 @@ class _Store:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.known: dict[Any, Any] = (
-            {k: v for k, v in _load(path).items() if self.sound(k, v)} if path is not None else {}
-        )
+        self.known: dict[Any, Any] = {}
+        with contextlib.suppress(Exception):  # (a file of other entries: none of them)
+            self.known = {k: v for k, v in _load(path).items() if self.sound(k, v)} if path else {}
         self.used: dict[Any, Any] = {}
         self.added = 0
         self._lock = threading.Lock()
@@ -93,7 +98,7 @@ class _Store:
         with self._lock:
             entries = dict(self.known) if len(self.known) <= MAX_ENTRIES else dict(self.used)
         with contextlib.suppress(OSError, ValueError):
-            _write(self.path, marshal.dumps(entries))
+            _write(self.path, framed(marshal.dumps(entries)))
 
 
 class CodeCache(_Store):
@@ -132,22 +137,18 @@ def may_warn(pattern: str | bytes, flags: int = 0) -> bool:
     character set; a DeprecationWarning for a conditional group's name `(?(...)` or a bytes
     pattern's non-ASCII group name): such a pattern is compiled each time, so that it warns as
     before. Reads the sets as the parser does (a backslash escapes the next character, a `]`
-    first in a set is one of its characters, a verbose pattern's `#` outside a set starts a
-    comment); errs towards True."""
+    first in a set is one of its characters, a verbose pattern holding a `#` is taken to
+    warn: where its comments are depends on the scopes of its x flags); errs towards True."""
     text = pattern if isinstance(pattern, str) else pattern.decode("latin-1")
     if "(?(" in text or (type(pattern) is bytes and not pattern.isascii()):
         return True
-    verbose = bool(flags & re.VERBOSE) or _INLINE_VERBOSE.search(text) is not None
+    if "#" in text and (flags & re.VERBOSE or _INLINE_VERBOSE.search(text) is not None):
+        return True  # (where a `#` starts a comment depends on the scopes of x: not read here)
     i, n = 0, len(text)
     while i < n:
         c = text[i]
         if c == "\\":
             i += 2
-            continue
-        if c == "#" and verbose:
-            i = text.find("\n", i)
-            if i < 0:
-                break
             continue
         if c != "[":
             i += 1
@@ -266,17 +267,35 @@ def _load(path: Path) -> dict[Any, Any]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_mode & 0o022 or st.st_uid != os.getuid():
             return {}
+        if st.st_size > MAX_BYTES:
+            return {}
         with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read()
+            data = unframed(f.read(MAX_BYTES + 1))
     except OSError:
         return {}
     finally:
         os.close(fd)
+    if data is None:
+        return {}
     try:
         entries = marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
+    except Exception:  # (whatever marshal raises on a file it cannot read: no cache)
         return {}
     return entries if type(entries) is dict else {}
+
+
+def framed(data: bytes) -> bytes:
+    """`data` as a cache file holds it: a head, its sha256, then the data."""
+    return _HEAD + hashlib.sha256(data).digest() + data
+
+
+def unframed(raw: bytes) -> bytes | None:
+    """The data of a cache file's bytes; None where the head or the digest does not match."""
+    start = len(_HEAD) + 32
+    if not raw.startswith(_HEAD) or len(raw) > MAX_BYTES:
+        return None
+    data = raw[start:]
+    return data if hashlib.sha256(data).digest() == raw[len(_HEAD) : start] else None
 
 
 def _write(path: Path, data: bytes) -> None:
@@ -301,17 +320,22 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def cache_path(name: str = _FILE) -> Path | None:
-    """The file `name` in the user's cache folder (`$XDG_CACHE_HOME/gpuonboard`, else
-    `~/.cache/gpuonboard`); None where no home is known or GPUONBOARD_CODE_CACHE=0."""
-    if os.environ.get("GPUONBOARD_CODE_CACHE") == "0":
+    """The file `name` in the user's cache folder (`$XDG_CACHE_HOME/gpuonboard-code`, else
+    `~/.cache/gpuonboard-code`: not the `gpuonboard` folder that teardown reads on a host), or in
+    GPUONBOARD_CODE_CACHE where that is an absolute folder; None where no home is known or
+    GPUONBOARD_CODE_CACHE=0."""
+    setting = os.environ.get("GPUONBOARD_CODE_CACHE", "")
+    if setting == "0":
         return None
+    if os.path.isabs(setting):
+        return Path(setting) / name
     base = os.environ.get("XDG_CACHE_HOME")
     if not base or not os.path.isabs(base):
         home = os.path.expanduser("~")
         if not home or home == "~" or not os.path.isabs(home):
             return None
         base = os.path.join(home, ".cache")
-    return Path(base) / "gpuonboard" / name
+    return Path(base) / "gpuonboard-code" / name
 
 
 _INSTALLED: CodeCache | None = None
