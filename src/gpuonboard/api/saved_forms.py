@@ -16,6 +16,7 @@ from gpuonboard.api.command_line import pipeline, run
 from gpuonboard.api.df_refusal import df_refusal, df_rows
 from gpuonboard.api.kind_names import expected_outputs
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
+from gpuonboard.api.table_part import TABLE_PROBE, table_part_view
 from gpuonboard.api.unjudged import lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
 from gpuonboard.errors import UsageError
@@ -752,6 +753,8 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
     what it looks like and what to save."""
     if (affinity := affinity_output(where, text, copied)) is not None:
         return "nproc", affinity
+    if (part := table_part_view(text)) is not None:  # (rows showing a fault: api/table_part.py)
+        return TABLE_PROBE, part
     if (shape := _shape_refusal(where, text)) is not None:
         raise UsageError(shape)
     if (missing := missing_output(where, text, copied)) is not None:
