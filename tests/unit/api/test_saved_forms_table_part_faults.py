@@ -25,7 +25,10 @@ PUBLIC = Path(__file__).parents[2] / "fixtures" / "public"
 LAMBDA = "nvidia-smi-fragment__a100-sxm4-80gb__gpu4-5__gpu5-err__lambda-doc.txt"
 ORDER = "gpu_model: A100\ngpu_count: 8\nmin_driver: '525.60'\n"
 V100 = "part-of-nvidia-smi__gpu-rows-only__1x-v100-pcie-power-draw-err__azure-ncv3__azhpc-diagnostics-77.txt"
-RTX4000 = "part-of-nvidia-smi__copied-command-elided-gpu13-14-rows__rtx-4000-ada-gpu14-fan-err__nvidia-gpu-exporter-393.txt"
+RTX4000 = (
+    "part-of-nvidia-smi__copied-command-elided-gpu13-14-rows__rtx-4000-ada-gpu14-fan-err"
+    "__nvidia-gpu-exporter-393.txt"
+)
 A30 = "nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt"
 A40 = "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt"
 T4 = "nvidia-smi__tesla-t4__2gpu-one-bus-id__driver545.23.08__gpu1-err.txt"
