@@ -88,7 +88,7 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     """The driver is at least the ordered minimum version (nvidia-smi's; else the kernel log's)."""
     assert order.min_driver is not None
     expected = f">= {order.min_driver}"
-    problem = _no_gpu_actual(facts)
+    problem = _no_gpu_actual(facts, "min_driver")
     if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
         problem = None
     if problem or facts.gpu is None or not facts.gpu.driver_version:

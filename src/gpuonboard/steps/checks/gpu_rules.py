@@ -116,7 +116,7 @@ def rule_driver(facts: Facts) -> Check:
             NOT_FOUND_ADVICE,
         )
     refused = _refused(facts)
-    problem = _no_gpu_actual(facts)
+    problem = _no_gpu_actual(facts, "driver")
     unread = facts.unread_not_a_fault() if problem else ""
     if unread:
         check = driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
