@@ -21,6 +21,7 @@ from gpuonboard.api.unjudged import lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
+from gpuonboard.facts.driver_module import MODULE_PROBE, looks_like_module_file
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
@@ -755,6 +756,8 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
         return "nproc", affinity
     if (part := table_part_view(text)) is not None:  # (rows showing a fault: api/table_part.py)
         return TABLE_PROBE, part
+    if looks_like_module_file(text):  # (/proc/driver/nvidia/version: facts/driver_module.py)
+        return MODULE_PROBE, ProbeOutput(text, "", 0)
     if (shape := _shape_refusal(where, text)) is not None:
         raise UsageError(shape)
     if (missing := missing_output(where, text, copied)) is not None:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
 from gpuonboard.once import lazy_re
@@ -53,7 +54,18 @@ def driver_not_given(facts: Facts, expected: str) -> Check:
         actual = "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
         advice = f"{topo}: add the saved `nvidia-smi -q -x` output to judge it"
         return Check("nvidia_driver", expected, actual, "unverified", advice)
-    return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+    check = _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+    if said := loaded_module_said(facts):  # (the module loaded, but whether it reads the GPUs: not known)
+        return replace(check, actual=f"{check.actual} ({said}; whether it reports the GPUs is not known)")
+    return check
+
+
+def loaded_module_said(facts: Facts) -> str:
+    """ "the loaded kernel module is 535.104.05 (/proc/driver/nvidia/version)" where that file
+    was given (facts/driver_module.py), else ""."""
+    out = facts.raw.get(MODULE_PROBE)
+    module = module_file_version(out.stdout) if out is not None and out.exit_code == 0 else None
+    return f"the loaded kernel module is {module.version} ({MODULE_FILE})" if module else ""
 
 
 def no_gpu_detail(facts: Facts) -> str:
