@@ -28,6 +28,7 @@ from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.monitor import monitor_refusal
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import ProbeOutput, first_line
+from gpuonboard.masking import command_said
 
 __all__ = [
     "OTHER_OPERATION",
@@ -649,6 +650,7 @@ def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
             + ("" if plain else " (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them).")
         )
     if not said and copied:  # (the file's only line was the copied command, dropped as such)
+        copied = command_said(copied)  # (a password it holds masked: masking.PASSWORD_OPTIONS)
         shown = copied if len(copied) <= 60 else copied[:57].rstrip() + "..."
         return (
             f"{where}: a copied command line (`{shown}`) with no output below it (a command that"

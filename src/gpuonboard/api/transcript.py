@@ -29,6 +29,7 @@ from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
+from gpuonboard.masking import command_said
 
 T = TypeVar("T")
 UNRECOGNISED = "not a recognised command output"  # (how a file of no known output is refused)
@@ -156,7 +157,7 @@ class Section:
         if self.line and not self.command:  # (a bare prompt, or a page's block with no command)
             return f"the text below line {self.line} (no command above it){self.what}"
         if self.line:
-            return f"line {self.line} (`{self.command}`){self.what}"
+            return f"line {self.line} (`{command_said(self.command)}`){self.what}"
         first = first_line(self.text)
         shown = f"`{first[:60]}{'...' if len(first) > 60 else ''}`"
         if _TYPED_FIRST.match(first):
