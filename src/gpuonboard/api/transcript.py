@@ -351,6 +351,19 @@ def _first_prompt_lines_dropped(lines: list[str], heads: list[int]) -> list[str]
     return out
 
 
+def prompt_host(line: str) -> str | None:
+    """The host a prompt line names (`3f4e5a6b7c8d` of `root@3f4e5a6b7c8d:/# df -h`), None
+    where the line is no prompt or names none."""
+    found = _prompt(line)
+    return found[1] if found is not None else None
+
+
+def container_shell(host: str | None) -> bool:
+    """Whether a prompt's host is a container's shell: Docker's default host name inside a
+    container, the container ID's first 12 hex digits (`root@3f4e5a6b7c8d:/#`)."""
+    return bool(_CONTAINER_ID.fullmatch((host or "").lower().split(".")[0]))
+
+
 def hosts(parts: list[Section], reports: Sequence[Section] = ()) -> list[str]:
     """The hosts the commands read from a session ran on, as its prompts (or `ssh HOST`) name
     them, in order of first mention (a host's short name and its full one are one). `parts`: the
