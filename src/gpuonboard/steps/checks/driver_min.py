@@ -107,7 +107,8 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
         if (module := file_module(facts)) is not None:
             return _from_module_file(order.min_driver, expected, module, library)
         if (loaded := log_driver(facts)) is not None:
-            return _from_log(order.min_driver, expected, loaded)
+            failed = "nvidia-smi failed" in (problem or "")
+            return _from_log(order.min_driver, expected, loaded, failed)
         if problem and library:
             problem += f"; {MISMATCH_LIBRARY % library}"
         return Check(
@@ -172,12 +173,11 @@ def _older(need: str) -> str:
     )
 
 
-def _from_log(need: str, expected: str, loaded: LogDriver) -> Check:
-    """min_driver judged by the kernel log's last driver load line (no nvidia-smi driver given)."""
-    said = (
-        f"{loaded.version} (the kernel log's {loaded.what} `{loaded.line[:120]}`;"
-        " no nvidia-smi output was given)"
-    )
+def _from_log(need: str, expected: str, loaded: LogDriver, smi_failed: bool = False) -> Check:
+    """min_driver judged by the kernel log's last driver load line (no nvidia-smi driver given:
+    none saved, or nvidia-smi failed, `smi_failed`)."""
+    none = "nvidia-smi failed before naming it" if smi_failed else "no nvidia-smi output was given"
+    said = f"{loaded.version} (the kernel log's {loaded.what} `{loaded.line[:120]}`; {none})"
     try:
         ok = ngc.version_key(loaded.version) >= ngc.version_key(need)
     except ValueError:

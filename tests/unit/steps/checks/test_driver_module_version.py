@@ -7,9 +7,10 @@ refused ("not a recognised command output", in a session "not an output this too
 the mismatch's module version was left unread: min_driver said the module's "version is not
 read here" beside a mismatch whose module version the box had printed.
 
-Real captures: tests/fixtures/real/SOURCES.md, round 33 (neofetch#876, nixGL#186, nixGL#139,
-truenas-nvidia-drivers#19; open-gpu-kernel-modules#626's journal, its last four lines as a user
-pastes the mismatch alone)."""
+Real captures: tests/fixtures/real/SOURCES.md, round 33 (neofetch#876, nixGL#186, nixGL#139),
+tests/fixtures/sessions/SOURCES.md (truenas-nvidia-drivers#19); open-gpu-kernel-modules#626's
+journal, its last four lines as a user pastes the mismatch alone; test_min_driver_mismatch.py
+judges the h01 session's `dmesg | grep NVRM`."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ FILE_384 = "proc-driver-nvidia-version__x86_64-kernel-module-384.98__neofetch-87
 FILE_565 = "proc-driver-nvidia-version__open-kernel-module-for-x86_64-565.57.01__nixgl-186.txt"
 JETSON = "proc-driver-nvidia-version__jetson-orin-nx-l4t-35.3.1__nixgl-139.txt"
 TRUENAS = (
-    "session__nvidia-smi-version-mismatch-nvml-580.178__proc-driver-nvidia-version-580.173.02"
-    "__truenas-nvidia-drivers-19.txt"
+    Path(__file__).parents[3]
+    / "fixtures"
+    / "sessions"
+    / "transcript__nvidia-smi-NVMLmismatch-library-580.178+proc-driver-version-580.173.02__truenas-19.txt"
 )
 OGKM_626 = "journalctl__zh-cn-locale-snip-elision__nvrm-api-mismatch-550.76-550.67__ogkm-626.txt"
 
@@ -62,7 +65,7 @@ def test_a_jetson_module_number_is_no_driver_release(tmp_path: Path) -> None:
 
 
 def test_a_version_mismatch_session_names_the_module_beside_the_library(tmp_path: Path) -> None:
-    got = verdicts(tmp_path, "session.txt", (REAL / TRUENAS).read_text(), ORDER)
+    got = verdicts(tmp_path, "session.txt", TRUENAS.read_text(), ORDER)
     assert got["nvidia_driver"] == (
         "fail",
         "nvidia-smi failed (Failed to initialize NVML: Driver/library version mismatch); the loaded"
