@@ -275,6 +275,9 @@ def _command_words(command: str) -> tuple[list[str], list[str], set[str]]:
             shown.append(word if _PROGRAM.fullmatch(word) and not _looks_random(word) else MASK)
             program = word.rsplit("/", 1)[-1]
             program_next = program in _SHOWN_FIRST
+        elif (option := password_option(program, word)) is not None:  # (`ldapsearch -w PW`)
+            shown.append(MASK if option[1] else word)
+            value_next = not option[1]
         elif _FLAG.fullmatch(word) and _flag_safe(word):
             shown.append(word)
             value_next = bool(_SECRET_FLAG.search(word.split("=", 1)[0]))
@@ -354,3 +357,113 @@ def _safe_word(word: str) -> bool:
     return bool(_NAME.fullmatch(word) or _VAR.fullmatch(word)) or (
         bool(_PATH.fullmatch(word)) and not _looks_random(word)
     )
+
+
+# The short options whose value is the program's own password, by program: one table for the
+# family (`ldapsearch -w PW`, `mysql -pPW`, `sshpass -p PW`, `redis-cli -a PW`, `zip -P PW`),
+# read by command_shown and command_said alike. Its value given apart or attached is the
+# password whatever it looks like (`-w hunter`); curl's, lftp's and smbclient's give a credential
+# pair (`-u user:PW`, `-u user,PW`, `-U user%PW`): its second half is the password.
+PASSWORD_OPTIONS: dict[str, str] = {
+    **dict.fromkeys(
+        ("ldapsearch", "ldapadd", "ldapmodify", "ldapdelete", "ldapmodrdn", "ldapcompare", "ldapwhoami"),
+        "w",
+    ),
+    "ldappasswd": "wsa",  # (-w the bind's, -s the new, -a the old password)
+    **dict.fromkeys(
+        (
+            "mysql",
+            "mysqldump",
+            "mysqladmin",
+            "mysqlimport",
+            "mysqlshow",
+            "mysqlcheck",
+            "mariadb",
+            "mariadb-dump",
+        ),
+        "p",
+    ),
+    **dict.fromkeys(("mongo", "mongosh", "mongodump", "mongorestore", "mongoexport", "mongoimport"), "p"),
+    "sshpass": "p",
+    "redis-cli": "a",
+    "zip": "P",
+    "unzip": "P",
+    "7z": "p",
+    "openssl": "k",
+    "sqlcmd": "P",
+    "ipmitool": "P",
+    "mosquitto_pub": "P",
+    "mosquitto_sub": "P",
+    "curl": "u",
+    "lftp": "u",
+    "smbclient": "U",
+}
+# the programs above whose option's value is a credential pair: the separator before the password
+_PAIRED = {"curl": ":", "lftp": ",", "smbclient": "%"}
+# words before the program that are no program (`sudo`, `env`, `timeout 5`)
+_BEFORE_PROGRAM = ("sudo", "env", "timeout", "nice", "nohup", "exec", "command", "time")
+
+
+def password_option(program: str, word: str) -> tuple[str, str] | None:
+    """(the option, its attached value or "") where `word` is `program`'s password option
+    (PASSWORD_OPTIONS: `-w`, `-pPW`); None for any other word."""
+    options = PASSWORD_OPTIONS.get(program.rsplit("/", 1)[-1], "")
+    if len(word) < 2 or word[0] != "-" or word[1] not in options or word.startswith("--"):
+        return None
+    return word[:2], word[2:]
+
+
+def _password_of(program: str, value: str) -> str:
+    """The password in a password option's value: the second half of a credential pair."""
+    sep = _PAIRED.get(program.rsplit("/", 1)[-1])
+    return value.partition(sep)[2] if sep and sep in value else ("" if sep else value)
+
+
+def command_passwords(command: str) -> list[str]:
+    """The passwords a typed command line holds: its programs' password options' values
+    (PASSWORD_OPTIONS), a secret-named option's value (`--password PW`, `--token=T`), a
+    secret-named variable's (`PGPASSWORD=PW psql`), a URL's userinfo password; longest first."""
+    try:
+        words = _split(command)
+    except ValueError:
+        words = command.split()
+    found: set[str] = set()
+    program, value_of = "", ""
+    for word in words:
+        if value_of:  # (the word after a password option given apart)
+            found.add(_password_of(value_of, word) if value_of in _PAIRED else word)
+            value_of = ""
+            continue
+        if _OPERATOR.fullmatch(word):
+            program = ""
+            continue
+        if not program and (assign := _ASSIGN.fullmatch(word)):
+            if _SECRET_FLAG.search(assign.group(1)) and assign.group(2):
+                found.add(assign.group(2))
+            continue
+        if not program:
+            program = "" if word.rsplit("/", 1)[-1] in _BEFORE_PROGRAM else word.rsplit("/", 1)[-1]
+            continue
+        if (option := password_option(program, word)) is not None:
+            if option[1]:
+                found.add(_password_of(program, option[1]))
+            else:
+                value_of = program
+            continue
+        name, eq, value = word.partition("=")
+        if word.startswith("--") and _SECRET_FLAG.search(name):
+            if eq:
+                found.add(value)
+            else:
+                value_of = "--"
+        for userinfo in re.findall(r"//([^/@\s]+)@", word):
+            found.add(userinfo.partition(":")[2])
+    return sorted((w for w in found if w and w != MASK), key=lambda w: (-len(w), w))
+
+
+def command_said(command: str) -> str:
+    """A typed command line as a note or a report quotes it (a pasted session's prompt line):
+    as typed, each password it holds (command_passwords) masked."""
+    for secret in command_passwords(command):
+        command = command.replace(secret, MASK)
+    return command

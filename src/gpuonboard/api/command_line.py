@@ -40,6 +40,8 @@ import shlex
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gpuonboard.masking import command_said
+
 __all__ = [
     "CONTAINER_CLIS",
     "LAUNCHERS",
@@ -243,7 +245,7 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
         if inner is None:
             break
         if isinstance(inner, str):  # (a command line another shell reads: from its start)
-            said = text.strip()
+            said = command_said(text.strip())  # (a password in it masked: masking.PASSWORD_OPTIONS)
             return [
                 Run(
                     said,
@@ -255,7 +257,7 @@ def _runs_of(text: str, tools: Collection[str]) -> list[Run]:
                 for r in runs(inner, tools)
             ]
         words = inner
-    return [Run(text.strip(), [words, *rest], to_file, entered, 1 if entered else 0)]
+    return [Run(command_said(text.strip()), [words, *rest], to_file, entered, 1 if entered else 0)]
 
 
 def _to_file(text: str) -> str:

@@ -15,6 +15,7 @@ from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, elsewhere
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import TYPE_FIELDS, lscpu_labels
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
+from gpuonboard.masking import command_said
 from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
 # the commands of a pipeline after the tool known to pass every line it gets (a pager, a tee, a
@@ -166,7 +167,7 @@ def report_filtered(command: str) -> str:
 # what a host tool's output (a kind's) shows of a container it ran in: lxcfs serves a container
 # its own limits as /proc/meminfo, /proc/cpuinfo and the online CPUs (free's total is its memory
 # limit, lscpu's Off-line CPU(s) list the CPUs outside its CPU set); without lxcfs, the host's
-_CONTAINER_VIEWS = {"free": "the memory", "lscpu": "the CPUs"}
+_CONTAINER_VIEWS = {"free": "the memory", "lscpu": "the CPUs", "df": "the disks"}
 # the file each of those tools reads, which a saved `cat` of it is
 _CONTAINER_FILES = {"free": "/proc/meminfo", "lscpu": "/proc/cpuinfo"}
 
@@ -184,6 +185,19 @@ def container_view(kind: str, command: str) -> str:
         return ""
     where = "a container it started" if ran.started else IN_RUNNING_CONTAINER
     return f"`{ran.said}` shows {what} of {where}, not the box's"
+
+
+def container_prompt_view(kind: str, host: str, command: str) -> str:
+    """Where a session's prompt names a container's shell (`root@3f4e5a6b7c8d:/#`: Docker's
+    default host name, the container ID) and the command there printed free, lscpu or df: one
+    clause saying the output is that container's view, naming the command; "" for another kind."""
+    what = _CONTAINER_VIEWS.get(kind)
+    if what is None:
+        return ""
+    return (
+        f"`{command_said(command)}` ran at the prompt of `{host}`, a container's shell (its host name a"
+        f" container ID), so it shows {what} of that container, not the box's"
+    )
 
 
 def _ran_inside(ran: Run, kind: str) -> bool:

@@ -27,6 +27,7 @@ from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.narrowed import (
+    container_prompt_view,
     container_view,
     matrix_nvlink,
     matrix_pci,
@@ -50,6 +51,7 @@ from gpuonboard.api.saved_kinds import (
 from gpuonboard.api.saved_retired import retired_pages
 from gpuonboard.api.saved_text import (
     copied_command,
+    copied_host,
     decode_saved,
     prompt_command,
     strip_prompt,
@@ -293,6 +295,10 @@ def _session_outputs(
                 for k, o, w in got
             ]
         kind, out = _saved_output(path, where, text, command)
+        part = next((p for p in parts if f"{path} {p.where}" == where), None)
+        if part is not None and transcript.container_shell(part.host) and not out.in_container:
+            # (typed in a container's shell: its free, lscpu or df is that container's view)
+            out = dataclasses.replace(out, in_container=container_prompt_view(kind, part.host or "", command))
         if kind == "nvidia_smi_list" and where == f"{path} {parts[-1].where}":
             why = why or ends_at_name(out.stdout)  # (a typed -L the session ends inside)
         return (kind, dataclasses.replace(out, partial=out.partial or why)) if why else (kind, out)
@@ -478,7 +484,11 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         )
     if kind is None:
         return saved_forms.without_kind(where, text, copied)
-    return _read_as(path, where, kind, text, warned, copied, command)
+    kind, out = _read_as(path, where, kind, text, warned, copied, command)
+    if transcript.container_shell(host := copied_host(pasted)) and not out.in_container:
+        # (typed at a container's prompt, `root@3f4e5a6b7c8d:/# df -h`: that container's view)
+        out = dataclasses.replace(out, in_container=container_prompt_view(kind, host or "", command))
+    return kind, out
 
 
 def _read_as(

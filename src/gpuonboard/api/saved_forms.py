@@ -16,16 +16,19 @@ from gpuonboard.api.command_line import pipeline, run
 from gpuonboard.api.df_refusal import df_refusal, df_rows
 from gpuonboard.api.kind_names import expected_outputs
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
+from gpuonboard.api.table_part import TABLE_PROBE, table_part_view
 from gpuonboard.api.unjudged import lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
+from gpuonboard.facts.driver_module import MODULE_PROBE, looks_like_module_file
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.monitor import monitor_refusal
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import ProbeOutput, first_line
+from gpuonboard.masking import command_said
 
 __all__ = [
     "OTHER_OPERATION",
@@ -647,6 +650,7 @@ def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
             + ("" if plain else " (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them).")
         )
     if not said and copied:  # (the file's only line was the copied command, dropped as such)
+        copied = command_said(copied)  # (a password it holds masked: masking.PASSWORD_OPTIONS)
         shown = copied if len(copied) <= 60 else copied[:57].rstrip() + "..."
         return (
             f"{where}: a copied command line (`{shown}`) with no output below it (a command that"
@@ -752,6 +756,10 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
     what it looks like and what to save."""
     if (affinity := affinity_output(where, text, copied)) is not None:
         return "nproc", affinity
+    if (part := table_part_view(text)) is not None:  # (rows showing a fault: api/table_part.py)
+        return TABLE_PROBE, part
+    if looks_like_module_file(text):  # (/proc/driver/nvidia/version: facts/driver_module.py)
+        return MODULE_PROBE, ProbeOutput(text, "", 0)
     if (shape := _shape_refusal(where, text)) is not None:
         raise UsageError(shape)
     if (missing := missing_output(where, text, copied)) is not None:

@@ -210,3 +210,11 @@ def prompt_command(text: str) -> str:
     if first is None:
         return ""
     return transcript.tool_command(_traced_command(lines, first))
+
+
+def copied_host(text: str) -> str | None:
+    """The host the copied prompt line above the output names (`3f4e5a6b7c8d` of
+    `root@3f4e5a6b7c8d:/# df -h`), None where there is none."""
+    lines = text.split("\n")
+    first = _prompt_line(lines)
+    return transcript.prompt_host(lines[first]) if first is not None else None

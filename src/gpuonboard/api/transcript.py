@@ -29,6 +29,7 @@ from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
+from gpuonboard.masking import command_said
 
 T = TypeVar("T")
 UNRECOGNISED = "not a recognised command output"  # (how a file of no known output is refused)
@@ -156,7 +157,7 @@ class Section:
         if self.line and not self.command:  # (a bare prompt, or a page's block with no command)
             return f"the text below line {self.line} (no command above it){self.what}"
         if self.line:
-            return f"line {self.line} (`{self.command}`){self.what}"
+            return f"line {self.line} (`{command_said(self.command)}`){self.what}"
         first = first_line(self.text)
         shown = f"`{first[:60]}{'...' if len(first) > 60 else ''}`"
         if _TYPED_FIRST.match(first):
@@ -348,6 +349,19 @@ def _first_prompt_lines_dropped(lines: list[str], heads: list[int]) -> list[str]
         ):
             out[i - 1] = ""
     return out
+
+
+def prompt_host(line: str) -> str | None:
+    """The host a prompt line names (`3f4e5a6b7c8d` of `root@3f4e5a6b7c8d:/# df -h`), None
+    where the line is no prompt or names none."""
+    found = _prompt(line)
+    return found[1] if found is not None else None
+
+
+def container_shell(host: str | None) -> bool:
+    """Whether a prompt's host is a container's shell: Docker's default host name inside a
+    container, the container ID's first 12 hex digits (`root@3f4e5a6b7c8d:/#`)."""
+    return bool(_CONTAINER_ID.fullmatch((host or "").lower().split(".")[0]))
 
 
 def hosts(parts: list[Section], reports: Sequence[Section] = ()) -> list[str]:

@@ -130,6 +130,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "kubectl-describe-node": None,  # a node's condition rows: refused naming them
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
+        # the driver's version file: read by its form (facts/driver_module.py, api/saved_forms.py)
+        "proc-driver-nvidia-version__": None,
         "query-gpu-csv__": "nvidia_smi",  # (a --query-gpu CSV of undotted fields: round 30)
         "query-compute-apps-csv__": None,  # processes, not GPUs: a note naming the query (LLL)
         "top-summary-mem-swap__": None,  # top's summary, no free: refused naming it (round 30)

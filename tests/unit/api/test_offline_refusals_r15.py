@@ -26,12 +26,7 @@ PUBLIC = Path(__file__).parents[2] / "fixtures" / "public"
             "an `lscpu` without its first lines (a `grep` of it, or a paste of some lines), which this tool"
             " does not read: save the whole `lscpu` of the box.",
         ),
-        (
-            "nvidia-smi-fragment__a100-sxm4-80gb__gpu4-5__gpu5-err__lambda-doc.txt",
-            "part of nvidia-smi's table (GPU rows without its banner and header; it shows GPU 5 reading"
-            " ERR!, a GPU nvidia-smi cannot read), so the driver and the number of GPUs are not known: save"
-            " the whole `nvidia-smi` output.",
-        ),
+        # (the a100 fragment with its ERR! GPU is read since round 33: test_saved_forms_table_part_faults.py)
         (  # (its column header there: only the banner missing, m31c 19)
             "nvidia-smi-fragment__l4__column-header-no-banner__cut-after-gpu0__pubsec-655.txt",
             "part of nvidia-smi's table (GPU rows and their column header, without its `NVIDIA-SMI` banner),"

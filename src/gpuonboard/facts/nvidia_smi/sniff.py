@@ -32,6 +32,8 @@ def parse_any(text: str) -> GpuReport:
         return _named_by_address(parse_text_q(text))
     if looks_like_table(text):
         return parse_table(text)
+    if "NVIDIA-SMI" not in text and (part := parse_table(text)).gpus:
+        return part  # (GPU rows without the banner: a part of the table, its driver and count unread)
     first_line = head.splitlines()[0]
     if "," in first_line and _header_names(first_csv_row(first_line)):
         return parse_query_csv(text, ())

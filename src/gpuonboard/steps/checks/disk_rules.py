@@ -324,10 +324,29 @@ def _network_check(mount: disks.Mount, expected: str, actual: str, sized: bool =
     )
 
 
+def _in_container(check: Check, facts: Facts) -> Check:
+    """data_disk of a df run inside a container (ProbeOutput.in_container: `docker exec app df
+    -h`, a session's prompt in a container's shell): it shows the container's own root (an
+    overlay) and the mounts given to it, a view of the box's disks, so no verdict of its sizes is
+    the box's: unverified, saying so (as free's and lscpu's container views are)."""
+    out = facts.raw.get("df")
+    if out is None or not out.in_container or check.verdict not in ("pass", "warn", "fail"):
+        return check
+    return dataclasses.replace(
+        check,
+        actual=f"{check.actual} ({out.in_container})",
+        verdict="unverified",
+        detail=(
+            "a container's df shows its own root file system (an overlay) and the mounts given to"
+            " it, not the box's disks: save `df -P -k` run in the box's own shell"
+        ),
+    )
+
+
 def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
-    check = _judge_data_disk(order, facts, tolerance)
+    check = _in_container(_judge_data_disk(order, facts, tolerance), facts)
     unread = lsblk_table.unread(_answered(facts, "lsblk"))
     if unread is None and (cut := lsblk_table.table_cut(_answered(facts, "lsblk"))):
         # (an lsblk cut short: its rows read are judged, what it alone could show is not known)

@@ -13,6 +13,7 @@ import re
 from typing import NamedTuple
 
 from gpuonboard.connection.gather import Facts
+from gpuonboard.facts.driver_module import MODULE_PROBE, ModuleVersion, mismatch_versions, module_file_version
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.facts.kernel_text import log_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR
@@ -43,6 +44,8 @@ class LogDriver(NamedTuple):
     version: str
     line: str
     not_whole: str
+    # which line: the load banner, or the driver's API mismatch sentence naming the module's version
+    what: str = "driver load line"
 
 
 def log_driver(facts: Facts) -> LogDriver | None:
@@ -52,12 +55,20 @@ def log_driver(facts: Facts) -> LogDriver | None:
         return None
     lines = list(log_text(out.stdout).lines)
     at = next((i for i in range(len(lines) - 1, -1, -1) if _LOAD.search(lines[i])), None)
+    what = "driver load line"
     if at is None:
-        return None
-    m = _LOAD.search(lines[at])
-    assert m is not None
-    # (from `NVRM:`, its head left out; its blanks as one: a paste's tabs say the same line)
-    line, version = " ".join(lines[at][m.start() :].split()), m.group(1)
+        # (no load line: the driver's API mismatch sentence names the module loaded, nv.c's
+        # "... but this kernel module has the version %s", facts/driver_module.py)
+        at = next((i for i in range(len(lines) - 1, -1, -1) if "API mismatch" in lines[i]), None)
+        mismatch = mismatch_versions("\n".join(lines[at:])) if at is not None else None
+        if at is None or mismatch is None:
+            return None
+        line, version, what = mismatch.said.split("`")[1], mismatch.version, "API mismatch line"
+    else:
+        m = _LOAD.search(lines[at])
+        assert m is not None
+        # (from `NVRM:`, its head left out; its blanks as one: a paste's tabs say the same line)
+        line, version = " ".join(lines[at][m.start() :].split()), m.group(1)
     log = parse_kernel_log(out.stdout)
     after = lines[at + 1 :]
     not_whole = (
@@ -74,7 +85,7 @@ def log_driver(facts: Facts) -> LogDriver | None:
             else ""
         )
     )
-    return LogDriver(version, line, not_whole)
+    return LogDriver(version, line, not_whole, what)
 
 
 # why the NVML library version a version mismatch names is no driver version to judge
@@ -88,13 +99,17 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     """The driver is at least the ordered minimum version (nvidia-smi's; else the kernel log's)."""
     assert order.min_driver is not None
     expected = f">= {order.min_driver}"
-    problem = _no_gpu_actual(facts)
+    problem = _no_gpu_actual(facts, "min_driver")
     if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
         problem = None
     if problem or facts.gpu is None or not facts.gpu.driver_version:
+        library = mismatch_library_version(facts.gpu_raw.stdout, facts.gpu_raw.stderr) if problem else None
+        if (module := file_module(facts)) is not None:
+            return _from_module_file(order.min_driver, expected, module, library)
         if (loaded := log_driver(facts)) is not None:
-            return _from_log(order.min_driver, expected, loaded)
-        if problem and (library := mismatch_library_version(facts.gpu_raw.stdout, facts.gpu_raw.stderr)):
+            failed = "nvidia-smi failed" in (problem or "")
+            return _from_log(order.min_driver, expected, loaded, failed)
+        if problem and library:
             problem += f"; {MISMATCH_LIBRARY % library}"
         return Check(
             "min_driver",
@@ -125,6 +140,32 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     return Check("min_driver", expected, actual, "fail", _older(order.min_driver))
 
 
+def file_module(facts: Facts) -> ModuleVersion | None:
+    """The loaded kernel module's version a saved /proc/driver/nvidia/version names, or None."""
+    out = facts.raw.get(MODULE_PROBE)
+    return module_file_version(out.stdout) if out is not None and out.exit_code == 0 else None
+
+
+def _from_module_file(need: str, expected: str, module: ModuleVersion, library: str | None) -> Check:
+    """min_driver judged by the driver's own version file (the kernel module loaded now), no
+    nvidia-smi driver version given; where nvidia-smi failed on a driver/library version
+    mismatch, the library's version is said beside it."""
+    said = f"{module.version} (the loaded kernel module, {module.said[:160]})"
+    if library:
+        said += f"; nvidia-smi failed on a version mismatch: its NVML library is {library}, not the module's"
+    if not module.release:
+        return Check(
+            "min_driver",
+            expected,
+            f"{said}; {module.version} is no driver release number (a Jetson's module names its L4T release)",
+            "unverified",
+            "save `nvidia-smi` (its table's header) or `nvidia-smi -q` of the box, which names the"
+            " driver release",
+        )
+    ok = ngc.version_key(module.version) >= ngc.version_key(need)
+    return Check("min_driver", expected, said, "pass" if ok else "fail", "" if ok else _older(need))
+
+
 def _older(need: str) -> str:
     return (
         f"the NVIDIA driver is older than the ordered {need}: ask the vendor to install a"
@@ -132,12 +173,11 @@ def _older(need: str) -> str:
     )
 
 
-def _from_log(need: str, expected: str, loaded: LogDriver) -> Check:
-    """min_driver judged by the kernel log's last driver load line (no nvidia-smi driver given)."""
-    said = (
-        f"{loaded.version} (the kernel log's driver load line `{loaded.line[:120]}`;"
-        " no nvidia-smi output was given)"
-    )
+def _from_log(need: str, expected: str, loaded: LogDriver, smi_failed: bool = False) -> Check:
+    """min_driver judged by the kernel log's last driver load line (no nvidia-smi driver given:
+    none saved, or nvidia-smi failed, `smi_failed`)."""
+    none = "nvidia-smi failed before naming it" if smi_failed else "no nvidia-smi output was given"
+    said = f"{loaded.version} (the kernel log's {loaded.what} `{loaded.line[:120]}`; {none})"
     try:
         ok = ngc.version_key(loaded.version) >= ngc.version_key(need)
     except ValueError:

@@ -45,6 +45,7 @@ from gpuonboard.steps.checks.missing_facts import (
     driver_not_given,
     driver_unread,
     fault_advice,
+    loaded_module_said,
     no_gpu_detail,
     nvlink_view,
     rows_before_cut,
@@ -80,7 +81,10 @@ def _driver_failed(facts: Facts, expected: str, problem: str) -> Check:
             " GPU), not the box's driver: ask the vendor to give this instance its GPUs, or for"
             " the host's own `nvidia-smi`"
         )
-    return Check("nvidia_driver", expected, problem.removeprefix("unknown: "), "fail", advice)
+    actual = problem.removeprefix("unknown: ")
+    if module := loaded_module_said(facts):  # (the driver's own version file beside the failure)
+        actual += f"; {module}"
+    return Check("nvidia_driver", expected, actual, "fail", advice)
 
 
 def _driver_hung(facts: Facts, expected: str, actual: str) -> Check | None:
@@ -116,7 +120,7 @@ def rule_driver(facts: Facts) -> Check:
             NOT_FOUND_ADVICE,
         )
     refused = _refused(facts)
-    problem = _no_gpu_actual(facts)
+    problem = _no_gpu_actual(facts, "driver")
     unread = facts.unread_not_a_fault() if problem else ""
     if unread:
         check = driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
 from gpuonboard.once import lazy_re
@@ -53,7 +54,18 @@ def driver_not_given(facts: Facts, expected: str) -> Check:
         actual = "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
         advice = f"{topo}: add the saved `nvidia-smi -q -x` output to judge it"
         return Check("nvidia_driver", expected, actual, "unverified", advice)
-    return _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+    check = _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+    if said := loaded_module_said(facts):  # (the module loaded, but whether it reads the GPUs: not known)
+        return replace(check, actual=f"{check.actual} ({said}; whether it reports the GPUs is not known)")
+    return check
+
+
+def loaded_module_said(facts: Facts) -> str:
+    """ "the loaded kernel module is 535.104.05 (/proc/driver/nvidia/version)" where that file
+    was given (facts/driver_module.py), else ""."""
+    out = facts.raw.get(MODULE_PROBE)
+    module = module_file_version(out.stdout) if out is not None and out.exit_code == 0 else None
+    return f"the loaded kernel module is {module.version} ({MODULE_FILE})" if module else ""
 
 
 def no_gpu_detail(facts: Facts) -> str:
@@ -243,7 +255,11 @@ def fault_advice(indexes: Iterable[int]) -> str:
     )
 
 
-def _no_gpu_actual(facts: Facts) -> str | None:
+def _no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
+    """Why no GPU can be judged ("unknown: ..."), None where GPUs were read. `about` names the
+    rule's field where nvidia-smi's banner was read but no GPU row: "gpus" (the count, model,
+    memory: the GPUs are what is not known), "driver" (the banner's versions are the answer, the
+    rows the gap) or "min_driver" (the version is not judged)."""
     if topo_alone(facts):
         return "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
     if _gpu_not_given(facts) and facts.gpu is None:
@@ -268,7 +284,7 @@ def _no_gpu_actual(facts: Facts) -> str | None:
                 cuda = facts.gpu.cuda_version or "unknown"
                 said = f"driver {facts.gpu.driver_version or 'unreadable'}, CUDA {cuda}"
                 said += f" ({'; '.join(notes)[:240]})" if notes else ""
-                return f"unknown: {said}; incomplete probe: {NO_ROW_READ}"
+                return f"unknown: {_rows_unread(said, about)}"
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
@@ -362,6 +378,23 @@ _Q_HEAD = lazy_re(r"^\s*=+NVSMI LOG=+\s*\n(?:.*\n)*?\s*Driver Version\s*:", re.M
 # what a table (or another format) says whose banner was read and none of whose GPU rows
 # could be (docs/reference/rules.md, nvidia_driver)
 NO_ROW_READ = "nvidia-smi answered, but no GPU row of its output could be read (cut short or mangled)"
+
+
+def _rows_unread(said: str, about: str) -> str:
+    """The sentence of an nvidia-smi output whose banner (`said`: "driver 525.85.12, CUDA 12.0")
+    was read and no GPU row, naming what the rule `about` does not know and why."""
+    if about == "driver":
+        return f"{said}; incomplete probe: {NO_ROW_READ}"
+    if about == "min_driver":
+        return (
+            f"the driver version is not judged ({said} as the banner reads it, not whole), because"
+            f" the output is cut short or mangled; incomplete probe: {NO_ROW_READ}"
+        )
+    return (
+        "no GPU row could be read, so the GPUs (their count, model and memory) are not known: the"
+        f" nvidia-smi output gives {said} in its banner, then is cut short or mangled before its GPU"
+        " rows; incomplete probe"
+    )
 
 
 def _attached_gap(facts: Facts) -> str:

@@ -670,8 +670,14 @@ def test_an_answer_without_gpu_rows_is_not_called_a_failed_nvidia_smi() -> None:
         "driver 540.4.0, CUDA 12.6; incomplete probe: nvidia-smi answered, but no GPU row of its"
         " output could be read (cut short or mangled)"
     )
-    # no GPU could be read: the count is unverified, never a hardware failure
-    assert checks["gpu_count"][:2] == ("unverified", actual.join(("unknown: ", "")))
+    # no GPU could be read: the count is unverified, never a hardware failure, and its sentence
+    # says what is not known (the GPUs) and why (round 33: it read "unknown: driver 540.4.0, ...")
+    assert checks["gpu_count"][:2] == (
+        "unverified",
+        "unknown: no GPU row could be read, so the GPUs (their count, model and memory) are not known:"
+        " the nvidia-smi output gives driver 540.4.0, CUDA 12.6 in its banner, then is cut short or"
+        " mangled before its GPU rows; incomplete probe",
+    )
 
 
 def test_a_table_cut_after_its_header_leaves_the_driver_rule_unverified() -> None:

@@ -73,7 +73,11 @@ def test_a_whole_banner_under_an_image_banner_gives_the_driver(
     assert got["min_driver"] == (verdict, "525.85.12"), got["min_driver"]
     count = got["gpu_count"]
     assert count[0] == "unverified", count
-    assert count[1].startswith("unknown: driver 525.85.12, CUDA 12.0; incomplete probe"), count
+    # (what is not known, and why, in one sentence: it read "unknown: driver 525.85.12, ...")
+    assert count[1].startswith(
+        "unknown: no GPU row could be read, so the GPUs (their count, model and memory) are not known:"
+        " the nvidia-smi output gives driver 525.85.12, CUDA 12.0 in its banner"
+    ), count
 
 
 # (capture, nvidia-smi's attached count): -q pastes from `Attached GPUs` to GPU 0's PCI section

@@ -32,6 +32,7 @@ from gpuonboard.steps.checks.gpu_health.memory import (
     rule_memory_repair,
 )
 from gpuonboard.steps.checks.gpu_health.modes import (
+    mig_capable,
     rule_compute_mode,
     rule_mig,
     rule_persistence,
@@ -149,6 +150,9 @@ def cut_read_whole(facts: Facts, gpus: list[GpuInfo], rule: str, verdict: str) -
     report = facts.gpu
     if report is None or not report.set_whole or report.gap or report.disagreements:
         return False
+    listed = _listed_models(facts) if verdict == "pass" and not _attached_gap(facts) else {}
+    if listed and all(_decided_by_listed_model(g, rule, listed) for g in gpus):
+        return True  # (each GPU's model, named by a whole -L, decides it: GPUs the cut left unread too)
     if _attached_gap(facts) or _listed_not_read(gpus) or verdict not in ("pass", "warn", "fail"):
         return False
     cut = [g for g in gpus if g.record_cut]
@@ -264,6 +268,29 @@ def _read_whole(g: GpuInfo, rule: str, verdict: str = "warn") -> bool:
     short read those parts (RULE_PARTS) before the cut, or every field `rule` reads was read by a
     format's whole record of `g`, or is one no format whose record of `g` was cut carries."""
     return _parts_read(g, rule, verdict) or _read_by_whole_record(g, rule)
+
+
+def _listed_models(facts: Facts) -> dict[str, str]:
+    """Each GPU's model as a whole `nvidia-smi -L` of the box names it, by its UUID and by its
+    index ("GPU 3"); {} where no such listing was given whole (cut, narrowed, failed)."""
+    out = facts.raw.get(LIST_PROBE)
+    if out is None or out.absent or out.partial or out.exit_code != 0:
+        return {}
+    listing = parse_gpu_list(out.stdout)
+    if not listing.complete:
+        return {}
+    named = {f"GPU {g.index}": g.name for g in listing.gpus if g.name.strip()}
+    return named | {g.uuid: g.name for g in listing.gpus if g.uuid and g.name.strip()}
+
+
+def _decided_by_listed_model(g: GpuInfo, rule: str, listed: Mapping[str, str]) -> bool:
+    """`rule`'s pass of `g` follows from its model alone, named by a whole `-L` line (the
+    table's name may end in "..."): a model without MIG has whole GPUs whatever a cut took of
+    its rows (its MIG cell reads N/A there), as `-L` alone judges it."""
+    name = listed.get(g.uuid or "") or listed.get(f"GPU {g.index}")
+    if rule != "mig_mode" or name is None or name != g.name or g.faults:
+        return False
+    return g.mig_mode is None and g.mig_mode_pending is None and not mig_capable(name)
 
 
 def _parts_read(g: GpuInfo, rule: str, verdict: str) -> bool:
