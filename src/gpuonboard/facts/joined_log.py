@@ -33,6 +33,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.kernel_pstore import joined_record_head
 from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
 
 __all__ = ["LOG_STAMP", "Unjoined", "glued_to_log", "joined_messages", "unjoined"]
@@ -204,6 +205,7 @@ def _unsure(piece: str, head: re.Pattern[str], glued: re.Pattern[str]) -> bool:
         _holds_two(piece)
         or bool(_DOTS_AFTER_WORDS.search(piece) or _PROMPT_AFTER_WORDS.search(piece))
         or _glued(piece, head, glued)
+        or joined_record_head(piece)  # (a pstore record's head joined to a line: facts/kernel_pstore)
     )
 
 
