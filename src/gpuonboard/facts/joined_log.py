@@ -62,7 +62,7 @@ _ELISION_AFTER_WORDS = re.compile(
     r"(?<=\S)[ \t]+([\[(<{][^\])>}\n]{1,60}[\])>}]|-{2,}[ \t]*snip\w*[ \t]*-{2,})(?=\s|$)"
 )
 # bare dots after a piece's words: an elision line of dots joined on, or a message's own
-_DOTS_AFTER_WORDS = re.compile(r"\S[ \t]+(?:\.{3,}|…)[ \t]*$")
+_DOTS_AFTER_WORDS = re.compile(r"\S[ \t\r]+(?:\.{3,}|…)[ \t\r]*$")
 
 # the formats' line heads (the time's part in group `t`), before them a raw priority (`<4>`,
 # an RFC 5424 header's `<4>1 `) or dmesg -x's facility and level
