@@ -164,15 +164,6 @@ LEFT_CAPTURES: dict[tuple[str, str], str] = {
         " together, so the EDAC UE line's DIMM name is cut at the wrap (`..._DIM`); its UE fails it"
         " the same"
     ),
-    # (read as shown since round 33, where it was unverified: a warning in a log with lines left out)
-    (
-        "spaces-collapsed-unindented",
-        "journalctl__zh-cn-locale-snip-elision__nvrm-api-mismatch-550.76-550.67__ogkm-626.txt",
-    ): (
-        "the driver's API-mismatch message goes on over `NVRM:` lines that the transform unindents"
-        " under one prefix: they read as messages of their own, so the warning quotes its first line"
-        " only (`... the version 550.76, but`); the same warning"
-    ),
 }
 LEFT: dict[tuple[str, str], str] = {
     ("chat-joined-all", "nvidia-smi table"): (

@@ -368,10 +368,6 @@ def _with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged:
             " the log by hand"
             f" (`dmesg | grep -E 'NVRM|{what}'`), or give the whole log, before accepting the box."
         )
-        if check.verdict == "warn" and inside == "a line":
-            # (faults shown are judged as shown where only lines after them are lost, as in a log
-            # whose lines were left out (_with_narrowed); a driver message cut is a fault unread)
-            return replace(check, actual=f"{check.actual}; {said}", detail=f"{check.detail} Also, {why}")
     else:
         why = (
             f"the kernel log has {what} lines whose code could not be read, so {what} errors since boot are"
@@ -427,20 +423,20 @@ def reader_missing_check(name: str, what: str, said: str) -> Check:
 
 def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
-    `| tail -50`, another boot's `journalctl -k -b -1`, lines left out by hand: `narrowed` says
-    how): a fault it shows is judged as shown, a failure fails and a warning warns, each naming
-    the lines left out too (what they hold can only add faults); no fault seen is not known to be
-    none (unverified), as the lines it left out may hold one. The same rule as host_hw_errors'."""
+    `| tail -50`, another boot's `journalctl -k -b -1`: `narrowed` says how): a fault it shows
+    still fails; no fault seen is not known to be none (unverified), as the lines it left out
+    may hold one."""
     if not narrowed or check.verdict in ("fail", "unverified"):
         return check
-    left_out = (
+    return Check(
+        check.name,
+        check.expected,
+        f"{check.actual}; {narrowed}",
+        "unverified",
         f"the kernel log given is not the whole log of the boot the box runs now ({narrowed}), so"
         f" {what} errors in what it leaves out are not known: give the whole log of this boot (`sudo"
-        " dmesg -T`, or `journalctl -k -b`)."
+        " dmesg -T`, or `journalctl -k -b`).",
     )
-    if check.verdict == "warn":
-        return replace(check, actual=f"{check.actual}; {narrowed}", detail=f"{check.detail} Also, {left_out}")
-    return Check(check.name, check.expected, f"{check.actual}; {narrowed}", "unverified", left_out)
 
 
 def _split_not_shown(
@@ -504,18 +500,16 @@ def rule_xid(
     GPU fault sentences without an Xid (data/nvrm_faults.yml: fallen off the bus, RmInitAdapter
     failed, probe failed, GSP start-up / timeout) are judged alike: fail, naming the PCI address.
     An `NVRM: Xid` line whose code cannot be read (or announced by the driver's preamble but not
-    in the log), or a log that ends inside any driver line (an Xid, an NVRM message, an SXid: a
-    fault shown but not read) makes a passing or warning log unverified. A log that only leaves
-    lines out (ends inside another kernel line or a line that says nothing yet, or `narrowed`)
-    is judged on the faults it shows: one that fails fails, one that warns warns, naming what is
-    left out; none shown is unverified.
+    in the log), or a log that ends inside any driver line (an Xid, an NVRM message, an SXid: cut
+    short, the lines after it lost) or a line that says nothing yet, makes a passing or warning
+    log unverified.
     `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index (an address
     that matches none, an old driver's `0001:00`, is named as printed). A GPU's uncorrectable
     PCIe (AER) errors (facts/aer.py) fail (fatal, not recovered) or warn (non-fatal) alike.
     `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
-    unverified, a fault shown is judged as shown. In a log of several boots, a fault logged before
-    its last reboot that asked for a GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did
-    it); others are judged as usual, each said to be of the earlier boot.
+    unverified. In a log of several boots, a fault logged before its last reboot that asked for a
+    GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
+    each said to be of the earlier boot.
     `slice_`: why the box is a slice of a bigger machine (a container, a Slurm job; "" where not
     known to be one), given only where `gpus` is its whole GPU listing: there a fault on a whole
     PCI address that none of `gpus` has is another tenant's GPU (the host's kernel log): said as
