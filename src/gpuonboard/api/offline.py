@@ -71,6 +71,7 @@ from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
+from gpuonboard.facts.kernel_pstore import pstore_record, pstore_said
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
@@ -529,6 +530,8 @@ def _read_as(
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
+    if kind == "kernel_log" and (record := pstore_record(text)):  # (/sys/fs/pstore's crash record)
+        earlier, partial = True, partial or pstore_said(record)
     return kind, ProbeOutput(
         text,
         warned,

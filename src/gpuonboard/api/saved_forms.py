@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from gpuonboard.api import transcript
 from gpuonboard.api.command_line import pipeline, run
 from gpuonboard.api.df_refusal import df_refusal, df_rows
+from gpuonboard.api.fabric_log import fabric_manager_log
 from gpuonboard.api.kind_names import expected_outputs
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
 from gpuonboard.api.table_part import TABLE_PROBE, table_part_view
@@ -734,6 +735,8 @@ def _unread_sentence(where: str, text: str) -> str:
             " only some of them), so no RAM total can be read: save `cat /proc/meminfo` whole, or"
             " `free -k`, of the box."
         )
+    if fabric := fabric_manager_log(text):
+        return f"{where}: {fabric}"
     if node := _NODE_CONDITION.search(text):
         return (
             f"{where}: a Kubernetes node's condition rows (`kubectl describe node`'s Conditions:"

@@ -214,6 +214,9 @@ def host_errors(lines: Sequence[str], open_end: bool = False) -> tuple[HostError
         if event is not None:
             if event.source == "edac" and event.severity != "record":
                 ghes.claim("UE" if event.severity == "fail" else "CE", boots.boot, lines, i)
+            if read and read[-1][0] == boots.boot and _decodes(read[-1][1], event, lines, i):
+                read[-1] = (boots.boot, replace(event, line=read[-1][1].line))  # (one event, counted once)
+                continue
             read.append((boots.boot, replace(event, line=i)))
             continue
         if (amd := _amd_status(lines, i)) is not None:
@@ -305,6 +308,27 @@ def _together(lines: Sequence[str], a: int, b: int) -> bool:
     if isinstance(first, tuple) and isinstance(second, tuple):
         return first[0] == second[0] and abs(first[1] - second[1]) <= 1.0
     return first == second
+
+
+# a memory controller's error code in a machine check status (MCACOD 0000 0000 1MMM CCCC)
+_MEMORY_CODE = (0xEF80, 0x0080)
+_STATUS_SAID = lazy_re(r"\b([0-9a-fA-F]{1,16})\)$")
+
+
+def _decodes(bank: HostError, edac: HostError, lines: list[str], at: int) -> bool:
+    """Whether the EDAC memory controller's line `edac` (`EDAC MC0: 1 CE memory read error on
+    ..._DIMM#0`, `lines[at]`) is the decode of the machine check `bank` read just before it (the
+    EDAC driver's `EDAC sbridge MC0: CPU 0: Machine Check Event: 0 Bank 5: 8c00004000010092`, or
+    the kernel's `mce:` line): a memory controller's error, corrected or not as the EDAC line
+    says, printed with it (the same second). sb_edac and skx_edac print both for one error, which
+    counts once (grondo/edac-utils#10)."""
+    said = _STATUS_SAID.search(bank.what)
+    if bank.source != "mce" or edac.source != "edac" or said is None:
+        return False
+    status = int(said.group(1), 16)
+    if status & _MEMORY_CODE[0] != _MEMORY_CODE[1] or bank.severity not in ("corrected", "fail"):
+        return False
+    return bank.severity == edac.severity and _together(lines, bank.line, at)
 
 
 def _is_record(line: str) -> bool:

@@ -35,6 +35,7 @@ from datetime import datetime
 from typing import NamedTuple
 
 from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.kernel_pstore import joined_record_head
 from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
 from gpuonboard.facts.kernel_wrap import program_of
 
@@ -74,7 +75,7 @@ _ELISION_AFTER_WORDS = re.compile(
     r"(?<=\S)[ \t]+([\[(<{][^\])>}\n]{1,60}[\])>}]|-{2,}[ \t]*snip\w*[ \t]*-{2,})(?=\s|$)"
 )
 # bare dots after a piece's words: an elision line of dots joined on, or a message's own
-_DOTS_AFTER_WORDS = re.compile(r"\S[ \t]+(?:\.{3,}|…)[ \t]*$")
+_DOTS_AFTER_WORDS = re.compile(r"\S[ \t\r]+(?:\.{3,}|…)[ \t\r]*$")
 
 # the formats' line heads (the time's part in group `t`), before them a raw priority (`<4>`,
 # an RFC 5424 header's `<4>1 `) or dmesg -x's facility and level
@@ -234,6 +235,7 @@ def _unsure(piece: str, head: re.Pattern[str], glued: re.Pattern[str]) -> bool:
         _holds_two(piece)
         or bool(_DOTS_AFTER_WORDS.search(piece) or _PROMPT_AFTER_WORDS.search(piece))
         or _glued(piece, head, glued)
+        or joined_record_head(piece)  # (a pstore record's head joined to a line: facts/kernel_pstore)
     )
 
 

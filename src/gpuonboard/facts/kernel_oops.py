@@ -1,5 +1,6 @@
 """Kernel crashes (an Oops) in a kernel log that name the NVIDIA driver: a `general protection
-fault`, `BUG: unable to handle ...`, `Oops: ...` or `kernel BUG at ...` line whose report (the
+fault`, `BUG: unable to handle ...`, `Oops: ...`, `kernel BUG at ...` or `Kernel panic - not
+syncing: ...` line whose report (the
 lines after it, up to the next crash, its `---[ end trace`, or another report's start) names an
 nvidia module (`[nvidia]`, `[nvidia_uvm]` in its RIP or trace) or its CPU line says a kernel
 tainted by a proprietary module (`Tainted: P`, which on a GPU box is the NVIDIA driver's mark).
@@ -23,12 +24,15 @@ from gpuonboard.once import lazy_re
 # reports (`traps: python[12345] general protection fault ip:... in libc.so.6[...]`: _USER)
 _CRASH = re.compile(
     r"(?:general protection fault\b(?! ip:)|BUG: unable to handle\b|BUG: kernel NULL pointer dereference\b"
-    r"|kernel BUG at \S|Oops: [0-9a-fx]+ \[#\d+\]|Oops: \d{4}\b)"
+    r"|kernel BUG at \S|Oops: [0-9a-fx]+ \[#\d+\]|Oops: \d{4}\b|(?<!end )Kernel panic - not syncing: )"
 )
+# a panic: its own crash where it starts a report (panic() dumps its CPU line and trace), the end
+# of the crash before it where an Oops led to it (`Kernel panic - not syncing: Fatal exception`)
+_PANIC = lazy_re(r"(?<!end )Kernel panic - not syncing: ")
 _USER = re.compile(r"\btraps: \S+\[\d+\]")
 # where a crash's report ends: its `---[ end trace`, or another report's start (a hung task's
 # `INFO: task`, a `WARNING:`, a `cut here` line)
-_END = lazy_re(r"---\[ end trace\b|\bINFO: task\b|\bWARNING: |\bcut here\b")
+_END = lazy_re(r"---\[ end (?:trace\b|Kernel panic)|\bINFO: task\b|\bWARNING: |\bcut here\b")
 # the Oops line a page fault's or a BUG's report goes on with (`Oops: 0000 [#1] SMP NOPTI`)
 _OOPS = lazy_re(r"\bOops: ")
 # the nvidia modules named by the report's own code: a symbol's module in its RIP or trace
@@ -74,7 +78,8 @@ def nvidia_crashes(text: str) -> list[KernelCrash]:
             continue
         report = [line]
         for after in lines[at + 1 : at + _REPORT_LINES]:
-            if (_CRASH.search(after) and not _OOPS.search(after)) or _END.search(after):
+            ends = _CRASH.search(after) and not (_OOPS.search(after) or _PANIC.search(after))
+            if ends or _END.search(after):
                 break
             report.append(after)
         until = at + len(report)
@@ -109,21 +114,48 @@ def crash_sentence(crash: KernelCrash) -> str:
     process = f"process {crash.process}" if crash.process else ""
     said = "; ".join(filter(None, [process, why]))
     before = " (logged before the log's last reboot)" if crash.earlier_boot else ""
-    return f"a kernel crash (Oops) in the log: `{crash.line}`{before}" + (f" ({said})" if said else "")
+    what = "a kernel panic" if _PANIC.match(crash.line) else "a kernel crash (Oops)"
+    return f"{what} in the log: `{crash.line}`{before}" + (f" ({said})" if said else "")
+
+
+def first_crash(text: str) -> str:
+    """The first kernel crash line of `text` (an Oops, a BUG, a panic), whatever module it names,
+    its words from the crash's own (`Kernel panic - not syncing: ...`); "" where none."""
+    for line in kernel_lines(text):
+        if (found := _CRASH.search(line)) is not None and not _USER.search(line):
+            return " ".join(line[found.start() :].split())[:200]
+    return ""
 
 
 # a line of a fault's dump, after the log's stamp and head: a stack frame (`? _nv013207rm+0x2c5/
 # 0x5b0 [nvidia]`, ` [<ffffffffc0b44945>] ...`), a raw stack word (`000000000ee779df:
 # ffffffffc0b44945 (_nv013207rm+0x2c5/0x5b0 [nvidia])`, `00000000d2f014e1: 0000000000000002
-# (0x2)`), the trace's own head, or a register line (`RSP: 0018:...`, `RAX: ...`)
+# (0x2)`), the trace's own head, a register line (`RSP: 0018:...`, `RAX: ...`), or dump_stack()'s
+# head before its trace (`CPU: 8 UID: 0 PID: 1185 Comm: nv_queue Tainted: G W OE 6.16.3`,
+# `Tainted: [W]=WARN, ...`, `Hardware name: ...`, `Workqueue: ...`)
 _DUMP_LINE = re.compile(
     r"^(?:\? )?(?:\[<[0-9a-f]+>\] )?[\w.]+\+0x[0-9a-f]+/0x[0-9a-f]+\b|^[0-9a-f]{8,16}: [0-9a-f]{1,16}\b"
     r"|^(?:Call Trace|<TASK>|</TASK>|<IRQ>|</IRQ>)|^R[A-Z0-9]{1,2}: [0-9a-f]{4}\b|^(?:RIP|Code|Stack):"
+    r"|^CPU: \d+ (?:UID: \d+ )?PID: \d+ Comm: |^Tainted: \[|^Hardware name: |^Workqueue: "
+)
+# a line of the NVIDIA driver's own multi-line report after its head (an Xid 119's GSP RPC timeout
+# report, a GSP crash's): its indented body (`NVRM:     -7    4102 OS_ERROR_LOG ...`, the RPC
+# history's rows and header, `NVRM:         0x0000000001b4acb0` stack words, `NVRM:     PC
+# Trace:`, register states), also where a paste collapsed its spaces (a row `NVRM: -7 4102
+# OS_ERROR_LOG`, a word `NVRM: 0x0000000001b4acb0`), and the report's own section heads
+# (`NVRM: GPU4 GSP RPC buffer contains ...`, `NVRM: GPU4 RPC history (CPU -> GSP):`)
+_DRIVER_REPORT = re.compile(
+    r"^NVRM:(?:\s{4,}\S|\s+-?\d+\s+\d+\s+[A-Z][A-Z0-9_]+\b|\s+0x[0-9a-f]{8,}\b|\s+entry\s+function\b"
+    r"| (?:GPU\d+ )?(?:GSP RPC buffer contains|RPC (?:event )?history\b))"
 )
 # a frame of an nvidia module's code
 _NVIDIA_FRAME = re.compile(r"[\w.]+\+0x[0-9a-f]+/0x[0-9a-f]+ \[nvidia(?:_uvm|_drm|_modeset|_peermem)?\]")
-# a raw stack word cut short: fewer hex digits than a word has, nothing after it
-_CUT_WORD = re.compile(r"^[0-9a-f]{16}: [0-9a-f]{1,15}$")
+# a raw stack word cut short: fewer hex digits than a word has, nothing after it; a stack frame
+# cut short (`? os_mem_set+0x14/0`, `_issueRpcAndWait+0xdd/`, `rm_ioctl+0x52/0x4f0 [nvi`)
+_CUT_WORD = re.compile(
+    r"^[0-9a-f]{16}: [0-9a-f]{1,15}$|^(?:\? )?[\w.]+\+0x[0-9a-f]*(?:/(?:0x?)?)?$"
+    r"|^(?:\? )?[\w.]+\+0x[0-9a-f]+/0x[0-9a-f]+ \[\w*$"
+)
 
 
 def _message(line: str) -> str:
@@ -138,20 +170,24 @@ def _message(line: str) -> str:
 
 def dump_fragment(text: str) -> str:
     """Why the log read is no evidence of the driver's health where it starts inside a fault's
-    dump naming an nvidia module (its frames or stack words, `_nv013207rm+0x2c5/0x5b0 [nvidia]`):
-    the fault's own first lines, an Xid or `GPU has fallen off the bus` among them, are before
-    its first line (a paste's excerpt, pop-os/pop#3363's journal); "" otherwise. Its last line
-    cut inside a stack word is said too."""
+    dump naming an nvidia module (its frames or stack words, `_nv013207rm+0x2c5/0x5b0 [nvidia]`) or
+    inside the driver's own multi-line report (an Xid 119's GSP RPC history rows, a GSP crash's
+    stack words): the report's own first lines, an Xid or `GPU has fallen off the bus` among them,
+    are before its first line (a paste's excerpt, pop-os/pop#3363's journal, the tail of
+    open-gpu-kernel-modules#942's GSP timeout report); "" otherwise. Its last line cut inside a
+    stack word or frame is said too."""
     messages = [m for line in kernel_lines(text) if (m := _message(line))]
     dump: list[str] = []
     for message in messages:
-        if not _DUMP_LINE.search(message):
+        if not (_DUMP_LINE.search(message) or _DRIVER_REPORT.search(message)):
             break
         dump.append(message)
-    if not dump or not any(_NVIDIA_FRAME.search(m) for m in dump):
+    frame = next((m for m in dump if _NVIDIA_FRAME.search(m) or _DRIVER_REPORT.search(m)), None)
+    if frame is None:
         return ""
-    frame = next(m for m in dump if _NVIDIA_FRAME.search(m))
-    said = f"the log read starts inside a fault's dump in the NVIDIA driver (`{frame[:100]}`)"
-    if len(dump) == len(messages) and _CUT_WORD.match(messages[-1]):
+    shown = " ".join(frame.split())[:100]
+    said = f"the log read starts inside a fault's dump in the NVIDIA driver (`{shown}`)"
+    # (the text's last line: inside the dump, or the one line after it, cut where a frame is)
+    if len(dump) + 1 >= len(messages) and _CUT_WORD.match(messages[-1]):
         said += f" and ends cut inside it (`{messages[-1]}`)"
     return said

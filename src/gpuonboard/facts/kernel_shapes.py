@@ -12,6 +12,10 @@ facts/aer.py read every shape alike:
     <4>[ 1843.308145] NVRM: Xid (PCI:0000:3b:00): 79, ...             (dmesg -r: the raw priority)
     Jun  2 13:00:01 host kernel:[ 1843.308145] NVRM: ...             (a syslog writing no space
                                                                      after `kernel:`)
+    6,4001,261573217,-;nvidia-nvswitch0: open (major=510)            (`cat /dev/kmsg`: priority,
+     SUBSYSTEM=pci                                                   sequence, microseconds since
+                                                                     boot, flags; its key=value
+                                                                     lines after it)
 
 Before, these were read as no kernel log (`not a recognised command output`), or with a JSON
 entry's several lines in one and its boot lost. A journal entry of another program than the
@@ -42,6 +46,11 @@ __all__ = [
 _RAW_PRIORITY = re.compile(r"^<\d{1,3}>(?=\S)", re.MULTILINE)
 # a syslog's `host kernel:[ 9438.84] ...` (rsyslog templates without the space)
 _KERNEL_NO_SPACE = re.compile(r"(\bkernel:)(?=\[)")
+# a /dev/kmsg record (Documentation/ABI/testing/dev-kmsg): `PRIORITY,SEQUENCE,MICROSECONDS,FLAGS
+# [,MORE];MESSAGE`, one a line (the kernel escapes a newline in it as `\x0a`); its dictionary's
+# `KEY=value` lines (` SUBSYSTEM=pci`, ` DEVICE=+pci:0000:3b:00.0`) follow it, indented by one space
+_KMSG_RECORD = lazy_re(r"^(\d{1,3}),(\d+),(\d+),[^;\s]*;(.*)")
+_KMSG_DICT = lazy_re(r"^ [A-Z][A-Z0-9_]*=")
 # journalctl -o export's field line, and -o verbose's (indented)
 _EXPORT_FIELD = lazy_re(r"^([A-Z0-9_]+)=(.*)$")
 _VERBOSE_HEAD = re.compile(r"^\S.*\[s=[0-9a-f]+;i=[0-9a-f]+;b=([0-9a-f]{32});m=([0-9a-f]+);")
@@ -78,9 +87,31 @@ def plain_kernel_text(text: str) -> str:
         entries = _json_entries(head)
     elif head.startswith("__CURSOR=") or _VERBOSE_HEAD.match(head):
         entries = _field_entries(head)
+    elif _KMSG_RECORD.match(head):
+        return _kmsg_printed(text)
     else:
         return _KERNEL_NO_SPACE.sub(r"\1 ", _RAW_PRIORITY.sub("", text))
     return _printed(entries)
+
+
+def _kmsg_printed(text: str) -> str:
+    """`cat /dev/kmsg`'s records as dmesg prints them (`[  261.573217] message`), their dictionary
+    lines left out; a text whose lines are not mostly records is returned unchanged, as a text
+    that ends inside its last line still ends so."""
+    lines = text.lstrip().split("\n")
+    kept = [line for line in lines if line.strip() and not _KMSG_DICT.match(line)]
+    records = [m for line in kept if (m := _KMSG_RECORD.match(line))]
+    if len(records) * 2 <= len(kept):
+        return text
+    out = []
+    for line in kept:
+        m = _KMSG_RECORD.match(line)
+        if m is None:
+            out.append(line)
+            continue
+        micros = int(m.group(3))
+        out.append(f"[{micros // 1_000_000:5d}.{micros % 1_000_000:06d}] {m.group(4)}")
+    return "\n".join(out) + ("\n" if not lines[-1] else "")
 
 
 def _json_entries(text: str) -> Iterator[dict[str, object]]:

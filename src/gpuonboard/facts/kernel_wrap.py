@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.kernel_cut import says_nothing
 from gpuonboard.facts.wrapped import all_wraps, join_wrap, wrap_width
 
@@ -124,9 +125,17 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
         # (a line the wrap cut inside a run of blanks ends in one: the indented line after it is
         # its rest, not dmesg's indent: `Tainted: P       ` / `    OE     5.15.0-83-generic`)
         cut_in_blanks = can_join and out[-1][-1:].isspace()
-        if stamped or (indented(line) and not cut_in_blanks) or not can_join or PROBE_HEADER.match(line):
+        # (a poster's `...` for lines left out is a line of its own, never a wrap's piece)
+        elided = ELISION.match(line) is not None
+        if (
+            stamped
+            or (indented(line) and not cut_in_blanks)
+            or not can_join
+            or PROBE_HEADER.match(line)
+            or elided
+        ):
             out.append(line)
-            can_join = stamped or (can_join and indented(line))
+            can_join = (stamped or (can_join and indented(line))) and not elided
             continue
         wrapped.append(len(out[-1].rpartition("\0")[2]))  # (the piece the wrap ended)
         out[-1] += "\0" + line

@@ -128,6 +128,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # a /var/log/messages excerpt (its name kept out of the chat-joined inventory, test_joined_log)
         "var-log-messages__": "kernel_log",
         "kubectl-describe-node": None,  # a node's condition rows: refused naming them
+        "fabricmanager-log__": None,  # nv-fabricmanager's own log: refused naming it (api/fabric_log.py)
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
         # the driver's version file: read by its form (facts/driver_module.py, api/saved_forms.py)

@@ -214,4 +214,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         # round 32)
         "dmesg-syslog__xid-3-old-format-no-pci-prefix__fallen-off-bus__pastebin-xJaypMZt.txt",
         "dmesg-T__xid-48-dbe-then-xid-63-dynamic-page-retirement-reboot-to-activate__v100-driver390.txt",
+        # (application Xids 31, 13, 32 around a poster's `...`; round 33)
+        "dmesg__xid-31-13-32-application-faults__hand-elided__dxvk-1027.txt",
     }

@@ -2,7 +2,9 @@
 first; where no nvidia-smi output names one, the kernel log's driver load line (the driver's
 banner `NVRM: loading NVIDIA UNIX x86_64 Kernel Module  325.15 ...`, `... Open Kernel Module for
 x86_64  530.41.03 ...`): the log's LAST such line is the driver loaded now (a reload or a new
-boot prints it again). Older than the minimum fails; at or above passes only where the log is
+boot prints it again). Older than the minimum fails, except in the log of a boot the box has
+left (`journalctl -k -b -1`, a pstore crash record: unverified, the driver may have been upgraded
+at the reboot since); at or above passes only where the log is
 whole after that line (not cut short, no lines left out, no later boot), else unverified: a
 driver loaded after the part given is not known. Where both name a driver and they disagree,
 nvidia-smi's is judged and the log's is said."""
@@ -46,6 +48,9 @@ class LogDriver(NamedTuple):
     not_whole: str
     # which line: the load banner, or the driver's API mismatch sentence naming the module's version
     what: str = "driver load line"
+    # the log is all of a boot the box has left (`journalctl -k -b -1`, a pstore crash record):
+    # its driver is no evidence of the one loaded now (an upgrade takes effect at a reboot)
+    earlier_boot: bool = False
 
 
 def log_driver(facts: Facts) -> LogDriver | None:
@@ -85,7 +90,7 @@ def log_driver(facts: Facts) -> LogDriver | None:
             else ""
         )
     )
-    return LogDriver(version, line, not_whole, what)
+    return LogDriver(version, line, not_whole, what, out.earlier_boot)
 
 
 # why the NVML library version a version mismatch names is no driver version to judge
@@ -182,7 +187,7 @@ def _from_log(need: str, expected: str, loaded: LogDriver, smi_failed: bool = Fa
         ok = ngc.version_key(loaded.version) >= ngc.version_key(need)
     except ValueError:
         ok = None
-    if ok is False:
+    if ok is False and not loaded.earlier_boot:
         return Check("min_driver", expected, said, "fail", _older(need))
     if ok and not loaded.not_whole:
         return Check("min_driver", expected, said, "pass")

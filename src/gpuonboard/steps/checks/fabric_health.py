@@ -17,7 +17,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuonboard.facts.fabric_manager import FabricManagerState
-from gpuonboard.facts.kernel_oops import KernelCrash, crash_sentence, dump_fragment, nvidia_crashes
+from gpuonboard.facts.kernel_oops import (
+    KernelCrash,
+    crash_sentence,
+    dump_fragment,
+    first_crash,
+    nvidia_crashes,
+)
+from gpuonboard.facts.kernel_pstore import CRASH_RECORD_ADVICE, pstore_record
 from gpuonboard.facts.kernel_text import kernel_lines
 from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
@@ -484,6 +491,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
     xid = _with_crashes(xid, [] if out.earlier_boot else nvidia_crashes(out.stdout))
     xid = _in_dump(xid, dump_fragment(out.stdout))
+    xid = _crash_record(xid, out)
     narrowed = (
         out.partial or log.left_out or _no_nvswitch_lines(log) or log.driver_cut_by_cap or log.early_end
     )
@@ -522,6 +530,20 @@ def _with_crashes(check: Check, crashes: Sequence[KernelCrash]) -> Check:
     if check.verdict == "pass" and not first.earlier_boot:
         return replace(check, actual=f"{check.actual}; {said}", verdict="warn", detail=CRASH_ADVICE)
     return replace(check, actual=f"{check.actual}; {said}")
+
+
+def _crash_record(check: Check, out: ProbeOutput) -> Check:
+    """gpu_xid where the log given is a pstore crash record of an earlier boot (facts/
+    kernel_pstore.py) that shows the crash (`Kernel panic - not syncing: ...`, an Oops): the box
+    crashed then, a warning naming the crash line; a failure stays one, naming it too."""
+    record = pstore_record(out.stdout) if out.earlier_boot else ""
+    crash = first_crash(out.stdout) if record else ""
+    if not crash:
+        return check
+    said = f"{check.actual}; the record shows the box crashed then: `{crash}`"
+    if check.verdict not in ("pass", "unverified"):
+        return replace(check, actual=said)
+    return replace(check, actual=said, verdict="warn", detail=CRASH_RECORD_ADVICE)
 
 
 def _in_dump(check: Check, dump: str) -> Check:
