@@ -408,6 +408,7 @@ def nvlink_listing(raw: Mapping[str, ProbeOutput]) -> tuple[list[GpuInfo], str, 
             elided(out.stdout)
             or (f"a GPU line goes on after its UUID (`{joined[:40]}`): lines joined" if joined else "")
             or (f"it ends inside GPU {blocks.cut_gpu}'s block" if blocks.cut_gpu is not None else "")
+            or (f"it ends inside the next GPU's header (`{blocks.cut_header}`)" if blocks.cut_header else "")
             or (f"a line was not read ({blocks.warnings[0].partition(': ')[2]})" if blocks.warnings else "")
             or (f"it starts at GPU {indexes[0]}" if indexes != list(range(len(indexes))) else "")
             or out.partial
