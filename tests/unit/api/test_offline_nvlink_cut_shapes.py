@@ -16,8 +16,7 @@ from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 CUT_GP = REAL / (
-    "nvidia-smi-nvlink-s__h100-80gb-hbm3__2gpu-18links__copied-command"
-    "__cut-in-gpu2-header__bottlerocket-4418.txt"
+    "nvidia-smi-nvlink-s__h100-80gb-hbm3__2gpu-18links__cut-in-gpu2-header__bottlerocket-4418.txt"
 )
 FLUSH = REAL / "nvidia-smi-nvlink-s__h100-80gb-hbm3__3of8gpu__flush-left__elided__lambda-docs.txt"
 ORDER = "gpu_model: H100 SXM\ngpu_count: 8\n"
@@ -38,7 +37,7 @@ def test_a_listing_cut_inside_the_next_header_is_read_as_cut_short(tmp_path: Pat
 def test_every_start_of_a_header_ends_the_listing_cut(tail: str) -> None:
     """The family: the paste's last line any start of `GPU N: ...` before its colon, with or
     without a final newline; the links read stay read, nothing is a warning."""
-    text = CUT_GP.read_text().split("\n", 1)[1].rsplit("\n", 1)[0] + "\n" + tail  # (no command line)
+    text = CUT_GP.read_text().rsplit("\n", 1)[0] + "\n" + tail
     assert detect_kind(text) == "nvidia_nvlink"
     status = parse_nvlink_status(text)
     assert [g.active_links for g in status.gpus] == [18, 18]
