@@ -398,7 +398,12 @@ def rows_before_cut(facts: Facts) -> str:
     # out by hand, answers as far as the driver goes: each value read was printed whole, and a
     # lost GPU's fault markers stand in those readings; a row cut inside its first line, after
     # its name or bus id cell, may hide them, `ERR!` in the ECC cell: no answer)
-    whole = [g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g))]
+    table = "table" in gpu.source.split("+")  # (a table row's whole first line answers: _answered)
+    whole = [
+        g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g, table))
+    ]
+        g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g, table))
+    ]
     # (GPUs missing before those read, a paste from the middle of the table: a lost GPU's row,
     # `ERR!` in it, may be in the part not shown: no answer)
     if not whole or sorted(g.index for g in gpu.gpus) != list(range(len(gpu.gpus))):
@@ -419,13 +424,15 @@ def _before_cut(gpu: GpuReport) -> str:
     return "" if gpu.gap and not cut else " before the cut"
 
 
-def _answered(g: GpuInfo) -> bool:
+def _answered(g: GpuInfo, table: bool = False) -> bool:
     """Whether a GPU record cut short read one of the values a lost GPU prints a fault marker for
     (its UUID, memory, temperature, utilisation, power draw), or a table row's whole first line
     (its bus id and its ECC cell, which reads ERR! on a lost GPU)."""
     read = (g.uuid, g.memory_total_mib, g.temperature_c, g.utilization_gpu_pct, g.power_draw_w)
-    first_line = bool(g.pci_bus_id) and (
-        g.ecc_na or g.ecc_mode is not None or g.ecc_volatile_uncorrectable is not None
+    first_line = (
+        table
+        and bool(g.pci_bus_id)
+        and (g.ecc_na or g.ecc_mode is not None or g.ecc_volatile_uncorrectable is not None)
     )
     return first_line or any(v not in (None, "") for v in read)
 
