@@ -402,8 +402,6 @@ def rows_before_cut(facts: Facts) -> str:
     whole = [
         g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g, table))
     ]
-        g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g, table))
-    ]
     # (GPUs missing before those read, a paste from the middle of the table: a lost GPU's row,
     # `ERR!` in it, may be in the part not shown: no answer)
     if not whole or sorted(g.index for g in gpu.gpus) != list(range(len(gpu.gpus))):
