@@ -59,6 +59,7 @@ from gpuonboard.api.saved_text import (
     unquote,
 )
 from gpuonboard.api.shown import shown
+from gpuonboard.api.state_change import joined_after_change
 from gpuonboard.api.unread import joined, keeps_first, output_cut, unread
 from gpuonboard.api.unread_files import unread_rows
 from gpuonboard.api.viewer_lines import unviewed
@@ -316,6 +317,7 @@ def _session_outputs(
         lambda out: bool(out.in_container or out.partial or out.ran_elsewhere),
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
         output_cut,
+        joined_after_change,
     )
     return _own_failure_over_elsewhere(str(path), found, notes)
 

@@ -26,6 +26,7 @@ from gpuonboard.facts.driver_module import MODULE_PROBE, looks_like_module_file
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
+from gpuonboard.facts.nvidia_smi.mig_lists import mig_list_refusal
 from gpuonboard.facts.nvidia_smi.monitor import monitor_refusal
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import ProbeOutput, first_line
@@ -574,7 +575,12 @@ def _shape_refusal(where: str, text: str) -> str | None:
             f"{where}: {version.group(1)}'s version line (`{said[0]}`), which says nothing of the box:"
             f" save `{version.group(1)}`'s own output."
         )
-    if (part := nvidia_smi_part(text) or monitor_refusal(text) or format_fragment(text)) is not None:
+    if (
+        part := nvidia_smi_part(text)
+        or monitor_refusal(text)
+        or mig_list_refusal(text)
+        or format_fragment(text)
+    ) is not None:
         return f"{where}: {part}"
     if (lone := lone_values(text)) is not None:
         return f"{where}: {lone}"

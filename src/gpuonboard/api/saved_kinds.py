@@ -27,11 +27,15 @@ from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 
 _GPU_LINE = re.compile(r"^GPU \d+: .*$")
 _MIG_LINE = re.compile(r"^\s+MIG \S+\s+Device\s+\d+:")
+# (a link line flush left, as a web page that lost the indentation shows it, with its speed or
+# `<inactive>`: Lambda's docs' `Link 0: 26.562 GB/s`)
 _NVLINK_LINE = re.compile(
     r"^\s+Link \d+[:,]|does not have or support Nvlink|Nvlink queries are not supported"
-    r"|all links are inActive",
+    r"|all links are inActive|^Link \d+: (?:\d+(?:\.\d+)? GB/s|<inactive>)\s*$",
     re.I,
 )
+# a listing's last line where it is the start of the next GPU's header, cut before its colon
+_GPU_HEADER_START = re.compile(r"^G(?:P(?:U(?: \d*)?)?)?$")
 # a line of the kernel's own by its shape, for a log printed without stamps (printk.time off,
 # `dmesg -t`): the boot banner and the boot's firmware lines, a driver's line about a PCI device
 # (`bnx2 0000:0b:00.0: ...`, dev_printk's `driver address: `), a SCSI device's (`scsi 4:0:0:0:`,
@@ -213,6 +217,8 @@ def detect_fabric_kind(text: str) -> str | None:
             return "nvidia_nvlink_errors"
     if _GPU_LINE.match(lines[0]):
         rest = lines[1:]
+        if rest and _GPU_HEADER_START.match(rest[-1].strip()):  # (cut inside the next header)
+            rest = rest[:-1]
         if (
             rest
             and all(

@@ -608,6 +608,7 @@ def read(
     narrow: Callable[[T], bool] = lambda _: False,
     failed_whole: Callable[[T], bool] = lambda _: False,
     cut_short: Callable[[str, T], str] = lambda *_: "",
+    changed: Callable[[str, T, T, str], T | None] = lambda *_: None,
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -625,7 +626,10 @@ def read(
     (`sudo dmesg` after `dmesg`), noted: it is no rival view of the box; nor are two that `join`
     makes one (the kernel logs of two boots, RDMA listings in two formats); nor is one command's
     run cut short (`cut_short(kind, output)`: why, as its reader says it) whose lines are the
-    other run's as far as they go: the whole run is judged, the cut one named in the note."""
+    other run's as far as they go: the whole run is judged, the cut one named in the note; nor two
+    outputs of one box with a command that changes its state between them (`nvidia-smi -pm 1`:
+    `changed(kind, earlier, later, command)` joins them, api/state_change.py): the later is judged,
+    the earlier kept beside it for its faults, noted."""
     each = [(part, _read_part(name, part, read_one)) for part in parts]
     _refuse_several_boxes(name, each)
     _refuse_reruns_answered_otherwise(name, each, unread, failed_whole)
@@ -669,11 +673,37 @@ def read(
             )
             found[kind] = kept
             continue
+        if kind in found and (after := _after_change(name, parts, kind, found[kind], (part, out), changed)):
+            notes.append(after[1])
+            found[kind] = (part, after[0], where)
+            continue
         if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
             _refuse_two(name, kind, found[kind][0], found[kind][1], part, out)
         found[kind] = (part, out, where)
     _note_skipped(name, skipped, bool(found), notes)
     return [(kind, out, where) for kind, (_, out, where) in found.items()]
+
+
+def _after_change(
+    name: str,
+    parts: Sequence[Section],
+    kind: str,
+    first: tuple[Section, T, str],
+    then: tuple[Section, T],
+    changed: Callable[[str, T, T, str], T | None],
+) -> tuple[T, str] | None:
+    """(the later output with the earlier kept beside it, the note saying so) where a command that
+    changes the GPUs' state ran between two outputs of one kind of one box; None otherwise."""
+    from gpuonboard.api.state_change import changer_between
+
+    changer = changer_between(parts, first[0].line, then[0].line)
+    if changer is None or (both := changed(kind, first[1], then[1], changer.command.strip())) is None:
+        return None
+    return both, (
+        f"{name}: {first[0].where} and {then[0].where} are {kind_name(kind)} outputs of the same GPUs"
+        f" before and after {changer.where}, which changes their state: the later, the box now, is"
+        " judged, and each GPU's faults in the earlier one are judged as its own"
+    )
 
 
 def _cut_rerun(

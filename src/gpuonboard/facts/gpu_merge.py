@@ -211,6 +211,8 @@ def _read_sources(raw: Mapping[str, ProbeOutput], parse: Callable[[str], GpuRepo
             )
         got.told.append((report.cuda_version, out.partial))
         report = _as_view(report, out)
+        if report.gpus and not (report.complete or report.gap or report.cut_said):
+            report = _left_out(report, out.stdout)
         if report.gpus and all(r is not report for _, r in got.reports):
             got.reports.append((report.source, report))
             got.files.setdefault(report.source, out.saved_as)
@@ -219,6 +221,15 @@ def _read_sources(raw: Mapping[str, ProbeOutput], parse: Callable[[str], GpuRepo
         if not report.gpus and report.driver_version and not report.complete:
             got.unread.append((report.source, report))
     return got
+
+
+def _left_out(report: GpuReport, text: str) -> GpuReport:
+    """Pure: an output not whole whose paste left lines out by hand (`...` where a GPU row's
+    readings were: a page quoting a table) says so, not "cut off" (its `cut_said`)."""
+    from gpuonboard.facts.elision import elided
+
+    why = elided(text)
+    return dataclasses.replace(report, cut_said=why) if why else report
 
 
 def _as_view(report: GpuReport, out: ProbeOutput) -> GpuReport:
@@ -408,6 +419,7 @@ def nvlink_listing(raw: Mapping[str, ProbeOutput]) -> tuple[list[GpuInfo], str, 
             elided(out.stdout)
             or (f"a GPU line goes on after its UUID (`{joined[:40]}`): lines joined" if joined else "")
             or (f"it ends inside GPU {blocks.cut_gpu}'s block" if blocks.cut_gpu is not None else "")
+            or (f"it ends inside the next GPU's header (`{blocks.cut_header}`)" if blocks.cut_header else "")
             or (f"a line was not read ({blocks.warnings[0].partition(': ')[2]})" if blocks.warnings else "")
             or (f"it starts at GPU {indexes[0]}" if indexes != list(range(len(indexes))) else "")
             or out.partial

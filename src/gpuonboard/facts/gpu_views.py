@@ -61,9 +61,17 @@ def fault_seen(fault: str, label: str, clean: Sequence[str]) -> str:
     )
 
 
+# how a session's earlier output of the box, before a command changed its state, is named where
+# it is kept beside the later one (api/state_change.py): "the earlier output (before `nvidia-smi -pm 1`)"
+EARLIER = "the earlier output "
+
+
 def view_label(partial: str) -> str:
     """How a fault of a container's view is sourced: "`docker logs gpu-burn` (a container's view)"
-    from its ProbeOutput.partial ("`docker logs gpu-burn` shows only the GPUs of ...")."""
+    from its ProbeOutput.partial ("`docker logs gpu-burn` shows only the GPUs of ..."); the
+    session's earlier output of the box (EARLIER) as it is named."""
+    if partial.startswith(EARLIER):
+        return partial
     found = re.match(r"\s*(`[^`]+`)", partial)
     return f"{found.group(1) if found else 'a container'} (a container's view)"
 

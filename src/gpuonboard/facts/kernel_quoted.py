@@ -107,7 +107,7 @@ def gpu_driver_only(lines: list[str]) -> str | None:
     said = _kernel_said(lines)
     if not said or not all("nvrm" in _text(line) and not _NVSWITCH_LINE.search(line) for line in said):
         return None
-    return said[0]
+    return None if _other_program_without(lines, "nvrm") else said[0]
 
 
 def nvidia_only(lines: list[str]) -> str | None:
@@ -119,4 +119,19 @@ def nvidia_only(lines: list[str]) -> str | None:
     said = _kernel_said(lines)
     if not said or not all("nvidia" in _text(line) for line in said):
         return None
-    return said[0]
+    return None if _other_program_without(lines, "nvidia") else said[0]
+
+
+# a syslog's or journal's line of a program other than the kernel: its time, the host's name and
+# the program's tag (`May 15 08:57:36 red llama-swap[80783]: ...`)
+_OTHER_PROGRAM = lazy_re(
+    r"^\s*(?:[A-Z][a-z]{2}\s+\d{1,2}\s+\d\d:\d\d:\d\d(?:\.\d+)?|\d{4}-\d\d-\d\dT\S+)\s+\S+\s+"
+    r"(?!kernel:)[\w.@/-]+(?:\[\d+\])?:\s"
+)
+
+
+def _other_program_without(lines: list[str], word: str) -> bool:
+    """A line of another program than the kernel without `word` (any case) is among the lines: a
+    plain journal or syslog window (`journalctl --since ...`), which a grep for the word would
+    not have kept (ikawrakow/ik_llama.cpp#425's journal, its one NVRM line among llama-swap's)."""
+    return any(_OTHER_PROGRAM.match(line) and word not in line.lower() for line in lines)

@@ -18,7 +18,9 @@ are capability lines, not links, and are skipped.
 
 A listing cut short (a dropped session, a scroll-back limit, a paste) can end inside a GPU's
 header (`GPU 1: NVIDIA H8`): its last GPU block then has no `Link N:` line and no note, and
-the status is not `complete` (`cut_gpu` names that GPU; its name may be cut mid-word). The same
+the status is not `complete` (`cut_gpu` names that GPU; its name may be cut mid-word). A cut
+before the header's index (`GP`, the listing's last line: bottlerocket-os/bottlerocket#4418) is
+`cut_header`: not `complete` either, the GPUs after the last block read not known. The same
 holds for `nvlink -e`.
 """
 
@@ -109,6 +111,9 @@ class _Blocks(Generic[_B]):
 
     gpus: tuple[_B, ...]
     warnings: tuple[str, ...] = ()
+    # the listing's last line where it is the start of the next GPU's header, cut before its
+    # index (`GP`, `GPU `): the GPUs after the last block read are not known
+    cut_header: str = ""
 
     def by_index(self, index: int) -> _B | None:
         """The block of GPU `index`, if listed."""
@@ -123,8 +128,19 @@ class _Blocks(Generic[_B]):
 
     @property
     def complete(self) -> bool:
-        """False when the listing ends inside a GPU's block (cut_gpu)."""
-        return self.cut_gpu is None
+        """False when the listing ends inside a GPU's block (cut_gpu) or header (cut_header)."""
+        return self.cut_gpu is None and not self.cut_header
+
+    @property
+    def cut_where(self) -> str:
+        """Where the listing is cut, as the rules say it ('GPU 2 (listing cut short)', 'the GPU
+        after GPU 1 (listing cut short in its header `GP`)'); '' where it is whole."""
+        if self.cut_gpu is not None:
+            return f"GPU {self.cut_gpu} (listing cut short)"
+        if self.cut_header and self.gpus:
+            last, cut = self.gpus[-1].index, self.cut_header
+            return f"the GPU after GPU {last} (listing cut short in its header `{cut}`)"
+        return ""
 
 
 @dataclass(frozen=True)
@@ -132,8 +148,8 @@ class NvlinkStatus(_Blocks[GpuNvlink]):
     """Every GPU block of `nvidia-smi nvlink -s`, in order, plus lines not understood."""
 
 
-_GPU = re.compile(r"^GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
-_GPU_NO_UUID = lazy_re(r"^GPU\s+(\d+):\s*(.*?)\s*()()$")
+_GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
+_GPU_NO_UUID = lazy_re(r"^\s*GPU\s+(\d+):\s*(.*?)\s*()()$")
 _LINK = lazy_re(r"^\s*Link\s+(\d+):\s*(.*?)\s*$")
 _CAPABILITY = re.compile(r"^\s*Link\s+\d+,\s")
 _SPEED = lazy_re(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
@@ -142,9 +158,22 @@ _SPEED = lazy_re(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
 _LINK_SPEED = re.compile(r"^\s*Link\s+(\d+):\s*((\d+(?:\.\d+)?)\s*(?i:GB/s))\s*$")
 # where a chat joined a link, note or GPU line onto the one before (`Link 0: 25.781 GB/s Link 1:
 # ...`, every two lines one): after a speed, `<inactive>`, a note's last word, the GPU line's `)`
-# or a paste's elision dots (facts/joined_entries.py)
+# or a paste's elision dots (facts/joined_entries.py); and the next GPU's header cut before its
+# colon at the joined line's end (`... GB/s GP`: _HEADER_START)
 _ENTRY_END = ("GB/s", "<inactive>", "inActive", "inactive", "MIG mode", "Nvlink", "NVLink", ")", "..", "…")
-_ENTRY = r"Link\s+\d+:\s|GPU\s+\d+:\s|(?<=\s)(?:\.{2,}|…)(?=\s|$)"
+_ENTRY = r"Link\s+\d+:\s|GPU\s+\d+:\s|(?<=\s)(?:\.{2,}|…)(?=\s|$)|(?<=\s)G(?:P(?:U(?:\s+\d*)?)?)?\s*$"
+
+
+# the start of a GPU's header line, cut before its colon (`G`, `GP`, `GPU`, `GPU 1`): a listing's
+# last line so is the listing cut short inside the next GPU's header
+_HEADER_START = re.compile(r"^G(?:P(?:U(?:\s+\d*)?)?)?$")
+
+
+def _cut_header(text: str, gpus: list[Any], line: str) -> bool:
+    """The line is the listing's last and the start of a GPU header cut short (_HEADER_START),
+    after a GPU block read."""
+    rest = text.rstrip()
+    return bool(gpus) and _HEADER_START.match(line.strip()) is not None and rest.endswith(line.strip())
 
 
 def _note(text: str) -> str | None:
@@ -164,6 +193,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     gpus: list[GpuNvlink] = []
     links: list[list[NvlinkLink]] = []  # each GPU's links, put in its record at the end
     warnings: list[str] = []
+    cut = ""  # (the next GPU's header, cut before its index: _cut_header)
 
     for line in (part for whole in text.splitlines() for part in entries(whole, _ENTRY_END, _ENTRY)):
         if gpus and (m := _LINK_SPEED.match(line)):  # (no blank, capability or GPU line)
@@ -190,10 +220,14 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
         if gpus and (note := _note(line)):
             gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())
             continue
+        if _cut_header(text, gpus, line):
+            cut = line.strip()
+            continue
         warnings.append(f"nvidia-smi nvlink -s: unexpected line {line.strip()!r}")
     return NvlinkStatus(
         tuple(replace(g, links=tuple(ls)) if ls else g for g, ls in zip(gpus, links, strict=True)),
         tuple(warnings),
+        cut,
     )
 
 
@@ -253,6 +287,7 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
     """
     gpus: list[GpuNvlinkErrors] = []
     warnings: list[str] = []
+    cut = ""
     for line in text.splitlines():
         if not line.strip():
             continue
@@ -272,5 +307,8 @@ def parse_nvlink_errors(text: str) -> NvlinkErrors:
         if gpus and (note := _note(line)):
             gpus[-1] = replace(gpus[-1], note=note, note_text=line.strip())
             continue
+        if _cut_header(text, gpus, line):
+            cut = line.strip()
+            continue
         warnings.append(f"nvidia-smi nvlink -e: unexpected line {line.strip()!r}")
-    return NvlinkErrors(tuple(gpus), tuple(warnings))
+    return NvlinkErrors(tuple(gpus), tuple(warnings), cut)

@@ -57,6 +57,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-query-gpu__fan-speed-noheader": None,  # gpu_benchmark's headerless sampler log
         "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
+        "nvidia-smi-mig-lgip": None,  # a MIG profile list: refused naming it (facts/nvidia_smi/mig_lists.py)
         "nvidia-smi-dmon-": None,  # a dmon sample: refused naming it (facts/nvidia_smi/monitor.py)
         "nvidia-smi-pmon-": None,  # a pmon sample: refused naming it
         "nvidia-smi": "nvidia_smi",

@@ -427,7 +427,11 @@ def test_a_session_of_outputs_none_read_names_each_command() -> None:
         offline.load_outputs([str(path)])
     assert str(refusal.value) == (
         f"{path}: a saved terminal session holding no output this tool reads (line 1 (`sudo nvidia-smi"
-        f" -i 0 -mig 1`): {FORMAT_NOT_READ}; line 4 (`sudo nvidia-smi mig -lgip`): {FORMAT_NOT_READ})."
+        f" -i 0 -mig 1`): {FORMAT_NOT_READ}; line 4 (`sudo nvidia-smi mig -lgip`): an `nvidia-smi"
+        " mig -lgip` list of the GPU instance profiles of GPU 0, 1, 2: MIG 1g.5gb, MIG 1g.5gb+me,"
+        " MIG 2g.10gb, which names no GPU model,"
+        " memory total or driver, so no GPU can be judged from it: save `nvidia-smi -q` (or the plain"
+        " `nvidia-smi`) of the box)."  # (round 33: named, as dmon / pmon are)
     )
 
 

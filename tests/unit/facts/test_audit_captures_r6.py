@@ -204,7 +204,7 @@ def test_r6_f4_a_topo_matrix_cut_short_is_no_evidence_of_its_links() -> None:
     cut = "\n".join(lines[:gpu4]) + "\n"
     assert judged(cut) == (
         "unverified",
-        "unknown: the nvidia-smi topo -m matrix was cut short (4 GPU rows read)",
+        "unknown: the nvidia-smi topo -m matrix is cut after GPU3's row (4 of its 8 GPU rows read)",
     )
     assert (
         "the matrix ends before the row of GPU4, GPU5, GPU6, GPU7"

@@ -268,6 +268,15 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
         # a -q -x pasted in a `<details>` section, a blank line above `<?xml`: api/test_paste_xml_lead.py
         "nvidia-smi-q-x__geforce-8800-gt__1gpu__driver340.102__details-blank-line-fence__cut__netdata-2759.xml",
+        # data-centre totals against data/gpu_name_markers.yml `sold_memory` (an H800 named with an
+        # H200's memory, an H100 NVL's 95830 MiB): steps/checks/test_sold_memory_datacenter.py
+        "nvidia-smi__h800-named-143771mib__8gpu__driver560.35.03__nccl-2360.txt",
+        "nvidia-smi__h100-nvl__2gpu__driver580.95.05__copied-command__cut-in-gpu1-row__gpu-burn-141.txt",
+        # a table cut after GPU 0's whole first row, one whose rows were left out by hand, a whole
+        # table of a pod's log: steps/checks/test_gpu_rules_cut_r33.py
+        "nvidia-smi__quadro-p1000__1gpu__driver410.78__docker-run-prompts__cut-after-gpu0-first-line__tensorflow-28171.txt",
+        "nvidia-smi__b200__1gpu__driver580.95.05__vm-passthrough__lines-left-out-by-hand__ubicloud-blog.txt",
+        "nvidia-smi__gb200__1gpu__driver580.126.20__kubectl-logs-pod__whole-table__gang-scheduling-report.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -118,7 +118,7 @@ def test_a_topo_mp_cut_short_is_unverified(tmp_path: Path, order: str, command: 
         "unknown: `nvidia-smi topo -mp` shows the PCIe paths only, never NVLink, and is cut"
         " short (2 GPU rows read)"
         if command
-        else "unknown: the nvidia-smi topo -m matrix was cut short (2 GPU rows read)"
+        else "unknown: the nvidia-smi topo -m matrix is cut after GPU1's row (2 of its 4 GPU rows read)"
     )
     assert (verdict, actual) == ("unverified", said)
 

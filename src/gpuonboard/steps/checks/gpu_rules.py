@@ -637,6 +637,8 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
         seen = len(facts.topology.gpus)
         if not seen:  # (no GPU row, or a header row whose columns cannot be told apart)
             shown = "unknown: no GPU row of the nvidia-smi topo -m matrix could be read"
+        elif cut_after := _cut_after(facts.topology):
+            shown = f"unknown: the nvidia-smi topo -m matrix is cut after {cut_after}"
         elif listed > seen:
             shown = f"unknown: nvidia-smi topo -m shows {seen} of the {listed} GPUs"
         else:  # (its own header names more GPUs or links)
@@ -670,6 +672,19 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
             " every GPU is visible",
         )
     return _link_verdict(order, facts.topology, kind, expected)
+
+
+def _cut_after(matrix: topo.Topology) -> str:
+    """ "GPU0's row (1 of its 8 GPU rows read)" of a matrix cut short after a row it read (a
+    row's cells or its CPU affinity read: a bare `GPU1` label below it is no row read); "" of a
+    whole matrix or one that read no row."""
+    if matrix.complete:
+        return ""
+    rows = [g for g in matrix.gpus if g in matrix.cpu_affinity or any(a == g for a, _ in matrix.links)]
+    if not rows:
+        return ""
+    of = len(matrix.gpu_columns) or len(matrix.gpus)
+    return f"{rows[-1]}'s row ({len(rows)} of its {of} GPU rows read)"
 
 
 def _no_nvlink_rows(expected: str, matrix: topo.Topology, unlinked: list[str]) -> Check:

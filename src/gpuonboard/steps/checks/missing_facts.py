@@ -22,7 +22,7 @@ from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
 
 if TYPE_CHECKING:
-    from gpuonboard.facts.nvidia_smi import GpuInfo
+    from gpuonboard.facts.nvidia_smi import GpuInfo, GpuReport
 
 
 def _gpu_not_given(facts: Facts) -> bool:
@@ -426,23 +426,46 @@ def rows_before_cut(facts: Facts) -> str:
     if gpu is None or not gpu.driver_version:
         return ""
     # (a record cut below its readings, a table row whose border the cut took, a -q record cut
-    # after its UUID, answers as far as the driver goes: each value read was printed whole, and
-    # a lost GPU's fault markers stand in those readings; a table row cut after its name line
-    # may hide them, `ERR!` under it: no answer)
-    whole = [g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g))]
+    # after its UUID, a table row whose first line was read whole (name, bus id, ECC cell: a lost
+    # GPU reads ERR! there, the A30's and A40's real tables) with its readings line cut or left
+    # out by hand, answers as far as the driver goes: each value read was printed whole, and a
+    # lost GPU's fault markers stand in those readings; a row cut inside its first line, after
+    # its name or bus id cell, may hide them, `ERR!` in the ECC cell: no answer)
+    table = "table" in gpu.source.split("+")  # (a table row's whole first line answers: _answered)
+    whole = [
+        g for g in gpu.gpus if g.name.strip() and not g.faults and (not g.record_cut or _answered(g, table))
+    ]
     # (GPUs missing before those read, a paste from the middle of the table: a lost GPU's row,
     # `ERR!` in it, may be in the part not shown: no answer)
     if not whole or sorted(g.index for g in gpu.gpus) != list(range(len(gpu.gpus))):
         return ""
     n = len(whole)
-    return f"nvidia-smi answered: its driver version and {n} GPU{'s' if n != 1 else ''} read before the cut"
+    return (
+        f"nvidia-smi answered: its driver version and {n} GPU{'s' if n != 1 else ''} read{_before_cut(gpu)}"
+    )
 
 
-def _answered(g: GpuInfo) -> bool:
+def _before_cut(gpu: GpuReport) -> str:
+    """' before the cut' where the output was cut short; '' where it is not whole for another
+    reason only: lines left out by hand (`...` in a quoted table), or a whole table of a view of
+    some GPUs (a container's `kubectl logs`, whose gap the rules say)."""
+    if gpu.cut_said.startswith("lines were left out"):
+        return ""
+    cut = any(g.record_cut for g in gpu.gpus) or any("cut short" in w for w in gpu.warnings)
+    return "" if gpu.gap and not cut else " before the cut"
+
+
+def _answered(g: GpuInfo, table: bool = False) -> bool:
     """Whether a GPU record cut short read one of the values a lost GPU prints a fault marker for
-    (its UUID, memory, temperature, utilisation, power draw)."""
+    (its UUID, memory, temperature, utilisation, power draw), or a table row's whole first line
+    (its bus id and its ECC cell, which reads ERR! on a lost GPU)."""
     read = (g.uuid, g.memory_total_mib, g.temperature_c, g.utilization_gpu_pct, g.power_draw_w)
-    return any(v not in (None, "") for v in read)
+    first_line = (
+        table
+        and bool(g.pci_bus_id)
+        and (g.ecc_na or g.ecc_mode is not None or g.ecc_volatile_uncorrectable is not None)
+    )
+    return first_line or any(v not in (None, "") for v in read)
 
 
 def driver_unread(expected: str, actual: str, unread: str, refused: str) -> Check:

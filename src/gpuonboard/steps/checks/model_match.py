@@ -248,14 +248,17 @@ def _reworked(want: list[str], got: _Delivered, vram_mib: int | None, vram_gib: 
     ordered = [float(m[1]) for t in want if (m := _MEMORY.match(t))] + ([vram_gib] if vram_gib else [])
     if any(_in_class(vram_mib, n) for n in ordered):
         return None
-    model = frozenset(t for t in got.have if not _MEMORY.match(t) and not _SXM.match(t)) - _VENDOR_WORDS
+    # (the name's memory and form words are no model words: 'NVIDIA H100 80GB HBM3' is the H100)
+    model = frozenset(t for t in got.have if not (_MEMORY.match(t) or _SXM.match(t) or _MEMORY_KIND.match(t)))
+    model -= _VENDOR_WORDS | {"HBM"}
     for words, sizes in sold_memory():
         if words == model and not any(_in_class(vram_mib, n) for n in sizes):
             show = " ".join(_show(w) for w in got.name.tokens if w in words)
             sold = " or ".join(f"{n} GB" for n in sizes)
             return (
-                f"{vram_mib} MiB, and NVIDIA sells the {show} with {sold} only: a board whose memory"
-                " was changed after sale, not a card NVIDIA makes; if such a card was ordered, name its"
+                f"{vram_mib} MiB, and NVIDIA sells the {show} with {sold} only: the name and the memory"
+                " disagree (a board whose memory was changed after sale, or a name that is not the"
+                " card's); if such a card was ordered, name its"
                 f" size in gpu_model ('{show} {round(vram_mib / 1024)}GB') or in vram"
                 f" ('vram: {round(vram_mib / 1024)}GB')"
             )

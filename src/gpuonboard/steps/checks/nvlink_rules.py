@@ -213,7 +213,9 @@ def rule_nvlink(
             "nvidia-smi nvlink -s gave nothing to read; run it on the box (as root) to see each GPU's links.",
         )
     cut = nvlink_status.cut_gpu  # the GPU whose block the listing ends inside: never a pass
-    unread = [f"GPU {cut} (listing cut short)"] if cut is not None and cut not in expected_links else []
+    # (or the next GPU's header cut before its index: the GPUs after the last read not known)
+    where = nvlink_status.cut_where
+    unread = [where] if where and cut not in expected_links else []
     short = _links_down(expected_links, nvlink_status, cut, unread)
     for index, (name, model) in sorted(cut_form.items()):  # (all up: the SXM part, judged so)
         block = nvlink_status.by_index(index)
@@ -277,9 +279,9 @@ def _tally_nvlink_errors(expected: Mapping[int, ModelLinks], errors: NvlinkError
     list are not judged)."""
     limits = {t.name.lower(): t for t in load_nvlink_error_thresholds()}
     tally = _NvlinkTally()
-    cut = errors.cut_gpu  # the GPU whose block the listing ends inside
-    if cut is not None and cut not in expected:
-        tally.unread.append(f"GPU {cut} (listing cut short)")
+    cut = errors.cut_gpu  # the GPU whose block the listing ends inside (or the next one's header)
+    if errors.cut_where and cut not in expected:
+        tally.unread.append(errors.cut_where)
     for index in sorted(expected):
         block = errors.by_index(index)
         if index == cut:

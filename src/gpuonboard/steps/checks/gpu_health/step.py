@@ -105,13 +105,13 @@ _WARN_AT_WORST = frozenset({"persistence_mode", "mig_mode", "virtualization", "s
 
 CUT_MAY_FAIL = (
     "what was read warns, and the part cut from this output (the later fields of a GPU's record,"
-    " the later GPUs, the rest of a process list) may hold what fails this check, so the warning"
-    " is no verdict of the box"
+    " the later GPUs, the rest of a process list) may hold what fails this check: the warning is"
+    " of what was read, the whole box may be worse"
 )
 UNREAD_MAY_FAIL = (
     "what was read warns, and the GPUs this output did not read (listed but not read, left out of"
-    " a view of some GPUs: `-i N`) may hold what fails this check, so the warning is no verdict of"
-    " the box"
+    " a view of some GPUs: `-i N`) may hold what fails this check: the warning is of what was"
+    " read, the whole box may be worse"
 )
 
 
@@ -338,18 +338,18 @@ def _listing_covers(facts: Facts, gpus: list[GpuInfo]) -> bool:
 
 def _no_milder(check: Check, cut: str) -> Check:
     """A warn of an output `cut` short, by a rule that can fail: the part cut away may hold the
-    fail (a later clock event reason, a later GPU's, a compute job after the desktop's rows), so
-    a verdict milder than the whole output's could be: unverified, naming what was read. A fail
-    read stays a fail; a rule that only warns keeps its warn (the whole can give no worse)."""
+    fail (a later clock event reason, a later GPU's, a compute job after the desktop's rows). The
+    warning read of the GPUs read stands (a fault shown is never lost, and a warn ranks above
+    unverified), said to be of what was read, its detail saying the whole may be worse. A fail
+    read stays a fail; a rule that only warns keeps its warn as it is (the whole can give no
+    worse)."""
     if not cut or check.verdict != "warn" or check.name in _WARN_AT_WORST:
         return check
     actual = check.actual
     if "(of what was read; " not in actual and CUT_SAID not in actual:
         said = "cut short" if cut == CUT_MAY_FAIL else "GPUs not read"
         actual += f" ({CUT_LIST})" if check.name == "foreign_processes" else f" (of what was read; {said})"
-    return replace(
-        check, actual=actual, verdict="unverified", detail=f"{check.detail}; {cut}; {RERUN_ADVICE}"
-    )
+    return replace(check, actual=actual, detail=f"{check.detail}; {cut}; {RERUN_ADVICE}")
 
 
 # rows whose fields the table never carries (the PCIe link, its replays, the clock event reasons,

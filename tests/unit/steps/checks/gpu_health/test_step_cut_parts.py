@@ -107,7 +107,8 @@ def test_a_record_cut_between_a_rules_parts_keeps_no_pass_of_a_failing_field(
     near = max(start + 1, last - 30)
     for n in [*range(start + 1, near, 5), *range(near, last + 2)]:
         verdicts = _verdicts("".join(lines[:n]), name, rule)
-        assert verdicts <= {"fail", "unverified"}, (n, lines[n - 1], verdicts)
+        # (a warning read above the cut stands, of what was read: round 33; never a pass)
+        assert verdicts <= {"fail", "unverified", "warn"}, (n, lines[n - 1], verdicts)
 
 
 def test_a_cut_q_of_a_driver_older_than_mig_passes_mig_mode() -> None:

@@ -1,0 +1,83 @@
+"""A saved session with a command that changes the GPUs' state between two nvidia-smi outputs of
+the same box (round 33, measure33a 27): a B200 VM's `nvidia-smi` (Persistence-M Off), `nvidia-smi
+-pm 1`, `nvidia-smi` (On) was refused as two table outputs. The later is the box now and is
+judged; the earlier's faults are kept (folded into the same GPU by PCI address); two outputs of
+other GPUs, or with no state change between them, stay refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.api.state_change import changer_between
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import UsageError
+from gpuonboard.steps.checks import gpu_health
+
+SESSION = (
+    Path(__file__).parents[2]
+    / "fixtures"
+    / "sessions"
+    / "transcript__nvidia-smi+nvidia-smi-pm1+nvidia-smi__b200-vm-580.126.09__persistence-off-then-on.txt"
+)
+
+
+def _facts(tmp_path: Path, text: str):  # type: ignore[no-untyped-def]
+    (tmp_path / "session.txt").write_text(text, encoding="utf-8")
+    notes: list[str] = []
+    return parse_facts(offline.load_outputs([str(tmp_path / "session.txt")], notes=notes)), notes
+
+
+def test_the_later_table_after_pm_1_is_judged(tmp_path: Path) -> None:
+    facts, notes = _facts(tmp_path, SESSION.read_text())
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "persistence_mode"]
+    assert check.verdict == "pass" and check.actual == "Enabled", check
+    assert any("before and after line 22 (`nvidia-smi -pm 1`)" in n for n in notes), notes
+
+
+def test_a_fault_of_the_earlier_table_is_kept(tmp_path: Path) -> None:
+    """The earlier table edited: GPU 0's fan cell `N/A` -> `ERR!` (a sensor nvidia-smi cannot
+    read): the later table's GPU holds it, named as of the earlier output."""
+    text = SESSION.read_text()
+    text = text.replace("| N/A   28C    P0            198W", "| ERR!  28C    P0            198W", 1)
+    facts, _ = _facts(tmp_path, text)
+    [check] = [c for c in gpu_health.evaluate(facts) if c.name == "sensor_faults"]
+    assert check.verdict == "warn" and "fan" in check.actual, check
+
+
+def test_two_boxes_around_a_state_change_stay_refused(tmp_path: Path) -> None:
+    text = SESSION.read_text()
+    at = text.index("nvidia-smi -pm 1")
+    text = text[:at] + text[at:].replace("00000000:00:15.0 Off", "00000000:00:16.0 Off", 1)
+    with pytest.raises(UsageError, match="two plain `nvidia-smi` table outputs"):
+        _facts(tmp_path, text)
+
+
+def test_without_a_state_change_between_them_two_tables_stay_refused(tmp_path: Path) -> None:
+    text = SESSION.read_text().replace("nvidia-smi -pm 1", "nvidia-smi -L", 1)
+    with pytest.raises(UsageError):
+        _facts(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    ("command", "changes"),
+    [
+        ("nvidia-smi -pm 1", True),
+        ("sudo nvidia-smi -e 0", True),
+        ("nvidia-smi -i 0 -mig 1", True),
+        ("nvidia-smi --gpu-reset -i 0", True),
+        ("sudo /usr/bin/nvidia-smi -pl 300", True),
+        ("nvidia-smi -ac 1593,1410", True),
+        ("nvidia-smi mig -cgi 9,9 -C", True),
+        ("nvidia-smi -q -d PERFORMANCE", False),
+        ("nvidia-smi -L", False),
+        ("nvidia-smi --query-gpu=name,ecc.mode.current --format=csv", False),
+    ],
+)
+def test_the_commands_that_change_state(command: str, changes: bool) -> None:
+    from gpuonboard.api.transcript import Section
+
+    parts = [Section(5, command, None, "")]
+    assert (changer_between(parts, 1, 9) is not None) is changes
