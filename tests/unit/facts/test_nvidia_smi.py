@@ -268,6 +268,9 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-q-x__geforce-rtx-4090__1gpu__driver535.86.05__cut-in-driver-model__netdata-15755.xml",
         # a -q -x pasted in a `<details>` section, a blank line above `<?xml`: api/test_paste_xml_lead.py
         "nvidia-smi-q-x__geforce-8800-gt__1gpu__driver340.102__details-blank-line-fence__cut__netdata-2759.xml",
+        # a collapsed table cut in GPU 6's first row, GPUs holding GiBs with their list cut away:
+        # steps/checks/test_foreign_cut_r33.py
+        "nvidia-smi__geforce-rtx-4090__collapsed-spaces__driver550.144.03__gpu3-fan-err__cut-in-gpu6-row__cnblogs-asandstar.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {
