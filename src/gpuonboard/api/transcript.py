@@ -47,6 +47,8 @@ COMMANDS = (
 # the tool a command line runs, after a prompt's sign or a path (`$ df -h`, `/usr/bin/nvidia-smi`)
 _TOOL = re.compile(rf"(?:^|[\s/\\$#%>('\"]){COMMANDS}(?=[\s|;&<>)'\"]|$)")
 _READ_TOOL = re.compile(COMMANDS)  # (a program's name, its path left off: tool_name)
+# an option that may take the next word as its value (`-m`, `--module`; not `-N1`, `--gres=gpu:1`)
+_BARE_OPTION = re.compile(r"-[A-Za-z]|--[A-Za-z][\w-]*")
 
 
 def names_tool(line: str) -> bool:
@@ -508,11 +510,16 @@ def _part_tool(part: Section) -> str:
     if not part.reads:
         return ""
     ran = run(part.command)
-    program = tool_name(ran.stages[0][0]) if ran.stages and ran.stages[0] else ""
+    words = ran.stages[0] if ran.stages and ran.stages[0] else [""]
+    program = tool_name(words[0])
     if ran.container or (program and program not in LAUNCHERS and not _READ_TOOL.fullmatch(program)):
-        # (the program typed, inside its container or wrappers; a word naming a tool among its
-        # arguments, netdata's `go.d.plugin -d -m nvidia-smi`, is no command of that tool)
-        return program if _READ_TOOL.fullmatch(program) else ""
+        # (the program typed, inside its container or wrappers; a tool named among its arguments
+        # is the command it runs (`vgpu_unlock nvidia-smi vgpu -s`, `mpirun -np 2 nvidia-smi`),
+        # never an option's value: netdata's `go.d.plugin -d -m nvidia-smi` printed its own log)
+        if _READ_TOOL.fullmatch(program):
+            return program
+        at = next((i for i, w in enumerate(words[1:], 1) if _READ_TOOL.fullmatch(tool_name(w))), 0)
+        return tool_name(words[at]) if at and not _BARE_OPTION.fullmatch(words[at - 1]) else ""
     return part.tool_command.split()[0].rsplit("/", 1)[-1]
 
 

@@ -63,8 +63,12 @@ def test_a_programs_argument_naming_nvidia_smi_is_not_the_command() -> None:
         # (nvidia-smi itself, in the container or not, is nvidia-smi's)
         ("docker exec -it netdata nvidia-smi", "this tool reads nvidia-smi's output"),
         ("nvidia-smi", "this tool reads nvidia-smi's output"),
-        # (a launcher runs the command it is given)
+        # (a launcher or a wrapper runs the command it is given; an option's value is no command)
         ("srun --gres=gpu:1 nvidia-smi", "this tool reads nvidia-smi's output"),
+        ("/root/vgpu_unlock/vgpu_unlock nvidia-smi", "this tool reads nvidia-smi's output"),
+        ("mpirun -np 2 nvidia-smi", "this tool reads nvidia-smi's output"),
+        ("python3 check.py --cmd nvidia-smi", "is not an output this tool reads"),
+        ("docker exec -it netdata /opt/go.d.plugin -m nvidia-smi", "is not an output this tool reads"),
     ],
 )
 def test_the_program_typed_names_what_could_not_be_read(tmp_path: Path, command: str, said: str) -> None:

@@ -30,7 +30,9 @@ def test_busy_gpus_of_a_table_cut_in_its_rows_fail(tmp_path: Path) -> None:
     assert actual.startswith("GPU 0 at 0 % utilisation with 21.8 GiB used; GPU 1 at 100 % utilisation")
     assert actual.endswith(f"(of what was read; incomplete probe: {CUT}; its process list cut away)")
     detail = details(tmp_path, "nvidia-smi.txt", RTX4090)["foreign_processes"]
-    assert detail.startswith("another job is using the GPUs you rent: a GPU holds more than 1 GiB")
+    assert detail.startswith(
+        "another job is using the GPUs you rent: a GPU that drives no display holds more"
+    )
 
 
 def test_a_gpu_busy_by_utilisation_alone_of_a_cut_list_stays_unverified(tmp_path: Path) -> None:
@@ -42,6 +44,14 @@ def test_a_gpu_busy_by_utilisation_alone_of_a_cut_list_stays_unverified(tmp_path
     verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", text)["foreign_processes"]
     assert verdict == "unverified", actual
     assert actual.endswith("(the output was cut short: its process list may be in the part cut away)")
+
+
+def test_a_gpu_driving_a_display_with_its_list_cut_stays_unverified(tmp_path: Path) -> None:
+    """The same table with every GPU's Disp.A `On` (derived): a desktop's applications may hold
+    GiBs on a GPU that drives a display, so the figures alone are no job's: unverified."""
+    text = RTX4090.replace(".0 Off | Off |", ".0 On | Off |")
+    verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", text)["foreign_processes"]
+    assert verdict == "unverified", actual
 
 
 def test_the_row_the_cut_went_through_is_counted() -> None:

@@ -198,9 +198,16 @@ CUT_HELD = "of what was read; its process list cut away"
 
 
 def _held_beyond_desktop(g: GpuInfo) -> bool:
-    """A GPU whose process list was not read holds more memory than the busy mark: some job's
-    allocations (a desktop session holds ~400 MiB), whatever its list, cut away, would name."""
-    return not g.processes_known and g.memory_used_mib is not None and g.memory_used_mib > BUSY_MEMORY_MIB
+    """A GPU whose process list was not read, driving no display, holds more memory than the
+    busy mark: some job's allocations (Xorg on a headless GPU holds a few MiB), whatever its
+    list, cut away, would name. A GPU that drives a display may hold GiBs for a desktop's
+    applications (the RTX 4000 SFF Ada's 3.5 GiB): no job's from the figures alone."""
+    return (
+        not g.processes_known
+        and g.display_active != "Enabled"
+        and g.memory_used_mib is not None
+        and g.memory_used_mib > BUSY_MEMORY_MIB
+    )
 
 
 def _as_listed(g: GpuInfo, label: str) -> GpuInfo:
@@ -330,9 +337,9 @@ def _work_seen(
             "none",
             "; ".join(parts) + f" ({CUT_HELD})",
             "fail",
-            "another job is using the GPUs you rent: a GPU holds more than"
-            f" {BUSY_MEMORY_MIB // 1024} GiB of memory (a desktop's display holds a few hundred MiB),"
-            " whatever process list the cut took; ask the vendor before you start",
+            "another job is using the GPUs you rent: a GPU that drives no display holds more than"
+            f" {BUSY_MEMORY_MIB // 1024} GiB of memory, some job's allocations, whatever process list"
+            " the cut took; ask the vendor before you start",
         )
     return Check(
         "foreign_processes",
