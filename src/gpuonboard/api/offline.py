@@ -592,12 +592,16 @@ def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
 
 
 def load_outputs(
-    paths: Sequence[str], notes: list[str] | None = None, unread: list[Path] | None = None
+    paths: Sequence[str],
+    notes: list[str] | None = None,
+    unread: list[Path] | None = None,
+    other: list[Path] | None = None,
 ) -> dict[str, ProbeOutput]:
     """Read files, detect kinds; errors name the file. In a host's folder of a gpuonboard run
     (raw/<host>/), each file is read as the probe its summary.json records; a probe offline
     judging does not read is skipped, and one line per such folder is added to `notes`; a
-    folder's file that cannot be read is noted and added to `unread`."""
+    folder's file that cannot be read is noted and added to `unread` (one read but of no output
+    this tool knows, to `other` too)."""
     raw: dict[str, ProbeOutput] = {}
     origin: dict[str, str] = {}
     folder_of: dict[str, Path] = {}  # (a kind's file's folder: an unread output gives way within one)
@@ -637,6 +641,8 @@ def load_outputs(
                 session_notes.append(_unread_file_note(str(why)))  # (one missing answer)
                 if unread is not None:
                     unread.append(path)
+                if other is not None:
+                    other.append(path)
                 continue
         if cut and recorded is not None:  # (a run's output cut short is incomplete: never judged as whole)
             found = _all_cut(found, cut)
@@ -763,7 +769,8 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
         raise UsageError("give at least one saved command output file, e.g. nvidia-smi-q-x.xml.")
     notes: list[str] = []
     unread: list[Path] = []
-    raw = load_outputs(paths, notes, unread)
+    other: list[Path] = []  # (read, of no output this tool knows)
+    raw = load_outputs(paths, notes, unread, other)
     notes += [shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]
     if notes:
         from rich.markup import escape
@@ -775,7 +782,7 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     facts = parse_facts(raw)
     checks = judge(facts, order)
     # (a rule shown only where its output is given, that a folder's unread file could have answered)
-    checks += unread_rows(unread, raw, {c.name for c in checks})
+    checks += unread_rows(unread, raw, {c.name for c in checks}, other)
     if as_json:
         doc = {
             "facts": facts_json(facts),

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from gpuonboard.api import transcript
-from gpuonboard.api.command_line import pipeline, run
+from gpuonboard.api.command_line import container_log, pipeline, run
 from gpuonboard.api.df_refusal import df_refusal, df_rows
 from gpuonboard.api.fabric_log import fabric_manager_log
 from gpuonboard.api.kind_names import expected_outputs
@@ -778,4 +778,12 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
     if (refused := kernel_log_refusal(text)) is not None:
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
         return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
+    if copied and container_log(run(copied).head):  # (a pod's log: its own commands' lines)
+        first = first_line(text).strip()
+        raise UsageError(
+            f"{where}: {transcript.UNRECOGNISED} (`{copied}` printed a container's log, what that"
+            f" container's own commands printed: `{first[:60]}{'...' if len(first) > 60 else ''}`,"
+            " not one output this tool reads, and nothing of the box): save the box's own outputs"
+            " (`nvidia-smi`, `nvidia-smi -L`, `sudo dmesg -T`) run on the box, not in a container."
+        )
     raise UsageError(_unread_sentence(where, text))

@@ -78,9 +78,21 @@ def unquote(text: str) -> str:
     a reply by mail, a markdown quote), or most do (paste.quoted): an nvidia-smi table quoted so read
     no GPU row, and the driver rule failed."""
     lines = text.split("\n")
+    was_quoted = False
     while paste.quoted(lines):
         lines = [re.sub(r"^\s*> ?", "", line) for line in lines]
+        was_quoted = True
+    if was_quoted:
+        # a Markdown quote's backslash escapes undone with it: a post's `> \# gpu   pwr` (dmon's
+        # header), `\*`, `\_`, `\|`, as Markdown shows them (before, the dmon sample was refused
+        # generically, its `\#` header not read as dmon's)
+        lines = [_MARKDOWN_ESCAPE.sub(r"\1", line) for line in lines]
     return "\n".join(_uncommented(lines))
+
+
+# a Markdown backslash escape of a character Markdown would read as its own (`\#`, `\*`, `\_`, `\|`,
+# `` \` ``, `\[`, `\]`): a post's editor wrote it before each such character of the pasted text
+_MARKDOWN_ESCAPE = re.compile(r"\\([#*_|`\[\]])")
 
 
 def _uncommented(lines: list[str]) -> list[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import NoReturn, TypeVar
 
 from gpuonboard.api import glued
-from gpuonboard.api.command_line import CONTAINER_CLIS, run, tool_name
+from gpuonboard.api.command_line import CONTAINER_CLIS, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
@@ -47,6 +47,9 @@ COMMANDS = (
 )
 # the tool a command line runs, after a prompt's sign or a path (`$ df -h`, `/usr/bin/nvidia-smi`)
 _TOOL = re.compile(rf"(?:^|[\s/\\$#%>('\"]){COMMANDS}(?=[\s|;&<>)'\"]|$)")
+_READ_TOOL = re.compile(COMMANDS)  # (a program's name, its path left off: tool_name)
+# an option that may take the next word as its value (`-m`, `--module`; not `-N1`, `--gres=gpu:1`)
+_BARE_OPTION = re.compile(r"-[A-Za-z]|--[A-Za-z][\w-]*")
 
 
 def names_tool(line: str) -> bool:
@@ -410,7 +413,8 @@ def _read_part(
             return f"{part.where} {_NOT_READ}"
         # (a command whose output this tool reads is never called unread: what it printed was not
         # recognised as its output; a command of it whose output is of a format not read says so)
-        if not why.startswith(UNRECOGNISED):
+        # (nor one its reader names, a container's log: said as that reader says it)
+        if not why.startswith(f"{UNRECOGNISED} (expected "):
             return f"{part.where}: {why}"
         return f"{part.where}: {_SMI_NOT_READ if _smi_format_not_read(part, tool) else _NOT_ITS % tool}"
 
@@ -520,8 +524,16 @@ def _part_tool(part: Section) -> str:
     if not part.reads:
         return ""
     ran = run(part.command)
-    if ran.container and ran.stages and ran.stages[0]:
-        return tool_name(ran.stages[0][0])
+    words = ran.stages[0] if ran.stages and ran.stages[0] else [""]
+    program = tool_name(words[0])
+    if ran.container or (program and program not in LAUNCHERS and not _READ_TOOL.fullmatch(program)):
+        # (the program typed, inside its container or wrappers; a tool named among its arguments
+        # is the command it runs (`vgpu_unlock nvidia-smi vgpu -s`, `mpirun -np 2 nvidia-smi`),
+        # never an option's value: netdata's `go.d.plugin -d -m nvidia-smi` printed its own log)
+        if _READ_TOOL.fullmatch(program):
+            return program
+        at = next((i for i, w in enumerate(words[1:], 1) if _READ_TOOL.fullmatch(tool_name(w))), 0)
+        return tool_name(words[at]) if at and not _BARE_OPTION.fullmatch(words[at - 1]) else ""
     return part.tool_command.split()[0].rsplit("/", 1)[-1]
 
 

@@ -19,6 +19,12 @@ _GIVEN_ONLY = (
     ("nvidia_nvlink", "nvlink_links", "every NVLink link up"),
     ("nvidia_nvlink_errors", "nvlink_errors", "no NVLink errors"),
 )
+# the command whose output each kind is
+_COMMAND = {
+    "kernel_log": "sudo dmesg -T",
+    "nvidia_nvlink": "nvidia-smi nvlink -s",
+    "nvidia_nvlink_errors": "nvidia-smi nvlink -e",
+}
 # what a file's name says it holds (the first that matches): one of those kinds, or another
 # kind ("": none of those rules); a name saying none is any kind
 _NAMED = (
@@ -63,25 +69,39 @@ def _shown_kind(path: Path) -> str | None:
     return detect_kind(start.decode("utf-8", errors="replace")) if start.strip() else None
 
 
-def unread_rows(unread: Sequence[Path], given: Collection[str], shown: Collection[str]) -> list[Check]:
+def unread_rows(
+    unread: Sequence[Path], given: Collection[str], shown: Collection[str], other: Collection[Path] = ()
+) -> list[Check]:
     """An unverified row, naming the files, for each rule shown only where its output is given
     that no output of its kind (`given`) answered and none is shown (`shown`: the rows' names)
-    that a file not read (`unread`) could have answered, by its name's kind or any."""
+    that a file not read (`unread`) could have answered, by its name's kind or any. A file of
+    them that was read but holds no output this tool knows (`other`: a pod's log) is no file
+    that could not be read, nor one to save again: the row asks for the rule's output instead."""
     rows = []
     for kind, rule, expected in _GIVEN_ONLY:
         if kind in given or rule in shown:
             continue
-        could = [str(p) for p in unread if _named_kind(p) in (kind, None)]
-        if could:
-            rows.append(
-                Check(
-                    rule,
-                    expected,
-                    f"not read: {', '.join(could)} could not be read (see its note)",
-                    "unverified",
-                    f"a saved file that may hold the output this rule reads could not be read, so"
-                    f" what it would show is unknown: save it again ({', '.join(could)}) and judge"
-                    " the folder again.",
-                )
+        could = [str(p) for p in unread if _named_kind(p) in (kind, None) and p not in other]
+        known = [str(p) for p in unread if _named_kind(p) in (kind, None) and p in other]
+        said = [f"{', '.join(could)} could not be read (see its note)"] if could else []
+        said = [f"not read: {said[0]}"] if said else []
+        said += (
+            [f"not judged: {', '.join(known)} holds no output this tool reads (see its note)"]
+            if known
+            else []
+        )
+        if not said:
+            continue
+        detail = (
+            f"a saved file that may hold the output this rule reads could not be read, so what it"
+            f" would show is unknown: save it again ({', '.join(could)}) and judge the folder again."
+            if could
+            else ""
+        )
+        if known:
+            detail += (" " if detail else "") + (
+                f"No `{_COMMAND[kind]}` output was recognised in {', '.join(known)}, which was read:"
+                f" add the box's `{_COMMAND[kind]}` output to the folder to judge this rule."
             )
+        rows.append(Check(rule, expected, "; ".join(said), "unverified", detail))
     return rows

@@ -428,6 +428,22 @@ def _table_complete(lines: Sequence[str]) -> bool:
 
 
 _BORDER = lazy_re(r"^\+-{20,}\+$")
+# a GPU's first row the cut went through inside its name cell (`| 6 NVIDIA GeForce RTX 4`, after
+# a border): its index is read, nothing else of the GPU; the report's warning names it, and the
+# sentence of the cut counts it (steps/checks/missing_facts.py `row_begun`)
+TABLE_ROW_BEGUN = "the nvidia-smi table is cut inside the first row of GPU "
+_ROW_BEGUN = lazy_re(r"^\s*\|\s*(\d+)\s+\S[^|]*$")
+
+
+def _row_begun(lines: Sequence[str], gpus: Sequence[GpuInfo]) -> int | None:
+    """The index of a GPU whose first row the output's last line begins, right under a border
+    closing the rows of the GPUs read (a higher index than theirs), cut inside its name cell."""
+    text = [line for line in lines if line.strip()]
+    match = _ROW_BEGUN.match(text[-1]) if len(text) > 1 and gpus else None
+    if match is None or not _TABLE_BORDER.match(text[-2]):
+        return None
+    index = int(match.group(1))
+    return index if index > max(g.index for g in gpus) else None
 
 
 def _unjoined(lines: list[str]) -> list[str]:
@@ -584,6 +600,8 @@ def parse_table(text: str) -> GpuReport:
         # the last GPU read is the one the cut went through: its rows' values read are whole (a
         # cut row is not read), what its rows held after the cut is not
         gpus[-1] = replace(gpus[-1], record_cut=True)
+        if (begun := _row_begun(lines, gpus)) is not None:
+            warnings.append(f"{TABLE_ROW_BEGUN}{begun} (its index read, nothing else of it)")
     for index in sorted(set(processes) - {gpu.index for gpu in gpus}):
         warnings.append(f"process table lists GPU {index}, which the GPU table does not have")
     if driver is None and not any("banner line is cut short" in w for w in warnings):

@@ -48,6 +48,7 @@ from gpuonboard.steps.checks.missing_facts import (
     loaded_module_said,
     no_gpu_detail,
     nvlink_view,
+    row_begun,
     rows_before_cut,
 )
 from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
@@ -430,12 +431,13 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         gone = f"{order.gpu_count - attached} of the {order.gpu_count} ordered GPUs missing"
         actual = f"{attached} attached (nvidia-smi's count), {n} read; {incomplete}"
         return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, attached)}")
-    if incomplete and (n < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
+    seen = n + (row_begun(facts) is not None)  # (a GPU whose row the cut went through is seen)
+    if incomplete and (seen < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     if n < order.gpu_count and (view := nvlink_view(facts)):
         return Check("gpu_count", expected, f"{n} listed; {view}", "unverified", NVLINK_VIEW_ADVICE)
-    verdict: Verdict = "fail" if n < order.gpu_count else "pass"
-    if n > order.gpu_count:
+    verdict: Verdict = "fail" if seen < order.gpu_count else "pass"
+    if seen > order.gpu_count:
         detail = detail or "more GPUs than ordered"
     elif n < order.gpu_count:
         missing = f"{order.gpu_count - n} of the {order.gpu_count} ordered GPUs missing"

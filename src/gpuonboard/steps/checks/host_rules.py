@@ -613,19 +613,26 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return _cpuless_may_count(expected, actual, nodes, apart)
     if total + more >= floor:
         return _rounded_ram(total, less, more, floor, expected, actual, facts.memory.si, facts.memory.source)
-    short = format_bytes(wanted - total - more)
+    # (one arithmetic, whatever the output's rounding: the order less the most the total may be,
+    # said "at least" where that is more than the total shown: `free -m`'s 512 may be 512.9 MiB)
+    short = format_bytes(wanted - total - more) + " less than ordered"
+    if more:
+        rounded = (
+            f"the {format_bytes(total)} read may be up to {format_bytes(more)} more: the output rounds it"
+        )
+        short = f"at least {short} ({rounded})"
     if (out := facts.raw.get(facts.memory.source)) is not None and out.in_container:
         return Check(
             "ram",
             expected,
             f"{actual}; {out.in_container}",
             "unverified",
-            f"{short} less than ordered, but read inside a container, where lxcfs shows the"
+            f"{short}, but read inside a container, where lxcfs shows the"
             " container's memory limit as the total (`free`, /proc/meminfo), so it is not known"
             " of the box: save `free -k` of the box, run in its own shell",
         )
     why = _ram_short_why(facts, unified, allowed)
-    return Check("ram", expected, actual, "fail", f"{short} less than ordered, {why}")
+    return Check("ram", expected, actual, "fail", f"{short}, {why}")
 
 
 def _docker_memory_said(facts: Facts) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
+from gpuonboard.facts.nvidia_smi.table import TABLE_ROW_BEGUN
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
@@ -140,6 +141,28 @@ def _refused(facts: Facts) -> str:
     return "; ".join(r.sentence() for r in ev.refusals) if ev else ""
 
 
+def row_begun(facts: Facts) -> int | None:
+    """The index of a GPU whose table row the cut went through before its name was read
+    (`| 6 NVIDIA GeForce RTX 4`): a GPU seen beyond those read; None where none."""
+    if facts.gpu is None or not facts.gpu.gpus:
+        return None
+    said = (
+        w[len(TABLE_ROW_BEGUN) :].split(" ", 1)[0]
+        for w in facts.gpu.warnings
+        if w.startswith(TABLE_ROW_BEGUN)
+    )
+    begun = next((int(n) for n in said if n.isdecimal()), None)
+    # (beyond every GPU read: another format's listing of it, `-L`'s, counts it already)
+    return begun if begun is not None and begun > max(g.index for g in facts.gpu.gpus) else None
+
+
+def _begun_said(facts: Facts) -> str:
+    """' inside the first row of GPU 6: at least 7 GPUs' where the cut went through a row."""
+    if (begun := row_begun(facts)) is None or facts.gpu is None:
+        return ""
+    return f" inside the first row of GPU {begun}: at least {len(facts.gpu.gpus) + 1} GPUs"
+
+
 def _incomplete(facts: Facts) -> str:
     """'nvidia-smi says 8 GPUs attached but its output lists 1 (cut off)' when no format listed
     every GPU nvidia-smi says is there: an incomplete probe to rerun, never missing hardware."""
@@ -148,7 +171,7 @@ def _incomplete(facts: Facts) -> str:
     attached, why = _attached_gap(facts), facts.gpu.gap or facts.gpu.cut_said
     gap = (
         f"{attached} ({why})" if attached and why else attached or why
-    ) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off"
+    ) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off" + _begun_said(facts)
     # (outputs that disagree are whole: what they say otherwise is the sentence, no cut)
     return gap if facts.gpu.disagreements else f"incomplete probe: {gap}"
 

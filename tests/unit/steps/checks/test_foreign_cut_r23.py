@@ -1,6 +1,7 @@
 """foreign_processes on a real `nvidia-smi` table cut short (round 23 review): a GPU that shows
 work with no process listed, where the table was cut before (or inside) its Processes section,
-is no fault seen (its processes may be a desktop's, a warn): unverified, not a fail."""
+is no fault seen (its processes may be a desktop's, a warn): unverified, not a fail; unless such
+a GPU holds more than 1 GiB, a job's whatever the list names (round 33: test_foreign_cut_r33.py)."""
 
 from pathlib import Path
 

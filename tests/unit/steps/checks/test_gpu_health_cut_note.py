@@ -21,11 +21,13 @@ CUT_NOTE = "incomplete probe: nvidia-smi's output lists 8 GPU(s) and was cut off
 def test_foreign_processes_says_the_cut_once(tmp_path: Path, name: str) -> None:
     """foreign_processes of a table cut short (busy GPUs, no process list read; review O of
     round 24) said the cut twice: "(the output was cut short: its process list may be in the
-    part cut away) (of what was read; incomplete probe: ... was cut off)"; now once."""
+    part cut away) (of what was read; incomplete probe: ... was cut off)"; now once. Round 33:
+    the busy GPUs hold GiBs (a job's, whatever list the cut took): a fail of what was read, the
+    cut said in one parenthesis."""
     verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", (REAL / name).read_text())["foreign_processes"]
-    assert verdict == "unverified", actual
-    assert actual.endswith("(the output was cut short: its process list may be in the part cut away)")
-    assert CUT_NOTE not in actual
+    assert verdict == "fail", actual
+    assert actual.endswith(f"(of what was read; {CUT_NOTE}; its process list cut away)")
+    assert actual.count("(of what was read") == 1 and "the output was cut short" not in actual
 
 
 @pytest.mark.parametrize("name", [A30, H100])

@@ -68,7 +68,9 @@ def test_the_shortfall_counts_from_the_most_the_total_may_be(tmp_path: Path) -> 
     verdict, _ = judged(tmp_path, HUMAN, "131GB")
     assert verdict == "fail"
     text = (REAL / HUMAN).read_text()
-    assert details(tmp_path, HUMAN, text, "ram: 131GB")["ram"].startswith("5.0 GiB less than ordered")
+    assert details(tmp_path, HUMAN, text, "ram: 131GB")["ram"].startswith(
+        "at least 5.0 GiB less than ordered"
+    )
 
 
 def test_an_order_and_a_total_that_print_alike_get_more_decimals(tmp_path: Path) -> None:

@@ -193,6 +193,21 @@ def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
 
 
 CUT_LIST = "the output was cut short: its process list may be in the part cut away"
+# (said as missing_facts.of_those_read says a cut: the gap of a table cut in its rows joins it)
+CUT_HELD = "of what was read; its process list cut away"
+
+
+def _held_beyond_desktop(g: GpuInfo) -> bool:
+    """A GPU whose process list was not read, driving no display, holds more memory than the
+    busy mark: some job's allocations (Xorg on a headless GPU holds a few MiB), whatever its
+    list, cut away, would name. A GPU that drives a display may hold GiBs for a desktop's
+    applications (the RTX 4000 SFF Ada's 3.5 GiB): no job's from the figures alone."""
+    return (
+        not g.processes_known
+        and g.display_active != "Enabled"
+        and g.memory_used_mib is not None
+        and g.memory_used_mib > BUSY_MEMORY_MIB
+    )
 
 
 def _as_listed(g: GpuInfo, label: str) -> GpuInfo:
@@ -290,9 +305,11 @@ def _work_seen(
     busy_listed_empty: list[str],
     busy_no_list: list[str],
     cut: bool,
+    held: bool = False,
 ) -> Check:
     """rule_foreign_processes where a compute process is listed or a GPU with no process listed
-    shows work: a fail, or unverified where the process list that would name whose was cut."""
+    shows work: a fail, or unverified where the process list that would name whose was cut,
+    unless a GPU whose list the cut took holds more memory than a desktop's (`held`)."""
     parts = compute + graphics + mixed
     if busy_listed_empty:
         parts.append("; ".join(busy_listed_empty) + ", though nvidia-smi lists no process there")
@@ -303,7 +320,7 @@ def _work_seen(
         if busy_listed_empty or busy_no_list
         else ""
     )
-    if cut and not compute and not busy_listed_empty:  # (a list read empty is no cut)
+    if cut and not compute and not busy_listed_empty and not held:  # (a list read empty is no cut)
         return Check(
             "foreign_processes",
             "none",
@@ -312,6 +329,17 @@ def _work_seen(
             "a GPU shows work but the process list that would name whose (a compute job, or a"
             " desktop's graphics processes) was cut from this output: rerun `nvidia-smi` and save"
             " its whole output",
+        )
+    if held and not compute and not busy_listed_empty:
+        # (the rows read are evidence, as in a whole table: memory held beyond a desktop's)
+        return Check(
+            "foreign_processes",
+            "none",
+            "; ".join(parts) + f" ({CUT_HELD})",
+            "fail",
+            "another job is using the GPUs you rent: a GPU that drives no display holds more than"
+            f" {BUSY_MEMORY_MIB // 1024} GiB of memory, some job's allocations, whatever process list"
+            " the cut took; ask the vendor before you start",
         )
     return Check(
         "foreign_processes",
@@ -433,7 +461,8 @@ def rule_foreign_processes(
     if mixed and not compute and not busy_listed_empty and not busy_no_list:
         return _mixed_check(mixed, graphics, cut)
     if compute or busy_listed_empty or busy_no_list:
-        return _work_seen(compute, graphics, mixed, busy_listed_empty, busy_no_list, cut)
+        held = cut and any(_held_beyond_desktop(g) for g in unlisted)
+        return _work_seen(compute, graphics, mixed, busy_listed_empty, busy_no_list, cut, held)
     # (a list not known whole, an entry cut short in it, is open too)
     open_lists = [g for g in read if g.processes and (g.processes_open or not g.processes_known)]
     if partial := [b for g in open_lists if (b := _busy(g))]:
