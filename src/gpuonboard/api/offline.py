@@ -477,7 +477,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             " the log (`dmesg -t | grep ...`): save `dmesg` with its stamps (`sudo dmesg -T`)."
         )
     if kind is None:
-        return saved_forms.without_kind(where, text, copied)
+        return saved_forms.without_kind(where, text, copied, warned)
     return _read_as(path, where, kind, text, warned, copied, command)
 
 

@@ -29,6 +29,7 @@ from gpuonboard.inventory import OrderSpec
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.disk_rules import rule_data_disk as rule_data_disk
+from gpuonboard.steps.checks.floors import cores_floor_met, ram_floor_met
 from gpuonboard.steps.checks.host_facts import answered as _answered
 from gpuonboard.steps.checks.host_facts import tool_failed as _tool_failed
 from gpuonboard.steps.checks.host_facts import unread as _unread
@@ -393,6 +394,9 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     assert order.cpu_cores is not None
     expected = f">= {order.cpu_cores} cores"
     usable, why = _usable_cpus(facts)
+    least = cores_floor_met(order.cpu_cores, expected, facts)  # (a cut listing's: `at least N read`)
+    if least is not None and (usable is None or usable >= order.cpu_cores):
+        return least
     if facts.cpu is None or (facts.cpu.physical_cores is None and facts.cpu.logical_cpus is None):
         # (no lscpu, or one nothing was read from: a damaged `lscpu -J`, another command's text)
         if usable is None and not facts.given("lscpu"):
@@ -560,6 +564,10 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     a cgroup memory limit below it (a container rental) is what counts."""
     assert order.ram_bytes is not None
     wanted = order.ram_bytes
+    unified_share = UNIFIED_RESERVE if facts.memory is not None and _unified(facts) else 0.0
+    need = wanted * (1 - tolerance - unified_share) - RAM_RESERVE_BYTES
+    if (least := ram_floor_met(facts, wanted, need, _telling_decimals)) is not None:
+        return least
     if (unread := _ram_not_read(facts, f">= {format_bytes(wanted)}")) is not None:
         return unread
     assert facts.memory is not None and facts.memory.total_bytes is not None
