@@ -463,7 +463,11 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
         return probe
-    if kind is None and (why := unjudged.one_field_csv(command, text) or unjudged.container_cli_info(text)):
+    if kind is None and (
+        why := unjudged.one_field_csv(command, text)
+        or unjudged.container_cli_info(text)
+        or unjudged.container_cli_cut(text)
+    ):
         raise unjudged.UnjudgedOutput(f"{where}: {why}")
     if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)

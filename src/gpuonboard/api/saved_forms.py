@@ -58,7 +58,9 @@ _OTHER_FORMS = (
             r"^\s*(?:CPU\(s\)|On-line CPU\(s\) list|Off-line CPU\(s\) list|Model name|Socket\(s\)"
             r"|Core\(s\) per (?:socket|cluster)|Thread\(s\) per core|CPU op-mode\(s\)|Byte Order"
             r"|Address sizes|Vendor ID|CPU family|NUMA node(?:\(s\)|\d+ CPU\(s\))|BogoMIPS"
-            r"|CPU (?:max |min )?MHz|L[1-3][di]? cache|Hypervisor vendor|Virtuali[sz]ation(?: type)?):"
+            r"|CPU (?:max |min )?MHz|L[1-3][di]? cache|Hypervisor vendor|Virtuali[sz]ation(?: type)?"
+            # (util-linux 2.38+'s section heads: `NUMA:` above its node lines, a GH200's alone)
+            r"|NUMA|Caches \(sum of all\)|Vulnerabilities|Vulnerability [A-Za-z ]+):"
         ),
         "an `lscpu` without its first lines (a `grep` of it, or a paste of some lines)",
         "the whole `lscpu`",

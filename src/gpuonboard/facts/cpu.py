@@ -436,6 +436,24 @@ def _counts_first(lines: list[str]) -> bool:
     return False
 
 
+def _ends_before_count(text: str) -> str:
+    """Where an lscpu cut before a type's core count ends: inside a CPU type's block where lscpu
+    indents them (util-linux 2.38+ on a terminal), else among the flat lines it prints after
+    `Model name` (older lscpu, or 2.38+ into a pipe: collect_env's), measure33b 30, 32."""
+    indented = any(
+        line[:1].isspace()
+        and (field := _split_field(line)) is not None
+        and _field_name(field[0]) in _TYPE_FIELDS
+        for line in text.splitlines()
+    )
+    if indented:
+        return "it ends inside a CPU type's block, before its core count"
+    return (
+        "it ends among the lines lscpu prints after a Model name line, at the margin in this layout,"
+        " before its core count (Core(s) per socket, Socket(s))"
+    )
+
+
 def _types_cut(
     text: str,
     types: list[dict[str, str]],
@@ -450,7 +468,7 @@ def _types_cut(
     if _types_closed(text):
         return None
     if None in physical_each:
-        return "it ends inside a CPU type's block, before its core count"
+        return _ends_before_count(text)
     threads = [_int(t, "Thread(s) per core", []) for t in types]
     if logical is None or not types or None in threads or 0 in threads:
         return None

@@ -195,7 +195,8 @@ def english_free(text: str) -> str:
     their own (_unjoined), blank lines left out."""
     rows, header = _free_words()
     out: list[str] = []
-    pieces = rejoined(text.split("\n"), lambda line: ":" in line or "：" in line)
+    lines = [line if ":" in line or "：" in line else _lowered(line) for line in text.split("\n")]
+    pieces = rejoined(lines, lambda line: ":" in line or "：" in line)
     for line in (row for piece in pieces for row in _unjoined(piece)):
         ends = [i for i in (line.find(":"), line.find("：")) if i >= 0]
         if ends:
@@ -204,6 +205,14 @@ def english_free(text: str) -> str:
         else:
             out.append(header(line))
     return "\n".join(out)
+
+
+def _lowered(line: str) -> str:
+    """A header line with free's column words in the case free prints them: `Total` of a header
+    a poster retyped or capitalised (measure33b 29) is free's `total`, any other word unchanged."""
+    return re.sub(
+        r"\S+", lambda m: m.group(0).lower() if m.group(0).lower() in _FREE_COLUMNS else m.group(0), line
+    )
 
 
 def looks_like_free(text: str) -> bool:

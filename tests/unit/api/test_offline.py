@@ -61,6 +61,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-pmon-": None,  # a pmon sample: refused naming it
         "nvidia-smi": "nvidia_smi",
         "lscpu-line-breaks-lost": None,  # a page that ran its fields together: refused naming it
+        "lscpu-numa-section-only": None,  # lscpu's NUMA section alone: refused naming the whole lscpu
         "lscpu": "lscpu",
         "proc-cpuinfo__armv7": None,  # 32-bit ARM's form: refused naming it (saved_forms.uncounted_cpuinfo)
         "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it

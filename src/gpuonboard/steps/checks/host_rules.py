@@ -28,6 +28,7 @@ from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
+from gpuonboard.steps.checks.cpu_vm import hypervisor_said, model_cores_unshown
 from gpuonboard.steps.checks.disk_rules import rule_data_disk as rule_data_disk
 from gpuonboard.steps.checks.floors import cores_floor_met, ram_floor_met
 from gpuonboard.steps.checks.host_facts import answered as _answered
@@ -446,8 +447,8 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 expected,
                 f"{actual}: the lscpu output is cut short",
                 "unverified",
-                f"the lscpu output is cut short ({facts.cpu.cut}), so the cores of the CPU types cut"
-                " off are unknown: save the whole `lscpu` of the box",
+                f"the lscpu output is cut short ({facts.cpu.cut}), so the cores it did not show (a"
+                " core count, a CPU type after it) are unknown: save the whole `lscpu` of the box",
             )
         if physical is None:
             return _cores_unread(
@@ -467,33 +468,24 @@ def _fewer_cpus(facts: Facts, logical: int | None) -> str:
             " CPUs online): CPUs offline, a smaller CPU model or fewer sockets; run `lscpu` (its"
             " Off-line CPU(s) list) and ask the vendor for the box that was ordered"
         )
-    if hypervisor := _hypervisor(facts):
+    if hypervisor := hypervisor_said(facts):
         # (a VM's CPUs are the vCPUs its host gave it, not a CPU model's or sockets' count)
         return (
             f"fewer CPUs than ordered, hyperthreads included: a virtual machine ({hypervisor}) given"
             f" {_counted(logical, 'vCPU') if logical is not None else 'fewer vCPUs'}; ask the vendor"
             " for the size that was ordered"
         )
+    if sliced := model_cores_unshown(facts.cpu):
+        return (
+            f"fewer CPUs than ordered, hyperthreads included: {sliced}, so a virtual machine given"
+            f" {_counted(logical, 'vCPU') if logical is not None else 'fewer vCPUs'} (its lscpu's"
+            " Hypervisor vendor line not given), or cores disabled in the firmware; ask the vendor for"
+            " the size that was ordered"
+        )
     return (
         "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
         " ask the vendor for the box that was ordered"
     )
-
-
-# lscpu's `Hypervisor vendor:` line (KVM, Microsoft, VMware, Xen ...), and the `hypervisor` CPU flag
-# a guest's CPUs carry (lscpu's Flags, /proc/cpuinfo's flags)
-_HYPERVISOR_VENDOR = lazy_re(r"^\s*Hypervisor vendor:\s*(\S.*?)\s*$", re.M)
-_HYPERVISOR_FLAG = lazy_re(r"^\s*flags\s*:.*\bhypervisor\b", re.M | re.I)
-
-
-def _hypervisor(facts: Facts) -> str:
-    """'Microsoft hypervisor' where the saved lscpu (or /proc/cpuinfo) says the CPUs are a
-    virtual machine's, 'a hypervisor' where only its CPU flag does; "" otherwise."""
-    out = facts.raw.get("lscpu")
-    text = out.stdout if out is not None else ""
-    if vendor := _HYPERVISOR_VENDOR.search(text):
-        return f"{vendor.group(1)} hypervisor"
-    return "a hypervisor" if _HYPERVISOR_FLAG.search(text) else ""
 
 
 # The kernel and firmware keep part of RAM out of `free`'s total: about 1.7 % on the real
