@@ -30,8 +30,9 @@ collect_env run in a container given some GPUs (vLLM's env section prints
 no GPU (`Is CUDA available: False`, `Could not collect`) says nothing of the box's GPUs. The driver version it
 torch's (vLLM's) collect_env reads its `Nvidia driver version` from the box's `nvidia-smi` (the
 table banner's value): beside its GPU lines it is read as the box's driver answer (the format
-"env", compared with any other nvidia-smi output given); SGLang's `CUDA Driver Version`, and a
-driver line of a report that lists no GPU, are said in a note (the rules do not judge them).
+"env", compared with any other nvidia-smi output given); so is SGLang's `CUDA Driver Version`, the
+value of the box's `nvidia-smi --query-gpu=driver_version` (round 33). A driver line of a report
+that lists no GPU, or one that is no version, is said in a note (the rules do not judge it).
 """
 
 from __future__ import annotations
@@ -62,11 +63,16 @@ _MIG_LINE = re.compile(r"^\s*MIG\s+\S+\s+Device\s+\d+:")
 _MIG_NAME = re.compile(r"^(.+?)\s+MIG\s+(\d+(?:c\.\d+)?g\.\d+gb\S*)$")
 # check_env's own lines: torch's view of the GPUs, whatever their position in the report
 _CHECK_ENV = re.compile(r"^(?:CUDA available: (?:True|False)\s*$|GPU \d+(?:,\d+)+: )", re.M)
-_DRIVER = re.compile(r"^(?:Nvidia driver version|CUDA Driver Version)\s*:[ \t]*(\S.*?)\s*$", re.M)
+_DRIVER = re.compile(r"^(?:Nvidia driver version|CUDA Driver Versions?)\s*:[ \t]*(\S.*?)\s*$", re.M)
 # torch's line (vLLM's too), the value torch/utils/collect_env.py get_nvidia_driver_version reads
 # from the box's `nvidia-smi` banner (`Driver Version: (.*?) `): an NVIDIA driver's version, its
 # line ended (a text that ends inside the line was cut there: `550.9` of 550.90.07 is no version)
-_SMI_DRIVER = re.compile(r"^Nvidia driver version\s*:[ \t]*(\d{3,}\.\d+(?:\.\d+)?)[ \t\r]*\n", re.M)
+# SGLang's check_env prints `CUDA Driver Version: 575.57.08`, the one value of the box's `nvidia-smi
+# --query-gpu=driver_version` (sglang/check_env.py _get_cuda_driver_version; `CUDA Driver Versions:
+# a, b` where the GPUs answer several, `Not Available` where nvidia-smi failed: neither read)
+_SMI_DRIVER = re.compile(
+    r"^(Nvidia driver version\s*|CUDA Driver Version):[ \t]*(\d{3,}\.\d+(?:\.\d+)?)[ \t\r]*\n", re.M
+)
 # lscpu's first line (below collect_env's `CPU:`, or vLLM's `==== CPU Info ====` banner)
 _LSCPU_FIRST = re.compile(r"^Architecture\s*:")
 _TOPO_LABEL = re.compile(r"^(?:GPU topology|NVIDIA Topology)\s*:[ \t]*(.*)$")
@@ -266,11 +272,13 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
         found.append(EnvPart("nvcc", nvcc.group(1) + "\n", "nvcc"))
     said: list[str] = []
     if gpus and (smi := _SMI_DRIVER.search(text)):
-        found.append(
-            EnvPart(
-                ENV_DRIVER_PROBE, smi.group(1) + "\n", "driver line (nvidia-smi's, as collect_env read it)"
-            )
+        sglang = smi.group(1) == "CUDA Driver Version"
+        origin = (
+            "nvidia-smi --query-gpu=driver_version's, as check_env"
+            if sglang
+            else "nvidia-smi's, as collect_env"
         )
+        found.append(EnvPart(ENV_DRIVER_PROBE, smi.group(2) + "\n", f"driver line ({origin} read it)"))
     elif (driver := _DRIVER.search(text)) and driver.end() == len(text.rstrip(" \t\r")):
         said.append(
             f"its driver line ({driver.group(0).strip()}) ends the text without a line end: cut"

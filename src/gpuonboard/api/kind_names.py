@@ -8,6 +8,7 @@ __all__ = ["SAVED_OUTPUTS", "SHOWN_KINDS", "expected_outputs", "kind_name"]
 # outputs shown in the report, not judged: their kinds and what each is
 SHOWN_KINDS = {
     "docker_info": "docker info",
+    "docker_version": "docker version",
     "podman_info": "podman info",
     "iperf3": "iperf3 -J (network throughput JSON)",
     "numactl": "numactl --hardware (NUMA nodes)",
@@ -53,7 +54,7 @@ SAVED_OUTPUTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("nvidia_nvlink", "nvidia_nvlink_errors"), "nvidia-smi nvlink -s / -e"),
     (("kernel_log",), "dmesg / journalctl -k"),
     (("rdma_ports",), "ibv_devinfo / ibstat / ibstatus"),
-    (("docker_info", "podman_info"), "docker info / podman info"),
+    (("docker_info", "docker_version", "podman_info"), "docker info / docker version / podman info"),
     (("iperf3",), "iperf3 -J"),
     (("numactl",), "numactl --hardware"),
     (("ibdev2netdev",), "ibdev2netdev"),

@@ -472,7 +472,11 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise UsageError(f"{where}: {why}")
     if kind is None and (probe := _probe_form(where, text)) is not None:
         return probe
-    if kind is None and (why := unjudged.one_field_csv(command, text) or unjudged.container_cli_info(text)):
+    if kind is None and (
+        why := unjudged.one_field_csv(command, text)
+        or unjudged.container_cli_info(text)
+        or unjudged.container_cli_cut(text)
+    ):
         raise unjudged.UnjudgedOutput(f"{where}: {why}")
     if kind is None and (headed := saved_forms.with_query_header(command, text)):
         text, kind = headed, "nvidia_smi"  # (a noheader CSV: its fields named by its command)
@@ -486,7 +490,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             " the log (`dmesg -t | grep ...`): save `dmesg` with its stamps (`sudo dmesg -T`)."
         )
     if kind is None:
-        return saved_forms.without_kind(where, text, copied)
+        return saved_forms.without_kind(where, text, copied, warned)
     kind, out = _read_as(path, where, kind, text, warned, copied, command)
     if transcript.container_shell(host := copied_host(pasted)) and not out.in_container:
         # (typed at a container's prompt, `root@3f4e5a6b7c8d:/# df -h`: that container's view)

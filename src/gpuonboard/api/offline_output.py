@@ -20,10 +20,10 @@ __all__ = ["facts_json", "load_order", "nvcc_version", "print_facts", "summary"]
 
 def nvcc_version(facts: Facts) -> str | None:
     """The CUDA toolkit release of a saved `nvcc --version` (it was recognised, then dropped)."""
-    from gpuonboard.steps.checks.driver_compat import parse_nvcc
+    from gpuonboard.steps.checks.driver_compat import nvcc_said
 
     out = facts.raw.get("nvcc")
-    return parse_nvcc(out.stdout) if out is not None and facts.given("nvcc") else None
+    return nvcc_said(out.stdout) if out is not None and facts.given("nvcc") else None
 
 
 def summary(facts: Facts) -> dict[str, object]:

@@ -63,7 +63,9 @@ _OTHER_FORMS = (
             r"^\s*(?:CPU\(s\)|On-line CPU\(s\) list|Off-line CPU\(s\) list|Model name|Socket\(s\)"
             r"|Core\(s\) per (?:socket|cluster)|Thread\(s\) per core|CPU op-mode\(s\)|Byte Order"
             r"|Address sizes|Vendor ID|CPU family|NUMA node(?:\(s\)|\d+ CPU\(s\))|BogoMIPS"
-            r"|CPU (?:max |min )?MHz|L[1-3][di]? cache|Hypervisor vendor|Virtuali[sz]ation(?: type)?):"
+            r"|CPU (?:max |min )?MHz|L[1-3][di]? cache|Hypervisor vendor|Virtuali[sz]ation(?: type)?"
+            # (util-linux 2.38+'s section heads: `NUMA:` above its node lines, a GH200's alone)
+            r"|NUMA|Caches \(sum of all\)|Vulnerabilities|Vulnerability [A-Za-z ]+):"
         ),
         "an `lscpu` without its first lines (a `grep` of it, or a paste of some lines)",
         "the whole `lscpu`",
@@ -111,7 +113,8 @@ def q_blocks_alone(text: str) -> bool:
 
 # a tool's `-V` / `--version` line: procps' and util-linux's `free from procps-ng 3.3.16`, `lscpu
 # from util-linux 2.37.2`, coreutils' `df (GNU coreutils) 8.32`
-VERSION_LINE = re.compile(r"(\S+) (?:from (?:procps(?:-ng)?|util-linux) \S+|\(GNU coreutils\) \S+)")
+# (util-linux-ng's, 2.13 to 2.17: `lsblk from util-linux-ng 2.17.2`)
+VERSION_LINE = re.compile(r"(\S+) (?:from (?:procps(?:-ng)?|util-linux(?:-ng)?) \S+|\(GNU coreutils\) \S+)")
 # /proc/cpuinfo of the CPUs whose form looks_like_cpuinfo (facts/cpu.py) does not read: IBM Z's
 # (`vendor_id : IBM/S390`, then `processor N: version = ...` lines), 32-bit ARM's (`Processor :
 # ARMv7 Processor rev 1 (v7l)` first, or a block of `CPU architecture: 7`)
@@ -623,9 +626,10 @@ def _without_refused_option(copied: str, said: list[str]) -> str:
 _SMI_ARGS = re.compile(r"\bnvidia-smi(?:\.exe)?[ \t]+(?P<args>[^|;&<>]+)")
 
 
-def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
+def _empty_or_refused(where: str, text: str, copied: str, warned: str = "") -> str | None:
     """The sentence refusing a saved output that is nvidia-smi's refusal of an operation or of
-    its command line, a copied command with no output, or an empty file, or None."""
+    its command line, a copied command with no output, a tool's own message alone (`warned`:
+    the lines split off as its stderr, `lsblk: unknown column: TRAN`), or an empty file, or None."""
     from gpuonboard.api.nvml_refusal import nvml_refusal
 
     said = [line.strip() for line in text.splitlines() if line.strip()]
@@ -655,6 +659,13 @@ def _empty_or_refused(where: str, text: str, copied: str) -> str | None:
             " read no GPU and says nothing of the box: save the command's output again with the"
             + (f" option it names left out (`{plain}`)." if plain else " options this driver takes")
             + ("" if plain else " (`nvidia-smi -h`, `nvidia-smi --help-query-gpu` list them).")
+        )
+    if not said and (told := [line.strip() for line in warned.splitlines() if line.strip()]):
+        whose = f"a copied command line (`{copied[:57]}`) whose output is only" if copied else "only"
+        return (
+            f"{where}: {whose} the tool's own message (`{told[0][:100]}`), which lists nothing"
+            " of the box (the command failed, or this version of the tool does not take what it was"
+            " asked): save the command's output where it ran without that message."
         )
     if not said and copied:  # (the file's only line was the copied command, dropped as such)
         copied = command_said(copied)  # (a password it holds masked: masking.PASSWORD_OPTIONS)
@@ -759,7 +770,7 @@ def _unread_sentence(where: str, text: str) -> str:
     return f"{where}: {transcript.UNRECOGNISED} (expected {expected_outputs()})."
 
 
-def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
+def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[str, ProbeOutput]:
     """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
     message read as such, an affinity list as nproc (affinity_output), else a UsageError saying
     what it looks like and what to save."""
@@ -773,7 +784,7 @@ def without_kind(where: str, text: str, copied: str) -> tuple[str, ProbeOutput]:
         raise UsageError(shape)
     if (missing := missing_output(where, text, copied)) is not None:
         return missing
-    if (refusal := _empty_or_refused(where, text, copied)) is not None:
+    if (refusal := _empty_or_refused(where, text, copied, warned)) is not None:
         raise UsageError(refusal)
     if (refused := kernel_log_refusal(text)) is not None:
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)

@@ -197,10 +197,17 @@ def detect_fabric_kind(text: str) -> str | None:
         return "ibdev2netdev"
     if _PODMAN_INFO.match(text.lstrip()):
         return "podman_info"
-    if re.search(r"^Server Version:", head, re.M) or (
-        re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M)
-    ):
+    if re.search(r"^Server Version:", head, re.M):
         return "docker_info"
+    if re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M):
+        # (`docker version`, its Server section's ` Engine:` and no `Server Version:` line of
+        # docker info's: another command, read beside a docker info, never its second copy)
+        engine = re.search(r"^[ \t]+Engine:[ \t]*$", text, re.M)
+        return (
+            "docker_version"
+            if engine and not re.search(r"^[ \t]*Server Version:", text, re.M)
+            else "docker_info"
+        )
     if _docker_runtime_lines(lines):
         return "docker_info"
     if (

@@ -26,8 +26,11 @@ def ibdev2netdev_line(line: str) -> bool:
 def shown(kind: str, text: str) -> str:
     """What a `docker info` or `iperf3 -J` output given says, in one line: no fact and no rule
     reads them (the container steps and prove's network step judge them on the box)."""
-    if kind == "docker_info" and (version := _docker_version(text)):
-        return version
+    if kind == "docker_version" or (kind == "docker_info" and _docker_version(text)):
+        return _docker_version(text) or (
+            "docker version: no client or engine version read: read, not judged (the container steps"
+            " judge it on the box)."
+        )
     if kind == "docker_info":
         from gpuonboard.facts.container import parse_docker_info
 

@@ -107,6 +107,37 @@ _CLI_LISTING = re.compile(r"\] listing device (\S+) \(")
 _NULL = "(null)"  # (a field nvidia-container-cli could not read: a Jetson's driver version, UUID, bus)
 
 
+# `nvidia-container-cli -d`'s debug log: its banner and its glog lines (`I0805 21:04:28.332330 29658
+# nvc.c:281] initializing library context ...`), which it prints before the info block
+_CLI_DEBUG_BANNER = re.compile(
+    r"^\s*-- WARNING, the following logs are for debugging purposes only --\s*$", re.M
+)
+_CLI_GLOG = re.compile(
+    r"^\s*[IWE]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?:nvc\w*|driver|utils|rpc|elftool)\.c:\d+\] ", re.M
+)
+# its own error line, where it failed (`nvidia-container-cli: initialization error: ...`): no cut
+_CLI_ERROR = re.compile(r"^\s*nvidia-container-cli: \S", re.M)
+
+
+def container_cli_cut(text: str) -> str | None:
+    """The note for an `nvidia-container-cli -k -d /dev/tty info` output cut inside its debug log,
+    before the info block it prints after it (no `NVRM version:` line; measure33b 21, 22): no
+    driver or GPU is read from it. None for any other text (a whole info output, one that ends in
+    the tool's error line)."""
+    glog = _CLI_GLOG.findall(text)
+    if _CLI_FIELD.search(text) or _CLI_ERROR.search(text) or not glog:
+        return None
+    if not (_CLI_DEBUG_BANNER.search(text) or len(glog) >= 3):
+        return None
+    last = next(line.strip() for line in reversed(text.splitlines()) if line.strip())
+    return (
+        f"an `nvidia-container-cli -d` info output cut inside its debug log, before its info block"
+        f" ({len(glog)} log line(s), the last `{last[:90]}`): the `NVRM version:` and GPU lines it"
+        " prints after them are not in it, so no driver or GPU is read: save the whole"
+        f" `nvidia-container-cli info` output (without `-d` it prints the info block alone), or {_SAVE}."
+    )
+
+
 def container_cli_info(text: str) -> str | None:
     """The note for an `nvidia-container-cli info` output (its driver, CUDA version and GPUs named),
     read and not judged: the toolkit's view, not one of nvidia-smi's formats the rules read. A

@@ -63,10 +63,12 @@ def viewer_lines(text: str) -> str | None:
     """What a text holds of a log viewer's gutter that `unviewed` could not tell apart safely
     (durations alone, numbers alone, between its lines), said in a few words; None where it has
     fewer than 3 numbers alone, or than 2 beside 2 durations alone (a count or two an output
-    prints alone is no gutter)."""
+    prints alone is no gutter), or where a number alone repeats (a viewer numbers each line once:
+    `   1` eight times is a column of values, lsblk's `-o ROTA` or `RO`, measure33b 19)."""
     durations = sum(1 for line in text.split("\n") if _DURATION.fullmatch(line))
-    numbers = sum(1 for line in text.split("\n") if _NUMBER.fullmatch(line))
-    if numbers < 2 or (numbers < 3 and durations < 2):
+    alone = [int(m.group(1)) for line in text.split("\n") if (m := _NUMBER.fullmatch(line))]
+    numbers = len(alone)
+    if numbers < 2 or (numbers < 3 and durations < 2) or len(set(alone)) < numbers:
         return None
     said = [f"{durations} step time(s) alone (`2s`)"] if durations >= 2 else []
     said += [f"{numbers} line number(s) alone"] if numbers >= 2 else []

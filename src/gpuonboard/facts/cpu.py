@@ -60,6 +60,10 @@ class CpuInfo:
     # why a /proc/cpuinfo may hold only some of the kernel's lines (a grep of it), or None: what
     # it counts is there, but a filter may have left CPUs out
     filtered: str | None = None
+    # where the output is cut short (`cut`), the fewest cores it proves, or None: /proc/cpuinfo's
+    # packages read (each one's `cpu cores` or distinct core ids), lscpu's whole CPU types read;
+    # a floor that meets an order proves it met (`at least N read`)
+    cores_floor: int | None = None
 
 
 CPUINFO = "/proc/cpuinfo"
@@ -359,7 +363,9 @@ def parse_lscpu(text: str) -> CpuInfo:
         same = all(s == sockets for s, _, _ in per_type) and None not in (c for _, c, _ in per_type)
         cores = sum(c for _, c, _ in per_type if c is not None) if same else None
     cut = None if text.lstrip().startswith("{") else _types_cut(text, types, physical_each, logical, offline)
-    if cut is not None:
+    least = None
+    if cut is not None:  # (the CPU types read whole still hold their cores: a floor)
+        least = sum(p for p in physical_each if p is not None) or None
         physical = cores = None
         warnings.append(f"lscpu output cut short: {cut}")
     names = list(dict.fromkeys(t["Model name"] for t in types if t.get("Model name")))
@@ -374,6 +380,7 @@ def parse_lscpu(text: str) -> CpuInfo:
         warnings=tuple(dict.fromkeys(warnings)),
         offline_cpus=offline,
         cut=cut,
+        cores_floor=least,
     )
 
 
@@ -429,6 +436,24 @@ def _counts_first(lines: list[str]) -> bool:
     return False
 
 
+def _ends_before_count(text: str) -> str:
+    """Where an lscpu cut before a type's core count ends: inside a CPU type's block where lscpu
+    indents them (util-linux 2.38+ on a terminal), else among the flat lines it prints after
+    `Model name` (older lscpu, or 2.38+ into a pipe: collect_env's), measure33b 30, 32."""
+    indented = any(
+        line[:1].isspace()
+        and (field := _split_field(line)) is not None
+        and _field_name(field[0]) in _TYPE_FIELDS
+        for line in text.splitlines()
+    )
+    if indented:
+        return "it ends inside a CPU type's block, before its core count"
+    return (
+        "it ends among the lines lscpu prints after a Model name line, at the margin in this layout,"
+        " before its core count (Core(s) per socket, Socket(s))"
+    )
+
+
 def _types_cut(
     text: str,
     types: list[dict[str, str]],
@@ -443,7 +468,7 @@ def _types_cut(
     if _types_closed(text):
         return None
     if None in physical_each:
-        return "it ends inside a CPU type's block, before its core count"
+        return _ends_before_count(text)
     threads = [_int(t, "Thread(s) per core", []) for t in types]
     if logical is None or not types or None in threads or 0 in threads:
         return None
@@ -595,6 +620,28 @@ def _cpuinfo_cores(blocks: list[dict[str, str]]) -> tuple[int | None, int | None
     return None, None
 
 
+def _cpuinfo_floor(text: str) -> int | None:
+    """The fewest cores a /proc/cpuinfo cut short proves, or None: of each physical id read, its
+    `cpu cores` (the cores the kernel booted in that package) or its distinct core ids where more,
+    summed; the blocks from the first CPU numbered no higher than the one before (a second paste,
+    maybe another box's) and a last line cut inside (`cpu cores : 2` of `24`) are left out."""
+    whole = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
+    blocks = _cpuinfo_blocks(whole)
+    numbers = [int(b["processor"]) for b in blocks]
+    again = next((i for i in range(1, len(numbers)) if numbers[i] <= numbers[i - 1]), len(numbers))
+    packages: dict[str, set[str]] = {}
+    said: dict[str, int] = {}
+    for block in blocks[:again]:
+        if "physical id" not in block:
+            continue
+        package = block["physical id"]
+        packages.setdefault(package, set()).update([block["core id"]] if "core id" in block else [])
+        if block.get("cpu cores", "").isdecimal():
+            said[package] = max(said.get(package, 0), int(block["cpu cores"]))
+    least = sum(max(len(cores), said.get(package, 0)) for package, cores in packages.items())
+    return least or None
+
+
 def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
     """The CPU shape of a /proc/cpuinfo (source "/proc/cpuinfo"): one block per online logical
     CPU (logical_cpus counts the offline ones too where the live probe's lists say them, as
@@ -606,7 +653,9 @@ def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
     if not blocks:
         return _empty("output not recognised as /proc/cpuinfo")
     if cut := _cpuinfo_cut(text, blocks, usable):
-        return dataclasses.replace(_empty(f"/proc/cpuinfo cut short: {cut}"), cut=cut, source=CPUINFO)
+        least = _cpuinfo_floor(text)
+        said = _empty(f"/proc/cpuinfo cut short: {cut}")
+        return dataclasses.replace(said, cut=cut, source=CPUINFO, cores_floor=least)
     online = len(blocks)
     physical, sockets = _cpuinfo_cores(blocks)
     threads = online // physical if physical and online % physical == 0 else None

@@ -56,6 +56,10 @@ class MemoryInfo:
     # their size (GPU memory that POWER9/NVLink2 and GH200 boxes list as NUMA nodes, CXL memory,
     # or DRAM whose CPUs are offline: numactl does not tell which)
     uncounted: tuple[int, int] = (0, 0)
+    # where no total was read from an output cut short, the least the total can be (numactl's
+    # sizes of the nodes with CPUs read before the cut), or None: a floor that already meets an
+    # order proves it met (`at least X read`), one below it says nothing
+    floor_bytes: int | None = None
 
 
 _HUMAN = re.compile(r"^(\d+(?:[.,]\d+)?)([KMGTPE]?)(i?)B?$", re.IGNORECASE)
@@ -191,7 +195,8 @@ def english_free(text: str) -> str:
     their own (_unjoined), blank lines left out."""
     rows, header = _free_words()
     out: list[str] = []
-    pieces = rejoined(text.split("\n"), lambda line: ":" in line or "：" in line)
+    lines = [line if ":" in line or "：" in line else _lowered(line) for line in text.split("\n")]
+    pieces = rejoined(lines, lambda line: ":" in line or "：" in line)
     for line in (row for piece in pieces for row in _unjoined(piece)):
         ends = [i for i in (line.find(":"), line.find("：")) if i >= 0]
         if ends:
@@ -200,6 +205,14 @@ def english_free(text: str) -> str:
         else:
             out.append(header(line))
     return "\n".join(out)
+
+
+def _lowered(line: str) -> str:
+    """A header line with free's column words in the case free prints them: `Total` of a header
+    a poster retyped or capitalised (measure33b 29) is free's `total`, any other word unchanged."""
+    return re.sub(
+        r"\S+", lambda m: m.group(0).lower() if m.group(0).lower() in _FREE_COLUMNS else m.group(0), line
+    )
 
 
 def looks_like_free(text: str) -> bool:
@@ -558,16 +571,19 @@ def read_numactl_memory(text: str) -> MemoryInfo:
             " in one file, or one pasted twice): no total can be read"
         )
         return MemoryInfo(None, None, None, (said,), source="numactl")
+    cpuless = {node for node, cpus in _NUMA_CPUS.findall(text) if not cpus.strip()}
     if not sizes or re.match(r"node \d+ cpus:", last) or available is None or len(sizes) < available:
         whole = f"{len(sizes)} of {available}" if available is not None else f"{len(sizes)}"
+        # (the nodes read before the cut hold at least their sizes; CPU-less ones are not RAM)
+        floor = sum(size for node, size in sizes if node not in cpuless) << 20
         return MemoryInfo(
             None,
             None,
             None,
             (f"numactl's output cut short: {whole} nodes' sizes read (their sum is only a floor)",),
             source="numactl",
+            floor_bytes=floor or None,
         )
-    cpuless = {node for node, cpus in _NUMA_CPUS.findall(text) if not cpus.strip()}
     counted = [size for node, size in sizes if node not in cpuless]
     left = [size for node, size in sizes if node in cpuless]
     if not counted:

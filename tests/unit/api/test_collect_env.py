@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import collect_env
+from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 VLLM = REAL / "collect_env__8x-h20__driver550.144.03__cut-in-lscpu__vllm-25015.txt"
@@ -136,7 +137,39 @@ def test_check_env_gpus_are_those_torch_sees(tmp_path: Path) -> None:
     count = rules["gpu_count"]
     assert count["verdict"] == "unverified" and "8 listed" in count["actual"]
     assert "CUDA_VISIBLE_DEVICES" in count["actual"]
-    assert "CUDA Driver Version: 590.48.01" in err
+    # (its `CUDA Driver Version:` is nvidia-smi's driver_version: read as the driver, round 33)
+    assert "driver line (nvidia-smi --query-gpu=driver_version's, as check_env read it)" in err
+
+
+@pytest.mark.parametrize(
+    ("name", "driver"),
+    [
+        ("sglang-check_env__8x-b200__driver590.48.01__topo-cut__sglang-24834.txt", "590.48.01"),
+        ("sglang-check_env__8x-b200-16nic__driver570.172.08__topo-cut__sglang-19404.txt", "570.172.08"),
+        ("sglang-check_env__8x-h200__driver575.57.08__topo-cut-in-gpu1-row__sglang-9812.txt", "575.57.08"),
+    ],
+)
+def test_check_env_s_cuda_driver_version_is_the_driver_s(tmp_path: Path, name: str, driver: str) -> None:
+    """sglang's `CUDA Driver Version:` is the value of the box's `nvidia-smi
+    --query-gpu=driver_version` (sglang/check_env.py _get_cuda_driver_version): min_driver was
+    unverified, "the driver version was not reported", beside that line (measure33b 33); it is
+    judged, both ways, its source named."""
+    major = int(driver.split(".")[0])
+    rules, err, _ = facts(tmp_path, (REAL / name).read_text(), f'min_driver: "{major}"\n')
+    assert rules["min_driver"]["verdict"] == "pass", rules["min_driver"]
+    assert rules["min_driver"]["actual"].startswith(driver)
+    assert "was not reported" not in rules["min_driver"]["actual"]
+    rules, _, code = facts(tmp_path, (REAL / name).read_text(), f'min_driver: "{major + 1}"\n')
+    assert rules["min_driver"]["verdict"] == "fail" and code == 1, rules["min_driver"]
+
+
+def test_check_env_s_several_driver_versions_are_not_read_as_one() -> None:
+    """`CUDA Driver Versions: a, b` (GPUs answering several) and `Not Available` are no version."""
+    text = SGLANG.read_text()
+    for line in ("CUDA Driver Versions: 570.172.08, 590.48.01", "CUDA Driver Version: Not Available"):
+        found, said = collect_env.parts(text.replace("CUDA Driver Version: 590.48.01", line))
+        assert not any(part.kind == ENV_DRIVER_PROBE for part in found)
+        assert any(f"its driver line ({line}) is not judged" in clause for clause in said), said
 
 
 def test_check_env_group_line_is_one_gpu_per_index() -> None:

@@ -62,6 +62,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-pmon-": None,  # a pmon sample: refused naming it
         "nvidia-smi": "nvidia_smi",
         "lscpu-line-breaks-lost": None,  # a page that ran its fields together: refused naming it
+        "lscpu-numa-section-only": None,  # lscpu's NUMA section alone: refused naming the whole lscpu
         "lscpu": "lscpu",
         "proc-cpuinfo__armv7": None,  # 32-bit ARM's form: refused naming it (saved_forms.uncounted_cpuinfo)
         "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it
@@ -95,7 +96,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "cpuinfo-grep-c": None,  # a bare number (`grep -c ^processor`); tests put its command before it
         "cpuset-cpus": None,  # a bare CPU list (`tail` of the file); tests put its file's name before it
         "docker-info": "docker_info",
-        "docker-version": "docker_info",  # (read with docker info's kind, said as what it is: api/shown.py)
+        "docker-version": "docker_version",  # (its own kind, read beside a docker info: api/shown.py)
         "iperf3": "iperf3",
         "numactl-H": "numactl",  # (shown, not judged)
         "ibdev2netdev": "ibdev2netdev",  # (shown, not judged: its Up/Down is the net device's)

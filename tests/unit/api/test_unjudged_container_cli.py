@@ -70,3 +70,46 @@ def test_a_cut_info_and_a_jetson_s_null_fields_are_said_as_read(tmp_path: Path) 
         "an `nvidia-container-cli info` output (the NVIDIA Container Toolkit's view: driver not named"
         " (`NVRM version: (null)`), CUDA 10.2, 1 GPU(s): Xavier), shown as read and not judged"
     ) in said[JETSON]
+
+
+JETSON_CUT = (
+    "nvidia-container-cli-info__jetson-tegra-32.1.0__debug-log-cut-before-info-block__nvidia-docker-1039.txt"
+)
+SESSION_CUT = (
+    Path(__file__).parents[2]
+    / "fixtures"
+    / "sessions"
+    / "page__lsmod+container-cli-k-d-info-CUT-before-info-block__INDENTED__nvidia-docker-1060.txt"
+)
+CUT_BEFORE = "an `nvidia-container-cli -d` info output cut inside its debug log, before its info block"
+
+
+def test_an_info_output_cut_inside_its_debug_log_is_said_cut_before_its_info_block(tmp_path: Path) -> None:
+    """nvidia-docker#1039 (a Jetson): `nvidia-container-cli -k -d /dev/tty info` cut inside its glog
+    lines got the generic "not a recognised command output", whose list leaves this tool's reading
+    of the info output out (measure33b 22): it is said cut before its info block."""
+    (tmp_path / "info.txt").write_text((REAL / JETSON_CUT).read_text())
+    with pytest.raises(UsageError) as refused:
+        offline.load_outputs([str(tmp_path / "info.txt")])
+    said = str(refused.value)
+    assert CUT_BEFORE in said and "13 log line(s)" in said, said
+    assert "not a recognised command output" not in said
+
+
+def test_a_session_s_info_output_cut_inside_its_debug_log_is_said_so(tmp_path: Path) -> None:
+    """nvidia-docker#1060's session: its `nvidia-container-cli -k -d /dev/tty info` part was "not
+    an output this tool reads", untrue: this tool reads that output (measure33b 21)."""
+    with pytest.raises(UsageError) as refused:
+        offline.load_outputs([str(SESSION_CUT)])
+    said = " ".join(str(refused.value).split())
+    assert f"line 5 (`nvidia-container-cli -k -d /dev/tty info`): {CUT_BEFORE}" in said, said
+
+
+def test_an_info_output_that_failed_is_not_said_cut() -> None:
+    """Its error line after the log lines (`nvidia-container-cli: initialization error: ...`) is a
+    failure, not a cut: no such note."""
+    from gpuonboard.api.unjudged import container_cli_cut
+
+    text = (REAL / JETSON_CUT).read_text().rsplit("\n", 1)[0] + "\n"
+    assert container_cli_cut(text) is not None
+    assert container_cli_cut(text + "nvidia-container-cli: initialization error: driver error\n") is None

@@ -598,9 +598,13 @@ def test_a_proc_cpuinfo_that_lacks_an_online_cpus_block_is_cut() -> None:
     text = _without_cpu0()
     last = text.rindex("processor\t: 7")
     text = text[:last] + "/sys/devices/system/cpu/online: 1-7\n"
-    check = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
+    # (5 cores: above the 4 its two packages read prove, `cpu cores : 2` each, a floor that passes
+    # an order it meets, round 33)
+    check = rule_cpu(OrderSpec(cpu_cores=5), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
     assert check.verdict == "unverified", check
     assert "CPU 7" in check.actual
+    floor = rule_cpu(OrderSpec(cpu_cores=4), parse_facts({"lscpu": ProbeOutput(text, "", 0)}))
+    assert floor.verdict == "pass" and floor.actual.startswith("at least 4 cores read"), floor
 
 
 def _lxcfs_view(siblings: str = "4") -> str:
@@ -636,7 +640,7 @@ def test_an_lxcfs_view_is_cut_where_nproc_does_not_count_its_blocks(nproc: str) 
     )
     facts = parse_facts(raw)
     assert facts.cpu is not None and facts.cpu.cut is not None
-    check = rule_cpu(OrderSpec(cpu_cores=4), facts)
+    check = rule_cpu(OrderSpec(cpu_cores=5), facts)  # (above the floor of 4 its packages prove)
     assert check.verdict == ("warn" if nproc else "unverified"), check
     assert "lscpu unreadable" not in check.actual
     if nproc:

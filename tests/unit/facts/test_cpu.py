@@ -166,6 +166,9 @@ def test_every_real_lscpu_is_covered() -> None:
     refused.add("lscpu__xeon-e5-2673-v4__2vcpu__hyperv-azure-vm__cut-in-flags__opennfs-17.txt")
     # an lscpu cut at its L3 line beside a bare processor count (api/test_offline_unrecognised_in_folder.py)
     refused.add("lscpu__epyc-7281-2s-16c-8-numa__cut-at-l3-cache__inxi-136.txt")
+    # round 33: a VM slice's lscpu, its NUMA section alone (api/test_offline_round33_host.py)
+    refused.add("lscpu__amd-epyc-9645-kvm-12vcpu-1-core-per-socket__cut-after-bogomips__cpufetch-365.txt")
+    refused.add("lscpu-numa-section-only__gh200-9-nodes-8-cpu-less__xpu-perf-129.txt")
     assert {p.name for p in (FIXTURES / "real").glob("lscpu*")} == cases | covered("lscpu") | refused
 
 

@@ -118,6 +118,10 @@ def test_every_real_free_is_covered() -> None:
     # a free cut after its header: below and in steps/checks/test_host_rules_unread.py
     # an old free of 8 GiB saved as free.txt, its unit not told: api/test_offline_free_unit.py
     either = {"free__procps-3.2-8gib-kib__unit-not-told__wjhsh-leomei91.txt"}
+    # round 33: a free -m with a capitalised `Total` (api/test_offline_round33_host.py)
+    either.add(
+        "free-m__old-procps-capitalised-total-header__bold-markers-no-swap__hyperflex-hypercheck-10.txt"
+    )
     assert real == cases | {n for n, *_ in ONE_LINE} | covered("free") | {CUT_AFTER_HEADER} | either
 
 

@@ -53,6 +53,23 @@ def parse_nvcc(text: str) -> str | None:
     return m.group(2) or m.group(1)
 
 
+def nvcc_said(text: str) -> str | None:
+    """The CUDA toolkit release(s) of an nvcc output, as said: `12.2.140`; where the text holds
+    several nvcc outputs naming different releases (two toolkits' nvcc, `/usr/local/cuda-11.1` and
+    `-11.0`, or two boxes'), each, never one of them kept silently (measure33b 23); None where
+    none is read."""
+    found = [
+        m.group(2) or m.group(1) for m in re.finditer(r"release (\d+\.\d+)(?:, V(\d+\.\d+\.\d+))?", text)
+    ]
+    named = list(dict.fromkeys(found))
+    if len(named) > 1:
+        return (
+            f"{', '.join(named)} ({len(found)} nvcc outputs in one text: several CUDA toolkits, each"
+            " its own nvcc, or several boxes')"
+        )
+    return named[0] if named else None
+
+
 # an integrated GPU (Jetson / IGX iGPU): nvidia-smi names it "Orin (nvgpu)"; its driver comes
 # with JetPack / L4T (540.4.0 on JetPack 6), not from the data-centre branches the table lists
 _INTEGRATED = re.compile(r"\(nvgpu\)|\b(?:orin|xavier|tegra|thor)\b", re.IGNORECASE)
@@ -87,7 +104,7 @@ def evaluate(
     checks = [_driver_check(facts, image, releases, mirrors)]
     nvcc = facts.raw.get(NVCC_PROBE.name)
     if nvcc is not None and nvcc.exit_code != 127:
-        version = parse_nvcc(nvcc.stdout)
+        version = nvcc_said(nvcc.stdout)
         checks.append(
             Check(
                 "host_cuda_toolkit",

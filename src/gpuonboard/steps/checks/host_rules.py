@@ -28,7 +28,9 @@ from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
+from gpuonboard.steps.checks.cpu_vm import hypervisor_said, model_cores_unshown
 from gpuonboard.steps.checks.disk_rules import rule_data_disk as rule_data_disk
+from gpuonboard.steps.checks.floors import cores_floor_met, ram_floor_met
 from gpuonboard.steps.checks.host_facts import answered as _answered
 from gpuonboard.steps.checks.host_facts import tool_failed as _tool_failed
 from gpuonboard.steps.checks.host_facts import unread as _unread
@@ -393,6 +395,9 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     assert order.cpu_cores is not None
     expected = f">= {order.cpu_cores} cores"
     usable, why = _usable_cpus(facts)
+    least = cores_floor_met(order.cpu_cores, expected, facts)  # (a cut listing's: `at least N read`)
+    if least is not None and (usable is None or usable >= order.cpu_cores):
+        return least
     if facts.cpu is None or (facts.cpu.physical_cores is None and facts.cpu.logical_cpus is None):
         # (no lscpu, or one nothing was read from: a damaged `lscpu -J`, another command's text)
         if usable is None and not facts.given("lscpu"):
@@ -442,8 +447,8 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
                 expected,
                 f"{actual}: the lscpu output is cut short",
                 "unverified",
-                f"the lscpu output is cut short ({facts.cpu.cut}), so the cores of the CPU types cut"
-                " off are unknown: save the whole `lscpu` of the box",
+                f"the lscpu output is cut short ({facts.cpu.cut}), so the cores it did not show (a"
+                " core count, a CPU type after it) are unknown: save the whole `lscpu` of the box",
             )
         if physical is None:
             return _cores_unread(
@@ -463,33 +468,24 @@ def _fewer_cpus(facts: Facts, logical: int | None) -> str:
             " CPUs online): CPUs offline, a smaller CPU model or fewer sockets; run `lscpu` (its"
             " Off-line CPU(s) list) and ask the vendor for the box that was ordered"
         )
-    if hypervisor := _hypervisor(facts):
+    if hypervisor := hypervisor_said(facts):
         # (a VM's CPUs are the vCPUs its host gave it, not a CPU model's or sockets' count)
         return (
             f"fewer CPUs than ordered, hyperthreads included: a virtual machine ({hypervisor}) given"
             f" {_counted(logical, 'vCPU') if logical is not None else 'fewer vCPUs'}; ask the vendor"
             " for the size that was ordered"
         )
+    if sliced := model_cores_unshown(facts.cpu):
+        return (
+            f"fewer CPUs than ordered, hyperthreads included: {sliced}, so a virtual machine given"
+            f" {_counted(logical, 'vCPU') if logical is not None else 'fewer vCPUs'} (its lscpu's"
+            " Hypervisor vendor line not given), or cores disabled in the firmware; ask the vendor for"
+            " the size that was ordered"
+        )
     return (
         "fewer CPUs than ordered, hyperthreads included: a smaller CPU model or fewer sockets;"
         " ask the vendor for the box that was ordered"
     )
-
-
-# lscpu's `Hypervisor vendor:` line (KVM, Microsoft, VMware, Xen ...), and the `hypervisor` CPU flag
-# a guest's CPUs carry (lscpu's Flags, /proc/cpuinfo's flags)
-_HYPERVISOR_VENDOR = lazy_re(r"^\s*Hypervisor vendor:\s*(\S.*?)\s*$", re.M)
-_HYPERVISOR_FLAG = lazy_re(r"^\s*flags\s*:.*\bhypervisor\b", re.M | re.I)
-
-
-def _hypervisor(facts: Facts) -> str:
-    """'Microsoft hypervisor' where the saved lscpu (or /proc/cpuinfo) says the CPUs are a
-    virtual machine's, 'a hypervisor' where only its CPU flag does; "" otherwise."""
-    out = facts.raw.get("lscpu")
-    text = out.stdout if out is not None else ""
-    if vendor := _HYPERVISOR_VENDOR.search(text):
-        return f"{vendor.group(1)} hypervisor"
-    return "a hypervisor" if _HYPERVISOR_FLAG.search(text) else ""
 
 
 # The kernel and firmware keep part of RAM out of `free`'s total: about 1.7 % on the real
@@ -560,6 +556,10 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     a cgroup memory limit below it (a container rental) is what counts."""
     assert order.ram_bytes is not None
     wanted = order.ram_bytes
+    unified_share = UNIFIED_RESERVE if facts.memory is not None and _unified(facts) else 0.0
+    need = wanted * (1 - tolerance - unified_share) - RAM_RESERVE_BYTES
+    if (least := ram_floor_met(facts, wanted, need, _telling_decimals)) is not None:
+        return least
     if (unread := _ram_not_read(facts, f">= {format_bytes(wanted)}")) is not None:
         return unread
     assert facts.memory is not None and facts.memory.total_bytes is not None
