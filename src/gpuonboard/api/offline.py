@@ -296,6 +296,9 @@ def _session_outputs(
                 (k, dataclasses.replace(o, partial=o.partial or why), w.removeprefix(where))
                 for k, o, w in got
             ]
+        if (stacked := csv_above_table(text)) is not None:  # (as in a file of its own)
+            text, left = stacked
+            notes.append(f"{where}: {left}.")
         kind, out = _saved_output(path, where, text, command)
         if kind == "nvidia_smi_list" and where == f"{path} {parts[-1].where}":
             why = why or ends_at_name(out.stdout)  # (a typed -L the session ends inside)

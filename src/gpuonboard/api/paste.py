@@ -289,9 +289,9 @@ def normalise(text: str) -> str:
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))
-    text = _unticked(_unprefixed(paste_frames.klog_unquoted(text)))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_untabbed(text)))))
+    text = _unticked(_unprefixed(_unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))))
+    text = paste_frames.klog_unquoted(_unbroken(_untabbed(text)))  # (its value's lines whole first)
+    return _messages_joined(textwrap.dedent(_single_spaced(text)))
 
 
 # a Markdown backtick or three left on the first line's start or the last line's end (inline

@@ -17,7 +17,10 @@ from gpuonboard.steps.checks.model_match import SHARED_CAP, match_model
 from ...offline_judge import checks
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
-HAMI = REAL / "nvidia-smi__geforce-rtx-3090__1gpu__driver550.54.14__hami-pod-cap-20000mib__cut__hami-700.txt"
+HAMI = (
+    REAL
+    / "nvidia-smi__geforce-rtx-3090__1gpu__driver550.54.14__hami-cap-20000mib__copied-command__hami-700.txt"
+)
 
 
 def test_a_hami_pods_capped_3090_names_the_share(tmp_path: Path) -> None:

@@ -20,7 +20,9 @@ REAL = Path(__file__).parents[3] / "fixtures" / "real"
 REWORKED_4090 = "nvidia-smi__geforce-rtx-4090-48gb-modded__2gpu__driver580.105.08__vastai.txt"
 STOCK_4090 = "nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt"
 # a HAMi pod's RTX 3090 capped to 20000 MiB (less than sold: a share; test_model_match_shared_cap.py)
-HAMI_3090 = "nvidia-smi__geforce-rtx-3090__1gpu__driver550.54.14__hami-pod-cap-20000mib__cut__hami-700.txt"
+HAMI_3090 = (
+    "nvidia-smi__geforce-rtx-3090__1gpu__driver550.54.14__hami-cap-20000mib__copied-command__hami-700.txt"
+)
 
 
 def _judge(tmp_path: Path, name: str, order: str) -> tuple[str, str]:
