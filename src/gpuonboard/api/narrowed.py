@@ -146,6 +146,8 @@ def _ran_elsewhere(ran: Run) -> str:
     """ran_elsewhere's clause for one run of nvidia-smi ("" where the login's shell ran it)."""
     if ran.container:
         return f"`{ran.said}` ran in a container"
+    if container_log(ran.head):
+        return f"`{ran.said}` printed a container's log, its own command's output"
     if launched := elsewhere(ran, ("nvidia-smi",)):
         return f"`{ran.said}` ran through `{launched}`"
     if _OTHER_USER.search(ran.said):

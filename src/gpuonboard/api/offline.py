@@ -23,6 +23,7 @@ from gpuonboard.api import (
     transcript,
     unjudged,
 )
+from gpuonboard.api.csv_among import csv_above_table
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
@@ -215,6 +216,9 @@ def _saved_outputs(
         return _all_cut(_env_outputs(path, pasted, notes, collect_env.copied_command(pasted)), cut)
     if parts is None and (pieces := kernel_run.split(pasted, log_line, detect_kind)) is not None:
         return _all_cut(_pieces_outputs(path, pieces, notes), cut)
+    if parts is None and (stacked := csv_above_table(pasted)) is not None:
+        pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
+        notes.append(f"{path}: {left}.")
     if parts is None:
         try:
             return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
@@ -296,6 +300,9 @@ def _session_outputs(
                 (k, dataclasses.replace(o, partial=o.partial or why), w.removeprefix(where))
                 for k, o, w in got
             ]
+        if (stacked := csv_above_table(text)) is not None:  # (as in a file of its own)
+            text, left = stacked
+            notes.append(f"{where}: {left}.")
         kind, out = _saved_output(path, where, text, command)
         part = next((p for p in parts if f"{path} {p.where}" == where), None)
         if part is not None and transcript.container_shell(part.host) and not out.in_container:
@@ -440,6 +447,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         copied, command = copied_command(pasted), prompt_command(pasted)
     else:
         command = transcript.tool_command(copied)  # (from the tool on: `df -h` of `ssh box df -h`)
+    if why := saved_forms.wrapped_refusal(where, text):  # (a wrapped command line's refusal)
+        raise UsageError(why)
     # (known by its file's name, or by the command a session's prompt line ran: `$ nproc` / `3`)
     kind = _kind_of(path, command, text)
     log = unjoined(text) if kind in (None, "kernel_log") else None

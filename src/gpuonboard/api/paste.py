@@ -280,8 +280,9 @@ def normalise(text: str) -> str:
     escape sequences (colours) dropped, and what is left of them where the ESC byte was lost or
     shown as text (_RESIDUE), nvidia-smi's own messages wrapped by a narrow column joined again
     (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a tab in a
-    kernel log's stamped line a space (_untabbed), a GitHub `<details>` section's tags dropped and
-    an RFC 5424 syslog header a classic one (paste_frames)."""
+    kernel log's stamped line a space (_untabbed), a GitHub `<details>` section's tags dropped,
+    an RFC 5424 syslog header a classic one and a klog record's multi-line value as the lines it
+    quotes (paste_frames)."""
     html = _untagged(text)
     text = _uncp437(_unmojibaked(_unescaped(text) if html is None else html))
     text = paste_frames.rfc5424_unframed(text)
@@ -289,7 +290,8 @@ def normalise(text: str) -> str:
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
     text = _unticked(_unprefixed(_unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))))
-    return _messages_joined(textwrap.dedent(_single_spaced(_unbroken(_untabbed(text)))))
+    text = paste_frames.klog_unquoted(_unbroken(_untabbed(text)))  # (its value's lines whole first)
+    return _messages_joined(textwrap.dedent(_single_spaced(text)))
 
 
 # a Markdown backtick or three left on the first line's start or the last line's end (inline
@@ -449,13 +451,14 @@ def _unprefixed(text: str) -> str:
 
 # the stamp a log collector puts before each line a program printed: GitHub Actions'
 # (`2024-05-01T12:00:00.1234567Z `), `docker logs -t`'s and `kubectl logs --timestamps`' (RFC 3339
-# with a fraction: `2024-05-01T12:00:00.123456789Z `), GitLab runner's (the same, then the stream:
+# with a fraction: `2024-05-01T12:00:00.123456789Z `; a viewer's copy may put a tab after it),
+# GitLab runner's (the same, then the stream:
 # `00O `, `01E+ `), Jenkins Timestamper's (`[2024-05-01T12:00:00.123Z] `). A kernel log's own ISO
 # stamp has a comma (`dmesg --time-format iso`) or no fraction (`journalctl -o short-iso`), and a
 # journal's line a host and a program after it (_JOURNAL: not taken for a collector's)
 _STAMP = re.compile(
     r"(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{1,9}(?:Z|[+-]\d\d:?\d\d)(?: \d\d[OE]\+?)?"
-    r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\])(?: |$)"
+    r"|\[\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?\])(?:[ \t]|$)"
 )
 # a journal's (or a syslog's) line of a program: its time, host and program (`May 01 12:00:00
 # gpu01 nvidia-smi[1234]: `; short-iso's and short-precise's times too)

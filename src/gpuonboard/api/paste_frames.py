@@ -1,6 +1,7 @@
 """The frames a page or a log daemon puts around a saved output, as the output: a GitHub
-comment's `<details>` section (undetailed), an RFC 5424 syslog header (rfc5424_unframed).
-Used by the paste normaliser (api/paste.py)."""
+comment's `<details>` section (undetailed), an RFC 5424 syslog header (rfc5424_unframed), a
+Kubernetes component's log record quoting it as a multi-line value (klog_unquoted). Used by the
+paste normaliser (api/paste.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import re
 from gpuonboard.api import transcript
 from gpuonboard.facts.kernel_shapes import rfc5424_unframed
 
-__all__ = ["rfc5424_unframed", "undetailed"]
+__all__ = ["klog_unquoted", "rfc5424_unframed", "undetailed"]
 
 # a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
 # `<summary>...</summary>` (on that line or the next filled one: group 1 its text), `</details>`;
@@ -52,3 +53,43 @@ def undetailed(text: str) -> str:
         if summary and transcript.names_tool(summary):
             out.append(summary.strip())  # (`Click to expand`, `output`: dropped)
     return "\n".join(out)
+
+
+# a klog record (the log of a Kubernetes component or controller, `I0903 19:44:11.116529  1
+# file.go:39] "message" key=value ...`) whose last value is a multi-line string: its head line ends
+# `key=<`, each line of the value follows behind one tab, and a line ` >` closes it (klog since
+# Kubernetes 1.24: "the < and > markers along with indentation"); a controller that logs another
+# program's output (a pod's log tail: `nvidia-smi`'s table, a `--query-gpu` CSV) quotes it so
+_KLOG_HEAD = re.compile(r"[IWEF]\d{4} \d\d:\d\d:\d\d\.\d{6} +\d+ [^\s:\]]+:\d+\] .*[\w.-]=<[ \t]*")
+_KLOG_END = re.compile(r" >[ \t]*")
+
+
+def klog_unquoted(text: str) -> str:
+    """A klog record's multi-line value (_KLOG_HEAD: a head line ending `key=<`, the value's lines
+    behind a tab each, then ` >`) as the lines it quotes, the record's head and closing line
+    dropped; lines outside such a record kept as they are. Before, a `--query-gpu` CSV and an
+    nvidia-smi table a controller logged so (behind a CI log's stamps too: llm-d-incubation/
+    llm-d-fast-model-actuation#720) were read under the record's head: the table's banner was
+    taken for a quote in a log, its driver version not judged."""
+    if "=<" not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    at = 0
+    while at < len(lines):
+        line = lines[at]
+        at += 1
+        if not (_KLOG_HEAD.fullmatch(line) and at < len(lines) and lines[at].startswith("\t")):
+            out.append(line)
+            continue
+        while at < len(lines) and (lines[at].startswith("\t") or _blank_inside(lines, at)):
+            out.append(lines[at][1:] if lines[at].startswith("\t") else "")
+            at += 1
+        at += at < len(lines) and _KLOG_END.fullmatch(lines[at]) is not None
+    return "\n".join(out)
+
+
+def _blank_inside(lines: list[str], at: int) -> bool:
+    """Line `at` is blank and a value's line (behind its tab) follows: a blank line of the value
+    whose tab a copy trimmed."""
+    return not lines[at].strip() and at + 1 < len(lines) and lines[at + 1].startswith("\t")

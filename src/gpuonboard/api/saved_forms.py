@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from gpuonboard.api import transcript
 from gpuonboard.api.command_line import container_log, pipeline, run
+from gpuonboard.api.csv_among import LABELLED_CELL, csv_block
 from gpuonboard.api.df_refusal import df_refusal, df_rows
 from gpuonboard.api.fabric_log import fabric_manager_log
 from gpuonboard.api.kind_names import expected_outputs
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
+from gpuonboard.api.shell_traces import without_wrap_traces
 from gpuonboard.api.table_part import TABLE_PROBE, table_part_view
 from gpuonboard.api.unjudged import lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
@@ -626,6 +628,24 @@ def _without_refused_option(copied: str, said: list[str]) -> str:
 _SMI_ARGS = re.compile(r"\bnvidia-smi(?:\.exe)?[ \t]+(?P<args>[^|;&<>]+)")
 
 
+def wrapped_refusal(where: str, text: str) -> str | None:
+    """The sentence refusing nvidia-smi's refusal of a command line the terminal wrapped (its
+    rest on the next line, which the shell ran as a command of its own and said it names none:
+    api/shell_traces.py), or None where `text` holds no such traces or other lines than those and
+    nvidia-smi's refusal (beszel#262: before, said as an output this tool could not read, or read
+    as a CSV whose header was the command's rest)."""
+    said = [line.strip() for line in text.splitlines() if line.strip()]
+    refused, wrapped = without_wrap_traces(said)
+    if not wrapped or not refused or not all(USAGE_ERROR.match(line) for line in refused):
+        return None
+    return (
+        f"{where}: nvidia-smi's refusal of the command line it was given (`{refused[0]}`): the"
+        f" terminal wrapped the command line, and the shell ran its rest (`{wrapped[:60]}`) as a"
+        " command of its own; nothing was read of the box: save the command's output again with"
+        " the whole command on one line."
+    )
+
+
 def _empty_or_refused(where: str, text: str, copied: str, warned: str = "") -> str | None:
     """The sentence refusing a saved output that is nvidia-smi's refusal of an operation or of
     its command line, a copied command with no output, a tool's own message alone (`warned`:
@@ -693,10 +713,6 @@ _LSCPU_RUN_TOGETHER = re.compile(rf"Architecture:[ \t]*\S+[ \t]+{_LSCPU_LABELS}.
 # procps top's summary of memory (`Mem:  264488144k total, 251337344k used, ...`, procps-ng's
 # `KiB Mem :  16305960 total,  1234 free, ...`, `MiB Swap:  2048.0 total, ...`)
 _TOP_SUMMARY = re.compile(r"(?m)^\s*(?:[KMGT]iB )?(?:Mem|Swap)\s*:\s*[\d.]+k?\s+total,")
-# a cell that no nvidia-smi field prints: a label before its value (`Mem:  264488144k total`), or
-# a count named by a word after it (`13150800k free`; nvidia-smi's units are `MiB`, `W`, `%`, ...)
-_LABELLED_CELL = re.compile(r"(?m)(?:^|,)\s*(?:[A-Za-z][A-Za-z ]*:\s+\S|[\d.]+k?\s+[a-z]{3,}\s*(?:,|$))")
-
 
 # a /proc/meminfo line (`HugePages_Total:   53342`, `Hugepagesize:    2048 kB`), as a page may
 # bold it (`**HugePages_Free:    11904**`) or a user annotate it (`4194304 kB  //total huge pages`)
@@ -761,11 +777,19 @@ def _unread_sentence(where: str, text: str) -> str:
             " this tool reads: save the node's kernel log (`sudo dmesg -T`, or `journalctl -k -b`),"
             " which holds the driver's Xid lines, and nvidia-smi of the box."
         )
-    if csv_width(text) and not _LABELLED_CELL.search(text):
+    if csv_width(text) and not LABELLED_CELL.search(text):
         return (
             f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
             " above it names its fields: save it with its header (`--format=csv`, without"
             " `noheader`), or with the command line above it."
+        )
+    if block := csv_block(text):
+        rows, width = block
+        return (
+            f"{where}: a CSV without its header row ({rows} rows of {width} fields among another"
+            " program's lines), and no copied `nvidia-smi"
+            " --query-gpu=...` line above it names its fields: save nvidia-smi's output alone with"
+            " its header (`--format=csv`, without `noheader`), or with the command line above it."
         )
     return f"{where}: {transcript.UNRECOGNISED} (expected {expected_outputs()})."
 

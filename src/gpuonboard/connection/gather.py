@@ -335,7 +335,7 @@ class Facts:
         itself failed, hung or is missing (the box's own fault) or GPUs were read. A report whose
         banner gives the driver version answered: a lost GPU's line above rows that could not be
         read (cut off, mangled in a paste) names one GPU, it is no failed nvidia-smi."""
-        from gpuonboard.facts.gpu_failed import smis_own_failure
+        from gpuonboard.facts.gpu_failed import listed_before, smis_own_failure
         from gpuonboard.facts.gpu_merge import refusal_line
         from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure
 
@@ -349,7 +349,8 @@ class Facts:
         if failed and raw.ran_elsewhere and own and refusal_line(raw) is None:
             # (`podman run ... nvidia-smi -L`, `srun nvidia-smi`: that call's own failure, which
             # may be the container's or the job step's, never certainly the box's driver)
-            return f"{raw.ran_elsewhere}: its failure is that call's own, not certainly the box's"
+            said = f"{raw.ran_elsewhere}: its failure is that call's own, not certainly the box's"
+            return said + listed_before(f"{raw.stdout}\n{raw.stderr}")
         if failed and refusal_line(raw) is None:
             return ""  # a format that was not refused failed with a cause of its own
         ev = self.gpu_evidence

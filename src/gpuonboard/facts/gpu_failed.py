@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 from gpuonboard.facts import gpu_agree
+from gpuonboard.facts.gpu_list import parse_gpu_list
 from gpuonboard.facts.gpu_probes import GPU_SOURCES, LIST_PROBE
 from gpuonboard.facts.gpu_unopened import unopened_gpus
 from gpuonboard.facts.may_hold import folded, may_hold
@@ -54,6 +55,36 @@ def failed_as_a_whole(text: str) -> bool:
     """Whether an nvidia-smi output says it failed as a whole (`Failed to initialize NVML: ...`,
     `No devices were found`, ...), naming no GPU it could not open."""
     return _WHOLE_FAILURE.search(text) is not None and not unopened_gpus([text])
+
+
+def listed_before(text: str) -> str:
+    """A clause ("; it listed GPU 0 (NVIDIA GeForce RTX 4090) before it failed: ...") where an
+    output that ends failing as a whole listed GPUs above its failure (a container's log of
+    `nvidia-smi -L` run in a loop: that line five times, then `Failed to initialize NVML: Unknown
+    Error`); "" where it listed none. A call whose NVML did not start lists no GPU, so those lines
+    are an earlier call's: the GPU was there and was lost later (nvidia-container-toolkit#381)."""
+    failure = whole_failure(text)
+    if failure is None:
+        return ""
+    listed = sorted(
+        {(gpu.index, gpu.name) for gpu in parse_gpu_list(text[: failure.start()]).gpus if gpu.name}
+    )
+    if not listed:
+        return ""
+    gpus = ", ".join(f"GPU {index} ({name})" for index, name in listed)
+    said = f"; it listed {gpus} before it failed: the container saw the GPU, then lost it"
+    if "unknown error" in said_line(text, failure).lower():
+        said += (
+            ", as a container does when its host runs `systemctl daemon-reload` (a known NVIDIA"
+            " Container Toolkit issue): only a restarted container gets it back"
+        )
+    return said
+
+
+def said_line(text: str, said: re.Match[str]) -> str:
+    """The whole line of `text` the match `said` starts in."""
+    end = text.find("\n", said.end())
+    return text[text.rfind("\n", 0, said.start()) + 1 : end if end >= 0 else len(text)]
 
 
 # NVML refused to start for the login's rights ("Failed to initialize NVML: Insufficient

@@ -182,10 +182,13 @@ def cut_by_shape(line: str, words: dict[str, str] | None = None, heads: frozense
     """True when a kernel log's last line is cut by its own shape (_CUT_ADDRESS), with or without
     a newline after it: it ends inside a device address, inside a call trace's frame (_CUT_FRAME:
     `[597411.196475]  do_`, a name without its `+0x7c/0xd8`), inside a message head the log's
-    other lines print (`heads`, line_heads: `FS-Cach` of `FS-Cache:`), or inside its stamp, its
+    other lines print (`heads`, line_heads: `FS-Cach` of `FS-Cache:`), inside a stack dump's word
+    where the log's other lines are such words (_stack_word_cut), or inside its stamp, its
     head or a driver's tag (says_nothing, `words` the log's locale names, locale_words)."""
     message = _message(line)
     if _CUT_ADDRESS.search(line) or _CUT_FRAME.fullmatch(message) or _head_cut(message, heads):
+        return True
+    if _stack_word_cut(message, heads):
         return True
     return says_nothing(line, words) and _WHOLE_HEAD_END.search(line) is None
 
@@ -279,6 +282,27 @@ def _head_cut(message: str, heads: frozenset[str]) -> bool:
     if len(message) < 2 or " " in message or message.endswith(":"):
         return False
     return any(head.startswith(message) and head != message for head in heads)
+
+
+# a raw stack word's line, one per word of a stack dump (the nvidia driver's, pop-os/pop#3363:
+# `0000000052c5b5d4: ffff99da0162b160 (0xffff99da0162b160)`): the word's address, then its value
+# printed at 16 hex digits; cut short, the line ends inside the address or the value
+_STACK_WORD_CUT = lazy_re(r"(?P<address>[0-9a-fA-F]+)(?:: (?P<value>[0-9a-fA-F]{1,15}))?")
+_ADDRESS_HEAD = lazy_re(r"[0-9a-fA-F]{8,}:")
+
+
+def _stack_word_cut(message: str, heads: frozenset[str]) -> bool:
+    """The message is a stack dump's line cut short where the log's other lines are such lines
+    (their heads are dump addresses, `heads`): hex digits alone, fewer than those addresses
+    (`00000000b8f1` under `00000000bec6ce9e: ...`), or an address of that width and a value of
+    fewer than the 16 digits every stack word prints (`00000000b55d5f01: ffff8d6`)."""
+    cut = _STACK_WORD_CUT.fullmatch(message)
+    if cut is None:
+        return False
+    widths = {len(head) - 1 for head in heads if _ADDRESS_HEAD.fullmatch(head)}
+    if cut.group("value") is None:
+        return any(width > len(message) for width in widths)
+    return len(cut.group("address")) in widths
 
 
 def ends_unfinished(

@@ -55,6 +55,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # a CSV of one field no rule reads: named in a note, not judged (api/unjudged.py)
         "nvidia-smi-query-gpu__compute-cap-only": None,
         "nvidia-smi-query-gpu__fan-speed-noheader": None,  # gpu_benchmark's headerless sampler log
+        "nvidia-smi-query-gpu__noheader-among": None,  # a miner's headerless CSV: refused saying so
         "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
         "nvidia-smi-mig-lgip": None,  # a MIG profile list: refused naming it (facts/nvidia_smi/mig_lists.py)

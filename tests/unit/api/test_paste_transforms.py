@@ -30,9 +30,12 @@ from ..offline_judge import column_wrapped
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # (but a capture kept inside its page's own `<details>` section and fence, a paste already, whose
-# pasting again the paste's clean-up does not undo frame by frame: api/test_paste_xml_lead.py)
+# pasting again the paste's clean-up does not undo frame by frame: api/test_paste_xml_lead.py; and
+# one a CI log's stamps and a klog record frame already: api/test_offline_csv_among.py)
 CAPTURES = sorted(
-    p.name for p in REAL.iterdir() if p.name != "SOURCES.md" and "details-blank-line" not in p.name
+    p.name
+    for p in REAL.iterdir()
+    if p.name != "SOURCES.md" and "details-blank-line" not in p.name and "gha-stamped-klog" not in p.name
 )
 # an order that asks for what most rules compare with (none of it is what a capture shows)
 ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"

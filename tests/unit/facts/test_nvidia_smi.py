@@ -194,6 +194,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-q-x__geforce-gtx-1070-ti__1gpu__driver-unknown__trimmed.xml",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
+        # a HAMi pod's capped 3090 (steps/checks/test_model_match_shared_cap.py)
+        "nvidia-smi__geforce-rtx-3090__1gpu__driver550.54.14__hami-cap-20000mib__copied-command__hami-700.txt",
+        # a CSV and a table a controller's klog record quoted in a CI log (api/test_offline_csv_among.py)
+        "nvidia-smi__gha-stamped-klog-tail-csv-above-table-cut-after-banner__driver580.105.08__llm-d-fma-720.txt",
         # an 8 x V100 table and -q whose Host Max reads Unknown Error
         # (steps/checks/gpu_health/test_pcie_host_max.py), a -q -x pasted after a stray backtick
         # (api/test_paste_backticks.py)
@@ -286,12 +290,14 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-query-gpu__compute-cap-only__2gpu__ollama-9031.csv",
         "nvidia-smi-query-gpu__fan-speed-noheader-na__1gpu__nvsmi-2.csv",
     }
+    # a headerless CSV among a miner's lines, refused saying so (api/test_offline_csv_among.py)
+    refused = {"nvidia-smi-query-gpu__noheader-among-miner-lines__8x-rtx-a4000__rainbowminer-1796.txt"}
     outputs = {
         p.name
         for p in REAL.glob("nvidia-smi*")
         if not p.name.startswith(other_commands)
         and p.name != H200_SAMPLER
-        and p.name not in elsewhere | unjudged
+        and p.name not in elsewhere | unjudged | refused
     }
     from .audit_captures import covered as audit  # the truth audit's captures: tested there
 

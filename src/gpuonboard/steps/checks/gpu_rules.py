@@ -51,7 +51,13 @@ from gpuonboard.steps.checks.missing_facts import (
     row_begun,
     rows_before_cut,
 )
-from gpuonboard.steps.checks.model_match import ModelMatch, is_placeholder_name, match_model, split_count
+from gpuonboard.steps.checks.model_match import (
+    SHARED_CAP,
+    ModelMatch,
+    is_placeholder_name,
+    match_model,
+    split_count,
+)
 from gpuonboard.steps.checks.vgpu_name import is_vgpu
 from gpuonboard.units import format_bytes
 
@@ -570,7 +576,8 @@ def _vram_short_detail(facts: Facts, least_bytes: float) -> str:
         )
     return (
         "GPU memory below what was ordered: a smaller model of the card (a 40 GB A100 for an 80 GB"
-        " one), or MIG slices given as GPUs; ask the vendor for the cards that were ordered"
+        f" one), MIG slices given as GPUs, or {SHARED_CAP}; ask the vendor for the cards (whole GPUs)"
+        " that were ordered"
     )
 
 

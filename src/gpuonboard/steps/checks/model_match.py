@@ -234,6 +234,15 @@ def _spelled_out(name: _Name) -> _Name:
     return name if tokens == name.tokens else dataclasses.replace(name, tokens=tokens)
 
 
+# a GPU shared by a layer that caps each container's memory (HAMi, and vGPU schedulers like it,
+# hook NVML in the pod: nvidia-smi there prints the cap, `18472MiB /  20000MiB` on a 24 GB RTX
+# 3090, Project-HAMi/HAMi#700), whose total is no card's
+SHARED_CAP = (
+    "a share of the GPU whose memory a GPU-sharing layer caps (HAMi's or another vGPU memory limit"
+    " on a container or pod: nvidia-smi there shows the cap as the total)"
+)
+
+
 def _in_class(vram_mib: int, size_gb: float) -> bool:
     """Whether nvidia-smi's total is that many GB of GPU memory (reserved and ECC regions off)."""
     return _VRAM_CLASS[0] <= vram_mib / (size_gb * 1024) <= _VRAM_CLASS[1]
@@ -255,6 +264,15 @@ def _reworked(want: list[str], got: _Delivered, vram_mib: int | None, vram_gib: 
         if words == model and not any(_in_class(vram_mib, n) for n in sizes):
             show = " ".join(_show(w) for w in got.name.tokens if w in words)
             sold = " or ".join(f"{n} GB" for n in sizes)
+            if all(vram_mib < n * 1024 * _VRAM_CLASS[0] for n in sizes):
+                # (less than it is sold with: a board is reworked to more memory, never less; a
+                # GPU-sharing layer in a pod, HAMi's, has nvidia-smi there show its cap as the total)
+                return (
+                    f"{vram_mib} MiB, and NVIDIA sells the {show} with {sold} only: less, so most"
+                    f" likely {SHARED_CAP}, or a board whose memory was changed after sale; if such"
+                    f" a share or card was ordered, name its size in gpu_model ('{show}"
+                    f" {round(vram_mib / 1024)}GB') or in vram ('vram: {round(vram_mib / 1024)}GB')"
+                )
             return (
                 f"{vram_mib} MiB, and NVIDIA sells the {show} with {sold} only: the name and the memory"
                 " disagree (a board whose memory was changed after sale, or a name that is not the"

@@ -19,6 +19,10 @@ from ...offline_judge import details, verdicts
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 REWORKED_4090 = "nvidia-smi__geforce-rtx-4090-48gb-modded__2gpu__driver580.105.08__vastai.txt"
 STOCK_4090 = "nvidia-smi__geforce-rtx-4090__8gpu__driver550.127.05.txt"
+# a HAMi pod's RTX 3090 capped to 20000 MiB (less than sold: a share; test_model_match_shared_cap.py)
+HAMI_3090 = (
+    "nvidia-smi__geforce-rtx-3090__1gpu__driver550.54.14__hami-cap-20000mib__copied-command__hami-700.txt"
+)
 
 
 def _judge(tmp_path: Path, name: str, order: str) -> tuple[str, str]:
@@ -98,6 +102,10 @@ def test_only_the_reworked_board_of_the_family_warns(tmp_path: Path, name: str) 
     verdict, detail = _judge(tmp_path, name, f"gpu_model: '{model}'\n")
     if name in (REWORKED_4090, H800_WITH_H200_MEMORY):
         assert verdict == "warn" and "changed after sale" in detail
+    elif name == HAMI_3090:
+        assert verdict == "warn" and detail.index("GPU-sharing layer caps") < detail.index(
+            "changed after sale"
+        )
     else:
         assert "changed after sale" not in detail
 

@@ -15,7 +15,9 @@ from gpuonboard.facts.kernel_oops import dump_fragment
 from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
-DUMP = REAL / "journalctl-k__nvidia-stack-dump-only-no-head__last-word-cut__pop-os-3363.txt"
+DUMP = (
+    REAL / "journalctl-k__nvidia-stack-dump-only-no-head__last-word-cut__line-cut-as-stored__pop-os-3363.txt"
+)
 POP = REAL / (
     "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt"
 )
