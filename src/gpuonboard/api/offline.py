@@ -461,6 +461,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             return "kernel_log", ProbeOutput("", _joined_log(where, log.joined), KERNEL_LOG_REFUSED)
         text = log.text  # (each line on its own again: read as the log)
         kind = _kind_of(path, command, text)
+        if log.part and kind != "kernel_log":  # (a log without stamps: its driver's lines only)
+            return "kernel_log", ProbeOutput("", _joined_log(where, log.joined), KERNEL_LOG_REFUSED)
     if kind == "nvidia_smi_list" and (joined := parse_gpu_list(text).trailed):
         raise UsageError(  # (docs/guides/offline.md: an output whose lines a chat joined)
             f"{where}: `nvidia-smi -L`'s GPU line{'s' if joined > 1 else ''} with more text after the UUID"
@@ -504,6 +506,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     if transcript.container_shell(host := copied_host(pasted)) and not out.in_container:
         # (typed at a container's prompt, `root@3f4e5a6b7c8d:/# df -h`: that container's view)
         out = dataclasses.replace(out, in_container=container_prompt_view(kind, host or "", command))
+    if log is not None and log.part:  # (a log without stamps cut at its drivers' heads: no more)
+        out = dataclasses.replace(out, partial=out.partial or log.part)
     return kind, out
 
 

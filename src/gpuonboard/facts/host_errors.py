@@ -315,7 +315,7 @@ _MEMORY_CODE = (0xEF80, 0x0080)
 _STATUS_SAID = lazy_re(r"\b([0-9a-fA-F]{1,16})\)$")
 
 
-def _decodes(bank: HostError, edac: HostError, lines: list[str], at: int) -> bool:
+def _decodes(bank: HostError, edac: HostError, lines: Sequence[str], at: int) -> bool:
     """Whether the EDAC memory controller's line `edac` (`EDAC MC0: 1 CE memory read error on
     ..._DIMM#0`, `lines[at]`) is the decode of the machine check `bank` read just before it (the
     EDAC driver's `EDAC sbridge MC0: CPU 0: Machine Check Event: 0 Bank 5: 8c00004000010092`, or

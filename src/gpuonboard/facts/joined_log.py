@@ -15,7 +15,7 @@ another message's words; where no two stamps meet on one line (a journal whose m
 in stamp-less `NVRM: ` lines, every two lines joined: the zh-CN journal of
 open-gpu-kernel-modules#626), a second `NVRM: `, a kernel driver's own head (`NVRM: `,
 `nvidia-nvswitch1: `, `pcieport 0000:00:01.0: `) after another message's words (a log without
-stamps, `dmesg -t`, joined: never cut, as no stamp says where a line began), a paste's elision
+stamps, `dmesg -t`, joined), a paste's elision
 mark (`[...snip...]`, facts/elision.py) or journalctl's `-- Reboot --` after words; a journal's
 head-less `kernel: ` after words.
 
@@ -25,6 +25,13 @@ stamp-less continued line, `NVRM: ...`, joined on), its stamp not before the pie
 (a stamp inside a message), no bare `...` after its words (an elision line of dots joined on, as
 a message's own dots). Else the log is not read: which message a continued line, a PCI address
 or a count belongs to is lost (before round 31 an Xid 145 was put on another GPU so).
+
+A log without stamps (no format: `dmesg -t`, `journalctl -o cat`, a grep of the driver's lines)
+is cut before each driver's head after words, where every piece is then one whole driver line
+(_driver_lines); what it held besides them (the kernel's own lines, joined onto their words) is
+not known, so the pieces are read as part of a log (UNSTAMPED_PART: no Xid never passes).
+`talosctl dmesg`'s head is a format's (`10.20.30.29: kern:    info: [2023-...Z]: `); its last
+line cut inside its head, joined on, is cut off so that api/saved_kinds.talos_cut sees it.
 """
 
 from __future__ import annotations
@@ -39,15 +46,24 @@ from gpuonboard.facts.kernel_pstore import joined_record_head
 from gpuonboard.facts.kernel_shapes import journal_shaped, rfc5424_unframed
 from gpuonboard.facts.kernel_wrap import program_of
 
-__all__ = ["LOG_STAMP", "Unjoined", "glued_to_log", "joined_messages", "unjoined"]
+__all__ = ["LOG_STAMP", "UNSTAMPED_PART", "Unjoined", "glued_to_log", "joined_messages", "unjoined"]
 
+# `talosctl dmesg`'s line head (facts/kernel_shapes.py TALOS_LINE), its time in group `t`
+_FACILITY = r"(?:kern|user|mail|daemon|auth|syslog|lpr|news|uucp|cron|authpriv|ftp|local\d)"
+_TALOS_T = (
+    rf"[^\s:\[\]]+: {_FACILITY}: *(?:emerg|alert|crit|err|warning|notice|info|debug): "
+    r"\[(?P<t>\d{4}-\d\d-\d\dT[\d:.]+Z?)\]:(?= |$)"
+)
+_TALOS = _TALOS_T.replace("(?P<t>", "(?:")
+_TALOS_AT = re.compile(_TALOS)
 # any kernel log's line head a paste may hold (dmesg's, -T's, -H's, an ISO time's, a syslog or
 # journal line head), after dmesg -x's facility and level
 LOG_STAMP = (
     r"(?:[a-z]+ *:[a-z]+ *: )?(?:\[ *(?:\+?\d+\.\d+|\.{3,}) *\]|\[[A-Z][a-z]{2} +\d+ \d\d:\d\d\]"
     r"|\[[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \d{4}\]"
     r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[,.]\d+[+-]\d\d:?\d\d(?= )"
-    r"|\S{1,5} +\d+ \d\d:\d\d:\d\d(?:\.\d+)? +(?:[^\s\[\]]+ )?[^\s:\[\]]+(?:\[\d+\])?: )"
+    r"|\S{1,5} +\d+ \d\d:\d\d:\d\d(?:\.\d+)? +(?:[^\s\[\]]+ )?[^\s:\[\]]+(?:\[\d+\])?: "
+    rf"|{_TALOS})"
 )
 _STAMP_AT = re.compile(rf"(?:^|(?<=\s)){LOG_STAMP}")
 _JOINED_AT = re.compile(rf"(?<=[^\s:])[ \t]+(?={LOG_STAMP})")
@@ -59,11 +75,15 @@ _NVRM_AT = re.compile(r"(?:^|(?<=\s))NVRM: ")
 # `nvidia-nvswitch0: `, a PCI device's `pcieport 0000:00:01.0: `, `nvidia 0000:3b:00.0: `, the
 # other nvidia modules' `nvidia-modeset: `) after a space; and how what stands before one in a
 # line of its own ends (a line head's `:` or `]` left of a stamp, a raw priority `<4>`)
-_DRIVER_HEAD_AT = re.compile(
-    r"(?<=\S)[ \t]+(?:NVRM: (?=[\w(])|nvidia-nvswitch\d*: "
+_DRIVER_HEAD = (
+    r"(?:NVRM: (?= *[\w(-])|nvidia-nvswitch\d*: "
     r"|(?:pcieport|nvidia) [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.\d: "
     r"|nvidia-(?:modeset|uvm|drm|peermem|nvlink): )"
 )
+_DRIVER_HEAD_AT = re.compile(rf"(?<=\S)[ \t]+(?P<h>{_DRIVER_HEAD})")
+_DRIVER_LINE = re.compile(_DRIVER_HEAD)
+# (a driver's head glued to the words before it: a line end lost with no space for it)
+_DRIVER_GLUED = re.compile(r"(?<=[^\s:])(?:NVRM: |nvidia-nvswitch\d*: )")
 _HEAD_END = re.compile(r"(?:[:\]]|^<\d{1,3}>)$")
 # journalctl's line between boots (`-- Reboot --`, `-- Boot <id> --`) or above its entries
 _JOURNAL_NOTE_AFTER_WORDS = re.compile(
@@ -85,6 +105,7 @@ _HEADS = {
     "dmesg-T": r"\[(?P<t>[A-Z][a-z]{2} [A-Z][a-z]{2} +\d+ \d\d:\d\d:\d\d \d{4})\]",
     "iso": r"(?P<t>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[,.]\d+)?(?:[+-]\d\d:?\d\d|Z)) ",
     "syslog": r"(?P<t>\S{1,5} +\d{1,2} \d\d:\d\d:\d\d(?:\.\d+)?) +(?:[^\s\[\]]+ )?[^\s:\[\]]+(?:\[\d+\])?: ",
+    "talos": _TALOS_T,
 }
 _HEAD_AT = {name: re.compile(_BEFORE + head) for name, head in _HEADS.items()}
 # which of _BEFORE's parts a head has: every line of one log has the same (a piece without the
@@ -97,6 +118,10 @@ _CUT_HEAD_AT_END = {
     "syslog": re.compile(r"(?<=\S)[ \t\r]+(?=\S{1,5} +\d{1,2}(?: \d\d:[\d:.]*(?: \S*(?: \S*)?)?)?\s*\Z)"),
 }
 _CUT_HEAD_AT_END["dmesg-T"] = _CUT_HEAD_AT_END["dmesg"]
+# (`talosctl dmesg`'s: its node and facility, then any of its level and time: `10.20.30.29: kern:    info`)
+_CUT_HEAD_AT_END["talos"] = re.compile(
+    rf"(?<=\S)[ \t\r]+(?=[^\s:\[\]]+: {_FACILITY}:(?: *[a-z]*(?:: \[[^\]\s]*\]?:?)?)?\s*\Z)"
+)
 # a head of each format at a line's start or after words and the space a chat put there (each
 # match takes its head whole: no head is found again inside one, as the ISO time after `-x`'s
 # `kern  :warn  : `)
@@ -113,10 +138,20 @@ _CUT_AT = {
 
 class Unjoined(NamedTuple):
     """What unjoined made of a kernel log: how many of its lines held more than one (0: none),
-    and its text with each line on a line of its own again; None where that is not certain."""
+    and its text with each line on a line of its own again; None where that is not certain; why
+    the lines cut apart are not all the log held ("" where they are: UNSTAMPED_PART)."""
 
     joined: int
     text: str | None
+    part: str = ""
+
+
+# why a log without stamps cut apart at its driver's heads is not known whole
+UNSTAMPED_PART = (
+    "its lines, saved without their time stamps, were joined by a chat and only its kernel drivers'"
+    " lines (`NVRM: `, `nvidia-nvswitch0: `, `pcieport 0000:00:01.0: `) could be cut apart again,"
+    " so any other line it held, joined onto their words, is not read"
+)
 
 
 def joined_messages(text: str) -> int:
@@ -138,6 +173,8 @@ def _holds_two(line: str) -> bool:
         or _driver_head_after_words(line)
         or _JOURNAL_NOTE_AFTER_WORDS.search(line)
         or _elision_after_words(line)
+        or (_TALOS_AT.match(line) and _CUT_HEAD_AT_END["talos"].search(line))  # (its last line's cut
+        # head joined on)
     )
 
 
@@ -175,8 +212,9 @@ def unjoined(text: str) -> Unjoined:
     if not joined:
         return Unjoined(0, text)
     name = _format(text)
-    if name is None:
-        return Unjoined(joined, None)
+    if name is None:  # (a log without stamps: cut at its drivers' heads, UNSTAMPED_PART)
+        lines = _driver_lines(text)
+        return Unjoined(joined, lines, UNSTAMPED_PART if lines is not None else "")
     head, cut = _HEAD_AT[name], _CUT_AT[name]
     lines = text.split("\n")
     last = max((at for at, line in enumerate(lines) if line.strip()), default=0)
@@ -197,6 +235,22 @@ def unjoined(text: str) -> Unjoined:
     if len({_framing(m.group(0)) for m in heads}) > 1 or not _in_order([m.group("t") for m in heads]):
         return Unjoined(joined, None)
     return Unjoined(joined, "\n".join(pieces))
+
+
+def _driver_lines(text: str) -> str | None:
+    """A log without stamps (`dmesg -t`, `journalctl -o cat`) a chat joined, cut before each
+    kernel driver's head after words (_DRIVER_HEAD_AT), where every piece is then one whole line
+    of a driver's: it starts with a driver's head and holds no sign of another line (_unsure);
+    None where one does not (the kernel's own lines, `e820: ...`, cannot be told apart)."""
+    pieces: list[str] = []
+    for line in text.split("\n"):
+        bounds = [0, *(m.start("h") for m in _DRIVER_HEAD_AT.finditer(line)), len(line)]
+        pieces += [line[a:b].rstrip(" \t\r") for a, b in itertools.pairwise(bounds)]
+    if any(
+        p.strip() and (not _DRIVER_LINE.match(p) or _unsure(p, _DRIVER_LINE, _DRIVER_GLUED)) for p in pieces
+    ):
+        return None
+    return "\n".join(pieces)
 
 
 # a shell prompt after words (`6.6.105+ $ sudo dmesg | head`: a chat joined the next command's

@@ -40,3 +40,16 @@ def test_a_whole_talosctl_dmesg_passes_gpu_xid(tmp_path: Path) -> None:
     text = "\n".join([lines[0], *(line for line in lines if "loop" in line)]) + "\n"
     assert talos_cut(text) == ""
     assert verdicts(tmp_path, "dmesg.txt", text, ORDER)["gpu_xid"][0] == "pass"
+
+
+def test_a_talosctl_dmesg_a_chat_joined_still_ends_inside_a_line_head(tmp_path: Path) -> None:
+    """The same saved file with every two lines joined by a chat (pairs, and pairs from the second
+    line): its last line's cut head (`10.20.30.29: kern:    info`) was the end of a joined line's
+    words, no line of its own, and the log passed "no Xid" (round 33, joined9): the log is cut
+    apart at its own heads and its cut last line seen on the pieces, as on the unjoined file."""
+    lines = (REAL / TALOS).read_text().splitlines()
+    for start in (0, 1):
+        joined = [*lines[:start], *(" ".join(lines[i : i + 2]) for i in range(start, len(lines), 2))]
+        verdict, actual = verdicts(tmp_path, "dmesg.txt", "\n".join(joined) + "\n", ORDER)["gpu_xid"]
+        assert verdict == "unverified", (start, actual)
+        assert "its last line ends inside its head" in actual, (start, actual)
