@@ -213,8 +213,8 @@ def unjoined(text: str) -> Unjoined:
         return Unjoined(0, text)
     name = _format(text)
     if name is None:  # (a log without stamps: cut at its drivers' heads, UNSTAMPED_PART)
-        lines = _driver_lines(text)
-        return Unjoined(joined, lines, UNSTAMPED_PART if lines is not None else "")
+        driver = _driver_lines(text)
+        return Unjoined(joined, driver, UNSTAMPED_PART if driver is not None else "")
     head, cut = _HEAD_AT[name], _CUT_AT[name]
     lines = text.split("\n")
     last = max((at for at, line in enumerate(lines) if line.strip()), default=0)
