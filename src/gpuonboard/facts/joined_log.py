@@ -178,18 +178,25 @@ def _holds_two(line: str) -> bool:
     )
 
 
+# a message's own head in the words before a driver's head (`nvidia-nvswitch1: SXid ...`): what
+# the line's own prefix is not (a stamp of another form, `2025-04-15 16:50:03 `, a host `gpu01 `, a
+# list mark `- `, `1. `: review revJ, a whole log of such lines was refused, its Xid 79 unread)
+_MESSAGE_HEAD = re.compile(r"[A-Za-z][\w.-]*: \S")
+
+
 def _driver_head_after_words(line: str) -> bool:
     """Whether a kernel driver's own message head (_DRIVER_HEAD_AT) follows another message's
     words: a log without stamps (`dmesg -t`, `journalctl -o cat`) a chat joined, `nvidia-nvswitch1:
     SXid ... Fault Up NVRM: Xid (PCI:0000:91:00): 79, ...` (before, the line was read as its SXid
     alone and the Xid 79 was lost: "no Xid in the kernel log"). A head after the line's own stamp
-    or head (`[ 12.3] `, an ISO time's, `host kernel: `, `-x`'s `kern  :warn  : `) is none."""
+    or head (`[ 12.3] `, an ISO time's, `host kernel: `, `-x`'s `kern  :warn  : `) is none, and so
+    is one after words that hold no message's head (`word: ...`): a prefix of the line's own."""
     if (program := program_of(line)) is not None and program != "kernel":
         return False  # (another program's line: sudo's `COMMAND=/usr/bin/grep NVRM: ...`)
     for m in _DRIVER_HEAD_AT.finditer(line):
         own = max((s.end() for s in _STAMP_AT.finditer(line) if s.end() <= m.start()), default=0)
         said = line[own : m.start()].strip()
-        if said and not _HEAD_END.search(said):
+        if said and not _HEAD_END.search(said) and _MESSAGE_HEAD.search(said):
             return True
     return False
 

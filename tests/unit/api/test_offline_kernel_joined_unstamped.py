@@ -134,3 +134,26 @@ def test_driver_lines_without_stamps_joined_that_pass_whole_are_unverified(tmp_p
         verdict, said = _gpu_xid(tmp_path / how, text)
         assert verdict == "unverified", (how, said)
         assert "saved without their time stamps, were joined by a chat" in said, (how, said)
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "2025-04-15 16:50:03 ",
+        "2025-04-15 16:50:03.123 gpu01 ",
+        "gpu01 ",
+        "Mon May 15 08:57:36 2024 ",
+        "- ",
+        "1. ",
+    ],
+)
+def test_a_prefix_of_the_lines_own_before_the_drivers_head_is_no_joined_message(
+    tmp_path: Path, prefix: str
+) -> None:
+    """Review revJ: each line of a whole log led by a prefix of its own (another stamp form, a host,
+    a list mark) before `NVRM: ` was read as two messages joined, the log refused and its Xid 79
+    unread (unverified, exit 0): no message's head (`word: ...`) stands in such a prefix."""
+    lines = _unstamped("dmesg-T__xid-79-unknown-pid__titan-v.txt")
+    verdict, said = _gpu_xid(tmp_path / "log", "".join(f"{prefix}{line}\n" for line in lines))
+    assert verdict == "fail", said
+    assert "Xid 79" in said
