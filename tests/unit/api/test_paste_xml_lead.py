@@ -2,7 +2,7 @@
 a `<details>` section's `</summary>`, a session's blank line after the prompt, a `\\r`, an indent,
 a byte-order mark) is read as the XML itself (facts/nvidia_smi/xml_q.py `_declaration_dropped`);
 an XML the parser cannot read is refused with what the parser found, and "cut short" only for a
-cut (api/offline.py `_xml_refusal`).
+cut (api/unreadable.py `_xml_refusal`).
 
 Found by the truth sweep, round 32 (measure32a 12): netdata/netdata#2759's `-q -x` of a GeForce
 8800 GT, pasted inside `<details>` with the blank line GitHub needs, was refused: "this nvidia-smi
