@@ -161,3 +161,22 @@ def test_two_prompt_hosts_are_never_one_box() -> None:
     assert changer_between(parts, 1, 9) is None
     parts[-1] = Section(9, "nvidia-smi", "gpu01", "")
     assert changer_between(parts, 1, 9) is not None
+
+
+A10_Q = (
+    Path(__file__).parents[2] / "fixtures" / "real" / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+).read_text()
+
+
+def test_two_q_outputs_of_other_uuids_are_never_joined() -> None:
+    """Identical servers share bus addresses and a driver: a real A10's `-q` and the same with its
+    UUID changed (derived) are two GPUs, never one box before and after `-pm 1`."""
+    from gpuonboard.api.state_change import joined_after_change
+    from gpuonboard.facts.probe import ProbeOutput
+
+    first = ProbeOutput(A10_Q, "", 0)
+    assert (
+        joined_after_change("nvidia_smi_q", first, ProbeOutput(A10_Q, "", 0), "nvidia-smi -pm 1") is not None
+    )
+    other = ProbeOutput(A10_Q.replace("GPU-73d12ef7-f589", "GPU-0a1b2c3d-f589"), "", 0)
+    assert joined_after_change("nvidia_smi_q", first, other, "nvidia-smi -pm 1") is None
