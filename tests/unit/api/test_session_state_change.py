@@ -81,3 +81,102 @@ def test_the_commands_that_change_state(command: str, changes: bool) -> None:
 
     parts = [Section(5, command, None, "")]
     assert (changer_between(parts, 1, 9) is not None) is changes
+
+
+# (round 33, review revK) the real session edited: the earlier table shows a job at work
+_JOB_ROW = "|    0   N/A  N/A           41234      C   python3                                  40950MiB |"
+
+
+def test_a_job_in_the_earlier_table_keeps_the_two_refused(tmp_path: Path) -> None:
+    """sc/s2-job-then-pm1: a `python3` holding 40950 MiB at 100 % in the earlier table, then
+    `-pm 1`, then an idle table: judging the later alone passed foreign_processes ("none") and
+    lost the job; the two stay refused."""
+    text = SESSION.read_text()
+    text = text.replace("|       0MiB / 183359MiB |      3%", "|   40960MiB / 183359MiB |    100%", 1)
+    text = text.replace("|  No running processes found" + " " * 61 + "|", _JOB_ROW, 1)
+    assert _JOB_ROW in text and "40960MiB" in text
+    with pytest.raises(UsageError, match="two plain `nvidia-smi` table outputs"):
+        _facts(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    "moved",
+    [
+        "ssh gpu02",
+        "exit",
+        "docker exec -it trainer bash",
+        "kubectl exec -it pod-0 -- bash",
+        "su -",
+        "sudo -i",
+    ],
+)
+def test_a_command_that_moves_the_shell_between_them_keeps_the_two_refused(
+    tmp_path: Path, moved: str
+) -> None:
+    """sc/s7-two-boxes: `ssh gpu02` (the same prompt) before `nvidia-smi -pm 1`: the two tables may
+    be two boxes' of one build (same bus ids, same driver), never joined as one."""
+    text = SESSION.read_text()
+    at = text.index("[root@localhost ~]# nvidia-smi -pm 1")
+    text = text[:at] + f"[root@localhost ~]# {moved}\nLast login: Wed Jan 28 06:50:00 2026\n" + text[at:]
+    with pytest.raises(UsageError, match="two plain `nvidia-smi` table outputs"):
+        _facts(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["nvidia-smi dmon -c 1", "nvidia-smi pmon -c 1", "nvidia-smi nvlink -e", "nvidia-smi nvlink -c"],
+)
+def test_a_read_only_subcommand_between_them_keeps_the_two_refused(tmp_path: Path, command: str) -> None:
+    """sc/s3, s5, s6: `dmon -c 1`, `pmon -c 1`, `nvlink -e` read and change nothing."""
+    text = SESSION.read_text().replace("nvidia-smi -pm 1", command, 1)
+    with pytest.raises(UsageError):
+        _facts(tmp_path, text)
+
+
+@pytest.mark.parametrize(
+    ("command", "changes"),
+    [
+        ("nvidia-smi dmon -c 1", False),
+        ("nvidia-smi pmon -c 1", False),
+        ("nvidia-smi nvlink -e", False),
+        ("nvidia-smi nvlink -c", False),
+        ("nvidia-smi nvlink -p 0", False),
+        ("nvidia-smi -i 0 -pm 1", True),
+        ("nvidia-smi --id=1 -e 0", True),
+        ("nvidia-smi mig -i 0 -dci", True),
+    ],
+)
+def test_only_options_before_a_subcommand_change_state(command: str, changes: bool) -> None:
+    from gpuonboard.api.transcript import Section
+
+    parts = [Section(5, command, None, "")]
+    assert (changer_between(parts, 1, 9) is not None) is changes
+
+
+def test_two_prompt_hosts_are_never_one_box() -> None:
+    from gpuonboard.api.transcript import Section
+
+    parts = [Section(1, "nvidia-smi", "gpu01", ""), Section(5, "nvidia-smi -pm 1", "gpu01", "")]
+    parts.append(Section(9, "nvidia-smi", "gpu02", ""))
+    assert changer_between(parts, 1, 9) is None
+    parts[-1] = Section(9, "nvidia-smi", "gpu01", "")
+    assert changer_between(parts, 1, 9) is not None
+
+
+A10_Q = (
+    Path(__file__).parents[2] / "fixtures" / "real" / "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+).read_text()
+
+
+def test_two_q_outputs_of_other_uuids_are_never_joined() -> None:
+    """Identical servers share bus addresses and a driver: a real A10's `-q` and the same with its
+    UUID changed (derived) are two GPUs, never one box before and after `-pm 1`."""
+    from gpuonboard.api.state_change import joined_after_change
+    from gpuonboard.facts.probe import ProbeOutput
+
+    first = ProbeOutput(A10_Q, "", 0)
+    assert (
+        joined_after_change("nvidia_smi_q", first, ProbeOutput(A10_Q, "", 0), "nvidia-smi -pm 1") is not None
+    )
+    other = ProbeOutput(A10_Q.replace("GPU-73d12ef7-f589", "GPU-0a1b2c3d-f589"), "", 0)
+    assert joined_after_change("nvidia_smi_q", first, other, "nvidia-smi -pm 1") is None

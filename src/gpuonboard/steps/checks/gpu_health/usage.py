@@ -3,7 +3,7 @@ process list or, where it lists none, from utilisation and memory used."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import fields, replace
 from typing import Any
 
@@ -195,6 +195,31 @@ def _unjudged_text(unjudged: list[GpuInfo], gpus: list[GpuInfo]) -> str:
 CUT_LIST = "the output was cut short: its process list may be in the part cut away"
 # (said as missing_facts.of_those_read says a cut: the gap of a table cut in its rows joins it)
 CUT_HELD = "of what was read; its process list cut away"
+# (a -q record read without its product name: `-q -d MEMORY,...` prints only the sections asked,
+# its process list perhaps not among them; the cut took what followed, whatever that was)
+CUT_HELD_SECTIONS = "of what was read; no process list read from these sections"
+
+
+def _held_check(parts: Sequence[str], held: Sequence[GpuInfo]) -> Check:
+    """foreign_processes' fail where GPUs whose process list a cut took hold more memory than a
+    desktop's display: "drives no display" only where nvidia-smi said Disabled (a table's `Off`),
+    else its display was not reported (`N/A`, a -q -d output of other sections)."""
+    display = (
+        "a GPU that drives no display"
+        if all(g.display_active == "Disabled" for g in held)
+        else "a GPU whose display nvidia-smi did not report"
+    )
+    # (a -q record of sections read with no product name: `-q -d ...`, which may not ask the list)
+    sections = any(not g.name and g.parts_read for g in held)
+    return Check(
+        "foreign_processes",
+        "none",
+        "; ".join(parts) + f" ({CUT_HELD_SECTIONS if sections else CUT_HELD})",
+        "fail",
+        f"another job is using the GPUs you rent: {display} holds more than"
+        f" {BUSY_MEMORY_MIB // 1024} GiB of memory, some job's allocations, whatever process list"
+        f" {'these sections left out or ' if sections else ''}the cut took; ask the vendor before you start",
+    )
 
 
 def _held_beyond_desktop(g: GpuInfo) -> bool:
@@ -305,7 +330,7 @@ def _work_seen(
     busy_listed_empty: list[str],
     busy_no_list: list[str],
     cut: bool,
-    held: bool = False,
+    held: Sequence[GpuInfo] = (),
 ) -> Check:
     """rule_foreign_processes where a compute process is listed or a GPU with no process listed
     shows work: a fail, or unverified where the process list that would name whose was cut,
@@ -332,15 +357,7 @@ def _work_seen(
         )
     if held and not compute and not busy_listed_empty:
         # (the rows read are evidence, as in a whole table: memory held beyond a desktop's)
-        return Check(
-            "foreign_processes",
-            "none",
-            "; ".join(parts) + f" ({CUT_HELD})",
-            "fail",
-            "another job is using the GPUs you rent: a GPU that drives no display holds more than"
-            f" {BUSY_MEMORY_MIB // 1024} GiB of memory, some job's allocations, whatever process list"
-            " the cut took; ask the vendor before you start",
-        )
+        return _held_check(parts, held)
     return Check(
         "foreign_processes",
         "none",
@@ -461,7 +478,7 @@ def rule_foreign_processes(
     if mixed and not compute and not busy_listed_empty and not busy_no_list:
         return _mixed_check(mixed, graphics, cut)
     if compute or busy_listed_empty or busy_no_list:
-        held = cut and any(_held_beyond_desktop(g) for g in unlisted)
+        held = [g for g in unlisted if _held_beyond_desktop(g)] if cut else []
         return _work_seen(compute, graphics, mixed, busy_listed_empty, busy_no_list, cut, held)
     # (a list not known whole, an entry cut short in it, is open too)
     open_lists = [g for g in read if g.processes and (g.processes_open or not g.processes_known)]
