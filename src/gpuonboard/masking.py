@@ -483,7 +483,8 @@ def _said_secrets(words: list[str]) -> list[set[str]]:
     (_soft_value_shown: not a number or a path), a secret-named `NAME=VALUE` (`PGPASSWORD=PW psql`,
     `docker exec -e HF_TOKEN=T`), the word after a bare secret name (`redis-cli auth PW`), a URL's
     userinfo password and its secret-named query values. A value is never a word that starts
-    with `-` (the next option)."""
+    with `-` (the next option). A program of PASSWORD_OPTIONS is read as the program wherever
+    it stands (`sudo -u alice mysql -pPW`, `docker exec app mysql -pPW`)."""
     out: list[set[str]] = [set() for _ in words]
     program, apart = "", ""
     for at, word in enumerate(words):
@@ -497,7 +498,7 @@ def _said_secrets(words: list[str]) -> list[set[str]]:
             program = ""
             continue
         found |= _named_secrets(word)
-        if not program:
+        if not program or word.rsplit("/", 1)[-1] in PASSWORD_OPTIONS:  # (`docker exec app mysql`)
             if not _ASSIGN.fullmatch(word) and word.rsplit("/", 1)[-1] not in _BEFORE_PROGRAM:
                 program = word.rsplit("/", 1)[-1]
             continue
@@ -513,8 +514,10 @@ def _said_secrets(words: list[str]) -> list[set[str]]:
             apart = _APART_FIELD if word == "-H" else _APART_PAIR
         elif re.fullmatch(r"-[Pp]", word):
             apart = "soft"
+        elif re.match(r"-[Pp].", word) and not _soft_value_shown(word[2:], program):
+            found.add(word[2:])  # (`-pS3cret` of a program not in PASSWORD_OPTIONS)
         elif not word.startswith("-") and _SECRET_NAME.fullmatch(word) and not _LOOSE_NAME.fullmatch(word):
-            apart = _APART_ALL  # (`mysqladmin password PW`, `redis-cli auth PW`)
+            apart = "soft"  # (`mysqladmin password PW`, `redis-cli auth PW`: a path or number shown)
     return out
 
 

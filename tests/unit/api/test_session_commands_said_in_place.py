@@ -53,6 +53,10 @@ SAID = [
     ("psql postgres://u:hunter@db/gpu", f"psql postgres://u:{M}@db/gpu"),
     ("redis-cli auth hunter", f"redis-cli auth {M}"),
     ('mysql -p"my pass" gpu', f'mysql -p"{M}" gpu'),
+    # the program behind a wrapper or a container engine
+    ("sudo -u alice mysql -phunter gpu", f"sudo -u alice mysql -p{M} gpu"),
+    ("docker exec app mysql -uroot -phunter gpu", f"docker exec app mysql -uroot -p{M} gpu"),
+    ("timeout 5 sshpass -p a ssh box nvidia-smi", f"timeout 5 sshpass -p {M} ssh box nvidia-smi"),
 ]
 
 
@@ -70,6 +74,8 @@ def test_a_secret_is_masked_in_its_own_word_only(command: str, said: str) -> Non
         "kubectl exec -it pod-7f9c8d6b5-xk2lm -- nvidia-smi",
         "ssh -p 2222 root@10.0.0.12 nvidia-smi",
         'curl -H "Accept: application/json" https://api.example.com/v1/x',
+        "grep auth /var/log/auth.log",
+        "ssh -p2222 gpu01 nvidia-smi",
     ],
 )
 def test_a_command_without_a_secret_is_quoted_as_typed(command: str) -> None:
