@@ -514,17 +514,17 @@ def _said_secrets(words: list[str]) -> list[set[str]]:
             apart = _APART_FIELD if word == "-H" else _APART_PAIR
         elif re.fullmatch(r"-[Pp]", word):
             apart = "soft"
-        elif re.match(r"-[Pp].", word) and not _soft_value_shown(word[2:], program):
-            found.add(word[2:])  # (`-pS3cret` of a program not in PASSWORD_OPTIONS)
         elif not word.startswith("-") and _SECRET_NAME.fullmatch(word) and not _LOOSE_NAME.fullmatch(word):
-            apart = "soft"  # (`mysqladmin password PW`, `redis-cli auth PW`: a path or number shown)
+            apart = "named"  # (`mysqladmin password PW`, `redis-cli auth PW`: a path or number shown)
     return out
 
 
 def _apart_value(kind: str, program: str, word: str) -> set[str]:
     """The secret of `word`, the value given apart of an option of `kind` (_said_secrets)."""
-    if kind == "soft":
+    if kind == "named":
         return set() if _soft_value_shown(word, program) else {word}
+    if kind == "soft":  # (`journalctl -p err`, `srun -p gpu`: a plain name is an option's word)
+        return set() if _soft_value_shown(word, program) or _safe_word(word) else {word}
     if kind == _APART_FIELD:  # (`Authorization: Bearer T`: the field's value; a header named
         # otherwise, all of it)
         named = _named_secrets(word)
