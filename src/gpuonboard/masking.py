@@ -277,7 +277,7 @@ def _command_words(command: str) -> tuple[list[str], list[str], set[str]]:
             program_next = program in _SHOWN_FIRST
         elif (option := password_option(program, word)) is not None:  # (`ldapsearch -w PW`)
             shown.append(MASK if option[1] else word)
-            value_next = not option[1]
+            value_next = _value_apart(program, option)  # (`mysql -p gpu`: a prompt, a database)
         elif _FLAG.fullmatch(word) and _flag_safe(word):
             shown.append(word)
             value_next = bool(_SECRET_FLAG.search(word.split("=", 1)[0]))
@@ -419,51 +419,155 @@ def _password_of(program: str, value: str) -> str:
     return value.partition(sep)[2] if sep and sep in value else ("" if sep else value)
 
 
-def command_passwords(command: str) -> list[str]:
-    """The passwords a typed command line holds: its programs' password options' values
-    (PASSWORD_OPTIONS), a secret-named option's value (`--password PW`, `--token=T`), a
-    secret-named variable's (`PGPASSWORD=PW psql`), a URL's userinfo password; longest first."""
-    try:
-        words = _split(command)
-    except ValueError:
-        words = command.split()
-    found: set[str] = set()
-    program, value_of = "", ""
-    for word in words:
-        if value_of:  # (the word after a password option given apart)
-            found.add(_password_of(value_of, word) if value_of in _PAIRED else word)
-            value_of = ""
+# mysql's, mariadb's and 7z's `-p` takes its password attached only (`-pPW`): a bare `-p` prompts
+# for it, and the next word is a database or an archive (`mysql -u root -p gpu`, `7z a -p x.7z`)
+_PROMPTED = frozenset(
+    (*(p for p, o in PASSWORD_OPTIONS.items() if p.startswith(("mysql", "mariadb")) and o == "p"), "7z")
+)
+
+
+def _value_apart(program: str, option: tuple[str, str]) -> bool:
+    """Whether a password option (password_option) takes the next word as its value."""
+    return not option[1] and not (option[0] == "-p" and program.rsplit("/", 1)[-1] in _PROMPTED)
+
+
+def _spans(command: str) -> list[tuple[int, int]]:
+    """Where each of the shell's words of `command` stands in it (start, end), quotes included,
+    a run of operator characters (`&&`, `|`, `>`) a word of its own, as `_split` cuts them."""
+    spans: list[tuple[int, int]] = []
+    at, end = 0, len(command)
+    while at < end:
+        if command[at].isspace():
+            at += 1
             continue
+        start, quote = at, ""
+        if command[at] in ";&|<>()":
+            while at < end and command[at] in ";&|<>()":
+                at += 1
+            spans.append((start, at))
+            continue
+        while at < end:
+            char = command[at]
+            if quote:
+                quote = "" if char == quote else quote
+                at += 1 if char == "\\" and quote == '"' else 0
+            elif char in "'\"":
+                quote = char
+            elif char == "\\":
+                at += 1
+            elif char.isspace() or char in ";&|<>()":
+                break
+            at += 1
+        spans.append((start, min(at, end)))
+    return spans
+
+
+def _unquoted(raw: str) -> str:
+    """The word the shell makes of `raw` (its quotes removed); `raw` itself where a quote is open."""
+    try:
+        return "".join(_split(raw)) if raw.strip(";&|<>()") else raw
+    except ValueError:
+        return raw
+
+
+# a value of an option given apart that is a secret (`--password PW`, `-H "Authorization: ..."`,
+# `-u user:PW`, `-p PW`): what of it is masked
+_APART_ALL, _APART_PAIR, _APART_FIELD = "all", "pair", "field"
+
+
+def _said_secrets(words: list[str]) -> list[set[str]]:
+    """The secrets of each of a typed command line's words, by the rules command_shown masks by:
+    a program's password option's value (PASSWORD_OPTIONS, a credential pair's second half; a
+    bare `-p` of _PROMPTED prompts), a secret-named option's value given apart or attached
+    (`--password PW`, `--token=T`, `-H "Authorization: Bearer T"`), `-p`/`-P`'s value given apart
+    (_soft_value_shown: not a number or a path), a secret-named `NAME=VALUE` (`PGPASSWORD=PW psql`,
+    `docker exec -e HF_TOKEN=T`), the word after a bare secret name (`redis-cli auth PW`), a URL's
+    userinfo password and its secret-named query values. A value is never a word that starts
+    with `-` (the next option). A program of PASSWORD_OPTIONS is read as the program wherever
+    it stands (`sudo -u alice mysql -pPW`, `docker exec app mysql -pPW`)."""
+    out: list[set[str]] = [set() for _ in words]
+    program, apart = "", ""
+    for at, word in enumerate(words):
+        found = out[at]
+        if apart and not word.startswith("-") and not _OPERATOR.fullmatch(word):
+            found |= _apart_value(apart, program, word)
+            apart = ""
+            continue
+        apart = ""
         if _OPERATOR.fullmatch(word):
             program = ""
             continue
-        if not program and (assign := _ASSIGN.fullmatch(word)):
-            if _SECRET_FLAG.search(assign.group(1)) and assign.group(2):
-                found.add(assign.group(2))
-            continue
-        if not program:
-            program = "" if word.rsplit("/", 1)[-1] in _BEFORE_PROGRAM else word.rsplit("/", 1)[-1]
-            continue
-        if (option := password_option(program, word)) is not None:
-            if option[1]:
-                found.add(_password_of(program, option[1]))
-            else:
-                value_of = program
+        found |= _named_secrets(word)
+        if not program or word.rsplit("/", 1)[-1] in PASSWORD_OPTIONS:  # (`docker exec app mysql`)
+            if not _ASSIGN.fullmatch(word) and word.rsplit("/", 1)[-1] not in _BEFORE_PROGRAM:
+                program = word.rsplit("/", 1)[-1]
             continue
         name, eq, value = word.partition("=")
-        if word.startswith("--") and _SECRET_FLAG.search(name):
-            if eq:
-                found.add(value)
-            else:
-                value_of = "--"
-        for userinfo in re.findall(r"//([^/@\s]+)@", word):
-            found.add(userinfo.partition(":")[2])
-    return sorted((w for w in found if w and w != MASK), key=lambda w: (-len(w), w))
+        if (option := password_option(program, word)) is not None:
+            found.update({_password_of(program, option[1])} if option[1] else set())
+            apart = program if _value_apart(program, option) else ""
+        elif word.startswith("--") and _SECRET_FLAG.search(name):
+            kind = _APART_FIELD if "header" in name.lower() else _APART_ALL
+            found.update(_apart_value(kind, program, value) if eq else set())
+            apart = "" if eq else kind
+        elif re.fullmatch(r"-[Hu]", word):  # (curl's, wget's header; a user or a credential pair)
+            apart = _APART_FIELD if word == "-H" else _APART_PAIR
+        elif re.fullmatch(r"-[Pp]", word):
+            apart = "soft"
+        elif not word.startswith("-") and _SECRET_NAME.fullmatch(word) and not _LOOSE_NAME.fullmatch(word):
+            apart = "named"  # (`mysqladmin password PW`, `redis-cli auth PW`: a path or number shown)
+    return out
+
+
+def _apart_value(kind: str, program: str, word: str) -> set[str]:
+    """The secret of `word`, the value given apart of an option of `kind` (_said_secrets)."""
+    if kind == "named":
+        return set() if _soft_value_shown(word, program) else {word}
+    if kind == "soft":  # (`journalctl -p err`, `srun -p gpu`: a plain name is an option's word)
+        return set() if _soft_value_shown(word, program) or _safe_word(word) else {word}
+    if kind == _APART_FIELD:  # (`Authorization: Bearer T`: the field's value; a header named
+        # otherwise, all of it)
+        named = _named_secrets(word)
+        return named or ({word} if ":" not in word else set())
+    if kind == _APART_PAIR:
+        pair = _PAIR.fullmatch(word)
+        return {pair.group(1)} if pair else set()
+    if kind == _APART_ALL:
+        return {word}
+    return {_password_of(kind, word)}
+
+
+def _named_secrets(word: str) -> set[str]:
+    """A secret-named `NAME=VALUE` or `NAME: VALUE`'s value inside `word` (its last word: `Bearer
+    T`'s `T`), a URL's userinfo password and its secret-named query values."""
+    found: set[str] = set()
+    for name, value in _NAMED_VALUE.findall(word.lstrip("-")):
+        if _SECRET_FLAG.search(name) and "//" not in value and value.strip():
+            found.add(value.split()[-1])  # (`Bearer T`'s token)
+    for userinfo in re.findall(r"//([^/@\s]+)@", word):
+        found.add(userinfo.partition(":")[2])
+    for name, value in re.findall(r"[?&;]([^=&#\s]*)=([^&#\s\"']+)", word):
+        if _SECRET_FLAG.search(name):
+            found.add(value)
+    return {f for f in found if f and f != MASK}
 
 
 def command_said(command: str) -> str:
     """A typed command line as a note or a report quotes it (a pasted session's prompt line):
-    as typed, each password it holds (command_passwords) masked."""
-    for secret in command_passwords(command):
-        command = command.replace(secret, MASK)
-    return command
+    as typed, each secret value it holds (_said_secrets) masked where it stands, in its own word
+    only (the same letters elsewhere, `sshpass -p a ssh box`'s `a` in `box`, are left as typed)."""
+    spans = _spans(command)
+    secrets = _said_secrets([_unquoted(command[start:end]) for start, end in spans])
+    parts, done = [], 0
+    for (start, end), found in zip(spans, secrets, strict=True):
+        raw = command[start:end]
+        done_secrets: list[str] = []
+        for secret in sorted(found, key=len, reverse=True):  # (a value ends its word: its last)
+            if any(secret in longer for longer in done_secrets):
+                continue
+            done_secrets.append(secret)
+            before, hit, after = raw.rpartition(secret)
+            raw = before + MASK + after if hit else MASK  # (a value the quotes split: the word)
+        parts.append(command[done:start] + raw)
+        done = end
+    return "".join(parts) + command[done:]

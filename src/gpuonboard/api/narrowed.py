@@ -189,17 +189,25 @@ def container_view(kind: str, command: str) -> str:
     return f"`{ran.said}` shows {what} of {where}, not the box's"
 
 
-def container_prompt_view(kind: str, host: str, command: str) -> str:
+def container_prompt_view(kind: str, host: str, command: str, text: str = "") -> str:
     """Where a session's prompt names a container's shell (`root@3f4e5a6b7c8d:/#`: Docker's
     default host name, the container ID) and the command there printed free, lscpu or df: one
-    clause saying the output is that container's view, naming the command; "" for another kind."""
+    clause saying the output is that container's view, naming the command; "" for another kind.
+    A df's `text` may say otherwise: a container's `/` is its engine's (an overlay, `none`, a
+    ZFS dataset, `/dev/mapper/docker-...`), never a disk's partition, so a df whose `/` is one
+    (`/dev/nvme0n1p2`) ran on a box whose host name only looks like a container ID."""
     what = _CONTAINER_VIEWS.get(kind)
-    if what is None:
+    if what is None or (kind == "df" and _BOX_ROOT.search(text)):
         return ""
     return (
         f"`{command_said(command)}` ran at the prompt of `{host}`, a container's shell (its host name a"
         f" container ID), so it shows {what} of that container, not the box's"
     )
+
+
+# a df row of a device's partition mounted at `/` (`/dev/nvme0n1p2 102626232 ... /`): the box's
+# root, not a container engine's (Docker's devicemapper `/dev/mapper/docker-...` aside)
+_BOX_ROOT = re.compile(r"(?m)^[ \t]*/dev/(?!mapper/docker-)\S+[ \t].*[ \t]/[ \t]*$")
 
 
 def _ran_inside(ran: Run, kind: str) -> bool:

@@ -307,7 +307,7 @@ def _no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
                 cuda = facts.gpu.cuda_version or "unknown"
                 said = f"driver {facts.gpu.driver_version or 'unreadable'}, CUDA {cuda}"
                 said += f" ({'; '.join(notes)[:240]})" if notes else ""
-                return f"unknown: {_rows_unread(said, about)}"
+                return f"unknown: {_rows_unread(said, about, whole=not notes)}"
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
@@ -403,11 +403,17 @@ _Q_HEAD = lazy_re(r"^\s*=+NVSMI LOG=+\s*\n(?:.*\n)*?\s*Driver Version\s*:", re.M
 NO_ROW_READ = "nvidia-smi answered, but no GPU row of its output could be read (cut short or mangled)"
 
 
-def _rows_unread(said: str, about: str) -> str:
+def _rows_unread(said: str, about: str, whole: bool = False) -> str:
     """The sentence of an nvidia-smi output whose banner (`said`: "driver 525.85.12, CUDA 12.0")
-    was read and no GPU row, naming what the rule `about` does not know and why."""
+    was read and no GPU row, naming what the rule `about` does not know and why; `whole` where
+    the banner's versions were read with no note and no cut (then not said "not whole")."""
     if about == "driver":
         return f"{said}; incomplete probe: {NO_ROW_READ}"
+    if about == "min_driver" and whole:
+        return (
+            f"the driver version is not judged: no GPU row read ({said} in its banner), so the"
+            f" output is cut short or mangled; incomplete probe: {NO_ROW_READ}"
+        )
     if about == "min_driver":
         return (
             f"the driver version is not judged ({said} as the banner reads it, not whole), because"
