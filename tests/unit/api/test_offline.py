@@ -152,13 +152,24 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
     assert detect_kind(text) == want
 
 
+# (real outputs saved with their command line above them, named otherwise)
+_SAVED_WITH_COMMAND = {
+    "nvidia-smi__b200__1gpu__driver580.95.05__vm-passthrough__lines-left-out-by-hand__ubicloud-blog.txt",
+}
+
+
 def test_no_real_output_loses_its_first_line_as_a_command() -> None:
     """strip_prompt drops a first line that is a prompt and command or the bare command pasted
     above the output (`nvidia-smi -L`): no real output's own first line reads as one."""
     from gpuonboard.api.saved_text import strip_prompt
 
     for path in sorted(REAL.iterdir()):
-        if "copied-command" in path.name or path.name.startswith("session__"):
+        if (
+            "copied-command" in path.name
+            or "__prompt__" in path.name
+            or path.name.startswith("session__")
+            or path.name in _SAVED_WITH_COMMAND
+        ):
             continue  # (saved with its prompt and command: those lines are dropped, by design)
         text = path.read_text()
         first = next(line for line in text.splitlines() if line.strip())

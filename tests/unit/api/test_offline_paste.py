@@ -6,6 +6,7 @@ every real capture through 16 such transforms); each test fails on the code befo
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -405,8 +406,17 @@ def test_a_table_cut_below_a_lost_gpu_does_not_fail_the_count(tmp_path: Path) ->
 TABLES = sorted(
     p.name
     for p in REAL.glob("nvidia-smi__*.txt")
-    if "on-one-line" not in p.name and "cut-in-processes-top-border" not in p.name
+    if "on-one-line" not in p.name
+    and "cut-in-processes-top-border" not in p.name
+    # (a CI log's stamped, klog-quoted lines: their frame is undone only as saved)
+    and "gha-stamped" not in p.name
 )
+
+
+def _lines_unnumbered(got: dict[str, tuple[str, str]]) -> dict[str, tuple[str, str]]:
+    """The verdicts with the line a hand elision stands on left unnumbered (`...` on line 7 of
+    the wrapped text is on line 5 of the saved one)."""
+    return {k: (v, re.sub(r"on line \d+", "on line N", said)) for k, (v, said) in got.items()}
 
 
 @pytest.mark.parametrize("name", TABLES)
@@ -417,10 +427,10 @@ def test_a_table_wrapped_at_a_pages_width_reads_as_the_table(tmp_path: Path, nam
     `Unable to determine the device handle` line alone failed gpu_count."""
     text = real(name)
     order = "gpu_count: 1"
-    whole = verdicts(tmp_path, name, text, order)
+    whole = _lines_unnumbered(verdicts(tmp_path, name, text, order))
     trimmed = "\n".join(line.rstrip() for line in wrapped(text, 80).split("\n"))
     for pasted in (wrapped(text, 80), trimmed, word_wrapped(text, 80)):
-        got = verdicts(tmp_path, name, pasted, order)
+        got = _lines_unnumbered(verdicts(tmp_path, name, pasted, order))
         # (a line outside the box, nvidia-smi's own `Unable to determine ...`, is read cut)
         assert {k: v for k, v in got.items() if k not in ("gpu_health", "vram")} == {
             k: v for k, v in whole.items() if k not in ("gpu_health", "vram")

@@ -154,8 +154,8 @@ def test_r7_f7_one_gpus_ecc_count_is_not_every_gpus() -> None:
     assert rules(H20_MIG)["ecc_uncorrectable"] == (
         "unverified",
         "0 since boot on GPU 3, GPU 4, GPU 5, GPU 6, GPU 7 (no lifetime count); not reported for GPU 0,"
-        " GPU 1, GPU 2 (of what was read; incomplete probe: nvidia-smi's output lists 8 GPU(s) and was"
-        " cut off)",  # (an unverified row of an output cut short names the cut too)
+        " GPU 1, GPU 2 (of what was read; incomplete probe: lines were left out by hand (`...` on line"
+        " 40))",  # (an unverified row of an output left short names how: since round 33, the `...`)
     )
 
 

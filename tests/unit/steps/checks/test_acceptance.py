@@ -771,7 +771,10 @@ def test_too_little_gpu_memory_and_an_old_driver_say_what_to_ask_for() -> None:
         for c in evaluate(replace(ORDER, vram_bytes=141 * 10**9, min_driver="550"), parse_facts(raw))
     }
     vram, driver = checks["vram"], checks["min_driver"]
-    assert vram.verdict == "fail" and "ask the vendor for the cards that were ordered" in vram.detail
+    assert (
+        vram.verdict == "fail"
+        and "ask the vendor for the cards (whole GPUs) that were ordered" in vram.detail
+    )
     assert driver.verdict == "fail" and driver.detail.startswith(
         "the NVIDIA driver is older than the ordered 550: ask the vendor to install a 550 or newer driver"
     ), driver

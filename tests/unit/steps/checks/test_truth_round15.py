@@ -519,8 +519,12 @@ def test_memory_on_a_gpu_driving_a_display_with_no_process_listed_is_a_desktops(
     assert verdicts(tmp_path, WSL_3090, headless)["foreign_processes"][0] == "fail"
 
 
+# (not a table whose blanks a page collapsed: two of its rows joined are not the same width
+# as its border's lines, so the join cannot be told from one row's own cells)
 TABLES = sorted(
-    p.name for p in REAL.glob("nvidia-smi__*") if parse_any(p.read_text(errors="replace")).source == "table"
+    p.name
+    for p in REAL.glob("nvidia-smi__*")
+    if parse_any(p.read_text(errors="replace")).source == "table" and "collapsed-spaces" not in p.name
 )
 
 
