@@ -155,6 +155,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
 # (real outputs saved with their command line above them, named otherwise)
 _SAVED_WITH_COMMAND = {
     "nvidia-smi__b200__1gpu__driver580.95.05__vm-passthrough__lines-left-out-by-hand__ubicloud-blog.txt",
+    "nvidia-smi__gb200__1gpu__driver580.126.20__kubectl-logs-pod__whole-table__gang-scheduling-report.txt",
+    "nvidia-smi__quadro-p1000__1gpu__driver410.78__docker-run-prompts__cut-after-gpu0-first-line__tensorflow-28171.txt",
 }
 
 
