@@ -73,7 +73,7 @@ from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
-from gpuonboard.facts.kernel_pstore import pstore_record, pstore_said
+from gpuonboard.facts.kernel_pstore import pstore_parts, pstore_record, pstore_said
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
@@ -549,8 +549,11 @@ def _read_as(
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
-    if kind == "kernel_log" and (record := pstore_record(text)):  # (/sys/fs/pstore's crash record)
-        earlier, partial = True, partial or pstore_said(record)
+    history: tuple[str, ...] = ()
+    if kind == "kernel_log" and (record := pstore_record(text)) and not pstore_parts(text)[0].strip():
+        earlier, partial = True, partial or pstore_said(record)  # (/sys/fs/pstore's crash record)
+    elif kind == "kernel_log" and (parts := pstore_parts(text))[1]:
+        text, history = parts  # (this boot's log and a crash record in one file: two boots)
     return kind, ProbeOutput(
         text,
         warned,
@@ -558,6 +561,7 @@ def _read_as(
         partial,
         matrix_pci(kind, ran),
         earlier_boot=earlier,
+        history=history,
         in_container=container_view(kind, ran),
         ran_elsewhere=ran_elsewhere(kind, ran),
         nvlink_matrix=matrix_nvlink(kind, ran),
