@@ -30,6 +30,7 @@ from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.narrowed import (
     container_prompt_view,
     container_view,
+    klog_container_log,
     matrix_nvlink,
     matrix_pci,
     narrowed,
@@ -226,6 +227,22 @@ def _saved_outputs(
             notes.append(str(why))
             return []
     return _session_outputs(path, parts, notes, cut)
+
+
+def _klog_quoted(
+    data: bytes, found: list[tuple[str, ProbeOutput, str]]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """`found`, its nvidia-smi outputs a container's view where the file's text is a Kubernetes
+    component's klog record quoting a container's log (`"Fetched tail of log of instance" ... tail=<`:
+    paste_frames.klog_quoter), as `kubectl logs` is (api/narrowed.klog_container_log)."""
+    quoter = paste.klog_quoter(unquote(decode_saved(data))) if b"=<" in data else ""
+    if not quoter:
+        return found
+    said = klog_container_log(quoter)
+    return [
+        (k, dataclasses.replace(o, partial=o.partial or said) if k.startswith("nvidia_smi") else o, w)
+        for k, o, w in found
+    ]
 
 
 def _pieces_outputs(
@@ -650,7 +667,7 @@ def load_outputs(
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:
             try:
-                found = _saved_outputs(path, data, session_notes, cut)
+                found = _klog_quoted(data, _saved_outputs(path, data, session_notes, cut))
             except OtherOutputError as other:  # (beside other files: noted, those judged)
                 if not in_folder and len(marked) == 1:
                     raise
