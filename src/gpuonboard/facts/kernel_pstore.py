@@ -21,8 +21,12 @@ _RECORD_NAME = lazy_re(
 )
 
 
-# a line of a record after its head: kmsg_dump writes each with its syslog level (`<6>[   13.8]`)
-_RECORD_LINE = lazy_re(r"^<\d+>")
+# a line that ends a record: another log's stamped line (dmesg's `[   13.8]`, `[Tue Apr 15 ...]`,
+# syslog's `Apr 15 16:50:03`, `-T`'s without its `[`, an ISO stamp); a record's own lines start
+# `<6>[   13.8]`, a wrap's pieces of them anything: they stay the record's
+_OTHER_LOG = lazy_re(
+    r"^(?:\[[^\]]+\]|(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d|\d{4}-\d\d-\d\dT\d)"
+)
 
 
 def pstore_record(text: str) -> str:
@@ -54,7 +58,7 @@ def pstore_parts(text: str) -> tuple[str, tuple[str, ...]]:
     """(the lines of `text` outside any pstore crash record, the records) of a file that holds
     this boot's log and a record beside it (`dmesg -T` then `cat /sys/fs/pstore/dmesg-erst-*`,
     either order): a record runs from its head (or its file's name line) over the lines kmsg_dump
-    wrote (`<6>[ 13.8] ...`, blank ones, the next record's head) to the first other line."""
+    wrote (`<6>[ 13.8] ...`, a wrap's pieces of them) to the first line of another log (_OTHER_LOG)."""
     lines = text.splitlines(keepends=True)
     rest: list[str] = []
     records: list[list[str]] = []
@@ -64,9 +68,7 @@ def pstore_parts(text: str) -> tuple[str, tuple[str, ...]]:
             if not inside:
                 records.append([])
             inside = True
-        elif inside and not (
-            _RECORD_LINE.match(line) or not line.strip() or _RECORD_HEAD.match(line.strip())
-        ):
+        elif inside and _OTHER_LOG.match(line):
             inside = False
         (records[-1] if inside else rest).append(line)
     return "".join(rest), tuple("".join(r) for r in records)
