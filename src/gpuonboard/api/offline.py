@@ -74,7 +74,7 @@ from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
-from gpuonboard.facts.kernel_pstore import pstore_parts, pstore_record, pstore_said
+from gpuonboard.facts.kernel_pstore import pstore_alone, pstore_parts, pstore_record, pstore_said
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
@@ -567,7 +567,8 @@ def _read_as(
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
     history: tuple[str, ...] = ()
-    if kind == "kernel_log" and (record := pstore_record(text)) and not pstore_parts(text)[0].strip():
+    if kind == "kernel_log" and pstore_alone(text):
+        record = pstore_record(text) or pstore_record(pstore_parts(text)[1][0])
         earlier, partial = True, partial or pstore_said(record)  # (/sys/fs/pstore's crash record)
     elif kind == "kernel_log" and (parts := pstore_parts(text))[1]:
         text, history = parts  # (this boot's log and a crash record in one file: two boots)

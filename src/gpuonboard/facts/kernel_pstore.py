@@ -74,6 +74,13 @@ def pstore_parts(text: str) -> tuple[str, tuple[str, ...]]:
     return "".join(rest), tuple("".join(r) for r in records)
 
 
+def pstore_alone(text: str) -> bool:
+    """Whether `text` holds a pstore record and no line of another log beside it (a prompt's or a
+    page's line around it is no log of this boot)."""
+    rest, records = pstore_parts(text)
+    return bool(records) and not any(_OTHER_LOG.match(line) for line in rest.splitlines())
+
+
 def pstore_said(record: str) -> str:
     """Why a pstore crash record (`record`: its head) says nothing of the boot the box runs now."""
     return (
