@@ -106,6 +106,15 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     return ""
 
 
+def klog_container_log(quoter: str) -> str:
+    """Why the nvidia-smi output a Kubernetes component's klog record quotes (`quoter`: its message,
+    `"Fetched tail of log of instance"`) shows only part of the box: it is a container's log."""
+    return (
+        f"a Kubernetes component's log record ({quoter} ...=<) quotes a container's log, which"
+        f" shows only the GPUs of {IN_RUNNING_CONTAINER} (that container's log)"
+    )
+
+
 def report_in_container(command: str) -> str:
     """Why the GPU lines of a report that runs nvidia-smi itself (collect_env's are `nvidia-smi
     -L`'s) show only the GPUs of the container the copied `command` ran it in (`kubectl exec POD

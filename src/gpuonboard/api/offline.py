@@ -30,6 +30,7 @@ from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.narrowed import (
     container_prompt_view,
     container_view,
+    klog_container_log,
     matrix_nvlink,
     matrix_pci,
     narrowed,
@@ -73,7 +74,7 @@ from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
-from gpuonboard.facts.kernel_pstore import pstore_record, pstore_said
+from gpuonboard.facts.kernel_pstore import pstore_alone, pstore_parts, pstore_record, pstore_said
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
@@ -226,6 +227,22 @@ def _saved_outputs(
             notes.append(str(why))
             return []
     return _session_outputs(path, parts, notes, cut)
+
+
+def _klog_quoted(
+    data: bytes, found: list[tuple[str, ProbeOutput, str]]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """`found`, its nvidia-smi outputs a container's view where the file's text is a Kubernetes
+    component's klog record quoting a container's log (`"Fetched tail of log of instance" ... tail=<`:
+    paste_frames.klog_quoter), as `kubectl logs` is (api/narrowed.klog_container_log)."""
+    quoter = paste.klog_quoter(unquote(decode_saved(data))) if b"=<" in data else ""
+    if not quoter:
+        return found
+    said = klog_container_log(quoter)
+    return [
+        (k, dataclasses.replace(o, partial=o.partial or said) if k.startswith("nvidia_smi") else o, w)
+        for k, o, w in found
+    ]
 
 
 def _pieces_outputs(
@@ -553,8 +570,12 @@ def _read_as(
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
-    if kind == "kernel_log" and (record := pstore_record(text)):  # (/sys/fs/pstore's crash record)
-        earlier, partial = True, partial or pstore_said(record)
+    history: tuple[str, ...] = ()
+    if kind == "kernel_log" and pstore_alone(text):
+        record = pstore_record(text) or pstore_record(pstore_parts(text)[1][0])
+        earlier, partial = True, partial or pstore_said(record)  # (/sys/fs/pstore's crash record)
+    elif kind == "kernel_log" and (parts := pstore_parts(text))[1]:
+        text, history = parts  # (this boot's log and a crash record in one file: two boots)
     return kind, ProbeOutput(
         text,
         warned,
@@ -562,6 +583,7 @@ def _read_as(
         partial,
         matrix_pci(kind, ran),
         earlier_boot=earlier,
+        history=history,
         in_container=container_view(kind, ran),
         ran_elsewhere=ran_elsewhere(kind, ran),
         nvlink_matrix=matrix_nvlink(kind, ran),
@@ -650,7 +672,7 @@ def load_outputs(
             found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
         else:
             try:
-                found = _saved_outputs(path, data, session_notes, cut)
+                found = _klog_quoted(data, _saved_outputs(path, data, session_notes, cut))
             except OtherOutputError as other:  # (beside other files: noted, those judged)
                 if not in_folder and len(marked) == 1:
                     raise

@@ -283,15 +283,25 @@ def normalise(text: str) -> str:
     kernel log's stamped line a space (_untabbed), a GitHub `<details>` section's tags dropped,
     an RFC 5424 syslog header a classic one and a klog record's multi-line value as the lines it
     quotes (paste_frames)."""
+    text = _unbroken(_untabbed(_framed(text)))
+    text = paste_frames.klog_unquoted(text)  # (its value's lines whole first)
+    return _messages_joined(textwrap.dedent(_single_spaced(text)))
+
+
+def klog_quoter(text: str) -> str:
+    """paste_frames.klog_quoter of the text as normalise reads it (a CI log's stamps dropped)."""
+    return paste_frames.klog_quoter(_unbroken(_untabbed(_framed(text)))) if "=<" in text else ""
+
+
+def _framed(text: str) -> str:
+    """normalise's steps before a klog record's value is unquoted."""
     html = _untagged(text)
     text = _uncp437(_unmojibaked(_unescaped(text) if html is None else html))
     text = paste_frames.rfc5424_unframed(text)
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    text = _unticked(_unprefixed(_unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))))
-    text = paste_frames.klog_unquoted(_unbroken(_untabbed(text)))  # (its value's lines whole first)
-    return _messages_joined(textwrap.dedent(_single_spaced(text)))
+    return _unticked(_unprefixed(_unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))))
 
 
 # a Markdown backtick or three left on the first line's start or the last line's end (inline

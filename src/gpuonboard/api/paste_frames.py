@@ -10,7 +10,7 @@ import re
 from gpuonboard.api import transcript
 from gpuonboard.facts.kernel_shapes import rfc5424_unframed
 
-__all__ = ["klog_unquoted", "rfc5424_unframed", "undetailed"]
+__all__ = ["klog_quoter", "klog_unquoted", "rfc5424_unframed", "undetailed"]
 
 # a GitHub comment's collapsible section around a paste: `<details>` (`<details open>`), its
 # `<summary>...</summary>` (on that line or the next filled one: group 1 its text), `</details>`;
@@ -87,6 +87,22 @@ def klog_unquoted(text: str) -> str:
             at += 1
         at += at < len(lines) and _KLOG_END.fullmatch(lines[at]) is not None
     return "\n".join(out)
+
+
+def klog_quoter(text: str) -> str:
+    """The message of the first klog record in `text` whose multi-line value quotes lines
+    (`"Fetched tail of log of instance"`, its head's words between `] ` and its first key), ""
+    where none: what klog_unquoted reads from it is a container's log the component fetched."""
+    lines = text.split("\n")
+    for at, line in enumerate(lines[:-1]):
+        if _KLOG_HEAD.fullmatch(line) and lines[at + 1].startswith("\t"):
+            message = _KLOG_MESSAGE.search(line)
+            return message.group(1) if message else line.split("] ", 1)[-1][:60]
+    return ""
+
+
+# a klog head's message: quoted (structured logging) or its first word
+_KLOG_MESSAGE = re.compile(r"\] (\"[^\"]*\"|\S+)")
 
 
 def _blank_inside(lines: list[str], at: int) -> bool:

@@ -574,6 +574,11 @@ def _cpuinfo_cut(text: str, blocks: list[dict[str, str]], usable: int | None = N
     return _siblings_short(blocks, view)
 
 
+# the words of _siblings_short's reason: a cut that proves no floor (the blocks of a package
+# fewer than its siblings line: its `cpu cores` is the host's, of CPUs not read)
+_SIBLINGS_SAY = "whose siblings line says"
+
+
 def _siblings_short(blocks: list[dict[str, str]], view: bool) -> str | None:
     """Where each block gives its `physical id` and `siblings`: a package whose blocks are not
     as many as its siblings line says (fewer allowed in a container's view: `view`), or None."""
@@ -585,7 +590,7 @@ def _siblings_short(blocks: list[dict[str, str]], view: bool) -> str | None:
     for b in blocks:
         count, said = held[b["physical id"]], int(b["siblings"])
         if count != said and not (view and count < said):
-            return f"it holds {count} CPUs of physical id {b['physical id']}, whose siblings line says {said}"
+            return f"it holds {count} CPUs of physical id {b['physical id']}, {_SIBLINGS_SAY} {said}"
     return None
 
 
@@ -621,24 +626,18 @@ def _cpuinfo_cores(blocks: list[dict[str, str]]) -> tuple[int | None, int | None
 
 
 def _cpuinfo_floor(text: str) -> int | None:
-    """The fewest cores a /proc/cpuinfo cut short proves, or None: of each physical id read, its
-    `cpu cores` (the cores the kernel booted in that package) or its distinct core ids where more,
-    summed; the blocks from the first CPU numbered no higher than the one before (a second paste,
-    maybe another box's) and a last line cut inside (`cpu cores : 2` of `24`) are left out."""
+    """The fewest cores a /proc/cpuinfo cut short proves, or None: the distinct (`physical id`,
+    `core id`) pairs read, and a package's `cpu cores` only where its blocks read reach its
+    `siblings` count (_package_cores: a container's lxcfs view keeps the host's `siblings : 8`
+    and `cpu cores : 8` in the 4 blocks of the CPUs it was given); the blocks from the first CPU
+    numbered no higher than the one before (a second paste, maybe another box's) and a last line
+    cut inside (`cpu cores : 2` of `24`) are left out."""
     whole = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
     blocks = _cpuinfo_blocks(whole)
     numbers = [int(b["processor"]) for b in blocks]
     again = next((i for i in range(1, len(numbers)) if numbers[i] <= numbers[i - 1]), len(numbers))
-    packages: dict[str, set[str]] = {}
-    said: dict[str, int] = {}
-    for block in blocks[:again]:
-        if "physical id" not in block:
-            continue
-        package = block["physical id"]
-        packages.setdefault(package, set()).update([block["core id"]] if "core id" in block else [])
-        if block.get("cpu cores", "").isdecimal():
-            said[package] = max(said.get(package, 0), int(block["cpu cores"]))
-    least = sum(max(len(cores), said.get(package, 0)) for package, cores in packages.items())
+    read = [b for b in blocks[:again] if "physical id" in b and "core id" in b]
+    least = sum(_package_cores(read, package) for package in {b["physical id"] for b in read})
     return least or None
 
 
@@ -653,7 +652,7 @@ def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
     if not blocks:
         return _empty("output not recognised as /proc/cpuinfo")
     if cut := _cpuinfo_cut(text, blocks, usable):
-        least = _cpuinfo_floor(text)
+        least = None if _SIBLINGS_SAY in cut else _cpuinfo_floor(text)
         said = _empty(f"/proc/cpuinfo cut short: {cut}")
         return dataclasses.replace(said, cut=cut, source=CPUINFO, cores_floor=least)
     online = len(blocks)

@@ -71,17 +71,26 @@ KLOG_HEAD = (
 
 @pytest.mark.parametrize("closed", ["", " >\n"], ids=["cut", "closed"])
 @pytest.mark.parametrize("lines", [None, 4], ids=["whole", "banner-only"])
-def test_a_table_a_klog_record_quotes_is_read(tmp_path: Path, closed: str, lines: int | None) -> None:
+def test_a_table_a_klog_record_quotes_is_read_as_a_containers_log(
+    tmp_path: Path, closed: str, lines: int | None
+) -> None:
     """A real table as a klog record's multi-line value (its lines behind a tab, ` >` after it),
-    whole or cut after its banner: read as the table saved alone is (a banner alone judges
-    min_driver; before, under the record's head, it was a quote in a log, not judged)."""
+    whole or cut after its banner: read (a banner alone judges min_driver; before, under the
+    record's head, it was a quote in a log, not judged), as a container's log: the record quotes
+    a pod's log tail, whose GPUs are the container's (review of round 33: 8 x H100 passed
+    gpu_count, gpu_model and foreign_processes, where `kubectl logs` of it is unverified)."""
     table = H100X8.splitlines()[:lines]
     text = KLOG_HEAD + "".join(f"\t{line}\n" for line in table) + closed
-    judged, _ = _judged(tmp_path, text)
-    alone, _ = _judged(tmp_path, "\n".join(table) + "\n")
-    assert judged == alone
-    assert judged["min_driver"] == ("pass", "550.90.07")
-    assert judged["gpu_count"][0] == ("pass" if lines is None else "unverified")
+    order = ORDER + "gpu_model: H100 80GB\n"
+    judged, _ = _judged(tmp_path, text, order)
+    logs, _ = _judged(tmp_path, "$ kubectl logs my-pod\n" + "\n".join(table) + "\n", order)
+    assert judged["min_driver"] == logs["min_driver"] == ("pass", "550.90.07")
+    for rule in ("gpu_count", "gpu_model", "foreign_processes"):
+        assert judged.get(rule, ("",))[0] == logs.get(rule, ("",))[0], (judged.get(rule), logs.get(rule))
+        assert judged.get(rule, ("unverified",))[0] == "unverified", judged[rule]
+    if lines is None:
+        assert "quotes a container's log" in judged["gpu_count"][1], judged["gpu_count"]
+        assert "shows only the GPUs of the container it ran in" in judged["gpu_count"][1]
 
 
 def test_a_csv_right_above_a_whole_table_is_noted_and_the_table_judged(tmp_path: Path) -> None:

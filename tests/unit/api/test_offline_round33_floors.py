@@ -1,6 +1,6 @@
 """A floor of an output cut short that already meets a `>=` order proves it met (measure33b 44,
 02, 36): numactl's nodes with CPUs read before the cut (ram), a cut /proc/cpuinfo's packages
-read (cpu_cores), a cut lscpu's CPU types read whole (cpu_cores); a floor below the order says
+read whole (cpu_cores), a cut lscpu's CPU types read whole (cpu_cores); a floor below the order says
 nothing and the rule stays unverified."""
 
 from __future__ import annotations
@@ -68,38 +68,82 @@ def test_a_numactl_floor_counts_only_nodes_with_cpus() -> None:
     assert read_numactl_memory(cut).floor_bytes is None
 
 
+OPTERON = "proc-cpuinfo__opteron-6134__4socket-8core-no-smt__core-ids-per-die__hwloc.txt"
+
+
+def _opteron_blocks(count: int, cut_in_next: bool) -> str:
+    """The first `count` blocks of the 4-socket Opteron 6134's /proc/cpuinfo (each package
+    `siblings : 8`, `cpu cores : 8`, core ids 0-3 twice), cut inside the next block's `flags`
+    line where `cut_in_next`: what lxcfs serves a container given CPUs 0-3 keeps the host's lines."""
+    blocks = (REAL / OPTERON).read_text().split("\n\n")
+    text = "\n\n".join(blocks[:count]) + "\n\n"
+    return text + blocks[count][: blocks[count].index("flags") + 20] if cut_in_next else text
+
+
 @pytest.mark.parametrize(
     ("name", "order", "verdict", "least"),
     [
-        (EMERALD, 24, "pass", 24),
-        (EMERALD, 48, "unverified", 24),
-        (NUTANIX, 4, "pass", 4),
-        (NUTANIX, 8, "unverified", 4),
+        # one block of 48 siblings: its `cpu cores : 24` is of CPUs not read (measure33b 02)
+        (EMERALD, 24, "unverified", None),  # (its siblings cut: no floor)
+        (NUTANIX, 4, "unverified", 1),
     ],
 )
-def test_a_cpuinfo_cut_short_passes_cpu_cores_where_its_packages_read_meet_the_order(
-    tmp_path: Path, name: str, order: int, verdict: str, least: int
+def test_a_cpuinfo_cut_short_trusts_cpu_cores_only_of_a_package_read_whole(
+    tmp_path: Path, name: str, order: int, verdict: str, least: int | None
 ) -> None:
-    """cpu_cores was unverified for 24 cores though CPU 0's `cpu cores : 24` says its package holds
-    24 (measure33b 02); a floor below the order stays unverified, the rest of the box unknown."""
+    """cpu_cores passed 24 cores of CPU 0's `cpu cores : 24` alone (measure33b 02): the floor
+    counts the (physical id, core id) pairs read, a package's `cpu cores` only where its blocks
+    reach its siblings count."""
     assert parse_cpuinfo((REAL / name).read_text()).cores_floor == least
     code, rules = _rules(tmp_path, name, "cpuinfo.txt", f"cpu_cores: {order}\n")
     assert code == 0
     assert rules["cpu_cores"]["verdict"] == verdict, rules["cpu_cores"]
-    if verdict == "pass":
-        assert rules["cpu_cores"]["actual"].startswith(f"at least {least} cores read"), rules["cpu_cores"]
-    else:
-        assert "cut short" in rules["cpu_cores"]["actual"], rules["cpu_cores"]
+    assert "cut short" in rules["cpu_cores"]["actual"], rules["cpu_cores"]
+
+
+@pytest.mark.parametrize(
+    ("count", "cut_in_next", "least"),
+    [
+        (4, False, None),  # lxcfs's 4 CPUs of physical id 0, `siblings : 8`: the siblings cut, no floor
+        (3, True, 4),  # cut inside CPU 3's flags: its core id and the 3 before read
+        (8, True, 9),  # package 0 whole: its `cpu cores : 8` over its 4 core ids per die; + CPU 8's
+    ],
+)
+def test_a_cpuinfo_floor_of_a_container_view_counts_only_the_cores_read(
+    count: int, cut_in_next: bool, least: int | None
+) -> None:
+    """The first 4 blocks of a real cpuinfo (lxcfs' view of CPUs 0-3) passed `at least 8 cores read`
+    from each block's `cpu cores : 8`, the host's."""
+    info = parse_cpuinfo(_opteron_blocks(count, cut_in_next))
+    assert info.cut and info.physical_cores is None
+    assert info.cores_floor == least
+
+
+@pytest.mark.parametrize(("count", "cut_in_next"), [(4, False), (3, True)])
+def test_a_container_view_of_4_cpus_leaves_an_8_core_order_unverified(
+    tmp_path: Path, count: int, cut_in_next: bool
+) -> None:
+    (tmp_path / "cpuinfo.txt").write_text(_opteron_blocks(count, cut_in_next))
+    spec = tmp_path.parent / f"{tmp_path.name}-order.yml"
+    spec.write_text("cpu_cores: 8\n")
+    cmd = [sys.executable, "-c", "from gpuonboard.cli import main; main()", "facts"]
+    r = subprocess.run(
+        [*cmd, str(tmp_path / "cpuinfo.txt"), "--order", str(spec), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    rules = {c["name"]: c for c in json.loads(r.stdout)["rules"]}
+    assert rules["cpu_cores"]["verdict"] == "unverified", rules["cpu_cores"]
 
 
 def test_a_cpuinfo_floor_leaves_out_a_line_cut_inside_and_a_second_paste() -> None:
-    """`cpu cores : 2` may be `24` cut; blocks from a CPU numbered no higher on are another paste."""
-    block = "processor\t: {n}\nphysical id\t: {p}\ncore id\t\t: {n}\ncpu cores\t: {c}\n\n"
-    assert parse_cpuinfo(block.format(n=0, p=0, c=24) + "processor\t: 1\ncpu cores\t: 2").cores_floor == 24
-    cut = block.format(n=0, p=0, c=4) + "processor\t: 1\nphysical id\t: 0\ncpu cores\t: 2"
-    assert parse_cpuinfo(cut).cores_floor == 4
-    twice = block.format(n=0, p=0, c=4) + block.format(n=0, p=1, c=64) + "processor\t: 1"
-    assert parse_cpuinfo(twice).cores_floor == 4
+    """`core id : 2` may be `24` cut; blocks from a CPU numbered no higher on are another paste."""
+    block = "processor\t: {n}\nphysical id\t: {p}\ncore id\t\t: {n}\ncpu cores\t: 24\n\n"
+    head = "".join(block.format(n=n, p=0) for n in range(3))
+    assert parse_cpuinfo(head + "processor\t: 3\nphysical id\t: 0\ncore id\t\t: 2").cores_floor == 3
+    twice = head + "".join(block.format(n=n, p=1) for n in range(3)) + "processor\t: 3"
+    assert parse_cpuinfo(twice).cores_floor == 3
 
 
 def test_a_cut_lscpu_keeps_the_cores_of_its_types_read_whole() -> None:

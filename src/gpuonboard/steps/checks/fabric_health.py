@@ -534,13 +534,18 @@ def _with_crashes(check: Check, crashes: Sequence[KernelCrash]) -> Check:
 
 def _crash_record(check: Check, out: ProbeOutput) -> Check:
     """gpu_xid where the log given is a pstore crash record of an earlier boot (facts/
-    kernel_pstore.py) that shows the crash (`Kernel panic - not syncing: ...`, an Oops): the box
+    kernel_pstore.py), or holds one beside this boot's log (two files, a session, one file of
+    both: its `history`), that shows the crash (`Kernel panic - not syncing: ...`, an Oops): the box
     crashed then, a warning naming the crash line; a failure stays one, naming it too."""
-    record = pstore_record(out.stdout) if out.earlier_boot else ""
-    crash = first_crash(out.stdout) if record else ""
+    records = [out.stdout] if out.earlier_boot and pstore_record(out.stdout) else []
+    records += [text for text in out.history if pstore_record(text)]  # (one beside this boot's log)
+    crash = next((said for said in map(first_crash, records) if said), "")
     if not crash:
         return check
-    said = f"{check.actual}; the record shows the box crashed then: `{crash}`"
+    whose = (
+        "the record" if out.earlier_boot else "a pstore crash record given beside it (an earlier boot's log)"
+    )
+    said = f"{check.actual}; {whose} shows the box crashed then: `{crash}`"
     if check.verdict not in ("pass", "unverified"):
         return replace(check, actual=said)
     return replace(check, actual=said, verdict="warn", detail=CRASH_RECORD_ADVICE)
