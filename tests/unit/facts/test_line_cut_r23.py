@@ -179,13 +179,16 @@ def _cuts(text: str) -> list[tuple[str, str]]:
 
 
 def _loaded(path: Path, text: str) -> tuple[str, Facts] | None:
-    """(the kind offline judging reads it as, its facts), None where offline refuses it."""
+    """(the kind offline judging reads it as, its facts), None where offline refuses it. The
+    kind is "" where the live probe never reads such an output: none, or one a command line above
+    it says is part of the box or a container's view (`$ kubectl logs POD`), which the probe on
+    the box never runs."""
     path.write_text(text, encoding="utf-8")
     try:
         outputs = offline.load_outputs([str(path)])
     except UsageError:
         return None
-    given = [k for k, o in outputs.items() if o.stderr != "not probed"]
+    given = [k for k, o in outputs.items() if o.stderr != "not probed" and not (o.in_container or o.partial)]
     return (given[0] if given else ""), parse_facts(outputs)
 
 

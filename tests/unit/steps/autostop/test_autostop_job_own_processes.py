@@ -118,14 +118,16 @@ def test_a_job_that_ended_as_an_unreaped_zombie_lets_the_box_go_idle(tmp_path: P
         [
             sys.executable,
             "-c",
-            "import os,subprocess,time; subprocess.Popen([os.environ['J']]); time.sleep(60)",
+            # (the Popen kept: one let go is reaped by its __del__ where the job ended already)
+            "import os,subprocess,time; job = subprocess.Popen([os.environ['J']]); time.sleep(60)",
         ],
         env={**os.environ, "J": str(script)},
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while not subprocess.run(["pgrep", "-f", name], capture_output=True).stdout:
+            assert parent.poll() is None, f"the parent ended ({parent.returncode}) before its job did"
             assert time.monotonic() < deadline, "the zombie never showed"
             time.sleep(0.05)
         for minute in range(3):

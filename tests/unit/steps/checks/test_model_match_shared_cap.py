@@ -56,5 +56,5 @@ def test_less_than_sold_is_a_share_first(name: str, mib: int) -> None:
 )
 def test_more_than_sold_is_a_reworked_board(name: str, mib: int) -> None:
     why = match_model(name.removeprefix("NVIDIA GeForce "), name, mib).why
-    assert "a board whose memory was changed after sale, not a card NVIDIA makes" in why
+    assert "the name and the memory disagree (a board whose memory was changed after sale" in why
     assert "GPU-sharing" not in why
