@@ -269,7 +269,8 @@ def test_model_matching_marketplace_short_words(ordered: str, delivered: tuple[s
 
 
 def test_abbreviations_rows_spell_out_a_name_nvidia_gives_their_model() -> None:
-    from gpuonboard.steps.checks.model_match import _name_tokens, abbreviations
+    from gpuonboard.model_names import _name_tokens
+    from gpuonboard.steps.checks.gpu_markers import abbreviations
 
     names = (FIX.parents[1] / "src/gpuonboard/data/gpu_pci_ids.yml").read_text()
     known = [_name_tokens(n).tokens for n in set(re.findall(r'name: "([^"]+)"', names))]

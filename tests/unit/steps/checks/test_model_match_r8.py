@@ -298,7 +298,8 @@ def test_a_marker_with_no_sibling_without_it_passes(ordered: str, delivered: str
 def test_each_data_row_fails_the_model_with_the_word_and_passes_it_without() -> None:
     import yaml
 
-    from gpuonboard.steps.checks.model_match import MARKERS_FILE, marker_siblings, model_tokens
+    from gpuonboard.steps.checks.gpu_markers import MARKERS_FILE, marker_siblings
+    from gpuonboard.steps.checks.model_match import model_tokens
 
     rows = yaml.safe_load(MARKERS_FILE.read_text(encoding="utf-8"))["markers"]
     assert set(marker_siblings()) == {"PCIE", "QUADRO", "3E"}

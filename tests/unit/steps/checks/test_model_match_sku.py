@@ -12,7 +12,8 @@ from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.nvlink import parse_nvlink_status
 from gpuonboard.steps.checks.fabric_health import nvlink_model, rule_fabric_manager, rule_nvlink
-from gpuonboard.steps.checks.model_match import match_model, sold_memory
+from gpuonboard.steps.checks.gpu_markers import sold_memory
+from gpuonboard.steps.checks.model_match import match_model
 
 from ...offline_judge import details, verdicts
 
@@ -212,7 +213,8 @@ def test_every_pcie_card_of_those_models_fails_sxm(name: str) -> None:
 
 def test_every_sxm_only_row_lists_names_holding_its_model() -> None:
     from gpuonboard.resources import table_rows
-    from gpuonboard.steps.checks.model_match import MARKERS_FILE, model_tokens, sxm_only
+    from gpuonboard.steps.checks.gpu_markers import MARKERS_FILE, sxm_only
+    from gpuonboard.steps.checks.model_match import model_tokens
 
     rows = table_rows(MARKERS_FILE, "sxm_only")
     assert len(rows) == len(sxm_only()) > 0

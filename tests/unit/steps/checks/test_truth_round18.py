@@ -88,7 +88,7 @@ def test_a_memory_type_the_model_is_sold_with_under_one_name_cannot_be_told(
 
 def test_every_memory_kinds_row_names_a_model_and_its_types() -> None:
     """data/gpu_name_markers.yml `memory_kinds`: each row a model with two or more types."""
-    from gpuonboard.steps.checks.model_match import memory_kinds
+    from gpuonboard.steps.checks.gpu_markers import memory_kinds
 
     rows = memory_kinds()
     assert rows
