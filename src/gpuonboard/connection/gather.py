@@ -222,10 +222,11 @@ FREE_COMMAND = (
 # it is the only answer about the driver loaded now (min_driver, nvidia_driver read it as they
 # read a saved one: facts/driver_module.py); a healthy box reads no file more. After the line
 # MODULE_FILE_MARK (on a line of its own: nvidia-smi's answer may end without a newline); by cat,
-# else by the shell's builtins. The path is a constant of this module, never a value given.
+# else by the shell's builtins; a file not there (no module loaded) reads as nothing, its error
+# left out of nvidia-smi's. The path is a constant of this module, never a value given.
 MODULE_READ = (
-    f"[ -r {MODULE_FILE} ] && {{ printf '\\n%s\\n' {shell.quote(MODULE_FILE_MARK)}; "
-    f"if command -v cat >/dev/null 2>&1; then cat {MODULE_FILE}; else {_LINES.format(MODULE_FILE)}; fi; }}"
+    f"printf '\\n%s\\n' {shell.quote(MODULE_FILE_MARK)}; {{ if command -v cat >/dev/null 2>&1; then"
+    f" cat {MODULE_FILE}; else {_LINES.format(MODULE_FILE)}; fi; }} 2>/dev/null"
 )
 # (nvidia-smi's exit 0, or 14, an infoROM warning beside a whole answer: no failure)
 _MODULE_AFTER_FAILURE = f"case $c in 0|{WARNING_EXIT}) ;; *) {MODULE_READ} ;; esac"
@@ -653,6 +654,7 @@ def _module_file_apart(raw: dict[str, ProbeOutput]) -> None:
     answer, module = split_module_file(table.stdout)
     if module is not None:
         raw["nvidia_smi_table"] = dataclasses.replace(table, stdout=answer)
+    if module and module.strip():  # (no file, no module loaded: nothing read, nothing said)
         raw.setdefault(MODULE_PROBE, ProbeOutput(module, "", 0))
 
 

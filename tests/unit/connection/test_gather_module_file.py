@@ -145,3 +145,13 @@ def test_the_probe_reads_the_module_file_by_its_constant_path_only() -> None:
     [probe] = [p for p in core_probes() if p.name == "nvidia_smi_table"]
     assert f"cat {MODULE_FILE};" in probe.command and f"done <{MODULE_FILE};" in probe.command
     assert "$MODULE" not in probe.command and "${" not in probe.command
+
+
+def test_a_failure_without_the_module_file_adds_nothing(tmp_path: Path) -> None:
+    """nvidia-smi fails, and no module file is there (no driver loaded): nvidia-smi's answer as
+    printed, no module fact, no error of the read in nvidia-smi's stderr."""
+    bin_dir, _ = _box(tmp_path, MISMATCH_EXIT, FAILED)
+    facts = _run_probes(bin_dir, [_table_probe(tmp_path, tmp_path / "absent")], ["nvidia_smi_table"])
+    out = facts.raw["nvidia_smi_table"]
+    assert (out.stdout, out.stderr, out.exit_code) == (FAILED, "", MISMATCH_EXIT)
+    assert MODULE_PROBE not in facts.raw
