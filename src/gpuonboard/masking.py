@@ -325,7 +325,7 @@ def _mask_data(operator: str, data: list[int], shown: list[str], masked: list[st
     secret, else (to the log, `; ` or `&&`) they are shown as the rule says. `data` is emptied."""
     if _passes_data(operator):
         for i in data:
-            if shown[i] != MASK:
+            if shown[i] != MASK and not _VAR.fullmatch(shown[i]):  # (`echo $HF_TOKEN |`: a name)
                 masked.append(shown[i])
                 shown[i] = MASK
     if operator:
@@ -548,7 +548,7 @@ def _said_secrets(words: list[str]) -> list[set[str]]:
         apart = ""
         if _OPERATOR.fullmatch(word):
             for i in data if _passes_data(word) else ():
-                out[i].add(words[i])
+                out[i].update(() if _VAR.fullmatch(words[i]) else {words[i]})  # (as _mask_data)
             data = []
             program = ""
             continue

@@ -100,3 +100,13 @@ def test_the_watcher_s_status_and_log_show_the_login_masked(tmp_path: Path) -> N
     box.ticks(T0, 4)
     for text in (status, box.log()):
         assert "hunterwatch" not in text and f"docker login -u {M} -p {M} registry.example.com" in text, text
+
+
+@pytest.mark.parametrize(
+    "command", ["echo $HF_TOKEN | docker login --password-stdin", 'echo "$PATH" | tr : " "']
+)
+def test_a_variable_echo_prints_into_a_pipe_is_shown_by_both(command: str) -> None:
+    """A `$VAR` is a name, never the secret it holds: shown by the notes and command_shown alike
+    (command_shown masked it in a pipe, while printf's `$VAR` was shown: one rule now)."""
+    assert command_said(command) == command
+    assert command_shown(command).startswith(command.replace('"', "").split(" | ")[0] + " | ")
