@@ -123,7 +123,7 @@ def joined_after_change(
         return None
     if differ := _uuids_differ(before.gpus, now.gpus):
         return KeptApart(differ)
-    if busy := [said for g in before.gpus if (said := _in_use(g))]:
+    if busy := [use for g in before.gpus if (use := _in_use(g))]:
         return KeptApart(
             f"the earlier output shows {'; '.join(busy)}, a job that judging the later output alone"
             " would lose"
@@ -133,7 +133,7 @@ def joined_after_change(
 
 def _uuids_differ(before: Sequence[GpuInfo], now: Sequence[GpuInfo]) -> str:
     """'the GPU UUIDs differ (GPU-73d1... in the earlier output, GPU-0a1b... in the later)' where
-    both outputs give every GPU's UUID and they are not the same set (identical servers share
+    both outputs give UUIDs and they are not the same set (identical servers share
     bus addresses and a driver); "" otherwise."""
     from gpuonboard.facts import gpu_agree
 

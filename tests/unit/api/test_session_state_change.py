@@ -203,3 +203,16 @@ def test_a_session_of_two_q_outputs_of_other_uuids_says_the_uuids(tmp_path: Path
     said = str(refused.value)
     assert "GPU-73d12ef7-f589" in said and "GPU-0a1b2c3d-f589" in said, said
     assert "(`nvidia-smi -pm 1`) changes the GPUs' state" in said and "invoke facts" in said, said
+
+
+def test_the_earlier_output_kept_beside_names_the_command() -> None:
+    """(round 34) The earlier output kept beside the later is named by the command between them."""
+    from gpuonboard.api.state_change import joined_after_change
+    from gpuonboard.facts.probe import ProbeOutput
+
+    both = joined_after_change(
+        "nvidia_smi_q", ProbeOutput(A10_Q, "", 0), ProbeOutput(A10_Q, "", 0), "nvidia-smi -pm 1"
+    )
+    assert isinstance(both, ProbeOutput) and both.beside[0].partial.endswith("(before `nvidia-smi -pm 1`)"), (
+        both
+    )
