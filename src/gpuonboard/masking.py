@@ -92,8 +92,9 @@ _NAME = lazy_re(rf"{_NAME_PART}([-_]({_NAME_PART}|[0-9]{{1,6}})|\.{_NAME_PART}){
 _VAR = lazy_re(r"\$\{?[A-Za-z_][A-Za-z0-9_]{0,40}\}?")
 _PROGRAM = lazy_re(r"[A-Za-z0-9_./+-]{1,64}")
 _PATH = lazy_re(r"(~|\$HOME)?/[A-Za-z0-9_./+-]{0,200}")
-# a flag: `-x`, `-fsS` (up to 4 letters), `-xyzwv` in lower case, `-TERM` (a signal), `--name`, `--name=VALUE`
-_FLAG = lazy_re(r"-[A-Za-z]{1,4}|-[a-z]{5,12}|-[A-Z]{3,4}[12]?|--[a-z][a-z0-9-]{0,40}(=.*)?", re.S)
+# a flag: `-x`, `-fsS` (up to 4 letters), `-xyzwv` in lower case, `-TERM` (a signal), `--name`,
+# `--name=VALUE`, `--camelName` (mongo's `--authenticationDatabase`)
+_FLAG = lazy_re(r"-[A-Za-z]{1,4}|-[a-z]{5,12}|-[A-Z]{3,4}[12]?|--[a-z][A-Za-z0-9-]{0,40}(=.*)?", re.S)
 # an option whose value is a secret whatever it looks like (`--password hunter`, curl's `-H` and
 # `-u`, redis-cli's `-a`, openssl's `-k`); its value attached (`-ahunter`) masks the whole word
 _SECRET_FLAG = lazy_re(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|bearer|sig)|^-[Hu]")
@@ -101,6 +102,25 @@ _SECRET_FLAG = lazy_re(r"(?i:pass|pw|token|key|secret|auth|cred|cookie|header|be
 # given apart, its value is masked unless it is a number (`ssh -p 2222`) or the program is a
 # power command (`shutdown -P now`: poweroff). `-a`/`-k` given apart likewise show a path or
 # number after them (`rsync -a ~/ckpt/ /backup/`), and mask any other word.
+# a secret-named option whose name ends in a word for what is no secret: the database, source or
+# mechanism it authenticates by (mongo's `--authenticationDatabase admin`, `--authSource`,
+# `--auth-type basic`), where the secret is read from (`--password-stdin`, `--password-file
+# PATH`): its value is shown as any other option's (no user name: `--proxy-user` holds a pair)
+_NOT_SECRET_END = frozenset(
+    ("database", "db", "source", "mechanism", "method", "type", "mode", "stdin", "file", "path", "dir")
+    + ("url", "uri", "host", "port", "realm", "timeout", "format")
+)
+
+
+def names_secret(name: str) -> bool:
+    """Whether an option's or a field's name (`--password`, `-H`, `token`) names a secret whose
+    value it is; not one that ends in a word for what is no secret (_NOT_SECRET_END)."""
+    if not _SECRET_FLAG.search(name):
+        return False
+    parts = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", name)
+    return not (len(parts) > 1 and parts[-1].lower() in _NOT_SECRET_END)
+
+
 _ATTACHED_SECRET = lazy_re(r"-[Pp].+", re.S)
 _SOFT_SECRET_FLAG = lazy_re(r"-[PpakK]")
 _POWER = ("shutdown", "poweroff", "halt", "reboot", "systemctl")
@@ -181,7 +201,7 @@ def _secret_values(word: str) -> set[str]:
         if flag.group(1) not in "Hu":  # (`-uroot`: a user name; `-uadmin:pw`: its pair below)
             out.add(word)
     for name, value in _NAMED_VALUE.findall(word.lstrip("-")):
-        if _SECRET_FLAG.search(name):
+        if names_secret(name):
             value = value.strip()
             out.update({value, value.split()[-1]} if value.split() else set())
     pair = _PAIR.fullmatch(word)
@@ -280,13 +300,14 @@ def _command_words(command: str) -> tuple[list[str], list[str], set[str]]:
             value_next = _value_apart(program, option)  # (`mysql -p gpu`: a prompt, a database)
         elif _FLAG.fullmatch(word) and _flag_safe(word):
             shown.append(word)
-            value_next = bool(_SECRET_FLAG.search(word.split("=", 1)[0]))
+            value_next = names_secret(word.split("=", 1)[0])
             soft = bool(_SOFT_SECRET_FLAG.fullmatch(word))
             script_next = program in _SHELLS and word.startswith("-") and word.endswith("c")
         else:
             shown.append(word if _safe_word(word) else MASK)
             named = bool(_SECRET_NAME.fullmatch(word))
             loosely = bool(_LOOSE_NAME.fullmatch(word))
+            program = with_subcommand(program, word) or program  # (`docker login`: its own row)
             if program == "printf" and shown[-1] != MASK and not redirected and not _VAR.fullmatch(word):
                 # (its format puts them in text; a `$VAR` it expands is no secret itself)
                 shown[-1] = MASK
@@ -302,13 +323,20 @@ def _mask_data(operator: str, data: list[int], shown: list[str], masked: list[st
     """At an operator: echo/printf/yes's words (`data`, indexes in shown) are masked where their
     output goes on (`| docker login --password-stdin`, `> ~/.pgpass`): then they may be a
     secret, else (to the log, `; ` or `&&`) they are shown as the rule says. `data` is emptied."""
-    if operator and operator not in ("&&", "||", ";", "&", ";;") and not operator.startswith("<"):
+    if _passes_data(operator):
         for i in data:
-            if shown[i] != MASK:
+            if shown[i] != MASK and not _VAR.fullmatch(shown[i]):  # (`echo $HF_TOKEN |`: a name)
                 masked.append(shown[i])
                 shown[i] = MASK
     if operator:
         data.clear()
+
+
+def _passes_data(operator: str) -> bool:
+    """Whether echo/printf/yes's output goes on to another program or a file at `operator` (a
+    pipe, `>`), where their words may be a secret (`echo PW | docker login --password-stdin`);
+    not to the log (`;`, `&&`, `||`, `&`) nor at an input redirection (`<`)."""
+    return bool(operator) and operator not in ("&&", "||", ";", "&", ";;") and not operator.startswith("<")
 
 
 def _soft_value_shown(word: str, program: str) -> bool:
@@ -327,7 +355,7 @@ def _flag_safe(word: str) -> bool:
     `--password=x`), and a `--name=VALUE` whose value is a plain word."""
     name, eq, value = word.partition("=")
     if eq:
-        return not _SECRET_FLAG.search(name) and _safe_word(value)
+        return not names_secret(name) and _safe_word(value)
     attached = len(word) > 2 and not word.startswith("--")
     return not (attached and (_SECRET_FLAG.match(word) or _SOFT_SECRET_FLAG.match(word)))
 
@@ -397,11 +425,27 @@ PASSWORD_OPTIONS: dict[str, str] = {
     "curl": "u",
     "lftp": "u",
     "smbclient": "U",
+    # a registry login's `-p PW` (docker-login(1), podman-login(1), buildah-login(1),
+    # skopeo-login(1), nerdctl's and oras's `login`): the subcommand's own table row, so that
+    # `docker run -p 8080:80` (a port) and `journalctl -p err` (a priority) stay as typed
+    **dict.fromkeys(
+        (f"{cli} login" for cli in ("docker", "podman", "buildah", "skopeo", "nerdctl", "oras")), "p"
+    ),
 }
+# the programs whose subcommand is a row of PASSWORD_OPTIONS of its own (`docker login`)
+_SUBCOMMANDED = frozenset(p.split()[0] for p in PASSWORD_OPTIONS if " " in p)
 # the programs above whose option's value is a credential pair: the separator before the password
 _PAIRED = {"curl": ":", "lftp": ",", "smbclient": "%"}
 # words before the program that are no program (`sudo`, `env`, `timeout 5`)
 _BEFORE_PROGRAM = ("sudo", "env", "timeout", "nice", "nohup", "exec", "command", "time")
+
+
+def with_subcommand(program: str, word: str) -> str | None:
+    """`docker login` where `program` is `docker` and `word` its first plain word (its subcommand:
+    `docker run`, `podman login`); None where `program` has no subcommand row or one is read."""
+    if program not in _SUBCOMMANDED or not re.fullmatch(r"[a-z][a-z-]{0,30}", word):
+        return None  # (an option, a global option's path or URL value: `docker --config /x login`)
+    return f"{program} {word}"
 
 
 def password_option(program: str, word: str) -> tuple[str, str] | None:
@@ -487,14 +531,25 @@ def _said_secrets(words: list[str]) -> list[set[str]]:
     it stands (`sudo -u alice mysql -pPW`, `docker exec app mysql -pPW`)."""
     out: list[set[str]] = [set() for _ in words]
     program, apart = "", ""
+    data: list[int] = []  # (echo's, yes's words: secrets where their output goes on, _passes_data)
+    heredoc = False  # (after `<<<`, `<<`: a here-string's or here-doc's text, as command_shown)
     for at, word in enumerate(words):
         found = out[at]
+        if heredoc and not _OPERATOR.fullmatch(word):
+            # (a here-doc's delimiter, `<<EOF`'s `EOF`, is shown: its text is on the lines below)
+            delimiter = words[at - 1] == "<<"
+            found.update(() if delimiter or word.startswith("-") or _soft_value_shown(word, "") else {word})
+            continue
+        heredoc = word.startswith("<<") or heredoc and word in ("<", ">")
         if apart and not word.startswith("-") and not _OPERATOR.fullmatch(word):
             found |= _apart_value(apart, program, word)
             apart = ""
             continue
         apart = ""
         if _OPERATOR.fullmatch(word):
+            for i in data if _passes_data(word) else ():
+                out[i].update(() if _VAR.fullmatch(words[i]) else {words[i]})  # (as _mask_data)
+            data = []
             program = ""
             continue
         found |= _named_secrets(word)
@@ -502,11 +557,19 @@ def _said_secrets(words: list[str]) -> list[set[str]]:
             if not _ASSIGN.fullmatch(word) and word.rsplit("/", 1)[-1] not in _BEFORE_PROGRAM:
                 program = word.rsplit("/", 1)[-1]
             continue
+        if program in _DATA_PROGRAMS and not word.startswith("-"):
+            # (printf's always: its format puts them in text; a `$VAR` it expands is none)
+            found.update({word} if program == "printf" and not _VAR.fullmatch(word) else ())
+            data.append(at)
+            continue
+        if subcommand := with_subcommand(program, word):  # (`docker login`: its own row)
+            program = subcommand
+            continue
         name, eq, value = word.partition("=")
         if (option := password_option(program, word)) is not None:
             found.update({_password_of(program, option[1])} if option[1] else set())
             apart = program if _value_apart(program, option) else ""
-        elif word.startswith("--") and _SECRET_FLAG.search(name):
+        elif word.startswith("--") and names_secret(name):
             kind = _APART_FIELD if "header" in name.lower() else _APART_ALL
             found.update(_apart_value(kind, program, value) if eq else set())
             apart = "" if eq else kind
@@ -542,12 +605,12 @@ def _named_secrets(word: str) -> set[str]:
     T`'s `T`), a URL's userinfo password and its secret-named query values."""
     found: set[str] = set()
     for name, value in _NAMED_VALUE.findall(word.lstrip("-")):
-        if _SECRET_FLAG.search(name) and "//" not in value and value.strip():
+        if names_secret(name) and "//" not in value and value.strip():
             found.add(value.split()[-1])  # (`Bearer T`'s token)
     for userinfo in re.findall(r"//([^/@\s]+)@", word):
         found.add(userinfo.partition(":")[2])
     for name, value in re.findall(r"[?&;]([^=&#\s]*)=([^&#\s\"']+)", word):
-        if _SECRET_FLAG.search(name):
+        if names_secret(name):
             found.add(value)
     return {f for f in found if f and f != MASK}
 

@@ -68,6 +68,7 @@ from gpuonboard.api.unreadable import refuse_damaged_xml, refuse_unreadable
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import OtherOutputError, UsageError
+from gpuonboard.facts.driver_module import MODULE_PROBE
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
@@ -98,8 +99,9 @@ FABRIC_KINDS = (
 # with many GPUs, its nvidia-debugdump in base64: tens of MiB)
 MAX_OUTPUT_BYTES = MAX_GUNZIPPED_BYTES
 # the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
-# with the recorded exit code, as the live run read them): what parse_facts reads, and nvcc
-RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS})
+# with the recorded exit code, as the live run read them): what parse_facts reads, nvcc, and the
+# module file the table probe read after nvidia-smi failed (connection/gather.py MODULE_READ)
+RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS, MODULE_PROBE})
 # the exit code of a saved nvidia-smi that printed only why it failed: a file keeps no exit code,
 # and any non-zero one reads as "it ran and failed", as the live probe's (not 124: it hung, nor
 # 127: it is not installed, which say other things)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from gpuonboard.api import glued
 from gpuonboard.api.command_line import CONTAINER_CLIS, LAUNCHERS, run, tool_name
@@ -30,6 +30,9 @@ from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.probe import ProbeOutput, first_line
 from gpuonboard.masking import command_said
+
+if TYPE_CHECKING:
+    from gpuonboard.api.state_change import KeptApart
 
 T = TypeVar("T")
 UNRECOGNISED = "not a recognised command output"  # (how a file of no known output is refused)
@@ -620,7 +623,7 @@ def read(
     narrow: Callable[[T], bool] = lambda _: False,
     failed_whole: Callable[[T], bool] = lambda _: False,
     cut_short: Callable[[str, T], str] = lambda *_: "",
-    changed: Callable[[str, T, T, str], T | None] = lambda *_: None,
+    changed: Callable[[str, T, T, str], T | KeptApart | None] = lambda *_: None,
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -686,6 +689,8 @@ def read(
             found[kind] = kept
             continue
         if kind in found and (after := _after_change(name, parts, kind, found[kind], (part, out), changed)):
+            if isinstance(after, str):  # (a state change between them, yet not one box's: why)
+                _refuse_two(name, kind, found[kind][0], found[kind][1], part, out, after)
             notes.append(after[1])
             found[kind] = (part, after[0], where)
             continue
@@ -702,15 +707,20 @@ def _after_change(
     kind: str,
     first: tuple[Section, T, str],
     then: tuple[Section, T],
-    changed: Callable[[str, T, T, str], T | None],
-) -> tuple[T, str] | None:
+    changed: Callable[[str, T, T, str], T | KeptApart | None],
+) -> tuple[T, str] | str | None:
     """(the later output with the earlier kept beside it, the note saying so) where a command that
-    changes the GPUs' state ran between two outputs of one kind of one box; None otherwise."""
-    from gpuonboard.api.state_change import changer_between
+    changes the GPUs' state ran between two outputs of one kind of one box; where one ran but they
+    are not one box's before and after it, why (api/state_change.py KeptApart), as a clause;
+    None where none ran between them (or they are two boxes' by their GPUs: the plain refusal)."""
+    from gpuonboard.api.state_change import KeptApart, around_change
 
-    changer = changer_between(parts, first[0].line, then[0].line)
-    if changer is None or (both := changed(kind, first[1], then[1], changer.command.strip())) is None:
-        return None
+    changer = around_change(parts, first[0].line, then[0].line)
+    if changer is None or isinstance(changer, KeptApart):
+        return changer.why if changer else None
+    both = changed(kind, first[1], then[1], changer.command.strip())
+    if both is None or isinstance(both, KeptApart):
+        return f"{changer.where} changes the GPUs' state, but {both.why}" if both else None
     return both, (
         f"{name}: {first[0].where} and {then[0].where} are {kind_name(kind)} outputs of the same GPUs"
         f" before and after {changer.where}, which changes their state: the later, the box now, is"
@@ -762,9 +772,19 @@ def _outputs(
     return outputs
 
 
-def _refuse_two(name: str, kind: str, first: Section, before: T, part: Section, out: T) -> NoReturn:
+def _refuse_two(
+    name: str, kind: str, first: Section, before: T, part: Section, out: T, why: str = ""
+) -> NoReturn:
     """Refuse two different outputs of one kind in the session `name` (a narrower view, or the
-    box changed between them: neither may be dropped), saying how they differ."""
+    box changed between them: neither may be dropped), saying how they differ; `why`: the reason
+    two outputs around a state-changing command are not one box's (_after_change), said first."""
+    if why:
+        from gpuonboard.api.state_change import KEEP_APART_ADVICE
+
+        raise UsageError(
+            f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs that cannot be"
+            f" judged as one box before and after a change of its GPUs' state: {why}; {KEEP_APART_ADVICE}."
+        )
     # (how they differ, as a folder's refusal says it: api/unread.py disagreement)
     differ = (
         disagreement(kind, before, out)

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuonboard import shell
 from gpuonboard.errors import CommandError
+from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_FILE_MARK, MODULE_PROBE, split_module_file
+from gpuonboard.facts.gpu_probes import WARNING_EXIT
 from gpuonboard.facts.nvidia_smi_failure import stopped_said
 from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
 from gpuonboard.once import loaded_once
@@ -215,6 +217,21 @@ FREE_COMMAND = (
 )
 
 
+# The NVIDIA kernel module's own version file, read in the table probe only where nvidia-smi
+# failed (a driver/library version mismatch, "couldn't communicate with the NVIDIA driver"): then
+# it is the only answer about the driver loaded now (min_driver, nvidia_driver read it as they
+# read a saved one: facts/driver_module.py); a healthy box reads no file more. After the line
+# MODULE_FILE_MARK (on a line of its own: nvidia-smi's answer may end without a newline); by cat,
+# else by the shell's builtins; a file not there (no module loaded) reads as nothing, its error
+# left out of nvidia-smi's. The path is a constant of this module, never a value given.
+MODULE_READ = (
+    f"printf '\\n%s\\n' {shell.quote(MODULE_FILE_MARK)}; {{ if command -v cat >/dev/null 2>&1; then"
+    f" cat {MODULE_FILE}; else {_LINES.format(MODULE_FILE)}; fi; }} 2>/dev/null"
+)
+# (nvidia-smi's exit 0, or 14, an infoROM warning beside a whole answer: no failure)
+_MODULE_AFTER_FAILURE = f"case $c in 0|{WARNING_EXIT}) ;; *) {MODULE_READ} ;; esac"
+
+
 @loaded_once
 def core_probes(
     nvidia_smi_timeout: int = NVIDIA_SMI_TIMEOUT, df_timeout: int = DF_TIMEOUT
@@ -240,7 +257,8 @@ def core_probes(
         gpu("nvidia_smi", "-q -x"),
         gpu("nvidia_smi_q", "-q"),
         gpu("nvidia_smi_csv", f"--query-gpu={gpu_fields} --format=csv,nounits"),
-        gpu("nvidia_smi_table", ""),
+        # (where the table's call fails, the driver's own version file after it: MODULE_READ)
+        Probe("nvidia_smi_table", f"{prelude}n; c=$?; {_MODULE_AFTER_FAILURE}; exit $c", slow=True),
         gpu("nvidia_smi_list", "-L"),
         gpu("nvidia_smi_apps", f"--query-compute-apps={','.join(APPS_FIELDS)} --format=csv,noheader,nounits"),
         gpu("nvidia_topo", "topo -m"),
@@ -513,7 +531,6 @@ def _answered_with_warning(out: ProbeOutput) -> ProbeOutput:
     whole answer: read as answered, as the same output saved to a file is (its warning line a
     fault of the GPU it names: sensor_faults), the code kept in `exited`. Any other code keeps
     its failure: `-L`, `topo -m`, `nvlink` and the compute apps are read only when answered."""
-    from gpuonboard.facts.gpu_probes import WARNING_EXIT
     from gpuonboard.facts.nvidia_smi.faults import without_inforom_lines
 
     if out.exit_code != WARNING_EXIT or not without_inforom_lines(out.stdout).strip():
@@ -629,6 +646,18 @@ def _mount_table_apart(raw: dict[str, ProbeOutput]) -> None:
         raw["mounts"] = dataclasses.replace(out, stdout=mount_table.mount_table_fields(out.stdout))
 
 
+def _module_file_apart(raw: dict[str, ProbeOutput]) -> None:
+    """The module file the table probe printed after nvidia-smi's failed answer (MODULE_READ) as
+    the output MODULE_PROBE of its own, as a saved one is read offline; the table probe's answer
+    alone in `nvidia_smi_table`. `raw` changed in place."""
+    table = raw["nvidia_smi_table"]
+    answer, module = split_module_file(table.stdout)
+    if module is not None:
+        raw["nvidia_smi_table"] = dataclasses.replace(table, stdout=answer)
+    if module and module.strip():  # (no file, no module loaded: nothing read, nothing said)
+        raw.setdefault(MODULE_PROBE, ProbeOutput(module, "", 0))
+
+
 def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     """Pure: raw probe outputs -> Facts (missing tools become None, never an exception)."""
     # each parser module is imported only when there is output for it to parse
@@ -636,6 +665,8 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     raw = {**{name: ProbeOutput("", "not probed", 127) for name in CORE_NAMES}, **raw}
     if raw["df"].stdout or "mounts" in raw:
         _mount_table_apart(raw)
+    if MODULE_FILE_MARK in raw["nvidia_smi_table"].stdout:
+        _module_file_apart(raw)
     warnings += _read_past_exit(raw)
     cpu_info = mem = None
     gpu, evidence = _read_gpus(raw, warnings)

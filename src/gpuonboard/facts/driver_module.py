@@ -12,9 +12,13 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-# the probe a saved /proc/driver/nvidia/version is read as (offline: api/saved_forms.py)
+# the probe a saved /proc/driver/nvidia/version is read as (offline: api/saved_forms.py; live:
+# the table probe's output after MODULE_FILE_MARK, where nvidia-smi failed)
 MODULE_PROBE = "nvidia_module_version"
 MODULE_FILE = "/proc/driver/nvidia/version"
+# the line the live nvidia-smi table probe prints before the module file it adds where nvidia-smi
+# failed (connection/gather.py core_probes): a healthy box reads no file more
+MODULE_FILE_MARK = f"==> {MODULE_FILE} <=="
 
 # the file's first line (kernel-open/nvidia nv.c's pNVRM_ID after `NVRM version: `), any
 # platform's words; the version a driver release's (R100 and later: three digits first)
@@ -81,3 +85,11 @@ def mismatch_versions(log: str) -> ModuleVersion | None:
         f" kernel module has the version {found.group('module')}`"
     )
     return ModuleVersion(found.group("module"), said, found.group("client"))
+
+
+def split_module_file(text: str) -> tuple[str, str | None]:
+    """The live table probe's output: nvidia-smi's own answer, and the module file it printed
+    after it (after MODULE_FILE_MARK on a line of its own, only where nvidia-smi failed), or None
+    where there is none. The answer is given back as nvidia-smi printed it."""
+    answer, mark, module = text.partition(f"\n{MODULE_FILE_MARK}\n")
+    return (answer, module) if mark else (text, None)

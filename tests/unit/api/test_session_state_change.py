@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline
-from gpuonboard.api.state_change import changer_between
+from gpuonboard.api.state_change import KeptApart, changer_between
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.steps.checks import gpu_health
@@ -95,8 +95,14 @@ def test_a_job_in_the_earlier_table_keeps_the_two_refused(tmp_path: Path) -> Non
     text = text.replace("|       0MiB / 183359MiB |      3%", "|   40960MiB / 183359MiB |    100%", 1)
     text = text.replace("|  No running processes found" + " " * 61 + "|", _JOB_ROW, 1)
     assert _JOB_ROW in text and "40960MiB" in text
-    with pytest.raises(UsageError, match="two plain `nvidia-smi` table outputs"):
+    with pytest.raises(UsageError, match="two plain `nvidia-smi` table outputs") as refused:
         _facts(tmp_path, text)
+    # (round 34) the refusal says which GPU counts as a job, with what, and what to do
+    said = str(refused.value)
+    assert "line 22 (`nvidia-smi -pm 1`) changes the GPUs' state" in said, said
+    assert "GPU 0 at PCI 00000000:00:15.0 in use: 40960 MiB held" in said, said
+    assert "a 100 % load" in said and "process python3 (PID 41234)" in said, said
+    assert "save each output in a file of its own and run `invoke facts` on each" in said, said
 
 
 @pytest.mark.parametrize(
@@ -118,8 +124,12 @@ def test_a_command_that_moves_the_shell_between_them_keeps_the_two_refused(
     text = SESSION.read_text()
     at = text.index("[root@localhost ~]# nvidia-smi -pm 1")
     text = text[:at] + f"[root@localhost ~]# {moved}\nLast login: Wed Jan 28 06:50:00 2026\n" + text[at:]
-    with pytest.raises(UsageError, match="two plain `nvidia-smi` table outputs"):
+    with pytest.raises(UsageError, match="two plain `nvidia-smi` table outputs") as refused:
         _facts(tmp_path, text)
+    # (round 34) the refusal quotes the command that may have moved the shell, and what to do
+    said = str(refused.value)
+    assert f"line 22 (`{moved}`) may have moved the shell to another box or a container" in said, said
+    assert "run `invoke facts` on each" in said, said
 
 
 @pytest.mark.parametrize(
@@ -179,4 +189,30 @@ def test_two_q_outputs_of_other_uuids_are_never_joined() -> None:
         joined_after_change("nvidia_smi_q", first, ProbeOutput(A10_Q, "", 0), "nvidia-smi -pm 1") is not None
     )
     other = ProbeOutput(A10_Q.replace("GPU-73d12ef7-f589", "GPU-0a1b2c3d-f589"), "", 0)
-    assert joined_after_change("nvidia_smi_q", first, other, "nvidia-smi -pm 1") is None
+    kept = joined_after_change("nvidia_smi_q", first, other, "nvidia-smi -pm 1")
+    assert isinstance(kept, KeptApart) and "the GPU UUIDs differ (GPU-73d12ef7-f589" in kept.why, kept
+
+
+def test_a_session_of_two_q_outputs_of_other_uuids_says_the_uuids(tmp_path: Path) -> None:
+    """(round 34) the A10's `-q`, `nvidia-smi -pm 1`, the same `-q` with its UUID changed (derived):
+    refused, naming the two UUIDs and what to do."""
+    other = A10_Q.replace("GPU-73d12ef7-f589", "GPU-0a1b2c3d-f589")
+    text = f"$ nvidia-smi -q\n{A10_Q}\n$ nvidia-smi -pm 1\nEnabled persistence mode\n$ nvidia-smi -q\n{other}"
+    with pytest.raises(UsageError, match="the GPU UUIDs differ") as refused:
+        _facts(tmp_path, text)
+    said = str(refused.value)
+    assert "GPU-73d12ef7-f589" in said and "GPU-0a1b2c3d-f589" in said, said
+    assert "(`nvidia-smi -pm 1`) changes the GPUs' state" in said and "invoke facts" in said, said
+
+
+def test_the_earlier_output_kept_beside_names_the_command() -> None:
+    """(round 34) The earlier output kept beside the later is named by the command between them."""
+    from gpuonboard.api.state_change import joined_after_change
+    from gpuonboard.facts.probe import ProbeOutput
+
+    both = joined_after_change(
+        "nvidia_smi_q", ProbeOutput(A10_Q, "", 0), ProbeOutput(A10_Q, "", 0), "nvidia-smi -pm 1"
+    )
+    assert isinstance(both, ProbeOutput) and both.beside[0].partial.endswith("(before `nvidia-smi -pm 1`)"), (
+        both
+    )

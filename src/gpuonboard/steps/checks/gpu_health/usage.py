@@ -11,25 +11,14 @@ from gpuonboard.facts.gpu_agree import FORMAT_NAMES, usage_samples
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault
 from gpuonboard.facts.nvidia_smi.values import _clean
+from gpuonboard.facts.usage_levels import BUSY_MEMORY_MIB, BUSY_UTIL_PCT, IDLE_HELD_MIB
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.vgpu_name import is_vgpu, vgpu_profile
 
-# "Busy" from the numbers alone (when no process list can be read, or the list is empty while
-# the GPU works: processes of other containers / VMs are invisible in nvidia-smi's list).
-# Utilisation: an idle GPU reads 0 % (every idle capture under tests/fixtures/real); 10 % leaves
-# room for a monitoring sample. Memory used: idle GPUs in the real captures hold 0-50 MiB (H100,
-# H200, A100, RTX 4090; older drivers count a few hundred MiB of reserved memory as used, and a
-# desktop session ~400 MiB); more than 1 GiB is some process's allocations. An absolute floor,
-# not a share of total, so that 2 GiB taken on a 141 GiB H200 still counts.
-BUSY_UTIL_PCT = 10
-BUSY_MEMORY_MIB = 1024
-# Memory "held" by no job: at most what an idle GPU of the real captures holds (0-50 MiB on
-# current drivers); a CUDA context alone takes more, so utilisation beside no more than this
-# is no job's (_utilisation_alone).
-IDLE_HELD_MIB = 50
+# (the levels at which a GPU's numbers count as a job's: facts/usage_levels.py)
 
 # A vGPU guest's driver before R510 counts the framebuffer the vGPU reserves (about 7 % of its
 # profile, 13 % of a small one) as used: an idle GRID V100D-32Q reads 2192 MiB used, a P100-16Q
