@@ -550,6 +550,16 @@ def test_leave_waits_for_a_thread_python_would_wait_for(tmp_path: Path) -> None:
     assert done.returncode == 4 and out.read_text() == "x", done.stderr
 
 
+def _holds(pid: int, path: Path) -> bool:
+    """Whether process `pid` has `path` open (its /proc fd links)."""
+    fds = Path(f"/proc/{pid}/fd")
+    try:
+        links = [os.readlink(fd) for fd in fds.iterdir()]
+    except OSError:  # (a descriptor closed while listed)
+        return False
+    return str(path) in links
+
+
 def test_ctrl_c_in_offline_facts_says_nothing_of_resuming_an_upload(tmp_path: Path) -> None:
     """Ctrl-C while `gpuonboard facts` waited on a FIFO nothing writes to printed "to resume,
     rerun the same command: ... files already uploaded are not sent again": offline facts
@@ -569,7 +579,12 @@ def test_ctrl_c_in_offline_facts_says_nothing_of_resuming_an_upload(tmp_path: Pa
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(3)  # (started, and waiting in the FIFO's open)
+    # (started, and waiting in the FIFO's open: it holds the FIFO open; a fixed sleep raced a
+    # loaded machine's start, whose Ctrl-C came before the CLI's handler)
+    deadline = time.monotonic() + 60
+    while not _holds(proc.pid, fifo):
+        assert proc.poll() is None and time.monotonic() < deadline, "the CLI never opened the FIFO"
+        time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, out + err

@@ -216,4 +216,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-T__xid-48-dbe-then-xid-63-dynamic-page-retirement-reboot-to-activate__v100-driver390.txt",
         # (application Xids 31, 13, 32 around a poster's `...`; round 33)
         "dmesg__xid-31-13-32-application-faults__hand-elided__dxvk-1027.txt",
+        # (a journal's one NVRM Xid 31 line among a server's own lines; round 33)
+        "dmesg-journalctl__xid31-one-nvrm-line-among-llama-swap-lines__ik-llama-425.txt",
     }
