@@ -38,6 +38,7 @@ FAILING = (
     "install_driver",
     "unload_other_driver",
     "match_driver_versions",
+    "fix_bar_mapping",
 )
 # every action data/xid.yml may name: the two that pass (with a note), the failing ones, and
 # from_message (the driver's message decides)

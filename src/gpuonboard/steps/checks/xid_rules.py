@@ -45,6 +45,11 @@ _ASK = {
     "match_driver_versions": "ask the vendor to reboot the box, or to reinstall one driver version: the"
     " NVIDIA kernel module and the driver's libraries are different versions, as the driver's message"
     " says (a driver updated without a reboot); it is no fault of the GPU",
+    # (data/nvrm_faults.yml bar_invalid: the firmware, the VM or the enclosure gave the GPU no
+    # valid BAR; a reboot or a new GPU does not fix it)
+    "fix_bar_mapping": "ask the vendor to give the GPU its PCI memory regions (BARs), as the driver's"
+    " message says: enable Above 4G decoding (and Resizable BAR) in the BIOS, or give the VM a large"
+    " enough 64-bit MMIO window for a passed-through GPU; it is no fault of the GPU",
 }
 
 
@@ -62,6 +67,7 @@ _CUT_REASON = (
 # the failing actions, the one asking most of the vendor first (a rule's verdict names the worst)
 FAILING_WORST_FIRST = (
     "replace",
+    "fix_bar_mapping",
     "install_driver",
     "unload_other_driver",
     "match_driver_versions",
@@ -265,8 +271,9 @@ def _event_rule(
     actual = "; ".join(text for _, text in lines) + span
     worst = next((a for a in FAILING_WORST_FIRST if a in actions), None)
     if worst is not None:
-        # (an AER error is the kernel's word, not the catalogue's)
-        per = f", per NVIDIA's {what} catalogue" if any(e.kind != "aer" for e in events) else ""
+        # (an AER error is the kernel's word, not the catalogue's; a driver sentence without an Xid,
+        # data/nvrm_faults.yml, is the driver's: the catalogue is named where an Xid / SXid is read)
+        per = f", per NVIDIA's {what} catalogue" if any(e.kind in ("xid", "sxid") for e in events) else ""
         ask = _ASK[worst]
         return Check(
             name, expected, actual, "fail", f"{ask[0].upper()}{ask[1:]}{per}, before accepting the box."
