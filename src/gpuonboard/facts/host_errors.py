@@ -60,6 +60,13 @@ _AER = re.compile(
     r"(?:\b(\S+) )?" + BDF + r": PCIe Bus Error: severity=Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)"
 )
 
+# the kernel's AER recovery that failed on a device (drivers/pci/pcie/err.c: `thunderbolt
+# 0000:84:00.0: AER: can't recover (no error_detected callback)`, `pcieport 0000:80:1b.4: AER:
+# device recovery failed`): its uncorrectable error stays, not corrected (measure34d 14)
+_AER_NOT_RECOVERED = re.compile(
+    r"(?:\b(\S+) )?" + BDF + r": AER: (can't recover|device recovery failed)", re.IGNORECASE
+)
+
 _UC = 1 << 61  # MCi_STATUS.UC: the error was not corrected
 _VAL = 1 << 63  # MCi_STATUS.VAL: the bank holds an error
 
@@ -588,5 +595,14 @@ def _line_error(line: str, gpus: set[str]) -> HostError | None:
             severity,
             f"PCI {driver}{aer.group(2)}",
             f"PCIe uncorrectable {aer.group(3).lower()} error (AER)",
+        )
+    failed = _AER_NOT_RECOVERED.search(line)
+    if failed and failed.group(2).lower() not in gpus and failed.group(1) != "nvidia":
+        driver = f"{failed.group(1)} " if failed.group(1) else ""
+        return HostError(
+            "aer",
+            "warn",
+            f"PCI {driver}{failed.group(2)}",
+            f"the kernel could not recover it from a PCIe error (AER: {failed.group(3)})",
         )
     return None

@@ -15,10 +15,10 @@ from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-CSV_THEN_XID = (
-    REAL / "dmesg-excerpt__csv-sample-row-then-hhmmss-xid79-one-line__gpu-watch-troubleshooting.txt"
+CSV_THEN_XID = REAL / "log-excerpt__csv-sample-row-then-hhmmss-xid79-one-line__gpu-watch-troubleshooting.txt"
+WRAPPED = (
+    REAL / "log-excerpt__dmesg-grep-nvrm-xid79-wrapped-continuation-indented__gtx970m-homelab-postmortem.txt"
 )
-WRAPPED = REAL / "dmesg-grep-nvrm__xid79-wrapped-continuation-indented__gtx970m-homelab-postmortem.txt"
 
 
 @pytest.mark.parametrize("path", [CSV_THEN_XID, WRAPPED])

@@ -98,6 +98,24 @@ def _occurrences(group: Sequence[KernelEvent]) -> int:
     return max(forms.values()) if len(forms) > 1 and all(forms) else len(group)
 
 
+def _forms_said(group: Sequence[KernelEvent]) -> str:
+    """Where one GPU's driver fault was printed in forms the log holds a different number of
+    (measure34e 05: 2 `NV_ERR_GPU_IS_LOST` assertions, 7 RPCs failed with its `status
+    0x0000000f`), each form's count, as the count said (_occurrences) is the most of any; ""."""
+    fault = next((f for f in load_nvrm_faults() if f.id == group[0].fault), None)
+    if group[0].kind != "nvrm" or fault is None:
+        return ""
+    said: dict[str, str] = {}
+    forms: Counter[str] = Counter()
+    for e in group:
+        if (m := fault.pattern.search(e.message)) is not None:
+            said.setdefault(m.group(0).lower(), " ".join(m.group(0).split()))
+            forms[m.group(0).lower()] += 1
+    if len(forms) < 2 or len(set(forms.values())) < 2:
+        return ""
+    return " (" + ", ".join(f"{n} with `{said[form]}`" for form, n in forms.most_common()) + ")"
+
+
 # the action of a fault logged before the last boot boundary of a log that spans boots, where
 # what it asked for was a GPU reset or a reboot: the reboot since did that (it warns: the fault
 # happened on this box, and may come back)
@@ -158,7 +176,7 @@ def _summarise(
         )
         who += f" MIG {instance}" if instance else ""
         count = _occurrences(group)
-        times = f" x{count}" if count > 1 else ""
+        times = f" x{count}{_forms_said(group)}" if count > 1 else ""
         kind = group[0].kind
         # (an address the log only tied the sentence to, never printed in it, says so)
         tied = f"; its address {group[0].pci_from}" if group[0].pci_from else ""
