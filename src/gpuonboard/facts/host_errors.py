@@ -60,6 +60,13 @@ _AER = re.compile(
     r"(?:\b(\S+) )?" + BDF + r": PCIe Bus Error: severity=Uncorrect(?:ed|able) \((Fatal|Non-Fatal)\)"
 )
 
+# the kernel's AER recovery that failed on a device (drivers/pci/pcie/err.c: `thunderbolt
+# 0000:84:00.0: AER: can't recover (no error_detected callback)`, `pcieport 0000:80:1b.4: AER:
+# device recovery failed`): its uncorrectable error stays, not corrected (measure34d 14)
+_AER_NOT_RECOVERED = re.compile(
+    r"(?:\b(\S+) )?" + BDF + r": AER: (can't recover|device recovery failed)", re.IGNORECASE
+)
+
 _UC = 1 << 61  # MCi_STATUS.UC: the error was not corrected
 _VAL = 1 << 63  # MCi_STATUS.VAL: the bank holds an error
 
@@ -389,6 +396,11 @@ _AMD_STATUS = re.compile(
 )
 _AMD_HEAD = lazy_re(r"\[Hardware Error\]:\s*MC(\d+)(?:_|\s)?Error(?: \(node (\d+)\))?:")
 _DRAM_ECC = lazy_re(r"\bDRAM ECC error\b", re.IGNORECASE)
+# the kernel's own decode of a Scalable MCA bank, the line after its status (mce_amd.c: "%s Ext.
+# Error Code: %d", the bank's unit: `Unified Memory Controller Ext. Error Code: 0, DRAM ECC
+# error.`, `Platform Security Processor Ext. Error Code: 62`): its `CECC` / `UECC` flags say an
+# ECC-protected structure of that unit, DRAM only where the unit is a memory controller
+_SMCA_UNIT = lazy_re(r"\[Hardware Error\]:\s*(.+?) Ext\. Error Code: (\d+)")
 _OVER = 1 << 62  # MCi_STATUS.OVER: an error came while the bank held one: errors were lost
 _PCC = 1 << 57  # MCi_STATUS.PCC: the processor's context is corrupt
 
@@ -415,9 +427,14 @@ def _amd_status(lines: Sequence[str], at: int) -> HostError | None:
     near = [*before, *lines[at : at + 4]]
     head = next((h for line in reversed(before) if (h := _AMD_HEAD.search(line))), None)
     memory = bool(flags & {"CECC", "UECC"}) or any(_DRAM_ECC.search(line) for line in near)
+    unit = next((u for line in lines[at + 1 : at + 4] if (u := _SMCA_UNIT.search(line))), None)
+    if unit is not None and "memory controller" not in unit.group(1).lower():
+        memory = any(_DRAM_ECC.search(line) for line in near)  # (the kernel's decode names another unit)
     node = f"node {head.group(2)} " if head and head.group(2) and head.group(1) == bank else ""
     where = f"{node}DRAM (MC{bank})" if memory and node else f"CPU {cpu} bank {bank}"
     said = f"MC{bank}_STATUS[{m.group(3)}] 0x{hexed}"
+    if unit is not None and not memory:
+        said = f"{unit.group(1)}, ext. error code {unit.group(2)}: {said}"
     if "UE" in flags or "UECC" in flags or status & (_UC | _PCC):
         what = "uncorrectable memory error" if memory else "uncorrected machine check"
         return HostError("mce", "fail", where, f"{what} ({said})", line=at)
@@ -588,5 +605,14 @@ def _line_error(line: str, gpus: set[str]) -> HostError | None:
             severity,
             f"PCI {driver}{aer.group(2)}",
             f"PCIe uncorrectable {aer.group(3).lower()} error (AER)",
+        )
+    failed = _AER_NOT_RECOVERED.search(line)
+    if failed and failed.group(2).lower() not in gpus and failed.group(1) != "nvidia":
+        driver = f"{failed.group(1)} " if failed.group(1) else ""
+        return HostError(
+            "aer",
+            "warn",
+            f"PCI {driver}{failed.group(2)}",
+            f"the kernel could not recover it from a PCIe error (AER: {failed.group(3)})",
         )
     return None

@@ -178,17 +178,48 @@ _CUT_ADDRESS = re.compile(
 _WHOLE_HEAD_END = lazy_re(r"(?:\]|\bkernel:|\b(?:emerg|alert|crit|err|warn|notice|info|debug) *:)\s*$")
 
 
+# the kernel's driver-core line of a failed probe (drivers/base/dd.c: `nvidia: probe of
+# 0000:0a:00.0 failed with error -1`): a message that is a strict start of it (`nvidia: probe`,
+# `nvidia: probe of 0000:0a:00.0 failed wi`) is that line cut short, however whole its last word
+# reads (measure34d 16: a Thunderbolt eGPU's log ends on `nvidia: probe`)
+_PROBE_LINE_START = lazy_re(
+    r"[\w.-]+: "
+    + _started(
+        "probe",
+        " ",
+        _cut_of("of"),
+        " ",
+        r"\S*",
+        " ",
+        _cut_of("failed"),
+        " ",
+        _cut_of("with"),
+        " ",
+        _cut_of("error"),
+        " ",
+        r"-?",
+    )
+)
+_PROBE_LINE_WHOLE = lazy_re(r"[\w.-]+: probe of \S+ failed with error -?\d+")
+
+
+def _probe_line_cut(message: str) -> bool:
+    """The message is a strict start of the driver core's failed-probe line (_PROBE_LINE_START)."""
+    return _PROBE_LINE_START.fullmatch(message) is not None and _PROBE_LINE_WHOLE.fullmatch(message) is None
+
+
 def cut_by_shape(line: str, words: dict[str, str] | None = None, heads: frozenset[str] = frozenset()) -> bool:
     """True when a kernel log's last line is cut by its own shape (_CUT_ADDRESS), with or without
     a newline after it: it ends inside a device address, inside a call trace's frame (_CUT_FRAME:
-    `[597411.196475]  do_`, a name without its `+0x7c/0xd8`), inside a message head the log's
+    `[597411.196475]  do_`, a name without its `+0x7c/0xd8`), inside the driver core's failed-probe
+    line (_probe_line_cut: `nvidia: probe`), inside a message head the log's
     other lines print (`heads`, line_heads: `FS-Cach` of `FS-Cache:`), inside a stack dump's word
     where the log's other lines are such words (_stack_word_cut), or inside its stamp, its
     head or a driver's tag (says_nothing, `words` the log's locale names, locale_words)."""
     message = _message(line)
     if _CUT_ADDRESS.search(line) or _CUT_FRAME.fullmatch(message) or _head_cut(message, heads):
         return True
-    if _stack_word_cut(message, heads):
+    if _stack_word_cut(message, heads) or _probe_line_cut(message):
         return True
     return says_nothing(line, words) and _WHOLE_HEAD_END.search(line) is None
 

@@ -48,8 +48,33 @@ _XID_INSTANCE = lazy_re(r"\bfrom GPU(\d+) GSP\b")
 _INIT_FAILED = lazy_re(r"\bRmInitAdapter failed\b", re.IGNORECASE)
 _INIT_CAUSE = lazy_re(r"^(?:GPU(\d+)\s+)?RmInitAdapter:")
 # the kernel's driver core on a GPU whose probe failed: (the index in the events of the first event
-# after it, the address)
-ProbeLine = tuple[int, str]
+# after it, the address, the line as a fault event of its own: read where no summary of its probe
+# pass counts it)
+ProbeLine = tuple[int, str, "KernelEvent"]
+# the kernel's driver core on a GPU the nvidia driver failed to probe (drivers/base/dd.c: `nvidia:
+# probe of 0000:3b:00.0 failed with error -1`; since Linux 5.x `nvidia 0000:3b:00.0: probe with
+# driver nvidia failed with error -1`)
+_PROBE_FAILED = lazy_re(
+    r"\bnvidia: probe of ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) failed\b"
+    r"|\bnvidia ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): probe with driver nvidia failed\b",
+    re.IGNORECASE,
+)
+
+
+def probe_line(line: str, at: int, load: int) -> ProbeLine | None:
+    """The kernel's failed-probe line `line` as a ProbeLine (`at`: the index in the events of the
+    first event after it; `load`: the driver load it was read in, KernelEvent.load); None where it
+    is none. Its event is a failed probe of its own where no probe summary counts it."""
+    from gpuonboard.facts.kernel_log import KernelEvent  # (kernel_log imports this module)
+
+    if (probe := _PROBE_FAILED.search(line)) is None:
+        return None
+    pci = (probe.group(1) or probe.group(2)).lower()
+    head = line[: probe.start()].strip() or None
+    said = line[probe.start() :].strip()
+    return at, pci, KernelEvent("nvrm", 0, pci, said, None, head, "probe_failed", load=load)
+
+
 # the driver's count of the devices a summary sentence is about ("The NVIDIA probe routine failed
 # for 1 device(s).")
 DEVICES = lazy_re(r"\bfor (\d+) device", re.IGNORECASE)
@@ -124,13 +149,31 @@ def _split_probe_summaries(events: list[KernelEvent], probes: Sequence[ProbeLine
         count = DEVICES.search(e.message) if e.kind == "nvrm" and e.fault == "probe_failed" else None
         if i and events[i - 1].load != e.load:
             start = i
-        if count is None or e.pci:
+        out += [p[2] for p in probes if p[0] == i and not _counted(events, p)]
+        if count is None:
             out.append(e)
             continue
-        named = list(dict.fromkeys(pci for at, pci in probes if start <= at <= i))
+        if e.pci:
+            out.append(e)
+            continue
+        named = list(dict.fromkeys(pci for at, pci, _ in probes if start <= at <= i))
         start = i + 1
         # (the kernel printed each address: no tie to say, as for a line naming its GPU)
         out += [replace(e, pci=pci) for pci in named]
         if len(named) < int(count.group(1)):
             out.append(e)
-    return out
+    return out + [p[2] for p in probes if p[0] >= len(events) and not _counted(events, p)]
+
+
+def _counted(events: Sequence[KernelEvent], probe: ProbeLine) -> bool:
+    """True when a probe summary of the probe line's own pass counts it (`The NVIDIA probe routine
+    failed for N device(s).` after it in its load, before the next driver load): the summary is
+    its fault, split per GPU. A probe line no summary counts (a grep's excerpt, a log cut after
+    it, a driver that printed `None of the NVIDIA devices were initialized.` alone) is a failed
+    probe of its own (measure34d 16, measure34e 23)."""
+    at, _, line = probe
+    return any(
+        e.kind == "nvrm" and e.fault == "probe_failed" and DEVICES.search(e.message) is not None
+        for e in events[at:]
+        if e.load == line.load
+    )

@@ -63,7 +63,7 @@ from gpuonboard.facts.elision import ELISION, may_be_elided
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
-from gpuonboard.facts.kernel_instance import ProbeLine, tie_instances
+from gpuonboard.facts.kernel_instance import ProbeLine, probe_line, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -315,14 +315,6 @@ _SXID_SEVERITY = lazy_re(r"^Severity\s+(\d+)\s+Engine instance\s+(\d+)", re.IGNO
 _SXID_DATA = lazy_re(r"^Data\s*\{", re.IGNORECASE)
 _SXID_LINK = lazy_re(r"\bLink\s+(\d+)\b", re.IGNORECASE)
 _PROBE_KEEPS = re.compile(KERNEL_LOG_PATTERN)
-# the kernel's driver core on a GPU the nvidia driver failed to probe (drivers/base/dd.c: `nvidia:
-# probe of 0000:3b:00.0 failed with error -1`; since Linux 5.x `nvidia 0000:3b:00.0: probe with
-# driver nvidia failed with error -1`): facts/kernel_instance.py
-_PROBE_FAILED = re.compile(
-    r"\bnvidia: probe of ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]) failed\b"
-    r"|\bnvidia ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): probe with driver nvidia failed\b",
-    re.IGNORECASE,
-)
 # the words a user greps a kernel log for the GPU by (`dmesg | grep -i nvidia`, `grep -iE
 # 'xid|nvrm'`): a log whose every line has one (`nvidia-modeset: Loading ...`) may be such a
 # grep's, so is not known to hold its boot's first line. (Not `aer`, `pcie`: a log of PCIe lines
@@ -619,9 +611,10 @@ class _Reader:
         elif not cut:
             if not _open_gpu_message(self.message):
                 self.flush()  # (another driver's line may come between the records of one about a GPU)
-            if probe := _PROBE_FAILED.search(line):
-                self.probes.append((len(self.events), (probe.group(1) or probe.group(2)).lower()))
-        elif ends_unfinished(line, self.words, self.heads):
+            self.probe_read(line)
+        elif not ends_unfinished(line, self.words, self.heads):
+            self.probe_read(line)  # (the last line, whole without its newline)
+        else:
             # the last line, cut before it says whose it is (a bare stamp, `nvidia-nvswitc`) or
             # inside any other line (`[597411.196475]  do_`): it may be the start of an Xid or
             # SXid line, or the lines after it are lost (kernel_cut.ends_unfinished). (A message
@@ -630,6 +623,12 @@ class _Reader:
             self.tail = KernelEvent("cut", 0, "", said, cut=said)
         if _NVRM.search(line) or _NVSWITCH.search(line):
             self.driver_lines += 1
+
+    def probe_read(self, line: str) -> None:
+        """The kernel's `nvidia: probe of ADDR failed` line, if `line` is one, with its place among
+        the events and its driver load (kernel_instance.probe_line)."""
+        if (probe := probe_line(line, len(self.events), len(self.load_starts))) is not None:
+            self.probes.append(probe)
 
     def new_boot(self, line: str) -> bool:
         """Counts the line's boot (BootCounter); where a new boot starts, the message being joined
@@ -691,7 +690,7 @@ class _Reader:
                 replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
                 for i, e in enumerate(self.events)
             ],
-            self.probes,
+            [(at, pci, replace(e, earlier_boot=at < self.boot_start)) for at, pci, e in self.probes],
         )
 
 

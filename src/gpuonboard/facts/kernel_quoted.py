@@ -35,15 +35,29 @@ _NVSWITCH_LINE = lazy_re(r"\bnvidia-nvswitch\d*:")
 _QUOTE_MARK = lazy_re(r"^\s*(?:>\s?)+")
 
 
+# a monitor's CSV sample row (`nvidia-smi --query-gpu=... --format=csv,noheader`, a script's
+# `14:23:05.954, 41, 44.35 W, 510 MHz, 81 MiB, 0 %, P0`): three fields at least, each a number
+# with its unit, a time, a P-state or N/A: no line the kernel prints, so no sign of a whole log
+_CSV_FIELD = r"\s*(?:[+-]?\d[\d:./]*\s*(?:%|[KMGT]i?B|[KMG]?Hz|W|C)?|P\d{1,2}|\[?N/A\]?)\s*"
+_CSV_ROW = lazy_re(rf"{_CSV_FIELD}(?:,{_CSV_FIELD}){{2,}}")
+
+
 def _said(lines: list[str]) -> list[str]:
-    """A saved log's lines without quote marks or blanks; of a log of stamped lines, those with a
-    stamp (the lines without one are pieces of the one above, a page's wrap; a log without
-    stamps has no such tell, each line its own)."""
-    said = [text for line in lines if (text := _QUOTE_MARK.sub("", line).strip())]
+    """A saved log's lines without quote marks or blanks, or a monitor's CSV rows pasted beside
+    them (no kernel line, _CSV_ROW); of a log of stamped lines, those with a stamp (the lines
+    without one are pieces of the one above, a page's wrap); of a log without stamps, those not
+    indented under a line (the kernel's continuation lines are indented: `NVRM: Xid (...): 79,
+    pid=811977, name=nvidia-smi,` / `      GPU has fallen off the bus.`), or each line its own."""
+    said = [
+        text for line in lines if (text := _QUOTE_MARK.sub("", line).strip()) and not _CSV_ROW.fullmatch(text)
+    ]
     stamped = [line for line in said if KERNEL_STAMP.match(line)]
     if said and stamped and said[0] == stamped[0]:
-        said = stamped
-    return said
+        return stamped
+    indented = {
+        text for line in lines[1:] if (text := _QUOTE_MARK.sub("", line)).strip() and text[:1].isspace()
+    }
+    return [line for i, line in enumerate(said) if i == 0 or not any(t.strip() == line for t in indented)]
 
 
 # the narrowest width a page or a terminal wraps a pasted line at

@@ -124,6 +124,12 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "syslog__apei": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
         "journalctl-k__": "kernel_log",
+        "journalctl-kernel-prefix__": "kernel_log",  # (a journal block with only its ` kernel:` heads)
+        "journalctl__gpu-lost": "kernel_log",
+        "journalctl__pve-aer": "kernel_log",
+        # an author's excerpt of kernel lines (a monitor's CSV row above one, a wrapped grep's): its
+        # name kept out of the dmesg inventories (test_joined_log, test_kernel_log_cut_r9/r10)
+        "log-excerpt__": "kernel_log",
         "journalctl__zh-cn": "kernel_log",
         "syslogd-wall__": "kernel_log",  # (syslogd's wall broadcasts of kernel lines)
         # a tool's report quoting kernel lines: read as a log whose silence proves nothing

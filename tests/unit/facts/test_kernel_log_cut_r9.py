@@ -75,8 +75,14 @@ def test_a_log_ending_inside_the_fallen_off_the_bus_message_is_unverified(name: 
     for cut in (upto(text, head, 1), upto(text, "installed in this system has", 1)):
         assert cut.endswith("\n")
         c = xid(cut)
+        assert "no Xid in" not in c.actual
+        if name == DMESG_H:
+            # (its BAR lines before the cut are a fault of their own since measure34d 16: it fails,
+            # the message the log ends inside said after it)
+            said = "-> fix_bar_mapping; also a driver message the log ends inside"
+            assert c.verdict == "fail" and said in c.actual, c.actual
+            continue
         assert c.verdict == "unverified", (cut[-80:], c.actual)
-        assert "no Xid" not in c.actual
         # (a driver message, no Xid line: said so since round 27)
         assert c.actual.startswith("a driver message the log ends inside, cut short: 'NVRM: The NVIDIA GPU")
         assert "cut short" in c.detail

@@ -583,10 +583,12 @@ def _body(line: str) -> str:
 def reload_after_a_fall(probe_line: bool = True) -> str:
     """A log edited from the two real captures: the driver loads (`[5.2]`, #155's banner), GPU
     0000:b3:00.0 falls off the bus while it runs (`[1000.3]`, #155's three lines), and a reload
-    at `[2000.1]` fails to probe another GPU, 0000:3b:00.0 (the Rockchip log's first BAR line,
-    its `nvidia: probe of ... failed with error -1` and summary lines, the address 0002:21:00.0
+    at `[2000.1]` fails to probe another GPU, 0000:3b:00.0 (the Rockchip log's
+    `nvidia: probe of ... failed with error -1` and summary lines, the address 0002:21:00.0
     changed to 0000:3b:00.0), before the reload's banner. `probe_line`: False leaves the
-    `nvidia: probe of` line out."""
+    `nvidia: probe of` line out. (The Rockchip log's BAR lines, a fault of their own since
+    measure34d 16, data/nvrm_faults.yml bar_invalid, are left out: the probe failure is what
+    these tests read.)"""
     fallen = (REAL / FALLEN).read_text().splitlines()
     rockchip = [line.replace("0002:21", "0000:3b") for line in (REAL / ROCKCHIP).read_text().splitlines()]
     banner = _body(fallen[4])
@@ -594,8 +596,6 @@ def reload_after_a_fall(probe_line: bool = True) -> str:
         f"[    5.200000] {banner}",
         f"[ 1000.300000] {_body(fallen[0])}",
         *fallen[1:3],
-        f"[ 2000.100000] {_body(rockchip[10])}",
-        rockchip[11],
         *([f"[ 2000.100100] {_body(rockchip[22])}"] if probe_line else []),
         f"[ 2000.100200] {_body(rockchip[23])}",
         f"[ 2000.200000] {banner}",

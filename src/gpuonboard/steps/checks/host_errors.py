@@ -92,15 +92,28 @@ def _faulty(
         )
     if warns or many:
         return Check(
-            "host_hw_errors",
-            _EXPECTED,
-            "; ".join(_said([*warns, *many, *few])),
-            "warn",
-            "the kernel logged corrected hardware errors of the host: the box works, but the part"
-            f" named may be failing ({CE_WARN_AT} or more corrected errors on one DIMM; a machine"
-            " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor.",
+            "host_hw_errors", _EXPECTED, "; ".join(_said([*warns, *many, *few])), "warn", _warn_advice(warns)
         )
     return None
+
+
+def _warn_advice(warns: Sequence[HostError]) -> str:
+    """A warning's advice: corrected errors say the box works; a PCIe error that was not
+    corrected (uncorrectable non-fatal, or one the kernel could not recover a device from) does
+    not, naming the devices (measure34d 14: "corrected ... the box works" of `AER: can't recover`)."""
+    uncorrected = list(dict.fromkeys(e.where for e in warns if e.source == "aer"))
+    if uncorrected:
+        return (
+            f"the kernel logged PCIe errors it did not correct on {', '.join(uncorrected)} (uncorrectable"
+            " non-fatal errors, or devices it could not recover: they may not work until the box is"
+            " rebooted): no GPU is named, but ask the vendor what these devices are and to check them"
+            " (`lspci -s <address>`) before accepting the box."
+        )
+    return (
+        "the kernel logged corrected hardware errors of the host: the box works, but the part"
+        f" named may be failing ({CE_WARN_AT} or more corrected errors on one DIMM; a machine"
+        " check's record is read by `sudo ras-mc-ctl --errors` or mcelog): ask the vendor."
+    )
 
 
 def _unsure(

@@ -38,6 +38,7 @@ FAILING = (
     "install_driver",
     "unload_other_driver",
     "match_driver_versions",
+    "fix_bar_mapping",
 )
 # every action data/xid.yml may name: the two that pass (with a note), the failing ones, and
 # from_message (the driver's message decides)
@@ -206,10 +207,24 @@ def _recovery_action(message: str) -> str:
     (the vendor explains it), never a pass."""
     found = [m for m in _RECOVERY_TO.finditer(message) if m.group(1) or m.group(2)]
     if not found:
-        return "replace"
+        # (its `from ... to` elided by an author's `...`: the last recovery action it names,
+        # `GPU recovery action ... Node Reboot Required`, measure34c 15)
+        named = _RECOVERY_NAMED.findall(message)
+        return _recovery_by_name(named[-1].lower()) if named else "replace"
     code_text, name = found[-1].group(1), (found[-1].group(2) or "").strip().lower()
     if code_text is not None and int(code_text, 16) in _RECOVERY_CODES:
         return _RECOVERY_CODES[int(code_text, 16)]
+    return _recovery_by_name(name)
+
+
+# the recovery actions' printed names (nvml.h's nvmlDeviceGpuRecoveryAction_t as the driver names them)
+_RECOVERY_NAMED = lazy_re(
+    r"\b(?:Node Reboot Required|OS Reboot|GPU Reset Required|PF FLR|Drain P2P|Drain and Reset)\b", re.I
+)
+
+
+def _recovery_by_name(name: str) -> str:
+    """The action of a recovery action's printed name (lower case); `replace` where unknown."""
     if name == "none":
         return "ignore"
     if "reboot" in name:

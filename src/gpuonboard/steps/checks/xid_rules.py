@@ -45,6 +45,11 @@ _ASK = {
     "match_driver_versions": "ask the vendor to reboot the box, or to reinstall one driver version: the"
     " NVIDIA kernel module and the driver's libraries are different versions, as the driver's message"
     " says (a driver updated without a reboot); it is no fault of the GPU",
+    # (data/nvrm_faults.yml bar_invalid: the firmware, the VM or the enclosure gave the GPU no
+    # valid BAR; a reboot or a new GPU does not fix it)
+    "fix_bar_mapping": "ask the vendor to give the GPU its PCI memory regions (BARs), as the driver's"
+    " message says: enable Above 4G decoding (and Resizable BAR) in the BIOS, or give the VM a large"
+    " enough 64-bit MMIO window for a passed-through GPU; it is no fault of the GPU",
 }
 
 
@@ -62,6 +67,7 @@ _CUT_REASON = (
 # the failing actions, the one asking most of the vendor first (a rule's verdict names the worst)
 FAILING_WORST_FIRST = (
     "replace",
+    "fix_bar_mapping",
     "install_driver",
     "unload_other_driver",
     "match_driver_versions",
@@ -90,6 +96,24 @@ def _occurrences(group: Sequence[KernelEvent]) -> int:
         return len(group)
     forms = Counter(m.group(0).lower() if (m := fault.pattern.search(e.message)) else "" for e in group)
     return max(forms.values()) if len(forms) > 1 and all(forms) else len(group)
+
+
+def _forms_said(group: Sequence[KernelEvent]) -> str:
+    """Where one GPU's driver fault was printed in forms the log holds a different number of
+    (measure34e 05: 2 `NV_ERR_GPU_IS_LOST` assertions, 7 RPCs failed with its `status
+    0x0000000f`), each form's count, as the count said (_occurrences) is the most of any; ""."""
+    fault = next((f for f in load_nvrm_faults() if f.id == group[0].fault), None)
+    if group[0].kind != "nvrm" or fault is None:
+        return ""
+    said: dict[str, str] = {}
+    forms: Counter[str] = Counter()
+    for e in group:
+        if (m := fault.pattern.search(e.message)) is not None:
+            said.setdefault(m.group(0).lower(), " ".join(m.group(0).split()))
+            forms[m.group(0).lower()] += 1
+    if len(forms) < 2 or len(set(forms.values())) < 2:
+        return ""
+    return " (" + ", ".join(f"{n} with `{said[form]}`" for form, n in forms.most_common()) + ")"
 
 
 # the action of a fault logged before the last boot boundary of a log that spans boots, where
@@ -152,7 +176,7 @@ def _summarise(
         )
         who += f" MIG {instance}" if instance else ""
         count = _occurrences(group)
-        times = f" x{count}" if count > 1 else ""
+        times = f" x{count}{_forms_said(group)}" if count > 1 else ""
         kind = group[0].kind
         # (an address the log only tied the sentence to, never printed in it, says so)
         tied = f"; its address {group[0].pci_from}" if group[0].pci_from else ""
@@ -265,8 +289,9 @@ def _event_rule(
     actual = "; ".join(text for _, text in lines) + span
     worst = next((a for a in FAILING_WORST_FIRST if a in actions), None)
     if worst is not None:
-        # (an AER error is the kernel's word, not the catalogue's)
-        per = f", per NVIDIA's {what} catalogue" if any(e.kind != "aer" for e in events) else ""
+        # (an AER error is the kernel's word, not the catalogue's; a driver sentence without an Xid,
+        # data/nvrm_faults.yml, is the driver's: the catalogue is named where an Xid / SXid is read)
+        per = f", per NVIDIA's {what} catalogue" if any(e.kind in ("xid", "sxid") for e in events) else ""
         ask = _ASK[worst]
         return Check(
             name, expected, actual, "fail", f"{ask[0].upper()}{ask[1:]}{per}, before accepting the box."
