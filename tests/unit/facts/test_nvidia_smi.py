@@ -181,6 +181,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # `dmon` / `pmon` samples, refused by name: facts/test_nvidia_smi_monitor.py
         "nvidia-smi-dmon-",
         "nvidia-smi-pmon-",
+        # `nvidia-smi --version`: versions, no GPU list (api/test_offline_round34_host.py)
+        "nvidia-smi-version__",
     )
     # a -q cut in its first record (steps/checks/test_gpu_rules.py) and a table behind a
     # launcher's line prefix (api/test_paste_transforms.py), the tables cut short of round 26

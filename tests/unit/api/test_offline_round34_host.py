@@ -1,0 +1,57 @@
+"""Round 34's host-side captures (measure34b): each output read as what it is, each sentence
+true of the output given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gpuonboard.api import offline
+from gpuonboard.api.offline import SHOWN_KINDS
+from gpuonboard.api.shown import shown
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.steps.base import Check
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+REAL = FIXTURES / "real"
+VERSION = REAL / "nvidia-smi-version__wsl2-driver552.22-nvml550.76-cuda12.4__copied-command__llm-c-388.txt"
+
+
+def _judge(
+    tmp_path: Path, text: str, order: str, name: str = "saved.txt"
+) -> tuple[dict[str, Check], list[str]]:
+    (tmp_path / name).write_text(text)
+    (tmp_path / "order.yml").write_text(order)
+    notes: list[str] = []
+    raw = offline.load_outputs([str(tmp_path / name)], notes)
+    notes += [shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]
+    checks = offline.judge(parse_facts(raw), offline.load_order(str(tmp_path / "order.yml")))
+    return {c.name: c for c in checks}, notes
+
+
+def test_nvidia_smi_version_is_named_and_its_driver_judged(tmp_path: Path) -> None:
+    """llm.c#388's whole `nvidia-smi --version` (WSL 2, Windows driver 552.22) was "nvidia-smi
+    answered but listed no GPU (output not recognised as any nvidia-smi format)" with advice to
+    look for Xid errors, and min_driver unknown (measure34b 14): the command is named, it lists
+    no GPU (the table or -q is asked for), and its DRIVER version is judged."""
+    rules, _ = _judge(tmp_path, VERSION.read_text(), 'min_driver: "550"\n')
+    driver = rules["nvidia_driver"]
+    assert driver.verdict == "unverified"
+    assert driver.actual == (
+        "an `nvidia-smi --version` output, which prints the versions of nvidia-smi, NVML, the driver"
+        " and CUDA and no GPU list (driver 552.22, CUDA 12.4)"
+    )
+    assert "Xid" not in driver.detail and "`nvidia-smi -q`" in driver.detail
+    assert (rules["min_driver"].verdict, rules["min_driver"].actual) == (
+        "pass",
+        "552.22 (`nvidia-smi --version`'s DRIVER version)",
+    )
+    rules, _ = _judge(tmp_path, VERSION.read_text(), 'min_driver: "560"\n')
+    assert rules["min_driver"].verdict == "fail"
+
+
+def test_a_version_listing_without_the_driver_line_is_not_read_as_one(tmp_path: Path) -> None:
+    """Edited in-test: the same lines without `DRIVER version` name no driver: not taken for
+    `--version`'s (min_driver unknown, as before)."""
+    text = "".join(line for line in VERSION.read_text().splitlines(True) if "DRIVER" not in line)
+    rules, _ = _judge(tmp_path, text, 'min_driver: "550"\n')
+    assert rules["min_driver"].verdict == "unverified"
