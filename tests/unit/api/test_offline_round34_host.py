@@ -55,3 +55,29 @@ def test_a_version_listing_without_the_driver_line_is_not_read_as_one(tmp_path: 
     text = "".join(line for line in VERSION.read_text().splitlines(True) if "DRIVER" not in line)
     rules, _ = _judge(tmp_path, text, 'min_driver: "550"\n')
     assert rules["min_driver"].verdict == "unverified"
+
+
+RUNJAVA = (
+    FIXTURES
+    / "sessions"
+    / (
+        "transcript__cat-cgroup-v1-memsw+cat-memory-limit-in-bytes__root-prompt-container-13.86gib__run-java-sh-32.txt"
+    )
+)
+
+
+def test_a_cat_of_the_cgroup_memory_limit_is_read_and_judged(tmp_path: Path) -> None:
+    """run-java-sh#32: `cat /sys/fs/cgroup/memory/memory.limit_in_bytes` at a container's root
+    prompt (14881390592, 13.86 GiB) was "not an output this tool reads", though the tool reads
+    that file in `grep .` form; and ram, even then, said only "no free output was given"
+    (measure34b 25). The limit is what this login may use: below a 16 GB order it fails; above a
+    13 GB one it is named, the box's RAM not judged by it."""
+    rules, notes = _judge(tmp_path, RUNJAVA.read_text(), "ram: 16GB\n")
+    assert (rules["ram"].verdict, rules["ram"].actual) == (
+        "fail",
+        "13.9 GiB usable (cgroup memory limit; no free output was given)",
+    )
+    assert not any("line 3" in n for n in notes), notes
+    rules, _ = _judge(tmp_path, RUNJAVA.read_text(), "ram: 13GB\n")
+    assert rules["ram"].verdict == "unverified"
+    assert "the cgroup memory limit read is 13.9 GiB" in rules["ram"].actual
