@@ -81,3 +81,21 @@ def test_a_cat_of_the_cgroup_memory_limit_is_read_and_judged(tmp_path: Path) -> 
     rules, _ = _judge(tmp_path, RUNJAVA.read_text(), "ram: 13GB\n")
     assert rules["ram"].verdict == "unverified"
     assert "the cgroup memory limit read is 13.9 GiB" in rules["ram"].actual
+
+
+OPENIPC = (
+    FIXTURES
+    / "sessions"
+    / ("transcript__busybox-free+cat-proc-meminfo-CUT-in-memtotal__openipc-t31-32mib__majestic-webui-28.txt")
+)
+
+
+def test_a_proc_meminfo_cut_in_its_first_line_is_said_cut_short(tmp_path: Path) -> None:
+    """majestic-webui#28: BusyBox free, then `cat /proc/meminfo` cut inside `MemTotal:          33`:
+    ram passed on free (right), but the meminfo was "not an output this tool reads", untrue: the
+    tool reads /proc/meminfo; this one is cut short (measure34b 16)."""
+    rules, notes = _judge(tmp_path, OPENIPC.read_text(), "ram: 32MB\n")
+    assert rules["ram"].verdict == "pass"
+    (note,) = [n for n in notes if "line 7" in n]
+    assert "not an output this tool reads" not in note
+    assert "line 7 (`cat /proc/meminfo`) is cut short: it ends at `MemTotal:          33`" in note
