@@ -68,7 +68,7 @@ class DockerVersion:
 
 
 def read_docker_version(text: str) -> DockerVersion | None:
-    """The `docker version` at the head of a text (after blank lines), or None where its
+    """The `docker version` at the head of a text (after any lines above its first section), or None where its
     `Server:` section is not docker version's (a docker info's), or there is none and its
     `Client:` section is not docker version's either."""
     client = engine = None
@@ -80,8 +80,10 @@ def read_docker_version(text: str) -> DockerVersion | None:
             section, first, server = head.group(1), True, server or head.group(1) == "Server"
             end = number
             continue
+        if not section:  # (lines above its first section: its copied command, `docker version`)
+            continue
         child = _CHILD.match(line)
-        if child is None or not section:  # (a line at the margin: the docker version ends)
+        if child is None:  # (a line at the margin: the docker version ends)
             break
         key, value, blanks = child.group(1), child.group(2), len(line) - len(line.lstrip())
         api = api or (section == "Client" and key == "API version")
