@@ -414,11 +414,12 @@ def _env_outputs(
     return out
 
 
-def _probe_form(where: str, text: str) -> tuple[str, ProbeOutput] | None:
+def _probe_form(where: str, text: str, command: str = "") -> tuple[str, ProbeOutput] | None:
     """A saved output of another form than the live probe's, as that probe's output: cgroup
-    limit files (`grep . /sys/fs/cgroup/memory.max ...`), the RDMA ports' sysfs files (`grep .
-    /sys/class/infiniband/*/ports/*/state ...`), a `--query-compute-apps` CSV with its header;
-    None for none of them (errors name `where`)."""
+    limit files (`grep . /sys/fs/cgroup/memory.max ...`, or a session's `cat` of them), the RDMA
+    ports' sysfs files (`grep . /sys/class/infiniband/*/ports/*/state ...`), a
+    `--query-compute-apps` CSV with its header; None for none of them (errors name `where`)."""
+    text = saved_cgroup.cat_listing(command, text) or text
     if (limits := saved_cgroup.cgroup_limits(text)) is not None:
         lines, why = limits
         if why:
@@ -502,7 +503,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise unjudged.UnjudgedOutput(f"{where}: {why}")  # (processes or retired pages, not GPUs)
     if kind == "nproc" and (why := saved_forms.nproc_refusal(path.name, copied or command)):
         raise UsageError(f"{where}: {why}")
-    if kind is None and (probe := _probe_form(where, text)) is not None:
+    if kind is None and (probe := _probe_form(where, text, command)) is not None:
         return probe
     if kind is None and (
         why := unjudged.one_field_csv(command, text)

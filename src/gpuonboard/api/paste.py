@@ -66,7 +66,7 @@ _TYPOGRAPHY = {
 }
 # a JSON text (lsblk -J, lscpu -J): its first `{`, or `[` before a value, at a line's start (a
 # dmesg line's `[  12.3]` is no such start); and each of its strings, or a run of anything else
-_JSON_START = re.compile(r"^\s*(?:\{|\[\s*(?:[{\[\"\]]|$))", re.MULTILINE)
+_JSON_START = re.compile(r"^[^\S\n]*(?:\{|\[\s*(?:[{\[\"\]]|$))", re.MULTILINE)
 _JSON_STRING_OR_NOT = re.compile(r'"(?:[^"\\\n]|\\.)*"|[^"]+|"')
 
 
@@ -623,7 +623,6 @@ def _blocks_apart(lines: list[str], fences: Sequence[int]) -> list[str]:
     return out
 
 
-_BREAK = re.compile(r"[ \t]*\\[ \t]*$")
 # a Windows path running to a line's end, cut there by a wrap at a column (after a backslash or
 # inside a name): from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line
 # where it goes on a path cut so above (a path over 3+ lines: `...\\WinGet` / `\\Packages\\...\\bin\\`
@@ -644,9 +643,10 @@ def _unbroken(text: str) -> str:
     each such `Name : C:\\Program Files\\NVIDIA Corporation\\` lost it and every value of an
     `nvidia-smi -q` wrapped at 80 columns was left unread; and then Markdown's breaks right
     after a word were kept: gVisor's `Starting gVisor...\\` was no sandbox's banner (gpu_xid
-    passed), the -q's recovery action `None\\` failed gpu_recovery."""
+    passed), the -q's recovery action `None\\` failed gpu_recovery. (String methods find the
+    backslash: a pattern's blanks before it took time as the square of a run of blanks.)"""
     lines = text.split("\n")
-    if not any(_BREAK.search(line) for line in lines):
+    if not any(line.rstrip(" \t").endswith("\\") for line in lines):
         return text
     from gpuonboard.api.transcript import _prompt
 
@@ -658,7 +658,8 @@ def _unbroken(text: str) -> str:
         # (a command a session's prompt line continues on its next line: `> --format=csv`, an
         # indented `--format=csv`, which the session's reader joins)
         continued = _CONTINUATION.match(after) is not None and (continued or _prompt(line) is not None)
-        out.append(line if path_cut or continued else _BREAK.sub("", line))
+        cut = line.rstrip(" \t")
+        out.append(line if path_cut or continued or not cut.endswith("\\") else cut[:-1].rstrip(" \t"))
     return "\n".join(out)
 
 
@@ -755,7 +756,7 @@ def _csv_headers(text: str) -> int:
 def _listed_twice(text: str) -> int:
     """`nvidia-smi -L`: 2 when a GPU number, or a GPU's UUID (an all-zero redacted one aside),
     is listed twice."""
-    numbers = re.findall(r"^\s*GPU (\d+):", text, re.MULTILINE)
+    numbers = re.findall(r"^[^\S\n]*GPU (\d+):", text, re.MULTILINE)
     uuids = [u for u in re.findall(r"\(UUID: (GPU-[0-9a-fA-F-]+)\)", text) if u.strip("GPU-0")]
     return 2 if len(numbers) != len(set(numbers)) or len(uuids) != len(set(uuids)) else 1
 
@@ -770,7 +771,7 @@ def _lscpu_runs(text: str) -> int:
 def _free_runs(text: str) -> int:
     from gpuonboard.facts import memory
 
-    return len(re.findall(r"^\s*Mem:", memory.english_free(text), re.MULTILINE))
+    return len(re.findall(r"^[^\S\n]*Mem:", memory.english_free(text), re.MULTILINE))
 
 
 def _df_runs(text: str) -> int:

@@ -21,7 +21,22 @@ _CGROUP_KNOWN = re.compile(_CGROUP_FILE)
 # for the files above, the others skipped
 _ANY_FILE = rf"(?:/sys/fs/cgroup/[^\s:]+|{_CGROUP_FILE})"
 _CGROUP_GREP = re.compile(rf"({_ANY_FILE}):(.*)")
+_ANY_FILE_RE = re.compile(_ANY_FILE)
 _CGROUP_HEAD = re.compile(rf"==> ({_ANY_FILE}) <==")
+
+
+def cat_listing(command: str, text: str) -> str | None:
+    """A session's `cat FILE...` of cgroup files (`cat /sys/fs/cgroup/memory/memory.limit_in_bytes`
+    / `14881390592`) as `grep .`'s `FILE:VALUE` lines, each file's one line in order; None for any
+    other command, or a count of lines other than the files' (a file of several lines, a value
+    left out)."""
+    words = command.split()
+    if len(words) < 2 or words[0] != "cat" or not all(_ANY_FILE_RE.fullmatch(word) for word in words[1:]):
+        return None
+    values = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(values) != len(words) - 1:
+        return None
+    return "".join(f"{path}:{value}\n" for path, value in zip(words[1:], values, strict=True))
 
 
 def _known(path: str) -> bool:

@@ -566,7 +566,7 @@ _LSCPU_RUN_TOGETHER = re.compile(rf"Architecture:[ \t]*\S+[ \t]+{_LSCPU_LABELS}.
 
 # procps top's summary of memory (`Mem:  264488144k total, 251337344k used, ...`, procps-ng's
 # `KiB Mem :  16305960 total,  1234 free, ...`, `MiB Swap:  2048.0 total, ...`)
-_TOP_SUMMARY = re.compile(r"(?m)^\s*(?:[KMGT]iB )?(?:Mem|Swap)\s*:\s*[\d.]+k?\s+total,")
+_TOP_SUMMARY = re.compile(r"(?m)^[^\S\n]*(?:[KMGT]iB )?(?:Mem|Swap)\s*:\s*[\d.]+k?\s+total,")
 
 # a /proc/meminfo line (`HugePages_Total:   53342`, `Hugepagesize:    2048 kB`), as a page may
 # bold it (`**HugePages_Free:    11904**`) or a user annotate it (`4194304 kB  //total huge pages`)

@@ -20,7 +20,7 @@ def fragment_sentence(what: str, lacks: str, unknown: str, command: str, shows: 
 
 # elements only nvidia-smi -q -x's GPU record holds (`<fb_memory_usage>`, `<performance_state>`)
 _XML_ELEMENT = re.compile(
-    r"^\s*<(product_name|product_brand|uuid|minor_number|vbios_version|pci|pci_bus_id|pci_gpu_link_info"
+    r"^[^\S\n]*<(product_name|product_brand|uuid|minor_number|vbios_version|pci|pci_bus_id|pci_gpu_link_info"
     r"|pci_bridge_chip|replay_counter|tx_util|rx_util|fan_speed|performance_state"
     r"|clocks_(?:throttle|event)_reasons|fb_memory_usage|bar1_memory_usage|compute_mode|utilization"
     r"|ecc_mode|ecc_errors|retired_pages|remapped_rows|temperature|power_readings|gpu_power_readings"
@@ -32,7 +32,7 @@ _XML_GPU = re.compile(r"<gpu\s+id=")
 # a row of topo -m's matrix (`GPU7    NV18    NV18 ...  X   NODE`) and its header line (the
 # column names, indented: `\tGPU0\tGPU1 ...`, `        GPU0    GPU1`)
 _TOPO_ROW = re.compile(
-    r"^\s*(?:GPU\d+|NIC\d+|mlx\d+_\d+)\s+(?:(?:X|NV\d+|SYS|NODE|PHB|PXB|PIX|PSB)\s+){2,}", re.M
+    r"^[^\S\n]*(?:GPU\d+|NIC\d+|mlx\d+_\d+)\s+(?:(?:X|NV\d+|SYS|NODE|PHB|PXB|PIX|PSB)\s+){2,}", re.M
 )
 _TOPO_HEADER = re.compile(r"^[ \t]+GPU0\b", re.M)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.api import saved_forms
-from gpuonboard.api.shown import ibdev2netdev_line
+from gpuonboard.api.shown import ibdev2netdev_line, read_docker_version
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
 from gpuonboard.facts.elision import ELISION
@@ -159,7 +159,7 @@ _IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s
 # `podman info` (YAML): its `host:` mapping first (after `--debug`'s `debug:` one), with podman's
 # own keys in it
 _PODMAN_INFO = re.compile(
-    r"(?:debug:\s*\n(?:[ \t]+.*\n){1,12})?host:\s*\n(?:[ \t]+.*\n){0,12}?"
+    r"(?:debug:[ \t]*\n(?:[ \t].*\n){1,12})?host:[ \t]*\n(?:[ \t].*\n){0,12}?"
     r"[ \t]+(?:buildahVersion|conmon|ociRuntime|cgroupManager):"
 )
 # `numactl --hardware` (`-H`): `available: 2 nodes (0-1)`, then each node's `node 0 cpus: ...`
@@ -199,15 +199,15 @@ def detect_fabric_kind(text: str) -> str | None:
         return "podman_info"
     if re.search(r"^Server Version:", head, re.M):
         return "docker_info"
-    if re.search(r"^Client:", head, re.M) and re.search(r"^Server:", text, re.M):
-        # (`docker version`, its Server section's ` Engine:` and no `Server Version:` line of
-        # docker info's: another command, read beside a docker info, never its second copy)
-        engine = re.search(r"^[ \t]+Engine:[ \t]*$", text, re.M)
-        return (
-            "docker_version"
-            if engine and not re.search(r"^[ \t]*Server Version:", text, re.M)
-            else "docker_info"
-        )
+    if re.search(r"^Client:", head, re.M):
+        # (`docker version`, its Server section's ` Engine:` (or, before docker 17.06, its
+        # ` Version:`) and no `Server Version:` line of docker info's: another command, read
+        # beside a docker info, never its second copy)
+        version = read_docker_version(text.lstrip("\n"))
+        if version is not None and not re.search(r"^[ \t]*Server Version:", text, re.M):
+            return "docker_version"
+        if re.search(r"^Server:", text, re.M):
+            return "docker_info"
     if _docker_runtime_lines(lines):
         return "docker_info"
     if (
@@ -327,7 +327,7 @@ _OWN_FAILURE_LINE = re.compile(
 # failure it printed, at a line's start (`NVIDIA-SMI has failed because ...`); the same words quoted
 # inside another program's log record (an exporter's `... stdout: NVIDIA-SMI has failed ...`) are
 # that program's record of an earlier run, not nvidia-smi's output
-_NVIDIA_SMI_OWN = re.compile(r"NVIDIA-SMI \d|^[\s|]*NVIDIA-SMI\b", re.M)
+_NVIDIA_SMI_OWN = re.compile(r"NVIDIA-SMI \d|^[ \t|]*NVIDIA-SMI\b", re.M)
 
 # lscpu's first line, `Architecture:` and a CPU architecture (uname -m's), or beside one of lscpu's
 # own fields; never an `Architecture:` line alone: `nvidia-container-cli info` prints the GPU's
@@ -340,7 +340,7 @@ _LSCPU_ARCH = re.compile(
 )
 
 # `nvidia-smi -q`'s header line of its GPU count
-_Q_ATTACHED = re.compile(r"^\s*Attached GPUs\s+:\s*\d", re.M)
+_Q_ATTACHED = re.compile(r"^[^\S\n]*Attached GPUs\s+:\s*\d", re.M)
 
 
 # a topo matrix's sign where its legend is cut off: its header's "CPU Affinity" (wrapped or not)

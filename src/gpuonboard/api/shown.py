@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 # `ibdev2netdev` (Mellanox OFED): `mlx5_0 port 1 ==> ib0 (Up)`, one line a port (also spaced by
 # `column -t`, a note of the user's after a `#`)
@@ -26,25 +27,8 @@ def ibdev2netdev_line(line: str) -> bool:
 def shown(kind: str, text: str) -> str:
     """What a `docker info` or `iperf3 -J` output given says, in one line: no fact and no rule
     reads them (the container steps and prove's network step judge them on the box)."""
-    if kind == "docker_version" or (kind == "docker_info" and _docker_version(text)):
-        return _docker_version(text) or (
-            "docker version: no client or engine version read: read, not judged (the container steps"
-            " judge it on the box)."
-        )
-    if kind == "docker_info":
-        from gpuonboard.facts.container import parse_docker_info
-
-        info = parse_docker_info(text)
-        said = [f"docker {info.server_version or '(version not read)'}"]
-        if info.runtimes:
-            default = f" (default {info.default_runtime})" if info.default_runtime else ""
-            said.append(f"runtimes {', '.join(info.runtimes)}{default}")
-        # (no runtime listed at all: a `docker version`, or an info cut short, says none either way)
-        listed = (
-            "no NVIDIA runtime" if info.runtimes else "no runtime listed (no NVIDIA runtime read either way)"
-        )
-        said.append("NVIDIA runtime registered" if info.nvidia_runtime else listed)
-        return f"docker info: {'; '.join(said)}: read, not judged (the container steps judge it on the box)."
+    if kind in ("docker_version", "docker_info"):
+        return _docker_shown(kind, text)
     if kind == "podman_info":
         return _podman_info(text)
     if kind == "numactl":
@@ -63,31 +47,114 @@ def shown(kind: str, text: str) -> str:
     return f"iperf3 -J: {figures}: read, not judged (prove's network step judges it between the boxes)."
 
 
-# `docker version`'s client and server (its engine's) versions: `Client: ...` / ` Version: 19.03.4`,
-# `Server: ...` / ` Engine:` / `  Version: 19.03.4`
-_CLIENT_VERSION = re.compile(r"^Client:.*\n(?:[ \t]+.*\n)*?[ \t]Version:[ \t]*(\S+)", re.M)
-_ENGINE_VERSION = re.compile(
-    r"^Server:.*\n(?:[ \t]+.*\n)*?[ \t]+Engine:[ \t]*\n[ \t]+Version:[ \t]*(\S+)", re.M
-)
+# `docker version` (read line by line: a pattern of indented lines repeated backtracks without
+# end over a docker info's deep Swarm section, measure34b 11): `Client: ...` / ` Version: 19.03.4`
+# (one blank in: a plugin's own `    Version:` is deeper), `Server: ...` / ` Engine:` /
+# `  Version: 19.03.4` from docker 17.06; before it (1.12, 1.13, 17.03) `Server:` /
+# ` Version: 1.12.6` straight under it. A docker info's `Server:` section lists `Containers:`.
+_SECTION = re.compile(r"(Client|Server):")
+_CHILD = re.compile(r"[ \t]+(\S[^:]*):[ \t]*(\S*)")
+
+
+@dataclass(frozen=True)
+class DockerVersion:
+    """What a `docker version` says: its client's and its engine's versions (None where not
+    read), and the number of its lines (a docker info may follow it in the same text)."""
+
+    client: str | None
+    engine: str | None
+    lines: int
+    server: bool  # (a `Server:` section given)
+
+
+def read_docker_version(text: str) -> DockerVersion | None:
+    """The `docker version` at the head of a text (after any lines above its first section), or None where its
+    `Server:` section is not docker version's (a docker info's), or there is none and its
+    `Client:` section is not docker version's either."""
+    client = engine = None
+    section, first, server, end, engine_next, api = "", True, False, 0, False, False
+    for number, line in enumerate(text.splitlines()[:_DOCKER_VERSION_LINES], 1):
+        if not line.strip():
+            continue
+        if (head := _SECTION.match(line)) is not None:
+            section, first, server = head.group(1), True, server or head.group(1) == "Server"
+            end = number
+            continue
+        if not section:  # (lines above its first section: its copied command, `docker version`)
+            continue
+        child = _CHILD.match(line)
+        if child is None:  # (a line at the margin: the docker version ends)
+            break
+        key, value, blanks = child.group(1), child.group(2), len(line) - len(line.lstrip())
+        api = api or (section == "Client" and key == "API version")
+        if section == "Client" and client is None and key == "Version" and blanks == 1:
+            client = value or None
+        elif section == "Server" and first and key not in ("Engine", "Version"):
+            return None  # (`Server:` / ` Containers: 27`: a docker info's)
+        elif section == "Server" and engine is None and key == "Version" and (first or engine_next):
+            engine = value or None
+        engine_next = section == "Server" and key == "Engine"
+        first, end = False, number
+    # (a client's section alone, its `API version:` docker info's has not: a daemon that did not
+    # answer, or a docker version cut before its server's)
+    return DockerVersion(client, engine, end, server) if server or api else None
+
+
+# (a docker version is some 30 lines; its head is read no further)
+_DOCKER_VERSION_LINES = 200
 
 
 def _docker_version(text: str) -> str:
     """A `docker version` (read with docker info's kind: m32b 14, 32) in one line: its client's
     and its engine's versions, and that it lists no runtime; "" for any other text (a docker info)."""
-    client, engine = _CLIENT_VERSION.search(text), _ENGINE_VERSION.search(text)
-    if engine is None and (client is None or re.search(r"^[ \t]*Server Version:", text, re.M)):
+    read = read_docker_version(text)
+    if read is None:
         return ""
-    said = [f"client {client.group(1)}" if client else "client version not read"]
-    said.append(f"engine {engine.group(1)}" if engine else "no engine version read (no Server section)")
-    return (
-        f"docker version: {', '.join(said)}; it lists no runtime (no NVIDIA runtime read either"
-        " way, `docker info` lists them): read, not judged (the container steps judge it on the box)."
-    )
+    said = [f"client {read.client}" if read.client else "client version not read"]
+    if read.engine:
+        said.append(f"engine {read.engine}")
+    else:
+        where = (
+            "in its Server section"
+            if read.server
+            else "(no Server section: cut short, or the daemon did not answer)"
+        )
+        said.append(f"no engine version read {where}")
+    return f"docker version: {', '.join(said)}"
+
+
+def _docker_shown(kind: str, text: str) -> str:
+    """A `docker version`, a `docker info`, or a docker version followed by a docker info in
+    one text (pasted together without labels), in one line."""
+    from gpuonboard.facts.container import parse_docker_info
+
+    version = read_docker_version(text)
+    rest = "\n".join(text.splitlines()[version.lines :]) if version else text
+    judged = "read, not judged (the container steps judge it on the box)."
+    if version is not None and (
+        kind == "docker_version" or not re.search(r"^[ \t]*Server Version:", rest, re.M)
+    ):
+        return (
+            f"{_docker_version(text)}; it lists no runtime (no NVIDIA runtime read either way,"
+            f" `docker info` lists them): {judged}"
+        )
+    info = parse_docker_info(rest)
+    said = [f"docker {info.server_version or '(version not read)'}"]
+    if info.runtimes:
+        default = f" (default {info.default_runtime})" if info.default_runtime else ""
+        said.append(f"runtimes {', '.join(info.runtimes)}{default}")
+    # (no runtime listed at all: an info cut short says none either way)
+    listed = "no NVIDIA runtime" if info.runtimes else "no runtime listed (no NVIDIA runtime read either way)"
+    said.append("NVIDIA runtime registered" if info.nvidia_runtime else listed)
+    before = f"{_docker_version(text)}; then " if version else ""
+    return f"{before}docker info: {'; '.join(said)}: {judged}"
 
 
 # `podman info`'s `version:` mapping's `Version: 4.9.3`; the OCI runtime's `ociRuntime:` `name: crun`
-_PODMAN_VERSION = re.compile(r"^version:\s*\n(?:[ \t]+.*\n)*?[ \t]+Version:\s*(\S+)", re.M)
-_PODMAN_RUNTIME = re.compile(r"^[ \t]+ociRuntime:\s*\n(?:[ \t]+.*\n)*?[ \t]+name:\s*(\S+)", re.M)
+# (each line `[ \t].*`: one blank, then anything; never `[ \t]+.*`, whose ways to split a line's
+# blanks multiply over the lines repeated and backtrack without end, measure34b 11)
+_PODMAN_VERSION = re.compile(r"^version:[ \t]*\n(?:[ \t].*\n)*?[ \t]+Version:[ \t]*(\S+)", re.M)
+_PODMAN_RUNTIME = re.compile(r"^[ \t]+ociRuntime:[ \t]*\n(?:[ \t].*\n)*?[ \t]+name:[ \t]*(\S+)", re.M)
 
 
 def _podman_info(text: str) -> str:

@@ -412,6 +412,8 @@ def _read_part(
         tool = _part_tool(part)
         if said := _service_said(part, tool):
             return said
+        if said := _meminfo_cut(part):
+            return said
         if tool in ("", *_FILTERS):
             return f"{part.where} {_NOT_READ}"
         # (a command whose output this tool reads is never called unread: what it printed was not
@@ -420,6 +422,25 @@ def _read_part(
         if not why.startswith(f"{UNRECOGNISED} (expected "):
             return f"{part.where}: {why}"
         return f"{part.where}: {_SMI_NOT_READ if _smi_format_not_read(part, tool) else _NOT_ITS % tool}"
+
+
+# /proc/meminfo's lines cut short: a field's name and digits with no ` kB` after them (the kernel
+# prints it after every size), at the end of the output (measure34b 16: `MemTotal:          33`)
+_MEMINFO_CUT = re.compile(r"[A-Za-z_()]+:?[ \t]*\d*")
+
+
+def _meminfo_cut(part: Section) -> str:
+    """Why a `cat /proc/meminfo` whose output ends on a line cut before its ` kB` is not read:
+    cut short, never "not an output this tool reads"; "" for any other part."""
+    lines = [line.strip() for line in part.text.splitlines() if line.strip()]
+    if part.command.split() != ["cat", "/proc/meminfo"] or not lines or len(lines) > 60:
+        return ""
+    if not _MEMINFO_CUT.fullmatch(lines[-1]):
+        return ""
+    return (
+        f"{part.where} is cut short: it ends at `{lines[-1][:60]}`, before the"
+        " ` kB` the kernel prints after each size"
+    )
 
 
 # what nvidia-smi printed for one of its commands whose output this tool does not read (`mig -lgi`'s

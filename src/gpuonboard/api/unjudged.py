@@ -110,13 +110,13 @@ _NULL = "(null)"  # (a field nvidia-container-cli could not read: a Jetson's dri
 # `nvidia-container-cli -d`'s debug log: its banner and its glog lines (`I0805 21:04:28.332330 29658
 # nvc.c:281] initializing library context ...`), which it prints before the info block
 _CLI_DEBUG_BANNER = re.compile(
-    r"^\s*-- WARNING, the following logs are for debugging purposes only --\s*$", re.M
+    r"^[^\S\n]*-- WARNING, the following logs are for debugging purposes only --\s*$", re.M
 )
 _CLI_GLOG = re.compile(
-    r"^\s*[IWE]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?:nvc\w*|driver|utils|rpc|elftool)\.c:\d+\] ", re.M
+    r"^[^\S\n]*[IWE]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ (?:nvc\w*|driver|utils|rpc|elftool)\.c:\d+\] ", re.M
 )
 # its own error line, where it failed (`nvidia-container-cli: initialization error: ...`): no cut
-_CLI_ERROR = re.compile(r"^\s*nvidia-container-cli: \S", re.M)
+_CLI_ERROR = re.compile(r"^[^\S\n]*nvidia-container-cli: \S", re.M)
 
 
 def container_cli_cut(text: str) -> str | None:

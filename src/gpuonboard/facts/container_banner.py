@@ -20,7 +20,7 @@ _RULE = lazy_re(r"^\s*={4,}\s*$")
 _TITLE = lazy_re(r"^\s*==\s+\S.*\s==\s*$")
 # a paragraph of the banner holds one of these (the image's version, its license, a notice)
 _BANNER_WORDS = lazy_re(
-    r"\bVersion\b|\bRelease\b|Copyright|\blicen[cs]e|DEPRECAT|^\s*\*{3,}|\bNOTE:|\bWARNING:|"
+    r"\bVersion\b|\bRelease\b|Copyright|\blicen[cs]e|DEPRECAT|^[^\S\n]*\*{3,}|\bNOTE:|\bWARNING:|"
     r"container|docs\.nvidia\.com|gitlab\.com/nvidia|\bNGC\b",
     re.IGNORECASE | re.MULTILINE,
 )

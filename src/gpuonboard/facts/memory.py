@@ -508,7 +508,7 @@ def parse_cgroup_memory_limit(text: str) -> int | None:
 _MEMINFO = lazy_re(r"^(\w+(?:\(\w+\))?):\s+(\d+)(?:\s+(kB))?\s*$")
 
 
-_MEMTOTAL = re.compile(r"^\s*MemTotal:\s+\d+\s*kB\s*$", re.M)
+_MEMTOTAL = re.compile(r"^[^\S\n]*MemTotal:\s+\d+\s*kB\s*$", re.M)
 
 
 def looks_like_meminfo(text: str) -> bool:

@@ -152,7 +152,7 @@ def nvidia_smi_failure(stdout: str, stderr: str) -> tuple[str, str]:
 
 # the line nvidia-smi prints below `Failed to initialize NVML: Driver/library version mismatch`
 # (drivers of 2024 on): the version of the NVML library it loaded, the driver's user-space side
-_NVML_LIBRARY = re.compile(r"^\s*NVML library version:\s*(\d+(?:\.\d+)+)\s*$", re.MULTILINE)
+_NVML_LIBRARY = re.compile(r"^[^\S\n]*NVML library version:\s*(\d+(?:\.\d+)+)\s*$", re.MULTILINE)
 
 
 def mismatch_library_version(stdout: str, stderr: str) -> str | None:

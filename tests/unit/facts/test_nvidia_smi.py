@@ -188,6 +188,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
     # compute-apps list (steps/checks/test_gpu_health_usage_desktop.py): tested there
     elsewhere = {
         *(p.name for p in REAL.glob("nvidia-smi__*__cut-in-processes__*.txt")),
+        # `nvidia-smi --version`: versions, no GPU list (api/test_offline_round34_host.py)
+        "nvidia-smi-version__wsl2-driver552.22-nvml550.76-cuda12.4__copied-command__llm-c-388.txt",
         "nvidia-smi__quadro-rtx-4000__2gpu-cut-in-gpu1__driver535.129.03__akash-provider-configs-12.txt",
         "nvidia-smi-query-gpu__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.csv",
         # a -q -x trimmed by its contributor (steps/checks/test_gpu_rules.py NO_VERSION)

@@ -37,7 +37,29 @@ def parse_any(text: str) -> GpuReport:
     first_line = head.splitlines()[0]
     if "," in first_line and _header_names(first_csv_row(first_line)):
         return parse_query_csv(text, ())
+    if (versions := _versions(text)) is not None:
+        return versions
     return _unknown("output not recognised as any nvidia-smi format")
+
+
+# `nvidia-smi --version` (driver R525 and later): `NVIDIA-SMI version  : 550.76.01`, `NVML version
+# : 550.76`, `DRIVER version : 552.22` (on WSL 2 the Windows driver's), `CUDA Version : 12.4`
+_VERSION_LINE = re.compile(r"(NVIDIA-SMI|NVML|DRIVER|CUDA) [Vv]ersion[ \t]*:[ \t]*(\S+)[ \t]*")
+VERSION_ONLY = (
+    "an `nvidia-smi --version` output, which prints the versions of nvidia-smi, NVML, the driver and"
+    " CUDA and no GPU list"
+)
+
+
+def _versions(text: str) -> GpuReport | None:
+    """`nvidia-smi --version`: the driver's and CUDA's versions, no GPU (said so); None for any
+    other text."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    found = [m for line in lines if (m := _VERSION_LINE.fullmatch(line)) is not None]
+    named = {m.group(1): m.group(2) for m in found}
+    if len(found) != len(lines) or "DRIVER" not in named:
+        return None
+    return GpuReport("unknown", named["DRIVER"], named.get("CUDA"), None, (), (VERSION_ONLY,))
 
 
 def _named_by_address(report: GpuReport) -> GpuReport:

@@ -30,16 +30,19 @@ from gpuonboard.once import lazy_re
 # the header's "<label> Version: <value>" pairs: "Driver Version: 580.65.06  CUDA Version: 13.0"
 # up to R590, "KMD Version: 610.57.04  CUDA UMD Version: 13.3" from R610
 # (a value is one word, or nvidia-smi's two for no CUDA driver: "CUDA Version: Not Found", or a
-# fault marker of several, as its cells print them: "[Unknown Error]", "Unknown Error")
+# fault marker of several, as its cells print them: "[Unknown Error]", "Unknown Error"); a label
+# of one to four words, from a word's start (a label of any length, tried at each letter, took
+# time growing as the square of a long line's length)
 _TABLE_VERSION_PAIR = lazy_re(
-    r"([A-Za-z]+(?: [A-Za-z]+)*)\s+Version:\s*((?i:not found\b)|\[[^\]|]+\]|Unknown Error\b|\S+)"
+    r"(?<![A-Za-z])([A-Za-z]+(?: [A-Za-z]+){0,3})\s+Version:"
+    r"\s*((?i:not found\b)|\[[^\]|]+\]|Unknown Error\b|\S+)"
 )
 # label -> what it names, the preferred spelling first
 _TABLE_VERSION_LABELS = {"driver": ("kmd", "driver"), "cuda": ("cuda umd", "cuda")}
 # the box's header rule under the column titles ("|=====+=====|"): the table's shape, whatever
 # its version labels say
 _TABLE_DRIVER_LABEL = lazy_re(r"\b(?:Driver|KMD) Version:")
-_TABLE_RULE = lazy_re(r"(?m)^\s*\|=+[=+|]*\|?\s*$")
+_TABLE_RULE = lazy_re(r"(?m)^[^\S\n]*\|=+[=+|]*\|?\s*$")
 # the first column's right cell: persistence mode on Linux, the driver model on Windows
 # (or a fault marker in that cell: `[N/A]`, `[Unknown Error]`: the GPU's row all the same)
 _MARKER = r"ERR!|\[[^\]|]+\]|Unknown Error"

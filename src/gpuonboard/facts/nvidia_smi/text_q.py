@@ -570,7 +570,10 @@ def _split_fields(m: re.Match[str]) -> str:
 
 # a line whose first character other than whitespace is a colon (a match of _JOINED_FIELDS may
 # run from a label's line over line breaks to such a line: `\s+:`)
-_LEADING_COLON = re.compile(r"\n\s*:")
+_LEADING_COLON = re.compile(r"\n[^\S\n]*:")
+# the longest line _JOINED_FIELDS is matched on (two fields of -q are some 100 characters; its
+# lazy parts' work grows faster than a line's length: a 100 KB line of ` : ` took minutes)
+_JOINED_LINE_MAX = 1000
 # what a line that _JOINED_FIELDS matches holds: two colons, each after a space (its first
 # field's `\s+:`, its second's `[ \t]{2,}:`); a bus id's or a clock time's colons are not so
 _SPACED_COLONS = re.compile(r"\s:[^\n]*\s:")
@@ -582,11 +585,11 @@ def _split_joined_fields(text: str) -> str:
     starts with a colon: where no line does, only the lines with two colons, each after a space,
     are matched, each alone (the same result as the whole text matched, at a fraction of the
     regex work)."""
-    if _LEADING_COLON.search("\n" + text):
-        return _JOINED_FIELDS.sub(_split_fields, text)
     lines = text.split("\n")
+    if _LEADING_COLON.search("\n" + text) and max(map(len, lines)) <= _JOINED_LINE_MAX:
+        return _JOINED_FIELDS.sub(_split_fields, text)
     for i, line in enumerate(lines):
-        if line.count(":") >= 2 and _SPACED_COLONS.search(line):
+        if len(line) <= _JOINED_LINE_MAX and line.count(":") >= 2 and _SPACED_COLONS.search(line):
             lines[i] = _JOINED_FIELDS.sub(_split_fields, line)
     return "\n".join(lines)
 
@@ -726,7 +729,7 @@ def parse_text_q(text: str) -> GpuReport:
 
 
 # a `-q` GPU record's name line, at any indent
-_PRODUCT_NAME = re.compile(r"^\s*Product Name\s*:", re.M)
+_PRODUCT_NAME = re.compile(r"^[^\S\n]*Product Name\s*:", re.M)
 
 
 def _one_record(text: str, attached: int | None, records: int, whole: bool) -> bool:

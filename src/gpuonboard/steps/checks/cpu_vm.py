@@ -13,8 +13,8 @@ from gpuonboard.once import lazy_re
 
 # lscpu's `Hypervisor vendor:` line (KVM, Microsoft, VMware, Xen ...), and the `hypervisor` CPU flag
 # a guest's CPUs carry (lscpu's Flags, /proc/cpuinfo's flags)
-_HYPERVISOR_VENDOR = lazy_re(r"^\s*Hypervisor vendor:\s*(\S.*?)\s*$", re.M)
-_HYPERVISOR_FLAG = lazy_re(r"^\s*flags\s*:.*\bhypervisor\b", re.M | re.I)
+_HYPERVISOR_VENDOR = lazy_re(r"^[^\S\n]*Hypervisor vendor:\s*(\S.*?)\s*$", re.M)
+_HYPERVISOR_FLAG = lazy_re(r"^[^\S\n]*flags\s*:.*\bhypervisor\b", re.M | re.I)
 # a CPU model named for its cores per socket (AMD's: `AMD EPYC 9354 32-Core Processor`)
 _MODEL_CORES = re.compile(r"\b(\d{1,3})-Core Processor\b", re.I)
 

@@ -19,6 +19,7 @@ from gpuonboard.facts.driver_module import MODULE_PROBE, ModuleVersion, mismatch
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.facts.kernel_text import log_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR
+from gpuonboard.facts.nvidia_smi.sniff import VERSION_ONLY
 from gpuonboard.facts.nvidia_smi_failure import mismatch_library_version
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check
@@ -105,7 +106,8 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     assert order.min_driver is not None
     expected = f">= {order.min_driver}"
     problem = _no_gpu_actual(facts, "min_driver")
-    if problem and driver_above_cut(facts):  # (its driver line whole above the cut: judged)
+    version_only = facts.gpu is not None and VERSION_ONLY in facts.gpu.warnings
+    if problem and (driver_above_cut(facts) or version_only):  # (its driver line whole: judged)
         problem = None
     if problem or facts.gpu is None or not facts.gpu.driver_version:
         library = mismatch_library_version(facts.gpu_raw.stdout, facts.gpu_raw.stderr) if problem else None
@@ -137,7 +139,7 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
             "nvidia-smi did not report a numeric driver version; run nvidia-smi on the host to read it",
         )
     loaded = log_driver(facts)
-    actual = driver
+    actual = f"{driver} (`nvidia-smi --version`'s DRIVER version)" if version_only else driver
     if loaded is not None and loaded.version != driver:  # (nvidia-smi's is judged; the log's said)
         actual = f"{driver} (nvidia-smi; the kernel log's last driver load line says {loaded.version})"
     if ok:

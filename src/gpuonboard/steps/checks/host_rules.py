@@ -561,7 +561,7 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if (least := ram_floor_met(facts, wanted, need, _telling_decimals)) is not None:
         return least
     if (unread := _ram_not_read(facts, f">= {format_bytes(wanted)}")) is not None:
-        return unread
+        return _limit_without_free(unread, facts, need)
     assert facts.memory is not None and facts.memory.total_bytes is not None
     total = facts.memory.total_bytes
     # as many decimals as tell the two apart (an order of 1.05 TiB beside 1.03 TiB read)
@@ -673,6 +673,26 @@ def _ram_not_read(facts: Facts, expected: str) -> Check | None:
             )
         return _tool_failed("ram", expected, facts, "free", "free -k")
     return None
+
+
+def _limit_without_free(check: Check, facts: Facts, need: float) -> Check:
+    """ram where no free was given but the cgroup's memory limit was read (measure34b 25): a
+    limit below the order is all this login may use, whatever the box holds (fail, as beside a
+    free); one at or above it says nothing of the box's RAM (unverified, the limit named)."""
+    limit = facts.memory_limit_bytes
+    if limit is None or facts.memory is not None or facts.given("free"):
+        return check
+    if limit < need:
+        return Check(
+            "ram",
+            check.expected,
+            f"{format_bytes(limit)} usable (cgroup memory limit; no free output was given)",
+            "fail",
+            f"only {format_bytes(limit)} usable (cgroup memory limit): the container's limit, not a"
+            " missing DIMM; ask the vendor for the memory ordered",
+        )
+    said = f"; the cgroup memory limit read is {format_bytes(limit)}, which does not tell the box's RAM"
+    return replace(check, actual=check.actual + said)
 
 
 def _numactl_summed(uncounted: tuple[int, int]) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
+from gpuonboard.facts.nvidia_smi.sniff import VERSION_ONLY
 from gpuonboard.facts.nvidia_smi.table import TABLE_ROW_BEGUN
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
 from gpuonboard.once import lazy_re
@@ -308,6 +309,9 @@ def _no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
                 said = f"driver {facts.gpu.driver_version or 'unreadable'}, CUDA {cuda}"
                 said += f" ({'; '.join(notes)[:240]})" if notes else ""
                 return f"unknown: {_rows_unread(said, about, whole=not notes)}"
+            if VERSION_ONLY in facts.gpu.warnings:  # (`--version`: versions, never a GPU list)
+                cuda = facts.gpu.cuda_version or "unknown"
+                return f"unknown: {VERSION_ONLY} (driver {facts.gpu.driver_version}, CUDA {cuda})"
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
@@ -395,7 +399,7 @@ _TABLE_HEAD = lazy_re(
     r"\A(?:[ \t]*\n|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}[ \t]*\n|Every .*\n)*"
     r"[ \t]*\+-+\+[ \t]*\n[ \t]*\|\s*NVIDIA-SMI\s"
 )
-_Q_HEAD = lazy_re(r"^\s*=+NVSMI LOG=+\s*\n(?:.*\n)*?\s*Driver Version\s*:", re.M)
+_Q_HEAD = lazy_re(r"^[^\S\n]*=+NVSMI LOG=+\s*\n(?:.*\n)*?[^\S\n]*Driver Version\s*:", re.M)
 
 
 # what a table (or another format) says whose banner was read and none of whose GPU rows
@@ -513,8 +517,15 @@ def driver_unread(expected: str, actual: str, unread: str, refused: str) -> Chec
     said = "incomplete probe" in actual or unread in actual or actual.startswith("nvidia-smi answered")
     if actual == "nvidia-smi failed" and unread.startswith("nvidia-smi answered"):
         actual, said = unread, True  # (it answered: no failure to speak of)
-    actual += "" if said else f" ({unread})"
-    return Check("nvidia_driver", expected, actual, "unverified", RERUN_ADVICE)
+    actual += "" if said or VERSION_ONLY in actual else f" ({unread})"
+    advice = VERSION_ADVICE if VERSION_ONLY in actual else RERUN_ADVICE
+    return Check("nvidia_driver", expected, actual, "unverified", advice)
+
+
+VERSION_ADVICE = (
+    "`nvidia-smi --version` names the driver and lists no GPU: save the box's `nvidia-smi` (its"
+    " table) or `nvidia-smi -q`, which list the GPUs"
+)
 
 
 def attached_below(facts: Facts, ordered: int) -> int | None:
