@@ -78,9 +78,8 @@ def test_the_real_one_line_table_after_a_prompt_or_its_date_is_judged(tmp_path: 
     assert got["min_driver"] == ("pass", "535.129.03")
 
 
-GST = (
-    REAL
-    / "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt"
+GST = REAL / (
+    "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt"
 )
 
 
