@@ -284,6 +284,9 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # a collapsed table cut in GPU 6's first row, GPUs holding GiBs with their list cut away:
         # steps/checks/test_foreign_cut_r33.py
         "nvidia-smi__geforce-rtx-4090__collapsed-spaces__driver550.144.03__gpu3-fan-err__cut-in-gpu6-row__cnblogs-asandstar.txt",
+        # an L40S at 100 % with 0 MiB, its draw and clock: steps/checks/test_foreign_utilisation_alone.py
+        "nvidia-smi__l40s__1gpu__driver595.80__idle-section-100pct-0mib-242w-no-process.txt",
+        "nvidia-smi-query-gpu__l40s__1gpu__driver595.80__idle-section-100pct-0mib-145w-gpu-idle-not-active.csv",
         # a banner cut below under a stress tool's lines: steps/checks/test_driver_line_shape.py
         "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt",
     }
