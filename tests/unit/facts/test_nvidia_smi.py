@@ -289,6 +289,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-query-gpu__l40s__1gpu__driver595.80__idle-section-100pct-0mib-145w-gpu-idle-not-active.csv",
         # a -q cut after its one GPU's virtualization mode: gpu_health/test_virtualization_cut_r34.py
         "nvidia-smi-q__quadro-m1000m__1gpu__driver375.82__cut-after-virtualization-mode__nvidia-docker-688.txt",
+        # a WDDM table cut in its compute mode: steps/checks/test_foreign_cut_r34.py
+        "nvidia-smi__geforce-name-cut__1gpu-12288mib__driver526.47__windows-wddm__prompt-glyph__cut-in-gpu0-compute-mode__wsl-9099.txt",
         # a banner cut below under a stress tool's lines: steps/checks/test_driver_line_shape.py
         "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt",
     }

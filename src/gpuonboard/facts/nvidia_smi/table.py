@@ -139,10 +139,17 @@ def _cells(line: str) -> list[str]:
 
 def _closed_cells(cells: list[str], line: str, at_end: bool) -> list[str]:
     """`cells`, its last cell blank where `line` ends the output without its closing `|`: a
-    cell the cut went through (`59%      Def` of `Default`) is not read."""
+    cell the cut went through (`59%      Def` of `Default`) is not read, but for the utilisation
+    ahead of it in the GPU-Util cell, whole where blanks part it from the compute mode cut
+    (`      8%      De`: 8 % read, the compute mode not)."""
     if not at_end or not cells or line.rstrip().endswith("|"):
         return cells
-    return [*cells[:-1], ""]
+    whole = _UTIL_BEFORE_CUT.match(cells[-1]) if len(cells) == 3 else None
+    return [*cells[:-1], whole.group(1) if whole else ""]
+
+
+# the GPU-Util cell's utilisation, blanks after it and a word begun (the compute mode, cut)
+_UTIL_BEFORE_CUT = re.compile(r"^(\s*\d{1,3}%)\s+\S+$")
 
 
 def _table_ecc(value: str) -> str | None:

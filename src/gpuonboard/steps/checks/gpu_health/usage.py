@@ -280,10 +280,13 @@ def _held_beyond_desktop(g: GpuInfo) -> bool:
     """A GPU whose process list was not read, driving no display, holds more memory than the
     busy mark: some job's allocations (Xorg on a headless GPU holds a few MiB), whatever its
     list, cut away, would name. A GPU that drives a display may hold GiBs for a desktop's
-    applications (the RTX 4000 SFF Ada's 3.5 GiB): no job's from the figures alone."""
+    applications (the RTX 4000 SFF Ada's 3.5 GiB): no job's from the figures alone; so may a
+    GPU under Windows' WDDM driver model, whose desktop (dwm.exe, explorer.exe ...) holds its
+    memory with Display Active read Disabled (the real RTX 2080 SUPER's 1296 MiB, 591.86)."""
     return (
         not g.processes_known
         and g.display_active != "Enabled"
+        and g.driver_model != "WDDM"
         and g.memory_used_mib is not None
         and g.memory_used_mib > BUSY_MEMORY_MIB
     )
