@@ -552,9 +552,16 @@ def _read_as(
             code = SAVED_FAILURE_EXIT
     what, runs = paste.outputs_in(kind, text)
     if runs > 1:
+        # (one GPU's lines repeated, each with its own MIG device: several pods' views of one GPU)
+        same = paste.repeated_gpu(text) if kind == "nvidia_smi_list" else ""
+        why = (
+            f"{same}: several pods' or containers' views of one GPU, one output pasted again, or two"
+            if same
+            else "one pasted twice, or two"
+        )
         raise UsageError(
-            f"{where}: this file holds {runs} {what} outputs (one pasted twice, or two boxes' in one"
-            " file), which cannot be told apart as one box; save one output of one box per file."
+            f"{where}: this file holds {runs} {what} outputs ({why} boxes' in one file), which cannot"
+            " be told apart as one box; save one output of one box per file."
         )
     refuse_unreadable(where, kind, text)
     if kind == "free":

@@ -754,11 +754,27 @@ def _csv_headers(text: str) -> int:
 
 
 def _listed_twice(text: str) -> int:
-    """`nvidia-smi -L`: 2 when a GPU number, or a GPU's UUID (an all-zero redacted one aside),
-    is listed twice."""
+    """`nvidia-smi -L`: how many times its most listed GPU number, or GPU UUID (an all-zero
+    redacted one aside), is listed: more than 1 is more than one output."""
     numbers = re.findall(r"^[^\S\n]*GPU (\d+):", text, re.MULTILINE)
     uuids = [u for u in re.findall(r"\(UUID: (GPU-[0-9a-fA-F-]+)\)", text) if u.strip("GPU-0")]
-    return 2 if len(numbers) != len(set(numbers)) or len(uuids) != len(set(uuids)) else 1
+    return max([1, *(numbers.count(n) for n in numbers), *(uuids.count(u) for u in uuids)])
+
+
+def repeated_gpu(text: str) -> str:
+    """`nvidia-smi -L` listing one GPU several times with MIG devices of its own each time:
+    'GPU 0 (GPU-717ef73c-...) is listed 5 times' (several pods' or containers' views of one GPU,
+    each its own MIG device); '' where no GPU line repeats or no MIG device differs."""
+    lines = re.findall(
+        r"^[^\S\n]*(GPU \d+):.*?(?:\(UUID: (GPU-[0-9a-fA-F-]+)\))?[^\S\n]*$", text, re.MULTILINE
+    )
+    counts = {line: lines.count(line) for line in lines}
+    (number, uuid), times = max(counts.items(), key=lambda kv: kv[1], default=(("", ""), 0))
+    # (each view with its own MIG device: a listing pasted twice repeats its MIG devices too)
+    migs = re.findall(r"^[^\S\n]*MIG .*\(UUID: (MIG-[^)\s]+)", text, re.MULTILINE)
+    if times < 2 or len(set(migs)) < 2:
+        return ""
+    return f"{number}" + (f" ({uuid})" if uuid else "") + f" is listed {times} times"
 
 
 def _lscpu_runs(text: str) -> int:

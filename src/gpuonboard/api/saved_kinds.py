@@ -26,7 +26,7 @@ from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 
 
 _GPU_LINE = re.compile(r"^GPU \d+: .*$")
-_MIG_LINE = re.compile(r"^\s+MIG \S+\s+Device\s+\d+:")
+_MIG_LINE = re.compile(r"^\s*MIG \S+\s+Device\s+\d+:")  # (at any indentation: a page may lose it)
 # (a link line flush left, as a web page that lost the indentation shows it, with its speed or
 # `<inactive>`: Lambda's docs' `Link 0: 26.562 GB/s`)
 _NVLINK_LINE = re.compile(

@@ -458,6 +458,36 @@ def _best_version(values: Sequence[str | None]) -> str | None:
     return next((v for v in given if _is_version(v)), given[0] if given else None)
 
 
+# how the sentence of a whole view beside a whole `-L` ends (gpu_count names it with its count)
+VIEW_COUNTED = "the count is `-L`'s"
+# the formats whose whole output shows it was not cut (a table's Processes box closed, -q's
+# records and Attached GPUs): one listing fewer GPUs than a whole `-L` is a view of some GPUs
+_CLOSED_FORMATS = ("table", "text", "xml")
+
+
+def _whole_view(
+    base_report: GpuReport | None,
+    ranked: list[tuple[str, GpuReport]],
+    wider: tuple[str, list[GpuInfo], GpuReport | None],
+    listed_whole: bool,
+) -> str:
+    """Where a whole table (or -q) lists some of the GPUs a whole `-L` of the box lists, each of
+    them among its lines: the sentence that it is a view of those GPUs (`nvidia-smi -i 0`), the
+    count `-L`'s; '' otherwise (a format cut short, or one that cannot show its own cut: a CSV)."""
+    if wider[2] is not None or not listed_whole or base_report is None or not base_report.complete:
+        return ""
+    label = next((lab for lab, r in ranked if r is base_report), "")
+    if label not in _CLOSED_FORMATS:
+        return ""
+    n, total = len(base_report.gpus), len(wider[1])
+    shown = ", ".join(f"GPU {g.index}" for g in base_report.gpus)
+    return (
+        f"{gpu_agree.format_call(label)} shows {shown} only, its GPU rows whole, of the {total} GPUs"
+        f" `nvidia-smi -L` lists: a view of {'that GPU' if n == 1 else 'those GPUs'} (`nvidia-smi -i`),"
+        f" {VIEW_COUNTED}"
+    )
+
+
 def _union(
     reports: list[tuple[str, GpuReport]],
     listed: list[GpuInfo],
@@ -482,10 +512,11 @@ def _union(
     pool: list[tuple[str, GpuInfo]] = [(label, g) for label, rep in ranked for g in rep.gpus]
     pool += [(listed_as, g) for g in listed]
     base, whole, base_report = _base(ranked, listed, listed_whole)
-    outlisted = ""
+    outlisted = view = ""
     if (wider := _wider(base, ranked, listed, unopened, listed_as)) is not None:
-        outlisted = _outlisted(base, base_report, wider, listed_as)
-        base, whole, base_report = wider[1], False, wider[2]
+        view = _whole_view(base_report, ranked, wider, listed_whole)
+        outlisted = "" if view else _outlisted(base, base_report, wider, listed_as)
+        base, whole, base_report = wider[1], bool(view), wider[2]
     # a GPU's copies are in the other formats: never another GPU of its own listing, even one
     # on the same PCI address (nvidia-smi listing two GPUs at one address, one of them ERR!,
     # would otherwise lend the healthy one's values to the faulty one)
@@ -503,7 +534,7 @@ def _union(
     # count: another format's other count is another capture, never this box's missing GPUs
     counts = [r.attached_gpus for _, r in ranked if r.attached_gpus is not None]
     attached = (base_report.attached_gpus if whole and base_report else None) or max(counts, default=None)
-    warnings = [w for _, r in ranked for w in r.warnings]
+    warnings = [w for _, r in ranked for w in r.warnings] + ([view] if view else [])
     said = list(dict.fromkeys(sentence for _, sentence in clashes))
     first = [gpu_agree.disagreement(said), base_report.gap if base_report else "", outlisted]
     gap, skipped = _set_gap(gpus, "; ".join(filter(None, first)), repeated)

@@ -31,7 +31,8 @@ from gpuonboard.inventory.model import OrderSpec
 from ..offline_judge import column_wrapped
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-LISTINGS = sorted(p.name for p in REAL.glob("nvidia-smi-L__*"))
+# (not several pods' views of one GPU, refused whole: api/test_offline_list_pods_mig.py)
+LISTINGS = sorted(p.name for p in REAL.glob("nvidia-smi-L__*") if "-listed-5-times-" not in p.name)
 # every real CSV offline judging reads (the header-less sampler needs its field list)
 # (not the one-column CSVs of a field no rule reads: noted, not judged, api/test_offline_unjudged.py)
 CSVS = sorted(

@@ -286,6 +286,15 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # a collapsed table cut in GPU 6's first row, GPUs holding GiBs with their list cut away:
         # steps/checks/test_foreign_cut_r33.py
         "nvidia-smi__geforce-rtx-4090__collapsed-spaces__driver550.144.03__gpu3-fan-err__cut-in-gpu6-row__cnblogs-asandstar.txt",
+        # an L40S at 100 % with 0 MiB, its draw and clock: steps/checks/test_foreign_utilisation_alone.py
+        "nvidia-smi__l40s__1gpu__driver595.80__idle-section-100pct-0mib-242w-no-process.txt",
+        "nvidia-smi-query-gpu__l40s__1gpu__driver595.80__idle-section-100pct-0mib-145w-gpu-idle-not-active.csv",
+        # a -q cut after its one GPU's virtualization mode: gpu_health/test_virtualization_cut_r34.py
+        "nvidia-smi-q__quadro-m1000m__1gpu__driver375.82__cut-after-virtualization-mode__nvidia-docker-688.txt",
+        # a WDDM table cut in its compute mode: steps/checks/test_foreign_cut_r34.py
+        "nvidia-smi__geforce-name-cut__1gpu-12288mib__driver526.47__windows-wddm__prompt-glyph__cut-in-gpu0-compute-mode__wsl-9099.txt",
+        # a banner cut below under a stress tool's lines: steps/checks/test_driver_line_shape.py
+        "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

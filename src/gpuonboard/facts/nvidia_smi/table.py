@@ -68,8 +68,10 @@ _TABLE_POWER = lazy_re(r"(\S+)\s*/\s*(\S+)\s*$")
 _TABLE_UTIL = lazy_re(r"^\s*(\d+%|N/A)\s+(.*?)\s*$")
 # "|    0    2    1    12249      C   /root/tools/memhog     2194MiB |" (GI/CI columns from R470)
 _TABLE_PROCESS = lazy_re(
-    r"^\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+|N/A)\s+([CGM](?:\+[CGM])*)\s+(.*?)\s+(\d+(?:MiB|MB)|N/A)\s*$"
+    r"^\s*(\d+)\s+(?:(\S+)\s+(\S+)\s+)?(\d+|N/A)\s+([CGM](?:\+[CGM])*)\s+(.*?)\s+(\d+(?:MiB|MB)|N/A|\d+(?:\.\.\.|…))\s*$"
 )
+# (a memory cell nvidia-smi shortened to the terminal's width, `12724...` under `watch`: the
+# entry's GPU, PID, type and name are read, its memory not)
 _TABLE_UNIT = lazy_re(r"(?<=\d)(?=[A-Za-z])")
 # "Processes:", "Compute processes:" (before R331)
 _TABLE_PROCESSES = lazy_re(r"\bprocesses:", re.IGNORECASE)
@@ -142,10 +144,17 @@ def _cells(line: str) -> list[str]:
 
 def _closed_cells(cells: list[str], line: str, at_end: bool) -> list[str]:
     """`cells`, its last cell blank where `line` ends the output without its closing `|`: a
-    cell the cut went through (`59%      Def` of `Default`) is not read."""
+    cell the cut went through (`59%      Def` of `Default`) is not read, but for the utilisation
+    ahead of it in the GPU-Util cell, whole where blanks part it from the compute mode cut
+    (`      8%      De`: 8 % read, the compute mode not)."""
     if not at_end or not cells or line.rstrip().endswith("|"):
         return cells
-    return [*cells[:-1], ""]
+    whole = _UTIL_BEFORE_CUT.match(cells[-1]) if len(cells) == 3 else None
+    return [*cells[:-1], whole.group(1) if whole else ""]
+
+
+# the GPU-Util cell's utilisation, blanks after it and a word begun (the compute mode, cut)
+_UTIL_BEFORE_CUT = re.compile(r"^(\s*\d{1,3}%)\s+\S+$")
 
 
 def _table_ecc(value: str) -> str | None:
@@ -191,7 +200,9 @@ def _table_processes(
             pid=_int(match.group(4)),
             name=match.group(6).strip(),
             type=match.group(5),
-            used_memory_mib=_mib(_TABLE_UNIT.sub(" ", match.group(7))),
+            used_memory_mib=None
+            if match.group(7).endswith(("...", "…"))
+            else _mib(_TABLE_UNIT.sub(" ", match.group(7))),
         )
         by_gpu.setdefault(int(match.group(1)), []).append(process)
     if unsupported and not by_gpu:

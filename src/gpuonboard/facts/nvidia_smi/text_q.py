@@ -391,6 +391,22 @@ def _text_engines(section: Mapping[str, Any]) -> EngineReadings:
     )
 
 
+def _lines_read_in_last(tree: Mapping[str, Any], newline: bool) -> tuple[str, ...]:
+    """The value lines of a cut record's last section that were read whole, as
+    'section/line' (casefolded: `gpu virtualization mode/virtualization mode` of a -q cut after
+    it): the section may go on in the part cut away, but a rule that reads only such a line
+    has it whole; its last line only where the text ends with the newline after it."""
+    if not tree:
+        return ()
+    last = list(tree)[-1]
+    section = tree[last]
+    if not isinstance(section, Mapping):
+        return ()
+    labels = list(section)
+    whole = labels if newline else labels[:-1]
+    return tuple(f"{last}/{label}".casefold() for label in whole if not isinstance(section[label], Mapping))
+
+
 def _text_gpu(
     key: str, lines: list[str], section: Mapping[str, Any], position: int, warnings: list[str]
 ) -> GpuInfo:
@@ -696,6 +712,7 @@ def parse_text_q(text: str) -> GpuReport:
     if not complete and gpus and not lists_cut:
         # (its values read are whole lines; its sections before the last one it reached closed)
         closed = tuple(label.casefold() for label in list(trees[-1])[:-1])
+        closed += _lines_read_in_last(trees[-1], text.endswith("\n"))
         gpus[-1] = replace(gpus[-1], record_cut=True, parts_read=closed)
     complete = complete or lists_cut
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"

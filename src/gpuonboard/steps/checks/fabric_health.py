@@ -296,8 +296,15 @@ def rule_fabric_manager(
             " `nvidia-smi -q` (its Fabric section: State and Status) on the box.",
         )
     if not whole_box:  # a slice of an NVSwitch host (VM): the host runs FM; the GPUs' state tells
+        # (the service as it was read, "not probed" offline without its file: the row's expected
+        # names the service, so its actual says what was known of it)
         return Check(
-            "fabric_manager", _FM_EXPECTED, f"fabric state Completed on {len(reported)} GPU(s)", "pass"
+            "fabric_manager",
+            _FM_EXPECTED,
+            f"fabric manager {_fm_text(fm)}; fabric state Completed / Success on {len(reported)} GPU(s)",
+            "pass",
+            "the GPUs report their fabric registration Completed / Success, which needs the fabric"
+            " manager (on a slice of an NVSwitch host, the host's)",
         )
     return _whole_box_check(fm, complete, box)
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
 from gpuonboard.facts import topo
+from gpuonboard.facts.gpu_merge import VIEW_COUNTED
 from gpuonboard.facts.kernel_log import sandbox_of
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.values import cuda_unread, no_cuda
@@ -448,10 +449,11 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
     elif n < order.gpu_count:
         missing = f"{order.gpu_count - n} of the {order.gpu_count} ordered GPUs missing"
         detail = missing + (f" ({detail})" if detail else "") + f"; {_ask(facts, n)}"
-    # (as many as ordered or more, of an output cut short: a pass, its count of the GPUs read)
-    return Check(
-        "gpu_count", expected, f"{n} listed; {incomplete}" if incomplete else str(n), verdict, detail
-    )
+    # (as many as ordered or more, of an output cut short: a pass, its count of the GPUs read;
+    # a whole table of some GPUs beside a whole -L: counted by -L, the view said)
+    view = next((w for w in facts.gpu.warnings if w.endswith(VIEW_COUNTED)), "")
+    actual = f"{n} listed; {incomplete}" if incomplete else str(n) + (f"; {view}" if view else "")
+    return Check("gpu_count", expected, actual, verdict, detail)
 
 
 def _ask(facts: Facts, n: int) -> str:

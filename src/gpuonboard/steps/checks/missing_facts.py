@@ -370,7 +370,7 @@ def driver_above_cut(facts: Facts) -> str | None:
     # (a container image's start-up banner above, `docker run IMAGE nvidia-smi`'s, is the image's
     # words: the table under it is the host's kernel driver's answer, its version the box's)
     own_text = _without_image_banner(raw.stdout)
-    shaped = joined or _TABLE_HEAD.match(own_text) or _Q_HEAD.search(own_text)
+    shaped = joined or _TABLE_HEAD.match(own_text) or _Q_HEAD.search(own_text) or _under_output(own_text)
     return gpu.driver_version if own == {gpu.driver_version} and shaped else None
 
 
@@ -400,6 +400,23 @@ _TABLE_HEAD = lazy_re(
     r"[ \t]*\+-+\+[ \t]*\n[ \t]*\|\s*NVIDIA-SMI\s"
 )
 _Q_HEAD = lazy_re(r"^[^\S\n]*=+NVSMI LOG=+\s*\n(?:.*\n)*?[^\S\n]*Driver Version\s*:", re.M)
+# the table's top border and banner at a line's start, anywhere in the text
+_BORDER_BANNER = lazy_re(r"^[ \t]*\+-{20,}\+[ \t]*\n[ \t]*\|\s*NVIDIA-SMI\s", re.M)
+# a line introducing what follows ("the host needs at least this driver:", "Expected output:")
+# or a document's heading (`## Environment`): a quote's words, not another program's output
+_INTRODUCES = lazy_re(r"(?::|^#{1,6}[ \t].*)[ \t]*$")
+
+
+def _under_output(text: str) -> bool:
+    """Whether the table's border and banner stand under another program's lines (a stress tool's
+    `./gst capturing GPU information...`, a script's echo): the table is the box's output all
+    the same, as it is under nothing; a line right above it that introduces it (ending in `:`) or
+    a heading is a document quoting a banner, no output of the box."""
+    found = _BORDER_BANNER.search(text)
+    if found is None:
+        return False
+    above = [line for line in text[: found.start()].split("\n") if line.strip()]
+    return bool(above) and not any(_INTRODUCES.search(line.strip()) for line in above[-1:])
 
 
 # what a table (or another format) says whose banner was read and none of whose GPU rows

@@ -76,3 +76,28 @@ def test_the_real_one_line_table_after_a_prompt_or_its_date_is_judged(tmp_path: 
     mynw capture, test_gpu_rules_cut.py)."""
     got = verdicts(tmp_path, "nvidia-smi.txt", before + ONE_LINE.read_text(), 'min_driver: "470"\n')
     assert got["min_driver"] == ("pass", "535.129.03")
+
+
+GST = REAL / (
+    "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt"
+)
+
+
+def test_a_real_table_cut_below_its_banner_under_another_programs_lines_is_judged(tmp_path: Path) -> None:
+    """measure34a 11: the real B200 session, gpu-stress-test's six lines (`./gst capturing GPU
+    information...` ... `Can not running on B200 platform.`) above nvidia-smi's border and banner,
+    cut below them: min_driver judged as the same banner under nothing is. Before: unverified
+    ("cut short or mangled"), another program's lines above taken for a document's words."""
+    got = verdicts(tmp_path, "session.txt", GST.read_text(), 'gpu_count: 8\nmin_driver: "570"\n')
+    assert got["min_driver"] == ("pass", "570.133.20")
+
+
+@pytest.mark.parametrize(
+    "intro", ["Expected output:\n", "## Driver\n\n", "./gst capturing GPU information...\nneeds:\n"]
+)
+def test_the_real_b200_banner_under_an_introducing_line_is_not_judged(tmp_path: Path, intro: str) -> None:
+    """The same real border and banner under a line introducing it (`...:`) or a heading
+    (written in-test): a document quoting a banner, unverified."""
+    table = GST.read_text().split("\n\n", 1)[1]
+    got = verdicts(tmp_path, "nvidia-smi.txt", intro + table, 'min_driver: "570"\n')
+    assert got["min_driver"][0] == "unverified", got["min_driver"]

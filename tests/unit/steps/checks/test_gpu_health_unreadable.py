@@ -130,6 +130,9 @@ LOST_GPU_CAPTURES = {
         # after its banner: read through the paste's clean-up only, api/test_offline_csv_among.py)
         and "noheader-among-miner-lines" not in p.name
         and "gha-stamped-klog" not in p.name
+        # (a banner cut below it under a stress tool's lines, no GPU row:
+        # steps/checks/test_driver_line_shape.py GST)
+        and "cut-below-banner" not in p.name
     )
     # (the derived utilisation streams the simulator's monitor and autostop watcher replay are
     # no listing)

@@ -173,7 +173,8 @@ _CARRIED_BY: dict[str, tuple[str, ...]] = {"temperature_slowdown_c": ("text", "x
 # rule; a rule not here keeps the cut's demotion.
 _NAME = ("product name", "product_name")
 _BRAND = ("product brand", "product_brand")
-_VIRT = ("gpu virtualization mode", "gpu_virtualization_mode")
+# (or its one line the rules read, whole, in a -q cut inside that section: text_q._lines_read_in_last)
+_VIRT = ("gpu virtualization mode", "gpu_virtualization_mode", "gpu virtualization mode/virtualization mode")
 _DRIVER_MODEL = ("driver model", "driver_model")
 _ECC_MODE = ("ecc mode", "ecc_mode")
 _ECC_ERRORS = ("ecc errors", "ecc_errors")

@@ -116,6 +116,60 @@ def _utilisation_alone(g: GpuInfo) -> bool:
     )
 
 
+# Work shown beside utilisation with no memory held (_working_without_memory): the driver's own
+# `gpu_idle` clock event reason read Not Active, the SM clock at its max (90 % of it or more) and
+# the board drawing 40 % of its power limit or more. The real idle captures that read no
+# gpu_idle reason come up at P0 with the clock at its max when nvidia-smi wakes them (persistence
+# mode off) but draw 10-17 % of their limit (A100 67 W / 400 W, H100 70 W / 700 W, RTX 4090
+# 57-68 W / 450 W), a T4 38 % (26.8 W / 70 W) at a third of its max clock; an L40S at 100 % with 0
+# MiB used drew 145 W / 350 W (its table 242 W) at 2520 MHz, its max (utkuozdemir/nvidia_gpu_exporter).
+WORK_SM_CLOCK_SHARE = 0.9
+WORK_POWER_SHARE = 0.4
+
+
+def _working_without_memory(g: GpuInfo) -> str | None:
+    """'drawing 145 W of its 350 W limit, SM clock 2520 MHz of 2520 MHz, the GPU-idle clock reason
+    not active' where a GPU busy by its utilisation alone (_utilisation_alone) shows work by its
+    power, clocks and idle reason all read (the idle Kepler reading is at no such draw, or
+    reads none of them); None otherwise."""
+    draw, limit = g.power_draw_w, g.power_limit_w
+    clock, top = g.clocks_sm_mhz, g.clocks_sm_max_mhz
+    if not g.clock_event_reasons_known or "gpu_idle" in g.clock_event_reasons:
+        return None
+    if draw is None or not limit or clock is None or not top:
+        return None
+    if draw < WORK_POWER_SHARE * limit or clock < WORK_SM_CLOCK_SHARE * top:
+        return None
+    return (
+        f"drawing {draw:g} W of its {limit:g} W limit, SM clock {clock} MHz of {top} MHz,"
+        " the GPU-idle clock reason not active"
+    )
+
+
+def _working_check(working: list[GpuInfo], alone: list[GpuInfo]) -> Check:
+    """foreign_processes where a GPU busy by utilisation alone shows work by its power and clocks:
+    a warn naming them (a job that just ended, freeing its memory, or one nvidia-smi does not
+    list), never the idle Kepler reading's unverified."""
+    figures = "; ".join(
+        f"{gpu_label(g)} at {g.utilization_gpu_pct} % utilisation with {g.memory_used_mib} MiB used,"
+        f" {_working_without_memory(g)}"
+        for g in working
+    )
+    rest = "; ".join(
+        f"{gpu_label(g)} at {g.utilization_gpu_pct} % with {g.memory_used_mib} MiB used" for g in alone
+    )
+    return Check(
+        "foreign_processes",
+        "none",
+        f"{figures}, no process listed" + (f"; {rest}" if rest else ""),
+        "warn",
+        "the GPU is working (its power draw and SM clock are a job's, and the driver does not call"
+        " it idle) while no process is listed and no memory is held: a job that just ended, or one"
+        " nvidia-smi does not list (another container's or VM's); rerun `nvidia-smi` a few seconds"
+        " later: a GPU still working with no process listed is in someone else's use",
+    )
+
+
 def _utilisation_alone_check(alone: list[GpuInfo], gpus: list[GpuInfo]) -> Check:
     """foreign_processes where the only work seen is utilisation with no memory held and no
     process listed: unverified, with the reason."""
@@ -215,10 +269,13 @@ def _held_beyond_desktop(g: GpuInfo) -> bool:
     """A GPU whose process list was not read, driving no display, holds more memory than the
     busy mark: some job's allocations (Xorg on a headless GPU holds a few MiB), whatever its
     list, cut away, would name. A GPU that drives a display may hold GiBs for a desktop's
-    applications (the RTX 4000 SFF Ada's 3.5 GiB): no job's from the figures alone."""
+    applications (the RTX 4000 SFF Ada's 3.5 GiB): no job's from the figures alone; so may a
+    GPU under Windows' WDDM driver model, whose desktop (dwm.exe, explorer.exe ...) holds its
+    memory with Display Active read Disabled (the real RTX 2080 SUPER's 1296 MiB, 591.86)."""
     return (
         not g.processes_known
         and g.display_active != "Enabled"
+        and g.driver_model != "WDDM"
         and g.memory_used_mib is not None
         and g.memory_used_mib > BUSY_MEMORY_MIB
     )
@@ -485,6 +542,8 @@ def rule_foreign_processes(
             " (a compute job's rows) may be in the part cut from this output: rerun `nvidia-smi` and"
             " save its whole output",
         )
+    if working := [g for g in alone if _working_without_memory(g)]:
+        return _working_check(working, [g for g in alone if g not in working])
     if alone:
         return _utilisation_alone_check(alone, gpus)
     if reserve and not graphics:
