@@ -471,15 +471,17 @@ def _whole_view(
     wider: tuple[str, list[GpuInfo], GpuReport | None],
     listed_whole: bool,
 ) -> str:
-    """Where a whole table (or -q) lists some of the GPUs a whole `-L` of the box lists, each of
-    them among its lines: the sentence that it is a view of those GPUs (`nvidia-smi -i 0`), the
-    count `-L`'s; '' otherwise (a format cut short, or one that cannot show its own cut: a CSV)."""
+    """Where a whole table (or -q) lists one of the GPUs a whole `-L` of the box lists, among its
+    lines: the sentence that it is a view of that GPU (`nvidia-smi -i 0`), the count `-L`'s; ''
+    otherwise (several GPUs, a format cut short, or one that cannot show its own cut: a CSV)."""
     if wider[2] is not None or not listed_whole or base_report is None or not base_report.complete:
         return ""
     label = next((lab for lab, r in ranked if r is base_report), "")
     if label not in _CLOSED_FORMATS:
         return ""
     n, total = len(base_report.gpus), len(wider[1])
+    if n != 1:  # (a table of 7 of -L's 8: a GPU that fell off between them may be gone; not a view)
+        return ""
     shown = ", ".join(f"GPU {g.index}" for g in base_report.gpus)
     return (
         f"{gpu_agree.format_call(label)} shows {shown} only, its GPU rows whole, of the {total} GPUs"

@@ -32,3 +32,22 @@ def test_the_other_gpus_health_stays_unread(tmp_path: Path) -> None:
     verdict, actual = verdicts(tmp_path, "session.txt", PAGE.read_text(), ORDER)["temperature"]
     assert verdict == "unverified"
     assert "GPU 7 listed but not read" in actual
+
+
+def test_a_whole_table_of_several_gpus_beside_a_longer_L_stays_unverified(tmp_path: Path) -> None:
+    """The page's table with a second GPU's rows (GPU 1, an edit) beside -L's 8: a table of
+    several of -L's GPUs is no `-i` view (a GPU may have fallen off the bus between the two
+    outputs): gpu_count stays unverified, never passed on -L's count (review of round 34)."""
+    text = PAGE.read_text()
+    row = (
+        "|   0  NVIDIA A100-SXM4-40GB          On  |   00000000:10:1C.0 Off |                   On |\n"
+        "| N/A   40C    P0             43W /  400W |     249MiB /  40960MiB |     N/A      Default |\n"
+        "|                                         |                        |              Enabled |\n"
+    )
+    assert row in text
+    second = row.replace("|   0  NVIDIA", "|   1  NVIDIA").replace("10:1C.0", "10:1D.0")
+    sep = "+-----------------------------------------+------------------------+----------------------+\n"
+    got = verdicts(tmp_path, "session.txt", text.replace(row, row + sep + second, 1), ORDER)
+    verdict, actual = got["gpu_count"]
+    assert verdict == "unverified", actual
+    assert "a view of" not in actual
