@@ -33,13 +33,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
+from gpuonboard.facts.kernel_event import KernelEvent
 from gpuonboard.facts.kernel_nvrm import load_nvrm_faults
 from gpuonboard.once import lazy_re
-
-if TYPE_CHECKING:
-    from gpuonboard.facts.kernel_log import KernelEvent
 
 # the driver's instance number heading a resource manager message: "GPU6 _kgspBootGspRm: ..."
 _INSTANCE_HEAD = lazy_re(r"^GPU(\d+)\s+\w+:")
@@ -50,7 +47,7 @@ _INIT_CAUSE = lazy_re(r"^(?:GPU(\d+)\s+)?RmInitAdapter:")
 # the kernel's driver core on a GPU whose probe failed: (the index in the events of the first event
 # after it, the address, the line as a fault event of its own: read where no summary of its probe
 # pass counts it)
-ProbeLine = tuple[int, str, "KernelEvent"]
+ProbeLine = tuple[int, str, KernelEvent]
 # the kernel's driver core on a GPU the nvidia driver failed to probe (drivers/base/dd.c: `nvidia:
 # probe of 0000:3b:00.0 failed with error -1`; since Linux 5.x `nvidia 0000:3b:00.0: probe with
 # driver nvidia failed with error -1`)
@@ -65,8 +62,6 @@ def probe_line(line: str, at: int, load: int) -> ProbeLine | None:
     """The kernel's failed-probe line `line` as a ProbeLine (`at`: the index in the events of the
     first event after it; `load`: the driver load it was read in, KernelEvent.load); None where it
     is none. Its event is a failed probe of its own where no probe summary counts it."""
-    from gpuonboard.facts.kernel_log import KernelEvent  # (kernel_log imports this module)
-
     if (probe := _PROBE_FAILED.search(line)) is None:
         return None
     pci = (probe.group(1) or probe.group(2)).lower()
