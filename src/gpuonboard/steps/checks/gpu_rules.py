@@ -50,6 +50,7 @@ from gpuonboard.steps.checks.missing_facts import (
     nvlink_view,
     row_begun,
     rows_before_cut,
+    whole_topo,
 )
 from gpuonboard.steps.checks.model_match import (
     SHARED_CAP,
@@ -438,6 +439,13 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         actual = f"{attached} attached (nvidia-smi's count), {n} read; {incomplete}"
         return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, attached)}")
     seen = n + (row_begun(facts) is not None)  # (a GPU whose row the cut went through is seen)
+    if seen < len(named := whole_topo(facts)) < order.gpu_count:
+        # a whole `topo -m` lists every GPU nvidia-smi sees: fewer than ordered, whatever the
+        # listing beside it left out (a view of some GPUs, an output cut short)
+        gone = f"{order.gpu_count - len(named)} of the {order.gpu_count} ordered GPUs missing"
+        span = f"{named[0]}-{named[-1]}"
+        actual = f"{n} listed; `nvidia-smi topo -m` names {len(named)} ({span}), its matrix whole"
+        return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, len(named))}")
     if incomplete and (seen < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     if n < order.gpu_count and (view := nvlink_view(facts)):
@@ -689,7 +697,7 @@ def _cut_after(matrix: topo.Topology) -> str:
     whole matrix or one that read no row."""
     if matrix.complete:
         return ""
-    rows = [g for g in matrix.gpus if g in matrix.cpu_affinity or any(a == g for a, _ in matrix.links)]
+    rows = topo.rows_read(matrix)
     if not rows:
         return ""
     of = len(matrix.gpu_columns) or len(matrix.gpus)
