@@ -9,7 +9,7 @@ import pytest
 
 from gpuonboard.facts.topo import Topology, parse_topo
 
-from ..offline_judge import details
+from ..offline_judge import details, verdicts
 
 
 def rows_read(t: Topology) -> list[str]:
@@ -53,3 +53,28 @@ def test_every_real_topo_cut_in_its_rows_names_its_header_s_gpus(tmp_path: Path,
 
 def test_the_family_is_found() -> None:
     assert SGLANG_TOPO in CUT_TOPOS and len(CUT_TOPOS) >= 3, CUT_TOPOS
+
+
+# sglang's check_env (torch's view, which CUDA_VISIBLE_DEVICES narrows) of 8 GPUs: every real one
+CHECK_ENVS = sorted(p.name for p in REAL.glob("sglang-check_env__8x-*.txt"))
+
+
+@pytest.mark.parametrize("name", CHECK_ENVS)
+def test_a_view_of_some_gpus_is_a_floor_read_whole(tmp_path: Path, name: str) -> None:
+    """m34b 08 (sglang#14972) and its family: `GPU 0,1,2,3,4,5,6,7: NVIDIA H200` of check_env is
+    torch's view, which CUDA_VISIBLE_DEVICES narrows: it hides GPUs, never makes them up, so the
+    box has at least the 8 listed. An order of 8 passes (it said "unverified: incomplete probe");
+    an order of 16 stays unverified (the box may have others), never a missing GPU."""
+    text = (REAL / name).read_text()
+    count = verdicts(tmp_path, "check_env.txt", text, "gpu_count: 8\n")["gpu_count"]
+    assert count == (
+        "pass",
+        "8 listed; at least 8 on the box: sglang's check_env lists the GPUs torch sees, which"
+        " CUDA_VISIBLE_DEVICES narrows: the box may have others",
+    ), count
+    count = verdicts(tmp_path, "check_env.txt", text, "gpu_count: 16\n")["gpu_count"]
+    assert count[0] == "unverified" and count[1].startswith("8 listed; incomplete probe: "), count
+
+
+def test_the_check_env_family_is_found() -> None:
+    assert len(CHECK_ENVS) >= 4 and any("14972" in n for n in CHECK_ENVS), CHECK_ENVS

@@ -50,6 +50,7 @@ from gpuonboard.steps.checks.missing_facts import (
     nvlink_view,
     row_begun,
     rows_before_cut,
+    view_floor,
     whole_topo,
 )
 from gpuonboard.steps.checks.model_match import (
@@ -446,6 +447,9 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         span = f"{named[0]}-{named[-1]}"
         actual = f"{n} listed; `nvidia-smi topo -m` names {len(named)} ({span}), its matrix whole"
         return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, len(named))}")
+    if incomplete and seen >= order.gpu_count and (floor := view_floor(facts)):
+        # a view of some GPUs (CUDA_VISIBLE_DEVICES, `-i 0`) hides GPUs, never makes them up
+        return Check("gpu_count", expected, f"{n} listed; at least {n} on the box: {floor}", "pass", detail)
     if incomplete and (seen < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     if n < order.gpu_count and (view := nvlink_view(facts)):

@@ -136,6 +136,23 @@ def whole_topo(facts: Facts) -> tuple[str, ...]:
     return t.gpus if t is not None and t.complete and t.gpus else ()
 
 
+def view_floor(facts: Facts) -> str:
+    """Why the GPUs listed are a view of some of the box's GPUs (the listing's own output told so:
+    `ProbeOutput.partial`, "sglang's check_env lists the GPUs torch sees, which
+    CUDA_VISIBLE_DEVICES narrows", a `-i 0`, a container's GPUs), where that is the only reason
+    they are not known whole: a view hides GPUs, never makes them up, so the GPUs it lists, each
+    one index, are on the box: a floor read whole (m34b 08). "" otherwise: rows that may be
+    samples of one GPU, outputs that disagree, a GPU listed twice."""
+    report = facts.gpu
+    if report is None or not report.gap or report.disagreements:
+        return ""
+    views = {o.partial for o in facts.raw.values()} | {
+        b.partial for o in facts.raw.values() for b in o.beside
+    }
+    indices = [g.index for g in report.gpus]
+    return report.gap if report.gap in views and len(set(indices)) == len(indices) else ""
+
+
 def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
     """A rule whose input was not among the saved outputs: unverified, not a hardware failure."""
     return Check(
