@@ -637,8 +637,26 @@ def _cpuinfo_floor(text: str) -> int | None:
     numbers = [int(b["processor"]) for b in blocks]
     again = next((i for i in range(1, len(numbers)) if numbers[i] <= numbers[i - 1]), len(numbers))
     read = [b for b in blocks[:again] if "physical id" in b and "core id" in b]
-    least = sum(_package_cores(read, package) for package in {b["physical id"] for b in read})
+    top_cut = bool(read) and read[0]["processor"] != "0"
+    least = sum(
+        max(_package_cores(read, package), _package_said(read, package) if top_cut else 0)
+        for package in {b["physical id"] for b in read}
+    )
     return least or None
+
+
+def _package_said(read: list[dict[str, str]], package: str) -> int:
+    """A package's own `cpu cores` (the kernel's count of its cores booted, never more than it
+    has: x86's booted_cores) where every block read of it gives the same `cpu cores` and
+    `siblings`, no more cores than siblings; 0 otherwise. Read only of a listing whose top was
+    cut (its first CPU numbered above 0, as the kernel numbers them): a container's lxcfs view,
+    whose `cpu cores` is the host's, renumbers its CPUs from 0 (m34b 21: an EPYC 9654P's blocks
+    from CPU 4, `cpu cores : 96`, `siblings : 191` with one CPU offline)."""
+    own = {(b.get("cpu cores", ""), b.get("siblings", "")) for b in read if b["physical id"] == package}
+    if len(own) != 1:
+        return 0
+    ((said, siblings),) = own
+    return int(said) if said.isdecimal() and siblings.isdecimal() and 0 < int(said) <= int(siblings) else 0
 
 
 def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.facts.cpu import parse_cpuinfo
 from gpuonboard.facts.topo import Topology, parse_topo
 
 from ..offline_judge import details, verdicts
@@ -78,3 +79,51 @@ def test_a_view_of_some_gpus_is_a_floor_read_whole(tmp_path: Path, name: str) ->
 
 def test_the_check_env_family_is_found() -> None:
     assert len(CHECK_ENVS) >= 4 and any("14972" in n for n in CHECK_ENVS), CHECK_ENVS
+
+
+EPYC = "proc-cpuinfo__epyc-9654p-96-core__from-processor-4__siblings-191__cut-in-flags__ansible-82244.txt"
+
+
+def test_a_cpuinfo_cut_at_its_top_proves_its_package_s_own_core_count(tmp_path: Path) -> None:
+    """m34b 21 (ansible#82244): an EPYC 9654P's /proc/cpuinfo from `processor : 4`, cut in its
+    flags: `physical id : 0`, `cpu cores : 96`, `siblings : 191` (one CPU offline). `cpu cores`
+    is the kernel's count of the package's cores booted (x86's booted_cores: never more than it
+    has), so the package alone has 96: >= 96 passes (it was unverified), >= 128 stays so. Read only
+    where the listing's top was cut (its first CPU above 0): a container's lxcfs view, whose
+    `cpu cores` is the host's, numbers its CPUs from 0 (revL: there the pairs count)."""
+    text = (REAL / EPYC).read_text()
+    assert parse_cpuinfo(text).cores_floor == 96
+    got = verdicts(tmp_path, "cpuinfo.txt", text, "cpu_cores: 96\n")["cpu_cores"]
+    assert got[0] == "pass" and got[1].startswith("at least 96 cores read"), got
+    assert verdicts(tmp_path, "cpuinfo.txt", text, "cpu_cores: 128\n")["cpu_cores"][0] == "unverified"
+
+
+WHOLE_CPUINFOS = sorted(
+    p.name
+    for p in REAL.glob("proc-cpuinfo__*")
+    if (info := parse_cpuinfo(p.read_text())).cut is None
+    and info.physical_cores
+    and "cpu cores" in p.read_text()
+)
+
+
+@pytest.mark.parametrize("name", WHOLE_CPUINFOS)
+def test_every_real_whole_cpuinfo_cut_at_its_top_proves_no_more_than_its_cores(name: str) -> None:
+    """The family: every real whole /proc/cpuinfo giving `cpu cores`, its first block cut away
+    (a paste whose top scrolled off): the floor it proves is never more than the cores the whole
+    file counts; an lxcfs-like view (its blocks from CPU 0, fewer than its siblings) proves no
+    package's `cpu cores`."""
+    text = (REAL / name).read_text()
+    whole = parse_cpuinfo(text).physical_cores
+    blocks = text.split("\nprocessor")
+    assert len(blocks) > 1, name
+    cut = "processor" + "\nprocessor".join(blocks[1:])
+    floor = parse_cpuinfo(cut).cores_floor
+    assert floor is not None and whole is not None and floor <= whole, (floor, whole)
+    view = blocks[0] + "\n"  # (CPU 0's block alone, numbered from 0: no `cpu cores` floor)
+    info = parse_cpuinfo(view)
+    assert info.cores_floor is None or info.cores_floor <= 1, info
+
+
+def test_the_whole_cpuinfo_family_is_found() -> None:
+    assert len(WHOLE_CPUINFOS) >= 3, WHOLE_CPUINFOS
