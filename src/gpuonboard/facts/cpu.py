@@ -365,7 +365,8 @@ def parse_lscpu(text: str) -> CpuInfo:
     cut = None if text.lstrip().startswith("{") else _types_cut(text, types, physical_each, logical, offline)
     least = None
     if cut is not None:  # (the CPU types read whole still hold their cores: a floor)
-        least = sum(p for p in physical_each if p is not None) or None
+        floors = [_type_floor(t, p) for t, p in zip(types or [{}], physical_each, strict=True)]
+        least = sum(p for p in floors if p is not None) or None
         physical = cores = None
         warnings.append(f"lscpu output cut short: {cut}")
     names = list(dict.fromkeys(t["Model name"] for t in types if t.get("Model name")))
@@ -436,22 +437,42 @@ def _counts_first(lines: list[str]) -> bool:
     return False
 
 
-def _ends_before_count(text: str) -> str:
+def _ends_before_count(text: str, last: Mapping[str, str]) -> str:
     """Where an lscpu cut before a type's core count ends: inside a CPU type's block where lscpu
     indents them (util-linux 2.38+ on a terminal), else among the flat lines it prints after
-    `Model name` (older lscpu, or 2.38+ into a pipe: collect_env's), measure33b 30, 32."""
+    `Model name` (older lscpu, or 2.38+ into a pipe: collect_env's), measure33b 30, 32; before
+    its socket count where the last type's `Core(s) per socket` was read (m34b 15)."""
     indented = any(
         line[:1].isspace()
         and (field := _split_field(line)) is not None
         and _field_name(field[0]) in _TYPE_FIELDS
         for line in text.splitlines()
     )
+    per_socket = last.get("Core(s) per socket", "")
+    count = (
+        f"before its socket count (Socket(s); its Core(s) per socket, {per_socket}, read)"
+        if per_socket.isdecimal()
+        else "before its core count"
+    )
     if indented:
-        return "it ends inside a CPU type's block, before its core count"
+        return f"it ends inside a CPU type's block, {count}"
+    if per_socket.isdecimal():
+        return f"it ends among the lines lscpu prints after a Model name line, {count}"
     return (
         "it ends among the lines lscpu prints after a Model name line, at the margin in this layout,"
         " before its core count (Core(s) per socket, Socket(s))"
     )
+
+
+def _type_floor(fields: Mapping[str, str], physical: int | None) -> int | None:
+    """The fewest cores a CPU type's block proves: its cores where read, else its `Core(s) per
+    socket` where its `Socket(s)` was cut away (at least one socket holds them: m34b 15, a GB10
+    cut at its Cortex-A725 block's `Socket(s):`); None otherwise (a cluster count unread)."""
+    if physical is not None:
+        return physical
+    per_socket, sockets = fields.get("Core(s) per socket", ""), fields.get("Socket(s)", "")
+    clustered = "Cluster(s)" in fields or "Core(s) per cluster" in fields
+    return int(per_socket) if per_socket.isdecimal() and not sockets and not clustered else None
 
 
 def _types_cut(
@@ -468,7 +489,7 @@ def _types_cut(
     if _types_closed(text):
         return None
     if None in physical_each:
-        return _ends_before_count(text)
+        return _ends_before_count(text, types[-1] if types else {})
     threads = [_int(t, "Thread(s) per core", []) for t in types]
     if logical is None or not types or None in threads or 0 in threads:
         return None
