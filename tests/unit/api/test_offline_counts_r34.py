@@ -127,3 +127,36 @@ def test_every_real_whole_cpuinfo_cut_at_its_top_proves_no_more_than_its_cores(n
 
 def test_the_whole_cpuinfo_family_is_found() -> None:
     assert len(WHOLE_CPUINFOS) >= 3, WHOLE_CPUINFOS
+
+
+SRIOV = "ibdev2netdev__cx6-hdr-sriov-vfs__cut-at-top-from-mlx5_19__sriov-network-operator-635.txt"
+IBDEV2NETDEVS = sorted(p.name for p in REAL.glob("ibdev2netdev*.txt") if p.name != SRIOV)
+
+
+def test_an_ibdev2netdev_cut_at_its_top_counts_at_least_its_ports() -> None:
+    """m34b 30 (sriov-network-operator#635): the listing starts at mlx5_19 beside mlx5_2 ...
+    mlx5_26; ibdev2netdev lists its devices sorted by name (`ls /sys/class/infiniband`), so
+    mlx5_0, mlx5_1 and mlx5_10-18 would come above it. "16 RDMA ports" counted a listing whose
+    top is missing: now "at least 16", the cut said."""
+    from gpuonboard.api.shown import _ibdev2netdev
+
+    said = _ibdev2netdev((REAL / SRIOV).read_text())
+    assert said.startswith(
+        "ibdev2netdev: at least 16 RDMA ports (the listing starts at mlx5_19, while ibdev2netdev lists"
+        " its devices sorted by name and mlx5_0, mlx5_1 ... mlx5_18 (11 devices) would come above it:"
+        " cut at its top), 3 of them with their net device up"
+    ), said
+
+
+@pytest.mark.parametrize("name", IBDEV2NETDEVS)
+def test_every_real_ibdev2netdev_whole_counts_its_ports_and_its_top_cut_says_so(name: str) -> None:
+    """The family: every real ibdev2netdev listing, whole, is counted as it is (no "at least");
+    its first line cut away, a device numbered before those left that sorts above them is said
+    missing above it."""
+    from gpuonboard.api.shown import _ibdev2netdev
+
+    text = (REAL / name).read_text()
+    assert "at least" not in _ibdev2netdev(text), _ibdev2netdev(text)
+    lines = [line for line in text.splitlines() if "==>" in line]
+    if len(lines) > 1 and lines[0].split()[0].endswith("_0") and lines[1].split()[0].endswith("_1"):
+        assert "at least" in _ibdev2netdev("\n".join(lines[1:]) + "\n")
