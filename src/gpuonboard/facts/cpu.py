@@ -466,13 +466,15 @@ def _ends_before_count(text: str, last: Mapping[str, str]) -> str:
 
 def _type_floor(fields: Mapping[str, str], physical: int | None) -> int | None:
     """The fewest cores a CPU type's block proves: its cores where read, else its `Core(s) per
-    socket` where its `Socket(s)` was cut away (at least one socket holds them: m34b 15, a GB10
+    socket` where its `Socket(s)` line's value was cut away (at least one socket holds them: m34b 15, a GB10
     cut at its Cortex-A725 block's `Socket(s):`); None otherwise (a cluster count unread)."""
     if physical is not None:
         return physical
-    per_socket, sockets = fields.get("Core(s) per socket", ""), fields.get("Socket(s)", "")
+    # (its `Socket(s):` line read, its value cut away: not a layout without the line, s390x's
+    # `Socket(s) per book:`, whose Core(s) per socket multiplies no socket count read)
+    per_socket, sockets = fields.get("Core(s) per socket", ""), fields.get("Socket(s)")
     clustered = "Cluster(s)" in fields or "Core(s) per cluster" in fields
-    return int(per_socket) if per_socket.isdecimal() and not sockets and not clustered else None
+    return int(per_socket) if per_socket.isdecimal() and sockets == "" and not clustered else None
 
 
 def _types_cut(
