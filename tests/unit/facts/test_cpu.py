@@ -170,7 +170,7 @@ def test_every_real_lscpu_is_covered() -> None:
     refused.add("lscpu__amd-epyc-9645-kvm-12vcpu-1-core-per-socket__cut-after-bogomips__cpufetch-365.txt")
     refused.add("lscpu-numa-section-only__gh200-9-nodes-8-cpu-less__xpu-perf-129.txt")
     # round 34: a GB10's cut at its second type's Socket(s) (the test below)
-    refused.add("lscpu__gb10-cortex-x925-a725__cut-at-second-type-sockets__hyperion-842.txt")
+    refused.add("lscpu__gb10-cortex-x925-a725__paste-ends-at-second-type-sockets__hyperion-842.txt")
     assert {p.name for p in (FIXTURES / "real").glob("lscpu*")} == cases | covered("lscpu") | refused
 
 
@@ -581,7 +581,7 @@ def test_an_lscpu_cut_at_a_type_s_socket_count_proves_its_cores_per_socket() -> 
     """m34b 15 (hyperion#842): a GB10's lscpu ending at its Cortex-A725 block's `Socket(s):`,
     its `Core(s) per socket: 10` read. The cut was said "before its core count", untrue, and
     the floor held the X925's 10 cores only; at least one socket holds the A725's 10: 20 read."""
-    name = "lscpu__gb10-cortex-x925-a725__cut-at-second-type-sockets__hyperion-842.txt"
+    name = "lscpu__gb10-cortex-x925-a725__paste-ends-at-second-type-sockets__hyperion-842.txt"
     info = parse_lscpu((FIXTURES / "real" / name).read_text())
     assert info.cut == (
         "it ends inside a CPU type's block, before its socket count (Socket(s); its Core(s) per"
