@@ -160,3 +160,24 @@ def test_every_real_ibdev2netdev_whole_counts_its_ports_and_its_top_cut_says_so(
     lines = [line for line in text.splitlines() if "==>" in line]
     if len(lines) > 1 and lines[0].split()[0].endswith("_0") and lines[1].split()[0].endswith("_1"):
         assert "at least" in _ibdev2netdev("\n".join(lines[1:]) + "\n")
+
+
+B300_TOPO = REAL / "nvidia-smi-topo-m__b300-hgx__7-of-8-gpus__legend__dell-xe9780.txt"
+
+
+def test_a_whole_topo_m_alone_naming_fewer_gpus_than_ordered_fails(tmp_path: Path) -> None:
+    """m34c 32b's class: a whole `topo -m` lists every GPU nvidia-smi sees (it has no `-i`), as
+    `-L` does: given alone, naming GPU0-GPU6 of an 8-GPU order, gpu_count fails 7 of 8 (it was
+    "not judged"); the rules it cannot judge (driver, model) stay so, and a matrix naming as many
+    as ordered stays not judged (round 32: it names no model, memory or health)."""
+    got = verdicts(tmp_path, "topo.txt", B300_TOPO.read_text(), "gpu_count: 8\ngpu_model: B300\n")
+    assert got["gpu_count"] == ("fail", "7 (`nvidia-smi topo -m` names GPU0-GPU6, its matrix whole)"), got
+    assert got["gpu_model"][0] == "unverified" and got["nvidia_driver"][0] == "unverified", got
+    assert (
+        verdicts(tmp_path, "topo.txt", B300_TOPO.read_text(), "gpu_count: 7\n")["gpu_count"][0]
+        == "unverified"
+    )
+    # a matrix cut inside its rows lists no GPU set: unverified, whatever its header names
+    lines = B300_TOPO.read_text().splitlines(keepends=True)
+    cut = "".join(line for line in lines if not line.startswith("GPU6"))
+    assert verdicts(tmp_path, "topo.txt", cut, "gpu_count: 8\n")["gpu_count"][0] == "unverified"

@@ -50,6 +50,7 @@ from gpuonboard.steps.checks.missing_facts import (
     nvlink_view,
     row_begun,
     rows_before_cut,
+    topo_alone,
     view_floor,
     whole_topo,
 )
@@ -403,6 +404,18 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
     """rule_gpu_count's verdict, its actual the count alone."""
     expected = str(order.gpu_count)
     problem = _no_gpu_actual(facts)
+    named = whole_topo(facts)
+    if (
+        problem
+        and named
+        and topo_alone(facts)
+        and order.gpu_count is not None
+        and len(named) < order.gpu_count
+    ):
+        # a whole `topo -m` alone lists every GPU nvidia-smi sees: fewer than ordered is short
+        gone = f"{order.gpu_count - len(named)} of the {order.gpu_count} ordered GPUs missing"
+        actual = f"{len(named)} (`nvidia-smi topo -m` names {named[0]}-{named[-1]}, its matrix whole)"
+        return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ASK_INSTALL}")
     if problem:
         return Check("gpu_count", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None and order.gpu_count is not None
@@ -440,7 +453,7 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         actual = f"{attached} attached (nvidia-smi's count), {n} read; {incomplete}"
         return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, attached)}")
     seen = n + (row_begun(facts) is not None)  # (a GPU whose row the cut went through is seen)
-    if seen < len(named := whole_topo(facts)) < order.gpu_count:
+    if seen < len(named) < order.gpu_count:
         # a whole `topo -m` lists every GPU nvidia-smi sees: fewer than ordered, whatever the
         # listing beside it left out (a view of some GPUs, an output cut short)
         gone = f"{order.gpu_count - len(named)} of the {order.gpu_count} ordered GPUs missing"
@@ -469,7 +482,10 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
 def _ask(facts: Facts, n: int) -> str:
     """What to ask of the vendor where `n` GPUs are fewer than ordered."""
     assert facts.gpu is not None
-    return share_advice(facts.gpu.gpus, n) or "ask the vendor to install them or for the box that was ordered"
+    return share_advice(facts.gpu.gpus, n) or _ASK_INSTALL
+
+
+_ASK_INSTALL = "ask the vendor to install them or for the box that was ordered"
 
 
 def _attached_count(facts: Facts, ordered: int) -> int | None:
