@@ -226,7 +226,7 @@ def test_garbage_warns_without_crash(text: str) -> None:
 def test_cgroup_cpu_quota() -> None:
     """v2 cpu.max and v1 quota/period as the probe prints them (FILE<TAB>VALUE); the values
     are what the kernel writes there (v1 here: this machine's own cpu controller files)."""
-    from gpuonboard.facts.cpu import parse_cgroup_cpu_limit
+    from gpuonboard.facts.cpu_cgroup import parse_cgroup_cpu_limit
 
     assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\tmax 100000\n") is None
     assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\t800000 100000\n") == 8.0
@@ -242,7 +242,7 @@ def test_cgroup_cpuset_counts_the_deepest_set() -> None:
     container (distribution/distribution#3581) below its host's `0-55`, this machine's own v1
     files (`0-1`); a folder's effective set before its configured one; an empty set (v2's
     cpuset.cpus not configured) or none says nothing."""
-    from gpuonboard.facts.cpu import parse_cgroup_cpuset
+    from gpuonboard.facts.cpu_cgroup import parse_cgroup_cpuset
 
     walk = "/sys/fs/cgroup/cpuset/docker/x/cpuset.cpus\t12-15\n/sys/fs/cgroup/cpuset/cpuset.cpus\t0-55\n"
     assert parse_cgroup_cpuset(walk) == 4
@@ -261,7 +261,7 @@ def test_cgroup_cpuset_of_an_ancestor_smaller_than_the_own_is_not_read() -> None
     (sets typed here, of the real `0-63` of the EPYC host). A folder's own set already lies
     within its ancestors': the deepest folder's counts (60), with the file it was read from;
     before, the smallest of all (4, the root's)."""
-    from gpuonboard.facts.cpu import cgroup_cpuset_read, parse_cgroup_cpuset
+    from gpuonboard.facts.cpu_cgroup import cgroup_cpuset_read, parse_cgroup_cpuset
 
     walk = (
         "/sys/fs/cgroup/rt.slice/job.scope/cpuset.cpus.effective\t4-63\n"
