@@ -136,6 +136,12 @@ def whole_topo(facts: Facts) -> tuple[str, ...]:
     return t.gpus if t is not None and t.complete and t.gpus else ()
 
 
+# the views of a collect_env / check_env report run on the box (api/collect_env.py: VISIBLE, and
+# a container's `the report's NVIDIA_VISIBLE_DEVICES=...` / `the report's OS (...)`); never a log
+# (`kubectl logs`, `docker logs`, a job's .out), which may be of a pod or job on another node
+REPORT_VIEWS = ("sglang's check_env lists the GPUs torch sees", "the report's ")
+
+
 def view_floor(facts: Facts) -> str:
     """Why the GPUs listed are a view of some of the box's GPUs (the listing's own output told so:
     `ProbeOutput.partial`, "sglang's check_env lists the GPUs torch sees, which
@@ -144,7 +150,7 @@ def view_floor(facts: Facts) -> str:
     one index, are on the box: a floor read whole (m34b 08). "" otherwise: rows that may be
     samples of one GPU, outputs that disagree, a GPU listed twice."""
     report = facts.gpu
-    if report is None or not report.gap or report.disagreements:
+    if report is None or not report.gap or report.disagreements or not report.gap.startswith(REPORT_VIEWS):
         return ""
     views = {o.partial for o in facts.raw.values()} | {
         b.partial for o in facts.raw.values() for b in o.beside
