@@ -248,6 +248,12 @@ def _ibdev2netdev(text: str) -> str:
     ports = len(plain) + len(verbose)
     up = sum(1 for *_, state in plain if state == "Up") + sum(1 for *_, state in verbose if state == "Up")
     said = f"ibdev2netdev: {ports} RDMA port{'' if ports == 1 else 's'}"
+    if above := _sorted_above([p[0] for p in plain] or [v[0] for v in verbose]):
+        said = (
+            f"ibdev2netdev: at least {ports} RDMA port{'' if ports == 1 else 's'} (the listing starts at"
+            f" {above[0]}, while ibdev2netdev lists its devices sorted by name and {above[1]} would come"
+            " above it: cut at its top)"
+        )
     if verbose:
         active = sum(1 for _, _, state, _, _ in verbose if state == "ACTIVE")
         said += f", {active} of {len(verbose)} ACTIVE by `-v` (the port's own state; no rate or link layer)"
@@ -255,3 +261,23 @@ def _ibdev2netdev(text: str) -> str:
         f"{said}, {up} of them with their net device up (the net device's state, not the port's): read, not"
         " judged (rdma_ports reads ibstat, ibv_devinfo or /sys/class/infiniband)."
     )
+
+
+_NUMBERED = re.compile(r"^(\D\w*?_)(\d+)$")
+
+
+def _sorted_above(devices: list[str]) -> tuple[str, str] | None:
+    """(the first device listed, those missing that sort above it) where ibdev2netdev's listing,
+    sorted by name (`ls /sys/class/infiniband`), starts below devices the driver numbers before
+    those it lists (`mlx5_19` first beside `mlx5_2` ... `mlx5_26`: mlx5_0, mlx5_1 and
+    mlx5_10-mlx5_18 sort above it; m34b 30); None where none is missing above its first line."""
+    first = _NUMBERED.match(devices[0]) if devices else None
+    if first is None:
+        return None
+    prefix = first.group(1)
+    numbers = {int(m.group(2)) for d in devices if (m := _NUMBERED.match(d)) and m.group(1) == prefix}
+    above = [f"{prefix}{n}" for n in range(max(numbers)) if n not in numbers and f"{prefix}{n}" < devices[0]]
+    if not above:
+        return None
+    named = ", ".join(above) if len(above) <= 3 else f"{above[0]}, {above[1]} ... {above[-1]}"
+    return devices[0], f"{named} ({len(above)} device{'s' if len(above) > 1 else ''})"

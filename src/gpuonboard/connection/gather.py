@@ -696,11 +696,11 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
     mounts, block = _read_disks(raw)
     memory_limit = cgroup_cpus = cgroup_cpuset = None
     if limits_text := _ok(raw, "cgroup_limits"):
-        from gpuonboard.facts import cpu, memory
+        from gpuonboard.facts import cpu, cpu_cgroup, memory
 
         memory_limit = memory.parse_cgroup_memory_limit(limits_text)
-        cgroup_cpus = cpu.parse_cgroup_cpu_limit(limits_text)
-        cgroup_cpuset = cpu.parse_cgroup_cpuset(limits_text)
+        cgroup_cpus = cpu_cgroup.parse_cgroup_cpu_limit(limits_text)
+        cgroup_cpuset = cpu_cgroup.parse_cgroup_cpuset(limits_text)
     loops: dict[str, str] = {}
     if loop_text := _ok(raw, "loop_backing"):
         from gpuonboard.facts import disks

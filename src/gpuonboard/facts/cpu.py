@@ -18,14 +18,11 @@ from gpuonboard.resources import DATA_DIR, table_rows
 
 __all__ = [
     "CPUINFO",
-    "cgroup_cpuset_read",
     "CpuInfo",
     "looks_like_cpuinfo",
     "looks_like_lscpu",
     "lscpu_labels",
     "nproc_unread",
-    "parse_cgroup_cpu_limit",
-    "parse_cgroup_cpuset",
     "parse_cpuinfo",
     "parse_lscpu",
     "parse_nproc",
@@ -365,7 +362,8 @@ def parse_lscpu(text: str) -> CpuInfo:
     cut = None if text.lstrip().startswith("{") else _types_cut(text, types, physical_each, logical, offline)
     least = None
     if cut is not None:  # (the CPU types read whole still hold their cores: a floor)
-        least = sum(p for p in physical_each if p is not None) or None
+        floors = [_type_floor(t, p) for t, p in zip(types or [{}], physical_each, strict=True)]
+        least = sum(p for p in floors if p is not None) or None
         physical = cores = None
         warnings.append(f"lscpu output cut short: {cut}")
     names = list(dict.fromkeys(t["Model name"] for t in types if t.get("Model name")))
@@ -436,22 +434,44 @@ def _counts_first(lines: list[str]) -> bool:
     return False
 
 
-def _ends_before_count(text: str) -> str:
+def _ends_before_count(text: str, last: Mapping[str, str]) -> str:
     """Where an lscpu cut before a type's core count ends: inside a CPU type's block where lscpu
     indents them (util-linux 2.38+ on a terminal), else among the flat lines it prints after
-    `Model name` (older lscpu, or 2.38+ into a pipe: collect_env's), measure33b 30, 32."""
+    `Model name` (older lscpu, or 2.38+ into a pipe: collect_env's), measure33b 30, 32; before
+    its socket count where the last type's `Core(s) per socket` was read (m34b 15)."""
     indented = any(
         line[:1].isspace()
         and (field := _split_field(line)) is not None
         and _field_name(field[0]) in _TYPE_FIELDS
         for line in text.splitlines()
     )
+    per_socket = last.get("Core(s) per socket", "")
+    count = (
+        f"before its socket count (Socket(s); its Core(s) per socket, {per_socket}, read)"
+        if per_socket.isdecimal()
+        else "before its core count"
+    )
     if indented:
-        return "it ends inside a CPU type's block, before its core count"
+        return f"it ends inside a CPU type's block, {count}"
+    if per_socket.isdecimal():
+        return f"it ends among the lines lscpu prints after a Model name line, {count}"
     return (
         "it ends among the lines lscpu prints after a Model name line, at the margin in this layout,"
         " before its core count (Core(s) per socket, Socket(s))"
     )
+
+
+def _type_floor(fields: Mapping[str, str], physical: int | None) -> int | None:
+    """The fewest cores a CPU type's block proves: its cores where read, else its `Core(s) per
+    socket` where its `Socket(s)` line's value was cut away (at least one socket holds them: m34b 15, a GB10
+    cut at its Cortex-A725 block's `Socket(s):`); None otherwise (a cluster count unread)."""
+    if physical is not None:
+        return physical
+    # (its `Socket(s):` line read, its value cut away: not a layout without the line, s390x's
+    # `Socket(s) per book:`, whose Core(s) per socket multiplies no socket count read)
+    per_socket, sockets = fields.get("Core(s) per socket", ""), fields.get("Socket(s)")
+    clustered = "Cluster(s)" in fields or "Core(s) per cluster" in fields
+    return int(per_socket) if per_socket.isdecimal() and sockets == "" and not clustered else None
 
 
 def _types_cut(
@@ -468,7 +488,7 @@ def _types_cut(
     if _types_closed(text):
         return None
     if None in physical_each:
-        return _ends_before_count(text)
+        return _ends_before_count(text, types[-1] if types else {})
     threads = [_int(t, "Thread(s) per core", []) for t in types]
     if logical is None or not types or None in threads or 0 in threads:
         return None
@@ -637,8 +657,26 @@ def _cpuinfo_floor(text: str) -> int | None:
     numbers = [int(b["processor"]) for b in blocks]
     again = next((i for i in range(1, len(numbers)) if numbers[i] <= numbers[i - 1]), len(numbers))
     read = [b for b in blocks[:again] if "physical id" in b and "core id" in b]
-    least = sum(_package_cores(read, package) for package in {b["physical id"] for b in read})
+    top_cut = bool(read) and read[0]["processor"] != "0"
+    least = sum(
+        max(_package_cores(read, package), _package_said(read, package) if top_cut else 0)
+        for package in {b["physical id"] for b in read}
+    )
     return least or None
+
+
+def _package_said(read: list[dict[str, str]], package: str) -> int:
+    """A package's own `cpu cores` (the kernel's count of its cores booted, never more than it
+    has: x86's booted_cores) where every block read of it gives the same `cpu cores` and
+    `siblings`, no more cores than siblings; 0 otherwise. Read only of a listing whose top was
+    cut (its first CPU numbered above 0, as the kernel numbers them): a container's lxcfs view,
+    whose `cpu cores` is the host's, renumbers its CPUs from 0 (m34b 21: an EPYC 9654P's blocks
+    from CPU 4, `cpu cores : 96`, `siblings : 191` with one CPU offline)."""
+    own = {(b.get("cpu cores", ""), b.get("siblings", "")) for b in read if b["physical id"] == package}
+    if len(own) != 1:
+        return 0
+    ((said, siblings),) = own
+    return int(said) if said.isdecimal() and siblings.isdecimal() and 0 < int(said) <= int(siblings) else 0
 
 
 def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
@@ -719,64 +757,3 @@ def nproc_unread(text: str) -> str | None:
             " of /proc/self/status, or names no CPU, so it may be cut short"
         )
     return f"the nproc output is not a number ({shown[:40]!r})"
-
-
-# the cgroup files that hold a CPU quota (v2, v1; v1's period beside it): a limit is known where
-# one was read
-CPU_LIMIT_FILES = ("cpu.max", "cpu.cfs_quota_us")
-
-
-def parse_cgroup_cpu_limit(text: str) -> float | None:
-    """CPUs the cgroup quota allows (quota / period), the smallest among the probe's
-    `FILE<TAB>VALUE` lines (v2 `cpu.max` "QUOTA PERIOD" or "max PERIOD"; v1
-    `cpu.cfs_quota_us` -1 for none, with `cpu.cfs_period_us` in the same folder); None: no quota."""
-    limits: list[float] = []
-    v1: dict[str, dict[str, int]] = {}
-    for line in text.splitlines():
-        path, _, value = line.partition("\t")
-        folder, _, file = path.rpartition("/")
-        parts = value.split()
-        if file == "cpu.max" and len(parts) == 2 and parts[0].isdecimal() and parts[1].isdecimal():
-            if int(parts[1]) > 0:
-                limits.append(int(parts[0]) / int(parts[1]))
-        elif file in ("cpu.cfs_quota_us", "cpu.cfs_period_us") and re.fullmatch(r"-?\d+", value.strip()):
-            v1.setdefault(folder.rstrip("/"), {})[file] = int(value.strip())
-    for values in v1.values():
-        quota, period = values.get("cpu.cfs_quota_us", -1), values.get("cpu.cfs_period_us", 0)
-        if quota > 0 and period > 0:
-            limits.append(quota / period)
-    return min(limits) if limits else None
-
-
-# the cgroup files that hold the CPU set a container may run on (v2's effective set; v1's
-# effective set, and its configured one where the kernel has no effective file): a list of
-# CPUs and ranges, `12-15` (`docker run --cpuset-cpus=12,13,14,15`), `0-3,8-11`
-CPUSET_FILES = ("cpuset.cpus.effective", "cpuset.effective_cpus", "cpuset.cpus")
-
-
-def cgroup_cpuset_read(text: str) -> tuple[int, str] | None:
-    """The CPU set of the deepest folder among the probe's `FILE<TAB>VALUE` lines (CPUSET_FILES:
-    a container's `--cpuset-cpus`, a Kubernetes pod's exclusive CPUs, a Slurm job's), as (CPUs,
-    the file read): a cgroup's own set already lies within its ancestors', and an ancestor's
-    may be smaller than it (cgroup v2 takes the CPUs handed to a child partition out of the
-    parent's effective set). A folder's effective set where it was read, its configured
-    `cpuset.cpus` otherwise (a configured set of no online CPU leaves the effective one the
-    parent's); None where none was read (an empty set, one not yet configured, says nothing)."""
-    sets: dict[str, dict[str, int]] = {}
-    for line in text.splitlines():
-        path, _, value = line.partition("\t")
-        folder, _, file = path.rpartition("/")
-        if file in CPUSET_FILES and (n := _cpu_list_count(value.strip())):
-            sets.setdefault(folder.rstrip("/"), {})[file] = n
-    if not sets:
-        return None
-    files = sets[max(sets, key=lambda folder: folder.count("/"))]
-    file = next(f for f in CPUSET_FILES if f in files)
-    return files[file], file
-
-
-def parse_cgroup_cpuset(text: str) -> int | None:
-    """CPUs in the CPU set of the deepest folder among the probe's `FILE<TAB>VALUE` lines
-    (cgroup_cpuset_read); None where none was read."""
-    read = cgroup_cpuset_read(text)
-    return read[0] if read else None

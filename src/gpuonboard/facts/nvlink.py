@@ -208,7 +208,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
                 gpus[-1] = replace(gpus[-1], note=_note(tail), note_text=tail)
             continue
         if gpus and (m := _LINK.match(line)):
-            value = m.group(2)
+            value = m.group(2).rstrip("`").rstrip()  # (a paste's stray closing backtick: round 34)
             speed = _SPEED.match(value)
             if speed is None and "inactive" not in value.lower():
                 # neither a speed nor `<inactive>` (`nvlink -R`'s "Remote Device ...", two lines

@@ -300,6 +300,12 @@ def _legend(lines: list[str]) -> tuple[dict[str, str], str]:
     return nics, f"{why}, which {PCIE_PATHS_ONLY}"
 
 
+def rows_read(t: Topology) -> list[str]:
+    """The GPUs whose row was read (its cells or its CPU affinity: a bare `GPU1` label below a cut
+    is no row read), in order."""
+    return [g for g in t.gpus if g in t.cpu_affinity or any(a == g for a, _ in t.links)]
+
+
 def _pair_links(t: Topology) -> list[str]:
     """The link value of every unordered GPU pair ('' when the matrix lacks it)."""
     return [t.links.get((a, b)) or t.links.get((b, a)) or "" for a, b in combinations(t.gpus, 2)]

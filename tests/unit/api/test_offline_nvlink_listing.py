@@ -53,7 +53,8 @@ def test_fewer_gpus_than_ordered_in_nvlink_s_alone_is_no_missing_gpu(tmp_path: P
     got = verdicts(tmp_path, "nvlink-s.txt", VIEW_I0.read_text(), "gpu_model: H100 SXM\ngpu_count: 8\n")
     assert got["gpu_count"] == (
         "unverified",
-        "1 listed; only `nvidia-smi nvlink -s` lists them, and its view of some GPUs (`-i 0`) looks whole",
+        "1 listed; only `nvidia-smi nvlink -s` lists them whole, and a view of some GPUs"
+        " (`nvlink -s -i 0`) saved without its command looks whole too",
     )
     assert got["gpu_model"] == ("pass", "1 x NVIDIA H100 80GB HBM3")
 
@@ -81,4 +82,58 @@ def test_every_real_nvlink_listing_names_its_gpus_and_never_fails_a_count(tmp_pa
     "no nvidia-smi output was given"), and an order of more GPUs than it lists is no fail."""
     got = verdicts(tmp_path, name, (REAL / name).read_text(), "gpu_count: 64\n")
     assert NOT_GIVEN not in got["gpu_count"][1], got["gpu_count"]
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+
+
+B300_TOPO = REAL / "nvidia-smi-topo-m__b300-hgx__7-of-8-gpus__legend__dell-xe9780.txt"
+B300_NVLINK = REAL / "nvidia-smi-nvlink-status__b300-sxm6-ac__7-of-8-gpus-listed__dell-xe9780-report.txt"
+H200_TOPO8 = REAL / "nvidia-smi-topo-m__h200__8gpu-10nic.txt"
+
+
+def _judged(tmp_path: Path, files: dict[str, str], order: str) -> dict[str, tuple[str, str]]:
+    """rule -> (verdict, actual) of the outputs `files` (name -> text) of one box."""
+    from gpuonboard.api import offline
+    from gpuonboard.connection.gather import parse_facts
+
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    (tmp_path / "order.yml").write_text(order)
+    facts = parse_facts(offline.load_outputs([str(tmp_path / name) for name in files]))
+    spec = offline.load_order(str(tmp_path / "order.yml"))
+    return {c.name: (c.verdict, c.actual) for c in offline.judge(facts, spec)}
+
+
+def test_a_whole_topo_m_agreeing_with_nvlink_s_fails_a_missing_gpu(tmp_path: Path) -> None:
+    """m34c 32b: a Dell HGX B300 (8 GPUs) whose whole `topo -m` (legend and all) and `nvlink
+    --status` both list GPU0-GPU6 was "unverified: only nvlink -s lists them, and its view of
+    some GPUs (-i 0) looks whole", untrue: `topo -m` has no `-i`, its matrix is every GPU
+    nvidia-smi sees, a listing as `-L` is. With the two agreeing, 7 of 8 fails."""
+    files = {"topo.txt": B300_TOPO.read_text(), "nvlink-s.txt": B300_NVLINK.read_text()}
+    got = _judged(tmp_path, files, "gpu_model: B300\ngpu_count: 8\ninterconnect: nvlink\n")
+    assert got["gpu_count"] == ("fail", "7"), got["gpu_count"]
+    assert got["gpu_model"][0] == "pass"
+
+
+def test_a_whole_topo_m_naming_fewer_than_ordered_fails_beside_a_view_of_some_gpus(tmp_path: Path) -> None:
+    """The rule is the matrix's, whatever the listing beside it holds: the view of GPU 0 alone
+    (`nvlink -s -i 0`, no command saved) beside a whole matrix of 7 GPUs fails 7 of 8, saying
+    what each names; beside a whole matrix of 8 it stays unverified (a view, not a count)."""
+    view = VIEW_I0.read_text()
+    got = _judged(tmp_path, {"topo.txt": B300_TOPO.read_text(), "nvlink-s.txt": view}, "gpu_count: 8\n")
+    assert got["gpu_count"] == (
+        "fail",
+        "1 listed; `nvidia-smi topo -m` names 7 (GPU0-GPU6), its matrix whole",
+    ), got["gpu_count"]
+    eight = tmp_path / "eight"
+    eight.mkdir()
+    got = _judged(eight, {"topo.txt": H200_TOPO8.read_text(), "nvlink-s.txt": view}, "gpu_count: 8\n")
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+
+
+def test_a_topo_m_cut_inside_its_rows_is_no_listing(tmp_path: Path) -> None:
+    """The B300 matrix cut below GPU5's row (a constructed cut of the real one): its GPU6 row is
+    unread, the matrix no listing of the box, and nvlink -s alone keeps the count unverified."""
+    lines = B300_TOPO.read_text().splitlines(keepends=True)
+    cut = "".join(lines[: lines.index(next(x for x in lines if x.startswith("GPU6")))])
+    got = _judged(tmp_path, {"topo.txt": cut, "nvlink-s.txt": B300_NVLINK.read_text()}, "gpu_count: 8\n")
     assert got["gpu_count"][0] == "unverified", got["gpu_count"]

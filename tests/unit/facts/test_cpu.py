@@ -169,6 +169,8 @@ def test_every_real_lscpu_is_covered() -> None:
     # round 33: a VM slice's lscpu, its NUMA section alone (api/test_offline_round33_host.py)
     refused.add("lscpu__amd-epyc-9645-kvm-12vcpu-1-core-per-socket__cut-after-bogomips__cpufetch-365.txt")
     refused.add("lscpu-numa-section-only__gh200-9-nodes-8-cpu-less__xpu-perf-129.txt")
+    # round 34: a GB10's cut at its second type's Socket(s) (the test below)
+    refused.add("lscpu__gb10-cortex-x925-a725__paste-ends-at-second-type-sockets__hyperion-842.txt")
     assert {p.name for p in (FIXTURES / "real").glob("lscpu*")} == cases | covered("lscpu") | refused
 
 
@@ -224,7 +226,7 @@ def test_garbage_warns_without_crash(text: str) -> None:
 def test_cgroup_cpu_quota() -> None:
     """v2 cpu.max and v1 quota/period as the probe prints them (FILE<TAB>VALUE); the values
     are what the kernel writes there (v1 here: this machine's own cpu controller files)."""
-    from gpuonboard.facts.cpu import parse_cgroup_cpu_limit
+    from gpuonboard.facts.cpu_cgroup import parse_cgroup_cpu_limit
 
     assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\tmax 100000\n") is None
     assert parse_cgroup_cpu_limit("/sys/fs/cgroup/cpu.max\t800000 100000\n") == 8.0
@@ -240,7 +242,7 @@ def test_cgroup_cpuset_counts_the_deepest_set() -> None:
     container (distribution/distribution#3581) below its host's `0-55`, this machine's own v1
     files (`0-1`); a folder's effective set before its configured one; an empty set (v2's
     cpuset.cpus not configured) or none says nothing."""
-    from gpuonboard.facts.cpu import parse_cgroup_cpuset
+    from gpuonboard.facts.cpu_cgroup import parse_cgroup_cpuset
 
     walk = "/sys/fs/cgroup/cpuset/docker/x/cpuset.cpus\t12-15\n/sys/fs/cgroup/cpuset/cpuset.cpus\t0-55\n"
     assert parse_cgroup_cpuset(walk) == 4
@@ -259,7 +261,7 @@ def test_cgroup_cpuset_of_an_ancestor_smaller_than_the_own_is_not_read() -> None
     (sets typed here, of the real `0-63` of the EPYC host). A folder's own set already lies
     within its ancestors': the deepest folder's counts (60), with the file it was read from;
     before, the smallest of all (4, the root's)."""
-    from gpuonboard.facts.cpu import cgroup_cpuset_read, parse_cgroup_cpuset
+    from gpuonboard.facts.cpu_cgroup import cgroup_cpuset_read, parse_cgroup_cpuset
 
     walk = (
         "/sys/fs/cgroup/rt.slice/job.scope/cpuset.cpus.effective\t4-63\n"
@@ -573,3 +575,22 @@ def test_an_lscpu_json_cut_anywhere_is_cut_short() -> None:
         .warnings[0]
         .startswith("lscpu JSON invalid")
     )
+
+
+def test_an_lscpu_cut_at_a_type_s_socket_count_proves_its_cores_per_socket() -> None:
+    """m34b 15 (hyperion#842): a GB10's lscpu ending at its Cortex-A725 block's `Socket(s):`,
+    its `Core(s) per socket: 10` read. The cut was said "before its core count", untrue, and
+    the floor held the X925's 10 cores only; at least one socket holds the A725's 10: 20 read."""
+    name = "lscpu__gb10-cortex-x925-a725__paste-ends-at-second-type-sockets__hyperion-842.txt"
+    info = parse_lscpu((FIXTURES / "real" / name).read_text())
+    assert info.cut == (
+        "it ends inside a CPU type's block, before its socket count (Socket(s); its Core(s) per"
+        " socket, 10, read)"
+    )
+    assert (info.cores_floor, info.physical_cores) == (20, None)
+    # the family: every whole real lscpu of CPU type blocks cut at its last `Socket(s):` value
+    for whole in ("lscpu__gb10-dgx-spark-cortex-x925-a725__aarch64-2-core-types.txt",):
+        text = (FIXTURES / "real" / whole).read_text()
+        at = text.rindex("Socket(s):") + len("Socket(s):")
+        cut = parse_lscpu(text[:at] + "\n")
+        assert cut.cores_floor == parse_lscpu(text).physical_cores, cut

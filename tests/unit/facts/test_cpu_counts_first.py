@@ -30,7 +30,11 @@ def test_a_new_layout_cut_inside_its_type_block_still_says_so() -> None:
     output ending after `Core(s) per socket:` there is cut inside that block."""
     text = (REAL / "lscpu__gb10-dgx-spark-cortex-x925-a725__aarch64-2-core-types.txt").read_text()
     cut = text[: text.index("\n", text.index("Core(s) per socket")) + 1]
-    assert parse_lscpu(cut).cut == "it ends inside a CPU type's block, before its core count"
+    # (round 34: its Core(s) per socket read, the socket count is what the cut took)
+    assert parse_lscpu(cut).cut == (
+        "it ends inside a CPU type's block, before its socket count (Socket(s); its Core(s) per"
+        " socket, 10, read)"
+    )
 
 
 def test_an_old_layout_cut_among_its_counts_is_still_cut() -> None:

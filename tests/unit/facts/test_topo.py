@@ -28,6 +28,9 @@ CASES = [
     # DGX A100 (gengwg/cheatsheets): NV12 mesh, 12 NICs under their mlx5 names
     ("real/nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt",
      8, tuple(f"mlx5_{i}" for i in range(12)), "nvlink", "NV12", True),
+    # a Dell HGX B300 whose whole matrix (command line, legend) names 7 of its 8 GPUs (m34c 32b)
+    ("real/nvidia-smi-topo-m__b300-hgx__7-of-8-gpus__legend__dell-xe9780.txt",
+     7, (), "nvlink", "NV18", True),
     # 4 x RTX 6000 Ada over PCIe on two sockets (luigifcruz/stelline), space aligned
     ("real/nvidia-smi-topo-m__rtx-6000-ada__4gpu-4nic__driver575.51.03__space-aligned.txt",
      4, tuple(f"NIC{i}" for i in range(4)), "pcie", "SYS", False),
@@ -82,6 +85,8 @@ def test_every_real_topo_is_covered() -> None:
         "nvidia-smi-topo-m__b200__header-row-lost__gpu2-no-nvlink__cut-in-gpu6-row__vllm-16336.txt",
         # a topo -m given alone (no GPU listing): api/test_offline_round32_host.py
         "nvidia-smi-topo-m__8x-h100-nv18__tab-separated-9-nics__cut-in-nic6-row__nccl-1453.txt",
+        # a matrix cut inside its GPU rows, alone: api/test_offline_counts_r34.py
+        "nvidia-smi-topo-m__8gpu-nv18-9nic__cut-in-gpu6-row__sglang-13973.txt",
     }
     assert real == cases | audit | {p.name for p in GLUED_CAPTURES} | elsewhere
 

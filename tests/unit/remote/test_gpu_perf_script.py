@@ -238,6 +238,7 @@ def _mesh(gpus: int, link: str) -> dict[str, str]:
 TOPOLOGIES: dict[str, dict[str, str] | None] = {
     "nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt": _mesh(8, "NV12"),
     "nvidia-smi-topo-m__h200__8gpu-10nic.txt": _mesh(8, "NV18"),
+    "nvidia-smi-topo-m__b300-hgx__7-of-8-gpus__legend__dell-xe9780.txt": _mesh(7, "NV18"),
     "nvidia-smi-topo-m__8x-h100-nv18__space-aligned__nccl-note.txt": _mesh(8, "NV18"),
     "nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt": _mesh(4, "NV18"),
     "nvidia-smi-topo-m__kepler__4gpu-soc-phb__path-traverses-legend__ompi-users-2015.txt": {
@@ -286,6 +287,10 @@ TOPOLOGIES: dict[str, dict[str, str] | None] = {
     # round 32: an 8 x H100 matrix with tabs, its NIC rows cut (every GPU row whole)
     "nvidia-smi-topo-m__8x-h100-nv18__tab-separated-9-nics__cut-in-nic6-row__nccl-1453.txt": {
         f"{i}-{j}": "NV18" for i in range(8) for j in range(i + 1, 8)
+    },
+    # round 34: an 8-GPU NV18 matrix cut inside GPU6's row (the pairs of rows 0-5, whole)
+    "nvidia-smi-topo-m__8gpu-nv18-9nic__cut-in-gpu6-row__sglang-13973.txt": {
+        f"{i}-{j}": "NV18" for i in range(6) for j in range(i + 1, 8)
     },
 }  # fmt: skip
 

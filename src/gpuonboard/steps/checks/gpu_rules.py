@@ -51,6 +51,9 @@ from gpuonboard.steps.checks.missing_facts import (
     nvlink_view,
     row_begun,
     rows_before_cut,
+    topo_alone,
+    view_floor,
+    whole_topo,
 )
 from gpuonboard.steps.checks.model_match import (
     SHARED_CAP,
@@ -402,6 +405,18 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
     """rule_gpu_count's verdict, its actual the count alone."""
     expected = str(order.gpu_count)
     problem = _no_gpu_actual(facts)
+    named = whole_topo(facts)
+    if (
+        problem
+        and named
+        and topo_alone(facts)
+        and order.gpu_count is not None
+        and len(named) < order.gpu_count
+    ):
+        # a whole `topo -m` alone lists every GPU nvidia-smi sees: fewer than ordered is short
+        gone = f"{order.gpu_count - len(named)} of the {order.gpu_count} ordered GPUs missing"
+        actual = f"{len(named)} (`nvidia-smi topo -m` names {named[0]}-{named[-1]}, its matrix whole)"
+        return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ASK_INSTALL}")
     if problem:
         return Check("gpu_count", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None and order.gpu_count is not None
@@ -439,6 +454,16 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         actual = f"{attached} attached (nvidia-smi's count), {n} read; {incomplete}"
         return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, attached)}")
     seen = n + (row_begun(facts) is not None)  # (a GPU whose row the cut went through is seen)
+    if seen < len(named) < order.gpu_count:
+        # a whole `topo -m` lists every GPU nvidia-smi sees: fewer than ordered, whatever the
+        # listing beside it left out (a view of some GPUs, an output cut short)
+        gone = f"{order.gpu_count - len(named)} of the {order.gpu_count} ordered GPUs missing"
+        span = f"{named[0]}-{named[-1]}"
+        actual = f"{n} listed; `nvidia-smi topo -m` names {len(named)} ({span}), its matrix whole"
+        return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ask(facts, len(named))}")
+    if incomplete and seen >= order.gpu_count and (floor := view_floor(facts)):
+        # a view of some GPUs (CUDA_VISIBLE_DEVICES, `-i 0`) hides GPUs, never makes them up
+        return Check("gpu_count", expected, f"{n} listed; at least {n} on the box: {floor}", "pass", detail)
     if incomplete and (seen < order.gpu_count or facts.gpu.gap):  # (gap: rows that may be samples)
         return Check("gpu_count", expected, f"{n} listed; {incomplete}", "unverified", RERUN_ADVICE)
     if n < order.gpu_count and (view := nvlink_view(facts)):
@@ -459,7 +484,10 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
 def _ask(facts: Facts, n: int) -> str:
     """What to ask of the vendor where `n` GPUs are fewer than ordered."""
     assert facts.gpu is not None
-    return share_advice(facts.gpu.gpus, n) or "ask the vendor to install them or for the box that was ordered"
+    return share_advice(facts.gpu.gpus, n) or _ASK_INSTALL
+
+
+_ASK_INSTALL = "ask the vendor to install them or for the box that was ordered"
 
 
 def _attached_count(facts: Facts, ordered: int) -> int | None:
@@ -691,7 +719,7 @@ def _cut_after(matrix: topo.Topology) -> str:
     whole matrix or one that read no row."""
     if matrix.complete:
         return ""
-    rows = [g for g in matrix.gpus if g in matrix.cpu_affinity or any(a == g for a, _ in matrix.links)]
+    rows = topo.rows_read(matrix)
     if not rows:
         return ""
     of = len(matrix.gpu_columns) or len(matrix.gpus)

@@ -15,15 +15,13 @@ from dataclasses import replace
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts.cpu import (
     AFFINITY_LINE,
-    CPU_LIMIT_FILES,
     CPUINFO,
-    CPUSET_FILES,
     LSCPU_JSON_CUT,
     CpuInfo,
-    cgroup_cpuset_read,
     looks_like_lscpu,
     nproc_unread,
 )
+from gpuonboard.facts.cpu_cgroup import CPU_LIMIT_FILES, CPUSET_FILES, cgroup_cpuset_read
 from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.once import lazy_re

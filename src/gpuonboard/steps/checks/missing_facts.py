@@ -20,6 +20,7 @@ from gpuonboard.facts.gpu_agree import field_whole
 from gpuonboard.facts.nvidia_smi.sniff import VERSION_ONLY
 from gpuonboard.facts.nvidia_smi.table import TABLE_ROW_BEGUN
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
+from gpuonboard.facts.topo import rows_read as topo_rows_read
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
 
@@ -41,11 +42,14 @@ def topo_alone(facts: Facts) -> str:
     topology = facts.topology
     if not (_gpu_not_given(facts) and facts.gpu is None and topology is not None and topology.gpus):
         return ""
-    names = topology.gpus
+    # (the header names every GPU, a matrix cut inside its rows too: its rows read are said apart)
+    names = topology.gpu_columns or topology.gpus
     span = names[0] if len(names) == 1 else f"{names[0]}-{names[-1]}"
+    rows = len(topo_rows_read(topology))
+    read = f"; {rows} of their rows read" if not topology.complete and rows < len(names) else ""
     return (
-        f"only `nvidia-smi topo -m` was given, whose matrix names {len(names)} GPU(s) ({span}) but not"
-        " their model, memory, driver or health"
+        f"only `nvidia-smi topo -m` was given, whose matrix names {len(names)} GPU(s) ({span}{read})"
+        " but not their model, memory, driver or health"
     )
 
 
@@ -114,9 +118,46 @@ def nvlink_view(facts: Facts) -> str:
     from gpuonboard.facts.gpu_agree import NVLINK_LISTINGS, format_call
 
     source = facts.gpu.source if facts.gpu is not None else ""
-    if source not in NVLINK_LISTINGS:
+    if source not in NVLINK_LISTINGS or facts.gpu is None:
         return ""
-    return f"only {format_call(source)} lists them, and its view of some GPUs (`-i 0`) looks whole"
+    if len(whole_topo(facts)) == len(facts.gpu.gpus):  # (a whole `topo -m` lists the same GPUs)
+        return ""
+    return (
+        f"only {format_call(source)} lists them whole, and a view of some GPUs (`nvlink -s -i 0`)"
+        " saved without its command looks whole too"
+    )
+
+
+def whole_topo(facts: Facts) -> tuple[str, ...]:
+    """The GPUs a whole `nvidia-smi topo -m` names (every GPU its header names has its row and
+    every pair its link), () where none was given or its rows were cut. `topo -m` has no `-i`: its
+    matrix is every GPU nvidia-smi sees on the box, a listing of them as `nvidia-smi -L` is (m34c
+    32: an 8-GPU HGX B300's whole matrix and its `nvlink -s` both name GPU0-GPU6)."""
+    t = facts.topology
+    return t.gpus if t is not None and t.complete and t.gpus else ()
+
+
+# the views of a collect_env / check_env report run on the box (api/collect_env.py: VISIBLE, and
+# a container's `the report's NVIDIA_VISIBLE_DEVICES=...` / `the report's OS (...)`); never a log
+# (`kubectl logs`, `docker logs`, a job's .out), which may be of a pod or job on another node
+REPORT_VIEWS = ("sglang's check_env lists the GPUs torch sees", "the report's ")
+
+
+def view_floor(facts: Facts) -> str:
+    """Why the GPUs listed are a view of some of the box's GPUs (the listing's own output told so:
+    `ProbeOutput.partial`, "sglang's check_env lists the GPUs torch sees, which
+    CUDA_VISIBLE_DEVICES narrows", a `-i 0`, a container's GPUs), where that is the only reason
+    they are not known whole: a view hides GPUs, never makes them up, so the GPUs it lists, each
+    one index, are on the box: a floor read whole (m34b 08). "" otherwise: rows that may be
+    samples of one GPU, outputs that disagree, a GPU listed twice."""
+    report = facts.gpu
+    if report is None or not report.gap or report.disagreements or not report.gap.startswith(REPORT_VIEWS):
+        return ""
+    views = {o.partial for o in facts.raw.values()} | {
+        b.partial for o in facts.raw.values() for b in o.beside
+    }
+    indices = [g.index for g in report.gpus]
+    return report.gap if report.gap in views and len(set(indices)) == len(indices) else ""
 
 
 def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
