@@ -30,6 +30,7 @@ from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.narrowed import (
     container_prompt_view,
     container_view,
+    job_log_view,
     klog_container_log,
     matrix_nvlink,
     matrix_pci,
@@ -568,6 +569,7 @@ def _read_as(
     )  # (read whole, its wrappers unwrapped; of `a || b`, the one that printed)
     text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
+    partial = partial or job_log_view(kind, text)  # (a Slurm job's .out: its allocation's GPUs)
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
     history: tuple[str, ...] = ()

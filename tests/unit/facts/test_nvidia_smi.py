@@ -284,6 +284,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # a collapsed table cut in GPU 6's first row, GPUs holding GiBs with their list cut away:
         # steps/checks/test_foreign_cut_r33.py
         "nvidia-smi__geforce-rtx-4090__collapsed-spaces__driver550.144.03__gpu3-fan-err__cut-in-gpu6-row__cnblogs-asandstar.txt",
+        # a Slurm job's .out holding the table its script printed: api/test_job_log_view_r34.py
+        "nvidia-smi__h200__1gpu__driver575.57.08__slurm-job-out-prolog-epilog-cuda-visible-devices__pace-ice.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {
