@@ -180,6 +180,29 @@ def _docker_runtime_lines(lines: list[str]) -> bool:
     )
 
 
+# `systemctl status nvidia-fabricmanager`: its unit line (a state glyph before it: `●`, `○`, `×`,
+# `*` where the terminal had no UTF-8) and its `Active:` line, or its word on a unit not installed
+_FM_STATUS_UNIT = re.compile(
+    r"^[ \t]*(?:[●○×✕↻*][ \t]*)?nvidia-fabricmanager(?:\.service)?[ \t]+-[ \t]", re.M
+)
+_FM_STATUS_TYPED = re.compile(r"\bsystemctl\b.*\bstatus\b.*\bnvidia-fabricmanager\b")
+_FM_STATUS_ACTIVE = re.compile(r"^[ \t]*Active:[ \t]+[a-z]", re.M)
+_FM_NO_UNIT = re.compile(r"\A\s*Unit nvidia-fabricmanager(?:\.service)? could not be found\.\s*\Z")
+
+
+def fabric_manager_status(text: str) -> bool:
+    """Whether `text` is `systemctl status nvidia-fabricmanager`'s output: the unit's line first,
+    its `Active:` line below (its journal lines after them are the unit's log, not read)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and _FM_STATUS_TYPED.search(lines[0]):
+        lines = lines[1:]  # (its prompt line above it: `dell@dell:~$ systemctl status nvidia-fabricmanager`)
+    return bool(
+        lines
+        and _FM_STATUS_UNIT.match(lines[0])
+        and any(_FM_STATUS_ACTIVE.match(line) for line in lines[1:4])
+    ) or bool(_FM_NO_UNIT.match(text))
+
+
 def detect_fabric_kind(text: str) -> str | None:
     """The fabric probes' outputs and the kinds shown but not judged (docker info, iperf3 -J),
     from content alone; None for any other text."""
@@ -189,6 +212,8 @@ def detect_fabric_kind(text: str) -> str | None:
         lines = lines[1:]
     if not lines:
         return None
+    if fabric_manager_status(text):
+        return "fabric_manager"
     if head.startswith("{") and '"intervals"' in text and '"start"' in text:
         return "iperf3"
     if _NUMACTL_HEAD.match(lines[0]) and any(_NUMACTL_CPUS.match(line) for line in lines[1:4]):
