@@ -131,9 +131,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # a /var/log/messages excerpt (its name kept out of the chat-joined inventory, test_joined_log)
         "var-log-messages__": "kernel_log",
         "kubectl-describe-node": None,  # a node's condition rows: refused naming them
-        "fabricmanager-log__": None,
-        # `systemctl status nvidia-fabricmanager`: the service's state (api/test_fabric_manager_status_r34.py)
-        "systemctl-status-nvidia-fabricmanager__": "fabric_manager",  # nv-fabricmanager's own log: refused naming it (api/fabric_log.py)
+        "fabricmanager-log__": None,  # nv-fabricmanager's own log: refused naming it (api/fabric_log.py)
+        # `systemctl status nvidia-fabricmanager`: the service's state (test_fabric_manager_status_r34)
+        "systemctl-status-nvidia-fabricmanager__": "fabric_manager",
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
         # the driver's version file: read by its form (facts/driver_module.py, api/saved_forms.py)
@@ -156,7 +156,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
 
 # (real outputs saved with their command line above them, named otherwise)
 _SAVED_WITH_COMMAND = {
-    "systemctl-status-nvidia-fabricmanager__active-running__b300-hgx-dell__prompt-and-pager-line__kr-bringup-report.txt",
+    "systemctl-status-nvidia-fabricmanager__active-running__b300-hgx-dell__prompt-and-pager-line"
+    "__kr-bringup-report.txt",
     "nvidia-smi__b200__1gpu__driver580.95.05__vm-passthrough__lines-left-out-by-hand__ubicloud-blog.txt",
     "nvidia-smi__gb200__1gpu__driver580.126.20__kubectl-logs-pod__whole-table__gang-scheduling-report.txt",
     "nvidia-smi__quadro-p1000__1gpu__driver410.78__docker-run-prompts__cut-after-gpu0-first-line__tensorflow-28171.txt",
