@@ -48,6 +48,7 @@ from gpuonboard.api.saved_kinds import (
     detect_kind,
     log_line,
     nvidia_smi_failed,
+    recorded_failure,
     talos_cut,
     unstamped_kinds,
 )
@@ -505,6 +506,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         return probe
     if kind is None and (
         why := unjudged.one_field_csv(command, text)
+        or recorded_failure(text)  # (a watchdog's log quoting nvidia-smi's failure: its record)
         or unjudged.container_cli_info(text)
         or unjudged.container_cli_cut(text)
     ):

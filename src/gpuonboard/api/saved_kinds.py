@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.api import saved_forms
+from gpuonboard.api.failure_record import failure_record
 from gpuonboard.api.shown import ibdev2netdev_line
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
@@ -306,9 +307,23 @@ def nvidia_smi_failed(text: str) -> bool:
     it names that GPU (nvidia_smi_failure.answered_unread)."""
     from gpuonboard.facts.nvidia_smi_failure import answered_unread
 
+    line = _failure_line(text)
+    return line is not None and not failure_record(text, line) and answered_unread(text) is None
+
+
+def recorded_failure(text: str) -> str:
+    """Why `text` is another program's log quoting nvidia-smi's failure (api/failure_record.py),
+    "" where it is not."""
+    line = _failure_line(text)
+    return failure_record(text, line) if line is not None else ""
+
+
+def _failure_line(text: str) -> str | None:
+    """The line of nvidia-smi's own failure that `text` holds (nvidia_smi_failed's), None where it
+    holds none."""
     lines = [line for line in text.splitlines() if line.strip()]
     if not lines or len(lines) > _FAILURE_MAX_LINES:
-        return False
+        return None
     # (another operation's refusal names NVML's error too: left out, it is no failed query; so is
     # a syslog or journal record of a program, which quotes what it met when it ran, not now: an
     # exporter's `... prometheus-nvidia-exporter[1144]: ... stdout: NVIDIA-SMI has failed ...`;
@@ -323,7 +338,7 @@ def nvidia_smi_failed(text: str) -> bool:
         and _OWN_FAILURE_LINE.match(line)
     ]
     if not own:
-        return False
+        return None
     line, advice = nvidia_smi_failure("\n".join(own), "")
     if advice:
         failed = not _KERNEL_LINE.search(line)
@@ -332,7 +347,7 @@ def nvidia_smi_failed(text: str) -> bool:
             line.lstrip().startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip())
             for line in own
         )
-    return failed and answered_unread(text) is None
+    return line if failed else None
 
 
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
@@ -342,7 +357,7 @@ _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 # and the NVIDIA Container Toolkit's `nvidia-container-cli: initialization error: nvml error: ...`
 # (inside docker's `Error response from daemon: ...` too), NVML's answer on the host, as before
 _OWN_FAILURE_LINE = re.compile(
-    r"[\s|]*(?:NVIDIA-SMI\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
+    r"[\s|]*(?:(?-i:NVIDIA-SMI)\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
     r"|.*\bnvidia-container-cli: initialization error: nvml error:",
     re.I,
 )

@@ -132,6 +132,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "var-log-messages__": "kernel_log",
         "kubectl-describe-node": None,  # a node's condition rows: refused naming them
         "fabricmanager-log__": None,  # nv-fabricmanager's own log: refused naming it (api/fabric_log.py)
+        # a watchdog's log quoting nvidia-smi's failure: its record, noted (api/test_failure_record_r34.py)
+        "nvoc-tempcontrol-log__": None,
         # `systemctl status nvidia-fabricmanager`: the service's state (test_fabric_manager_status_r34)
         "systemctl-status-nvidia-fabricmanager__": "fabric_manager",
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
