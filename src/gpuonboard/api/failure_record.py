@@ -41,3 +41,21 @@ def failure_record(text: str, failure: str) -> str:
                 " (`nvidia-smi > nvidia-smi.txt 2>&1`)"
             )
     return ""
+
+
+# an arrow a post puts before the output line it shows (`→ NVIDIA-SMI has failed because ...`, `=>
+# No devices were found`), before nvidia-smi's own failure words (its capitals; NVML's; a GPU it
+# could not open)
+_MARKED_FAILURE = re.compile(
+    r"^([ \t]*)(?:[→⇒➔➡►▶][ \t]*|[-=]>[ \t]+)(?=(?-i:NVIDIA-SMI has failed)|Failed to initialize NVML:"
+    r"|No devices were found|Unable to determine the device handle)",
+    re.M,
+)
+
+
+def unmarked_failure(text: str) -> str:
+    """`text` without the arrow a post put before nvidia-smi's failure line (_MARKED_FAILURE): the
+    line is nvidia-smi's, the arrow the poster's."""
+    return (
+        _MARKED_FAILURE.sub(r"\1", text) if "NVIDIA" in text or "Unable" in text or "No dev" in text else text
+    )

@@ -24,6 +24,7 @@ from gpuonboard.api import (
     unjudged,
 )
 from gpuonboard.api.csv_among import csv_above_table
+from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
@@ -463,7 +464,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     # (nvidia-smi's infoROM warnings, beside any of its formats, and df's lines for a mount it
     # could not read go to the tool's stderr, as live)
     pasted = unglued(pasted, where)
-    text, warned = split_stderr_lines(strip_prompt(pasted))
+    text, warned = split_stderr_lines(unmarked_failure(strip_prompt(pasted)))  # (`→ NVIDIA-SMI has failed`)
     if copied is None:  # (the copied command above it, "" if none)
         copied, command = copied_command(pasted), prompt_command(pasted)
     else:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.api import saved_forms
-from gpuonboard.api.failure_record import failure_record
+from gpuonboard.api.failure_record import failure_record, unmarked_failure
 from gpuonboard.api.shown import ibdev2netdev_line
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
@@ -321,7 +321,7 @@ def recorded_failure(text: str) -> str:
 def _failure_line(text: str) -> str | None:
     """The line of nvidia-smi's own failure that `text` holds (nvidia_smi_failed's), None where it
     holds none."""
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in unmarked_failure(text).splitlines() if line.strip()]  # (`→ NVIDIA-SMI ...`)
     if not lines or len(lines) > _FAILURE_MAX_LINES:
         return None
     # (another operation's refusal names NVML's error too: left out, it is no failed query; so is

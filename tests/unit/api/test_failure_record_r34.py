@@ -22,6 +22,10 @@ from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 NVOC = REAL / "nvoc-tempcontrol-log__quotes-nvidia-smi-gpu-is-lost-3gpu__2019__excerpt-cut__nvoc-261.txt"
+ARROW = REAL / (
+    "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm"
+    "__proxmox-forum-179366.txt"
+)
 H100 = REAL / "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
 LOST = (
     "Unable to determine the device handle for GPU 0000:01:00.0: GPU is lost."
@@ -73,3 +77,26 @@ def test_a_quote_of_it_is_no_failure(text: str) -> None:
 )
 def test_nvidia_smis_own_failure_still_is(text: str) -> None:
     assert nvidia_smi_failed(text)
+
+
+COMMUNICATE = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver"
+
+
+def test_a_posters_arrow_before_the_failure_is_taken_off(tmp_path: Path) -> None:
+    """m34e 23a: `nvidia-smi` / `→ NVIDIA-SMI has failed ...` was refused "not a recognised command
+    output"; the arrow is the poster's, the line nvidia-smi's: it fails quoting nvidia-smi alone."""
+    got = verdicts(tmp_path, "nvidia-smi.txt", ARROW.read_text())["nvidia_driver"]
+    assert got == ("fail", f"nvidia-smi failed ({COMMUNICATE})"), got
+
+
+@pytest.mark.parametrize("arrow", ["⇒ ", "=> ", "-> ", "▶ ", "  → "])
+def test_other_arrows_are_the_posters_too(tmp_path: Path, arrow: str) -> None:
+    text = ARROW.read_text().replace("→ ", arrow)
+    assert verdicts(tmp_path, "nvidia-smi.txt", text)["nvidia_driver"][0] == "fail"
+
+
+def test_an_arrow_before_other_words_stays_unread() -> None:
+    """Only nvidia-smi's failure words lose the arrow: `→ 6.17.0-1014-nvidia` is no output read."""
+    from gpuonboard.api.failure_record import unmarked_failure
+
+    assert unmarked_failure("→ 6.17.0-1014-nvidia\n") == "→ 6.17.0-1014-nvidia\n"

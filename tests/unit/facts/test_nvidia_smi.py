@@ -255,6 +255,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__a100-sxm4-80gb-mig__gpu3__driver535.104.05__bus-id-cut-to-domain__copied-command__cut-in-mig-head__dcgm-152.txt",
         # a failure's sentence with a typographic quote, said in a note: api/test_offline_typography_note.py
         "nvidia-smi__failed-couldnt-communicate-curly-quote__qixuema-envs-4.txt",
+        # a poster's arrow before the failure's line: api/test_failure_record_r34.py
+        "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm__proxmox-forum-179366.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
         # a table (and a banner alone) a page ran onto one line, judged by min_driver:
