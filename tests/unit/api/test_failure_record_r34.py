@@ -100,3 +100,16 @@ def test_an_arrow_before_other_words_stays_unread() -> None:
     from gpuonboard.api.failure_record import unmarked_failure
 
     assert unmarked_failure("→ 6.17.0-1014-nvidia\n") == "→ 6.17.0-1014-nvidia\n"
+
+
+OTHER_TOOL = REAL / (
+    "nvidia-smi__failed-unknown-error-gpu0__below-another-tools-line-quoting-it__rtx4080__warranty-report.txt"
+)
+
+
+def test_nvidia_smis_own_line_is_quoted_not_another_tools(tmp_path: Path) -> None:
+    """m34c 27: `NVIDIA GPU Details | Failed: Unable ...` (another tool's line) above nvidia-smi's
+    own `Unable to determine the device handle for GPU0: ...`: the fail quotes nvidia-smi's."""
+    got = verdicts(tmp_path, "nvidia-smi.txt", OTHER_TOOL.read_text())["nvidia_driver"]
+    want = "nvidia-smi failed (Unable to determine the device handle for GPU0: 0000:01:00.0: Unknown Error)"
+    assert got == ("fail", want), got

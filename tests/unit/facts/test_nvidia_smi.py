@@ -255,6 +255,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__a100-sxm4-80gb-mig__gpu3__driver535.104.05__bus-id-cut-to-domain__copied-command__cut-in-mig-head__dcgm-152.txt",
         # a failure's sentence with a typographic quote, said in a note: api/test_offline_typography_note.py
         "nvidia-smi__failed-couldnt-communicate-curly-quote__qixuema-envs-4.txt",
+        # another tool's line quoting the failure above nvidia-smi's own: api/test_failure_record_r34.py
+        "nvidia-smi__failed-unknown-error-gpu0__below-another-tools-line-quoting-it__rtx4080__warranty-report.txt",
         # a poster's arrow before the failure's line: api/test_failure_record_r34.py
         "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm__proxmox-forum-179366.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
