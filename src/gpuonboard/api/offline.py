@@ -28,6 +28,7 @@ from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
+from gpuonboard.api.labelled_listings import labelled_listings
 from gpuonboard.api.narrowed import (
     container_prompt_view,
     container_view,
@@ -523,6 +524,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             f" kind{'s' if len(kinds) > 1 else ''} only ({named}), which cannot be told from a grep of"
             " the log (`dmesg -t | grep ...`): save `dmesg` with its stamps (`sudo dmesg -T`)."
         )
+    if kind is None and (why := labelled_listings(text)):
+        raise UsageError(f"{where}: {why}")  # (a loop's `kubectl logs` of several pods' `-L`)
     if kind is None:
         return saved_forms.without_kind(where, text, copied, warned)
     kind, out = _read_as(path, where, kind, text, warned, copied, command)

@@ -50,6 +50,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "talosctl-dmesg": "kernel_log",  # Talos Linux's kernel log
         "nvidia-smi-nvlink-e": "nvidia_nvlink_errors",
         "nvidia-smi-nvlink": "nvidia_nvlink",
+        "nvidia-smi-L-per-pod__": None,  # pods' listings below their names: refused saying so
         "nvidia-smi-L__": "nvidia_smi_list",
         "nvidia-smi-query-gpu-sampler": None,
         # a CSV of one field no rule reads: named in a note, not judged (api/unjudged.py)
