@@ -20,6 +20,7 @@ from gpuonboard.api import (
     paste,
     saved_cgroup,
     saved_forms,
+    script_blocks,
     transcript,
     unjudged,
 )
@@ -221,6 +222,8 @@ def _saved_outputs(
         return _all_cut(_env_outputs(path, pasted, notes, collect_env.copied_command(pasted)), cut)
     if parts is None and (pieces := kernel_run.split(pasted, log_line, detect_kind)) is not None:
         return _all_cut(_pieces_outputs(path, pieces, notes), cut)
+    if parts is None and (blocks := script_blocks.split(pasted, detect_kind)) is not None:
+        return _all_cut(_block_outputs(path, blocks, notes), cut)  # (`--- CPU ---` between tools)
     if parts is None and (stacked := csv_above_table(pasted)) is not None:
         pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
         notes.append(f"{path}: {left}.")
@@ -247,6 +250,28 @@ def _klog_quoted(
         (k, dataclasses.replace(o, partial=o.partial or said) if k.startswith("nvidia_smi") else o, w)
         for k, o, w in found
     ]
+
+
+def _block_outputs(
+    path: Path, blocks: list[script_blocks.Block], notes: list[str]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """The outputs of a script's block of several tools' outputs under its own headings
+    (api/script_blocks.py), each read as a file of its own; one that is no output, noted."""
+    found: list[tuple[str, ProbeOutput, str]] = []
+    unread: list[str] = []
+    for block in blocks:
+        where = script_blocks.where(str(path), block)
+        try:
+            found.append((*_saved_output(path, where, block.text), where))
+        except UsageError:
+            unread.append(where.removeprefix(f"{path} "))
+    notes.append(
+        f"{path}: a script's output of several tools under its own headings, each read as an output of"
+        " its own"
+        + (f"; not read: {', '.join(unread)} (not an output this tool reads)" if unread else "")
+        + "."
+    )
+    return found
 
 
 def _pieces_outputs(

@@ -144,6 +144,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "query-gpu-csv__": "nvidia_smi",  # (a --query-gpu CSV of undotted fields: round 30)
         "query-compute-apps-csv__": None,  # processes, not GPUs: a note naming the query (LLL)
         "top-summary-mem-swap__": None,  # top's summary, no free: refused naming it (round 30)
+        # a script's outputs under its own `--- CPU ---` headings: cut there (test_script_blocks_r34)
+        "script-blocks__": "nvidia_smi",
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
         "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused
         "report-sh__nvidia-smi-topo": "nvidia_topo",  # a report's topo -m first (facts/test_topo.py)
