@@ -29,7 +29,7 @@ class Block(NamedTuple):
 
 def split(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
     """The text's sections at its heading lines, where there are two or more and at least two
-    of them read as an output of a known kind (`detect`); None otherwise."""
+    of them read as an output of a known kind (`detect`), each of another kind; None otherwise."""
     lines = text.split("\n")
     cuts = [
         i
@@ -46,7 +46,10 @@ def split(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
         body = lines[start + 1 if heading else start : end]
         if any(line.strip() for line in body):
             blocks.append(Block(heading, start + 2 if heading else 1, "\n".join(body).strip("\n") + "\n"))
-    if len(blocks) < 2 or sum(detect(b.text) is not None for b in blocks) < 2:
+    kinds = [kind for b in blocks if (kind := detect(b.text)) is not None]
+    # (outputs of several tools; one output twice, `-q` pasted again under its own `==NVSMI LOG==`
+    # banner, is refused as such elsewhere)
+    if len(blocks) < 2 or len(kinds) < 2 or len(set(kinds)) < len(kinds):
         return None
     return blocks
 
