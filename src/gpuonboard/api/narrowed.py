@@ -106,6 +106,51 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     return ""
 
 
+# a batch scheduler's job log: the header or footer its prolog/epilog prints around the job's
+# own output (Slurm's `Begin Slurm Prolog: ...`, Torque's `Begin PBS Prologue`, LSF's mailed
+# `Sender: LSF System` / `Subject: Job 123: ...`), the lines its launcher prints (`salloc: Granted
+# job allocation 570480`, `srun: error: ...`, `slurmstepd: error: ...`), or a job variable its
+# script echoed (`SLURM_JOB_ID=3939512`, `PBS_JOBID=...`, `LSB_JOBID=...`)
+_JOB_LOG = re.compile(
+    r"(?im)^[ \t]*(?:-+[ \t]*)?(?:"
+    r"(?P<slurm>begin[ \t]+slurm[ \t]+(?:prolog|epilog)|end[ \t]+slurm[ \t]+(?:prolog|epilog)"
+    r"|s(?:alloc|run|batch):[ \t]+(?:granted[ \t]+job[ \t]+allocation|job[ \t]+\d+"
+    r"|nodes[ \t]+\S+[ \t]+are[ \t]+ready|error:)"
+    r"|slurmstepd(?:-\S+)?:[ \t]|SLURM_JOB_?ID[ \t]*[=:])"
+    r"|(?P<pbs>begin[ \t]+pbs[ \t]+prologue|end[ \t]+pbs[ \t]+epilogue|pbs[ \t]+job[ \t]+id:"
+    r"|PBS_JOBID[ \t]*[=:])"
+    r"|(?P<lsf>sender:[ \t]+lsf[ \t]+system|subject:[ \t]+job[ \t]+\d+:|LSB_JOBID[ \t]*[=:])"
+    r")"
+)
+_SCHEDULERS = {"slurm": "Slurm", "pbs": "PBS", "lsf": "LSF"}
+# a variable that names the GPUs a process was given, as its job printed it (`CUDA_VISIBLE_DEVICES=0`,
+# `echo "NVIDIA_VISIBLE_DEVICES = 2,3"`): a list of some of them, never `all` (nor none: `void`, empty)
+_VISIBLE = re.compile(
+    r"(?m)^[ \t]*(?:export[ \t]+)?[\"'“]?(?P<name>(?:CUDA|NVIDIA)_VISIBLE_DEVICES)[ \t]*[=:][ \t]*[\"'“]?"
+    r"(?P<value>(?!all\b|void\b|none\b|NoDevFiles\b)[\w,:-]+)"
+)
+
+
+def job_log_view(kind: str, text: str) -> str:
+    """Why an nvidia-smi output of `kind` whose text is a batch job's log (a scheduler's prolog or
+    epilog around it, its launcher's lines: _JOB_LOG) or holds the GPU list its process was given
+    (`CUDA_VISIBLE_DEVICES=0`: _VISIBLE) shows only part of the box: the job's allocation, as a
+    container's log is its container's (`narrowed`); "" otherwise."""
+    if not kind.startswith("nvidia_smi"):
+        return ""
+    if found := _JOB_LOG.search(text):
+        scheduler = _SCHEDULERS[next(k for k, v in found.groupdict().items() if v)]
+        line = found.group(0).strip().strip("-").strip()
+        return (
+            f"the output is in a {scheduler} job's log (`{line}`), which shows only the GPUs"
+            " the scheduler gave that job (a share of the node's)"
+        )
+    if found := _VISIBLE.search(text):
+        said = f"{found['name']}={found['value']}"
+        return f"the output's log prints `{said}`, the GPUs its process was given (a share of the box's)"
+    return ""
+
+
 def klog_container_log(quoter: str) -> str:
     """Why the nvidia-smi output a Kubernetes component's klog record quotes (`quoter`: its message,
     `"Fetched tail of log of instance"`) shows only part of the box: it is a container's log."""

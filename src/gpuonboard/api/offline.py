@@ -20,16 +20,20 @@ from gpuonboard.api import (
     paste,
     saved_cgroup,
     saved_forms,
+    script_blocks,
     transcript,
     unjudged,
 )
 from gpuonboard.api.csv_among import csv_above_table
+from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
+from gpuonboard.api.labelled_listings import labelled_listings
 from gpuonboard.api.narrowed import (
     container_prompt_view,
     container_view,
+    job_log_view,
     klog_container_log,
     matrix_nvlink,
     matrix_pci,
@@ -47,6 +51,7 @@ from gpuonboard.api.saved_kinds import (
     detect_kind,
     log_line,
     nvidia_smi_failed,
+    recorded_failure,
     talos_cut,
     unstamped_kinds,
 )
@@ -219,6 +224,8 @@ def _saved_outputs(
         return _all_cut(_env_outputs(path, pasted, notes, collect_env.copied_command(pasted)), cut)
     if parts is None and (pieces := kernel_run.split(pasted, log_line, detect_kind)) is not None:
         return _all_cut(_pieces_outputs(path, pieces, notes), cut)
+    if parts is None and (blocks := script_blocks.split(pasted, detect_kind)) is not None:
+        return _all_cut(_block_outputs(path, blocks, notes), cut)  # (`--- CPU ---` between tools)
     if parts is None and (stacked := csv_above_table(pasted)) is not None:
         pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
         notes.append(f"{path}: {left}.")
@@ -245,6 +252,28 @@ def _klog_quoted(
         (k, dataclasses.replace(o, partial=o.partial or said) if k.startswith("nvidia_smi") else o, w)
         for k, o, w in found
     ]
+
+
+def _block_outputs(
+    path: Path, blocks: list[script_blocks.Block], notes: list[str]
+) -> list[tuple[str, ProbeOutput, str]]:
+    """The outputs of a script's block of several tools' outputs under its own headings
+    (api/script_blocks.py), each read as a file of its own; one that is no output, noted."""
+    found: list[tuple[str, ProbeOutput, str]] = []
+    unread: list[str] = []
+    for block in blocks:
+        where = script_blocks.where(str(path), block)
+        try:
+            found.append((*_saved_output(path, where, block.text), where))
+        except UsageError:
+            unread.append(where.removeprefix(f"{path} "))
+    notes.append(
+        f"{path}: a script's output of several tools under its own headings, each read as an output of"
+        " its own"
+        + (f"; not read: {', '.join(unread)} (not an output this tool reads)" if unread else "")
+        + "."
+    )
+    return found
 
 
 def _pieces_outputs(
@@ -464,7 +493,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     # (nvidia-smi's infoROM warnings, beside any of its formats, and df's lines for a mount it
     # could not read go to the tool's stderr, as live)
     pasted = unglued(pasted, where)
-    text, warned = split_stderr_lines(strip_prompt(pasted))
+    text, warned = split_stderr_lines(unmarked_failure(strip_prompt(pasted)))  # (`→ NVIDIA-SMI has failed`)
     if copied is None:  # (the copied command above it, "" if none)
         copied, command = copied_command(pasted), prompt_command(pasted)
     else:
@@ -507,6 +536,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         return probe
     if kind is None and (
         why := unjudged.one_field_csv(command, text)
+        or recorded_failure(text)  # (a watchdog's log quoting nvidia-smi's failure: its record)
         or unjudged.container_cli_info(text)
         or unjudged.container_cli_cut(text)
     ):
@@ -522,6 +552,8 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
             f" kind{'s' if len(kinds) > 1 else ''} only ({named}), which cannot be told from a grep of"
             " the log (`dmesg -t | grep ...`): save `dmesg` with its stamps (`sudo dmesg -T`)."
         )
+    if kind is None and (why := labelled_listings(text)):
+        raise UsageError(f"{where}: {why}")  # (a loop's `kubectl logs` of several pods' `-L`)
     if kind is None:
         return saved_forms.without_kind(where, text, copied, warned)
     kind, out = _read_as(path, where, kind, text, warned, copied, command)
@@ -578,6 +610,7 @@ def _read_as(
     )  # (read whole, its wrappers unwrapped; of `a || b`, the one that printed)
     text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
     partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
+    partial = partial or job_log_view(kind, text)  # (a Slurm job's .out: its allocation's GPUs)
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
     history: tuple[str, ...] = ()

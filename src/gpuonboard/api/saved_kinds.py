@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.api import saved_forms
+from gpuonboard.api.failure_record import failure_record, unmarked_failure
 from gpuonboard.api.shown import ibdev2netdev_line, read_docker_version
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
@@ -180,6 +181,29 @@ def _docker_runtime_lines(lines: list[str]) -> bool:
     )
 
 
+# `systemctl status nvidia-fabricmanager`: its unit line (a state glyph before it: `●`, `○`, `×`,
+# `*` where the terminal had no UTF-8) and its `Active:` line, or its word on a unit not installed
+_FM_STATUS_UNIT = re.compile(
+    r"^[ \t]*(?:[●○×✕↻*][ \t]*)?nvidia-fabricmanager(?:\.service)?[ \t]+-[ \t]", re.M
+)
+_FM_STATUS_TYPED = re.compile(r"\bsystemctl\b.*\bstatus\b.*\bnvidia-fabricmanager\b")
+_FM_STATUS_ACTIVE = re.compile(r"^[ \t]*Active:[ \t]+[a-z]", re.M)
+_FM_NO_UNIT = re.compile(r"\A\s*Unit nvidia-fabricmanager(?:\.service)? could not be found\.\s*\Z")
+
+
+def fabric_manager_status(text: str) -> bool:
+    """Whether `text` is `systemctl status nvidia-fabricmanager`'s output: the unit's line first,
+    its `Active:` line below (its journal lines after them are the unit's log, not read)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and _FM_STATUS_TYPED.search(lines[0]):
+        lines = lines[1:]  # (its prompt line above it: `dell@dell:~$ systemctl status nvidia-fabricmanager`)
+    return bool(
+        lines
+        and _FM_STATUS_UNIT.match(lines[0])
+        and any(_FM_STATUS_ACTIVE.match(line) for line in lines[1:4])
+    ) or bool(_FM_NO_UNIT.match(text))
+
+
 def detect_fabric_kind(text: str) -> str | None:
     """The fabric probes' outputs and the kinds shown but not judged (docker info, iperf3 -J),
     from content alone; None for any other text."""
@@ -189,6 +213,8 @@ def detect_fabric_kind(text: str) -> str | None:
         lines = lines[1:]
     if not lines:
         return None
+    if fabric_manager_status(text):
+        return "fabric_manager"
     if head.startswith("{") and '"intervals"' in text and '"start"' in text:
         return "iperf3"
     if _NUMACTL_HEAD.match(lines[0]) and any(_NUMACTL_CPUS.match(line) for line in lines[1:4]):
@@ -281,9 +307,23 @@ def nvidia_smi_failed(text: str) -> bool:
     it names that GPU (nvidia_smi_failure.answered_unread)."""
     from gpuonboard.facts.nvidia_smi_failure import answered_unread
 
-    lines = [line for line in text.splitlines() if line.strip()]
+    line = _failure_line(text)
+    return line is not None and not failure_record(text, line) and answered_unread(text) is None
+
+
+def recorded_failure(text: str) -> str:
+    """Why `text` is another program's log quoting nvidia-smi's failure (api/failure_record.py),
+    "" where it is not."""
+    line = _failure_line(text)
+    return failure_record(text, line) if line is not None else ""
+
+
+def _failure_line(text: str) -> str | None:
+    """The line of nvidia-smi's own failure that `text` holds (nvidia_smi_failed's), None where it
+    holds none."""
+    lines = [line for line in unmarked_failure(text).splitlines() if line.strip()]  # (`→ NVIDIA-SMI ...`)
     if not lines or len(lines) > _FAILURE_MAX_LINES:
-        return False
+        return None
     # (another operation's refusal names NVML's error too: left out, it is no failed query; so is
     # a syslog or journal record of a program, which quotes what it met when it ran, not now: an
     # exporter's `... prometheus-nvidia-exporter[1144]: ... stdout: NVIDIA-SMI has failed ...`;
@@ -298,7 +338,7 @@ def nvidia_smi_failed(text: str) -> bool:
         and _OWN_FAILURE_LINE.match(line)
     ]
     if not own:
-        return False
+        return None
     line, advice = nvidia_smi_failure("\n".join(own), "")
     if advice:
         failed = not _KERNEL_LINE.search(line)
@@ -307,7 +347,7 @@ def nvidia_smi_failed(text: str) -> bool:
             line.lstrip().startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip())
             for line in own
         )
-    return failed and answered_unread(text) is None
+    return line if failed else None
 
 
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
@@ -317,7 +357,7 @@ _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 # and the NVIDIA Container Toolkit's `nvidia-container-cli: initialization error: nvml error: ...`
 # (inside docker's `Error response from daemon: ...` too), NVML's answer on the host, as before
 _OWN_FAILURE_LINE = re.compile(
-    r"[\s|]*(?:NVIDIA-SMI\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
+    r"[\s|]*(?:(?-i:NVIDIA-SMI)\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
     r"|.*\bnvidia-container-cli: initialization error: nvml error:",
     re.I,
 )

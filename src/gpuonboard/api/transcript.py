@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
-from gpuonboard.api import glued
+from gpuonboard.api import glued, shell_opened
 from gpuonboard.api.command_line import CONTAINER_CLIS, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.unjudged import UnjudgedOutput
@@ -393,15 +393,24 @@ Reading = tuple[str, T] | list[tuple[str, T, str]]
 
 
 def _read_part(
-    name: str, part: Section, read_one: Callable[[str, str, str], Reading[T]]
+    name: str, part: Section, read_one: Callable[[str, str, str], Reading[T]], shell: str | None = None
 ) -> list[tuple[str, T, str]] | str:
     """(kind, output, what) of each output of one part of a session (what: "" for the command's
-    one output); else why it is not read ("" for nothing to say)."""
+    one output); else why it is not read ("" for nothing to say). `shell`: "" where the part
+    opened a shell in a container, the command prefix that runs a command there where the part
+    was typed at that shell's prompt (api/shell_opened.py), None otherwise."""
     if part.empty:
-        return f"{part.where} printed nothing" if part.reads else ""
+        return (
+            shell_opened.opener_said(part.where)
+            if shell == ""
+            else f"{part.where} printed nothing"
+            if part.reads
+            else ""
+        )
     where = f"{name} {part.where}"
+    text = shell_opened.without_bare_prompts(part.text) if shell else part.text
     try:
-        got = read_one(where, part.text, part.command)
+        got = read_one(where, text, f"{shell} {part.command}" if shell else part.command)
         return got if isinstance(got, list) else [(got[0], got[1], "")]
     except UnjudgedOutput as exc:  # (read, and nothing in it judged: said as its reader says it)
         return f"{part.where}: {str(exc).removeprefix(f'{where}: ').rstrip('.')}"
@@ -666,7 +675,8 @@ def read(
     outputs of one box with a command that changes its state between them (`nvidia-smi -pm 1`:
     `changed(kind, earlier, later, command)` joins them, api/state_change.py): the later is judged,
     the earlier kept beside it for its faults, noted."""
-    each = [(part, _read_part(name, part, read_one)) for part in parts]
+    opened = shell_opened.inside(parts)  # (`kubectl exec -it POD -- sh`, then `/ # nvidia-smi`)
+    each = [(part, _read_part(name, part, read_one, opened.get(part.line))) for part in parts]
     _refuse_several_boxes(name, each)
     _refuse_reruns_answered_otherwise(name, each, unread, failed_whole)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output

@@ -4,9 +4,11 @@ The probe (facts/extra_probes.py FABRIC_MANAGER) prints `systemctl is-active
 nvidia-fabricmanager` (one word: active, inactive, failed, activating, deactivating,
 reloading, unknown) and then `systemctl show -p LoadState nvidia-fabricmanager`
 (`LoadState=loaded`, `LoadState=not-found` when the unit is not installed, `masked`).
-A bare saved `systemctl is-active` output (one word) is read too. Without systemd as init
-(a container) systemctl prints "System has not been booted with systemd ..." and the state
-is "unknown".
+A bare saved `systemctl is-active` output (one word) is read too, and so is `systemctl status
+nvidia-fabricmanager` (the form users post: its `Active: active (running) since ...` and `Loaded:
+loaded (...)` lines; its unit's journal lines below are not read; `Unit nvidia-fabricmanager.service
+could not be found.` is the unit not installed). Without systemd as init (a container) systemctl
+prints "System has not been booted with systemd ..." and the state is "unknown".
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ from dataclasses import dataclass
 __all__ = ["ACTIVE_STATES", "FabricManagerState", "parse_fabric_manager"]
 
 ACTIVE_STATES = ("active", "inactive", "failed", "activating", "deactivating", "reloading", "unknown")
+
+
+# `systemctl status`'s lines of the unit's state (`Active: active (running) since ...`) and of its
+# unit file (`Loaded: loaded (/usr/lib/systemd/system/nvidia-fabricmanager.service; enabled; ...)`)
+_STATUS_FIELD = re.compile(r"(Active|Loaded):[ \t]+([a-z-]+)")
+# `systemctl status` of a unit not installed
+_NO_UNIT = re.compile(r"Unit \S*fabricmanager\S* (?:could not be found|not found)", re.I)
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,13 @@ def parse_fabric_manager(text: str) -> FabricManagerState:
             state = m.group(1) if m.group(1) in ACTIVE_STATES else state
         elif line in ACTIVE_STATES:
             state = line
+        elif m := _STATUS_FIELD.match(line):  # (`systemctl status`: `Active: failed (Result: signal)`)
+            if m.group(1) == "Active":
+                state = m.group(2) if m.group(2) in ACTIVE_STATES else state
+            else:
+                load = m.group(2)
+        elif _NO_UNIT.match(line):
+            state, load = "inactive", "not-found"  # (as `is-active` and `show` say it)
         elif detail is None:
             detail = line
     present = None if load is None else load not in ("not-found", "")

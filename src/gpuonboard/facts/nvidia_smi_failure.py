@@ -138,15 +138,27 @@ UNKNOWN_CAUSE_ADVICE = (
 )
 
 
+def _cause_of(line: str) -> tuple[str, bool] | None:
+    """The advice of the first of _CAUSES that `line` names, and whether a cause's words begin
+    the line (after a table's `|`); None where it names none."""
+    advice = next((advice for pattern, advice in _CAUSES if pattern.search(line)), None)
+    if advice is None:
+        return None
+    starts = (m for pattern, _ in _CAUSES if (m := pattern.search(line)))
+    return advice, any(not line[: m.start()].strip(" |\t") for m in starts)
+
+
 def nvidia_smi_failure(stdout: str, stderr: str) -> tuple[str, str]:
-    """nvidia-smi's own line saying why it read no GPU (the first naming a known cause, else its
-    first line; '' when it printed nothing) and what to do about that cause ('' when unknown:
-    the caller adds UNKNOWN_CAUSE_ADVICE or its own)."""
+    """nvidia-smi's own line saying why it read no GPU (the first naming a known cause, one whose
+    cause's words begin the line first, else its first line; '' when it printed nothing) and what
+    to do about that cause ('' when unknown: the caller adds UNKNOWN_CAUSE_ADVICE or its own)."""
     lines = [ln.strip() for ln in (stderr + "\n" + stdout).splitlines() if ln.strip()]
-    for line in lines:
-        for pattern, advice in _CAUSES:
-            if pattern.search(line):
-                return line, advice
+    causes = [(line, *cause) for line in lines if (cause := _cause_of(line)) is not None]
+    # (nvidia-smi's own line, a cause's words at the line's start, before another tool's line
+    # quoting them after its own words: `NVIDIA GPU Details | Failed: Unable to determine ...`)
+    own = [(line, advice) for line, advice, at_start in causes if at_start]
+    if causes:
+        return own[0] if own else (causes[0][0], causes[0][1])
     return (lines[0] if lines else ""), ""
 
 

@@ -50,6 +50,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "talosctl-dmesg": "kernel_log",  # Talos Linux's kernel log
         "nvidia-smi-nvlink-e": "nvidia_nvlink_errors",
         "nvidia-smi-nvlink": "nvidia_nvlink",
+        "nvidia-smi-L-per-pod__": None,  # pods' listings below their names: refused saying so
         "nvidia-smi-L__": "nvidia_smi_list",
         "nvidia-smi-query-gpu-sampler": None,
         # a CSV of one field no rule reads: named in a note, not judged (api/unjudged.py)
@@ -138,6 +139,10 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "var-log-messages__": "kernel_log",
         "kubectl-describe-node": None,  # a node's condition rows: refused naming them
         "fabricmanager-log__": None,  # nv-fabricmanager's own log: refused naming it (api/fabric_log.py)
+        # a watchdog's log quoting nvidia-smi's failure: its record, noted (api/test_failure_record_r34.py)
+        "nvoc-tempcontrol-log__": None,
+        # `systemctl status nvidia-fabricmanager`: the service's state (test_fabric_manager_status_r34)
+        "systemctl-status-nvidia-fabricmanager__": "fabric_manager",
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
         "podman-info": "podman_info",  # (shown, not judged)
         # the driver's version file: read by its form (facts/driver_module.py, api/saved_forms.py)
@@ -145,6 +150,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "query-gpu-csv__": "nvidia_smi",  # (a --query-gpu CSV of undotted fields: round 30)
         "query-compute-apps-csv__": None,  # processes, not GPUs: a note naming the query (LLL)
         "top-summary-mem-swap__": None,  # top's summary, no free: refused naming it (round 30)
+        # a script's outputs under its own `--- CPU ---` headings: cut there (test_script_blocks_r34)
+        "script-blocks__": "nvidia_smi",
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
         "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused
         "report-sh__nvidia-smi-topo": "nvidia_topo",  # a report's topo -m first (facts/test_topo.py)
@@ -160,6 +167,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
 
 # (real outputs saved with their command line above them, named otherwise)
 _SAVED_WITH_COMMAND = {
+    "systemctl-status-nvidia-fabricmanager__active-running__b300-hgx-dell__prompt-and-pager-line"
+    "__kr-bringup-report.txt",
     "nvidia-smi__b200__1gpu__driver580.95.05__vm-passthrough__lines-left-out-by-hand__ubicloud-blog.txt",
     "nvidia-smi__gb200__1gpu__driver580.126.20__kubectl-logs-pod__whole-table__gang-scheduling-report.txt",
     "nvidia-smi__quadro-p1000__1gpu__driver410.78__docker-run-prompts__cut-after-gpu0-first-line__tensorflow-28171.txt",

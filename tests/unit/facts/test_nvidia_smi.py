@@ -176,6 +176,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-topo",
         "nvidia-smi-nvlink-",
         "nvidia-smi-L__",
+        # several pods' `-L` below their names, refused saying so: api/test_labelled_listings_r34.py
+        "nvidia-smi-L-per-pod__",
         "nvidia-smi-mig-",
         "nvidia-smi-usage-error",
         # `dmon` / `pmon` samples, refused by name: facts/test_nvidia_smi_monitor.py
@@ -257,6 +259,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__a100-sxm4-80gb-mig__gpu3__driver535.104.05__bus-id-cut-to-domain__copied-command__cut-in-mig-head__dcgm-152.txt",
         # a failure's sentence with a typographic quote, said in a note: api/test_offline_typography_note.py
         "nvidia-smi__failed-couldnt-communicate-curly-quote__qixuema-envs-4.txt",
+        # another tool's line quoting the failure above nvidia-smi's own: api/test_failure_record_r34.py
+        "nvidia-smi__failed-unknown-error-gpu0__below-another-tools-line-quoting-it__rtx4080__warranty-report.txt",
+        # a poster's arrow before the failure's line: api/test_failure_record_r34.py
+        "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm__proxmox-forum-179366.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
         # a table (and a banner alone) a page ran onto one line, judged by min_driver:
@@ -295,6 +301,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__geforce-name-cut__1gpu-12288mib__driver526.47__windows-wddm__prompt-glyph__cut-in-gpu0-compute-mode__wsl-9099.txt",
         # a banner cut below under a stress tool's lines: steps/checks/test_driver_line_shape.py
         "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt",
+        # a Slurm job's .out holding the table its script printed: api/test_job_log_view_r34.py
+        "nvidia-smi__h200__1gpu__driver575.57.08__slurm-job-out-prolog-epilog-cuda-visible-devices__pace-ice.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

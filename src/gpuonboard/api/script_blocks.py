@@ -1,0 +1,61 @@
+"""A script's output of several tools in one block, each under a heading line of the script's own
+(`--- CPU ---`, `=== RAM ===`, `## GPU`) after a blank line, with no prompt between them (a
+benchmark's environment snapshot: a `--query-gpu` CSV, then `--- CPU ---` and lscpu's lines, then
+`--- RAM ---` and `free -h`): read as one output, the CSV's rows took the other tools' lines as
+rows of its own ("CSV row 2: has 1 cells") and free's `Mem:` line was never read. Cut at those
+headings, each part is read as an output of its own where it is one; a part that is none is said
+in a note."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import NamedTuple
+
+# a heading line a script prints between its sections (a word or few between dashes, equals
+# signs or hashes), with a blank line (or the text's start) above it
+_HEADING = re.compile(
+    r"^[ \t]*(?:-{3,}|={3,}|#{1,3})[ \t]*([A-Za-z][\w /().:-]{0,40}?)[ \t]*(?:-{3,}|={3,})?[ \t]*$"
+)
+
+
+class Block(NamedTuple):
+    """One section: its heading ("" for the text above the first), first line (1-based), text."""
+
+    heading: str
+    first: int
+    text: str
+
+
+def split(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
+    """The text's sections at its heading lines, where there are two or more and at least two
+    of them read as an output of a known kind (`detect`), each of another kind; None otherwise."""
+    lines = text.split("\n")
+    cuts = [
+        i
+        for i, line in enumerate(lines)
+        if _HEADING.match(line) and (i == 0 or not lines[i - 1].strip()) and "|" not in line
+    ]
+    if not cuts:
+        return None
+    starts = [0, *cuts] if cuts[0] > 0 else cuts
+    blocks = []
+    for at, start in enumerate(starts):
+        end = starts[at + 1] if at + 1 < len(starts) else len(lines)
+        heading = lines[start].strip() if start in cuts else ""
+        body = lines[start + 1 if heading else start : end]
+        if any(line.strip() for line in body):
+            blocks.append(Block(heading, start + 2 if heading else 1, "\n".join(body).strip("\n") + "\n"))
+    kinds = [kind for b in blocks if (kind := detect(b.text)) is not None]
+    # (outputs of several tools; one output twice, `-q` pasted again under its own `==NVSMI LOG==`
+    # banner, is refused as such elsewhere)
+    if len(blocks) < 2 or len(kinds) < 2 or len(set(kinds)) < len(kinds):
+        return None
+    return blocks
+
+
+def where(path: str, block: Block) -> str:
+    """How a sentence names a section: `FILE lines 5-14 (under `--- CPU ---`)`."""
+    last = block.first + block.text.count("\n") - 1
+    under = f"under `{block.heading}`" if block.heading else "above the first heading"
+    return f"{path} lines {block.first}-{last} ({under})"

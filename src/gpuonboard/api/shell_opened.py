@@ -1,0 +1,88 @@
+"""A saved session's command that opened a shell in a container (`kubectl exec -it POD -- sh`,
+`docker exec -it app bash`, `docker run -it --gpus all IMAGE bash`) and the commands typed at that
+shell's prompt below it (`/ # nvidia-smi`, `root@pod:/# nvidia-smi`): those ran in the container,
+as `kubectl exec POD -- nvidia-smi` does, so each is read as that command (the container's view, a
+tool missing there the container's answer), and the opener is said to have opened the shell,
+never to have "printed nothing". A prompt of the box's own host again ends the shell (`exit`)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Protocol
+
+from gpuonboard.api.command_line import CONTAINER_CLIS, KUBE_CLIS
+
+# the shells an interactive exec opens (by the last word of its command)
+_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "fish"})
+# the verbs that run a command in a container (kubectl's and the engines')
+_VERBS = frozenset({"exec", "run"})
+
+
+class _Part(Protocol):
+    """A session's part (api/transcript.Section), as read here."""
+
+    @property
+    def line(self) -> int: ...
+    @property
+    def command(self) -> str: ...
+    @property
+    def host(self) -> str | None: ...
+    @property
+    def text(self) -> str: ...
+
+
+def opened_shell(command: str) -> str:
+    """The prefix that runs a command where `command` opened a shell (`kubectl exec -it POD --`
+    of `kubectl exec -it POD -- sh`: a command typed at that shell's prompt ran as `kubectl exec
+    -it POD -- nvidia-smi`); "" where `command` opens no shell in a container."""
+    words = command.split()
+    if len(words) < 3 or "|" in words or words[-1].rsplit("/", 1)[-1] not in _SHELLS:
+        return ""
+    cli = words[0].rsplit("/", 1)[-1]
+    if cli not in CONTAINER_CLIS | KUBE_CLIS or not _VERBS & set(words[1:-1]):
+        return ""
+    if not any(w in ("-it", "-ti", "-i", "--stdin", "--interactive") for w in words[1:-1]):
+        return ""  # (`docker run img bash` without a terminal runs a shell that reads nothing)
+    return " ".join(words[:-1])
+
+
+def inside(parts: Sequence[_Part]) -> dict[int, str]:
+    """Each part (by its prompt line) typed at the prompt of a shell an earlier part opened in a
+    container -> that opener's prefix (opened_shell), and each opener -> "" (in the dict: said
+    so); a part at a prompt of the opener's own host ends the shell, and so does one whose prompt
+    cannot be told from it (neither names a host): only a prompt that names another host than the
+    opener's (`root@POD:/#` below `$ kubectl exec ...`), or none below one that names its host
+    (`/ #` below `root@ai18:~#`), is the shell's."""
+    found: dict[int, str] = {}
+    prefix, host = "", None
+    for part in parts:
+        if prefix and part.host == host:
+            prefix = ""  # (back at the box's prompt, or one not told from it: the shell was left)
+        if prefix:
+            found[part.line] = prefix
+            continue
+        if (opens := opened_shell(part.command)) and not part.text.strip():
+            prefix, host = opens, part.host
+            found[part.line] = ""
+    return found
+
+
+def opener_said(where: str) -> str:
+    """What a part that opened a shell in a container did, for a session's note."""
+    return (
+        f"{where} opened a shell in the container (it printed nothing of its own; the commands typed"
+        " at that shell's prompt below it ran in the container, not on the box)"
+    )
+
+
+# a shell's bare prompt line, nothing typed after it (`/ # `, `root@pod:/# `), below a command's output
+_BARE_PROMPT = re.compile(r"^[ \t]*\S*[ \t]*[#$%>][ \t]*$")
+
+
+def without_bare_prompts(text: str) -> str:
+    """`text` without the bare prompt lines at its end (the shell's prompt after the output)."""
+    lines = text.rstrip("\n").split("\n")
+    while lines and (not lines[-1].strip() or _BARE_PROMPT.match(lines[-1])):
+        lines.pop()
+    return "\n".join(lines) + "\n" if lines else ""
