@@ -17,8 +17,10 @@ from gpuonboard.api import (
     bug_report,
     collect_env,
     kernel_run,
+    output_runs,
     paste,
     saved_cgroup,
+    saved_file,
     saved_forms,
     script_blocks,
     transcript,
@@ -46,7 +48,6 @@ from gpuonboard.api.offline_output import facts_json, print_facts
 from gpuonboard.api.offline_output import load_order as load_order  # (re-exported: cli, tests)
 from gpuonboard.api.offline_output import summary as summary
 from gpuonboard.api.run_folder import expand_marked, raw_dir_manifest, skipped_note
-from gpuonboard.api.saved_bytes import MAX_GUNZIPPED_BYTES, PipeTimeout, expanded, not_text, read_at_most
 from gpuonboard.api.saved_kinds import (
     detect_kind,
     log_line,
@@ -102,7 +103,7 @@ FABRIC_KINDS = (
 # landed in the vendor's folder is not read into memory whole only to be refused. One bound for
 # the text, however it came: a plain nvidia-bug-report.log and the text its .gz expands to (a box
 # with many GPUs, its nvidia-debugdump in base64: tens of MiB)
-MAX_OUTPUT_BYTES = MAX_GUNZIPPED_BYTES
+MAX_OUTPUT_BYTES = saved_file.MAX_OUTPUT_BYTES
 # the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
 # with the recorded exit code, as the live run read them): what parse_facts reads, nvcc, and the
 # module file the table probe read after nvidia-smi failed (connection/gather.py MODULE_READ)
@@ -111,70 +112,6 @@ RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS, MODULE_PROBE})
 # and any non-zero one reads as "it ran and failed", as the live probe's (not 124: it hung, nor
 # 127: it is not installed, which say other things)
 SAVED_FAILURE_EXIT = 1
-
-
-def _read_saved(path: Path, notes: list[str] | None = None) -> tuple[bytes, str]:
-    """A saved output's bytes (errors name the file), and why they are cut short ("" if not: a
-    gzip file cut short, whose every output is then incomplete)."""
-    try:
-        data = read_at_most(path, MAX_OUTPUT_BYTES)
-    except PipeTimeout as exc:
-        raise UsageError(f"{path}: {exc}; save the command's output to a file and name that file.") from None
-    except OSError as exc:
-        raise UsageError(f"{path}: cannot read this file ({exc.strerror or exc}).") from None
-    if len(data) > MAX_OUTPUT_BYTES:
-        raise UsageError(
-            f"{path}: larger than {MAX_OUTPUT_BYTES // 2**20} MiB, not a saved command output;"
-            " leave it out of the files to judge."
-        )
-    try:
-        said: list[str] = []
-        data, cut = expanded(
-            data, MAX_OUTPUT_BYTES, said
-        )  # (a gzip file, `nvidia-bug-report.log.gz`: its text)
-    except ValueError as bad:
-        raise UsageError(f"{path}: {bad}.") from None
-    if (why := not_text(data)) is not None:
-        head = _readable_head(data)
-        if head is None:
-            raise UsageError(f"{path}: {why}")
-        data, cut = (
-            head,
-            cut
-            or (
-                f"the file ends in NUL bytes after byte {len(head)} (a tail a crash or a disk error filled"
-                " with zeros), so only the output before them was read"
-            ),
-        )
-    if notes is not None:
-        notes += [f"{path}: {clause}." for clause in said]
-    return data, cut
-
-
-def _readable_head(data: bytes) -> bytes | None:
-    """The whole lines before a file's tail of NUL bytes, where they are an output of a known kind
-    (a kernel log whose tail a crash filled with zeros: its lines are the box's answer, cut);
-    None where there are none, where text follows the NULs (a binary, or damage inside the text:
-    refused as before), or they are of no known kind."""
-    if b"\x00" not in data or not_text(data[:16].replace(b"\x00", b" ")) is not None:
-        return None  # (an archive's or image's magic: no output's damaged tail)
-    head, tail = data[: data.index(b"\x00")], data[data.index(b"\x00") :]
-    if tail.strip(b"\x00 \t\r\n"):
-        return None
-    head = head[: head.rfind(b"\n") + 1]
-    return head if head.strip() and detect_kind(decode_saved(head)) is not None else None
-
-
-def _unread_file_note(why: str) -> str:
-    """The note on a folder's file that cannot be read (its permissions, a binary, past the size
-    bound, a damaged gzip): one missing answer, never the whole folder refused. What it holds is
-    unverified; the folder's other files are judged (docs/guides/offline.md)."""
-    if why.endswith("Permission denied)."):
-        why = why[:-1] + "; make it readable (`chmod a+r`) or leave it out of the folder."
-    return (
-        f"{why} Not read: what it would have shown is unverified (one missing answer: the other"
-        " files are judged)."
-    )
 
 
 def _saved_outputs(
@@ -304,7 +241,7 @@ def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
     parts = transcript.sections(typed) if typed is not None else None
     if typed is None or parts is None:
         return None
-    if paste.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2:
+    if output_runs.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2:
         return typed, parts
     # (outputs of several kinds, each below its typed command or label: `nvidia-smi`, a blank,
     # its table, then `lscpu` and its lines, which were left unread inside the table's text)
@@ -582,10 +519,10 @@ def _read_as(
             # it printed why it failed and no GPU: read as the live probe that failed (a table
             # after a lost GPU's line lists the others: that output is read as it answered)
             code = SAVED_FAILURE_EXIT
-    what, runs = paste.outputs_in(kind, text)
+    what, runs = output_runs.outputs_in(kind, text)
     if runs > 1:
         # (one GPU's lines repeated, each with its own MIG device: several pods' views of one GPU)
-        same = paste.repeated_gpu(text) if kind == "nvidia_smi_list" else ""
+        same = output_runs.repeated_gpu(text) if kind == "nvidia_smi_list" else ""
         why = (
             f"{same}: several pods' or containers' views of one GPU, one output pasted again, or two"
             if same
@@ -703,11 +640,11 @@ def load_outputs(
             skipped.setdefault(path.parent, []).append(recorded[0])
             continue
         try:
-            data, cut = _read_saved(path, session_notes)
+            data, cut = saved_file.read_saved(path, session_notes)
         except UsageError as why:
             if not in_folder:  # (a file the user named: a bad input, exit 2)
                 raise
-            session_notes.append(_unread_file_note(str(why)))
+            session_notes.append(saved_file.unread_file_note(str(why)))
             if unread is not None:
                 unread.append(path)
             continue
@@ -724,7 +661,7 @@ def load_outputs(
             except UsageError as why:
                 if not (in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")):
                     raise  # (a file named itself, or an output of a known kind that is unsafe)
-                session_notes.append(_unread_file_note(str(why)))  # (one missing answer)
+                session_notes.append(saved_file.unread_file_note(str(why)))  # (one missing answer)
                 if unread is not None:
                     unread.append(path)
                 if other is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuonboard.api import offline, saved_bytes
+from gpuonboard.api import offline, saved_bytes, saved_file
 from gpuonboard.api.offline import load_outputs
 from gpuonboard.api.saved_bytes import PipeTimeout, read_at_most
 from gpuonboard.errors import UsageError
@@ -259,5 +259,5 @@ def test_one_bound_for_a_saved_text_plain_or_gzipped(tmp_path: Path) -> None:
     assert offline.MAX_OUTPUT_BYTES == saved_bytes.MAX_GUNZIPPED_BYTES
     saved = tmp_path / "big.log"
     saved.write_bytes((CLEAN_LOG * (33 * 2**20 // len(CLEAN_LOG) + 1)).encode())
-    data, cut = offline._read_saved(saved)
+    data, cut = saved_file.read_saved(saved)
     assert len(data) > 33 * 2**20 and cut == ""

@@ -2,7 +2,7 @@
 its refusal of the command (`Not supported on the device(s)` / `Failed to process command line`,
 api/saved_forms.py NOT_ON_DEVICE) named as one, and the output of a command whose format this tool
 does not read (`nvidia-smi mig -lgi`'s table, `-i 0 -mig 1`'s answer: api/transcript.py
-`_smi_format_not_read`) said to be such a format, never "could not read what it printed", which
+`part_reasons.smi_format_not_read`) said to be such a format, never "could not read what it printed", which
 says a damaged output.
 
 Found by the truth sweep, round 32 (measure32a 07, 30): keylase/nvidia-patch#89's `nvidia-smi
