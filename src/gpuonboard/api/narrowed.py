@@ -135,8 +135,9 @@ def job_log_view(kind: str, text: str) -> str:
     """Why an nvidia-smi output of `kind` whose text is a batch job's log (a scheduler's prolog or
     epilog around it, its launcher's lines: _JOB_LOG) or holds the GPU list its process was given
     (`CUDA_VISIBLE_DEVICES=0`: _VISIBLE) shows only part of the box: the job's allocation, as a
-    container's log is its container's (`narrowed`); "" otherwise."""
-    if not kind.startswith("nvidia_smi"):
+    container's log is its container's (`narrowed`); "" otherwise. A `topo -m` too: its matrix
+    names the GPUs the job was given, never the node's (review revM)."""
+    if not kind.startswith(("nvidia_smi", "nvidia_topo")):
         return ""
     if found := _JOB_LOG.search(text):
         scheduler = _SCHEDULERS[next(k for k, v in found.groupdict().items() if v)]

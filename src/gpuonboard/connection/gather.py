@@ -226,7 +226,7 @@ FREE_COMMAND = (
 # left out of nvidia-smi's. The path is a constant of this module, never a value given.
 MODULE_READ = (
     f"printf '\\n%s\\n' {shell.quote(MODULE_FILE_MARK)}; {{ if command -v cat >/dev/null 2>&1; then"
-    f" cat {MODULE_FILE}; else {_LINES.format(MODULE_FILE)}; fi; }} 2>/dev/null"
+    f" cat {shell.quote(MODULE_FILE)}; else {_LINES.format(shell.quote(MODULE_FILE))}; fi; }} 2>/dev/null"
 )
 # (nvidia-smi's exit 0, or 14, an infoROM warning beside a whole answer: no failure)
 _MODULE_AFTER_FAILURE = f"case $c in 0|{WARNING_EXIT}) ;; *) {MODULE_READ} ;; esac"

@@ -657,12 +657,32 @@ def _cpuinfo_floor(text: str) -> int | None:
     numbers = [int(b["processor"]) for b in blocks]
     again = next((i for i in range(1, len(numbers)) if numbers[i] <= numbers[i - 1]), len(numbers))
     read = [b for b in blocks[:again] if "physical id" in b and "core id" in b]
-    top_cut = bool(read) and read[0]["processor"] != "0"
+    # (a package's own `cpu cores` only of a listing cut at both ends, or whose CPUs reach its
+    # `siblings`: an lxcfs view of CPUs 0-3 keeps the host's `cpu cores : 96`, and its tail from
+    # CPU 2, whole at its end, shows no more CPUs exist: review revM)
+    top_cut = bool(read) and read[0]["processor"] != "0" and (_end_cut(text) or _reach_siblings(read))
     least = sum(
         max(_package_cores(read, package), _package_said(read, package) if top_cut else 0)
         for package in {b["physical id"] for b in read}
     )
     return least or None
+
+
+def _end_cut(text: str) -> bool:
+    """Whether an x86 /proc/cpuinfo's last block is cut short: its last line without its newline,
+    or a block past its `flags` without the `power management` line x86 prints last in each (a
+    grep of the file's topology lines, which holds neither, is no cut)."""
+    blocks = _cpuinfo_blocks(text)
+    last = blocks[-1] if blocks else {}
+    return bool(blocks) and (not text.endswith("\n") or ("flags" in last and "power management" not in last))
+
+
+def _reach_siblings(read: list[dict[str, str]]) -> bool:
+    """Whether the CPUs read are numbered up to every package's `siblings` count (the CPUs the
+    kernel numbers beyond the listing's end exist)."""
+    last = int(read[-1]["processor"])
+    counts = {b.get("siblings", "") for b in read}
+    return all(n.isdecimal() and last + 1 >= int(n) for n in counts)
 
 
 def _package_said(read: list[dict[str, str]], package: str) -> int:

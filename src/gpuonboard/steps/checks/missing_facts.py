@@ -132,9 +132,13 @@ def whole_topo(facts: Facts) -> tuple[str, ...]:
     """The GPUs a whole `nvidia-smi topo -m` names (every GPU its header names has its row and
     every pair its link), () where none was given or its rows were cut. `topo -m` has no `-i`: its
     matrix is every GPU nvidia-smi sees on the box, a listing of them as `nvidia-smi -L` is (m34c
-    32: an 8-GPU HGX B300's whole matrix and its `nvlink -s` both name GPU0-GPU6)."""
+    32: an 8-GPU HGX B300's whole matrix and its `nvlink -s` both name GPU0-GPU6). Not where
+    the matrix is a view (run in a container, a pod, a batch job's allocation: its output's
+    `partial` or `in_container` says so): it names that view's GPUs only (review revM)."""
     t = facts.topology
-    return t.gpus if t is not None and t.complete and t.gpus else ()
+    out = facts.raw.get("nvidia_topo")
+    viewed = out is not None and bool(out.partial or out.in_container)
+    return t.gpus if t is not None and t.complete and t.gpus and not viewed else ()
 
 
 # the views of a collect_env / check_env report run on the box (api/collect_env.py: VISIBLE, and
@@ -444,20 +448,30 @@ _Q_HEAD = lazy_re(r"^[^\S\n]*=+NVSMI LOG=+\s*\n(?:.*\n)*?[^\S\n]*Driver Version\
 # the table's top border and banner at a line's start, anywhere in the text
 _BORDER_BANNER = lazy_re(r"^[ \t]*\+-{20,}\+[ \t]*\n[ \t]*\|\s*NVIDIA-SMI\s", re.M)
 # a line introducing what follows ("the host needs at least this driver:", "Expected output:")
-# or a document's heading (`## Environment`): a quote's words, not another program's output
-_INTRODUCES = lazy_re(r"(?::|^#{1,6}[ \t].*)[ \t]*$")
+# or a document's heading (`## Environment`), or a Markdown fence: a quote's words, not another
+# program's output
+_INTRODUCES = lazy_re(r"(?::|^#{1,6}[ \t].*|^(?:`{3,}|~{3,}).*)[ \t]*$")
+# another program's own line: one starting with the program's path (`./gst capturing GPU
+# information...`, `/usr/local/bin/burn ...`), as a tool prints its name first
+_PROGRAM_LINE = lazy_re(r"^(?:\./|/(?:usr/|opt/|home/|root/)?[\w.-]+/)[\w./-]*[\w-]\s")
 
 
 def _under_output(text: str) -> bool:
     """Whether the table's border and banner stand under another program's lines (a stress tool's
-    `./gst capturing GPU information...`, a script's echo): the table is the box's output all
-    the same, as it is under nothing; a line right above it that introduces it (ending in `:`) or
-    a heading is a document quoting a banner, no output of the box."""
+    `./gst capturing GPU information...`): the table is the box's output all the same, as it is
+    under nothing. It takes a line that names a program by its path among them; a document's
+    prose, a line right above that introduces the banner (ending in `:`), a heading or a fence
+    is a document quoting a banner, no output of the box (review revM: "for example this one."
+    above a quoted banner had passed min_driver)."""
     found = _BORDER_BANNER.search(text)
     if found is None:
         return False
-    above = [line for line in text[: found.start()].split("\n") if line.strip()]
-    return bool(above) and not any(_INTRODUCES.search(line.strip()) for line in above[-1:])
+    above = [line.strip() for line in text[: found.start()].split("\n") if line.strip()]
+    return (
+        bool(above)
+        and any(_PROGRAM_LINE.match(line) for line in above)
+        and not any(_INTRODUCES.search(line) for line in above[-1:])
+    )
 
 
 # what a table (or another format) says whose banner was read and none of whose GPU rows
