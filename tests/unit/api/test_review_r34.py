@@ -14,7 +14,9 @@ from ..offline_judge import verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 TOPO = REAL / "nvidia-smi-topo-m__h100-pcie__2gpu-nv12__driver555.42.02.txt"
-EPYC = REAL / "proc-cpuinfo__epyc-9654p-96-core__from-processor-4__siblings-191__cut-in-flags__ansible-82244.txt"
+EPYC = REAL / (
+    "proc-cpuinfo__epyc-9654p-96-core__from-processor-4__siblings-191__cut-in-flags__ansible-82244.txt"
+)
 BANNER_OF = REAL / "nvidia-smi__rtxa6000-24q-vgpu__1gpu__driver550.54.15__guest.txt"
 
 
@@ -42,7 +44,8 @@ def test_the_box_s_own_whole_topo_matrix_still_fails_a_short_count(tmp_path: Pat
 def _whole_blocks() -> str:
     """The EPYC's block of CPU 4 made whole (its flags ended, bogomips and power management lines
     added), and the same block as CPU 5: a listing from CPU 4 whose end is whole."""
-    block = EPYC.read_text().rstrip("\n") + "\nbogomips        : 4792.58\npower management: ts ttp tm hwpstate\n\n"
+    tail = "\nbogomips        : 4792.58\npower management: ts ttp tm hwpstate\n\n"
+    block = EPYC.read_text().rstrip("\n") + tail
     return block + block.replace("processor       : 4", "processor       : 5", 1)
 
 
