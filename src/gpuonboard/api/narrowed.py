@@ -123,10 +123,13 @@ _JOB_LOG = re.compile(
     r")"
 )
 _SCHEDULERS = {"slurm": "Slurm", "pbs": "PBS", "lsf": "LSF"}
-# a variable that names the GPUs a process was given, as its job printed it (`CUDA_VISIBLE_DEVICES=0`,
-# `echo "NVIDIA_VISIBLE_DEVICES = 2,3"`): a list of some of them, never `all` (nor none: `void`, empty)
+# the variable that names the GPUs a container was given, as its process printed it (`echo
+# "NVIDIA_VISIBLE_DEVICES = 2,3"`: the container toolkit shows it only those, nvidia-smi too): a
+# list of some of them, never `all` (nor none: `void`, empty). Not CUDA_VISIBLE_DEVICES, which
+# CUDA reads and nvidia-smi (NVML) ignores: a box's `echo $CUDA_VISIBLE_DEVICES; nvidia-smi` shows
+# every GPU (review revN)
 _VISIBLE = re.compile(
-    r"(?m)^[ \t]*(?:export[ \t]+)?[\"'“]?(?P<name>(?:CUDA|NVIDIA)_VISIBLE_DEVICES)[ \t]*[=:][ \t]*[\"'“]?"
+    r"(?m)^[ \t]*(?:export[ \t]+)?[\"'“]?(?P<name>NVIDIA_VISIBLE_DEVICES)[ \t]*[=:][ \t]*[\"'“]?"
     r"(?P<value>(?!all\b|void\b|none\b|NoDevFiles\b)[\w,:-]+)"
 )
 

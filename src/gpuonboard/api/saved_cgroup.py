@@ -25,13 +25,20 @@ _ANY_FILE_RE = re.compile(_ANY_FILE)
 _CGROUP_HEAD = re.compile(rf"==> ({_ANY_FILE}) <==")
 
 
+# a file at the root of the cgroup tree a login sees (v2's `/sys/fs/cgroup/memory.max`, a v1
+# controller's `/sys/fs/cgroup/memory/memory.limit_in_bytes`): in a container, its own cgroup's
+_ROOT_FILE = re.compile(r"/sys/fs/cgroup/(?:(?:cpu|cpuacct|cpuset|memory)(?:,\w+)*/)?[\w.]+")
+
+
 def cat_listing(command: str, text: str) -> str | None:
-    """A session's `cat FILE...` of cgroup files (`cat /sys/fs/cgroup/memory/memory.limit_in_bytes`
-    / `14881390592`) as `grep .`'s `FILE:VALUE` lines, each file's one line in order; None for any
-    other command, or a count of lines other than the files' (a file of several lines, a value
-    left out)."""
+    """A session's `cat FILE...` of cgroup files at the root of the tree the login sees (`cat
+    /sys/fs/cgroup/memory/memory.limit_in_bytes` / `14881390592`) as `grep .`'s `FILE:VALUE` lines,
+    each file's one line in order; None for any other command, a file deeper in the tree (a host's
+    `cat /sys/fs/cgroup/system.slice/docker-....scope/memory.max` is another cgroup's limit, never
+    the login's: review revN), or a count of lines other than the files' (a file of several
+    lines, a value left out)."""
     words = command.split()
-    if len(words) < 2 or words[0] != "cat" or not all(_ANY_FILE_RE.fullmatch(word) for word in words[1:]):
+    if len(words) < 2 or words[0] != "cat" or not all(_ROOT_FILE.fullmatch(word) for word in words[1:]):
         return None
     values = [line.strip() for line in text.splitlines() if line.strip()]
     if len(values) != len(words) - 1:

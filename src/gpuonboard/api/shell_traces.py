@@ -24,7 +24,9 @@ def without_wrap_traces(lines: list[str]) -> tuple[list[str], str]:
     for at, line in enumerate(lines):
         found = _SHELL_NOT_FOUND.fullmatch(line)
         word = found and (found.group("word") or found.group("zword"))
-        rest = next((i for i in range(at) if word and lines[i].split()[0] == word), None)
+        if not word:  # (the lines above are looked at only under the shell's word: linear time)
+            continue
+        rest = next((i for i in range(at) if lines[i].split()[:1] == [word]), None)
         if rest is not None:
             return [other for i, other in enumerate(lines) if i not in (rest, at)], lines[rest]
     return lines, ""

@@ -48,6 +48,7 @@ def parse_fabric_manager(text: str) -> FabricManagerState:
     state = "unknown"
     load = None
     detail = None
+    status_read: set[str] = set()
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
@@ -59,6 +60,11 @@ def parse_fabric_manager(text: str) -> FabricManagerState:
         elif line in ACTIVE_STATES:
             state = line
         elif m := _STATUS_FIELD.match(line):  # (`systemctl status`: `Active: failed (Result: signal)`)
+            # (the first unit's fields only: `systemctl status nvidia-fabricmanager
+            # nvidia-persistenced` prints the other unit's below, its `active` not the manager's)
+            if m.group(1) in status_read:
+                continue
+            status_read.add(m.group(1))
             if m.group(1) == "Active":
                 state = m.group(2) if m.group(2) in ACTIVE_STATES else state
             else:

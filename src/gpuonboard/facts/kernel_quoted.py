@@ -54,10 +54,13 @@ def _said(lines: list[str]) -> list[str]:
     stamped = [line for line in said if KERNEL_STAMP.match(line)]
     if said and stamped and said[0] == stamped[0]:
         return stamped
+    # (a set of the stripped texts: one lookup a line, a long log read in linear time; review revN)
     indented = {
-        text for line in lines[1:] if (text := _QUOTE_MARK.sub("", line)).strip() and text[:1].isspace()
+        text.strip()
+        for line in lines[1:]
+        if (text := _QUOTE_MARK.sub("", line)).strip() and text[:1].isspace()
     }
-    return [line for i, line in enumerate(said) if i == 0 or not any(t.strip() == line for t in indented)]
+    return [line for i, line in enumerate(said) if i == 0 or line not in indented]
 
 
 # the narrowest width a page or a terminal wraps a pasted line at

@@ -180,3 +180,28 @@ def test_a_docker_version_then_a_docker_info_unlabelled_are_both_read(tmp_path: 
         "docker version: client 1.12.6, no engine version read (no Server section: cut short, or the"
         " daemon did not answer); it lists no runtime"
     ) in " ".join(notes), notes
+
+
+def test_a_long_unstamped_kernel_log_with_traces_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """A `dmesg -t` (no stamps) of 12,000 lines, a call trace's indented frame under each driver
+    line, each line its own: read in linear time (review revN: the indented lines were compared
+    each with every line, 15k lines took 17 s where 5 had)."""
+    lines = []
+    for i in range(6000):
+        lines.append(f"NVRM: GPU at PCI:0000:{i % 256:02x}:00: GPU-{i:08x} rpc step {i}\n")
+        lines.append(f"  ? nv_kthread_q_run_self_test+0x{i:x}/0x1f0 [nvidia]\n")
+    text = "nvidia: loading out-of-tree module taints kernel.\n" + "".join(lines)
+    _timed("unstamped traces", lambda: _read(tmp_path, text, "dmesg.txt"))
+
+
+def test_an_unstamped_log_s_indented_lines_are_set_apart_in_linear_time() -> None:
+    """facts/kernel_quoted's excerpt tests on a `dmesg -t` of 40,000 lines, half of them a call
+    trace's indented frames (review revN: each kept line was compared with every indented one;
+    36k lines took 137 s)."""
+    from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only
+
+    lines = []
+    for i in range(20_000):
+        lines.append(f"NVRM: GPU at PCI:0000:{i % 256:02x}:00: rpc step {i}")
+        lines.append(f"  ? nv_kthread_q_run_self_test+0x{i:x}/0x1f0 [nvidia]")
+    _timed("indented frames", lambda: [str(f(lines)) for f in (gpu_driver_only, nvidia_only, nvswitch_only)])

@@ -26,7 +26,7 @@ BANNER_OF = REAL / "nvidia-smi__rtxa6000-24q-vgpu__1gpu__driver550.54.15__guest.
         "$ kubectl exec -it trainer-0 -- nvidia-smi topo -m\n",
         "$ docker run --rm --gpus 2 nvidia/cuda:12.4.0-base-ubuntu22.04 nvidia-smi topo -m\n",
         "SLURM_JOB_ID=3939512\nsrun: job 3939512 queued and waiting for resources\n",
-        "CUDA_VISIBLE_DEVICES=0,1\n",
+        "NVIDIA_VISIBLE_DEVICES=0,1\n",
     ],
 )
 def test_a_topo_matrix_of_a_view_never_fails_the_box_s_count(tmp_path: Path, above: str) -> None:
@@ -74,3 +74,40 @@ def test_a_banner_a_document_quotes_passes_no_min_driver(tmp_path: Path, above: 
     assert "Driver Version: 550.54.15" in banner
     verdict, actual = verdicts(tmp_path, "doc.txt", above + banner, "min_driver: '550'\n")["min_driver"]
     assert verdict == "unverified", actual
+
+
+FM_FAILED = REAL / (
+    "systemctl-status-nvidia-fabricmanager__failed-result-signal-killed__journal-elided__nvls-recovery-notes.txt"
+)
+
+
+def test_a_failed_fabric_manager_with_another_unit_s_status_after_it_stays_failed() -> None:
+    """`systemctl status nvidia-fabricmanager nvidia-persistenced`: the real failed unit's status,
+    then the persistence daemon's (an edit: its three lines as systemctl prints them): the first
+    unit's `Active:` is the manager's (the last one had won: "active", a pass; review revN)."""
+    from gpuonboard.facts.fabric_manager import parse_fabric_manager
+
+    other = (
+        "\n● nvidia-persistenced.service - NVIDIA Persistence Daemon\n"
+        "     Loaded: loaded (/lib/systemd/system/nvidia-persistenced.service; enabled;"
+        " vendor preset: enabled)\n"
+        "     Active: active (running) since Mon 2026-08-10 06:41:20 UTC; 5 days ago\n"
+    )
+    assert parse_fabric_manager(FM_FAILED.read_text() + other).state == "failed"
+
+
+def test_a_host_s_cat_of_a_container_s_cgroup_limit_is_not_the_login_s(tmp_path: Path) -> None:
+    """A host's session: `free -k` of 2 TB, then `cat` of a docker scope's memory.max (8 GiB): that
+    container's limit, not this login's: ram passes on free (it failed "8.0 GiB usable"); a `cat`
+    of the tree's own root file is still read (test_offline_round34_host.py)."""
+    session = (
+        "root@gpu-host:~# free -k\n"
+        "               total        used        free      shared  buff/cache   available\n"
+        "Mem:      2113450132    45210044  2051234100       12044    17005988  2058240088\n"
+        "Swap:              0           0           0\n"
+        "root@gpu-host:~# cat /sys/fs/cgroup/system.slice/docker-3f2a9c1b7e.scope/memory.max\n"
+        "8589934592\n"
+        "root@gpu-host:~#\n"
+    )
+    verdict, actual = verdicts(tmp_path, "session.txt", session, "ram: 2000GB\n")["ram"]
+    assert verdict == "pass", actual
