@@ -223,10 +223,12 @@ FREE_COMMAND = (
 # read a saved one: facts/driver_module.py); a healthy box reads no file more. After the line
 # MODULE_FILE_MARK (on a line of its own: nvidia-smi's answer may end without a newline); by cat,
 # else by the shell's builtins; a file not there (no module loaded) reads as nothing, its error
-# left out of nvidia-smi's. The path is a constant of this module, never a value given.
+# left out of nvidia-smi's, and no mark printed (nvidia-smi's answer as it was). The path is a
+# constant of this module, never a value given.
 MODULE_READ = (
-    f"printf '\\n%s\\n' {shell.quote(MODULE_FILE_MARK)}; {{ if command -v cat >/dev/null 2>&1; then"
-    f" cat {shell.quote(MODULE_FILE)}; else {_LINES.format(shell.quote(MODULE_FILE))}; fi; }} 2>/dev/null"
+    f"m=$({{ if command -v cat >/dev/null 2>&1; then cat {shell.quote(MODULE_FILE)}; else"
+    f' {_LINES.format(shell.quote(MODULE_FILE))}; fi; }} 2>/dev/null); [ -z "$m" ] ||'
+    f" printf '\\n%s\\n%s\\n' {shell.quote(MODULE_FILE_MARK)} \"$m\""
 )
 # (nvidia-smi's exit 0, or 14, an infoROM warning beside a whole answer: no failure)
 _MODULE_AFTER_FAILURE = f"case $c in 0|{WARNING_EXIT}) ;; *) {MODULE_READ} ;; esac"

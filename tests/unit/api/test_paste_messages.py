@@ -83,13 +83,14 @@ def test_a_failure_message_wrapped_narrow_is_judged_as_the_message(tmp_path: Pat
 
 # (not the GT 730's -q -x pasted after a stray backtick: a warning pasted above it moves that
 # paste artefact off the paste's first line, where it is no longer one; nor a table saved under
-# its own `$ kubectl logs POD` line: a warning above that line is the box's shell's, not the
-# container log's, api/test_offline_r33e.py)
+# its own `$ kubectl logs POD` line or its own prompt (`┖[~]> nvidia-smi`): a warning above that
+# line is the shell's, not the output's, api/test_offline_r33e.py)
 SMI_CAPTURES = sorted(
     p.name
     for p in REAL.glob("nvidia-smi*")
     if not any(
-        kind in p.name for kind in ("topo", "nvlink", "-L__", "stray-leading-backtick", "kubectl-logs-pod")
+        kind in p.name
+        for kind in ("topo", "nvlink", "-L__", "stray-leading-backtick", "kubectl-logs-pod", "prompt-glyph")
     )
 )
 

@@ -33,7 +33,9 @@ REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # pasting again the paste's clean-up does not undo frame by frame: api/test_paste_xml_lead.py; and
 # one a CI log's stamps and a klog record frame already: api/test_offline_csv_among.py; and one
 # saved under its own `$ kubectl logs` line, which another prompt and command typed above it
-# (these transforms' `nvidia-smi`) would make the box's: api/test_offline_r33e.py judges it)
+# (these transforms' `nvidia-smi`) would make the box's: api/test_offline_r33e.py judges it; nor
+# an author's excerpt of a log (`log-excerpt__`, a sample row and an Xid line picked by hand), the
+# output of no command these transforms could type above it: facts/test_kernel_quoted_excerpt_r34.py)
 CAPTURES = sorted(
     p.name
     for p in REAL.iterdir()
@@ -41,6 +43,7 @@ CAPTURES = sorted(
     and "details-blank-line" not in p.name
     and "gha-stamped-klog" not in p.name
     and "kubectl-logs-pod" not in p.name
+    and not p.name.startswith("log-excerpt__")
 )
 # an order that asks for what most rules compare with (none of it is what a capture shows)
 ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"

@@ -57,8 +57,10 @@ def _readable_alone() -> list[Path]:
             # (a collect_env report alone is read as the several outputs it holds; under a prompt
             # in a session it is read as one output, as before: api/collect_env.py)
             both = both or looks_like_collect_env(path.read_text(errors="replace"))
-            # (a paste's stray backtick before its first line is the file's, no output's in a session)
-            both = both or "stray-leading-backtick" in path.name
+            # (a paste's stray backtick before its first line is the file's, no output's in a session;
+            # a script's block of several tools' outputs under its own headings is cut at them only
+            # where it is a file of its own: api/test_script_blocks_r34.py)
+            both = both or "stray-leading-backtick" in path.name or path.name.startswith("script-blocks__")
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))

@@ -235,7 +235,12 @@ def test_a_signal_while_pyrage_runs_stops_the_run_not_the_step(sig: signal.Signa
         for delay_ms in (5, 10, 20, 30, 45):
             outcome = "late"
             for _ in range(3):  # a signal that lands after the encryption ended proves nothing: again
-                outcome = _signal_during_encryption(plain, enc, sig, delay_ms / 1000)
+                try:
+                    outcome = _signal_during_encryption(plain, enc, sig, delay_ms / 1000)
+                except KeyboardInterrupt:  # (its handler ran late, outside the helper's try: a
+                    outcome = "late"  # loaded CI machine's worker had ended on it)
+                    interrupt._pending = None
+                    interrupt._seen.clear()
                 if outcome != "late":
                     break
             outcomes.append(outcome)
