@@ -5,22 +5,10 @@ does not read, a service's journal or failed start, a container engine's own err
 from __future__ import annotations
 
 import re
-from typing import Protocol
 
 from gpuonboard.api.command_line import run, tool_name
+from gpuonboard.api.part import Part
 from gpuonboard.facts.probe import first_line
-
-
-class Part(Protocol):
-    """What these reasons read of a session's part (transcript.Section)."""
-
-    @property
-    def command(self) -> str: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def where(self) -> str: ...
-
 
 _MEMINFO_CUT = re.compile(r"[A-Za-z_()]+:?[ \t]*\d*")
 

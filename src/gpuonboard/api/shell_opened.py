@@ -9,27 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Protocol
 
 from gpuonboard.api.command_line import CONTAINER_CLIS, KUBE_CLIS
+from gpuonboard.api.part import Part
 
 # the shells an interactive exec opens (by the last word of its command)
 _SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "fish"})
 # the verbs that run a command in a container (kubectl's and the engines')
 _VERBS = frozenset({"exec", "run"})
-
-
-class _Part(Protocol):
-    """A session's part (api/transcript.Section), as read here."""
-
-    @property
-    def line(self) -> int: ...
-    @property
-    def command(self) -> str: ...
-    @property
-    def host(self) -> str | None: ...
-    @property
-    def text(self) -> str: ...
 
 
 def opened_shell(command: str) -> str:
@@ -47,7 +34,7 @@ def opened_shell(command: str) -> str:
     return " ".join(words[:-1])
 
 
-def inside(parts: Sequence[_Part]) -> dict[int, str]:
+def inside(parts: Sequence[Part]) -> dict[int, str]:
     """Each part (by its prompt line) typed at the prompt of a shell an earlier part opened in a
     container -> that opener's prefix (opened_shell), and each opener -> "" (in the dict: said
     so); a part at a prompt of the opener's own host ends the shell, and so does one whose prompt

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
+from gpuonboard.api.part import Part
 from gpuonboard.facts.gpu_views import EARLIER
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.probe import ProbeOutput
@@ -46,17 +46,6 @@ _MOVES = re.compile(
 )
 
 
-class _Part(Protocol):
-    @property
-    def line(self) -> int: ...
-    @property
-    def command(self) -> str: ...
-    @property
-    def where(self) -> str: ...
-    @property
-    def host(self) -> str | None: ...
-
-
 @dataclass(frozen=True)
 class KeptApart:
     """Why two outputs around a state-changing command are not read as one box before and after
@@ -70,7 +59,7 @@ class KeptApart:
 KEEP_APART_ADVICE = "save each output in a file of its own and run `invoke facts` on each"
 
 
-def changer_between(parts: Sequence[_Part], first: int, then: int) -> _Part | None:
+def changer_between(parts: Sequence[Part], first: int, then: int) -> Part | None:
     """The last part between lines `first` and `then` whose command changes the GPUs' state;
     None where any command between them may move the shell to another box or a container
     (`ssh`, `exit`, `docker exec`, `su`...) or the two outputs' prompts name other hosts."""
@@ -78,7 +67,7 @@ def changer_between(parts: Sequence[_Part], first: int, then: int) -> _Part | No
     return None if isinstance(found, KeptApart) else found
 
 
-def around_change(parts: Sequence[_Part], first: int, then: int) -> _Part | KeptApart | None:
+def around_change(parts: Sequence[Part], first: int, then: int) -> Part | KeptApart | None:
     """The last part between lines `first` and `then` whose command changes the GPUs' state;
     KeptApart (why) where one does but another between them may move the shell (`ssh gpu02`,
     `exit`, `docker exec`, `su`...) or the two outputs' prompts name other hosts; None where no
