@@ -171,3 +171,19 @@ def test_a_prepared_host_whose_view_the_end_does_not_use_reads_its_raw_files_bac
     made_late = _write(tmp_path, conclude(results, False), None, "late")
     assert made_early == made_late
     assert b"&lt;b&gt;8&lt;/b&gt;" in made_late["report.html"]
+
+
+def test_the_run_writes_the_html_report_in_pieces_as_the_rendered_text(tmp_path: Path) -> None:
+    """The run's report.html, written a piece at a time (render.render_pieces: each host's
+    section one piece, never joined into one string), is the text `invoke report` renders from
+    the same summary and raw files, encoded."""
+    import json
+
+    from gpuonboard.report import render
+
+    made = _write(tmp_path, conclude(_results(), False), None, "late")
+    doc = json.loads(made["summary.json"])
+    pieces = render.render_pieces(doc, tmp_path / "late" / RUN, "html", tmp_path / "project")
+    text = render.render(doc, tmp_path / "late" / RUN, "html", tmp_path / "project")
+    assert len(pieces) > 3 and "".join(pieces) == text
+    assert made["report.html"] == text.encode("utf-8", "backslashreplace")
