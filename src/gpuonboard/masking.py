@@ -54,6 +54,11 @@ def mask(text: str, secrets: Iterable[Secret | str] | None = None) -> str:
     return text
 
 
+def any_live_secret() -> bool:
+    """Whether mask_written may change a text: a secret with a value is alive in this process."""
+    return any(secret.reveal() for secret in list(_LIVE_SECRETS))
+
+
 def mask_written(text: str) -> str:
     """mask() for a file's text (summary.json, junit.xml, a report): every live secret in the
     forms JSON, XML and HTML writers escape it to (quotes, backslashes, line breaks, <, &) as

@@ -187,3 +187,27 @@ def test_a_large_file_is_written_whole_in_pieces_of_a_mebibyte(tmp_path: Path) -
     assert len(encoded) > 3 * piece and (tmp_path / "a.txt").read_bytes() == encoded
     digest = write_with_sha(tmp_path / "report.html", text)
     assert (tmp_path / "report.html").read_bytes() == encoded and digest == sha256_bytes(encoded)
+
+
+def test_a_report_written_in_pieces_is_the_bytes_of_its_joined_text(tmp_path: Path) -> None:
+    """write_with_sha of a report's pieces (render.render_pieces: the HTML page's own pieces,
+    each host's section one) writes and hashes the bytes of their join: the pieces encoded one
+    after another (lone surrogates as their escapes, short pieces together, a piece longer than
+    atomicfile.PIECE), and a live secret masked even where it spans two pieces."""
+    from gpuonboard import masking
+    from gpuonboard.report.runs import sha256_bytes, write_with_sha
+
+    section = "".join(f"<tr><td>{i}</td><td>\u00e9 \u4e2d \udcff &amp;</td></tr>\n" for i in range(9_000))
+    long = "a" * (atomicfile.PIECE + 7)
+    pieces = ["<!DOCTYPE html>", "<p>", "\udce9", "</p>\n", *[section] * 5, long, "end\n"]
+    joined = "".join(pieces).encode("utf-8", "backslashreplace")
+    digest = write_with_sha(tmp_path / "r.html", pieces)
+    assert (tmp_path / "r.html").read_bytes() == joined and digest == sha256_bytes(joined)
+    assert (tmp_path / "r.html.sha256").read_text() == f"{digest}  r.html\n"
+    secret = masking.Secret("tok-4f2b9c")
+    pieces = ["<p>a tok-", "4f2b9c b</p>\n", section, "tok-4f2b9c\n"]
+    whole = masking.mask_written("".join(pieces)).encode("utf-8", "backslashreplace")
+    digest = write_with_sha(tmp_path / "s.html", pieces)
+    assert (tmp_path / "s.html").read_bytes() == whole and digest == sha256_bytes(whole)
+    assert b"tok-" not in whole and whole.count(masking.MASK.encode()) == 2
+    del secret

@@ -683,11 +683,12 @@ def write_html_report(
     once per run, whatever the number of hosts (`early`: the host sections rendered as each
     host was done). A project's broken report template does not undo the run: one warning on
     stderr says why, and None is returned."""
-    from gpuonboard.report.render import render, report_name, write_with_sha
+    from gpuonboard.report.render import render_pieces, report_name, write_with_sha
 
     try:
         path = out / report_name("html")
-        write_with_sha(path, render(doc, out, "html", project, written=written, early=early))
+        # (in pieces: the page, 13 MB at 50 hosts, is not joined into one string to be written)
+        write_with_sha(path, render_pieces(doc, out, "html", project, written=written, early=early))
     except GpuonboardError as exc:
         print(f"warning: no HTML report for this run: {termtext.for_terminal(exc.message)}", file=sys.stderr)
         return None

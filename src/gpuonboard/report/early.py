@@ -55,6 +55,11 @@ class EarlyReport:
         self.project = project
         self.strict = strict
         self.timestamp = timestamp
+        # the raw files written here (by name under `out`), and the bytes of those a report
+        # still reads: a host's are let go once its view holds their text (_render), so a run
+        # keeps one copy of a host's raw texts, not two (~200 kB a host); the end of the run
+        # reads a file back, verified by its sha256, for a prepared view it does not use
+        self.files: list[str] = []
         self.written: dict[str, bytes] = {}
         self.hosts: set[str] = set()
         self.closed = False
@@ -66,11 +71,12 @@ class EarlyReport:
         self._env: Any = None
 
     def __call__(self, result: HostResult) -> None:
-        outputs = jsonfile.raw_outputs(result)
+        outputs, texts = jsonfile.raw_outputs_and_texts(result)
         with self._lock:  # (one host at a time: quick, and never after remove())
             if self.closed:
                 return
             written = jsonfile.write_outputs(self.out, result.host.name, outputs)
+            self.files += written
             self.written.update(written)
             self.hosts.add(result.host.name)
         verdict = judge(host_record(result), self.strict)
@@ -80,17 +86,24 @@ class EarlyReport:
         done = Prepared(result, verdict, record, dumps(record))
         done.suite = junit.suite(result, verdict, self.strict, self.timestamp)
         if self.project is not None:
-            self._render(done, written)
+            self._render(done, written, texts)
         with self._lock:
             self._prepared[result.host.name] = done
+            if done.view is not None:  # (its text is the view's now: see __init__)
+                for name in written:
+                    self.written.pop(name, None)
 
-    def _render(self, done: Prepared, written: dict[str, bytes]) -> None:
+    def _render(self, done: Prepared, written: dict[str, bytes], texts: dict[str, str]) -> None:
         """The host's view, and its HTML section when the shipped template renders the report
-        (a project's own renders in the bounded sandbox, at the end)."""
+        (a project's own renders in the bounded sandbox, at the end). `texts`: by probe, the
+        ASCII texts the raw files' bytes were encoded from (the view keeps those, no copy)."""
         from gpuonboard.report import render, templates, view
+        from gpuonboard.report.runs import raw_file
 
         assert self.project is not None
-        done.view = view.host_view(done.record, self.out, "en", written, self.strict)
+        name = done.result.host.name
+        by_file = {raw_file(name, probe): text for probe, text in texts.items()}
+        done.view = view.host_view(done.record, self.out, "en", written, self.strict, by_file)
         env = self._env
         if env is None:
             env = self._env = templates._environment_for(self.project, _HTML, True)
@@ -145,7 +158,7 @@ class EarlyReport:
         """Remove the files written here, then their folders when that leaves them empty."""
         with self._lock:
             self.closed = True
-            names = list(self.written)
+            names = list(self.files)
         for name in names:
             with contextlib.suppress(OSError):
                 (self.out / name).unlink()

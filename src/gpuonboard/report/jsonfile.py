@@ -33,19 +33,28 @@ def raw_outputs(r: HostResult) -> dict[str, tuple[bytes, int]]:
     (facts/stderr_lines.py: nvidia-smi's infoROM warning, df's unread mount), so that judging the
     folder again reads them as the run did. A secret of this run (a registry token a `files`
     probe printed) is masked, as everywhere else a report is written."""
+    return raw_outputs_and_texts(r)[0]
+
+
+def raw_outputs_and_texts(r: HostResult) -> tuple[dict[str, tuple[bytes, int]], dict[str, str]]:
+    """raw_outputs(r), and by probe the text each output's bytes were encoded from, where
+    decoding those bytes as the report's view does (UTF-8, errors replaced) gives that very
+    text back: an ASCII text (a text with another character may hold a lone surrogate, which
+    decodes to U+FFFD). The view then keeps that text (most often the probe's output itself,
+    which the host's facts keep anyway) instead of a decoded copy of the bytes: ~200 kB a host."""
+    outputs: dict[str, tuple[bytes, int]] = {}
+    texts: dict[str, str] = {}
     if r.facts is None:
-        return {}
-    return {
-        name: (
-            private_placeholder(out.stdout)
-            if name in r.facts.private
-            else masking.mask_written(_with_kept_stderr(out.stdout, out.stderr)).encode(
-                "utf-8", "surrogateescape"
-            ),
-            out.own_exit_code,
-        )
-        for name, out in r.facts.raw.items()
-    }
+        return outputs, texts
+    for name, out in r.facts.raw.items():
+        if name in r.facts.private:
+            outputs[name] = (private_placeholder(out.stdout), out.own_exit_code)
+            continue
+        text = masking.mask_written(_with_kept_stderr(out.stdout, out.stderr))
+        outputs[name] = (text.encode("utf-8", "surrogateescape"), out.own_exit_code)
+        if text.isascii():
+            texts[name] = text
+    return outputs, texts
 
 
 def _with_kept_stderr(stdout: str, stderr: str) -> str:

@@ -33,6 +33,11 @@ def static_head(source: str) -> str | None:
 def page_html(fields: Mapping[str, Any], head: str) -> str:
     """html.j2 rendered with `fields` (render.render's: the view's context, the template's
     words, `host_section` and `report_file`); `head`: static_head of html.j2."""
+    return "".join(page_pieces(fields, head))
+
+
+def page_pieces(fields: Mapping[str, Any], head: str) -> list[str]:
+    """page_html's text in pieces (their join is the page), each host's section one piece."""
     _: Callable[..., str] = fields["_"]
     doc, hosts = fields["doc"], fields["hosts"]
     lang = "zh-CN" if fields["lang"] == "zh" else "en"
@@ -55,7 +60,7 @@ def page_html(fields: Mapping[str, Any], head: str) -> str:
     footer = _("footer", version=fields["renderer_version"], schema=doc["schema"])
     sha = _("footer_sha", file=fields["report_file"] + ".sha256")
     out += ['<p class="detail">', esc(footer), " ", esc(sha), "</p>\n</body>\n</html>\n"]
-    return "".join(out)
+    return out
 
 
 def _meta(out: list[str], fields: Mapping[str, Any], _: Callable[..., str]) -> None:

@@ -87,6 +87,7 @@ __all__ = [
     "preload",
     "raw_file",
     "render",
+    "render_pieces",
     "report",
     "report_limits",
     "report_name",
@@ -119,6 +120,21 @@ def render(
     """The report text in html, md or json (json: always English, machine-readable); `written`:
     see view._raw_entries; `early`: the hosts' views and HTML sections prepared while the run
     went on (report/early.py), used where they are of these very host records."""
+    return "".join(render_pieces(doc, run_path, fmt, project, lang, written, early))
+
+
+def render_pieces(
+    doc: dict[str, Any],
+    run_path: Path,
+    fmt: str,
+    project: Path,
+    lang: str = "en",
+    written: Mapping[str, bytes] | None = None,
+    early: EarlyReport | None = None,
+) -> list[str]:
+    """render's text in pieces (their join is that text): the shipped HTML page's own pieces,
+    each host's section one (shipped_pieces), for runs.write_with_sha, which writes them one
+    after another; any other report, one piece."""
     lang = check_lang(lang)
     ctx = context(doc, run_path, "en" if fmt == "json" else lang, written, early.view_of if early else None)
     if fmt == "json":
@@ -129,7 +145,7 @@ def render(
             | {"raw_entries": [{k: v for k, v in e.items() if k != "text"} for e in h["raw_entries"]]}
             for h in ctx["hosts"]
         ]
-        return strict_dumps(slim, indent=2) + "\n"
+        return [strict_dumps(slim, indent=2) + "\n"]
     for h in ctx["hosts"]:
         markup_chart(h)
     words = template_words(lang)
@@ -141,27 +157,33 @@ def render(
         return Section(done if done is not None else section_html(env, h, words))
 
     fields = {**ctx, **words, "host_section": host_section, "report_file": report_name(fmt, lang)}
-    if fmt == "html" and (page := shipped_page(env, fields)) is not None:
+    if fmt == "html" and (page := shipped_pieces(env, fields)) is not None:
         return page
-    return _render_template(project, fmt, f"report/{fmt}.j2", **fields)
+    return [_render_template(project, fmt, f"report/{fmt}.j2", **fields)]
 
 
 def shipped_page(env: Any, fields: dict[str, Any]) -> str | None:
     """The HTML report's page when `env` is the shipped templates' (html.j2's text, built by
     report.page without Jinja2); None where the template renders it (a project's own, a page
     the builder cannot build, one longer than a report may be: the template says why)."""
+    pieces = shipped_pieces(env, fields)
+    return None if pieces is None else "".join(pieces)
+
+
+def shipped_pieces(env: Any, fields: dict[str, Any]) -> list[str] | None:
+    """shipped_page's text in pieces (report.page.page_pieces), not joined."""
     if not is_shipped(env):
         return None
-    from gpuonboard.report.page import page_html, static_head
+    from gpuonboard.report.page import page_pieces, static_head
 
     head = static_head(env.source("report/html.j2") or "")
     if head is None:
         return None
     try:
-        text = page_html(fields, head)
+        pieces = page_pieces(fields, head)
     except Exception:  # (KeyError, TypeError ...: the template raises its own error)
         return None
-    return text if len(text) <= REPORT_TEXT_LIMIT else None
+    return pieces if sum(map(len, pieces)) <= REPORT_TEXT_LIMIT else None
 
 
 class Section:

@@ -9,6 +9,7 @@ import functools
 import hashlib
 import json
 import re
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,26 +65,51 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_with_sha(path: Path, text: str) -> str:
+def write_with_sha(path: Path, text: str | Sequence[str]) -> str:
     """Write the report and `<file>.sha256` beside it (sha256sum -c format); return the hex digest.
+    `text`: the report, or its pieces in order (render.render_pieces: a fleet's HTML report,
+    13 MB at 50 hosts, is then never one string nor one bytes object: each piece is encoded,
+    hashed and written in turn, the same bytes; joined first where a secret is alive, which
+    could span two pieces).
 
     A write that fails (a full disk) is one sentence naming the file (exit 2), not an internal
     error "rerun with --debug and report it"; the report is written whole or not at all."""
     sha_path = path.with_name(path.name + ".sha256")
-    # the bytes write_atomic writes, encoded once, written in one piece and hashed here (13 MB at
-    # 50 hosts: not read back)
-    data = masking.mask_written(text).encode("utf-8", "backslashreplace")
-    digest = sha256_bytes(data)
+    pieces = [text] if isinstance(text, str) else list(text)
+    if len(pieces) > 1 and masking.any_live_secret():
+        pieces = ["".join(pieces)]
+    digest = hashlib.sha256()
     try:
         with atomicfile.replacing(path) as f:
-            atomicfile.write_pieces(f, data)
-        write_atomic(sha_path, f"{digest}  {path.name}\n")
+            for data in _encoded(pieces):
+                digest.update(data)
+                atomicfile.write_pieces(f, data)
+        write_atomic(sha_path, f"{digest.hexdigest()}  {path.name}\n")
     except OSError as exc:
         raise UsageError(
             f"cannot write {path} ({exc.strerror or exc}); free space there (or fix its permissions)"
             " and run `invoke report` again."
         ) from None
-    return digest
+    return digest.hexdigest()
+
+
+_BATCH = 1 << 16  # short pieces (the page's head, a table's cells) are encoded together up to this
+
+
+def _encoded(pieces: Sequence[str]) -> Iterator[bytes]:
+    """The pieces' text masked (mask_written) and encoded as the report's file holds it (UTF-8, a
+    lone surrogate as its backslash escape: a character at a time, so pieces encode as their
+    join does), short pieces together."""
+    batch: list[str] = []
+    size = 0
+    for piece in pieces:
+        batch.append(piece)
+        size += len(piece)
+        if size >= _BATCH:
+            yield masking.mask_written("".join(batch)).encode("utf-8", "backslashreplace")
+            batch, size = [], 0
+    if batch:
+        yield masking.mask_written("".join(batch)).encode("utf-8", "backslashreplace")
 
 
 # ---------------------------------------------------------------- loading

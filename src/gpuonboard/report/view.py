@@ -154,13 +154,18 @@ def _raw_path(run_path: Path, host: str, probe: str, rec: dict[str, Any]) -> Pat
 
 
 def _raw_entries(
-    host: dict[str, Any], run_path: Path, written: Mapping[str, bytes] | None = None
+    host: dict[str, Any],
+    run_path: Path,
+    written: Mapping[str, bytes] | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per probe: recorded sha256/bytes, whether the raw file still matches, and its text.
     `written`: the bytes this process just wrote to the run's raw files, by file
     (`raw/<host>/<probe>.txt`, jsonfile.write_raw), for the summary whose sha256 were computed
     from those very bytes (jsonfile.host_json): matching by construction, they are not read back
-    nor hashed again (13 MiB at 50 hosts), only their length is checked."""
+    nor hashed again (13 MiB at 50 hosts), only their length is checked. `texts`: by file, the
+    ASCII text such bytes were encoded from (jsonfile.raw_outputs_and_texts), which is what
+    decoding them gives: kept as it is, not decoded again (a copy: ~200 kB a host)."""
     out = {}
     for probe, rec in sorted((host.get("raw") or {}).items()):
         recorded = rec.get("file")
@@ -184,11 +189,21 @@ def _raw_entries(
         else:
             same = len(data) == entry["bytes"] if known else sha256_bytes(data) == entry["sha256"]
             entry["status"] = "verified" if same else "HASH MISMATCH"
-            text = data.decode("utf-8", "replace")
+            text = _known_text(texts, recorded, data) if known else None
+            if text is None:
+                text = data.decode("utf-8", "replace")
             entry["truncated"] = len(text) > RAW_INLINE_LIMIT
             entry["text"] = text[:RAW_INLINE_LIMIT]
         out[probe] = entry
     return out
+
+
+def _known_text(texts: Mapping[str, str] | None, name: str, data: bytes) -> str | None:
+    """The text `data` (a raw file's bytes this process wrote) was encoded from, where `texts`
+    holds it as ASCII: decoding `data` gives that very text (an ASCII text's bytes are as many
+    as its characters)."""
+    text = texts.get(name) if texts is not None else None
+    return text if text is not None and text.isascii() and len(text) == len(data) else None
 
 
 def chart_svg(benchmarks: Sequence[dict[str, Any]], lang: str = "en") -> str:
@@ -337,13 +352,18 @@ def _compat_rows(host: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def host_view(
-    h: dict[str, Any], run_path: Path, lang: str, written: Mapping[str, bytes] | None, strict: bool
+    h: dict[str, Any],
+    run_path: Path,
+    lang: str,
+    written: Mapping[str, bytes] | None,
+    strict: bool,
+    texts: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """One host as the templates show it: its record (fields it lacks as `-`), its recorded
     verdict and headline, and the tables (order, rules, compat checks, steps, raw evidence)."""
     host_v = results.recorded(h, strict)  # (the run's verdict, never judged again)
     go, reasons = host_verdict(host_v, lang)
-    raw = _raw_entries(h, run_path, written)
+    raw = _raw_entries(h, run_path, written, texts)  # (texts: see _raw_entries)
     for e in raw.values():
         e["status_text"] = t(_RAW_STATUS_KEY[e["status"]], lang)
     rules = _rule_rows(h, raw)

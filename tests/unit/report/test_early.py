@@ -132,3 +132,58 @@ def test_a_report_template_the_project_adds_while_hosts_are_done_renders_the_who
     made_late = _write(tmp_path, outcome, None, "late")
     assert made_early["report.html"].startswith(b"<!-- the project's own -->")
     assert made_early == made_late
+
+
+def test_a_prepared_host_keeps_one_copy_of_its_raw_texts(tmp_path: Path) -> None:
+    """Once a host's view is made, the run keeps its raw texts once: the view's text of an
+    ASCII output is the probe's output itself (no decoded copy of the written bytes), and the
+    written bytes are let go (the file names stay, for remove()); a text with another character
+    is decoded from the bytes, as before (a lone surrogate shows as U+FFFD)."""
+    (tmp_path / "project").mkdir()
+    early = EarlyReport(tmp_path / "run", tmp_path / "project", False, STARTED)
+    r = _results()[0]
+    raw = dict(r.facts.raw)  # type: ignore[union-attr]
+    raw["uname"] = ProbeOutput("Linux caf\udce9 \u00e9t\u00e9\n", "", 0)
+    r = dataclasses.replace(r, facts=dataclasses.replace(r.facts, raw=raw))  # type: ignore[type-var]
+    early(r)
+    assert early.written == {} and sorted(early.files) == sorted(jsonfile.write_raw(tmp_path / "late", [r]))
+    view = early.view_of(early._get(r.host.name).record, "en", False)  # type: ignore[union-attr]
+    texts = {e["probe"]: e["text"] for e in view["raw_entries"]}  # type: ignore[index]
+    assert texts["nvidia_smi"] is raw["nvidia_smi"].stdout
+    assert texts["uname"] == "Linux caf\ufffd \u00e9t\u00e9\n"
+    early.remove()
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_prepared_host_whose_view_the_end_does_not_use_reads_its_raw_files_back(tmp_path: Path) -> None:
+    """The end of the run makes a host's view anew where the prepared one is not of its record
+    (here: other result objects): its raw files, whose bytes were let go, are read back and
+    verified by their sha256; every file is byte for byte the one made without early parts."""
+    results = _results()
+    (tmp_path / "project").mkdir()
+    early = EarlyReport(tmp_path / "early" / RUN, tmp_path / "project", False, STARTED)
+    for r in results:
+        early(r)
+    assert early.written == {}
+    outcome = conclude([dataclasses.replace(r) for r in results], False)
+    assert all(early.record_of(r, v) is None for r, v in outcome)
+    made_early = _write(tmp_path, outcome, early, "early")
+    made_late = _write(tmp_path, conclude(results, False), None, "late")
+    assert made_early == made_late
+    assert b"&lt;b&gt;8&lt;/b&gt;" in made_late["report.html"]
+
+
+def test_the_run_writes_the_html_report_in_pieces_as_the_rendered_text(tmp_path: Path) -> None:
+    """The run's report.html, written a piece at a time (render.render_pieces: each host's
+    section one piece, never joined into one string), is the text `invoke report` renders from
+    the same summary and raw files, encoded."""
+    import json
+
+    from gpuonboard.report import render
+
+    made = _write(tmp_path, conclude(_results(), False), None, "late")
+    doc = json.loads(made["summary.json"])
+    pieces = render.render_pieces(doc, tmp_path / "late" / RUN, "html", tmp_path / "project")
+    text = render.render(doc, tmp_path / "late" / RUN, "html", tmp_path / "project")
+    assert len(pieces) > 3 and "".join(pieces) == text
+    assert made["report.html"] == text.encode("utf-8", "backslashreplace")
