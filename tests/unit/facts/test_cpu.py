@@ -140,6 +140,20 @@ CASES.append(
         CpuInfo("x86_64", "AMD Ryzen Threadripper 2950X 16-Core Processor", 1, 1, 1, 4, 1, offline_cpus=3),
     )
 )
+# round 35: an s390 LPAR's (`Socket(s) per book:`, `Book(s):`, no `Socket(s):`; util-linux's test
+# drops its Architecture line), and a paste from the On-line CPU(s) list (test_host_readers_r35)
+CASES.append(
+    (
+        "lscpu__s390-lpar-20cpu-17-online__socket-per-book-books__no-architecture-line__util-linux-tests.txt",
+        CpuInfo(None, None, None, 4, 1, 20, None, ("lscpu has no 'Socket(s)' field",), offline_cpus=3),
+    )
+)
+CASES.append(
+    (
+        "lscpu__epyc-2x64c-256cpu-8numa__paste-from-online-list__hackmd.txt",
+        CpuInfo(None, None, 2, 64, 2, 256, 128, ("lscpu has no 'CPU(s)' field",)),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [
     (XEON_J, XEON_INFO),

@@ -1,0 +1,77 @@
+"""Round 35 (measure35b, measure35c): host tool outputs in layouts the readers refused or
+misread: lscpu's topology fields in all their layouts (s390's `Socket(s) per book:` and
+`Book(s):`, a paste from its `On-line CPU(s) list:`), and some lines of lscpu beside free's in one
+block (a node record), cut at their blank line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.api.saved_kinds import detect_kind
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.facts.cpu import parse_lscpu
+
+from ..offline_judge import checks, verdicts
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+S390 = (
+    REAL
+    / "lscpu__s390-lpar-20cpu-17-online__socket-per-book-books__no-architecture-line__util-linux-tests.txt"
+)
+FROM_ONLINE = REAL / "lscpu__epyc-2x64c-256cpu-8numa__paste-from-online-list__hackmd.txt"
+NODE_RECORD = REAL / "script-blocks__lscpu-lines+free-h-between-blank-lines__epyc-9534-2x64c__node-record.txt"
+
+
+@pytest.mark.parametrize("path", [S390, FROM_ONLINE])
+def test_an_lscpu_in_each_topology_layout_is_lscpu(path: Path) -> None:
+    assert detect_kind(path.read_text()) == "lscpu"
+
+
+@pytest.mark.parametrize(("cores", "verdict"), [(17, "pass"), (18, "fail")])
+def test_the_s390_lpar_counts_its_online_cpus(tmp_path: Path, cores: int, verdict: str) -> None:
+    """17 of its 20 CPUs online, 1 thread a core: 17 cores; 18 is more than are online. Its
+    `Socket(s) per book` and `Book(s)` count the machine's sockets, not the LPAR's: no count is
+    cut away, with its Architecture line or without."""
+    text = S390.read_text()
+    for saved in (text, "Architecture:         s390x\n" + text):
+        got = checks(tmp_path, "lscpu.txt", saved, f"cpu_cores: {cores}\n")
+        cpu = next(c for c in got if c.name == "cpu_cores")
+        assert cpu.verdict == verdict, cpu
+        assert "cut short" not in cpu.actual + cpu.detail, cpu
+    assert parse_lscpu("Architecture:         s390x\n" + text).cut is None
+
+
+def test_an_lscpu_pasted_from_its_online_list_is_judged(tmp_path: Path) -> None:
+    got = verdicts(tmp_path, "lscpu.txt", FROM_ONLINE.read_text(), "cpu_cores: 128\n")
+    assert got["cpu_cores"] == ("pass", "128 cores / 256 threads"), got["cpu_cores"]
+    assert (
+        verdicts(tmp_path, "lscpu.txt", FROM_ONLINE.read_text(), "cpu_cores: 129\n")["cpu_cores"][0] == "warn"
+    )
+
+
+def test_a_paste_whose_counts_miss_online_cpus_is_not_judged_whole() -> None:
+    """A paste from its On-line list whose counts hold fewer CPUs than are online (another CPU
+    type's lines left out) gives no logical count from the list."""
+    text = FROM_ONLINE.read_text().replace("Core(s) per socket: 64", "Core(s) per socket: 32")
+    assert parse_lscpu(text).logical_cpus is None
+
+
+def test_a_grep_of_lscpu_without_its_online_list_needs_counts_holding_every_cpu() -> None:
+    """`CPU(s): 256` with 2 x 64 x 2: every CPU counted (none offline); `CPU(s): 260` with the
+    same counts may hold offline CPUs the grep left out: refused as before."""
+    lines = NODE_RECORD.read_text().split("\n\n", 1)[0] + "\n"
+    assert detect_kind(lines) == "lscpu"
+    assert detect_kind(lines.replace("256", "260", 1)) is None
+
+
+def test_lscpu_lines_and_free_between_blank_lines_are_each_read(tmp_path: Path) -> None:
+    got = verdicts(tmp_path, "cpu-mem.txt", NODE_RECORD.read_text(), "cpu_cores: 128\nram: 1TB\n")
+    assert got["cpu_cores"][0] == "pass", got["cpu_cores"]
+    assert got["ram"][0] == "pass" and got["ram"][1].startswith("1.5 TiB"), got["ram"]
+    (tmp_path / "cpu-mem.txt").write_text(NODE_RECORD.read_text())
+    notes: list[str] = []
+    parse_facts(offline.load_outputs([str(tmp_path / "cpu-mem.txt")], notes))
+    assert "a script's output of several tools between blank lines" in " ".join(notes), notes
