@@ -11,6 +11,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.api.saved_kinds import detect_kind
+from gpuonboard.api.shown import shown
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.facts.cpu import parse_lscpu
 
@@ -75,3 +76,32 @@ def test_lscpu_lines_and_free_between_blank_lines_are_each_read(tmp_path: Path) 
     notes: list[str] = []
     parse_facts(offline.load_outputs([str(tmp_path / "cpu-mem.txt")], notes))
     assert "a script's output of several tools between blank lines" in " ".join(notes), notes
+
+
+NUMACTL_TOP_CUT = (
+    REAL / "numactl-H__4node-32gib__page-begins-at-node-0-size-prompt-after__oracle-12c-consolidation.txt"
+)
+
+
+@pytest.mark.parametrize(("ram", "verdict"), [("32GB", "pass"), ("64GB", "fail")])
+def test_a_numactl_that_lost_its_top_sums_the_nodes_of_its_matrix(
+    tmp_path: Path, ram: str, verdict: str
+) -> None:
+    """The page begins at `node 0 size:` (its `available:` line and node 0's CPUs on the page
+    before): every node of its distance matrix has its size line, so their sum is the RAM, and
+    the cut is said."""
+    got = checks(tmp_path, "numactl.txt", NUMACTL_TOP_CUT.read_text(), f"ram: {ram}\n")
+    check = next(c for c in got if c.name == "ram")
+    assert check.verdict == verdict, check
+    assert check.actual.startswith(("31.98 GiB", "32.0 GiB")), check.actual
+    assert "cut at its top (no `available:` line)" in check.actual, check.actual
+    said = shown("numactl", NUMACTL_TOP_CUT.read_text())
+    assert said.startswith("numactl --hardware: 4 NUMA nodes, at least 18 CPUs"), said
+    assert "its `available:` line and a node's CPU list" in said, said
+
+
+def test_a_numactl_that_lost_its_top_and_a_node_size_gives_no_total(tmp_path: Path) -> None:
+    """Node 3 of its matrix without its size line: no total, only a floor (unverified)."""
+    text = NUMACTL_TOP_CUT.read_text().replace("node 3 size: 8176 MB\n", "")
+    got = verdicts(tmp_path, "numactl.txt", text, "ram: 32GB\n")
+    assert got["ram"][0] == "unverified", got["ram"]

@@ -106,7 +106,7 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if unified:
         actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
     if facts.memory.source == "numactl":
-        actual += _numactl_summed(facts.memory.uncounted)
+        actual += _numactl_summed(facts.memory.uncounted) + "".join(f"; {w}" for w in facts.memory.warnings)
     limit = facts.memory_limit_bytes
     if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
