@@ -200,7 +200,10 @@ def _numactl(text: str) -> str:
         lost = int(nodes[0]) - len(read)
         whose = f"{lost} nodes' CPU lists" if lost > 1 else "a node's CPU list"
         lists = f" and {whose}" if lost > 0 else ""
-        note = f" (the output lost its top, its `available:` line{lists}: the nodes counted from its distance matrix)"
+        note = (
+            f" (the output lost its top, its `available:` line{lists}: the nodes counted from its"
+            " distance matrix)"
+        )
     elif cpus_short or memory_short:
         whole = f"{len(sizes)} of {available} nodes read: " if available is not None else ""
         note = f" ({whole}the output is cut short)"
