@@ -22,9 +22,18 @@ _CPUINFO_FIRST = re.compile(r"processor\s*:\s*\d+")
 
 def looks_like_cpuinfo(text: str) -> bool:
     """A /proc/cpuinfo (the live probe reads it where lscpu is not installed): its first line
-    is its first CPU's `processor : 0`, which lscpu never prints."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    return _CPUINFO_FIRST.fullmatch(first.strip()) is not None
+    is its first CPU's `processor : 0`, which lscpu never prints, or below the lines a MIPS or
+    LoongArch kernel prints above the CPU blocks (`system type : generic-loongson-machine`,
+    `machine : ...`)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    preamble = 0
+    while preamble < min(2, len(lines)) and _PREAMBLE.match(lines[preamble]):
+        preamble += 1
+    return preamble < len(lines) and _CPUINFO_FIRST.fullmatch(lines[preamble]) is not None
+
+
+# the lines a MIPS or LoongArch /proc/cpuinfo prints once, above its CPU blocks
+_PREAMBLE = re.compile(r"(?:system type|machine)\s*:", re.IGNORECASE)
 
 
 # the kernel's list of online CPUs, which the live probe prints after /proc/cpuinfo (a CPU 0
@@ -54,7 +63,21 @@ def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
         key, colon, value = line.partition(":")
         if colon and blocks:
             blocks[-1].setdefault(key.strip(), value.strip())
+    for block in blocks:
+        for own, name in _OTHER_KEYS:
+            if own in block and name not in block:
+                block[name] = block[own]
     return blocks
+
+
+# the keys some architectures print for x86's (LoongArch's and Loongson MIPS' `package` and
+# `core`, the kernel's cpu_data package and core; LoongArch's `Model Name`, MIPS' `cpu model`)
+_OTHER_KEYS = (
+    ("package", "physical id"),
+    ("core", "core id"),
+    ("Model Name", "model name"),
+    ("cpu model", "model name"),
+)
 
 
 def _lxcfs_view(numbers: list[int], listed: list[int], usable: int | None) -> bool:

@@ -335,6 +335,17 @@ JC_CPUINFO = "proc-cpuinfo__i5-8279u__vm-2socket-1core__jc.txt"
             JC_CPUINFO,
             CpuInfo(None, "Intel(R) Core(TM) i5-8279U CPU @ 2.40GHz", 2, 1, 1, 2, 2, source=CPUINFO),
         ),
+        # round 35: LoongArch's and MIPS' (`system type` above the blocks, `package` and `core`
+        # for physical id and core id, `Model Name` / `cpu model`): a KVM guest of 32 one-core
+        # packages, a Baikal-T1 of 1 package x 2 cores (its lscpu says so)
+        (
+            "proc-cpuinfo__loongarch-3a5000-kvm__32cpu-package-core-keys__system-type-first__util-linux-dump.txt",
+            CpuInfo(None, "Loongson-3A5000", 32, 1, 1, 32, 32, source=CPUINFO),
+        ),
+        (
+            "proc-cpuinfo__mips-baikal-t1-p5600__2cpu-package-core-keys__system-type-machine-first__py-cpuinfo.txt",
+            CpuInfo(None, "MIPS P5600 V3.0  FPU V2.0", 1, 2, 1, 2, 2, source=CPUINFO),
+        ),
     ],
 )
 def test_proc_cpuinfo_counts_cpus_cores_and_sockets(name: str, expected: CpuInfo) -> None:
