@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from gpuonboard.facts.arm_parts import no_smt_part
 from gpuonboard.facts.cpu_shape import CPUINFO, CpuInfo
 from gpuonboard.facts.cpu_shape import cpu_list_numbers as _cpu_list_numbers
 from gpuonboard.facts.cpu_shape import empty as _empty
@@ -246,9 +247,13 @@ def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
         return dataclasses.replace(said, cut=cut, source=CPUINFO, cores_floor=least)
     online = len(blocks)
     physical, sockets = _cpuinfo_cores(blocks)
+    names = list(dict.fromkeys(b["model name"] for b in blocks if b.get("model name")))
+    if physical is None and (part := no_smt_part(blocks)) is not None:
+        # (arm64 prints no core id: an Arm core of one thread a core, each CPU is a core)
+        physical = online
+        names = [f"{part}: one thread a core"]
     threads = online // physical if physical and online % physical == 0 else None
     cores = physical // sockets if physical and sockets and physical % sockets == 0 else None
-    names = list(dict.fromkeys(b["model name"] for b in blocks if b.get("model name")))
     filtered = None
     if set(blocks[0]) <= _CPUINFO_TOPOLOGY:
         filtered = "it holds only the topology lines of each CPU's block (a grep of /proc/cpuinfo)"

@@ -105,3 +105,50 @@ def test_a_numactl_that_lost_its_top_and_a_node_size_gives_no_total(tmp_path: Pa
     text = NUMACTL_TOP_CUT.read_text().replace("node 3 size: 8176 MB\n", "")
     got = verdicts(tmp_path, "numactl.txt", text, "ram: 32GB\n")
     assert got["ram"][0] == "unverified", got["ram"]
+
+
+@pytest.mark.parametrize(
+    ("name", "cores", "part"),
+    [
+        (
+            "proc-cpuinfo__aarch64-cortex-a53__4cpu-cpu-part-0xd03__ansible.txt",
+            4,
+            "Cortex-A53 (CPU part 0xd03)",
+        ),
+        (
+            "proc-cpuinfo__armv7-biglittle-a53-a73__8cpu-cpu-parts__gopsutil-1037.txt",
+            8,
+            "Cortex-A53 (CPU part 0xd03) + Cortex-A73 (CPU part 0xd09)",
+        ),
+        (
+            "proc-cpuinfo__raspberry-pi-4-cortex-a72__4cpu-cpu-part-0xd08__cadvisor.txt",
+            4,
+            "Cortex-A72 (CPU part 0xd08)",
+        ),
+        ("proc-cpuinfo__arm64-neoverse-n1__1cpu__ghw-snapshot.txt", 1, "Neoverse-N1 (CPU part 0xd0c)"),
+    ],
+)
+def test_an_arm_cpuinfo_of_one_thread_cores_counts_each_cpu_a_core(
+    tmp_path: Path, name: str, cores: int, part: str
+) -> None:
+    """arm64 and ARMv7 print no core id; an Arm core that runs one thread a core (every
+    Cortex-A/X and Neoverse but Cortex-A65/A65AE and Neoverse E1) makes each CPU a core: judged,
+    the part cited (was unverified: "the core count is not in this /proc/cpuinfo")."""
+    text = (REAL / name).read_text()
+    got = verdicts(tmp_path, "cpuinfo.txt", text, f"cpu_cores: {cores}\n")
+    assert got["cpu_cores"][0] == "pass", got["cpu_cores"]
+    assert f"({part}: one thread a core)" in got["cpu_cores"][1], got["cpu_cores"]
+    assert verdicts(tmp_path, "cpuinfo.txt", text, f"cpu_cores: {cores + 1}\n")["cpu_cores"][0] == "fail"
+
+
+def test_one_online_cpu_of_an_unknown_core_is_at_least_one_core(tmp_path: Path) -> None:
+    """The Neoverse N1 guest's one CPU with its part unknown to the table: a CPU is a core or a
+    thread of one, so an order of 1 core is met (was unverified, "lists 1 online CPUs")."""
+    text = (
+        (REAL / "proc-cpuinfo__arm64-neoverse-n1__1cpu__ghw-snapshot.txt")
+        .read_text()
+        .replace("0xd0c", "0xd99")
+    )
+    got = checks(tmp_path, "cpuinfo.txt", text, "cpu_cores: 1\n")
+    cpu = next(c for c in got if c.name == "cpu_cores")
+    assert (cpu.verdict, cpu.actual.endswith("at least 1 core (1 CPU online)")) == ("pass", True), cpu
