@@ -152,3 +152,62 @@ def test_one_online_cpu_of_an_unknown_core_is_at_least_one_core(tmp_path: Path) 
     got = checks(tmp_path, "cpuinfo.txt", text, "cpu_cores: 1\n")
     cpu = next(c for c in got if c.name == "cpu_cores")
     assert (cpu.verdict, cpu.actual.endswith("at least 1 core (1 CPU online)")) == ("pass", True), cpu
+
+
+AUTODL = (
+    REAL
+    / "session__autodl-no-gpu-mode__nvidia-smi-no-devices-cgroup-memory-max-2g__poster-comments-after-outputs"
+    "__medicalgpt-log.txt"
+)
+
+
+def test_a_posters_comment_after_an_output_line_is_not_the_outputs(tmp_path: Path) -> None:
+    """`2147483648      # 容器内存上限 2 GiB` is the cgroup's limit (2 GiB, under an 8 GB order:
+    fail, the container's limit), and `No devices were found   # 开发机无 GPU` is nvidia-smi's
+    sentence without the poster's words (was: ram "no free output was given", the cgroup line
+    dropped; nvidia_driver quoting the comment as nvidia-smi's)."""
+    got = checks(tmp_path, "session.txt", AUTODL.read_text(), "gpu_count: 1\nram: 8GB\n")
+    rules = {c.name: c for c in got}
+    assert rules["ram"].verdict == "fail" and "2.0 GiB usable (cgroup memory limit" in rules["ram"].actual
+    assert rules["nvidia_driver"].actual == "nvidia-smi failed (No devices were found)", rules[
+        "nvidia_driver"
+    ]
+    assert "开发机" not in " ".join(c.actual + c.detail for c in got)
+
+
+IB_SESSION = (
+    REAL / "session__hash-glued-prompts__ibdev2netdev-4up-then-ibswitches-4-switches__heioy-books.txt"
+)
+
+
+def test_a_session_of_hash_glued_prompts_reads_each_command(tmp_path: Path) -> None:
+    """`#ibdev2netdev` then `#ibswitches -C mlx5_0`: the second, a tool whose output is not
+    read, is a prompt of the same form, so its `Switch :` lines are no part of ibdev2netdev's
+    output (was: the whole file refused); ibswitches said not read, rdma_ports unverified."""
+    (tmp_path / "session.txt").write_text(IB_SESSION.read_text())
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(tmp_path / "session.txt")], notes)
+    assert "ibdev2netdev" in outputs, outputs.keys()
+    assert "line 7 (`ibswitches -C mlx5_0`) is not an output this tool reads" in " ".join(notes), notes
+    got = verdicts(tmp_path, "session.txt", IB_SESSION.read_text(), 'rdma: "4x56G InfiniBand"\n')
+    assert got["rdma_ports"][0] == "unverified", got["rdma_ports"]
+
+
+def test_a_meminfo_ram_verdict_names_memtotal(tmp_path: Path) -> None:
+    """node_exporter's /proc/meminfo (MemTotal 3742148 kB) under a 4GB order: the fail says what
+    the box is, its MemTotal, beside the shortfall (was `3.6 GiB (3.8 GB)` alone)."""
+    text = (REAL / "meminfo__3.57gib__node-exporter.txt").read_text()
+    got = checks(tmp_path, "meminfo.txt", text, "ram: 4GB\n")
+    ram = next(c for c in got if c.name == "ram")
+    assert ram.verdict == "fail" and ram.actual.endswith("/proc/meminfo's MemTotal (3742148 kB)"), ram
+    assert ram.detail.startswith("441.6 MiB less than ordered"), ram.detail
+
+
+def test_an_lsblk_without_mount_points_beside_no_df_says_so(tmp_path: Path) -> None:
+    text = (
+        REAL / "lsblk-t__topology-columns-no-mountpoint__simple-nvme-ascii-tree__util-linux-tests.txt"
+    ).read_text()
+    got = checks(tmp_path, "lsblk.txt", text, "data_disk: {mount: /home/test, min_size: 15GB}\n")
+    disk = next(c for c in got if c.name == "data_disk")
+    assert disk.verdict == "unverified", disk
+    assert "the lsblk given has no MOUNTPOINT column" in disk.detail, disk.detail
