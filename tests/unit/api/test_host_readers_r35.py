@@ -116,7 +116,7 @@ def test_a_numactl_that_lost_its_top_and_a_node_size_gives_no_total(tmp_path: Pa
             "Cortex-A53 (CPU part 0xd03)",
         ),
         (
-            "proc-cpuinfo__armv7-biglittle-a53-a73__8cpu-cpu-parts__gopsutil-1037.txt",
+            "proc-cpuinfo__arm32-biglittle-a53-a73__8cpu-cpu-part-per-block__gopsutil-1037.txt",
             8,
             "Cortex-A53 (CPU part 0xd03) + Cortex-A73 (CPU part 0xd09)",
         ),
