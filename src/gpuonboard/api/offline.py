@@ -204,9 +204,9 @@ def _block_outputs(
             found.append((*_saved_output(path, where, block.text), where))
         except UsageError:
             unread.append(where.removeprefix(f"{path} "))
+    how = "between blank lines" if blocks[0].heading == script_blocks.UNHEADED else "under its own headings"
     notes.append(
-        f"{path}: a script's output of several tools under its own headings, each read as an output of"
-        " its own"
+        f"{path}: a script's output of several tools {how}, each read as an output of its own"
         + (f"; not read: {', '.join(unread)} (not an output this tool reads)" if unread else "")
         + "."
     )

@@ -18,7 +18,7 @@ from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_shapes import TALOS_LINE, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import indented, program_of
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
-from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo
+from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo, numactl_top_cut
 from gpuonboard.facts.mount_table import looks_like_mount_table
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
@@ -218,6 +218,8 @@ def detect_fabric_kind(text: str) -> str | None:
     if head.startswith("{") and '"intervals"' in text and '"start"' in text:
         return "iperf3"
     if _NUMACTL_HEAD.match(lines[0]) and any(_NUMACTL_CPUS.match(line) for line in lines[1:4]):
+        return "numactl"
+    if numactl_top_cut(text):  # (its `available:` line lost: a page that begins mid-output)
         return "numactl"
     if all(ibdev2netdev_line(line) for line in lines):  # (plain or `-v`)
         return "ibdev2netdev"

@@ -87,7 +87,19 @@ def unquote(text: str) -> str:
         # header), `\*`, `\_`, `\|`, as Markdown shows them (before, the dmon sample was refused
         # generically, its `\#` header not read as dmon's)
         lines = [_MARKDOWN_ESCAPE.sub(r"\1", line) for line in lines]
-    return "\n".join(_uncommented(lines))
+    return "\n".join(_without_comments(_uncommented(lines)))
+
+
+# a poster's comment after a line of output, past two blanks or a tab (`2147483648      # 容器内存
+# 上限 2 GiB`, `No devices were found   # 开发机无 GPU`): no tool prints `#` and a blank there (a
+# kernel's `#101-Ubuntu` build tag follows one blank and no blank follows its `#`)
+_TRAILING_COMMENT = re.compile(r"(?<=\S)(?:[ ]{2,}|[ ]*\t[ \t]*)#[ \t]+\S.*$")
+
+
+def _without_comments(lines: list[str]) -> list[str]:
+    """The lines without a poster's comment at their end (_TRAILING_COMMENT); a line that is a
+    comment from its start (`# vllm / verl / ray：未安装`, dmon's `# gpu pwr` header) kept."""
+    return [line if line.lstrip().startswith("#") else _TRAILING_COMMENT.sub("", line) for line in lines]
 
 
 # a Markdown backslash escape of a character Markdown would read as its own (`\#`, `\*`, `\_`, `\|`,

@@ -37,7 +37,7 @@ def split(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
         if _HEADING.match(line) and (i == 0 or not lines[i - 1].strip()) and "|" not in line
     ]
     if not cuts:
-        return None
+        return _unheaded(lines, detect)
     starts = [0, *cuts] if cuts[0] > 0 else cuts
     blocks = []
     for at, start in enumerate(starts):
@@ -54,8 +54,33 @@ def split(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
     return blocks
 
 
+# the heading of a section cut at a blank line (_unheaded)
+UNHEADED = "(a blank line)"
+
+
+def _unheaded(lines: list[str], detect: Callable[[str], str | None]) -> list[Block] | None:
+    """Sections cut at blank lines, with no heading and no prompt (a node record's `## CPU and
+    memory` block: some lines of lscpu, a blank line, `free -h`): only where every section reads
+    as an output of a known kind, each of another kind (lscpu and free never print a blank
+    line inside); None otherwise."""
+    blocks: list[Block] = []
+    start = 0
+    for i, line in enumerate([*lines, ""]):
+        if line.strip():
+            continue
+        if any(row.strip() for row in lines[start:i]):
+            blocks.append(Block(UNHEADED, start + 1, "\n".join(lines[start:i]) + "\n"))
+        start = i + 1
+    kinds = [detect(b.text) for b in blocks]
+    if len(blocks) < 2 or None in kinds or len(set(kinds)) < len(kinds):
+        return None
+    return blocks
+
+
 def where(path: str, block: Block) -> str:
     """How a sentence names a section: `FILE lines 5-14 (under `--- CPU ---`)`."""
     last = block.first + block.text.count("\n") - 1
+    if block.heading == UNHEADED:
+        return f"{path} lines {block.first}-{last}"
     under = f"under `{block.heading}`" if block.heading else "above the first heading"
     return f"{path} lines {block.first}-{last} ({under})"

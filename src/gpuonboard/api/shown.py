@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuonboard.facts.memory import numactl_top_cut
+
 # `ibdev2netdev` (Mellanox OFED): `mlx5_0 port 1 ==> ib0 (Up)`, one line a port (also spaced by
 # `column -t`, a note of the user's after a `#`)
 IBDEV2NETDEV_LINE = re.compile(r"^(\S+)\s+port\s+(\d+)\s+==>\s+(\S+)\s+\((Up|Down)\)\s*(?:#.*)?$")
@@ -180,7 +182,11 @@ def _numactl(text: str) -> str:
     available = int(nodes[0]) if nodes else None
     last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
     cpus_cut = bool(re.match(r"node \d+ cpus:", last))
-    cpus_short = cpus_cut or (available is not None and len(read) < available)
+    top = numactl_top_cut(text)  # (its `available:` and first CPU lines lost: nodes from its matrix)
+    matrix = re.search(r"^node distances:[ \t]*\n[ \t]*node((?:[ \t]+\d+)+)", text, re.M)
+    if top and matrix:
+        nodes = [str(len(matrix.group(1).split()))]
+    cpus_short = cpus_cut or top or (available is not None and len(read) < available)
     memory_short = cpus_cut or (available is not None and len(sizes) < available)
     floor = {True: "at least ", False: ""}
     said = [
@@ -190,7 +196,15 @@ def _numactl(text: str) -> str:
     if sizes:
         said.append(_numa_memory(text, sizes, floor[memory_short]))
     note = ""
-    if cpus_short or memory_short:
+    if top:
+        lost = int(nodes[0]) - len(read)
+        whose = f"{lost} nodes' CPU lists" if lost > 1 else "a node's CPU list"
+        lists = f" and {whose}" if lost > 0 else ""
+        note = (
+            f" (the output lost its top, its `available:` line{lists}: the nodes counted from its"
+            " distance matrix)"
+        )
+    elif cpus_short or memory_short:
         whole = f"{len(sizes)} of {available} nodes read: " if available is not None else ""
         note = f" ({whole}the output is cut short)"
     judged = (

@@ -281,6 +281,7 @@ def sections(text: str) -> list[Section] | None:
     one command's output, under a prompt line or not)."""
     lines = text.split("\n")
     found = [(i, head) for i, line in enumerate(lines) if (head := _head(line)) is not None]
+    found = sorted(found + _glued_sign_heads(lines, {i for i, _ in found}))
     heads = [(i, (command, host)) for i, (command, host, _) in found]
     lines = _first_prompt_lines_dropped(lines, [i for i, _ in heads])
     on_line = {i: top for i, (_, _, top) in found if top is not None}  # (outputs glued onto prompt lines)
@@ -307,6 +308,29 @@ def sections(text: str) -> list[Section] | None:
     out = _late_outputs_moved_up(out)
     read = [part for part in out if not part.empty]
     return out if len(read) > 1 else None
+
+
+# a root prompt's `#` glued onto its command (`#ibdev2netdev`, a page's way of showing one)
+_GLUED_SIGN = re.compile(r"#(?P<command>[a-z][\w.-]*(?:[ \t]+[ -~]*?)?)[ \t]*")
+
+
+def _glued_sign_heads(
+    lines: list[str], known: set[int]
+) -> list[tuple[int, tuple[str, str | None, str | None]]]:
+    """Where a session shows a command read here after a `#` glued onto it (`#ibdev2netdev`, a
+    prompt by _WEAK_PROMPT), its other commands shown so (`#ibswitches -C mlx5_0`, a tool whose
+    output is not read) at a paragraph's start, as prompt lines too: their output was read as
+    the first command's and the whole file refused (m35b 35)."""
+    glued = [i for i in known if _GLUED_SIGN.fullmatch(lines[i].strip())]
+    if not glued:
+        return []
+    return [
+        (i, (match.group("command").strip(), None, None))
+        for i, line in enumerate(lines)
+        if i not in known
+        and (i == 0 or not lines[i - 1].strip())
+        and (match := _GLUED_SIGN.fullmatch(line.strip())) is not None
+    ]
 
 
 # the first line of an output, never of a command: a capital, a digit or a table's border first

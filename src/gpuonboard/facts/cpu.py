@@ -1,17 +1,18 @@
-"""Pure parsers for `lscpu` (plain text or `lscpu -J` JSON) and, where lscpu is missing,
-/proc/cpuinfo."""
+"""Pure parsers for `lscpu` (plain text or `lscpu -J` JSON) and nproc; /proc/cpuinfo's, read where
+lscpu is missing, is facts/cpuinfo.py's (its names are this module's too)."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuonboard.facts.elision import elided
+from gpuonboard.facts.cpu_shape import CPUINFO, CpuInfo
+from gpuonboard.facts.cpu_shape import cpu_list_count as _cpu_list_count
+from gpuonboard.facts.cpu_shape import empty as _empty
+from gpuonboard.facts.cpuinfo import looks_like_cpuinfo, parse_cpuinfo
 from gpuonboard.facts.wrapped import rejoined
 from gpuonboard.once import lazy_re, loaded_once
 from gpuonboard.resources import DATA_DIR, table_rows
@@ -29,41 +30,6 @@ __all__ = [
     "TYPE_FIELDS",
 ]
 
-
-@dataclass(frozen=True)
-class CpuInfo:
-    """CPU shape of a host as lscpu (or /proc/cpuinfo) reports it."""
-
-    architecture: str | None
-    model_name: str | None
-    sockets: int | None
-    cores_per_socket: int | None
-    threads_per_core: int | None
-    logical_cpus: int | None
-    # sockets * cores_per_socket when both are known; clusters * cores per cluster where lscpu
-    # says "Socket(s): -" (ARM without socket data)
-    physical_cores: int | None
-    warnings: tuple[str, ...] = ()
-    # CPUs in lscpu's "Off-line CPU(s) list" (counted in logical_cpus, usable by nobody);
-    # None when lscpu prints no such line (every CPU online)
-    offline_cpus: int | None = None
-    # why this lscpu output is not whole, or None: it ends inside its CPU type blocks (nothing
-    # lscpu prints after them follows) with CPUs of CPU(s) not in the types read or a type's
-    # core count unread; physical_cores is then None (the types cut off are unknown)
-    cut: str | None = None
-    # what was read: "lscpu", or "/proc/cpuinfo" (CPUINFO: the live probe reads it where lscpu is
-    # not installed; it lists the online CPUs only)
-    source: str = "lscpu"
-    # why a /proc/cpuinfo may hold only some of the kernel's lines (a grep of it), or None: what
-    # it counts is there, but a filter may have left CPUs out
-    filtered: str | None = None
-    # where the output is cut short (`cut`), the fewest cores it proves, or None: /proc/cpuinfo's
-    # packages read (each one's `cpu cores` or distinct core ids), lscpu's whole CPU types read;
-    # a floor that meets an order proves it met (`at least N read`)
-    cores_floor: int | None = None
-
-
-CPUINFO = "/proc/cpuinfo"
 LSCPU_LABELS_FILE = DATA_DIR / "lscpu_labels.yml"
 # the fields lscpu prints once per CPU type (an ARM big.LITTLE part such as the GB10's
 # Cortex-X925 + Cortex-A725 prints a "Model name" block for each type)
@@ -144,29 +110,55 @@ def _bare_field(line: str) -> tuple[str, str] | None:
 
 # the fields a plain lscpu prints that count the box's CPUs and cores: a paste that lost the
 # lines above its `CPU(s):` (Architecture, CPU op-mode(s), Byte Order: none counts anything) is
-# still lscpu where they all follow; the CPU type blocks come after `CPU(s):`, so none is lost
-_COUNTING_FIELDS = frozenset({"CPU(s)", "Thread(s) per core", "Socket(s)"})
+# still lscpu where they all follow; the CPU type blocks come after `CPU(s):`, so none is lost.
+# Its socket count in each layout: `Socket(s):`, s390x's `Socket(s) per book:` (with `Book(s):`,
+# `Book(s) per drawer:`, `Drawer(s):`, the machine's, not the LPAR's), ARM's `Cluster(s):`
+_SOCKET_FIELDS = frozenset({"Socket(s)", "Socket(s) per book", "Cluster(s)"})
+_CORE_FIELDS = frozenset({"Core(s) per socket", "Core(s) per cluster"})
+# s390x's topology lines (util-linux prints them in place of `Socket(s):`)
+S390_FIELDS = ("Socket(s) per book", "Book(s) per drawer", "Book(s)", "Drawer(s)")
 
 
 def looks_like_lscpu(text: str) -> bool:
     """True when the first line is lscpu's "Architecture:" in any language lscpu is translated
     into ("Architektur:", "架构："), or, that line lost or garbled by a paste (`rchitecture:`),
-    when its lines give `CPU(s):`, `Thread(s) per core:`, `Socket(s):` and a core count."""
+    when its lines give the CPUs (`CPU(s):` or the `On-line CPU(s) list:`), `Thread(s) per
+    core:`, a core count and a socket count in any of lscpu's layouts (_SOCKET_FIELDS)."""
     lines = [line for line in text.splitlines() if line.strip()]
     field = _split_field(lines[0]) if lines else None
     if field is not None and _field_name(field[0]) == "Architecture":
         return True
     # only lines above `CPU(s):` may be lost that way (a paste's first line, op-mode, byte order,
-    # address sizes: none counts anything); a grep of lscpu (`lscpu | grep -E '^(CPU|Thread|Core|
+    # address sizes: none counts anything), or those above the On-line CPU(s) list too (a paste
+    # from it: hackmd's 2 x 64-core EPYC); a grep of lscpu (`lscpu | grep -E '^(CPU|Thread|Core|
     # Socket)'`) keeps the counts but drops the Off-line CPU(s) list, so the On-line list must be
-    # there (`virsh nodeinfo`, whose `CPU socket(s)` counts a NUMA cell's, has none either)
+    # there or the counts must hold every CPU of CPU(s) (_counts_hold_all); `virsh nodeinfo`,
+    # whose `CPU socket(s)` counts a NUMA cell's, starts at `CPU model:` and is none
     names = [_field_name(f[0]) if (f := _split_field(line)) is not None else "" for line in lines[:60]]
-    if "CPU(s)" not in names or "On-line CPU(s) list" not in names:
+    first = next((i for i, name in enumerate(names) if name in ("CPU(s)", "On-line CPU(s) list")), None)
+    if first is None or any(name not in _ABOVE_CPUS for name in names[1:first]):
         return False
-    above = names[1 : names.index("CPU(s)")]
-    if any(name not in _ABOVE_CPUS for name in above):
+    if not (
+        {"Thread(s) per core"} <= set(names) and set(names) & _SOCKET_FIELDS and set(names) & _CORE_FIELDS
+    ):
         return False
-    return set(names) >= _COUNTING_FIELDS and bool(set(names) & {"Core(s) per socket", "Core(s) per cluster"})
+    return "On-line CPU(s) list" in names or _counts_hold_all(text)
+
+
+def _counts_hold_all(text: str) -> bool:
+    """Whether an lscpu's CPU(s) is its one type's threads x cores x sockets: no CPU is offline
+    (lscpu counts the cores of the online CPUs), whatever Off-line list a grep left out."""
+    host, types = _split_types(_plain_pairs(text))
+    if len(types) != 1:
+        return False
+    values = [
+        host.get("CPU(s)", ""),
+        *(types[0].get(k, "") for k in ("Thread(s) per core", "Core(s) per socket", "Socket(s)")),
+    ]
+    if not all(v.isdecimal() for v in values):
+        return False
+    logical, threads, cores, sockets = (int(v) for v in values)
+    return logical == threads * cores * sockets > 0
 
 
 # the lines lscpu prints between Architecture and CPU(s) (util-linux 2.19 to 2.40)
@@ -240,43 +232,6 @@ def _int(fields: Mapping[str, str], key: str, warnings: list[str]) -> int | None
     return int(value)
 
 
-_CPU_RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
-
-
-def _cpu_list_numbers(value: str) -> list[int] | None:
-    """The CPUs a kernel CPU list names ('0-3,8' -> [0, 1, 2, 3, 8]); None if not a list."""
-    numbers: list[int] = []
-    for part in value.replace(" ", "").split(","):
-        match = _CPU_RANGE.match(part)
-        if not match or int(match.group(2) or match.group(1)) < int(match.group(1)):
-            return None
-        numbers += range(int(match.group(1)), int(match.group(2) or match.group(1)) + 1)
-    return numbers
-
-
-def _cpu_list_count(value: str | None) -> int | None:
-    """How many CPUs a lscpu CPU list names ('0-3,8,10-11' -> 7, '' -> 0); None if not a list."""
-    if value is None:
-        return None
-    count = 0
-    for part in value.replace(" ", "").split(","):
-        if not part:
-            continue
-        match = _CPU_RANGE.match(part)
-        if not match:
-            return None
-        first, last = int(match.group(1)), int(match.group(2) or match.group(1))
-        if last < first:
-            return None
-        count += last - first + 1
-    return count
-
-
-def _empty(message: str) -> CpuInfo:
-    """A CpuInfo with nothing known and one warning saying why."""
-    return CpuInfo(None, None, None, None, None, None, None, (message,))
-
-
 def _type_cores(fields: Mapping[str, str], warnings: list[str]) -> tuple[int | None, int | None, int | None]:
     """(sockets, cores per socket, physical cores) of one CPU type's block."""
     clustered = "Cluster(s)" in fields or (
@@ -342,7 +297,7 @@ def parse_lscpu(text: str) -> CpuInfo:
     if isinstance(pairs, str):
         return _empty(pairs)
     host, types = _split_types(pairs)
-    if "Architecture" not in host and "CPU(s)" not in host:
+    if not {"Architecture", "CPU(s)", "On-line CPU(s) list"} & set(host):
         return _empty("output not recognised as lscpu")
     warnings: list[str] = []
     logical = _int(host, "CPU(s)", warnings)
@@ -359,20 +314,30 @@ def parse_lscpu(text: str) -> CpuInfo:
     if len(per_type) > 1:  # one socket holding every type (GB10): the cores of all types per socket
         same = all(s == sockets for s, _, _ in per_type) and None not in (c for _, c, _ in per_type)
         cores = sum(c for _, c, _ in per_type if c is not None) if same else None
-    cut = None if text.lstrip().startswith("{") else _types_cut(text, types, physical_each, logical, offline)
+    cut = (
+        None
+        if text.lstrip().startswith("{")
+        else _types_cut(text, host, types, physical_each, logical, offline)
+    )
     least = None
     if cut is not None:  # (the CPU types read whole still hold their cores: a floor)
         floors = [_type_floor(t, p) for t, p in zip(types or [{}], physical_each, strict=True)]
         least = sum(p for p in floors if p is not None) or None
         physical = cores = None
         warnings.append(f"lscpu output cut short: {cut}")
-    names = list(dict.fromkeys(t["Model name"] for t in types if t.get("Model name")))
+    # (s390x prints `Model name: -`: none)
+    names = list(dict.fromkeys(t["Model name"] for t in types if t.get("Model name", "-") != "-"))
+    threads = _int(types[0] if types else {}, "Thread(s) per core", warnings)
+    if logical is None and offline is None and online is not None and physical and threads:
+        # (a paste from its On-line CPU(s) list: its cores hold every CPU listed online, none
+        # else counted)
+        logical = online if physical * threads == online else None
     return CpuInfo(
         architecture=host.get("Architecture") or None,
         model_name=" + ".join(names) or None,
         sockets=sockets,
         cores_per_socket=cores,
-        threads_per_core=_int(types[0] if types else {}, "Thread(s) per core", warnings),
+        threads_per_core=threads,
         logical_cpus=logical,
         physical_cores=physical,
         warnings=tuple(dict.fromkeys(warnings)),
@@ -476,6 +441,7 @@ def _type_floor(fields: Mapping[str, str], physical: int | None) -> int | None:
 
 def _types_cut(
     text: str,
+    host: Mapping[str, str],
     types: list[dict[str, str]],
     physical_each: list[int | None],
     logical: int | None,
@@ -486,6 +452,10 @@ def _types_cut(
     hold fewer CPUs (cores x threads per core) than CPU(s) has online: a type cut off (the GB10's
     Cortex-A725 block after its Cortex-X925 one, 10 of 20 CPUs)."""
     if _types_closed(text):
+        return None
+    if None in physical_each and any(k in host for k in S390_FIELDS):
+        # (s390x's `Socket(s) per book:` and `Book(s):` count the machine's sockets, not the
+        # LPAR's: its cores are never their product, and no count is cut away)
         return None
     if None in physical_each:
         return _ends_before_count(text, types[-1] if types else {})
@@ -505,244 +475,6 @@ def _types_cut(
 
 
 _NPROC = re.compile(r"\s*(\d+)[ \t]*\r?\n\s*")
-
-
-# /proc/cpuinfo's first line: `processor\t: 0` (x86, arm64, POWER alike; 32-bit ARM's
-# `Processor\t: ARMv7 ...` names the model, not a CPU, and is not read)
-_CPUINFO_FIRST = re.compile(r"processor\s*:\s*\d+")
-
-
-def looks_like_cpuinfo(text: str) -> bool:
-    """A /proc/cpuinfo (the live probe reads it where lscpu is not installed): its first line
-    is its first CPU's `processor : 0`, which lscpu never prints."""
-    first = next((line for line in text.splitlines() if line.strip()), "")
-    return _CPUINFO_FIRST.fullmatch(first.strip()) is not None
-
-
-# the kernel's list of online CPUs, which the live probe prints after /proc/cpuinfo (a CPU 0
-# taken offline leaves /proc/cpuinfo starting at `processor : 1`, whole all the same)
-ONLINE_FILE = "/sys/devices/system/cpu/online"
-_ONLINE_LINE = lazy_re(rf"^{ONLINE_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
-# and of the present CPUs, which it prints after it: those not online are offline
-PRESENT_FILE = "/sys/devices/system/cpu/present"
-_PRESENT_LINE = lazy_re(rf"^{PRESENT_FILE}:[ \t]*([0-9][0-9,-]*)[ \t]*$", re.MULTILINE)
-# a CPU block's first line (x86, arm64, POWER, RISC-V alike)
-_CPUINFO_BLOCK = lazy_re(r"processor\s*:\s*(\d+)\s*")
-# the lines of a CPU block that give the topology only: a block of nothing else is a filter's
-# (`grep -E 'processor|physical id|core id' /proc/cpuinfo`), never the kernel's whole block,
-# which also names the CPU (x86's vendor_id, arm64's CPU implementer, POWER's cpu, RISC-V's isa)
-_CPUINFO_TOPOLOGY = frozenset({"processor", "physical id", "core id", "siblings", "cpu cores", "apicid"})
-
-
-def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
-    """One `key: value` mapping per CPU block of /proc/cpuinfo, a block begun by each
-    `processor : N` line (not by a blank line: a paste that lost the blank lines between blocks,
-    or a grep of the file, has none); the lines after the last block (arm64's model lines) join
-    it."""
-    blocks: list[dict[str, str]] = []
-    for line in text.splitlines():
-        if _CPUINFO_BLOCK.fullmatch(line.strip()):
-            blocks.append({})
-        key, colon, value = line.partition(":")
-        if colon and blocks:
-            blocks[-1].setdefault(key.strip(), value.strip())
-    return blocks
-
-
-def _lxcfs_view(numbers: list[int], listed: list[int], usable: int | None) -> bool:
-    """The blocks are CPUs 0 to k-1, k the CPUs this login may use (nproc), and the online list
-    holds more above them: a container's view of /proc/cpuinfo (lxcfs before 4.0 shows the
-    container's CPUs, renumbered from 0, while /sys/devices/system/cpu/online lists the
-    host's), whole; a CPU missing inside the blocks' range is a cut."""
-    whole = numbers == list(range(len(numbers))) and usable == len(numbers)
-    return whole and all(n > numbers[-1] for n in set(listed) - set(numbers))
-
-
-def _cpuinfo_cut(text: str, blocks: list[dict[str, str]], usable: int | None = None) -> str | None:
-    """Why a /proc/cpuinfo is not known whole, or None: the kernel ends each line with a newline,
-    holds no line standing for lines left out by hand (`...`), lists its online CPUs from
-    `processor : 0` (the top of the text scrolled off otherwise),
-    each once in rising order (a block pasted twice counts a CPU twice), prints the same lines
-    in every CPU's block (a block without one of the first block's lines is cut), and, where
-    each block gives its `physical id` and `siblings`, as many blocks of a physical id as its
-    siblings count (blocks left off by a paste or a `head`). An online CPU without its block is
-    a cut, unless the view is a container's (_lxcfs_view, `usable`: nproc's count), whose blocks
-    may also hold fewer CPUs of a package than its siblings line (the host's) says."""
-    if not text.endswith("\n"):
-        return f"it ends inside the block of CPU {blocks[-1]['processor']}"
-    if left_out := elided(text):  # (`processor : 0`, `...`, `processor : 63`: a paste's)
-        return left_out
-    numbers = [int(b["processor"]) for b in blocks]
-    online = _ONLINE_LINE.search(text)
-    listed = _cpu_list_numbers(online.group(1)) if online else None
-    view = False
-    if listed is not None and online is not None:  # (the live probe's: which CPUs are online)
-        missing = sorted(set(listed) - set(numbers))
-        view = bool(missing) and _lxcfs_view(numbers, listed, usable)
-        if missing and not view:
-            return (
-                f"it lacks the block of CPU {missing[0]}, one of the online CPUs"
-                f" ({ONLINE_FILE}: {online.group(1)})"
-            )
-    elif blocks[0]["processor"] != "0":
-        return f"it starts at CPU {blocks[0]['processor']}: its top, from CPU 0, is missing"
-    if again := next((b for b, n in zip(numbers[1:], numbers, strict=False) if b <= n), None):
-        return f"CPU {again} follows a CPU numbered as high or higher (a block pasted twice?)"
-    first = set(blocks[0])
-    if short := next((b for b in blocks if not first <= set(b)), None):
-        return f"the block of CPU {short['processor']} lacks lines of CPU 0's block"
-    return _siblings_short(blocks, view)
-
-
-# the words of _siblings_short's reason: a cut that proves no floor (the blocks of a package
-# fewer than its siblings line: its `cpu cores` is the host's, of CPUs not read)
-_SIBLINGS_SAY = "whose siblings line says"
-
-
-def _siblings_short(blocks: list[dict[str, str]], view: bool) -> str | None:
-    """Where each block gives its `physical id` and `siblings`: a package whose blocks are not
-    as many as its siblings line says (fewer allowed in a container's view: `view`), or None."""
-    if not all("physical id" in b and b.get("siblings", "").isdecimal() for b in blocks):
-        return None
-    held: dict[str, int] = {}
-    for b in blocks:
-        held[b["physical id"]] = held.get(b["physical id"], 0) + 1
-    for b in blocks:
-        count, said = held[b["physical id"]], int(b["siblings"])
-        if count != said and not (view and count < said):
-            return f"it holds {count} CPUs of physical id {b['physical id']}, {_SIBLINGS_SAY} {said}"
-    return None
-
-
-def _package_cores(blocks: list[dict[str, str]], package: str) -> int:
-    """The cores of one physical id: its distinct `core id`s, or its `cpu cores` where that is
-    more and every CPU of the package is listed (as many blocks as its `siblings`). A package of
-    two dies (AMD's Magny-Cours Opteron 6100, 2 x 4 or 2 x 6 cores, no SMT) numbers its core ids
-    per die, 0-3 twice, while its `cpu cores` (8), counted from the kernel's thread-sibling
-    masks as lscpu's Thread(s) per core is, says each CPU is a core of its own."""
-    own = [b for b in blocks if b["physical id"] == package]
-    distinct = len({b["core id"] for b in own})
-    said, siblings = own[0].get("cpu cores", ""), own[0].get("siblings", "")
-    if said.isdecimal() and siblings.isdecimal() and int(siblings) == len(own):
-        return max(distinct, min(int(said), len(own)))
-    return distinct
-
-
-def _cpuinfo_cores(blocks: list[dict[str, str]]) -> tuple[int | None, int | None]:
-    """(physical cores, sockets) of /proc/cpuinfo's blocks: the distinct (`physical id`, `core
-    id`) pairs (or a whole package's `cpu cores` where that is more: _package_cores) and the
-    distinct physical ids, the topology the kernel gives lscpu too; where `core id` is missing,
-    x86's `cpu cores` of each physical id (the cores of its package); (None, None) where
-    neither is in every block (arm64 and many VMs print neither)."""
-    if not all("physical id" in b for b in blocks):
-        return None, None
-    sockets = {b["physical id"] for b in blocks}
-    if all("core id" in b for b in blocks):
-        return sum(_package_cores(blocks, package) for package in sockets), len(sockets)
-    per_socket = {b["physical id"]: b.get("cpu cores", "") for b in blocks}
-    if all(cores.isdecimal() for cores in per_socket.values()):
-        return sum(int(cores) for cores in per_socket.values()), len(sockets)
-    return None, None
-
-
-def _cpuinfo_floor(text: str) -> int | None:
-    """The fewest cores a /proc/cpuinfo cut short proves, or None: the distinct (`physical id`,
-    `core id`) pairs read, and a package's `cpu cores` only where its blocks read reach its
-    `siblings` count (_package_cores: a container's lxcfs view keeps the host's `siblings : 8`
-    and `cpu cores : 8` in the 4 blocks of the CPUs it was given); the blocks from the first CPU
-    numbered no higher than the one before (a second paste, maybe another box's) and a last line
-    cut inside (`cpu cores : 2` of `24`) are left out."""
-    whole = text if text.endswith("\n") else text[: text.rfind("\n") + 1]
-    blocks = _cpuinfo_blocks(whole)
-    numbers = [int(b["processor"]) for b in blocks]
-    again = next((i for i in range(1, len(numbers)) if numbers[i] <= numbers[i - 1]), len(numbers))
-    read = [b for b in blocks[:again] if "physical id" in b and "core id" in b]
-    # (a package's own `cpu cores` only of a listing cut at both ends, or whose CPUs reach its
-    # `siblings`: an lxcfs view of CPUs 0-3 keeps the host's `cpu cores : 96`, and its tail from
-    # CPU 2, whole at its end, shows no more CPUs exist: review revM)
-    top_cut = bool(read) and read[0]["processor"] != "0" and (_end_cut(text) or _reach_siblings(read))
-    least = sum(
-        max(_package_cores(read, package), _package_said(read, package) if top_cut else 0)
-        for package in {b["physical id"] for b in read}
-    )
-    return least or None
-
-
-def _end_cut(text: str) -> bool:
-    """Whether an x86 /proc/cpuinfo's last block is cut short: its last line without its newline,
-    or a block past its `flags` without the `power management` line x86 prints last in each (a
-    grep of the file's topology lines, which holds neither, is no cut)."""
-    blocks = _cpuinfo_blocks(text)
-    last = blocks[-1] if blocks else {}
-    return bool(blocks) and (not text.endswith("\n") or ("flags" in last and "power management" not in last))
-
-
-def _reach_siblings(read: list[dict[str, str]]) -> bool:
-    """Whether the CPUs read are numbered up to every package's `siblings` count (the CPUs the
-    kernel numbers beyond the listing's end exist)."""
-    last = int(read[-1]["processor"])
-    counts = {b.get("siblings", "") for b in read}
-    return all(n.isdecimal() and last + 1 >= int(n) for n in counts)
-
-
-def _package_said(read: list[dict[str, str]], package: str) -> int:
-    """A package's own `cpu cores` (the kernel's count of its cores booted, never more than it
-    has: x86's booted_cores) where every block read of it gives the same `cpu cores` and
-    `siblings`, no more cores than siblings; 0 otherwise. Read only of a listing whose top was
-    cut (its first CPU numbered above 0, as the kernel numbers them): a container's lxcfs view,
-    whose `cpu cores` is the host's, renumbers its CPUs from 0 (m34b 21: an EPYC 9654P's blocks
-    from CPU 4, `cpu cores : 96`, `siblings : 191` with one CPU offline)."""
-    own = {(b.get("cpu cores", ""), b.get("siblings", "")) for b in read if b["physical id"] == package}
-    if len(own) != 1:
-        return 0
-    ((said, siblings),) = own
-    return int(said) if said.isdecimal() and siblings.isdecimal() and 0 < int(said) <= int(siblings) else 0
-
-
-def parse_cpuinfo(text: str, usable: int | None = None) -> CpuInfo:
-    """The CPU shape of a /proc/cpuinfo (source "/proc/cpuinfo"): one block per online logical
-    CPU (logical_cpus counts the offline ones too where the live probe's lists say them, as
-    lscpu's CPU(s) does: _offline_cpus), the cores and sockets by _cpuinfo_cores. A text not
-    known whole (_cpuinfo_cut; `usable`: the CPUs this login may use, nproc's count) counts
-    nothing: the CPUs outside it are unknown. Blocks holding only topology lines (a grep of the
-    file) are read, and said `filtered`."""
-    blocks = _cpuinfo_blocks(text)
-    if not blocks:
-        return _empty("output not recognised as /proc/cpuinfo")
-    if cut := _cpuinfo_cut(text, blocks, usable):
-        least = None if _SIBLINGS_SAY in cut else _cpuinfo_floor(text)
-        said = _empty(f"/proc/cpuinfo cut short: {cut}")
-        return dataclasses.replace(said, cut=cut, source=CPUINFO, cores_floor=least)
-    online = len(blocks)
-    physical, sockets = _cpuinfo_cores(blocks)
-    threads = online // physical if physical and online % physical == 0 else None
-    cores = physical // sockets if physical and sockets and physical % sockets == 0 else None
-    names = list(dict.fromkeys(b["model name"] for b in blocks if b.get("model name")))
-    filtered = None
-    if set(blocks[0]) <= _CPUINFO_TOPOLOGY:
-        filtered = "it holds only the topology lines of each CPU's block (a grep of /proc/cpuinfo)"
-    return CpuInfo(
-        architecture=None,
-        model_name=" + ".join(names) or None,
-        sockets=sockets,
-        cores_per_socket=cores,
-        threads_per_core=threads,
-        logical_cpus=online + (offline := _offline_cpus(text) or 0),
-        physical_cores=physical,
-        offline_cpus=offline or None,
-        source=CPUINFO,
-        filtered=filtered,
-    )
-
-
-def _offline_cpus(text: str) -> int | None:
-    """The present CPUs not online, of the lists the live probe prints after /proc/cpuinfo
-    (lscpu's Off-line CPU(s) list alike: a CPU 0 taken offline, a kernel's `maxcpus=`), or None
-    where either list is not read."""
-    online, present = _ONLINE_LINE.search(text), _PRESENT_LINE.search(text)
-    up = _cpu_list_numbers(online.group(1)) if online else None
-    there = _cpu_list_numbers(present.group(1)) if present else None
-    return len(set(there) - set(up)) if up is not None and there is not None else None
 
 
 # the kernel's affinity list of a process (/proc/self/status), the CPUs nproc counts: the live

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.facts.cpu import _cpu_list_count
+from gpuonboard.facts.cpu_shape import cpu_list_count as _cpu_list_count
 
 # the cgroup files that hold a CPU quota (v2, v1; v1's period beside it): a limit is known where
 # one was read

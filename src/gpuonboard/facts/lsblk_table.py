@@ -135,6 +135,14 @@ def looks_like_lsblk_table(text: str) -> bool:
     return len(lines) >= 2 and _header(lines[0]) is not None
 
 
+def lacks_mountpoints(text: str) -> bool:
+    """Whether the text is an lsblk table whose header has no MOUNTPOINT(S) column (`lsblk
+    --topology`, `-f` of some versions, an `-o` without it): it shows no mount point."""
+    lines = first_filled_lines(text, 2)
+    columns = _header(lines[0]) if len(lines) >= 2 else None
+    return columns is not None and not {c.name for c in columns} & {"MOUNTPOINT", "MOUNTPOINTS"}
+
+
 # util-linux before 2.20 (RHEL 6) prints a device-mapper device's kernel name after its name:
 # `vg_root-lv_root (dm-0)`, `mpathb (dm-2)`; part of the name's cell
 _KERNEL_NAME = lazy_re(r" \([\w.:-]+\)")

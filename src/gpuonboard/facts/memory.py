@@ -26,6 +26,7 @@ __all__ = [
     "parse_free",
     "parse_meminfo",
     "read_memory",
+    "numactl_top_cut",
     "read_numactl_memory",
 ]
 
@@ -572,6 +573,8 @@ def read_numactl_memory(text: str) -> MemoryInfo:
         )
         return MemoryInfo(None, None, None, (said,), source="numactl")
     cpuless = {node for node, cpus in _NUMA_CPUS.findall(text) if not cpus.strip()}
+    top = _top_cut(text, listed) if available is None else None
+    available = len(listed) if top else available
     if not sizes or re.match(r"node \d+ cpus:", last) or available is None or len(sizes) < available:
         whole = f"{len(sizes)} of {available}" if available is not None else f"{len(sizes)}"
         # (the nodes read before the cut hold at least their sizes; CPU-less ones are not RAM)
@@ -593,7 +596,35 @@ def read_numactl_memory(text: str) -> MemoryInfo:
         sum(counted) << 20,
         None,
         None,
+        (top,) if top else (),
         total_spread=(0, len(counted) << 20),
         source="numactl",
         uncounted=(len(left), sum(left) << 20),
+    )
+
+
+# numactl's distance matrix: its head line and the node numbers below it (`node   0   1`)
+_NUMA_DISTANCES = lazy_re(r"^node distances:[ \t]*\n[ \t]*node((?:[ \t]+\d+)+)[ \t]*$", re.M)
+
+
+def numactl_top_cut(text: str) -> bool:
+    """Whether a text is a `numactl --hardware` that lost its top (`available: N nodes`, node 0's
+    `cpus:` line: a page that begins mid-output): it opens with a node's cpus, size or free line
+    and holds the `node distances:` matrix below."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return re.match(r"node \d+ (?:cpus|size|free):", first) is not None and bool(_NUMA_DISTANCES.search(text))
+
+
+def _top_cut(text: str, listed: list[str]) -> str | None:
+    """Where numactl's output lost its top, its `available:` line: what was read, where every node
+    of its distance matrix has its size line (their sum is the total; a node whose `cpus:` line
+    was cut away is counted: numactl numbers the DRAM nodes from 0, device memory's above them),
+    else None (a cut: no total)."""
+    matrix = _NUMA_DISTANCES.search(text)
+    if matrix is None or sorted(matrix.group(1).split(), key=int) != sorted(listed, key=int):
+        return None
+    nodes = len(listed)
+    return (
+        f"numactl's output cut at its top (no `available:` line): each of the {nodes} nodes of its"
+        " distance matrix has its size line"
     )

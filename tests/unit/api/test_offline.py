@@ -151,6 +151,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "query-compute-apps-csv__": None,  # processes, not GPUs: a note naming the query (LLL)
         "top-summary-mem-swap__": None,  # top's summary, no free: refused naming it (round 30)
         # a script's outputs under its own `--- CPU ---` headings: cut there (test_script_blocks_r34)
+        # (round 35: lscpu's lines, a blank line, free: the whole text's first output is lscpu)
+        "script-blocks__lscpu-lines+free": "lscpu",
         "script-blocks__": "nvidia_smi",
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
         "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused
@@ -159,6 +161,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # whole text detects as the nvidia-smi output it holds
         # a service's journal and systemctl's failed job: no output read, refused naming both
         "session__systemctl-restart-fabricmanager": None,
+        # (round 35: `#ibdev2netdev`'s lines then `#ibswitches`': no one output; read part by part)
+        "session__hash-glued-prompts__": None,
         "session__": "nvidia_smi",
     }
     want = next(v for k, v in expected.items() if name.startswith(k))

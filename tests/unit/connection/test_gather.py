@@ -343,16 +343,25 @@ def test_cpu_cores_from_proc_cpuinfo_names_it_not_lscpu() -> None:
 PI3_CPUINFO = REAL / "proc-cpuinfo__raspberry-pi-3b-cortex-a53__no-core-ids__arm-socs-table-6.txt"
 
 
-@pytest.mark.parametrize(("ordered", "verdict"), [(4, "unverified"), (8, "fail")])
-def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: str) -> None:
+@pytest.mark.parametrize(
+    ("ordered", "verdict", "part"),
+    [(4, "pass", "0xd03"), (8, "fail", "0xd03"), (4, "unverified", "0xd4a"), (4, "unverified", "0xd99")],
+)
+def test_cpu_cores_from_an_arm64_proc_cpuinfo_names_it(ordered: int, verdict: str, part: str) -> None:
     """The real /proc/cpuinfo of a Raspberry Pi 3 (arm64: 4 CPU blocks, no topology lines, the
     board's lines after the last block) as the lscpu probe's answer on a box without lscpu: 4
     cores ordered said "the core count is not in this lscpu output"; 8 ordered fail on its 4
-    online CPUs, saying /proc/cpuinfo lists the online CPUs only."""
-    facts = parse_facts({"lscpu": ProbeOutput(PI3_CPUINFO.read_text(), "", 0)})
+    online CPUs, saying /proc/cpuinfo lists the online CPUs only. Round 35: its `CPU part :
+    0xd03` (Cortex-A53) runs one thread a core, so its 4 CPUs are 4 cores, the part cited; the
+    same blocks naming an SMT part (0xd4a, Neoverse E1) or one unknown (0xd99) stay unverified."""
+    text = PI3_CPUINFO.read_text().replace("0xd03", part)
+    facts = parse_facts({"lscpu": ProbeOutput(text, "", 0)})
     check = rule_cpu(OrderSpec(cpu_cores=ordered), facts)
     assert check.verdict == verdict, check
-    assert "/proc/cpuinfo" in (check.actual + check.detail) and "lscpu output" not in check.actual
+    if verdict == "pass":
+        assert "Cortex-A53 (CPU part 0xd03): one thread a core" in check.actual, check.actual
+    else:
+        assert "/proc/cpuinfo" in (check.actual + check.detail) and "lscpu output" not in check.actual
 
 
 def _probe_with_table(bin_dir: Path, names: tuple[str, ...], table: Path) -> Facts:

@@ -140,6 +140,20 @@ CASES.append(
         CpuInfo("x86_64", "AMD Ryzen Threadripper 2950X 16-Core Processor", 1, 1, 1, 4, 1, offline_cpus=3),
     )
 )
+# round 35: an s390 LPAR's (`Socket(s) per book:`, `Book(s):`, no `Socket(s):`; util-linux's test
+# drops its Architecture line), and a paste from the On-line CPU(s) list (test_host_readers_r35)
+CASES.append(
+    (
+        "lscpu__s390-lpar-20cpu-17-online__socket-per-book-books__no-architecture-line__util-linux-tests.txt",
+        CpuInfo(None, None, None, 4, 1, 20, None, ("lscpu has no 'Socket(s)' field",), offline_cpus=3),
+    )
+)
+CASES.append(
+    (
+        "lscpu__epyc-2x64c-256cpu-8numa__paste-from-online-list__hackmd.txt",
+        CpuInfo(None, None, 2, 64, 2, 256, 128, ("lscpu has no 'CPU(s)' field",)),
+    )
+)
 # real `lscpu -J` captures (the plain cases are also re-expressed as JSON below)
 JSON_CASES = [
     (XEON_J, XEON_INFO),
@@ -320,6 +334,17 @@ JC_CPUINFO = "proc-cpuinfo__i5-8279u__vm-2socket-1core__jc.txt"
         (
             JC_CPUINFO,
             CpuInfo(None, "Intel(R) Core(TM) i5-8279U CPU @ 2.40GHz", 2, 1, 1, 2, 2, source=CPUINFO),
+        ),
+        # round 35: LoongArch's and MIPS' (`system type` above the blocks, `package` and `core`
+        # for physical id and core id, `Model Name` / `cpu model`): a KVM guest of 32 one-core
+        # packages, a Baikal-T1 of 1 package x 2 cores (its lscpu says so)
+        (
+            "proc-cpuinfo__loongarch-3a5000-kvm__32cpu-package-core-keys__system-type-first__util-linux-dump.txt",
+            CpuInfo(None, "Loongson-3A5000", 32, 1, 1, 32, 32, source=CPUINFO),
+        ),
+        (
+            "proc-cpuinfo__mips-baikal-t1-p5600__2cpu-package-core-keys__system-type-machine-first__py-cpuinfo.txt",
+            CpuInfo(None, "MIPS P5600 V3.0  FPU V2.0", 1, 2, 1, 2, 2, source=CPUINFO),
         ),
     ],
 )

@@ -347,6 +347,10 @@ def rule_data_disk(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """A data disk is mounted at the ordered path, on another physical disk than /, big enough.
     An lsblk output given but not read (a JSON cut short) is judged as no lsblk, and said so."""
     check = _in_container(_judge_data_disk(order, facts, tolerance), facts)
+    if not facts.given("df") and lsblk_table.lacks_mountpoints(_answered(facts, "lsblk")):
+        # (an lsblk without mount points beside no df: m35b 18, `lsblk --topology`)
+        said = "the lsblk given has no MOUNTPOINT column, so it shows no mount point either"
+        check = dataclasses.replace(check, detail="; ".join(filter(None, [check.detail, said])))
     unread = lsblk_table.unread(_answered(facts, "lsblk"))
     if unread is None and (cut := lsblk_table.table_cut(_answered(facts, "lsblk"))):
         # (an lsblk cut short: its rows read are judged, what it alone could show is not known)

@@ -129,6 +129,10 @@ def _cores_unread(
     `Socket(s)` or `Core(s) per socket` read; no `physical id` / `core id`): each core holds at
     most `Thread(s) per core` of the CPUs, so there are at least CPU(s) / threads cores; below
     the order that bound says nothing about hyperthreads."""
+    if ordered <= 1 <= logical:  # (any CPU is a core, or a thread of one: one core at least)
+        return Check(
+            "cpu_cores", expected, f"{actual}: at least 1 core ({_counted(logical, 'CPU')} online)", "pass"
+        )
     if threads is not None and threads > 0 and math.ceil(logical / threads) >= ordered:
         at_least = _counted(math.ceil(logical / threads), "core")
         return Check(
@@ -143,7 +147,7 @@ def _cores_unread(
             expected,
             f"{actual}{_CORES_NOT_IN_CPUINFO}",
             "unverified",
-            f"/proc/cpuinfo lists {logical} online CPUs but no `physical id` and `core id` lines"
+            f"/proc/cpuinfo lists {_counted(logical, 'online CPU')} but no `physical id` and `core id` lines"
             " (arm64, POWER and many VMs print none), so the cores cannot be told from hyperthreads:"
             " read /sys/devices/system/cpu/cpu*/topology/core_cpus_list on the box (`grep ."
             " /sys/devices/system/cpu/cpu*/topology/core_cpus_list`), or save `lscpu` where util-linux"

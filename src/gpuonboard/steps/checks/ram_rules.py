@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuonboard.connection.gather import Facts
-from gpuonboard.facts.memory import MEMORY_LIMIT_FILES
+from gpuonboard.facts.memory import MEMORY_LIMIT_FILES, looks_like_meminfo
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.disk_rules import rule_data_disk as rule_data_disk
@@ -105,8 +105,14 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     floor = wanted * (1 - allowed) - RAM_RESERVE_BYTES
     if unified:
         actual += ", shared with the GPU (nvidia-smi: its memory size is not supported)"
+    if (
+        (said := facts.raw.get("free")) is not None
+        and facts.memory.source == "free"
+        and looks_like_meminfo(said.stdout)
+    ):
+        actual += f", /proc/meminfo's MemTotal ({total >> 10} kB)"  # (what the box is: m35b 15)
     if facts.memory.source == "numactl":
-        actual += _numactl_summed(facts.memory.uncounted)
+        actual += _numactl_summed(facts.memory.uncounted) + "".join(f"; {w}" for w in facts.memory.warnings)
     limit = facts.memory_limit_bytes
     if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
