@@ -40,6 +40,7 @@ from gpuonboard.api.narrowed import (
     matrix_nvlink,
     matrix_pci,
     narrowed,
+    nvlink_whole,
     ran_elsewhere,
     report_filtered,
     report_in_container,
@@ -312,6 +313,7 @@ def _session_outputs(
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
         output_cut,
         joined_after_change,
+        lambda out: out.ran_elsewhere or out.in_container,
     )
     return _own_failure_over_elsewhere(str(path), found, notes)
 
@@ -551,6 +553,7 @@ def _read_as(
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
     history: tuple[str, ...] = ()
+    elsewhere_ = ran_elsewhere(kind, ran)
     if kind == "kernel_log" and pstore_alone(text):
         record = pstore_record(text) or pstore_record(pstore_parts(text)[1][0])
         earlier, partial = True, partial or pstore_said(record)  # (/sys/fs/pstore's crash record)
@@ -565,8 +568,9 @@ def _read_as(
         earlier_boot=earlier,
         history=history,
         in_container=container_view(kind, ran),
-        ran_elsewhere=ran_elsewhere(kind, ran),
+        ran_elsewhere=elsewhere_,
         nvlink_matrix=matrix_nvlink(kind, ran),
+        nvlink_whole=not partial and not elsewhere_ and nvlink_whole(kind, ran),
     )
 
 
@@ -631,6 +635,7 @@ def load_outputs(
     session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
+    refused: list[UsageError] = []  # (files of several refused, each noted: raised where none is read)
     marked = expand_marked(paths)
     for path, in_folder in marked:
         if path.parent not in manifests:
@@ -659,12 +664,15 @@ def load_outputs(
                 session_notes.append(f"{other} Not read: the other files given are judged.")
                 continue
             except UsageError as why:
-                if not (in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")):
-                    raise  # (a file named itself, or an output of a known kind that is unsafe)
+                unknown = in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")
+                if not unknown and len(marked) == 1:
+                    raise  # (the one file given: nothing else to judge)
+                if not unknown:  # (one of several refused: the others judged, unless none is read)
+                    refused.append(why)
                 session_notes.append(saved_file.unread_file_note(str(why)))  # (one missing answer)
                 if unread is not None:
                     unread.append(path)
-                if other is not None:
+                if other is not None and unknown:
                     other.append(path)
                 continue
         if cut and recorded is not None:  # (a run's output cut short is incomplete: never judged as whole)
@@ -684,6 +692,8 @@ def load_outputs(
                 continue
             out = _named_file(kind, out, where)
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
+    if refused and not raw and not skipped:
+        raise refused[0]  # (no other file read: the refusal, as for a file given alone)
     if notes is not None:
         notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes

@@ -172,6 +172,37 @@ def _q_part_shows(text: str) -> str:
     return f"; it shows {', '.join(shown)}, a fault of the GPU it was copied from" if shown else ""
 
 
+# the lines of `nvidia-smi -q` that tell the driver, the GPU count and which GPU a block is
+_Q_DRIVER = re.compile(r"^[ \t]*Driver Version[ \t]*:[ \t]*\S", re.M)
+_Q_ATTACHED = re.compile(r"^[ \t]*Attached GPUs[ \t]*:[ \t]*\d", re.M)
+_Q_GPU_HEAD = re.compile(r"^[ \t]*GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7][ \t]*$", re.M)
+
+
+def _q_part_lacks(text: str) -> tuple[str, str]:
+    """(what part of `nvidia-smi -q` a part of it is without, what is not known so), naming only
+    what it lacks: a `-q -i 0 | grep` keeping `Driver Version` lacks the count and the block's
+    head; a `-q -d ROW_REMAPPER` cut below `GPU 00000000:55:00.0` lacks the header alone (before,
+    both were said to lack all three, untrue: m35c 26, m35d 02)."""
+    head = text[:8000]
+    header = [
+        name
+        for name, line in (("Driver Version", _Q_DRIVER), ("Attached GPUs", _Q_ATTACHED))
+        if not line.search(head)
+    ]
+    lacks, unknown = [], []
+    if len(header) == 2:
+        lacks.append("the header above them (Driver Version, Attached GPUs)")
+    elif header:
+        lacks.append(f"the header's `{header[0]}` line")
+    unknown += ["the driver"] if "Driver Version" in header else []
+    unknown += ["the number of GPUs"] if "Attached GPUs" in header else []
+    if not _Q_GPU_HEAD.search(head):
+        lacks.append("the block's `GPU <PCI address>` line")
+        unknown.append("which GPU they belong to")
+    said = ", ".join(unknown[:-1]) + (" and " if len(unknown) > 1 else "") + unknown[-1]
+    return " and ".join(lacks), said
+
+
 # any `-q` section's head: a line with no colon, then a deeper `Key : value` line
 _Q_ANY_SECTION = re.compile(r"^([ \t]*)(\S[^\n:]*?)[ \t]*\n\1[ \t]+\S[^\n:]*:", re.M)
 
@@ -199,13 +230,10 @@ def nvidia_smi_part(text: str) -> str | None:
             if heads and keys < 3 and _only_sections(text, heads)
             else "lines of `nvidia-smi -q` from inside a GPU's block"
         )
-        return fragment_sentence(
-            what,
-            "the header above them (Driver Version, Attached GPUs) and the block's `GPU <PCI address>` line",
-            "the driver, the number of GPUs and which GPU they belong to",
-            "nvidia-smi -q",
-            _q_part_shows(text),
-        )
+        if (block := _Q_GPU_HEAD.search(text[:8000])) and what.startswith("lines"):
+            what = f"lines of `nvidia-smi -q` from the block of {block.group().strip()}"
+        lacks, unknown = _q_part_lacks(text)
+        return fragment_sentence(what, lacks, unknown, "nvidia-smi -q", _q_part_shows(text))
     processes, mig = _PROCESSES_HEAD.search(text[:4000]), _MIG_HEAD.search(text[:4000])
     if (processes or mig) and "NVIDIA-SMI" not in text and not parse_table(text).gpus:
         sections = (

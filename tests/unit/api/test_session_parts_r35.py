@@ -1,0 +1,191 @@
+"""Round 35: one part of a saved session (or one file of several) that cannot be read, or that
+was printed elsewhere than at the box's login, is a note naming it, never a refusal of the whole
+run: the box's own outputs beside it are judged (api/transcript.py, api/offline.py). Real
+captures: tests/fixtures/sessions/SOURCES.md, tests/fixtures/real/SOURCES.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import UsageError
+from gpuonboard.inventory import OrderSpec
+
+FIXTURES = Path(__file__).parents[2] / "fixtures"
+REAL, SESSIONS = FIXTURES / "real", FIXTURES / "sessions"
+HOST_THEN_DOCKER = (
+    SESSIONS / "transcript__nvidia-smi+docker-run-gpus-all-nvidia-smi-CONTAINER-VIEW-pm-changed"
+    "__gtx1650-590.48-tw-notes.txt"
+)
+L_THEN_OMITTED = (
+    SESSIONS / "transcript__nvidia-smi-L-4mig+nvidia-smi-OUTPUT-OMITTED-mig-section-only"
+    "__a100-80g-pcie__root-bracket-prompt-no-host__maxiv-mortalgpu.txt"
+)
+Q_GREP = (
+    REAL / "part-of-nvidia-smi-q__h100-80gb-hbm3-i0-grep-driver-version-kept-no-attached-gpus"
+    "__plus-nvrm-version__kr-expdoc.txt"
+)
+Q_ROW_REMAPPER = (
+    REAL / "part-of-nvidia-smi-q__rtx-pro-6000-d-row-remapper-i1-gpu-head-kept-no-header"
+    "__pending-yes__copied-command__kr-blog-xid48.txt"
+)
+TOPO = REAL / "nvidia-smi-topo-m__8x-h100-nv18__space-aligned__nccl-note.txt"
+FREE = REAL / "free-k__h200-vm__procps-4.0.2.txt"
+JOURNAL = (
+    SESSIONS / "journalctl-k-since-until-BACKSLASH-CONTINUED-grep-nvrm-xid__xid48-rtx-pro-6000__kr-blog.txt"
+)
+
+
+def _judged(paths: list[Path], order: OrderSpec) -> tuple[dict[str, tuple[str, str, str]], list[str]]:
+    notes: list[str] = []
+    facts = parse_facts(offline.load_outputs([str(p) for p in paths], notes))
+    return {c.name: (c.verdict, c.actual, c.detail) for c in offline.judge(facts, order)}, notes
+
+
+def test_a_containers_table_beside_the_hosts_own_is_noted_and_the_hosts_judged() -> None:
+    """The host's `nvidia-smi` (Persistence Off, 0 MiB), then `docker run --rm --gpus all IMAGE
+    nvidia-smi` (On, 1 MiB): refused as "two plain nvidia-smi table outputs". A container's answer
+    never replaces the box's own: the host's table is judged, the container's noted."""
+    judged, notes = _judged([HOST_THEN_DOCKER], OrderSpec(gpu_model="GTX 1650", gpu_count=1))
+    assert judged["gpu_model"][0] == "pass" and judged["gpu_count"][0] == "pass"
+    assert judged["persistence_mode"][1] == "Disabled on GPU 0"  # (the host's own table's)
+    (note,) = notes
+    assert "line 24 (`docker run --rm --gpus all nvidia/cuda:12.0.1-base-ubuntu22.04 nvidia-smi`)" in note
+    assert "printed elsewhere than at the box's login" in note and "ran in a container" in note
+    assert note.endswith("line 1 (`nvidia-smi`), the box's own, is judged.")
+
+
+def test_a_containers_free_beside_the_hosts_own_is_noted_and_the_hosts_judged(tmp_path: Path) -> None:
+    """The class: any kind, the container's run first or last (a real `free -k` as the host's,
+    a smaller one edited as the container's view lxcfs serves; this one was already joined)."""
+    host = FREE.read_text()
+    total = host.split("\n")[1].split()[1]
+    inside = host.replace(total, str(int(total) // 4), 1)
+    session = tmp_path / "s.txt"
+    session.write_text(f"root@gpu-1:~# docker exec app free -k\n{inside}root@gpu-1:~# free -k\n{host}")
+    judged, notes = _judged([session], OrderSpec(ram_bytes=int(total) * 1024))
+    assert judged["ram"][0] == "pass"
+    assert "line 1 (`docker exec app free -k`)" in notes[0] and "not the box's" in notes[0]
+
+
+def test_two_container_answers_stay_refused(tmp_path: Path) -> None:
+    """Two views that are both elsewhere are rivals as before: neither is the box's own."""
+    host = FREE.read_text()
+    total = host.split("\n")[1].split()[1]
+    inside = host.replace(total, str(int(total) // 4), 1)
+    session = tmp_path / "s.txt"
+    session.write_text(f"$ docker exec a free -k\n{inside}$ docker exec b free -k\n{host}")
+    with pytest.raises(UsageError, match="cannot both be judged as the box"):
+        offline.load_outputs([str(session)])
+
+
+def test_a_trimmed_table_after_a_whole_listing_is_a_note() -> None:
+    """`[root ~]# nvidia-smi -L` (GPU 0 and its 4 MIG devices), then `[root ~]# nvidia-smi` trimmed
+    to its MIG devices section by `<output omitted>`: the whole run was refused for the trimmed
+    table (the `[user dir]#` prompt, no host, was not read as one). The -L is judged."""
+    judged, notes = _judged([L_THEN_OMITTED], OrderSpec(gpu_model="A100 80GB PCIe", gpu_count=1))
+    assert judged["gpu_model"] == ("pass", "1 x NVIDIA A100 80GB PCIe", judged["gpu_model"][2])
+    assert judged["gpu_count"][1] == "1 (MIG on: 4 slices)"
+    (note,) = notes
+    assert "not read: line 8 (`nvidia-smi`): the MIG devices section of nvidia-smi's table alone" in note
+
+
+def test_a_refused_file_among_several_is_a_note_and_the_others_judged() -> None:
+    """A `-q -i 0 | grep` part (no Attached GPUs, no block head) beside a whole `topo -m`: the
+    refusal ended the run, and the topology was never judged."""
+    judged, notes = _judged([Q_GREP, TOPO], OrderSpec(gpu_count=8, interconnect="nvlink"))
+    assert judged["interconnect"][0] == "pass"
+    (note,) = notes
+    assert note.startswith(f"{Q_GREP}: lines of `nvidia-smi -q`")
+    assert "the other files are judged" in note
+
+
+def test_the_one_file_given_that_is_refused_stays_refused() -> None:
+    with pytest.raises(UsageError, match="lines of `nvidia-smi -q`"):
+        offline.load_outputs([str(Q_GREP)])
+
+
+@pytest.mark.parametrize(
+    ("capture", "said", "untrue"),
+    [
+        # its first line is `Driver Version : 580.126.20`
+        (
+            Q_GREP,
+            "without the header's `Attached GPUs` line and the block's `GPU <PCI address>` line, so the"
+            " number of GPUs and which GPU they belong to are not known",
+            "(Driver Version, Attached GPUs)",
+        ),
+        # `nvidia-smi -i 1 -q -d ROW_REMAPPER` from its `GPU 00000000:55:00.0` line on
+        (
+            Q_ROW_REMAPPER,
+            "lines of `nvidia-smi -q` from the block of GPU 00000000:55:00.0, without the header above"
+            " them (Driver Version, Attached GPUs), so the driver and the number of GPUs are not known",
+            "`GPU <PCI address>` line",
+        ),
+    ],
+)
+def test_a_q_part_is_said_to_lack_only_what_it_lacks(capture: Path, said: str, untrue: str) -> None:
+    with pytest.raises(UsageError) as refused:
+        offline.load_outputs([str(capture)])
+    assert said in str(refused.value) and untrue not in str(refused.value)
+
+
+def test_a_command_continued_over_lines_is_read_whole() -> None:
+    """`sudo journalctl -k \\` / `--since ... \\` / `--until ... \\` / `--no-pager | grep -iE
+    'nvrm|xid'`: the command was named cut at the backslash (`sudo journalctl -k \\`), its grep
+    unseen."""
+    judged, _ = _judged([JOURNAL], OrderSpec())
+    detail = judged["nvswitch_sxid"][1] + judged["nvswitch_sxid"][2]
+    assert "`sudo journalctl -k --since '2026-08-10 15:30:00 UTC' --until '2026-08-10 15:45:00 UTC'" in detail
+    assert "--no-pager | grep -iE 'nvrm|xid'` keeps only the lines grep let through" in detail
+    assert "journalctl -k \\`" not in detail
+    assert judged["gpu_xid"][0] == "fail"
+
+
+NVLINK_S = REAL / "nvidia-smi-nvlink-s__h100-pcie__2gpu-12of18-links__driver555.42.02.txt"
+NVLINK_R = REAL / "nvidia-smi-nvlink-R__h100-pcie__2gpu-12links__hpe-dl380a.txt"
+EIGHT = OrderSpec(gpu_count=8)
+
+
+@pytest.mark.parametrize(
+    ("command", "verdict"),
+    [
+        ("root@dl380ag11:~# nvidia-smi nvlink -s\n", "fail"),  # (as the page shows it: every GPU)
+        ("$ sudo nvidia-smi nvlink --status\n", "fail"),
+        ("$ nvidia-smi nvlink -s -i 0\n", "unverified"),  # (a view of GPU 0)
+        ("$ nvidia-smi nvlink -s | head -30\n", "unverified"),  # (a filter: lines left out)
+        ("$ docker run --gpus 1 img nvidia-smi nvlink -s\n", "unverified"),  # (a container's GPUs)
+        ("", "unverified"),  # (no command: a view saved without it looks whole)
+    ],
+)
+def test_an_nvlink_listing_saved_with_its_whole_command_counts_the_gpus(
+    tmp_path: Path, command: str, verdict: str
+) -> None:
+    """m35e 14: `root@dl380ag11:~# nvidia-smi nvlink -s` (no `-i`), 2 H100 PCIe of 8 ordered, was
+    unverified "a view of some GPUs (nvlink -s -i 0) saved without its command looks whole": the
+    command was saved, and it lists every GPU."""
+    saved = tmp_path / "nvlink.txt"
+    saved.write_text(command + NVLINK_S.read_text())
+    judged, _ = _judged([saved], EIGHT)
+    assert judged["gpu_count"][0] == verdict, judged["gpu_count"]
+
+
+def test_nvlink_r_and_nvlink_s_of_the_same_gpus_are_two_listings(tmp_path: Path) -> None:
+    """`nvidia-smi nvlink -R` (where each link goes) then `nvlink -s` (each link's state) of the
+    same 2 H100 PCIe (the DL380a page's two blocks): refused as "two `nvidia-smi nvlink -s`
+    outputs"; the state is judged, the -R noted."""
+    session = tmp_path / "s.txt"
+    session.write_text(
+        f"root@dl380ag11:~# nvidia-smi nvlink -R\n{NVLINK_R.read_text()}"
+        f"root@dl380ag11:~# nvidia-smi nvlink -s\n{NVLINK_S.read_text()}"
+    )
+    judged, notes = _judged([session], EIGHT)
+    assert judged["gpu_count"][:2] == ("fail", "2")
+    assert notes == [
+        f"{session}: line 1 (`nvidia-smi nvlink -R`) and line {2 + len(NVLINK_R.read_text().splitlines())}"
+        " (`nvidia-smi nvlink -s`) are `nvidia-smi nvlink -R`'s listing of where each link goes and"
+        " `nvlink -s`'s link states of the same GPUs, the link states judged."
+    ]
