@@ -31,6 +31,7 @@ from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
+from gpuonboard.api.job_step import job_step_over_login
 from gpuonboard.api.labelled_listings import labelled_listings
 from gpuonboard.api.narrowed import (
     container_prompt_view,
@@ -315,6 +316,7 @@ def _session_outputs(
         joined_after_change,
         lambda out: out.ran_elsewhere or out.in_container,
     )
+    found = job_step_over_login(str(path), parts, found, notes)
     return _own_failure_over_elsewhere(str(path), found, notes)
 
 

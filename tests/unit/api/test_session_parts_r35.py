@@ -189,3 +189,33 @@ def test_nvlink_r_and_nvlink_s_of_the_same_gpus_are_two_listings(tmp_path: Path)
         " (`nvidia-smi nvlink -s`) are `nvidia-smi nvlink -R`'s listing of where each link goes and"
         " `nvlink -s`'s link states of the same GPUs, the link states judged."
     ]
+
+
+SALLOC = (
+    SESSIONS
+    / "transcript__salloc+login-nvidia-smi-NO-DEVICES+srun-n1-nvidia-smi-v100-418.67__hpc-user-guide.txt"
+)
+
+
+def test_after_salloc_the_job_steps_answer_is_the_box_and_the_login_nodes_failure_a_note() -> None:
+    """m35e 32: salloc's shell runs on the login node, whose `nvidia-smi` says `No devices were
+    found`; `srun -n1 nvidia-smi` ran on the allocated node t016 and shows a healthy V100. The
+    login's answer failed nvidia_driver, blaming passthrough, power or the driver."""
+    judged, notes = _judged([SALLOC], OrderSpec(gpu_count=1))
+    assert judged["nvidia_driver"][0] == "pass" and judged["nvidia_driver"][1].startswith("driver 418.67")
+    assert "No devices were found" not in judged["nvidia_driver"][1]
+    assert notes[-1] == (
+        f"{SALLOC}: line 5 (`nvidia-smi`) ran at the shell `salloc` opened, which runs on the login node,"
+        " another host than the allocated one: its `No devices were found` says the login node has no"
+        " GPU the driver sees, not the box's; line 7 (`srun -n1 nvidia-smi`) ran as a job step on the"
+        " allocated node (t016, as salloc named it), whose answer is judged as the box."
+    )
+
+
+def test_without_salloc_the_logins_own_failure_is_still_judged(tmp_path: Path) -> None:
+    """No allocation in the session: the login's own failure beside an answer elsewhere is the
+    box's, as before (docs/guides/offline.md)."""
+    session = tmp_path / "s.txt"
+    session.write_text("\n".join(SALLOC.read_text().splitlines()[4:]) + "\n")
+    judged, _ = _judged([session], OrderSpec(gpu_count=1))
+    assert judged["nvidia_driver"][0] == "fail"
