@@ -29,10 +29,11 @@ from gpuonboard.api import (
 from gpuonboard.api.csv_among import csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
+from gpuonboard.api.job_step import job_step_over_login
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
-from gpuonboard.api.job_step import job_step_over_login
 from gpuonboard.api.labelled_listings import labelled_listings
+from gpuonboard.api.listed_first import listed_first
 from gpuonboard.api.narrowed import (
     container_prompt_view,
     container_view,
@@ -132,6 +133,8 @@ def _saved_outputs(
     parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
     if parts is None and (typed := _typed_session(pasted)) is not None:
         pasted, parts = typed  # (commands typed without prompts, each above its output)
+    if parts is None and (listed := listed_first(pasted)) is not None:
+        pasted, parts = listed, transcript.sections(listed)  # (commands first, their outputs after)
     # (a bug report a command of the session printed, `head -12 nvidia-bug-report.log`: a command
     # naming the log; a line of a whole log that reads as a prompt, a config file's `# comment`
     # or dmidecode's `# dmidecode 3.5`, splits no log)

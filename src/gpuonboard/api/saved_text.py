@@ -181,7 +181,7 @@ def _traced_command(lines: Sequence[str], first: int) -> str:
     if label := _LABEL_LINE.fullmatch(line):
         return label.group("command").strip()  # (a poster's label: its command alone)
     if not line.startswith("+"):
-        return _TRACE_MARK.sub("", continued(lines, first)[0])
+        return _uncommented_prompt(_TRACE_MARK.sub("", continued(lines, first)[0]))
     depth = len(line) - len(line.lstrip("+"))
     start = first
     while start > 0 and _XTRACE.fullmatch(lines[start - 1].strip()):
@@ -198,6 +198,15 @@ def _traced_command(lines: Sequence[str], first: int) -> str:
     return " | ".join(
         sorted(said, key=lambda command: PurePosixPath(command.split()[0]).name in LINE_FILTERS)
     )
+
+
+def _uncommented_prompt(line: str) -> str:
+    """A prompt line commented out with the output below it (`# root@pc-linux:~# docker run ...
+    nvidia-smi`, a notes file's shell comment: m35e 06) without its comment mark, where the rest
+    is a prompt line the session reader knows; the line as given otherwise. Before, the command
+    read was the prompt's host and path with it, so the container it ran in went unsaid."""
+    rest = line.lstrip("#").strip()
+    return rest if line.startswith("#") and transcript.prompt_host(rest) is not None else line
 
 
 def continued(lines: Sequence[str], first: int) -> tuple[str, int]:
@@ -241,4 +250,4 @@ def copied_host(text: str) -> str | None:
     `root@3f4e5a6b7c8d:/# df -h`), None where there is none."""
     lines = text.split("\n")
     first = _prompt_line(lines)
-    return transcript.prompt_host(lines[first]) if first is not None else None
+    return transcript.prompt_host(_uncommented_prompt(lines[first].strip())) if first is not None else None

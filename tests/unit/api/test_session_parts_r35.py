@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline
+from gpuonboard.api.listed_first import listed_first
 from gpuonboard.connection.gather import parse_facts
 from gpuonboard.errors import UsageError
 from gpuonboard.inventory import OrderSpec
@@ -192,8 +193,8 @@ def test_nvlink_r_and_nvlink_s_of_the_same_gpus_are_two_listings(tmp_path: Path)
 
 
 SALLOC = (
-    SESSIONS
-    / "transcript__salloc+login-nvidia-smi-NO-DEVICES+srun-n1-nvidia-smi-v100-418.67__hpc-user-guide.txt"
+    SESSIONS / "transcript__salloc+login-nvidia-smi-NO-DEVICES+srun-n1-nvidia-smi-v100-418.67"
+    "__hpc-user-guide.txt"
 )
 
 
@@ -219,3 +220,47 @@ def test_without_salloc_the_logins_own_failure_is_still_judged(tmp_path: Path) -
     session.write_text("\n".join(SALLOC.read_text().splitlines()[4:]) + "\n")
     judged, _ = _judged([session], OrderSpec(gpu_count=1))
     assert judged["nvidia_driver"][0] == "fail"
+
+
+LISTED_FIRST = (
+    SESSIONS / "page__nvidia-smi-L+query-gpu-csv-COMMANDS-LISTED-FIRST-outputs-after"
+    "__8xa100-sxm4-80gb-570.133__perf-report.txt"
+)
+
+
+def test_commands_listed_first_and_their_outputs_after_are_each_read() -> None:
+    """m35e 15: `nvidia-smi -L` and a CSV query on the first two lines, then -L's 8 lines and the
+    CSV: read as one output, every GPU rule said "nvidia-smi answered but listed no GPU"."""
+    judged, _ = _judged([LISTED_FIRST], OrderSpec(gpu_model="A100 80GB", min_driver="575"))
+    assert judged["nvidia_driver"][0] == "pass" and "listed no GPU" not in judged["nvidia_driver"][1]
+    assert judged["min_driver"][:2] == ("fail", "570.133.20")
+    assert judged["gpu_model"][1].startswith("8 x NVIDIA A100-SXM4-80GB")
+
+
+def test_commands_listed_first_whose_outputs_do_not_split_are_read_as_before(tmp_path: Path) -> None:
+    """Two commands whose outputs are of one kind cannot be told apart where one ends: no split."""
+    text = LISTED_FIRST.read_text().split("name, memory")[0]
+    saved = tmp_path / "s.txt"
+    saved.write_text(
+        text.replace("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv", "nvidia-smi -L")
+    )
+    assert listed_first(saved.read_text()) is None
+
+
+COMMENTED = (
+    SESSIONS / "nvidia-smi__geforce-2gb-470.256.02-cuda-12.4__docker-run-HASH-COMMENTED-prompt-and-table"
+    "__copied-command__cortex-notes.txt"
+)
+
+
+def test_a_commented_out_prompt_line_is_read_as_the_command() -> None:
+    """m35e 06: `# root@pc-linux:...# docker run --rm --gpus all IMAGE nvidia-smi` above a table
+    whose lines all start with `#`: the command read began with the prompt's host and path, so the
+    table was taken for the box's own nvidia-smi, not a container's."""
+    from gpuonboard.api.saved_text import copied_command, copied_host
+
+    text = COMMENTED.read_text()
+    assert copied_command(text) == "docker run --rm --gpus all nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi"
+    assert copied_host(text) == "pc-linux"
+    (out,) = offline.load_outputs([str(COMMENTED)]).values()
+    assert out.ran_elsewhere.endswith("ran in a container")
