@@ -676,6 +676,11 @@ def _unread_sentence(where: str, text: str) -> str:
     return f"{where}: {transcript.UNRECOGNISED} (expected {expected_outputs()})."
 
 
+# an Xid a container's log names (the device plugin's `XidCriticalError: Xid=48 on Device=GPU-...`,
+# DCGM's or a log's copy of the kernel's `NVRM: Xid (PCI:0000:55:00): 48`)
+_LOGGED_XID = re.compile(r"Xid[=: ]\s*(\d{1,3})\b.*|Xid \(PCI:[^)]*\):\s*(\d{1,3})\b.*")
+
+
 def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[str, ProbeOutput]:
     """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
     message read as such, an affinity list as nproc (affinity_output), else a UsageError saying
@@ -696,11 +701,20 @@ def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
         return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
     if copied and container_log(run(copied).head):  # (a pod's log: its own commands' lines)
-        first = first_line(text).strip()
+        # (its first line that is no poster's `# comment`; an Xid the log names, said: m35d 10)
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        first = lines[0] if lines else first_line(text).strip()
+        xid = next((m for ln in lines if (m := _LOGGED_XID.search(ln))), None)
+        named = (
+            f"; it names Xid {xid.group(1) or xid.group(2)} (`{xid.group()[:70]}`), a fault that"
+            " container saw on its node's GPU, which the box's own kernel log shows"
+            if xid
+            else ", and nothing of the box"
+        )
         raise UsageError(
             f"{where}: {transcript.UNRECOGNISED} (`{copied}` printed a container's log, what that"
             f" container's own commands printed: `{first[:60]}{'...' if len(first) > 60 else ''}`,"
-            " not one output this tool reads, and nothing of the box): save the box's own outputs"
-            " (`nvidia-smi`, `nvidia-smi -L`, `sudo dmesg -T`) run on the box, not in a container."
+            f" not one output this tool reads{named}): save the box's own"
+            " outputs (`nvidia-smi`, `nvidia-smi -L`, `sudo dmesg -T`) run on the box, not in a container."
         )
     raise UsageError(_unread_sentence(where, text))

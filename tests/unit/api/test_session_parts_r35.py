@@ -264,3 +264,23 @@ def test_a_commented_out_prompt_line_is_read_as_the_command() -> None:
     assert copied_host(text) == "pc-linux"
     (out,) = offline.load_outputs([str(COMMENTED)]).values()
     assert out.ran_elsewhere.endswith("ran in a container")
+
+
+PLUGIN_LOG = (
+    SESSIONS / "kubectl-logs-device-plugin-BACKSLASH-CONTINUED-grep-error"
+    "__xidcriticalerror-xid48-unhealthy__kr-blog.txt"
+)
+
+
+def test_a_containers_log_behind_a_continued_command_is_named_with_its_xid() -> None:
+    """m35d 10: `kubectl logs ... \\` / `-c nvidia-device-plugin --tail=25 | grep ...`: the refusal
+    quoted the command's continued line as what the container printed, and the log's
+    `XidCriticalError: Xid=48` went unnamed."""
+    with pytest.raises(UsageError) as refused:
+        offline.load_outputs([str(PLUGIN_LOG)])
+    said = str(refused.value)
+    assert (
+        "(`kubectl logs -n gpu-operator nvidia-device-plugin-daemonset-np9s6 -c nvidia-device-plugin" in said
+    )
+    assert "printed: `I0810 15:36:05.551834 1 health.go:169] XidCriticalError: Xid...`" in said
+    assert "it names Xid 48 (`Xid=48 on Device=GPU-455e672a-...; marking device as unhealthy.`)" in said
