@@ -15,8 +15,11 @@ from gpuonboard.api.saved_kinds import detect_kind
 _TYPED = re.compile(
     rf"(?:\$\s*)?(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?{transcript.COMMANDS}(?:\s[ -~]*?)?(?<!:)\s*"
 )
-# the most lines of outputs tried (each split is read twice), the most commands
-_MOST_LINES, _MOST_COMMANDS = 400, 4
+# the most lines of outputs tried (each split tried is read twice: a short report's block), the
+# most commands
+_MOST_LINES, _MOST_COMMANDS = 80, 4
+# a line's shape: its indent and first word, digits as one (`GPU N:` of each -L line alike)
+_SHAPE = re.compile(r"^\s*\S*")
 
 
 def listed_first(text: str) -> str | None:
@@ -42,19 +45,25 @@ def listed_first(text: str) -> str | None:
 
 
 def _split(lines: list[str], n: int) -> list[str] | None:
-    """`lines` as `n` outputs in order: each the longest run from the top that reads as the kind
-    its first lines read as, the rest reading as another kind; None where they do not split so."""
+    """`lines` as `n` outputs in order: each a run from the top that reads as the kind its first
+    lines read as, the rest reading as another kind (where several places split so, the last
+    after a blank line, else the last); None where they do not split so."""
     text = "\n".join(lines).strip("\n")
     if n == 1:
         return [text] if detect_kind(text + "\n") is not None else None
     body = text.split("\n")
-    first, end = None, 0
-    for b in range(1, len(body)):
+    first, ends = None, []
+    shapes = [re.sub(r"\d+", "N", m.group()) if (m := _SHAPE.match(line)) else "" for line in body]
+    for b in (b for b in range(1, len(body)) if shapes[b] != shapes[b - 1]):  # (where an output may start)
         kind = detect_kind("\n".join(body[:b]) + "\n")
         first = first or kind
         if kind is not None and kind == first:
             after = detect_kind("\n".join(body[b:]) + "\n")
-            end = b if after is not None and after != first else end
+            if after is not None and after != first:
+                ends.append(b)
+    # (of the places it may end, the last after a blank line; else the last: `-L`'s lines read as part
+    # of a CSV below them, never a CSV's header as part of a listing)
+    end = next((b for b in reversed(ends) if not body[b - 1].strip()), ends[-1] if ends else 0)
     if not end:
         return None
     tail = _split(body[end:], n - 1)

@@ -284,3 +284,15 @@ def test_a_containers_log_behind_a_continued_command_is_named_with_its_xid() -> 
     )
     assert "printed: `I0810 15:36:05.551834 1 health.go:169] XidCriticalError: Xid...`" in said
     assert "it names Xid 48 (`Xid=48 on Device=GPU-455e672a-...; marking device as unhealthy.`)" in said
+
+
+def test_a_table_and_a_topo_listed_first_split_at_the_blank_between_them(tmp_path: Path) -> None:
+    """The class: a table (whose own blank line sits between its GPU and Processes boxes) and a
+    `topo -m`, their commands on the first two lines (real outputs, put together here)."""
+    table = (REAL / "nvidia-smi__h200__1gpu__driver580.159.04.txt").read_text()
+    topo = (REAL / "nvidia-smi-topo-m__a10__4gpu-2nic-sys__gpu-numa-id.txt").read_text()
+    split = listed_first(f"nvidia-smi\nnvidia-smi topo -m\n{table}\n{topo}")
+    assert split is not None
+    assert (
+        split.startswith("$ nvidia-smi\n") and f"\n\n$ nvidia-smi topo -m\n{topo.split(chr(10))[0]}" in split
+    )
