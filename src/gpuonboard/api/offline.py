@@ -296,9 +296,12 @@ def _session_outputs(
         kind, out = _saved_output(path, where, text, command)
         part = next((p for p in parts if f"{path} {p.where}" == where), None)
         if part is not None and transcript.container_shell(part.host) and not out.in_container:
-            # (typed in a container's shell: its free, lscpu or df is that container's view)
+            # (typed in a container's shell: its free, lscpu or df is that container's view, its
+            # nvlink -s a listing of that container's GPUs only)
             out = dataclasses.replace(
-                out, in_container=container_prompt_view(kind, part.host or "", command, out.stdout)
+                out,
+                in_container=container_prompt_view(kind, part.host or "", command, out.stdout),
+                nvlink_whole=False,
             )
         if kind == "nvidia_smi_list" and where == f"{path} {parts[-1].where}":
             why = why or ends_at_name(out.stdout)  # (a typed -L the session ends inside)
@@ -504,7 +507,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     if transcript.container_shell(host := copied_host(pasted)) and not out.in_container:
         # (typed at a container's prompt, `root@3f4e5a6b7c8d:/# df -h`: that container's view)
         out = dataclasses.replace(
-            out, in_container=container_prompt_view(kind, host or "", command, out.stdout)
+            out,
+            in_container=container_prompt_view(kind, host or "", command, out.stdout),
+            nvlink_whole=False,
         )
     if log is not None and log.part:  # (a log without stamps cut at its drivers' heads: no more)
         out = dataclasses.replace(out, partial=out.partial or log.part)

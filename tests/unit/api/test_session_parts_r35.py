@@ -160,6 +160,7 @@ EIGHT = OrderSpec(gpu_count=8)
         ("$ nvidia-smi nvlink -s | head -30\n", "unverified"),  # (a filter: lines left out)
         ("$ docker run --gpus 1 img nvidia-smi nvlink -s\n", "unverified"),  # (a container's GPUs)
         ("", "unverified"),  # (no command: a view saved without it looks whole)
+        ("root@3f4e5a6b7c8d:/# nvidia-smi nvlink -s\n", "unverified"),  # (a container's shell)
     ],
 )
 def test_an_nvlink_listing_saved_with_its_whole_command_counts_the_gpus(
