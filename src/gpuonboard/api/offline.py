@@ -223,12 +223,21 @@ def _pieces_outputs(
 ) -> list[tuple[str, ProbeOutput, str]]:
     """The outputs of a file holding a kernel log's lines and another output with no prompt
     between them (api/kernel_run.py), each read as a file of its own, noted; the last one keeps
-    the file's cut (`_all_cut`)."""
+    the file's cut (`_all_cut`). A piece that is refused is a note beside the other, read (m35e
+    16: a `-q` and `nvidia-smi vgpu`'s listing, refused, ended the run; the log was never read);
+    where both are, the first refusal stands."""
     found: list[tuple[str, ProbeOutput, str]] = []
+    refused: list[UsageError] = []
     for piece in pieces:
         where = kernel_run.where(str(path), piece)
-        found.append((*_saved_output(path, where, piece.text), where))
+        try:
+            found.append((*_saved_output(path, where, piece.text), where))
+        except UsageError as why:
+            refused.append(why)
+    if not found:
+        raise refused[0]
     notes.append(kernel_run.note(str(path), pieces))
+    notes += [f"{why} Not read: the other output of the file is judged." for why in refused]
     return found
 
 

@@ -297,3 +297,21 @@ def test_a_table_and_a_topo_listed_first_split_at_the_blank_between_them(tmp_pat
     assert (
         split.startswith("$ nvidia-smi\n") and f"\n\n$ nvidia-smi topo -m\n{topo.split(chr(10))[0]}" in split
     )
+
+
+VGPU_README = (
+    SESSIONS / "page__nvidia-smi-q-grep-cut+nvidia-smi-vgpu-table+dmesg-NO-PROMPTS"
+    "__geforce-rtx-4088-host-vgpu-525.147__akb486-vgpu-readme.txt"
+)
+
+
+def test_a_refused_output_beside_a_kernel_log_with_no_prompt_between_is_a_note() -> None:
+    """m35e 16: a `-q` and `nvidia-smi vgpu`'s listing (refused as that listing), then dmesg
+    lines, no prompt between: the refusal ended the run, the log never read."""
+    notes: list[str] = []
+    read = offline.load_outputs([str(VGPU_README)], notes)
+    assert list(read) == ["kernel_log"]
+    assert (
+        "lines 1-43 (the other output, no prompt above them): this is `nvidia-smi vgpu`'s listing" in notes[1]
+    )
+    assert notes[1].endswith("Not read: the other output of the file is judged.")
