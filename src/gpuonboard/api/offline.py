@@ -329,7 +329,9 @@ def _session_outputs(
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
         output_cut,
         joined_after_change,
-        lambda out: out.ran_elsewhere or out.in_container,
+        # (a whole answer elsewhere: a container's view of some GPUs, `--gpus 1`, or a log, stays a
+        # rival of the box's own, joined where its GPUs match, else refused)
+        lambda out: "" if out.partial else (out.ran_elsewhere or out.in_container),
     )
     found = job_step_over_login(str(path), parts, found, notes)
     return _own_failure_over_elsewhere(str(path), found, notes)

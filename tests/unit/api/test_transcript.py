@@ -201,8 +201,8 @@ def test_two_hosts_in_one_session_are_refused(tmp_path: Path) -> None:
     [
         # a GPU fault in the whole table, then one GPU's view: the fault must not be dropped
         ("nvidia-smi", "nvidia-smi -i 0"),
-        # (the box's own GPUs, then a container given one of them: since round 35 the box's own is
-        # judged and the container's noted, test_a_containers_view_beside_the_boxs_own_is_noted)
+        # the box's own GPUs, then a container given one of them
+        ("nvidia-smi", "docker run --rm --gpus 1 nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi"),
     ],
 )
 def test_a_narrower_or_later_output_of_one_kind_is_refused(tmp_path: Path, first: str, then: str) -> None:
@@ -216,19 +216,6 @@ def test_a_narrower_or_later_output_of_one_kind_is_refused(tmp_path: Path, first
     )
     with pytest.raises(UsageError, match=said):
         offline.load_outputs([str(session)])
-
-
-def test_a_containers_view_beside_the_boxs_own_is_noted(tmp_path: Path) -> None:
-    """The box's own table (GPU 4's fault in it) and a container given one GPU: a container's
-    answer never replaces the box's own, which is judged, its fault kept (round 35)."""
-    session = tmp_path / "s.txt"
-    one = (REAL / "nvidia-smi__a40__8gpu__driver525.60.13__gpu4-err.txt").read_text()
-    then = "docker run --rm --gpus 1 nvidia/cuda:12.4.1-base-ubuntu22.04 nvidia-smi"
-    session.write_text(f"$ nvidia-smi\n{one}$ {then}\n{TABLE.read_text()}")
-    notes: list[str] = []
-    read = offline.load_outputs([str(session)], notes)
-    assert "Mon Feb 27" in read["nvidia_smi_table"].stdout and "H200" not in read["nvidia_smi_table"].stdout
-    assert notes[-1].endswith("line 1 (`nvidia-smi`), the box's own, is judged.")
 
 
 def test_the_same_output_twice_is_read_once(tmp_path: Path) -> None:
