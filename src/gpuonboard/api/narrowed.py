@@ -360,6 +360,23 @@ def matrix_nvlink(kind: str, command: str) -> bool:
     )
 
 
+def nvlink_whole(kind: str, command: str) -> bool:
+    """Whether `command` (a saved nvidia-smi output's copied command) runs `nvidia-smi nvlink` on
+    the box's login with no `-i` / `--id` and no filter after it: its listing names every GPU the
+    box's nvidia-smi sees (m35e 14: `root@dl380ag11:~# nvidia-smi nvlink -s`, 2 GPUs of 8 ordered,
+    was unverified as if a view of some GPUs saved without its command)."""
+    if not kind.startswith(("nvidia_smi", "nvidia_nvlink")) or not command:
+        return False
+    found = runs(command, ("nvidia-smi",))
+    if len(found) != 1 or found[0].container or len(found[0].stages) > 1:
+        return False
+    args = _args_of(found[0].head, ("nvidia-smi",))
+    if args is None or args[0] != "nvidia-smi" or not args[1] or args[1][0] != "nvlink":
+        return False
+    words = args[1][1:]
+    return not any(w in ("-i", "--id") or w.startswith(("-i", "--id=")) for w in words)
+
+
 def _matrix_pci_run(ran: Run) -> bool:
     found = _args_of(ran.head, ("nvidia-smi",))
     return found is not None and bool({"-mp", "--matrix_pci"} & set(found[1]))

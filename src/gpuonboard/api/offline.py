@@ -29,9 +29,11 @@ from gpuonboard.api import (
 from gpuonboard.api.csv_among import csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
+from gpuonboard.api.job_step import job_step_over_login
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.labelled_listings import labelled_listings
+from gpuonboard.api.listed_first import listed_first
 from gpuonboard.api.narrowed import (
     container_prompt_view,
     container_view,
@@ -40,6 +42,7 @@ from gpuonboard.api.narrowed import (
     matrix_nvlink,
     matrix_pci,
     narrowed,
+    nvlink_whole,
     ran_elsewhere,
     report_filtered,
     report_in_container,
@@ -130,6 +133,8 @@ def _saved_outputs(
     parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
     if parts is None and (typed := _typed_session(pasted)) is not None:
         pasted, parts = typed  # (commands typed without prompts, each above its output)
+    if parts is None and (listed := listed_first(pasted)) is not None:
+        pasted, parts = listed, transcript.sections(listed)  # (commands first, their outputs after)
     # (a bug report a command of the session printed, `head -12 nvidia-bug-report.log`: a command
     # naming the log; a line of a whole log that reads as a prompt, a config file's `# comment`
     # or dmidecode's `# dmidecode 3.5`, splits no log)
@@ -218,12 +223,21 @@ def _pieces_outputs(
 ) -> list[tuple[str, ProbeOutput, str]]:
     """The outputs of a file holding a kernel log's lines and another output with no prompt
     between them (api/kernel_run.py), each read as a file of its own, noted; the last one keeps
-    the file's cut (`_all_cut`)."""
+    the file's cut (`_all_cut`). A piece that is refused is a note beside the other, read (m35e
+    16: a `-q` and `nvidia-smi vgpu`'s listing, refused, ended the run; the log was never read);
+    where both are, the first refusal stands."""
     found: list[tuple[str, ProbeOutput, str]] = []
+    refused: list[UsageError] = []
     for piece in pieces:
         where = kernel_run.where(str(path), piece)
-        found.append((*_saved_output(path, where, piece.text), where))
+        try:
+            found.append((*_saved_output(path, where, piece.text), where))
+        except UsageError as why:
+            refused.append(why)
+    if not found:
+        raise refused[0]
     notes.append(kernel_run.note(str(path), pieces))
+    notes += [f"{why} Not read: the other output of the file is judged." for why in refused]
     return found
 
 
@@ -291,9 +305,12 @@ def _session_outputs(
         kind, out = _saved_output(path, where, text, command)
         part = next((p for p in parts if f"{path} {p.where}" == where), None)
         if part is not None and transcript.container_shell(part.host) and not out.in_container:
-            # (typed in a container's shell: its free, lscpu or df is that container's view)
+            # (typed in a container's shell: its free, lscpu or df is that container's view, its
+            # nvlink -s a listing of that container's GPUs only)
             out = dataclasses.replace(
-                out, in_container=container_prompt_view(kind, part.host or "", command, out.stdout)
+                out,
+                in_container=container_prompt_view(kind, part.host or "", command, out.stdout),
+                nvlink_whole=False,
             )
         if kind == "nvidia_smi_list" and where == f"{path} {parts[-1].where}":
             why = why or ends_at_name(out.stdout)  # (a typed -L the session ends inside)
@@ -312,7 +329,11 @@ def _session_outputs(
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
         output_cut,
         joined_after_change,
+        # (a whole answer elsewhere: a container's view of some GPUs, `--gpus 1`, or a log, stays a
+        # rival of the box's own, joined where its GPUs match, else refused)
+        lambda out: "" if out.partial else (out.ran_elsewhere or out.in_container),
     )
+    found = job_step_over_login(str(path), parts, found, notes)
     return _own_failure_over_elsewhere(str(path), found, notes)
 
 
@@ -497,7 +518,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     if transcript.container_shell(host := copied_host(pasted)) and not out.in_container:
         # (typed at a container's prompt, `root@3f4e5a6b7c8d:/# df -h`: that container's view)
         out = dataclasses.replace(
-            out, in_container=container_prompt_view(kind, host or "", command, out.stdout)
+            out,
+            in_container=container_prompt_view(kind, host or "", command, out.stdout),
+            nvlink_whole=False,
         )
     if log is not None and log.part:  # (a log without stamps cut at its drivers' heads: no more)
         out = dataclasses.replace(out, partial=out.partial or log.part)
@@ -551,6 +574,7 @@ def _read_as(
     if kind == "kernel_log" and not partial:
         partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
     history: tuple[str, ...] = ()
+    elsewhere_ = ran_elsewhere(kind, ran)
     if kind == "kernel_log" and pstore_alone(text):
         record = pstore_record(text) or pstore_record(pstore_parts(text)[1][0])
         earlier, partial = True, partial or pstore_said(record)  # (/sys/fs/pstore's crash record)
@@ -565,8 +589,9 @@ def _read_as(
         earlier_boot=earlier,
         history=history,
         in_container=container_view(kind, ran),
-        ran_elsewhere=ran_elsewhere(kind, ran),
+        ran_elsewhere=elsewhere_,
         nvlink_matrix=matrix_nvlink(kind, ran),
+        nvlink_whole=not partial and not elsewhere_ and nvlink_whole(kind, ran),
     )
 
 
@@ -631,6 +656,7 @@ def load_outputs(
     session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
+    refused: list[UsageError] = []  # (files of several refused, each noted: raised where none is read)
     marked = expand_marked(paths)
     for path, in_folder in marked:
         if path.parent not in manifests:
@@ -659,12 +685,15 @@ def load_outputs(
                 session_notes.append(f"{other} Not read: the other files given are judged.")
                 continue
             except UsageError as why:
-                if not (in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")):
-                    raise  # (a file named itself, or an output of a known kind that is unsafe)
+                unknown = in_folder and str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (")
+                if not unknown and len(marked) == 1:
+                    raise  # (the one file given: nothing else to judge)
+                if not unknown:  # (one of several refused: the others judged, unless none is read)
+                    refused.append(why)
                 session_notes.append(saved_file.unread_file_note(str(why)))  # (one missing answer)
                 if unread is not None:
                     unread.append(path)
-                if other is not None:
+                if other is not None and unknown:
                     other.append(path)
                 continue
         if cut and recorded is not None:  # (a run's output cut short is incomplete: never judged as whole)
@@ -684,6 +713,8 @@ def load_outputs(
                 continue
             out = _named_file(kind, out, where)
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
+    if refused and not raw and not skipped:
+        raise refused[0]  # (no other file read: the refusal, as for a file given alone)
     if notes is not None:
         notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes

@@ -172,6 +172,37 @@ def _q_part_shows(text: str) -> str:
     return f"; it shows {', '.join(shown)}, a fault of the GPU it was copied from" if shown else ""
 
 
+# the lines of `nvidia-smi -q` that tell the driver, the GPU count and which GPU a block is
+_Q_DRIVER = re.compile(r"^[ \t]*Driver Version[ \t]*:[ \t]*\S", re.M)
+_Q_ATTACHED = re.compile(r"^[ \t]*Attached GPUs[ \t]*:[ \t]*\d", re.M)
+_Q_GPU_HEAD = re.compile(r"^[ \t]*GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7][ \t]*$", re.M)
+
+
+def _q_part_lacks(text: str) -> tuple[str, str]:
+    """(what part of `nvidia-smi -q` a part of it is without, what is not known so), naming only
+    what it lacks: a `-q -i 0 | grep` keeping `Driver Version` lacks the count and the block's
+    head; a `-q -d ROW_REMAPPER` cut below `GPU 00000000:55:00.0` lacks the header alone (before,
+    both were said to lack all three, untrue: m35c 26, m35d 02)."""
+    head = text[:8000]
+    header = [
+        name
+        for name, line in (("Driver Version", _Q_DRIVER), ("Attached GPUs", _Q_ATTACHED))
+        if not line.search(head)
+    ]
+    lacks, unknown = [], []
+    if len(header) == 2:
+        lacks.append("the header above them (Driver Version, Attached GPUs)")
+    elif header:
+        lacks.append(f"the header's `{header[0]}` line")
+    unknown += ["the driver"] if "Driver Version" in header else []
+    unknown += ["the number of GPUs"] if "Attached GPUs" in header else []
+    if not _Q_GPU_HEAD.search(head):
+        lacks.append("the block's `GPU <PCI address>` line")
+        unknown.append("which GPU they belong to")
+    said = ", ".join(unknown[:-1]) + (" and " if len(unknown) > 1 else "") + unknown[-1]
+    return " and ".join(lacks), said
+
+
 # any `-q` section's head: a line with no colon, then a deeper `Key : value` line
 _Q_ANY_SECTION = re.compile(r"^([ \t]*)(\S[^\n:]*?)[ \t]*\n\1[ \t]+\S[^\n:]*:", re.M)
 
@@ -199,13 +230,10 @@ def nvidia_smi_part(text: str) -> str | None:
             if heads and keys < 3 and _only_sections(text, heads)
             else "lines of `nvidia-smi -q` from inside a GPU's block"
         )
-        return fragment_sentence(
-            what,
-            "the header above them (Driver Version, Attached GPUs) and the block's `GPU <PCI address>` line",
-            "the driver, the number of GPUs and which GPU they belong to",
-            "nvidia-smi -q",
-            _q_part_shows(text),
-        )
+        if (block := _Q_GPU_HEAD.search(text[:8000])) and what.startswith("lines"):
+            what = f"lines of `nvidia-smi -q` from the block of {block.group().strip()}"
+        lacks, unknown = _q_part_lacks(text)
+        return fragment_sentence(what, lacks, unknown, "nvidia-smi -q", _q_part_shows(text))
     processes, mig = _PROCESSES_HEAD.search(text[:4000]), _MIG_HEAD.search(text[:4000])
     if (processes or mig) and "NVIDIA-SMI" not in text and not parse_table(text).gpus:
         sections = (
@@ -648,6 +676,11 @@ def _unread_sentence(where: str, text: str) -> str:
     return f"{where}: {transcript.UNRECOGNISED} (expected {expected_outputs()})."
 
 
+# an Xid a container's log names (the device plugin's `XidCriticalError: Xid=48 on Device=GPU-...`,
+# DCGM's or a log's copy of the kernel's `NVRM: Xid (PCI:0000:55:00): 48`)
+_LOGGED_XID = re.compile(r"Xid[=: ]\s*(\d{1,3})\b.*|Xid \(PCI:[^)]*\):\s*(\d{1,3})\b.*")
+
+
 def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[str, ProbeOutput]:
     """A saved output of no kind this tool reads: a missing tool's or a refused kernel log's
     message read as such, an affinity list as nproc (affinity_output), else a UsageError saying
@@ -668,11 +701,20 @@ def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[
         # (dmesg's or journalctl's refusal alone: read as the live probe that could read no log)
         return "kernel_log", ProbeOutput("", refused, KERNEL_LOG_REFUSED)
     if copied and container_log(run(copied).head):  # (a pod's log: its own commands' lines)
-        first = first_line(text).strip()
+        # (its first line that is no poster's `# comment`; an Xid the log names, said: m35d 10)
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        first = lines[0] if lines else first_line(text).strip()
+        xid = next((m for ln in lines if (m := _LOGGED_XID.search(ln))), None)
+        named = (
+            f"; it names Xid {xid.group(1) or xid.group(2)} (`{xid.group()[:70]}`), a fault that"
+            " container saw on its node's GPU, which the box's own kernel log shows"
+            if xid
+            else ", and nothing of the box"
+        )
         raise UsageError(
             f"{where}: {transcript.UNRECOGNISED} (`{copied}` printed a container's log, what that"
             f" container's own commands printed: `{first[:60]}{'...' if len(first) > 60 else ''}`,"
-            " not one output this tool reads, and nothing of the box): save the box's own outputs"
-            " (`nvidia-smi`, `nvidia-smi -L`, `sudo dmesg -T`) run on the box, not in a container."
+            f" not one output this tool reads{named}): save the box's own"
+            " outputs (`nvidia-smi`, `nvidia-smi -L`, `sudo dmesg -T`) run on the box, not in a container."
         )
     raise UsageError(_unread_sentence(where, text))

@@ -112,7 +112,7 @@ def _uncommented(lines: list[str]) -> list[str]:
     line, if any): a paste commented out as a shell script's or a config's comment lines (before,
     such a `df` read no header and was refused as "df run in a language other than English?")."""
     top = _prompt_line(lines)
-    start = 0 if top is None else top + 1
+    start = 0 if top is None else continued(lines, top)[1] + 1
     body = [line for line in lines[start:] if line.strip()]
     if len(body) < 2 or not all(line.startswith("# ") or line.rstrip() == "#" for line in body):
         return lines
@@ -149,7 +149,7 @@ def strip_prompt(text: str) -> str:
     lines = text.split("\n")
     first = _prompt_line(lines)
     if first is not None:
-        lines = lines[first + 1 :]
+        lines = lines[(first if lines[first].lstrip().startswith("+") else continued(lines, first)[1]) + 1 :]
         while lines and _XTRACE.fullmatch(lines[0].strip()):
             lines = lines[1:]  # (the rest of a traced pipeline: `+ tee out.txt`)
     top = next(
@@ -193,7 +193,7 @@ def _traced_command(lines: Sequence[str], first: int) -> str:
     if label := _LABEL_LINE.fullmatch(line):
         return label.group("command").strip()  # (a poster's label: its command alone)
     if not line.startswith("+"):
-        return _TRACE_MARK.sub("", line)
+        return _uncommented_prompt(_TRACE_MARK.sub("", continued(lines, first)[0]))
     depth = len(line) - len(line.lstrip("+"))
     start = first
     while start > 0 and _XTRACE.fullmatch(lines[start - 1].strip()):
@@ -210,6 +210,27 @@ def _traced_command(lines: Sequence[str], first: int) -> str:
     return " | ".join(
         sorted(said, key=lambda command: PurePosixPath(command.split()[0]).name in LINE_FILTERS)
     )
+
+
+def _uncommented_prompt(line: str) -> str:
+    """A prompt line commented out with the output below it (`# root@pc-linux:~# docker run ...
+    nvidia-smi`, a notes file's shell comment: m35e 06) without its comment mark, where the rest
+    is a prompt line the session reader knows; the line as given otherwise. Before, the command
+    read was the prompt's host and path with it, so the container it ran in went unsaid."""
+    rest = line.lstrip("#").strip()
+    return rest if line.startswith("#") and transcript.prompt_host(rest) is not None else line
+
+
+def continued(lines: Sequence[str], first: int) -> tuple[str, int]:
+    """(the command line `first` starts, joined with the lines it continues on, the index of its
+    last line): a command whose line ends in `\\` goes on on the next (`sudo journalctl -k \\` /
+    `  --since ... \\` / `  --no-pager | grep -iE 'nvrm|xid'`, bash's PS2 `> ` before each).
+    Before, the command was read up to the backslash, and its rest as the output's first lines."""
+    line, end = lines[first].strip(), first
+    while line.endswith("\\") and end + 1 < len(lines) and lines[end + 1].strip():
+        end += 1
+        line = f"{line[:-1].rstrip()} {lines[end].strip().removeprefix('> ').strip()}"
+    return line, end
 
 
 def copied_command(text: str) -> str:
@@ -241,4 +262,4 @@ def copied_host(text: str) -> str | None:
     `root@3f4e5a6b7c8d:/# df -h`), None where there is none."""
     lines = text.split("\n")
     first = _prompt_line(lines)
-    return transcript.prompt_host(lines[first]) if first is not None else None
+    return transcript.prompt_host(_uncommented_prompt(lines[first].strip())) if first is not None else None

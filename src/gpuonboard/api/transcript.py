@@ -76,6 +76,7 @@ _ENV = r"(?:\[[\d:/ -]{5,19}\]\s*)?(?:\([^()\s]+\)\s*)?"
 _PROMPT = re.compile(
     rf"{_ENV}(?:[\w.-]+@(?P<host>{_HOST})(?::\S*?|\s+\S+?)?(?:\s+\([^()\n]*\))?\s*[$#%]"  # me@gpu-1:~$
     rf"|\[[\w.-]+@(?P<host_>{_HOST})[^\]\n]*\]\s*[$#]"  # [root@gpu01 ~]#
+    r"|\[[\w.-]+\s+[\w.~/-]+\]\s*[$#]"  # [root ~]# (a PS1 of `[\u \W]\$`: no host)
     r"|PS [A-Za-z]:[^>\n]*>"  # PS C:\>
     r"|-?(?:ba|z|k|da)?sh-\d+(?:\.\d+)*[$#]"  # bash-4.2$, sh-4.4# (a shell without a prompt set)
     r"|\$)"  # $
@@ -547,6 +548,7 @@ def read(
     failed_whole: Callable[[T], bool] = lambda _: False,
     cut_short: Callable[[str, T], str] = lambda *_: "",
     changed: Callable[[str, T, T, str], T | KeptApart | None] = lambda *_: None,
+    elsewhere: Callable[[T], str] = lambda _: "",
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -567,7 +569,10 @@ def read(
     other run's as far as they go: the whole run is judged, the cut one named in the note; nor two
     outputs of one box with a command that changes its state between them (`nvidia-smi -pm 1`:
     `changed(kind, earlier, later, command)` joins them, api/state_change.py): the later is judged,
-    the earlier kept beside it for its faults, noted."""
+    the earlier kept beside it for its faults, noted; nor an output the box's login printed and
+    one of its kind printed elsewhere (`elsewhere(output)`: where, as a clause: `docker run
+    --gpus all IMAGE nvidia-smi`, `kubectl exec POD -- free -h`): the login's own is judged, the
+    other noted as not the box's (a container's answer never replaces the box's own)."""
     opened = shell_opened.inside(parts)  # (`kubectl exec -it POD -- sh`, then `/ # nvidia-smi`)
     each = [(part, _read_part(name, part, read_one, opened.get(part.line))) for part in parts]
     _refuse_several_boxes(name, each)
@@ -618,6 +623,10 @@ def read(
             notes.append(after[1])
             found[kind] = (part, after[0], where)
             continue
+        if kind in found and (own := _own_over_elsewhere(found[kind], (part, out, where), elsewhere)):
+            skipped.append(own[0])
+            found[kind] = own[1]
+            continue
         if kind in found:  # (a narrower view, or the box changed: neither may be dropped)
             _refuse_two(name, kind, found[kind][0], found[kind][1], part, out)
         found[kind] = (part, out, where)
@@ -650,6 +659,23 @@ def _after_change(
         f" before and after {changer.where}, which changes their state: the later, the box now, is"
         " judged, and each GPU's faults in the earlier one are judged as its own"
     )
+
+
+def _own_over_elsewhere(
+    first: tuple[Section, T, str], then: tuple[Section, T, str], elsewhere: Callable[[T], str]
+) -> tuple[tuple[int, str], tuple[Section, T, str]] | None:
+    """((the other's line, why it is not judged), the login's own output) where of two outputs of
+    one kind exactly one was printed elsewhere than at the box's login (a container, a pod, a job
+    step: `elsewhere` says where); None where both or neither were (rivals)."""
+    said = [elsewhere(first[1]), elsewhere(then[1])]
+    if bool(said[0]) == bool(said[1]):
+        return None
+    other, own = (first, then) if said[0] else (then, first)
+    why = (
+        f"{other[0].where}: printed elsewhere than at the box's login ({said[0] or said[1]}), not the"
+        f" box's own answer, which it never replaces; {own[0].where}, the box's own, is judged"
+    )
+    return (other[0].line, why), own
 
 
 def _cut_rerun(

@@ -415,9 +415,33 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
         or joined_container(kind, first, then)
         or joined_gpu_view(kind, first, then)
         or joined_env_list(kind, first, then)
+        or joined_remote_links(kind, first, then)
         or joined_memory(kind, first, then)
         or joined_cpus(kind, first, then)
     )
+
+
+# `nvidia-smi nvlink -R`'s link line (`Link 0: Remote Device 00000000:D5:00.0: Link 0`), and any
+# listing's GPU line
+_REMOTE_LINK = re.compile(r"^\s*Link \d+: Remote Device\b", re.M)
+_ANY_LINK = re.compile(r"^\s*Link \d+:", re.M)
+_NVLINK_GPU = re.compile(r"^\s*GPU \d+:.*$", re.M)
+
+
+def joined_remote_links(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """`nvidia-smi nvlink -R` (each link's remote device) and `nvlink -s` (each link's state) of
+    the same GPUs, either order: two listings, not two answers to one question (the dropped case
+    of m35c: refused as "two `nvidia-smi nvlink -s` outputs"); the status is judged. None for any
+    other two, or where their GPU lines differ."""
+    if kind != "nvidia_nvlink":
+        return None
+    remote = [
+        len(_REMOTE_LINK.findall(o.stdout)) == len(_ANY_LINK.findall(o.stdout)) > 0 for o in (first, then)
+    ]
+    gpus = [[" ".join(g.split()) for g in _NVLINK_GPU.findall(o.stdout)] for o in (first, then)]
+    if remote[0] == remote[1] or gpus[0] != gpus[1] or not gpus[0]:
+        return None
+    return then if remote[0] else first
 
 
 # an `nvidia-smi -L` line's UUID (a MIG device's too), which collect_env's GPU lines leave out
@@ -467,6 +491,11 @@ def joined_said(kind: str, both: object = None) -> str:
         return (
             "nvidia-smi -L's GPU list and a collect_env report's, the same GPUs once -L's UUIDs are"
             " taken out, the one with UUIDs judged"
+        )
+    if kind == "nvidia_nvlink":  # (joined_remote_links)
+        return (
+            "`nvidia-smi nvlink -R`'s listing of where each link goes and `nvlink -s`'s link states"
+            " of the same GPUs, the link states judged"
         )
     if kind == "free":
         return "two free outputs of the box whose Mem totals agree, the more exact one judged"

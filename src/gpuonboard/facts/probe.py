@@ -71,6 +71,9 @@ class ProbeOutput:
     # offline: the copied command was `nvidia-smi topo -m` (`--matrix`, no `p`), whose matrix
     # prints NV# wherever NVLink joins two GPUs: a whole row without one is a GPU without NVLink
     nvlink_matrix: bool = False
+    # offline: the copied command was `nvidia-smi nvlink -s` (or `-e`, `-c`) at the box's login with
+    # no `-i`: its listing names every GPU nvidia-smi sees, a count as `-L` is (api/narrowed.py)
+    nvlink_whole: bool = False
 
     @property
     def own_exit_code(self) -> int:

@@ -25,7 +25,7 @@ def test_an_unrecognised_file_beside_an_lscpu_is_one_missing_answer(tmp_path: Pa
     the same box's lscpu refused the whole folder (exit 2, "not a recognised command output"), the
     lscpu unjudged. It is named in a note, what it holds unverified, and the lscpu judged (2 x
     16 cores: 32 ordered passes, 64 fails); a folder where it is the only file is still refused,
-    and so is the file named itself (the user asked for it)."""
+    and so is the file named alone (named beside the lscpu, it is a note too: round 35)."""
     folder = tmp_path / "box"
     folder.mkdir()
     shutil.copy(REAL / LSCPU, folder / "lscpu.txt")
@@ -45,7 +45,9 @@ def test_an_unrecognised_file_beside_an_lscpu_is_one_missing_answer(tmp_path: Pa
         (rule,) = [x for x in doc["rules"] if x["name"] == "cpu_cores"]
         assert rule["verdict"] == verdict and rule["actual"].startswith("32 cores"), rule
         assert any(str(count) in note for note in doc["notes"])
-    r = cli(tmp_path, f"{folder / 'lscpu.txt'},{count}")
+    r = cli(tmp_path, f"{folder / 'lscpu.txt'},{count}")  # (named among several: a note too, round 35)
+    assert r.returncode == 0 and r.stderr.startswith(f"note: {count}: not a recognised command output")
+    r = cli(tmp_path, str(count))  # (named alone: refused)
     assert r.returncode == 2 and r.stderr.startswith(f"error: {count}: not a recognised command output")
     (folder / "lscpu.txt").unlink()
     r = cli(tmp_path, str(folder))

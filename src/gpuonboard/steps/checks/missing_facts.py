@@ -114,13 +114,16 @@ NVLINK_VIEW_ADVICE = "save `nvidia-smi -L` (or `nvidia-smi`) of the box to count
 def nvlink_view(facts: Facts) -> str:
     """Why the GPUs listed are no count of the box where only `nvlink -s` (or `-e`) listed them:
     its listing of some GPUs (`nvlink -s -i 0` saved without its command) looks as whole as the
-    box's, so fewer GPUs than ordered is no missing GPU; '' where another format listed them."""
+    box's, so fewer GPUs than ordered is no missing GPU; '' where another format listed them, or
+    where its command was saved with it and names no `-i` (a listing of every GPU: m35e 14)."""
     from gpuonboard.facts.gpu_agree import NVLINK_LISTINGS, format_call
 
     source = facts.gpu.source if facts.gpu is not None else ""
     if source not in NVLINK_LISTINGS or facts.gpu is None:
         return ""
     if len(whole_topo(facts)) == len(facts.gpu.gpus):  # (a whole `topo -m` lists the same GPUs)
+        return ""
+    if any(out.nvlink_whole for out in facts.raw.values()):  # (its command saved, with no `-i`)
         return ""
     return (
         f"only {format_call(source)} lists them whole, and a view of some GPUs (`nvlink -s -i 0`)"
