@@ -26,6 +26,7 @@ from gpuonboard.steps.base import Check, Verdict, last_line
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.gpu_share import share_advice
+from gpuonboard.steps.checks.mig_memory import mig_vram
 from gpuonboard.steps.checks.missing_facts import (
     ELSEWHERE_ADVICE,
     NVLINK_VIEW_ADVICE,
@@ -554,6 +555,12 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             "unverified",
             RERUN_ADVICE,
         )
+    whole = [g for g in facts.gpu.gpus if not g.faults]
+    if not read and (mig := mig_vram(expected, whole, order.vram_bytes * (1 - tolerance))):
+        # (MIG mode: the GPU's own row says N/A, its slices' rows give theirs)
+        if mig.verdict == "pass" and (incomplete := _incomplete_for(facts, "memory_total_mib")):
+            return Check("vram", expected, f"{mig.actual}; {incomplete}", "unverified", RERUN_ADVICE)
+        return mig
     if not read:
         refused = _refused(facts)
         return Check(

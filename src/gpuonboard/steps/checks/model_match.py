@@ -346,10 +346,12 @@ def _word_problem(token: str, show: str, got: _Delivered, vram_mib: int | None) 
         return None  # a bare number: '4090' is the RTX 4090
     if frag and token.startswith(frag):
         return None  # 'Gene...' of 'Generation'
+    if any(j.startswith(token) and j[len(token) :].isdecimal() for j in name.joined):
+        # the series word the name joined to its number: the 'RTX' of 'RTX 6000', seen whole in a
+        # cut name too ('NVIDIA RTX 6000 Ada Gene...' shows it)
+        return None
     if name.cut and token not in _LEADING:
         return ""
-    if any(j.startswith(token) and j[len(token) :].isdecimal() for j in name.joined):
-        return None  # the series word the name joined to its number: the 'RTX' of 'RTX 6000'
     if is_form_of(token, have):
         return None  # a form of the ordered model: the 'Tesla K40m' is a K40 (data: `forms`)
     longer = sorted(w for w in have if token in w and w != token)
