@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
+from gpuonboard.facts.nvidia_smi.htop_processes import WRAPPER_PROCESSES, htop_processes
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport, MigSlice
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
@@ -606,8 +607,12 @@ def parse_table(text: str) -> GpuReport:
     driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
     gpus, rows_whole = _table_gpus(lines, warnings, driver_model_column)
     processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
+    htop = None if processes_known else htop_processes(lines)
+    if htop is not None:  # (nvidia-htop's table in place of nvidia-smi's own)
+        processes, processes_known, of_every_gpu = htop[0], htop[1], htop[1]
+        warnings.append(WRAPPER_PROCESSES)
     slices = _table_mig_devices(lines)
-    whole = _table_complete(lines) and bool(gpus)
+    whole = (_table_complete(lines) or (htop is not None and htop[1])) and bool(gpus)
     # cut after the GPU table closed, inside the MIG devices or Processes table: every GPU row
     # is whole, only the process lists may go on in the part cut away
     lists_cut = not whole and rows_whole and bool(gpus)

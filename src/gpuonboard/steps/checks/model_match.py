@@ -405,7 +405,9 @@ def _cut_note(unseen: list[str], vague: str, joined: Iterable[str]) -> str:
     """The warning for a name cut by nvidia-smi's table: what the cut may hide."""
     note = "name cut by nvidia-smi's table"
     if unseen:
-        note += f"; not shown: {', '.join(_show(t, joined) for t in unseen)}"
+        words = [f"'{_show(t, joined)}'" for t in unseen]
+        said = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+        note += f"; the ordered {said} not in the part shown"
     if vague:
         note += f"; {vague}"
     if not unseen and not vague:

@@ -584,13 +584,19 @@ def _sorted_processes(
                 )
             elif p.type == "G":
                 graphics.append(fmt(g, p))
-            elif (p.type == "C+G" or apps) and is_desktop_process(p.name):
-                how = "in --query-compute-apps" if apps else "C+G"
+            elif (p.type == "C+G" or apps) and is_desktop_process(p.name) or _untyped_desktop(p):
+                how = "in --query-compute-apps" if apps else p.type or "no type given"
                 graphics.append(f"{fmt(g, p)} ({how}: a desktop's own process)")
                 desktop = True
             else:
                 compute.append(fmt(g, p))
     return compute, graphics, desktop
+
+
+def _untyped_desktop(p: GpuProcess) -> bool:
+    """`p`, of a list that gives no type and its command line (nvidia-htop's), runs a desktop's
+    own program (`/usr/lib/xorg/Xorg vt1 -displayfd 3`)."""
+    return p.type is None and bool(p.name.split()) and is_desktop_process(p.name.split()[0])
 
 
 def _holds_most(g: GpuInfo, p: GpuProcess) -> bool:
