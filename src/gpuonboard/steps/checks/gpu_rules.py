@@ -63,6 +63,7 @@ from gpuonboard.steps.checks.model_match import (
     match_model,
     split_count,
 )
+from gpuonboard.steps.checks.unified_memory import unified_vram
 from gpuonboard.steps.checks.vgpu_name import is_vgpu
 from gpuonboard.units import format_bytes
 
@@ -561,6 +562,8 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         if mig.verdict == "pass" and (incomplete := _incomplete_for(facts, "memory_total_mib")):
             return Check("vram", expected, f"{mig.actual}; {incomplete}", "unverified", RERUN_ADVICE)
         return mig
+    if not read and (unified := unified_vram(expected, whole)):
+        return unified  # (a Jetson's or the GB10's memory is the system's: `Not Supported`)
     if not read:
         refused = _refused(facts)
         return Check(
