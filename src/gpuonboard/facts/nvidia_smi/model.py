@@ -17,6 +17,8 @@ class GpuProcess:
     name: str  # as reported; the table form may truncate it ("...")
     type: str | None  # "C" compute, "G" graphics, "C+G", "M" (MPS) ...
     used_memory_mib: int | None
+    # the memory cell as printed where the table's width cut it (`13020...`): no figure read
+    memory_cut: str | None = None
 
 
 @dataclass(frozen=True)

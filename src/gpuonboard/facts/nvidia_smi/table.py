@@ -204,6 +204,7 @@ def _table_processes(
             used_memory_mib=None
             if match.group(7).endswith(("...", "…"))
             else _mib(_TABLE_UNIT.sub(" ", match.group(7))),
+            memory_cut=match.group(7) if match.group(7).endswith(("...", "…")) else None,
         )
         by_gpu.setdefault(int(match.group(1)), []).append(process)
     if unsupported and not by_gpu:

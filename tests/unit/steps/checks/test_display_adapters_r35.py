@@ -1,7 +1,8 @@
 """A DGX Station A100 lists its display card, `NVIDIA DGX Display`, as a GPU beside the 4 A100s
 (measure35c 22): it failed gpu_model ("'A100' not in the name") and counted as a fifth GPU ("more
 GPUs than ordered"). A display-only adapter of data/gpu_name_markers.yml `display_adapters` is
-left out of the model, count and memory and named. Real captures: tests/fixtures/real/SOURCES.md."""
+left out of the model, count and memory and named. Real captures: tests/fixtures/real/SOURCES.md,
+tests/fixtures/sessions/SOURCES.md."""
 
 from __future__ import annotations
 
@@ -13,14 +14,15 @@ from ...offline_judge import verdicts
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 ORDER = "gpu_model: A100 80GB\ngpu_count: 4\nvram: 80GB\n"
-LISTING = "nvidia-smi-L__dgx-station-a100__4gpu-2mig-plus-dgx-display__hash-commented-in-pbs-script.txt"
+LISTING = "page__nvidia-smi-L-HASH-COMMENTED-in-pbs-script__dgx-station-a100-4gpu-2mig-plus-dgx-display.txt"
 TABLE = (
     "nvidia-smi__dgx-station-a100__4gpu-mig-plus-dgx-display__driver470.141.03__gpu-rows-only__kr-notes.txt"
 )
 
 
 def _judged(tmp_path: Path, name: str, order: str = ORDER) -> dict[str, tuple[str, str]]:
-    return verdicts(tmp_path, name, (REAL / name).read_text(encoding="utf-8"), order)
+    path = REAL / name if (REAL / name).exists() else REAL.parent / "sessions" / name
+    return verdicts(tmp_path, name, path.read_text(encoding="utf-8"), order)
 
 
 @pytest.mark.parametrize("name", [LISTING, TABLE])
