@@ -18,7 +18,8 @@ FIXTURES = Path(__file__).parents[3] / "fixtures"
     [
         (
             "sessions/transcript__nvidia-smi-8xh200-570.158-vllm-process-memory-cell-cut-13020...__smartlaw-notes.txt",
-            "pid 1117159 VLLM::EngineCore (memory cell cut by the table's width: 13020...; GPU 0 has 130215 MiB used)",
+            "pid 1117159 VLLM::EngineCore (memory cell cut by the table's width: 13020...;"
+            " GPU 0 has 130215 MiB used)",
         ),
         (
             "real/nvidia-smi__b200__8gpu__driver580.95.05__load__backslash-line-ends.txt",

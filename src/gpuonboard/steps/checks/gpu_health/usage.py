@@ -499,7 +499,8 @@ def rule_foreign_processes(
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
         used = "memory N/A" if p.used_memory_mib is None else f"{p.used_memory_mib} MiB"
         if p.memory_cut:  # (`13020...`: the table's width cut the cell, its GPU's figure stands)
-            beside = f"; {gpu_label(g)} has {g.memory_used_mib} MiB used" if g.memory_used_mib is not None else ""
+            held = g.memory_used_mib
+            beside = f"; {gpu_label(g)} has {held} MiB used" if held is not None else ""
             used = f"memory cell cut by the table's width: {p.memory_cut}{beside}"
         # (a name nvidia-smi could not read, WDDM's `Insufficient Permissions`, a container's
         # `[Not Found]`, is no name)
