@@ -449,10 +449,22 @@ def reader_missing_check(name: str, what: str, said: str) -> Check:
 def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
     `| tail -50`, another boot's `journalctl -k -b -1`: `narrowed` says how): a fault it shows
-    still fails; no fault seen is not known to be none (unverified), as the lines it left out
-    may hold one."""
+    still fails, and a warning it shows stays a warning (what is shown is shown; what was left
+    out may be worse, and the sentence says so); no fault seen is not known to be none
+    (unverified), as the lines it left out may hold one."""
     if not narrowed or check.verdict in ("fail", "unverified"):
         return check
+    if check.verdict == "warn":
+        return Check(
+            check.name,
+            check.expected,
+            f"{check.actual}; {narrowed}",
+            "warn",
+            (f"{check.detail.rstrip('.')}; " if check.detail else "")
+            + f"the kernel log given is not the whole log of this boot ({narrowed}): what it leaves"
+            f" out may hold worse {what} errors; give the whole log of this boot (`sudo dmesg -T`, or"
+            " `journalctl -k -b`)",
+        )
     return Check(
         check.name,
         check.expected,
