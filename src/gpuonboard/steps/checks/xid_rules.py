@@ -446,15 +446,16 @@ def reader_missing_check(name: str, what: str, said: str) -> Check:
     )
 
 
-def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
+def _with_narrowed(check: Check, narrowed: str, what: str, own_warn: bool = True) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
     `| tail -50`, another boot's `journalctl -k -b -1`: `narrowed` says how): a fault it shows
     still fails, and a warning it shows stays a warning (what is shown is shown; what was left
-    out may be worse, and the sentence says so); no fault seen is not known to be none
-    (unverified), as the lines it left out may hold one."""
+    out may be worse, and the sentence says so) where it is of the rental's own GPUs (`own_warn`:
+    a warning only of another tenant's GPU says nothing of them); no fault seen is not known to be
+    none (unverified), as the lines it left out may hold one."""
     if not narrowed or check.verdict in ("fail", "unverified"):
         return check
-    if check.verdict == "warn":
+    if check.verdict == "warn" and own_warn:
         return Check(
             check.name,
             check.expected,
@@ -568,13 +569,16 @@ def rule_xid(
     xids = noise_alone(xids, [*events, *xids])
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
+    own_warn = check.verdict == "warn"  # (a warning of the rental's own GPUs, not another tenant's)
     span = boot_span(covers_boot)
     check = _with_not_shown(check, elsewhere, bool(xids), slice_, span)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
     # line went on to say, such as "caused by previous Xid 149", is not known)
     # (a log cut short inside any line, an SXid's too, may have lost the lines after it)
     unread = [e for e in events if e.kind == "xid_unread" or e.cut]
-    return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid")
+    return _with_narrowed(
+        _with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid", own_warn
+    )
 
 
 def _said_by_xid(
