@@ -530,6 +530,7 @@ def rule_xid(
     covers_boot: bool | None = None,
     narrowed: str = "",
     slice_: str = "",
+    lines_left_out: bool = False,
 ) -> Check:
     """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
     fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
@@ -545,8 +546,9 @@ def rule_xid(
     that matches none, an old driver's `0001:00`, is named as printed). A GPU's uncorrectable
     PCIe (AER) errors (facts/aer.py) fail (fatal, not recovered) or warn (non-fatal) alike.
     `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
-    unverified. In a log of several boots, a fault logged before its last reboot that asked for a
-    GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
+    unverified; a warning of the rental's GPUs stays one where `lines_left_out` (lines left out by
+    hand from a log otherwise as printed: what is shown is shown). In a log of several boots, a
+    fault logged before its last reboot that asked for a GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
     each said to be of the earlier boot.
     `slice_`: why the box is a slice of a bigger machine (a container, a Slurm job; "" where not
     known to be one), given only where `gpus` is its whole GPU listing: there a fault on a whole
@@ -569,7 +571,9 @@ def rule_xid(
     xids = noise_alone(xids, [*events, *xids])
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
-    own_warn = check.verdict == "warn"  # (a warning of the rental's own GPUs, not another tenant's)
+    # (a warning of the rental's own GPUs, in a log whose lines were left out by hand, `...`, not
+    # one whose lines are there but unread: joined, cut)
+    own_warn = check.verdict == "warn" and lines_left_out
     span = boot_span(covers_boot)
     check = _with_not_shown(check, elsewhere, bool(xids), slice_, span)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
