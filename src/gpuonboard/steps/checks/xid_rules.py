@@ -548,8 +548,9 @@ def rule_xid(
     `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
     unverified; a warning of the rental's GPUs stays one where `lines_left_out` (lines left out by
     hand from a log otherwise as printed: what is shown is shown). In a log of several boots, a
-    fault logged before its last reboot that asked for a GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
-    each said to be of the earlier boot.
+    fault logged before its last reboot that asked for a GPU reset or a reboot warns
+    (REBOOTED_SINCE: that reboot did it); others are judged as usual, each said to be of the
+    earlier boot.
     `slice_`: why the box is a slice of a bigger machine (a container, a Slurm job; "" where not
     known to be one), given only where `gpus` is its whole GPU listing: there a fault on a whole
     PCI address that none of `gpus` has is another tenant's GPU (the host's kernel log): said as
