@@ -148,9 +148,9 @@ def test_r7_f7_one_gpus_ecc_count_is_not_every_gpus() -> None:
     """GPUs in MIG mode print `On` in the table's ECC cell, no count: GPU 0's 0 spoke for all."""
     assert rules(A100_MIG)["ecc_uncorrectable"] == (
         "unverified",
-        "0 since boot on GPU 0 (no lifetime count); not reported for GPU 1, GPU 2, GPU 3, GPU 4, GPU 5,"
-        " GPU 6, GPU 7",
-    )
+        "0 since boot on GPU 0 (no lifetime count); 0 since boot on GPU 7 (its MIG slices' volatile"
+        " counts; no lifetime count); not reported for GPU 1, GPU 2, GPU 3, GPU 4, GPU 5, GPU 6",
+    )  # (round 35: GPU 7's MIG devices row gives its slice's volatile count)
     assert rules(H20_MIG)["ecc_uncorrectable"] == (
         "unverified",
         "0 since boot on GPU 3, GPU 4, GPU 5, GPU 6, GPU 7 (no lifetime count); not reported for GPU 0,"

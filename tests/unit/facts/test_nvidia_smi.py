@@ -303,6 +303,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__b200__driver570.133.20__gpu-stress-test-lines-above__cut-below-banner__gpustresstest-13.txt",
         # a Slurm job's .out holding the table its script printed: api/test_job_log_view_r34.py
         "nvidia-smi__h200__1gpu__driver575.57.08__slurm-job-out-prolog-epilog-cuda-visible-devices__pace-ice.txt",
+        # a DGX Station A100's table with its display card: steps/checks/test_display_adapters_r35.py
+        "nvidia-smi__dgx-station-a100__4gpu-mig-plus-dgx-display__driver470.141.03__gpu-rows-only__kr-notes.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -17,6 +17,20 @@ class GpuProcess:
     name: str  # as reported; the table form may truncate it ("...")
     type: str | None  # "C" compute, "G" graphics, "C+G", "M" (MPS) ...
     used_memory_mib: int | None
+    # the memory cell as printed where the table's width cut it (`13020...`): no figure read
+    memory_cut: str | None = None
+
+
+@dataclass(frozen=True)
+class MigSlice:
+    """One MIG device's first row in the table's `MIG devices:` section: its GPU instance, its
+    memory used / total (the slice's own, which CUDA sees as the device's), its volatile
+    uncorrectable ECC count (the `Vol. Unc ECC` column); None where the cell is N/A or unread."""
+
+    gpu_instance: int | None
+    memory_used_mib: int | None
+    memory_total_mib: int | None
+    ecc_volatile_uncorrectable: int | None
 
 
 @dataclass(frozen=True)
@@ -67,6 +81,9 @@ class GpuInfo:
     # `-L` lines under it, `-q`'s `MIG Device` records; None where the format read lists none
     # (never a GPU of its own: gpu_count names them beside the GPUs)
     mig_devices: int | None = None
+    # the MIG devices' rows of the table's `MIG devices:` section (their memory and volatile
+    # ECC counts, where the GPU's own row says N/A in MIG mode); () where none was read
+    mig_slices: tuple[MigSlice, ...] = ()
     vbios: str | None = None
     product_brand: str | None = None  # e.g. "NVIDIA", "GeForce", "NVIDIA RTX"
     product_architecture: str | None = None  # e.g. "Ampere", "Ada Lovelace"

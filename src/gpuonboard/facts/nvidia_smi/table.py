@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
-from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport
+from gpuonboard.facts.nvidia_smi.htop_processes import WRAPPER_PROCESSES, htop_processes
+from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport, MigSlice
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
     _compute_mode,
@@ -203,6 +204,7 @@ def _table_processes(
             used_memory_mib=None
             if match.group(7).endswith(("...", "…"))
             else _mib(_TABLE_UNIT.sub(" ", match.group(7))),
+            memory_cut=match.group(7) if match.group(7).endswith(("...", "…")) else None,
         )
         by_gpu.setdefault(int(match.group(1)), []).append(process)
     if unsupported and not by_gpu:
@@ -233,24 +235,37 @@ _TABLE_LISTS_CUT = (
 
 # a MIG device's first row in the `MIG devices:` table: `|  7   13   0   0  |  3MiB / 4864MiB |`
 # (GPU, GPU instance, compute instance, MIG device); its other rows hold no such first cell
-_TABLE_MIG_ROW = lazy_re(r"^(\d+)\s+(?:\d+|N/A)\s+(?:\d+|N/A)\s+\d+$")
+_TABLE_MIG_ROW = lazy_re(r"^(\d+)\s+(\d+|N/A)\s+(?:\d+|N/A)\s+\d+$")
 
 
-def _table_mig_devices(lines: Sequence[str]) -> dict[int, int]:
+def _table_mig_devices(lines: Sequence[str]) -> dict[int, list[MigSlice]]:
     """MIG devices per GPU index from the `MIG devices:` table, where it was read to its end (a
-    later table's header follows it): a count of a table cut inside it would be too low."""
+    later table's header follows it): a count of a table cut inside it would be too low. Each
+    with its memory used / total and its volatile uncorrectable ECC count (`| 32      0 |`: SM
+    count, then the count)."""
     start = next((i for i, line in enumerate(lines) if "MIG devices:" in line), None)
     if start is None:
         return {}
-    counts: dict[int, int] = {}
+    slices: dict[int, list[MigSlice]] = {}
     for line in lines[start + 1 :]:
         if _TABLE_PROCESSES.search(line):
-            return counts
+            return slices
         cells = _cells(line)
         match = _TABLE_MIG_ROW.match(cells[0].strip()) if len(cells) > 1 else None
         if match:
-            counts[int(match.group(1))] = counts.get(int(match.group(1)), 0) + 1
+            slices.setdefault(int(match.group(1)), []).append(_mig_slice(match.group(2), cells))
     return {}
+
+
+def _mig_slice(instance: str, cells: list[str]) -> MigSlice:
+    """One MIG device's first row read: `|  0    5   0   0  |  29MiB / 33280MiB  | 32      0 |`."""
+    memory = _TABLE_MEMORY.search(cells[1])
+    used = total = None
+    if memory and memory.group(2) == memory.group(4) != "GiB":
+        used, total = int(memory.group(1)), int(memory.group(3))
+    sm_ecc = cells[2].split() if len(cells) > 2 else []
+    unc = int(sm_ecc[1]) if len(sm_ecc) == 2 and sm_ecc[1].isdigit() else None
+    return MigSlice(int(instance) if instance.isdigit() else None, used, total, unc)
 
 
 def _table_cell(value: str, name: str, cell_faults: list[str]) -> str:
@@ -593,8 +608,12 @@ def parse_table(text: str) -> GpuReport:
     driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
     gpus, rows_whole = _table_gpus(lines, warnings, driver_model_column)
     processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
+    htop = None if processes_known else htop_processes(lines)
+    if htop is not None:  # (nvidia-htop's table in place of nvidia-smi's own)
+        processes, processes_known, of_every_gpu = htop[0], htop[1], htop[1]
+        warnings.append(WRAPPER_PROCESSES)
     slices = _table_mig_devices(lines)
-    whole = _table_complete(lines) and bool(gpus)
+    whole = (_table_complete(lines) or (htop is not None and htop[1])) and bool(gpus)
     # cut after the GPU table closed, inside the MIG devices or Processes table: every GPU row
     # is whole, only the process lists may go on in the part cut away
     lists_cut = not whole and rows_whole and bool(gpus)
@@ -606,7 +625,8 @@ def parse_table(text: str) -> GpuReport:
             # list unread, never "none" (a busy GPU read as listing no process failed)
             processes_known=processes_known and (of_every_gpu or gpu.index in processes),
             processes_open=(processes_known and gpu.index in processes or lists_cut) and not of_every_gpu,
-            mig_devices=slices.get(gpu.index),
+            mig_devices=len(slices[gpu.index]) if gpu.index in slices else None,
+            mig_slices=tuple(slices.get(gpu.index, ())),
         )
         for gpu in gpus
     ]

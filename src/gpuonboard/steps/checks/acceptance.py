@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from gpuonboard.connection.gather import Facts, memo
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Plan, Step, StepArgsError, StepContext
+from gpuonboard.steps.checks.display_adapters import named_beside, without_display_adapters
 from gpuonboard.steps.checks.driver_min import rule_min_driver
 from gpuonboard.steps.checks.gpu_rules import (
     rule_driver,
@@ -94,12 +95,15 @@ def evaluate(order: OrderSpec, facts: Facts, tolerance: dict[str, float] | None 
     """Every rule that the order specifies, in a stable order."""
     tol = {**DEFAULT_TOLERANCE, **(tolerance or {})}
     checks = [rule_driver(facts)]
+    # (a DGX Station's display card is listed as a GPU: no GPU the order's model, count or
+    # memory speaks of)
+    compute, shown = without_display_adapters(facts)
     if order.gpu_model:
-        checks.append(rule_gpu_model(order, facts))
+        checks.append(named_beside(rule_gpu_model(order, compute), shown))
     if order.gpu_count is not None:
-        checks.append(rule_gpu_count(order, facts))
+        checks.append(named_beside(rule_gpu_count(order, compute), shown))
     if order.vram_bytes is not None:
-        checks.append(rule_vram(order, facts, tol["vram"]))
+        checks.append(named_beside(rule_vram(order, compute, tol["vram"]), shown))
     if order.cpu_cores is not None:
         checks.append(rule_cpu(order, facts))
     if order.ram_bytes is not None:

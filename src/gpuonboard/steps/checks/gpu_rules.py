@@ -26,6 +26,7 @@ from gpuonboard.steps.base import Check, Verdict, last_line
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.gpu_share import share_advice
+from gpuonboard.steps.checks.mig_memory import mig_vram
 from gpuonboard.steps.checks.missing_facts import (
     ELSEWHERE_ADVICE,
     NVLINK_VIEW_ADVICE,
@@ -62,6 +63,7 @@ from gpuonboard.steps.checks.model_match import (
     match_model,
     split_count,
 )
+from gpuonboard.steps.checks.unified_memory import unified_vram
 from gpuonboard.steps.checks.vgpu_name import is_vgpu
 from gpuonboard.units import format_bytes
 
@@ -554,6 +556,14 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             "unverified",
             RERUN_ADVICE,
         )
+    whole = [g for g in facts.gpu.gpus if not g.faults]
+    if not read and (mig := mig_vram(expected, whole, order.vram_bytes * (1 - tolerance))):
+        # (MIG mode: the GPU's own row says N/A, its slices' rows give theirs)
+        if mig.verdict == "pass" and (incomplete := _incomplete_for(facts, "memory_total_mib")):
+            return Check("vram", expected, f"{mig.actual}; {incomplete}", "unverified", RERUN_ADVICE)
+        return mig
+    if not read and (unified := unified_vram(expected, whole)):
+        return unified  # (a Jetson's or the GB10's memory is the system's: `Not Supported`)
     if not read:
         refused = _refused(facts)
         return Check(

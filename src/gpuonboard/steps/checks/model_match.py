@@ -346,10 +346,12 @@ def _word_problem(token: str, show: str, got: _Delivered, vram_mib: int | None) 
         return None  # a bare number: '4090' is the RTX 4090
     if frag and token.startswith(frag):
         return None  # 'Gene...' of 'Generation'
+    if any(j.startswith(token) and j[len(token) :].isdecimal() for j in name.joined):
+        # the series word the name joined to its number: the 'RTX' of 'RTX 6000', seen whole in a
+        # cut name too ('NVIDIA RTX 6000 Ada Gene...' shows it)
+        return None
     if name.cut and token not in _LEADING:
         return ""
-    if any(j.startswith(token) and j[len(token) :].isdecimal() for j in name.joined):
-        return None  # the series word the name joined to its number: the 'RTX' of 'RTX 6000'
     if is_form_of(token, have):
         return None  # a form of the ordered model: the 'Tesla K40m' is a K40 (data: `forms`)
     longer = sorted(w for w in have if token in w and w != token)
@@ -403,7 +405,9 @@ def _cut_note(unseen: list[str], vague: str, joined: Iterable[str]) -> str:
     """The warning for a name cut by nvidia-smi's table: what the cut may hide."""
     note = "name cut by nvidia-smi's table"
     if unseen:
-        note += f"; not shown: {', '.join(_show(t, joined) for t in unseen)}"
+        words = [f"'{_show(t, joined)}'" for t in unseen]
+        said = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+        note += f"; the ordered {said} not in the part shown"
     if vague:
         note += f"; {vague}"
     if not unseen and not vague:

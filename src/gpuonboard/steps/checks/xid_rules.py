@@ -446,13 +446,26 @@ def reader_missing_check(name: str, what: str, said: str) -> Check:
     )
 
 
-def _with_narrowed(check: Check, narrowed: str, what: str) -> Check:
+def _with_narrowed(check: Check, narrowed: str, what: str, own_warn: bool = True) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
     `| tail -50`, another boot's `journalctl -k -b -1`: `narrowed` says how): a fault it shows
-    still fails; no fault seen is not known to be none (unverified), as the lines it left out
-    may hold one."""
+    still fails, and a warning it shows stays a warning (what is shown is shown; what was left
+    out may be worse, and the sentence says so) where it is of the rental's own GPUs (`own_warn`:
+    a warning only of another tenant's GPU says nothing of them); no fault seen is not known to be
+    none (unverified), as the lines it left out may hold one."""
     if not narrowed or check.verdict in ("fail", "unverified"):
         return check
+    if check.verdict == "warn" and own_warn:
+        return Check(
+            check.name,
+            check.expected,
+            f"{check.actual}; {narrowed}",
+            "warn",
+            (f"{check.detail.rstrip('.')}; " if check.detail else "")
+            + f"the kernel log given is not the whole log of this boot ({narrowed}): what it leaves"
+            f" out may hold worse {what} errors; give the whole log of this boot (`sudo dmesg -T`, or"
+            " `journalctl -k -b`)",
+        )
     return Check(
         check.name,
         check.expected,
@@ -517,6 +530,7 @@ def rule_xid(
     covers_boot: bool | None = None,
     narrowed: str = "",
     slice_: str = "",
+    lines_left_out: bool = False,
 ) -> Check:
     """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
     fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
@@ -532,9 +546,11 @@ def rule_xid(
     that matches none, an old driver's `0001:00`, is named as printed). A GPU's uncorrectable
     PCIe (AER) errors (facts/aer.py) fail (fatal, not recovered) or warn (non-fatal) alike.
     `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
-    unverified. In a log of several boots, a fault logged before its last reboot that asked for a
-    GPU reset or a reboot warns (REBOOTED_SINCE: that reboot did it); others are judged as usual,
-    each said to be of the earlier boot.
+    unverified; a warning of the rental's GPUs stays one where `lines_left_out` (lines left out by
+    hand from a log otherwise as printed: what is shown is shown). In a log of several boots, a
+    fault logged before its last reboot that asked for a GPU reset or a reboot warns
+    (REBOOTED_SINCE: that reboot did it); others are judged as usual, each said to be of the
+    earlier boot.
     `slice_`: why the box is a slice of a bigger machine (a container, a Slurm job; "" where not
     known to be one), given only where `gpus` is its whole GPU listing: there a fault on a whole
     PCI address that none of `gpus` has is another tenant's GPU (the host's kernel log): said as
@@ -556,13 +572,18 @@ def rule_xid(
     xids = noise_alone(xids, [*events, *xids])
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
+    # (a warning of the rental's own GPUs, in a log whose lines were left out by hand, `...`, not
+    # one whose lines are there but unread: joined, cut)
+    own_warn = check.verdict == "warn" and lines_left_out
     span = boot_span(covers_boot)
     check = _with_not_shown(check, elsewhere, bool(xids), slice_, span)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
     # line went on to say, such as "caused by previous Xid 149", is not known)
     # (a log cut short inside any line, an SXid's too, may have lost the lines after it)
     unread = [e for e in events if e.kind == "xid_unread" or e.cut]
-    return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid")
+    return _with_narrowed(
+        _with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid", own_warn
+    )
 
 
 def _said_by_xid(

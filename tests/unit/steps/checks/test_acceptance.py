@@ -475,7 +475,7 @@ def test_name_cut_at_a_space_warns_on_the_visible_words() -> None:
     )
     check = _gpu_model(cut, "RTX 4080 SUPER")
     assert check.verdict == "warn" and "name cut by nvidia-smi's table" in check.detail
-    assert "not shown: SUPER" in check.detail
+    assert "the ordered 'SUPER' not in the part shown" in check.detail
     assert _gpu_model(cut, "RTX 4080").verdict == "warn"  # the cut tail may be SUPER or Laptop
     assert _gpu_model(cut, "RTX 4090").verdict == "fail"
 

@@ -104,16 +104,17 @@ def test_table_cut_inside_its_process_rows_names_no_empty_list(tmp_path: Path) -
 
 def test_a_whole_view_of_one_gpu_listing_graphics_beside_work_is_of_that_gpu(tmp_path: Path) -> None:
     """The real `nvidia-smi -i 7` view of an H800 (GPU 7 at 23 %, 59 GiB used), its one process
-    row edited to type G `/usr/lib/xorg/Xorg` (review O of round 24): its process box is whole
+    row edited to type G `/usr/lib/xorg/Xorg` holding 60 MiB (review O of round 24): its process box is whole
     (only the view is narrowed, which makes the report not whole), so nothing of GPU 7's list is
     cut away: never "(the output was cut short: its process list may be in the part cut away)".
     Round 28: the desktop's process is a warning of GPU 7 only; GPUs 0-6, not read, may run a
     compute job (a fail), so the row is unverified, naming what was read and the view's gap (it
     warned, a verdict milder than the whole box's could be)."""
     text = (REAL / "nvidia-smi__h800__gpu7-of-8__driver525.105.17__ecc-off.txt").read_text()
-    old = "82977      C   ...nv-py310-cu118/bin/python"
+    old = "82977      C   ...nv-py310-cu118/bin/python    60570MiB"
     assert old in text
-    text = text.replace(old, "82977      G   /usr/lib/xorg/Xorg           ")
+    # (a desktop's size: a G process holding most of the memory is a job, round 35)
+    text = text.replace(old, "82977      G   /usr/lib/xorg/Xorg                 60MiB")
     verdict, actual = verdicts(tmp_path, "nvidia-smi.txt", text)["foreign_processes"]
     assert verdict == "warn" and "(of what was read; " in actual, actual  # (round 33: a warning read stands)
     assert "it lists GPU 7 but not GPU 0, 1, 2, 3, 4, 5, 6" in actual

@@ -16,6 +16,7 @@ from gpuonboard.steps.checks.gpu_health.common import (
     no_ecc_said,
     sandboxed_advice,
 )
+from gpuonboard.steps.checks.mig_memory import slice_counts_only, with_slice_ecc
 from gpuonboard.steps.checks.ngc import gpu_class
 
 ECC_ENABLE_ADVICE = (
@@ -197,7 +198,10 @@ def _ecc_mode_unread(unknown: list[GpuInfo], gpus: list[GpuInfo], note: str, san
 
 
 def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
-    """No uncorrectable ECC errors, volatile (since boot) or aggregate (lifetime)."""
+    """No uncorrectable ECC errors, volatile (since boot) or aggregate (lifetime); a GPU in MIG
+    mode's volatile count is its slices' (the table's MIG devices rows)."""
+    on_slices = [g.index for g in gpus if slice_counts_only(g)]
+    gpus = [with_slice_ecc(g) for g in gpus]
     bad = []
     for g in gpus:
         vol, agg = g.ecc_volatile_uncorrectable or 0, g.ecc_aggregate_uncorrectable or 0
@@ -228,7 +232,14 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     if missing and (known or boot_only):
         unread = [g for g in missing if g not in boot_only]
         parts = [f"0 on {gpu_list(known, gpus)}"] if known else []
-        parts += [f"0 since boot on {gpu_list(boot_only, gpus)} (no lifetime count)"] if boot_only else []
+        own = [g for g in boot_only if g.index not in on_slices]
+        sliced = [g for g in boot_only if g.index in on_slices]
+        parts += [f"0 since boot on {gpu_list(own, gpus)} (no lifetime count)"] if own else []
+        parts += (
+            [f"0 since boot on {gpu_list(sliced, gpus)} (its MIG slices' volatile counts; no lifetime count)"]
+            if sliced
+            else []
+        )
         parts += [f"not reported for {gpu_list(unread, gpus)}"] if unread else []
         return Check(
             "ecc_uncorrectable",
@@ -236,8 +247,8 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
             "; ".join(parts),
             "unverified",
             "nvidia-smi did not report the lifetime (aggregate) count of uncorrectable errors for"
-            " every GPU with ECC on (the table shows only the count since boot, and none for a GPU"
-            " in MIG mode); `nvidia-smi -q -d ECC` shows it",
+            " every GPU with ECC on (the table shows only the count since boot, in MIG mode on each"
+            " MIG slice's row); `nvidia-smi -q -d ECC` shows it",
         )
     if known or any(g.ecc_volatile_uncorrectable is not None for g in gpus):
         return Check("ecc_uncorrectable", "0", "0", "pass")

@@ -15,6 +15,7 @@ from gpuonboard.facts.usage_levels import BUSY_MEMORY_MIB, BUSY_UTIL_PCT, IDLE_H
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
+from gpuonboard.steps.checks.mig_memory import with_slices_used
 from gpuonboard.steps.checks.once import loaded_once
 from gpuonboard.steps.checks.vgpu_name import is_vgpu, vgpu_profile
 
@@ -497,6 +498,10 @@ def rule_foreign_processes(
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
         used = "memory N/A" if p.used_memory_mib is None else f"{p.used_memory_mib} MiB"
+        if p.memory_cut:  # (`13020...`: the table's width cut the cell, its GPU's figure stands)
+            held = g.memory_used_mib
+            beside = f"; {gpu_label(g)} has {held} MiB used" if held is not None else ""
+            used = f"memory cell cut by the table's width: {p.memory_cut}{beside}"
         # (a name nvidia-smi could not read, WDDM's `Insufficient Permissions`, a container's
         # `[Not Found]`, is no name)
         unread = p.name.strip() and (
@@ -505,6 +510,8 @@ def rule_foreign_processes(
         name = f"(name not read: {unread})" if unread else p.name.strip() or "(no name given)"
         return f"{gpu_label(g)}: pid {p.pid} {name} ({used})"
 
+    # (MIG mode: the GPU's own row says N/A, its slices' rows show the memory a job holds)
+    gpus = [with_slices_used(g) for g in gpus]
     read = [g for g in gpus if not g.faults]
     compute, graphics, desktop = _sorted_processes(read, fmt)
     # GPUs with no process listed: the figures may still show someone's job
@@ -563,10 +570,10 @@ def _sorted_processes(
     read: list[GpuInfo], fmt: Callable[[GpuInfo, GpuProcess], str]
 ) -> tuple[list[str], list[str], bool]:
     """(compute, graphics, a desktop's own process among them) of the processes listed: a `G`
-    process is graphics; a `C+G` one (or one of a `--query-compute-apps` list, which gives no
-    type) whose name is a desktop's own process (data/desktop_processes.yml: KDE's kwin_wayland,
-    Windows' dwm.exe and explorer.exe) is the box's display, listed with the graphics; any other
-    is compute."""
+    process is graphics, unless it holds most of the GPU's memory (_holds_most: a job); a `C+G`
+    one (or one of a `--query-compute-apps` list, which gives no type) whose name is a desktop's
+    own process (data/desktop_processes.yml: KDE's kwin_wayland, Windows' dwm.exe and
+    explorer.exe) is the box's display, listed with the graphics; any other is compute."""
     compute: list[str] = []
     graphics: list[str] = []
     desktop = False
@@ -575,15 +582,33 @@ def _sorted_processes(
         # a C+G compositor's too)
         apps = ("processes", "compute_apps") in g.provenance
         for p in g.processes:
-            if p.type == "G":
+            if p.type == "G" and _holds_most(g, p):
+                compute.append(
+                    f"{fmt(g, p)} (typed G, yet it holds most of the GPU's memory: a job, not a display)"
+                )
+            elif p.type == "G":
                 graphics.append(fmt(g, p))
-            elif (p.type == "C+G" or apps) and is_desktop_process(p.name):
-                how = "in --query-compute-apps" if apps else "C+G"
+            elif (p.type == "C+G" or apps) and is_desktop_process(p.name) or _untyped_desktop(p):
+                how = "in --query-compute-apps" if apps else p.type or "no type given"
                 graphics.append(f"{fmt(g, p)} ({how}: a desktop's own process)")
                 desktop = True
             else:
                 compute.append(fmt(g, p))
     return compute, graphics, desktop
+
+
+def _untyped_desktop(p: GpuProcess) -> bool:
+    """`p`, of a list that gives no type and its command line (nvidia-htop's), runs a desktop's
+    own program (`/usr/lib/xorg/Xorg vt1 -displayfd 3`)."""
+    return p.type is None and bool(p.name.split()) and is_desktop_process(p.name.split()[0])
+
+
+def _holds_most(g: GpuInfo, p: GpuProcess) -> bool:
+    """`p` holds more than half of `g`'s memory, and more than a busy GPU's 1 GiB: a job's share,
+    whatever its type (a display server or desktop holds tens to hundreds of MiB; a rendering or
+    game process, or a job a container's runtime reports as graphics, holds the GPU)."""
+    used, total = p.used_memory_mib, g.memory_total_mib
+    return used is not None and total is not None and used > BUSY_MEMORY_MIB and 2 * used > total
 
 
 def _graphics_check(graphics: list[str], display: list[GpuInfo], desktop: bool = False) -> Check:

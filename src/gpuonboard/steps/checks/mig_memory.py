@@ -1,0 +1,72 @@
+"""What a GPU in MIG mode shows of its memory where its own row says N/A: the MIG devices'
+rows of nvidia-smi's table (`|  0    5   0   0  |  29MiB / 33280MiB  | 32      0 |`), each a
+slice's own memory (the device CUDA sees) and its volatile uncorrectable ECC count. The vram
+rule judges the slices given where no GPU total was read (a slice is what a job gets, not the
+whole GPU), foreign_processes reads their memory used as the GPU's, the ECC rule their volatile counts."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.steps.base import Check
+from gpuonboard.units import format_bytes
+
+MIG_SLICES_SHORT = (
+    "the GPU is in MIG mode and what CUDA sees is its MIG slices, each a share of the GPU's memory,"
+    " not the whole GPU ordered: MIG slices given as GPUs; ask the vendor for whole GPUs (MIG mode"
+    " off: `nvidia-smi -mig 0` and a GPU reset) or for the slices that were ordered"
+)
+
+
+def slices_used_mib(g: GpuInfo) -> int | None:
+    """The memory `g`'s MIG slices use, each GPU instance once (the compute instances of one GPU
+    instance share its memory, and each of their rows repeats it); None where any slice's figure
+    is unread."""
+    if not g.mig_slices or any(s.memory_used_mib is None for s in g.mig_slices):
+        return None
+    by_instance: dict[object, int] = {}
+    for i, s in enumerate(g.mig_slices):
+        by_instance[s.gpu_instance if s.gpu_instance is not None else f"row {i}"] = s.memory_used_mib or 0
+    return sum(by_instance.values())
+
+
+def with_slices_used(g: GpuInfo) -> GpuInfo:
+    """`g` with its MIG slices' memory used as its own where its own row gave none (MIG mode's
+    N/A): a job on a slice shows there."""
+    if g.memory_used_mib is not None or (used := slices_used_mib(g)) is None:
+        return g
+    return replace(g, memory_used_mib=used)
+
+
+def mig_vram(expected: str, gpus: list[GpuInfo], least_bytes: float) -> Check | None:
+    """vram of GPUs in MIG mode whose own memory total is not shown, judged by their MIG slices'
+    (each a device CUDA runs a job on, with only its share of the memory): the smallest; None
+    where a GPU has no slice's total read."""
+    sizes = [[s.memory_total_mib for s in g.mig_slices if s.memory_total_mib is not None] for g in gpus]
+    if not gpus or not all(sizes):
+        return None
+    smallest = min(min(each) for each in sizes)
+    count = sum(len(each) for each in sizes)
+    actual = (
+        f"{smallest} MiB ({format_bytes(smallest * 1024 * 1024, binary=True)})"
+        + (" smallest of" if count > 1 else " in")
+        + f" {count} MIG slice{'s' if count > 1 else ''} (MIG mode on: the GPU's own total not shown)"
+    )
+    if smallest * 1024 * 1024 >= least_bytes:
+        return Check("vram", expected, actual, "pass")
+    return Check("vram", expected, actual, "fail", MIG_SLICES_SHORT)
+
+
+def with_slice_ecc(g: GpuInfo) -> GpuInfo:
+    """`g` with its MIG slices' volatile uncorrectable counts (summed) as its own where its own
+    row gave none (MIG mode: the table prints the ECC mode in that cell)."""
+    counts = [s.ecc_volatile_uncorrectable for s in g.mig_slices]
+    if g.ecc_volatile_uncorrectable is not None or not counts or None in counts:
+        return g
+    return replace(g, ecc_volatile_uncorrectable=sum(c for c in counts if c is not None))
+
+
+def slice_counts_only(g: GpuInfo) -> bool:
+    """`g`'s volatile uncorrectable count is read only from its MIG slices' rows."""
+    return g.ecc_volatile_uncorrectable is None and with_slice_ecc(g) is not g
