@@ -131,7 +131,7 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         return "replace", "not in NVIDIA's catalogue"
     if entry.action == "from_message":
         return _recovery_action(event.message), entry.name
-    if retired := _page_retirement(event):
+    if retired := _page_retirement(event) or _repair_pending(event, entry):
         return retired
     if entry.action in FAILING and _NONFATAL.match(event.message):
         return "watch", f"{entry.name} (non-fatal)"
@@ -168,6 +168,51 @@ def _page_retirement(event: KernelEvent) -> tuple[str, str] | None:
         return "reboot", name
     entry = load_xid_catalogue()[0].get(event.code)
     return (entry.action if entry else "replace"), name
+
+
+# A memory repair the driver recorded and says takes effect only at the GPU's next reset, in its
+# own words (src/nvidia/src/kernel/gpu/.../ras_events.c of NVIDIA/open-gpu-kernel-modules: Xid 63
+# `Row Remapper: New row (0x%016llx) marked for remapping, reset gpu to activate.`, the
+# `Row Remapper: New row marked for remapping, ...` of a control call, `Bank Remapper: New bank
+# marked for remapping, reset gpu to activate.`, `Row Remapper: (0x...) - Attempting to remap a
+# row that is already pending remapping. Remapping will occur when the GPU is reset`, `Marking
+# Channel %d in FBPA %d along with its pair for repair. Perform %s to activate repair.`): a repair
+# pending until the GPU is reset, which NVML calls the row-remapping pending flag ("row-remapping
+# will happen at the next GPU reset"; memory_repair fails it, remap pending). NVIDIA's catalogue
+# lists Xid 63 as a recording event (IGNORE): the event is recorded, the repair is not active yet,
+# so the line asks for the reset (measure35a 04: "Xid 63 GPU memory remapping event -> ignore").
+_REPAIR_PENDING = lazy_re(
+    r"\breset\s+(?:the\s+)?gpu\s+to\s+activate\b|\bwill\s+occur\s+when\s+the\s+GPU\s+is\s+reset\b"
+    r"|\bPerform\s+(.{1,40}?)\s+to\s+activate\s+repair\b",
+    re.IGNORECASE,
+)
+
+
+def _repair_pending(event: KernelEvent, entry: XidEntry) -> tuple[str, str] | None:
+    """(action, name) of an Xid line that says its memory repair waits for a GPU reset (or, as
+    `Perform %s`, names what activates it: a reboot where it says one): `reset_gpu` (`reboot`),
+    its name saying the driver's words; None for any other line, or where the catalogue already
+    asks for more (Xid 64's failed remap: `replace`)."""
+    if event.kind != "xid" or not (m := _REPAIR_PENDING.search(event.message)):
+        return None
+    action = "reboot" if m.group(1) and re.search(r"reboot|restart", m.group(1), re.IGNORECASE) else "reset_gpu"
+    if entry.action in FAILING and entry.action != "reset_gpu":
+        return None
+    until = "the box is rebooted" if action == "reboot" else "the GPU is reset"
+    return action, f"{entry.name}, a repair pending until {until} (the driver: '{_driver_words(event.message)}')"
+
+
+# the process fields the driver prints before an Xid's text (`pid=1896, `, `pid='<unknown>',
+# name=<unknown>, `) and an address in brackets (`New row (0x00000012bac1c3e0) marked`)
+_XID_FIELDS = lazy_re(r"^(?:\s*(?:pid|name)=(?:'[^']*'|[^,]*),)*\s*")
+_BRACKETED_HEX = lazy_re(r"\s*\(0x[0-9a-f]+\)", re.IGNORECASE)
+
+
+def _driver_words(message: str) -> str:
+    """An Xid line's own text as a sentence quotes it: without the process fields before it, the
+    addresses it brackets, its final stop."""
+    said = _BRACKETED_HEX.sub("", _XID_FIELDS.sub("", " ".join(message.split()), count=1))
+    return said.rstrip(". ")
 
 
 # the driver's own word that an error-containment Xid (94, 95) left the GPU needing a reset:
