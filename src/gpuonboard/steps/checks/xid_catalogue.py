@@ -195,11 +195,13 @@ def _repair_pending(event: KernelEvent, entry: XidEntry) -> tuple[str, str] | No
     asks for more (Xid 64's failed remap: `replace`)."""
     if event.kind != "xid" or not (m := _REPAIR_PENDING.search(event.message)):
         return None
-    action = "reboot" if m.group(1) and re.search(r"reboot|restart", m.group(1), re.IGNORECASE) else "reset_gpu"
+    by = m.group(1) or ""
+    action = "reboot" if re.search(r"reboot|restart", by, re.IGNORECASE) else "reset_gpu"
     if entry.action in FAILING and entry.action != "reset_gpu":
         return None
     until = "the box is rebooted" if action == "reboot" else "the GPU is reset"
-    return action, f"{entry.name}, a repair pending until {until} (the driver: '{_driver_words(event.message)}')"
+    said = _driver_words(event.message)
+    return action, f"{entry.name}, a repair pending until {until} (the driver: '{said}')"
 
 
 # the process fields the driver prints before an Xid's text (`pid=1896, `, `pid='<unknown>',
