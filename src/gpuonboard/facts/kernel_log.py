@@ -73,6 +73,7 @@ from gpuonboard.facts.kernel_nvrm import NvrmFault as NvrmFault
 from gpuonboard.facts.kernel_nvrm import address as _address
 from gpuonboard.facts.kernel_nvrm import continues as _continues
 from gpuonboard.facts.kernel_nvrm import firmly as _firmly
+from gpuonboard.facts.kernel_nvrm import kernel_cause
 from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
@@ -326,7 +327,7 @@ class BootCounter:
 
 def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
     """The fault event of one joined NVRM message, or None when it is not a fault sentence."""
-    fault = next((f for f in load_nvrm_faults() if f.pattern.search(text)), None)
+    fault = next((f for f in load_nvrm_faults() if not f.kernel_line and f.pattern.search(text)), None)
     if fault is None:
         return None
     return KernelEvent("nvrm", 0, _address(text), text, None, head, fault.id)
@@ -578,7 +579,12 @@ class _Reader:
 
     def probe_read(self, line: str) -> None:
         """The kernel's `nvidia: probe of ADDR failed` line, if `line` is one, with its place among
-        the events and its driver load (kernel_instance.probe_line)."""
+        the events and its driver load (kernel_instance.probe_line); a kernel line that says why
+        the driver failed a GPU (data/nvrm_faults.yml `kernel_line`), an event of its row."""
+        if (cause := kernel_cause(line)) is not None:
+            fault, text = cause
+            head = _prefix(line, max(line.find(text), 0))
+            self.events.append(KernelEvent("nvrm", 0, _address(text), text, None, head, fault.id))
         if (probe := probe_line(line, len(self.events), len(self.load_starts))) is not None:
             self.probes.append(probe)
 

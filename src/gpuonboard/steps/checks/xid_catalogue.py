@@ -16,6 +16,7 @@ from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults
 from gpuonboard.once import lazy_re
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.xid_causes import CAUSE
 
 __all__ = [
     "ACTIONS",
@@ -39,6 +40,7 @@ FAILING = (
     "unload_other_driver",
     "match_driver_versions",
     "fix_bar_mapping",
+    "fix_host_setup",
 )
 # every action data/xid.yml may name: the two that pass (with a note), the failing ones, and
 # from_message (the driver's message decides)
@@ -119,7 +121,14 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         # a driver fault sentence without an Xid (data/nvrm_faults.yml); an action the table
         # does not know is `replace` (the vendor explains it)
         row, noise = (event.fault or "").partition(_NOISE)[::2]
+        row, cause_id = row.partition(CAUSE)[::2]
         fault = next((f for f in load_nvrm_faults() if f.id == row), None)
+        cause = next((f for f in load_nvrm_faults() if f.id == cause_id), None)
+        if fault is not None and cause is not None:
+            # (a failure the log names the cause of beside it: steps/checks/xid_causes.py)
+            said = "the kernel's line beside it" if cause.kernel_line else "the driver's line beside it"
+            action = cause.action if cause.action in FAILING else "replace"
+            return action, f"{fault.name}; {said}: {cause.name}"
         if fault is None:
             return "replace", "NVRM fault not in data/nvrm_faults.yml"
         if noise == "alone" and fault.noise_name:
