@@ -64,7 +64,7 @@ from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
 from gpuonboard.facts.kernel_event import KernelEvent as KernelEvent
-from gpuonboard.facts.kernel_instance import ProbeLine, probe_line, tie_instances
+from gpuonboard.facts.kernel_instance import OpenedLine, ProbeLine, device_line, probe_line, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -509,6 +509,7 @@ class _Reader:
         self.words: dict[str, str] = {}  # the log's locale month / weekday names (locale_words)
         self.heads: frozenset[str] = frozenset()  # the message heads its lines print (line_heads)
         self.probes: list[ProbeLine] = []  # the kernel's `nvidia: probe of ADDR failed` lines
+        self.opened: list[tuple[OpenedLine, bool]] = []  # its `nvidia ADDR: ...` lines (device_line)
 
     def read(self, line: str, cut: bool) -> None:
         """One line; `cut`: it is the log's last and has no newline after it."""
@@ -587,6 +588,8 @@ class _Reader:
             self.events.append(KernelEvent("nvrm", 0, _address(text), text, None, head, fault.id))
         if (probe := probe_line(line, len(self.events), len(self.load_starts))) is not None:
             self.probes.append(probe)
+        if (device := device_line(line, len(self.events), len(self.load_starts))) is not None:
+            self.opened.append(device)
 
     def new_boot(self, line: str) -> bool:
         """Counts the line's boot (BootCounter); where a new boot starts, the message being joined
@@ -649,6 +652,7 @@ class _Reader:
                 for i, e in enumerate(self.events)
             ],
             [(at, pci, replace(e, earlier_boot=at < self.boot_start)) for at, pci, e in self.probes],
+            self.opened,
         )
 
 

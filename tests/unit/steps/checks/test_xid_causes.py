@@ -110,3 +110,24 @@ def test_a_vmap_failure_with_no_gpu_failure_is_no_gpu_fault(tmp_path: Path) -> N
     text = "".join(x for x in (REAL / VMAP).read_text().splitlines(True) if "NVRM" not in x)
     verdict, actual, _ = xid(tmp_path, text, "syslog.txt")
     assert verdict == "pass", actual
+
+
+@pytest.mark.parametrize(("name", "pci"), [(VMAP, "0000:02:00.0"), (VBIOS_MBP, "0000:01:00.0")])
+def test_an_old_drivers_failure_is_of_the_gpu_it_was_opening(tmp_path: Path, name: str, pci: str) -> None:
+    """measure35d 04, 07: old drivers' `RmInitAdapter failed!` names no GPU, but the kernel's
+    `nvidia 0000:02:00.0: irq 43 for MSI/MSI-X` right above it is the GPU the driver was opening:
+    it read "a GPU (no PCI address in the message)"."""
+    _verdict, actual, _ = xid(tmp_path, (REAL / name).read_text())
+    assert actual.startswith(
+        f"GPU at PCI {pci}: driver message (no Xid; its address tied by the kernel's `nvidia {pci}: irq"
+    ), actual
+    assert "no PCI address" not in actual, actual
+
+
+def test_another_gpus_line_between_ties_nothing(tmp_path: Path) -> None:
+    """Edit: the MacBook's lines with another GPU's kernel line inserted after the irq line (not
+    an opening): the failure is no longer known to be the opened GPU's."""
+    lines = (REAL / VBIOS_MBP).read_text().splitlines(True)
+    text = "".join([lines[0], "nvidia 0000:03:00.0: enabling device (0000 -> 0003)\n", *lines[1:]])
+    _verdict, actual, _ = xid(tmp_path, text)
+    assert actual.startswith("a GPU (no PCI address in the message)"), actual
