@@ -78,7 +78,13 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
-from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only, quoting_report
+from gpuonboard.facts.kernel_quoted import (
+    gpu_driver_only,
+    nvidia_only,
+    nvswitch_only,
+    quoting_report,
+    said_count,
+)
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
 from gpuonboard.facts.kernel_span import ends_before_driver
 from gpuonboard.facts.kernel_text import by_text, log_text
@@ -142,6 +148,9 @@ class KernelLog:
     # a saved log whose every line holds `nvidia` (kernel_quoted.nvidia_only): its first line; a
     # `grep -i nvidia` of the log, it says nothing of the Xid lines (`NVRM: Xid ...`) it may drop
     nvidia_only: str | None = None
+    # the lines those readings (picked, nvrm_only, nvidia_only) are of: the saved log's lines that
+    # say something of the kernel's (kernel_quoted.said_count; not a page's bare `> ` mark)
+    said_lines: int = 0
     # a saved log that ends before the GPU driver logged anything (facts/kernel_span.py): why; ""
     early_end: str = ""
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
@@ -165,7 +174,8 @@ class KernelLog:
         none of the GPU driver's, an Xid among them; "" where it is not one."""
         if self.picked is None:
             return ""
-        n = f"{self.lines} line{'s' if self.lines != 1 else ''}"
+        count = self.said_lines or self.lines
+        n = f"{count} line{'s' if count != 1 else ''}"
         first = self.picked[:80]
         return f"it holds only the NVSwitch driver's lines ({n}, first `{first}`), picked from the log"
 
@@ -715,6 +725,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         picked=nvswitch_only(saved),
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
+        said_lines=said_count(saved),
         early_end=ends_before_driver(saved),
     )
 

@@ -20,11 +20,15 @@ from ...offline_judge import checks
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 
 VMAP = "dmesg-syslog__vmap-allocation-failed-rminitadapter-0x25__evga-geforce-kdm__ubuntuforums-2014.txt"
-VBIOS = "dmesg__vbios-copy-failed-rminitadapter-0x30__g210m__ubuntuforums-2009.txt"
+VBIOS = (
+    "log-excerpt__dmesg-vbios-copy-failed-rminitadapter-0x30__fence-blank-lines__g210m__ubuntuforums-2009.txt"
+)
 VBIOS_MBP = "dmesg__unstamped-irq-line-vbios-copy-failed-rminitadapter__macbookpro81__ubuntuforums.txt"
 OPEN = "dmesg__rminitadapter-then-requires-open-kernel-modules-elided__rtx50__nvkvm-docs.txt"
-GSP = "dmesg__gsp-wpr2-up-may-need-reset-hand-wrapped-rminitadapter__rtx5090-egpu__aorus-notes.txt"
-BARS = "dmesg__rminitadapter-then-mapping-multiple-bars__esxi-p40-passthrough__k3s-notes.txt"
+GSP = (
+    "log-excerpt__dmesg-gsp-wpr2-up-may-need-reset-hand-wrapped-rminitadapter__rtx5090-egpu__aorus-notes.txt"
+)
+BARS = "log-excerpt__dmesg-rminitadapter-then-mapping-multiple-bars__esxi-p40-passthrough__k3s-notes.txt"
 D3COLD = "dmesg__d3cold-not-ready-giving-up-rminitadapter-x3__line-cut-as-stored__gpu-passthrough-39.txt"
 PVGPU = "dmesg__pvgpu-assert-cannot-attach-gpu-rminitadapter-2-gpus__h20-snp-guest__nvtrust-128.txt"
 
