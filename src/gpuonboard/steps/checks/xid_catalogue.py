@@ -173,7 +173,9 @@ def _page_retirement(event: KernelEvent) -> tuple[str, str] | None:
         return None
     said = " ".join(m.group(1).split()).rstrip(".")
     name = f"Dynamic Page Retirement (pre-Ampere memory repair): {said}"
-    if re.search(r"\breboot\s+to\s+activate\b", said, re.IGNORECASE):
+    # (NVIDIA's Dynamic Page Retirement guide prints the R3xx form `New retired page, reload the
+    # driver to activate.`: the driver's reload, which a reboot does)
+    if re.search(r"\b(?:reboot|reload\s+the\s+driver)\s+to\s+activate\b", said, re.IGNORECASE):
         return "reboot", name
     entry = load_xid_catalogue()[0].get(event.code)
     return (entry.action if entry else "replace"), name

@@ -78,3 +78,15 @@ def test_a_failed_remap_keeps_the_catalogue_replace(tmp_path: Path) -> None:
     )
     verdict, actual = xid(tmp_path, line)
     assert verdict == "fail" and actual.endswith("Xid 64 GPU memory remapping failure -> replace"), actual
+
+
+def test_the_reload_the_driver_form_asks_for_a_reboot(tmp_path: Path) -> None:
+    """The form NVIDIA's Dynamic Page Retirement guide shows (`63, Dynamic Page Retirement: New
+    retired page, reload the driver to activate. (0x...)`; edit of the V100 line, in memory): the
+    retired page waits for the driver's reload, as the reboot form's does (it read "-> ignore")."""
+    line = next(x for x in V100.read_text().splitlines() if "): 63, " in x)
+    reload = "New retired page, reload the driver to activate"
+    line = line.replace("New page retired, reboot to activate", reload)
+    verdict, actual = xid(tmp_path, line + "\n")
+    assert verdict == "fail", actual
+    assert actual.endswith("New retired page, reload the driver to activate -> reboot"), actual
