@@ -193,8 +193,8 @@ def _page_retirement(event: KernelEvent) -> tuple[str, str] | None:
 # lists Xid 63 as a recording event (IGNORE): the event is recorded, the repair is not active yet,
 # so the line asks for the reset (measure35a 04: "Xid 63 GPU memory remapping event -> ignore").
 _REPAIR_PENDING = lazy_re(
-    # (`Row Remapper: New row`, `Bank Remapper: New bank`: both pending forms go on `, reset gpu to activate.`, which a page's
-    # wrap may move to a line of its own)
+    # (`Row Remapper: New row`, `Bank Remapper: New bank`: both pending forms go on `..., reset
+    # gpu to activate.`, which a page's wrap may move to a line of its own)
     r"\breset\s+(?:the\s+)?gpu\s+to\s+activate\b|\bwill\s+occur\s+when\s+the\s+GPU\s+is\s+reset\b"
     r"|\b(?:Row|Bank)\s+Remapper:\s*New\s+(?:row|bank)\b"
     r"|\bPerform\s+(.{1,40}?)\s+to\s+activate\s+repair\b",
