@@ -57,6 +57,8 @@ SAVE_AGAIN = "save it again as the command printed it"
 KERNEL_LOG_DRIVER = (
     "NVRM|Xid|SXid|nvswitch|nvidia [0-9a-fA-F]{4}:|nvidia: probe of "
     "|Linux version |-- (Reboot|Boot [0-9a-f]+) --|registering driver dxgkrnl"
+    # (the kernel's lines that say why the driver failed a GPU: data/nvrm_faults.yml kernel_line)
+    "|vmap allocation for size|mapping multiple BARs"
 )
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 # the host's own hardware errors (facts/host_errors.py, host_hw_errors): the memory controllers'

@@ -164,8 +164,17 @@ def joined_messages(text: str) -> int:
     return sum(1 for line in text.split("\n") if _holds_two(line))
 
 
+# dmesg's stamp, which another program's message may print as its own text (NetworkManager's
+# `<error> [1448724794.852826] [dns-manager/...]`: its own clock, measure35d 21)
+_DMESG_STAMP = re.compile(r"\[ *\+?\d+\.\d+ *\]")
+
+
 def _holds_two(line: str) -> bool:
-    """Whether one line holds more than one of a kernel log's lines (its signs)."""
+    """Whether one line holds more than one of a kernel log's lines (its signs). A syslog or
+    journal line of another program than the kernel holds no dmesg line: a `[seconds.micro]` in
+    its message is that program's own text, no stamp of the log's."""
+    if (program := program_of(line)) is not None and program != "kernel":
+        line = _DMESG_STAMP.sub("(t)", line)
     return bool(
         (len(_STAMP_AT.findall(line)) > 1 and _JOINED_AT.search(line))
         or (line.startswith("kernel: ") and _KERNEL_AFTER_WORDS.search(line))

@@ -70,6 +70,37 @@ def probe_line(line: str, at: int, load: int) -> ProbeLine | None:
     return at, pci, KernelEvent("nvrm", 0, pci, said, None, head, "probe_failed", load=load)
 
 
+# the kernel's line as the driver opens a GPU and enables its interrupt (old kernels' PCI core:
+# `nvidia 0000:02:00.0: irq 43 for MSI/MSI-X`, printed by nv_open_device's MSI set-up right before
+# it calls RmInitAdapter): (the index in the events of the first event after it, the address, the
+# driver load it was read in). Old drivers' `RmInitAdapter failed!` names no GPU; the GPU being
+# opened is this line's (measure35d 04, 07: "a GPU (no PCI address in the message)" below it)
+OpenedLine = tuple[int, str, int]
+_OPENED = lazy_re(r"\bnvidia ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): irq \d+ for MSI", re.IGNORECASE)
+_DEVICE_LINE = lazy_re(r"\bnvidia ([0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]):", re.IGNORECASE)
+
+
+def device_line(line: str, at: int, load: int) -> tuple[OpenedLine, bool] | None:
+    """The kernel's line about one GPU of the nvidia driver (`nvidia 0000:02:00.0: ...`) as an
+    OpenedLine and whether it is the GPU's opening (`irq N for MSI/MSI-X`); None for any other."""
+    if (m := _DEVICE_LINE.search(line)) is None:
+        return None
+    return (at, m.group(1).lower(), load), _OPENED.search(line) is not None
+
+
+def _opened_gpu(events: Sequence[KernelEvent], at: int, opened: Sequence[tuple[OpenedLine, bool]]) -> str:
+    """The address of the GPU the driver was opening when the failure at `at` (naming none) was
+    logged: the kernel's last line about one of its GPUs before it, in its driver load, where that
+    line is the GPU's opening and no event between names another GPU; ""."""
+    e = events[at]
+    before = [(o, is_open) for o, is_open in opened if o[0] <= at and o[2] == e.load]
+    if not before or not before[-1][1]:
+        return ""
+    start, pci, _ = before[-1][0]
+    between = {x.pci.lower()[:12] for x in events[start:at] if x.pci}
+    return pci if between <= {pci[:12]} else ""
+
+
 # the driver's count of the devices a summary sentence is about ("The NVIDIA probe routine failed
 # for 1 device(s).")
 DEVICES = lazy_re(r"\bfor (\d+) device", re.IGNORECASE)
@@ -101,10 +132,19 @@ def _banner_of(events: Sequence[KernelEvent], at: int, code: int, instance: str 
     return nxt if nxt.pci.count(":") == 2 else None
 
 
-def tie_instances(events: Sequence[KernelEvent], probes: Sequence[ProbeLine] = ()) -> list[KernelEvent]:
+# the rows that name why a GPU failed to initialise (data/nvrm_faults.yml cause_of)
+_CAUSES = frozenset(f.id for f in load_nvrm_faults() if f.cause_of)
+
+
+def tie_instances(
+    events: Sequence[KernelEvent],
+    probes: Sequence[ProbeLine] = (),
+    opened: Sequence[tuple[OpenedLine, bool]] = (),
+) -> list[KernelEvent]:
     """The events, each driver fault sentence that names no address given the one the log ties
     it to (this module's docstring), `pci_from` saying how; `probes`: the kernel's `probe of ADDR
-    failed` lines."""
+    failed` lines; `opened`: its lines about one GPU (device_line), for a failure to initialise
+    logged as the driver opened that GPU."""
     pairs = _instances(events)
     banners: dict[str, tuple[re.Pattern[str], int]] = {
         f.id: (f.banner, f.same_as_xid)
@@ -124,6 +164,13 @@ def tie_instances(events: Sequence[KernelEvent], probes: Sequence[ProbeLine] = (
             continue
         if pci := pairs.get((e.load, f"@{i}"), ""):
             said = f"tied by the `GPU {pci}: RmInitAdapter failed!` line right after it"
+            out[i] = replace(e, pci=pci, pci_from=said)
+            continue
+        init = e.fault == "rm_init_adapter_failed" or e.fault in _CAUSES
+        if init and (pci := _opened_gpu(events, i, opened)):
+            said = (
+                f"tied by the kernel's `nvidia {pci}: irq ... for MSI` line before it, the GPU being opened"
+            )
             out[i] = replace(e, pci=pci, pci_from=said)
             continue
         row = banners.get(e.fault or "")

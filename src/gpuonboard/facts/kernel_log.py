@@ -64,7 +64,7 @@ from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
 from gpuonboard.facts.kernel_event import KernelEvent as KernelEvent
-from gpuonboard.facts.kernel_instance import ProbeLine, probe_line, tie_instances
+from gpuonboard.facts.kernel_instance import OpenedLine, ProbeLine, device_line, probe_line, tie_instances
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -73,11 +73,18 @@ from gpuonboard.facts.kernel_nvrm import NvrmFault as NvrmFault
 from gpuonboard.facts.kernel_nvrm import address as _address
 from gpuonboard.facts.kernel_nvrm import continues as _continues
 from gpuonboard.facts.kernel_nvrm import firmly as _firmly
+from gpuonboard.facts.kernel_nvrm import kernel_cause
 from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
-from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only, quoting_report
+from gpuonboard.facts.kernel_quoted import (
+    gpu_driver_only,
+    nvidia_only,
+    nvswitch_only,
+    quoting_report,
+    said_count,
+)
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
 from gpuonboard.facts.kernel_span import ends_before_driver
 from gpuonboard.facts.kernel_text import by_text, log_text
@@ -141,6 +148,9 @@ class KernelLog:
     # a saved log whose every line holds `nvidia` (kernel_quoted.nvidia_only): its first line; a
     # `grep -i nvidia` of the log, it says nothing of the Xid lines (`NVRM: Xid ...`) it may drop
     nvidia_only: str | None = None
+    # the lines those readings (picked, nvrm_only, nvidia_only) are of: the saved log's lines that
+    # say something of the kernel's (kernel_quoted.said_count; not a page's bare `> ` mark)
+    said_lines: int = 0
     # a saved log that ends before the GPU driver logged anything (facts/kernel_span.py): why; ""
     early_end: str = ""
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
@@ -164,7 +174,8 @@ class KernelLog:
         none of the GPU driver's, an Xid among them; "" where it is not one."""
         if self.picked is None:
             return ""
-        n = f"{self.lines} line{'s' if self.lines != 1 else ''}"
+        count = self.said_lines or self.lines
+        n = f"{count} line{'s' if count != 1 else ''}"
         first = self.picked[:80]
         return f"it holds only the NVSwitch driver's lines ({n}, first `{first}`), picked from the log"
 
@@ -326,7 +337,7 @@ class BootCounter:
 
 def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
     """The fault event of one joined NVRM message, or None when it is not a fault sentence."""
-    fault = next((f for f in load_nvrm_faults() if f.pattern.search(text)), None)
+    fault = next((f for f in load_nvrm_faults() if not f.kernel_line and f.pattern.search(text)), None)
     if fault is None:
         return None
     return KernelEvent("nvrm", 0, _address(text), text, None, head, fault.id)
@@ -508,6 +519,7 @@ class _Reader:
         self.words: dict[str, str] = {}  # the log's locale month / weekday names (locale_words)
         self.heads: frozenset[str] = frozenset()  # the message heads its lines print (line_heads)
         self.probes: list[ProbeLine] = []  # the kernel's `nvidia: probe of ADDR failed` lines
+        self.opened: list[tuple[OpenedLine, bool]] = []  # its `nvidia ADDR: ...` lines (device_line)
 
     def read(self, line: str, cut: bool) -> None:
         """One line; `cut`: it is the log's last and has no newline after it."""
@@ -578,9 +590,16 @@ class _Reader:
 
     def probe_read(self, line: str) -> None:
         """The kernel's `nvidia: probe of ADDR failed` line, if `line` is one, with its place among
-        the events and its driver load (kernel_instance.probe_line)."""
+        the events and its driver load (kernel_instance.probe_line); a kernel line that says why
+        the driver failed a GPU (data/nvrm_faults.yml `kernel_line`), an event of its row."""
+        if (cause := kernel_cause(line)) is not None:
+            fault, text = cause
+            head = _prefix(line, max(line.find(text), 0))
+            self.events.append(KernelEvent("nvrm", 0, _address(text), text, None, head, fault.id))
         if (probe := probe_line(line, len(self.events), len(self.load_starts))) is not None:
             self.probes.append(probe)
+        if (device := device_line(line, len(self.events), len(self.load_starts))) is not None:
+            self.opened.append(device)
 
     def new_boot(self, line: str) -> bool:
         """Counts the line's boot (BootCounter); where a new boot starts, the message being joined
@@ -643,6 +662,7 @@ class _Reader:
                 for i, e in enumerate(self.events)
             ],
             [(at, pci, replace(e, earlier_boot=at < self.boot_start)) for at, pci, e in self.probes],
+            self.opened,
         )
 
 
@@ -705,6 +725,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         picked=nvswitch_only(saved),
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
+        said_lines=said_count(saved),
         early_end=ends_before_driver(saved),
     )
 

@@ -42,6 +42,16 @@ class NvrmFault:
     fault_signs: re.Pattern[str] | None = None
     fault_with: tuple[str, ...] = ()
     fault_with_xids: tuple[int, ...] = ()
+    # the failures this row names the cause of when the log prints it next to one (a GPU that
+    # failed to initialise, `RmInitAdapter failed!`, beside the driver's or the kernel's line
+    # saying why): that failure asks for this row's action (steps/checks/xid_causes.py)
+    cause_of: tuple[str, ...] = ()
+    # the row is a kernel line, not the driver's (`nvidia 0000:01:00.0: Unable to change power
+    # state from D3cold to D0, device inaccessible`, `vmap allocation for size ... failed`): read in
+    # the lines without the driver's tag, never in an NVRM message
+    kernel_line: bool = False
+    # False: the row is only a cause; printed next to no failure it names none (dropped)
+    alone: bool = True
 
 
 def _pattern(row: dict[str, object], key: str) -> re.Pattern[str] | None:
@@ -73,6 +83,9 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
                 _pattern(row, "fault_signs"),
                 tuple(x for x in row.get("fault_with") or () if isinstance(x, str)),
                 tuple(x for x in row.get("fault_with") or () if isinstance(x, int)),
+                tuple(str(x) for x in row.get("cause_of") or ()),
+                bool(row.get("kernel_line")),
+                row.get("alone") is not False,
             )
         )
     return tuple(out)
@@ -229,3 +242,13 @@ def address(text: str) -> str:
     """The first PCI address in a kernel log text (an NVRM sentence, an unreadable Xid line); ""."""
     pci = _NVRM_PCI.search(text)
     return pci.group(1) if pci else ""
+
+
+def kernel_cause(line: str) -> tuple[NvrmFault, str] | None:
+    """The data/nvrm_faults.yml row (`kernel_line`) a kernel line without the driver's tag says,
+    and its text from the kernel's device name on (`nvidia 0000:01:00.0: Unable to change power
+    state ...`); None for any other line."""
+    for fault in load_nvrm_faults():
+        if fault.kernel_line and (m := fault.pattern.search(line)):
+            return fault, line[m.start() :].strip()
+    return None

@@ -127,6 +127,12 @@ def gpu_driver_only(lines: list[str]) -> str | None:
     return None if _other_program_without(lines, "nvrm") else said[0]
 
 
+def said_count(lines: list[str]) -> int:
+    """How many lines of a saved log say something of the kernel's (_kernel_said): a page's bare
+    `> ` quote mark above them is none (measure35d 19: "only lines with NVRM (5 lines" of 4)."""
+    return len(_kernel_said(lines))
+
+
 def nvidia_only(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line holds `nvidia`
     in any case (a `dmesg | grep -i nvidia` saved without its command): an Xid line, `NVRM: Xid

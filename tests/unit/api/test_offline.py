@@ -125,6 +125,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "syslog__apei": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
         "journalctl-k__": "kernel_log",
+        # (a `-p err` journal of several programs, its typed command above it; round 35)
+        "journalctl-p-err__": "kernel_log",
         "journalctl-kernel-prefix__": "kernel_log",  # (a journal block with only its ` kernel:` heads)
         "journalctl__gpu-lost": "kernel_log",
         "journalctl__pve-aer": "kernel_log",

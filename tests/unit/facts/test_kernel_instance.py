@@ -72,6 +72,7 @@ def test_rminitadapter_pairs_its_instance_with_the_address_it_prints_next() -> N
     no fault) `GPU 0000:01:00.0: RmInitAdapter failed!`: the GSP failure is that GPU's."""
     log = parse_kernel_log(WPR2)
     assert [(e.fault, e.pci) for e in log.events if e.kind == "nvrm"] == [
+        ("gpu_bad_state_reset", "0000:01:00.0"),  # (its `(the GPU is likely in a bad state ...)`)
         ("gsp_init_failed", "0000:01:00.0"),
         ("rm_init_adapter_failed", "0000:01:00.0"),
         ("rm_init_adapter_failed", "0000:01:00.0"),

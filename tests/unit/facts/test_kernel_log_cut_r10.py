@@ -218,4 +218,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg__xid-31-13-32-application-faults__hand-elided__dxvk-1027.txt",
         # (a journal's one NVRM Xid 31 line among a server's own lines; round 33)
         "dmesg-journalctl__xid31-one-nvrm-line-among-llama-swap-lines__ik-llama-425.txt",
+        # (a forum's bare `> ` quote mark above a stamped Xid 62 and RmInitAdapter; round 35)
+        "dmesg__quote-marker-line-above-xid62-rminitadapter__gtx780__ubuntuforums-2019.txt",
     }

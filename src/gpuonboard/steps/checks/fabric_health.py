@@ -432,7 +432,8 @@ def _no_xid_lines(log: KernelLog) -> str:
     (a `dmesg | grep -i nvidia` saved without its command), which an Xid line need not; ""."""
     if log.nvidia_only is None or log.picked is not None:  # (the NVSwitch driver's only: no_gpu_lines)
         return ""
-    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
+    count = log.said_lines or log.lines
+    n = f"{count} line{'s' if count != 1 else ''}"
     return (
         f"it holds only lines with `nvidia` ({n}, first `{log.nvidia_only[:80]}`), picked from the"
         " log: an Xid line (`NVRM: Xid (PCI:...): 43, pid=..., name=...`) need not hold it"
@@ -444,7 +445,8 @@ def _no_nvswitch_lines(log: KernelLog) -> str:
     `NVRM` (a `dmesg | grep NVRM` saved without its command), which no SXid line does; ""."""
     if log.nvrm_only is None:
         return ""
-    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
+    count = log.said_lines or log.lines  # (the NVRM lines, not a page's bare `> ` mark above them)
+    n = f"{count} line{'s' if count != 1 else ''}"
     return (
         f"it holds only lines with NVRM ({n}, first `{log.nvrm_only[:80]}`), picked from the log:"
         " the NVSwitch driver's SXid lines (`nvidia-nvswitch...`) could not be among them"

@@ -16,6 +16,7 @@ from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults
 from gpuonboard.once import lazy_re
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.xid_causes import CAUSE
 
 __all__ = [
     "ACTIONS",
@@ -39,6 +40,7 @@ FAILING = (
     "unload_other_driver",
     "match_driver_versions",
     "fix_bar_mapping",
+    "fix_host_setup",
 )
 # every action data/xid.yml may name: the two that pass (with a note), the failing ones, and
 # from_message (the driver's message decides)
@@ -119,7 +121,14 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         # a driver fault sentence without an Xid (data/nvrm_faults.yml); an action the table
         # does not know is `replace` (the vendor explains it)
         row, noise = (event.fault or "").partition(_NOISE)[::2]
+        row, cause_id = row.partition(CAUSE)[::2]
         fault = next((f for f in load_nvrm_faults() if f.id == row), None)
+        cause = next((f for f in load_nvrm_faults() if f.id == cause_id), None)
+        if fault is not None and cause is not None:
+            # (a failure the log names the cause of beside it: steps/checks/xid_causes.py)
+            said = "the kernel's line beside it" if cause.kernel_line else "the driver's line beside it"
+            action = cause.action if cause.action in FAILING else "replace"
+            return action, f"{fault.name}; {said}: {cause.name}"
         if fault is None:
             return "replace", "NVRM fault not in data/nvrm_faults.yml"
         if noise == "alone" and fault.noise_name:
@@ -131,7 +140,7 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
         return "replace", "not in NVIDIA's catalogue"
     if entry.action == "from_message":
         return _recovery_action(event.message), entry.name
-    if retired := _page_retirement(event):
+    if retired := _page_retirement(event) or _repair_pending(event, entry):
         return retired
     if entry.action in FAILING and _NONFATAL.match(event.message):
         return "watch", f"{entry.name} (non-fatal)"
@@ -164,10 +173,62 @@ def _page_retirement(event: KernelEvent) -> tuple[str, str] | None:
         return None
     said = " ".join(m.group(1).split()).rstrip(".")
     name = f"Dynamic Page Retirement (pre-Ampere memory repair): {said}"
-    if re.search(r"\breboot\s+to\s+activate\b", said, re.IGNORECASE):
+    # (NVIDIA's Dynamic Page Retirement guide prints the R3xx form `New retired page, reload the
+    # driver to activate.`: the driver's reload, which a reboot does)
+    if re.search(r"\b(?:reboot|reload\s+the\s+driver)\s+to\s+activate\b", said, re.IGNORECASE):
         return "reboot", name
     entry = load_xid_catalogue()[0].get(event.code)
     return (entry.action if entry else "replace"), name
+
+
+# A memory repair the driver recorded and says takes effect only at the GPU's next reset, in its
+# own words (src/nvidia/src/kernel/gpu/.../ras_events.c of NVIDIA/open-gpu-kernel-modules: Xid 63
+# `Row Remapper: New row (0x%016llx) marked for remapping, reset gpu to activate.`, the
+# `Row Remapper: New row marked for remapping, ...` of a control call, `Bank Remapper: New bank
+# marked for remapping, reset gpu to activate.`, `Row Remapper: (0x...) - Attempting to remap a
+# row that is already pending remapping. Remapping will occur when the GPU is reset`, `Marking
+# Channel %d in FBPA %d along with its pair for repair. Perform %s to activate repair.`): a repair
+# pending until the GPU is reset, which NVML calls the row-remapping pending flag ("row-remapping
+# will happen at the next GPU reset"; memory_repair fails it, remap pending). NVIDIA's catalogue
+# lists Xid 63 as a recording event (IGNORE): the event is recorded, the repair is not active yet,
+# so the line asks for the reset (measure35a 04: "Xid 63 GPU memory remapping event -> ignore").
+_REPAIR_PENDING = lazy_re(
+    # (`Row Remapper: New row`, `Bank Remapper: New bank`: both pending forms go on `..., reset
+    # gpu to activate.`, which a page's wrap may move to a line of its own)
+    r"\breset\s+(?:the\s+)?gpu\s+to\s+activate\b|\bwill\s+occur\s+when\s+the\s+GPU\s+is\s+reset\b"
+    r"|\b(?:Row|Bank)\s+Remapper:\s*New\s+(?:row|bank)\b"
+    r"|\bPerform\s+(.{1,40}?)\s+to\s+activate\s+repair\b",
+    re.IGNORECASE,
+)
+
+
+def _repair_pending(event: KernelEvent, entry: XidEntry) -> tuple[str, str] | None:
+    """(action, name) of an Xid line that says its memory repair waits for a GPU reset (or, as
+    `Perform %s`, names what activates it: a reboot where it says one): `reset_gpu` (`reboot`),
+    its name saying the driver's words; None for any other line, or where the catalogue already
+    asks for more (Xid 64's failed remap: `replace`)."""
+    if event.kind != "xid" or not (m := _REPAIR_PENDING.search(event.message)):
+        return None
+    by = m.group(1) or ""
+    action = "reboot" if re.search(r"reboot|restart", by, re.IGNORECASE) else "reset_gpu"
+    if entry.action in FAILING and entry.action != "reset_gpu":
+        return None
+    until = "the box is rebooted" if action == "reboot" else "the GPU is reset"
+    said = _driver_words(event.message)
+    return action, f"{entry.name}, a repair pending until {until} (the driver: '{said}')"
+
+
+# the process fields the driver prints before an Xid's text (`pid=1896, `, `pid='<unknown>',
+# name=<unknown>, `) and an address in brackets (`New row (0x00000012bac1c3e0) marked`)
+_XID_FIELDS = lazy_re(r"^(?:\s*(?:pid|name)=(?:'[^']*'|[^,]*),)*\s*")
+_BRACKETED_HEX = lazy_re(r"\s*\(0x[0-9a-f]+\)", re.IGNORECASE)
+
+
+def _driver_words(message: str) -> str:
+    """An Xid line's own text as a sentence quotes it: without the process fields before it, the
+    addresses it brackets, its final stop."""
+    said = _BRACKETED_HEX.sub("", _XID_FIELDS.sub("", " ".join(message.split()), count=1))
+    return said.rstrip(". ")
 
 
 # the driver's own word that an error-containment Xid (94, 95) left the GPU needing a reset:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from gpuonboard.facts.extra_probes import SAVE_AGAIN
 from gpuonboard.facts.kernel_instance import DEVICES
-from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
+from gpuonboard.facts.kernel_log import KernelEvent, NvrmFault, load_nvrm_faults, pci_key
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.xid_catalogue import ACTIONS as ACTIONS
@@ -25,6 +25,7 @@ from gpuonboard.steps.checks.xid_catalogue import XID_FILE as XID_FILE
 from gpuonboard.steps.checks.xid_catalogue import XidEntry as XidEntry
 from gpuonboard.steps.checks.xid_catalogue import load_xid_catalogue as load_xid_catalogue
 from gpuonboard.steps.checks.xid_catalogue import xid_action as xid_action
+from gpuonboard.steps.checks.xid_causes import CAUSE, with_causes
 
 # what the renter asks the vendor to do, per action
 _ASK = {
@@ -50,6 +51,11 @@ _ASK = {
     "fix_bar_mapping": "ask the vendor to give the GPU its PCI memory regions (BARs), as the driver's"
     " message says: enable Above 4G decoding (and Resizable BAR) in the BIOS, or give the VM a large"
     " enough 64-bit MMIO window for a passed-through GPU; it is no fault of the GPU",
+    # (data/nvrm_faults.yml cause_of: the log names the host's set-up as the reason a GPU failed to
+    # initialise: its firmware, the kernel's limits, a VM's GPU set-up)
+    "fix_host_setup": "ask the vendor to fix what the kernel log names as the reason the GPU failed"
+    " (the system BIOS / ACPI, the kernel's settings, the VM's GPU set-up), then to check the GPU"
+    " initialises; nothing the log shows is a fault of the GPU itself",
 }
 
 
@@ -68,6 +74,7 @@ _CUT_REASON = (
 FAILING_WORST_FIRST = (
     "replace",
     "fix_bar_mapping",
+    "fix_host_setup",
     "install_driver",
     "unload_other_driver",
     "match_driver_versions",
@@ -91,18 +98,24 @@ def _occurrences(group: Sequence[KernelEvent]) -> int:
     as two sentences each time (osinit.c's `RmInitAdapter failed! (0x..)` and nv.c's
     `rm_init_adapter failed, device minor number N`, one failure) counts the sentences of one
     form, the most of any (two failures, not four)."""
-    fault = next((f for f in load_nvrm_faults() if f.id == group[0].fault), None)
+    fault = _row(group[0])
     if group[0].kind != "nvrm" or fault is None:
         return len(group)
     forms = Counter(m.group(0).lower() if (m := fault.pattern.search(e.message)) else "" for e in group)
     return max(forms.values()) if len(forms) > 1 and all(forms) else len(group)
 
 
+def _row(event: KernelEvent) -> NvrmFault | None:
+    """The data/nvrm_faults.yml row of a driver fault sentence (its cause's mark left out)."""
+    row = (event.fault or "").partition(CAUSE)[0]
+    return next((f for f in load_nvrm_faults() if f.id == row), None)
+
+
 def _forms_said(group: Sequence[KernelEvent]) -> str:
     """Where one GPU's driver fault was printed in forms the log holds a different number of
     (measure34e 05: 2 `NV_ERR_GPU_IS_LOST` assertions, 7 RPCs failed with its `status
     0x0000000f`), each form's count, as the count said (_occurrences) is the most of any; ""."""
-    fault = next((f for f in load_nvrm_faults() if f.id == group[0].fault), None)
+    fault = _row(group[0])
     if group[0].kind != "nvrm" or fault is None:
         return ""
     said: dict[str, str] = {}
@@ -180,8 +193,9 @@ def _summarise(
         kind = group[0].kind
         # (an address the log only tied the sentence to, never printed in it, says so)
         tied = f"; its address {group[0].pci_from}" if group[0].pci_from else ""
+        said_by = "kernel" if _kernel_line(group[0]) else "driver"
         event = (
-            f"driver message (no Xid{tied}): {name}"
+            f"{said_by} message (no Xid{tied}): {name}"
             if kind == "nvrm"
             else name
             if kind == "aer"
@@ -193,6 +207,11 @@ def _summarise(
             event += f" (its own line not in the log; named as the cause by Xid {group[0].implied_by})"
         out.append((action, f"{who}: {event}{_boot_said(group[0])}{times} -> {action}"))
     return sorted(out, key=lambda item: rank.get(item[0], 0))
+
+
+def _kernel_line(event: KernelEvent) -> bool:
+    """True for a kernel line's event (data/nvrm_faults.yml `kernel_line`), not the driver's."""
+    return event.kind == "nvrm" and any(f.kernel_line and f.id == event.fault for f in load_nvrm_faults())
 
 
 def _pci_index(gpus: Sequence[tuple[int, str | None]]) -> dict[str, int]:
@@ -566,7 +585,9 @@ def rule_xid(
     # another tenant's GPU only where that GPU may be the rental's, never on a slice)
     _, not_shown = _split_not_shown(events, gpus, slice_)
     sayers = [e for e in events if e not in not_shown]
-    xids += [e for e in _unexplained(events) if e.kind == "nvrm" and not _said_by_xid(e, sayers, logged)]
+    # (a failure beside the line naming its cause asks for that cause's action: xid_causes)
+    nvrm = with_causes(_unexplained(events))
+    xids += [e for e in nvrm if e.kind == "nvrm" and not _said_by_xid(e, sayers, logged)]
     xids += [e for e in events if e.kind == "aer"]  # (facts/aer.py: the GPU's uncorrectable PCIe errors)
     # (a known driver message with no sign of a GPU not answering in its boot's log warns: ogkm#688)
     xids = noise_alone(xids, [*events, *xids])

@@ -1,0 +1,79 @@
+"""The cause a kernel log names next to a GPU's failure (data/nvrm_faults.yml `cause_of`): a GPU
+that failed to initialise (`RmInitAdapter failed!`) beside the driver's or the kernel's line that
+says why (`failed to copy vbios to system memory`, `vmap allocation ... failed: use vmalloc=`,
+`... may need to be reset`, `Unable to change power state from D3cold to D0`, `caller ... [nvidia]
+mapping multiple BARs`): the failure asks for the cause's action and names it, never "replace the
+GPU" where the log says what is wrong (measure35d 04-08, measure35e 20 and 24). A failure with no
+cause beside it keeps its own action (replace: the vendor explains it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from gpuonboard.facts.kernel_log import KernelEvent, NvrmFault, load_nvrm_faults, pci_key
+
+__all__ = ["CAUSE", "with_causes"]
+
+# the mark of a failure whose cause the log names: its event's `fault` is its row's id, CAUSE,
+# then the cause's row id (steps/checks/xid_catalogue.xid_action reads both rows)
+CAUSE = ":cause-"
+
+
+def with_causes(events: Sequence[KernelEvent]) -> list[KernelEvent]:
+    """`events` (in the log's order) with each failure a cause row names (`cause_of`) marked with
+    the nearest such cause beside it: before it, else after it, past only the failures of the same
+    kind (the `rm_init_adapter failed, device minor number 0` line after `RmInitAdapter failed!`),
+    of the same driver load and boot, on the same GPU where both name one. A cause that marked a
+    failure is not listed apart, nor any other line of its row on that GPU in that load (the
+    kernel repeats `Unable to change power state ...` at each try); a cause next to no failure is
+    listed where its row says so (`alone`), else dropped (a `vmap allocation` failure of another
+    driver's is no GPU fault)."""
+    rows = {f.id: f for f in load_nvrm_faults()}
+    effects = {e for f in rows.values() for e in f.cause_of}
+    out = list(events)
+    used: set[tuple[str, str, int, bool]] = set()
+    for at, e in enumerate(events):
+        if e.kind != "nvrm" or e.fault not in effects:
+            continue
+        cause = _nearest_cause(events, at, effects)
+        if cause is not None:
+            out[at] = replace(e, fault=f"{e.fault}{CAUSE}{cause.fault}")
+            used.add(_key(cause))
+    return [e for e in out if not _cause_row(e, rows) or (rows[e.fault or ""].alone and not _said(e, used))]
+
+
+def _cause_row(e: KernelEvent, rows: dict[str, NvrmFault]) -> bool:
+    return e.kind == "nvrm" and bool((row := rows.get(e.fault or "")) and row.cause_of)
+
+
+def _key(e: KernelEvent) -> tuple[str, str, int, bool]:
+    return (e.fault or "", pci_key(e.pci), e.load, e.earlier_boot)
+
+
+def _said(e: KernelEvent, used: set[tuple[str, str, int, bool]]) -> bool:
+    """True when a cause line says the cause a failure was marked with: its row's, in its driver
+    load, on its GPU (or either naming none)."""
+    fault, pci, load, boot = _key(e)
+    return any(u[0] == fault and u[2:] == (load, boot) and (not u[1] or not pci or u[1] == pci) for u in used)
+
+
+def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) -> KernelEvent | None:
+    """The cause row's event nearest to the failure at `at` (before it first), passing only
+    failures a cause may name; None where another line comes first on both sides."""
+    e = events[at]
+    for step in (-1, 1):
+        i = at + step
+        while 0 <= i < len(events):
+            c = events[i]
+            if c.kind != "nvrm" or (c.load, c.earlier_boot) != (e.load, e.earlier_boot):
+                break
+            row = next((f for f in load_nvrm_faults() if f.id == c.fault), None)
+            if row is not None and e.fault in row.cause_of:
+                if not (c.pci and e.pci and pci_key(c.pci) != pci_key(e.pci)):
+                    return c
+                break
+            if c.fault not in effects:
+                break
+            i += step
+    return None
