@@ -77,6 +77,7 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
+from gpuonboard.facts.kernel_pager import pager_view
 from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only, quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
 from gpuonboard.facts.kernel_span import ends_before_driver
@@ -146,6 +147,9 @@ class KernelLog:
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
+    # a saved log that is a pager's screen (facts/kernel_pager.py: `lines 101434-101480/101480
+    # (END)` below it): why it is not the whole output; ""
+    paged: str = ""
 
     @property
     def left_out(self) -> str:
@@ -155,7 +159,7 @@ class KernelLog:
         if self.quoted is not None:
             return f"it is a tool's report quoting kernel lines (`{self.quoted[:80]}`), not the kernel log"
         if self.elided is None:
-            return ""
+            return self.paged
         return f"lines were left out of it by hand, marked `{self.elided}`"
 
     @property
@@ -706,6 +710,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
         early_end=ends_before_driver(saved),
+        paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),
     )
 
 
