@@ -78,6 +78,7 @@ from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
 from gpuonboard.facts.kernel_pager import pager_view
+from gpuonboard.facts.kernel_pieces import pieced
 from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only, quoting_report
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
 from gpuonboard.facts.kernel_span import ends_before_driver
@@ -150,6 +151,8 @@ class KernelLog:
     # a saved log that is a pager's screen (facts/kernel_pager.py: `lines 101434-101480/101480
     # (END)` below it): why it is not the whole output; ""
     paged: str = ""
+    # a saved log of excerpts pasted together (facts/kernel_pieces.py): why; ""
+    pieced: str = ""
 
     @property
     def left_out(self) -> str:
@@ -159,7 +162,7 @@ class KernelLog:
         if self.quoted is not None:
             return f"it is a tool's report quoting kernel lines (`{self.quoted[:80]}`), not the kernel log"
         if self.elided is None:
-            return self.paged
+            return self.paged or self.pieced
         return f"lines were left out of it by hand, marked `{self.elided}`"
 
     @property
@@ -710,6 +713,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
         early_end=ends_before_driver(saved),
+        pieced=pieced(given.splitlines()),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),
     )
 

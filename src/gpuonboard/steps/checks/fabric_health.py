@@ -25,7 +25,7 @@ from gpuonboard.facts.kernel_oops import (
     nvidia_crashes,
 )
 from gpuonboard.facts.kernel_pstore import CRASH_RECORD_ADVICE, pstore_record
-from gpuonboard.facts.kernel_text import kernel_lines
+from gpuonboard.facts.kernel_text import log_text
 from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
@@ -505,7 +505,9 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
     # (the host's own hardware errors: a row only where the log shows one; read as the log's
     # readers read it, a paste's wrap joined: a DIMM's name the wrap cut is whole again)
-    hosted = host_errors(kernel_lines(out.stdout))
+    # (and whether it ends inside its last line, a newline after it or not: kernel_text.log_text)
+    read = log_text(out.stdout)
+    hosted = host_errors(read.lines, read.open_end)
     hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
     hosted += _beside_host_errors(hosted, out.beside)
     return [
