@@ -79,7 +79,13 @@ from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
 from gpuonboard.facts.kernel_pager import pager_view
 from gpuonboard.facts.kernel_pieces import pieced
-from gpuonboard.facts.kernel_quoted import gpu_driver_only, nvidia_only, nvswitch_only, quoting_report
+from gpuonboard.facts.kernel_quoted import (
+    driver_excerpt,
+    gpu_driver_only,
+    nvidia_only,
+    nvswitch_only,
+    quoting_report,
+)
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
 from gpuonboard.facts.kernel_span import ends_before_driver
 from gpuonboard.facts.kernel_text import by_text, log_text
@@ -143,6 +149,10 @@ class KernelLog:
     # a saved log whose every line holds `nvidia` (kernel_quoted.nvidia_only): its first line; a
     # `grep -i nvidia` of the log, it says nothing of the Xid lines (`NVRM: Xid ...`) it may drop
     nvidia_only: str | None = None
+    # a saved log whose every line is the GPU driver's, its load banner not among them
+    # (kernel_quoted.driver_excerpt): its first line; an excerpt around a fault, it says nothing
+    # of the NVSwitch driver's SXids
+    driver_excerpt: str | None = None
     # a saved log that ends before the GPU driver logged anything (facts/kernel_span.py): why; ""
     early_end: str = ""
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
@@ -712,6 +722,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         picked=nvswitch_only(saved),
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
+        driver_excerpt=driver_excerpt(saved),
         early_end=ends_before_driver(saved),
         pieced=pieced(given.splitlines()),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),

@@ -94,7 +94,7 @@ def test_one_run_of_a_log_is_no_excerpts(text: str) -> None:
 
 
 CUT_AFTER_CE = REAL / (
-    "dmesg-syslog__edac-ce-reserved-x6-then-reboot-last-line-cut-at-hostname__hisilicon-messages-cn-notes.txt"
+    "dmesg-syslog__edac-ce-reserved-x6-then-reboot__line-cut-as-stored__hisilicon-messages.txt"
 )
 
 
@@ -123,3 +123,63 @@ def test_corrected_errors_beside_a_cut_last_line_are_not_all_the_errors(text: st
     verdict, actual = _health(text)["host_hw_errors"]
     assert verdict == "unverified"
     assert "the log ends inside a line, cut short" in actual
+
+
+DRIVER_EXCERPTS = [
+    REAL / "log-excerpt__dmesg-nvrm-rminitadapter-then-nvidia-drm-errors__rtx3090-rk3588.txt",
+    REAL / "log-excerpt__nostamp-nvrm-rminitadapter-mapping-multiple-bars__p40-esxi-k3s.txt",
+    REAL / "log-excerpt__nostamp-nvidia-irq-then-3-nvrm-vbios-rminitadapter__macbookpro81-ubuntuforums.txt",
+]
+
+
+@pytest.mark.parametrize("path", DRIVER_EXCERPTS, ids=lambda p: p.name[:40])
+def test_an_excerpt_of_the_gpu_drivers_lines_says_nothing_of_sxids(path: Path) -> None:
+    """measure35d 07, measure35e 22 and 24: a few lines of the NVIDIA driver (NVRM beside
+    `nvidia 0000:01:00.0: irq 47`, `[nvidia_drm]`, `[nvidia]` lines) passed "no SXid in the kernel
+    log", while an excerpt of NVRM lines alone was unverified: one rule for both."""
+    health = _health(path.read_text())
+    assert health["gpu_xid"][0] == "fail"  # (RmInitAdapter failed: read as before)
+    verdict, actual = health["nvswitch_sxid"]
+    assert verdict == "unverified"
+    assert "it holds only the NVIDIA driver's lines" in actual
+
+
+def test_a_grep_of_the_drivers_lines_from_its_load_is_no_excerpt() -> None:
+    """The driver's load banner among them: a grep of the boot's driver lines, which keeps an SXid
+    line (`nvidia-nvswitch0: SXid ...` holds `nvidia`): no excerpt."""
+    text = (
+        "[    5.100000] nvidia: loading out-of-tree module taints kernel.\n"
+        "[    5.200000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.54.03  Tue Jun  6 2023\n"
+        "[    5.300000] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver for UNIX  535.54.03\n"
+    )
+    assert parse_kernel_log(text).driver_excerpt is None
+    assert _health(text)["nvswitch_sxid"][0] == "pass"
+
+
+CONSOLE = REAL / "dmesg-console__wall-time-then-uptime-double-stamp__edac-ue-ce-interleaved-bios-error__lkml-2023.txt"
+
+
+def test_a_console_loggers_time_before_the_kernel_stamp_is_read_past() -> None:
+    """measure35d 11: a serial console's log, `[2023-06-22 21:55:31.352446][5975153.878190] EDAC
+    MC0: 1 UE memory read error on ...`, was refused as no command output: a UE fails."""
+    health = _health(CONSOLE.read_text())
+    verdict, actual = health["host_hw_errors"]
+    assert verdict == "fail"
+    assert "CPU_SrcID#0_MC#0_Chan#1_DIMM#0: uncorrectable memory error (EDAC UE)" in actual
+
+
+@pytest.mark.parametrize(
+    "head",
+    ["[2023-06-22 21:55:31.352446]", "2023-06-22 21:55:31 ", "[2023-06-22T21:55:31+08:00] "],
+)
+def test_every_console_time_before_a_kernel_stamp_is_read_past(head: str) -> None:
+    line = "[5975153.878190] NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+    assert [(e.kind, e.code) for e in parse_kernel_log(head + line).events] == [("xid", 79)]
+
+
+def test_the_saved_console_log_is_read_as_a_kernel_log(tmp_path: Path) -> None:
+    """The offline reader takes the file as a kernel log (it was refused, the folder exit 2)."""
+    from ..offline_judge import verdicts
+
+    judged = verdicts(tmp_path, "console.log", CONSOLE.read_text())
+    assert judged["host_hw_errors"][0] == "fail"

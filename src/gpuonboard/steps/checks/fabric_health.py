@@ -441,10 +441,17 @@ def _no_xid_lines(log: KernelLog) -> str:
 
 def _no_nvswitch_lines(log: KernelLog) -> str:
     """Why a saved log says nothing of the NVSwitch driver's SXids: each of its lines holds
-    `NVRM` (a `dmesg | grep NVRM` saved without its command), which no SXid line does; ""."""
+    `NVRM` (a `dmesg | grep NVRM` saved without its command), which no SXid line does, or is the
+    GPU driver's, its load banner not among them (an excerpt around a fault); ""."""
+    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
+    if log.nvrm_only is None and log.driver_excerpt is not None:
+        return (
+            f"it holds only the NVIDIA driver's lines ({n}, first `{log.driver_excerpt[:80]}`), without"
+            " its load banner: an excerpt picked from the log, whose other lines (the NVSwitch driver's"
+            " SXid lines among them) are not known"
+        )
     if log.nvrm_only is None:
         return ""
-    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
     return (
         f"it holds only lines with NVRM ({n}, first `{log.nvrm_only[:80]}`), picked from the log:"
         " the NVSwitch driver's SXid lines (`nvidia-nvswitch...`) could not be among them"
