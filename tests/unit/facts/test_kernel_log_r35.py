@@ -156,7 +156,7 @@ def test_a_grep_of_the_drivers_lines_from_its_load_is_no_excerpt() -> None:
     assert _health(text)["nvswitch_sxid"][0] == "pass"
 
 
-CONSOLE = REAL / "dmesg-console__wall-time-then-uptime-double-stamp__edac-ue-ce-interleaved-bios-error__lkml-2023.txt"
+CONSOLE = REAL / "dmesg-console__wall-time-then-uptime-stamp__edac-ue-ce-bios-error__lkml-2023.txt"
 
 
 def test_a_console_loggers_time_before_the_kernel_stamp_is_read_past() -> None:
