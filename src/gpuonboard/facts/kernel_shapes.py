@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Iterator
 
+from gpuonboard.facts.mcelog import mcelog_as_kernel
 from gpuonboard.once import lazy_re
 
 __all__ = [
@@ -98,6 +99,7 @@ def plain_kernel_text(text: str) -> str:
     elif _KMSG_RECORD.match(head):
         return _kmsg_printed(text)
     else:
+        text = mcelog_as_kernel(text) or text  # (mcelog's records: the kernel's lines of them)
         return _KERNEL_NO_SPACE.sub(r"\1 ", _RAW_PRIORITY.sub("", _without_console_times(text)))
     return _printed(entries)
 

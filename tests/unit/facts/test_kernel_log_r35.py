@@ -205,3 +205,48 @@ def test_lines_after_short_ones_are_no_wrap_pieces(tmp_path: Path) -> None:
 
     text = "Aug 16 19:25:51 host kernel: [85385.218456] usb 1-1: new device\n" + "some words of a note\n" * 4
     assert detect_fabric_kind(text) is None
+
+
+MCELOG_UC = REAL / "mcelog__uncorrected-srar-dcache-write-bank1__haswell-yoda-ubuntuforums.txt"
+MCE_LOGGED = REAL / "dmesg-syslog__mce-events-logged-no-record__haswell-yoda-ubuntuforums.txt"
+
+
+@pytest.mark.parametrize(
+    ("name", "verdict", "said"),
+    [
+        (
+            "mcelog__uncorrected-srar-dcache-write-bank1__haswell-yoda-ubuntuforums.txt",
+            "fail",
+            "CPU 3 bank 1: uncorrected machine check (status bf80000000000124)",
+        ),
+        (
+            "mcelog__uncorrected-internal-unclassified-410-bank0__mcelog-analysis-blog-case2.txt",
+            "fail",
+            "CPU 0 bank 0: uncorrected machine check (status a600000007600410)",
+        ),
+        ("mcelog__corrected-external-error-bank0__mcelog-analysis-blog-case1.txt", "warn", "CPU 2 bank 0"),
+    ],
+)
+def test_mcelogs_records_are_read_as_the_kernels_machine_checks(
+    tmp_path: Path, name: str, verdict: str, said: str
+) -> None:
+    """measure35d 26: mcelog's output (`mcelog --client`, /var/log/mcelog) was refused."""
+    from ..offline_judge import verdicts
+
+    judged, actual = verdicts(tmp_path, "mcelog.txt", (REAL / name).read_text())["host_hw_errors"]
+    assert judged == verdict, actual
+    assert said in actual
+
+
+def test_mcelogs_records_beside_the_kernel_log_that_asks_for_them(tmp_path: Path) -> None:
+    """The syslog's `Machine check events logged` alone is unverified (asking for `mcelog
+    --client`); with mcelog's output beside it (one folder) the record is judged: fail. The folder
+    was refused (exit 2) for the mcelog file."""
+    from ..offline_judge import judged_box
+
+    _, alone = judged_box(tmp_path / "a", {"syslog.txt": MCE_LOGGED.read_text()}, "gpu_count: 1\n")
+    assert alone["host_hw_errors"].verdict == "unverified"
+    files = {"syslog.txt": MCE_LOGGED.read_text(), "mcelog.txt": MCELOG_UC.read_text()}
+    _, both = judged_box(tmp_path / "b", files, "gpu_count: 1\n")
+    assert both["host_hw_errors"].verdict == "fail"
+    assert "uncorrected machine check (status bf80000000000124)" in both["host_hw_errors"].actual
