@@ -60,7 +60,8 @@ def test_a_grep_of_the_log_is_refused_naming_it_and_its_error(tmp_path: Path) ->
     [
         "fabricmanager.log.1:[Oct 13 2025 18:14:38] [ERROR] [tid 202] Fabric Manager detected GPU NVL Fatal"
         " error on :\nfabricmanager.log.1-moduleId : 3\n--\n",
-        "$ grep ERROR /var/log/fabricmanager.log\n[Oct 13 2025 18:14:38] [ERROR] [tid 202] Fabric Manager failed\n",
+        "$ grep ERROR /var/log/fabricmanager.log\n"
+        "[Oct 13 2025 18:14:38] [ERROR] [tid 202] Fabric Manager failed\n",
     ],
 )
 def test_every_grep_shape_of_the_log_is_named(text: str) -> None:
