@@ -87,7 +87,7 @@ from gpuonboard.facts.kernel_quoted import (
     quoting_report,
 )
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
-from gpuonboard.facts.kernel_span import ends_before_driver
+from gpuonboard.facts.kernel_span import ends_before_driver, held_by_nouveau
 from gpuonboard.facts.kernel_text import by_text, log_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
@@ -153,7 +153,8 @@ class KernelLog:
     # (kernel_quoted.driver_excerpt): its first line; an excerpt around a fault, it says nothing
     # of the NVSwitch driver's SXids
     driver_excerpt: str | None = None
-    # a saved log that ends before the GPU driver logged anything (facts/kernel_span.py): why; ""
+    # a saved log that ends before the GPU driver logged anything, or of a GPU nouveau holds with
+    # no line of the NVIDIA driver (facts/kernel_span.py): why; ""
     early_end: str = ""
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
@@ -321,22 +322,37 @@ _JOURNAL_NOTE = re.compile(r"-- .+ --")
 _BANNER = re.compile(r"(?:^|[\]:]\s*)Linux version \d\S*\s+\(")
 
 
+# a line's stamp in seconds since boot (dmesg's `[  4.774224]`, after a syslog's `host kernel: `;
+# not dmesg -H's `[  +0.000040]` deltas)
+_SINCE_BOOT = re.compile(r"^\s*(?:[^\[\n]{0,80}?\bkernel:\s*)?\[\s*(\d+\.\d+)\]")
+# how far back a stamp may fall within one boot (CPUs' lines printed out of order: microseconds)
+_STAMP_BACK_S = 1.0
+
+
 class BootCounter:
     """The boots a kernel log spans, line by line: a boundary is journalctl's separator line or
     the kernel's `Linux version` banner after at least one line of the boot before (a log's own
-    first banner, or a separator right before a banner, starts no new boot)."""
+    first banner, or a separator right before a banner, starts no new boot), or a stamp in
+    seconds since boot that falls back (`[159303.524890]` then `[    4.774224]`: a syslog across
+    a reboot whose banner is not among its lines, measure35e 19)."""
 
     def __init__(self) -> None:
         self.boot = 0  # the boot the last line read is of (0: the log's first)
         self._lines = 0  # log lines read of this boot
+        self._since: float | None = None  # the last stamp read of this boot, in seconds
 
     def read(self, line: str) -> bool:
         """Counts one line; True when it is journalctl's separator (no line of the log)."""
         text = line.strip()
         separator = _BOOT_SEPARATOR.fullmatch(text) is not None
-        if separator or _BANNER.search(text):
+        stamp = _SINCE_BOOT.match(text)
+        since = float(stamp.group(1)) if stamp else None
+        fell = since is not None and self._since is not None and since < self._since - _STAMP_BACK_S
+        if separator or _BANNER.search(text) or fell:
             self.boot += 1 if self._lines else 0
             self._lines = 0
+            self._since = None
+        self._since = since if since is not None else self._since
         self._lines += 0 if not text or _JOURNAL_NOTE.fullmatch(text) else 1
         return separator
 
@@ -723,7 +739,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
         driver_excerpt=driver_excerpt(saved),
-        early_end=ends_before_driver(saved),
+        early_end=ends_before_driver(saved) or held_by_nouveau(saved),
         pieced=pieced(given.splitlines()),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),
     )

@@ -250,3 +250,51 @@ def test_mcelogs_records_beside_the_kernel_log_that_asks_for_them(tmp_path: Path
     _, both = judged_box(tmp_path / "b", files, "gpu_count: 1\n")
     assert both["host_hw_errors"].verdict == "fail"
     assert "uncorrected machine check (status bf80000000000124)" in both["host_hw_errors"].actual
+
+
+STAMPS_FALL = (
+    REAL / "dmesg-syslog__xid13-x10-rminitadapter-x11-then-stamps-fall-to-4s-reboot__cctvserver-forum.txt"
+)
+
+
+def test_faults_before_the_stamps_fall_back_are_of_an_earlier_boot() -> None:
+    """measure35e 19: RmInitAdapter up to `[159303.524890]`, then `[    4.774224] nvidia: ...`:
+    the box rebooted between (its banner not among the lines); the faults were said as this boot's."""
+    log = parse_kernel_log(STAMPS_FALL.read_text())
+    assert log.boots == 2
+    faults = [e for e in log.events if e.kind in ("xid", "nvrm")]
+    assert len(faults) >= 21 and all(e.earlier_boot for e in faults)
+    assert "logged before the log's last reboot" in _health(STAMPS_FALL.read_text())["gpu_xid"][1]
+
+
+@pytest.mark.parametrize(
+    ("second", "boots"),
+    [("[  100.000000]", 2), ("[ 5000.400000]", 1), ("[ 5000.600000]", 1), ("[  +0.000040]", 1)],
+)
+def test_only_a_stamp_that_falls_back_is_a_reboot(second: str, boots: int) -> None:
+    """Lines printed out of order by CPUs fall back by microseconds; dmesg -H's deltas are no
+    seconds since boot."""
+    text = f"[ 5000.500000] usb 1-1: new device\n{second} usb 1-2: new device\n"
+    assert parse_kernel_log(text).boots == boots
+
+
+NOUVEAU_ONLY = REAL / "dmesg__nouveau-ga102-core-notifier-timeout-no-nvidia-driver__rtx3090-rk3588.txt"
+
+
+def test_a_gpu_nouveau_holds_with_no_nvidia_driver_line_says_nothing_of_xids() -> None:
+    """measure35e 23: nouveau holds an RTX 3090 (`core notifier timeout`) and the NVIDIA driver
+    logged nothing: "no Xid in the kernel log" passed; the driver that logs Xids was not loaded."""
+    health = _health(NOUVEAU_ONLY.read_text())
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        verdict, actual = health[rule]
+        assert verdict == "unverified"
+        assert "nouveau holds the GPU (`[    2.955312] nouveau 0000:01:00.0: NVIDIA GA102" in actual
+        assert "the NVIDIA driver was not loaded" in actual
+
+
+def test_nouveau_beside_the_nvidia_drivers_lines_is_no_such_log() -> None:
+    text = (
+        NOUVEAU_ONLY.read_text()
+        + "[  120.000000] nvidia-modeset: Loading NVIDIA Kernel Mode Setting Driver\n"
+    )
+    assert parse_kernel_log(text).early_end == ""
