@@ -116,40 +116,12 @@ def _messages(lines: list[str]) -> list[str]:
     `Aug 18 23:50:24 kernel: NVRM: ... Check failed: ...` then `                        [NV_ERR_
     INVALID_STATE] ...`), dmesg to its stamp's; each is part of the message above it, a kernel
     line or another program's, not a line of no log (m32d: such a journal was refused)."""
-    pieces = _wrap_pieces(lines)
     out: list[str] = []
-    for i, line in enumerate(lines):
+    for line in lines:
         if out and indented(line) and (_kernel_line(out[-1]) or _other_program(out[-1])):
-            continue
-        if i in pieces:
             continue
         out.append(line)
     return out
-
-
-# the shortest a line a wrap at a column cut can be, and how far such lines' lengths may spread
-# (a page's wrap at 80 columns leaves them 80 to 83 long: a word the wrap would not break)
-_WRAP_LEAST, _WRAP_SPREAD = 60, 8
-
-
-def _wrap_pieces(lines: list[str]) -> set[int]:
-    """The lines (their indices) a page's wrap at a column put there, pieces of a syslog's or
-    journal's line above: each without a head of its own (no kernel line, no other program's),
-    after a line the wrap cut (as long as the wrap's column: all such lines' lengths within
-    _WRAP_SPREAD of one another, _WRAP_LEAST at least), the first of them after a headed line
-    (measure35d 15: /var/log/syslog wrapped at 80 columns, `...kernel: [85385.218456] NVRM: Xid
-    (PCI:0000:01:00): 79,` / `pid='<unknown>', ...`, was refused as no command output)."""
-    pieces: set[int] = set()
-    widths: list[int] = []
-    for i in range(1, len(lines)):
-        line, above = lines[i], lines[i - 1]
-        if indented(line) or _kernel_line(line) or _other_program(line) or len(above) < _WRAP_LEAST:
-            continue
-        if i - 1 not in pieces and not (_kernel_line(above) or _other_program(above)):
-            continue
-        pieces.add(i)
-        widths.append(len(above))
-    return pieces if widths and max(widths) - min(widths) <= _WRAP_SPREAD else set()
 
 
 def _kernel_line(line: str) -> bool:

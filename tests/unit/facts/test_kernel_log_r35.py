@@ -185,28 +185,6 @@ def test_the_saved_console_log_is_read_as_a_kernel_log(tmp_path: Path) -> None:
     assert judged["host_hw_errors"][0] == "fail"
 
 
-WRAPPED_SYSLOG = REAL / "dmesg-syslog__80-column-wrap-xid79-serial-ff-bytes__debian-515-blog.txt"
-
-
-def test_a_syslog_wrapped_at_a_column_is_read_as_a_kernel_log(tmp_path: Path) -> None:
-    """measure35d 15: a /var/log/syslog a page wrapped at 80 columns, its pieces without a syslog
-    head (`pid='<unknown>', ...`, `<FF><FF>...`), was refused as no command output."""
-    from ..offline_judge import verdicts
-
-    verdict, actual = verdicts(tmp_path, "syslog.txt", WRAPPED_SYSLOG.read_text())["gpu_xid"]
-    assert verdict == "fail"
-    assert "Xid 79" in actual
-
-
-def test_lines_after_short_ones_are_no_wrap_pieces(tmp_path: Path) -> None:
-    """A line without a head after a short syslog line is no piece of a wrap: a text of such
-    lines is no kernel log (a note under one quoted line)."""
-    from gpuonboard.api.saved_kinds import detect_fabric_kind
-
-    text = "Aug 16 19:25:51 host kernel: [85385.218456] usb 1-1: new device\n" + "some words of a note\n" * 4
-    assert detect_fabric_kind(text) is None
-
-
 MCELOG_UC = REAL / "mcelog__uncorrected-srar-dcache-write-bank1__haswell-yoda-ubuntuforums.txt"
 MCE_LOGGED = REAL / "dmesg-syslog__mce-events-logged-no-record__haswell-yoda-ubuntuforums.txt"
 
