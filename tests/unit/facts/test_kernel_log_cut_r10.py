@@ -218,4 +218,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg__xid-31-13-32-application-faults__hand-elided__dxvk-1027.txt",
         # (a journal's one NVRM Xid 31 line among a server's own lines; round 33)
         "dmesg-journalctl__xid31-one-nvrm-line-among-llama-swap-lines__ik-llama-425.txt",
+        # (Xid 13 and RmInitAdapter before the stamps fall back to a reboot; round 35)
+        "dmesg-syslog__xid13-x10-rminitadapter-x11-then-stamps-fall-to-4s-reboot__cctvserver-forum.txt",
     }
