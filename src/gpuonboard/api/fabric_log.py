@@ -18,11 +18,34 @@ _FM_LINE = re.compile(
 _FM_LEAST = 2  # (lines of its shape; its messages' own continuation lines are not)
 
 
-def fabric_manager_log(text: str) -> str | None:
-    """The sentence refusing a Fabric Manager log (see the module), None for any other text."""
+# a command line typed above it that reads the log (`$ grep -i "Fatal" fabricmanager.log* -A 11`,
+# `cat /var/log/fabricmanager.log`), grep's `--` between its matches' groups, and the file's name
+# grep puts before each line of several files (`fabricmanager.log.1:[Oct 13 2025 ...`, `-` on a
+# context line)
+_FM_TYPED = re.compile(r"^\S*[$#>]\s*\S.*\bfabricmanager\.log")
+_GREP_GROUP = "--"
+_GREP_FILE = re.compile(r"^(?:\S*/)?fabricmanager\.log[\w.]*[:-](?=\[|\S)")
+
+
+def _log_lines(text: str) -> tuple[list[str], bool]:
+    """The log's lines as the daemon wrote them (a grep's file names and `--` lines taken out),
+    and whether a command line above them names the log file or grep's `--` lines are among them
+    (a grep's output, whose one line of the log's shape is enough)."""
     lines = [line for line in text.splitlines() if line.strip()]
+    typed = bool(lines) and _FM_TYPED.match(lines[0]) is not None
+    lines = lines[1:] if typed else lines
+    grouped = any(line.strip() == _GREP_GROUP for line in lines)  # (a grep's: its command taken off above)
+    return [_GREP_FILE.sub("", line) for line in lines if line.strip() != _GREP_GROUP], typed or grouped
+
+
+def fabric_manager_log(text: str) -> str | None:
+    """The sentence refusing a Fabric Manager log (see the module), None for any other text: the
+    log itself, or a grep of it (its command line above it, `--` between its groups: measure35d
+    27's `grep -i "Fatal" fabricmanager.log* -A 11` of a GB200 rack, one ERROR line and its
+    context lines, was refused as no output)."""
+    lines, typed = _log_lines(text)
     heads = [m for line in lines[:400] if (m := _FM_LINE.match(line))]
-    if len(heads) < _FM_LEAST or not _FM_LINE.match(lines[0]):
+    if not lines or len(heads) < (1 if typed else _FM_LEAST) or not _FM_LINE.match(lines[0]):
         return None
     bad = next((m.string for m in heads if m.group(1) in ("ERROR", "FATAL")), "")
     shown = f"; it logs `{' '.join(bad.split())[:160]}`" if bad else f" ({len(heads)} lines, none an error)"

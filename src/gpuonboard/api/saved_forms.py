@@ -16,6 +16,7 @@ from gpuonboard.api.command_line import container_log, pipeline, run
 from gpuonboard.api.csv_among import LABELLED_CELL, csv_block
 from gpuonboard.api.df_refusal import df_refusal, df_rows
 from gpuonboard.api.fabric_log import fabric_manager_log
+from gpuonboard.api.journal_refusal import journal_without_kernel
 from gpuonboard.api.kind_names import expected_outputs
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
 from gpuonboard.api.smi_refusals import OTHER_OPERATION, STATE_ERROR, empty_or_refused, wrapped_refusal
@@ -652,6 +653,8 @@ def _unread_sentence(where: str, text: str) -> str:
         )
     if fabric := fabric_manager_log(text):
         return f"{where}: {fabric}"
+    if journal := journal_without_kernel(text):  # (no kernel line: api/journal_refusal.py)
+        return f"{where}: {journal}"
     if node := _NODE_CONDITION.search(text):
         return (
             f"{where}: a Kubernetes node's condition rows (`kubectl describe node`'s Conditions:"

@@ -14,6 +14,7 @@ from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.infiniband import rdma_format
+from gpuonboard.facts.mcelog import joined_mcelog, mcelog_only
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
@@ -411,6 +412,7 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
     joined_cpus); None where they are rivals."""
     return (
         joined_boots(kind, first, then)
+        or joined_mcelog(kind, first, then)  # (mcelog's records beside the kernel log: facts/mcelog)
         or joined_formats(kind, first, then)
         or joined_container(kind, first, then)
         or joined_gpu_view(kind, first, then)
@@ -485,6 +487,8 @@ def joined_said(kind: str, both: object = None) -> str:
             "two `nvidia-smi --query-gpu` CSV outputs of the box asking other fields, each read and"
             f" merged by GPU (the second named `the second CSV query`), {_matched_by(both)}"
         )
+    if kind == "kernel_log" and any(mcelog_only(o.stdout) for o in beside):
+        return "the kernel log and mcelog's records of the machine checks it logged, both read"
     if kind == "kernel_log":
         return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"
     if kind == "nvidia_smi_list" and not beside:  # (joined_env_list)

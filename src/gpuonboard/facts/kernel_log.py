@@ -78,7 +78,10 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
+from gpuonboard.facts.kernel_pager import pager_view
+from gpuonboard.facts.kernel_pieces import pieced
 from gpuonboard.facts.kernel_quoted import (
+    driver_excerpt,
     gpu_driver_only,
     nvidia_only,
     nvswitch_only,
@@ -86,7 +89,7 @@ from gpuonboard.facts.kernel_quoted import (
     said_count,
 )
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
-from gpuonboard.facts.kernel_span import ends_before_driver
+from gpuonboard.facts.kernel_span import ends_before_driver, held_by_nouveau
 from gpuonboard.facts.kernel_text import by_text, log_text
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
@@ -151,11 +154,21 @@ class KernelLog:
     # the lines those readings (picked, nvrm_only, nvidia_only) are of: the saved log's lines that
     # say something of the kernel's (kernel_quoted.said_count; not a page's bare `> ` mark)
     said_lines: int = 0
-    # a saved log that ends before the GPU driver logged anything (facts/kernel_span.py): why; ""
+    # a saved log whose every line is the GPU driver's, its load banner not among them
+    # (kernel_quoted.driver_excerpt): its first line; an excerpt around a fault, it says nothing
+    # of the NVSwitch driver's SXids
+    driver_excerpt: str | None = None
+    # a saved log that ends before the GPU driver logged anything, or of a GPU nouveau holds with
+    # no line of the NVIDIA driver (facts/kernel_span.py): why; ""
     early_end: str = ""
     # a journal's JSON / export / verbose output whose entries are all of other programs than the
     # kernel (facts/kernel_shapes): no kernel line was there to read
     others_only: bool = False
+    # a saved log that is a pager's screen (facts/kernel_pager.py: `lines 101434-101480/101480
+    # (END)` below it): why it is not the whole output; ""
+    paged: str = ""
+    # a saved log of excerpts pasted together (facts/kernel_pieces.py): why; ""
+    pieced: str = ""
 
     @property
     def left_out(self) -> str:
@@ -165,7 +178,7 @@ class KernelLog:
         if self.quoted is not None:
             return f"it is a tool's report quoting kernel lines (`{self.quoted[:80]}`), not the kernel log"
         if self.elided is None:
-            return ""
+            return self.paged or self.pieced
         return f"lines were left out of it by hand, marked `{self.elided}`"
 
     @property
@@ -315,22 +328,37 @@ _JOURNAL_NOTE = re.compile(r"-- .+ --")
 _BANNER = re.compile(r"(?:^|[\]:]\s*)Linux version \d\S*\s+\(")
 
 
+# a line's stamp in seconds since boot (dmesg's `[  4.774224]`, after a syslog's `host kernel: `;
+# not dmesg -H's `[  +0.000040]` deltas)
+_SINCE_BOOT = re.compile(r"^\s*(?:[^\[\n]{0,80}?\bkernel:\s*)?\[\s*(\d+\.\d+)\]")
+# how far back a stamp may fall within one boot (CPUs' lines printed out of order: microseconds)
+_STAMP_BACK_S = 1.0
+
+
 class BootCounter:
     """The boots a kernel log spans, line by line: a boundary is journalctl's separator line or
     the kernel's `Linux version` banner after at least one line of the boot before (a log's own
-    first banner, or a separator right before a banner, starts no new boot)."""
+    first banner, or a separator right before a banner, starts no new boot), or a stamp in
+    seconds since boot that falls back (`[159303.524890]` then `[    4.774224]`: a syslog across
+    a reboot whose banner is not among its lines, measure35e 19)."""
 
     def __init__(self) -> None:
         self.boot = 0  # the boot the last line read is of (0: the log's first)
         self._lines = 0  # log lines read of this boot
+        self._since: float | None = None  # the last stamp read of this boot, in seconds
 
     def read(self, line: str) -> bool:
         """Counts one line; True when it is journalctl's separator (no line of the log)."""
         text = line.strip()
         separator = _BOOT_SEPARATOR.fullmatch(text) is not None
-        if separator or _BANNER.search(text):
+        stamp = _SINCE_BOOT.match(text)
+        since = float(stamp.group(1)) if stamp else None
+        fell = since is not None and self._since is not None and since < self._since - _STAMP_BACK_S
+        if separator or _BANNER.search(text) or fell:
             self.boot += 1 if self._lines else 0
             self._lines = 0
+            self._since = None
+        self._since = since if since is not None else self._since
         self._lines += 0 if not text or _JOURNAL_NOTE.fullmatch(text) else 1
         return separator
 
@@ -726,7 +754,10 @@ def parse_kernel_log(text: str) -> KernelLog:
         nvrm_only=gpu_driver_only(saved),
         nvidia_only=nvidia_only(saved),
         said_lines=said_count(saved),
-        early_end=ends_before_driver(saved),
+        driver_excerpt=driver_excerpt(saved),
+        early_end=ends_before_driver(saved) or held_by_nouveau(saved),
+        pieced=pieced(given.splitlines()),
+        paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 from gpuonboard.once import lazy_re
 
@@ -158,3 +159,22 @@ def _other_program_without(lines: list[str], word: str) -> bool:
     plain journal or syslog window (`journalctl --since ...`), which a grep for the word would
     not have kept (ikawrakow/ik_llama.cpp#425's journal, its one NVRM line among llama-swap's)."""
     return any(_OTHER_PROGRAM.match(line) and word not in line.lower() for line in lines)
+
+
+def driver_excerpt(lines: list[str]) -> str | None:
+    """The first line of a saved log (no live probe's header) whose every line is the NVIDIA GPU
+    driver's (holds `NVRM` or `nvidia`: `nvidia 0000:01:00.0: irq 47 for MSI/MSI-X`, `[drm:nv_drm_load
+    [nvidia_drm]] *ERROR* ...`, `caller ... [nvidia] mapping multiple BARs`), none the NVSwitch
+    driver's, and none its load banner (`NVRM: loading NVIDIA UNIX ...`): an author's excerpt
+    around a fault, picked from the log (no kernel log has only such lines, and a grep of a whole
+    boot's for the driver's words keeps its banner); what it left out, an SXid line among it, is
+    not known (measure35d 07, measure35e 22, 24: "no SXid in the kernel log" passed, while an
+    excerpt of NVRM lines alone was unverified). None where any line is another's."""
+    said = _kernel_said(lines)
+    if not said or any(_NVSWITCH_LINE.search(line) or DRIVER_LOAD.search(line) for line in said):
+        return None
+    if not all("nvrm" in (text := _text(line)) or "nvidia" in text for line in said):
+        return None
+    return (
+        None if _other_program_without(lines, "nvidia") and _other_program_without(lines, "nvrm") else said[0]
+    )

@@ -30,6 +30,7 @@ import json
 import re
 from collections.abc import Iterator
 
+from gpuonboard.facts.mcelog import mcelog_as_kernel
 from gpuonboard.once import lazy_re
 
 __all__ = [
@@ -46,6 +47,14 @@ __all__ = [
 _RAW_PRIORITY = re.compile(r"^<\d{1,3}>(?=\S)", re.MULTILINE)
 # a syslog's `host kernel:[ 9438.84] ...` (rsyslog templates without the space)
 _KERNEL_NO_SPACE = re.compile(r"(\bkernel:)(?=\[)")
+# a console logger's own time before each line it captured (a serial console's, conserver's,
+# ipmitool sol's or a BMC's log: `[2023-06-22 21:55:31.352446][5975153.878190] EDAC MC0: 1 UE
+# ...`, LKML's outage ticket of 2023-06): the kernel's line is what follows it. Read where it
+# stands before a kernel stamp on some line; then taken off every line it heads (the logger also
+# stamps the pieces of a line another console output split: `[...]y read error on ...`)
+_CONSOLE_TIME = r"\[?\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?[ \t]?"
+_CONSOLE_BEFORE_STAMP = re.compile(rf"^{_CONSOLE_TIME}(?=\[\s*\d+\.\d+\])", re.MULTILINE)
+_CONSOLE_HEAD = re.compile(rf"^{_CONSOLE_TIME}", re.MULTILINE)
 # a /dev/kmsg record (Documentation/ABI/testing/dev-kmsg): `PRIORITY,SEQUENCE,MICROSECONDS,FLAGS
 # [,MORE];MESSAGE`, one a line (the kernel escapes a newline in it as `\x0a`); its dictionary's
 # `KEY=value` lines (` SUBSYSTEM=pci`, ` DEVICE=+pci:0000:3b:00.0`) follow it, indented by one space
@@ -90,8 +99,17 @@ def plain_kernel_text(text: str) -> str:
     elif _KMSG_RECORD.match(head):
         return _kmsg_printed(text)
     else:
-        return _KERNEL_NO_SPACE.sub(r"\1 ", _RAW_PRIORITY.sub("", text))
+        text = mcelog_as_kernel(text) or text  # (mcelog's records: the kernel's lines of them)
+        return _KERNEL_NO_SPACE.sub(r"\1 ", _RAW_PRIORITY.sub("", _without_console_times(text)))
     return _printed(entries)
+
+
+def _without_console_times(text: str) -> str:
+    """`text` without a console logger's times before its lines (_CONSOLE_TIME), where at least
+    one stands before a kernel stamp; else `text` itself."""
+    if _CONSOLE_BEFORE_STAMP.search(text) is None:
+        return text
+    return _CONSOLE_HEAD.sub("", text)
 
 
 def _kmsg_printed(text: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["EARLY_BOOT_S", "ends_before_driver"]
+__all__ = ["EARLY_BOOT_S", "ends_before_driver", "held_by_nouveau"]
 
 # the seconds since boot under which a log without a driver line is read as ending before the
 # driver logged (the earliest driver load line in the real captures: 2.76 s; a box's boot with
@@ -38,4 +38,27 @@ def ends_before_driver(lines: list[str]) -> str:
     return (
         f"it ends {m.group(1)} s into boot (`{last[:80]}`), before the GPU driver logged anything:"
         " a log that holds no line of the driver yet holds none of its faults"
+    )
+
+
+# nouveau, the kernel's own driver for NVIDIA GPUs, holding one (`nouveau 0000:01:00.0: NVIDIA
+# GA102 (b72000a1)`, `... DRM: core notifier timeout`)
+_NOUVEAU = re.compile(r"\bnouveau [0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d: ")
+# a line of the NVIDIA driver's (its NVRM lines, its modules' tags: `nvidia 0000:01:00.0:`,
+# `nvidia-modeset:`, `[nvidia]`, `nvidia_uvm`), not nouveau's `NVIDIA GA102` naming the chip
+_NVIDIA_DRIVER = re.compile(r"\bNVRM\b|(?<![\w-])nvidia(?:[-_]\w+)?(?::|\]| [0-9a-f]{4,8}:)")
+
+
+def held_by_nouveau(lines: list[str]) -> str:
+    """Why the log (its lines as read) says nothing of the NVIDIA driver's faults where nouveau
+    holds the GPU and no line of the NVIDIA driver is in it: the NVIDIA driver was not loaded
+    (or bound no GPU), so it logged no Xid, whatever the GPU did (measure35e 23: an RTX 3090 under
+    nouveau, `DRM: core notifier timeout`, passed "no Xid in the kernel log"); "" otherwise."""
+    held = [line.strip() for line in lines if _NOUVEAU.search(line)]
+    first = next((line for line in held if "NVIDIA" in line), held[0] if held else None)
+    if first is None or any(_NVIDIA_DRIVER.search(line) for line in lines):
+        return ""
+    return (
+        f"nouveau holds the GPU (`{first[:80]}`) and no line of the NVIDIA driver is in it: the"
+        " NVIDIA driver was not loaded, so it logged no Xid or SXid"
     )

@@ -107,6 +107,9 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
     the last line has no newline: where it says nothing yet (a stamp cut short), it is a line of
     its own."""
     filled = [line for line in lines if line.strip()]
+    # (a line after a blank one starts a paste's next excerpt, no wrap's piece: measure35d 14's
+    # ` 4428.423595] bond0: ...` after three blank lines, its `[` lost, was read into the SXid above)
+    after_blank = [i > 0 and not lines[i - 1].strip() for i, line in enumerate(lines) if line.strip()]
     # (journalctl's line between two boots is a line of its own too)
     starts = [
         bool(KERNEL_STAMP.match(line) or SYSLOG_LINE.match(line) or BOOT_SEPARATOR.fullmatch(line.strip()))
@@ -121,7 +124,7 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
     out: list[str] = []
     can_join = False
     wrapped: list[int] = []
-    for line, stamped in zip(filled, starts, strict=True):
+    for line, stamped, fresh in zip(filled, starts, after_blank, strict=True):
         # (a line the wrap cut inside a run of blanks ends in one: the indented line after it is
         # its rest, not dmesg's indent: `Tainted: P       ` / `    OE     5.15.0-83-generic`)
         cut_in_blanks = can_join and out[-1][-1:].isspace()
@@ -133,6 +136,7 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
             or not can_join
             or PROBE_HEADER.match(line)
             or elided
+            or fresh
         ):
             out.append(line)
             can_join = (stamped or (can_join and indented(line))) and not elided

@@ -38,3 +38,32 @@ def test_a_log_of_info_lines_only_says_so() -> None:
 
 def test_a_kernel_log_is_no_fabric_manager_log() -> None:
     assert fabric_manager_log("[Tue Feb 25 13:59:45 2025] NVRM: loading NVIDIA UNIX x86_64 ...\n") is None
+
+
+FM_GREP = REAL / "fabricmanager-log-grep-fatal-A11__gpu-nvl-fatal-error-gpuguid__gb200-rack-runbook.txt"
+
+
+def test_a_grep_of_the_log_is_refused_naming_it_and_its_error(tmp_path: Path) -> None:
+    """measure35d 27: `$ grep -i "Fatal" fabricmanager.log* -A 11` above one ERROR line and its
+    context lines (a GB200's GPU NVL fatal error) was refused as "not a recognised command output"."""
+    saved = tmp_path / "fm.txt"
+    saved.write_text(FM_GREP.read_text())
+    with pytest.raises(UsageError) as refused:
+        offline.load_outputs([str(saved)])
+    said = str(refused.value)
+    assert "a Fabric Manager log" in said and "not a recognised" not in said, said
+    assert "Fabric Manager detected GPU NVL Fatal error on :" in said, said
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "fabricmanager.log.1:[Oct 13 2025 18:14:38] [ERROR] [tid 202] Fabric Manager detected GPU NVL Fatal"
+        " error on :\nfabricmanager.log.1-moduleId : 3\n--\n",
+        "$ grep ERROR /var/log/fabricmanager.log\n"
+        "[Oct 13 2025 18:14:38] [ERROR] [tid 202] Fabric Manager failed\n",
+    ],
+)
+def test_every_grep_shape_of_the_log_is_named(text: str) -> None:
+    said = fabric_manager_log(text)
+    assert said is not None and "[ERROR] [tid 202]" in said, said

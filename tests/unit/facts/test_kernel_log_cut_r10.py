@@ -220,4 +220,6 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-journalctl__xid31-one-nvrm-line-among-llama-swap-lines__ik-llama-425.txt",
         # (a forum's bare `> ` quote mark above a stamped Xid 62 and RmInitAdapter; round 35)
         "dmesg__quote-marker-line-above-xid62-rminitadapter__gtx780__ubuntuforums-2019.txt",
+        # (Xid 13 and RmInitAdapter before the stamps fall back to a reboot; round 35)
+        "dmesg-syslog__xid13-x10-rminitadapter-x11-then-stamps-fall-to-4s-reboot__cctvserver-forum.txt",
     }

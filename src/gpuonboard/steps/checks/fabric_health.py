@@ -25,7 +25,7 @@ from gpuonboard.facts.kernel_oops import (
     nvidia_crashes,
 )
 from gpuonboard.facts.kernel_pstore import CRASH_RECORD_ADVICE, pstore_record
-from gpuonboard.facts.kernel_text import kernel_lines
+from gpuonboard.facts.kernel_text import log_text
 from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
@@ -442,7 +442,15 @@ def _no_xid_lines(log: KernelLog) -> str:
 
 def _no_nvswitch_lines(log: KernelLog) -> str:
     """Why a saved log says nothing of the NVSwitch driver's SXids: each of its lines holds
-    `NVRM` (a `dmesg | grep NVRM` saved without its command), which no SXid line does; ""."""
+    `NVRM` (a `dmesg | grep NVRM` saved without its command), which no SXid line does, or is the
+    GPU driver's, its load banner not among them (an excerpt around a fault); ""."""
+    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
+    if log.nvrm_only is None and log.driver_excerpt is not None:
+        return (
+            f"it holds only the NVIDIA driver's lines ({n}, first `{log.driver_excerpt[:80]}`), without"
+            " its load banner: an excerpt picked from the log, whose other lines (the NVSwitch driver's"
+            " SXid lines among them) are not known"
+        )
     if log.nvrm_only is None:
         return ""
     count = log.said_lines or log.lines  # (the NVRM lines, not a page's bare `> ` mark above them)
@@ -508,7 +516,9 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
     # (the host's own hardware errors: a row only where the log shows one; read as the log's
     # readers read it, a paste's wrap joined: a DIMM's name the wrap cut is whole again)
-    hosted = host_errors(kernel_lines(out.stdout))
+    # (and whether it ends inside its last line, a newline after it or not: kernel_text.log_text)
+    read = log_text(out.stdout)
+    hosted = host_errors(read.lines, read.open_end)
     hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
     hosted += _beside_host_errors(hosted, out.beside)
     return [
