@@ -265,9 +265,16 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm__proxmox-forum-179366.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
-        # a table (and a banner alone) a page ran onto one line, judged by min_driver:
-        # steps/checks/test_gpu_rules_cut.py
+        # tables a page ran onto one line, spaces collapsed, read by value:
+        # facts/test_nvidia_smi_table_joined_r35.py
         "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt",
+        "nvidia-smi__tesla-t4-cgpu-share-3231mib__1gpu__driver418.87.01__kubectl-exec-pod__table-on-one-line__aliyun-ack-edge.txt",
+        "nvidia-smi__tesla-t4__1gpu__driver418.87.01__python3-process__table-on-one-line__aliyun-ack-edge.txt",
+        "nvidia-smi__tesla-v100-sxm2-16gb__1gpu__driver515.105.01__mig-column__table-on-one-line__aliyun-ack-edge.txt",
+        "nvidia-smi__b200__1gpu__driver580.105.08__table-on-one-line__cut-in-processes-header__vllm-32373-wiki.txt",
+        "nvidia-smi__rtx-a6000__1gpu__driver525.125.06__after-oom-message__table-on-one-line__cut-in-processes-rule__vllm-1201-wiki.txt",
+        # a banner alone a page ran onto one line, judged by min_driver:
+        # steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt",
         # a table and -q cut after whole GPU records, -q pastes from `Attached GPUs` cut in GPU 0:
         # steps/checks/test_gpu_rules_cut_r32.py

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport
+from gpuonboard.facts.nvidia_smi.table_joined import rows_apart
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
     _compute_mode,
@@ -585,7 +586,8 @@ def _table_gpus(
 
 def parse_table(text: str) -> GpuReport:
     """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
-    lines = _unjoined(_rewrapped(text.splitlines()))
+    # (its lines apart where a page joined them into one: table_joined)
+    lines = _unjoined(_rewrapped(rows_apart(text.splitlines())))
     warnings: list[str] = []
     driver, cuda = _table_versions("\n".join(lines), warnings)
     # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the
