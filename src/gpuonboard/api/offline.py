@@ -26,7 +26,7 @@ from gpuonboard.api import (
     transcript,
     unjudged,
 )
-from gpuonboard.api.csv_among import csv_above_table
+from gpuonboard.api.csv_among import below_heading, csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
@@ -166,6 +166,9 @@ def _saved_outputs(
     if parts is None and (stacked := csv_above_table(pasted)) is not None:
         pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
         notes.append(f"{path}: {left}.")
+    if parts is None and (headed := below_heading(pasted)) is not None:
+        pasted, left = headed  # (a heading above a CSV, XML or -L: said, the output read from its top)
+        notes.append(f"{path}: {left}.")
     if parts is None:
         try:
             return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
@@ -287,6 +290,9 @@ def _session_outputs(
             ]
         if (stacked := csv_above_table(text)) is not None:  # (as in a file of its own)
             text, left = stacked
+            notes.append(f"{where}: {left}.")
+        if (headed := below_heading(text)) is not None:  # (as in a file of its own)
+            text, left = headed
             notes.append(f"{where}: {left}.")
         kind, out = _saved_output(path, where, text, command)
         part = next((p for p in parts if f"{path} {p.where}" == where), None)
