@@ -265,6 +265,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm__proxmox-forum-179366.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
+        # a table every line of which a `#` comments out: api/test_offline_commented_r35.py
+        "nvidia-smi__geforce-name-cut__1gpu-1998mib__driver470.256.02__docker-run-cuda12.4__hash-commented-no-space__cortex-notes.txt",
         # a CSV below a report's heading line, read from its header: api/test_offline_heading_above_r35.py
         "nvidia-smi-query-gpu__a800-sxm4-80gb__8gpu__driver580.95.05__heading-line-above-header__openpi-env-report.csv",
         # tables a page ran onto one line, spaces collapsed, read by value:
