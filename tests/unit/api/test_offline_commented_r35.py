@@ -18,7 +18,7 @@ from ..offline_judge import verdicts
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 CORTEX = (
     "nvidia-smi__geforce-name-cut__1gpu-1998mib__driver470.256.02__docker-run-cuda12.4"
-    "__hash-commented-no-space__cortex-notes.txt"
+    "__copied-command__hash-commented-no-space__cortex-notes.txt"
 )
 
 
