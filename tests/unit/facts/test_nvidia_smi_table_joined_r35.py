@@ -17,7 +17,9 @@ from ..offline_judge import details, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 ACK = "__table-on-one-line__aliyun-ack-edge.txt"
-POD_T4 = f"nvidia-smi__tesla-t4-cgpu-share-3231mib__1gpu__driver418.87.01__kubectl-exec-pod__copied-command{ACK}"
+POD_T4 = (
+    f"nvidia-smi__tesla-t4-cgpu-share-3231mib__1gpu__driver418.87.01__kubectl-exec-pod__copied-command{ACK}"
+)
 NODE_T4 = f"nvidia-smi__tesla-t4__1gpu__driver418.87.01__python3-process{ACK}"
 POD_V100 = f"nvidia-smi__tesla-v100-sxm2-16gb__1gpu__driver515.105.01__mig-column{ACK}"
 B200 = (
