@@ -265,6 +265,9 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm__proxmox-forum-179366.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
+        # tables of the layout before R304 (`Nb.  Name`): facts/test_nvidia_smi_old_layout_r35.py
+        "nvidia-smi__geforce-8500-gt__1gpu__driver290.10__old-layout-nb-name__markdown-escaped-index__archwiki-es.txt",
+        "nvidia-smi__geforce-gtx-550-ti__1gpu__driver295.40__old-layout-nb-name__processes-not-supported__ubuntuforums.txt",
         # a table every line of which a `#` comments out: api/test_offline_commented_r35.py
         "nvidia-smi__geforce-name-cut__1gpu-1998mib__driver470.256.02__docker-run-cuda12.4__copied-command__hash-commented-no-space__cortex-notes.txt",
         # a CSV below a report's heading line, read from its header: api/test_offline_heading_above_r35.py

@@ -161,3 +161,17 @@ def test_the_edge_pods_v100_table_on_one_line_is_judged_whole(tmp_path: Path) ->
     got = verdicts(tmp_path, "nvidia-smi.txt", (REAL / POD_V100).read_text(), order)
     assert got["gpu_model"][0] == got["gpu_count"][0] == got["vram"][0] == "pass"
     assert got["min_driver"] == ("fail", "515.105.01")
+
+
+def test_a_run_two_counts_cut_each_their_own_way_is_left_as_it_is() -> None:
+    """The table before R304 (driver 295.40) joined: under its GPU rows' `|---+---+---|`,
+    `| Compute processes: GPU Memory | | GPU PID Process name Usage |` is one row of three cells
+    or two of one; the lines above are cut, the rest left whole (never a guess)."""
+    name = (
+        "nvidia-smi__geforce-gtx-550-ti__1gpu__driver295.40__old-layout-nb-name__processes-not-supported"
+        "__ubuntuforums.txt"
+    )
+    lines = rows_apart([_collapsed((REAL / name).read_text())])
+    assert "| 0. GeForce GTX 550 Ti | 0000:01:00.0 N/A | N/A N/A |" in lines
+    assert lines[-1].startswith("| Compute processes: GPU Memory | | GPU PID")
+    assert lines[-1].endswith("| 0. Not Supported | +" + "-" * 77 + "+")

@@ -8,10 +8,12 @@ The table's own structure says where each line ends: every border line (`+-----+
 columns as one of them (the border above, or below: the `|====+====|` rule under the column
 titles, an old driver's one-column `|-----|` under its banner), so as many `|` as it has `+` /
 `|`. A line is cut into the table's lines only where each run of text between its borders is
-rows of one such count, one after another with a blank between, in one way only, and nothing
-is left over but a last row cut short at the line's end (a page's excerpt cut there, read as a
-table cut there); else it is left as it is (a sentence quoting a banner, a row with another
-count of cells: no guess). Before, such a table's banner was read and none of its GPU rows:
+rows of one such count, one after another with a blank between, and nothing is left over but a
+last row cut short at the line's end (a page's excerpt cut there, read as a table cut there);
+else it is left as it is (a sentence quoting a banner, a row with another count of cells: no
+guess). Where both counts cut a run into rows, each its own way (the table before R304's
+`| Compute processes: GPU Memory | | GPU PID ... |` under a row of three cells), the lines
+before it are cut and the rest is left as it is, one line. Before, such a table's banner was read and none of its GPU rows:
 model, count and memory unverified, the driver of two of them unjudged.
 """
 
@@ -51,8 +53,13 @@ def _split(line: str) -> list[str] | None:
         text = line[border.end() : after.start() if after else len(line)]
         counts = {_bars(border.group()), *((_bars(after.group()),) if after else ())}
         rows = {tuple(r) for k in counts if (r := _rows(text, k, after is None)) is not None}
-        if len(rows) != 1:
-            return None  # (no count, or two counts, cut the text into rows)
+        if not rows:
+            return None  # (no count cuts the text into rows)
+        if len(rows) > 1:
+            # (two counts do, each its own way: `| Compute processes: GPU Memory | | GPU PID ... |`
+            # under a row of three cells: the lines read so far kept, the rest left as it is)
+            found.append(line[border.end() :].strip())
+            break
         found.extend(rows.pop())
     return found if len(found) - (1 if line[:start].strip() else 0) >= 2 else None
 
