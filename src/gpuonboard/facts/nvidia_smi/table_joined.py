@@ -13,8 +13,9 @@ last row cut short at the line's end (a page's excerpt cut there, read as a tabl
 else it is left as it is (a sentence quoting a banner, a row with another count of cells: no
 guess). Where both counts cut a run into rows, each its own way (the table before R304's
 `| Compute processes: GPU Memory | | GPU PID ... |` under a row of three cells), the lines
-before it are cut and the rest is left as it is, one line. Before, such a table's banner was read and none of its GPU rows:
-model, count and memory unverified, the driver of two of them unjudged.
+before it are cut and the rest is left as it is, one line. Before, such a table's banner was
+read and none of its GPU rows: model, count and memory unverified, the driver of two of them
+unjudged.
 """
 
 from __future__ import annotations
