@@ -70,7 +70,12 @@ from gpuonboard.api.shown import shown
 from gpuonboard.api.state_change import joined_after_change
 from gpuonboard.api.unread import joined, keeps_first, output_cut, unread
 from gpuonboard.api.unread_files import unread_rows
-from gpuonboard.api.unreadable import refuse_damaged_xml, refuse_unreadable
+from gpuonboard.api.unreadable import (
+    VGPU_LISTING_NOTE,
+    refuse_damaged_xml,
+    refuse_unreadable,
+    vgpu_listing_below,
+)
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import OtherOutputError, UsageError
@@ -166,6 +171,8 @@ def _saved_outputs(
     if parts is None and (stacked := csv_above_table(pasted)) is not None:
         pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
         notes.append(f"{path}: {left}.")
+    if parts is None:
+        pasted = _vgpu_apart(str(path), pasted, notes)  # (a host's -q, then its vGPU listing)
     if parts is None and (headed := below_heading(pasted)) is not None:
         pasted, left = headed  # (a heading above a CSV, XML or -L: said, the output read from its top)
         notes.append(f"{path}: {left}.")
@@ -225,9 +232,20 @@ def _pieces_outputs(
     found: list[tuple[str, ProbeOutput, str]] = []
     for piece in pieces:
         where = kernel_run.where(str(path), piece)
-        found.append((*_saved_output(path, where, piece.text), where))
+        found.append((*_saved_output(path, where, _vgpu_apart(where, piece.text, notes)), where))
     notes.append(kernel_run.note(str(path), pieces))
     return found
+
+
+def _vgpu_apart(where: str, text: str, notes: list[str]) -> str:
+    """`text` without an `nvidia-smi vgpu` listing below another output (api/unreadable.py
+    vgpu_listing_below), the listing said in a note: the output above it read, never the whole
+    run refused for it (a listing alone is still refused, saying what it is)."""
+    if (apart := vgpu_listing_below(text)) is None:
+        return text
+    above, start = apart
+    notes.append(f"{where}: from its line {start + 1}, {VGPU_LISTING_NOTE}.")
+    return above
 
 
 def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
