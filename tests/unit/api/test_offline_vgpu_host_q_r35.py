@@ -47,3 +47,21 @@ def test_greps_separator_in_a_q_is_lines_left_out() -> None:
     report = parse_any(q)
     assert report.gpus[0].virtualization_mode == "Host VGPU"
     assert not report.complete and any("left out by grep" in w for w in report.warnings)
+
+
+SIMULATOR = "session__vgpu-simulator-fake-vgpu-smi-banner-table__8xh200-elided__vgpu-shell-readme.txt"
+
+
+def test_a_simulators_table_under_its_own_banner_is_refused_naming_that_banner(tmp_path: Path) -> None:
+    """measure35e 28: a simulator's `nvidia-smi` prints `| VGPU-SMI 0.1.0  Driver Version: ...`:
+    refused (right), but said to be "GPU rows without its banner and header"; now the other
+    program's banner is named."""
+    import pytest
+
+    from gpuonboard.errors import UsageError
+
+    with pytest.raises(UsageError) as refused:
+        verdicts(tmp_path, "session.txt", (REAL / SIMULATOR).read_text(), ORDER)
+    said = str(refused.value)
+    assert "banner `VGPU-SMI 0.1.0`, another program's" in said
+    assert "without its banner" not in said
