@@ -737,9 +737,11 @@ def parse_text_q(text: str) -> GpuReport:
     if attached is not None and attached != len(gpus):
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
     # (a cut is said as one unless the paste lost the indentation: that says more)
-    left = _TEXT_ELIDED if elided else _TEXT_GREPPED if grepped else ""
+    gap = TEXT_FLAT if flat else _TEXT_ELIDED if elided else TEXT_UNJOINED if unjoined and complete else ""
+    # (grep's `--`: lines of the records left out, as a cut leaves them, no gap in the set: its
+    # `Attached GPUs` still says whether every GPU's record was read)
+    warnings += [f"{_TEXT_GREPPED}: incomplete report"] if grepped and not gap else []
     elided = elided or grepped
-    gap = TEXT_FLAT if flat else left or (TEXT_UNJOINED if unjoined and complete else "")
     warnings += [TEXT_CUT] if not complete else [TEXT_LISTS_CUT] if lists_cut else []
     warnings += [f"{gap}: incomplete report"] if gap else []
     complete = complete and not elided
