@@ -26,7 +26,7 @@ from gpuonboard.api import (
     transcript,
     unjudged,
 )
-from gpuonboard.api.csv_among import csv_above_table
+from gpuonboard.api.csv_among import below_heading, csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.job_step import job_step_over_login
@@ -73,7 +73,12 @@ from gpuonboard.api.shown import shown
 from gpuonboard.api.state_change import joined_after_change
 from gpuonboard.api.unread import joined, keeps_first, output_cut, unread
 from gpuonboard.api.unread_files import unread_rows
-from gpuonboard.api.unreadable import refuse_damaged_xml, refuse_unreadable
+from gpuonboard.api.unreadable import (
+    VGPU_LISTING_NOTE,
+    refuse_damaged_xml,
+    refuse_unreadable,
+    vgpu_listing_below,
+)
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
 from gpuonboard.errors import OtherOutputError, UsageError
@@ -172,6 +177,11 @@ def _saved_outputs(
         pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
         notes.append(f"{path}: {left}.")
     if parts is None:
+        pasted = _vgpu_apart(str(path), pasted, notes)  # (a host's -q, then its vGPU listing)
+    if parts is None and (headed := below_heading(pasted)) is not None:
+        pasted, left = headed  # (a heading above a CSV, XML or -L: said, the output read from its top)
+        notes.append(f"{path}: {left}.")
+    if parts is None:
         try:
             return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
         except unjudged.UnjudgedOutput as why:  # (read, nothing judged: named, the rest judged)
@@ -231,7 +241,7 @@ def _pieces_outputs(
     for piece in pieces:
         where = kernel_run.where(str(path), piece)
         try:
-            found.append((*_saved_output(path, where, piece.text), where))
+            found.append((*_saved_output(path, where, _vgpu_apart(where, piece.text, notes)), where))
         except UsageError as why:
             refused.append(why)
     if not found:
@@ -239,6 +249,17 @@ def _pieces_outputs(
     notes.append(kernel_run.note(str(path), pieces))
     notes += [f"{why} Not read: the other output of the file is judged." for why in refused]
     return found
+
+
+def _vgpu_apart(where: str, text: str, notes: list[str]) -> str:
+    """`text` without an `nvidia-smi vgpu` listing below another output (api/unreadable.py
+    vgpu_listing_below), the listing said in a note: the output above it read, never the whole
+    run refused for it (a listing alone is still refused, saying what it is)."""
+    if (apart := vgpu_listing_below(text)) is None:
+        return text
+    above, start = apart
+    notes.append(f"{where}: from its line {start + 1}, {VGPU_LISTING_NOTE}.")
+    return above
 
 
 def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
@@ -301,6 +322,9 @@ def _session_outputs(
             ]
         if (stacked := csv_above_table(text)) is not None:  # (as in a file of its own)
             text, left = stacked
+            notes.append(f"{where}: {left}.")
+        if (headed := below_heading(text)) is not None:  # (as in a file of its own)
+            text, left = headed
             notes.append(f"{where}: {left}.")
         kind, out = _saved_output(path, where, text, command)
         part = next((p for p in parts if f"{path} {p.where}" == where), None)

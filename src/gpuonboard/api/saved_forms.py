@@ -85,6 +85,14 @@ def other_form(text: str) -> str | None:
         if pattern.search(first):
             return f"{what}, which this tool does not read: save {save} of the box."
     rows = parse_table(text).gpus if "NVIDIA-SMI" not in text else ()
+    if rows and (banner := _OTHER_BANNER.search(text)) is not None:
+        # (a simulator's or a wrapper's table under its own banner, `| VGPU-SMI 0.1.0  Driver
+        # Version: 560.35.03`: measure35e 28 was said to be nvidia-smi's rows without a banner)
+        return (
+            f"a table under the banner `{banner.group(1)}`, another program's (a simulator's or a"
+            " wrapper's), not nvidia-smi's `NVIDIA-SMI`: its rows are no GPUs nvidia-smi listed, so"
+            " nothing of the box is read from it: save the box's own `nvidia-smi` output."
+        )
     if rows:
         bad = [f"GPU {g.index} reading {' / '.join(g.faults)}" for g in rows if g.faults]
         shown = f"; it shows {', '.join(bad)}, a GPU nvidia-smi cannot read" if bad else ""
@@ -99,6 +107,13 @@ def other_form(text: str) -> str | None:
             " driver and the number of GPUs are not known: save the whole `nvidia-smi` output."
         )
     return None
+
+
+# a banner line of nvidia-smi's table's shape naming another program (`| VGPU-SMI 0.1.0   Driver
+# Version: 560.35.03 ...`): its name and version
+_OTHER_BANNER = re.compile(
+    r"^[ \t]*\|[ \t]*((?!NVIDIA-SMI\b)[A-Za-z][\w.-]*-SMI[ \t]+\S+)[^\n]*\bVersion:", re.M
+)
 
 
 # nvidia-smi table's column header line (`| GPU  Name        Persistence-M| Bus-Id ...`)

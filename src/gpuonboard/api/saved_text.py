@@ -108,17 +108,26 @@ _MARKDOWN_ESCAPE = re.compile(r"\\([#*_|`\[\]])")
 
 
 def _uncommented(lines: list[str]) -> list[str]:
-    """The lines without the `# ` that every line of the output carries (below a copied prompt
-    line, if any): a paste commented out as a shell script's or a config's comment lines (before,
-    such a `df` read no header and was refused as "df run in a language other than English?")."""
-    top = _prompt_line(lines)
-    start = 0 if top is None else continued(lines, top)[1] + 1
+    """The lines without the comment mark that every line of the output carries (below a copied
+    prompt line, if any, or on it too): a paste commented out as a shell script's or a config's
+    comment lines, `# ` (before, such a `df` read no header and was refused as "df run in a
+    language other than English?") or a bare `#` (`#|   0  NVIDIA GeForce ...  Off  |`: a doc's
+    commented nvidia-smi table read its banner and no GPU row). The mark is markup around the
+    whole block, dropped once from each line, as a quote's `> ` is (a first line that reads as a
+    prompt, `#               total        used        free` of a commented `free`, with it)."""
+    filled = [line for line in lines if line.strip()]
+    if len(filled) >= 2 and all(line.startswith("#") for line in filled):
+        start = 0  # (every line marked, the prompt's too: `# root@pc:~# docker run ... nvidia-smi`)
+    else:
+        top = _prompt_line(lines)
+        start = 0 if top is None else continued(lines, top)[1] + 1
     body = [line for line in lines[start:] if line.strip()]
-    if len(body) < 2 or not all(line.startswith("# ") or line.rstrip() == "#" for line in body):
+    if len(body) < 2 or not all(line.startswith("#") for line in body):
         return lines
+    mark = "# " if all(line.startswith("# ") or line.rstrip() == "#" for line in body) else "#"
     return [
         *lines[:start],
-        *(line[2:] if line.startswith("# ") else line.lstrip("#") for line in lines[start:]),
+        *(line[len(mark) :] if line.startswith(mark) else line.lstrip("#") for line in lines[start:]),
     ]
 
 

@@ -14,6 +14,37 @@ from gpuonboard.facts.disks import df_lists_sizes
 _VGPU_LISTING = re.compile(r"^\|\s+vGPU ID\s+Name\s+\|\s+VM ID\s+VM Name\s", re.M)
 
 
+# nvidia-smi's date line above its table (`Tue Nov 1 12:06:50 2025`)
+_DATE_LINE = re.compile(r"[A-Z][a-z]{2} [A-Z][a-z]{2} +\d{1,2} \d\d:\d\d:\d\d \d{4}")
+
+
+def vgpu_listing_below(text: str) -> tuple[str, int] | None:
+    """(the text above it, its first line, 0-based) where an `nvidia-smi vgpu` listing (its
+    date line, border and banner above its `vGPU ID` header) follows another output in `text`
+    (a README's `nvidia-smi -q` of the host, then the host's vGPU listing: measure35e 16, whose
+    whole run was refused for the listing); None where there is none, or it is the text's top."""
+    found = _VGPU_LISTING.search(text)
+    if found is None:
+        return None
+    lines = text[: found.start()].split("\n")
+    banner = next((i for i in range(len(lines) - 1, -1, -1) if "NVIDIA-SMI" in lines[i]), None)
+    if banner is None:
+        return None
+    start = banner
+    while start > 0 and (
+        lines[start - 1].strip().startswith("+-") or _DATE_LINE.fullmatch(lines[start - 1].strip())
+    ):
+        start -= 1
+    above = "\n".join(lines[:start])
+    return (above.rstrip("\n") + "\n", start) if above.strip() else None
+
+
+VGPU_LISTING_NOTE = (
+    "`nvidia-smi vgpu`'s listing of the vGPUs a vGPU host runs for its VMs (vGPU ID, VM ID, VM"
+    " Name), not nvidia-smi's GPU table: not read"
+)
+
+
 def refuse_unreadable(where: str, kind: str, text: str) -> None:
     """A saved output of a kind known from its content that cannot be read as that kind is a bad
     input (exit 2, naming the file and what to save), never a box without the fact."""

@@ -265,9 +265,23 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__failed-couldnt-communicate__arrow-before-output__copied-command__b300-vm__proxmox-forum-179366.txt",
         # a table cut after GPU 0's name cell: steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__geforce-rtx-208x__1gpu__driver435.21__vm__copied-command__cut-after-gpu0-name-cell__gpu-passthrough-4.txt",
-        # a table (and a banner alone) a page ran onto one line, judged by min_driver:
-        # steps/checks/test_gpu_rules_cut.py
+        # tables of the layout before R304 (`Nb.  Name`): facts/test_nvidia_smi_old_layout_r35.py
+        "nvidia-smi__geforce-8500-gt__1gpu__driver290.10__old-layout-nb-name__markdown-escaped-index__archwiki-es.txt",
+        "nvidia-smi__geforce-gtx-550-ti__1gpu__driver295.40__old-layout-nb-name__processes-not-supported__ubuntuforums.txt",
+        # a table every line of which a `#` comments out: api/test_offline_commented_r35.py
+        "nvidia-smi__geforce-name-cut__1gpu-1998mib__driver470.256.02__docker-run-cuda12.4__copied-command__hash-commented-no-space__cortex-notes.txt",
+        # a CSV below a report's heading line, read from its header: api/test_offline_heading_above_r35.py
+        "nvidia-smi-query-gpu__a800-sxm4-80gb__8gpu__driver580.95.05__heading-line-above-header__openpi-env-report.csv",
+        # tables a page ran onto one line, spaces collapsed, read by value:
+        # facts/test_nvidia_smi_table_joined_r35.py
         "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt",
+        "nvidia-smi__tesla-t4-cgpu-share-3231mib__1gpu__driver418.87.01__kubectl-exec-pod__copied-command__table-on-one-line__aliyun-ack-edge.txt",
+        "nvidia-smi__tesla-t4__1gpu__driver418.87.01__python3-process__table-on-one-line__aliyun-ack-edge.txt",
+        "nvidia-smi__tesla-v100-sxm2-16gb__1gpu__driver515.105.01__mig-column__table-on-one-line__aliyun-ack-edge.txt",
+        "nvidia-smi__b200__1gpu__driver580.105.08__table-on-one-line__cut-in-processes-header__vllm-32373-wiki.txt",
+        "nvidia-smi__rtx-a6000__1gpu__driver525.125.06__after-oom-message__table-on-one-line__cut-in-processes-rule__vllm-1201-wiki.txt",
+        # a banner alone a page ran onto one line, judged by min_driver:
+        # steps/checks/test_gpu_rules_cut.py
         "nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt",
         # a table and -q cut after whole GPU records, -q pastes from `Attached GPUs` cut in GPU 0:
         # steps/checks/test_gpu_rules_cut_r32.py

@@ -11,6 +11,7 @@ from dataclasses import replace
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
 from gpuonboard.facts.nvidia_smi.htop_processes import WRAPPER_PROCESSES, htop_processes
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport, MigSlice
+from gpuonboard.facts.nvidia_smi.table_joined import rows_apart
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
     _compute_mode,
@@ -48,6 +49,9 @@ _TABLE_RULE = lazy_re(r"(?m)^[^\S\n]*\|=+[=+|]*\|?\s*$")
 # (or a fault marker in that cell: `[N/A]`, `[Unknown Error]`: the GPU's row all the same)
 _MARKER = r"ERR!|\[[^\]|]+\]|Unknown Error"
 _TABLE_NAME_CELL = lazy_re(rf"^\s*(\d+)\s+(.*?)\s+(On|Off|N/A|WDDM|TCC|MCDM|WDM|{_MARKER})\s*$")
+# the name cell of the table before R304 (`Nb.  Name`, no persistence column: driver 290.10's
+# `| 0.  GeForce 8500 GT  |`, a Markdown page's `0\.`): its index with a dot, then the name
+_OLD_NAME_CELL = lazy_re(r"^\s*(\d+)\\?\.\s+(\S.*?)\s*$")
 # an integrated GPU (Jetson Orin: "Orin (nvgpu)") has no PCI address: its Bus-Id reads N/A; a
 # fault marker there is that cell's fault, the row still a GPU's (never dropped from the count)
 # a bus id its poster redacted (telegraf#6258's `xxxxxxxxxxxxxxxx`; `XXXX`, `****`,
@@ -61,7 +65,8 @@ _TABLE_BUS_CELL = lazy_re(
     rf"^\s*([0-9A-Fa-f]{{4,8}}:[0-9A-Fa-f]{{2}}:[0-9A-Fa-f]{{2}}\.[0-9A-Fa-f]|N/A|{_MARKER}"
     rf"|(?P<redacted>{_REDACTED_BUS}))(?=\s|$)"
 )
-_TABLE_TEMP = lazy_re(r"(\d+)C\b")
+# (`62 C` with a blank before R304)
+_TABLE_TEMP = lazy_re(r"(\d+) ?C\b")
 # MiB; "MB" before R331 (the same binary unit)
 _TABLE_MEMORY = lazy_re(r"(\d+)\s*(MiB|MB|GiB)\s*/\s*(\d+)\s*(MiB|MB|GiB)")
 _TABLE_PERF = lazy_re(r"\b(P\d{1,2})\b")
@@ -166,6 +171,13 @@ def _table_ecc(value: str) -> str | None:
     if cleaned.isdecimal():
         return "Enabled"
     return _on_off(cleaned)
+
+
+def _old_ecc(value: str) -> str:
+    """The table before R304's `Volatile ECC SB / DB` cell as the later `Volatile Uncorr. ECC`
+    one: its double-bit (uncorrectable) count, or `N/A` where both are (no ECC)."""
+    counts = value.split()
+    return counts[1] if len(counts) == 2 and (counts[1].isdecimal() or counts == ["N/A", "N/A"]) else value
 
 
 def _table_watts(value: str) -> float | None:
@@ -327,10 +339,20 @@ def _table_row_faults(name: str, cell_faults: list[str]) -> tuple[tuple[str, ...
 _FLIPPED = {"Enabled": "Disabled", "Disabled": "Enabled"}
 
 
+def _name_cell(cell: str) -> tuple[int, str, str | None] | None:
+    """(index, name, persistence mode or driver model) of a GPU's first cell; the last None in
+    the table before R304, which has no such column (_OLD_NAME_CELL)."""
+    if (found := _TABLE_NAME_CELL.match(cell)) is not None:
+        return int(found.group(1)), found.group(2).strip(), found.group(3)
+    if (old := _OLD_NAME_CELL.match(cell)) is not None:
+        return int(old.group(1)), old.group(2).strip(), None
+    return None
+
+
 def _gpu_row(cells: Sequence[str]) -> bool:
     """Whether a table line's cells are a GPU's first row: index, name and persistence mode (or
-    driver model), then its PCI bus id."""
-    name_cell = _TABLE_NAME_CELL.match(cells[0]) if len(cells) == 3 else None
+    driver model; before R304 the index with a dot and the name), then its PCI bus id."""
+    name_cell = _name_cell(cells[0]) if len(cells) == 3 else None
     return bool(name_cell and _TABLE_BUS_CELL.match(cells[1]))
 
 
@@ -347,16 +369,14 @@ def _cut_first_row(
         return None
     if len(cells) == 2 and _TABLE_BUS_CELL.match(cells[1]) and line.rstrip().endswith("|") and not after_rows:
         return None  # (a whole bus cell: a row of two cells, no cut first row)
-    name_cell = _TABLE_NAME_CELL.match(cells[0])
+    name_cell = _name_cell(cells[0])
     if name_cell is None:
         return None
     faults: list[str] = []
-    name = name_cell.group(2).strip()
-    right = _table_cell(
-        name_cell.group(3), "driver model" if driver_model_column else "persistence mode", faults
-    )
+    index, name, said = name_cell
+    right = _table_cell(said or "", "driver model" if driver_model_column else "persistence mode", faults)
     return GpuInfo(
-        index=int(name_cell.group(1)),
+        index=index,
         name=_clean(name) or "",
         persistence_mode=None if driver_model_column else _on_off(right),
         driver_model=_clean(right) if driver_model_column else None,
@@ -376,14 +396,13 @@ def _table_gpu(
     name or most of its cells (then the GPU is unreadable: GpuInfo.faults). The first column's
     right cell is the driver model where the header says "Driver-Model" (Windows), else the
     persistence mode."""
-    name_cell = _TABLE_NAME_CELL.match(cells[0])
+    name_cell = _name_cell(cells[0])
     bus_cell = _TABLE_BUS_CELL.match(cells[1])
     assert name_cell is not None and bus_cell is not None  # the caller matched them
-    index = int(name_cell.group(1))
+    index, name, said = name_cell
     cell_faults: list[str] = []
-    name = name_cell.group(2).strip()
     first_right = _table_cell(
-        name_cell.group(3), "driver model" if driver_model_column else "persistence mode", cell_faults
+        said or "", "driver model" if driver_model_column else "persistence mode", cell_faults
     )
     persistence = "N/A" if driver_model_column else first_right
     # (a redacted bus id is no address and no fault of the GPU: unread)
@@ -391,7 +410,7 @@ def _table_gpu(
     display = bus_cell.string[bus_cell.end() :].strip()
     if display:
         _table_cell(display, "display (Disp.A)", cell_faults)
-    ecc_raw = _table_cell(cells[2], "ECC", cell_faults)
+    ecc_raw = _table_cell(cells[2] if said is not None else _old_ecc(cells[2]), "ECC", cell_faults)
     # "Fan  Temp  Perf  Pwr:Usage/Cap": fan, temperature, P-state, draw / cap
     temp, perf, draw, cap = _table_sensors(second[0], cell_faults)
     faults_before = len(cell_faults)
@@ -600,7 +619,8 @@ def _table_gpus(
 
 def parse_table(text: str) -> GpuReport:
     """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
-    lines = _unjoined(_rewrapped(text.splitlines()))
+    # (its lines apart where a page joined them into one: table_joined)
+    lines = _unjoined(_rewrapped(rows_apart(text.splitlines())))
     warnings: list[str] = []
     driver, cuda = _table_versions("\n".join(lines), warnings)
     # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the

@@ -569,6 +569,7 @@ def _capabilities_missing(tree: Mapping[str, Any], last: Mapping[str, Any]) -> b
 
 
 _TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"
+_TEXT_GREPPED = "the nvidia-smi -q text has lines left out by grep, marked `--` between the groups it printed"
 
 
 # two `label : value` fields on one line (a paste that lost the newline between them: "Persistence
@@ -663,12 +664,20 @@ def _whole_header(tree: Mapping[str, Any], every: Sequence[str], warnings: list[
     return {label: value for label, value in tree.items() if label != last}
 
 
+_GREP_SEPARATOR = re.compile(r"(?m)^--[ \t]*\n")
+
+
 def parse_text_q(text: str) -> GpuReport:
     """Parse the plain-text `nvidia-smi -q` form (a paste soft-wrapped joined again; one that
     lost its indentation, or a wrapped value that cannot be rejoined, is an incomplete report,
     and so is one with lines left out by hand: `[...]`, read as no section)."""
     text, elided = without_elisions(text)
-    text = _split_joined_fields(text)
+    # (grep's `--` between the groups of lines `grep -A/-B` printed: lines left out there, as a
+    # paste's `[...]`; read as a section before, it took the record's later fields: the
+    # `GPU Virtualization Mode` of a `-q | grep -A 3` under it was not read)
+    grouped = _GREP_SEPARATOR.sub("", text)
+    grepped = grouped != text
+    text = _split_joined_fields(grouped)
     read = _Lines()
     text, unjoined = _unwrapped(text, read)
     warnings = list(unjoined)
@@ -729,6 +738,10 @@ def parse_text_q(text: str) -> GpuReport:
         warnings.append(f"Attached GPUs says {attached} but {len(gpus)} GPU sections found")
     # (a cut is said as one unless the paste lost the indentation: that says more)
     gap = TEXT_FLAT if flat else _TEXT_ELIDED if elided else TEXT_UNJOINED if unjoined and complete else ""
+    # (grep's `--`: lines of the records left out, as a cut leaves them, no gap in the set: its
+    # `Attached GPUs` still says whether every GPU's record was read)
+    warnings += [f"{_TEXT_GREPPED}: incomplete report"] if grepped and not gap else []
+    elided = elided or grepped
     warnings += [TEXT_CUT] if not complete else [TEXT_LISTS_CUT] if lists_cut else []
     warnings += [f"{gap}: incomplete report"] if gap else []
     complete = complete and not elided

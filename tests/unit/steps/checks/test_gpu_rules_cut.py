@@ -411,29 +411,41 @@ def test_a_driver_line_after_another_programs_head_is_not_judged(tmp_path: Path)
     assert got["min_driver"][0] == "unverified"  # (read as a kernel log: no nvidia-smi output)
 
 
-# (a table, or its banner alone, a page ran onto one line; the order; min_driver's verdict, the version)
+# (a table, or its banner alone, a page ran onto one line; the order; min_driver's verdict, the
+# version; nvidia_driver's verdict: the table's GPU row is read, the banner alone lists none)
 ONE_LINE = [
-    ("nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt", "535", "pass"),
-    ("nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt", "550", "fail"),
-    ("nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt", "470", "pass"),
-    ("nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt", "525", "fail"),
+    (
+        "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt",
+        "535",
+        "pass",
+        "pass",
+    ),
+    (
+        "nvidia-smi__a100-sxm4-40gb__1gpu__driver535.129.03__table-on-one-line__nshx-csdn.txt",
+        "550",
+        "fail",
+        "pass",
+    ),
+    ("nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt", "470", "pass", "unverified"),
+    ("nvidia-smi__banner-only__driver470.82.01__on-one-line__mynw.txt", "525", "fail", "unverified"),
 ]
 
 
-@pytest.mark.parametrize(("name", "ordered", "verdict"), ONE_LINE)
+@pytest.mark.parametrize(("name", "ordered", "verdict", "driver"), ONE_LINE)
 def test_a_whole_banner_of_a_table_on_one_line_is_judged_by_min_driver(
-    tmp_path: Path, name: str, ordered: str, verdict: str
+    tmp_path: Path, name: str, ordered: str, verdict: str, driver: str
 ) -> None:
     """A table (or its banner alone) a page ran onto one line (measure31d 09, 10): its banner
     `+---+ | NVIDIA-SMI 470.82.01 Driver Version: 470.82.01 CUDA Version: 11.4 |` is whole and was
     quoted, yet min_driver was unverified "no GPU row ... could be read", where a table cut below
-    its banner passes it. Judged as read; the GPU rules stay unverified (no GPU row read)."""
+    its banner passes it. Judged as read. The table's GPU row is read too (round 35:
+    facts/test_nvidia_smi_table_joined_r35.py); the banner alone lists no GPU (unverified)."""
     version = name.split("__driver")[1].split("__")[0]
     got = verdicts(
         tmp_path, "nvidia-smi.txt", (REAL / name).read_text(), f'gpu_count: 1\nmin_driver: "{ordered}"\n'
     )
     assert got["min_driver"] == (verdict, version)
-    assert got["nvidia_driver"][0] == got["gpu_count"][0] == "unverified"
+    assert got["nvidia_driver"][0] == driver
 
 
 def test_a_banner_on_one_line_cut_before_its_closing_bar_is_not_judged(tmp_path: Path) -> None:
