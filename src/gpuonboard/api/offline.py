@@ -74,10 +74,9 @@ from gpuonboard.api.state_change import joined_after_change
 from gpuonboard.api.unread import joined, keeps_first, output_cut, unread
 from gpuonboard.api.unread_files import unread_rows
 from gpuonboard.api.unreadable import (
-    VGPU_LISTING_NOTE,
     refuse_damaged_xml,
     refuse_unreadable,
-    vgpu_listing_below,
+    vgpu_apart,
 )
 from gpuonboard.api.viewer_lines import unviewed
 from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
@@ -177,7 +176,7 @@ def _saved_outputs(
         pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
         notes.append(f"{path}: {left}.")
     if parts is None:
-        pasted = _vgpu_apart(str(path), pasted, notes)  # (a host's -q, then its vGPU listing)
+        pasted = vgpu_apart(str(path), pasted, notes)  # (a host's -q, then its vGPU listing)
     if parts is None and (headed := below_heading(pasted)) is not None:
         pasted, left = headed  # (a heading above a CSV, XML or -L: said, the output read from its top)
         notes.append(f"{path}: {left}.")
@@ -241,7 +240,7 @@ def _pieces_outputs(
     for piece in pieces:
         where = kernel_run.where(str(path), piece)
         try:
-            found.append((*_saved_output(path, where, _vgpu_apart(where, piece.text, notes)), where))
+            found.append((*_saved_output(path, where, vgpu_apart(where, piece.text, notes)), where))
         except UsageError as why:
             refused.append(why)
     if not found:
@@ -249,17 +248,6 @@ def _pieces_outputs(
     notes.append(kernel_run.note(str(path), pieces))
     notes += [f"{why} Not read: the other output of the file is judged." for why in refused]
     return found
-
-
-def _vgpu_apart(where: str, text: str, notes: list[str]) -> str:
-    """`text` without an `nvidia-smi vgpu` listing below another output (api/unreadable.py
-    vgpu_listing_below), the listing said in a note: the output above it read, never the whole
-    run refused for it (a listing alone is still refused, saying what it is)."""
-    if (apart := vgpu_listing_below(text)) is None:
-        return text
-    above, start = apart
-    notes.append(f"{where}: from its line {start + 1}, {VGPU_LISTING_NOTE}.")
-    return above
 
 
 def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:

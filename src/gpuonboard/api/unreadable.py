@@ -108,3 +108,14 @@ def _xml_refusal(warnings: tuple[str, ...]) -> str:
         f"{found}{cut}); it is not XML as nvidia-smi prints it (edited or"
         " damaged): save `nvidia-smi -q -x` again and give the file as it was saved"
     )
+
+
+def vgpu_apart(where: str, text: str, notes: list[str]) -> str:
+    """`text` without an `nvidia-smi vgpu` listing below another output (vgpu_listing_below),
+    the listing said in a note: the output above it read, never the whole run refused for it (a
+    listing alone is still refused, saying what it is)."""
+    if (apart := vgpu_listing_below(text)) is None:
+        return text
+    above, start = apart
+    notes.append(f"{where}: from its line {start + 1}, {VGPU_LISTING_NOTE}.")
+    return above

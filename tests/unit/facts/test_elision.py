@@ -11,7 +11,8 @@ import pytest
 
 from gpuonboard.facts.elision import ELISION, elided
 from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 OGKM_626 = "journalctl__zh-cn-locale-snip-elision__nvrm-api-mismatch-550.76-550.67__ogkm-626.txt"

@@ -15,7 +15,8 @@ from gpuonboard.facts.host_errors import host_errors, log_lines
 from gpuonboard.facts.kernel_cut import ends_unfinished, host_cut, says_nothing
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.host_errors import rule_host_hw_errors
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 HOST_LOGS = (

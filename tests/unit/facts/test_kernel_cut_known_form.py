@@ -10,7 +10,7 @@ import pytest
 
 from gpuonboard.facts.kernel_cut import ends_unfinished
 from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_sxid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # the Dell XE9680's Xid 119 log: its line 25, `... Tainted: P OE 5.15.0-112-generic #122-Ubuntu`

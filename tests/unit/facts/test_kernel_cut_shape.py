@@ -11,7 +11,8 @@ import pytest
 
 from gpuonboard.facts.kernel_cut import cut_by_shape
 from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 CUDA_SAMPLES_104 = (

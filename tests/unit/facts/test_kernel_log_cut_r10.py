@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 from ..offline_judge import verdicts
 from .test_kernel_log_cut_r9 import KERNEL_LOGS, read, sxid, upto, xid

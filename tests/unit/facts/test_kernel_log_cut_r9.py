@@ -15,7 +15,8 @@ import pytest
 from gpuonboard.facts.kernel_cut import whole_when_cut
 from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.xid_rules import implied_xids, rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import implied_xids, rule_xid
 
 from ..offline_judge import verdicts
 

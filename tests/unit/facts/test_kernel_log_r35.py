@@ -9,7 +9,8 @@ import pytest
 
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.facts.kernel_pager import pager_view
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 PAGER_TAIL = REAL / (

@@ -8,7 +8,8 @@ from pathlib import Path
 
 from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.facts.kernel_quoted import quoting_report
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 from ..offline_judge import verdicts
 

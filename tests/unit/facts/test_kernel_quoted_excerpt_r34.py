@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 CSV_THEN_XID = REAL / "log-excerpt__csv-sample-row-then-hhmmss-xid79-one-line__gpu-watch-troubleshooting.txt"

@@ -48,11 +48,11 @@ from gpuonboard.steps.checks.nvlink_rules import (
 )
 from gpuonboard.steps.checks.rdma_ports import rdma_check, rule_rdma
 from gpuonboard.steps.checks.slice_view import whole_listing_slice
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
 from gpuonboard.steps.checks.xid_rules import (
     XidEntry,
     load_xid_catalogue,
     reader_missing_check,
-    rule_sxid,
     rule_xid,
     sandbox_log_check,
     xid_action,

@@ -13,7 +13,8 @@ import pytest
 
 from gpuonboard.facts.aer import aer_events
 from gpuonboard.facts.kernel_log import parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 from ...offline_judge import details, verdicts
 

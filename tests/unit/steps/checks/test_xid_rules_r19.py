@@ -10,7 +10,8 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.facts.kernel_log import KernelEvent, parse_kernel_log
-from gpuonboard.steps.checks.xid_rules import rule_sxid, rule_xid
+from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_rules import rule_xid
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 NVLINK5 = "dmesg-kmsg__xid-144-145-nonfatal-then-fatal-one-gpu__gpud.txt"
