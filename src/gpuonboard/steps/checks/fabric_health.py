@@ -50,6 +50,7 @@ from gpuonboard.steps.checks.nvlink_rules import (
 from gpuonboard.steps.checks.rdma_ports import rdma_check, rule_rdma
 from gpuonboard.steps.checks.slice_view import whole_listing_slice
 from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_catalogue import repairs_done
 from gpuonboard.steps.checks.xid_rules import (
     XidEntry,
     load_xid_catalogue,
@@ -497,6 +498,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
         extra += [e for e in aer.aer_events(other.stdout) if _new_fault(e, known)]
         events += tuple(extra)
         log = replace(log, events=log.events + tuple(e for e in extra if e.kind != "aer"))
+    events = repairs_done(events, gpus)  # (Xid 63's reset since: the GPU's -q, revP F5)
     slice_ = whole_listing_slice(facts)
     if out.absent:  # (`journalctl: command not found`: a missing tool, not a refusal)
         return [
