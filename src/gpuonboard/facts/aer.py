@@ -63,7 +63,7 @@ def aer_events(text: str) -> tuple[KernelEvent, ...]:
         message = line[where.start() :].strip() if where else line.strip()
         events.append((boots.boot, KernelEvent("aer", 0, pci, message, fault=fault)))
     # an error logged before the log's last boot boundary is of a boot the box has since left
-    last = boots.boot
+    last = boots.boot if boots.disorder is None else 0  # (pieces out of order: not known)
     return _with_cut_end(text, tuple(dataclasses.replace(e, earlier_boot=boot < last) for boot, e in events))
 
 

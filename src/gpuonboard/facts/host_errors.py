@@ -237,7 +237,7 @@ def host_errors(lines: Sequence[str], open_end: bool = False) -> tuple[HostError
         head = _GHES_HEAD.search(line)
         if head:
             ghes.read(head.group(1), head.group(2).strip(), boots.boot, i)
-    last = boots.boot
+    last = boots.boot if boots.disorder is None else 0  # (pieces out of order: not known)
     events = [replace(e, earlier_boot=b < last) for b, e in read]
     return (*events, *ghes.errors(last), *(_cut_end(lines, gpus) if open_end else ()))
 

@@ -53,3 +53,7 @@ class KernelEvent:
     # the log's GPU0 instance"), which gpu_xid says beside the address; `pci` is that address.
     # None: `pci` is as printed
     pci_from: str | None = None
+    # a repair the Xid says waits for a GPU reset (Xid 63 `... reset gpu to activate`) that the
+    # GPU's nvidia-smi -q given beside the log says is no longer pending (its Remapped Rows
+    # `Pending : No`): what -q said (steps/checks/fabric_health); "" where not known so
+    repair_done: str = ""

@@ -78,6 +78,8 @@ from gpuonboard.facts.kernel_nvrm import load_nvrm_faults as load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import open_gpu_message as _open_gpu_message
 from gpuonboard.facts.kernel_nvrm import prefix as _prefix
 from gpuonboard.facts.kernel_nvrm import unfinished as _unfinished
+from gpuonboard.facts.kernel_order import BootCounter as BootCounter
+from gpuonboard.facts.kernel_order import out_of_order
 from gpuonboard.facts.kernel_pager import pager_view
 from gpuonboard.facts.kernel_pieces import pieced
 from gpuonboard.facts.kernel_quoted import (
@@ -91,7 +93,6 @@ from gpuonboard.facts.kernel_quoted import (
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
 from gpuonboard.facts.kernel_span import ends_before_driver, held_by_nouveau
 from gpuonboard.facts.kernel_text import by_text, log_text
-from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
 from gpuonboard.facts.kernel_wrap import monotonic_journal, other_program
@@ -323,44 +324,6 @@ def is_probe_header(line: str) -> bool:
 # journalctl's other lines of its own (`-- Logs begin at ... --`, `-- Journal begins at ... --`):
 # no line of the log
 _JOURNAL_NOTE = re.compile(r"-- .+ --")
-# the kernel's first line of a boot, after any stamp or prefix (`[    0.000000] Linux version
-# 6.8.0-...`, `host kernel: Linux version 2.6.10 (root@...)`, --decode's `kern  :notice: ...`)
-_BANNER = re.compile(r"(?:^|[\]:]\s*)Linux version \d\S*\s+\(")
-
-
-# a line's stamp in seconds since boot (dmesg's `[  4.774224]`, after a syslog's `host kernel: `;
-# not dmesg -H's `[  +0.000040]` deltas)
-_SINCE_BOOT = re.compile(r"^\s*(?:[^\[\n]{0,80}?\bkernel:\s*)?\[\s*(\d+\.\d+)\]")
-# how far back a stamp may fall within one boot (CPUs' lines printed out of order: microseconds)
-_STAMP_BACK_S = 1.0
-
-
-class BootCounter:
-    """The boots a kernel log spans, line by line: a boundary is journalctl's separator line or
-    the kernel's `Linux version` banner after at least one line of the boot before (a log's own
-    first banner, or a separator right before a banner, starts no new boot), or a stamp in
-    seconds since boot that falls back (`[159303.524890]` then `[    4.774224]`: a syslog across
-    a reboot whose banner is not among its lines, measure35e 19)."""
-
-    def __init__(self) -> None:
-        self.boot = 0  # the boot the last line read is of (0: the log's first)
-        self._lines = 0  # log lines read of this boot
-        self._since: float | None = None  # the last stamp read of this boot, in seconds
-
-    def read(self, line: str) -> bool:
-        """Counts one line; True when it is journalctl's separator (no line of the log)."""
-        text = line.strip()
-        separator = _BOOT_SEPARATOR.fullmatch(text) is not None
-        stamp = _SINCE_BOOT.match(text)
-        since = float(stamp.group(1)) if stamp else None
-        fell = since is not None and self._since is not None and since < self._since - _STAMP_BACK_S
-        if separator or _BANNER.search(text) or fell:
-            self.boot += 1 if self._lines else 0
-            self._lines = 0
-            self._since = None
-        self._since = since if since is not None else self._since
-        self._lines += 0 if not text or _JOURNAL_NOTE.fullmatch(text) else 1
-        return separator
 
 
 def _nvrm_event(head: str | None, text: str) -> KernelEvent | None:
@@ -684,12 +647,14 @@ class _Reader:
             self.events.append(replace(p.event, cut=p.event.message) if ends else p.event)
         if self.tail is not None:
             self.events.append(self.tail)
+        # (pieces out of order: which boot a line is of is not known, BootCounter.disorder)
+        start = 0 if self.boots.disorder else self.boot_start
         return tie_instances(
             [
-                replace(e, earlier_boot=i < self.boot_start, load=bisect.bisect_right(self.load_starts, i))
+                replace(e, earlier_boot=i < start, load=bisect.bisect_right(self.load_starts, i))
                 for i, e in enumerate(self.events)
             ],
-            [(at, pci, replace(e, earlier_boot=at < self.boot_start)) for at, pci, e in self.probes],
+            [(at, pci, replace(e, earlier_boot=at < start)) for at, pci, e in self.probes],
             self.opened,
         )
 
@@ -756,7 +721,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         said_lines=said_count(saved),
         driver_excerpt=driver_excerpt(saved),
         early_end=ends_before_driver(saved) or held_by_nouveau(saved),
-        pieced=pieced(given.splitlines()),
+        pieced=pieced(given.splitlines()) or out_of_order(reader.boots.disorder),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),
     )
 

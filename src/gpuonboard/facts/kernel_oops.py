@@ -86,7 +86,8 @@ def nvidia_crashes(text: str) -> list[KernelCrash]:
         crash = _crash(line, found.start(), report)
         if crash is not None:
             found_at.append((crash, boots.boot))
-    return [replace(c, earlier_boot=boot < boots.boot) for c, boot in found_at]
+    last = boots.boot if boots.disorder is None else 0  # (pieces out of order: not known)
+    return [replace(c, earlier_boot=boot < last) for c, boot in found_at]
 
 
 def _crash(line: str, start: int, report: list[str]) -> KernelCrash | None:

@@ -26,6 +26,7 @@ from gpuonboard.facts.kernel_oops import (
 )
 from gpuonboard.facts.kernel_pstore import CRASH_RECORD_ADVICE, pstore_record
 from gpuonboard.facts.kernel_text import log_text
+from gpuonboard.facts.mcelog import mcelog_only
 from gpuonboard.facts.nvidia_smi.faults import FABRIC_STATUS
 from gpuonboard.facts.nvidia_smi.values import FABRIC_HEALTH
 from gpuonboard.facts.nvlink import (
@@ -49,9 +50,11 @@ from gpuonboard.steps.checks.nvlink_rules import (
 from gpuonboard.steps.checks.rdma_ports import rdma_check, rule_rdma
 from gpuonboard.steps.checks.slice_view import whole_listing_slice
 from gpuonboard.steps.checks.sxid_rules import rule_sxid
+from gpuonboard.steps.checks.xid_catalogue import repairs_done
 from gpuonboard.steps.checks.xid_rules import (
     XidEntry,
     load_xid_catalogue,
+    mcelog_only_check,
     reader_missing_check,
     rule_xid,
     sandbox_log_check,
@@ -495,6 +498,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
         extra += [e for e in aer.aer_events(other.stdout) if _new_fault(e, known)]
         events += tuple(extra)
         log = replace(log, events=log.events + tuple(e for e in extra if e.kind != "aer"))
+    events = repairs_done(events, gpus)  # (Xid 63's reset since: the GPU's -q, revP F5)
     slice_ = whole_listing_slice(facts)
     if out.absent:  # (`journalctl: command not found`: a missing tool, not a refusal)
         return [
@@ -521,6 +525,8 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     hosted = host_errors(read.lines, read.open_end)
     hosted = tuple(replace(e, earlier_boot=True) for e in hosted) if out.earlier_boot else hosted
     hosted += _beside_host_errors(hosted, out.beside)
+    if mcelog_only(out.stdout):  # (mcelog's records alone: host_hw_errors' only, facts/mcelog)
+        xid, sxid = mcelog_only_check("gpu_xid", "Xid"), mcelog_only_check("nvswitch_sxid", "SXid")
     return [
         _in_sandbox(xid, "Xid", log.sandbox),
         _in_sandbox(sxid, "SXid", log.sandbox),

@@ -12,7 +12,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuonboard.facts.aer import AER_FAULTS
-from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults
+from gpuonboard.facts.kernel_log import KernelEvent, load_nvrm_faults, pci_key
+from gpuonboard.facts.nvidia_smi.model import GpuInfo
 from gpuonboard.once import lazy_re
 from gpuonboard.resources import DATA_DIR, table_rows
 from gpuonboard.steps.checks.once import loaded_once
@@ -26,6 +27,7 @@ __all__ = [
     "XidEntry",
     "load_xid_catalogue",
     "noise_alone",
+    "repairs_done",
     "xid_action",
 ]
 
@@ -206,13 +208,16 @@ def _repair_pending(event: KernelEvent, entry: XidEntry) -> tuple[str, str] | No
     """(action, name) of an Xid line that says its memory repair waits for a GPU reset (or, as
     `Perform %s`, names what activates it: a reboot where it says one): `reset_gpu` (`reboot`),
     its name saying the driver's words; None for any other line, or where the catalogue already
-    asks for more (Xid 64's failed remap: `replace`)."""
+    asks for more (Xid 64's failed remap: `replace`). Where the GPU's nvidia-smi -q says nothing
+    is pending (`repair_done`), the catalogue's own action, the repair named done."""
     if event.kind != "xid" or not (m := _REPAIR_PENDING.search(event.message)):
         return None
     by = m.group(1) or ""
     action = "reboot" if re.search(r"reboot|restart", by, re.IGNORECASE) else "reset_gpu"
     if entry.action in FAILING and entry.action != "reset_gpu":
         return None
+    if event.repair_done:  # (the GPU's -q: nothing pending, the reset or reboot was done since)
+        return entry.action, f"{entry.name}, its repair done since ({event.repair_done})"
     until = "the box is rebooted" if action == "reboot" else "the GPU is reset"
     said = _driver_words(event.message)
     return action, f"{entry.name}, a repair pending until {until} (the driver: '{said}')"
@@ -293,3 +298,17 @@ def _recovery_by_name(name: str) -> str:
     if "reset" in name or "drain" in name or "flr" in name:
         return "reset_gpu"
     return "replace"
+
+
+def repairs_done(events: Sequence[KernelEvent], gpus: Sequence[GpuInfo]) -> tuple[KernelEvent, ...]:
+    """`events` with each Xid that says its memory repair waits for a GPU reset (_REPAIR_PENDING)
+    marked `repair_done` where that GPU's nvidia-smi -q (given beside the log, read after it was
+    logged) says its Remapped Rows `Pending : No`: the reset that activates it was done. `Pending
+    : Yes` agrees with the line; not reported: as the line says."""
+    done = {pci_key(g.pci_bus_id): g for g in gpus if g.pci_bus_id and g.remapped_rows_pending is False}
+    return tuple(
+        replace(e, repair_done="nvidia-smi -q: Remapped Rows Pending: No")
+        if e.kind == "xid" and pci_key(e.pci) in done and _REPAIR_PENDING.search(e.message)
+        else e
+        for e in events
+    )

@@ -60,7 +60,9 @@ def _said(e: KernelEvent, used: set[tuple[str, str, int, bool]]) -> bool:
 
 def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) -> KernelEvent | None:
     """The cause row's event nearest to the failure at `at` (before it first), passing only
-    failures a cause may name; None where another line comes first on both sides."""
+    the same GPU's failures a cause may name (its repeat lines: a cause naming no GPU binds to
+    the failure right next to it, never past another GPU's failure lines, revP F4); None where
+    another line comes first on both sides."""
     e = events[at]
     for step in (-1, 1):
         i = at + step
@@ -73,7 +75,12 @@ def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) ->
                 if not (c.pci and e.pci and pci_key(c.pci) != pci_key(e.pci)):
                     return c
                 break
-            if c.fault not in effects:
-                break
+            if c.fault not in effects or not _same_gpu(c, e):
+                break  # (another GPU's failure, or one naming none: the cause beyond is not this one's)
             i += step
     return None
+
+
+def _same_gpu(c: KernelEvent, e: KernelEvent) -> bool:
+    """Whether two failure lines both name the same GPU."""
+    return bool(c.pci and e.pci) and pci_key(c.pci or "") == pci_key(e.pci or "")

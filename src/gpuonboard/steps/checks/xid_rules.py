@@ -465,6 +465,20 @@ def reader_missing_check(name: str, what: str, said: str) -> Check:
     )
 
 
+def mcelog_only_check(name: str, what: str) -> Check:
+    """gpu_xid / nvswitch_sxid where the "kernel log" given is mcelog's output alone
+    (facts/mcelog.mcelog_only): its records are the CPUs' machine checks, host_hw_errors'
+    evidence; no Xid / SXid can be among them, so their absence there says nothing."""
+    return Check(
+        name,
+        f"no {what} since boot needing action",
+        f"no kernel log given: mcelog's records of machine checks hold no {what} line",
+        "unverified",
+        f"mcelog's output reads the CPUs' machine checks only, never the GPU drivers' {what} lines:"
+        " give the kernel log beside it (`sudo dmesg -T` or `journalctl -k -b`).",
+    )
+
+
 def _with_narrowed(check: Check, narrowed: str, what: str, own_warn: bool = True) -> Check:
     """`check` of a kernel log whose copied command kept only part of it (`dmesg | grep NVRM`,
     `| tail -50`, another boot's `journalctl -k -b -1`: `narrowed` says how): a fault it shows

@@ -135,3 +135,18 @@ def test_another_gpus_line_between_ties_nothing(tmp_path: Path) -> None:
     text = "".join([lines[0], "nvidia 0000:03:00.0: enabling device (0000 -> 0003)\n", *lines[1:]])
     _verdict, actual, _ = xid(tmp_path, text)
     assert actual.startswith("a GPU (no PCI address in the message)"), actual
+
+
+def test_a_cause_binds_past_its_own_gpus_failure_lines_only(tmp_path: Path) -> None:
+    """revP F4: the pvgpu capture with GPU 06's own cause lines taken out: GPU 05's cause (no GPU
+    named) was reached past GPU 05's failure lines and said of GPU 06 too ("fix_host_setup");
+    GPU 06's failure has no cause beside it: replace, as a failure the log does not explain."""
+    lines = (REAL / PVGPU).read_text().splitlines(True)
+    text = "".join(lines[:8] + lines[12:])  # (GPU 06's four lines before its RmInitAdapter failed!)
+    assert "0000:06:00.0: RmInitAdapter failed!" in text and text.count("Cannot attach gpu") == 1
+    _verdict, actual, _ = xid(tmp_path, text)
+    parts = {part[:12]: part for part in actual.split("GPU at PCI ") if part}
+    five, six = parts["0000:05:00.0"], parts["0000:06:00.0"]
+    assert "the driver could not attach the GPU" in five and "-> fix_host_setup" in five
+    assert "-> replace" in six
+    assert "could not attach" not in six
