@@ -2,7 +2,10 @@
 node and `srun` runs each command on the allocated node (m35e 32: the login's `nvidia-smi` said
 `No devices were found`, `srun -n1 nvidia-smi` showed a healthy V100 on node t016). The job
 step's answer is the allocated node's, the box rented; the login's failure is the login node's,
-another host with no GPU: noted, never judged as the box's driver failing."""
+another host with no GPU: noted, never judged as the box's driver failing. Where salloc's shell
+runs on the allocated node itself (its prompt names the node salloc named: a cluster whose
+salloc starts the shell there), the failure is that shell's, outside any job step and with no
+GPU bound to it, and the note says so (review revP F7)."""
 
 from __future__ import annotations
 
@@ -46,10 +49,18 @@ def job_step_over_login(
     on = f" ({nodes.group(1)}, as salloc named it)" if nodes else ""
     lost = {id(o) for o, _ in login}
     said = login[0][0].stdout.strip().splitlines()[0][:80] if login[0][0].stdout.strip() else "its failure"
+    host = next((p.host for p in parts if f"{name} {p.where}" == login[0][1]), None)
+    shell = (
+        f" on the allocated node itself ({host}, as its prompt names it), outside any job step: its"
+        f" `{said}` says that shell has no GPU bound to it (Slurm binds the allocation's GPUs to its"
+        " job steps), not that the box has none"
+        if nodes and host and host in nodes.group(1).split(",")
+        else f", which runs on the login node, another host than the allocated one: its `{said}` says"
+        " the login node has no GPU the driver sees, not the box's"
+    )
     notes.append(
-        f"{name}: {login[0][1].removeprefix(name).strip()} ran at the shell `salloc` opened, which runs"
-        f" on the login node, another host than the allocated one: its `{said}` says the login node"
-        f" has no GPU the driver sees, not the box's; {step[0][1].removeprefix(name).strip()} ran as"
-        f" a job step on the allocated node{on}, whose answer is judged as the box."
+        f"{name}: {login[0][1].removeprefix(name).strip()} ran at the shell `salloc` opened{shell};"
+        f" {step[0][1].removeprefix(name).strip()} ran as a job step on the allocated node{on}, whose"
+        " answer is judged as the box."
     )
     return [(kind, out, where) for kind, out, where in found if id(out) not in lost]

@@ -14,6 +14,7 @@ import re
 from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, elsewhere, run, runs, tool_name
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import TYPE_FIELDS, lscpu_labels
+from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 from gpuonboard.masking import command_said
 from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
@@ -500,3 +501,27 @@ def _asks_for_ports(tool: str, args: list[str]) -> bool:
 def _asks_for_gpus(args: list[str]) -> bool:
     """nvidia-smi given `-i N` / `--id=N` (some GPUs, by index, UUID or bus id)."""
     return any(re.fullmatch(r"-i.*|--id(?:=.*)?", arg) for arg in args)
+
+
+def shown_faults(kind: str, out: ProbeOutput) -> frozenset[str]:
+    """The GPU faults an nvidia-smi output shows, each as 'GPU KEY: FAULT' (KEY: the GPU's PCI
+    address, else its UUID, else its index): a GPU ERR!, lost or needing a reset, a cell it could
+    not read, a GPU it could not open. A container's view may hide GPUs, never invent a fault: a
+    fault it shows that the login's output beside it does not is the box's (review revP F3)."""
+    from gpuonboard.facts.gpu_list import parse_gpu_list
+    from gpuonboard.facts.gpu_probes import GPU_PROBES
+    from gpuonboard.facts.gpu_unopened import unopened_gpus
+    from gpuonboard.facts.nvidia_smi.faults import FAULT_WORDS
+    from gpuonboard.facts.nvidia_smi.sniff import parse_any
+
+    if kind not in GPU_PROBES and kind != "nvidia_smi":
+        return frozenset()
+    text = out.stdout
+    gpus = [*parse_any(text).gpus, *unopened_gpus([text])]
+    said = {
+        f"GPU {g.pci_bus_id or g.uuid or g.index}: {f}" for g in gpus for f in (*g.faults, *g.cell_faults)
+    }
+    for listed in parse_gpu_list(text).gpus if kind == "nvidia_smi_list" else ():  # (`-L`'s name, UUID)
+        line = f"{listed.name} {listed.uuid}".lower()
+        said |= {f"GPU {listed.uuid or listed.index}: {w}" for w in FAULT_WORDS if w.lower() in line}
+    return frozenset(said)

@@ -46,10 +46,12 @@ from gpuonboard.api.narrowed import (
     ran_elsewhere,
     report_filtered,
     report_in_container,
+    shown_faults,
 )
 from gpuonboard.api.offline_output import facts_json, print_facts
 from gpuonboard.api.offline_output import load_order as load_order  # (re-exported: cli, tests)
 from gpuonboard.api.offline_output import summary as summary
+from gpuonboard.api.refused_files import note_or_refuse
 from gpuonboard.api.run_folder import expand_marked, raw_dir_manifest, skipped_note
 from gpuonboard.api.saved_kinds import (
     detect_kind,
@@ -344,6 +346,7 @@ def _session_outputs(
         # (a whole answer elsewhere: a container's view of some GPUs, `--gpus 1`, or a log, stays a
         # rival of the box's own, joined where its GPUs match, else refused)
         lambda out: "" if out.partial else (out.ran_elsewhere or out.in_container),
+        shown_faults,  # (a fault a container shows that the login's does not: refused, never dropped)
     )
     found = job_step_over_login(str(path), parts, found, notes)
     return _own_failure_over_elsewhere(str(path), found, notes)
@@ -656,19 +659,20 @@ def load_outputs(
     notes: list[str] | None = None,
     unread: list[Path] | None = None,
     other: list[Path] | None = None,
+    held: dict[Path, set[str]] | None = None,
 ) -> dict[str, ProbeOutput]:
     """Read files, detect kinds; errors name the file. In a host's folder of a gpuonboard run
     (raw/<host>/), each file is read as the probe its summary.json records; a probe offline
     judging does not read is skipped, and one line per such folder is added to `notes`; a
     folder's file that cannot be read is noted and added to `unread` (one read but of no output
-    this tool knows, to `other` too)."""
+    this tool knows, to `other` too; one refused among several, to `held` with its kinds)."""
     raw: dict[str, ProbeOutput] = {}
     origin: dict[str, str] = {}
     folder_of: dict[str, Path] = {}  # (a kind's file's folder: an unread output gives way within one)
     session_notes: list[str] = []
     manifests: dict[Path, dict[str, tuple[str, int]] | None] = {}
     skipped: dict[Path, list[str]] = {}
-    refused: list[UsageError] = []  # (files of several refused, each noted: raised where none is read)
+    refused: list[tuple[UsageError, Path, bytes]] = []  # (files of several refused: api/refused_files.py)
     marked = expand_marked(paths)
     for path, in_folder in marked:
         if path.parent not in manifests:
@@ -701,7 +705,7 @@ def load_outputs(
                 if not unknown and len(marked) == 1:
                     raise  # (the one file given: nothing else to judge)
                 if not unknown:  # (one of several refused: the others judged, unless none is read)
-                    refused.append(why)
+                    refused.append((why, path, data))
                 session_notes.append(saved_file.unread_file_note(str(why)))  # (one missing answer)
                 if unread is not None:
                     unread.append(path)
@@ -725,8 +729,7 @@ def load_outputs(
                 continue
             out = _named_file(kind, out, where)
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
-    if refused and not raw and not skipped:
-        raise refused[0]  # (no other file read: the refusal, as for a file given alone)
+    note_or_refuse(refused, raw, skipped, held)  # (refused: none other read, or one of its kinds)
     if notes is not None:
         notes += [skipped_note(folder, probes) for folder, probes in skipped.items()]
         notes += session_notes
@@ -767,7 +770,8 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     notes: list[str] = []
     unread: list[Path] = []
     other: list[Path] = []  # (read, of no output this tool knows)
-    raw = load_outputs(paths, notes, unread, other)
+    held: dict[Path, set[str]] = {}  # (a refused file's kinds: its rules unverified)
+    raw = load_outputs(paths, notes, unread, other, held)
     notes += [shown(kind, raw[kind].stdout) for kind in SHOWN_KINDS if kind in raw]
     if notes:
         from rich.markup import escape
@@ -779,7 +783,7 @@ def run(paths: Sequence[str], order: OrderSpec | None, as_json: bool) -> int:
     facts = parse_facts(raw)
     checks = judge(facts, order)
     # (a rule shown only where its output is given, that a folder's unread file could have answered)
-    checks += unread_rows(unread, raw, {c.name for c in checks}, other)
+    checks += unread_rows(unread, raw, {c.name for c in checks}, other, held)
     if as_json:
         doc = {
             "facts": facts_json(facts),

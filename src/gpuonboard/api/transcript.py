@@ -549,6 +549,7 @@ def read(
     cut_short: Callable[[str, T], str] = lambda *_: "",
     changed: Callable[[str, T, T, str], T | KeptApart | None] = lambda *_: None,
     elsewhere: Callable[[T], str] = lambda _: "",
+    faults: Callable[[str, T], frozenset[str]] = lambda *_: frozenset(),
 ) -> list[tuple[str, T, str]]:
     """(kind, output, where) of each output of the session `name` that is read: `read_one(where,
     text, command)` reads one as a file of its own is read (`command`: its prompt line's whole
@@ -572,7 +573,9 @@ def read(
     the earlier kept beside it for its faults, noted; nor an output the box's login printed and
     one of its kind printed elsewhere (`elsewhere(output)`: where, as a clause: `docker run
     --gpus all IMAGE nvidia-smi`, `kubectl exec POD -- free -h`): the login's own is judged, the
-    other noted as not the box's (a container's answer never replaces the box's own)."""
+    other noted as not the box's (a container's answer never replaces the box's own), unless it
+    shows a fault (`faults(kind, output)`) the login's does not: a view may hide GPUs, never
+    invent a fault, so the two are refused as rivals."""
     opened = shell_opened.inside(parts)  # (`kubectl exec -it POD -- sh`, then `/ # nvidia-smi`)
     each = [(part, _read_part(name, part, read_one, opened.get(part.line))) for part in parts]
     _refuse_several_boxes(name, each)
@@ -623,7 +626,9 @@ def read(
             notes.append(after[1])
             found[kind] = (part, after[0], where)
             continue
-        if kind in found and (own := _own_over_elsewhere(found[kind], (part, out, where), elsewhere)):
+        if kind in found and (
+            own := _own_over_elsewhere(kind, found[kind], (part, out, where), elsewhere, faults)
+        ):
             skipped.append(own[0])
             found[kind] = own[1]
             continue
@@ -662,15 +667,23 @@ def _after_change(
 
 
 def _own_over_elsewhere(
-    first: tuple[Section, T, str], then: tuple[Section, T, str], elsewhere: Callable[[T], str]
+    kind: str,
+    first: tuple[Section, T, str],
+    then: tuple[Section, T, str],
+    elsewhere: Callable[[T], str],
+    faults: Callable[[str, T], frozenset[str]],
 ) -> tuple[tuple[int, str], tuple[Section, T, str]] | None:
     """((the other's line, why it is not judged), the login's own output) where of two outputs of
     one kind exactly one was printed elsewhere than at the box's login (a container, a pod, a job
-    step: `elsewhere` says where); None where both or neither were (rivals)."""
+    step: `elsewhere` says where); None where both or neither were, or where the other shows a
+    fault the login's does not (`faults`: a view hides GPUs, never invents a fault): rivals
+    (review revP F3: a container's GPU ERR! beside the login's healthy table was dropped)."""
     said = [elsewhere(first[1]), elsewhere(then[1])]
     if bool(said[0]) == bool(said[1]):
         return None
     other, own = (first, then) if said[0] else (then, first)
+    if faults(kind, other[1]) - faults(kind, own[1]):
+        return None
     why = (
         f"{other[0].where}: printed elsewhere than at the box's login ({said[0] or said[1]}), not the"
         f" box's own answer, which it never replaces; {own[0].where}, the box's own, is judged"

@@ -7,9 +7,10 @@ only where their output was given (Xid and SXid from a kernel log, NVLink's from
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
+from gpuonboard.api.refused_files import could_hold
 from gpuonboard.steps.base import Check
 
 # the rules shown only where an output of their kind was given: (kind, rule, what it judges)
@@ -70,19 +71,32 @@ def _shown_kind(path: Path) -> str | None:
 
 
 def unread_rows(
-    unread: Sequence[Path], given: Collection[str], shown: Collection[str], other: Collection[Path] = ()
+    unread: Sequence[Path],
+    given: Collection[str],
+    shown: Collection[str],
+    other: Collection[Path] = (),
+    held: Mapping[Path, Collection[str]] | None = None,
 ) -> list[Check]:
     """An unverified row, naming the files, for each rule shown only where its output is given
     that no output of its kind (`given`) answered and none is shown (`shown`: the rows' names)
     that a file not read (`unread`) could have answered, by its name's kind or any. A file of
     them that was read but holds no output this tool knows (`other`: a pod's log) is no file
-    that could not be read, nor one to save again: the row asks for the rule's output instead."""
+    that could not be read, nor one to save again: the row asks for the rule's output instead.
+    A file read and refused among several (`held`: the kinds it holds) could answer the rules of
+    those kinds, wherever its name or start says another (a session saved as `smi-session.txt`
+    holding an Xid line)."""
+    held = held or {}
+
+    def may(p: Path, kind: str) -> bool:
+        said = could_hold(p, kind, held)
+        return _named_kind(p) in (kind, None) if said is None else said
+
     rows = []
     for kind, rule, expected in _GIVEN_ONLY:
         if kind in given or rule in shown:
             continue
-        could = [str(p) for p in unread if _named_kind(p) in (kind, None) and p not in other]
-        known = [str(p) for p in unread if _named_kind(p) in (kind, None) and p in other]
+        could = [str(p) for p in unread if may(p, kind) and p not in other]
+        known = [str(p) for p in unread if may(p, kind) and p in other]
         said = [f"{', '.join(could)} could not be read (see its note)"] if could else []
         said = [f"not read: {said[0]}"] if said else []
         said += (
