@@ -35,7 +35,12 @@ REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # saved under its own `$ kubectl logs` line, which another prompt and command typed above it
 # (these transforms' `nvidia-smi`) would make the box's: api/test_offline_r33e.py judges it; nor
 # an author's excerpt of a log (`log-excerpt__`, a sample row and an Xid line picked by hand), the
-# output of no command these transforms could type above it: facts/test_kernel_quoted_excerpt_r34.py)
+# output of no command these transforms could type above it: facts/test_kernel_quoted_excerpt_r34.py;
+# round 35: nor one saved under its own `kubectl exec POD --` line, for the reason of `kubectl logs`
+# above (api/test_session_parts_r35.py judges it), one a doc commented out line by line (`#|`, a
+# paste already: api/test_offline_commented_r35.py), a README's excerpt of several outputs
+# (`readme-excerpt__`: api/test_offline_vgpu_host_q_r35.py), or a session whose outputs carry the
+# poster's `# ...` comments (api/test_host_readers_r35.py))
 CAPTURES = sorted(
     p.name
     for p in REAL.iterdir()
@@ -43,7 +48,10 @@ CAPTURES = sorted(
     and "details-blank-line" not in p.name
     and "gha-stamped-klog" not in p.name
     and "kubectl-logs-pod" not in p.name
-    and not p.name.startswith("log-excerpt__")
+    and "kubectl-exec-pod" not in p.name
+    and "hash-commented" not in p.name
+    and "poster-comments-after-outputs" not in p.name
+    and not p.name.startswith(("log-excerpt__", "readme-excerpt__"))
 )
 # an order that asks for what most rules compare with (none of it is what a capture shows)
 ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"

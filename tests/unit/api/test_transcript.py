@@ -61,6 +61,10 @@ def _readable_alone() -> list[Path]:
             # a script's block of several tools' outputs under its own headings is cut at them only
             # where it is a file of its own: api/test_script_blocks_r34.py)
             both = both or "stray-leading-backtick" in path.name or path.name.startswith("script-blocks__")
+            # (round 35: a table saved under its own `kubectl exec POD --` line, one a doc commented
+            # out line by line, a README's excerpt of several outputs: each tells where it came from
+            # by its own first lines, which a prompt typed above it makes another command's)
+            both = both or any(w in path.name for w in ("kubectl-exec-pod", "hash-commented", "readme-excerpt__"))
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
