@@ -64,7 +64,9 @@ def _readable_alone() -> list[Path]:
             # (round 35: a table saved under its own `kubectl exec POD --` line, one a doc commented
             # out line by line, a README's excerpt of several outputs: each tells where it came from
             # by its own first lines, which a prompt typed above it makes another command's)
-            both = both or any(w in path.name for w in ("kubectl-exec-pod", "hash-commented", "readme-excerpt__"))
+            both = both or any(
+                w in path.name for w in ("kubectl-exec-pod", "hash-commented", "readme-excerpt__")
+            )
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
