@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.facts.kernel_wrap import BOOT_SEPARATOR as _BOOT_SEPARATOR
+from gpuonboard.facts.kernel_wrap import program_of
 
 __all__ = ["BootCounter", "out_of_order", "wall_back", "wall_time"]
 
@@ -87,11 +88,16 @@ class BootCounter:
         text = line.strip()
         separator = _BOOT_SEPARATOR.fullmatch(text) is not None
         stamp = _SINCE_BOOT.match(text)
-        since = float(stamp.group(1)) if stamp else None
+        # (a stamp of a line naming its program, `journalctl -o short-monotonic`'s `[   33.000000] host
+        # sudo[12]: ...`, is that program's time, printed in the journal's order: no kernel stamp)
+        since = float(stamp.group(1)) if stamp and program_of(text, True) in (None, "kernel") else None
         wall = wall_time(text)
         fell = since is not None and self._since is not None and since < self._since - _STAMP_BACK_S
         back = wall_back(self._wall, wall) if fell else None
-        if fell and (back or (back is None and since is not None and since >= _EARLY_BOOT_S)):
+        # (with no wall time, a boot's first minutes after a log that ran minutes longer: a fall
+        # of seconds, `[ 34.19]` then `[ 33.00]`, is a line out of place, no reboot)
+        early = since is not None and self._since is not None and since < _EARLY_BOOT_S <= self._since - since
+        if fell and (back or (back is None and not early)):
             self.disorder = self.disorder or text
             fell = False
         if separator or _BANNER.search(text) or fell:
