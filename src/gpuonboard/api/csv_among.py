@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.api.command_line import elsewhere, run
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
@@ -101,12 +102,14 @@ def below_heading(text: str) -> tuple[str, str] | None:
     most two heading lines (_HEADING, blank lines between) stand above an nvidia-smi CSV's header,
     XML or `-L` listing (a script's `--- GPU ---` over its `--query-gpu` CSV, a doc's `GPU info:`):
     no line of the output, which its reader read as the output's first (before, such a CSV was
-    "listed no GPU (output not recognised as any nvidia-smi format)"). None otherwise."""
+    "listed no GPU (output not recognised as any nvidia-smi format)"). None otherwise, and where
+    a line above is a copied prompt or command (_typed: a root's `# nvidia-smi -L -i 0`), which
+    the saved output's own reader reads as the command that printed it."""
     lines = text.split("\n")
     filled = [i for i, line in enumerate(lines) if line.strip()]
     for n, first in enumerate(filled[1:3], start=1):
         above = [lines[i].strip() for i in filled[:n]]
-        if not all(_HEADING.fullmatch(line) for line in above):
+        if not all(_HEADING.fullmatch(line) and not _typed(line) for line in above):
             return None
         if is_query_header(lines[first]) or _OUTPUT_START.match(lines[first]):
             shown = "`, `".join(line[:80] for line in above)
@@ -116,3 +119,22 @@ def below_heading(text: str) -> tuple[str, str] | None:
             )
             return "\n".join(lines[first:]), said
     return None
+
+
+def _typed(line: str) -> bool:
+    """Whether `line` is a copied prompt or command, as the saved text's readers read one (a
+    root's `# nvidia-smi -L -i 0`, `# docker run --rm --gpus 1 ubuntu nvidia-smi -L`, `# srun
+    --gres=gpu:1 nvidia-smi -L`: saved_text, transcript), or its words after a root's `#` run a
+    command through a wrapper, a container or a launcher (`# sudo ./gpus.sh`, `# srun
+    --gres=gpu:1 ./gpus.sh`: command_line), never a heading: the command narrows what the output
+    lists (`-i 0`, `| head -1`, `--gpus 1`), and read as a heading, the output was read as the
+    box's whole (gpu_count passed on one GPU listed of any box)."""
+    from gpuonboard.api import saved_text, transcript  # (saved_text reads saved_forms, which reads this)
+
+    if saved_text.copied_command(line) or transcript.command_of(line) != line.strip():
+        return True
+    words = line.lstrip("#").split()
+    if not line.startswith("#") or not words:
+        return False
+    ran = run(" ".join(words))
+    return ran.head[:1] != words[:1] or elsewhere(ran, ()) != ""

@@ -49,6 +49,18 @@ def repeated_gpu(text: str) -> str:
     return f"{number}" + (f" ({uuid})" if uuid else "") + f" is listed {times} times"
 
 
+_TABLE_BANNER = re.compile(r"^[^\S\n]*\|\s*NVIDIA-SMI\s+\S+", re.MULTILINE)
+
+
+def _table_runs(text: str) -> int:
+    """`nvidia-smi`'s tables: its banner lines, counted on the table's lines as its reader reads
+    them (a page's copy with each table's lines joined into one, two tables on one line: each
+    its own banner, two outputs as on lines of their own)."""
+    from gpuonboard.facts.nvidia_smi.table_joined import rows_apart
+
+    return len(_TABLE_BANNER.findall("\n".join(rows_apart(text.splitlines()))))
+
+
 def _lscpu_runs(text: str) -> int:
     from gpuonboard.facts import cpu
 
@@ -72,7 +84,7 @@ def _df_runs(text: str) -> int:
 _RUNS: dict[str, tuple[str, Callable[[str], int]]] = {
     "nvidia_smi": ("nvidia-smi -q -x", _repeated_lines(r"<nvidia_smi_log\b")),
     "nvidia_smi_q": ("nvidia-smi -q", _repeated_lines(r"^[^\S\n]*=+\s*NVSMI LOG\s*=+\s*$")),
-    "nvidia_smi_table": ("nvidia-smi", _repeated_lines(r"^[^\S\n]*\|\s*NVIDIA-SMI\s+\S+")),
+    "nvidia_smi_table": ("nvidia-smi", _table_runs),
     "nvidia_smi_csv": ("nvidia-smi --query-gpu", _csv_headers),
     "nvidia_smi_list": ("nvidia-smi -L", _listed_twice),
     "lscpu": ("lscpu", _lscpu_runs),

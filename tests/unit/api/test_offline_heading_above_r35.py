@@ -13,6 +13,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.connection.gather import parse_facts
+from gpuonboard.errors import UsageError
 
 from ..offline_judge import verdicts
 
@@ -85,3 +86,40 @@ def test_lines_that_are_no_heading_are_not_dropped(tmp_path: Path, above: str) -
     text = (REAL / A800).read_text().split("\n", 1)[1]
     _, notes = _read(tmp_path, "gpus.csv", above + text)
     assert not any("heading" in note for note in notes)
+
+
+# a root's copied command above its output (its prompt `#`), which narrows what the output lists
+ROOT_COMMANDS = [
+    "# nvidia-smi -L -i 0",
+    "# nvidia-smi -L | head -1",
+    "# docker run --rm --gpus 1 ubuntu nvidia-smi -L",
+    "# srun --gres=gpu:1 nvidia-smi -L",
+    "# sudo nvidia-smi -L -i 0",
+]
+
+
+@pytest.mark.parametrize("command", ROOT_COMMANDS)
+def test_a_roots_copied_command_above_a_listing_is_no_heading(tmp_path: Path, command: str) -> None:
+    """revO F2: the first line of the real A16 box's `-L` under a root's copied command that
+    lists one GPU of the box: the command read as the output's (one listed, the count
+    unverified), never dropped as a heading (before: gpu_count passed 1 on a box of four)."""
+    first = (REAL / "nvidia-smi-L__a16__4gpu__driver470.129.04__ahv-host.txt").read_text().split("\n")[0]
+    order = "gpu_model: A16\ngpu_count: 1\n"
+    got = verdicts(tmp_path, "gpus.txt", f"{command}\n{first}\n", order)
+    assert got["gpu_count"][0] == "unverified"
+    _, notes = _read(tmp_path, "gpus.txt", f"{command}\n{first}\n")
+    assert not any("heading" in note for note in notes)
+
+
+@pytest.mark.parametrize(
+    "command", ["# sudo ./gpus.sh", "# srun --gres=gpu:1 ./gpus.sh", "# CUDA_VISIBLE_DEVICES=0 ./gpus.sh"]
+)
+def test_a_roots_line_running_a_command_through_a_wrapper_is_no_heading(tmp_path: Path, command: str) -> None:
+    """revO F2: a root's line whose words run a command through sudo, a launcher or with an
+    environment set (a script printing `-L`'s lines): a command, not a heading; the file is
+    refused as no output read here (as before the heading was read), never read as the box's
+    whole listing (before: gpu_count passed 1 on one GPU line)."""
+    first = (REAL / "nvidia-smi-L__a16__4gpu__driver470.129.04__ahv-host.txt").read_text().split("\n")[0]
+    order = "gpu_model: A16\ngpu_count: 1\n"
+    with pytest.raises(UsageError, match="not a recognised command output"):
+        verdicts(tmp_path, "gpus.txt", f"{command}\n{first}\n", order)

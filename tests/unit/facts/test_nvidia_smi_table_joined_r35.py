@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from gpuonboard.api import output_runs
+from gpuonboard.errors import UsageError
 from gpuonboard.facts.nvidia_smi import parse_any, parse_table
 from gpuonboard.facts.nvidia_smi.table_joined import rows_apart
 
@@ -175,3 +177,60 @@ def test_a_run_two_counts_cut_each_their_own_way_is_left_as_it_is() -> None:
     assert "| 0. GeForce GTX 550 Ti | 0000:01:00.0 N/A | N/A N/A |" in lines
     assert lines[-1].startswith("| Compute processes: GPU Memory | | GPU PID")
     assert lines[-1].endswith("| 0. Not Supported | +" + "-" * 77 + "+")
+
+
+def _boxed(name: str) -> str:
+    """A real table's box lines (its date line, prompt and notes left out), spaces collapsed,
+    joined into one line."""
+    text = (REAL / name).read_text(errors="replace")
+    return _collapsed("\n".join(line for line in text.splitlines() if line.strip()[:1] in "+|"))
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_every_real_table_joined_on_one_line_after_another_is_two_outputs(name: str) -> None:
+    """revO F1: two tables on one line, no words between (a page's copy of a before and an
+    after): both banners counted, as on lines of their own (refused as two outputs), or the
+    line left as it is (nothing read); never the first table read and the second dropped."""
+    one = _boxed(name)
+    for joined in (f"{one} {one}", one + one):
+        runs = output_runs.outputs_in("nvidia_smi_table", joined)[1]
+        assert runs == 2 or not parse_table(joined).gpus
+
+
+A100_4 = "nvidia-smi__a100-sxm4-80gb__4gpu__driver555.42.02.txt"
+
+
+def _gpu_gone(text: str, index: int) -> str:
+    """`text` (a table of GPUs with three rows each) as the same box shows it with GPU `index`
+    gone: its three rows and the border under them left out (a test input built from the real
+    table, the after of a before)."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if re.match(rf"\|\s+{index}\s+NVIDIA", line))
+    return "\n".join(lines[:at] + lines[at + 4 :]) + "\n"
+
+
+@pytest.mark.parametrize("sep", [" ", "", "\n"])
+def test_a_box_before_and_after_a_gpu_was_lost_on_one_line_is_refused_as_two_outputs(
+    tmp_path: Path, sep: str
+) -> None:
+    """revO F1: the real 4-GPU table and the same box's 3-GPU table after it, joined onto one line
+    with no words between: refused as two nvidia-smi outputs, as on lines of their own; before,
+    the first was read (4 GPUs, gpu_count passed) and the second ignored."""
+    text = (REAL / A100_4).read_text()
+    joined = _collapsed(text) + sep + _collapsed(_gpu_gone(text, 3)) + "\n"
+    order = 'gpu_model: A100 80GB\ngpu_count: 4\nvram: 80GB\nmin_driver: "550"\n'
+    with pytest.raises(UsageError, match="holds 2 nvidia-smi outputs"):
+        verdicts(tmp_path, "nvidia-smi.txt", joined, order)
+
+
+def test_a_line_cut_before_an_ambiguous_run_holding_a_second_banner_is_left_as_it_is() -> None:
+    """revO F1: the table before R304 joined twice: the run two counts cut each their own way
+    holds the second table's banner; the line is left whole (never the first table's lines
+    with the second as its uncounted rest)."""
+    name = (
+        "nvidia-smi__geforce-gtx-550-ti__1gpu__driver295.40__old-layout-nb-name__processes-not-supported"
+        "__ubuntuforums.txt"
+    )
+    one = _boxed(name)
+    assert rows_apart([f"{one} {one}"]) == [f"{one} {one}"]
+    assert not parse_table(f"{one} {one}\n").gpus

@@ -20,6 +20,10 @@ _HEADER = lazy_re(r"^\|?\s*GPU\s+PID\s+USER\s+GPU MEM\s+%CPU\s+%MEM\s+TIME\s+COM
 _ROW = lazy_re(
     r"^\|?\s*(\d+)\s+(\d+)\s+\S+\s+(\d+)MiB\s+[\d.]+\s+[\d.]+\s+(\d+\s+days?|[\d:-]+)\s+(.*?)\s*\|?\s*$"
 )
+# the same row read loosely: its GPU, PID and memory, whatever the cells between and after hold
+# (`|    0  1032              745MiB                     |`: a process `ps` could not see, in
+# another pid namespace, under hidepid or gone, its USER, %CPU, %MEM, TIME and COMMAND empty)
+_LOOSE_ROW = lazy_re(r"^\|?\s*(\d+)\s+(\d+)\s+(?:\S+\s+)?(\d+)MiB(?:\s.*)?$")
 _BORDER = lazy_re(r"^\s*\+-[-+]*\+\s*$")
 
 WRAPPER_PROCESSES = (
@@ -28,22 +32,33 @@ WRAPPER_PROCESSES = (
 )
 
 
-def htop_processes(lines: Sequence[str]) -> tuple[dict[int, list[GpuProcess]], bool] | None:
-    """(processes per GPU index, whether the table closed) of nvidia-htop's process table; None
-    where the output holds none."""
+def htop_processes(lines: Sequence[str]) -> tuple[dict[int, list[GpuProcess]], bool, bool] | None:
+    """(processes per GPU index, whether the table closed, whether every row of it was read) of
+    nvidia-htop's process table; None where the output holds none. A row of a process `ps` could
+    not see is read by its GPU, PID and memory (its command not shown: named by its pid); a line
+    inside the table that is no row read leaves the lists unknown, never a process skipped
+    (before, such a row was left out and the GPU read as running no process)."""
     start = next((i for i, line in enumerate(lines) if _HEADER.match(line.strip())), None)
     if start is None:
         return None
     by_gpu: dict[int, list[GpuProcess]] = {}
-    closed = False
+    closed, every = False, True
     for line in lines[start + 1 :]:
         if _BORDER.match(line):
             closed = True
             break
-        match = _ROW.match(line.strip())
-        if match is None:
+        if not line.strip().strip("|").strip():
             continue
-        name = re.sub(r"\s+", " ", match.group(5))
-        process = GpuProcess(int(match.group(2)), name, None, int(match.group(3)))
-        by_gpu.setdefault(int(match.group(1)), []).append(process)
-    return by_gpu, closed
+        match = _ROW.match(line.strip())
+        if match is not None:
+            name = re.sub(r"\s+", " ", match.group(5))
+            by_gpu.setdefault(int(match.group(1)), []).append(
+                GpuProcess(int(match.group(2)), name, None, int(match.group(3)))
+            )
+        elif (loose := _LOOSE_ROW.match(line.strip().rstrip("|").rstrip())) is not None:
+            by_gpu.setdefault(int(loose.group(1)), []).append(
+                GpuProcess(int(loose.group(2)), "", None, int(loose.group(3)))
+            )
+        else:
+            every = False
+    return by_gpu, closed, closed and every

@@ -630,7 +630,7 @@ def parse_table(text: str) -> GpuReport:
     processes, processes_known, of_every_gpu = _table_processes(lines, warnings)
     htop = None if processes_known else htop_processes(lines)
     if htop is not None:  # (nvidia-htop's table in place of nvidia-smi's own)
-        processes, processes_known, of_every_gpu = htop[0], htop[1], htop[1]
+        processes, processes_known, of_every_gpu = htop[0], htop[2], htop[2]
         warnings.append(WRAPPER_PROCESSES)
     slices = _table_mig_devices(lines)
     whole = (_table_complete(lines) or (htop is not None and htop[1])) and bool(gpus)

@@ -13,9 +13,11 @@ last row cut short at the line's end (a page's excerpt cut there, read as a tabl
 else it is left as it is (a sentence quoting a banner, a row with another count of cells: no
 guess). Where both counts cut a run into rows, each its own way (the table before R304's
 `| Compute processes: GPU Memory | | GPU PID ... |` under a row of three cells), the lines
-before it are cut and the rest is left as it is, one line. Before, such a table's banner was
-read and none of its GPU rows: model, count and memory unverified, the driver of two of them
-unjudged.
+before it are cut and the rest is left as it is, one line (the whole line left as it is where
+that rest holds another table's banner). Two tables on one line are cut into both tables'
+lines: api/output_runs counts their banners there, two outputs refused as on lines of their own.
+Before, such a table's banner was read and none of its GPU rows: model, count and memory
+unverified, the driver of two of them unjudged.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ _BORDER = re.compile(r"[+|](?:-{3,}[+|])+|[+|](?:={3,}[+|])+")
 # nvidia-smi's date line before the table's first border (`Mon Aug 7 08:52:18 2023`), or a
 # few words of a page or a prompt before it: no `|` in them
 _LEAD = re.compile(r"[^|+]*")
+# a table's banner row (`| NVIDIA-SMI 418.87.01 Driver Version: ...`)
+_BANNER = re.compile(r"\|\s*NVIDIA-SMI\s+\S+")
 
 
 def rows_apart(lines: Sequence[str]) -> list[str]:
@@ -58,8 +62,13 @@ def _split(line: str) -> list[str] | None:
             return None  # (no count cuts the text into rows)
         if len(rows) > 1:
             # (two counts do, each its own way: `| Compute processes: GPU Memory | | GPU PID ... |`
-            # under a row of three cells: the lines read so far kept, the rest left as it is)
-            found.append(line[border.end() :].strip())
+            # under a row of three cells: the lines read so far kept, the rest left as it is;
+            # never where the rest holds another table's banner, which would go uncounted: a
+            # second output read as the first one's rest)
+            rest = line[border.end() :].strip()
+            if _BANNER.search(rest):
+                return None
+            found.append(rest)
             break
         found.extend(rows.pop())
     return found if len(found) - (1 if line[:start].strip() else 0) >= 2 else None

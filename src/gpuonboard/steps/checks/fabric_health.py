@@ -509,8 +509,7 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     narrowed = out.partial or log.left_out or log.no_gpu_lines or _no_xid_lines(log) or log.cut_by_cap
     narrowed = narrowed or log.early_end  # (a log that ends before the driver logged: facts/kernel_span)
     covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
-    # (lines left out by hand, `...`, from a log otherwise as printed: what it shows stays judged)
-    xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_, bool(log.left_out and not out.partial))
+    xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
     xid = _with_crashes(xid, [] if out.earlier_boot else nvidia_crashes(out.stdout))
     xid = _in_dump(xid, dump_fragment(out.stdout))
     xid = _crash_record(xid, out)

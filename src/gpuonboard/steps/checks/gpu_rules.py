@@ -557,8 +557,10 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             RERUN_ADVICE,
         )
     whole = [g for g in facts.gpu.gpus if not g.faults]
-    if not read and (mig := mig_vram(expected, whole, order.vram_bytes * (1 - tolerance))):
-        # (MIG mode: the GPU's own row says N/A, its slices' rows give theirs)
+    if not read and (mig := mig_vram(expected, whole, order.vram_bytes * (1 - tolerance), unread)):
+        # (MIG mode: the GPU's own row says N/A, its slices' rows give theirs; two sizes: neither)
+        if disputed := _disputed(facts, "memory_total_mib"):
+            return Check("vram", expected, f"{mig.actual}; {disputed}", "unverified", DISAGREE_ADVICE)
         if mig.verdict == "pass" and (incomplete := _incomplete_for(facts, "memory_total_mib")):
             return Check("vram", expected, f"{mig.actual}; {incomplete}", "unverified", RERUN_ADVICE)
         return mig

@@ -39,10 +39,11 @@ def with_slices_used(g: GpuInfo) -> GpuInfo:
     return replace(g, memory_used_mib=used)
 
 
-def mig_vram(expected: str, gpus: list[GpuInfo], least_bytes: float) -> Check | None:
+def mig_vram(expected: str, gpus: list[GpuInfo], least_bytes: float, unread: str = "") -> Check | None:
     """vram of GPUs in MIG mode whose own memory total is not shown, judged by their MIG slices'
     (each a device CUDA runs a job on, with only its share of the memory): the smallest; None
-    where a GPU has no slice's total read."""
+    where a GPU has no slice's total read. `unread`: the GPUs nvidia-smi could not read (not
+    among `gpus`), named after the slices read, as the whole GPUs' rule names them."""
     sizes = [[s.memory_total_mib for s in g.mig_slices if s.memory_total_mib is not None] for g in gpus]
     if not gpus or not all(sizes):
         return None
@@ -52,6 +53,7 @@ def mig_vram(expected: str, gpus: list[GpuInfo], least_bytes: float) -> Check | 
         f"{smallest} MiB ({format_bytes(smallest * 1024 * 1024, binary=True)})"
         + (" smallest of" if count > 1 else " in")
         + f" {count} MIG slice{'s' if count > 1 else ''} (MIG mode on: the GPU's own total not shown)"
+        + (f" of the {len(gpus)} GPUs read; {unread}" if unread else "")
     )
     if smallest * 1024 * 1024 >= least_bytes:
         return Check("vram", expected, actual, "pass")

@@ -499,12 +499,15 @@ def _with_narrowed(check: Check, narrowed: str, what: str, own_warn: bool = True
             f" out may hold worse {what} errors; give the whole log of this boot (`sudo dmesg -T`, or"
             " `journalctl -k -b`)",
         )
+    # (a warning shown: named, and unverified, as the lines left out may hold a fault: revO F4)
+    warned = check.verdict == "warn"
+    shown = f"; what it shows warns ({check.detail.rstrip('.')}), and" if warned else ", so"
     return Check(
         check.name,
         check.expected,
-        f"{check.actual}; {narrowed}",
+        f"{check.actual}; {narrowed}" + ("; the lines left out may hold worse" if warned else ""),
         "unverified",
-        f"the kernel log given is not the whole log of the boot the box runs now ({narrowed}), so"
+        f"the kernel log given is not the whole log of the boot the box runs now ({narrowed}){shown}"
         f" {what} errors in what it leaves out are not known: give the whole log of this boot (`sudo"
         " dmesg -T`, or `journalctl -k -b`).",
     )
@@ -563,7 +566,6 @@ def rule_xid(
     covers_boot: bool | None = None,
     narrowed: str = "",
     slice_: str = "",
-    lines_left_out: bool = False,
 ) -> Check:
     """GPU Xid errors since boot, classified by data/xid.yml: none = pass; reset/reboot/replace =
     fail naming GPU, PCI address, code, name and action; application-level (13, 31 ...) = warn;
@@ -578,9 +580,9 @@ def rule_xid(
     `gpus`: (index, PCI bus id) pairs from nvidia-smi so each Xid names its GPU index (an address
     that matches none, an old driver's `0001:00`, is named as printed). A GPU's uncorrectable
     PCIe (AER) errors (facts/aer.py) fail (fatal, not recovered) or warn (non-fatal) alike.
-    `narrowed`: why the log given is only part of it (ProbeOutput.partial): no fault is then
-    unverified; a warning of the rental's GPUs stays one where `lines_left_out` (lines left out by
-    hand from a log otherwise as printed: what is shown is shown). In a log of several boots, a
+    `narrowed`: why the log given is only part of it (ProbeOutput.partial, lines left out by hand):
+    no fault, or only warnings, are then unverified (the warnings shown named: the lines left out
+    may hold worse); a fault shown still fails. In a log of several boots, a
     fault logged before its last reboot that asked for a GPU reset or a reboot warns
     (REBOOTED_SINCE: that reboot did it); others are judged as usual, each said to be of the
     earlier boot.
@@ -607,18 +609,15 @@ def rule_xid(
     xids = noise_alone(xids, [*events, *xids])
     xids, elsewhere = _split_not_shown(xids, gpus, slice_)
     check = _event_rule("gpu_xid", "Xid", xids, probe_ok, why_unread, gpus, covers_boot)
-    # (a warning of the rental's own GPUs, in a log whose lines were left out by hand, `...`, not
-    # one whose lines are there but unread: joined, cut)
-    own_warn = check.verdict == "warn" and lines_left_out
     span = boot_span(covers_boot)
     check = _with_not_shown(check, elsewhere, bool(xids), slice_, span)
     # an unreadable line, or an event the log ends inside (judged on what was read, but what its
     # line went on to say, such as "caused by previous Xid 149", is not known)
     # (a log cut short inside any line, an SXid's too, may have lost the lines after it)
     unread = [e for e in events if e.kind == "xid_unread" or e.cut]
-    return _with_narrowed(
-        _with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid", own_warn
-    )
+    # (a warning shown in a log whose lines were left out, by hand, `...`, or by its command:
+    # unverified, the warning named; a fault in the lines left out would fail: revO F4)
+    return _with_narrowed(_with_unread(check, unread, "Xid", bool(xids or elsewhere)), narrowed, "Xid", False)
 
 
 def _said_by_xid(

@@ -6,7 +6,14 @@ tests/fixtures/sessions/SOURCES.md."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
+
+from gpuonboard.api import offline
+from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.inventory.model import OrderSpec
+from gpuonboard.steps.checks.gpu_rules import rule_vram
+from gpuonboard.steps.checks.mig_memory import mig_vram
 
 from ...offline_judge import checks
 
@@ -59,3 +66,37 @@ def test_the_slices_volatile_ecc_counts_are_said(tmp_path: Path) -> None:
         assert got.verdict == "unverified", got.actual
         assert got.actual.startswith("0 since boot on GPU 0 (its MIG slices' volatile counts"), got.actual
         assert "did not report ECC error counts" not in got.detail
+
+
+def _slice_facts(tmp_path: Path, order: str) -> tuple[OrderSpec, Facts]:
+    """The order and facts of the real one-slice capture, as `invoke facts` reads them."""
+    (tmp_path / ONE).write_text((SESSIONS / ONE).read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "order.yml").write_text(order)
+    facts = parse_facts(offline.load_outputs([str(tmp_path / ONE)]))
+    return offline.load_order(str(tmp_path / "order.yml")), facts
+
+
+def test_two_sizes_of_the_sliced_gpu_judge_neither(tmp_path: Path) -> None:
+    """revO F5: the slice's vram under formats that disagree on the GPU's memory (the merge's
+    `disputed`, given here as facts/gpu_agree.py sets it): unverified, never the slices' pass or
+    fail (the whole GPUs' path already did so); before, a 2g.35gb slice for a 141 GB order failed."""
+    order, facts = _slice_facts(tmp_path, "gpu_count: 1\nvram: 141GB\n")
+    assert facts.gpu is not None
+    said = "the nvidia-smi outputs disagree: memory 33280 MiB vs 143771 MiB"
+    facts = dataclasses.replace(
+        facts,
+        gpu=dataclasses.replace(facts.gpu, disagreements=(said,), disputed=("memory_total_mib",)),
+    )
+    got = rule_vram(order, facts, 0.08)
+    assert got.verdict == "unverified", got.actual
+    assert got.actual.startswith("33280 MiB (32.5 GiB) in 1 MIG slice"), got.actual
+    assert "MIG slices given as GPUs" not in got.detail, got.detail
+
+
+def test_a_gpu_nvidia_smi_could_not_read_beside_the_slices_is_named(tmp_path: Path) -> None:
+    """revO F5: a GPU nvidia-smi could not read, beside a GPU judged by its slices, is named in
+    the slices' vram, as among whole GPUs."""
+    _, facts = _slice_facts(tmp_path, "gpu_count: 1\n")
+    assert facts.gpu is not None
+    got = mig_vram(">= 16.0 GiB per GPU", list(facts.gpu.gpus), 16e9, "GPU 1: Unknown Error")
+    assert got is not None and got.actual.endswith("of the 1 GPUs read; GPU 1: Unknown Error"), got
