@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.api.command_line import elsewhere, run
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.nvidia_smi import parse_any
-from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 
 # a cell that no nvidia-smi field prints: a label before its value (`Mem:  264488144k total`), or
 # a count named by a word after it (`13150800k free`; nvidia-smi's units are `MiB`, `W`, `%`, ...)
@@ -82,59 +80,3 @@ def _width(line: str) -> int:
     """The number of cells of `line` read as one CSV row (0 where the csv reader refuses it)."""
     rows = csv_rows([line])
     return len(rows[0]) if rows else 0
-
-
-# a heading a script or a page printed above an output (`--- GPU 详细规格 ---`, `=== GPU ===`, a
-# Markdown `## GPUs` or `**GPU**`), or a line of prose that ends in a colon (`GPU info:`)
-_HEADING = re.compile(
-    r"[ \t]*(?:(?:-{2,}|={2,}|#{1,6}|\*{2})[ \t]*[^\s,|].{0,60}?[ \t]*(?:-{2,}|={2,}|\*{2})?"
-    r"|[^\s,|<][^,|<]{0,80}:)[ \t]*"
-)
-# the first line of an nvidia-smi output whose reader starts at its first line: a `--query-gpu`
-# CSV's header, the XML's declaration or root, `-L`'s first GPU
-_OUTPUT_START = re.compile(
-    r"[ \t]*(?:<\?xml\s|<nvidia_smi_log\b|<!DOCTYPE nvidia_smi_log\b|GPU 0: .*\(UUID: )"
-)
-
-
-def below_heading(text: str) -> tuple[str, str] | None:
-    """(the text from its output's first line on, one clause saying what was left out) where at
-    most two heading lines (_HEADING, blank lines between) stand above an nvidia-smi CSV's header,
-    XML or `-L` listing (a script's `--- GPU ---` over its `--query-gpu` CSV, a doc's `GPU info:`):
-    no line of the output, which its reader read as the output's first (before, such a CSV was
-    "listed no GPU (output not recognised as any nvidia-smi format)"). None otherwise, and where
-    a line above is a copied prompt or command (_typed: a root's `# nvidia-smi -L -i 0`), which
-    the saved output's own reader reads as the command that printed it."""
-    lines = text.split("\n")
-    filled = [i for i, line in enumerate(lines) if line.strip()]
-    for n, first in enumerate(filled[1:3], start=1):
-        above = [lines[i].strip() for i in filled[:n]]
-        if not all(_HEADING.fullmatch(line) and not _typed(line) for line in above):
-            return None
-        if is_query_header(lines[first]) or _OUTPUT_START.match(lines[first]):
-            shown = "`, `".join(line[:80] for line in above)
-            said = (
-                f"line{'s' if n > 1 else ''} `{shown}` above the output (a heading a script or a page"
-                " printed) read as no part of it"
-            )
-            return "\n".join(lines[first:]), said
-    return None
-
-
-def _typed(line: str) -> bool:
-    """Whether `line` is a copied prompt or command, as the saved text's readers read one (a
-    root's `# nvidia-smi -L -i 0`, `# docker run --rm --gpus 1 ubuntu nvidia-smi -L`, `# srun
-    --gres=gpu:1 nvidia-smi -L`: saved_text, transcript), or its words after a root's `#` run a
-    command through a wrapper, a container or a launcher (`# sudo ./gpus.sh`, `# srun
-    --gres=gpu:1 ./gpus.sh`: command_line), never a heading: the command narrows what the output
-    lists (`-i 0`, `| head -1`, `--gpus 1`), and read as a heading, the output was read as the
-    box's whole (gpu_count passed on one GPU listed of any box)."""
-    from gpuonboard.api import saved_text, transcript  # (saved_text reads saved_forms, which reads this)
-
-    if saved_text.copied_command(line) or transcript.command_of(line) != line.strip():
-        return True
-    words = line.lstrip("#").split()
-    if not line.startswith("#") or not words:
-        return False
-    ran = run(" ".join(words))
-    return ran.head[:1] != words[:1] or elsewhere(ran, ()) != ""

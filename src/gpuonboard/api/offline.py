@@ -26,8 +26,9 @@ from gpuonboard.api import (
     transcript,
     unjudged,
 )
-from gpuonboard.api.csv_among import below_heading, csv_above_table
+from gpuonboard.api.csv_among import csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
+from gpuonboard.api.heading_above import below_heading
 from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.job_step import job_step_over_login
 from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed

@@ -74,7 +74,13 @@ def _unheaded(lines: list[str], detect: Callable[[str], str | None]) -> list[Blo
     kinds = [detect(b.text) for b in blocks]
     if len(blocks) < 2 or None in kinds or len(set(kinds)) < len(kinds):
         return None
-    return blocks
+    # (only outputs that never print a blank line of their own: `docker version`'s Client and
+    # Server sections, `docker info` below them, are one output's parts, read together)
+    return blocks if all(kind in _NO_BLANK_LINE for kind in kinds) else None
+
+
+# the kinds of output that print no blank line inside (a blank line between two is no part of either)
+_NO_BLANK_LINE = frozenset({"lscpu", "free", "df", "lsblk", "numactl", "nproc", "ibdev2netdev", "os_release"})
 
 
 def where(path: str, block: Block) -> str:

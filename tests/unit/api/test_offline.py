@@ -118,6 +118,16 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "journalctl-b__bumblebeed": None,
         # sudo's own `sudo: nvidia-smi: command not found` (its secure_path): refused, no output of the box
         "sudo__": None,
+        # (round 35) journals of no kernel line: refused saying so, naming their NVIDIA failures
+        # (api/journal_refusal.py); mcelog's records: read as the machine-check lines they are
+        # (facts/mcelog.py); a grep of fabric manager logs: refused naming it; a README's excerpt
+        # of a -q, a vgpu listing and a dmesg: its -q's kind; a simulator's banner: refused
+        "journalctl-b-1-p3__": None,
+        "journalctl-u-nvidia-persistenced__": None,
+        "mcelog__": "kernel_log",
+        "fabricmanager-log-grep": None,
+        "readme-excerpt__": "nvidia_smi",
+        "session__vgpu-simulator": None,
         "dmesg": "kernel_log",
         # kern.log / syslog excerpts of host hardware errors (EDAC, machine checks): host_hw_errors
         "kern-log__": "kernel_log",
@@ -173,6 +183,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
 
 # (real outputs saved with their command line above them, named otherwise)
 _SAVED_WITH_COMMAND = {
+    "journalctl-u-nvidia-persistenced__failed-to-query-devices-first-char-cut__rocky-615-hami-notes.txt",
+    "journalctl-b-1-p3__modules-load-nvidia-drm-persistenced-pager-cut__cs-laptop-blog.txt",
+    "fabricmanager-log-grep-fatal-A11__gpu-nvl-fatal-error-gpuguid__gb200-rack-runbook.txt",
     "systemctl-status-nvidia-fabricmanager__active-running__b300-hgx-dell__prompt-and-pager-line"
     "__kr-bringup-report.txt",
     "nvidia-smi__b200__1gpu__driver580.95.05__vm-passthrough__lines-left-out-by-hand__ubicloud-blog.txt",

@@ -310,8 +310,9 @@ def test_a_refused_output_beside_a_kernel_log_with_no_prompt_between_is_a_note()
     lines, no prompt between: the refusal ended the run, the log never read."""
     notes: list[str] = []
     read = offline.load_outputs([str(VGPU_README)], notes)
-    assert list(read) == ["kernel_log"]
+    # (and the `-q` above the listing is read since round 35's fixN5a: the listing alone is noted)
+    assert list(read) == ["nvidia_smi_q", "kernel_log"]
     assert (
-        "lines 1-43 (the other output, no prompt above them): this is `nvidia-smi vgpu`'s listing" in notes[1]
+        "lines 1-43 (the other output, no prompt above them): from its line 34, `nvidia-smi vgpu`'s listing"
+        in notes[0]
     )
-    assert notes[1].endswith("Not read: the other output of the file is judged.")

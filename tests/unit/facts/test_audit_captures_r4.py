@@ -81,6 +81,8 @@ NVRM_ONLY = {
     "dmesg-kmsg__xid-149-netir-fatal__gb200-domain-0019__gpud.txt",
     "dmesg-kmsg__xid-144-saw-mvb-nonfatal__gpud.txt",
     "dmesg-journalctl__xid-145-rlw-nonfatal-137__nccl.txt",
+    # (every line the GPU driver's, its load banner not among them: an excerpt, round 35)
+    "dmesg-ctime__xid-13-109__peermem__quoted__gpud-readme.txt",
 }
 
 
