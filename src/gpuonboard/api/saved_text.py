@@ -98,8 +98,12 @@ _TRAILING_COMMENT = re.compile(r"(?<=\S)(?:[ ]{2,}|[ ]*\t[ \t]*)#[ \t]+\S.*$")
 
 def _without_comments(lines: list[str]) -> list[str]:
     """The lines without a poster's comment at their end (_TRAILING_COMMENT); a line that is a
-    comment from its start (`# vllm / verl / ray：未安装`, dmon's `# gpu pwr` header) kept."""
-    return [line if line.lstrip().startswith("#") else _TRAILING_COMMENT.sub("", line) for line in lines]
+    comment from its start (`# vllm / verl / ray：未安装`, dmon's `# gpu pwr` header) kept, also
+    under `cat -n`'s or `nl`'s number (`     1\t# nvidia-smi ...`: that line's own text)."""
+    return [line if _COMMENT_LINE.match(line) else _TRAILING_COMMENT.sub("", line) for line in lines]
+
+
+_COMMENT_LINE = re.compile(r"[ \t]*(?:\d+\t[ \t]*)?#")
 
 
 # a Markdown backslash escape of a character Markdown would read as its own (`\#`, `\*`, `\_`, `\|`,
