@@ -432,8 +432,20 @@ def _beside_host_errors(base: Sequence[HostError], beside: Sequence[ProbeOutput]
 
 def _no_xid_lines(log: KernelLog) -> str:
     """Why a saved log says nothing of the GPU driver's Xids: each of its lines holds `nvidia`
-    (a `dmesg | grep -i nvidia` saved without its command), which an Xid line need not; ""."""
-    if log.nvidia_only is None or log.picked is not None:  # (the NVSwitch driver's only: no_gpu_lines)
+    (a `dmesg | grep -i nvidia` saved without its command), which an Xid line need not; or each
+    is the GPU driver's, its load banner and every NVRM-less line of the boot not among them (an
+    author's excerpt, `nvidia: module verification failed ...` to `MDEV: Registered`: the lines
+    before and after it, Xid lines among them, are not known); ""."""
+    if log.picked is not None:  # (the NVSwitch driver's only: no_gpu_lines)
+        return ""
+    if log.nvidia_only is None and log.nvrm_only is None and log.driver_excerpt is not None:
+        n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
+        return (
+            f"it holds only the NVIDIA driver's lines ({n}, first `{log.driver_excerpt[:80]}`), without"
+            " its load banner: an excerpt picked from the log, whose other lines (Xid lines among them)"
+            " are not known"
+        )
+    if log.nvidia_only is None:
         return ""
     count = log.said_lines or log.lines
     n = f"{count} line{'s' if count != 1 else ''}"
