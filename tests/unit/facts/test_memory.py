@@ -298,7 +298,11 @@ def test_a_saved_proc_meminfo_gives_the_exact_total(tmp_path: Path) -> None:
     name = "meminfo__3.8gib-vm__jc.txt"
     text = (FIXTURES / "real" / name).read_text()
     assert parse_meminfo(text).total_bytes == 3997272 * 1024
-    assert verdicts(tmp_path, name, text, "ram: 4GB")["ram"] == ("pass", "3.8 GiB (4.1 GB)")
+    # (the source named after it since round 35: /proc/meminfo's MemTotal in kB)
+    assert verdicts(tmp_path, name, text, "ram: 4GB")["ram"] == (
+        "pass",
+        "3.8 GiB (4.1 GB), /proc/meminfo's MemTotal (3997272 kB)",
+    )
     assert verdicts(tmp_path, name, text, "ram: 4.2GB")["ram"][0] == "fail"  # exact: no rounding range
 
 

@@ -167,7 +167,7 @@ LINK_MATRICES = sorted(
     if path.suffix == ".txt"
     and "-p2p" not in path.name
     and "usage-error" not in path.name
-    and not path.name.startswith("part-of-")
+    and not path.name.startswith(("part-of-", "lsblk-"))  # (lsblk --topology: no topo -m)
 )
 
 

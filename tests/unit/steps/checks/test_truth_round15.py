@@ -398,6 +398,8 @@ def test_a_capture_pasted_in_a_markdown_code_fence_reads_as_the_capture(tmp_path
     """Every real capture between ```` ```console ```` and ```` ``` ```` lines (a page's or a
     chat's code block): a fenced `-q -x` read as "listed no GPU" (every GPU rule lost, exit 0);
     a fenced `-L`, free, lsblk, nvlink or ibstat was refused."""
+    if "hash-commented" in name:
+        pytest.skip("commented out line by line: a paste already (api/test_offline_commented_r35.py)")
     text = (REAL / name).read_text(errors="replace")
     try:
         whole = verdicts(tmp_path, name, text)

@@ -26,7 +26,8 @@ def listing(name: str) -> tuple[str, str] | None:
     except Exception:  # (a capture the offline judge refuses as a whole)
         return None
     gpus = report.gpus if report is not None else []
-    if not gpus or not gpus[0].name or not gpus[0].memory_total_mib or gpus[0].memory_unified:
+    # (a memory under 1 GB, a display adapter's, is no size an order file may name: '0GB')
+    if not gpus or not gpus[0].name or (gpus[0].memory_total_mib or 0) < 1024 or gpus[0].memory_unified:
         return None
     if not names_a_model(gpus[0].name):  # (a name the table cut before its model: 'NVIDIA GeForce ...')
         return None
