@@ -35,10 +35,12 @@ def _box(tmp_path: Path, parent: str, job: str) -> Box:
 @pytest.mark.parametrize(
     ("parent", "job"),
     [
-        ("llama-finetune", "finetune"),  # the job's name in the project dir holding autostop_dir
-        ("home/finetune/.local/state/gpuonboard", "finetune"),  # a login named like the job
-        ("home/u/.local/state/gpuonboard", "gpuonboard/autostop"),  # a job named like the dir
-        ("srv", "autostop.sh tick"),  # the script's own command line
+        # each name is this case's own: another test's tick or job running beside this one (xdist)
+        # is a process of that name too, and rightly keeps a box up
+        ("llama-finetune-a1", "finetune-a1"),  # the job's name in the project dir holding autostop_dir
+        ("home/finetune-b2/.local/state/gpuonboard", "finetune-b2"),  # a login named like the job
+        ("home/u/.local/state/gpuonboard-c3", "gpuonboard-c3/autostop"),  # a job named like the dir
+        ("srv-own-tick", "srv-own-tick/autostop.sh tick"),  # the script's own command line
     ],
 )
 def test_a_job_name_in_the_watchers_own_command_line_lets_the_box_go_idle(
@@ -56,12 +58,12 @@ def test_a_job_name_in_the_watchers_own_command_line_lets_the_box_go_idle(
 
 
 def test_a_real_job_still_keeps_the_box_up_when_its_name_is_in_the_dir_path(tmp_path: Path) -> None:
-    box = _box(tmp_path, "llama-finetune", "finetune")
-    job = subprocess.Popen(["sh", "-c", "sleep 60; : finetune"], start_new_session=True)
+    box = _box(tmp_path, "llama-finetune-d4", "finetune-d4")
+    job = subprocess.Popen(["sh", "-c", "sleep 60; : finetune-d4"], start_new_session=True)
     try:
         for minute in range(3):
             _cron_tick(box, T0 + 60 * minute)
-        assert f"busy: job 'finetune' is running (pid {job.pid})" in box.log()
+        assert f"busy: job 'finetune-d4' is running (pid {job.pid})" in box.log()
         assert not box.shut_down
     finally:
         os.killpg(job.pid, signal.SIGKILL)
