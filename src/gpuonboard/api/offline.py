@@ -71,7 +71,8 @@ from gpuonboard.api.unreadable import (
     vgpu_apart,
 )
 from gpuonboard.api.viewer_lines import unviewed
-from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.connection.probe_commands import CORE_NAMES
 from gpuonboard.errors import OtherOutputError, UsageError
 from gpuonboard.facts.driver_module import MODULE_PROBE
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
@@ -104,7 +105,7 @@ FABRIC_KINDS = (
 MAX_OUTPUT_BYTES = saved_file.MAX_OUTPUT_BYTES
 # the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
 # with the recorded exit code, as the live run read them): what parse_facts reads, nvcc, and the
-# module file the table probe read after nvidia-smi failed (connection/gather.py MODULE_READ)
+# module file the table probe read after nvidia-smi failed (connection/probe_commands.py MODULE_READ)
 RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS, MODULE_PROBE})
 
 

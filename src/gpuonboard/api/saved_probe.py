@@ -124,7 +124,7 @@ def read_as(
     )
 
 
-# the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source
+# the live probe that asks nvidia-smi for each format (connection/probe_commands.py), by the parsed source
 _GPU_PROBE_OF = {
     "xml": "nvidia_smi",
     "text": "nvidia_smi_q",

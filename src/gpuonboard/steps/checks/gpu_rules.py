@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 
-from gpuonboard.connection.gather import NVIDIA_SMI_TIMEOUT, TIMED_OUT, Facts
+from gpuonboard.connection.gather import Facts
+from gpuonboard.connection.probe_commands import NVIDIA_SMI_TIMEOUT, TIMED_OUT
 from gpuonboard.facts.gpu_merge import VIEW_COUNTED
 from gpuonboard.facts.kernel_log import sandbox_of
 from gpuonboard.facts.nvidia_smi import GpuInfo
