@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from gpuonboard import model_names, resources, sh
-from gpuonboard.connection import auth, gather, login
+from gpuonboard.connection import auth, login, probe_commands
 from gpuonboard.facts import cpu, disks, gpu_ids, kernel_cut, kernel_nvrm, memory, translated
 from gpuonboard.once import loaded_once
 
@@ -125,7 +125,7 @@ def _key_file(tmp_path: Path) -> str:
 # each value a host's thread asks for once per run (reference tables, patterns, the probes'
 # list, Fabric's classes, the shell scripts): the function and the arguments a check calls it with
 PER_RUN: list[tuple[Callable[..., Any], tuple[Any, ...]]] = [
-    (gather.core_probes, ()),
+    (probe_commands.core_probes, ()),
     (login.fabric_classes, ()),
     (sh.load, ("session_bound",)),
     (gpu_ids._table, ()),

@@ -72,7 +72,7 @@ _NVIDIA_SMI = {
 }
 _OTHERS = {"ibstat": ("rdma_ports",), "numactl -H": ("numactl",)}
 
-# (path, where, kind, text, warned, copied, command) -> (kind, output): offline._read_as
+# (path, where, kind, text, warned, copied, command) -> (kind, output): saved_probe.read_as
 ReadAs = Callable[[str, str, str, str, str, str, str], tuple[str, ProbeOutput]]
 # text -> kind: saved_kinds.detect_kind
 Detect = Callable[[str], "str | None"]

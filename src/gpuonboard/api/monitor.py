@@ -30,6 +30,7 @@ from typing import Any, TextIO
 
 from gpuonboard import api, termtext
 from gpuonboard.api.options import MonitorCommand
+from gpuonboard.api.run_reports import metrics_file_problem
 from gpuonboard.connection import ConnectOptions, KnownHosts, Runner, open_runner
 from gpuonboard.errors import CommandError, ExitCode, GpuonboardError, Terminated, UsageError
 from gpuonboard.inventory import Host, Inventory
@@ -157,7 +158,7 @@ def monitor(
     connect = connector(settings, inv, retries=settings.connect_retries if cmd.once else 0)
     metrics = None
     if settings.metrics_file is not None:
-        problem = api.metrics_file_problem(settings.metrics_file)
+        problem = metrics_file_problem(settings.metrics_file)
         if problem:
             raise UsageError(problem)
         metrics = MetricsFile(settings.metrics_file, interval)

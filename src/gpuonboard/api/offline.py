@@ -1,8 +1,9 @@
 """`invoke facts FILE...`: judge saved command outputs offline (no SSH).
 
 A renter can check the outputs a vendor mails before delivery; a support engineer can replay
-a customer's. Each file's kind is detected from its content, the same pure parsers as a live
-run turn them into facts, and with an order the same acceptance and health rules apply.
+a customer's. Each file's kind is detected from its content and read as the live probe would
+have read it (api/saved_probe.py), the same pure parsers as a live run turn them into facts, and
+with an order the same acceptance and health rules apply.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from gpuonboard.api import (
     kernel_run,
     output_runs,
     paste,
-    saved_cgroup,
     saved_file,
     saved_forms,
     script_blocks,
@@ -29,22 +29,14 @@ from gpuonboard.api import (
 from gpuonboard.api.csv_among import csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.heading_above import below_heading
-from gpuonboard.api.ib_sysfs_files import ib_sysfs_ports
 from gpuonboard.api.job_step import job_step_over_login
-from gpuonboard.api.kernel_command import earlier_boot, logged_order, printed
 from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.labelled_listings import labelled_listings
 from gpuonboard.api.listed_first import listed_first
 from gpuonboard.api.narrowed import (
     container_prompt_view,
-    container_view,
-    job_log_view,
     klog_container_log,
-    matrix_nvlink,
-    matrix_pci,
     narrowed,
-    nvlink_whole,
-    ran_elsewhere,
     report_filtered,
     report_in_container,
     shown_faults,
@@ -57,11 +49,10 @@ from gpuonboard.api.run_folder import expand_marked, raw_dir_manifest, skipped_n
 from gpuonboard.api.saved_kinds import (
     detect_kind,
     log_line,
-    nvidia_smi_failed,
     recorded_failure,
-    talos_cut,
     unstamped_kinds,
 )
+from gpuonboard.api.saved_probe import gpu_format, named_file, probe_form, read_as, run_output
 from gpuonboard.api.saved_retired import retired_pages
 from gpuonboard.api.saved_text import (
     copied_command,
@@ -77,12 +68,11 @@ from gpuonboard.api.state_change import joined_after_change
 from gpuonboard.api.unread import joined, keeps_first, output_cut, unread
 from gpuonboard.api.unread_files import unread_rows
 from gpuonboard.api.unreadable import (
-    refuse_damaged_xml,
-    refuse_unreadable,
     vgpu_apart,
 )
 from gpuonboard.api.viewer_lines import unviewed
-from gpuonboard.connection.gather import CORE_NAMES, Facts, parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.connection.probe_commands import CORE_NAMES
 from gpuonboard.errors import OtherOutputError, UsageError
 from gpuonboard.facts.driver_module import MODULE_PROBE
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
@@ -91,7 +81,6 @@ from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
-from gpuonboard.facts.kernel_pstore import pstore_alone, pstore_parts, pstore_record, pstore_said
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
@@ -116,12 +105,8 @@ FABRIC_KINDS = (
 MAX_OUTPUT_BYTES = saved_file.MAX_OUTPUT_BYTES
 # the probes of a run's raw/<host>/ folder that are read (by the name its summary.json records,
 # with the recorded exit code, as the live run read them): what parse_facts reads, nvcc, and the
-# module file the table probe read after nvidia-smi failed (connection/gather.py MODULE_READ)
+# module file the table probe read after nvidia-smi failed (connection/probe_commands.py MODULE_READ)
 RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS, MODULE_PROBE})
-# the exit code of a saved nvidia-smi that printed only why it failed: a file keeps no exit code,
-# and any non-zero one reads as "it ran and failed", as the live probe's (not 124: it hung, nor
-# 127: it is not installed, which say other things)
-SAVED_FAILURE_EXIT = 1
 
 
 def _saved_outputs(
@@ -267,7 +252,7 @@ def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
     parts = transcript.sections(typed) if typed is not None else None
     if typed is None or parts is None:
         return None
-    if output_runs.outputs_in(_gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2:
+    if output_runs.outputs_in(gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2:
         return typed, parts
     # (outputs of several kinds, each below its typed command or label: `nvidia-smi`, a blank,
     # its table, then `lscpu` and its lines, which were left unread inside the table's text)
@@ -291,7 +276,7 @@ def _bug_report_outputs(
 ) -> list[tuple[str, ProbeOutput, str]]:
     """The outputs of a bug report (`name`: the file, or the file and the session's command that
     printed it), each read as that output."""
-    return bug_report.outputs(name, text, lambda _, *a: _read_as(path, *a), detect_kind, notes)
+    return bug_report.outputs(name, text, lambda _, *a: read_as(path, *a), detect_kind, notes)
 
 
 def _session_outputs(
@@ -404,7 +389,7 @@ def _env_outputs(
         if part.kind == ENV_DRIVER_PROBE:  # (a version, no output of a command of its own)
             out.append((part.kind, ProbeOutput(part.text, "", 0), where))
             continue
-        kind, probe = _read_as(path, where, part.kind, part.text, "", "", "")
+        kind, probe = read_as(path, where, part.kind, part.text, "", "", "")
         if partial := part.partial or filtered or (inside if part.kind.startswith("nvidia_smi") else ""):
             probe = dataclasses.replace(probe, partial=probe.partial or partial)
         out.append((kind, probe, where))
@@ -415,30 +400,6 @@ def _env_outputs(
     read = ", ".join(part.what for part in found)
     notes.append(f"{name}: a collect_env report, read as its {read}" + "".join(f"; {s}" for s in said) + ".")
     return out
-
-
-def _probe_form(where: str, text: str, command: str = "") -> tuple[str, ProbeOutput] | None:
-    """A saved output of another form than the live probe's, as that probe's output: cgroup
-    limit files (`grep . /sys/fs/cgroup/memory.max ...`, or a session's `cat` of them), the RDMA
-    ports' sysfs files (`grep . /sys/class/infiniband/*/ports/*/state ...`), a
-    `--query-compute-apps` CSV with its header; None for none of them (errors name `where`)."""
-    text = saved_cgroup.cat_listing(command, text) or text
-    if (limits := saved_cgroup.cgroup_limits(text)) is not None:
-        lines, why = limits
-        if why:
-            raise UsageError(f"{where}: {why}")
-        return "cgroup_limits", ProbeOutput(lines, "", 0)
-    if (ports := ib_sysfs_ports(text)) is not None:
-        lines, why = ports
-        if why:
-            raise UsageError(f"{where}: {why}")
-        return "rdma_ports", ProbeOutput(lines, "", 0)
-    if (apps := saved_forms.compute_apps(text)) is not None:
-        rows, why = apps
-        if why:
-            raise UsageError(f"{where}: {why}")
-        return "nvidia_smi_apps", ProbeOutput(rows, "", 0)
-    return None
 
 
 def _kind_of(path: Path, command: str, text: str) -> str | None:
@@ -506,7 +467,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise unjudged.UnjudgedOutput(f"{where}: {why}")  # (processes or retired pages, not GPUs)
     if kind == "nproc" and (why := saved_forms.nproc_refusal(path.name, copied or command)):
         raise UsageError(f"{where}: {why}")
-    if kind is None and (probe := _probe_form(where, text, command)) is not None:
+    if kind is None and (probe := probe_form(where, text, command)) is not None:
         return probe
     if kind is None and (
         why := unjudged.one_field_csv(command, text)
@@ -530,7 +491,7 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
         raise UsageError(f"{where}: {why}")  # (a loop's `kubectl logs` of several pods' `-L`)
     if kind is None:
         return saved_forms.without_kind(where, text, copied, warned)
-    kind, out = _read_as(path, where, kind, text, warned, copied, command)
+    kind, out = read_as(path, where, kind, text, warned, copied, command)
     if transcript.container_shell(host := copied_host(pasted)) and not out.in_container:
         # (typed at a container's prompt, `root@3f4e5a6b7c8d:/# df -h`: that container's view)
         out = dataclasses.replace(
@@ -543,116 +504,11 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     return kind, out
 
 
-def _read_as(
-    path: Path, where: str, kind: str, text: str, warned: str, copied: str, command: str
-) -> tuple[str, ProbeOutput]:
-    """A saved output of a known kind as the live probe would have read it: its exit code, one
-    output per file, its unit, the part of it its copied command kept."""
-    code = 1 if kind == "df" and warned else 0  # (GNU df exits 1 beside a mount it could not read)
-    if kind == "nvidia_smi":
-        from gpuonboard.facts.nvidia_smi import parse_any
-
-        refuse_damaged_xml(where, text)
-        kind = _gpu_format(text)  # several formats of one box are merged, as the live probe's
-        if nvidia_smi_failed(text) and not parse_any(text).gpus:
-            # it printed why it failed and no GPU: read as the live probe that failed (a table
-            # after a lost GPU's line lists the others: that output is read as it answered)
-            code = SAVED_FAILURE_EXIT
-    what, runs = output_runs.outputs_in(kind, text)
-    if runs > 1:
-        # (one GPU's lines repeated, each with its own MIG device: several pods' views of one GPU)
-        same = output_runs.repeated_gpu(text) if kind == "nvidia_smi_list" else ""
-        why = (
-            f"{same}: several pods' or containers' views of one GPU, one output pasted again, or two"
-            if same
-            else "one pasted twice, or two"
-        )
-        raise UsageError(
-            f"{where}: this file holds {runs} {what} outputs ({why} boxes' in one file), which cannot"
-            " be told apart as one box; save one output of one box per file."
-        )
-    refuse_unreadable(where, kind, text)
-    if kind == "free":
-        from gpuonboard.facts import memory
-
-        if not memory.looks_like_meminfo(text):  # (/proc/meminfo is read as it is: KiB)
-            text = memory.free_as_kib(path.name, text, command)  # the parsers read `free -k`
-    if kind == "df" and saved_forms.df_si(path.name, command):
-        from gpuonboard.facts import disks
-
-        text = disks.df_as_si(text)  # `df -H`: the same `Size` header as -h, in powers of 1000
-    ran = printed(
-        copied or command, text, kind
-    )  # (read whole, its wrappers unwrapped; of `a || b`, the one that printed)
-    text = logged_order(text, ran, kind)  # (`journalctl -r` prints the newest line first)
-    partial, earlier = narrowed(kind, ran), earlier_boot(ran, kind)  # (`journalctl -k -b -1`)
-    partial = partial or job_log_view(kind, text)  # (a Slurm job's .out: its allocation's GPUs)
-    if kind == "kernel_log" and not partial:
-        partial = talos_cut(text)  # (`talosctl dmesg` cut inside a line's head)
-    history: tuple[str, ...] = ()
-    elsewhere_ = ran_elsewhere(kind, ran)
-    if kind == "kernel_log" and pstore_alone(text):
-        record = pstore_record(text) or pstore_record(pstore_parts(text)[1][0])
-        earlier, partial = True, partial or pstore_said(record)  # (/sys/fs/pstore's crash record)
-    elif kind == "kernel_log" and (parts := pstore_parts(text))[1]:
-        text, history = parts  # (this boot's log and a crash record in one file: two boots)
-    return kind, ProbeOutput(
-        text,
-        warned,
-        code,
-        partial,
-        matrix_pci(kind, ran),
-        earlier_boot=earlier,
-        history=history,
-        in_container=container_view(kind, ran),
-        ran_elsewhere=elsewhere_,
-        nvlink_matrix=matrix_nvlink(kind, ran),
-        nvlink_whole=not partial and not elsewhere_ and nvlink_whole(kind, ran),
-    )
-
-
-# the live probe that asks nvidia-smi for each format (facts/gather.py), by the parsed source
-_GPU_PROBE_OF = {
-    "xml": "nvidia_smi",
-    "text": "nvidia_smi_q",
-    "csv": "nvidia_smi_csv",
-    "table": "nvidia_smi_table",
-}
-
-
-def _gpu_format(text: str) -> str:
-    """The probe name of a saved nvidia-smi output's format, so that an XML and a table of one
-    box given together are merged (each answers other questions) rather than refused."""
-    from gpuonboard.facts.nvidia_smi import parse_any
-
-    return _GPU_PROBE_OF.get(parse_any(text).source, "nvidia_smi")
-
-
-def _named_file(kind: str, out: ProbeOutput, where: str) -> ProbeOutput:
-    """An nvidia-smi output with the name of its file, so that a sentence about two of them (one
-    failed, one listed GPUs: facts/gpu_merge.py) names the files the user gave."""
-    from gpuonboard.facts.gpu_probes import GPU_PROBES
-
-    return dataclasses.replace(out, saved_as=Path(where).name) if kind in GPU_PROBES else out
-
-
 def given_gpu(facts: Facts) -> bool:
     """Some nvidia-smi output that lists GPUs was among the files."""
     from gpuonboard.facts.gpu_probes import GPU_PROBES
 
     return any(facts.given(name) for name in GPU_PROBES)
-
-
-def _run_output(path: Path, data: bytes, probe: str, code: int) -> ProbeOutput:
-    """A run's own raw output, as the live run read it: no prompt to strip, the probe's own
-    command (`free -k`), the exit code its summary.json records, and the stderr lines a reader
-    reads that the run kept after it (nvidia-smi's infoROM warning, df's unread mount)."""
-    from gpuonboard.facts.gpu_probes import WARNING_EXIT
-
-    text, stderr = split_stderr_lines(decode_saved(data))
-    if probe == "nvidia_smi" and code in (0, WARNING_EXIT):
-        refuse_damaged_xml(path, text)
-    return ProbeOutput(text, stderr, code)
 
 
 def load_outputs(
@@ -692,7 +548,7 @@ def load_outputs(
                 unread.append(path)
             continue
         if recorded is not None:
-            found = [(recorded[0], _run_output(path, data, *recorded), str(path))]
+            found = [(recorded[0], run_output(path, data, *recorded), str(path))]
         else:
             try:
                 found = _klog_quoted(data, _saved_outputs(path, data, session_notes, cut))
@@ -728,7 +584,7 @@ def load_outputs(
                 continue
             if keeps_first(kind, out, where, raw, origin, session_notes, same):
                 continue
-            out = _named_file(kind, out, where)
+            out = named_file(kind, out, where)
             origin[kind], raw[kind], folder_of[kind] = where, out, path.parent
     note_or_refuse(refused, raw, skipped, held)  # (refused: none other read, or one of its kinds)
     if notes is not None:

@@ -16,7 +16,7 @@ This package module only re-exports what the rest of gpuonboard uses; the module
 `login` (one hop's fabric.Connection and paramiko Transport), `failures` (the sentence for a
 failed login or link), `linkwatch` (keepalive that wants an answer), `session` (SSHRunner),
 `connect` (ConnectOptions, open_runner: the jump chain, retries, host key types), `hostkeys`,
-`channel`, `gather` and `openssh`.
+`channel`, `gather`, `probe_commands` (the core probes' shell commands) and `openssh`.
 """
 
 from __future__ import annotations

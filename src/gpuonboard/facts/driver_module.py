@@ -17,7 +17,7 @@ from typing import NamedTuple
 MODULE_PROBE = "nvidia_module_version"
 MODULE_FILE = "/proc/driver/nvidia/version"
 # the line the live nvidia-smi table probe prints before the module file it adds where nvidia-smi
-# failed (connection/gather.py core_probes): a healthy box reads no file more
+# failed (connection/probe_commands.py core_probes): a healthy box reads no file more
 MODULE_FILE_MARK = f"==> {MODULE_FILE} <=="
 
 # the file's first line (kernel-open/nvidia nv.c's pNVRM_ID after `NVRM version: `), any

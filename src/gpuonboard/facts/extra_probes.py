@@ -1,6 +1,6 @@
 """Read-only probes for the fabric facts that are not nvidia-smi's: kernel Xid/SXid lines, RDMA
 ports, Fabric Manager (the nvidia-smi ones, `-L`, `nvlink -s` and `nvlink -e` among them, are
-built in facts/gather.py, under its timeout). Each is a `Probe` whose output the pure parsers
+built in connection/probe_commands.py, under its timeout). Each is a `Probe` whose output the pure parsers
 of facts/kernel_log.py, infiniband.py and fabric_manager.py read.
 
 They are cheap and bounded: the kernel log is filtered on the host to the lines its readers

@@ -17,7 +17,7 @@ ENV_DRIVER_PROBE = "collect_env_driver"
 # every probe whose output lists GPUs
 GPU_PROBES: tuple[str, ...] = (*(name for name, _, _ in GPU_SOURCES), LIST_PROBE)
 APPS_PROBE = "nvidia_smi_apps"
-# every probe that runs nvidia-smi (connection/gather.py core_probes), with its arguments: the formats
+# every probe that runs nvidia-smi (connection/probe_commands.py core_probes), with its arguments: the formats
 # above, `-L`, the compute apps, `topo -m`, `nvlink -s` and `nvlink -e`
 NVIDIA_SMI_ARGS: dict[str, str] = {
     **{name: args for name, _, args in GPU_SOURCES},

@@ -194,7 +194,7 @@ def answered_unread(text: str) -> str | None:
 
 
 # the exit codes of an nvidia-smi call stopped by a signal before its time was up (the probe's own
-# timeout exits 124: connection/gather.py), as a shell reports them: 128 + the signal's number
+# timeout exits 124: connection/probe_commands.py), as a shell reports them: 128 + the signal's number
 _STOPPED = {137: "killed", 143: "terminated"}
 
 

@@ -4,7 +4,7 @@ the autostop install (steps/autostop: a power command there stops the container 
 the machine the vendor bills for).
 
 The evidence is what SIGNS_SH prints, as `FILE<TAB>VALUE` lines (first in the cgroup probe,
-connection/gather.py; in the autostop state probe), plus df's rows where there are some:
+connection/probe_commands.py; in the autostop state probe), plus df's rows where there are some:
 
 - PID 1's name (/proc/1/comm) and its cgroups (/proc/1/cgroup);
 - the container type systemd saw (/run/systemd/container: systemd writes it only in a container,

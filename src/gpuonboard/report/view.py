@@ -17,7 +17,7 @@ from gpuonboard.units import finite_number, format_bytes, ram_order_bytes
 
 RAW_INLINE_LIMIT = 256 * 1024  # raw text shown inline per probe; the file holds it all
 
-# Which probe outputs a rule's verdict is computed from (see facts/gather.py CORE_PROBES).
+# Which probe outputs a rule's verdict is computed from (see connection/probe_commands.py core_probes).
 # every nvidia-smi format the GPU facts are merged from (facts/gpu_merge.py)
 _GPU = GPU_PROBES
 RULE_PROBES: dict[str, tuple[str, ...]] = {

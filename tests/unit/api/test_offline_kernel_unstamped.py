@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuonboard.api.saved_kinds import detect_kind
-from gpuonboard.steps.checks.xid_rules import BOOT_SPAN
+from gpuonboard.steps.checks.kernel_event_rule import BOOT_SPAN
 
 from ..offline_judge import judged_box
 

@@ -13,7 +13,7 @@ import pytest
 
 from gpuonboard.api import offline
 from gpuonboard.errors import UsageError
-from gpuonboard.steps.checks.xid_rules import BOOT_SPAN
+from gpuonboard.steps.checks.kernel_event_rule import BOOT_SPAN
 
 from ..offline_judge import column_wrapped, verdicts
 

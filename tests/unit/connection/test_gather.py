@@ -1,4 +1,4 @@
-"""The live probe's disk and memory commands (connection/gather.py core_probes), run by a real
+"""The live probe's disk and memory commands (connection/probe_commands.py core_probes), run by a real
 `sh` as the batched probe runs them, against a replay toolbox that prints real captured outputs
 for the arguments it is given (and refuses any others, as a tool without that option does),
 then parsed and judged as a live check is."""
@@ -14,7 +14,8 @@ from pathlib import Path, PurePosixPath
 
 import pytest
 
-from gpuonboard.connection.gather import DF_TIMEOUT, Facts, core_probes, df_command, parse_facts
+from gpuonboard.connection.gather import Facts, parse_facts
+from gpuonboard.connection.probe_commands import DF_TIMEOUT, core_probes, df_command
 from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.inventory.model import DataDiskSpec

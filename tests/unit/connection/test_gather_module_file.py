@@ -19,7 +19,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from gpuonboard.connection.gather import core_probes, parse_facts
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.connection.probe_commands import core_probes
 from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_FILE_MARK, MODULE_PROBE, split_module_file
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.inventory import OrderSpec

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api import offline
-from gpuonboard.connection.gather import TIMED_OUT, core_probes, parse_facts
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.connection.probe_commands import TIMED_OUT, core_probes
 from gpuonboard.facts.probe import ProbeOutput, build_script, new_token, split_output
 from gpuonboard.inventory import OrderSpec
 

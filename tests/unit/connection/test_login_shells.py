@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from gpuonboard import shell
-from gpuonboard.connection.gather import build_script, core_probes
+from gpuonboard.connection.gather import build_script
+from gpuonboard.connection.probe_commands import core_probes
 from gpuonboard.facts.extra_probes import KERNEL_LOG
 
 SHELLS = ["bash", "dash", "zsh", "fish", "csh", "tcsh"]

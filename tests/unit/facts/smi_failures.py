@@ -8,7 +8,8 @@ import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
-from gpuonboard.connection.gather import core_probes, parse_facts
+from gpuonboard.connection.gather import parse_facts
+from gpuonboard.connection.probe_commands import core_probes
 from gpuonboard.facts.probe import ProbeOutput
 
 LOST = (
@@ -51,7 +52,7 @@ UNKNOWN = "nvidia-smi's message says why; ask the vendor to repair the NVIDIA dr
 HEALTH = "no ECC, memory-repair, PCIe, power, throttling or MIG check could run; "
 
 
-# the fact probes that call nvidia-smi: one call each (gather.py core_probes)
+# the fact probes that call nvidia-smi: one call each (probe_commands.py core_probes)
 SMI_PROBES = (
     "nvidia_smi",
     "nvidia_smi_q",

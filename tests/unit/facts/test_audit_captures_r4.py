@@ -25,7 +25,7 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import acceptance, fabric_health, gpu_health
 from gpuonboard.steps.checks.fabric_health import rule_rdma, rule_xid
 from gpuonboard.steps.checks.gpu_health import rule_nothing_checked
-from gpuonboard.steps.checks.xid_rules import BOOT_SPAN
+from gpuonboard.steps.checks.kernel_event_rule import BOOT_SPAN
 
 from .audit_captures import REAL, read, saved
 

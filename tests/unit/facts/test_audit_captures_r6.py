@@ -189,7 +189,7 @@ def test_r6_f4_a_topo_matrix_cut_short_is_no_evidence_of_its_links() -> None:
     inside a row: the GPUs and links not printed are unknown, so an NVLink order is unverified,
     neither a pass on the rows there nor a fail on an empty cell; the whole matrix passes."""
     from gpuonboard.inventory import OrderSpec
-    from gpuonboard.steps.checks.gpu_rules import rule_interconnect
+    from gpuonboard.steps.checks.interconnect_rule import rule_interconnect
 
     text = (REAL / "nvidia-smi-topo-m__a100__8gpu-17nic-bond__gpu-numa-id.txt").read_text()
     lines = text.splitlines()

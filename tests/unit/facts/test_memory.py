@@ -261,7 +261,7 @@ def test_cgroup_memory_limit_from_this_machines_probe() -> None:
     """The real probe on this machine: a number or unlimited (None), never an error."""
     import subprocess
 
-    from gpuonboard.connection.gather import core_probes
+    from gpuonboard.connection.probe_commands import core_probes
     from gpuonboard.facts.memory import parse_cgroup_memory_limit
 
     probe = next(p for p in core_probes() if p.name == "cgroup_limits")

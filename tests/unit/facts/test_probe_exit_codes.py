@@ -180,10 +180,10 @@ def test_the_inforom_warning_of_topo_alone_names_its_gpu(tmp_path: Path, order: 
 
 
 def test_every_nvidia_smi_probe_is_named_with_its_arguments() -> None:
-    """The probes that run nvidia-smi are kept twice: `core_probes` (connection/gather.py) runs
+    """The probes that run nvidia-smi are kept twice: `core_probes` (connection/probe_commands.py) runs
     them, NVIDIA_SMI_ARGS (facts/gpu_probes.py) names them for the exit-14 rule and its words.
     A probe added to one and not the other, or its arguments changed in one, is caught here."""
-    from gpuonboard.connection.gather import core_probes
+    from gpuonboard.connection.probe_commands import core_probes
     from gpuonboard.facts.gpu_probes import NVIDIA_SMI_ARGS
 
     ran: dict[str, str] = {}

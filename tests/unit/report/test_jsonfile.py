@@ -55,7 +55,7 @@ def test_a_run_folder_is_judged_again_as_the_run_judged_it() -> None:
     nvidia-smi's infoROM warning (a fault of GPU 0: sensor_faults warns)."""
     from pathlib import Path
 
-    from gpuonboard.api.offline import _run_output
+    from gpuonboard.api.saved_probe import run_output
     from gpuonboard.connection.gather import parse_facts
     from gpuonboard.inventory import DataDiskSpec, OrderSpec
     from gpuonboard.steps.checks.gpu_health.step import evaluate
@@ -78,7 +78,7 @@ def test_a_run_folder_is_judged_again_as_the_run_judged_it() -> None:
     )
     saved = raw_outputs(SimpleNamespace(facts=live))  # type: ignore[arg-type]
     again = parse_facts(
-        {name: _run_output(Path(f"{name}.txt"), data, name, code) for name, (data, code) in saved.items()}
+        {name: run_output(Path(f"{name}.txt"), data, name, code) for name, (data, code) in saved.items()}
     )
     order = OrderSpec(data_disk=DataDiskSpec("/data", 9 * 10**9))
     verdicts = [

@@ -161,7 +161,8 @@ def test_h200_profile_is_one_real_box() -> None:
 
 def test_h200_profile_through_the_fact_probe(tmp_path: Path) -> None:
     """The rendered toolbox answers the real core probe script; the facts are the H200 VM's."""
-    from gpuonboard.connection.gather import core_probes, parse_facts
+    from gpuonboard.connection.gather import parse_facts
+    from gpuonboard.connection.probe_commands import core_probes
     from gpuonboard.facts.probe import build_script, new_token, split_output
 
     bin_dir = render_toolbox(load_profile("h200-1gpu"), tmp_path / "host", FIXTURES)

@@ -29,10 +29,10 @@ from gpuonboard.steps.checks.gpu_rules import (
     rule_driver,
     rule_gpu_count,
     rule_gpu_model,
-    rule_interconnect,
     rule_vram,
 )
 from gpuonboard.steps.checks.host_rules import RAM_RESERVE_BYTES, rule_cpu, rule_data_disk, rule_ram
+from gpuonboard.steps.checks.interconnect_rule import rule_interconnect
 from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, fault_advice
 from gpuonboard.steps.checks.model_match import (
     ModelMatch,

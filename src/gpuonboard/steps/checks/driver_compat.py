@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.connection.gather import Facts
+from gpuonboard.connection.probe_commands import TIMED_OUT
 from gpuonboard.facts.nvidia_smi.values import no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,

@@ -1,6 +1,6 @@
 """The nvswitch_sxid rule: NVSwitch SXid events of the kernel log judged by the driver's own
 Fatal / Non-fatal word for each and data/xid.yml `sxid` (NVIDIA's Fabric Manager User Guide);
-the Xid rule and the parts both share: steps/checks/xid_rules.py."""
+the Xid rule: steps/checks/xid_rules.py; the judgement both share: steps/checks/kernel_event_rule.py."""
 
 from __future__ import annotations
 
@@ -8,18 +8,18 @@ from collections.abc import Sequence
 
 from gpuonboard.facts.kernel_log import KernelEvent, pci_key
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.xid_catalogue import FAILING, load_xid_catalogue
-from gpuonboard.steps.checks.xid_rules import (
-    _ASK,
+from gpuonboard.steps.checks.kernel_event_rule import (
+    ASK,
     REBOOTED_SINCE,
-    _action_now,
-    _boot_said,
-    _event_rule,
-    _rebooted_since_advice,
-    _with_narrowed,
-    _with_unread,
+    action_now,
+    boot_said,
     boot_span,
+    event_rule,
+    rebooted_since_advice,
+    with_narrowed,
+    with_unread,
 )
+from gpuonboard.steps.checks.xid_catalogue import FAILING, load_xid_catalogue
 
 # NVIDIA's Fabric Manager User Guide, "NVSwitch SXid Errors": "Non-fatal SXids are for
 # informational purposes only": FM aborts no CUDA job and blocks no launch, though jobs may see a
@@ -32,7 +32,7 @@ def _sxid_judgement(event: KernelEvent) -> tuple[str, str, str]:
     """_sxid_verdict, where a failure that asked for a reset or a reboot was logged before the
     log's last reboot: a warning, REBOOTED_SINCE (the reboot did it)."""
     verdict, action, name = _sxid_verdict(event)
-    if verdict == "fail" and _action_now(event, action) == REBOOTED_SINCE:
+    if verdict == "fail" and action_now(event, action) == REBOOTED_SINCE:
         return "warn", REBOOTED_SINCE, name
     return verdict, action, name
 
@@ -63,7 +63,7 @@ def _sxid_lines(sxids: Sequence[KernelEvent]) -> list[tuple[str, str, str]]:
         verdict, action, name = _sxid_judgement(group[0])
         said = f", {severity}" if severity else ""
         times = f" x{len(group)}" if len(group) > 1 else ""
-        said += _boot_said(group[0])
+        said += boot_said(group[0])
         text = f"NVSwitch {device} ({group[0].pci}): SXid {code} {name}{said}{times} -> {action}"
         out.append((verdict, action, text))
     return sorted(out, key=lambda item: _SXID_ORDER[item[0]])
@@ -77,7 +77,7 @@ def _sxid_check(sxids: Sequence[KernelEvent], covers_boot: bool | None) -> Check
     actual = "; ".join(text for _, _, text in lines) + span
     verdict = lines[0][0]
     if verdict == "fail":
-        ask = _ASK["replace" if any(a == "replace" for _, a, _ in lines) else "reboot"]
+        ask = ASK["replace" if any(a == "replace" for _, a, _ in lines) else "reboot"]
         return Check(
             "nvswitch_sxid",
             expected,
@@ -92,7 +92,7 @@ def _sxid_check(sxids: Sequence[KernelEvent], covers_boot: bool | None) -> Check
             expected,
             actual,
             "warn",
-            _rebooted_since_advice("SXid", "reset"),
+            rebooted_since_advice("SXid", "reset"),
         )
     if verdict == "warn":
         return Check(
@@ -128,6 +128,6 @@ def rule_sxid(
     if probe_ok and sxids:
         check = _sxid_check(sxids, covers_boot)
     else:
-        check = _event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
+        check = event_rule("nvswitch_sxid", "SXid", sxids, probe_ok, why_unread, (), covers_boot)
     unread = [e for e in events if e.kind == "sxid_unread" or e.cut]
-    return _with_narrowed(_with_unread(check, unread, "SXid", bool(sxids)), narrowed, "SXid")
+    return with_narrowed(with_unread(check, unread, "SXid", bool(sxids)), narrowed, "SXid")

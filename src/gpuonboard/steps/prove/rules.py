@@ -4,7 +4,8 @@ GPU count nvidia-smi gave. Pure, over facts and figures."""
 
 from __future__ import annotations
 
-from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.connection.gather import Facts
+from gpuonboard.connection.probe_commands import TIMED_OUT
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure as smi_failure
 from gpuonboard.steps.base import Check
 

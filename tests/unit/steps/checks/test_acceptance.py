@@ -196,7 +196,7 @@ def test_hung_nvidia_smi_is_stopped_and_reported(tmp_path: Path) -> None:
     import subprocess
     import time
 
-    from gpuonboard.connection.gather import TIMED_OUT, core_probes
+    from gpuonboard.connection.probe_commands import TIMED_OUT, core_probes
     from gpuonboard.facts.nvidia_smi import QUERY_FIELDS
     from gpuonboard.facts.probe import build_script, new_token, split_output
 
@@ -338,7 +338,7 @@ def test_loop_backing_probe_reads_sysfs() -> None:
     attached here: then it prints nothing and exits 0)."""
     import subprocess
 
-    from gpuonboard.connection.gather import core_probes
+    from gpuonboard.connection.probe_commands import core_probes
     from gpuonboard.facts.disks import parse_loop_backing
 
     probe = next(p for p in core_probes() if p.name == "loop_backing")
@@ -387,7 +387,7 @@ def test_container_limits_are_judged_not_the_hosts_hardware() -> None:
     import shutil
     import subprocess
 
-    from gpuonboard.connection.gather import core_probes
+    from gpuonboard.connection.probe_commands import core_probes
     from gpuonboard.facts.probe import build_script, new_token, split_output
 
     dirs = _cgroup_dirs()

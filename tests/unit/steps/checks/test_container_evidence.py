@@ -220,7 +220,7 @@ def test_a_saved_grep_of_pid1s_cgroup_is_read(tmp_path: Path) -> None:
 
 def test_the_live_probe_prints_pid1s_cgroups_as_read() -> None:
     """The real cgroup probe on this machine: /proc/1/cgroup's lines, each after its file."""
-    from gpuonboard.connection.gather import _cgroup_limits_command
+    from gpuonboard.connection.probe_commands import _cgroup_limits_command
 
     out = subprocess.run(["sh", "-c", _cgroup_limits_command()], capture_output=True, text=True, timeout=30)
     got = [v for f, _, v in (ln.partition("\t") for ln in out.stdout.splitlines()) if f == "/proc/1/cgroup"]

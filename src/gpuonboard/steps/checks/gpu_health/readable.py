@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gpuonboard.connection.gather import TIMED_OUT, Facts
+from gpuonboard.connection.gather import Facts
+from gpuonboard.connection.probe_commands import TIMED_OUT
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.faults import (
     INFOROM_FAULT,
