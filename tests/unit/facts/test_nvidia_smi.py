@@ -198,6 +198,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-q-x__geforce-gtx-1070-ti__1gpu__driver-unknown__trimmed.xml",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
         "nvidia-smi__h100-80gb-hbm3__1gpu-cut__driver535.183.06__skypilot-line-prefix.txt",
+        # laptop tables whose draw is many times their cap (steps/checks/test_impossible_readings_r36.py)
+        *(p.name for p in REAL.glob("nvidia-smi__*-over-35W-cap__*.txt")),
+        # a Windows table posted without its header rows (steps/checks/test_persistence_windows_r36.py)
+        "nvidia-smi__geforce-rtx-5080__1gpu__driver595.97__windows-wddm__header-rows-dropped__gpu-diagnosis-report.txt",
         # a HAMi pod's capped 3090 (steps/checks/test_model_match_shared_cap.py)
         "nvidia-smi__geforce-rtx-3090__1gpu__driver550.54.14__hami-cap-20000mib__copied-command__hami-700.txt",
         # a CSV and a table a controller's klog record quoted in a CI log (api/test_offline_csv_among.py)

@@ -356,6 +356,18 @@ def _gpu_row(cells: Sequence[str]) -> bool:
     return bool(name_cell and _TABLE_BUS_CELL.match(cells[1]))
 
 
+# The Windows driver models nvidia-smi prints in the cell Linux prints the persistence mode in
+# (Windows has none): read as the driver model whether or not the header rows that name the
+# column (`Driver-Model`, `TCC/WDDM`) were kept (a post that dropped them: the real RTX 5080's
+# `|   0  NVIDIA GeForce RTX 5080     WDDM   |`)
+_WINDOWS_DRIVER_MODELS = frozenset({"WDDM", "TCC", "MCDM", "WDM"})
+
+
+def _windows_driver_model(cell: str | None) -> bool:
+    """The name cell's right-hand value is a Windows driver model."""
+    return (cell or "").strip().upper() in _WINDOWS_DRIVER_MODELS
+
+
 def _cut_first_row(
     cells: Sequence[str], line: str, driver_model_column: bool, after_rows: bool = False
 ) -> GpuInfo | None:
@@ -374,6 +386,7 @@ def _cut_first_row(
         return None
     faults: list[str] = []
     index, name, said = name_cell
+    driver_model_column = driver_model_column or _windows_driver_model(said)
     right = _table_cell(said or "", "driver model" if driver_model_column else "persistence mode", faults)
     return GpuInfo(
         index=index,
@@ -401,6 +414,7 @@ def _table_gpu(
     assert name_cell is not None and bus_cell is not None  # the caller matched them
     index, name, said = name_cell
     cell_faults: list[str] = []
+    driver_model_column = driver_model_column or _windows_driver_model(said)
     first_right = _table_cell(
         said or "", "driver model" if driver_model_column else "persistence mode", cell_faults
     )
@@ -574,6 +588,11 @@ def _table_closed(lines: Sequence[str], i: int) -> bool:
     return after.lstrip().startswith("+-")
 
 
+def _later_table(line: str) -> bool:
+    """`line` heads a table nvidia-smi prints after its GPU rows (Processes, MIG devices)."""
+    return bool(_TABLE_PROCESSES.search(line)) or "MIG devices:" in line
+
+
 def _table_gpus(
     lines: list[str], warnings: list[str], driver_model_column: bool
 ) -> tuple[list[GpuInfo], bool]:
@@ -588,7 +607,7 @@ def _table_gpus(
     cut_row = last if tail and _cut_first_row(_cells(tail), tail, driver_model_column, True) else -1
     while i < len(lines):
         line = lines[i]
-        if _TABLE_PROCESSES.search(line) or "MIG devices:" in line or (gpus and _table_closed(lines, i)):
+        if _later_table(line) or (gpus and _table_closed(lines, i)):
             rows_whole = True
             break  # later tables list processes / MIG instances, not GPUs
         cells = _cells(line)
@@ -608,7 +627,13 @@ def _table_gpus(
         ]
         # (nor the last line where it is a GPU's first row the cut went through, `|   3  ...  Off
         # | 00000000:4E:00.0  On |`: that GPU's own)
-        ends = (n for n, row in enumerate(rows) if _gpu_row(row) or i + 1 + n == cut_row)
+        # (nor a later table's header, `| Processes: |`, where a post dropped the GPU's third row
+        # and the border below it: the real RTX 5080 diagnosis report's)
+        ends = (
+            n
+            for n, row in enumerate(rows)
+            if _gpu_row(row) or i + 1 + n == cut_row or _later_table(lines[i + 1 + n])
+        )
         rows = rows[: next(ends, len(rows))]
         second = rows[0] if rows and len(rows[0]) == 3 else ["", "", ""]
         third = rows[1] if len(rows) > 1 else []

@@ -401,13 +401,18 @@ def _cut_word(want: list[str], got: _Delivered) -> tuple[str | None, str]:
     return None, ""
 
 
+def _not_in_part_shown(unseen: list[str], joined: Iterable[str]) -> str:
+    """ "the ordered 'Ti' and 'SUPER' not in the part shown": words a cut name may hide."""
+    words = [f"'{_show(t, joined)}'" for t in unseen]
+    said = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
+    return f"the ordered {said} not in the part shown"
+
+
 def _cut_note(unseen: list[str], vague: str, joined: Iterable[str]) -> str:
     """The warning for a name cut by nvidia-smi's table: what the cut may hide."""
     note = "name cut by nvidia-smi's table"
     if unseen:
-        words = [f"'{_show(t, joined)}'" for t in unseen]
-        said = " and ".join([", ".join(words[:-1]), words[-1]] if len(words) > 1 else words)
-        note += f"; the ordered {said} not in the part shown"
+        note += f"; {_not_in_part_shown(unseen, joined)}"
     if vague:
         note += f"; {vague}"
     if not unseen and not vague:
@@ -507,7 +512,14 @@ def match_model(
         others = _other_models(want, name)
         if others:
             says = ", ".join(_show(o, name.joined) for o in others)
-            problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in unseen]
+            # (the ordered model number is another than the one shown; a word the cut may hide,
+            # 'Ti' of an ordered 'RTX 4060 Ti' against 'RTX 4070 ...', is only not in the part shown)
+            numbered = [t for t in unseen if any(c.isdecimal() for c in t) and not _MEMORY.match(t)]
+            hidden = [t for t in unseen if t not in numbered] if numbered else []
+            said = [t for t in unseen if t not in hidden]
+            problems += [f"'{_show(t, want_name.joined)}' not in the name (it says {says})" for t in said]
+            if hidden:
+                problems.append(_not_in_part_shown(hidden, want_name.joined))
             unseen = []
     if name.cut and (cut := cut_name_problems(model, want, delivered, vram_mib, sold_memory())):
         problems += cut  # ('NVIDIA GeForce ...' with 4096MiB: no A100 is a GeForce, none has 4 GB)

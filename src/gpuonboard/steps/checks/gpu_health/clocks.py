@@ -13,6 +13,7 @@ from gpuonboard.steps.checks.gpu_health.common import (
     gpu_list,
     is_idle,
 )
+from gpuonboard.steps.checks.gpu_health.readings import temperature_unreal
 
 
 def rule_power_limit(gpus: list[GpuInfo], warn_ratio: float, fail_ratio: float) -> Check:
@@ -321,15 +322,21 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     """GPU temperature below the thresholds (lower of the configured and the card's slowdown point).
     0 C or below is no reading (a GPU that runs is warmer than that): a vGPU guest's nvidia-smi
     prints 0 C with every threshold N/A, as a sensor the driver cannot read does."""
-    zero = [g for g in gpus if g.temperature_c is not None and g.temperature_c <= 0]
-    temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None and g.temperature_c > 0]
+    # (above any temperature a GPU runs at, 255 C: a sensor's sentinel, no reading either)
+    zero = [
+        g
+        for g in gpus
+        if g.temperature_c is not None and (g.temperature_c <= 0 or temperature_unreal(g.temperature_c))
+    ]
+    temps = [(g, g.temperature_c) for g in gpus if g.temperature_c is not None and g not in zero]
     if not temps:
         return Check(
             "temperature",
             f"< {warn_c:.0f} C",
             f"{zero[0].temperature_c} C on {gpu_list(zero, gpus)}: no reading" if zero else "not reported",
             "unverified",
-            "nvidia-smi reads 0 C where the sensor cannot be read (a vGPU guest, a driver fault);"
+            "nvidia-smi reads 0 C where the sensor cannot be read (a vGPU guest, a driver fault),"
+            " and a figure above any a GPU runs at is a sensor's sentinel;"
             " the host's own `nvidia-smi -q -d TEMPERATURE` shows it"
             if zero
             else "no nvidia-smi format that answered reports the GPU temperature",
@@ -338,7 +345,11 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     assert hottest is not None
     limit = fail_c if g.temperature_slowdown_c is None else min(fail_c, g.temperature_slowdown_c - 2)
     actual = f"{hottest} C on {gpu_label(g)}" + (
-        f" ({gpu_list(zero, gpus)}: 0 C, no reading)" if zero else ""
+        "".join(
+            f" ({gpu_list(same, gpus)}: {same[0].temperature_c} C, no reading)"
+            for t in dict.fromkeys(z.temperature_c for z in zero)
+            if (same := [z for z in zero if z.temperature_c == t])
+        )
     )
     if hottest >= limit:
         return Check(

@@ -38,7 +38,7 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
     WARN: Disabled on a GPU. PASS: Enabled on every GPU, or N/A on an integrated (Jetson) GPU
     or one under a Windows driver model (WDDM / TCC / MCDM), which have none (the actual says
     N/A). UNVERIFIED: a GPU's mode not reported (a format without it, or N/A): absence is no
-    evidence that it is on.
+    evidence that it is on; or read as a value that is no mode (named): never a pass.
     """
     off = [gpu_label(g) for g in gpus if g.persistence_mode == "Disabled"]
     if off:
@@ -48,6 +48,17 @@ def rule_persistence(gpus: list[GpuInfo]) -> Check:
             f"Disabled on {', '.join(off)}",
             "warn",
             "enable it with `sudo nvidia-smi -pm 1` (or the nvidia-persistenced service)",
+        )
+    # (a value neither Enabled nor Disabled, a cell no reader knew, is no mode read)
+    odd = [g for g in gpus if g.persistence_mode not in (None, "Enabled", "Disabled")]
+    if odd:
+        return Check(
+            "persistence_mode",
+            "Enabled",
+            "; ".join(f"{gpu_label(g)} reads {g.persistence_mode!r}" for g in odd),
+            "unverified",
+            "that is no persistence mode nvidia-smi prints (Enabled / Disabled; On / Off in its"
+            " table): rerun `nvidia-smi -q` and read its Persistence Mode",
         )
     unknown = [g for g in gpus if g.persistence_mode is None]
     if unknown and all(_no_persistence(g) for g in unknown):

@@ -27,6 +27,20 @@ from gpuonboard.facts.nvidia_smi_failure import (
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.acceptance import fault_advice
 from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label, sandboxed_advice
+from gpuonboard.steps.checks.gpu_health.readings import UNREAL_ADVICE, impossible_readings
+
+
+def _unreal_check(unreal: list[str], faults: list[str]) -> Check:
+    """sensor_faults where a cell holds a figure no GPU can give (readings.impossible_readings):
+    a warn naming it, beside any cell that reads a fault marker."""
+    return Check(
+        "sensor_faults",
+        "every sensor readable",
+        "; ".join(unreal + faults),
+        "warn",
+        UNREAL_ADVICE
+        + ("; and a reading the driver cannot make (named) often means a failing sensor" if faults else ""),
+    )
 
 
 def rule_sensor_faults(
@@ -39,12 +53,17 @@ def rule_sensor_faults(
     system refused the readings (faults.blocked_faults), or where the login sees the GPUs from
     inside a sandbox or guest (`sandbox`: its kernel log's first line), whose nvidia-smi reads
     `ERR!` for what the sandbox does not pass on (gVisor's Perf and ECC cells, google/gvisor PR
-    10675 and 10676). A field that is no sensor and that
+    10675 and 10676). A cell whose figure no GPU can give (a draw many times its power limit:
+    readings.impossible_readings) warns too, naming it. A field that is no sensor and that
     no rule reads ("Addressing Mode : Unknown Error") is named in a passing row, never warned as
     a failing sensor. None when no such fault (the row appears only then)."""
     found = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if judged_field(fault)]
     found += unplaced
     other = [f"{gpu_label(g)}: {fault}" for g in gpus for fault in g.cell_faults if not judged_field(fault)]
+    # (a figure no GPU can give, `588W /   35W`: no reading, named as a fault of its cell)
+    unreal = [f"{gpu_label(g)}: {said}" for g in gpus for said in impossible_readings(g)]
+    if unreal:
+        return _unreal_check(unreal, found + other)
     if not found and not other:
         return None
     if not found:

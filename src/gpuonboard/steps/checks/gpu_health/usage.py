@@ -191,6 +191,43 @@ def _utilisation_alone_check(alone: list[GpuInfo], gpus: list[GpuInfo]) -> Check
     )
 
 
+def _light_work(g: GpuInfo) -> bool:
+    """The GPU does a little work, under the busy mark: utilisation above 0 % and more memory
+    held than an idle GPU's (IDLE_HELD_MIB), neither at the busy mark (a busy one makes _busy
+    true first). No job is proved (a small one, or a desktop's, of a container, VM or host whose
+    processes nvidia-smi does not list here: a pod's view lists none of the host's), and no
+    idle GPU either (the idle reading holds its memory at 0 %, or samples a few % with none held)."""
+    util, used = g.utilization_gpu_pct, g.memory_used_mib
+    return (
+        util is not None
+        and used is not None
+        and 0 < util < BUSY_UTIL_PCT
+        and IDLE_HELD_MIB < used <= BUSY_MEMORY_MIB
+        and not _engine_work(g)
+    )
+
+
+def _light_work_check(light: list[GpuInfo]) -> Check:
+    """foreign_processes where GPUs with no process listed do a little work (_light_work):
+    unverified, naming the figures."""
+    figures = "; ".join(
+        f"{gpu_label(g)} at {g.utilization_gpu_pct} % utilisation with {g.memory_used_mib} MiB used"
+        for g in light
+    )
+    listing = "no process listed" if all(g.processes_known for g in light) else "no process list read"
+    return Check(
+        "foreign_processes",
+        "none",
+        f"{figures}, {listing}",
+        "unverified",
+        "the GPU works a little (utilisation above 0 % with memory held) while no process is"
+        " listed: a small job or a desktop in another container, VM or host (a pod's or"
+        " container's nvidia-smi lists none of the host's processes; a display does not say whose"
+        " work it is) shows just so, and an idle GPU does not; run `nvidia-smi` on the host itself"
+        " (not in a container) and again a few seconds later: a GPU idle then reads 0 %",
+    )
+
+
 def _display_held(g: GpuInfo) -> bool:
     """The GPU drives a display and shows no work but its memory: utilisation under the busy
     mark (or not read) and no engine at work."""
@@ -486,8 +523,10 @@ def rule_foreign_processes(
     own processes typed C+G or in a compute-apps list (a compositor, Windows' shell:
     data/desktop_processes.yml). PASS: every
     GPU's list is known and empty, or (no list) its utilisation, memory, encoder and decoder
-    all read idle (JPEG / OFA when reported). UNVERIFIED: no list, and the utilisation / memory
-    figures or the encoder / decoder figures not reported (named in the row); and, where `cut`
+    all read idle (JPEG / OFA when reported). UNVERIFIED: a GPU with no process listed working a
+    little (_light_work: some utilisation with memory held, under the busy mark); no list, and
+    the utilisation / memory figures or the encoder / decoder figures not reported (named in
+    the row); and, where `cut`
     (an output that lists processes, cut short: a table cut before or inside its Processes
     section), a GPU that shows work with no process listed, or only graphics processes listed:
     its (other) processes may be in the part cut away (a desktop's graphics processes, a warn; a
@@ -527,6 +566,9 @@ def rule_foreign_processes(
     # (utilisation with no memory held is no job's: an idle K80 with persistence mode off)
     alone = [g for g in unlisted if _utilisation_alone(g)]
     unlisted = [g for g in unlisted if g not in alone]
+    # (a little work, under the busy mark, with memory held: neither a job seen nor idle)
+    light = [g for g in unlisted if _light_work(g) and not disagreement(g) and not _list_cut_away(g)]
+    unlisted = [g for g in unlisted if g not in light]
     busy_listed_empty, busy_no_list, mixed = _judge_unlisted(unlisted)
     if mixed and not compute and not busy_listed_empty and not busy_no_list:
         return _mixed_check(mixed, graphics, cut)
@@ -553,6 +595,8 @@ def rule_foreign_processes(
         return _working_check(working, [g for g in alone if g not in working])
     if alone:
         return _utilisation_alone_check(alone, gpus)
+    if light:
+        return _light_work_check(light)
     if reserve and not graphics:
         return _vgpu_reserve_check(reserve, driver_version)
     if graphics or display:
