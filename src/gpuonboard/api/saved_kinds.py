@@ -41,13 +41,14 @@ _GPU_HEADER_START = re.compile(r"^G(?:P(?:U(?: \d*)?)?)?$")
 # `dmesg -t`): the boot banner and the boot's firmware lines, a driver's line about a PCI device
 # (`bnx2 0000:0b:00.0: ...`, dev_printk's `driver address: `), a SCSI device's (`scsi 4:0:0:0:`,
 # `sd 0:0:0:0:`, `scsi4 : hpsa`), an ATA / NVMe / USB port's, the NVIDIA driver's, EDAC's and
-# the machine-check handler's. One word is no evidence: several such lines, of several kinds (a
-# grep keeps one or two), and most of the text (_UNSTAMPED_LEAST), make a log.
+# the machine-check handler's, DRM's (`[drm] Initialized nvidia-drm ...`). One word is no
+# evidence: several such lines, of several kinds (a grep keeps one or two), and most of the text
+# (_UNSTAMPED_LEAST), make a log.
 _KERNEL_SHAPE = re.compile(
     r"^(?:Linux version \d\S*\s+\(|(?:Kernel )?[Cc]ommand line: |BIOS-e820: |BIOS-provided physical RAM map"
     r"|e820: |ACPI: |DMI: |SMBIOS \d|\S+ [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
     r"|(?:scsi|sd|sr|sg) \d+:\d+:\d+:\d+: |scsi\d+ : |ata\d+(?:\.\d+)?: |nvme nvme\d+: |usb \d+-[\d.]+: "
-    r"|nvidia(?:-\w+)?: |NVRM: |EDAC |mce: |\[Hardware Error\]: )"
+    r"|nvidia(?:-\w+)?: |NVRM: |EDAC |mce: |\[Hardware Error\]: |\[drm(?::\S+(?: \[\w+\])?)?\] )"
 )
 
 # a kernel log line: one that starts with a kernel log's stamp (facts/kernel_log.py KERNEL_STAMP:
@@ -85,6 +86,9 @@ def _shape_family(shape: str) -> str:
     """The kind of kernel line a _KERNEL_SHAPE match is (`EDAC`, `ACPI:`, `nvme`, a PCI driver's
     name): a `dmesg -t | grep -i edac` holds one or two kinds, a whole log many (review BBB: three
     EDAC lines of a grep passed "no Xid in the kernel log")."""
+    # (DRM's lines, `[drm] Initialized nvidia-drm ...`, `[drm:nv_drm_load [nvidia_drm]] ...`: one kind)
+    if shape.startswith("[drm"):
+        return "[drm]"
     return re.sub(r"[\d.:]+", "", shape.split()[0]) if shape.split() else shape
 
 

@@ -184,16 +184,35 @@ def _prompt_line(lines: Sequence[str]) -> int | None:
     traced = [i for i in filled[:4] if _XTRACE.fullmatch(lines[i].strip())]
     if traced and traced == filled[: len(traced)]:  # (a traced pipeline: its tool's line of them)
         first = next((i for i in traced if _COMMAND_LINE.fullmatch(lines[i].strip())), first)
-    if first is not None and (
-        _PROMPT_LINE.fullmatch(lines[first].strip())
-        or _LABEL_LINE.fullmatch(lines[first].strip())
-        or (
-            _COMMAND_LINE.fullmatch(lines[first].strip())
-            and not saved_forms.VERSION_LINE.fullmatch(lines[first].strip())
-        )
-    ):
+    if first is not None and _typed_line(lines[first]):
         return first
+    # (a poster's comment lines above the command: `# To check for GPU error messages` over `sudo
+    # dmesg | grep -iE "nouveau|nvidia|pci" | grep -i "error"`, `# Errror` over `nvidia-smi`; before,
+    # the comment was read as the first line, so the command was not found: the kernel log under it
+    # was refused as no recognised output (an Xid 79 hidden, m36e 12), or read as the whole log)
+    for n, i in enumerate(filled[: _COMMENTS_ABOVE + 1]):
+        if n and i != filled[-1] and _typed_line(lines[i]):
+            return i  # (a command with output under it, below the comments)
+        if not lines[i].lstrip().startswith("#"):
+            return None
     return None
+
+
+# the most comment lines read above a command (a notes file's paragraph heading and a line or two;
+# no tool's output starts with `#` lines above a command line: dmon's `# gpu pwr` header has its
+# rows under it)
+_COMMENTS_ABOVE = 4
+
+
+def _typed_line(line: str) -> bool:
+    """The line is a copied prompt and command, a poster's `Command:` label, or the command alone
+    (a tool's version line, `free from procps-ng 3.3.16`, is its output, not its command)."""
+    text = line.strip()
+    return bool(
+        _PROMPT_LINE.fullmatch(text)
+        or _LABEL_LINE.fullmatch(text)
+        or (_COMMAND_LINE.fullmatch(text) and not saved_forms.VERSION_LINE.fullmatch(text))
+    )
 
 
 def _traced_command(lines: Sequence[str], first: int) -> str:

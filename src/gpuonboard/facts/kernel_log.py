@@ -68,6 +68,7 @@ from gpuonboard.facts.kernel_instance import OpenedLine, ProbeLine, device_line,
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
+from gpuonboard.facts.kernel_nvrm import REPORT_INDENT as _REPORT_INDENT
 from gpuonboard.facts.kernel_nvrm import Message as _Message
 from gpuonboard.facts.kernel_nvrm import NvrmFault as NvrmFault
 from gpuonboard.facts.kernel_nvrm import address as _address
@@ -559,6 +560,11 @@ class _Reader:
                 if _DRIVER_LOAD.match(part):
                     self.load_starts.append(len(self.events))
                 tag = "NVRM: " if line.startswith("NVRM:", m.start()) else "NVRM "
+                if _REPORT_INDENT.match(m.group(1)):
+                    # (a line of a report the driver printed over several records, indented under
+                    # its tag: the Xid 120 report's `NVRM:         s8:0x0000` register dump, the GSP
+                    # RPC history's rows; the tag kept as printed, so the line reads as one of them)
+                    tag = f"{tag.rstrip()} {m.group(1)[: len(m.group(1)) - len(m.group(1).lstrip())]}"
                 self.message = _Message(_prefix(line, m.start()), part, tag=tag)
             if cut and not whole_when_cut(self.message.text):
                 # (the driver's load banner is whole however it ended: kernel_cut.whole_when_cut)

@@ -99,6 +99,21 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
 # no function (`/proc/driver/nvidia/version`'s `NVRM version: NVIDIA UNIX x86_64 Kernel Module ...`
 # is the driver's version file, pasted beside a log, no line of the log)
 NVRM = re.compile(r"NVRM(?::\s?|\s(?=[a-z]*[A-Z_]\w*:))(.*)$")
+# a line of a report the driver prints over several records, indented under its tag: the Xid 120
+# (GSP task exception) report's `NVRM:     RISC-V CSR State:` / `NVRM:         s8:0x0000...`
+# register dump, the GSP RPC history's `NVRM:     -1    103  GSP_RM_ALLOC ...` rows (Xid 119). One
+# blank after the tag is a sentence's own line; two start the lines of the driver's legacy-GPU
+# message (`NVRM:  supported through the NVIDIA 580.xx Legacy drivers.`): none of these.
+# REPORT_INDENT reads the text after NVRM's `: `, REPORT_LINE a line as said with its tag
+REPORT_INDENT = lazy_re(r"[ \t]{3,}\S")
+REPORT_LINE = lazy_re(r"NVRM:[ \t]{4,}\S")
+# the same lines by their words, where a paste collapsed the blanks (`NVRM: s8:0x0000`): a register
+# and its value, the report's headings (`RISC-V CSR State:`, `Reported by libos ...`), the RPC
+# history's header and rows (`entry function ...`, `-1 103 GSP_RM_ALLOC 0x...`)
+REPORT_WORDS = lazy_re(
+    r"NVRM:\s*(?:[a-z]\w{0,11}:0x[0-9a-fA-F]*(?:\s|$)|RISC-V \w+ State:|Reported by libos\b"
+    r"|entry\s+function\b|-?\d+\s+\d+\s+[A-Z][A-Z0-9_]{3,})"
+)
 # the driver's banner as it loads (nv.c: "NVRM: loading %s", pNVRM_ID: "NVIDIA UNIX x86_64 Kernel
 # Module  580.105.08 ...", "NVIDIA UNIX Open Kernel Module for x86_64  525.60.11 ..."): printed
 # after its probes, before the GPUs are opened (RmInitAdapter)

@@ -142,6 +142,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "journalctl__pve-aer": "kernel_log",
         # an author's excerpt of kernel lines (a monitor's CSV row above one, a wrapped grep's): its
         # name kept out of the dmesg inventories (test_joined_log, test_kernel_log_cut_r9/r10)
+        # (round 36: its poster's comment and command lines above it: read under them, as a saved
+        # file is, api/test_offline_comment_above_command_r36.py)
+        "log-excerpt__dmesg-grep-xid79__copied-command-under-poster-comments": None,
         "log-excerpt__": "kernel_log",
         "journalctl__zh-cn": "kernel_log",
         "syslogd-wall__": "kernel_log",  # (syslogd's wall broadcasts of kernel lines)

@@ -67,6 +67,10 @@ def _readable_alone() -> list[Path]:
             both = both or any(
                 w in path.name for w in ("kubectl-exec-pod", "hash-commented", "readme-excerpt__")
             )
+            # (round 36: a grep's lines under the poster's comments and its copied command: alone,
+            # the command narrows the log; under another prompt's `./saved-output.sh` the session
+            # reader does not read a bare command line inside a section, so the grep goes unsaid)
+            both = both or "copied-command-under-poster-comments" in path.name
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 from gpuonboard.facts.extra_probes import SAVE_AGAIN
 from gpuonboard.facts.kernel_log import KernelEvent, NvrmFault, load_nvrm_faults, pci_key
+from gpuonboard.facts.kernel_nvrm import REPORT_LINE, REPORT_WORDS
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.xid_catalogue import NOTED, xid_action
@@ -318,6 +319,13 @@ def cut_driver_message(event: KernelEvent) -> bool:
     return event.cut is not None and event.kind == "xid_unread" and not _XID_LINE.search(event.message)
 
 
+def report_line(event: KernelEvent) -> bool:
+    """Whether `event` is a line of a report the driver printed over several lines, indented under
+    its tag (facts/kernel_nvrm.REPORT_LINE: the Xid 120 report's register dump), or one of its lines
+    by its words where a paste collapsed the blanks (REPORT_WORDS), not a sentence."""
+    return bool(REPORT_LINE.match(event.message) or REPORT_WORDS.match(event.message))
+
+
 # the driver's core dump of a GPU microcontroller (falcon: the GSP, PMU ...), one `NVRM:
 # kflcnCoreDumpNondestructive_IMPL: TRACE: NN = 0x...` line per word (open-gpu-kernel-modules#446)
 _DUMP = lazy_re(r"\bkflcnCoreDump")
@@ -333,12 +341,22 @@ def _unread_said(unread: Sequence[KernelEvent], what: str) -> str:
         # (a driver sentence the log ends inside, `The NVIDIA GPU 0000:01:00.0 (PCI ID: ...)`:
         # no Xid line, and it may be the driver's reason for a failure beside it)
         unreadable = unreadable[1:]
-        dump = (
-            " (a core dump of a GPU microcontroller, GSP or another falcon)"
-            if _DUMP.search(cut.message)
-            else ""
-        )
-        said.append(f"a driver message the log ends inside, cut short{dump}: {cut.message!r}")
+        if report_line(cut):
+            # (a line of the report the driver printed above it, not a sentence of its own: the
+            # Xid 120 report's register dump; before, it was taken for the driver's reason for
+            # the failure, "Resizable BAR / Above 4G decoding off", m36d 03)
+            said.append(
+                "a line of the driver's report above it the log ends inside, cut short (indented under"
+                f" its tag: a dump of the GPU's registers or state, no reason of its own):"
+                f" {' '.join(cut.message.split())!r}"
+            )
+        else:
+            dump = (
+                " (a core dump of a GPU microcontroller, GSP or another falcon)"
+                if _DUMP.search(cut.message)
+                else ""
+            )
+            said.append(f"a driver message the log ends inside, cut short{dump}: {cut.message!r}")
         cut = None
     if unreadable:
         n = len(unreadable)
@@ -361,7 +379,9 @@ def with_unread(check: Check, unread: Sequence[KernelEvent], what: str, judged: 
     said = _unread_said(unread, what)
     if check.verdict == "fail":
         detail = check.detail  # (its ask, capitalised: "Ask the vendor to inspect and replace ...")
-        if detail[1:].startswith(ASK["replace"][1:]) and any(cut_driver_message(e) for e in unread):
+        if detail[1:].startswith(ASK["replace"][1:]) and any(
+            cut_driver_message(e) and not report_line(e) for e in unread
+        ):
             detail = _CUT_REASON
         return replace(check, actual=f"{check.actual}; also {said}", detail=detail)
     if all(e.cut is not None for e in unread):

@@ -401,6 +401,8 @@ def test_a_capture_pasted_in_a_markdown_code_fence_reads_as_the_capture(tmp_path
     if "hash-commented" in name:
         pytest.skip("commented out line by line: a paste already (api/test_offline_commented_r35.py)")
     text = (REAL / name).read_text(errors="replace")
+    if "__line-cut-as-stored__" in name and not text.endswith("\n"):
+        pytest.skip("cut inside its last line, no newline after it: a fence's newline would end that line")
     try:
         whole = verdicts(tmp_path, name, text)
     except UsageError:
