@@ -91,9 +91,11 @@ def unquote(text: str) -> str:
 
 
 # a poster's comment after a line of output, past two blanks or a tab (`2147483648      # 容器内存
-# 上限 2 GiB`, `No devices were found   # 开发机无 GPU`): no tool prints `#` and a blank there (a
-# kernel's `#101-Ubuntu` build tag follows one blank and no blank follows its `#`)
-_TRAILING_COMMENT = re.compile(r"(?<=\S)(?:[ ]{2,}|[ ]*\t[ \t]*)#[ \t]+\S.*$")
+# 上限 2 GiB`, `No devices were found   # 开发机无 GPU`), with no blank after its `#` too (lscpu's
+# `Core(s) per socket:   64  #每个CPU插槽的核心数`, m36b 10): no tool prints `#` and a note there
+# (a kernel's `#101-Ubuntu` build tag follows one blank; smpboot's `node  #0, CPUs:   #1   #2`
+# puts a digit after its `#`, a shebang `!`, a Markdown heading another `#`: none is a note)
+_TRAILING_COMMENT = re.compile(r"(?<=\S)(?:[ ]{2,}|[ ]*\t[ \t]*)#(?:[ \t]+\S|[^\s\d#!]).*$")
 
 
 def _without_comments(lines: list[str]) -> list[str]:

@@ -379,12 +379,37 @@ def _lscpu_unread(expected: str, facts: Facts) -> Check:
             "this kernel's /proc/cpuinfo has no `processor : N` block per CPU (s390, 32-bit ARM),"
             " so the CPU cores could not be read: install util-linux and run `lscpu` on the box",
         )
+    if said is not None and not said.exit_code and said.stdout.strip()[:1] not in ("", "{"):
+        return _lscpu_text_unread(expected, said.stdout)  # (a text not lscpu's own: m36b 10)
     return Check(
         "cpu_cores",
         expected,
         "unknown: lscpu gave no readable output",
         "unverified",
         "the CPU cores could not be read: run `lscpu` (and `nproc`) on the box to see why",
+    )
+
+
+# lscpu's lines that count CPUs (any language's `CPU(s)`, `Core(s) per ...`, `Socket(s)`)
+_COUNT_LINE = lazy_re(r"^\s*(?:CPU\(s\)|Core\(s\) per \w+|Socket\(s\))\s*:.*$", re.M)
+
+
+def _lscpu_text_unread(expected: str, text: str) -> Check:
+    """cpu_cores where an lscpu's text was given and no count was read from it: the text is the
+    reason (a paste's notes or edits after its values), never the box; the lines named."""
+    lines = [" ".join(m.group(0).split()) for m in _COUNT_LINE.finditer(text)][:3]
+    shown = "; ".join(f"`{line[:80]}`" for line in lines)
+    return Check(
+        "cpu_cores",
+        expected,
+        "unknown: no CPU count could be read from the lscpu output",
+        "unverified",
+        (
+            f"its count lines ({shown}) are not lscpu's own form"
+            if lines
+            else "it holds no `CPU(s):`, `Core(s) per socket:` or `Socket(s):` line"
+        )
+        + ": give the plain `lscpu` output of the box (without notes or edits after its values)",
     )
 
 

@@ -1,0 +1,97 @@
+"""Round 36 (measure36b, measure36e): host tool outputs the readers misread: a poster's notes
+after lscpu's values (`Core(s) per socket: 64  #每个CPU插槽的核心数`), an ibstat indented by one
+blank, /proc/meminfo under a script's heading, numactl's CPU lists wrapped by a mail client, an
+lsblk that shows the ordered mount point is not there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuonboard.api.saved_text import unquote
+
+from ..offline_judge import checks
+
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
+KUNPENG = (
+    REAL
+    / "session__zsh-prompts__numactl-H-4node-then-lscpu__kunpeng-920-2x64c__posters-hash-notes-after-values"
+    "__zhblog.txt"
+)
+
+
+@pytest.mark.parametrize(("cores", "verdict"), [(128, "pass"), (256, "fail")])
+def test_an_lscpu_with_the_posters_notes_after_its_values_is_read(
+    tmp_path: Path, cores: int, verdict: str
+) -> None:
+    """`Core(s) per socket: 64  #每个CPU插槽的核心数`, `Socket(s): 2  #CPU插槽数。`: the notes
+    follow two blanks and a `#` with no blank after it; 2 x 64 cores (was unverified, "lscpu
+    gave no readable output ... run lscpu on the box to see why")."""
+    got = checks(tmp_path, "session.txt", KUNPENG.read_text(), f"cpu_cores: {cores}\nram: 942GB\n")
+    rules = {c.name: c for c in got}
+    assert rules["cpu_cores"].verdict == verdict, rules["cpu_cores"]
+    assert rules["ram"].verdict == "pass", rules["ram"]
+
+
+def test_a_kernels_cpu_numbers_after_two_blanks_are_no_note() -> None:
+    """The kernel's `.... node  #0, CPUs:        #1   #2` (smpboot) keeps its `#N` marks, and
+    a line that is a comment from its start is kept whole."""
+    boot = "[    0.220000] .... node  #0, CPUs:        #1   #2   #3"
+    assert unquote(boot) == boot
+    assert unquote("# gpu   pwr  gtemp") == "# gpu   pwr  gtemp"
+    assert unquote("CPU(s):     128  #逻辑cpu的数量") == "CPU(s):     128"
+    assert unquote("MemTotal:  16384 kB\t#total") == "MemTotal:  16384 kB"
+
+
+def test_an_lscpu_text_nothing_is_read_from_names_its_lines_not_the_box(tmp_path: Path) -> None:
+    """Notes after `//` (a test input made from the Kunpeng paste): nothing counted, unverified,
+    and the sentence names the count lines and asks for the plain output, never "run lscpu on
+    the box to see why" as if the box failed."""
+    text = KUNPENG.read_text().replace("  #", "  // ")
+    got = checks(tmp_path, "session.txt", text, "cpu_cores: 128\n")
+    cpu = next(c for c in got if c.name == "cpu_cores")
+    assert cpu.verdict == "unverified", cpu
+    assert cpu.actual == "unknown: no CPU count could be read from the lscpu output", cpu
+    assert "`Core(s) per socket: 64 // 每个CPU插槽的核心数`" in cpu.detail, cpu.detail
+    assert "to see why" not in cpu.detail, cpu.detail
+
+
+IBSTAT_SHIFTED = (
+    REAL / "ibstat__mlx4-qdr-40g-1port-active__prompt-line-then-ca-line-one-blank-in__fedora-ib-guide.txt"
+)
+
+
+@pytest.mark.parametrize(("order", "verdict"), [('rdma: "1x40G QDR"\n', "pass"), ('rdma: "2x40G"\n', "fail")])
+def test_an_ibstat_whose_ca_line_a_page_indented_is_read(tmp_path: Path, order: str, verdict: str) -> None:
+    """`# ibstat` then ` CA 'mlx4_0'` (one blank before it): its port read, 1 x 40 Gb/s active
+    (was unverified, "no port listed ... no line of it is a port line": read as sysfs lines)."""
+    got = checks(tmp_path, "ibstat.txt", IBSTAT_SHIFTED.read_text(), order)
+    rdma = next(c for c in got if c.name == "rdma_ports")
+    assert rdma.verdict == verdict, rdma
+    assert "port line" not in rdma.actual + rdma.detail, rdma
+
+
+@pytest.mark.parametrize(
+    ("name", "command"),
+    [
+        ("ibstat__connectx6-hdr100__pf_plus_sriov-vf-both-active__bare-metal-host.txt", "ibstat"),
+        ("ibstatus__a100-hdr200__all-active__gpud.txt", "ibstatus"),
+        ("ibv_devinfo__connectx3-mlx4__2hca-2of4-ports-down.txt", "ibv_devinfo"),
+    ],
+)
+@pytest.mark.parametrize("shift", ["first", "all"])
+def test_an_rdma_listing_indented_under_its_prompt_reads_as_the_tools(
+    tmp_path: Path, name: str, command: str, shift: str
+) -> None:
+    """The class: under its prompt line at the margin, a page indented the listing's first line
+    (one blank) or the whole listing (4 blanks): the same ports, the same verdict."""
+    text = (REAL / name).read_text()
+    lines = text.split("\n")
+    indented = ["    " + line if line else line for line in lines]
+    shifted = [" " + lines[0], *lines[1:]] if shift == "first" else indented
+    order = 'rdma: "1x100G InfiniBand"\n'
+    want = next(c for c in checks(tmp_path, "rdma.txt", text, order) if c.name == "rdma_ports")
+    got = checks(tmp_path, "rdma.txt", f"# {command}\n" + "\n".join(shifted), order)
+    rdma = next(c for c in got if c.name == "rdma_ports")
+    assert (rdma.verdict, rdma.actual) == (want.verdict, want.actual), (rdma, want)
