@@ -95,3 +95,34 @@ def test_an_rdma_listing_indented_under_its_prompt_reads_as_the_tools(
     got = checks(tmp_path, "rdma.txt", f"# {command}\n" + "\n".join(shifted), order)
     rdma = next(c for c in got if c.name == "rdma_ports")
     assert (rdma.verdict, rdma.actual) == (want.verdict, want.actual), (rdma, want)
+
+
+ORDERBOOK = (
+    REAL / "script-blocks__date-uname-lscpu-meminfo-under-dash-headings-no-blank-lines__kvm-epyc-9654-44vcpu"
+    "__orderbook-case.txt"
+)
+
+
+@pytest.mark.parametrize(("ram", "verdict"), [("176GB", "pass"), ("192GB", "fail")])
+def test_meminfo_under_a_heading_with_no_blank_line_above_is_read(
+    tmp_path: Path, ram: str, verdict: str
+) -> None:
+    """`---- lscpu ----`, lscpu, `---- meminfo ----`, `MemTotal: 187511724 kB` with no blank
+    line before either heading: each part read (was: the whole read as lscpu, ram "no free
+    output was given")."""
+    got = {
+        c.name: c for c in checks(tmp_path, "env.txt", ORDERBOOK.read_text(), f"cpu_cores: 44\nram: {ram}\n")
+    }
+    assert got["ram"].verdict == verdict, got["ram"]
+    assert got["ram"].actual.startswith("178.8 GiB"), got["ram"]
+    assert got["cpu_cores"].verdict == "pass", got["cpu_cores"]
+
+
+def test_a_one_sided_heading_with_no_blank_line_above_cuts_nothing() -> None:
+    """`## GPU` or `--- CPU` right under a line may be a comment or a rule of the output: only a
+    heading marked on both sides cuts without a blank line above it."""
+    from gpuonboard.api import script_blocks
+    from gpuonboard.api.saved_kinds import detect_kind
+
+    text = ORDERBOOK.read_text().replace("---- meminfo ----", "---- meminfo")
+    assert script_blocks.split(text, detect_kind) is None
