@@ -126,3 +126,34 @@ def test_a_one_sided_heading_with_no_blank_line_above_cuts_nothing() -> None:
 
     text = ORDERBOOK.read_text().replace("---- meminfo ----", "---- meminfo")
     assert script_blocks.split(text, detect_kind) is None
+
+
+POWERKVM = REAL / "numactl-H__powerkvm-3node-200cpu-memoryless__cpu-lists-wrapped-by-mail__linux-mm-2014.txt"
+
+
+def test_numactl_cpu_lists_a_mail_wrapped_count_every_line() -> None:
+    """Node 0's CPUs 0-99 over 5 lines, node 1's 100-199 over 6: 200 CPUs, the wrap said (was
+    "38 CPUs", each list's first line alone, with no word)."""
+    from gpuonboard.api.shown import shown
+
+    said = shown("numactl", POWERKVM.read_text())
+    assert said.startswith("numactl --hardware: 3 NUMA nodes, 200 CPUs, "), said
+    assert "its CPU lists wrapped over several lines: 9 lines of CPU numbers read as their node's" in said
+
+
+def test_a_wrap_that_cut_a_cpu_number_counts_no_cpus() -> None:
+    """`... 22 2` / `3 24 ...` (a column wrap inside `23`): read joined, CPUs 2 and 3 twice, so
+    no count is certain: CPUs not read, never a count one off."""
+    from gpuonboard.api.shown import shown
+
+    text = POWERKVM.read_text().replace("21 22\n23 24", "21 22 2\n3 24")
+    said = shown("numactl", text)
+    assert "CPUs not read" in said and "a wrap cut a number" in said, said
+
+
+@pytest.mark.parametrize(("ram", "verdict"), [("2GB", "pass"), ("4GB", "unverified")])
+def test_numactl_ram_with_wrapped_cpu_lists_is_unchanged(tmp_path: Path, ram: str, verdict: str) -> None:
+    """The wrapped lines are no cut: node 0's 1998 MiB with CPUs is the RAM (the CPU-less node's
+    2039 MiB left out, unverified where only the sum with it meets the order)."""
+    got = {c.name: c for c in checks(tmp_path, "numactl.txt", POWERKVM.read_text(), f"ram: {ram}\n")}
+    assert got["ram"].verdict == verdict, got["ram"]
