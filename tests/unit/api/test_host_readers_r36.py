@@ -157,3 +157,30 @@ def test_numactl_ram_with_wrapped_cpu_lists_is_unchanged(tmp_path: Path, ram: st
     2039 MiB left out, unverified where only the sum with it meets the order)."""
     got = {c.name: c for c in checks(tmp_path, "numactl.txt", POWERKVM.read_text(), f"ram: {ram}\n")}
     assert got["ram"].verdict == verdict, got["ram"]
+
+
+UNMOUNTED = (
+    REAL / "lsblk__vm-sda-root-timeshift_nvme0n1p1-3.5t-no-mountpoint__copied-command__zh-nfs-notes.txt"
+)
+
+
+def test_an_lsblk_with_nothing_at_the_ordered_mount_says_so(tmp_path: Path) -> None:
+    """No df, an lsblk of every mount point: nothing at /mnt/data, the 3.5T NVMe unmounted. Still
+    unverified (a network share or tmpfs is in no lsblk), but said, with the idle disk named
+    (was "no df output was given", the lsblk ignored)."""
+    got = checks(
+        tmp_path, "lsblk.txt", UNMOUNTED.read_text(), "data_disk: {mount: /mnt/data, min_size: 3.84TB}\n"
+    )
+    disk = next(c for c in got if c.name == "data_disk")
+    assert disk.verdict == "unverified", disk
+    assert disk.actual.startswith("unknown: lsblk shows no device mounted at /mnt/data"), disk.actual
+    assert "a network share, tmpfs" in disk.detail and "nvme0n1 (3.8 TB to 3.9 TB" in disk.detail, disk.detail
+
+
+def test_an_lsblk_with_a_mount_above_the_ordered_path_is_judged_as_before(tmp_path: Path) -> None:
+    """/mnt/data under a disk lsblk shows at /mnt (a test input from the same lsblk): that
+    disk's directory, so lsblk alone says nothing of a missing mount: not judged, as before."""
+    text = UNMOUNTED.read_text().replace("0   3.5T  0 part", "0   3.5T  0 part /mnt")
+    got = checks(tmp_path, "lsblk.txt", text, "data_disk: {mount: /mnt/data}\n")
+    disk = next(c for c in got if c.name == "data_disk")
+    assert (disk.verdict, disk.actual) == ("unverified", "not judged: no df output was given"), disk

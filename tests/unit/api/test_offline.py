@@ -92,6 +92,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df__": "df",  # plain `df`
         # lsblk's own warnings above its table: the same (api/test_offline_lsblk_table.py)
         "lsblk__debian-8-loop-root__dm-failed": None,
+        "lsblk__vm-sda-root-timeshift_nvme0n1p1-3.5t-no-mountpoint__copied-command": None,  # (`$ lsblk`)
         "lsblk": "lsblk",
         "nvcc": "nvcc",
         "nproc": None,  # a bare number; only the test-host profiles replay it
