@@ -184,3 +184,27 @@ def test_an_lsblk_with_a_mount_above_the_ordered_path_is_judged_as_before(tmp_pa
     got = checks(tmp_path, "lsblk.txt", text, "data_disk: {mount: /mnt/data}\n")
     disk = next(c for c in got if c.name == "data_disk")
     assert (disk.verdict, disk.actual) == ("unverified", "not judged: no df output was given"), disk
+
+
+@pytest.mark.parametrize(
+    ("name", "cpus"),
+    [
+        ("docker-info__docker-19.03.11__fedora-32-vm__total-memory-7.768gib__kata-containers-717.txt", "4"),
+        ("docker-info__docker-28.0.0-rc.1__nvidia-runtime.txt", "2"),
+    ],
+)
+def test_docker_info_s_cpus_are_named_never_judged_as_the_box_s_cores(
+    tmp_path: Path, name: str, cpus: str
+) -> None:
+    """A docker info alone: cpu_cores names its `CPUs: N` as ram names its `Total Memory` (m36b
+    12: the rows were inconsistent), still not judged: the threads of the machine docker runs on."""
+    got = {
+        c.name: c for c in checks(tmp_path, "docker-info.txt", (REAL / name).read_text(), "cpu_cores: 2\n")
+    }
+    cpu = got["cpu_cores"]
+    assert cpu.verdict == "unverified", cpu
+    assert cpu.actual == (
+        f"not judged: no lscpu output was given (the docker info given says `CPUs: {cpus}`: the CPU"
+        " threads of the machine docker runs on, which may be a VM's or Docker Desktop's, not the box's"
+        " cores)"
+    ), cpu.actual

@@ -7,6 +7,7 @@ when this login may use them (offline CPUs, affinity, a cgroup quota).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -413,6 +414,22 @@ def _lscpu_text_unread(expected: str, text: str) -> Check:
     )
 
 
+def _docker_cpus_said(facts: Facts) -> str:
+    """Where a `docker info` given says its `CPUs` (m36b 12, as ram names its `Total Memory`),
+    the clause naming it: the CPU threads of the machine docker's daemon runs on, which may be a
+    VM's or Docker Desktop's, and no core count; "" otherwise."""
+    from gpuonboard.facts.container import docker_cpus
+
+    out = facts.raw.get("docker_info") if facts.given("docker_info") else None
+    cpus = docker_cpus(out.stdout) if out is not None else None
+    if cpus is None:
+        return ""
+    return (
+        f" (the docker info given says `CPUs: {cpus}`: the CPU threads of the machine docker runs on,"
+        " which may be a VM's or Docker Desktop's, not the box's cores)"
+    )
+
+
 def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     """rule_cpu from lscpu, nproc (when read) and the cgroup quota."""
     assert order.cpu_cores is not None
@@ -424,7 +441,8 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     if facts.cpu is None or (facts.cpu.physical_cores is None and facts.cpu.logical_cpus is None):
         # (no lscpu, or one nothing was read from: a damaged `lscpu -J`, another command's text)
         if usable is None and not facts.given("lscpu"):
-            return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
+            check = _not_judged("cpu_cores", expected, "lscpu", "lscpu")
+            return dataclasses.replace(check, actual=f"{check.actual}{_docker_cpus_said(facts)}")
         if usable:
             return _usable_only(usable, why, order.cpu_cores, expected, facts)
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence
