@@ -208,3 +208,33 @@ def test_docker_info_s_cpus_are_named_never_judged_as_the_box_s_cores(
         " threads of the machine docker runs on, which may be a VM's or Docker Desktop's, not the box's"
         " cores)"
     ), cpu.actual
+
+
+@pytest.mark.parametrize(
+    ("name", "order", "rule"),
+    [
+        (
+            "lscpu__epyc-2x64c-256cpu-8numa__paste-from-online-list__hackmd.txt",
+            "cpu_cores: 128\n",
+            "cpu_cores",
+        ),
+        ("meminfo__3.57gib__node-exporter.txt", "ram: 4GB\n", "ram"),
+        ("free-b__h200-vm.txt", "ram: 64GB\n", "ram"),
+        ("numactl-H__c5n.18xlarge-2node-184.9gib__aws-c-s3-403.txt", "ram: 184GB\n", "ram"),
+        (
+            "ibstat__cx6dx-mt4125__2port-roce-100g-active__l2fwd-nv-6.txt",
+            'rdma: "2x100G RoCE"\n',
+            "rdma_ports",
+        ),
+    ],
+)
+def test_every_key_value_reader_reads_past_a_posters_notes(
+    tmp_path: Path, name: str, order: str, rule: str
+) -> None:
+    """The class: a note after every value line (`  #注释`, no blank after the `#`) leaves each
+    key: value reader's verdict as it is without them (lscpu, /proc/meminfo, numactl, ibstat)."""
+    text = (REAL / name).read_text()
+    noted = "\n".join(f"{line}  #注释" if line.strip() and ":" in line else line for line in text.split("\n"))
+    want = next(c for c in checks(tmp_path, "out.txt", text, order) if c.name == rule)
+    got = next(c for c in checks(tmp_path, "out.txt", noted, order) if c.name == rule)
+    assert (got.verdict, got.actual) == (want.verdict, want.actual), (got, want)
