@@ -238,3 +238,35 @@ def test_every_key_value_reader_reads_past_a_posters_notes(
     want = next(c for c in checks(tmp_path, "out.txt", text, order) if c.name == rule)
     got = next(c for c in checks(tmp_path, "out.txt", noted, order) if c.name == rule)
     assert (got.verdict, got.actual) == (want.verdict, want.actual), (got, want)
+
+
+@pytest.mark.parametrize(
+    ("name", "command", "order", "rule"),
+    [
+        ("numactl-H__c5n.18xlarge-2node-184.9gib__aws-c-s3-403.txt", "numactl -H", "ram: 184GB\n", "ram"),
+        ("meminfo__3.57gib__node-exporter.txt", "cat /proc/meminfo", "ram: 4GB\n", "ram"),
+        ("free-b__h200-vm.txt", "free -b", "ram: 128GB\n", "ram"),
+        (
+            "lscpu__epyc-2x64c-256cpu-8numa__paste-from-online-list__hackmd.txt",
+            "lscpu",
+            "cpu_cores: 128\n",
+            "cpu_cores",
+        ),
+    ],
+)
+@pytest.mark.parametrize("shift", ["first", "all"])
+def test_an_output_a_page_shifted_under_its_prompt_line_is_read(
+    tmp_path: Path, name: str, command: str, order: str, rule: str, shift: str
+) -> None:
+    """The class beside ibstat's: under `$ CMD` at the margin, the output's first line one blank
+    in (a copy's selection artefact) or the whole output indented: the verdict of the output
+    saved alone (was: ` available: 2 nodes` under `$ numactl -H` refused as no known output)."""
+    text = (REAL / name).read_text()
+    lines = text.split("\n")
+    indented = ["    " + line if line else line for line in lines]
+    shifted = [" " + lines[0], *lines[1:]] if shift == "first" else indented
+    want = next(c for c in checks(tmp_path, "out.txt", text, order) if c.name == rule)
+    got = next(
+        c for c in checks(tmp_path, "out.txt", f"$ {command}\n" + "\n".join(shifted), order) if c.name == rule
+    )
+    assert (got.verdict, got.actual) == (want.verdict, want.actual), (got, want)
