@@ -159,7 +159,10 @@ _NVLINK_ERR_LINE = re.compile(r"^\s*Link \d+: [^:]*[A-Za-z][^:]*: \S")
 _IB_SYSFS_LINE = re.compile(r"^\S+\t\d+\t\d+: [A-Z_]+\t[^\t]*\t[^\t]*(?:\t[^\t]*\t(?:pf|vf)?)?\t[^\t]*$")
 # the head of a device's block in the other RDMA tools parse_rdma (facts/infiniband.py) reads, as
 # it tells them apart: ibstat `CA 'mlx5_0'`, ibstatus `Infiniband device 'mlx5_0' port 1 status:`
-_IB_BLOCK_HEAD = re.compile(r"^(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:)", re.M)
+# (with the blanks a paste put before it: m36b 04)
+_IB_BLOCK_HEAD = re.compile(
+    r"^[ \t]*(?:CA\s+'[^']+'\s*$|Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:)", re.M
+)
 
 # `podman info` (YAML): its `host:` mapping first (after `--debug`'s `debug:` one), with podman's
 # own keys in it
@@ -243,7 +246,7 @@ def detect_fabric_kind(text: str) -> str | None:
     if _docker_runtime_lines(lines):
         return "docker_info"
     if (
-        re.search(r"^hca_id:", head, re.M)  # ibv_devinfo
+        re.search(r"^[ \t]*hca_id:", head, re.M)  # ibv_devinfo
         or _IB_BLOCK_HEAD.search(head)  # ibstat, ibstatus
         or all(_IB_SYSFS_LINE.match(line) for line in lines[:50])  # the probe's sysfs listing
         or no_rdma_device(text)  # `No IB devices found`: the listing of a box without one

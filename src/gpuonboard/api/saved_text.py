@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import codecs
 import re
+import textwrap
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
@@ -91,9 +92,11 @@ def unquote(text: str) -> str:
 
 
 # a poster's comment after a line of output, past two blanks or a tab (`2147483648      # 容器内存
-# 上限 2 GiB`, `No devices were found   # 开发机无 GPU`): no tool prints `#` and a blank there (a
-# kernel's `#101-Ubuntu` build tag follows one blank and no blank follows its `#`)
-_TRAILING_COMMENT = re.compile(r"(?<=\S)(?:[ ]{2,}|[ ]*\t[ \t]*)#[ \t]+\S.*$")
+# 上限 2 GiB`, `No devices were found   # 开发机无 GPU`), with no blank after its `#` too (lscpu's
+# `Core(s) per socket:   64  #每个CPU插槽的核心数`, m36b 10): no tool prints `#` and a note there
+# (a kernel's `#101-Ubuntu` build tag follows one blank; smpboot's `node  #0, CPUs:   #1   #2`
+# puts a digit after its `#`, a shebang `!`, a Markdown heading another `#`: none is a note)
+_TRAILING_COMMENT = re.compile(r"(?<=\S)(?:[ ]{2,}|[ ]*\t[ \t]*)#(?:[ \t]+\S|[^\s\d#!]).*$")
 
 
 def _without_comments(lines: list[str]) -> list[str]:
@@ -165,6 +168,9 @@ def strip_prompt(text: str) -> str:
         lines = lines[(first if lines[first].lstrip().startswith("+") else continued(lines, first)[1]) + 1 :]
         while lines and _XTRACE.fullmatch(lines[0].strip()):
             lines = lines[1:]  # (the rest of a traced pipeline: `+ tee out.txt`)
+        # (an output a page indented under its prompt line at the margin: read from the margin,
+        # as the same output saved without the prompt line is; m36b 04)
+        lines = _first_line_unshifted(textwrap.dedent("\n".join(lines)).split("\n"))
     top = next(
         (i for i, line in enumerate(lines) if line.strip() and not _PULL_LINE.fullmatch(line.strip())), 0
     )
@@ -174,6 +180,17 @@ def strip_prompt(text: str) -> str:
     if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
         lines = [*lines[:last], ""]
     return "\n".join(lines)
+
+
+def _first_line_unshifted(lines: list[str]) -> list[str]:
+    """The output's first line without the one blank a paste put before it, where the line below
+    it starts at the margin (` available: 2 nodes (0-1)` right under `$ numactl -H`): no tool
+    prints one blank before its first line and none before its second (free's header has many,
+    topo's a tab)."""
+    filled = [i for i, line in enumerate(lines) if line.strip()][:2]
+    if len(filled) == 2 and re.match(r" \S", lines[filled[0]]) and not lines[filled[1]][0].isspace():
+        lines = [*lines[: filled[0]], lines[filled[0]][1:], *lines[filled[0] + 1 :]]
+    return lines
 
 
 def _prompt_line(lines: Sequence[str]) -> int | None:

@@ -18,6 +18,12 @@ _HEADING = re.compile(
     r"^[ \t]*(?:-{3,}|={3,}|#{1,3})[ \t]*([A-Za-z][\w /().:-]{0,40}?)[ \t]*(?:-{3,}|={3,})?[ \t]*$"
 )
 
+# a heading marked on both sides (`---- meminfo ----`, `=== GPU ===`): one with no blank line above
+# it too (a script's `echo "---- lscpu ----"` right after the line before, m36e 19)
+_CLOSED = re.compile(
+    r"^[ \t]*(?:-{3,}[ \t]*[A-Za-z][^-]*?[ \t]*-{3,}|={3,}[ \t]*[A-Za-z][^=]*?[ \t]*={3,})[ \t]*$"
+)
+
 
 class Block(NamedTuple):
     """One section: its heading ("" for the text above the first), first line (1-based), text."""
@@ -34,7 +40,9 @@ def split(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
     cuts = [
         i
         for i, line in enumerate(lines)
-        if _HEADING.match(line) and (i == 0 or not lines[i - 1].strip()) and "|" not in line
+        if _HEADING.match(line)
+        and (i == 0 or not lines[i - 1].strip() or _CLOSED.match(line))
+        and "|" not in line
     ]
     if not cuts:
         return _unheaded(lines, detect)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpuonboard.facts.memory import numactl_top_cut
+from gpuonboard.facts.memory import numactl_top_cut, numactl_unwrapped
 
 # `ibdev2netdev` (Mellanox OFED): `mlx5_0 port 1 ==> ib0 (Up)`, one line a port (also spaced by
 # `column -t`, a note of the user's after a `#`)
@@ -174,9 +174,14 @@ def _numactl(text: str) -> str:
     `cpu_cores` rule reads lscpu, not this. An output listing fewer nodes
     than its `available:` line, or ending on a `node N cpus:` line (cut inside it, or before the
     node's size that numactl prints after it), is cut short: each sum of it is a floor, and how
-    many nodes were read is said once."""
+    many nodes were read is said once. CPU lists wrapped over several lines (a mail client's)
+    are read joined and said so; where a CPU is then listed twice (a wrap that cut a number in
+    two), the CPUs are not counted."""
+    text, wrapped = numactl_unwrapped(text)
     nodes = re.findall(r"^available: (\d+) nodes?", text, re.M)
     read = [_numa_cpus(cells) for cells in re.findall(r"^node \d+ cpus:(.*)$", text, re.M)]
+    if wrapped and _cpu_listed_twice(text):
+        read = [None]  # (`22 2` / `3 24`: no count is certain)
     counts = [count for count in read if count is not None]
     sizes = [int(size) for size in re.findall(r"^node \d+ size: (\d+) MB\s*$", text, re.M)]
     available = int(nodes[0]) if nodes else None
@@ -207,11 +212,23 @@ def _numactl(text: str) -> str:
     elif cpus_short or memory_short:
         whole = f"{len(sizes)} of {available} nodes read: " if available is not None else ""
         note = f" ({whole}the output is cut short)"
+    if wrapped:
+        twice = " (a CPU listed twice: a wrap cut a number, no count is read)" if read == [None] else ""
+        lines = f"{wrapped} line{'s' if wrapped > 1 else ''}"
+        note += (
+            f" (its CPU lists wrapped over several lines: {lines} of CPU numbers read as their node's{twice})"
+        )
     judged = (
         "ram reads these node sizes where no free or /proc/meminfo is given; cpu_cores reads lscpu"
         " (numactl lists CPU threads, not cores)"
     )
     return f"numactl --hardware: {', '.join(said)}{note}: {judged}."
+
+
+def _cpu_listed_twice(text: str) -> bool:
+    """Whether a CPU number is listed twice over the nodes' plain CPU lists (`0 1 2 ...`)."""
+    cpus = [cell for cells in re.findall(r"^node \d+ cpus:(.*)$", text, re.M) for cell in cells.split()]
+    return len(set(cpus)) < len(cpus)
 
 
 def _numa_memory(text: str, sizes: list[int], floor: str) -> str:

@@ -69,6 +69,17 @@ def docker_total_memory(text: str) -> str | None:
     return f"{found.group(1)} bytes" if found else None
 
 
+# docker info's ` CPUs: 2` (its daemon's machine's CPU count, runtime.NumCPU)
+_CPUS = re.compile(r"^[ \t]*CPUs:[ \t]*(\d+)[ \t]*$", re.M)
+
+
+def docker_cpus(text: str) -> str | None:
+    """The `CPUs` a `docker info` gives (the JSON form's `NCPU`), or None: the CPUs (threads) of
+    the machine the daemon runs on, which may be a VM's, not the box's, and never its cores."""
+    found = _CPUS.search(text) or re.search(r'"NCPU"\s*:\s*(\d+)', text)
+    return found.group(1) if found else None
+
+
 def _docker_json(data: dict[str, Any]) -> RuntimeInfo:
     registry = data.get("RegistryConfig") or {}
     return RuntimeInfo(

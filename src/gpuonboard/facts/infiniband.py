@@ -333,7 +333,9 @@ def parse_ib_sysfs(text: str) -> IbReport:
     return IbReport(tuple(ports), tuple(warnings), cut is None, cut, "sysfs")
 
 
-_HCA = re.compile(r"^hca_id:\s*(\S+)")
+# a device's head line, with the blanks a paste put before it (` CA 'mlx4_0'`: a page that
+# indented the first line of the block, or the whole block, past its prompt line; m36b 04)
+_HCA = re.compile(r"^[ \t]*hca_id:\s*(\S+)")
 _PORT = lazy_re(r"^\s*port:\s*(\d+)\s*$")
 _FIELD = lazy_re(r"^\s*(state|phys_state|link_layer|active_width|active_speed|GID\[\s*0\]):\s*(.*?)\s*$")
 _PORT_COUNT = lazy_re(r"^\s*(?:phys_port_cnt|Number of ports):\s*(\d+)\s*$")
@@ -553,11 +555,11 @@ _STOPPED = lazy_re(
     r"|\bfailed\b.*\b(?:IB device|umad)\b",
     re.I,
 )
-_CA = re.compile(r"^CA\s+'([^']+)'\s*$")
+_CA = re.compile(r"^[ \t]*CA\s+'([^']+)'\s*$")
 _CA_PORT = re.compile(r"^\s*Port\s+(\d+):\s*$")
 _CA_FIELD = re.compile(r"^\s*(State|Physical state|Rate|Link layer|Port GUID):\s*(.*?)\s*$")
 _CA_DEVICE = lazy_re(r"^\s*(CA type|System image GUID|Firmware version|Hardware version):\s*(.*?)\s*$")
-_STATUS = re.compile(r"^Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
+_STATUS = re.compile(r"^[ \t]*Infiniband device\s+'([^']+)'\s+port\s+(\d+)\s+status:\s*$")
 _STATUS_FIELD = re.compile(r"^\s*(state|phys state|rate|link_layer|default gid):\s*(.*?)\s*$")
 # the lines every port block of the tool prints, its link layer last (infiniband-diags ibstat.c
 # port_dump, scripts/ibstatus port_status)
@@ -645,11 +647,11 @@ def parse_ibstatus(text: str) -> IbReport:
 def rdma_format(text: str) -> str:
     """Which tool printed an RDMA port listing, by content: `hca_id:` = ibv_devinfo, `CA '...'` =
     ibstat, `Infiniband device '...' port N status:` = ibstatus, else the probe's sysfs listing."""
-    if re.search(r"^hca_id:", text, re.M):
+    if re.search(r"^[ \t]*hca_id:", text, re.M):
         return "ibv_devinfo"
-    if re.search(r"^CA\s+'[^']+'\s*$", text, re.M):
+    if re.search(r"^[ \t]*CA\s+'[^']+'\s*$", text, re.M):
         return "ibstat"
-    if re.search(r"^Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
+    if re.search(r"^[ \t]*Infiniband device\s+'[^']+'\s+port\s+\d+\s+status:", text, re.M):
         return "ibstatus"
     return "sysfs"
 

@@ -560,6 +560,7 @@ def read_numactl_memory(text: str) -> MemoryInfo:
     (`uncounted`; ram is unverified where only the sum with it meets the order). An output
     listing fewer sizes than its `available:` line, or ending on a node's CPU list, is cut short:
     no total (its sum is only a floor)."""
+    text = numactl_unwrapped(text)[0]  # (CPU lists a mail wrapped: their rest is no cut)
     nodes = _NUMA_NODES.search(text)
     sizes = [(node, int(size)) for node, size in _NUMA_SIZE.findall(text)]
     last = next((line for line in reversed(text.splitlines()) if line.strip()), "")
@@ -601,6 +602,30 @@ def read_numactl_memory(text: str) -> MemoryInfo:
         source="numactl",
         uncounted=(len(left), sum(left) << 20),
     )
+
+
+# a line of CPU numbers alone (`23 24 25 ... 46`): the rest of a `node N cpus:` list that a mail
+# client or a page wrapped (m36b 11, a PowerKVM guest's 100 CPUs a node over 5 lines)
+_CPU_CELLS_ONLY = lazy_re(r"[ \t]*\d[\d,()\- \t]*")
+
+
+def numactl_unwrapped(text: str) -> tuple[str, int]:
+    """numactl's output with each `node N cpus:` list whole again: the lines of CPU numbers alone
+    below one (its wrapped rest: numactl prints the node's `size:` line next) joined onto it with
+    a blank; and how many lines were joined (0: none wrapped)."""
+    out: list[str] = []
+    joined = 0
+    for line in text.split("\n"):
+        if out and _CPU_CELLS_ONLY.fullmatch(line) and _NUMA_CPUS_LINE.match(out[-1]):
+            out[-1] = f"{out[-1].rstrip()} {line.strip()}"
+            joined += 1
+        else:
+            out.append(line)
+    return "\n".join(out), joined
+
+
+# a node's CPU list with a CPU in it (a node listing none has nothing to continue)
+_NUMA_CPUS_LINE = lazy_re(r"node \d+ cpus:[ \t]*\d")
 
 
 # numactl's distance matrix: its head line and the node numbers below it (`node   0   1`)

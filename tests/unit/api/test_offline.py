@@ -92,6 +92,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "df__": "df",  # plain `df`
         # lsblk's own warnings above its table: the same (api/test_offline_lsblk_table.py)
         "lsblk__debian-8-loop-root__dm-failed": None,
+        "lsblk__vm-sda-root-timeshift_nvme0n1p1-3.5t-no-mountpoint__copied-command": None,  # (`$ lsblk`)
         "lsblk": "lsblk",
         "nvcc": "nvcc",
         "nproc": None,  # a bare number; only the test-host profiles replay it
@@ -100,6 +101,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "docker-info": "docker_info",
         "docker-version": "docker_version",  # (its own kind, read beside a docker info: api/shown.py)
         "iperf3": "iperf3",
+        # (round 36: the mail's `numactl --hardware` line above it; read below it, test_host_readers_r36)
+        "numactl-H__powerkvm-3node-200cpu-memoryless__cpu-lists-wrapped-by-mail": None,
         "numactl-H": "numactl",  # (shown, not judged)
         "ibdev2netdev": "ibdev2netdev",  # (shown, not judged: its Up/Down is the net device's)
         "ibv_devinfo": "rdma_ports",
@@ -168,6 +171,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # a script's outputs under its own `--- CPU ---` headings: cut there (test_script_blocks_r34)
         # (round 35: lscpu's lines, a blank line, free: the whole text's first output is lscpu)
         "script-blocks__lscpu-lines+free": "lscpu",
+        "script-blocks__date-uname-lscpu-meminfo": "lscpu",  # (round 36: headings with no blank above)
         "script-blocks__": "nvidia_smi",
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
         "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused
@@ -178,6 +182,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "session__systemctl-restart-fabricmanager": None,
         # (round 35: `#ibdev2netdev`'s lines then `#ibswitches`': no one output; read part by part)
         "session__hash-glued-prompts__": None,
+        "session__zsh-prompts__numactl-H-4node-then-lscpu": "lscpu",  # (round 36: no nvidia-smi in it)
         "session__": "nvidia_smi",
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
@@ -186,6 +191,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
 
 # (real outputs saved with their command line above them, named otherwise)
 _SAVED_WITH_COMMAND = {
+    "ibstat__mlx4-qdr-40g-1port-active__prompt-line-then-ca-line-one-blank-in__fedora-ib-guide.txt",
+    "numactl-H__powerkvm-3node-200cpu-memoryless__cpu-lists-wrapped-by-mail__linux-mm-2014.txt",
     "journalctl-u-nvidia-persistenced__failed-to-query-devices-first-char-cut__rocky-615-hami-notes.txt",
     "journalctl-b-1-p3__modules-load-nvidia-drm-persistenced-pager-cut__cs-laptop-blog.txt",
     "fabricmanager-log-grep-fatal-A11__gpu-nvl-fatal-error-gpuguid__gb200-rack-runbook.txt",

@@ -135,6 +135,8 @@ def _from_lsblk(order: OrderSpec, expected: str, facts: Facts, tolerance: float)
     spec = order.data_disk
     assert spec is not None
     at = [d for d in facts.block_devices if spec.mount in d.mountpoints]
+    if not facts.given("df") and not at:
+        return _none_at_per_lsblk(spec.mount, expected, facts)
     if facts.given("df") or len({disks.short_name(d.name) for d in at}) != 1:
         return None
     dev = at[0]
@@ -169,6 +171,33 @@ def _from_lsblk(order: OrderSpec, expected: str, facts: Facts, tolerance: float)
         "fail",
         f"lsblk shows {spec.mount} on the system disk: a full dataset or checkpoint fills / and stops the"
         " box; ask the vendor for the separate data disk that was ordered",
+    )
+
+
+def _none_at_per_lsblk(path: str, expected: str, facts: Facts) -> Check | None:
+    """data_disk from an lsblk alone (no df) that shows / mounted and no device at `path` nor at
+    a mount point above it but /: no local disk is mounted there, said with the disks it shows
+    unmounted; unverified, never a fail, as a mount of no block device (a network share, tmpfs)
+    is in no lsblk (m36b 20: a 3.5T partition not yet mounted at /mnt/data). None where lsblk
+    cannot say it (no lsblk, no / in it, a mount point above `path`: judged as before)."""
+    root = next((d for d in facts.block_devices if "/" in d.mountpoints), None)
+    above = [
+        m
+        for d in facts.block_devices
+        for m in d.mountpoints
+        if m not in ("/", "[SWAP]") and path.startswith(m.rstrip("/") + "/")
+    ]
+    if root is None or above or lsblk_table.lacks_mountpoints(_answered(facts, "lsblk")):
+        return None
+    system = disks.Mount(f"/dev/{disks.short_name(root.name)}", None, None, None, "/")
+    return Check(
+        "data_disk",
+        expected,
+        f"unknown: lsblk shows no device mounted at {path} (it would be a directory on /, {root.name};"
+        " no df given)",
+        "unverified",
+        "a mount of no local disk (a network share, tmpfs) is in no lsblk, so only df can tell:"
+        f" save `df -P -k` of the box; {_no_mount_detail(path, system, facts)}",
     )
 
 

@@ -7,6 +7,7 @@ when this login may use them (offline CPUs, affinity, a cgroup quota).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 
@@ -379,12 +380,53 @@ def _lscpu_unread(expected: str, facts: Facts) -> Check:
             "this kernel's /proc/cpuinfo has no `processor : N` block per CPU (s390, 32-bit ARM),"
             " so the CPU cores could not be read: install util-linux and run `lscpu` on the box",
         )
+    if said is not None and not said.exit_code and said.stdout.strip()[:1] not in ("", "{"):
+        return _lscpu_text_unread(expected, said.stdout)  # (a text not lscpu's own: m36b 10)
     return Check(
         "cpu_cores",
         expected,
         "unknown: lscpu gave no readable output",
         "unverified",
         "the CPU cores could not be read: run `lscpu` (and `nproc`) on the box to see why",
+    )
+
+
+# lscpu's lines that count CPUs (any language's `CPU(s)`, `Core(s) per ...`, `Socket(s)`)
+_COUNT_LINE = lazy_re(r"^\s*(?:CPU\(s\)|Core\(s\) per \w+|Socket\(s\))\s*:.*$", re.M)
+
+
+def _lscpu_text_unread(expected: str, text: str) -> Check:
+    """cpu_cores where an lscpu's text was given and no count was read from it: the text is the
+    reason (a paste's notes or edits after its values), never the box; the lines named."""
+    lines = [" ".join(m.group(0).split()) for m in _COUNT_LINE.finditer(text)][:3]
+    shown = "; ".join(f"`{line[:80]}`" for line in lines)
+    return Check(
+        "cpu_cores",
+        expected,
+        "unknown: no CPU count could be read from the lscpu output",
+        "unverified",
+        (
+            f"its count lines ({shown}) are not lscpu's own form"
+            if lines
+            else "it holds no `CPU(s):`, `Core(s) per socket:` or `Socket(s):` line"
+        )
+        + ": give the plain `lscpu` output of the box (without notes or edits after its values)",
+    )
+
+
+def _docker_cpus_said(facts: Facts) -> str:
+    """Where a `docker info` given says its `CPUs` (m36b 12, as ram names its `Total Memory`),
+    the clause naming it: the CPU threads of the machine docker's daemon runs on, which may be a
+    VM's or Docker Desktop's, and no core count; "" otherwise."""
+    from gpuonboard.facts.container import docker_cpus
+
+    out = facts.raw.get("docker_info") if facts.given("docker_info") else None
+    cpus = docker_cpus(out.stdout) if out is not None else None
+    if cpus is None:
+        return ""
+    return (
+        f" (the docker info given says `CPUs: {cpus}`: the CPU threads of the machine docker runs on,"
+        " which may be a VM's or Docker Desktop's, not the box's cores)"
     )
 
 
@@ -399,7 +441,8 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     if facts.cpu is None or (facts.cpu.physical_cores is None and facts.cpu.logical_cpus is None):
         # (no lscpu, or one nothing was read from: a damaged `lscpu -J`, another command's text)
         if usable is None and not facts.given("lscpu"):
-            return _not_judged("cpu_cores", expected, "lscpu", "lscpu")
+            check = _not_judged("cpu_cores", expected, "lscpu", "lscpu")
+            return dataclasses.replace(check, actual=f"{check.actual}{_docker_cpus_said(facts)}")
         if usable:
             return _usable_only(usable, why, order.cpu_cores, expected, facts)
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence
