@@ -31,6 +31,7 @@ from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.mig_lists import mig_list_refusal
 from gpuonboard.facts.nvidia_smi.monitor import monitor_refusal
+from gpuonboard.facts.nvidia_smi.query_csv import QUERY_FIELDS
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import ProbeOutput, first_line
 
@@ -357,6 +358,11 @@ def with_query_header(command: str, text: str) -> str:
     fields = query_gpu_fields(command)
     if fields is None or "noheader" not in command:
         return ""  # (`--format=csv` prints its header: a first row of values is no header's)
+    if len(fields) == 1 and fields[0] in QUERY_FIELDS:
+        # (one field a rule reads, one cell a line: `--query-gpu "name" --format="noheader,csv"`
+        # printed `NVIDIA H100 80GB HBM3`, m36b 21)
+        rows = [line for line in text.strip().splitlines() if line.strip()]
+        return f"{fields[0]}\n{text}" if rows and not any("," in row for row in rows) else ""
     if csv_width(text) != len(fields):
         return ""
     return ", ".join(fields) + "\n" + text

@@ -244,8 +244,44 @@ def prompted(text: str) -> str | None:
     return "\n".join(lines)
 
 
+# a command typed with no prompt of a tool whose output is not read but that a page of the
+# box's tools shows among those read (`rdma link` below `ibdev2netdev`, `uname -a`, `lspci -nn`):
+# a paragraph's first line, taken as a command only beside a typed one whose output is read
+_OTHER_TYPED = re.compile(
+    r"(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?"
+    r"(?:rdma|lspci|uname|ibswitches|ibhosts|iblinkinfo|ibnodes|ibv_devices|ibdev2netdev|ofed_info"
+    r"|show_gids|ethtool|ip|ifconfig|lsmod|modinfo|hostname|hostnamectl|lsb_release|mst|mlxlink"
+    r"|nvidia-container-cli|ls|which|whoami|uptime|date)"
+    r"(?:\s[ -~]*?)?(?<!:)\s*"
+)
+
+
+def other_typed(command: str) -> bool:
+    """Whether `command` is a typed command of a tool whose output is not read (_OTHER_TYPED)."""
+    return _OTHER_TYPED.fullmatch(command.strip()) is not None and not names_tool(command)
+
+
 def _typed_commands(lines: list[str]) -> list[str]:
-    """For each line, the command it types without a prompt ("" for none): prompted's rule."""
+    """For each line, the command it types without a prompt ("" for none): prompted's rule; a
+    paragraph's first line typing another tool (_OTHER_TYPED) where one of them is read."""
+    out = _read_typed_commands(lines)
+    if not any(out):
+        return out
+    return [
+        line.strip()
+        if not command
+        and (at == 0 or not lines[at - 1].strip())
+        and len(line) < _LONGEST_PROMPT
+        and _prompt(line) is None
+        and any(below.strip() for below in lines[at + 1 : at + 2])
+        and other_typed(line)
+        else command
+        for at, (line, command) in enumerate(zip(lines, out, strict=True))
+    ]
+
+
+def _read_typed_commands(lines: list[str]) -> list[str]:
+    """For each line, the command whose output is read it types without a prompt ("" for none)."""
     out = []
     for at, line in enumerate(lines):
         below = lines[at + 1 : at + 3]
@@ -311,26 +347,39 @@ def sections(text: str) -> list[Section] | None:
     return out if len(read) > 1 else None
 
 
-# a root prompt's `#` glued onto its command (`#ibdev2netdev`, a page's way of showing one)
-_GLUED_SIGN = re.compile(r"#(?P<command>[a-z][\w.-]*(?:[ \t]+[ -~]*?)?)[ \t]*")
+# a command word and its arguments after a prompt's sign (`ibswitches -C mlx5_0`, `rdma link`)
+_COMMAND_WORDS = r"(?P<command>[a-z][\w.-]*(?:[ \t]+[ -~]*?)?)[ \t]*"
+# a prompt's sign alone, which a comment line shows too (`# see below`, `> quoted`): never taken
+# from a command read here to the lines of other commands
+_BARE_SIGN = re.compile(r"[#>%][ \t]+")
 
 
 def _glued_sign_heads(
     lines: list[str], known: set[int]
 ) -> list[tuple[int, tuple[str, str | None, str | None]]]:
-    """Where a session shows a command read here after a `#` glued onto it (`#ibdev2netdev`, a
-    prompt by _WEAK_PROMPT), its other commands shown so (`#ibswitches -C mlx5_0`, a tool whose
-    output is not read) at a paragraph's start, as prompt lines too: their output was read as
-    the first command's and the whole file refused (m35b 35)."""
-    glued = [i for i in known if _GLUED_SIGN.fullmatch(lines[i].strip())]
-    if not glued:
+    """Where a session shows a command read here after a prompt that could be a line of output
+    (_WEAK_PROMPT: `#ibdev2netdev` with its `#` glued on, `~# ibstat`), its other commands shown
+    after the same prompt at a paragraph's start (`#ibswitches -C mlx5_0`, `~# rdma link`, tools
+    whose output is not read), as prompt lines too: their output was read as the first command's
+    and the whole file refused, or left unnamed (m35b 35, m36b 06). A prompt that is a sign and
+    a blank alone (`# `) is a comment's too: taken from no command."""
+    signs = set()
+    for i in known:
+        line = lines[i].strip()
+        if _PROMPT.fullmatch(line) is None and (weak := _WEAK_PROMPT.fullmatch(line)) is not None:
+            sign = line[: weak.start("command")]
+            if sign and not _BARE_SIGN.fullmatch(sign):
+                signs.add(sign)
+    if not signs:
         return []
+    same = re.compile(rf"(?:{'|'.join(re.escape(sign) for sign in sorted(signs))}){_COMMAND_WORDS}")
     return [
         (i, (match.group("command").strip(), None, None))
         for i, line in enumerate(lines)
         if i not in known
         and (i == 0 or not lines[i - 1].strip())
-        and (match := _GLUED_SIGN.fullmatch(line.strip())) is not None
+        and len(line) < _LONGEST_PROMPT
+        and (match := same.fullmatch(line.strip())) is not None
     ]
 
 

@@ -175,7 +175,14 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "session__systemctl-restart-fabricmanager": None,
         # (round 35: `#ibdev2netdev`'s lines then `#ibswitches`': no one output; read part by part)
         "session__hash-glued-prompts__": None,
+        # (round 36: `ibdev2netdev` then `rdma link` typed without prompts, `~# lspci` then `~# rdma
+        # link`: no one output, read part by part; a session whose first output is free's)
+        "session__typed-no-prompts__": None,
+        "session__tilde-hash-prompts__": None,
+        "session__bash-gt-prompt__free-h": "free",
         "session__": "nvidia_smi",
+        # `uname -a` under its copied prompt: read by its form as the kernel release (api/saved_probe.py)
+        "uname-a__": None,
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     assert detect_kind(text) == want
