@@ -59,6 +59,10 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-query-gpu__noheader-among": None,  # a miner's headerless CSV: refused saying so
         "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
+        # (round 36) a GPU reset's refusal: named, a note beside others (api/smi_refusals.py); gpustat's
+        # lines: refused naming gpustat (api/saved_forms.py)
+        "nvidia-smi-gpu-reset__": None,
+        "gpustat": None,
         "nvidia-smi-mig-lgip": None,  # a MIG profile list: refused naming it (facts/nvidia_smi/mig_lists.py)
         "nvidia-smi-dmon-": None,  # a dmon sample: refused naming it (facts/nvidia_smi/monitor.py)
         "nvidia-smi-pmon-": None,  # a pmon sample: refused naming it

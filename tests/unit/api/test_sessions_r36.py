@@ -104,3 +104,45 @@ def test_a_one_field_noheader_name_list_counts_its_gpus(command: str, rows: str)
 
     text = with_query_header(command, rows)
     assert [g.name for g in parse_any(text).gpus] == rows.strip().split("\n"), text
+
+
+RESETS = sorted(REAL.glob("nvidia-smi-gpu-reset__*.txt"))
+
+
+@pytest.mark.parametrize("path", RESETS, ids=lambda p: p.name[:48])
+def test_a_gpu_reset_refusal_is_named_alone_and_a_note_beside_others(tmp_path: Path, path: Path) -> None:
+    """`The following GPUs could not be reset:` and its GPUs with NVML's refusal (`In use by
+    another client`, `Not Supported`), its advice and a poster's `RESET_RC=255`: named as
+    nvidia-smi's refusal of a GPU reset (was: "not a recognised command output"); alone it is
+    refused, beside an nvidia-smi table it is a note and the table is judged."""
+    (tmp_path / "alone").mkdir()
+    (tmp_path / "alone" / "reset.txt").write_text(path.read_text())
+    with pytest.raises(UsageError) as refused:
+        offline.load_outputs([str(tmp_path / "alone" / "reset.txt")], [])
+    assert "nvidia-smi's refusal of a GPU reset (`--gpu-reset`, `-r`: `GPU 0000" in str(refused.value)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "folder" / "reset.txt").write_text(path.read_text())
+    table = REAL / "nvidia-smi__geforce-rtx-3050-4gb-laptop__1gpu__driver531.88__windows-tcc-wddm.txt"
+    (tmp_path / "folder" / "nvidia-smi.txt").write_text(table.read_text())
+    notes: list[str] = []
+    raw = offline.load_outputs([str(tmp_path / "folder")], notes)
+    assert "nvidia_smi_table" in raw, raw.keys()
+    assert any("nvidia-smi's refusal of a GPU reset" in n for n in notes), notes
+
+
+GPUSTATS = sorted(REAL.glob("gpustat*__*.txt"))
+
+
+@pytest.mark.parametrize("path", GPUSTATS, ids=lambda p: p.name[:40])
+def test_a_gpustat_output_is_named_as_gpustat(tmp_path: Path, path: Path) -> None:
+    """gpustat's `[0] NAME | 40'C, 0 % | 604 / 143771 MB |` lines (its host line and copied
+    command above them or not): refused naming gpustat (was: "a CSV without its header row" or
+    "not a recognised command output"); a GPU it could not read (`((Unknown Error))`) named."""
+    (tmp_path / "gpustat.txt").write_text(path.read_text())
+    with pytest.raises(UsageError) as refused:
+        offline.load_outputs([str(tmp_path / "gpustat.txt")], [])
+    said = str(refused.value)
+    assert "gpustat's output (`[0] " in said and "CSV" not in said, said
+    assert ("it could not read GPU 0 (`((Unknown Error))`" in said) == (
+        "Unknown Error" in path.read_text()
+    ), said
