@@ -146,3 +146,32 @@ def test_a_gpustat_output_is_named_as_gpustat(tmp_path: Path, path: Path) -> Non
     assert ("it could not read GPU 0 (`((Unknown Error))`" in said) == (
         "Unknown Error" in path.read_text()
     ), said
+
+
+DOCKER_RUN = (
+    REAL / "nvidia-smi__rtx3060-laptop-wsl__580.76.04-580.97__docker-run-gpus-all__copied-command"
+    "__cut-after-gpu-row__dify-wsl-pt.txt"
+)
+COMPOSE_RUN = (
+    REAL / "nvidia-smi__v100-sxm2__418.40.04__docker-compose-run__copied-command__aws-compose-sample.txt"
+)
+
+
+def _unprompted(text: str) -> str:
+    first, rest = text.split("\n", 1)
+    return f"{first.split('$ ', 1)[-1]}\n{rest}"
+
+
+@pytest.mark.parametrize("path", [DOCKER_RUN, COMPOSE_RUN], ids=["docker-run", "compose-run"])
+def test_a_container_command_reads_alike_under_a_prompt_or_none(tmp_path: Path, path: Path) -> None:
+    """m36a 03 vs 23: `docker run --rm --gpus all IMAGE nvidia-smi` (no prompt) and `$
+    docker-compose run tensorflow nvidia-smi`: a container's view either way, its prompt or
+    none changes no row (`--gpus all` sees every GPU: its count judged; a compose service
+    chooses its GPUs in a file not shown: its count unverified, docs/guides/offline.md)."""
+    order = "gpu_count: 1\n"
+    bare = _unprompted(path.read_text())
+    prompted = f"user@box:~$ {bare}"
+    got = [checks(tmp_path, "nvidia-smi.txt", text, order) for text in (bare, prompted)]
+    assert [(c.name, c.verdict, c.actual) for c in got[0]] == [(c.name, c.verdict, c.actual) for c in got[1]]
+    count = next(c for c in got[0] if c.name == "gpu_count")
+    assert ("container it started" in count.actual) == (path is COMPOSE_RUN), count
