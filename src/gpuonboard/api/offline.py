@@ -24,6 +24,7 @@ from gpuonboard.api import (
     saved_forms,
     script_blocks,
     transcript,
+    typed_commands,
     unjudged,
 )
 from gpuonboard.api.csv_among import csv_above_table
@@ -246,18 +247,22 @@ def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
     docker exec -it app nvidia-smi`, one box and a container on it (m31c crackq#43); or where each
     command's text is an output of a known kind and none is above the first. None otherwise."""
     kind = detect_kind(text)
-    if kind is None:
-        return None
-    typed = transcript.prompted(text)
+    typed = typed_commands.prompted(text)
     parts = transcript.sections(typed) if typed is not None else None
     if typed is None or parts is None:
         return None
-    if output_runs.outputs_in(gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2:
+    if (
+        kind is not None
+        and output_runs.outputs_in(gpu_format(text) if kind == "nvidia_smi" else kind, text)[1] >= 2
+    ):
         return typed, parts
     # (outputs of several kinds, each below its typed command or label: `nvidia-smi`, a blank,
-    # its table, then `lscpu` and its lines, which were left unread inside the table's text)
+    # its table, then `lscpu` and its lines, which were left unread inside the table's text; or
+    # beside another tool's, `ibdev2netdev` then `rdma link`, said as not read: m36b 25)
     said = [p for p in parts if not p.empty]
-    if all(p.line and detect_kind(p.text) is not None for p in said):
+    known = [p for p in said if p.line and detect_kind(p.text) is not None]
+    others = [p for p in said if p.line and typed_commands.other_typed(p.command)]
+    if known and len(known) + len(others) == len(said) and (kind is not None or others):
         return typed, parts
     return None
 

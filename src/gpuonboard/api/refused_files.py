@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, MutableMapping, Sequence
 from pathlib import Path
 
-from gpuonboard.api import paste, transcript
+from gpuonboard.api import paste, transcript, typed_commands
 from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.listed_first import listed_first
 from gpuonboard.api.saved_kinds import detect_kind
@@ -36,7 +36,7 @@ def held_kinds(data: bytes, why: str) -> set[str]:
     prompts, typed without them, or listed first), and the kinds its refusal names."""
     text = unviewed(paste.normalise(unquote(decode_saved(data))))
     texts = [text]
-    for candidate in (text, transcript.prompted(text), listed_first(text)):
+    for candidate in (text, typed_commands.prompted(text), listed_first(text)):
         parts = transcript.sections(candidate) if candidate is not None else None
         texts += [p.text for p in parts or ()]
     kinds = {kind for t in texts if (kind := detect_kind(t)) is not None}

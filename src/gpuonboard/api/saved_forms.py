@@ -19,9 +19,15 @@ from gpuonboard.api.fabric_log import fabric_manager_log
 from gpuonboard.api.journal_refusal import journal_without_kernel
 from gpuonboard.api.kind_names import expected_outputs
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
-from gpuonboard.api.smi_refusals import OTHER_OPERATION, STATE_ERROR, empty_or_refused, wrapped_refusal
+from gpuonboard.api.smi_refusals import (
+    OTHER_OPERATION,
+    STATE_ERROR,
+    empty_or_refused,
+    reset_refusal,
+    wrapped_refusal,
+)
 from gpuonboard.api.table_part import TABLE_PROBE, table_part_view
-from gpuonboard.api.unjudged import lone_values, query_gpu_fields
+from gpuonboard.api.unjudged import UnjudgedOutput, lone_values, query_gpu_fields
 from gpuonboard.api.viewer_lines import viewer_lines
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
@@ -31,6 +37,7 @@ from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.mig_lists import mig_list_refusal
 from gpuonboard.facts.nvidia_smi.monitor import monitor_refusal
+from gpuonboard.facts.nvidia_smi.query_csv import QUERY_FIELDS
 from gpuonboard.facts.nvidia_smi.table import parse_table
 from gpuonboard.facts.probe import ProbeOutput, first_line
 
@@ -357,6 +364,11 @@ def with_query_header(command: str, text: str) -> str:
     fields = query_gpu_fields(command)
     if fields is None or "noheader" not in command:
         return ""  # (`--format=csv` prints its header: a first row of values is no header's)
+    if len(fields) == 1 and fields[0] in QUERY_FIELDS:
+        # (one field a rule reads, one cell a line: `--query-gpu "name" --format="noheader,csv"`
+        # printed `NVIDIA H100 80GB HBM3`, m36b 21)
+        rows = [line for line in text.strip().splitlines() if line.strip()]
+        return f"{fields[0]}\n{text}" if rows and not any("," in row for row in rows) else ""
     if csv_width(text) != len(fields):
         return ""
     return ", ".join(fields) + "\n" + text
@@ -643,6 +655,39 @@ _NODE_CONDITION = re.compile(
 )
 
 
+# gpustat's GPU line: `[0] NVIDIA GeForce RTX 4090 | 45°C,  0 % |  1234 / 24564 MB | user(1200M)`,
+# `[0] ((Unknown Error)) | ?℃, ?% | ?/?MB | (Not Supported)` where NVML could not read the GPU
+_GPUSTAT_LINE = re.compile(
+    r"\[(\d+)\]\s+(?P<name>[^|]+?)\s*\|\s*[?\d]+\s*(?:'C|°C|℃|C)\s*,\s*[?\d]+\s*%\s*\|.*"
+)
+
+
+def _gpustat_sentence(text: str) -> str:
+    """Why a gpustat output is not read (its GPU lines, `[0] ... | 45°C, 0 % | ...`), naming
+    the GPUs it could not read (`((Unknown Error))`); "" for any other text (m36d 21: it was
+    said to be "a CSV without its header row")."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    first = next((at for at, line in enumerate(lines) if _GPUSTAT_LINE.fullmatch(line)), None)
+    # (above its GPU lines, its host, time and driver line, and the copied `$ gpustat -i`)
+    if first is None or first > 2:
+        return ""
+    gpus = [found for line in lines[first:] if (found := _GPUSTAT_LINE.fullmatch(line))]
+    if len(gpus) < len(lines) - first:
+        return ""
+    failed = [g for g in gpus if "error" in g.group("name").lower()]
+    said = (
+        f"; it could not read GPU {', '.join(g.group(1) for g in failed)}"
+        f" (`{failed[0].group('name')}`, NVML's error: a fault of the GPU or its driver, which"
+        " nvidia-smi of the box shows too)"
+        if failed
+        else ""
+    )
+    return (
+        f"gpustat's output (`{gpus[0].group()[:60]}`), not nvidia-smi's, which this tool does not"
+        f" read{said}: save `nvidia-smi -q` (or its table) of the box."
+    )
+
+
 def _unread_sentence(where: str, text: str) -> str:
     """The sentence refusing a saved output of another form, a headerless CSV, or none this
     tool reads (naming the kinds it does read)."""
@@ -677,6 +722,8 @@ def _unread_sentence(where: str, text: str) -> str:
             " this tool reads: save the node's kernel log (`sudo dmesg -T`, or `journalctl -k -b`),"
             " which holds the driver's Xid lines, and nvidia-smi of the box."
         )
+    if gpustat := _gpustat_sentence(text):
+        return f"{where}: {gpustat}"
     if csv_width(text) and not LABELLED_CELL.search(text):
         return (
             f"{where}: a CSV without its header row, and no copied `nvidia-smi --query-gpu=...` line"
@@ -713,6 +760,8 @@ def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[
         raise UsageError(shape)
     if (missing := missing_output(where, text, copied)) is not None:
         return missing
+    if (reset := reset_refusal(where, text)) is not None:  # (read, nothing judged: a note beside others)
+        raise UnjudgedOutput(reset)
     if (refusal := empty_or_refused(where, text, copied, warned)) is not None:
         raise UsageError(refusal)
     if (refused := kernel_log_refusal(text)) is not None:

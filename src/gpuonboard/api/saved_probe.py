@@ -8,6 +8,7 @@ the run read it.
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 from gpuonboard.api import output_runs, saved_cgroup, saved_forms
@@ -39,11 +40,44 @@ from gpuonboard.facts.stderr_lines import split_stderr_lines
 SAVED_FAILURE_EXIT = 1
 
 
+# `uname -a`'s line: the kernel's name, the host, its release, then its build (`#79-Ubuntu SMP
+# ...`, `#31~24.04.1-Ubuntu ...`, `#1 SMP ...`) and the machine
+_UNAME_ALL = re.compile(r"Linux\s+\S+\s+(?P<release>\d+\.\d+[\w.+~-]*)\s+#\S+(?:\s+[ -~]*)?")
+# `uname -r`'s (or /proc/sys/kernel/osrelease's) line, only under that command
+_RELEASE = re.compile(r"\d+\.\d+[\w.+~-]*")
+_UNAME_R = re.compile(
+    r"(?:sudo\s+)?(?:\S*/)?uname\s+(?:-r|--kernel-release)\s*|cat\s+/proc/sys/kernel/osrelease\s*"
+)
+
+# a copied prompt line of uname (`$ uname -a`, `root@box:~# uname -r`)
+_UNAME_TYPED = re.compile(r"[^\n]{0,80}?[$#%>]\s*(?P<command>(?:sudo\s+)?uname(?:\s+-{1,2}[\w-]+)*)")
+
+
+def uname_release(text: str, command: str = "") -> str | None:
+    """The kernel release a saved `uname -a` names (`5.15.0-1078-nvidia` of `Linux box
+    5.15.0-1078-nvidia #79-Ubuntu SMP ... GNU/Linux`, its copied `$ uname -a` line taken off), or
+    `uname -r`'s one line under that command; None for any other text. Read as the live `kernel`
+    probe: before, such a file was refused as no output known and the rules of a kernel log and
+    NVLink asked to save it again (m36e 09, 21)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) == 2 and (typed := _UNAME_TYPED.fullmatch(lines[0])) is not None:
+        command, lines = typed.group("command"), lines[1:]  # (its copied prompt line, `$ uname -a`)
+    if len(lines) != 1:
+        return None
+    if (found := _UNAME_ALL.fullmatch(lines[0])) is not None:
+        return found.group("release")
+    if _UNAME_R.fullmatch(command.strip()) and _RELEASE.fullmatch(lines[0]):
+        return lines[0]
+    return None
+
+
 def probe_form(where: str, text: str, command: str = "") -> tuple[str, ProbeOutput] | None:
     """A saved output of another form than the live probe's, as that probe's output: cgroup
     limit files (`grep . /sys/fs/cgroup/memory.max ...`, or a session's `cat` of them), the RDMA
     ports' sysfs files (`grep . /sys/class/infiniband/*/ports/*/state ...`), a
     `--query-compute-apps` CSV with its header; None for none of them (errors name `where`)."""
+    if (release := uname_release(text, command)) is not None:
+        return "kernel", ProbeOutput(f"{release}\n", "", 0)
     text = saved_cgroup.cat_listing(command, text) or text
     if (limits := saved_cgroup.cgroup_limits(text)) is not None:
         lines, why = limits

@@ -98,6 +98,54 @@ def wrapped_refusal(where: str, text: str) -> str | None:
     )
 
 
+# `nvidia-smi --gpu-reset` (`-r`)'s refusal: its heading, a line a GPU with NVML's reason (a
+# page may put a blank line between them), then its advice where a client holds the GPU (`1
+# device is currently being used by one or more other processes (e.g., Fabric Manager, ...`,
+# wrapped or not) and a poster's echo of the exit code (`RESET_RC=255`)
+_RESET_HEAD = re.compile(r"The following GPUs could not be reset:")
+_RESET_GPU = re.compile(r"GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]:\s*(?P<why>.+?)\.?")
+_RESET_ADVICE = re.compile(r"\d+ devices? (?:is|are) currently being used by .*")
+_EXIT_ECHO = re.compile(
+    r"[A-Z_]*(?:RC|EXIT|STATUS|CODE)[A-Z_]*=\d+|Terminating early due to previous errors\.?"
+)
+# NVML's refusals of that reset (OTHER_OPERATION's): a state error (GPU is lost) is the box's
+_REFUSED_WHY = re.compile(
+    r"Insufficient Permissions|Not Supported|Not Found|In use by another client|Invalid Argument"
+    r"|No permission",
+    re.I,
+)
+
+
+def reset_refusal(where: str, text: str) -> str | None:
+    """The sentence refusing nvidia-smi's refusal of a GPU reset (`nvidia-smi --gpu-reset -i 7`:
+    `The following GPUs could not be reset:` / `GPU 00000000:CC:00.0: In use by another client`),
+    an operation other than its query, where each GPU's reason is NVML's refusal of it; None
+    otherwise (m36d 11: it was "not a recognised command output")."""
+    said = [line.strip() for line in text.splitlines() if line.strip()]
+    if not said or not _RESET_HEAD.fullmatch(said[0]):
+        return None
+    gpus: list[str] = []
+    for at, line in enumerate(said[1:], 1):
+        if _EXIT_ECHO.fullmatch(line):
+            continue
+        if _RESET_ADVICE.match(line):  # (its advice, to the end: wrapped over lines or not)
+            if any(_RESET_GPU.fullmatch(rest) for rest in said[at:]):
+                return None
+            break
+        found = _RESET_GPU.fullmatch(line)
+        if found is None or not _REFUSED_WHY.fullmatch(found.group("why")):
+            return None
+        gpus.append(line)
+    if not gpus:
+        return None
+    more = f", and {len(gpus) - 1} more GPU{'s' if len(gpus) > 2 else ''}" if len(gpus) > 1 else ""
+    return (
+        f"{where}: nvidia-smi's refusal of a GPU reset (`--gpu-reset`, `-r`: `{gpus[0]}`{more}), an"
+        " operation other than its query of the GPUs, which does not say whether nvidia-smi reads"
+        " them: save the plain `nvidia-smi` (or `nvidia-smi -q`) output of the box."
+    )
+
+
 def empty_or_refused(where: str, text: str, copied: str, warned: str = "") -> str | None:
     """The sentence refusing a saved output that is nvidia-smi's refusal of an operation or of
     its command line, a copied command with no output, a tool's own message alone (`warned`:

@@ -107,6 +107,7 @@ _SSH_HOST = re.compile(rf"{_SSH}\s+\S")  # (`ssh box df -h`: the command runs on
 _SSH_LOGIN = re.compile(rf"{_SSH}\s*")
 # a prompt line is short: a longer line is output (and no pattern is tried on it at length)
 _LONGEST_PROMPT = 400
+LONGEST_PROMPT = _LONGEST_PROMPT  # (api/typed_commands.py)
 
 
 _NOT_READ = "is not an output this tool reads"
@@ -205,6 +206,11 @@ def _prompt(line: str) -> tuple[str, str | None] | None:
     return command, host
 
 
+def is_prompt(line: str) -> bool:
+    """Whether `line` is a prompt line (any command after it, or none)."""
+    return _prompt(line) is not None
+
+
 def command_of(line: str) -> str:
     """The command of a prompt line (`docker exec gpu nvidia-smi` of `root@box:~# docker exec gpu
     nvidia-smi`); the line itself where it is no prompt this module knows (a command alone)."""
@@ -221,45 +227,6 @@ LABEL_LINE = re.compile(
     rf"(?P<command>(?:sudo\s+)?(?:\S*[/\\])?{COMMANDS}(?:[\s|;&][^\n`'\"]*?)?)"
     r"[`'\"]*\s*:?\s*(?:\*\*)?:?"
 )
-# a command typed with no prompt before it, as a page shows one (`nvidia-smi`, `sudo docker exec
-# -it app nvidia-smi`): ASCII words from a tool whose output is read, not ending in a colon (a
-# label, `nvidia-smi output:`)
-_TYPED = re.compile(rf"(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?{COMMANDS}(?:\s[ -~]*?)?(?<!:)\s*")
-
-
-def prompted(text: str) -> str | None:
-    """`text` with a `$ ` prompt before each command typed without one that starts a paragraph
-    (the first line, or one after a blank line), and each poster's label line naming one at any
-    line (`Command: lscpu`, `Output of free -m:`), with its output right below it or below one
-    blank line (`nvidia-smi`, a blank, `Tue Jun 10 ...`), where there are two or more (a page of
-    `nvidia-smi` and `sudo docker exec -it app nvidia-smi`, each above its output); None where
-    there are fewer. Only for a text that read as one output would be refused or leave outputs
-    unread (api/offline.py): a line of an output may read as such a command."""
-    lines = text.split("\n")
-    typed = {at: command for at, command in enumerate(_typed_commands(lines)) if command}
-    if len(typed) < 2:
-        return None
-    for at, command in typed.items():
-        lines[at] = f"$ {command}"
-    return "\n".join(lines)
-
-
-def _typed_commands(lines: list[str]) -> list[str]:
-    """For each line, the command it types without a prompt ("" for none): prompted's rule."""
-    out = []
-    for at, line in enumerate(lines):
-        below = lines[at + 1 : at + 3]
-        output = bool(below) and (below[0].strip() or (len(below) > 1 and below[1].strip() != ""))
-        stripped = line.strip()
-        if not output or len(line) >= _LONGEST_PROMPT or _prompt(line) is not None:
-            out.append("")
-        elif label := LABEL_LINE.fullmatch(stripped):
-            out.append(label.group("command").strip())
-        elif (at == 0 or not lines[at - 1].strip()) and _TYPED.fullmatch(stripped):
-            out.append(stripped)
-        else:
-            out.append("")
-    return out
 
 
 def _head(line: str) -> tuple[str, str | None, str | None] | None:
@@ -311,26 +278,39 @@ def sections(text: str) -> list[Section] | None:
     return out if len(read) > 1 else None
 
 
-# a root prompt's `#` glued onto its command (`#ibdev2netdev`, a page's way of showing one)
-_GLUED_SIGN = re.compile(r"#(?P<command>[a-z][\w.-]*(?:[ \t]+[ -~]*?)?)[ \t]*")
+# a command word and its arguments after a prompt's sign (`ibswitches -C mlx5_0`, `rdma link`)
+_COMMAND_WORDS = r"(?P<command>[a-z][\w.-]*(?:[ \t]+[ -~]*?)?)[ \t]*"
+# a prompt's sign alone, which a comment line shows too (`# see below`, `> quoted`): never taken
+# from a command read here to the lines of other commands
+_BARE_SIGN = re.compile(r"[#>%][ \t]+")
 
 
 def _glued_sign_heads(
     lines: list[str], known: set[int]
 ) -> list[tuple[int, tuple[str, str | None, str | None]]]:
-    """Where a session shows a command read here after a `#` glued onto it (`#ibdev2netdev`, a
-    prompt by _WEAK_PROMPT), its other commands shown so (`#ibswitches -C mlx5_0`, a tool whose
-    output is not read) at a paragraph's start, as prompt lines too: their output was read as
-    the first command's and the whole file refused (m35b 35)."""
-    glued = [i for i in known if _GLUED_SIGN.fullmatch(lines[i].strip())]
-    if not glued:
+    """Where a session shows a command read here after a prompt that could be a line of output
+    (_WEAK_PROMPT: `#ibdev2netdev` with its `#` glued on, `~# ibstat`), its other commands shown
+    after the same prompt at a paragraph's start (`#ibswitches -C mlx5_0`, `~# rdma link`, tools
+    whose output is not read), as prompt lines too: their output was read as the first command's
+    and the whole file refused, or left unnamed (m35b 35, m36b 06). A prompt that is a sign and
+    a blank alone (`# `) is a comment's too: taken from no command."""
+    signs = set()
+    for i in known:
+        line = lines[i].strip()
+        if _PROMPT.fullmatch(line) is None and (weak := _WEAK_PROMPT.fullmatch(line)) is not None:
+            sign = line[: weak.start("command")]
+            if sign and not _BARE_SIGN.fullmatch(sign):
+                signs.add(sign)
+    if not signs:
         return []
+    same = re.compile(rf"(?:{'|'.join(re.escape(sign) for sign in sorted(signs))}){_COMMAND_WORDS}")
     return [
         (i, (match.group("command").strip(), None, None))
         for i, line in enumerate(lines)
         if i not in known
         and (i == 0 or not lines[i - 1].strip())
-        and (match := _GLUED_SIGN.fullmatch(line.strip())) is not None
+        and len(line) < _LONGEST_PROMPT
+        and (match := same.fullmatch(line.strip())) is not None
     ]
 
 

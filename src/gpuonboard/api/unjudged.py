@@ -12,7 +12,8 @@ from gpuonboard.facts.nvidia_smi.query_csv import QUERY_FIELDS
 # a --query-gpu field name (nvidia-smi's own: lower case, dotted or underscored), with the unit
 # `--format=csv` puts after it (`fan.speed [%]`)
 _ONE_FIELD = re.compile(r"([a-z][a-z0-9_]*(?:[._][a-z0-9_]+)+)(?:\s*\[[^\]]*\])?")
-_QUERY_GPU = re.compile(r"--query-gpu[= ]([\w.,]+)")
+# (its list quoted or not: `--query-gpu=name,memory.total`, `--query-gpu "name"`, m36b 21)
+_QUERY_GPU = re.compile(r"--query-gpu(?:=|\s+)[\"']?([\w.,]+)")
 # the fields the readers take beside the recommended list (facts/nvidia_smi/query_csv.py)
 _READ_PREFIXES = (
     "ecc.",

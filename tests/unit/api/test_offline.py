@@ -59,6 +59,10 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi-query-gpu__noheader-among": None,  # a miner's headerless CSV: refused saying so
         "nvidia-smi-usage-error": None,  # its refusal of its own command line: refused, no failed nvidia-smi
         "nvidia-smi-mig-lci": None,  # another operation's refusal: refused, no failed nvidia-smi
+        # (round 36) a GPU reset's refusal: named, a note beside others (api/smi_refusals.py); gpustat's
+        # lines: refused naming gpustat (api/saved_forms.py)
+        "nvidia-smi-gpu-reset__": None,
+        "gpustat": None,
         "nvidia-smi-mig-lgip": None,  # a MIG profile list: refused naming it (facts/nvidia_smi/mig_lists.py)
         "nvidia-smi-dmon-": None,  # a dmon sample: refused naming it (facts/nvidia_smi/monitor.py)
         "nvidia-smi-pmon-": None,  # a pmon sample: refused naming it
@@ -183,7 +187,14 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # (round 35: `#ibdev2netdev`'s lines then `#ibswitches`': no one output; read part by part)
         "session__hash-glued-prompts__": None,
         "session__zsh-prompts__numactl-H-4node-then-lscpu": "lscpu",  # (round 36: no nvidia-smi in it)
+        # (round 36: `ibdev2netdev` then `rdma link` typed without prompts, `~# lspci` then `~# rdma
+        # link`: no one output, read part by part; a session whose first output is free's)
+        "session__typed-no-prompts__": None,
+        "session__tilde-hash-prompts__": None,
+        "session__bash-gt-prompt__free-h": "free",
         "session__": "nvidia_smi",
+        # `uname -a` under its copied prompt: read by its form as the kernel release (api/saved_probe.py)
+        "uname-a__": None,
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     assert detect_kind(text) == want

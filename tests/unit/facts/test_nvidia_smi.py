@@ -183,6 +183,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # `dmon` / `pmon` samples, refused by name: facts/test_nvidia_smi_monitor.py
         "nvidia-smi-dmon-",
         "nvidia-smi-pmon-",
+        # `--gpu-reset`'s refusal, named: api/test_sessions_r36.py
+        "nvidia-smi-gpu-reset__",
     )
     # a -q cut in its first record (steps/checks/test_gpu_rules.py) and a table behind a
     # launcher's line prefix (api/test_paste_transforms.py), the tables cut short of round 26
@@ -210,6 +212,11 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # (steps/checks/gpu_health/test_pcie_host_max.py), a -q -x pasted after a stray backtick
         # (api/test_paste_backticks.py)
         "nvidia-smi__tesla-v100-sxm2-16gb__8gpu__driver550.127.05.txt",
+        # a container's tables under `docker run --gpus all` and `docker-compose run`, a prompt or
+        # none (api/test_sessions_r36.py)
+        "nvidia-smi__rtx3060-laptop-wsl__580.76.04-580.97__docker-run-gpus-all__copied-command"
+        "__cut-after-gpu-row__dify-wsl-pt.txt",
+        "nvidia-smi__v100-sxm2__418.40.04__docker-compose-run__copied-command__aws-compose-sample.txt",
         # a table whose Bus-Id its poster redacted (facts/test_nvidia_smi_table_bus_id.py)
         "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__bus-id-redacted__cut-at-processes__telegraf-6258.txt",
         "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu__driver550.127.05__host-max-unknown-error.txt",

@@ -9,7 +9,7 @@ import re
 from gpuonboard.facts.csvtext import first_csv_row
 from gpuonboard.facts.nvidia_smi.faults import without_inforom_lines
 from gpuonboard.facts.nvidia_smi.model import GpuReport, _unknown
-from gpuonboard.facts.nvidia_smi.query_csv import _header_names, parse_query_csv
+from gpuonboard.facts.nvidia_smi.query_csv import QUERY_FIELDS, _header_names, parse_query_csv
 from gpuonboard.facts.nvidia_smi.table import looks_like_table, parse_table
 from gpuonboard.facts.nvidia_smi.text_q import TEXT_CUT, TEXT_FLAT, TEXT_UNJOINED, parse_text_q
 from gpuonboard.facts.nvidia_smi.xml_q import parse_xml
@@ -36,6 +36,8 @@ def parse_any(text: str) -> GpuReport:
         return part  # (GPU rows without the banner: a part of the table, its driver and count unread)
     first_line = head.splitlines()[0]
     if "," in first_line and _header_names(first_csv_row(first_line)):
+        return parse_query_csv(text, ())
+    if first_line.strip() in QUERY_FIELDS:  # (one field's CSV: `name`, a GPU's name a line)
         return parse_query_csv(text, ())
     if (versions := _versions(text)) is not None:
         return versions
