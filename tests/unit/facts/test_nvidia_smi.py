@@ -206,6 +206,11 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # (steps/checks/gpu_health/test_pcie_host_max.py), a -q -x pasted after a stray backtick
         # (api/test_paste_backticks.py)
         "nvidia-smi__tesla-v100-sxm2-16gb__8gpu__driver550.127.05.txt",
+        # `nvidia-smi -l 5` frames (facts/test_nvidia_smi_frames_r36.py) and `nvidia-smi | grep
+        # Driver`'s banner line (steps/checks/test_driver_grep_banner_r36.py)
+        "nvidia-smi__tesla-t4__2gpu__driver525.125.06__l5-frames-process-table-then-frame-cut-after-gpu-rows"
+        "__ucloud-rapids.txt",
+        "nvidia-smi-grep-driver__driver430.26__copied-command__env-notes.txt",
         # a table whose Bus-Id its poster redacted (facts/test_nvidia_smi_table_bus_id.py)
         "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__bus-id-redacted__cut-at-processes__telegraf-6258.txt",
         "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu__driver550.127.05__host-max-unknown-error.txt",
