@@ -211,6 +211,9 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__tesla-t4__2gpu__driver525.125.06__l5-frames-process-table-then-frame-cut-after-gpu-rows"
         "__ucloud-rapids.txt",
         "nvidia-smi-grep-driver__driver430.26__copied-command__env-notes.txt",
+        # a table cut at GPU 5 with its `topo -m` right under it (api/test_table_then_topo_r36.py)
+        "nvidia-smi__h100-80gb-hbm3__8gpu-cut-at-gpu5__driver580.126.20__head-cut__topo-m-below-cut-after-nic5"
+        "__talos-dgx-report.txt",
         # a table whose Bus-Id its poster redacted (facts/test_nvidia_smi_table_bus_id.py)
         "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__bus-id-redacted__cut-at-processes__telegraf-6258.txt",
         "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu__driver550.127.05__host-max-unknown-error.txt",
