@@ -21,6 +21,7 @@ from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo, numactl_top_cut
 from gpuonboard.facts.mount_table import looks_like_mount_table
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
+from gpuonboard.facts.nvidia_smi.sniff import Q_RECORD
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 
 # recognised and shown, not judged (no rule reads them offline): kind -> what it is
@@ -401,6 +402,7 @@ def detect_kind(text: str) -> str | None:
         "NVSMI LOG" in head
         or _NVIDIA_SMI_OWN.search(head)
         or _Q_ATTACHED.search(head)  # (`-q` saved without its ==NVSMI LOG== banner)
+        or Q_RECORD.search(head)  # (an excerpt of `-q` from a GPU's record on)
         or head.startswith(("name,", "index,"))
         or "memory.total" in head
         or is_query_header(head.split("\n", 1)[0])  # (any --query-gpu CSV's header)

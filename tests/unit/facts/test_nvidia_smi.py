@@ -211,6 +211,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__tesla-t4__2gpu__driver525.125.06__l5-frames-process-table-then-frame-cut-after-gpu-rows"
         "__ucloud-rapids.txt",
         "nvidia-smi-grep-driver__driver430.26__copied-command__env-notes.txt",
+        # a `-q` excerpt from a GPU's record on, flattened (facts/test_nvidia_smi_q_excerpt_r36.py)
+        "nvidia-smi-q__b200__1gpu-excerpt__flattened-elided-module-id__ubicloud-blog.txt",
         # a table cut at GPU 5 with its `topo -m` right under it (api/test_table_then_topo_r36.py)
         "nvidia-smi__h100-80gb-hbm3__8gpu-cut-at-gpu5__driver580.126.20__head-cut__topo-m-below-cut-after-nic5"
         "__talos-dgx-report.txt",
