@@ -13,6 +13,7 @@ from gpuonboard.api.shown import ibdev2netdev_line, read_docker_version
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
 from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.gpu_unopened import names_unopened
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_shapes import TALOS_LINE, journal_shaped, plain_kernel_text
@@ -391,6 +392,26 @@ _Q_ATTACHED = re.compile(r"^[^\S\n]*Attached GPUs\s+:\s*\d", re.M)
 _TOPO_SIGN = re.compile(r"CPU\s+Affinity|^GPU0[ \t]+X[ \t]", re.M)
 
 
+# a shell variable a login or job script echoed above the output (`CUDA_VISIBLE_DEVICES='<unset>'`)
+_ENV_LINE = re.compile(r"^[A-Z][A-Z0-9_]*=\S*$")
+
+
+def _listing_past_lost(head: str) -> bool:
+    """`nvidia-smi -L` that names a GPU it cannot open ("Unable to determine the device handle for
+    gpu 0000:3B:00.0: Unknown Error") and lists the others after it: a listing, its lost GPU a
+    fault the GPU merge reads (facts/gpu_unopened), never a failed nvidia-smi that listed none."""
+    lines = [line.strip() for line in head.splitlines() if line.strip()]
+    lost = [line for line in lines if names_unopened(line)]
+    rest = [line for line in lines if not names_unopened(line)]
+    while rest and _ENV_LINE.match(rest[0]):
+        rest = rest[1:]
+    return (
+        bool(lost and rest)
+        and all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in rest)
+        and "(UUID: " in rest[0]
+    )
+
+
 def detect_kind(text: str) -> str | None:
     """Which probe produced this output, from its content alone (None: not recognised)."""
     if (fabric := detect_fabric_kind(text)) is not None:
@@ -398,6 +419,8 @@ def detect_kind(text: str) -> str | None:
     head = text.lstrip()[:4000]
     if head.startswith("<?xml") or "<nvidia_smi_log" in head:
         return "nvidia_smi"
+    if _listing_past_lost(head):
+        return "nvidia_smi_list"
     if (
         "NVSMI LOG" in head
         or _NVIDIA_SMI_OWN.search(head)

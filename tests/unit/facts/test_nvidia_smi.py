@@ -209,7 +209,7 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # `nvidia-smi -l 5` frames (facts/test_nvidia_smi_frames_r36.py) and `nvidia-smi | grep
         # Driver`'s banner line (steps/checks/test_driver_grep_banner_r36.py)
         "nvidia-smi__tesla-t4__2gpu__driver525.125.06__l5-frames-process-table-then-frame-cut-after-gpu-rows"
-        "__ucloud-rapids.txt",
+        "__copied-command__ucloud-rapids.txt",
         "nvidia-smi-grep-driver__driver430.26__copied-command__env-notes.txt",
         # a `-q` excerpt from a GPU's record on, flattened (facts/test_nvidia_smi_q_excerpt_r36.py)
         "nvidia-smi-q__b200__1gpu-excerpt__flattened-elided-module-id__ubicloud-blog.txt",

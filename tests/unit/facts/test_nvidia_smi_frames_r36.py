@@ -20,7 +20,7 @@ from .test_nvidia_smi_table_joined_r35 import WHOLE
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 UCLOUD = (
     "nvidia-smi__tesla-t4__2gpu__driver525.125.06__l5-frames-process-table-then-frame-cut-after-gpu-rows"
-    "__ucloud-rapids.txt"
+    "__copied-command__ucloud-rapids.txt"
 )
 ORDER = 'gpu_model: T4\ngpu_count: 2\nvram: 16GB\nmin_driver: "525"\n'
 
