@@ -477,6 +477,7 @@ def _table_complete(lines: Sequence[str]) -> bool:
 
 
 _BORDER = lazy_re(r"^\+-{20,}\+$")
+_ROW_BORDER = lazy_re(r"^\+-[-+]{20,}\+$")
 # a GPU's first row the cut went through inside its name cell (`| 6 NVIDIA GeForce RTX 4`, after
 # a border): its index is read, nothing else of the GPU; the report's warning names it, and the
 # sentence of the cut counts it (steps/checks/missing_facts.py `row_begun`)
@@ -500,6 +501,9 @@ def _unjoined(lines: list[str]) -> list[str]:
     H100 ...|`) apart again: every table line is as wide as its border (`+-----+`), so a line
     starting `|` or `+` that holds one such line's width and then another's is two."""
     width = next((len(line) for line in lines if _BORDER.match(line.rstrip())), 0)
+    # (a table whose top border was cut away: its GPU rows' borders, `+----+----+`, the narrowest
+    # of them, as two joined are twice as wide)
+    width = width or min((len(r) for line in lines if _ROW_BORDER.match(r := line.rstrip())), default=0)
     if not width:
         return lines
     out: list[str] = []
