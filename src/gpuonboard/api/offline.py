@@ -159,6 +159,8 @@ def _saved_outputs(
         return _all_cut(_env_outputs(path, pasted, notes, collect_env.copied_command(pasted)), cut)
     if parts is None and (pieces := kernel_run.split(pasted, log_line, detect_kind)) is not None:
         return _all_cut(_pieces_outputs(path, pieces, notes), cut)
+    if parts is None and (blocks := script_blocks.output_then_matrix(pasted, detect_kind)) is not None:
+        return _all_cut(_block_outputs(path, blocks, notes), cut)  # (a table, then its `topo -m`)
     if parts is None and (blocks := script_blocks.split(pasted, detect_kind)) is not None:
         return _all_cut(_block_outputs(path, blocks, notes), cut)  # (`--- CPU ---` between tools)
     if parts is None and (stacked := csv_above_table(pasted)) is not None:

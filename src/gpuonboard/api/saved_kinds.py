@@ -13,6 +13,7 @@ from gpuonboard.api.shown import ibdev2netdev_line, read_docker_version
 from gpuonboard.facts.cpu import looks_like_cpuinfo, looks_like_lscpu
 from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
 from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.gpu_unopened import names_unopened
 from gpuonboard.facts.infiniband import no_rdma_device
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_shapes import TALOS_LINE, journal_shaped, plain_kernel_text
@@ -21,6 +22,7 @@ from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
 from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo, numactl_top_cut
 from gpuonboard.facts.mount_table import looks_like_mount_table
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
+from gpuonboard.facts.nvidia_smi.sniff import Q_RECORD
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
 
 # recognised and shown, not judged (no rule reads them offline): kind -> what it is
@@ -397,6 +399,26 @@ _Q_ATTACHED = re.compile(r"^[^\S\n]*Attached GPUs\s+:\s*\d", re.M)
 _TOPO_SIGN = re.compile(r"CPU\s+Affinity|^GPU0[ \t]+X[ \t]", re.M)
 
 
+# a shell variable a login or job script echoed above the output (`CUDA_VISIBLE_DEVICES='<unset>'`)
+_ENV_LINE = re.compile(r"^[A-Z][A-Z0-9_]*=\S*$")
+
+
+def _listing_past_lost(head: str) -> bool:
+    """`nvidia-smi -L` that names a GPU it cannot open ("Unable to determine the device handle for
+    gpu 0000:3B:00.0: Unknown Error") and lists the others after it: a listing, its lost GPU a
+    fault the GPU merge reads (facts/gpu_unopened), never a failed nvidia-smi that listed none."""
+    lines = [line.strip() for line in head.splitlines() if line.strip()]
+    lost = [line for line in lines if names_unopened(line)]
+    rest = [line for line in lines if not names_unopened(line)]
+    while rest and _ENV_LINE.match(rest[0]):
+        rest = rest[1:]
+    return (
+        bool(lost and rest)
+        and all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in rest)
+        and "(UUID: " in rest[0]
+    )
+
+
 def detect_kind(text: str) -> str | None:
     """Which probe produced this output, from its content alone (None: not recognised)."""
     if (fabric := detect_fabric_kind(text)) is not None:
@@ -404,10 +426,13 @@ def detect_kind(text: str) -> str | None:
     head = text.lstrip()[:4000]
     if head.startswith("<?xml") or "<nvidia_smi_log" in head:
         return "nvidia_smi"
+    if _listing_past_lost(head):
+        return "nvidia_smi_list"
     if (
         "NVSMI LOG" in head
         or _NVIDIA_SMI_OWN.search(head)
         or _Q_ATTACHED.search(head)  # (`-q` saved without its ==NVSMI LOG== banner)
+        or Q_RECORD.search(head)  # (an excerpt of `-q` from a GPU's record on)
         or head.startswith(("name,", "index,"))
         or "memory.total" in head
         or is_query_header(head.split("\n", 1)[0])  # (any --query-gpu CSV's header)

@@ -31,6 +31,7 @@ from gpuonboard.facts import disks, memory
 from gpuonboard.facts.gpu_probes import GPU_PROBES, WARNING_EXIT
 from gpuonboard.facts.kernel_pstore import pstore_alone, pstore_parts, pstore_record, pstore_said
 from gpuonboard.facts.nvidia_smi import parse_any
+from gpuonboard.facts.nvidia_smi.table_frames import looped
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
 
@@ -111,7 +112,7 @@ def read_as(
             # after a lost GPU's line lists the others: that output is read as it answered)
             code = SAVED_FAILURE_EXIT
     what, runs = output_runs.outputs_in(kind, text)
-    if runs > 1:
+    if runs > 1 and not (kind == "nvidia_smi_table" and looped(copied or command)):
         # (one GPU's lines repeated, each with its own MIG device: several pods' views of one GPU)
         same = output_runs.repeated_gpu(text) if kind == "nvidia_smi_list" else ""
         why = (

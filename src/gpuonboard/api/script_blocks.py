@@ -98,3 +98,23 @@ def where(path: str, block: Block) -> str:
         return f"{path} lines {block.first}-{last}"
     under = f"under `{block.heading}`" if block.heading else "above the first heading"
     return f"{path} lines {block.first}-{last} ({under})"
+
+
+# the header of `nvidia-smi topo -m`'s matrix: GPU labels first (`\tGPU0\tGPU1 ...`), no self cell
+_MATRIX_HEADER = re.compile(r"^[ \t]*GPU0(?:[ \t]+(?:GPU|NIC)\d+)+\b")
+
+
+def output_then_matrix(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
+    """An nvidia-smi output with a `topo -m` matrix pasted right under it in one block, no prompt
+    or heading between them (a report's `## CUDA + NVLink topology` block: the table, a blank
+    line, the matrix): the two, each read as an output of its own. Before, the matrix was read as
+    lines of the table's and dropped: "no topo -m output was given". None where the text holds
+    no such matrix below another nvidia-smi output."""
+    lines = text.split("\n")
+    at = next((i for i, line in enumerate(lines) if i and _MATRIX_HEADER.match(line)), None)
+    if at is None or not any(line.strip() for line in lines[:at]):
+        return None
+    above, below = "\n".join(lines[:at]).strip("\n") + "\n", "\n".join(lines[at:]).strip("\n") + "\n"
+    if detect(above) != "nvidia_smi" or detect(below) != "nvidia_topo":
+        return None
+    return [Block(UNHEADED, 1, above), Block(UNHEADED, at + 1, below)]

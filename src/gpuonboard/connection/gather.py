@@ -112,6 +112,8 @@ class Facts:
                 f"nvidia-smi answered (driver {driver}), but its output was cut short or mangled:"
                 " no GPU row could be read"
             )
+        if self.gpu is not None and raw.partial.endswith(" let through"):  # (`nvidia-smi | grep Driver`)
+            return f"{raw.partial}: no GPU row among them (a filter, not a cut)"
         if self.gpu is not None and not self.gpu.complete:
             return "the nvidia-smi output was cut short"
         if self._answered_nothing():

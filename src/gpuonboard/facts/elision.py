@@ -1,6 +1,6 @@
 """A line a paste put in place of lines it left out by hand: `...`, `…` (the typographic one is
 ASCII again after api/paste.py), `[...]`, `(...)`, and the same with a word saying so: `[snip]`,
-`<snip>`, `[...snip...]`, `... snip ...`, `--snip--`, `[... 200 lines omitted ...]`,
+`<snip>`, `...<snip>...`, `[...snip...]`, `... snip ...`, `--snip--`, `[... 200 lines omitted ...]`,
 `<truncated>`, `(12 lines skipped)`, `... 40 more lines ...` (open-gpu-kernel-modules#626's journal
 holds `[...snip...]`). A listing that holds one is not whole: the devices, ports, CPUs or kernel
 lines it stands for are not known (leptonai/gpud#752's `ibstat` paste starts with `...` above its
@@ -29,7 +29,8 @@ _OPEN, _CLOSE = r"[\[(<{]", r"[\])>}]"
 ELISION = lazy_re(
     r"^\s*(?:"
     rf"{_OPEN}?\s*{_DOTS}\s*{_CLOSE}?"  # `...`, `[...]`, `(...)`
-    rf"|{_OPEN}\s*(?:{_MARK}\s*)?{_NOTE}\s*(?:{_MARK}\s*)?{_CLOSE}"  # `[snip]`, `[... 2 lines omitted ...]`
+    # `[snip]`, `[... 2 lines omitted ...]`, `...<snip>...`
+    rf"|(?:{_MARK}\s*)?{_OPEN}\s*(?:{_MARK}\s*)?{_NOTE}\s*(?:{_MARK}\s*)?{_CLOSE}(?:\s*{_MARK})?"
     rf"|{_MARK}\s*{_NOTE}\s*{_MARK}?"  # `--snip--`, `... snip ...`, `... 40 more lines`
     r"|snip(?:ped)?"  # `snip` alone on its line
     r")\s*$",

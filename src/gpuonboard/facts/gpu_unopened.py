@@ -28,6 +28,11 @@ _NO_HANDLE = lazy_re(
 )
 
 
+def names_unopened(line: str) -> bool:
+    """Whether `line` is nvidia-smi's line for a GPU it cannot open (_NO_HANDLE)."""
+    return _NO_HANDLE.search(line) is not None
+
+
 def unopened_gpus(texts: Sequence[str], labels: Sequence[str] = ()) -> list[GpuInfo]:
     """The GPUs nvidia-smi names as unopenable ("Unable to determine the device handle for gpu
     ADDR: CAUSE") in any of its outputs: each is a GPU that is there and cannot be read, a fault

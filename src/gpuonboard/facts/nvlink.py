@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.joined_entries import entries
 from gpuonboard.once import lazy_re
 
@@ -114,6 +115,9 @@ class _Blocks(Generic[_B]):
     # the listing's last line where it is the start of the next GPU's header, cut before its
     # index (`GP`, `GPU `): the GPUs after the last block read are not known
     cut_header: str = ""
+    # a line the paste put in place of lines it left out by hand (`...<snip>...`, facts/elision):
+    # the links it stands for are not listed, never read as absent
+    elided: str = ""
 
     def by_index(self, index: int) -> _B | None:
         """The block of GPU `index`, if listed."""
@@ -194,6 +198,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     links: list[list[NvlinkLink]] = []  # each GPU's links, put in its record at the end
     warnings: list[str] = []
     cut = ""  # (the next GPU's header, cut before its index: _cut_header)
+    elided = ""  # (a line left out by hand: its first)
 
     for line in (part for whole in text.splitlines() for part in entries(whole, _ENTRY_END, _ENTRY)):
         if gpus and (m := _LINK_SPEED.match(line)):  # (no blank, capability or GPU line)
@@ -223,11 +228,15 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
         if _cut_header(text, gpus, line):
             cut = line.strip()
             continue
+        if gpus and ELISION.match(line):
+            elided = elided or line.strip()
+            continue
         warnings.append(f"nvidia-smi nvlink -s: unexpected line {line.strip()!r}")
     return NvlinkStatus(
         tuple(replace(g, links=tuple(ls)) if ls else g for g, ls in zip(gpus, links, strict=True)),
         tuple(warnings),
         cut,
+        elided,
     )
 
 

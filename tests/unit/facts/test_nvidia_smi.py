@@ -217,6 +217,16 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__rtx3060-laptop-wsl__580.76.04-580.97__docker-run-gpus-all__copied-command"
         "__cut-after-gpu-row__dify-wsl-pt.txt",
         "nvidia-smi__v100-sxm2__418.40.04__docker-compose-run__copied-command__aws-compose-sample.txt",
+        # `nvidia-smi -l 5` frames (facts/test_nvidia_smi_frames_r36.py) and `nvidia-smi | grep
+        # Driver`'s banner line (steps/checks/test_driver_grep_banner_r36.py)
+        "nvidia-smi__tesla-t4__2gpu__driver525.125.06__l5-frames-process-table-then-frame-cut-after-gpu-rows"
+        "__copied-command__ucloud-rapids.txt",
+        "nvidia-smi-grep-driver__driver430.26__copied-command__env-notes.txt",
+        # a `-q` excerpt from a GPU's record on, flattened (facts/test_nvidia_smi_q_excerpt_r36.py)
+        "nvidia-smi-q__b200__1gpu-excerpt__flattened-elided-module-id__ubicloud-blog.txt",
+        # a table cut at GPU 5 with its `topo -m` right under it (api/test_table_then_topo_r36.py)
+        "nvidia-smi__h100-80gb-hbm3__8gpu-cut-at-gpu5__driver580.126.20__head-cut__topo-m-below-cut-after-nic5"
+        "__talos-dgx-report.txt",
         # a table whose Bus-Id its poster redacted (facts/test_nvidia_smi_table_bus_id.py)
         "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__bus-id-redacted__cut-at-processes__telegraf-6258.txt",
         "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu__driver550.127.05__host-max-unknown-error.txt",

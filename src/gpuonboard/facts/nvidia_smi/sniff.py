@@ -14,6 +14,18 @@ from gpuonboard.facts.nvidia_smi.table import looks_like_table, parse_table
 from gpuonboard.facts.nvidia_smi.text_q import TEXT_CUT, TEXT_FLAT, TEXT_UNJOINED, parse_text_q
 from gpuonboard.facts.nvidia_smi.xml_q import parse_xml
 
+# a `-q` record's head (`GPU 00000000:17:00.0`) with its `Product Name` a few lines under it: an
+# excerpt of `nvidia-smi -q` from a GPU's record on, no header above it (a post's example)
+Q_RECORD = re.compile(
+    r"^[^\S\n]*GPU [0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f][^\S\n]*\n"
+    r"(?:[^\n]*\n){0,8}?[^\S\n]*Product Name\s+:",
+    re.M,
+)
+Q_EXCERPT = (
+    "an excerpt of `nvidia-smi -q` from a GPU's record on, without its header (no driver version, no"
+    " `Attached GPUs`): the GPUs it shows are read, the box's others are not known"
+)
+
 
 def parse_any(text: str) -> GpuReport:
     """Recognise which nvidia-smi output form `text` is and parse it (nvidia-smi's infoROM
@@ -30,6 +42,9 @@ def parse_any(text: str) -> GpuReport:
         return _named_by_address(parse_xml(text))
     if "NVSMI LOG" in head[:200] or re.search(r"(?m)^Attached GPUs\s+:", text):
         return _named_by_address(parse_text_q(text))
+    if Q_RECORD.match(head):  # (no header: its GPUs read, never all the box's)
+        report = _named_by_address(parse_text_q(text))
+        return dataclasses.replace(report, complete=False, warnings=(*report.warnings, Q_EXCERPT))
     if looks_like_table(text):
         return parse_table(text)
     if "NVIDIA-SMI" not in text and (part := parse_table(text)).gpus:

@@ -11,6 +11,7 @@ from dataclasses import replace
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
 from gpuonboard.facts.nvidia_smi.htop_processes import WRAPPER_PROCESSES, htop_processes
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport, MigSlice
+from gpuonboard.facts.nvidia_smi.table_frames import FRAMES_READ, table_frames
 from gpuonboard.facts.nvidia_smi.table_joined import rows_apart
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
@@ -490,6 +491,7 @@ def _table_complete(lines: Sequence[str]) -> bool:
 
 
 _BORDER = lazy_re(r"^\+-{20,}\+$")
+_ROW_BORDER = lazy_re(r"^\+-[-+]{20,}\+$")
 # a GPU's first row the cut went through inside its name cell (`| 6 NVIDIA GeForce RTX 4`, after
 # a border): its index is read, nothing else of the GPU; the report's warning names it, and the
 # sentence of the cut counts it (steps/checks/missing_facts.py `row_begun`)
@@ -513,6 +515,9 @@ def _unjoined(lines: list[str]) -> list[str]:
     H100 ...|`) apart again: every table line is as wide as its border (`+-----+`), so a line
     starting `|` or `+` that holds one such line's width and then another's is two."""
     width = next((len(line) for line in lines if _BORDER.match(line.rstrip())), 0)
+    # (a table whose top border was cut away: its GPU rows' borders, `+----+----+`, the narrowest
+    # of them, as two joined are twice as wide)
+    width = width or min((len(r) for line in lines if _ROW_BORDER.match(r := line.rstrip())), default=0)
     if not width:
         return lines
     out: list[str] = []
@@ -643,9 +648,34 @@ def _table_gpus(
 
 
 def parse_table(text: str) -> GpuReport:
-    """Parse the plain `nvidia-smi` table (names may be truncated, as printed)."""
+    """Parse the plain `nvidia-smi` table (names may be truncated, as printed); of several
+    tables one after another (`nvidia-smi -l`, `watch`: table_frames), the newest whole one,
+    else the newest with GPU rows read."""
     # (its lines apart where a page joined them into one: table_joined)
     lines = _unjoined(_rewrapped(rows_apart(text.splitlines())))
+    head, frames = table_frames(lines)
+    if len(frames) == 1 and not head:
+        return _parse_frame(lines)
+    reports = [_parse_frame(frame) for frame in frames]
+    # (whole to its Processes table's end; else whole in its GPU rows; else with GPU rows read)
+    read = [n for n, report in enumerate(reports) if report.gpus]
+    rows = [n for n in read if reports[n].complete]
+    whole = [n for n in rows if _TABLE_LISTS_CUT not in reports[n].warnings]
+    pick = (whole or rows or read or [len(reports) - 1])[-1]
+    said = FRAMES_READ.format(count=len(frames)) if len(frames) > 1 else ""
+    if len(frames) > 1:
+        kind = "whole one" if whole else "one with whole GPU rows" if rows else "one"
+        said += f"the last {kind} is read (table {pick + 1} of {len(frames)})"
+    if head:
+        said += ("; " if said else "") + (
+            "the lines before its first table (the end of an earlier one, its process list) are not read"
+        )
+    report = reports[pick]
+    return replace(report, warnings=(*report.warnings, said))
+
+
+def _parse_frame(lines: list[str]) -> GpuReport:
+    """One table's GPU report from its lines."""
     warnings: list[str] = []
     driver, cuda = _table_versions("\n".join(lines), warnings)
     # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the

@@ -27,6 +27,7 @@ from gpuonboard.steps.base import Check, Verdict
 
 if TYPE_CHECKING:
     from gpuonboard.facts.nvidia_smi import GpuInfo, GpuReport
+    from gpuonboard.facts.probe import ProbeOutput
 
 
 def _gpu_not_given(facts: Facts) -> bool:
@@ -357,6 +358,8 @@ def _no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
                 cuda = facts.gpu.cuda_version or "unknown"
                 said = f"driver {facts.gpu.driver_version or 'unreadable'}, CUDA {cuda}"
                 said += f" ({'; '.join(notes)[:240]})" if notes else ""
+                if kept := filtered_rows(raw):  # (`nvidia-smi | grep Driver`: no cut, a filter)
+                    return f"unknown: {_rows_filtered(said, about, kept)}"
                 return f"unknown: {_rows_unread(said, about, whole=not notes)}"
             if VERSION_ONLY in facts.gpu.warnings:  # (`--version`: versions, never a GPU list)
                 cuda = facts.gpu.cuda_version or "unknown"
@@ -420,7 +423,15 @@ def driver_above_cut(facts: Facts) -> str | None:
     # words: the table under it is the host's kernel driver's answer, its version the box's)
     own_text = _without_image_banner(raw.stdout)
     shaped = joined or _TABLE_HEAD.match(own_text) or _Q_HEAD.search(own_text) or _under_output(own_text)
+    shaped = shaped or bool(filtered_rows(raw) and _OWN_DRIVER_LINE.match(raw.stdout.lstrip("\n")))
     return gpu.driver_version if own == {gpu.driver_version} and shaped else None
+
+
+def filtered_rows(raw: ProbeOutput) -> str:
+    """Why an nvidia-smi output holds no GPU row where its copied command filtered its lines
+    (`nvidia-smi | grep Driver` keeps the banner alone): that clause (api/narrowed.py), a filter's
+    choice and not a cut nor a mangling; "" otherwise."""
+    return raw.partial if raw.partial.endswith(" let through") else ""
 
 
 _OUTPUT_START = lazy_re(
@@ -503,6 +514,17 @@ def _rows_unread(said: str, about: str, whole: bool = False) -> str:
         "no GPU row could be read, so the GPUs (their count, model and memory) are not known: the"
         f" nvidia-smi output gives {said} in its banner, then is cut short or mangled before its GPU"
         " rows; incomplete probe"
+    )
+
+
+def _rows_filtered(said: str, about: str, kept: str) -> str:
+    """The sentence of an nvidia-smi output whose copied command kept its banner (`said`) and
+    none of its GPU rows (`kept`: the filter's clause), for the rule `about`."""
+    if about in ("driver", "min_driver"):
+        return f"{said}; no GPU row to judge the GPUs by"
+    return (
+        f"no GPU row was given, so the GPUs (their count, model and memory) are not known: {kept},"
+        f" the banner ({said}) and no GPU row (a filter, not a cut); run nvidia-smi whole"
     )
 
 

@@ -177,7 +177,12 @@ def _links_down(
             if not down and block.total_links < model.links:
                 # every link printed is up, the others are not printed at all: the listing was
                 # cut short (a paste elided with `...`), which is no evidence of a link down
-                unread.append(f"GPU {index} ({block.total_links} of {model.links} links listed, all up)")
+                by_hand = (
+                    f"; the others left out by hand: `{nvlink_status.elided}`" if nvlink_status.elided else ""
+                )
+                unread.append(
+                    f"GPU {index} ({block.total_links} of {model.links} links listed, all up{by_hand})"
+                )
                 continue
             detail = f", inactive link(s) {', '.join(down)}" if down else ""
             short.append(f"GPU {index}: {_links_counted(block, model.links)}{detail}")

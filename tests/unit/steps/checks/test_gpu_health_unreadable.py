@@ -143,6 +143,9 @@ LOST_GPU_CAPTURES = {
         # `nvidia-smi --version`, no listing: api/test_offline_round34_host.py)
         and "7-pods-kubectl-logs-loop" not in p.name
         and not p.name.startswith("nvidia-smi-version__")
+        # (`nvidia-smi | grep Driver`'s banner line alone, no GPU row:
+        # steps/checks/test_driver_grep_banner_r36.py)
+        and not p.name.startswith("nvidia-smi-grep-driver__")
     )
     # (the derived utilisation streams the simulator's monitor and autostop watcher replay are
     # no listing)
