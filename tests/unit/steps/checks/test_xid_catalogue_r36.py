@@ -80,7 +80,7 @@ def test_a_gsp_error_with_its_reset_required_asks_for_the_reset_not_a_new_gpu(tm
     verdict, actual, detail = _xid(tmp_path, XID120_154.read_text())
     assert verdict == "fail"
     assert "Xid 120 GSP Error -> reset_gpu" in actual
-    assert "Xid 154 GPU Recovery Action Changed -> reset_gpu" in actual
+    assert "Xid 154 GPU Recovery Action Changed (the driver: to GPU Reset Required) -> reset_gpu" in actual
     assert detail.startswith("Ask the vendor to reset the GPU"), detail
     assert "replace" not in detail
 
@@ -98,11 +98,19 @@ def test_a_gsp_error_cut_inside_its_register_dump_asks_for_the_reset(tmp_path: P
     ("line", "action"),
     [
         # (the catalogue's DBE workflow: "A GPU reset or node reboot is needed to clear this error")
-        ("NVRM: Xid (PCI:0000:19:00): 48, pid=1, An uncorrectable double bit error (DBE) has been detected", "reset_gpu"),
+        (
+            "NVRM: Xid (PCI:0000:19:00): 48, pid=1, An uncorrectable double bit error (DBE) has been"
+            " detected",
+            "reset_gpu",
+        ),
         ("NVRM: Xid (PCI:0000:19:00): 64, pid=1, Row Remapper: Failed to remap row", "reset_gpu"),
         ("NVRM: Xid (PCI:0000:19:00): 95, pid=1, Uncontained ECC error", "reset_gpu"),
         ("NVRM: Xid (PCI:0000:19:00): 92, High single-bit ECC error rate", "ignore"),
-        ("NVRM: Xid (PCI:0000:19:00): 63, pid=1, Row Remapper: New row marked for remapping, reset gpu to activate.", "reset_gpu"),
+        (
+            "NVRM: Xid (PCI:0000:19:00): 63, pid=1, Row Remapper: New row marked for remapping, reset gpu"
+            " to activate.",
+            "reset_gpu",
+        ),
     ],
 )
 def test_memory_xids_follow_the_catalogue(line: str, action: str) -> None:
@@ -132,3 +140,40 @@ def test_a_contained_error_the_driver_says_needs_no_reset_is_watched_not_blamed_
     line = "NVRM: Xid (PCI:0000:01:00): 94, pid=7, Contained: CE User Channel (0x9). RST: No, D-RST: No\n"
     (event,) = parse_kernel_log(line).xids()
     assert xid_action(event)[0] == "watch"
+
+
+FWSEC = REAL / "dmesg__fwsec-too-few-interface-entries-rminitadapter-0x62-0x25__rtx3080-open__ogkm-943.txt"
+
+
+def test_a_gpu_whose_vbios_firmware_the_driver_could_not_prepare_asks_for_a_driver_or_vbios_update(
+    tmp_path: Path,
+) -> None:
+    """measure36d 5: `s_vbiosPatchInterfaceData: too few interface entires found for FWSEC cmd 0x15`,
+    `failed to prepare interface data for FWSEC cmd 0x15: 0x25`, `(note: VBIOS version ...)`, then
+    `Cannot initialize GSP firmware RM` and `RmInitAdapter failed!`: the driver could not use the
+    FWSEC firmware of the GPU's VBIOS (kernel_gsp_frts_tu102.c), a VBIOS / driver mismatch, not a
+    GPU to replace first."""
+    verdict, actual, detail = _xid(tmp_path, FWSEC.read_text())
+    assert verdict == "fail"
+    assert "FWSEC" in actual and "VBIOS" in actual, actual
+    assert "-> update_driver" in actual and "-> replace" not in actual, actual
+    assert "replace" not in detail, detail
+
+
+@pytest.mark.parametrize(
+    "cause",
+    [
+        # (the same file's other refusals of the VBIOS's FWSEC interface, kernel_gsp_frts_tu102.c)
+        "NVRM: s_vbiosPatchInterfaceData: failed to find required interface entry for FWSEC cmd 0x15",
+        "NVRM: s_prepareForFwsec_TU102: failed to prepare interface data for FWSEC cmd 0x19: 0x25",
+    ],
+)
+def test_every_fwsec_interface_refusal_names_the_cause(tmp_path: Path, cause: str) -> None:
+    text = (
+        f"[   10.842107] {cause}\n"
+        "[   10.842116] NVRM: s_prepareForFwsec_TU102: (note: VBIOS version 94.02.71.40.83)\n"
+        "[   10.842171] NVRM: RmInitAdapter: Cannot initialize GSP firmware RM\n"
+        "[   10.843941] NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x62:0x25:2015)\n"
+    )
+    verdict, actual, _ = _xid(tmp_path, text)
+    assert verdict == "fail" and "-> update_driver" in actual and "-> replace" not in actual, actual

@@ -58,8 +58,8 @@ def test_r19_k1_xid_154_changes_are_each_judged() -> None:
     row = rule_xid(parse_kernel_log(first + then).events, True)
     assert row.verdict == "fail"
     assert row.detail.startswith("Ask the vendor to reboot the host")
-    assert "Xid 154 GPU Recovery Action Changed -> reboot" in row.actual
-    assert "Xid 154 GPU Recovery Action Changed -> reset_gpu" in row.actual
+    assert "Xid 154 GPU Recovery Action Changed (the driver: to Node Reboot Required) -> reboot" in row.actual
+    assert "Xid 154 GPU Recovery Action Changed (the driver: to Drain P2P) -> reset_gpu" in row.actual
 
 
 # --- R19-K2: a log of several boots: faults of a boot the box has since left ---------------------
