@@ -145,7 +145,7 @@ def test_iso_dmesg_values() -> None:
     assert log.events[0].timestamp == "2024-11-15T12:02:03,470068+00:00"
     row = rule_xid(log.events, True)
     assert row.verdict == "fail"
-    assert row.actual.startswith("GPU at PCI 0000:19:00: Xid 48 Double Bit ECC Error -> replace")
+    assert row.actual.startswith("GPU at PCI 0000:19:00: Xid 48 Double Bit ECC Error -> reset_gpu")
 
 
 def test_r4_f5_iso_dmesg_is_recognised_offline() -> None:

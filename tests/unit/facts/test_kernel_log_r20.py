@@ -9,7 +9,9 @@ the rental does not show was judged as the rental's own (a GPU reset asked of a 
 R20-K2: an error-containment Xid ends with the driver's own word whether the GPU now needs a
 reset, `RST: %s, D-RST: %s` (kern_gpu_ga100.c; error_cont.h's policy asks a drain and reset for
 several contained errors, Xid 94, under MIG memory partitioning). A contained Xid 94 the driver
-says needs a drain and reset was warned as an application fault; it fails as a GPU reset."""
+says needs a drain and reset was warned as an application fault; it fails as a GPU reset.
+Round 36 (measure36d 4): its `RST: No, D-RST: No` is watched as a contained GPU error, not a program's
+fault."""
 
 from __future__ import annotations
 
@@ -49,7 +51,10 @@ def test_a_mig_attributed_xid_names_its_gpu_by_index_and_instance() -> None:
     events = parse_kernel_log(read(MIG)).events
     check = rule_xid(events, True, gpus=[(0, "00000000:01:00.0"), (1, "00000000:02:00.0")])
     assert check.verdict == "fail"  # (the uncontained Xid 95: RST: Yes)
-    assert "GPU 0 (0000:01:00) MIG GPU-I:05: Xid 94 Contained memory error -> check_app" in check.actual
+    assert (
+        "GPU 0 (0000:01:00) MIG GPU-I:05: Xid 94 Contained memory error (contained to one program; the"
+        " driver: RST: No, D-RST: No, no GPU reset needed now) -> watch"
+    ) in check.actual
     assert "GPU 0 (0000:01:00): Xid 95 Uncontained memory error -> reset_gpu" in check.actual
 
 
@@ -65,8 +70,8 @@ def test_in_a_slice_a_mig_xid_on_a_gpu_not_shown_warns_not_fails() -> None:
 def test_a_contained_xid_the_driver_says_needs_a_drain_and_reset_fails() -> None:
     (event,) = parse_kernel_log(read(DRAIN)).xids()
     assert xid_action(event) == ("reset_gpu", "Contained memory error (the driver: D-RST: Yes)")
-    # (the driver's `RST: No, D-RST: No`: the catalogue's application fault)
-    assert xid_action(parse_kernel_log(read(MIG)).xids()[0])[0] == "check_app"
+    # (the driver's `RST: No, D-RST: No`: contained, no reset needed now: watched)
+    assert xid_action(parse_kernel_log(read(MIG)).xids()[0])[0] == "watch"
     # only the driver's tail says it: a process named `RST: Yes` or `D-RST:yes` is the user's word
     for line in (
         "NVRM: Xid (PCI:0000:01:00): 31, pid=1, name=python D-RST:yes, Ch 00000008\n",
@@ -94,8 +99,8 @@ def test_drain_and_reset_fails_offline(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("name", "verdict", "said"),
     [
-        # the driver's `RST: No, D-RST: No`: an application fault, as the catalogue says
-        (VM, "warn", "GPU at PCI 0000:00:08: Xid 94 Contained memory error -> check_app"),
+        # the driver's `RST: No, D-RST: No`: contained, no reset needed now (watched)
+        (VM, "warn", "GPU at PCI 0000:00:08: Xid 94 Contained memory error (contained to one program; the"),
         (GSP, "fail", "a GPU (no PCI address in the message): driver message (no Xid): GSP firmware timeout"),
         (POLISH, "fail", "GPU at PCI 0000:07:00: Xid 109 Context Switch Timeout Error x5 -> reset_gpu"),
     ],

@@ -57,6 +57,9 @@ class XidEntry:
     name: str
     action: str
     verified: bool
+    # (data/xid.yml reset_said: the result's words where the driver's line does not say whether the
+    # GPU needs a reset; set, the driver's `RST: No, D-RST: No` lifts the row's reset: watched)
+    reset_said: str = ""
 
 
 @loaded_once
@@ -69,7 +72,8 @@ def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], M
             code, action = row.get("code"), row.get("action")
             if not isinstance(code, int) or action not in ACTIONS or code in table:
                 raise ValueError(f"{path}: {key} row {row!r}: bad or duplicate code, or unknown action")
-            table[code] = XidEntry(code, _name(row), str(action), bool(row.get("verified")))
+            said = str(row.get("reset_said", "") or "")
+            table[code] = XidEntry(code, _name(row), str(action), bool(row.get("verified")), said)
         out.append(table)
     return out[0], out[1]
 
@@ -141,20 +145,40 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
     if entry is None:
         return "replace", "not in NVIDIA's catalogue"
     if entry.action == "from_message":
-        return _recovery_action(event.message), entry.name
+        target = _recovery_target(event.message)
+        return _recovery_action(
+            event.message
+        ), f"{entry.name} (the driver: to {target})" if target else entry.name
     if retired := _page_retirement(event) or _repair_pending(event, entry):
         return retired
     if entry.action in FAILING and _NONFATAL.match(event.message):
         return "watch", f"{entry.name} (non-fatal)"
-    said = _RESET_SAID.findall(event.message) if entry.action not in FAILING else []
+    return _reset_said(event, entry)
+
+
+def _reset_said(event: KernelEvent, entry: XidEntry) -> tuple[str, str]:
+    """(action, name) of an Xid line by the driver's own word whether the GPU needs a reset
+    (`RST: Yes` / `D-RST: Yes`: a reset, whatever the catalogue asks); a row with `reset_said`
+    (Xid 94: a GPU error contained to one program, a reset when convenient) watched where the
+    driver says `RST: No, D-RST: No`, and its reset asked, named as the row says, where the line
+    says neither; any other row as the catalogue says."""
+    said = _RESET_SAID.findall(event.message) if entry.action not in FAILING or entry.reset_said else []
+    words = said[-1] if said else ("", "")
     asked = [
-        f"{word}: Yes"
-        for word, yes in zip(("RST", "D-RST"), said[-1] if said else ("", ""), strict=True)
-        if yes.lower() == "yes"
+        f"{word}: Yes" for word, yes in zip(("RST", "D-RST"), words, strict=True) if yes.lower() == "yes"
     ]
     if asked:
         return "reset_gpu", f"{entry.name} (the driver: {', '.join(asked)})"
-    return entry.action, entry.name
+    if not entry.reset_said:
+        return entry.action, entry.name
+    if said:
+        # (the driver's `RST: No, D-RST: No`: contained, and no reset needed now)
+        return (
+            "watch",
+            f"{entry.name} (contained to one program; the driver: RST: No, D-RST: No, no GPU reset"
+            " needed now)",
+        )
+    return entry.action, f"{entry.name} ({entry.reset_said})"
 
 
 # The catalogue's Xid 63 / 64 are Ampere's row remapping events; before Ampere the same codes were
@@ -208,7 +232,7 @@ def _repair_pending(event: KernelEvent, entry: XidEntry) -> tuple[str, str] | No
     """(action, name) of an Xid line that says its memory repair waits for a GPU reset (or, as
     `Perform %s`, names what activates it: a reboot where it says one): `reset_gpu` (`reboot`),
     its name saying the driver's words; None for any other line, or where the catalogue already
-    asks for more (Xid 64's failed remap: `replace`). Where the GPU's nvidia-smi -q says nothing
+    asks for more (a reboot). Where the GPU's nvidia-smi -q says nothing
     is pending (`repair_done`), the catalogue's own action, the repair named done."""
     if event.kind != "xid" or not (m := _REPAIR_PENDING.search(event.message)):
         return None
@@ -281,6 +305,16 @@ def _recovery_action(message: str) -> str:
     if code_text is not None and int(code_text, 16) in _RECOVERY_CODES:
         return _RECOVERY_CODES[int(code_text, 16)]
     return _recovery_by_name(name)
+
+
+def _recovery_target(message: str) -> str:
+    """The printed name of the recovery action an Xid 154 message changed to (`GPU Reset
+    Required`), as the driver said it; '' where it names none."""
+    found = [(m.group(2) or "").strip() for m in _RECOVERY_TO.finditer(message) if m.group(1) or m.group(2)]
+    if found and found[-1]:
+        return found[-1]
+    named = _RECOVERY_NAMED.findall(message)
+    return named[-1] if named and not found else ""
 
 
 # the recovery actions' printed names (nvml.h's nvmlDeviceGpuRecoveryAction_t as the driver names them)

@@ -26,7 +26,7 @@ def read(name: str) -> str:
 
 def test_catalogues_load_with_sources() -> None:
     xids, sxids = load_xid_catalogue()
-    assert xids[79].action == "reboot" and xids[48].action == "replace" and xids[13].action == "check_app"
+    assert xids[79].action == "reboot" and xids[48].action == "reset_gpu" and xids[13].action == "check_app"
     assert xids[43].action == "ignore" and xids[119].action == "reset_gpu"
     assert sxids[20034].action == "reboot" and sxids[11012].action == "ignore"
     assert all(m.source for m in load_nvlink_models())

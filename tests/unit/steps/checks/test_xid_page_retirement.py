@@ -28,7 +28,7 @@ def xid(tmp_path: Path, text: str) -> tuple[str, str]:
 def test_page_retirement_line_says_reboot_to_activate(tmp_path: Path) -> None:
     verdict, actual = xid(tmp_path, V100.read_text())
     assert verdict == "fail"
-    assert "Xid 48 Double Bit ECC Error -> replace" in actual
+    assert "Xid 48 Double Bit ECC Error -> reset_gpu" in actual
     assert (
         "Xid 63 Dynamic Page Retirement (pre-Ampere memory repair): New page retired, reboot to activate"
         " -> reboot"
@@ -69,15 +69,16 @@ def test_row_remap_pending_alone_fails_with_reset_gpu(tmp_path: Path) -> None:
     assert actual.endswith(said), actual
 
 
-def test_a_failed_remap_keeps_the_catalogue_replace(tmp_path: Path) -> None:
+def test_a_failed_remap_asks_for_the_catalogues_gpu_reset(tmp_path: Path) -> None:
     """Edit (in memory): the same line as the driver prints a failed remap (Xid 64, `Row Remapper
-    Error: (0x...) - Row Remapping table is full`): the catalogue's replace, no reset said."""
+    Error: (0x...) - Row Remapping table is full`): the catalogue's GPU reset (RESET_GPU; a
+    replacement is not NVIDIA's resolution), no pending repair said."""
     line = ROW_REMAP.read_text().replace(
         "63, pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate.",
         "64, pid=1896, Row Remapper Error: (0x0000000000abcdef) - Row Remapping table is full",
     )
     verdict, actual = xid(tmp_path, line)
-    assert verdict == "fail" and actual.endswith("Xid 64 GPU memory remapping failure -> replace"), actual
+    assert verdict == "fail" and actual.endswith("Xid 64 GPU memory remapping failure -> reset_gpu"), actual
 
 
 def test_the_reload_the_driver_form_asks_for_a_reboot(tmp_path: Path) -> None:

@@ -24,7 +24,12 @@ ELIDED_154 = (
 def test_xid_154_with_its_change_elided_reads_the_action_it_names() -> None:
     check = rule_xid(parse_kernel_log(ELIDED_154).events, True)
     assert check.verdict == "fail"
-    assert check.actual.count("Xid 154 GPU Recovery Action Changed -> reboot") == 2, check.actual
+    assert (
+        check.actual.count(
+            "Xid 154 GPU Recovery Action Changed (the driver: to Node Reboot Required) -> reboot"
+        )
+        == 2
+    ), check.actual
     assert "replace" not in check.actual and check.detail.startswith("Ask the vendor to reboot"), check.detail
 
 
