@@ -84,6 +84,7 @@ from gpuonboard.facts.kernel_order import out_of_order
 from gpuonboard.facts.kernel_pager import pager_view
 from gpuonboard.facts.kernel_pieces import pieced
 from gpuonboard.facts.kernel_quoted import (
+    bus_excerpt,
     driver_excerpt,
     gpu_driver_only,
     nvidia_only,
@@ -160,6 +161,9 @@ class KernelLog:
     # (kernel_quoted.driver_excerpt): its first line; an excerpt around a fault, it says nothing
     # of the NVSwitch driver's SXids
     driver_excerpt: str | None = None
+    # a saved log whose every line holds a PCI address or `nvidia`, some only the address
+    # (kernel_quoted.bus_excerpt): its first line; a grep by the GPUs' bus addresses
+    bus_excerpt: str | None = None
     # a saved log that ends before the GPU driver logged anything, or of a GPU nouveau holds with
     # no line of the NVIDIA driver (facts/kernel_span.py): why; ""
     early_end: str = ""
@@ -726,6 +730,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         nvidia_only=nvidia_only(saved),
         said_lines=said_count(saved),
         driver_excerpt=driver_excerpt(saved),
+        bus_excerpt=bus_excerpt(saved),
         early_end=ends_before_driver(saved) or held_by_nouveau(saved),
         pieced=pieced(given.splitlines()) or out_of_order(reader.boots.disorder),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),
