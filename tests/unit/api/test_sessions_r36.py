@@ -202,3 +202,25 @@ def test_an_other_tools_section_does_not_swallow_the_xid_lines_below_it(tmp_path
     got = verdicts(tmp_path, "session.txt", text, "gpu_model: H100 SXM\ngpu_count: 8\n")
     assert got["gpu_xid"][0] == "fail", got["gpu_xid"]
     assert "Xid 79" in got["gpu_xid"][1], got["gpu_xid"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "nvidia-smi --query-gpu=name --format=csv,noheader | sort -u",
+        "nvidia-smi --query-gpu=name --format=csv,noheader | sort --unique",
+        "nvidia-smi --query-gpu=name --format=csv,noheader | sort -ru | cat",
+        "nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | sort -u",
+    ],
+)
+def test_a_sort_u_of_the_gpu_list_is_narrowed(tmp_path: Path, command: str) -> None:
+    """`nvidia-smi --query-gpu=name --format=csv,noheader | sort -u` printed one line for a box of
+    8 alike (the names of the real 8-GPU H100 table): a narrowing filter like `uniq`, so
+    gpu_count is unverified, never a hardware claim (revR F2: gpu_count FAIL "7 of the 8 ordered
+    GPUs missing"; with two fields, PASS on a count of 1 the box never said)."""
+    name = "NVIDIA H100 80GB HBM3"
+    assert name in TABLE_8_H100.read_text()
+    row = f"{name}, 81559 MiB" if "memory.total" in command else name
+    got = verdicts(tmp_path, "session.txt", f"$ {command}\n{row}\n", "gpu_model: H100 SXM\ngpu_count: 8\n")
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+    assert got["gpu_model"][0] == "unverified", got["gpu_model"]
