@@ -24,7 +24,7 @@ from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.xid_catalogue import XID_FILE
 from gpuonboard.steps.checks.xid_rules import xid_action
 
-from ...offline_judge import checks
+from ...offline_judge import checks, judged_box
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 XID120_154 = REAL / (
@@ -167,3 +167,57 @@ def test_every_fwsec_interface_refusal_names_the_cause(tmp_path: Path, cause: st
     )
     verdict, actual, _ = _xid(tmp_path, text)
     assert verdict == "fail" and "-> update_driver" in actual and "-> replace" not in actual, actual
+
+
+# (a `journalctl -k` of two boots, the first with one Xid, as revR c6: a test input; the Xid's own
+# text is the driver's for the code)
+_TWO_BOOTS = (
+    "Mar 02 09:58:01 gpu01 kernel: Linux version 5.15.0-105-generic #115-Ubuntu SMP\n"
+    "Mar 02 09:58:10 gpu01 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07\n"
+    "Mar 02 10:00:01 gpu01 kernel: NVRM: Xid (PCI:{pci}): {code}, pid=20431, name=python3, {text}\n"
+    "-- Boot 5e1c0c3a2f0d4b8e9c6b0a1d2e3f4a5b --\n"
+    "Mar 02 10:20:01 gpu01 kernel: Linux version 5.15.0-105-generic #115-Ubuntu SMP\n"
+    "Mar 02 10:20:10 gpu01 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07\n"
+    "Mar 02 10:20:11 gpu01 kernel: nvidia-uvm: Loaded the UVM driver, major device number 509.\n"
+)
+H100_Q = REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+
+
+@pytest.mark.parametrize(
+    ("code", "text", "with_q", "verdict"),
+    [
+        # (a row-remap failure is not undone by the reboot since: it still fails)
+        (64, "Row Remapper Error: Failed to remap row", False, "fail"),
+        # (unless the GPU's -q beside the log says no remap ever failed: the reboot since did it)
+        (64, "Row Remapper Error: Failed to remap row", True, "warn"),
+        # (a double-bit error's reset was done by the reboot since: warned, as before)
+        (
+            48,
+            "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer",
+            False,
+            "warn",
+        ),
+    ],
+)
+def test_an_earlier_boots_remap_failure_is_not_cleared_by_the_reboot(
+    tmp_path: Path, code: int, text: str, with_q: bool, verdict: str
+) -> None:
+    """Xid 64 (row-remap failure) logged before the log's last reboot: data/xid.yml
+    `cleared_by_reset: false` (NVML: set if a row remapping ever failed; NVIDIA's RMA threshold),
+    so it keeps failing (revR F3: it only warned "the reboot did the GPU reset they asked for"),
+    unless that GPU's nvidia-smi -q says `Remapping Failure Occurred: No`."""
+    files = {"journal.txt": _TWO_BOOTS.format(pci="0000:19:00", code=code, text=text)}
+    if with_q:
+        assert "Remapping Failure Occurred        : No" in H100_Q.read_text()
+        files["nvidia-smi-q.txt"] = H100_Q.read_text()
+    _, judged = judged_box(tmp_path, files, "gpu_count: 8\n" if with_q else "gpu_count: 1\n")
+    check = judged["gpu_xid"]
+    assert check.verdict == verdict, check.actual
+    assert f"Xid {code}" in check.actual, check.actual
+    assert ("rebooted_since" in check.actual) == (verdict == "warn"), check.actual
+
+
+def test_the_remap_failure_row_is_not_cleared_by_reset() -> None:
+    xids = {row["code"]: row for row in yaml.safe_load(XID_FILE.read_text())["xid"]}
+    assert xids[64].get("cleared_by_reset") is False
+    assert all(row.get("cleared_by_reset", True) for code, row in xids.items() if code != 64)
