@@ -221,3 +221,25 @@ def test_the_remap_failure_row_is_not_cleared_by_reset() -> None:
     xids = {row["code"]: row for row in yaml.safe_load(XID_FILE.read_text())["xid"]}
     assert xids[64].get("cleared_by_reset") is False
     assert all(row.get("cleared_by_reset", True) for code, row in xids.items() if code != 64)
+
+
+D3COLD = (
+    REAL / "dmesg__d3cold-not-ready-giving-up-rminitadapter-x3__line-cut-as-stored__gpu-passthrough-39.txt"
+)
+OFF_BUS = REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt"
+
+
+@pytest.mark.parametrize("lost", ["xid79", "d3cold"])
+def test_a_gpu_lost_before_its_fwsec_refusal_is_not_blamed_on_the_vbios(tmp_path: Path, lost: str) -> None:
+    """The GPU's own loss (Xid 79 `GPU has fallen off the bus`, the kernel's `Unable to change
+    power state from D3cold to D0`: real lines, put on the FWSEC fixture's GPU) logged before the
+    FWSEC refusal: a GPU off the bus reads a VBIOS table of garbage, so FWSEC is not named as the
+    cause and no driver update asked for (revR L2 c17, c18: `-> update_driver`)."""
+    if lost == "xid79":
+        line = next(ln for ln in OFF_BUS.read_text().split("\n") if ": 79," in ln)
+        line = "[   10.800001]" + line.split("]", 1)[1].replace("0000:02:00", "0000:01:00")
+    else:
+        line = next(ln for ln in D3COLD.read_text().split("\n") if "D3cold to D0" in ln)
+    verdict, actual, _ = _xid(tmp_path, f"{line}\n{FWSEC.read_text()}")
+    assert verdict == "fail", actual
+    assert "FWSEC" not in actual and "-> update_driver" not in actual, actual
