@@ -148,6 +148,19 @@ def test_a_gpustat_output_is_named_as_gpustat(tmp_path: Path, path: Path) -> Non
     ), said
 
 
+@pytest.mark.parametrize("path", GPUSTATS, ids=lambda p: p.name[:40])
+def test_a_gpustat_output_beside_a_table_is_a_note(tmp_path: Path, path: Path) -> None:
+    """gpustat's output in a folder beside nvidia-smi's table: named in a note and the table
+    judged, as a GPU reset's refusal is (revR L3: the whole folder was refused, exit 2)."""
+    (tmp_path / "gpustat.txt").write_text(path.read_text())
+    table = REAL / "nvidia-smi__geforce-rtx-3050-4gb-laptop__1gpu__driver531.88__windows-tcc-wddm.txt"
+    (tmp_path / "nvidia-smi.txt").write_text(table.read_text())
+    notes: list[str] = []
+    raw = offline.load_outputs([str(tmp_path)], notes)
+    assert "nvidia_smi_table" in raw, raw.keys()
+    assert any("gpustat's output (`[0] " in n for n in notes), notes
+
+
 DOCKER_RUN = (
     REAL / "nvidia-smi__rtx3060-laptop-wsl__580.76.04-580.97__docker-run-gpus-all__copied-command"
     "__cut-after-gpu-row__dify-wsl-pt.txt"
