@@ -10,6 +10,7 @@ that is not whole); what it shows is judged as usual. `nvidia-smi topo -mp` prin
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, elsewhere, run, runs, tool_name
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
@@ -42,6 +43,19 @@ _PASSES = frozenset(
         "batcat",
     }
 )
+# sort's option that keeps one line of each run of equal ones (`sort -u`, `-nu`, `--unique`)
+_SORT_UNIQUE = re.compile(r"--unique|-[A-Za-z]*u[A-Za-z]*")
+
+
+def _passes(name: str, stage: Sequence[str]) -> bool:
+    """A pipeline's stage `name` (its words `stage`) passes every line it gets (_PASSES): a `sort
+    -u` does not, it keeps one of each line (`nvidia-smi --query-gpu=name --format=csv,noheader |
+    sort -u` printed one name on a box of 8 alike: revR F2, gpu_count "7 of the 8 missing")."""
+    if name not in _PASSES:
+        return False
+    return name != "sort" or not any(_SORT_UNIQUE.fullmatch(word) for word in stage[1:])
+
+
 # df's options that narrow the listing (-t TYPE, -l local only), and those that take a value
 _DF_NARROWING = frozenset({"-t", "--type", "-l", "--local"})
 _DF_VALUED = frozenset({"-B", "--block-size", "-t", "--type", "-x", "--exclude-type"})
@@ -70,7 +84,7 @@ def _narrowed_run(kind: str, ran: Run) -> str:
         # (first: a filter after it keeps lines, this hides what every line could say)
         return f"`{ran.said}` {PCIE_PATHS_ONLY}"
     for stage in ran.stages[1:]:  # (a `|` inside quotes, `-g 'Xid|NVRM'`, is no pipe)
-        if stage and (name := stage[0].rsplit("/", 1)[-1]) not in _PASSES:
+        if stage and not _passes(name := stage[0].rsplit("/", 1)[-1], stage):
             if kind == "lscpu" and _args_of(ran.head, ("lscpu",)) and _drops_no_count(stage):
                 continue  # (`lscpu | grep -v Flags`)
             return f"`{ran.said}` keeps only the lines {name} let through"

@@ -263,7 +263,7 @@ def _typed_session(text: str) -> tuple[str, list[transcript.Section]] | None:
     # beside another tool's, `ibdev2netdev` then `rdma link`, said as not read: m36b 25)
     said = [p for p in parts if not p.empty]
     known = [p for p in said if p.line and detect_kind(p.text) is not None]
-    others = [p for p in said if p.line and typed_commands.other_typed(p.command)]
+    others = [p for p in said if p.line and typed_commands.other_section(p.command, p.text, detect_kind)]
     if known and len(known) + len(others) == len(said) and (kind is not None or others):
         return typed, parts
     return None

@@ -762,6 +762,8 @@ def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[
         return missing
     if (reset := reset_refusal(where, text)) is not None:  # (read, nothing judged: a note beside others)
         raise UnjudgedOutput(reset)
+    if gpustat := _gpustat_sentence(text):  # (named alone; beside others a note: revR L3)
+        raise UnjudgedOutput(f"{where}: {gpustat}")
     if (refusal := empty_or_refused(where, text, copied, warned)) is not None:
         raise UsageError(refusal)
     if (refused := kernel_log_refusal(text)) is not None:

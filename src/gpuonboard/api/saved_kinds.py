@@ -81,7 +81,19 @@ def unstamped_kinds(text: str) -> list[str]:
     matched = [m for line in lines if not _kernel_line(line) and (m := _KERNEL_SHAPE.match(line))]
     if not matched or len(matched) * 2 < len(lines):
         return []
-    return list(dict.fromkeys(_shape_family(m.group(0)) for m in matched))
+    return _families(matched, lines)
+
+
+def _families(matched: list[re.Match[str]], lines: list[str]) -> list[str]:
+    """The kinds of kernel line (_shape_family) of the unstamped lines `matched` among `lines`,
+    DRM's (`[drm] Initialized nvidia-drm ... for 0000:17:00.0`) one of them only where every line
+    holds `nvidia` (an excerpt no rule passes: kernel_quoted.nvidia_only): a grep by the GPUs' bus
+    addresses keeps the PCI core's, the driver's and DRM's lines of them, and DRM's must not make
+    its two kinds the three of a log (revR F1)."""
+    kinds = list(dict.fromkeys(_shape_family(m.group(0)) for m in matched))
+    if "[drm]" in kinds and not all("nvidia" in line.lower() for line in lines):
+        kinds.remove("[drm]")
+    return kinds
 
 
 def _shape_family(shape: str) -> str:
@@ -288,7 +300,7 @@ def detect_fabric_kind(text: str) -> str | None:
     if (
         shaped >= _UNSTAMPED_LEAST
         and shaped * 4 >= min(len(lines), 200)
-        and len({_shape_family(m.group(0)) for m in matched}) >= _UNSTAMPED_LEAST
+        and len(_families(matched, lines[:200])) >= _UNSTAMPED_LEAST
     ):
         return "kernel_log"
     if kernel:  # (a log of stamped lines and unstamped ones, or of ISO times the kernel's lines vouch for)

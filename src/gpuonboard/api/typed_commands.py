@@ -5,6 +5,7 @@ a `$ ` prompt before each, so that it reads as a saved session (api/transcript.p
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from gpuonboard.api.transcript import COMMANDS, LABEL_LINE, LONGEST_PROMPT, is_prompt, names_tool
 
@@ -46,6 +47,26 @@ _OTHER_TYPED = re.compile(
 def other_typed(command: str) -> bool:
     """Whether `command` is a typed command of a tool whose output is not read (_OTHER_TYPED)."""
     return _OTHER_TYPED.fullmatch(command.strip()) is not None and not names_tool(command)
+
+
+# a kernel log's line of the driver or of an NVSwitch (`NVRM: Xid ...`, `nvidia-nvswitch0: SXid
+# ...`, `NVRM: GPU 0000:19:00.0: ...`): never another tool's output
+_KERNEL_LINE = re.compile(r"\bNVRM:|\bS?Xid\b|nvidia-nvswitch\d*:")
+
+
+def other_section(command: str, text: str, detect: Callable[[str], str | None]) -> bool:
+    """Whether `text`, the section below `command`, is that other tool's output only (`ip -br a`
+    and its lines): a typed command of a tool not read (other_typed) whose text holds no kernel
+    line of the driver's (an Xid) and no paragraph (split at blank lines) of a kind that is read
+    (`detect`: its kind, or None). Its paragraph of an untyped `dmesg` below it is not that
+    tool's: the section is not said as not read (revR F4: two `NVRM: Xid ... 79` lines pasted
+    below `ip -br a` were dropped, and the run passed)."""
+    if not other_typed(command):
+        return False
+    if any(_KERNEL_LINE.search(line) for line in text.split("\n")):
+        return False
+    paragraphs = re.split(r"\n[ \t]*\n", text)
+    return not any(detect(p) is not None for p in paragraphs[1:] if p.strip())
 
 
 def _typed_commands(lines: list[str]) -> list[str]:

@@ -84,6 +84,7 @@ from gpuonboard.facts.kernel_order import out_of_order
 from gpuonboard.facts.kernel_pager import pager_view
 from gpuonboard.facts.kernel_pieces import pieced
 from gpuonboard.facts.kernel_quoted import (
+    bus_excerpt,
     driver_excerpt,
     gpu_driver_only,
     nvidia_only,
@@ -160,6 +161,9 @@ class KernelLog:
     # (kernel_quoted.driver_excerpt): its first line; an excerpt around a fault, it says nothing
     # of the NVSwitch driver's SXids
     driver_excerpt: str | None = None
+    # a saved log whose every line holds a PCI address or `nvidia`, some only the address
+    # (kernel_quoted.bus_excerpt): its first line; a grep by the GPUs' bus addresses
+    bus_excerpt: str | None = None
     # a saved log that ends before the GPU driver logged anything, or of a GPU nouveau holds with
     # no line of the NVIDIA driver (facts/kernel_span.py): why; ""
     early_end: str = ""
@@ -494,6 +498,7 @@ class _Reader:
         self.preambles: list[_Preamble] = []
         self.tail: KernelEvent | None = None  # the last line, cut before it says anything
         self.driver_lines = 0  # NVRM and NVSwitch lines read
+        self.driver_at = -1  # the count of lines read (`lines`) at the last of them
         self.monotonic = False  # a journal stamped in seconds since boot (kernel_wrap.monotonic_journal)
         self.source: str | None = None
         self.first: str | None = None
@@ -560,10 +565,12 @@ class _Reader:
                 if _DRIVER_LOAD.match(part):
                     self.load_starts.append(len(self.events))
                 tag = "NVRM: " if line.startswith("NVRM:", m.start()) else "NVRM "
-                if _REPORT_INDENT.match(m.group(1)):
+                if _REPORT_INDENT.match(m.group(1)) and self.driver_at == self.lines - 1:
                     # (a line of a report the driver printed over several records, indented under
-                    # its tag: the Xid 120 report's `NVRM:         s8:0x0000` register dump, the GSP
-                    # RPC history's rows; the tag kept as printed, so the line reads as one of them)
+                    # its tag, right below the report's heading or another of its lines: the Xid 120
+                    # report's `NVRM:         s8:0x0000` register dump, the GSP RPC history's rows;
+                    # the tag kept as printed, so the line reads as one of them. An indented line
+                    # below another driver's is no report's: revR L1)
                     tag = f"{tag.rstrip()} {m.group(1)[: len(m.group(1)) - len(m.group(1).lstrip())]}"
                 self.message = _Message(_prefix(line, m.start()), part, tag=tag)
             if cut and not whole_when_cut(self.message.text):
@@ -584,6 +591,7 @@ class _Reader:
             self.tail = KernelEvent("cut", 0, "", said, cut=said)
         if _NVRM.search(line) or _NVSWITCH.search(line):
             self.driver_lines += 1
+            self.driver_at = self.lines
 
     def probe_read(self, line: str) -> None:
         """The kernel's `nvidia: probe of ADDR failed` line, if `line` is one, with its place among
@@ -726,6 +734,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         nvidia_only=nvidia_only(saved),
         said_lines=said_count(saved),
         driver_excerpt=driver_excerpt(saved),
+        bus_excerpt=bus_excerpt(saved),
         early_end=ends_before_driver(saved) or held_by_nouveau(saved),
         pieced=pieced(given.splitlines()) or out_of_order(reader.boots.disorder),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),

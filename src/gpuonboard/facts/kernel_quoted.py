@@ -12,7 +12,7 @@ from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 from gpuonboard.once import lazy_re
 
-__all__ = ["gpu_driver_only", "nvidia_only", "nvswitch_only", "quoting_report"]
+__all__ = ["bus_excerpt", "gpu_driver_only", "nvidia_only", "nvswitch_only", "quoting_report"]
 
 # a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
 # before the driver's tag, after text that is no kernel stamp (`[XID found] (54 minutes ago) "`)
@@ -178,3 +178,27 @@ def driver_excerpt(lines: list[str]) -> str | None:
     return (
         None if _other_program_without(lines, "nvidia") and _other_program_without(lines, "nvrm") else said[0]
     )
+
+
+# a PCI device's address in a kernel line (`0000:17:00.0`, `PCI:0000:19:00`)
+_PCI_ADDRESS = lazy_re(r"\b[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\b", re.I)
+
+
+def bus_excerpt(lines: list[str]) -> str | None:
+    """The first line of a saved log (no live probe's header) printed without stamps whose every
+    line holds a PCI address or `nvidia` (any case), some without `nvidia` or `NVRM`: a grep by
+    the GPUs' bus addresses (`dmesg -t | grep -E '0000:17:00|0000:65:00'`: `pci 0000:17:00.0:
+    ...`, `nvidia 0000:17:00.0: enabling device`, `[drm] Initialized nvidia-drm ... for
+    0000:17:00.0`) or by those and the driver's word, saved without its command: no kernel log
+    has only such lines (its banner, its command line, its memory map hold none), so the lines it
+    left out, an SXid's or another GPU's Xid among them, are not known (revR F1: such an excerpt
+    passed gpu_xid and nvswitch_sxid). None where any line is another's, or every line is the
+    driver's (holds `nvidia` or `NVRM`: nvidia_only, driver_excerpt)."""
+    said = _kernel_said(lines)
+    if not said or all("nvidia" in (text := _text(line)) or "nvrm" in text for line in said):
+        return None  # (the driver's lines: nvidia_only, driver_excerpt)
+    if any(KERNEL_STAMP.match(line.strip()) or _HOST_HEAD.match(line) for line in said):
+        return None  # (a stamped log: its stamps show where it starts and what it spans)
+    if not all("nvidia" in (text := _text(line)) or _PCI_ADDRESS.search(text) for line in said):
+        return None
+    return None if _other_program_without(lines, "nvidia") else said[0]

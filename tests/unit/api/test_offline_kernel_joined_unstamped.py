@@ -124,12 +124,14 @@ def test_driver_lines_without_stamps_joined_and_no_xid_never_pass(
 def test_driver_lines_without_stamps_joined_that_pass_whole_are_unverified(tmp_path: Path) -> None:
     """Corrected AER lines and the NVIDIA driver's load line (real lines, the test's pick): whole,
     no Xid passes; joined, the pieces are read but the log's other lines could be hidden in their
-    words: unverified, saying so (the kernel's own `e820: ...` would be one such line)."""
+    words: unverified, saying so (the kernel's own `e820: ...` would be one such line). (Whole,
+    the lines all hold a PCI address or the driver's word: an excerpt, no pass either: revR F1.)"""
     lines = [
         *_unstamped("dmesg__pcieport-aer-fatal-surprise-down-xid-79__gpu-burn-1.txt")[:4],
         _unstamped("dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt")[0],
     ]
-    assert _gpu_xid(tmp_path / "whole", "\n".join(lines) + "\n")[0] == "pass"
+    whole = _gpu_xid(tmp_path / "whole", "\n".join(lines) + "\n")
+    assert whole[0] == "unverified" and "only lines with a PCI address or `nvidia`" in whole[1], whole
     for how, text in {"all": " ".join(lines) + "\n", "pairs": _pairs(lines)}.items():
         verdict, said = _gpu_xid(tmp_path / how, text)
         assert verdict == "unverified", (how, said)

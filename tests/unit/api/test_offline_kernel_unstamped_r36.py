@@ -45,3 +45,32 @@ def test_the_picked_lines_pass_no_rule(tmp_path: Path) -> None:
 def test_one_kind_of_the_lines_alone_is_still_refused(keep: str) -> None:
     text = "".join(line for line in PICKED.read_text().splitlines(True) if line.startswith(keep))
     assert detect_kind(text) is None
+
+
+# (the PCI core's lines of the two GPUs the picked lines name, as `dmesg -t` prints them: a test input)
+PCI_LINES = (
+    "pci 0000:3b:00.0: [10de:2684] type 00 class 0x030000\n"
+    "pci 0000:3b:00.0: reg 0x10: [mem 0xd0000000-0xd0ffffff]\n"
+    "pci 0000:86:00.0: [10de:2684] type 00 class 0x030000\n"
+    "pci 0000:86:00.0: reg 0x10: [mem 0xe0000000-0xe0ffffff]\n"
+)
+
+
+def test_a_grep_by_bus_addresses_is_refused_drm_making_no_third_kind() -> None:
+    """`dmesg -t | grep -E '0000:3b:00|0000:86:00'`: the PCI core's, the driver's and DRM's lines
+    of the two GPUs, `pci` and `nvidia` lines of 2 kinds: refused as a grep (revR F1: `[drm]`
+    counted as a third kind, the excerpt was read and passed gpu_xid and nvswitch_sxid)."""
+    picked = [line for line in PICKED.read_text().splitlines(True) if "0000:" in line]
+    text = PCI_LINES + "".join(picked)
+    assert detect_kind(text) is None
+    assert unstamped_kinds(text) == ["pci", "nvidia"]
+
+
+def test_the_picked_lines_and_a_pci_line_pass_no_rule(tmp_path: Path) -> None:
+    """The picked lines and one PCI core line of the same GPU (a grep for `nvidia` and its bus
+    address): read, but an excerpt, so gpu_xid and nvswitch_sxid are unverified (revR F1 c5:
+    both passed "no Xid in the kernel log")."""
+    text = PCI_LINES.splitlines(True)[0] + PICKED.read_text()
+    got = verdicts(tmp_path, "dmesg-after-reboot.txt", text, "gpu_count: 2\n")
+    assert got["gpu_xid"][0] == "unverified", got["gpu_xid"]
+    assert got["nvswitch_sxid"][0] == "unverified", got["nvswitch_sxid"]

@@ -148,6 +148,19 @@ def test_a_gpustat_output_is_named_as_gpustat(tmp_path: Path, path: Path) -> Non
     ), said
 
 
+@pytest.mark.parametrize("path", GPUSTATS, ids=lambda p: p.name[:40])
+def test_a_gpustat_output_beside_a_table_is_a_note(tmp_path: Path, path: Path) -> None:
+    """gpustat's output in a folder beside nvidia-smi's table: named in a note and the table
+    judged, as a GPU reset's refusal is (revR L3: the whole folder was refused, exit 2)."""
+    (tmp_path / "gpustat.txt").write_text(path.read_text())
+    table = REAL / "nvidia-smi__geforce-rtx-3050-4gb-laptop__1gpu__driver531.88__windows-tcc-wddm.txt"
+    (tmp_path / "nvidia-smi.txt").write_text(table.read_text())
+    notes: list[str] = []
+    raw = offline.load_outputs([str(tmp_path)], notes)
+    assert "nvidia_smi_table" in raw, raw.keys()
+    assert any("gpustat's output (`[0] " in n for n in notes), notes
+
+
 DOCKER_RUN = (
     REAL / "nvidia-smi__rtx3060-laptop-wsl__580.76.04-580.97__docker-run-gpus-all__copied-command"
     "__cut-after-gpu-row__dify-wsl-pt.txt"
@@ -175,3 +188,52 @@ def test_a_container_command_reads_alike_under_a_prompt_or_none(tmp_path: Path, 
     assert [(c.name, c.verdict, c.actual) for c in got[0]] == [(c.name, c.verdict, c.actual) for c in got[1]]
     count = next(c for c in got[0] if c.name == "gpu_count")
     assert ("container it started" in count.actual) == (path is COMPOSE_RUN), count
+
+
+TABLE_8_H100 = REAL / "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07__no-processes.txt"
+XID_79 = REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt"
+# (an `ip -br a` listing: a tool this tool does not read; its lines as a test input)
+IP_BR_A = (
+    "lo               UNKNOWN        127.0.0.1/8 ::1/128\n"
+    "eno1             UP             10.0.3.17/24 fe80::3eec:efff:fe2a:1b10/64\n"
+    "eno2             DOWN\n"
+    "ibp24s0          UP             192.168.100.17/24\n"
+    "ibp64s0          UP             192.168.101.17/24\n"
+    "ibp79s0          UP             192.168.102.17/24\n"
+    "docker0          DOWN           172.17.0.1/16\n"
+)
+
+
+@pytest.mark.parametrize("other", ["ip -br a", "uname -a", "lsmod | head"])
+def test_an_other_tools_section_does_not_swallow_the_xid_lines_below_it(tmp_path: Path, other: str) -> None:
+    """`nvidia-smi` typed above its table, a blank line, `ip -br a` typed above its lines, a blank
+    line, then the kernel log's `NVRM: Xid ...: 79` lines pasted without their command: the Xid
+    79 is judged (gpu_xid FAIL), never dropped as `ip`'s output "not read" (revR F4: gpu_xid not
+    judged, every rule passed or unverified, exit 0)."""
+    xid = [line for line in XID_79.read_text().splitlines() if "fallen off the bus" in line]
+    text = f"nvidia-smi\n{TABLE_8_H100.read_text().rstrip()}\n\n{other}\n{IP_BR_A}\n" + "\n".join(xid) + "\n"
+    got = verdicts(tmp_path, "session.txt", text, "gpu_model: H100 SXM\ngpu_count: 8\n")
+    assert got["gpu_xid"][0] == "fail", got["gpu_xid"]
+    assert "Xid 79" in got["gpu_xid"][1], got["gpu_xid"]
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "nvidia-smi --query-gpu=name --format=csv,noheader | sort -u",
+        "nvidia-smi --query-gpu=name --format=csv,noheader | sort --unique",
+        "nvidia-smi --query-gpu=name --format=csv,noheader | sort -ru | cat",
+        "nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | sort -u",
+    ],
+)
+def test_a_sort_u_of_the_gpu_list_is_narrowed(tmp_path: Path, command: str) -> None:
+    """`nvidia-smi --query-gpu=name --format=csv,noheader | sort -u` printed one line for a box of
+    8 alike (the names of the real 8-GPU H100 table): a narrowing filter like `uniq`, so
+    gpu_count is unverified, never a hardware claim (revR F2: gpu_count FAIL "7 of the 8 ordered
+    GPUs missing"; with two fields, PASS on a count of 1 the box never said)."""
+    name = "NVIDIA H100 80GB HBM3"
+    assert name in TABLE_8_H100.read_text()
+    row = f"{name}, 81559 MiB" if "memory.total" in command else name
+    got = verdicts(tmp_path, "session.txt", f"$ {command}\n{row}\n", "gpu_model: H100 SXM\ngpu_count: 8\n")
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+    assert got["gpu_model"][0] == "unverified", got["gpu_model"]

@@ -446,7 +446,7 @@ def _no_xid_lines(log: KernelLog) -> str:
             " are not known"
         )
     if log.nvidia_only is None:
-        return ""
+        return _bus_excerpt(log)
     count = log.said_lines or log.lines
     n = f"{count} line{'s' if count != 1 else ''}"
     return (
@@ -467,12 +467,27 @@ def _no_nvswitch_lines(log: KernelLog) -> str:
             " SXid lines among them) are not known"
         )
     if log.nvrm_only is None:
-        return ""
+        return _bus_excerpt(log)
     count = log.said_lines or log.lines  # (the NVRM lines, not a page's bare `> ` mark above them)
     n = f"{count} line{'s' if count != 1 else ''}"
     return (
         f"it holds only lines with NVRM ({n}, first `{log.nvrm_only[:80]}`), picked from the log:"
         " the NVSwitch driver's SXid lines (`nvidia-nvswitch...`) could not be among them"
+    )
+
+
+def _bus_excerpt(log: KernelLog) -> str:
+    """Why a saved log says nothing of the Xids or SXids it does not hold: each of its lines holds
+    a PCI address or `nvidia` (a `dmesg -t | grep -E '0000:17:00|0000:65:00'` saved without its
+    command: kernel_quoted.bus_excerpt); ""."""
+    if log.bus_excerpt is None:
+        return ""
+    count = log.said_lines or log.lines
+    n = f"{count} line{'s' if count != 1 else ''}"
+    return (
+        f"it holds only lines with a PCI address or `nvidia` ({n}, first `{log.bus_excerpt[:80]}`),"
+        " picked from the log (a grep by the GPUs' bus addresses): its other lines, another GPU's"
+        " Xid lines and the NVSwitch driver's SXid lines among them, are not known"
     )
 
 

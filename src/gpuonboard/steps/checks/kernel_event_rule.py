@@ -16,7 +16,7 @@ from gpuonboard.facts.kernel_log import KernelEvent, NvrmFault, load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import REPORT_LINE, REPORT_WORDS
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.xid_catalogue import NOTED, xid_action
+from gpuonboard.steps.checks.xid_catalogue import NOTED, cleared_by_reset, xid_action
 from gpuonboard.steps.checks.xid_causes import CAUSE
 
 # what the renter asks the vendor to do, per action
@@ -129,8 +129,11 @@ REBOOTED_SINCE = "rebooted_since"
 
 def action_now(event: KernelEvent, action: str) -> str:
     """`action` of an event, or REBOOTED_SINCE where the log shows a reboot after it that did
-    what it asked for (a GPU reset or a reboot); a replacement, a driver update stay asked for."""
-    return REBOOTED_SINCE if event.earlier_boot and action in ("reset_gpu", "reboot") else action
+    what it asked for (a GPU reset or a reboot) and that undoes what it says (cleared_by_reset:
+    not Xid 64's row-remap failure); a replacement, a driver update stay asked for."""
+    if event.earlier_boot and action in ("reset_gpu", "reboot") and cleared_by_reset(event):
+        return REBOOTED_SINCE
+    return action
 
 
 def rebooted_since_advice(what: str, reset: str) -> str:

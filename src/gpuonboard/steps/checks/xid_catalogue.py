@@ -25,6 +25,7 @@ __all__ = [
     "NOTED",
     "XID_FILE",
     "XidEntry",
+    "cleared_by_reset",
     "load_xid_catalogue",
     "noise_alone",
     "repairs_done",
@@ -60,6 +61,9 @@ class XidEntry:
     # (data/xid.yml reset_said: the result's words where the driver's line does not say whether the
     # GPU needs a reset; set, the driver's `RST: No, D-RST: No` lifts the row's reset: watched)
     reset_said: str = ""
+    # (data/xid.yml cleared_by_reset: false where a GPU reset or reboot does not undo what the code
+    # says, Xid 64's row-remap failure: an earlier boot's still fails, the reboot since no cure)
+    cleared_by_reset: bool = True
 
 
 @loaded_once
@@ -73,7 +77,8 @@ def load_xid_catalogue(path: Path = XID_FILE) -> tuple[Mapping[int, XidEntry], M
             if not isinstance(code, int) or action not in ACTIONS or code in table:
                 raise ValueError(f"{path}: {key} row {row!r}: bad or duplicate code, or unknown action")
             said = str(row.get("reset_said", "") or "")
-            table[code] = XidEntry(code, _name(row), str(action), bool(row.get("verified")), said)
+            cleared = row.get("cleared_by_reset", True) is not False
+            table[code] = XidEntry(code, _name(row), str(action), bool(row.get("verified")), said, cleared)
         out.append(table)
     return out[0], out[1]
 
@@ -334,15 +339,30 @@ def _recovery_by_name(name: str) -> str:
     return "replace"
 
 
+def cleared_by_reset(event: KernelEvent) -> bool:
+    """Whether a GPU reset or a reboot undoes what an Xid says (data/xid.yml cleared_by_reset):
+    not Xid 64's row-remap failure (NVML: "set if a row remapping ever failed"; NVIDIA's RMA
+    threshold), unless that GPU's nvidia-smi -q beside the log says `Remapping Failure Occurred:
+    No` (repairs_done). Any other event: True."""
+    if event.kind != "xid" or event.repair_done:
+        return True
+    entry = load_xid_catalogue()[0].get(event.code)
+    return entry is None or entry.cleared_by_reset
+
+
 def repairs_done(events: Sequence[KernelEvent], gpus: Sequence[GpuInfo]) -> tuple[KernelEvent, ...]:
     """`events` with each Xid that says its memory repair waits for a GPU reset (_REPAIR_PENDING)
     marked `repair_done` where that GPU's nvidia-smi -q (given beside the log, read after it was
     logged) says its Remapped Rows `Pending : No`: the reset that activates it was done. `Pending
-    : Yes` agrees with the line; not reported: as the line says."""
+    : Yes` agrees with the line; not reported: as the line says. And each Xid a reset does not
+    clear (cleared_by_reset: Xid 64) where that GPU's -q says `Remapping Failure Occurred: No`."""
     done = {pci_key(g.pci_bus_id): g for g in gpus if g.pci_bus_id and g.remapped_rows_pending is False}
+    no_failure = {pci_key(g.pci_bus_id) for g in gpus if g.pci_bus_id and g.remapped_rows_failure is False}
     return tuple(
         replace(e, repair_done="nvidia-smi -q: Remapped Rows Pending: No")
         if e.kind == "xid" and pci_key(e.pci) in done and _REPAIR_PENDING.search(e.message)
+        else replace(e, repair_done="nvidia-smi -q: Remapping Failure Occurred: No")
+        if e.kind == "xid" and pci_key(e.pci) in no_failure and not cleared_by_reset(e)
         else e
         for e in events
     )

@@ -37,10 +37,41 @@ def with_causes(events: Sequence[KernelEvent]) -> list[KernelEvent]:
         if e.kind != "nvrm" or e.fault not in effects:
             continue
         cause = _nearest_cause(events, at, effects)
+        if cause is not None and (lost := _lost_before(events, cause, e)) is not None:
+            used.add(_key(cause))  # (the GPU's own loss above it says why: the cause is not named)
+            row = rows.get(lost.fault or "") if lost.kind == "nvrm" else None
+            cause = lost if row is not None and e.fault in row.cause_of else None
         if cause is not None:
             out[at] = replace(e, fault=f"{e.fault}{CAUSE}{cause.fault}")
             used.add(_key(cause))
     return [e for e in out if not _cause_row(e, rows) or (rows[e.fault or ""].alone and not _said(e, used))]
+
+
+# the driver's and the kernel's lines that say a GPU is gone from the bus or its power (data/
+# nvrm_faults.yml): a cause line below one, on that GPU, reads what a lost GPU gave it (a VBIOS
+# table of garbage, `too few interface entires found for FWSEC cmd`), no cause of its own (revR L2)
+_LOST = frozenset({"fallen_off_bus", "gpu_power_state_lost", "gpu_lost"})
+
+
+def _lost_before(
+    events: Sequence[KernelEvent], cause: KernelEvent, failure: KernelEvent
+) -> KernelEvent | None:
+    """The failure's GPU's own loss (_LOST, or an Xid 79 `fallen off the bus`) logged before the
+    `cause` line, in its driver load and boot, if any: the cause is not named (the loss is, where
+    its row is a cause of the failure: D3cold)."""
+    if cause.fault in _LOST:
+        return None
+    at = next(i for i, c in enumerate(events) if c is cause)
+    return next(
+        (
+            c
+            for c in events[:at]
+            if (c.load, c.earlier_boot) == (cause.load, cause.earlier_boot)
+            and ((c.kind == "nvrm" and c.fault in _LOST) or (c.kind == "xid" and c.code == 79))
+            and (not c.pci or not failure.pci or pci_key(c.pci) == pci_key(failure.pci))
+        ),
+        None,
+    )
 
 
 def _cause_row(e: KernelEvent, rows: dict[str, NvrmFault]) -> bool:

@@ -79,3 +79,23 @@ def test_the_dump_line_with_its_blanks_collapsed_is_still_a_line_of_the_report(t
     text = "\n".join(" ".join(line.split()) for line in XID120.read_text().split("\n"))
     got = _rules(tmp_path, text)["gpu_xid"]
     assert got.verdict == "fail" and REPORT in got.actual and BIOS not in got.detail
+
+
+AER = REAL / "dmesg__pcieport-aer-fatal-surprise-down-xid-79__gpu-burn-1.txt"
+RMINIT = REAL / "dmesg-T__rminitadapter-failed-no-xid__titan-v.txt"
+
+
+def test_an_indented_driver_line_below_another_drivers_line_is_no_reports(tmp_path: Path) -> None:
+    """A log's lines, then another driver's line (the PCIe port's, from a real log), then the
+    driver's `RmInitAdapter failed` line indented under its tag (a paste's blanks) the log ends
+    inside: no report heading is right above it, so it is not called "a line of the driver's
+    report ... a dump of the GPU's registers" (revR L1 c22: the indentation alone decided), but a
+    driver message the log ends inside."""
+    lines = [line for line in RMINIT.read_text().split("\n") if line.strip()]
+    rminit = next(line for line in lines if "RmInitAdapter failed" in line)
+    cut = rminit.replace("NVRM: ", "NVRM:    ", 1)[: rminit.index("RmInitAdapter") + 16]
+    text = "\n".join([lines[0], AER.read_text().split("\n")[0], cut])
+    got = _rules(tmp_path, text)["gpu_xid"]
+    assert got.verdict != "pass", got.actual
+    assert REPORT not in got.actual, got.actual
+    assert "a driver message the log ends inside" in got.actual, got.actual

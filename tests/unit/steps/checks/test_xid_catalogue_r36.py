@@ -24,7 +24,7 @@ from gpuonboard.facts.kernel_log import parse_kernel_log
 from gpuonboard.steps.checks.xid_catalogue import XID_FILE
 from gpuonboard.steps.checks.xid_rules import xid_action
 
-from ...offline_judge import checks
+from ...offline_judge import checks, judged_box
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 XID120_154 = REAL / (
@@ -167,3 +167,79 @@ def test_every_fwsec_interface_refusal_names_the_cause(tmp_path: Path, cause: st
     )
     verdict, actual, _ = _xid(tmp_path, text)
     assert verdict == "fail" and "-> update_driver" in actual and "-> replace" not in actual, actual
+
+
+# (a `journalctl -k` of two boots, the first with one Xid, as revR c6: a test input; the Xid's own
+# text is the driver's for the code)
+_TWO_BOOTS = (
+    "Mar 02 09:58:01 gpu01 kernel: Linux version 5.15.0-105-generic #115-Ubuntu SMP\n"
+    "Mar 02 09:58:10 gpu01 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07\n"
+    "Mar 02 10:00:01 gpu01 kernel: NVRM: Xid (PCI:{pci}): {code}, pid=20431, name=python3, {text}\n"
+    "-- Boot 5e1c0c3a2f0d4b8e9c6b0a1d2e3f4a5b --\n"
+    "Mar 02 10:20:01 gpu01 kernel: Linux version 5.15.0-105-generic #115-Ubuntu SMP\n"
+    "Mar 02 10:20:10 gpu01 kernel: NVRM: loading NVIDIA UNIX x86_64 Kernel Module  550.90.07\n"
+    "Mar 02 10:20:11 gpu01 kernel: nvidia-uvm: Loaded the UVM driver, major device number 509.\n"
+)
+H100_Q = REAL / "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+
+
+@pytest.mark.parametrize(
+    ("code", "text", "with_q", "verdict"),
+    [
+        # (a row-remap failure is not undone by the reboot since: it still fails)
+        (64, "Row Remapper Error: Failed to remap row", False, "fail"),
+        # (unless the GPU's -q beside the log says no remap ever failed: the reboot since did it)
+        (64, "Row Remapper Error: Failed to remap row", True, "warn"),
+        # (a double-bit error's reset was done by the reboot since: warned, as before)
+        (
+            48,
+            "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer",
+            False,
+            "warn",
+        ),
+    ],
+)
+def test_an_earlier_boots_remap_failure_is_not_cleared_by_the_reboot(
+    tmp_path: Path, code: int, text: str, with_q: bool, verdict: str
+) -> None:
+    """Xid 64 (row-remap failure) logged before the log's last reboot: data/xid.yml
+    `cleared_by_reset: false` (NVML: set if a row remapping ever failed; NVIDIA's RMA threshold),
+    so it keeps failing (revR F3: it only warned "the reboot did the GPU reset they asked for"),
+    unless that GPU's nvidia-smi -q says `Remapping Failure Occurred: No`."""
+    files = {"journal.txt": _TWO_BOOTS.format(pci="0000:19:00", code=code, text=text)}
+    if with_q:
+        assert "Remapping Failure Occurred        : No" in H100_Q.read_text()
+        files["nvidia-smi-q.txt"] = H100_Q.read_text()
+    _, judged = judged_box(tmp_path, files, "gpu_count: 8\n" if with_q else "gpu_count: 1\n")
+    check = judged["gpu_xid"]
+    assert check.verdict == verdict, check.actual
+    assert f"Xid {code}" in check.actual, check.actual
+    assert ("rebooted_since" in check.actual) == (verdict == "warn"), check.actual
+
+
+def test_the_remap_failure_row_is_not_cleared_by_reset() -> None:
+    xids = {row["code"]: row for row in yaml.safe_load(XID_FILE.read_text())["xid"]}
+    assert xids[64].get("cleared_by_reset") is False
+    assert all(row.get("cleared_by_reset", True) for code, row in xids.items() if code != 64)
+
+
+D3COLD = (
+    REAL / "dmesg__d3cold-not-ready-giving-up-rminitadapter-x3__line-cut-as-stored__gpu-passthrough-39.txt"
+)
+OFF_BUS = REAL / "dmesg-T__xid-79-unknown-pid__titan-v.txt"
+
+
+@pytest.mark.parametrize("lost", ["xid79", "d3cold"])
+def test_a_gpu_lost_before_its_fwsec_refusal_is_not_blamed_on_the_vbios(tmp_path: Path, lost: str) -> None:
+    """The GPU's own loss (Xid 79 `GPU has fallen off the bus`, the kernel's `Unable to change
+    power state from D3cold to D0`: real lines, put on the FWSEC fixture's GPU) logged before the
+    FWSEC refusal: a GPU off the bus reads a VBIOS table of garbage, so FWSEC is not named as the
+    cause and no driver update asked for (revR L2 c17, c18: `-> update_driver`)."""
+    if lost == "xid79":
+        line = next(ln for ln in OFF_BUS.read_text().split("\n") if ": 79," in ln)
+        line = "[   10.800001]" + line.split("]", 1)[1].replace("0000:02:00", "0000:01:00")
+    else:
+        line = next(ln for ln in D3COLD.read_text().split("\n") if "D3cold to D0" in ln)
+    verdict, actual, _ = _xid(tmp_path, f"{line}\n{FWSEC.read_text()}")
+    assert verdict == "fail", actual
+    assert "FWSEC" not in actual and "-> update_driver" not in actual, actual
