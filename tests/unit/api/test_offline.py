@@ -142,6 +142,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "syslog__apei": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
         "journalctl-k__": "kernel_log",
+        "journalctl-k-no-hostname__": "kernel_log",  # (round 36: no host column)
         # (a `-p err` journal of several programs, its typed command above it; round 35)
         "journalctl-p-err__": "kernel_log",
         "journalctl-kernel-prefix__": "kernel_log",  # (a journal block with only its ` kernel:` heads)
