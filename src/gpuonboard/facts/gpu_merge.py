@@ -232,10 +232,20 @@ def _left_out(report: GpuReport, text: str) -> GpuReport:
     return dataclasses.replace(report, cut_said=why) if why else report
 
 
+# how a view's words (api/narrowed.py) say it is a container's: its GPUs, never the box's all
+_CONTAINER_VIEWS = ("the container it ran in", "a container it started")
+
+
 def _as_view(report: GpuReport, out: ProbeOutput) -> GpuReport:
     """Pure: a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
-    the output says it shows every GPU attached (`Attached GPUs : 1`)."""
-    shows_all = report.attached_gpus is not None and len(report.gpus) >= report.attached_gpus
+    the output says it shows every GPU attached (`Attached GPUs : 1`) and ran on the box: in a
+    container (`kubectl exec POD -- nvidia-smi -q`) `Attached GPUs` counts the container's GPUs,
+    as its table's rows do."""
+    shows_all = (
+        report.attached_gpus is not None
+        and len(report.gpus) >= report.attached_gpus
+        and not any(view in out.partial for view in _CONTAINER_VIEWS)
+    )
     if out.partial and not shows_all and out.exit_code != 0:
         # (a call that failed after printing its rows: a cut, each row a GPU, never a view)
         return dataclasses.replace(report, complete=False, cut_said=out.partial)

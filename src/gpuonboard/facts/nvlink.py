@@ -118,6 +118,9 @@ class _Blocks(Generic[_B]):
     # a line the paste put in place of lines it left out by hand (`...<snip>...`, facts/elision):
     # the links it stands for are not listed, never read as absent
     elided: str = ""
+    # that line is the listing's last, no GPU block after it: the GPUs after the last read (and
+    # that GPU's links after it) are not known, as where the listing is cut (cut_where)
+    elided_last: str = ""
 
     def by_index(self, index: int) -> _B | None:
         """The block of GPU `index`, if listed."""
@@ -132,8 +135,9 @@ class _Blocks(Generic[_B]):
 
     @property
     def complete(self) -> bool:
-        """False when the listing ends inside a GPU's block (cut_gpu) or header (cut_header)."""
-        return self.cut_gpu is None and not self.cut_header
+        """False when the listing ends inside a GPU's block (cut_gpu) or header (cut_header), or
+        in a line left out by hand (elided_last)."""
+        return self.cut_gpu is None and not self.cut_header and not self.elided_last
 
     @property
     def cut_where(self) -> str:
@@ -144,6 +148,9 @@ class _Blocks(Generic[_B]):
         if self.cut_header and self.gpus:
             last, cut = self.gpus[-1].index, self.cut_header
             return f"the GPU after GPU {last} (listing cut short in its header `{cut}`)"
+        if self.elided_last and self.gpus:
+            last, line = self.gpus[-1].index, self.elided_last
+            return f"the GPUs after GPU {last} (left out by hand: `{line}` ends the listing)"
         return ""
 
 
@@ -199,8 +206,10 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     warnings: list[str] = []
     cut = ""  # (the next GPU's header, cut before its index: _cut_header)
     elided = ""  # (a line left out by hand: its first)
+    last_elided = ""  # (the last line read, where it was one)
 
     for line in (part for whole in text.splitlines() for part in entries(whole, _ENTRY_END, _ENTRY)):
+        last_elided = last_elided if not line.strip() else ""
         if gpus and (m := _LINK_SPEED.match(line)):  # (no blank, capability or GPU line)
             links[-1].append(NvlinkLink(int(m.group(1)), float(m.group(3)), m.group(2)))
             continue
@@ -229,7 +238,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
             cut = line.strip()
             continue
         if gpus and ELISION.match(line):
-            elided = elided or line.strip()
+            elided, last_elided = elided or line.strip(), line.strip()
             continue
         warnings.append(f"nvidia-smi nvlink -s: unexpected line {line.strip()!r}")
     return NvlinkStatus(
@@ -237,6 +246,7 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
         tuple(warnings),
         cut,
         elided,
+        last_elided,
     )
 
 

@@ -7,6 +7,7 @@ read ... cut short or mangled"), and two frames were refused as two boxes' outpu
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,97 @@ def test_two_tables_under_a_plain_command_are_still_refused_as_two_outputs(tmp_p
     text = (REAL / A100_2).read_text()
     with pytest.raises(UsageError, match="2 nvidia-smi outputs"):
         verdicts(tmp_path, "nvidia-smi.txt", f"$ nvidia-smi\n{text}{text}", "gpu_count: 2\n")
+
+
+# revQ (round 36): only the frame judged was read; every other frame's faults, processes and
+# busy figures were dropped and the box passed. Each frame's evidence is now carried into the
+# judged frame's GPUs (matched by bus id), and an earlier frame's process rows above the first
+# table are read (table_frames.carry_frames).
+A30_ERR = "nvidia-smi__a30__8gpu__driver525.85.12__gpu3-err__no-processes.txt"
+H100 = "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+ORDER_A30 = "gpu_model: A30\ngpu_count: 8\n"
+ORDER_H100 = "gpu_model: H100\ngpu_count: 8\n"
+
+
+def _a30_read() -> str:
+    """The real A30 table whose GPU 3 reads ERR!, with GPU 3's rows read (GPU 4's values, its
+    index and bus id): the same box a frame later."""
+    lines = (REAL / A30_ERR).read_text().splitlines()
+    three = next(i for i, line in enumerate(lines) if line.startswith("|   3  ERR!"))
+    four = next(i for i, line in enumerate(lines) if line.startswith("|   4  "))
+    read = [
+        lines[four].replace("|   4  ", "|   3  ").replace(":81:00.0", ":61:00.0"),
+        *lines[four + 1 : four + 3],
+    ]
+    return "\n".join([*lines[:three], *read, *lines[three + 3 :]]) + "\n"
+
+
+def _h100_busy() -> str:
+    """The real idle H100 table with GPU 3 at 97 % and 70 GiB, its python3 process listed."""
+    text = (REAL / H100).read_text()
+    row = "| N/A   23C    P0             72W /  700W |       1MiB /  81559MiB |      0%      Default |"
+    assert row in text
+    text = text.replace(row, row.replace("      1MiB", "  70420MiB").replace("  0%", " 97%"), 1)
+    none = next(line for line in text.splitlines() if "No running processes found" in line)
+    process = "|    3   N/A  N/A     41234      C   python3" + " " * 37 + "70412MiB |"
+    return text.replace(none, process.ljust(len(none) - 1)[: len(none) - 1] + "|")
+
+
+def test_an_err_in_an_earlier_frame_of_a_looped_capture_fails_gpu_health(tmp_path: Path) -> None:
+    text = "$ nvidia-smi -l 5\n" + (REAL / A30_ERR).read_text() + _a30_read()
+    report = parse_any(text)
+    assert report.gpus[3].faults == ("ERR!",)
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, ORDER_A30)
+    assert got["gpu_health"][0] == "fail" and "GPU 3" in got["gpu_health"][1]
+
+
+def test_a_busy_gpu_and_its_process_in_an_earlier_frame_fail_foreign_processes(tmp_path: Path) -> None:
+    text = "$ nvidia-smi -l 5\n" + _h100_busy() + (REAL / H100).read_text()
+    gpu = parse_any(text).gpus[3]
+    assert (gpu.utilization_gpu_pct, gpu.memory_used_mib) == (97, 70420)
+    assert [p.pid for p in gpu.processes] == [41234]
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, ORDER_H100)
+    assert got["foreign_processes"][0] == "fail" and "41234" in got["foreign_processes"][1]
+
+
+def test_an_err_in_the_newest_frame_cut_short_is_read_with_the_older_whole_frame(tmp_path: Path) -> None:
+    """A whole idle frame, then the newest cut just after GPU 3's rows, which read ERR!: the
+    older whole frame is judged, the newest's ERR! is carried into it (before: dropped, PASS)."""
+    lines = (REAL / H100).read_text().splitlines()
+    three = next(i for i, line in enumerate(lines) if line.startswith("|   3  "))
+    err = [
+        "|   3  ERR!                           On  |   00000000:5D:00.0 Off |                 ERR! |",
+        "|ERR!  ERR!  ERR!            ERR! /  ERR! |       1MiB /  81559MiB |    ERR!      Default |",
+        lines[three + 2],
+        lines[three + 3],
+    ]
+    text = "$ nvidia-smi -l 5\n" + "\n".join([*lines, *lines[:three], *err]) + "\n"
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, ORDER_H100)
+    assert got["gpu_health"][0] == "fail" and "GPU 3" in got["gpu_health"][1]
+
+
+def test_an_earlier_frames_process_rows_above_the_first_table_are_read(tmp_path: Path) -> None:
+    """No command line: the tail of an earlier frame (its process list naming python3 on GPU 3)
+    above a whole idle table; before, those rows were dropped and foreign_processes passed."""
+    busy = _h100_busy().splitlines()
+    tail = busy[next(i for i, line in enumerate(busy) if "Processes:" in line) - 1 :]
+    text = "\n".join(tail) + "\n" + (REAL / H100).read_text()
+    got = verdicts(tmp_path, "nvidia-smi.txt", text, ORDER_H100)
+    assert got["foreign_processes"][0] != "pass"
+    assert "41234" in got["foreign_processes"][1]
+
+
+@pytest.mark.parametrize("name", WHOLE)
+def test_every_real_tables_process_rows_in_an_earlier_frames_tail_are_kept(name: str) -> None:
+    """Each real whole table listing processes, after the tail of an earlier frame of it whose
+    process rows are its own: every process row of the tail is on its GPU in what is read."""
+    text = (REAL / name).read_text(errors="replace")
+    one = parse_table(text)
+    if not any(g.processes for g in one.gpus):
+        pytest.skip("no process rows")
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "Processes:" in line)
+    rows = [line for line in lines[start:] if re.match(r"^\|\s+\d+\s+.*\S\s*\|$", line)]
+    idle = [line for line in lines if line not in rows]
+    after = parse_table("\n".join([*lines[start:], *idle]) + "\n")
+    assert [g.processes for g in after.gpus] == [g.processes for g in one.gpus]

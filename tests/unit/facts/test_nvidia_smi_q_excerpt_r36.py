@@ -59,3 +59,42 @@ def test_every_real_q_from_its_first_gpu_record_on_reads_its_gpus_not_the_box(na
     assert [(g.name, g.pci_bus_id) for g in part.gpus] == [(g.name, g.pci_bus_id) for g in whole.gpus]
     assert not part.complete
     assert Q_EXCERPT in part.warnings
+
+
+def _first_record_flattened(text: str) -> str | None:
+    """A real `-q`'s first GPU record alone, from its head on, every line's indentation lost (a
+    paste that collapsed leading spaces), or None where its Product Name is not near its head."""
+    found = _HEAD.search(text)
+    assert found is not None
+    lines = text[found.start() :].splitlines()
+    end = next((i for i, line in enumerate(lines) if i and _HEAD.match(line)), len(lines))
+    record = [line.strip() for line in lines[:end]]
+    if not any(line.startswith("Product Name") for line in record[:10]):
+        return None
+    return "\n".join(record) + "\n"
+
+
+@pytest.mark.parametrize("name", QS)
+def test_every_real_q_first_record_flattened_is_an_excerpt_never_the_box(name: str) -> None:
+    """revQ Q2: one GPU's record, its indentation lost, was read as the whole box (gpu_model
+    PASS "1 x ...", gpu_count FAIL "1"): a flattened `-q` of one record spares its names only
+    where it says it is the box's (`Attached GPUs : 1`), never in an excerpt with no header."""
+    excerpt = _first_record_flattened((REAL / name).read_text(errors="replace"))
+    if excerpt is None:
+        pytest.skip("Product Name is not within the record's first lines")
+    part = parse_any(excerpt)
+    assert len(part.gpus) == 1
+    assert not part.complete
+    assert not part.gap_spares_names
+
+
+H100_Q = "nvidia-smi-q__h100-80gb-hbm3__8gpu__driver535.161.08.txt"
+
+
+def test_a_flattened_one_gpu_excerpt_leaves_model_and_count_unverified(tmp_path: Path) -> None:
+    excerpt = _first_record_flattened((REAL / H100_Q).read_text())
+    assert excerpt is not None
+    got = verdicts(tmp_path, "nvidia-smi-q.txt", excerpt, "gpu_model: H100\ngpu_count: 8\n")
+    assert got["gpu_count"][0] == "unverified"
+    assert got["gpu_model"][0] == "unverified"
+    assert "incomplete" in got["gpu_count"][1]

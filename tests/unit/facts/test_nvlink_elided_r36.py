@@ -40,3 +40,42 @@ def test_the_real_snipped_listing_reads_its_links_and_names_the_line(tmp_path: P
     rule = checks["nvlink_links"]
     assert rule.verdict == "unverified"
     assert "GPU 0 (3 of 18 links listed, all up; the others left out by hand: `...<snip>...`)" in rule.actual
+
+
+# revQ Q3: `...<snip>...` as the LAST line of the listing (the GPUs after it left out) passed
+# nvlink_links "all links active on 4 GPU(s)": the GPUs after it are not known, as where the
+# listing is cut (cut_where), never a pass.
+NVLINK_S = sorted(p.name for p in REAL.glob("nvidia-smi-nvlink-s__*.txt"))
+A100_8 = "nvidia-smi-nvlink-s__a100-sxm4-80gb__8gpu.txt"
+
+
+def _heads(text: str) -> list[int]:
+    return [i for i, line in enumerate(text.splitlines()) if line.lstrip().startswith("GPU ")]
+
+
+@pytest.mark.parametrize("name", [n for n in NVLINK_S if len(_heads((REAL / n).read_text())) >= 2])
+def test_every_real_listing_snipped_after_any_gpu_block_is_not_whole(name: str) -> None:
+    lines = (REAL / name).read_text().splitlines()
+    for k, head in enumerate(_heads((REAL / name).read_text())[1:], start=1):
+        status = parse_nvlink_status("\n".join([*lines[:head], "...<snip>..."]) + "\n")
+        assert not status.complete, k
+        assert status.cut_where.startswith(f"the GPUs after GPU {status.gpus[-1].index} "), k
+        assert "...<snip>..." in status.cut_where
+
+
+def test_a_snip_ending_the_real_a100_listing_leaves_nvlink_links_unverified(tmp_path: Path) -> None:
+    text = (REAL / A100_8).read_text()
+    lines = text.splitlines()
+    snipped = "\n".join([*lines[: _heads(text)[4]], "...<snip>..."]) + "\n"
+    _, checks = judged_box(tmp_path, {"nvlink.txt": snipped}, "gpu_count: 8\n")
+    rule = checks["nvlink_links"]
+    assert rule.verdict == "unverified"
+    assert "the GPUs after GPU 3" in rule.actual
+
+
+def test_a_snip_inside_the_listing_still_reads_the_gpus_after_it() -> None:
+    text = (REAL / A100_8).read_text()
+    lines = text.splitlines()
+    at = _heads(text)[4]
+    status = parse_nvlink_status("\n".join([*lines[: at - 1], "...<snip>...", *lines[at:]]) + "\n")
+    assert status.complete and status.cut_where == ""

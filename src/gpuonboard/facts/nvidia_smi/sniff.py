@@ -44,7 +44,11 @@ def parse_any(text: str) -> GpuReport:
         return _named_by_address(parse_text_q(text))
     if Q_RECORD.match(head):  # (no header: its GPUs read, never all the box's)
         report = _named_by_address(parse_text_q(text))
-        return dataclasses.replace(report, complete=False, warnings=(*report.warnings, Q_EXCERPT))
+        # (an excerpt, its indentation lost or not: never the box's one GPU, as a whole flattened
+        # -q of one record is read)
+        return dataclasses.replace(
+            report, complete=False, gap_spares_names=False, warnings=(*report.warnings, Q_EXCERPT)
+        )
     if looks_like_table(text):
         return parse_table(text)
     if "NVIDIA-SMI" not in text and (part := parse_table(text)).gpus:

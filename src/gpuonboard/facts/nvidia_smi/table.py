@@ -11,7 +11,7 @@ from dataclasses import replace
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
 from gpuonboard.facts.nvidia_smi.htop_processes import WRAPPER_PROCESSES, htop_processes
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport, MigSlice
-from gpuonboard.facts.nvidia_smi.table_frames import FRAMES_READ, table_frames
+from gpuonboard.facts.nvidia_smi.table_frames import FRAMES_READ, carry_frames, table_frames
 from gpuonboard.facts.nvidia_smi.table_joined import rows_apart
 from gpuonboard.facts.nvidia_smi.values import (
     _clean,
@@ -666,12 +666,17 @@ def parse_table(text: str) -> GpuReport:
     if len(frames) > 1:
         kind = "whole one" if whole else "one with whole GPU rows" if rows else "one"
         said += f"the last {kind} is read (table {pick + 1} of {len(frames)})"
+    # (the process rows of an earlier frame's list above the first table, its header cut or not)
+    orphan = _table_processes(head if any(map(_TABLE_PROCESSES.search, head)) else ["Processes:", *head], [])[
+        0
+    ]
     if head:
         said += ("; " if said else "") + (
-            "the lines before its first table (the end of an earlier one, its process list) are not read"
+            "the lines before its first table (the end of an earlier one, its process list) are read"
+            " for its process rows"
         )
-    report = reports[pick]
-    return replace(report, warnings=(*report.warnings, said))
+    report = replace(reports[pick], warnings=(*reports[pick].warnings, said))
+    return carry_frames(report, [r for n, r in enumerate(reports) if n != pick], orphan)
 
 
 def _parse_frame(lines: list[str]) -> GpuReport:

@@ -81,3 +81,21 @@ def test_a_temperature_no_gpu_runs_at_is_no_fail(tmp_path: Path) -> None:
     text = RTX4060.read_text().replace(ROW, ROW.replace("588W /", " 10W /").replace("37C", "255C"))
     row = rows(tmp_path, text)["temperature"]
     assert (row.verdict, row.actual) == ("unverified", "255 C on GPU 0: no reading")
+
+
+# revQ Q4: a 255 C sentinel on one GPU of 8 passed the temperature row ("27 C on GPU 4 (GPU 0:
+# 255 C, no reading)"): the GPU with no reading may be the hot one; unverified, naming it.
+H100 = REAL / "nvidia-smi__h100-80gb-hbm3__8gpu__driver550.90.07.txt"
+H100_ROW = "| N/A   23C    P0             72W /  700W |       1MiB /  81559MiB |      0%      Default |"
+
+
+@pytest.mark.parametrize("value", ["255C", "  0C"])
+def test_one_gpus_unreadable_temperature_never_sits_inside_a_pass(tmp_path: Path, value: str) -> None:
+    text = H100.read_text()
+    assert H100_ROW in text
+    row = rows(tmp_path, text.replace(H100_ROW, H100_ROW.replace(" 23C", value), 1))["temperature"]
+    assert row.verdict == "unverified"
+    assert f"({value.strip()[:-1]} C, no reading)" in row.actual.replace("GPU 3: ", "")
+    assert "GPU 3" in row.actual and "GPU 3" in row.detail
+    # (the same table whole: a pass, as before)
+    assert rows(tmp_path, text)["temperature"].verdict == "pass"

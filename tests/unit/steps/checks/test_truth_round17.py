@@ -79,7 +79,9 @@ def test_an_empty_process_list_without_figures_is_no_pass(tmp_path: Path, name: 
     verdict, actual = verdicts(tmp_path, "q.txt", q_view(name))["foreign_processes"]
     assert verdict in ("unverified", "fail", "warn"), actual
     if verdict != "fail":
-        assert "no utilisation or memory figure read" in actual or "pid" in actual, actual
+        # (an excerpt of one record, no header: its list is not known whole, round 36)
+        said = ("no utilisation or memory figure read", "pid", "no process list read")
+        assert any(words in actual for words in said), actual
 
 
 # (not several pods' views of one GPU, refused whole: api/test_offline_list_pods_mig.py)

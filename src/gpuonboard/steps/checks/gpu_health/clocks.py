@@ -367,4 +367,15 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
             "warn",
             "hot for a delivery check; watch it under load",
         )
+    if zero:
+        # (a GPU whose sensor gave no reading is never inside a pass: it may be the hot one)
+        return Check(
+            "temperature",
+            f"< {warn_c:.0f} C",
+            actual,
+            "unverified",
+            f"{gpu_list(zero, gpus)}: no temperature reading (0 C where the sensor cannot be read, or"
+            " a figure above any a GPU runs at, a sensor's sentinel); the host's own `nvidia-smi -q"
+            " -d TEMPERATURE` shows it",
+        )
     return Check("temperature", f"< {warn_c:.0f} C", actual, "pass")

@@ -99,6 +99,19 @@ def _processes_cut(facts: Facts) -> bool:
     return not report.complete and any(kind in report.source.split("+") for kind in ("table", "text", "xml"))
 
 
+def _container_view(facts: Facts) -> str:
+    """How every nvidia-smi output given ran in a container or pod (`docker run --gpus all ...
+    nvidia-smi`, `kubectl exec POD -- nvidia-smi -q`, a container's log): its words, "" where
+    one ran on the box itself (or none says)."""
+    from gpuonboard.facts.gpu_merge import GPU_SOURCES
+
+    given = [out for name, _, _ in GPU_SOURCES if (out := facts.raw.get(name)) is not None and not out.absent]
+    views = [
+        out.in_container or (out.ran_elsewhere if "container" in out.ran_elsewhere else "") for out in given
+    ]
+    return views[0] if views and all(views) else ""
+
+
 # the gpu_health rules whose worst verdict is a warn (a setting to change, a sensor to look at):
 # every other rule can fail
 _WARN_AT_WORST = frozenset({"persistence_mode", "mig_mode", "virtualization", "sensor_faults"})
@@ -393,7 +406,10 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_temperature(gpus, t["temperature_warn"], t["temperature_fail"]),
         lambda: rule_sensor_faults(gpus, unplaced, sandbox),
         lambda: rule_foreign_processes(
-            gpus, _processes_cut(facts), facts.gpu.driver_version if facts.gpu else None
+            gpus,
+            _processes_cut(facts),
+            facts.gpu.driver_version if facts.gpu else None,
+            _container_view(facts),
         ),
         lambda: rule_persistence(gpus),
         lambda: rule_compute_mode(gpus),

@@ -512,7 +512,7 @@ def _vgpu_reserve_check(reserve: list[GpuInfo], driver_version: str | None) -> C
 
 
 def rule_foreign_processes(
-    gpus: list[GpuInfo], cut: bool = False, driver_version: str | None = None
+    gpus: list[GpuInfo], cut: bool = False, driver_version: str | None = None, container: str = ""
 ) -> Check:
     """Nobody else's job runs on 'your' GPUs.
 
@@ -532,7 +532,10 @@ def rule_foreign_processes(
     its (other) processes may be in the part cut away (a desktop's graphics processes, a warn; a
     compute job, a fail), so it is no fault seen, unless a compute process is listed; and a GPU
     with no process listed whose figures in separate calls' outputs disagree on whether it works
-    (_judge_unlisted: an empty list is judged by its own output's figures).
+    (_judge_unlisted: an empty list is judged by its own output's figures); and, in a
+    container's or pod's view (`container`: how the nvidia-smi read ran there), a GPU holding
+    more memory than an idle one's with no process listed, at any utilisation: a container's
+    nvidia-smi never lists another container's processes (_held_in_view_check).
     """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
@@ -569,6 +572,9 @@ def rule_foreign_processes(
     # (a little work, under the busy mark, with memory held: neither a job seen nor idle)
     light = [g for g in unlisted if _light_work(g) and not disagreement(g) and not _list_cut_away(g)]
     unlisted = [g for g in unlisted if g not in light]
+    # (memory held under the busy mark in a container's view: another container's job or none)
+    in_view = [g for g in unlisted if container and _held_in_view(g)]
+    unlisted = [g for g in unlisted if g not in in_view]
     busy_listed_empty, busy_no_list, mixed = _judge_unlisted(unlisted)
     if mixed and not compute and not busy_listed_empty and not busy_no_list:
         return _mixed_check(mixed, graphics, cut)
@@ -597,11 +603,37 @@ def rule_foreign_processes(
         return _utilisation_alone_check(alone, gpus)
     if light:
         return _light_work_check(light)
+    if in_view:
+        return _held_in_view_check(in_view, container)
     if reserve and not graphics:
         return _vgpu_reserve_check(reserve, driver_version)
     if graphics or display:
         return _graphics_check(graphics, display, desktop)
     return _none_listed(read, gpus)
+
+
+def _held_in_view(g: GpuInfo) -> bool:
+    """No work at the busy mark, and more memory held than an idle GPU's (IDLE_HELD_MIB)."""
+    used = g.memory_used_mib
+    return used is not None and used > IDLE_HELD_MIB and _busy(g) is None
+
+
+def _held_in_view_check(held: list[GpuInfo], container: str) -> Check:
+    """foreign_processes where, in a container's or pod's view, GPUs hold memory with no process
+    listed: unverified (the view lists none of another container's processes)."""
+    figures = "; ".join(
+        f"{gpu_label(g)} at {g.utilization_gpu_pct} % utilisation with {g.memory_used_mib} MiB used"
+        for g in held
+    )
+    return Check(
+        "foreign_processes",
+        "none",
+        f"{figures}, no process listed ({container})",
+        "unverified",
+        "a container's or pod's nvidia-smi lists only its own processes, never another container's:"
+        " the memory held may be another container's job at rest; run `nvidia-smi` on the host"
+        " itself (not in a container): an idle GPU holds a few MiB at most",
+    )
 
 
 def _list_cut_away(g: GpuInfo) -> bool:
