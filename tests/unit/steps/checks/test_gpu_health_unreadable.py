@@ -146,6 +146,8 @@ LOST_GPU_CAPTURES = {
         # (`nvidia-smi | grep Driver`'s banner line alone, no GPU row:
         # steps/checks/test_driver_grep_banner_r36.py)
         and not p.name.startswith("nvidia-smi-grep-driver__")
+        # (`nvidia-smi --gpu-reset`'s refusal, no listing: api/test_sessions_r36.py)
+        and not p.name.startswith("nvidia-smi-gpu-reset__")
     )
     # (the derived utilisation streams the simulator's monitor and autostop watcher replay are
     # no listing)
