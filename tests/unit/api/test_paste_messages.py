@@ -98,6 +98,7 @@ SMI_CAPTURES = sorted(
             "kubectl-logs-pod",
             "prompt-glyph",
             "hash-commented",  # (commented out line by line: a warning above is no line of it, round 35)
+            "docker-compose-run",  # (under its own `docker-compose run` line, as kubectl-logs-pod's)
         )
     )
 )

@@ -71,6 +71,13 @@ def _readable_alone() -> list[Path]:
             # the command narrows the log; under another prompt's `./saved-output.sh` the session
             # reader does not read a bare command line inside a section, so the grep goes unsaid)
             both = both or "copied-command-under-poster-comments" in path.name
+            # (round 36: a capture saved under its own copied command that narrows or places it,
+            # `nvidia-smi | grep Driver`, `docker run --gpus all ... nvidia-smi`: a prompt typed
+            # above makes that line part of another section, judged apart in
+            # steps/checks/test_driver_grep_banner_r36.py and api/test_sessions_r36.py)
+            both = both or any(
+                w in path.name for w in ("nvidia-smi-grep-driver__", "docker-run-gpus-all__copied-command")
+            )
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
