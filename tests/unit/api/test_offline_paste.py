@@ -416,6 +416,9 @@ TABLES = sorted(
     # (its copied prompt line is 104 columns: wrapped, `docker-compose run tensorflow nvidia-smi`
     # is cut from the prompt, and the container's view with it: api/test_sessions_r36.py)
     and "docker-compose-run__copied-command__aws-compose-sample" not in p.name
+    # (a table whose head a page cut, a `topo -m` right under it: wrapped, no GPU row is read and
+    # its rules are unverified, never more; read as saved in api/test_table_then_topo_r36.py)
+    and "topo-m-below-cut-after-nic5" not in p.name
 )
 
 
