@@ -25,11 +25,13 @@ from gpuonboard.facts.nvidia_smi.text_q import _TEXT_ELIDED
 from ..offline_judge import column_wrapped, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
-# (a -q cut inside its first record, ollama issue #6364: tested in steps/checks/test_gpu_rules.py)
+# (a -q cut inside its first record, ollama issue #6364: tested in steps/checks/test_gpu_rules.py;
+# an author's excerpt from a GPU's record on, no header, its page already flattened (round 36): no
+# whole capture to damage, read as a -q fragment in facts/test_nvidia_smi_q_excerpt_r36.py)
 Q_TEXTS = sorted(
     p.name
     for p in (*REAL.glob("nvidia-smi-q__*.txt"), *REAL.glob("nvidia-smi-q-d-*.txt"))
-    if "__cut-" not in p.name
+    if "__cut-" not in p.name and "-excerpt__" not in p.name
 )
 H200_LOAD = "nvidia-smi-q__h200__1gpu__driver590.48.01__load.txt"
 RTX4090_BUSY = "nvidia-smi-q__geforce-rtx-4090__8gpu__driver535.154.05__2-busy-6-gen1.txt"

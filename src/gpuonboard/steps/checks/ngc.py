@@ -365,8 +365,10 @@ def _read_minor_compat(p: Path) -> tuple[tuple[int, str], ...]:
 _DATACENTER_RE = re.compile(
     r"\b(?:[agh]h?\d{2,3}[a-z]?|gb\d{3}|b\d{3}a?|l40s?|l4|l20|l2|t4|v100|p100|p40|p4|k80|k40|m60|m40|a2)\b"
 )
+# (`ada gen`: the table cuts a long name, `NVIDIA RTX 500 Ada Gener...`; only NVIDIA's
+# professional Ada cards are named `... Ada Generation`)
 _PRO_RE = re.compile(
-    r"\brtx\s+(?:pro\s+)?(?:a\d{3,4}|[2-8]000|[45]500)\b|ada generation|\bquadro\b|\bt\d{3,4}\b"
+    r"\brtx\s+(?:pro\s+)?(?:a\d{3,4}|[2-8]000|[45]500)\b|\bada\s+gen|\bquadro\b|\bt\d{3,4}\b"
 )
 
 
