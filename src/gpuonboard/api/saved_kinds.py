@@ -424,10 +424,13 @@ def _listing_past_lost(head: str) -> bool:
     rest = [line for line in lines if not names_unopened(line)]
     while rest and _ENV_LINE.match(rest[0]):
         rest = rest[1:]
+    # (its first GPU's line with its UUID; or that line the text's last, cut short before it:
+    # the listing cut, read as one and incomplete, never a failed nvidia-smi that listed none)
+    first = rest[0] if rest else ""
     return (
         bool(lost and rest)
         and all(_GPU_LINE.match(line) or _MIG_LINE.match(line) for line in rest)
-        and "(UUID: " in rest[0]
+        and ("(UUID: " in first or (len(rest) == 1 and head.rstrip().endswith(first)))
     )
 
 

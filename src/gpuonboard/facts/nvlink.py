@@ -169,10 +169,11 @@ _SPEED = lazy_re(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
 _LINK_SPEED = re.compile(r"^\s*Link\s+(\d+):\s*((\d+(?:\.\d+)?)\s*(?i:GB/s))\s*$")
 # where a chat joined a link, note or GPU line onto the one before (`Link 0: 25.781 GB/s Link 1:
 # ...`, every two lines one): after a speed, `<inactive>`, a note's last word, the GPU line's `)`
-# or a paste's elision dots (facts/joined_entries.py); and the next GPU's header cut before its
-# colon at the joined line's end (`... GB/s GP`: _HEADER_START)
+# or a paste's elision dots, bare or before a note (`...<snip>...`: facts/joined_entries.py);
+# and the next GPU's header cut before its colon at the joined line's end (`... GB/s GP`:
+# _HEADER_START)
 _ENTRY_END = ("GB/s", "<inactive>", "inActive", "inactive", "MIG mode", "Nvlink", "NVLink", ")", "..", "…")
-_ENTRY = r"Link\s+\d+:\s|GPU\s+\d+:\s|(?<=\s)(?:\.{2,}|…)(?=\s|$)|(?<=\s)G(?:P(?:U(?:\s+\d*)?)?)?\s*$"
+_ENTRY = r"Link\s+\d+:\s|GPU\s+\d+:\s|(?<=\s)(?:\.{2,}|…)(?=\s|$|[\[(<{])|(?<=\s)G(?:P(?:U(?:\s+\d*)?)?)?\s*$"
 
 
 # the start of a GPU's header line, cut before its colon (`G`, `GP`, `GPU`, `GPU 1`): a listing's

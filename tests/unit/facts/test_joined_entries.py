@@ -41,7 +41,11 @@ def test_every_real_nvlink_status_a_chat_joined_reads_as_itself(how: str) -> Non
 
 @pytest.mark.parametrize("how", ["all", "pairs", "pairs-from-second"])
 def test_every_real_gpu_listing_a_chat_joined_reads_as_itself(how: str) -> None:
-    names = sorted(p.name for p in REAL.glob("nvidia-smi-L__*"))
+    # (not a listing under a lost GPU's message and a login's env line (round 36): the message's
+    # `Unknown Error` is no entry's end, so a GPU line joined onto it is not cut back apart and is
+    # refused with a sentence, as facts/test_paste_kinds.py leaves it out; its lines apart read
+    # in api/test_list_past_lost_gpu_r36.py)
+    names = sorted(p.name for p in REAL.glob("nvidia-smi-L__*") if "-no-device-handle__" not in p.name)
     wrong = []
     for name in names:
         text = (REAL / name).read_text(encoding="utf-8").rstrip() + "\n"

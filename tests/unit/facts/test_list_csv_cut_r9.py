@@ -220,8 +220,26 @@ def test_a_cut_listing_is_incomplete_alone_and_leaves_a_whole_format_whole() -> 
     assert [g.name for g in facts.gpu.gpus] == ["NVIDIA L40S"]
 
 
+# the -L past a lost GPU (round 36) cut before its first listed GPU's name: what is left is the lost
+# GPU's message alone (or with a header `GPU 1:` no sign tells from words), read as nvidia-smi
+# failing on that GPU: nvidia_driver FAIL, a true fault (the whole fails gpu_count on the same lost
+# GPU), not a claim the text lacks. The whole keeps nvidia_driver unverified (-L prints no driver
+# version), as the table with a lost GPU passes it: a lost GPU is the GPU's fault, not the driver's.
+# Cut inside or after that GPU's name it is read as the listing, incomplete
+# (api/saved_kinds `_listing_past_lost`).
+LOST = "nvidia-smi-L__geforce-rtx-4090__2gpu-gpu0-no-device-handle__env-line__incident-notes.txt"
+
+
+def _judged_cut(name: str, at: int) -> bool:
+    """The cut is one the sweep holds to the whole's verdicts (not LOST's lost-GPU message alone)."""
+    return name != LOST or at > read(name).index("\nGPU 1: ") + len("\nGPU 1: ")
+
+
 def test_no_cut_listing_is_judged_otherwise_than_the_whole(tmp_path: Path) -> None:
-    damaged = {name: [(f"cut {at}", read(name)[:at]) for at in cut_points(read(name))] for name in LISTINGS}
+    damaged = {
+        name: [(f"cut {at}", read(name)[:at]) for at in cut_points(read(name)) if _judged_cut(name, at)]
+        for name in LISTINGS
+    }
     found = sweep(tmp_path, LISTINGS, damaged)
     assert not found, f"{len(found)} moved verdicts, e.g. " + "\n".join(found[:12])
 
