@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, elsewhere, run, runs, tool_name
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import TYPE_FIELDS, lscpu_labels
+from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 from gpuonboard.masking import command_said
-from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
 # the commands of a pipeline after the tool known to pass every line it gets (a pager, a tee, a
 # sort, a time stamper, a re-spacer): any other stage (grep and its z/xz/bz kin, head, awk, sed,
@@ -103,7 +103,7 @@ def _narrowed_run(kind: str, ran: Run) -> str:
     said = f"`{ran.said}`"
     if ran.container:
         started = ran.started
-        where = "a container it started" if started else IN_RUNNING_CONTAINER
+        where = IN_STARTED_CONTAINER if started else IN_RUNNING_CONTAINER
         if tool == "df":
             return f"{said} lists the filesystems of {where}, not the box's"
         if tool == "nvidia-smi" and not (started and _every_gpu(ran.container)):
@@ -190,7 +190,7 @@ def report_in_container(command: str) -> str:
     ran = run(command)
     if not ran.container or (ran.started and _every_gpu(ran.container)):
         return ""
-    where = "a container it started" if ran.started else IN_RUNNING_CONTAINER
+    where = IN_STARTED_CONTAINER if ran.started else IN_RUNNING_CONTAINER
     return f"`{ran.said}` shows only the GPUs of {where} (the report's nvidia-smi ran there)"
 
 
@@ -258,7 +258,7 @@ def container_view(kind: str, command: str) -> str:
     ran = next((ran for ran in runs(command, _tools(kind)) if _ran_inside(ran, kind)), None)
     if ran is None:
         return ""
-    where = "a container it started" if ran.started else IN_RUNNING_CONTAINER
+    where = IN_STARTED_CONTAINER if ran.started else IN_RUNNING_CONTAINER
     return f"`{ran.said}` shows {what} of {where}, not the box's"
 
 

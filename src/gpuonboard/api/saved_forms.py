@@ -33,6 +33,7 @@ from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.driver_module import MODULE_PROBE, looks_like_module_file
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
+from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER
 from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
 from gpuonboard.facts.nvidia_smi.mig_lists import mig_list_refusal
@@ -316,7 +317,7 @@ def nproc_refusal(name: str, command: str) -> str | None:
     if ran is not None and ran.container:
         # (`docker run`'s new container, or one `docker exec`, `kubectl exec`, `lxc exec` entered:
         # its CPU set, not the login's affinity)
-        where = "a container it started" if ran.started else "the container it ran in"
+        where = IN_STARTED_CONTAINER if ran.started else IN_RUNNING_CONTAINER
         return (
             f"its copied command `{ran.said}` counts the CPUs of {where}, not those"
             " this login may use that nproc is read for: save plain `nproc` of the box."

@@ -13,10 +13,10 @@ from gpuonboard.api.kind_names import kind_name
 from gpuonboard.errors import UsageError
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
 from gpuonboard.facts.gpu_ids import bus_key
+from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER
 from gpuonboard.facts.infiniband import rdma_format
 from gpuonboard.facts.mcelog import joined_mcelog, mcelog_only
 from gpuonboard.facts.probe import ProbeOutput
-from gpuonboard.steps.checks.missing_facts import IN_RUNNING_CONTAINER
 
 if TYPE_CHECKING:
     from gpuonboard.facts.cpu import CpuInfo

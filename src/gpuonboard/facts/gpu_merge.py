@@ -38,7 +38,7 @@ from gpuonboard.facts.gpu_set import (
     _wider,
 )
 from gpuonboard.facts.gpu_unopened import _with_unopened, unopened_gpus
-from gpuonboard.facts.gpu_views import view_label, with_views
+from gpuonboard.facts.gpu_views import CONTAINER_VIEWS, view_label, with_views
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuProcess, GpuReport
 from gpuonboard.facts.nvidia_smi.faults import INFOROM_FAULT, _field_faults, inforom_corrupted
 from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
@@ -232,10 +232,6 @@ def _left_out(report: GpuReport, text: str) -> GpuReport:
     return dataclasses.replace(report, cut_said=why) if why else report
 
 
-# how a view's words (api/narrowed.py) say it is a container's: its GPUs, never the box's all
-_CONTAINER_VIEWS = ("the container it ran in", "a container it started")
-
-
 def _as_view(report: GpuReport, out: ProbeOutput) -> GpuReport:
     """Pure: a view of some GPUs (`-i 0`): what it leaves out is not known to be missing, unless
     the output says it shows every GPU attached (`Attached GPUs : 1`) and ran on the box: in a
@@ -244,7 +240,7 @@ def _as_view(report: GpuReport, out: ProbeOutput) -> GpuReport:
     shows_all = (
         report.attached_gpus is not None
         and len(report.gpus) >= report.attached_gpus
-        and not any(view in out.partial for view in _CONTAINER_VIEWS)
+        and not any(view in out.partial for view in CONTAINER_VIEWS)
     )
     if out.partial and not shows_all and out.exit_code != 0:
         # (a call that failed after printing its rows: a cut, each row a GPU, never a view)

@@ -16,6 +16,13 @@ from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.nvidia_smi import GpuInfo, GpuReport
 from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 
+# how an output's copied command says its nvidia-smi ran in a container (api/narrowed.py,
+# api/saved_forms.py): one already running (`docker exec`, `kubectl exec`), or one it started
+# (`docker run`); a view of that container's GPUs, never the box's all (facts/gpu_merge.py)
+IN_RUNNING_CONTAINER = "the container it ran in"
+IN_STARTED_CONTAINER = "a container it started"
+CONTAINER_VIEWS = (IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER)
+
 __all__ = ["HIGHEST", "SLOWDOWNS", "fault_evidence", "fault_seen", "view_label", "view_match", "with_views"]
 
 # counts that only grow between two calls (ECC errors since the driver loaded or ever, retired

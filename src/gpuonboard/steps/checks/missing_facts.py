@@ -18,6 +18,7 @@ from gpuonboard.connection.gather import Facts
 from gpuonboard.connection.probe_commands import NVIDIA_SMI_TIMEOUT, TIMED_OUT
 from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
+from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER
 from gpuonboard.facts.nvidia_smi.sniff import VERSION_ONLY
 from gpuonboard.facts.nvidia_smi.table import TABLE_ROW_BEGUN
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
@@ -258,11 +259,6 @@ def _disputed(facts: Facts, *fields: str) -> str:
         return ""
     return _incomplete(facts)
 
-
-# how an output's copied command that ran nvidia-smi in a container already running (`docker
-# exec`, `kubectl exec`, `oc exec ... --`) says so (api/narrowed.py): what it read of the driver's
-# user-space side (its CUDA version) is that container's, not the box's
-IN_RUNNING_CONTAINER = "the container it ran in"
 
 # where the only nvidia-smi failure given ran in a container, through a launcher or as another user
 ELSEWHERE_ADVICE = (
