@@ -13,7 +13,7 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.host_facts import answered as _answered
 from gpuonboard.steps.checks.host_facts import tool_failed as _tool_failed
 from gpuonboard.steps.checks.host_facts import unread as _unread
-from gpuonboard.steps.checks.missing_facts import _not_judged
+from gpuonboard.steps.checks.missing_facts import not_judged
 from gpuonboard.units import format_bytes
 
 _NOT_DISKS = {"tmpfs", "overlay", "devtmpfs", "ramfs", "none", "shm"}
@@ -109,7 +109,7 @@ def _no_mounts(expected: str, facts: Facts) -> Check:
     """data_disk when no mount was read: df not given (not judged), given but not understood, or
     df did not run or failed on the host (unverified: nothing is known of the disks)."""
     if not facts.given("df"):
-        return _not_judged("data_disk", expected, "df", "df -P -k")
+        return not_judged("data_disk", expected, "df", "df -P -k")
     if _unread(facts, "df"):
         return Check(
             "data_disk",

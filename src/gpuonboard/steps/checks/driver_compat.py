@@ -28,7 +28,12 @@ from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import VERDICT_RANK, Check, Plan, Step, StepArgsError, StepContext, Verdict
 from gpuonboard.steps.checks import gpu_family, ngc
 from gpuonboard.steps.checks.gpu_rules import EXEC_NO_CUDA, NO_CUDA_ADVICE
-from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, _disputed, _incomplete, cuda_in_container
+from gpuonboard.steps.checks.missing_facts import (
+    RERUN_ADVICE,
+    cuda_in_container,
+    disputed_said,
+    incomplete_said,
+)
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
 NVCC_PROBE = Probe(
@@ -213,7 +218,7 @@ def _driver_check(
             "nvidia-smi listed the GPUs without a driver version; run nvidia-smi on the host to read it",
         )
     # (two drivers, or a CUDA version and "no CUDA driver", named: neither judged)
-    if disputed := _disputed(facts, "driver_version", "cuda_version"):
+    if disputed := disputed_said(facts, "driver_version", "cuda_version"):
         return Check("ngc_driver", expected, disputed, "unverified", RERUN_ADVICE)
     driver = facts.gpu.driver_version.strip()
     try:
@@ -238,12 +243,12 @@ def _no_cuda_check(facts: Facts, expected: str) -> Check | None:
     there, whatever the image's release; None otherwise, or where the formats disagree on it
     (judged unverified with the driver)."""
     gpu = facts.gpu
-    if gpu is None or not gpu.gpus or not no_cuda(gpu.cuda_version) or _disputed(facts, "cuda_version"):
+    if gpu is None or not gpu.gpus or not no_cuda(gpu.cuda_version) or disputed_said(facts, "cuda_version"):
         return None
     driver = (gpu.driver_version or "").strip() or "of unread version"
     actual = f"driver {driver} with no CUDA driver (nvidia-smi: CUDA Version {gpu.cuda_version})"
     if exec_cuda := cuda_in_container(facts):  # (that container's CUDA, not the box's)
-        said = _incomplete(facts) or exec_cuda
+        said = incomplete_said(facts) or exec_cuda
         return Check("ngc_driver", expected, f"{actual}; {said}", "unverified", EXEC_NO_CUDA)
     return Check("ngc_driver", expected, actual, "fail", NO_CUDA_ADVICE)
 

@@ -26,11 +26,11 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks import ngc
 from gpuonboard.steps.checks.gpu_rules import DISAGREE_ADVICE
 from gpuonboard.steps.checks.missing_facts import (
-    _disputed,
-    _no_gpu_actual,
-    _no_version,
+    disputed_said,
     driver_above_cut,
+    no_gpu_actual,
     no_gpu_detail,
+    no_version_said,
 )
 
 __all__ = ["log_driver", "rule_min_driver"]
@@ -105,7 +105,7 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
     """The driver is at least the ordered minimum version (nvidia-smi's; else the kernel log's)."""
     assert order.min_driver is not None
     expected = f">= {order.min_driver}"
-    problem = _no_gpu_actual(facts, "min_driver")
+    problem = no_gpu_actual(facts, "min_driver")
     version_only = facts.gpu is not None and VERSION_ONLY in facts.gpu.warnings
     if problem and (driver_above_cut(facts) or version_only):  # (its driver line whole: judged)
         problem = None
@@ -123,9 +123,9 @@ def rule_min_driver(order: OrderSpec, facts: Facts) -> Check:
             expected,
             problem or "unknown: the driver version was not reported",
             "unverified",
-            no_gpu_detail(facts) if problem else _no_version(facts),
+            no_gpu_detail(facts) if problem else no_version_said(facts),
         )
-    if disputed := _disputed(facts, "driver_version"):  # (two drivers named: neither judged)
+    if disputed := disputed_said(facts, "driver_version"):  # (two drivers named: neither judged)
         return Check("min_driver", expected, disputed, "unverified", DISAGREE_ADVICE)
     driver = facts.gpu.driver_version
     try:

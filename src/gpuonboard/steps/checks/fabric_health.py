@@ -684,7 +684,7 @@ def _fabric_manager_check(facts: Facts, gpus: Sequence[GpuInfo], models: list[st
     and health (offline, without the service: judged all the same, the service "not probed"); a
     pass over a listing cut short is of what was read: unverified."""
     from gpuonboard.facts import fabric_manager
-    from gpuonboard.steps.checks.missing_facts import _incomplete, of_those_read
+    from gpuonboard.steps.checks.missing_facts import incomplete_said, of_those_read
 
     states = [(g.fabric_state, g.fabric_status) for g in gpus]
     health = [g.fabric_health for g in gpus]
@@ -703,5 +703,5 @@ def _fabric_manager_check(facts: Facts, gpus: Sequence[GpuInfo], models: list[st
         if fault.startswith(marked)
     }
     check = rule_fabric_manager(models, states, fm, health, attached, unread)
-    gap = _incomplete(facts)
+    gap = incomplete_said(facts)
     return of_those_read(check, gap) if check is not None and gap else check

@@ -32,27 +32,27 @@ from gpuonboard.steps.checks.missing_facts import (
     ELSEWHERE_ADVICE,
     NVLINK_VIEW_ADVICE,
     RERUN_ADVICE,
-    _attached_gap,
-    _disputed,
-    _gpu_not_given,
-    _incomplete,
-    _incomplete_for,
-    _no_gpu_actual,
-    _no_version,
-    _refused,
-    _unjudged_verdict,
-    _unreadable,
     attached_below,
+    attached_gap,
     cuda_in_container,
+    disputed_said,
     driver_not_given,
     driver_unread,
     fault_advice,
+    gpu_not_given,
+    incomplete_said,
+    incomplete_said_for,
     loaded_module_said,
+    no_gpu_actual,
     no_gpu_detail,
+    no_version_said,
     nvlink_view,
+    refused_said,
     row_begun,
     rows_before_cut,
     topo_alone,
+    unjudged_verdict,
+    unreadable_gpu,
     view_floor,
     whole_topo,
 )
@@ -122,7 +122,7 @@ def rule_driver(facts: Facts) -> Check:
     """The NVIDIA driver answers: nvidia-smi exists and reports GPUs. A format the provider
     refuses is said, never taken for a broken driver; a cut-off output is unverified."""
     expected = "nvidia-smi reports the GPUs"
-    if _gpu_not_given(facts) and facts.gpu is None:
+    if gpu_not_given(facts) and facts.gpu is None:
         return driver_not_given(facts, expected)
     if not facts.nvidia_smi_present:
         return Check(
@@ -132,8 +132,8 @@ def rule_driver(facts: Facts) -> Check:
             "fail",
             NOT_FOUND_ADVICE,
         )
-    refused = _refused(facts)
-    problem = _no_gpu_actual(facts, "driver")
+    refused = refused_said(facts)
+    problem = no_gpu_actual(facts, "driver")
     unread = facts.unread_not_a_fault() if problem else ""
     if unread:
         check = driver_unread(expected, (problem or "").removeprefix("unknown: "), unread, refused)
@@ -153,8 +153,10 @@ def rule_driver(facts: Facts) -> Check:
         notes.append(f"{failed}; the facts come from the formats that answered ({answered})")
     if facts.gpu.disagreements:
         # two answers of nvidia-smi about one box: never one of them chosen, never a pass
-        return Check("nvidia_driver", expected, f"{actual}; {_incomplete(facts)}", "fail", DISAGREE_ADVICE)
-    incomplete = _incomplete_for(facts)  # (the driver answered for every GPU of a whole set)
+        return Check(
+            "nvidia_driver", expected, f"{actual}; {incomplete_said(facts)}", "fail", DISAGREE_ADVICE
+        )
+    incomplete = incomplete_said_for(facts)  # (the driver answered for every GPU of a whole set)
     exec_cuda = cuda_in_container(facts)  # (the banner of an exec'd nvidia-smi, not another's)
     if facts.gpu.driver_version and no_cuda(facts.gpu.cuda_version) and exec_cuda:
         # (a container entered by exec, the GPU Operator's driver container: its CUDA, not the box's)
@@ -191,7 +193,7 @@ def rule_driver(facts: Facts) -> Check:
         return Check("nvidia_driver", expected, actual, "unverified", "; ".join([CUDA_UNREAD_ADVICE, *notes]))
     verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
     if not facts.gpu.driver_version:
-        notes.insert(0, _no_version(facts))
+        notes.insert(0, no_version_said(facts))
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
 
 
@@ -259,9 +261,9 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     not match or that mark another product; a name nvidia-smi's table cut warns. A GPU count
     written into the model ('8x A100 80G') is checked against the GPUs delivered."""
     expected = order.gpu_model or ""
-    problem = _no_gpu_actual(facts)
+    problem = no_gpu_actual(facts)
     if problem:
-        return Check("gpu_model", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
+        return Check("gpu_model", expected, problem, unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None
     # a GPU nvidia-smi cannot read is a fault, never a wrong model: its name may read "ERR!"
     # a GPU whose name was not read (an output cut inside its record) is unread, not another model
@@ -277,7 +279,7 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     names = [g.name for g in read]
     shown = [
         _count_names(names),
-        *map(_unreadable, faulty),
+        *map(unreadable_gpu, faulty),
         *(placeholder_text(g, by_id.get(g.index)) for g in placeholder),
     ]
     read += by_id.values()
@@ -296,13 +298,13 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     verdict: Verdict = (
         "fail" if fails or faulty or not names else "unverified" if unknown else "warn" if warns else "pass"
     )
-    if placeholder and not fails and not faulty and not _incomplete_for(facts, "name") and not nameless:
+    if placeholder and not fails and not faulty and not incomplete_said_for(facts, "name") and not nameless:
         return Check("gpu_model", expected, actual, "unverified", PLACEHOLDER_ADVICE)
-    if (disputed := _disputed(facts, "name", "memory_total_mib")) and not faulty:
+    if (disputed := disputed_said(facts, "name", "memory_total_mib")) and not faulty:
         # two names or sizes of one GPU: neither is judged (a fault read stays one)
         return Check("gpu_model", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
     # (each GPU's name read by a whole record of a whole GPU set: judged, whatever else was cut)
-    named = _incomplete_for(facts, "name")
+    named = incomplete_said_for(facts, "name")
     incomplete = named or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
     if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
@@ -406,7 +408,7 @@ def rule_gpu_count(order: OrderSpec, facts: Facts) -> Check:
 def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
     """rule_gpu_count's verdict, its actual the count alone."""
     expected = str(order.gpu_count)
-    problem = _no_gpu_actual(facts)
+    problem = no_gpu_actual(facts)
     named = whole_topo(facts)
     if (
         problem
@@ -420,19 +422,19 @@ def _gpu_count(order: OrderSpec, facts: Facts) -> Check:
         actual = f"{len(named)} (`nvidia-smi topo -m` names {named[0]}-{named[-1]}, its matrix whole)"
         return Check("gpu_count", expected, actual, "fail", f"{gone}; {_ASK_INSTALL}")
     if problem:
-        return Check("gpu_count", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
+        return Check("gpu_count", expected, problem, unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None and order.gpu_count is not None
     n = len(facts.gpu.gpus)
-    detail = _attached_gap(facts)
+    detail = attached_gap(facts)
     faulty = [g for g in facts.gpu.gpus if g.faults]
-    incomplete = _incomplete_for(facts)  # (a whole set's count: whole, whatever record was cut)
+    incomplete = incomplete_said_for(facts)  # (a whole set's count: whole, whatever record was cut)
     if faulty and n >= order.gpu_count:
         # listed, but not all usable: a GPU nvidia-smi cannot read is no delivered GPU; an
         # output not read whole says nothing of how many readable GPUs there are beyond those
         # read (a table cut below `Unable to determine the device handle for GPU1` and GPU 0's
         # row, or between two GPU rows: the GPUs after the cut may be readable)
         usable = n - len(faulty)
-        unread = "; ".join(map(_unreadable, faulty))
+        unread = "; ".join(map(unreadable_gpu, faulty))
         short = usable < order.gpu_count
         unknown = short and bool(incomplete)
         return Check(
@@ -528,16 +530,16 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """Each GPU has at least the ordered memory (minus the reserved-region gap)."""
     assert order.vram_bytes is not None
     expected = f">= {format_bytes(order.vram_bytes, binary=True)} per GPU"
-    problem = _no_gpu_actual(facts)
+    problem = no_gpu_actual(facts)
     if problem:
-        return Check("vram", expected, problem, _unjudged_verdict(facts), no_gpu_detail(facts))
+        return Check("vram", expected, problem, unjudged_verdict(facts), no_gpu_detail(facts))
     assert facts.gpu is not None
     # a GPU nvidia-smi cannot read gives no data, even where a memory size is printed for it
     faulty = [g for g in facts.gpu.gpus if g.faults]
-    unread = "; ".join(map(_unreadable, faulty))
+    unread = "; ".join(map(unreadable_gpu, faulty))
     sizes = [g.memory_total_mib for g in facts.gpu.gpus if not g.faults]
     if not sizes:  # (every GPU listed unreadable: a fault; of an output cut short: no evidence)
-        if incomplete := _incomplete_for(facts, "memory_total_mib"):
+        if incomplete := incomplete_said_for(facts, "memory_total_mib"):
             return Check("vram", expected, f"unknown: {unread}; {incomplete}", "unverified", RERUN_ADVICE)
         return Check(
             "vram",
@@ -547,7 +549,7 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             fault_advice(g.index for g in faulty),
         )
     read = [s for s in sizes if s is not None]
-    if not read and (incomplete := _incomplete_for(facts, "memory_total_mib")) and _memory_cut(facts):
+    if not read and (incomplete := incomplete_said_for(facts, "memory_total_mib")) and _memory_cut(facts):
         # (a -q cut before its first FB Memory Usage: the format reports it, the cut took it away)
         return Check(
             "vram",
@@ -559,15 +561,15 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     whole = [g for g in facts.gpu.gpus if not g.faults]
     if not read and (mig := mig_vram(expected, whole, order.vram_bytes * (1 - tolerance), unread)):
         # (MIG mode: the GPU's own row says N/A, its slices' rows give theirs; two sizes: neither)
-        if disputed := _disputed(facts, "memory_total_mib"):
+        if disputed := disputed_said(facts, "memory_total_mib"):
             return Check("vram", expected, f"{mig.actual}; {disputed}", "unverified", DISAGREE_ADVICE)
-        if mig.verdict == "pass" and (incomplete := _incomplete_for(facts, "memory_total_mib")):
+        if mig.verdict == "pass" and (incomplete := incomplete_said_for(facts, "memory_total_mib")):
             return Check("vram", expected, f"{mig.actual}; {incomplete}", "unverified", RERUN_ADVICE)
         return mig
     if not read and (unified := unified_vram(expected, whole)):
         return unified  # (a Jetson's or the GB10's memory is the system's: `Not Supported`)
     if not read:
-        refused = _refused(facts)
+        refused = refused_said(facts)
         return Check(
             "vram",
             expected,
@@ -581,11 +583,11 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     actual = f"{min(s for s in sizes if s is not None)} MiB ({format_bytes(smallest, binary=True)}) smallest"
     if faulty:
         actual += f" of the {len(sizes)} GPUs read; {unread}"
-    if disputed := _disputed(facts, "memory_total_mib"):  # (two sizes of one GPU: neither judged)
+    if disputed := disputed_said(facts, "memory_total_mib"):  # (two sizes of one GPU: neither judged)
         return Check("vram", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
     ok = smallest >= order.vram_bytes * (1 - tolerance)
     unread_sizes = [_at_bus(g) for g in facts.gpu.gpus if not g.faults and g.memory_total_mib is None]
-    incomplete = _incomplete_for(facts, "memory_total_mib") or (
+    incomplete = incomplete_said_for(facts, "memory_total_mib") or (
         "; ".join(f"{g}: memory total not reported" for g in unread_sizes) if unread_sizes else ""
     )
     if ok and incomplete:

@@ -28,7 +28,7 @@ from gpuonboard.steps.checks.cpu_vm import hypervisor_said, model_cores_unshown
 from gpuonboard.steps.checks.disk_rules import rule_data_disk as rule_data_disk
 from gpuonboard.steps.checks.floors import cores_floor_met
 from gpuonboard.steps.checks.host_facts import answered as _answered
-from gpuonboard.steps.checks.missing_facts import _not_judged
+from gpuonboard.steps.checks.missing_facts import docker_info_said, not_judged
 from gpuonboard.steps.checks.ram_rules import RAM_RESERVE_BYTES as RAM_RESERVE_BYTES
 from gpuonboard.steps.checks.ram_rules import container_view, limit_read
 from gpuonboard.steps.checks.ram_rules import rule_ram as rule_ram
@@ -414,22 +414,6 @@ def _lscpu_text_unread(expected: str, text: str) -> Check:
     )
 
 
-def _docker_cpus_said(facts: Facts) -> str:
-    """Where a `docker info` given says its `CPUs` (m36b 12, as ram names its `Total Memory`),
-    the clause naming it: the CPU threads of the machine docker's daemon runs on, which may be a
-    VM's or Docker Desktop's, and no core count; "" otherwise."""
-    from gpuonboard.facts.container import docker_cpus
-
-    out = facts.raw.get("docker_info") if facts.given("docker_info") else None
-    cpus = docker_cpus(out.stdout) if out is not None else None
-    if cpus is None:
-        return ""
-    return (
-        f" (the docker info given says `CPUs: {cpus}`: the CPU threads of the machine docker runs on,"
-        " which may be a VM's or Docker Desktop's, not the box's cores)"
-    )
-
-
 def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     """rule_cpu from lscpu, nproc (when read) and the cgroup quota."""
     assert order.cpu_cores is not None
@@ -441,8 +425,8 @@ def _judge_cpu(order: OrderSpec, facts: Facts) -> Check:
     if facts.cpu is None or (facts.cpu.physical_cores is None and facts.cpu.logical_cpus is None):
         # (no lscpu, or one nothing was read from: a damaged `lscpu -J`, another command's text)
         if usable is None and not facts.given("lscpu"):
-            check = _not_judged("cpu_cores", expected, "lscpu", "lscpu")
-            return dataclasses.replace(check, actual=f"{check.actual}{_docker_cpus_said(facts)}")
+            check = not_judged("cpu_cores", expected, "lscpu", "lscpu")
+            return dataclasses.replace(check, actual=f"{check.actual}{docker_info_said(facts, 'CPUs')}")
         if usable:
             return _usable_only(usable, why, order.cpu_cores, expected, facts)
         # lscpu ran but gave nothing readable, and the usable CPU count is unknown: no evidence

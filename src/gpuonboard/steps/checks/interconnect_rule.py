@@ -11,7 +11,7 @@ from gpuonboard.facts import topo
 from gpuonboard.facts.gpu_merge import refusal_line
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict, last_line
-from gpuonboard.steps.checks.missing_facts import _no_gpu_actual, _not_judged
+from gpuonboard.steps.checks.missing_facts import no_gpu_actual, not_judged
 
 
 def _link_verdict(order: OrderSpec, topology: topo.Topology, kind: str, expected: str) -> Check:
@@ -48,8 +48,8 @@ def rule_interconnect(order: OrderSpec, facts: Facts) -> Check:
     expected = order.interconnect or ""
     if facts.topology is None:
         if not facts.given("nvidia_topo"):
-            return _not_judged("interconnect", expected, "nvidia-smi topo -m", "nvidia-smi topo -m")
-        problem = _no_gpu_actual(facts) or "unknown: " + _topo_failure(facts)
+            return not_judged("interconnect", expected, "nvidia-smi topo -m", "nvidia-smi topo -m")
+        problem = no_gpu_actual(facts) or "unknown: " + _topo_failure(facts)
         # no matrix is no evidence: neither NVLink's absence (a fail) nor PCIe's presence (a pass)
         return Check(
             "interconnect",

@@ -1,10 +1,10 @@
 """What an acceptance rule says when its facts are missing, refused, cut short or unreadable.
 
 Owns the shared wording of the `acceptance` rules for facts that do not allow a verdict: an
-output not given (`_not_judged`), nvidia-smi absent, failed, hung or answering without GPUs
-(`_no_gpu_actual`), a format the provider refuses (`_refused`), an output cut short
-(`_incomplete`, `_attached_gap`, `RERUN_ADVICE`) and a GPU nvidia-smi lists but cannot read
-(`_unreadable`, `fault_advice`).
+output not given (`not_judged`), nvidia-smi absent, failed, hung or answering without GPUs
+(`no_gpu_actual`), a format the provider refuses (`refused_said`), an output cut short
+(`incomplete_said`, `attached_gap`, `RERUN_ADVICE`) and a GPU nvidia-smi lists but cannot read
+(`unreadable_gpu`, `fault_advice`).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from gpuonboard.facts.probe import ProbeOutput
 
 
-def _gpu_not_given(facts: Facts) -> bool:
+def gpu_not_given(facts: Facts) -> bool:
     """No nvidia-smi output of any format was given (`invoke facts` without one)."""
     from gpuonboard.facts.gpu_probes import GPU_PROBES
 
@@ -43,7 +43,7 @@ def topo_alone(facts: Facts) -> str:
     model, memory, driver or health: no GPU listing), what it shows; "" otherwise (m32b 13: the
     rows said "no nvidia-smi output was given" beside an 8 x H100 topo -m)."""
     topology = facts.topology
-    if not (_gpu_not_given(facts) and facts.gpu is None and topology is not None and topology.gpus):
+    if not (gpu_not_given(facts) and facts.gpu is None and topology is not None and topology.gpus):
         return ""
     # (the header names every GPU, a matrix cut inside its rows too: its rows read are said apart)
     names = topology.gpu_columns or topology.gpus
@@ -63,7 +63,7 @@ def driver_not_given(facts: Facts, expected: str) -> Check:
         actual = "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
         advice = f"{topo}: add the saved `nvidia-smi -q -x` output to judge it"
         return Check("nvidia_driver", expected, actual, "unverified", advice)
-    check = _not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
+    check = not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
     if said := loaded_module_said(facts):  # (the module loaded, but whether it reads the GPUs: not known)
         return replace(check, actual=f"{check.actual} ({said}; whether it reports the GPUs is not known)")
     return check
@@ -78,10 +78,10 @@ def loaded_module_said(facts: Facts) -> str:
 
 
 def no_gpu_detail(facts: Facts) -> str:
-    """The advice of a GPU rule judged without GPU facts (_no_gpu_actual's case)."""
+    """The advice of a GPU rule judged without GPU facts (no_gpu_actual's case)."""
     if topo := topo_alone(facts):
         return f"{topo}: save `nvidia-smi -q` (or `-q -x`, or its table) of the box"
-    if _gpu_not_given(facts) and facts.gpu is None:
+    if gpu_not_given(facts) and facts.gpu is None:
         return "no nvidia-smi output was given: save `nvidia-smi -q` (or `-q -x`, or its table) of the box"
     return "nvidia-smi gave no GPU to judge this by: the nvidia_driver row says why, and what to do"
 
@@ -99,7 +99,7 @@ _NO_VERSION_WHY = {
 }
 
 
-def _no_version(facts: Facts) -> str:
+def no_version_said(facts: Facts) -> str:
     """What to save where the outputs given name no driver version, saying why of each format
     given (`-L` prints none; a CSV query without the field; a `-q -x` its contributor trimmed),
     never of a format that was not given."""
@@ -170,7 +170,7 @@ def view_floor(facts: Facts) -> str:
     return report.gap if report.gap in views and len(set(indices)) == len(indices) else ""
 
 
-def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
+def not_judged(name: str, expected: str, what: str, command: str) -> Check:
     """A rule whose input was not among the saved outputs: unverified, not a hardware failure."""
     return Check(
         name,
@@ -181,13 +181,34 @@ def _not_judged(name: str, expected: str, what: str, command: str) -> Check:
     )
 
 
-def _unjudged_verdict(facts: Facts) -> Verdict:
+def docker_info_said(facts: Facts, field: str) -> str:
+    """Where a `docker info` given says its `CPUs` (m36b 12) or `Total Memory` (m32b 31), the
+    clause naming it for the cpu_cores or ram rule that judged nothing: the CPU threads or memory
+    of the machine docker's daemon runs on, which may be a VM's (Docker Desktop's, a Kata VM's),
+    so no core count or RAM of the box is judged by it; "" otherwise."""
+    from gpuonboard.facts.container import docker_cpus, docker_total_memory
+
+    read, what, unit = {
+        "CPUs": (docker_cpus, "the CPU threads", " cores"),
+        "Total Memory": (docker_total_memory, "the memory", ""),
+    }[field]
+    out = facts.raw.get("docker_info") if facts.given("docker_info") else None
+    value = read(out.stdout) if out is not None else None
+    if value is None:
+        return ""
+    return (
+        f" (the docker info given says `{field}: {value}`: {what} of the machine docker runs on,"
+        f" which may be a VM's or Docker Desktop's, not the box's{unit})"
+    )
+
+
+def unjudged_verdict(facts: Facts) -> Verdict:
     """The verdict of a GPU rule without GPU facts: unverified. Its cause (no driver, a hung or
     broken one) fails the nvidia_driver rule; this rule's fact could not be read."""
     return "unverified"
 
 
-def _refused(facts: Facts) -> str:
+def refused_said(facts: Facts) -> str:
     """'the host refuses nvidia-smi -q -x: ERROR: ...; ...' for the formats refused on purpose."""
     ev = facts.gpu_evidence
     return "; ".join(r.sentence() for r in ev.refusals) if ev else ""
@@ -215,12 +236,12 @@ def _begun_said(facts: Facts) -> str:
     return f" inside the first row of GPU {begun}: at least {len(facts.gpu.gpus) + 1} GPUs"
 
 
-def _incomplete(facts: Facts) -> str:
+def incomplete_said(facts: Facts) -> str:
     """'nvidia-smi says 8 GPUs attached but its output lists 1 (cut off)' when no format listed
     every GPU nvidia-smi says is there: an incomplete probe to rerun, never missing hardware."""
-    if facts.gpu is None or (facts.gpu.complete and not _attached_gap(facts)):
+    if facts.gpu is None or (facts.gpu.complete and not attached_gap(facts)):
         return ""
-    attached, why = _attached_gap(facts), facts.gpu.gap or facts.gpu.cut_said
+    attached, why = attached_gap(facts), facts.gpu.gap or facts.gpu.cut_said
     gap = (
         f"{attached} ({why})" if attached and why else attached or why
     ) or f"nvidia-smi's output lists {len(facts.gpu.gpus)} GPU(s) and was cut off" + _begun_said(facts)
@@ -228,36 +249,31 @@ def _incomplete(facts: Facts) -> str:
     return gap if facts.gpu.disagreements else f"incomplete probe: {gap}"
 
 
-def _incomplete_for(facts: Facts, *fields: str) -> str:
-    """`_incomplete`, but '' where the outputs were cut inside a GPU's record while the GPU set
+def incomplete_said_for(facts: Facts, *fields: str) -> str:
+    """`incomplete_said`, but '' where the outputs were cut inside a GPU's record while the GPU set
     is known whole (`GpuReport.set_whole`: a whole `-L`, `Attached GPUs`) and each of `fields` of
     every GPU was read by a whole record (gpu_agree.field_whole): a rule reading only those
     (the names and count: gpu_model; the driver's answer: nvidia_driver) judges them whole. A
     field the cut took (GPU 1's memory total of a table cut in its row) keeps the cut."""
     report = facts.gpu
-    whole = report is not None and report.set_whole and not _attached_gap(facts)
+    whole = report is not None and report.set_whole and not attached_gap(facts)
     if whole and report is not None and all(field_whole(g, f) for g in report.gpus for f in fields):
         return ""
     # (a -q text of one GPU's record that lost its indentation: its name, the count and the
     # driver cannot be another section's; any other field can: `gap_spares_names`)
-    if (
-        report is not None
-        and report.gap_spares_names
-        and set(fields) <= {"name"}
-        and not _attached_gap(facts)
-    ):
+    if report is not None and report.gap_spares_names and set(fields) <= {"name"} and not attached_gap(facts):
         return ""
-    return _incomplete(facts)
+    return incomplete_said(facts)
 
 
-def _disputed(facts: Facts, *fields: str) -> str:
-    """The formats' disagreement sentence (as `_incomplete` says it) where it is about one of
+def disputed_said(facts: Facts, *fields: str) -> str:
+    """The formats' disagreement sentence (as `incomplete_said` says it) where it is about one of
     `fields` (facts/gpu_agree.py: "name", "memory_total_mib", "driver_version", "gpus"), ''
     otherwise: a rule reading such a field has two answers and judges neither, its fail or pass
     unverified, never a hardware claim from the one the merge kept."""
     if facts.gpu is None or not set(fields) & set(facts.gpu.disputed):
         return ""
-    return _incomplete(facts)
+    return incomplete_said(facts)
 
 
 # where the only nvidia-smi failure given ran in a container, through a launcher or as another user
@@ -325,14 +341,14 @@ def fault_advice(indexes: Iterable[int]) -> str:
     )
 
 
-def _no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
+def no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
     """Why no GPU can be judged ("unknown: ..."), None where GPUs were read. `about` names the
     rule's field where nvidia-smi's banner was read but no GPU row: "gpus" (the count, model,
     memory: the GPUs are what is not known), "driver" (the banner's versions are the answer, the
     rows the gap) or "min_driver" (the version is not judged)."""
     if topo_alone(facts):
         return "not judged: no nvidia-smi GPU listing was given (only its `topo -m`)"
-    if _gpu_not_given(facts) and facts.gpu is None:
+    if gpu_not_given(facts) and facts.gpu is None:
         return "not judged: no nvidia-smi output was given"
     if not facts.nvidia_smi_present:
         return "unknown: nvidia-smi not found"
@@ -524,7 +540,7 @@ def _rows_filtered(said: str, about: str, kept: str) -> str:
     )
 
 
-def _attached_gap(facts: Facts) -> str:
+def attached_gap(facts: Facts) -> str:
     """'nvidia-smi says 4 attached but lists 1' when its attached count differs from the GPUs
     its output describes; '' otherwise."""
     if facts.gpu is None or facts.gpu.attached_gpus is None:
@@ -537,7 +553,7 @@ def _attached_gap(facts: Facts) -> str:
     )
 
 
-def _unreadable(g: GpuInfo) -> str:
+def unreadable_gpu(g: GpuInfo) -> str:
     """'GPU 4 unreadable (nvidia-smi reads ERR!)': a GPU nvidia-smi lists but cannot read."""
     return f"{g.called()} unreadable (nvidia-smi reads {' / '.join(g.faults)})"
 

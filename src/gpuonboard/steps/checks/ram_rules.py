@@ -15,7 +15,7 @@ from gpuonboard.steps.checks.floors import ram_floor_met
 from gpuonboard.steps.checks.host_facts import answered as _answered
 from gpuonboard.steps.checks.host_facts import tool_failed as _tool_failed
 from gpuonboard.steps.checks.host_facts import unread as _unread
-from gpuonboard.steps.checks.missing_facts import _not_judged
+from gpuonboard.steps.checks.missing_facts import docker_info_said, not_judged
 from gpuonboard.steps.checks.ngc import gpu_class
 from gpuonboard.steps.checks.slice_view import container_said
 from gpuonboard.units import format_bytes
@@ -173,28 +173,12 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     return Check("ram", expected, actual, "fail", f"{short}, {why}")
 
 
-def _docker_memory_said(facts: Facts) -> str:
-    """Where a `docker info` given says its `Total Memory` (m32b 31), the clause naming it: the
-    memory of the machine docker's daemon runs on, which may be a VM's (Docker Desktop's, a Kata
-    VM's), so no RAM of the box is judged by it; "" otherwise."""
-    from gpuonboard.facts.container import docker_total_memory
-
-    out = facts.raw.get("docker_info") if facts.given("docker_info") else None
-    total = docker_total_memory(out.stdout) if out is not None else None
-    if total is None:
-        return ""
-    return (
-        f" (the docker info given says `Total Memory: {total}`: the memory of the machine docker runs"
-        " on, which may be a VM's or Docker Desktop's, not the box's)"
-    )
-
-
 def _ram_not_read(facts: Facts, expected: str) -> Check | None:
     """ram where no RAM total was read (no free given, a numactl or free output cut short or
     unreadable, the tool failed); None where a total was read."""
     if facts.memory is None and not facts.given("free"):
-        check = _not_judged("ram", expected, "free", "free -k")
-        return replace(check, actual=f"{check.actual}{_docker_memory_said(facts)}")
+        check = not_judged("ram", expected, "free", "free -k")
+        return replace(check, actual=f"{check.actual}{docker_info_said(facts, 'Total Memory')}")
     if facts.memory is not None and facts.memory.source == "numactl" and facts.memory.total_bytes is None:
         return _numactl_cut(expected, facts.memory.warnings)
     if facts.memory is None or facts.memory.total_bytes is None:

@@ -50,8 +50,8 @@ from gpuonboard.steps.checks.gpu_health.usage import CUT_LIST, rule_foreign_proc
 from gpuonboard.steps.checks.missing_facts import (
     CUT_SAID,
     RERUN_ADVICE,
-    _attached_gap,
-    _incomplete,
+    attached_gap,
+    incomplete_said,
     of_those_read,
 )
 from gpuonboard.steps.checks.model_match import is_vgpu
@@ -138,10 +138,10 @@ def _cut_short(facts: Facts, gpus: list[GpuInfo], rule: str = "", verdict: str =
     report = facts.gpu
     if report is None or cut_read_whole(facts, gpus, rule, verdict):
         return ""
-    whole_set = report.set_whole and not _attached_gap(facts)
+    whole_set = report.set_whole and not attached_gap(facts)
     if any(g.record_cut and not (whole_set and _read_whole(g, rule, verdict)) for g in gpus):
         return CUT_MAY_FAIL
-    if _listed_not_read(gpus) or _attached_gap(facts):
+    if _listed_not_read(gpus) or attached_gap(facts):
         return UNREAD_MAY_FAIL
     if report.complete or report.disagreements:
         return ""
@@ -163,10 +163,10 @@ def cut_read_whole(facts: Facts, gpus: list[GpuInfo], rule: str, verdict: str) -
     report = facts.gpu
     if report is None or not report.set_whole or report.gap or report.disagreements:
         return False
-    listed = _listed_models(facts) if verdict == "pass" and not _attached_gap(facts) else {}
+    listed = _listed_models(facts) if verdict == "pass" and not attached_gap(facts) else {}
     if listed and all(_decided_by_listed_model(g, rule, listed) for g in gpus):
         return True  # (each GPU's model, named by a whole -L, decides it: GPUs the cut left unread too)
-    if _attached_gap(facts) or _listed_not_read(gpus) or verdict not in ("pass", "warn", "fail"):
+    if attached_gap(facts) or _listed_not_read(gpus) or verdict not in ("pass", "warn", "fail"):
         return False
     cut = [g for g in gpus if g.record_cut]
     return bool(cut) and all(_read_whole(g, rule, verdict) for g in cut)
@@ -428,9 +428,9 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             replace(c, actual=said, verdict="warn", detail=UNREADABLE_GPUS) if c.verdict == "pass" else c
             for c in checks
         ]
-        if _incomplete(facts):
+        if incomplete_said(facts):
             checks = [replace(c, verdict="unverified") if c.actual == said else c for c in checks]
-    elif gap := _incomplete(facts) or _listed_not_read(gpus):
+    elif gap := incomplete_said(facts) or _listed_not_read(gpus):
         # (a rule whose parts the records cut read whole is judged as over the whole output)
         checks = [
             of_those_read(c, gap)
