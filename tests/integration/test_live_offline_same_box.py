@@ -287,6 +287,21 @@ BOXES = {
         {"gpu_model": "L40S-2Q", "gpu_count": 1, "vram": "2GB", "min_driver": "580"},
         {"nvidia-smi -q -x": "real/nvidia-smi-q-x__l40s-2q-vgpu__1gpu__driver580.105.08__trimmed.xml"},
     ),
+    # a root port's fatal AER (device recovery failed) above the GPU, whose driver could not
+    # recover it, in the journal (no dmesg on the host: the probe's journalctl -k)
+    "lo-rootport-aer": Box(
+        {"gpu_count": 1},
+        {
+            "journalctl": (
+                "real/journalctl__root-port-aer-fatal-device-recovery-failed__xeon-e5v4-pc__zh-notes.txt"
+            )
+        },
+    ),
+    # 8 x A800 SXM4 all NV8 (topo -m alone, 8 bonded NICs)
+    "lo-a800-topo": Box(
+        {"gpu_count": 8, "interconnect": "nvlink"},
+        {"nvidia-smi topo -m": "real/nvidia-smi-topo-m__a800-sxm4__8gpu-nv8-8nic-bond__zh-env-report.txt"},
+    ),
     # 2 x RTX 4090, GPU 3b:00.0 lost: -L prints its device-handle failure and lists the other
     # (after the login's CUDA_VISIBLE_DEVICES line; exit code not posted: 255)
     "lo-4090-L-lost": Box(
