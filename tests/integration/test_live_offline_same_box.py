@@ -12,6 +12,7 @@ hardware errors (EDAC, machine checks, APEI records), which host_hw_errors read 
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 from dataclasses import dataclass, field
@@ -34,8 +35,13 @@ CSV = "csv"  # the live probe's --query-gpu line (its arguments are the parser's
 # (the live kernel log's `# first:` line tells whether it reaches back to boot; a saved file's
 # first line says so only where the file holds lines no grep for the drivers' keeps: compared
 # without the note)
+# a capture's first line that is the shell's prompt and the command typed (`$ nvidia-smi`,
+# `/# nvidia-smi`, `user@host:~$ nvidia-smi -a`)
+PROMPT = re.compile(r"^\S*[$#] (\S+)")
 BOOT_NOTE = " (the log read starts after boot, so it does not cover the whole boot)"
 # rules whose live verdict reads a fact only the live probe has, and the words that say so offline
+# the test machine's own cgroup CPU set, which the live cpu_cores rule reads beside lscpu
+CGROUP_CPUS = re.compile(r", \d+ usable \(cgroup CPU set\)")
 EXPLAINED = {
     # the cgroup memory limit of the test machine (offline: no cgroup file given)
     "ram": "(of the host: / is an overlay, a container)",
@@ -60,7 +66,10 @@ class Box:
     saved terminal `session` of it; `fails`: nvidia-smi's exit code where it printed its failure;
     `unsaid`: rules judged offline from an output that no live command prints (a session's
     `dmesg | grep NVRM`): never a pass on either side; `warns`: a warning nvidia-smi prints on
-    its stderr beside each whole answer, then exits 14 (a corrupted infoROM)."""
+    its stderr beside each whole answer, then exits 14 (a corrupted infoROM); `edited`: rules
+    judged offline from a mark of the capture's editing that no box's command prints (lines
+    elided by hand, `...`; a kernel log holding only the lines a grep picked): unverified offline,
+    where live reads the replay as the box's whole output."""
 
     order: dict[str, Any]
     files: dict[str, str] = field(default_factory=dict)
@@ -68,6 +77,7 @@ class Box:
     fails: int | None = None
     unsaid: tuple[str, ...] = ()
     warns: str = ""
+    edited: tuple[str, ...] = ()
 
 
 BOXES = {
@@ -148,6 +158,162 @@ BOXES = {
     "lo-host-errors": Box(
         {"gpu_count": 1}, {"dmesg": "real/dmesg__edac-ue-apei-pcie-recoverable__lwa-issues-117.txt"}
     ),
+    # a laptop's inventory, each output saved with its `$ cmd` line: an RTX 3050 (595.84), a
+    # hybrid CPU (12 threads), comma decimals in free, df and lsblk (pt_BR), `/` 95% full
+    "lo-acer": Box(
+        {"gpu_model": "RTX 3050", "gpu_count": 1, "vram": "6GB", "cpu_cores": 8, "ram": "24GB"},
+        {
+            "nvidia-smi": (
+                "real/nvidia-smi__rtx3050-laptop__1gpu__driver595.84__prompt__acer-nitro-inventario-pt.txt"
+            ),
+            "lscpu": "real/lscpu__intel-hybrid-12-threads__prompt__acer-nitro-inventario-pt.txt",
+            "free": "real/free-h__23gi-comma-decimals__prompt__acer-nitro-inventario-pt.txt",
+            "df": "real/df-h__nvme-root-95pct-comma-decimals__prompt__acer-nitro-inventario-pt.txt",
+            "lsblk": "real/lsblk__nvme-476.9g-comma-decimals__prompt__acer-nitro-inventario-pt.txt",
+            "nproc": "real/nproc__12__prompt__acer-nitro-inventario-pt.txt",
+        },
+    ),
+    # a VirtualBox VM (2 vCPUs, KVM paravirtualization, 8.4 GiB): lscpu, free -h, df -h
+    "lo-vbox": Box(
+        {"cpu_cores": 2, "ram": "8GB", "data_disk": {"mount": "/mnt/data", "min_size": "20GB"}},
+        {
+            "lscpu": "real/lscpu__virtualbox-vm-2vcpu-kvm__lab-report.txt",
+            "free": "real/free-h__virtualbox-vm-8.4gi__lab-report.txt",
+            "df": "real/df-h__virtualbox-vm-sda2-25g__lab-report.txt",
+        },
+    ),
+    # a KVM VM (8 vCPUs): lscpu, and free in KiB
+    "lo-kvm8": Box(
+        {"cpu_cores": 8, "ram": "24GB"},
+        {
+            "lscpu": "real/lscpu__kvm-vm-8vcpu__ldss-stats.txt",
+            "free": "real/free__kvm-vm-24682208-kib__ldss-stats.txt",
+        },
+    ),
+    # a 251 GiB box's free -h and df -h
+    "lo-kvarn": Box(
+        {"ram": "256GB", "data_disk": {"mount": "/data", "min_size": "500GB"}},
+        {"free": "real/free-h__251gi__kvarn-repro.txt", "df": "real/df-h__sdb2-878g-root__kvarn-repro.txt"},
+    ),
+    # 8 x H800 (555.42.06) and a kernel log of Xid 13 and 43 (lines elided with `...`)
+    "lo-h800xid": Box(
+        {"gpu_model": "H800", "gpu_count": 8, "vram": "80GB", "min_driver": "550"},
+        {
+            "nvidia-smi": "real/nvidia-smi__h800__8gpu__driver555.42.06__vrwkv.txt",
+            "dmesg": "real/dmesg__xid-13-43-elided__h800__vrwkv.txt",
+        },
+        edited=("gpu_xid", "nvswitch_sxid"),
+    ),
+    # a pod's RTX 6000 Ada table (its `/# nvidia-smi` line) and one NVRM NV_ERR_STATE_IN_USE line
+    "lo-ada-inuse": Box(
+        {"gpu_model": "RTX 6000 Ada", "gpu_count": 1, "vram": "48GB"},
+        {
+            "nvidia-smi": "real/nvidia-smi__rtx6000ada__1gpu__driver590.48.01__pod-prompt__dcgm-283.txt",
+            "dmesg": "real/dmesg-T__nv-err-state-in-use-no-xid__rtx6000ada__dcgm-283.txt",
+        },
+        edited=("nvswitch_sxid",),
+    ),
+    # 8 x RTX A4000, GPU3 lost: nvidia-smi prints only its device-handle failure (the exit code
+    # not posted: 255, nvidia-smi(1)'s "other error"), the kernel log its Xid 79 and 154
+    "lo-a4000-lost": Box(
+        {"gpu_model": "RTX A4000", "gpu_count": 8},
+        {
+            "nvidia-smi": (
+                "real/nvidia-smi__unable-device-handle-gpu3-unknown-error__8x-rtx-a4000__ru-blog.txt"
+            ),
+            "dmesg": "real/dmesg-T__xid-79-154-gpu3__8x-rtx-a4000__ru-blog.txt",
+        },
+        fails=255,
+        edited=("nvswitch_sxid",),
+    ),
+    # a DGX Station (4 x V100, 525): nvidia-smi prints only GPU 08:00.0's device-handle failure
+    "lo-dgxs-lost": Box(
+        {"gpu_model": "V100 32GB", "gpu_count": 4, "vram": "32GB", "min_driver": "525"},
+        {
+            "nvidia-smi": (
+                "real/nvidia-smi__unable-device-handle-gpu08-unknown-error"
+                "__dgx-station-4x-v100__driver525.txt"
+            )
+        },
+        fails=255,
+    ),
+    # an A10 (550.127.05): table and -q (gpud's mock of a real box)
+    "lo-a10": Box(
+        {"gpu_model": "A10", "gpu_count": 1, "vram": "24GB", "min_driver": "550"},
+        {
+            "nvidia-smi": "real/nvidia-smi__a10__1gpu__driver550.127.05__gpud-mock.txt",
+            "nvidia-smi -q": "real/nvidia-smi-q__a10__1gpu__driver550.127.05__gpud-mock.txt",
+        },
+    ),
+    # a GCE a2-highgpu-1g: table, -L, and df -h less its snap/tmpfs rows
+    "lo-gce-a100": Box(
+        {
+            "gpu_model": "A100 40GB SXM",
+            "gpu_count": 1,
+            "data_disk": {"mount": "/data", "min_size": "1TB"},
+        },
+        {
+            "nvidia-smi": "real/nvidia-smi__a100-sxm4-40gb__1gpu__driver580.126.09__gce-scotty-audit.txt",
+            "nvidia-smi -L": "real/nvidia-smi-L__a100-sxm4-40gb__1gpu__gce-scotty-audit.txt",
+            "df": "real/df-h-grep-v__gce-root-193g__gce-scotty-audit.txt",
+        },
+    ),
+    # a Slurm job's one H100 of an 8-GPU node (545.23.08): table, -a (= -q), the node's lscpu
+    "lo-della": Box(
+        {
+            "gpu_model": "H100 80GB HBM3",
+            "gpu_count": 1,
+            "vram": "80GB",
+            "min_driver": "545",
+            "cpu_cores": 96,
+        },
+        {
+            "nvidia-smi": (
+                "real/nvidia-smi__h100-80gb-hbm3__1gpu-of-8__driver545.23.08__prompt__princeton-della.txt"
+            ),
+            "nvidia-smi -q": (
+                "real/nvidia-smi-a__h100-80gb-hbm3__1gpu-of-8__driver545.23.08__prompt__princeton-della.txt"
+            ),
+            "lscpu": "real/lscpu__2s-96-cores__princeton-della-pli.txt",
+        },
+    ),
+    # 8 x H100 listed by -L alone
+    "lo-ccr-L": Box(
+        {"gpu_model": "H100 80GB HBM3", "gpu_count": 8},
+        {"nvidia-smi -L": "real/nvidia-smi-L__h100-80gb-hbm3__8gpu__ccr-buffalo.txt"},
+    ),
+    # a vGPU VM (L40S-2Q, 580.105.08): -q -x, trimmed by the repository that saved it
+    "lo-vgpu-qx": Box(
+        {"gpu_model": "L40S-2Q", "gpu_count": 1, "vram": "2GB", "min_driver": "580"},
+        {"nvidia-smi -q -x": "real/nvidia-smi-q-x__l40s-2q-vgpu__1gpu__driver580.105.08__trimmed.xml"},
+    ),
+    # a root port's fatal AER (device recovery failed) above the GPU, whose driver could not
+    # recover it, in the journal (no dmesg on the host: the probe's journalctl -k)
+    "lo-rootport-aer": Box(
+        {"gpu_count": 1},
+        {
+            "journalctl": (
+                "real/journalctl__root-port-aer-fatal-device-recovery-failed__xeon-e5v4-pc__zh-notes.txt"
+            )
+        },
+    ),
+    # 8 x A800 SXM4 all NV8 (topo -m alone, 8 bonded NICs)
+    "lo-a800-topo": Box(
+        {"gpu_count": 8, "interconnect": "nvlink"},
+        {"nvidia-smi topo -m": "real/nvidia-smi-topo-m__a800-sxm4__8gpu-nv8-8nic-bond__zh-env-report.txt"},
+    ),
+    # 2 x RTX 4090, GPU 3b:00.0 lost: -L prints its device-handle failure and lists the other
+    # (after the login's CUDA_VISIBLE_DEVICES line; exit code not posted: 255)
+    "lo-4090-L-lost": Box(
+        {"gpu_model": "RTX 4090", "gpu_count": 2, "vram": "24GB"},
+        {
+            "nvidia-smi -L": (
+                "real/nvidia-smi-L__geforce-rtx-4090__2gpu-gpu0-no-device-handle"
+                "__env-line__incident-notes.txt"
+            )
+        },
+        fails=255,
+    ),
 }
 
 
@@ -180,8 +346,10 @@ def _toolbox(h: TestHost, box: Box) -> None:
         if args == CSV:
             args = f"--query-gpu={','.join(nvidia_smi.QUERY_FIELDS)} --format=csv,nounits"
         copy = copies / path.name
-        if path != copy:
-            shutil.copyfile(path, copy)
+        if path != copy:  # (the box prints its output, not the `$ cmd` line a capture starts with)
+            text = path.read_text()
+            typed = PROMPT.match(text)
+            copy.write_text(text.partition("\n")[2] if typed and typed[1] == tool else text)
         rules.setdefault(tool, []).append(
             ReplayRule("*" if tool != "nvidia-smi" else args, PurePosixPath(copy.name))
         )
@@ -236,19 +404,37 @@ def test_live_and_offline_judge_one_box_alike(
     offline = _offline(project, name, box)
     judged = {n: c for n, c in offline.items() if not c["actual"].startswith("not judged")}
     assert judged, offline
-    for rule, off in judged.items():
-        on = live[rule]
-        said = (on["verdict"], on["actual"].replace(BOOT_NOTE, ""))
-        if rule in EXPLAINED and EXPLAINED[rule] in off["actual"]:
-            assert off["verdict"] == "unverified", off  # never a pass on the fact it cannot read
-            continue
-        if box.warns and rule == "sensor_faults":  # (the warning is on nvidia-smi's stderr, live only)
-            assert said[0] == "warn" and "infoROM reads corrupted" in said[1], (rule, on, off)
-            continue
-        if rule in box.unsaid:
-            assert said[0] == off["verdict"] == "unverified", (rule, on, off)
-            continue
-        if rule == "fabric_manager":  # the service state is this machine's systemctl's
-            assert said[0] == off["verdict"], (rule, on, off)
-            continue
-        assert said == (off["verdict"], off["actual"].replace(BOOT_NOTE, "")), (rule, on, off)
+    differ = _differences(box, live, judged)
+    assert not differ, "\n".join(map(str, differ))
+
+
+def _agree(box: Box, rule: str, on: dict[str, str], off: dict[str, str]) -> bool:
+    """Whether the live row `on` says what the offline row `off` says, but for what one side
+    alone can read."""
+    said = (on["verdict"], on["actual"].replace(BOOT_NOTE, ""))
+    if rule in EXPLAINED and EXPLAINED[rule] in off["actual"]:
+        return off["verdict"] == "unverified"  # never a pass on the fact it cannot read
+    if box.warns and rule == "sensor_faults":  # (the warning is on nvidia-smi's stderr, live only)
+        return said[0] == "warn" and "infoROM reads corrupted" in said[1]
+    if rule == "cpu_cores" and CGROUP_CPUS.search(said[1]):  # (this machine's, live only)
+        return CGROUP_CPUS.sub("", said[1]) == off["actual"]
+    if rule in box.edited:
+        return off["verdict"] == "unverified"
+    if rule in box.unsaid:
+        return said[0] == off["verdict"] == "unverified"
+    if rule == "fabric_manager":  # the service state is this machine's systemctl's
+        return said[0] == off["verdict"]
+    return said == (off["verdict"], off["actual"].replace(BOOT_NOTE, ""))
+
+
+def _differences(
+    box: Box, live: dict[str, dict[str, str]], judged: dict[str, dict[str, str]]
+) -> list[tuple[str, str, str, str, str]]:
+    """(rule, live verdict, live actual, offline verdict, offline actual) of each rule judged
+    differently."""
+    none = {"verdict": "no row", "actual": ""}
+    return [
+        (rule, on["verdict"], on["actual"], off["verdict"], off["actual"])
+        for rule, off in judged.items()
+        if not _agree(box, rule, on := live.get(rule, none), off)
+    ]

@@ -308,11 +308,35 @@ def _failed_answer(out: ProbeOutput, args: str) -> ProbeOutput:
     return dataclasses.replace(out, partial=said)
 
 
+def _failed_listing(out: ProbeOutput) -> ProbeOutput:
+    """`nvidia-smi -L` that failed after listing GPUs (a lost GPU's own line, "Unable to determine
+    the device handle for gpu ADDR: Unknown Error", then the GPUs it could open): its GPU lines
+    read, as the same output saved to a file is (each GPU listed, the lost one unreadable), the
+    code kept in `exited`; a listing not whole (`partial`) unless a lost GPU's line explains the
+    code. A failure that lists no GPU (`Failed to initialize NVML: ...`) stays a failure."""
+    from gpuonboard.facts.gpu_list import parse_gpu_list
+    from gpuonboard.facts.gpu_unopened import unopened_gpus
+
+    if out.exit_code in (0, 127) or out.partial or not parse_gpu_list(out.stdout).gpus:
+        return out
+    read = dataclasses.replace(out, exit_code=0, exited=out.exit_code)
+    if unopened_gpus([out.stdout, out.stderr]):
+        return read
+    how = (
+        f"was stopped after {NVIDIA_SMI_TIMEOUT} s"
+        if out.exit_code == TIMED_OUT
+        else stopped_said(out.exit_code) or f"failed ({out.failure(stdout=False)})"
+    )
+    return dataclasses.replace(
+        read, partial=f"`nvidia-smi -L` {how}: what it printed before may leave GPUs out"
+    )
+
+
 def _read_past_exit(raw: dict[str, ProbeOutput]) -> list[str]:
     """Each output whose non-zero exit code leaves its answer readable, as answered (df's rows,
     nvidia-smi's warning), or as a part of the answer (a GPU listing whose call failed after
     it): `raw` changed in place; a sentence for each nvidia-smi one read as answered."""
-    from gpuonboard.facts.gpu_probes import GPU_SOURCES, NVIDIA_SMI_ARGS
+    from gpuonboard.facts.gpu_probes import GPU_SOURCES, LIST_PROBE, NVIDIA_SMI_ARGS
 
     raw["df"] = _df_in_part(raw["df"])
     listings = {name for name, _, _ in GPU_SOURCES}
@@ -325,6 +349,8 @@ def _read_past_exit(raw: dict[str, ProbeOutput]) -> list[str]:
             read.append(f"`nvidia-smi {args}`" if named else "`nvidia-smi`")
         elif name in listings:
             raw[name] = _failed_answer(out, args)
+        elif name == LIST_PROBE:
+            raw[name] = _failed_listing(out)
     if not read:
         return []
     return [

@@ -245,6 +245,19 @@ FINDINGS: dict[str, str] = {}  # all fixed (F1-F9 of the 2026-12 audit, round 4'
 
 
 def covered(prefix: str) -> set[str]:
-    """The real captures of this audit whose file name starts with `prefix` (file names only)."""
+    """The real captures of this audit whose file name starts with `prefix` (file names only),
+    and those of the boxes judged both live and offline (tests/integration/
+    test_live_offline_same_box.py BOXES: each read by the same readers both ways)."""
     names = {n.split("/", 1)[1] for n in PARSED_RIGHT | FINDINGS.keys() if n.startswith("real/")}
-    return {n for n in names if n.startswith(prefix)}
+    return {n for n in names | _live_offline_boxes() if n.startswith(prefix)}
+
+
+def _live_offline_boxes() -> set[str]:
+    import ast
+
+    text = (Path(__file__).parents[2] / "integration" / "test_live_offline_same_box.py").read_text()
+    return {
+        node.value.removeprefix("real/")
+        for node in ast.walk(ast.parse(text))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("real/")
+    }

@@ -13,7 +13,9 @@ A GPU listing (the table, `-q`, `-q -x`, the query CSV) printed by a call that t
 any other code, or was stopped by the probe's timeout (124), was read as a whole listing: a real
 4 x A100 table with `exit 15` failed an order of 8 GPUs, "4", a hardware claim from an output
 nvidia-smi itself says failed. Now it is part of the answer (an incomplete probe, the code
-named), unless a lost GPU's own line ("Unable to determine the device handle ...") explains it."""
+named), unless a lost GPU's own line ("Unable to determine the device handle ...") explains it.
+So is `-L`'s listing now (round 37): live it was dropped at any code but 0 and 14, where the same
+output saved to a file is read (a lost GPU's line, then the GPUs nvidia-smi could open)."""
 
 from __future__ import annotations
 
@@ -143,7 +145,7 @@ def test_an_answer_with_exit_14_is_read_as_the_same_answer_at_exit_0(
 
 
 @pytest.mark.parametrize("code", FAILURES)
-@pytest.mark.parametrize("case", list(CASES))
+@pytest.mark.parametrize("case", [c for c in CASES if c != "list"])  # (-L: a listing, below)
 def test_any_other_exit_code_keeps_its_failure(tmp_path: Path, order: str, case: str, code: int) -> None:
     probe, box, answer = CASES[case]
     raw = box(tmp_path)
@@ -310,3 +312,47 @@ def test_a_table_showing_a_faulty_gpu_explains_a_gpu_fault_code(tmp_path: Path, 
     assert _failed_table(T4_ERR, code, "gpu_count: 2\n", tmp_path)["gpu_count"] == whole["gpu_count"]
     other = _failed_table(T4_ERR, 255, "gpu_count: 2\n", tmp_path)["gpu_count"]
     assert other[0] == "unverified" and "exit 255" in other[1]
+
+
+# a real `nvidia-smi -L` of a 2 x RTX 4090 box whose GPU 3b:00.0 was lost: the lost GPU's line,
+# then GPU 1 (incident notes, after the login's CUDA_VISIBLE_DEVICES line); a real -L of 8 x H100
+LOST_LISTING = "nvidia-smi-L__geforce-rtx-4090__2gpu-gpu0-no-device-handle__env-line__incident-notes.txt"
+H100_LISTING = "nvidia-smi-L__h100-80gb-hbm3__8gpu__ccr-buffalo.txt"
+
+
+@pytest.mark.parametrize("code", (*FAILURES, 124))
+def test_a_failed_gpu_listing_of_L_is_read_as_its_saved_file_is(tmp_path: Path, code: int) -> None:
+    """`nvidia-smi -L` naming a GPU it could not open, then the GPU it could, its call exiting
+    `code`: live, the listing was dropped (only `-L` at exit 0 was read) and gpu_count and
+    gpu_model were unverified ("nvidia-smi failed"), where the same output saved to a file fails
+    both: 2 GPUs, one unreadable (tests/integration/test_live_offline_same_box.py, lo-4090-L-lost).
+    Now it is read as the saved file is, the lost GPU's line explaining the code."""
+    order = tmp_path / "order.yml"
+    order.write_text("gpu_model: RTX 4090\ngpu_count: 2\nvram: 24GB\n")
+    raw = offline.load_outputs([str(REAL / LOST_LISTING)])
+    saved = _rules(parse_facts(raw), str(order))
+    assert saved["gpu_count"] == ("fail", "2 (1 unreadable)")
+    failed = {**raw, "nvidia_smi_list": dataclasses.replace(raw["nvidia_smi_list"], exit_code=code)}
+    facts = parse_facts(failed)
+    assert facts.raw["nvidia_smi_list"].exited == code
+    live = _rules(facts, str(order))
+    assert {r: live[r] for r in ("gpu_model", "gpu_count", "vram", "gpu_health")} == {
+        r: saved[r] for r in ("gpu_model", "gpu_count", "vram", "gpu_health")
+    }
+
+
+@pytest.mark.parametrize("code", (*FAILURES, 124))
+def test_a_whole_L_listing_whose_call_failed_is_part_of_the_answer(tmp_path: Path, code: int) -> None:
+    """The real 8 x H100 `-L`, its call's exit code changed to `code` (no lost GPU's line): a
+    listing nvidia-smi says is not whole, read (8 listed) with its failure named, never a pass
+    on it; before, nothing was read (gpu_count unverified, "unknown: nvidia-smi failed")."""
+    order = tmp_path / "order.yml"
+    order.write_text("gpu_count: 8\n")
+    raw = offline.load_outputs([str(REAL / H100_LISTING)])
+    assert _rules(parse_facts(raw), str(order))["gpu_count"] == ("pass", "8")
+    failed = {**raw, "nvidia_smi_list": dataclasses.replace(raw["nvidia_smi_list"], exit_code=code)}
+    how = "was stopped after 60 s" if code == 124 else f"failed (exit {code})"
+    assert _rules(parse_facts(failed), str(order))["gpu_count"] == (
+        "unverified",
+        f"8 listed; incomplete probe: `nvidia-smi -L` {how}: what it printed before may leave GPUs out",
+    )

@@ -238,6 +238,7 @@ def _mesh(gpus: int, link: str) -> dict[str, str]:
 TOPOLOGIES: dict[str, dict[str, str] | None] = {
     "nvidia-smi-topo-m__a100__8gpu-12nic__dgx-a100.txt": _mesh(8, "NV12"),
     "nvidia-smi-topo-m__h200__8gpu-10nic.txt": _mesh(8, "NV18"),
+    "nvidia-smi-topo-m__a800-sxm4__8gpu-nv8-8nic-bond__zh-env-report.txt": _mesh(8, "NV8"),
     "nvidia-smi-topo-m__b300-hgx__7-of-8-gpus__legend__dell-xe9780.txt": _mesh(7, "NV18"),
     "nvidia-smi-topo-m__8x-h100-nv18__space-aligned__nccl-note.txt": _mesh(8, "NV18"),
     "nvidia-smi-topo-m__h100-80gb-hbm3__4gpu-8nic__driver560.35.05__space-aligned.txt": _mesh(4, "NV18"),
