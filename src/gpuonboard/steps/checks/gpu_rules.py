@@ -244,11 +244,13 @@ def _model_matches(
     fails: dict[str, list[str]] = {}
     warns: dict[str, list[str]] = {}
     unknown: dict[str, list[str]] = {}
-    matched: dict[tuple[str, int | None, str | None], ModelMatch] = {}
+    matched: dict[tuple[str, int | None, str | None, float | None], ModelMatch] = {}
     for g in read:
-        key = (g.name, g.memory_total_mib, family_of(g))
+        # (the highest power limit read: a limit is lowered below the card's maximum, never raised above)
+        limits = [w for w in (g.power_limit_w, g.default_power_limit_w, g.max_power_limit_w) if w]
+        key = (g.name, g.memory_total_mib, family_of(g), max(limits) if limits else None)
         if key not in matched:
-            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib, key[2])
+            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib, key[2], key[3])
         result = matched[key]
         into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
         if into is not None and result.why not in into.setdefault(g.name, []):
