@@ -14,9 +14,7 @@ from ...offline_judge import checks
 
 FIXTURES = Path(__file__).parents[3] / "fixtures"
 SESSION_600W = (
-    FIXTURES
-    / "sessions"
-    / "page__venv-python+lsb_release+uname+pip+nvidia-smi__vastai-container-prompt__"
+    FIXTURES / "sessions" / "page__venv-python+lsb_release+uname+pip+nvidia-smi__vastai-container-prompt__"
     "rtx-pro-6000-blac-name-cut-600W-580.95.05__krea-report.txt"
 )
 SESSION_300W = (
