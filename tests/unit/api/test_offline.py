@@ -178,6 +178,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "script-blocks__lscpu-lines+free": "lscpu",
         "script-blocks__date-uname-lscpu-meminfo": "lscpu",  # (round 36: headings with no blank above)
         "script-blocks__": "nvidia_smi",
+        # (round 37: a project's environment-check script, its platform line then nvidia-smi's table)
+        "check-env__": "nvidia_smi",
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
         "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused
         "report-sh__nvidia-smi-topo": "nvidia_topo",  # a report's topo -m first (facts/test_topo.py)

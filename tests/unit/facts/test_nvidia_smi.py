@@ -340,6 +340,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__h200__1gpu__driver575.57.08__slurm-job-out-prolog-epilog-cuda-visible-devices__pace-ice.txt",
         # a DGX Station A100's table with its display card: steps/checks/test_display_adapters_r35.py
         "nvidia-smi__dgx-station-a100__4gpu-mig-plus-dgx-display__driver470.141.03__gpu-rows-only__kr-notes.txt",
+        # AutoDL's renamed share `NVIDIA vGPU-48GB`: steps/checks/gpu_health/test_vgpu_named_r37.py
+        "nvidia-smi__autodl-vgpu-48gb__1gpu__driver570.124.04__ecc-off__fan99__easyedit-env.txt",
+        # `nvidia-smi | head -8` without its borders: steps/checks/test_min_driver_banner_no_border_r37.py
+        "nvidia-smi__head-8-banner-only-no-borders__driver590.48.01-cuda13.1__blackwell-scout-worker-report.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -57,15 +57,20 @@ def marker_sizes(path: str = str(MARKERS_FILE)) -> dict[str, _SizedSiblings]:
 
 
 @loaded_once
-def marked_tails(path: str = str(MARKERS_FILE)) -> tuple[tuple[str, ...], ...]:
+def marked_tails(path: str = str(MARKERS_FILE)) -> tuple[tuple[tuple[str, ...], float | None], ...]:
     """The words of each name of data/gpu_name_markers.yml `tails`: a name nvidia-smi prints with
-    a product-marker word after a word its table may cut (`... Blackwell Max-Q Workstation Edition`)."""
+    a product-marker word after a word its table may cut (`... Blackwell Max-Q Workstation Edition`),
+    with the most power that product draws (`max_w`, W; None where the row gives none): a GPU whose
+    power cap reads above it is not that product."""
     out = []
     for row in table_rows(Path(path), "tails"):
         words = _name_tokens(str(row.get("name") or "")).tokens
         if not any(w in _OTHER_PRODUCT for w in words):
             raise ValueError(f"{path}: tail {row.get('name')!r} must hold a product-marker word")
-        out.append(words)
+        watts = row.get("max_w")
+        if watts is not None and not (isinstance(watts, (int, float)) and watts > 0):
+            raise ValueError(f"{path}: tail {row.get('name')!r}: max_w must be a number of watts")
+        out.append((words, float(watts) if watts is not None else None))
     return tuple(out)
 
 

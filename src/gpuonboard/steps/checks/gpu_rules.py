@@ -24,6 +24,7 @@ from gpuonboard.facts.nvidia_smi_failure import (
 )
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check, Verdict
+from gpuonboard.steps.checks.driver_banner import mixed_packages
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.gpu_share import share_advice
@@ -194,7 +195,22 @@ def rule_driver(facts: Facts) -> Check:
     verdict: Verdict = "pass" if facts.gpu.driver_version else "unverified"
     if not facts.gpu.driver_version:
         notes.insert(0, no_version_said(facts))
+    if verdict == "pass" and (mixed := mixed_packages(facts.gpu_raw.stdout)) is not None:
+        # (nvidia-smi of another release than the driver: measure37e 09, 580.95.05 over 590.48.01)
+        actual += f"; nvidia-smi {mixed[0]} of another release than the driver {mixed[1]}"
+        verdict = "warn"
+        notes.insert(0, MIXED_PACKAGES_ADVICE)
     return Check("nvidia_driver", expected, actual, verdict, "; ".join(notes))
+
+
+# NVIDIA's nvidia-docker wiki: "the user-level driver libraries are tied to the version of the
+# kernel module ... had to match exactly", else NVML refuses ("Driver/library version mismatch")
+MIXED_PACKAGES_ADVICE = (
+    "the banner names two driver releases: this nvidia-smi is of another driver package than the"
+    " kernel module (an upgrade half done, or a container's own nvidia-smi); NVIDIA's user-level"
+    " driver libraries must match the kernel module's version exactly, so ask the vendor to install"
+    " one driver release whole (or reboot after an upgrade) and check `cat /proc/driver/nvidia/version`"
+)
 
 
 # where nvidia-smi says it found no CUDA driver (CUDA Version: N/A, Not Found; values.no_cuda)
@@ -244,11 +260,13 @@ def _model_matches(
     fails: dict[str, list[str]] = {}
     warns: dict[str, list[str]] = {}
     unknown: dict[str, list[str]] = {}
-    matched: dict[tuple[str, int | None, str | None], ModelMatch] = {}
+    matched: dict[tuple[str, int | None, str | None, float | None], ModelMatch] = {}
     for g in read:
-        key = (g.name, g.memory_total_mib, family_of(g))
+        # (the highest power limit read: a limit is lowered below the card's maximum, never raised above)
+        limits = [w for w in (g.power_limit_w, g.default_power_limit_w, g.max_power_limit_w) if w]
+        key = (g.name, g.memory_total_mib, family_of(g), max(limits) if limits else None)
         if key not in matched:
-            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib, key[2])
+            matched[key] = match_model(model, g.name, g.memory_total_mib, vram_gib, key[2], key[3])
         result = matched[key]
         into = {"fail": fails, "warn": warns, "unverified": unknown}.get(result.verdict)
         if into is not None and result.why not in into.setdefault(g.name, []):

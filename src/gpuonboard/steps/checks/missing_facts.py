@@ -469,7 +469,9 @@ def _without_image_banner(text: str) -> str:
 # a quoted banner ("the host needs at least this driver:") are no output of the box.
 _TABLE_HEAD = lazy_re(
     r"\A(?:[ \t]*\n|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}[ \t]*\n|Every .*\n)*"
-    r"[ \t]*\+-+\+[ \t]*\n[ \t]*\|\s*NVIDIA-SMI\s"
+    # (the top border optional: a poster's `nvidia-smi | head -8` with its borders left out, the
+    # date line then the banner, measure37e 12: the banner is still the output's first line)
+    r"(?:[ \t]*\+-+\+[ \t]*\n)?[ \t]*\|\s*NVIDIA-SMI\s"
 )
 _Q_HEAD = lazy_re(r"^[^\S\n]*=+NVSMI LOG=+\s*\n(?:.*\n)*?[^\S\n]*Driver Version\s*:", re.M)
 # the table's top border and banner at a line's start, anywhere in the text

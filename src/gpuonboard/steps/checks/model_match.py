@@ -176,12 +176,16 @@ def _kind_problem(kinds: list[str], got: _Delivered) -> tuple[list[str], str | N
     return [], None  # (a type the name does not say, of a model sold with one: not demanded)
 
 
-def _tail_marker(name: _Name, want: list[str]) -> str | None:
+def _tail_marker(name: _Name, want: list[str], power_cap_w: float | None = None) -> str | None:
     """The marker word a known name continues a cut name with, after the cut word ('MAXQ' for
-    'RTX PRO 6000 Blac...'), where the order does not name it; None when no known name does."""
+    'RTX PRO 6000 Blac...'), where the order does not name it; None when no known name does, or
+    the GPU's power cap (`power_cap_w`) is above what that product draws (a 600 W cap: no 300 W
+    Max-Q card)."""
     seen, frag = list(name.tokens), name.fragment
-    for words in marked_tails():
+    for words, max_w in marked_tails():
         cut = len(seen)
+        if max_w is not None and power_cap_w is not None and power_cap_w > max_w:
+            continue
         if len(words) > cut and list(words[:cut]) == seen and words[cut].startswith(frag):
             marker = next((w for w in words[cut + 1 :] if w in _OTHER_PRODUCT and w not in want), None)
             if marker is not None:
@@ -460,10 +464,13 @@ def match_model(
     vram_mib: int | None = None,
     vram_gib: float | None = None,
     family: str | None = None,
+    power_cap_w: float | None = None,
 ) -> ModelMatch:
     """Compare a delivered GPU name with the ordered model (rules in `model_matches`); `vram_gib`:
     the memory the order states apart from the model (its `vram`), which a reworked board meets;
-    `family`: the GPU's architecture as the box said it (`-q`), else the one its name tells."""
+    `family`: the GPU's architecture as the box said it (`-q`), else the one its name tells;
+    `power_cap_w`: the highest power limit read of the GPU (a cut name's marker that draws less
+    is ruled out)."""
     model = split_count(ordered)[0]
     vgpu = _vgpu_match(model, delivered)
     if vgpu is not None:
@@ -543,7 +550,9 @@ def match_model(
     unknown = untold or forms.untold or arch_untold or _size_untold(want, want_name, got, vram_mib)
     if unknown:
         return ModelMatch("unverified", unknown)
-    return _passed_or_warned(model, want, want_name, name, got, unseen, vague, bare, vram_mib, vram_gib)
+    return _passed_or_warned(
+        model, want, want_name, name, got, unseen, vague, bare, vram_mib, vram_gib, power_cap_w
+    )
 
 
 def _data_variants(delivered: str, got: _Delivered, named: set[str]) -> list[str]:
@@ -574,6 +583,7 @@ def _passed_or_warned(
     bare: list[str],
     vram_mib: int | None,
     vram_gib: float | None,
+    power_cap_w: float | None = None,
 ) -> ModelMatch:
     """The verdict of a name that fails no ordered word: a warning where the name's cut may hide
     a word, the board was reworked, or a bare number ordered is not in the name; else a pass."""
@@ -584,7 +594,7 @@ def _passed_or_warned(
     # '... Blackwell Max-Q Workstation Edition', data/gpu_name_markers.yml `tails`) hides it too
     frag = name.fragment
     hides_tail = any(c.isdigit() for c in frag) and not (got.sxm or "PCIE" in got.have)
-    if name.cut and frag and not vague and (marker := _tail_marker(name, want)) is not None:
+    if name.cut and frag and not vague and (marker := _tail_marker(name, want, power_cap_w)) is not None:
         vague = f"the words after the cut word '{frag.title()}...' may be {_show(marker)}"
     if name.cut and (unseen or not frag or vague or hides_tail):
         return ModelMatch("warn", _cut_note(_as_ordered(unseen, model), vague, want_name.joined))

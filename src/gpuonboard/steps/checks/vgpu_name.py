@@ -21,6 +21,9 @@ _VGPU = re.compile(
     r"(?P<fb>\d+)(?P<series>[ABCQ])(?(slices)(?P<attr>MEALL|NOME|ME|GFX)?)\s*$",
     re.IGNORECASE,
 )
+# the word vGPU in a GPU's name ('NVIDIA vGPU-48GB', 'NVIDIA vGPU 32GB'): never a physical GPU's
+# (data/gpu_pci_ids.yml holds no name with it), so a share of one, named as such
+_SAYS_VGPU = re.compile(r"(?<![A-Za-z0-9])vGPU(?![A-Za-z])", re.IGNORECASE)
 _VGPU_ATTRIBUTES = {
     "ME": "with media extensions",
     "NOME": "without media extensions",
@@ -88,3 +91,10 @@ def is_vgpu(name: str, brand: str | None = None, virtualization_mode: str | None
     if "virtual" in (brand or "").lower():
         return True
     return (virtualization_mode or "").strip().upper() == "VGPU"
+
+
+def says_vgpu(name: str) -> bool:
+    """A GPU name that says vGPU itself, no NVIDIA vGPU profile's (a rental's renamed share,
+    AutoDL's 'NVIDIA vGPU-48GB'): a share of a GPU by its name, whose licence and board are not
+    told (so `is_vgpu`, which asks for a licence, leaves it out)."""
+    return _SAYS_VGPU.search(name) is not None

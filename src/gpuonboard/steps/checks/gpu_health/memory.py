@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from gpuonboard.facts.gpu_agree import FORMAT_NAMES
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.facts.nvidia_smi.faults import blocked_faults
@@ -63,7 +65,7 @@ def rule_ecc_mode(gpus: list[GpuInfo], sandbox: str | None = None) -> Check:
             "ecc_mode",
             "Enabled",
             f"Disabled on {gpu_list(off_dc, gpus)} (data-centre GPU)"
-            + (f"; Disabled on {gpu_list(off_pro, gpus)} (workstation GPU)" if off_pro else "")
+            + (f"; {_off_pro_said(off_pro, klass, gpus)}" if off_pro else "")
             + note,
             "fail",
             "memory errors go undetected without ECC; ask the vendor to run `sudo nvidia-smi -e 1`"
@@ -75,7 +77,7 @@ def rule_ecc_mode(gpus: list[GpuInfo], sandbox: str | None = None) -> Check:
         return Check(
             "ecc_mode",
             "Enabled where the GPU supports it",
-            f"Disabled on {gpu_list(off_pro, gpus)} (workstation GPU with ECC)" + note,
+            _off_pro_said(off_pro, klass, gpus) + note,
             "warn",
             f"this card supports ECC but runs without it; {ECC_ENABLE_ADVICE}",
         )
@@ -92,6 +94,18 @@ def rule_ecc_mode(gpus: list[GpuInfo], sandbox: str | None = None) -> Check:
         counted = f"Enabled on {len(read) - len(others)} of {len(read)} GPUs{read_note}"
         return Check("ecc_mode", "Enabled", f"{counted} ({said}){note}", "pass")
     return _ecc_not_required(read, gpus, off_consumer, note)
+
+
+def _off_pro_said(off: list[GpuInfo], klass: Mapping[int, str], gpus: list[GpuInfo]) -> str:
+    """'Disabled on GPU 0 (workstation GPU with ECC)' of the workstation cards among `off`, and
+    of a card whose name names no family this tool knows (a renamed rental card, 'NVIDIA
+    vGPU-48GB'), 'its model not known': its mode says it has ECC, not that it is a workstation's."""
+    pro = [g for g in off if klass[g.index] == "professional"]
+    other = [g for g in off if g not in pro]
+    said = [f"Disabled on {gpu_list(pro, gpus)} (workstation GPU with ECC)"] if pro else []
+    if other:
+        said.append(f"Disabled on {gpu_list(other, gpus)} (a GPU with ECC, its model not known)")
+    return "; ".join(said)
 
 
 def _named_as(g: GpuInfo) -> str:

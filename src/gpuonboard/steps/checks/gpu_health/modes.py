@@ -14,6 +14,7 @@ from gpuonboard.steps.base import Check, Verdict
 from gpuonboard.steps.checks.gpu_health.common import gpu_label, gpu_list
 from gpuonboard.steps.checks.model_match import is_vgpu
 from gpuonboard.steps.checks.once import loaded_once
+from gpuonboard.steps.checks.vgpu_name import says_vgpu
 
 # integrated (Jetson) GPUs, whose nvidia-smi prints N/A for the persistence mode by design:
 # "Orin (nvgpu)" (tests/fixtures/real/nvidia-smi__jetson-agx-orin__1gpu__driver540.4.0.txt)
@@ -187,11 +188,28 @@ def rule_mig(gpus: list[GpuInfo]) -> Check:
     )
 
 
-def rule_virtualization(gpus: list[GpuInfo]) -> Check:
+def rule_virtualization(gpus: list[GpuInfo], wsl: str | None = None) -> Check:
     """Report pass-through or vGPU: bare metal vs a VM changes what you pay for. UNVERIFIED when
-    no format reported the mode: a vGPU cannot be ruled out from its absence."""
+    no format reported the mode: a vGPU cannot be ruled out from its absence. `wsl`: what says
+    the login is a WSL2 guest (gpu_health/guest.py), whose GPU is the Windows host's: a warning."""
     modes = sorted({g.virtualization_mode for g in gpus if g.virtualization_mode})
-    named = sorted({g.name for g in gpus if not g.virtualization_mode and is_vgpu(g.name, g.product_brand)})
+    if wsl:
+        return Check(
+            "virtualization",
+            "bare metal or pass-through",
+            f"WSL2 guest ({wsl})",
+            "warn",
+            "the GPU is the Windows host's, handed to this WSL2 guest by GPU paravirtualisation"
+            " (/dev/dxg), not bare metal or pass-through: its driver, errors and GPU sharing are"
+            " the Windows host's; check the order said so",
+        )
+    named = sorted(
+        {
+            g.name
+            for g in gpus
+            if not g.virtualization_mode and (is_vgpu(g.name, g.product_brand) or says_vgpu(g.name))
+        }
+    )
     if named:
         # the table and the CSV give no mode, but a vGPU profile's name or brand says so
         modes.append(f"vGPU ({', '.join(named)}, by its name)")

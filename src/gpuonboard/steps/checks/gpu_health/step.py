@@ -25,6 +25,7 @@ from gpuonboard.steps.checks.gpu_health.common import (
     gpu_label,
     gpu_list,
 )
+from gpuonboard.steps.checks.gpu_health.guest import wsl_sign
 from gpuonboard.steps.checks.gpu_health.memory import (
     UNREADABLE_GPUS,
     rule_ecc_errors,
@@ -414,7 +415,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
         lambda: rule_persistence(gpus),
         lambda: rule_compute_mode(gpus),
         lambda: rule_mig(gpus),
-        lambda: rule_virtualization(gpus),
+        lambda: rule_virtualization(gpus, wsl_sign(facts)),
         lambda: rule_vgpu_license(gpus),
     ]
     checks = [_unread_cells(c, gpus) for r in rules if (c := r()) is not None]

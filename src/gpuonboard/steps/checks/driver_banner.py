@@ -1,0 +1,43 @@
+"""The two versions a table's banner names, nvidia-smi's own and the driver's (`NVIDIA-SMI
+580.95.05   Driver Version: 590.48.01`): a WSL2 guest's pair (the Windows driver's two-part
+version beside an older nvidia-smi: gpu_health/guest.py) or a Linux box's mixed driver packages
+(an nvidia-smi of another driver release than the kernel module: `nvidia_driver` warns)."""
+
+from __future__ import annotations
+
+import re
+
+# the table's banner: `NVIDIA-SMI 580.102.01   Driver Version: 581.57` (R610: KMD Version)
+_BANNER = re.compile(
+    r"NVIDIA-SMI\s+(\d+\.\d+(?:\.\d+)?)\s.*?\b(?:Driver|KMD) Version:\s*(\d+\.\d+(?:\.\d+)?)\b"
+)
+
+
+def _older(tool: str, driver: str) -> bool:
+    """Whether nvidia-smi's version is older than the driver's, of its branch or the one or two
+    before (WSL2: 580 beside 581; never the old layout's tool number `5.319.37` of driver 319.37)."""
+    have, want = tuple(map(int, tool.split("."))), tuple(map(int, driver.split(".")))
+    return want[0] - 2 <= have[0] and have < want
+
+
+def banner_windows_driver(text: str) -> tuple[str, str] | None:
+    """(nvidia-smi's version, the driver's) where a table's banner shows a WSL2 guest's pair: the
+    Windows driver's two-part version (`581.57`) beside an older nvidia-smi of the Linux side
+    (`580.102.01`, `530.47`); None otherwise (Colab's newer tool over its driver, a Linux box's
+    mixed packages of three-part versions, one version in both)."""
+    for tool, driver in _BANNER.findall(text):
+        if driver.count(".") == 1 and tool != driver and _older(tool, driver):
+            return tool, driver
+    return None
+
+
+def mixed_packages(text: str) -> tuple[str, str] | None:
+    """(nvidia-smi's version, the driver's) where a table's banner names two releases and they are
+    no WSL2 guest's pair (banner_windows_driver) nor the old layout's tool number (`5.319.37` of
+    driver 319.37): nvidia-smi of another driver package than the kernel module's (a native box
+    upgraded in part, a container's own nvidia-smi); None otherwise."""
+    for tool, driver in _BANNER.findall(text):
+        if tool == driver or int(tool.split(".")[0]) < 100 or banner_windows_driver(text):
+            continue
+        return tool, driver
+    return None
