@@ -214,3 +214,48 @@ def test_a_saved_lscpu_cache_table_alone_is_refused_as_what_it_is(tmp_path: Path
     with pytest.raises(UsageError) as refused:
         checks(tmp_path, "lscpu.txt", text, "cpu_cores: 4\n")
     assert CACHES in str(refused.value), str(refused.value)
+
+
+TOP_SESSION = REAL / (
+    "session__nvidia-smi-2x-rtx-pro-6000-maxq-580.95-then-top-b-n1-head-30-mib-mem__vllm-benchmark-notes.txt"
+)
+
+
+@pytest.mark.parametrize(("order", "verdict"), [("120GB", "pass"), ("256GB", "fail")])
+def test_tops_memory_summary_in_a_session_gives_the_ram(tmp_path: Path, order: str, verdict: str) -> None:
+    """m37e 06: `$ top -b -n 1 | head -30` after nvidia-smi in a session: procps-ng top's `MiB Mem :
+    126426.1 total` (/proc/meminfo's MemTotal, as free's) was not read, ram "no free output was
+    given"; now read as 123.5 GiB, its source said."""
+    got = {c.name: c for c in checks(tmp_path, "session.txt", TOP_SESSION.read_text(), f"ram: {order}\n")}
+    assert got["ram"].verdict == verdict, got["ram"]
+    assert got["ram"].actual.startswith(
+        "123.5 GiB (132.6 GB), top's Mem total (its memory summary; no free given)"
+    ), got["ram"].actual
+
+
+@pytest.mark.parametrize(
+    ("line", "gib", "half"),
+    [
+        (
+            "MiB Mem : 126426.1 total,   1030.2 free,  13982.5 used, 112899.8 buff/cache",
+            126426.1 / 1024,
+            0.05 / 1024,
+        ),
+        (
+            "KiB Mem : 16305960 total,  1234567 free, 2345678 used, 3456789 buff/cache",
+            16305960 / 1024**2,
+            0.0,
+        ),
+        ("GiB Mem :    123.5 total,      1.0 free,     13.7 used,    110.3 buff/cache", 123.5, 0.05),
+        ("Mem:   1009148k total,   809316k used,   199832k free,   245708k buffers", 1009148 / 1024**2, 0.0),
+    ],
+)
+def test_tops_memory_total_is_read_in_the_unit_it_names(line: str, gib: float, half: float) -> None:
+    """procps top's summary units: its label's (`KiB`/`MiB`/`GiB` Mem, scaled by `-E`), old
+    procps' `k`; a decimal printed spreads the total half its last digit either way."""
+    from gpuonboard.facts.memory import read_memory
+
+    memory = read_memory(f"top - 04:38:26 up 47 min,  2 users,  load average: 2.00, 1.44, 0.77\n{line}\n")
+    assert memory.source == "top" and memory.total_bytes is not None, memory
+    assert memory.total_bytes / 2**30 == pytest.approx(gib, abs=1e-6)
+    assert memory.total_spread[1] / 2**30 == pytest.approx(half, abs=1e-6)

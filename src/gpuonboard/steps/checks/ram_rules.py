@@ -118,6 +118,8 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         actual += _numactl_summed(facts.memory.uncounted) + "".join(f"; {w}" for w in facts.memory.warnings)
     if facts.memory.source == "docker_info":
         actual += _docker_said(facts)
+    if facts.memory.source == "top":  # (m37e 06: `MiB Mem : 126426.1 total` of a `top -b`)
+        actual += ", top's Mem total (its memory summary; no free given)"
     limit = facts.memory_limit_bytes
     if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
@@ -164,7 +166,8 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             f"the {format_bytes(total)} read may be up to {format_bytes(more)} more: the output rounds it"
         )
         short = f"at least {short} ({rounded})"
-    if (out := facts.raw.get(facts.memory.source)) is not None and out.in_container:
+    source = "free" if facts.memory.source == "top" else facts.memory.source  # (top is read as free's kind)
+    if (out := facts.raw.get(source)) is not None and out.in_container:
         return Check(
             "ram",
             expected,
@@ -288,7 +291,7 @@ def _ram_short_why(facts: Facts, unified: bool, allowed: float) -> str:
     if (
         not limit_read(facts, MEMORY_LIMIT_FILES)
         and facts.memory is not None
-        and facts.memory.source == "free"
+        and facts.memory.source in ("free", "top")
     ):
         # (numactl's node sizes (sysfs) and docker's daemon's MemTotal are no view lxcfs changes: m37b 26;
         # lxcfs, in an LXC or Kubernetes container, shows the container's memory limit as
@@ -313,14 +316,18 @@ def _rounded_ram(
     d = _telling_decimals(total - less, total + more, int(floor))
     low, high, need = (format_bytes(n, True, d) for n in (total - less, total + more, int(floor)))
     how = "under `--si`, in powers of 1000 (or of 1024, by procps version)" if si else "in rounded units"
-    if source == "docker_info":
+    printed = {
+        "docker_info": "docker info prints Total Memory to 4 significant digits",
+        "top": "top prints its Mem total rounded to its last decimal",
+    }
+    if source in printed:
         return Check(
             "ram",
             expected,
-            f"{actual}; between {low} and {high} (docker info prints 4 significant digits)",
+            f"{actual}; between {low} and {high} (rounded as printed)",
             "unverified",
-            f"docker info prints Total Memory to 4 significant digits, and the {need} the order needs"
-            " (less the tolerance) lies within that rounding: save `free -k` of the box to judge it",
+            f"{printed[source]}, and the {need} the order needs (less the tolerance) lies within that"
+            " rounding: save `free -k` of the box to judge it",
         )
     if source == "numactl":
         return Check(
