@@ -163,6 +163,8 @@ def _saved_outputs(
         return _all_cut(_block_outputs(path, blocks, notes), cut)  # (a table, then its `topo -m`)
     if parts is None and (blocks := script_blocks.split(pasted, detect_kind)) is not None:
         return _all_cut(_block_outputs(path, blocks, notes), cut)  # (`--- CPU ---` between tools)
+    if parts is None and (blocks := script_blocks.glued(pasted, detect_kind)) is not None:
+        return _all_cut(_block_outputs(path, blocks, notes), cut)  # (lscpu, then free's header)
     if parts is None and (stacked := csv_above_table(pasted)) is not None:
         pasted, left = stacked  # (the table read from its own first line; the CSV said, not read)
         notes.append(f"{path}: {left}.")
@@ -209,7 +211,10 @@ def _block_outputs(
             found.append((*_saved_output(path, where, block.text), where))
         except UsageError:
             unread.append(where.removeprefix(f"{path} "))
-    how = "between blank lines" if blocks[0].heading == script_blocks.UNHEADED else "under its own headings"
+    how = {
+        script_blocks.UNHEADED: "between blank lines",
+        script_blocks.GLUED: "one right under another (no blank line, heading or prompt between)",
+    }.get(blocks[0].heading, "under its own headings")
     notes.append(
         f"{path}: a script's output of several tools {how}, each read as an output of its own"
         + (f"; not read: {', '.join(unread)} (not an output this tool reads)" if unread else "")

@@ -64,6 +64,12 @@ __all__ = [
 # forms of a command this tool reads in another form: (its first line, what it is, what to save)
 _OTHER_FORMS = (
     (
+        # (`lscpu --caches` / `-C`: one row a cache, `NAME ONE-SIZE ALL-SIZE WAYS TYPE LEVEL ...`: m37b 24)
+        re.compile(r"^\s*NAME\s+ONE-SIZE\s+ALL-SIZE\b"),
+        "`lscpu --caches` (lscpu's table of the CPU caches, which holds no CPU count)",
+        "plain `lscpu`",
+    ),
+    (
         re.compile(r"^\s*CPU\s+(?:NODE\s+)?SOCKET\s+CORE\b|^# The following is the parsable format"),
         "`lscpu -e` / `lscpu -p` (one line per CPU)",
         "plain `lscpu`",

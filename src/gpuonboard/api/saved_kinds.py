@@ -19,7 +19,12 @@ from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_shapes import TALOS_LINE, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import indented, program_of
 from gpuonboard.facts.lsblk_table import looks_like_lsblk_table
-from gpuonboard.facts.memory import looks_like_free, looks_like_meminfo, numactl_top_cut
+from gpuonboard.facts.memory import (
+    looks_like_free,
+    looks_like_meminfo,
+    looks_like_top_memory,
+    numactl_top_cut,
+)
 from gpuonboard.facts.mount_table import looks_like_mount_table
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.sniff import Q_RECORD
@@ -469,6 +474,8 @@ def detect_kind(text: str) -> str | None:
     if looks_like_cpuinfo(head):  # (`cat /proc/cpuinfo`: read as the CPUs, cores, sockets it gives)
         return "lscpu"
     if looks_like_free(head) or looks_like_meminfo(head):  # (free in any language it speaks)
+        return "free"
+    if looks_like_top_memory(head):  # (procps top's `MiB Mem : ... total,`: MemTotal, as free's)
         return "free"
     if df_header(head) is not None:
         return "df"

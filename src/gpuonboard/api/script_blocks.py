@@ -94,7 +94,7 @@ _NO_BLANK_LINE = frozenset({"lscpu", "free", "df", "lsblk", "numactl", "nproc", 
 def where(path: str, block: Block) -> str:
     """How a sentence names a section: `FILE lines 5-14 (under `--- CPU ---`)`."""
     last = block.first + block.text.count("\n") - 1
-    if block.heading == UNHEADED:
+    if block.heading in (UNHEADED, GLUED):
         return f"{path} lines {block.first}-{last}"
     under = f"under `{block.heading}`" if block.heading else "above the first heading"
     return f"{path} lines {block.first}-{last} ({under})"
@@ -118,3 +118,48 @@ def output_then_matrix(text: str, detect: Callable[[str], str | None]) -> list[B
     if detect(above) != "nvidia_smi" or detect(below) != "nvidia_topo":
         return None
     return [Block(UNHEADED, 1, above), Block(UNHEADED, at + 1, below)]
+
+
+# the heading of a section cut at another output's header line, with no line between (glued)
+GLUED = "(no line between)"
+
+# header lines that open an output of their own whatever stands above them: df's (`Filesystem`
+# then its size column: `Size`, `1K-blocks`, `Type` of -T), lsblk's (`NAME MAJ:MIN`); free's is
+# told by memory.opens_with_free_header
+_OPENING_HEADER = re.compile(
+    r"^[ \t]*(?:Filesystem[ \t]+(?:Size|1K-blocks|1024-blocks|Type)\b|NAME[ \t]+MAJ:MIN\b)"
+)
+
+
+def glued(text: str, detect: Callable[[str], str | None]) -> list[Block] | None:
+    """A text of several tools' outputs one right under another, no blank line, heading or prompt
+    between them (an environment report's `CPU and memory` block: lscpu's last line, then free's
+    header without its leading blanks, m37e 17): cut at each header line that opens a free, df or
+    lsblk output below another output's last line. Only where every part reads as an output of a
+    known kind, each of another kind; None otherwise (read as one output, as before)."""
+    from gpuonboard.facts.memory import opens_with_free_header
+
+    lines = text.split("\n")
+    cuts = [
+        i
+        for i, line in enumerate(lines)
+        if i
+        and lines[i - 1].strip()
+        and (_OPENING_HEADER.match(line) or opens_with_free_header(line.strip()))
+    ]
+    if not cuts:
+        return None
+    starts = [0, *cuts]
+    blocks = [
+        Block(
+            GLUED,
+            start + 1,
+            "\n".join(lines[start : starts[at + 1] if at + 1 < len(starts) else len(lines)]).strip("\n")
+            + "\n",
+        )
+        for at, start in enumerate(starts)
+    ]
+    kinds = [detect(b.text) for b in blocks]
+    if None in kinds or len(set(kinds)) < len(kinds):
+        return None
+    return blocks

@@ -22,12 +22,14 @@ __all__ = [
     "free_unit",
     "looks_like_free",
     "looks_like_meminfo",
+    "looks_like_top_memory",
     "parse_cgroup_memory_limit",
     "parse_free",
     "parse_meminfo",
     "read_memory",
     "numactl_top_cut",
     "read_numactl_memory",
+    "top_memory",
 ]
 
 
@@ -50,8 +52,9 @@ class MemoryInfo:
     # box, `515890`, is also 503.8 MiB in KiB); total_bytes is the KiB reading, the spread
     # reaches the MiB one
     unit_unsure: bool = False
-    # the output the total was read from: "free" (free or /proc/meminfo), or "numactl" (the sum
-    # of `numactl --hardware`'s node sizes, where no free was given)
+    # the output the total was read from: "free" (free or /proc/meminfo), "top" (procps top's
+    # memory summary, given as free's kind), "numactl" (the sum of `numactl --hardware`'s node
+    # sizes, where no free was given) or "docker_info" (a native Linux daemon's Total Memory)
     source: str = "free"
     # numactl's nodes with no CPUs (`node 252 cpus:` empty) left out of its total: how many, and
     # their size (GPU memory that POWER9/NVLink2 and GH200 boxes list as NUMA nodes, CXL memory,
@@ -444,7 +447,10 @@ def free_as_kib(name: str, text: str, command: str = "") -> str:
     """A saved `free` output as the parsers read it (labels in English): `free -k` and `-h` as
     they are, `-b` in KiB (exact), `-m`/`-g` with their unit on each size (`125Gi`), so that
     the whole units they were cut to are known (MemoryInfo.total_spread). `name`: the file's
-    name, `command`: the command copied above the output ("" if none): their flags say the unit."""
+    name, `command`: the command copied above the output ("" if none): their flags say the unit.
+    procps top's output (its summary's units are its own: read_memory) is left as it is."""
+    if not looks_like_free(text) and not looks_like_meminfo(text) and looks_like_top_memory(text):
+        return text
     text = english_free(text)
     unit, unsure = _free_unit(name, text, command)
     if unsure:  # (each count marked as KiB or MiB: parse_free reads the range between the two)
@@ -518,8 +524,42 @@ def looks_like_meminfo(text: str) -> bool:
 
 
 def read_memory(text: str) -> MemoryInfo:
-    """The RAM of a `free -k` output (the probe's), or of a saved `/proc/meminfo` (exact KiB)."""
-    return parse_meminfo(text) if looks_like_meminfo(text) else parse_free(text)
+    """The RAM of a `free -k` output (the probe's), of a saved `/proc/meminfo` (exact KiB), or of
+    procps top's memory summary (a saved `top -b`, where no free was given)."""
+    if looks_like_meminfo(text):
+        return parse_meminfo(text)
+    if not looks_like_free(text) and (top := top_memory(text)) is not None:
+        return top
+    return parse_free(text)
+
+
+# procps top's memory summary line: old procps' `Mem:  264488144k total, ...` (KiB), procps-ng's
+# `KiB Mem :  16305960 total, ...`, `MiB Mem : 126426.1 total, ...` (`-E`/`E` scales it: KiB to EiB)
+_TOP_MEM = lazy_re(r"^[ \t]*(?:([KMGTPE])iB )?Mem[ \t]*:[ \t]*(\d+(?:\.(\d+))?)(k?)[ \t]+total,", re.M)
+
+
+def looks_like_top_memory(text: str) -> bool:
+    """Whether a text holds procps top's memory summary line (`MiB Mem : 126426.1 total, ...`)."""
+    return _TOP_MEM.search(text[:8000]) is not None
+
+
+def top_memory(text: str) -> MemoryInfo | None:
+    """The RAM procps top's summary gives (its `Mem` total: /proc/meminfo's MemTotal, as free's,
+    in the unit its label or `k` names, KiB where neither: procps top.c), or None where the text
+    holds no such line. Two such lines (two frames, `top -n 2`) must agree; printed with decimals
+    (`126426.1` MiB), the total spreads half its last digit either way."""
+    found = _TOP_MEM.findall(text[:200_000])
+    if not found:
+        return None
+    if len({(unit, figure) for unit, figure, _, _ in found}) > 1:
+        said = "top's output shows several different Mem totals (two boxes' outputs?): no total can be read"
+        return MemoryInfo(None, None, None, (said,), source="top")
+    unit, figure, decimals, _ = found[0]
+    size = 1024 ** (" KMGTPE".index(unit) if unit else 1)
+    half = size * 10 ** -len(decimals) / 2 if decimals else 0
+    return MemoryInfo(
+        round(float(figure) * size), None, None, total_spread=(int(half), int(half)), source="top"
+    )
 
 
 def parse_meminfo(text: str) -> MemoryInfo:

@@ -203,10 +203,15 @@ def test_docker_info_s_cpus_are_named_never_judged_as_the_box_s_cores(
     }
     cpu = got["cpu_cores"]
     assert cpu.verdict == "unverified", cpu
+    # (docker 28's daemon runs natively on Linux, `Context: default`: the box's own threads, m37b 28)
+    whose = (
+        "this box, whose daemon runs natively on Linux, not its cores: a core runs 1 to 8 threads, by CPU)"
+        if "28.0.0" in name
+        else "the machine docker runs on, which may be a VM's or Docker Desktop's, not the box's cores)"
+    )
     assert cpu.actual == (
         f"not judged: no lscpu output was given (the docker info given says `CPUs: {cpus}`: the CPU"
-        " threads of the machine docker runs on, which may be a VM's or Docker Desktop's, not the box's"
-        " cores)"
+        f" threads of {whose}"
     ), cpu.actual
 
 

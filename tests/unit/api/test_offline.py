@@ -69,6 +69,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "nvidia-smi": "nvidia_smi",
         "lscpu-line-breaks-lost": None,  # a page that ran its fields together: refused naming it
         "lscpu-numa-section-only": None,  # lscpu's NUMA section alone: refused naming the whole lscpu
+        "lscpu-C__": None,  # lscpu's cache table: refused naming it, no CPU count (round 37)
         "lscpu": "lscpu",
         "proc-cpuinfo__armv7": None,  # 32-bit ARM's form: refused naming it (saved_forms.uncounted_cpuinfo)
         "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it
@@ -135,6 +136,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "fabricmanager-log-grep": None,
         "readme-excerpt__": "nvidia_smi",
         "session__vgpu-simulator": None,
+        "session__lscpu-then-lscpu-caches": "lscpu",  # (round 37: its first output, lscpu)
         "dmesg": "kernel_log",
         # kern.log / syslog excerpts of host hardware errors (EDAC, machine checks): host_hw_errors
         "kern-log__": "kernel_log",
@@ -172,16 +174,18 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "proc-driver-nvidia-version__": None,
         "query-gpu-csv__": "nvidia_smi",  # (a --query-gpu CSV of undotted fields: round 30)
         "query-compute-apps-csv__": None,  # processes, not GPUs: a note naming the query (LLL)
-        "top-summary-mem-swap__": None,  # top's summary, no free: refused naming it (round 30)
+        # top's summary: its Mem total read as free's (round 37, m37e 06; refused naming it in round 30)
+        "top-summary-mem-swap__": "free",
         # a script's outputs under its own `--- CPU ---` headings: cut there (test_script_blocks_r34)
         # (round 35: lscpu's lines, a blank line, free: the whole text's first output is lscpu)
         "script-blocks__lscpu-lines+free": "lscpu",
         "script-blocks__date-uname-lscpu-meminfo": "lscpu",  # (round 36: headings with no blank above)
+        "script-blocks__lscpu-then-free-h-glued": "lscpu",  # (round 37: free glued under lscpu)
         "script-blocks__": "nvidia_smi",
         # (round 37: a project's environment-check script, its platform line then nvidia-smi's table)
         "check-env__": "nvidia_smi",
         "nccl-tests": None,  # an all-reduce log the prove step reads (steps/prove), no acceptance output
-        "top-b": None,  # top's memory lines: no free (facts/test_memory.py), refused
+        "top-b": "free",  # top's memory lines: no free's (facts/test_memory.py), read as its kind (round 37)
         "report-sh__nvidia-smi-topo": "nvidia_topo",  # a report's topo -m first (facts/test_topo.py)
         # a saved session under its prompts (api/test_transcript.py): read command by command; its
         # whole text detects as the nvidia-smi output it holds

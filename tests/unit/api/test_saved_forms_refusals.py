@@ -166,20 +166,22 @@ def test_an_lscpu_whose_line_breaks_were_lost_is_said_so(tmp_path: Path) -> None
 CBIO = "top-summary-mem-swap__264gb-node__not-free__cbio-cluster-65.txt"
 
 
-def test_tops_memory_summary_is_said_so_not_a_headerless_csv(tmp_path: Path) -> None:
+def test_tops_memory_summary_is_read_as_the_boxs_memtotal_not_a_headerless_csv(tmp_path: Path) -> None:
     """Round 30 (cbio65): cBio/cbio-cluster#65's "available memory" as pasted: procps top's two
     summary lines (`Mem:  264488144k total, 251337344k used, ...`, `Swap: ... cached`) saved as
     free.txt. Refused as "a CSV without its header row ... `nvidia-smi --query-gpu=...`", wrong
-    advice; now named as top's summary, asking for `free -k`. Edited in-test: procps-ng's newer
-    summary (`KiB Mem : ... total,`) reads the same, and comma-separated lines with such labelled
-    cells that are no top's (`Disk: 1200k total, 300k used`) are no headerless nvidia-smi CSV."""
+    advice; then refused naming top's summary. Round 37 (m37e 06): top's Mem total is
+    /proc/meminfo's MemTotal, as free's: read (264488144 KiB, 252.2 GiB), its source said.
+    Edited in-test: procps-ng's newer summary (`KiB Mem : ... total,`) reads the same, and
+    comma-separated lines with such labelled cells that are no top's (`Disk: 1200k total, 300k
+    used`) are no headerless nvidia-smi CSV."""
     text = (REAL / CBIO).read_text(encoding="utf-8")
-    for shown in (text, "KiB Mem : 16305960 total,  1234567 free, 2345678 used, 3456789 buff/cache\n"):
-        with pytest.raises(UsageError) as refused:
-            verdicts(tmp_path, "free.txt", shown, "ram: 256GB\n")
-        said = str(refused.value)
-        assert "top's memory summary lines" in said and "save `free -k` of the box" in said, said
-        assert "--query-gpu" not in said
+    newer = "KiB Mem : 264488144 total,  1234567 free, 2345678 used, 3456789 buff/cache\n"
+    for shown in (text, newer):
+        got = verdicts(tmp_path, "free.txt", shown, "ram: 256GB\n")["ram"]
+        assert got == ("pass", "252.2 GiB (270.8 GB), top's Mem total (its memory summary; no free given)"), (
+            got
+        )
     with pytest.raises(UsageError) as refused:
         verdicts(
             tmp_path, "disk.txt", "Disk: 1200k total, 300k used\nTape: 10k total, 2k used\n", "ram: 1GB\n"

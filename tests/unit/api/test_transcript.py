@@ -82,8 +82,12 @@ def _readable_alone() -> list[Path]:
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
             both = both or any(part.host for part in parts or [])
-            # (a capture saved under its own one prompt naming its host, `root@gl8:...# ibv_devinfo`)
-            both = both or re.match(r"\S+@[\w.-]+:\S*\s*[#$] ", path.read_text(errors="replace")) is not None
+            # (a capture saved under its own one prompt naming its host, `root@gl8:...# ibv_devinfo`,
+            # a conda env's `(base) admini@5002544:~$ docker info` too)
+            both = both or (
+                re.match(r"(?:\(\S+\) )?\S+@[\w.-]+:\S*\s*[#$] ", path.read_text(errors="replace"))
+                is not None
+            )
             out.append(path) if not both and "nproc" not in kinds else None
     return out
 

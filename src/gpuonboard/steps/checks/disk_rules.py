@@ -137,7 +137,11 @@ def _from_lsblk(order: OrderSpec, expected: str, facts: Facts, tolerance: float)
     at = [d for d in facts.block_devices if spec.mount in d.mountpoints]
     if not facts.given("df") and not at:
         return _none_at_per_lsblk(spec.mount, expected, facts)
-    if facts.given("df") or len({disks.short_name(d.name) for d in at}) != 1:
+    if facts.given("df"):
+        return None
+    if len({disks.short_name(d.name) for d in at}) > 1:
+        return _several_at(expected, at, spec.mount)
+    if len(at) != 1:
         return None
     dev = at[0]
     actual = f"{dev.name} at {spec.mount}, {_device_size(dev)} (lsblk, no df given"
@@ -198,6 +202,23 @@ def _none_at_per_lsblk(path: str, expected: str, facts: Facts) -> Check | None:
         "unverified",
         "a mount of no local disk (a network share, tmpfs) is in no lsblk, so only df can tell:"
         f" save `df -P -k` of the box; {_no_mount_detail(path, system, facts)}",
+    )
+
+
+def _several_at(expected: str, at: list[disks.BlockDevice], path: str) -> Check:
+    """data_disk from an lsblk alone that shows `path` on several devices (m37b 15: util-linux's
+    bcachefs sdc1 and sdc2 both at /mnt/test): one file system over them all (bcachefs, btrfs,
+    ZFS) or one mount over another; lsblk gives each device's size, not the file system's:
+    unverified, what it shows said."""
+    listed = ", ".join(f"{d.name} ({_device_size(d)})" for d in at)
+    return Check(
+        "data_disk",
+        expected,
+        f"unknown: lsblk shows {len(at)} devices mounted at {path}: {listed} (no df given)",
+        "unverified",
+        f"a file system over several devices (bcachefs, btrfs, ZFS) or one mounted over another:"
+        f" lsblk gives each device's size, not the size of the file system at {path}, which only df"
+        " tells: save `df -P -k` of the box to judge it",
     )
 
 

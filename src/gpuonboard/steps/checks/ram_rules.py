@@ -77,8 +77,11 @@ def container_view(check: Check, facts: Facts, shows: str, files: tuple[str, ...
 
 def rule_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     """RAM as ordered (`_judge_ram`); a pass of a container whose limits were not given is not one."""
-    numa = facts.memory is not None and facts.memory.source == "numactl"
-    shows = "numactl shows the host's NUMA nodes" if numa else "free shows the host's RAM"
+    source = facts.memory.source if facts.memory is not None else "free"
+    shows = {
+        "numactl": "numactl shows the host's NUMA nodes",
+        "docker_info": "docker info shows the host's RAM",
+    }.get(source, "free shows the host's RAM")
     return container_view(_judge_ram(order, facts, tolerance), facts, shows, MEMORY_LIMIT_FILES)
 
 
@@ -113,6 +116,10 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         actual += f", /proc/meminfo's MemTotal ({total >> 10} kB)"  # (what the box is: m35b 15)
     if facts.memory.source == "numactl":
         actual += _numactl_summed(facts.memory.uncounted) + "".join(f"; {w}" for w in facts.memory.warnings)
+    if facts.memory.source == "docker_info":
+        actual += _docker_said(facts)
+    if facts.memory.source == "top":  # (m37e 06: `MiB Mem : 126426.1 total` of a `top -b`)
+        actual += ", top's Mem total (its memory summary; no free given)"
     limit = facts.memory_limit_bytes
     if limit is not None and limit <= total:  # (lxcfs shows the limit as free's total)
         actual += f", {format_bytes(limit)} usable (cgroup memory limit)" if limit < total else ""
@@ -159,7 +166,8 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
             f"the {format_bytes(total)} read may be up to {format_bytes(more)} more: the output rounds it"
         )
         short = f"at least {short} ({rounded})"
-    if (out := facts.raw.get(facts.memory.source)) is not None and out.in_container:
+    source = "free" if facts.memory.source == "top" else facts.memory.source  # (top is read as free's kind)
+    if (out := facts.raw.get(source)) is not None and out.in_container:
         return Check(
             "ram",
             expected,
@@ -217,6 +225,15 @@ def _limit_without_free(check: Check, facts: Facts, need: float) -> Check:
     return replace(check, actual=check.actual + said)
 
 
+def _docker_said(facts: Facts) -> str:
+    """How ram's total was read from a native Linux daemon's docker info (m37b 28)."""
+    from gpuonboard.facts.docker_memory import docker_native
+
+    out = facts.raw.get("docker_info")
+    native = docker_native(out.stdout) if out is not None else None
+    return f", docker info's Total Memory (a native Linux daemon: {native}; no free given)"
+
+
 def _numactl_summed(uncounted: tuple[int, int]) -> str:
     """How ram's total was read from numactl's node sizes, and the CPU-less nodes left out."""
     nodes, size = uncounted
@@ -271,8 +288,13 @@ def _ram_short_why(facts: Facts, unified: bool, allowed: float) -> str:
         f"more than the {allowed:.0%} + 256 MiB the kernel and firmware keep; a missing or failed"
         " DIMM, or a smaller box"
     )
-    if not limit_read(facts, MEMORY_LIMIT_FILES):
-        # (lxcfs, in an LXC or Kubernetes container, shows the container's memory limit as
+    if (
+        not limit_read(facts, MEMORY_LIMIT_FILES)
+        and facts.memory is not None
+        and facts.memory.source in ("free", "top")
+    ):
+        # (numactl's node sizes (sysfs) and docker's daemon's MemTotal are no view lxcfs changes: m37b 26;
+        # lxcfs, in an LXC or Kubernetes container, shows the container's memory limit as
         # free's total: 3.7Gi of a 4000 MB LXD limit; no limit file read says otherwise)
         why += ", or a container's memory limit, which lxcfs shows as free's total"
     return why + ": ask the vendor"
@@ -294,6 +316,19 @@ def _rounded_ram(
     d = _telling_decimals(total - less, total + more, int(floor))
     low, high, need = (format_bytes(n, True, d) for n in (total - less, total + more, int(floor)))
     how = "under `--si`, in powers of 1000 (or of 1024, by procps version)" if si else "in rounded units"
+    printed = {
+        "docker_info": "docker info prints Total Memory to 4 significant digits",
+        "top": "top prints its Mem total rounded to its last decimal",
+    }
+    if source in printed:
+        return Check(
+            "ram",
+            expected,
+            f"{actual}; between {low} and {high} (rounded as printed)",
+            "unverified",
+            f"{printed[source]}, and the {need} the order needs (less the tolerance) lies within that"
+            " rounding: save `free -k` of the box to judge it",
+        )
     if source == "numactl":
         return Check(
             "ram",
