@@ -52,6 +52,12 @@ class NvrmFault:
     kernel_line: bool = False
     # False: the row is only a cause; printed next to no failure it names none (dropped)
     alone: bool = True
+    # the row is a cause the kernel prints before any driver loads (the PCI core's `BAR 1: failed to
+    # assign`): it names the cause of its GPU's failures in each driver load of its boot
+    boot_wide: bool = False
+    # the row says the GPU is gone from its bus or its power: a cause line after it, on that GPU,
+    # reads what the lost GPU gave the driver, no cause of its own (steps/checks/xid_causes.py)
+    lost: bool = False
 
 
 def _pattern(row: dict[str, object], key: str) -> re.Pattern[str] | None:
@@ -86,6 +92,8 @@ def load_nvrm_faults(path: Path = NVRM_FAULTS_FILE) -> tuple[NvrmFault, ...]:
                 tuple(str(x) for x in row.get("cause_of") or ()),
                 bool(row.get("kernel_line")),
                 row.get("alone") is not False,
+                row.get("boot_wide") is True,
+                row.get("lost") is True,
             )
         )
     return tuple(out)

@@ -155,6 +155,9 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # (round 36: its poster's comment and command lines above it: read under them, as a saved
         # file is, api/test_offline_comment_above_command_r36.py)
         "log-excerpt__dmesg-grep-xid79__copied-command-under-poster-comments": None,
+        # (round 37: a mail's `> `-quoted guest log, read as the kernel log its file name says; its
+        # quote marks keep its content from being detected as one)
+        "log-excerpt__mail-quoted-guest-dmesg-xid119": None,
         "log-excerpt__": "kernel_log",
         "journalctl__zh-cn": "kernel_log",
         "syslogd-wall__": "kernel_log",  # (syslogd's wall broadcasts of kernel lines)

@@ -26,8 +26,14 @@ LOGS = sorted(
 # known limits (round 35), each (capture, how; "" every way) with its reason: a line whose stamp
 # lost its `[` (a paste's excerpt begun mid-line) has no head to cut a joined log apart at, so it
 # stays glued to the line above; a message ending in a digit glued with no space to the next
-# syslog line's head (`status 1Nov  9 ...`) loses the digit to that head's day
+# syslog line's head (`status 1Nov  9 ...`) loses the digit to that head's day; a copied command
+# line's last word glued to the first line's head (`| grep failApr 16 ...`, round 37) is a head glued
+# to the words before it, never cut at (the test's own premise below)
 _LIMITS = {
+    (
+        "dmesg-syslog__grep-fail-bar1-failed-to-assign-rminitadapter-0x24__esxi-debian11-vm__zh-notes.txt",
+        "glued",
+    ),
     ("dmesg__sxid-22013-blank-lines-then-bond-mlx5-4428s-first-bracket-lost__ru-chat-hgx.txt", ""),
     ("dmesg-syslog__mce-events-logged-no-record__haswell-yoda-ubuntuforums.txt", "glued"),
 }

@@ -451,7 +451,9 @@ GSP_1058 = "dmesg__gpu0-cannot-initialize-gsp-wpr2-up__rtx3080-laptop__gh100.txt
 # (#1058's driver says why before it: `_kgspBootGspRm: (the GPU is likely in a bad state and may
 # need to be reset)`: the failure asks for that reset, round 35; #789's names no cause)
 _BAD_STATE = (
-    "; the driver's line beside it: the driver says the GPU is in a bad state and may need to be reset"
+    "; the driver's line beside it: the GPU was left in a state the driver cannot boot its GSP firmware from"
+    " (`unexpected WPR2 already up, cannot proceed with booting GSP`; `the GPU is likely in a bad state and"
+    " may need to be reset`): a GPU reset clears it"
 )
 
 

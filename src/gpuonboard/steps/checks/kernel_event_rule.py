@@ -40,9 +40,15 @@ ASK = {
     " says (a driver updated without a reboot); it is no fault of the GPU",
     # (data/nvrm_faults.yml bar_invalid: the firmware, the VM or the enclosure gave the GPU no
     # valid BAR; a reboot or a new GPU does not fix it)
-    "fix_bar_mapping": "ask the vendor to give the GPU its PCI memory regions (BARs), as the driver's"
-    " message says: enable Above 4G decoding (and Resizable BAR) in the BIOS, or give the VM a large"
+    "fix_bar_mapping": "ask the vendor to give the GPU its PCI memory regions (BARs), as the kernel"
+    " log says: enable Above 4G decoding (and Resizable BAR) in the BIOS, or give the VM a large"
     " enough 64-bit MMIO window for a passed-through GPU; it is no fault of the GPU",
+    # (an earlier boot's fault no reset or reboot undoes, data/xid.yml cleared_by_reset: false: the
+    # reboot since did the reset its catalogue row asks for, so only its repair is left to show)
+    "show_repaired": "ask the vendor to show the GPU repaired, or to replace it: this fault was logged"
+    " before the box's last reboot, which did the GPU reset it asked for, but a reset does not undo it"
+    " (a row-remap failure: the GPU's `nvidia-smi -q -d ROW_REMAPPER` must say `Remapping Failure"
+    " Occurred: No`)",
     # (data/nvrm_faults.yml cause_of: the log names the host's set-up as the reason a GPU failed to
     # initialise: its firmware, the kernel's limits, a VM's GPU set-up)
     "fix_host_setup": "ask the vendor to fix what the kernel log names as the reason the GPU failed"
@@ -65,6 +71,7 @@ _CUT_REASON = (
 # the failing actions, the one asking most of the vendor first (a rule's verdict names the worst)
 FAILING_WORST_FIRST = (
     "replace",
+    "show_repaired",
     "fix_bar_mapping",
     "fix_host_setup",
     "install_driver",
@@ -125,14 +132,19 @@ def _forms_said(group: Sequence[KernelEvent]) -> str:
 # what it asked for was a GPU reset or a reboot: the reboot since did that (it warns: the fault
 # happened on this box, and may come back)
 REBOOTED_SINCE = "rebooted_since"
+# an earlier boot's fault that asked for a GPU reset or a reboot, which that reboot did, but which
+# no reset undoes (cleared_by_reset: false, Xid 64's row-remap failure): its repair is to be shown
+NOT_CLEARED = "show_repaired"
 
 
 def action_now(event: KernelEvent, action: str) -> str:
     """`action` of an event, or REBOOTED_SINCE where the log shows a reboot after it that did
-    what it asked for (a GPU reset or a reboot) and that undoes what it says (cleared_by_reset:
-    not Xid 64's row-remap failure); a replacement, a driver update stay asked for."""
-    if event.earlier_boot and action in ("reset_gpu", "reboot") and cleared_by_reset(event):
-        return REBOOTED_SINCE
+    what it asked for (a GPU reset or a reboot) and that undoes what it says; NOT_CLEARED where
+    the reboot did the reset but no reset undoes it (cleared_by_reset: false, Xid 64's row-remap
+    failure: asking for the reset again fits no box rebooted since); a replacement, a driver update
+    stay asked for."""
+    if event.earlier_boot and action in ("reset_gpu", "reboot"):
+        return REBOOTED_SINCE if cleared_by_reset(event) else NOT_CLEARED
     return action
 
 
@@ -274,8 +286,14 @@ def event_rule(
     worst = next((a for a in FAILING_WORST_FIRST if a in actions), None)
     if worst is not None:
         # (an AER error is the kernel's word, not the catalogue's; a driver sentence without an Xid,
-        # data/nvrm_faults.yml, is the driver's: the catalogue is named where an Xid / SXid is read)
-        per = f", per NVIDIA's {what} catalogue" if any(e.kind in ("xid", "sxid") for e in events) else ""
+        # data/nvrm_faults.yml, is the driver's: the catalogue is named where an Xid / SXid asks
+        # for the action advised, never for a failure no Xid says, `RmInitAdapter failed!`)
+        per = (
+            f", per NVIDIA's {what} catalogue"
+            if worst != NOT_CLEARED
+            and any(e.kind in ("xid", "sxid") and action_now(e, xid_action(e)[0]) == worst for e in events)
+            else ""
+        )
         ask = ASK[worst]
         return Check(
             name, expected, actual, "fail", f"{ask[0].upper()}{ask[1:]}{per}, before accepting the box."

@@ -36,30 +36,70 @@ def with_causes(events: Sequence[KernelEvent]) -> list[KernelEvent]:
     for at, e in enumerate(events):
         if e.kind != "nvrm" or e.fault not in effects:
             continue
+        if (own := _own_cause(e)) is not None:
+            # (the cause's sentence joined into the failure's own message: one line said both)
+            out[at] = replace(e, fault=f"{e.fault}{CAUSE}{own.id}")
+            continue
         cause = _nearest_cause(events, at, effects)
         if cause is not None and (lost := _lost_before(events, cause, e)) is not None:
             used.add(_key(cause))  # (the GPU's own loss above it says why: the cause is not named)
             row = rows.get(lost.fault or "") if lost.kind == "nvrm" else None
             cause = lost if row is not None and e.fault in row.cause_of else None
-        if cause is not None:
-            out[at] = replace(e, fault=f"{e.fault}{CAUSE}{cause.fault}")
+        if cause is not None and (said := _cause_of(cause, e)) is not None:
+            out[at] = replace(e, fault=f"{e.fault}{CAUSE}{said.id}")
             used.add(_key(cause))
     return [e for e in out if not _cause_row(e, rows) or (rows[e.fault or ""].alone and not _said(e, used))]
 
 
-# the driver's and the kernel's lines that say a GPU is gone from the bus or its power (data/
-# nvrm_faults.yml): a cause line below one, on that GPU, reads what a lost GPU gave it (a VBIOS
-# table of garbage, `too few interface entires found for FWSEC cmd`), no cause of its own (revR L2)
-_LOST = frozenset({"fallen_off_bus", "gpu_power_state_lost", "gpu_lost"})
+def _cause_of(c: KernelEvent, failure: KernelEvent) -> NvrmFault | None:
+    """The data/nvrm_faults.yml row by which the event `c` names the cause of `failure` (its
+    `cause_of`): a driver's or kernel's line of that row, or the Xid line of a row's `same_as_xid`
+    (an Xid 119 GSP timeout before a `RmInitAdapter failed!`); None where it names none."""
+    for row in load_nvrm_faults():
+        said = c.fault == row.id if c.kind == "nvrm" else c.kind == "xid" and c.code == row.same_as_xid
+        if said and failure.fault in row.cause_of:
+            return row
+    return None
+
+
+def _own_cause(failure: KernelEvent) -> NvrmFault | None:
+    """The driver's cause row (`cause_of`, not a kernel line's) whose sentence the failure's own
+    message says before its failure: a paste whose indent joined the driver's lines into one
+    message (`guest dmesg: NVRM: _kgspBootGspRm: unexpected WPR2 already up, ...` over an indented
+    `NVRM: RmInitAdapter failed! (0x62:0x40:2028)`, measure37d 13); None where it says none."""
+    rows = load_nvrm_faults()
+    own = next((f for f in rows if f.id == failure.fault), None)
+    if own is None or (at := own.pattern.search(failure.message)) is None:
+        return None
+    return next(
+        (
+            f
+            for f in rows
+            if failure.fault in f.cause_of
+            and not f.kernel_line
+            and (m := f.pattern.search(failure.message)) is not None
+            and m.end() <= at.start()
+        ),
+        None,
+    )
+
+
+def _lost(c: KernelEvent) -> bool:
+    """A line that says its GPU is gone from the bus or its power (data/nvrm_faults.yml `lost`, or
+    an Xid 79): a cause line below it, on that GPU, reads what a lost GPU gave the driver (a VBIOS
+    table of garbage, `too few interface entires found for FWSEC cmd`), no cause of its own."""
+    if c.kind == "xid":
+        return c.code == 79
+    return c.kind == "nvrm" and any(f.lost and f.id == c.fault for f in load_nvrm_faults())
 
 
 def _lost_before(
     events: Sequence[KernelEvent], cause: KernelEvent, failure: KernelEvent
 ) -> KernelEvent | None:
-    """The failure's GPU's own loss (_LOST, or an Xid 79 `fallen off the bus`) logged before the
-    `cause` line, in its driver load and boot, if any: the cause is not named (the loss is, where
-    its row is a cause of the failure: D3cold)."""
-    if cause.fault in _LOST:
+    """The failure's GPU's own loss (_lost) logged before the `cause` line, in its driver load and
+    boot, if any: the cause is not named (the loss is, where its row is a cause of the failure:
+    D3cold)."""
+    if _lost(cause):
         return None
     at = next(i for i, c in enumerate(events) if c is cause)
     return next(
@@ -67,7 +107,7 @@ def _lost_before(
             c
             for c in events[:at]
             if (c.load, c.earlier_boot) == (cause.load, cause.earlier_boot)
-            and ((c.kind == "nvrm" and c.fault in _LOST) or (c.kind == "xid" and c.code == 79))
+            and _lost(c)
             and (not c.pci or not failure.pci or pci_key(c.pci) == pci_key(failure.pci))
         ),
         None,
@@ -99,12 +139,16 @@ def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) ->
         i = at + step
         while 0 <= i < len(events):
             c = events[i]
-            if c.kind != "nvrm" or (c.load, c.earlier_boot) != (e.load, e.earlier_boot):
-                break
-            row = next((f for f in load_nvrm_faults() if f.id == c.fault), None)
-            if row is not None and e.fault in row.cause_of:
+            row = _cause_of(c, e)
+            if row is not None and row.boot_wide:
+                # (the kernel's line of its boot's PCI layout: its GPU's failures in any load)
+                if c.earlier_boot == e.earlier_boot and _same_gpu(c, e):
+                    return c
+            elif row is not None and (c.load, c.earlier_boot) == (e.load, e.earlier_boot):
                 if not (c.pci and e.pci and pci_key(c.pci) != pci_key(e.pci)):
                     return c
+                break
+            if c.kind != "nvrm" or (c.load, c.earlier_boot) != (e.load, e.earlier_boot):
                 break
             if c.fault not in effects or not _same_gpu(c, e):
                 break  # (another GPU's failure, or one naming none: the cause beyond is not this one's)

@@ -55,7 +55,7 @@ def xid(tmp_path: Path, text: str, name: str = "dmesg.txt") -> tuple[str, str, s
             f"{DRIVER} the driver could not copy the GPU's video BIOS",
             "fix_host_setup",
         ),
-        (GSP, f"{DRIVER} the driver says the GPU is in a bad state", "reset_gpu"),
+        (GSP, f"{DRIVER} the GPU was left in a state the driver cannot boot its GSP", "reset_gpu"),
         (
             BARS,
             f"{KERNEL} the driver's mapping of the GPU's memory spans",
