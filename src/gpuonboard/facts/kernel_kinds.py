@@ -126,6 +126,8 @@ def _kind(line: str) -> str:
         return "NVRM"
     if re.match(r"nvidia-nvswitch\d*:", message):
         return "nvidia-nvswitch"
+    if bracket := re.match(r"\[[^\]\n]{1,30}\]", message):  # (`[Hardware Error]:`, `[drm]`)
+        return bracket.group(0)
     return re.sub(r"[\d.:]+", "", message.split()[0]) or ""
 
 

@@ -23,6 +23,8 @@ KB_05 = "dmesg-syslog__kernel-prefix-no-stamps-aer-2-kinds-pcieport-pci__redhat-
 FLOOD_08 = "dmesg-syslog__aer-1-kind-pcieport-4h-apart-wrapped-line__deltaops-medium.txt"
 GUEST_13 = "dmesg__guest-dmesg-label-wpr2-rminitadapter-0x62-under-cuinit-line__kayfabe-notes.txt"
 BURST = "dmesg-syslog__aer-correctable-bracketed-68183s-no-nvrm__pop-3363.txt"
+# (syslogd's wall messages: only the kernel's emergency lines, the machine check's, are broadcast)
+WALL = "syslogd-wall__amd-mc4-dram-ecc-corrected-over__cut-at-end__ucr-cs100-404.txt"
 
 
 def read(name: str) -> str:
@@ -116,3 +118,13 @@ def test_a_selection_of_a_drivers_lines_is_judged_by_that_drivers_rule() -> None
     assert "picked from the log" in got.for_sxid()
     switch = picked_kinds(["kernel: nvidia-nvswitch0: SXid (PCI:0000:05:00.0): 12028, Non-fatal, x"])
     assert switch is not None and switch.for_sxid() == "" and switch.for_xid()
+
+
+def test_syslogds_wall_messages_of_the_machine_check_are_a_selection(tmp_path: Path) -> None:
+    """ucr-cs100-404: `Message from syslogd@hammer ...` / ` kernel:[Hardware Error]: ...`, the
+    kernel lines syslogd broadcast to the terminals (emergency ones only): no Xid among them
+    proves nothing (it passed gpu_xid and nvswitch_sxid)."""
+    got = verdicts(tmp_path, "messages.txt", read(WALL))
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        assert got[rule][0] == "unverified", got[rule]
+        assert "1 kind only (`[Hardware Error]`)" in got[rule][1]
