@@ -91,6 +91,7 @@ def picked_kinds(lines: list[str]) -> PickedKinds | None:
     """The saved log's (`lines`, no live probe's) kernel lines as a selection by their kind (the
     module's rule); None where they are not one, or the log holds none."""
     read: list[tuple[str, str]] = []  # (kind, the line as given)
+    seen: set[str] = set()
     for line in lines:
         if program_of(line.strip()) not in (None, "kernel"):
             return None  # (a journal's or syslog's window: it holds every line of its span)
@@ -99,6 +100,9 @@ def picked_kinds(lines: list[str]) -> PickedKinds | None:
         kind = _kind(_QUOTE.sub("", line))
         if kind:
             read.append((kind, line))
+            seen.add(kind)
+            if len(seen) > PICKED_KINDS:  # (a log of many kinds: read no further)
+                return None
     kinds = tuple(dict.fromkeys(k for k, _ in read))
     if not kinds or len(kinds) > PICKED_KINDS:
         return None
