@@ -50,9 +50,15 @@ _STAMP = lazy_re(
     r"^(?:\[\s*\+?[\d.]+(?:\s*<[^>\n]*>)?\]\s*|\[[A-Z][a-z]{2} [^\]\n]{5,30}\]\s*"
     r"|kern\s*:\s*\w+\s*:\s*|\d{4}-\d\d-\d\dT\S+\s+)+"
 )
-# a line without a head or a stamp that is still the kernel's by its shape: a PCI device's line
-# (`pcieport 0000:00:1b.2: ...`), the GPU or the NVSwitch driver's
-_SHAPE = lazy_re(r"^(?:\S+ [0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: |NVRM\b|nvidia-nvswitch\d*:)")
+# a line without a head or a stamp that is still the kernel's by its shape, as offline reading
+# knows one (api/saved_kinds._KERNEL_SHAPE): a PCI device's line (`pcieport 0000:00:1b.2: ...`), a
+# SCSI, ATA, NVMe or USB device's, the firmware's, EDAC's, the machine check's, the GPU or the
+# NVSwitch driver's
+_SHAPE = lazy_re(
+    r"^(?:\S+ [0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: |NVRM\b|nvidia(?:-\w+)?\d*: "
+    r"|(?:scsi|sd|sr|sg) \d+:\d+:\d+:\d+: |scsi\d+ : |ata\d+(?:\.\d+)?: |nvme nvme\d+: |usb \d+-[\d.]+: "
+    r"|BIOS-e820: |e820: |ACPI: |DMI: |EDAC |mce: |\[Hardware Error\]: |\[drm)"
+)
 # the boot's first lines: a log that holds them is no selection
 _BOOT = lazy_re(r"Linux version \d|\[\s*0\.000000\]|Command line: ")
 # the times a line carries: seconds since boot, an ISO date and time, a day and a time
