@@ -7,7 +7,8 @@ driver's lines is there twice, once a journal's (`6月 28 02:52:53 host kernel: 
 The rule: where a text's events are printed in both forms (a journal's or syslog's head with
 `kernel:`, and dmesg's bare stamp), an event of dmesg's form with the same kind, code, PCI address
 and words as one of the journal's form not yet paired (of the same boot) is that event again, and
-is dropped (never one the text ends inside: its cut is said); each journal event pairs with one dmesg event at most, so a fault the log shows three
+is dropped (never one the text ends inside: its cut is said); each journal event pairs with
+one dmesg event at most, so a fault the log shows three
 times in one form and once in the other still counts three times."""
 
 from __future__ import annotations
