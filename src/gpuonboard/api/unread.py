@@ -58,6 +58,19 @@ def joined_boots(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutpu
     return replace(base, history=(*base.history, *other.history, other.stdout))
 
 
+def joined_greps(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+    """One kernel log of two of this boot that their commands each narrowed (`sudo dmesg | grep
+    error`, then `sudo dmesg | grep -i NVRM` typed at one prompt: measure37d 19): two excerpts
+    of the one log, no rival views. The first is judged, narrowed (a pass unverified), the other
+    kept in its `beside`, each of its faults the first does not hold added once
+    (steps/checks/fabric_health.py). None otherwise (a whole log beside an excerpt, another boot's,
+    or one that read nothing: rivals, or joined_boots)."""
+    outs = (first, *first.beside, then)
+    if kind != "kernel_log" or any(not o.partial or o.earlier_boot or o.history or unread(o) for o in outs):
+        return None
+    return replace(first, beside=(*first.beside, then, *then.beside))
+
+
 # the probes whose saved outputs in different formats are views of one box, merged by their rule
 # (steps/checks/rdma_ports.py: ibstat's rate beside ibv_devinfo's state), by the format of each
 _FORMATS: dict[str, Callable[[str], str]] = {"rdma_ports": rdma_format}
@@ -412,6 +425,7 @@ def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | No
     joined_cpus); None where they are rivals."""
     return (
         joined_boots(kind, first, then)
+        or joined_greps(kind, first, then)  # (two greps of this boot's log: one log's excerpts)
         or joined_mcelog(kind, first, then)  # (mcelog's records beside the kernel log: facts/mcelog)
         or joined_formats(kind, first, then)
         or joined_container(kind, first, then)
@@ -489,6 +503,11 @@ def joined_said(kind: str, both: object = None) -> str:
         )
     if kind == "kernel_log" and any(mcelog_only(o.stdout) for o in beside):
         return "the kernel log and mcelog's records of the machine checks it logged, both read"
+    if kind == "kernel_log" and isinstance(both, ProbeOutput) and not both.history:  # (joined_greps)
+        return (
+            "two excerpts of the kernel log of this boot, each narrowed by its command, read as one"
+            " (each fault once; no pass: the lines neither kept are not known)"
+        )
     if kind == "kernel_log":
         return "the kernel logs of two boots of the box, each read (the earlier boot's faults as history)"
     if kind == "nvidia_smi_list" and not beside:  # (joined_env_list)

@@ -152,6 +152,11 @@ def says_nothing(line: str, words: dict[str, str] | None = None, heads: str = _T
     if len(line) > 200:
         return False
     said = (line, _anglicised(line, words)) if words else (line,)
+    # (a Chinese or Japanese locale's month, `6月 28 02:52:53`, is one wherever it stands: a log
+    # cut inside its first line has no other line to learn it from)
+    said += tuple(
+        _CJK_MONTH.sub(lambda m: _MONTHS[int(m.group(1)) - 1], text) for text in said if "月" in text
+    )
     return any(_says_nothing_pattern(heads).fullmatch(text) is not None for text in said)
 
 
@@ -377,6 +382,7 @@ _LOCALE_STAMP = re.compile(
 _WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _WORD = lazy_re(r"\d{1,2}月|[^\W\d_]+\.?")
+_CJK_MONTH = lazy_re(r"\b(1[0-2]|0?[1-9])月")
 
 
 def locale_words(lines: list[str]) -> dict[str, str]:

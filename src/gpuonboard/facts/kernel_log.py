@@ -64,7 +64,9 @@ from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
 from gpuonboard.facts.kernel_event import KernelEvent as KernelEvent
+from gpuonboard.facts.kernel_forms import once_per_report
 from gpuonboard.facts.kernel_instance import OpenedLine, ProbeLine, device_line, probe_line, tie_instances
+from gpuonboard.facts.kernel_kinds import PickedKinds, picked_kinds
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -175,6 +177,8 @@ class KernelLog:
     paged: str = ""
     # a saved log of excerpts pasted together (facts/kernel_pieces.py): why; ""
     pieced: str = ""
+    # a saved log whose kernel lines are of a few kinds, picked from it (facts/kernel_kinds.py)
+    kinds_picked: PickedKinds | None = None
 
     @property
     def left_out(self) -> str:
@@ -701,7 +705,7 @@ def parse_kernel_log(text: str) -> KernelLog:
     reader.heads = line_heads(lines[:last]) if last > 0 else frozenset()
     for i, line in enumerate(lines):
         reader.read(line, i == last)
-    events = reader.end()
+    events = once_per_report(reader.end())  # (a bug report's journal and dmesg: facts/kernel_forms)
     firsts = _first_lines(lines, reader.first)
     # (a saved log's first stamped line too: a caption pasted above it, `sandbox log:`, hid the
     # banner, and gpu_xid passed "no Xid in the kernel log" of a log no host kernel wrote)
@@ -735,6 +739,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         said_lines=said_count(saved),
         driver_excerpt=driver_excerpt(saved),
         bus_excerpt=bus_excerpt(saved),
+        kinds_picked=picked_kinds(saved),
         early_end=ends_before_driver(saved) or held_by_nouveau(saved),
         pieced=pieced(given.splitlines()) or out_of_order(reader.boots.disorder),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),

@@ -205,6 +205,9 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-T-grep-NVRM__xid-43-31-94-rst-no__3gpu-vm__driver535.183.01.txt",
         # (a journal without its host name: Xid 120, then Xid 154; round 36)
         "journalctl-k-no-hostname__xid-120-gsp-exception-then-154-reset-required__rtx-pro-6000__nvforum-364958.txt",
+        # (a bug report's grep, its journal's zh_CN month `6月 28 ...` first: a cut inside that
+        # first line, `6月 2`, may be an Xid line's start; round 37)
+        "dmesg-bug-report-grep__xid-79-fallen-off-bus-journal-zh-month-then-dmesg-same-event__4x-rtx4090-blog.txt",
         # (journalctl under a Polish locale: `kwi 15 ...`; round 20)
         "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt",
         # (a syslog mostly of gdm-x-session's lines; round 26)
