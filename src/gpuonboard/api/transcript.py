@@ -136,6 +136,11 @@ _FILTERS = frozenset(
         "systemctl",
     ]
 )
+# the commands that say where a program is (`which nvidia-smi` printing `/usr/lib/wsl/lib/nvidia-smi`),
+# never what it prints: the program they name is no command run
+_LOCATORS = frozenset(
+    ["which", "whereis", "type", "command", "hash", "whence", "where", "readlink", "realpath"]
+)
 # the host of commands run before an interactive `ssh HOST` without a prompt naming theirs
 _STARTED_ON = "the machine the session started on"
 # Docker's default host name inside a container: the container ID's first 12 hex digits
@@ -450,6 +455,8 @@ def _part_tool(part: Section) -> str:
     ran = run(part.command)
     words = ran.stages[0] if ran.stages and ran.stages[0] else [""]
     program = tool_name(words[0])
+    if program in _LOCATORS and not ran.container:
+        return ""  # (`which nvidia-smi`: where it is, not its output)
     if ran.container or (program and program not in LAUNCHERS and not _READ_TOOL.fullmatch(program)):
         # (the program typed, inside its container or wrappers; a tool named among its arguments
         # is the command it runs (`vgpu_unlock nvidia-smi vgpu -s`, `mpirun -np 2 nvidia-smi`),

@@ -142,3 +142,41 @@ def test_a_text_file_with_a_kernel_line_may_still_hold_the_log(tmp_path: Path) -
     raw = offline.load_outputs([str(tmp_path)], [], unread, other, {})
     rows = {row.name for row in unread_rows(unread, raw, set(), other, {})}
     assert rows == {"gpu_xid", "nvswitch_sxid"}, rows
+
+
+WHICH = REAL / "session__which-nvidia-smi-wsl-shim-path-commented__rtx4080-laptop-581.57__kr-wsl2-notes.txt"
+
+
+def test_which_nvidia_smi_answered_a_path_is_no_copied_command(tmp_path: Path) -> None:
+    """`$ which nvidia-smi` answered `/usr/lib/wsl/lib/nvidia-smi     # ← ...`: said not read,
+    never "a copied command line ... with no output below it" (measure37e 07); the table read."""
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(WHICH)], notes)
+    said = " ".join(notes)
+    assert "line 10 (`which nvidia-smi`) is not an output this tool reads" in said, said
+    assert "no output below it" not in said, said
+    assert "nvidia_smi_table" in outputs
+
+
+@pytest.mark.parametrize(
+    ("command", "answer"),
+    [
+        ("which nvidia-smi", "/usr/bin/nvidia-smi"),
+        ("type nvidia-smi", "nvidia-smi is /usr/bin/nvidia-smi"),
+        ("command -v dmesg", "/usr/bin/dmesg"),
+        ("whereis lscpu", "lscpu: /usr/bin/lscpu /usr/share/man/man1/lscpu.1.gz"),
+        ("readlink -f $(which nvidia-smi)", "/usr/lib/wsl/lib/nvidia-smi"),
+    ],
+)
+def test_a_command_that_says_where_a_tool_is_is_not_its_output(
+    tmp_path: Path, command: str, answer: str
+) -> None:
+    path = tmp_path / "session.txt"
+    path.write_text(f"$ {command}\n{answer}\n$ nvidia-smi -L\n{LIST}\n")
+    notes: list[str] = []
+    offline.load_outputs([str(path)], notes)
+    said = " ".join(notes)
+    assert f"line 1 (`{command}`) is not an output this tool reads" in said, said
+
+
+LIST = "GPU 0: NVIDIA GeForce RTX 4080 Laptop GPU (UUID: GPU-1c2f4d6e-0000-0000-0000-000000000000)"
