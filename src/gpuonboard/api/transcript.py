@@ -138,9 +138,7 @@ _FILTERS = frozenset(
 )
 # the commands that say where a program is (`which nvidia-smi` printing `/usr/lib/wsl/lib/nvidia-smi`),
 # never what it prints: the program they name is no command run
-_LOCATORS = frozenset(
-    ["which", "whereis", "type", "command", "hash", "whence", "where", "readlink", "realpath"]
-)
+_LOCATORS = frozenset(["which", "whereis", "type", "hash", "whence", "where", "readlink", "realpath"])
 # the host of commands run before an interactive `ssh HOST` without a prompt naming theirs
 _STARTED_ON = "the machine the session started on"
 # Docker's default host name inside a container: the container ID's first 12 hex digits
@@ -455,7 +453,8 @@ def _part_tool(part: Section) -> str:
     ran = run(part.command)
     words = ran.stages[0] if ran.stages and ran.stages[0] else [""]
     program = tool_name(words[0])
-    if program in _LOCATORS and not ran.container:
+    located = program in _LOCATORS or (program == "command" and words[1:2] in (["-v"], ["-V"]))
+    if located and not ran.container:
         return ""  # (`which nvidia-smi`: where it is, not its output)
     if ran.container or (program and program not in LAUNCHERS and not _READ_TOOL.fullmatch(program)):
         # (the program typed, inside its container or wrappers; a tool named among its arguments
