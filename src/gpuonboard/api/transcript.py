@@ -72,11 +72,15 @@ _HOST = r"[\w-]+(?:\.[\w-]+)*"
 # in front of a prompt: a time stamp (`[12:01:33] `), a conda or venv environment (`(base) `,
 # `(/opt/envs/torch) `)
 _ENV = r"(?:\[[\d:/ -]{5,19}\]\s*)?(?:\([^()\s]+\)\s*)?"
+# a user or host name masked: `***`, `xxx`, `<user>`
+_MASK = r"(?:\*{3,}|[xX]{3,}|<[\w.-]+>)"
 # a prompt that is one in any output: any command after it, or none
 _PROMPT = re.compile(
     rf"{_ENV}(?:[\w.-]+@(?P<host>{_HOST})(?::\S*?|\s+\S+?)?(?:\s+\([^()\n]*\))?\s*[$#%]"  # me@gpu-1:~$
     rf"|\[[\w.-]+@(?P<host_>{_HOST})[^\]\n]*\]\s*[$#]"  # [root@gpu01 ~]#
     r"|\[[\w.-]+\s+[\w.~/-]+\]\s*[$#]"  # [root ~]# (a PS1 of `[\u \W]\$`: no host)
+    # a login masked by its poster (`(base) ***:~$`, `xxx@***:~$`, `<user>@<host>:~$`): no host known
+    rf"|(?:{_MASK}(?:@(?:{_MASK}|{_HOST}))?|[\w.-]+@{_MASK})(?::\S*?)?\s*[$#%]"
     r"|PS [A-Za-z]:[^>\n]*>"  # PS C:\>
     r"|-?(?:ba|z|k|da)?sh-\d+(?:\.\d+)*[$#]"  # bash-4.2$, sh-4.4# (a shell without a prompt set)
     r"|\$)"  # $

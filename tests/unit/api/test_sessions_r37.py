@@ -180,3 +180,27 @@ def test_a_command_that_says_where_a_tool_is_is_not_its_output(
 
 
 LIST = "GPU 0: NVIDIA GeForce RTX 4080 Laptop GPU (UUID: GPU-1c2f4d6e-0000-0000-0000-000000000000)"
+
+
+MASKED = REAL / "session__masked-user-prompt-conda-base__df-h-nvidia-smi-2x3090-470.57__cn-linux-notes.txt"
+
+
+def test_a_prompt_whose_login_is_masked_is_a_prompt() -> None:
+    """`(base) ***:~$ mkdir happy` is the session's first prompt: no "text above its first
+    prompt" quoting it (measure37c 01); `df -h` and `nvidia-smi` read under theirs."""
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(MASKED)], notes)
+    said = " ".join(notes)
+    assert "above its first prompt" not in said and "line 4 (`ls`)" in said, said
+    assert {"df", "nvidia_smi_table"} <= set(outputs), outputs.keys()
+
+
+@pytest.mark.parametrize("login", ["xxx@***", "<user>@<host>", "root@***", "XXXX", "<user>"])
+def test_every_masked_login_shape_starts_a_command(tmp_path: Path, login: str) -> None:
+    """The same session under the other ways a poster masks a login."""
+    path = tmp_path / "session.txt"
+    path.write_text(MASKED.read_text().replace("(base) ***:", f"{login}:"))
+    notes: list[str] = []
+    outputs = offline.load_outputs([str(path)], notes)
+    assert "above its first prompt" not in " ".join(notes), notes
+    assert {"df", "nvidia_smi_table"} <= set(outputs), outputs.keys()
