@@ -318,8 +318,8 @@ def _unticked(text: str) -> str:
     from gpuonboard.api.saved_kinds import detect_kind
 
     bare = _TAIL_TICKS.sub(r"\1", _HEAD_TICKS.sub(r"\1", text, count=1), count=1)
-    if bare == text or detect_kind(bare) is None:
-        return text
+    if bare == text or detect_kind(exit_labelled.unlabelled(bare)) is None:
+        return text  # (an output recorded beside its exit code is one read here)
     return bare
 
 
