@@ -27,7 +27,7 @@ import re
 import textwrap
 from collections.abc import Sequence
 
-from gpuonboard.api import paste_frames
+from gpuonboard.api import exit_labelled, paste_frames
 
 # every Unicode space separator but the plain space, and the ideographic space
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
@@ -282,10 +282,12 @@ def normalise(text: str) -> str:
     (_messages_joined), a stray Markdown backtick at either end dropped (_unticked), a tab in a
     kernel log's stamped line a space (_untabbed), a GitHub `<details>` section's tags dropped,
     an RFC 5424 syslog header a classic one and a klog record's multi-line value as the lines it
-    quotes (paste_frames)."""
+    quotes (paste_frames), a command's output recorded beside its exit code on one line
+    (`rc=255   Failed to ...`, `nvidia-smi returncode=15; stdout=...`) as that output
+    (exit_labelled)."""
     text = _unbroken(_untabbed(_framed(text)))
     text = paste_frames.klog_unquoted(text)  # (its value's lines whole first)
-    return _messages_joined(textwrap.dedent(_single_spaced(text)))
+    return _messages_joined(textwrap.dedent(exit_labelled.unlabelled(_single_spaced(text))))
 
 
 def klog_quoter(text: str) -> str:
@@ -316,8 +318,8 @@ def _unticked(text: str) -> str:
     from gpuonboard.api.saved_kinds import detect_kind
 
     bare = _TAIL_TICKS.sub(r"\1", _HEAD_TICKS.sub(r"\1", text, count=1), count=1)
-    if bare == text or detect_kind(bare) is None:
-        return text
+    if bare == text or detect_kind(exit_labelled.unlabelled(bare)) is None:
+        return text  # (an output recorded beside its exit code is one read here)
     return bare
 
 

@@ -72,11 +72,15 @@ _HOST = r"[\w-]+(?:\.[\w-]+)*"
 # in front of a prompt: a time stamp (`[12:01:33] `), a conda or venv environment (`(base) `,
 # `(/opt/envs/torch) `)
 _ENV = r"(?:\[[\d:/ -]{5,19}\]\s*)?(?:\([^()\s]+\)\s*)?"
+# a user or host name masked: `***`, `xxx`, `<user>`
+_MASK = r"(?:\*{3,}|[xX]{3,}|<[\w.-]+>)"
 # a prompt that is one in any output: any command after it, or none
 _PROMPT = re.compile(
     rf"{_ENV}(?:[\w.-]+@(?P<host>{_HOST})(?::\S*?|\s+\S+?)?(?:\s+\([^()\n]*\))?\s*[$#%]"  # me@gpu-1:~$
     rf"|\[[\w.-]+@(?P<host_>{_HOST})[^\]\n]*\]\s*[$#]"  # [root@gpu01 ~]#
     r"|\[[\w.-]+\s+[\w.~/-]+\]\s*[$#]"  # [root ~]# (a PS1 of `[\u \W]\$`: no host)
+    # a login masked by its poster (`(base) ***:~$`, `xxx@***:~$`, `<user>@<host>:~$`): no host known
+    rf"|(?:{_MASK}(?:@(?:{_MASK}|{_HOST}))?|[\w.-]+@{_MASK})(?::\S*?)?\s*[$#%]"
     r"|PS [A-Za-z]:[^>\n]*>"  # PS C:\>
     r"|-?(?:ba|z|k|da)?sh-\d+(?:\.\d+)*[$#]"  # bash-4.2$, sh-4.4# (a shell without a prompt set)
     r"|\$)"  # $
@@ -136,6 +140,9 @@ _FILTERS = frozenset(
         "systemctl",
     ]
 )
+# the commands that say where a program is (`which nvidia-smi` printing `/usr/lib/wsl/lib/nvidia-smi`),
+# never what it prints: the program they name is no command run
+_LOCATORS = frozenset(["which", "whereis", "type", "hash", "whence", "where", "readlink", "realpath"])
 # the host of commands run before an interactive `ssh HOST` without a prompt naming theirs
 _STARTED_ON = "the machine the session started on"
 # Docker's default host name inside a container: the container ID's first 12 hex digits
@@ -450,6 +457,9 @@ def _part_tool(part: Section) -> str:
     ran = run(part.command)
     words = ran.stages[0] if ran.stages and ran.stages[0] else [""]
     program = tool_name(words[0])
+    located = program in _LOCATORS or (program == "command" and words[1:2] in (["-v"], ["-V"]))
+    if located and not ran.container:
+        return ""  # (`which nvidia-smi`: where it is, not its output)
     if ran.container or (program and program not in LAUNCHERS and not _READ_TOOL.fullmatch(program)):
         # (the program typed, inside its container or wrappers; a tool named among its arguments
         # is the command it runs (`vgpu_unlock nvidia-smi vgpu -s`, `mpirun -np 2 nvidia-smi`),

@@ -241,6 +241,12 @@ def joined_gpu_view(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOu
 
 # how disagreement's clause sets two readings apart (keeps_first's advice then is to save one box's)
 DISAGREE = "are not the first's"
+# what to do with two files of one command's output that are not one answer (two runs at two
+# times, two boxes'): each was passed as a file of its own, so "one file per command" is no help
+ONE_PER_COMMAND = (
+    "this tool judges one output of each command, of one box at one time: pass only the one to"
+    " judge (the latest, the box now), or run `invoke facts` on each file by itself"
+)
 
 
 def disagreement(kind: str, first: ProbeOutput, then: ProbeOutput) -> str:
@@ -561,7 +567,7 @@ def keeps_first(
         advice = (
             "save the outputs of one box, taken at one time"
             if DISAGREE.replace("are ", "") in differ
-            else "pass one file per command"
+            else ONE_PER_COMMAND
         )
         raise UsageError(
             f"{where}: a second {kind_name(kind)} output (the first is {origin[kind]}){differ}; {advice}."

@@ -45,6 +45,15 @@ _NAMED = (
 
 # how much of an unread file's start is looked at for its kind
 _START = 65536
+# a line that could be one of a kind's output, in a file read as text whose output was not
+# recognised: a kernel log's line (saved_kinds.log_line) or the driver's words, `nvlink -s`'s and
+# `-e`'s GPU and link lines; a file of none (an `lspci` listing, a headerless GPU CSV, a
+# `systemd-detect-virt` word, nvidia-smi's `drain state` answer) holds no such output
+_SIGN = {
+    "kernel_log": re.compile(r"NVRM|\bS?Xid\b|nvidia-nvswitch|\bkernel:"),
+    "nvidia_nvlink": re.compile(r"(?i)nvlink|^\s*(?:Link \d+|GPU \d+):", re.M),
+}
+_SIGN["nvidia_nvlink_errors"] = _SIGN["nvidia_nvlink"]
 
 
 def _named_kind(path: Path) -> str | None:
@@ -70,6 +79,25 @@ def _shown_kind(path: Path) -> str | None:
     return detect_kind(start.decode("utf-8", errors="replace")) if start.strip() else None
 
 
+def _may_show(path: Path, kind: str) -> bool:
+    """Whether a file may hold an output of `kind` by what it shows: False only for a whole text
+    file (within _START, no NUL byte, UTF-8) none of whose lines could be of that output; True for
+    one that cannot be looked at whole (unreadable, binary, compressed, longer)."""
+    from gpuonboard.api.saved_kinds import log_line
+
+    try:
+        with path.open("rb") as f:
+            start = f.read(_START + 1)
+        text = start.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return True
+    if len(start) > _START or "\x00" in text or not text.strip():
+        return True
+    if kind == "kernel_log" and any(log_line(line) for line in text.splitlines()):
+        return True
+    return _SIGN[kind].search(text) is not None
+
+
 def unread_rows(
     unread: Sequence[Path],
     given: Collection[str],
@@ -84,12 +112,14 @@ def unread_rows(
     that could not be read, nor one to save again: the row asks for the rule's output instead.
     A file read and refused among several (`held`: the kinds it holds) could answer the rules of
     those kinds, wherever its name or start says another (a session saved as `smi-session.txt`
-    holding an Xid line)."""
+    holding an Xid line). A text file none of whose lines could be of a kind's output (an `lspci`
+    listing, a headerless GPU CSV, `oracle`) is no file that could have answered its rules."""
     held = held or {}
 
     def may(p: Path, kind: str) -> bool:
         said = could_hold(p, kind, held)
-        return _named_kind(p) in (kind, None) if said is None else said
+        named = _named_kind(p) in (kind, None) if said is None else said
+        return named and _may_show(p, kind)
 
     rows = []
     for kind, rule, expected in _GIVEN_ONLY:

@@ -202,7 +202,14 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "session__typed-no-prompts__": None,
         "session__tilde-hash-prompts__": None,
         "session__bash-gt-prompt__free-h": "free",
+        # (round 37: a harness's one-line record of nvidia-smi's exit code and stdout: read once
+        # normalised, the output taken off its line, api/exit_labelled.py)
+        "session__harness-record-": None,
         "session__": "nvidia_smi",
+        # (round 37: an `lspci -nn` listing and `systemd-detect-virt`'s word: no output read, named in
+        # a note; no Xid or NVLink row says they may hold one, api/test_sessions_r37.py)
+        "lspci-nn__": None,
+        "systemd-detect-virt__": None,
         # `uname -a` under its copied prompt: read by its form as the kernel release (api/saved_probe.py)
         "uname-a__": None,
     }
@@ -532,7 +539,8 @@ def test_two_outputs_of_one_command_name_both_files(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert r.stderr.strip() == (
         f"error: {other}: a second nvidia-smi (`-q -x`, or its failure) output (the first is {H200_XML});"
-        " pass one file per command."
+        " this tool judges one output of each command, of one box at one time: pass only the one to"
+        " judge (the latest, the box now), or run `invoke facts` on each file by itself."
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.api.offline import load_outputs
+from gpuonboard.api.unread import ONE_PER_COMMAND
 from gpuonboard.errors import UsageError
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -33,7 +34,7 @@ def test_a_grepped_cpuinfo_and_an_lscpu_that_disagree_are_said_to(tmp_path: Path
     assert "lxcfs shows its CPUs in /proc/cpuinfo, while lscpu may show the host's" in said
     assert "`cat /proc/cpuinfo |grep processor` keeps only the lines grep let through" in said
     assert said.endswith("; save the outputs of one box, taken at one time.")
-    assert "pass one file per command" not in said
+    assert ONE_PER_COMMAND not in said
 
 
 def test_a_view_that_agrees_still_names_only_the_view(tmp_path: Path) -> None:
@@ -48,4 +49,4 @@ def test_a_view_that_agrees_still_names_only_the_view(tmp_path: Path) -> None:
     (tmp_path / "lscpu.txt").write_text(lscpu)
     with pytest.raises(UsageError) as err:
         load_outputs([str(tmp_path)])
-    assert "not the first's" not in str(err.value) and "pass one file per command" in str(err.value)
+    assert "not the first's" not in str(err.value) and ONE_PER_COMMAND in str(err.value)

@@ -1,0 +1,46 @@
+"""A command's output carried on one line with its exit code: a writer's or a harness's record
+of what a command answered, its exit status written before the output.
+
+Real forms: a session whose writer put the status before each answer (`rc=255   Failed to
+initialize NVML: Unknown Error` below `$ nvidia-smi --list-gpus`), a harness's record of the
+command, its return code and its stdout (`nvidia-smi returncode=15; stdout=Unable to determine
+the device handle for GPU0000:C3:00.0: GPU is lost. ...`, `nvidia-smi returncode=9
+output=...`). The output is read as the command printed it, under the command where the record
+names one; the exit status itself is no output of the command, and a record of an empty stdout
+(`returncode=0; stdout=`) leaves nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+_STATUS = r"(?:rc|returncode|return[ _]code|exit[ _]code|exit[ _]status|exit)"
+# a record naming its stream: [command] returncode=N; stdout=TEXT [; stderr=TEXT]
+_RECORD = re.compile(
+    rf"^(?P<indent>\s*)(?:(?P<command>\S.*?)\s+)?{_STATUS}\s*[=:\s]\s*-?\d{{1,3}}\s*[;,]?\s*"
+    r"(?:stdout|output)\s*[=:]\s*(?P<out>.*?)\s*(?:[;,]\s*stderr\s*[=:]\s*(?P<err>.*?))?\s*$"
+)
+# the status alone before the output, two spaces or a colon apart (`rc=255   Failed ...`,
+# `rc=1: No devices were found`); never `rc=0 errno=5` (a key=value log), nor `exit 0` typed
+_PREFIX = re.compile(r"^(?P<indent>\s*)rc\s*=\s*-?\d{1,3}(?:\s{2,}|\s*:\s+)(?P<out>[^\s=]+(?:\s.*)?)$")
+
+
+def _line(line: str) -> str:
+    """The line with its exit-status label dropped (and its command above its output)."""
+    if "=" not in line and ":" not in line:
+        return line
+    if (found := _RECORD.match(line)) is not None:
+        said = [s for s in (found.group("out"), found.group("err")) if s]
+        indent = found.group("indent")
+        command = [indent + found.group("command")] if found.group("command") else []
+        return "\n".join(command + [indent + s for s in said])
+    if (found := _PREFIX.match(line)) is not None:
+        return found.group("indent") + found.group("out")
+    return line
+
+
+def unlabelled(text: str) -> str:
+    """The text with each output its line records beside an exit status read as that output."""
+    if "rc" not in text and "code" not in text and "exit" not in text:
+        return text
+    return "\n".join(_line(line) for line in text.split("\n"))
