@@ -8,6 +8,7 @@ import re
 
 from gpuonboard.api import saved_text, transcript
 from gpuonboard.api.command_line import elsewhere, run
+from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 
 # a heading a script or a page printed above an output (`--- GPU 详细规格 ---`, `=== GPU ===`, a
@@ -62,3 +63,41 @@ def _typed(line: str) -> bool:
         return False
     ran = run(" ".join(words))
     return ran.head[:1] != words[:1] or elsewhere(ran, ()) != ""
+
+
+def csv_among_prose(text: str) -> tuple[str, str] | None:
+    """(the `--query-gpu` CSV block, one clause saying what was left out) where `text` is prose
+    lines around one such CSV, its header and its rows, and no other output: a README's
+    `CPU Cores: 176` / `RAM: 718Gi` above `index, name, memory.total [MiB]` and its four rows, a
+    line of its own below (measure37c 14). The CSV is read from its header to the blank line
+    under it (every row read as a GPU's); the prose is said not read. Before, the file "listed no
+    GPU (output not recognised as any nvidia-smi format)". None where a line around it is a box's
+    (`|`, `+--`), a copied prompt or command, or of the CSV's shape, or where a row is not read."""
+    lines = text.split("\n")
+    heads = [i for i, line in enumerate(lines) if is_query_header(line)]
+    if len(heads) != 1:
+        return None
+    start = heads[0]
+    end = start + 1
+    while end < len(lines) and lines[end].strip() and "," in lines[end]:
+        end += 1
+    # (the block ends at a blank line: a line of no comma right under a row may be the rest of it,
+    # wrapped; a row that ends the text may be cut, `0, NVIDIA H200, 1437`)
+    if end >= len(lines) or lines[end].strip():
+        return None
+    around = [line.strip() for line in lines[:start] + lines[end:] if line.strip()]
+    # (no line around it of the CSV's shape: a row above its header is no prose)
+    commas = lines[start].count(",")
+    if not around or any(line[:1] in "|+" or _typed(line) or line.count(",") == commas for line in around):
+        return None
+    block = "\n".join(lines[start:end])
+    read = parse_any(block)
+    if read.source != "csv" or len(read.gpus) != end - start - 1 or not read.complete:
+        return None  # (every row a GPU's, whole)
+    shown = "`, `".join(line[:60] for line in around[:3]) + ("`, ..." if len(around) > 3 else "`")
+    said = (
+        f"the `nvidia-smi --query-gpu` CSV ({end - start - 1} rows of `{lines[start].strip()[:80]}`) is"
+        f" read from among {len(around)} other line{'s' if len(around) != 1 else ''} of prose (`{shown}),"
+        " which are no output of a tool and not read"
+    )
+    return block, said

@@ -29,7 +29,7 @@ from gpuonboard.api import (
 )
 from gpuonboard.api.csv_among import csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
-from gpuonboard.api.heading_above import below_heading
+from gpuonboard.api.heading_above import below_heading, csv_among_prose
 from gpuonboard.api.job_step import job_step_over_login
 from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.labelled_listings import labelled_listings
@@ -82,6 +82,7 @@ from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
+from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.query_csv import other_query_refusal
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
@@ -172,6 +173,9 @@ def _saved_outputs(
         pasted = vgpu_apart(str(path), pasted, notes)  # (a host's -q, then its vGPU listing)
     if parts is None and (headed := below_heading(pasted)) is not None:
         pasted, left = headed  # (a heading above a CSV, XML or -L: said, the output read from its top)
+        notes.append(f"{path}: {left}.")
+    elif parts is None and not parse_any(pasted).gpus and (prose := csv_among_prose(pasted)):
+        pasted, left = prose  # (a CSV among a README's prose: the CSV read, the prose said)
         notes.append(f"{path}: {left}.")
     if parts is None:
         try:

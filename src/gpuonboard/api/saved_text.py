@@ -119,23 +119,47 @@ def _uncommented(lines: list[str]) -> list[str]:
     prompt line, if any, or on it too): a paste commented out as a shell script's or a config's
     comment lines, `# ` (before, such a `df` read no header and was refused as "df run in a
     language other than English?") or a bare `#` (`#|   0  NVIDIA GeForce ...  Off  |`: a doc's
-    commented nvidia-smi table read its banner and no GPU row). The mark is markup around the
-    whole block, dropped once from each line, as a quote's `> ` is (a first line that reads as a
-    prompt, `#               total        used        free` of a commented `free`, with it)."""
+    commented nvidia-smi table read its banner and no GPU row), also indented (a doc's code block,
+    `    #|   0  GRID K520 ...`: measure37c 26 read no GPU row) and of other languages (`//`, `;`,
+    `--`). The mark is markup around the whole block, dropped once from each line, as a quote's
+    `> ` is (a first line that reads as a prompt, `#               total        used        free`
+    of a commented `free`, with it)."""
     filled = [line for line in lines if line.strip()]
-    if len(filled) >= 2 and all(line.startswith("#") for line in filled):
+    if len(filled) >= 2 and _one_mark(filled):
         start = 0  # (every line marked, the prompt's too: `# root@pc:~# docker run ... nvidia-smi`)
     else:
         top = _prompt_line(lines)
         start = 0 if top is None else continued(lines, top)[1] + 1
     body = [line for line in lines[start:] if line.strip()]
-    if len(body) < 2 or not all(line.startswith("#") for line in body):
+    mark = _one_mark(body) if len(body) >= 2 else None
+    if mark is None:
         return lines
-    mark = "# " if all(line.startswith("# ") or line.rstrip() == "#" for line in body) else "#"
+    # (the mark with the indentation before it, each line's own: a doc's code block indents its
+    # commented lines, `    #|   0  GRID K520 ...`; and one blank after it where every line has one)
+    cut = [_COMMENT_MARK.match(line) for line in lines[start:]]
+    spaced = all(
+        m is None or line[m.end() :][:1] in (" ", "") for line, m in zip(lines[start:], cut, strict=True)
+    )
     return [
         *lines[:start],
-        *(line[len(mark) :] if line.startswith(mark) else line.lstrip("#") for line in lines[start:]),
+        *(
+            line if m is None else line[m.end() + (1 if spaced and line[m.end() :] else 0) :]
+            for line, m in zip(lines[start:], cut, strict=True)
+        ),
     ]
+
+
+# a comment mark at a line's start, after any indentation: a shell's or a config's `#`, C's and
+# JavaScript's `//`, an ini file's `;`, SQL's and Lua's `--` (a paste's stray Markdown backticks
+# before it, "```    #+-----+" of a fence that lost its newline, dropped with it)
+_COMMENT_MARK = re.compile(r"[ \t]*(?:`{1,3}[ \t]*)?(#|//|;|--)")
+
+
+def _one_mark(lines: Sequence[str]) -> str | None:
+    """The comment mark every one of `lines` starts with (after its indentation), one mark for all;
+    None where a line has none, or the lines differ."""
+    marks = {m.group(1) if (m := _COMMENT_MARK.match(line)) else None for line in lines}
+    return next(iter(marks)) if len(marks) == 1 and None not in marks else None
 
 
 def unglued(text: str, where: str = "") -> str:

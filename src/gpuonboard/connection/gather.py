@@ -16,6 +16,7 @@ from gpuonboard.connection.probe_commands import CORE_NAMES, NVIDIA_SMI_TIMEOUT,
 from gpuonboard.errors import CommandError
 from gpuonboard.facts.driver_module import MODULE_FILE_MARK, MODULE_PROBE, split_module_file
 from gpuonboard.facts.gpu_probes import WARNING_EXIT
+from gpuonboard.facts.nvidia_smi.sniff import UNRECOGNISED
 from gpuonboard.facts.nvidia_smi_failure import stopped_said
 from gpuonboard.facts.probe import Probe, ProbeOutput, build_script, new_token, split_output
 
@@ -118,6 +119,9 @@ class Facts:
             return "the nvidia-smi output was cut short"
         if self._answered_nothing():
             return "nvidia-smi answered (exit 0) with nothing"  # (a stub, a blocked tool: no evidence)
+        if self.gpu is not None and UNRECOGNISED in self.gpu.warnings:
+            # (a text of no nvidia-smi form, a file of prose: nothing shows nvidia-smi answered)
+            return "the text given as nvidia-smi's output holds no nvidia-smi form this tool reads"
         if raw.exit_code == 0 and raw.stdout.strip():  # (and no failure words: see above)
             # a listing we read no GPU from (another command's text, a quoted or mangled table)
             # is no evidence about the driver

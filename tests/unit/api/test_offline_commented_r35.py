@@ -6,6 +6,7 @@ unverified)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -71,7 +72,7 @@ OUTPUTS = [
 ]
 
 
-@pytest.mark.parametrize("mark", ["#", "# "])
+@pytest.mark.parametrize("mark", ["#", "# ", "    #", "\t# ", "// ", ";", "-- "])
 @pytest.mark.parametrize("name", OUTPUTS)
 def test_every_real_output_commented_out_reads_as_itself(tmp_path: Path, name: str, mark: str) -> None:
     text = (REAL / name).read_text()
@@ -85,3 +86,28 @@ def test_a_block_some_of_whose_lines_carry_no_mark_is_left_as_it_is(tmp_path: Pa
     text = (REAL / "nvidia-smi__titan-v__1gpu__driver515.65.01.txt").read_text().splitlines(True)
     mixed = "".join(("#" + line if n % 2 else line) for n, line in enumerate(text))
     assert _read(_facts(tmp_path, "t.txt", mixed))[0] != ((0, "NVIDIA TITAN V", 12288),)
+
+
+MARCH = "nvidia-smi__grid-k520__1gpu__driver384.130__indented-hash-commented-tabs__march-docs.txt"
+
+
+def test_an_indented_commented_table_with_tabs_is_judged(tmp_path: Path) -> None:
+    """(measure37c 26: a doc's code block indents its `#`-commented table, and its runs of blanks
+    became tabs: before, the banner was read and no GPU row, gpu_model/count/vram unverified)"""
+    order = "gpu_model: GRID K520\ngpu_count: 1\nvram: 4GB\n"
+    got = verdicts(tmp_path, "notes.txt", (REAL / MARCH).read_text(), order)
+    assert got["gpu_count"] == ("pass", "1")
+    assert got["gpu_model"][0] == "pass" and got["vram"][0] == "pass"
+    assert _read(_facts(tmp_path, "a.txt", (REAL / MARCH).read_text()))[:2] == (
+        ((0, "GRID K520", 4036),),
+        "384.130",
+    )
+
+
+@pytest.mark.parametrize("name", OUTPUTS[:2])
+def test_a_table_whose_blanks_became_tabs_reads_as_itself(tmp_path: Path, name: str) -> None:
+    """(tabs for runs of blanks in every row, as `unexpand` or a page's editor writes them: the
+    table's cells are parted by `|`, a tab is a blank inside them)"""
+    text = (REAL / name).read_text()
+    tabbed = re.sub(r" {2,}", "\t", text)
+    assert _read(_facts(tmp_path, name, tabbed)) == _read(_facts(tmp_path, name, text))

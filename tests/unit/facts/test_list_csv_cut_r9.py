@@ -47,6 +47,7 @@ CSVS = sorted(
     # `8.0` to `8.`, leaves a row of as many cells as the header, read whole: gpu_count fails on
     # the rows above the cut where unverified is due; the one capture of that column last)
     and "heading-line-above-header" not in p.name
+    and "pbs-env-md" not in p.name  # (the same: `compute_cap` last, round 37)
 )
 L40S = "nvidia-smi-L__l40s__1gpu__driver595.80.txt"
 A100_MIG = "nvidia-smi-L__a100-80gb-pcie__1gpu-1mig-2g.20gb__go-dcgm.txt"

@@ -291,6 +291,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__geforce-gtx-550-ti__1gpu__driver295.40__old-layout-nb-name__processes-not-supported__ubuntuforums.txt",
         # a table every line of which a `#` comments out: api/test_offline_commented_r35.py
         "nvidia-smi__geforce-name-cut__1gpu-1998mib__driver470.256.02__docker-run-cuda12.4__copied-command__hash-commented-no-space__cortex-notes.txt",
+        "nvidia-smi__grid-k520__1gpu__driver384.130__indented-hash-commented-tabs__march-docs.txt",
+        # a CSV among lines of prose, read as its block: api/test_offline_csv_prose_r37.py
+        "nvidia-smi-query-gpu__h200__4gpu__among-readme-prose-cpu-ram-disk-lines__vllm-repro-readme.txt",
+        "nvidia-smi-query-gpu__h200__2gpu__driver575.57.08__prose-lines-below__pbs-env-md.txt",
         # a CSV below a report's heading line, read from its header: api/test_offline_heading_above_r35.py
         "nvidia-smi-query-gpu__a800-sxm4-80gb__8gpu__driver580.95.05__heading-line-above-header__openpi-env-report.csv",
         # tables a page ran onto one line, spaces collapsed, read by value:

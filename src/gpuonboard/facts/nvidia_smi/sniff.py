@@ -60,7 +60,12 @@ def parse_any(text: str) -> GpuReport:
         return parse_query_csv(text, ())
     if (versions := _versions(text)) is not None:
         return versions
-    return _unknown("output not recognised as any nvidia-smi format")
+    return _unknown(UNRECOGNISED)
+
+
+# the one warning of a text read as no nvidia-smi form (a file of prose, another tool's output):
+# nothing shows that nvidia-smi answered
+UNRECOGNISED = "output not recognised as any nvidia-smi format"
 
 
 # `nvidia-smi --version` (driver R525 and later): `NVIDIA-SMI version  : 550.76.01`, `NVML version

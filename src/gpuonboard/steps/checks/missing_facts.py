@@ -19,7 +19,7 @@ from gpuonboard.connection.probe_commands import NVIDIA_SMI_TIMEOUT, TIMED_OUT
 from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
 from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER
-from gpuonboard.facts.nvidia_smi.sniff import VERSION_ONLY
+from gpuonboard.facts.nvidia_smi.sniff import UNRECOGNISED, VERSION_ONLY
 from gpuonboard.facts.nvidia_smi.table import TABLE_ROW_BEGUN
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
 from gpuonboard.facts.topo import rows_read as topo_rows_read
@@ -383,6 +383,8 @@ def no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
             if VERSION_ONLY in facts.gpu.warnings:  # (`--version`: versions, never a GPU list)
                 cuda = facts.gpu.cuda_version or "unknown"
                 return f"unknown: {VERSION_ONLY} (driver {facts.gpu.driver_version}, CUDA {cuda})"
+            if UNRECOGNISED in facts.gpu.warnings:  # (a text of no form: never "nvidia-smi answered")
+                return f"unknown: no GPU read: {UNRECOGNISED}"
             # it answered, but no GPU could be read from what it printed
             why = "; ".join(facts.gpu.warnings[:2])
             return "unknown: nvidia-smi answered but listed no GPU" + (f" ({why[:160]})" if why else "")
