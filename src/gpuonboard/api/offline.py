@@ -175,8 +175,9 @@ def _saved_outputs(
         pasted, left = headed  # (a heading above a CSV, XML or -L: said, the output read from its top)
         notes.append(f"{path}: {left}.")
     elif parts is None and not parse_any(pasted).gpus and (prose := csv_among_prose(pasted)):
-        pasted, left = prose  # (a CSV among a README's prose: the CSV read, the prose said)
+        pasted, left, quoted = prose  # (a CSV among a README's prose: the CSV read, the prose said)
         notes.append(f"{path}: {left}.")
+        cut = cut or quoted  # (no copied command above it: maybe a document's, capped as a view)
     if parts is None:
         try:
             return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
