@@ -65,8 +65,10 @@ def _typed(line: str) -> bool:
     return ran.head[:1] != words[:1] or elsewhere(ran, ()) != ""
 
 
-def csv_among_prose(text: str) -> tuple[str, str] | None:
-    """(the `--query-gpu` CSV block, one clause saying what was left out) where `text` is prose
+def csv_among_prose(text: str) -> tuple[str, str, str] | None:
+    """(the `--query-gpu` CSV block, one clause saying what was left out, why it is no answer of
+    the box's: QUOTED_CSV, "" where a copied `nvidia-smi --query-gpu=...` line stands right above
+    its header) where `text` is prose
     lines around one such CSV, its header and its rows, and no other output: a README's
     `CPU Cores: 176` / `RAM: 718Gi` above `index, name, memory.total [MiB]` and its four rows, a
     line of its own below (measure37c 14). The CSV is read from its header to the blank line
@@ -85,7 +87,15 @@ def csv_among_prose(text: str) -> tuple[str, str] | None:
     # wrapped; a row that ends the text may be cut, `0, NVIDIA H200, 1437`)
     if end >= len(lines) or lines[end].strip():
         return None
-    around = [line.strip() for line in lines[:start] + lines[end:] if line.strip()]
+    # (a copied `nvidia-smi --query-gpu=...` line, or its prompt, right above the header: the box's
+    # answer, read as the box's; revT F2)
+    above = next((i for i in range(start - 1, -1, -1) if lines[i].strip()), None)
+    ran = above is not None and _query_command(lines[above])
+    around = [
+        line.strip()
+        for i, line in enumerate(lines[:start] + lines[end:])
+        if line.strip() and not (ran and i == above)
+    ]
     # (no line around it of the CSV's shape: a row above its header is no prose)
     commas = lines[start].count(",")
     if not around or any(line[:1] in "|+" or _typed(line) or line.count(",") == commas for line in around):
@@ -100,4 +110,19 @@ def csv_among_prose(text: str) -> tuple[str, str] | None:
         f" read from among {len(around)} other line{'s' if len(around) != 1 else ''} of prose (`{shown}),"
         " which are no output of a tool and not read"
     )
-    return block, said
+    if not ran:  # (a spec, an offer, a wish list: no answer of the box's; revT F2)
+        said += f"; {QUOTED_CSV}"
+    return block, said, "" if ran else QUOTED_CSV
+
+
+# why a CSV read from among prose with no copied command above it is no answer of the box's: a
+# document may quote one (a spec, a vendor's offer, a wish list); what it passes is capped
+QUOTED_CSV = "a CSV quoted among prose: save `nvidia-smi --query-gpu ...` of the box by itself"
+_QUERY_COMMAND = re.compile(r"(?:^|[\s;|&(])(?:\S*/)?nvidia-smi\s+(?:\S+\s+)*?--query-gpu[=\s]")
+
+
+def _query_command(line: str) -> bool:
+    """Whether `line` is a copied `nvidia-smi --query-gpu=...` command line (a prompt and it, or
+    the command alone)."""
+    command = saved_text.copied_command(line) or transcript.command_of(line)
+    return bool(_QUERY_COMMAND.search(command)) and _typed(line)

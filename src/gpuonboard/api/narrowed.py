@@ -201,6 +201,24 @@ _OTHER_USER = re.compile(
 )
 
 
+# a docker command line that asks a daemon other than the local one: `DOCKER_HOST=` or
+# `DOCKER_CONTEXT=` set before it, or `-H`/`--host`, `-c`/`--context` among docker's own options
+# (those between `docker` and `info`)
+_DOCKER_INFO = re.compile(r"(?P<env>(?:\S+=\S*\s+)*)(?:\S*/)?docker\s+(?P<options>(?:\S+\s+)*?)info\b")
+_OTHER_DAEMON = re.compile(r"(?:^|\s)(?:-H|--host|-c|--context)(?:[=\s]\S+|\S+)")
+_OTHER_DAEMON_ENV = re.compile(r"\bDOCKER_(?:HOST|CONTEXT)=\S*")
+
+
+def _other_daemon(command: str) -> str:
+    """The option or variable of a copied `docker info` line that asks a daemon other than the
+    local one (`-H ssh://root@build-server`, `DOCKER_HOST=tcp://10.0.0.5:2375`), "" for none."""
+    for found in _DOCKER_INFO.finditer(command):
+        said = _OTHER_DAEMON.search(found.group("options")) or _OTHER_DAEMON_ENV.search(found.group("env"))
+        if said is not None:
+            return said.group().strip()
+    return ""
+
+
 def ran_elsewhere(kind: str, command: str) -> str:
     """Where the copied `command` ran nvidia-smi (an output of `kind`) other than on the box as its
     login: in a container (`docker run --gpus all IMAGE nvidia-smi`, `podman run`, `kubectl exec
@@ -209,6 +227,10 @@ def ran_elsewhere(kind: str, command: str) -> str:
     clause saying so (the first's); "" where it ran on the box, or where any nvidia-smi of the
     line ran on the box (`nvidia-smi && srun nvidia-smi -L`: the output may be the login's own
     call's, the chain stopped at it). Such a call's failure is its own, never the box's."""
+    if command and kind == "docker_info" and (other := _other_daemon(command)):
+        # (docker/cli resolves the context `default` whenever -H or DOCKER_HOST is set: its
+        # `Context: default` then names no daemon of the box's own; revT F1)
+        return f"`{command.strip()}` asked the daemon `{other}` names, not the box's own"
     if not command or not kind.startswith("nvidia_smi"):
         return ""
     said = [_ran_elsewhere(ran) for ran in runs(command, ("nvidia-smi",))]

@@ -175,8 +175,9 @@ def _saved_outputs(
         pasted, left = headed  # (a heading above a CSV, XML or -L: said, the output read from its top)
         notes.append(f"{path}: {left}.")
     elif parts is None and not parse_any(pasted).gpus and (prose := csv_among_prose(pasted)):
-        pasted, left = prose  # (a CSV among a README's prose: the CSV read, the prose said)
+        pasted, left, quoted = prose  # (a CSV among a README's prose: the CSV read, the prose said)
         notes.append(f"{path}: {left}.")
+        cut = cut or quoted  # (no copied command above it: maybe a document's, capped as a view)
     if parts is None:
         try:
             return _all_cut([(*_saved_output(path, str(path), pasted), str(path))], cut)
@@ -508,7 +509,9 @@ def _saved_output(path: Path, where: str, pasted: str, copied: str | None = None
     if kind is None:
         return saved_forms.without_kind(where, text, copied, warned)
     kind, out = read_as(path, where, kind, text, warned, copied, command)
-    if transcript.container_shell(host := copied_host(pasted)) and not out.in_container:
+    if (host := copied_host(pasted)) and not transcript.container_shell(host) and not out.host_name:
+        out = dataclasses.replace(out, host_name=host)  # (the box's name its prompt shows: m37 revT F1)
+    if transcript.container_shell(host) and not out.in_container:
         # (typed at a container's prompt, `root@3f4e5a6b7c8d:/# df -h`: that container's view)
         out = dataclasses.replace(
             out,

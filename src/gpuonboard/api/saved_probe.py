@@ -43,7 +43,7 @@ SAVED_FAILURE_EXIT = 1
 
 # `uname -a`'s line: the kernel's name, the host, its release, then its build (`#79-Ubuntu SMP
 # ...`, `#31~24.04.1-Ubuntu ...`, `#1 SMP ...`) and the machine
-_UNAME_ALL = re.compile(r"Linux\s+\S+\s+(?P<release>\d+\.\d+[\w.+~-]*)\s+#\S+(?:\s+[ -~]*)?")
+_UNAME_ALL = re.compile(r"Linux\s+(?P<node>\S+)\s+(?P<release>\d+\.\d+[\w.+~-]*)\s+#\S+(?:\s+[ -~]*)?")
 # `uname -r`'s (or /proc/sys/kernel/osrelease's) line, only under that command
 _RELEASE = re.compile(r"\d+\.\d+[\w.+~-]*")
 _UNAME_R = re.compile(
@@ -72,13 +72,19 @@ def uname_release(text: str, command: str = "") -> str | None:
     return None
 
 
+def _uname_node(text: str) -> str:
+    """The node name (the box's host name) a saved `uname -a` gives, "" for `uname -r`'s line."""
+    found = next((m for line in text.splitlines() if (m := _UNAME_ALL.fullmatch(line.strip()))), None)
+    return found.group("node") if found is not None else ""
+
+
 def probe_form(where: str, text: str, command: str = "") -> tuple[str, ProbeOutput] | None:
     """A saved output of another form than the live probe's, as that probe's output: cgroup
     limit files (`grep . /sys/fs/cgroup/memory.max ...`, or a session's `cat` of them), the RDMA
     ports' sysfs files (`grep . /sys/class/infiniband/*/ports/*/state ...`), a
     `--query-compute-apps` CSV with its header; None for none of them (errors name `where`)."""
     if (release := uname_release(text, command)) is not None:
-        return "kernel", ProbeOutput(f"{release}\n", "", 0)
+        return "kernel", ProbeOutput(f"{release}\n", "", 0, host_name=_uname_node(text))
     text = saved_cgroup.cat_listing(command, text) or text
     if (limits := saved_cgroup.cgroup_limits(text)) is not None:
         lines, why = limits

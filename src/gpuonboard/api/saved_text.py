@@ -121,7 +121,8 @@ def _uncommented(lines: list[str]) -> list[str]:
     language other than English?") or a bare `#` (`#|   0  NVIDIA GeForce ...  Off  |`: a doc's
     commented nvidia-smi table read its banner and no GPU row), also indented (a doc's code block,
     `    #|   0  GRID K520 ...`: measure37c 26 read no GPU row) and of other languages (`//`, `;`,
-    `--`). The mark is markup around the whole block, dropped once from each line, as a quote's
+    `--`; never journalctl's own `-- No entries --` lines). The mark is markup around the whole
+    block, dropped once from each line, as a quote's
     `> ` is (a first line that reads as a prompt, `#               total        used        free`
     of a commented `free`, with it)."""
     filled = [line for line in lines if line.strip()]
@@ -132,8 +133,8 @@ def _uncommented(lines: list[str]) -> list[str]:
         start = 0 if top is None else continued(lines, top)[1] + 1
     body = [line for line in lines[start:] if line.strip()]
     mark = _one_mark(body) if len(body) >= 2 else None
-    if mark is None:
-        return lines
+    if mark is None or (mark == "--" and any(_JOURNAL_MARK.fullmatch(line) for line in body)):
+        return lines  # (journalctl's own `-- No entries --`, `-- Logs begin at ... --`: revT F4)
     # (the mark with the indentation before it, each line's own: a doc's code block indents its
     # commented lines, `    #|   0  GRID K520 ...`; and one blank after it where every line has one)
     cut = [_COMMENT_MARK.match(line) for line in lines[start:]]
@@ -153,6 +154,11 @@ def _uncommented(lines: list[str]) -> list[str]:
 # JavaScript's `//`, an ini file's `;`, SQL's and Lua's `--` (a paste's stray Markdown backticks
 # before it, "```    #+-----+" of a fence that lost its newline, dropped with it)
 _COMMENT_MARK = re.compile(r"[ \t]*(?:`{1,3}[ \t]*)?(#|//|;|--)")
+
+
+# journalctl's own lines, no comment mark: `-- Logs begin at ... --`, `-- Journal begins at ... --`,
+# `-- No entries --`, `-- Boot <id> --`, `-- Reboot --`
+_JOURNAL_MARK = re.compile(r"[ \t]*-- \S.* --[ \t]*")
 
 
 def _one_mark(lines: Sequence[str]) -> str | None:

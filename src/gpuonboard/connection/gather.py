@@ -458,11 +458,12 @@ def parse_facts(raw: Mapping[str, ProbeOutput]) -> Facts:
         from gpuonboard.facts import memory
 
         mem = memory.read_numactl_memory(numactl_text)
-    elif raw["free"].stderr == "not probed" and (docker_text := _ok(raw, "docker_info")):
-        # (offline: a saved `docker info` of a native Linux daemon, and no free given: m37b 28)
+    elif raw["free"].stderr == "not probed" and _ok(raw, "docker_info"):
+        # (offline: a saved `docker info` of the box's own native Linux daemon, and no free given:
+        # m37b 28; its name or kernel the box's other outputs show, revT F1)
         from gpuonboard.facts.docker_memory import read_docker_memory
 
-        mem = read_docker_memory(docker_text)
+        mem = read_docker_memory(raw)
     mounts, block = _read_disks(raw)
     memory_limit = cgroup_cpus = cgroup_cpuset = None
     if limits_text := _ok(raw, "cgroup_limits"):

@@ -74,6 +74,10 @@ class ProbeOutput:
     # offline: the copied command was `nvidia-smi nvlink -s` (or `-e`, `-c`) at the box's login with
     # no `-i`: its listing names every GPU nvidia-smi sees, a count as `-L` is (api/narrowed.py)
     nvlink_whole: bool = False
+    # offline: the box's host name this output shows ("" where none): its copied prompt line's
+    # host (`admini@5002544:~$`, not a container's), `uname -a`'s node name; what a `docker info`'s
+    # daemon `Name:` is matched against (facts/docker_memory.py)
+    host_name: str = ""
 
     @property
     def own_exit_code(self) -> int:

@@ -203,9 +203,12 @@ def test_docker_info_s_cpus_are_named_never_judged_as_the_box_s_cores(
     }
     cpu = got["cpu_cores"]
     assert cpu.verdict == "unverified", cpu
-    # (docker 28's daemon runs natively on Linux, `Context: default`: the box's own threads, m37b 28)
+    # (docker 28's daemon runs natively on Linux, `Context: default`, but nothing else given shows
+    # its `Name:` or kernel is the box's: not shown to be the box's own, revT F1)
     whose = (
-        "this box, whose daemon runs natively on Linux, not its cores: a core runs 1 to 8 threads, by CPU)"
+        "the machine docker runs on, not shown to be the box's cores: its `Name:"
+        " nvidia-container-toolkit-1-17-6-docker-28-0-0-rc-1` is no host name the box's other outputs"
+        " show (a copied prompt's host, `uname -a`) and its `Kernel Version:` no `uname -r` of the box's)"
         if "28.0.0" in name
         else "the machine docker runs on, which may be a VM's or Docker Desktop's, not the box's cores)"
     )

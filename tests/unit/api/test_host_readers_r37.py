@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.docker_memory import docker_native, read_docker_memory
+from gpuonboard.facts.probe import ProbeOutput
 
 from ..offline_judge import checks
 
@@ -35,7 +36,8 @@ def test_a_native_linux_daemons_total_memory_is_the_boxs_ram(
     assert ram.verdict == verdict, ram
     assert ram.actual == (
         "31.3 GiB (33.6 GB), docker info's Total Memory (a native Linux daemon: `Context: default`,"
-        " `Operating System: Ubuntu 22.04.5 LTS`, `OSType: linux`; no free given)"
+        " `Operating System: Ubuntu 22.04.5 LTS`, `OSType: linux`; `Name: 5002544`, the box's host"
+        " name; no free given)"
     ), ram.actual
     assert "lxcfs" not in ram.detail, ram.detail
 
@@ -53,7 +55,7 @@ def test_docker_desktops_local_context_stays_unread(tmp_path: Path) -> None:
     """The counterpart: Docker Desktop on WSL2 also says `Context: default`, but its daemon runs
     in Docker Desktop's VM (`Operating System: Docker Desktop`, a `microsoft-standard-WSL2`
     kernel): its Total Memory is that VM's, named and never judged, as before."""
-    assert docker_native(DESKTOP.read_text()) is None
+    assert docker_native({"docker_info": ProbeOutput(DESKTOP.read_text(), "", 0)}) is None
     got = {c.name: c for c in checks(tmp_path, "docker-info.txt", DESKTOP.read_text(), "ram: 16GB\n")}
     assert got["ram"].verdict == "unverified", got["ram"]
     assert "which may be a VM's or Docker Desktop's" in got["ram"].actual
@@ -74,7 +76,8 @@ def test_a_daemon_not_shown_to_be_the_boxs_own_stays_unread(change: tuple[str, s
     no `Context:` line, keeps Total Memory unread as the box's RAM."""
     text = NATIVE.read_text()
     assert change[0] in text
-    assert read_docker_memory(text.replace(*change)) is None, why
+    raw = {"docker_info": ProbeOutput(text.replace(*change), "", 0, host_name="5002544")}
+    assert read_docker_memory(raw) is None, why
 
 
 @pytest.mark.parametrize(
@@ -90,7 +93,8 @@ def test_docker_infos_total_memory_spans_its_4_significant_digits(
     printed: str, low: float, high: float
 ) -> None:
     """go-units prints `%.4g`: `31.3GiB` is 31.30 (31.295-31.305 GiB), `1008GiB` 1007.5-1008.5."""
-    memory = read_docker_memory(NATIVE.read_text().replace("31.31GiB", printed))
+    text = NATIVE.read_text().replace("31.31GiB", printed)
+    memory = read_docker_memory({"docker_info": ProbeOutput(text, "", 0, host_name="5002544")})
     assert memory is not None and memory.total_bytes is not None
     less, more = memory.total_spread
     gib = 1 << 30

@@ -22,13 +22,24 @@ def _older(tool: str, driver: str) -> bool:
 
 def banner_windows_driver(text: str) -> tuple[str, str] | None:
     """(nvidia-smi's version, the driver's) where a table's banner shows a WSL2 guest's pair: the
-    Windows driver's two-part version (`581.57`) beside an older nvidia-smi of the Linux side
-    (`580.102.01`, `530.47`); None otherwise (Colab's newer tool over its driver, a Linux box's
-    mixed packages of three-part versions, one version in both)."""
+    Windows driver's two-part version (`581.57`) of R455 or later (WSL2's GPU support) beside an
+    older nvidia-smi of the Linux side (`580.102.01`, `530.47`); None otherwise (Colab's newer tool
+    over its driver, a Linux box's mixed packages of three-part versions or of two-part ones before
+    R455, `410.48` over `410.79`, one version in both)."""
     for tool, driver in _BANNER.findall(text):
-        if driver.count(".") == 1 and tool != driver and _older(tool, driver):
+        if (
+            driver.count(".") == 1
+            and int(driver.split(".")[0]) >= _WSL2_FIRST
+            and tool != driver
+            and _older(tool, driver)
+        ):
             return tool, driver
     return None
+
+
+# the first driver branch with WSL2 GPU support (R455); Linux's own driver versions were two-part
+# too up to R435 (410.79, 418.67, 390.x): a two-part pair before R455 is a Linux box's (revT F3)
+_WSL2_FIRST = 455
 
 
 def mixed_packages(text: str) -> tuple[str, str] | None:

@@ -187,7 +187,7 @@ def docker_info_said(facts: Facts, field: str) -> str:
     of the machine docker's daemon runs on, which may be a VM's (Docker Desktop's, a Kata VM's),
     so no core count or RAM of the box is judged by it; "" otherwise."""
     from gpuonboard.facts.container import docker_cpus, docker_total_memory
-    from gpuonboard.facts.docker_memory import docker_native
+    from gpuonboard.facts.docker_memory import docker_native, docker_unproven
 
     read, what, unit = {
         "CPUs": (docker_cpus, "the CPU threads", " cores"),
@@ -197,7 +197,7 @@ def docker_info_said(facts: Facts, field: str) -> str:
     value = read(out.stdout) if out is not None else None
     if value is None:
         return ""
-    if field == "CPUs" and out is not None and docker_native(out.stdout) is not None:
+    if field == "CPUs" and docker_native(facts.raw) is not None:
         # (m37b 28: the daemon is the box's own, but `CPUs` counts threads, never cores)
         return (
             f" (the docker info given says `CPUs: {value}`: the CPU threads of this box, whose daemon"
@@ -205,7 +205,7 @@ def docker_info_said(facts: Facts, field: str) -> str:
         )
     return (
         f" (the docker info given says `{field}: {value}`: {what} of the machine docker runs on,"
-        f" which may be a VM's or Docker Desktop's, not the box's{unit})"
+        f" {docker_unproven(facts.raw, unit)})"
     )
 
 

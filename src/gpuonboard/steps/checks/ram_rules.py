@@ -229,8 +229,7 @@ def _docker_said(facts: Facts) -> str:
     """How ram's total was read from a native Linux daemon's docker info (m37b 28)."""
     from gpuonboard.facts.docker_memory import docker_native
 
-    out = facts.raw.get("docker_info")
-    native = docker_native(out.stdout) if out is not None else None
+    native = docker_native(facts.raw)
     return f", docker info's Total Memory (a native Linux daemon: {native}; no free given)"
 
 

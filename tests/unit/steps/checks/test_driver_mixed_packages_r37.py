@@ -56,3 +56,33 @@ def test_two_releases_in_the_banner_warn(tmp_path: Path, path: Path, tool: str, 
 def test_a_wsl2_pair_the_old_layout_and_one_release_are_no_mixed_packages(tmp_path: Path, name: str) -> None:
     check = _driver(tmp_path, FIXTURES / "real" / name)
     assert "another release" not in check.actual, check
+
+
+# review revT F3 (a test input): a native Linux R410 box with mixed packages, nvidia-smi 410.48 over
+# the 410.79 kernel module: Linux's own versions were two-part up to R435 (410.79, 418.67, 390.x)
+_R410 = """+-----------------------------------------------------------------------------+
+| NVIDIA-SMI 410.48       Driver Version: 410.79       CUDA Version: 10.0     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GeForce GTX 690     Off  | 00000000:04:00.0 N/A |                  N/A |
+| 37%   54C    P0    N/A /  N/A |      0MiB /  1999MiB |     N/A      Default |
++-------------------------------+----------------------+----------------------+
+"""
+
+
+@pytest.mark.parametrize(
+    ("tool", "driver"), [("410.48", "410.79"), ("418.56", "418.67"), ("390.48", "390.87")]
+)
+def test_a_two_part_pair_before_r455_is_linuxs_mixed_packages_never_wsl2(
+    tmp_path: Path, tool: str, driver: str
+) -> None:
+    """WSL2's GPU support began with R455: a two-part driver version before it is Linux's own, so
+    the pair is mixed packages (nvidia_driver warns), never a WSL2 guest (before, virtualization
+    warned "WSL2 guest" and the mixed packages passed unsaid)."""
+    text = _R410.replace("410.48", tool).replace("410.79", driver)
+    got = {c.name: c for c in checks(tmp_path, "nvidia-smi.txt", text, "gpu_count: 1\n")}
+    assert got["nvidia_driver"].verdict == "warn", got["nvidia_driver"]
+    assert f"nvidia-smi {tool} of another release than the driver {driver}" in got["nvidia_driver"].actual
+    assert "WSL2" not in got["virtualization"].actual, got["virtualization"]
