@@ -150,6 +150,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "journalctl-kernel-prefix__": "kernel_log",  # (a journal block with only its ` kernel:` heads)
         "journalctl__gpu-lost": "kernel_log",
         "journalctl__pve-aer": "kernel_log",
+        "journalctl__root-port-aer": "kernel_log",  # (round 37: a root port's fatal AER, a live box's too)
         # an author's excerpt of kernel lines (a monitor's CSV row above one, a wrapped grep's): its
         # name kept out of the dmesg inventories (test_joined_log, test_kernel_log_cut_r9/r10)
         # (round 36: its poster's comment and command lines above it: read under them, as a saved
@@ -202,11 +203,17 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "session__typed-no-prompts__": None,
         "session__tilde-hash-prompts__": None,
         "session__bash-gt-prompt__free-h": "free",
+        # (round 37: `sudo dmesg | grep error` then `| grep -i NVRM`: no nvidia-smi in it, the log's lines)
+        "session__two-dmesg-greps": "kernel_log",
         "session__": "nvidia_smi",
         # `uname -a` under its copied prompt: read by its form as the kernel release (api/saved_probe.py)
         "uname-a__": None,
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
+    if "__prompt__" in name:  # (round 37: under its own prompt line, read once it is taken off)
+        from gpuonboard.api.saved_text import strip_prompt
+
+        text = strip_prompt(text)
     assert detect_kind(text) == want
 
 
