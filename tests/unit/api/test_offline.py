@@ -245,6 +245,7 @@ def test_no_real_output_loses_its_first_line_as_a_command() -> None:
         if (
             "copied-command" in path.name
             or "__prompt__" in path.name
+            or "-prompt__" in path.name  # (round 37: `__conda-prompt__`, `__pod-prompt__`)
             or path.name.startswith("session__")
             or path.name in _SAVED_WITH_COMMAND
         ):
