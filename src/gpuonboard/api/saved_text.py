@@ -225,7 +225,36 @@ def _first_line_unshifted(lines: list[str]) -> list[str]:
 
 def _prompt_line(lines: Sequence[str]) -> int | None:
     """The index of a first line that is a copied prompt and command, or the command alone (a
-    tool's version line, `free from procps-ng 3.3.16`, is its output, not its command)."""
+    tool's version line, `free from procps-ng 3.3.16`, is its output, not its command); of
+    prompt lines one right under the other, the last's (the output under it is its command's:
+    `root@host:~# dmesg` then `# cat /var/log/messages | grep fail` and the lines grep kept).
+    Before, the first was read as the command and the other as the output's first line: a grep
+    of the log was read as the whole log (nvswitch_sxid passed, round 37)."""
+    first = _first_prompt_line(lines)
+    while first is not None and (under := _prompt_under(lines, first)) is not None:
+        first = under
+    return first
+
+
+# a shell's prompt before a command: its sign alone (`# `, `$ `) or after a user, host and path
+_SHELL_PROMPT = re.compile(r"(?:[\w.@:~/()\[\]-]*[$#]|[$#%])\s+\S")
+
+
+def _prompt_under(lines: Sequence[str], first: int) -> int | None:
+    """The index of a shell's prompt line with its command right under the command line `first`
+    (blank lines between), where an output follows it; None otherwise (a traced pipeline's next
+    line, `+ grep NVRM`, is no prompt: the pipeline is read whole, _traced_command)."""
+    filled = [i for i in range(continued(lines, first)[1] + 1, len(lines)) if lines[i].strip()]
+    if len(filled) < 2:
+        return None
+    text = lines[filled[0]].strip()
+    typed = _SHELL_PROMPT.match(text) and _PROMPT_LINE.fullmatch(text)
+    return filled[0] if typed and not _TRAILING_PROMPT.fullmatch(text) else None
+
+
+def _first_prompt_line(lines: Sequence[str]) -> int | None:
+    """_prompt_line's first line that is a prompt and command, the command alone, or one under a
+    poster's comment lines."""
     filled = [i for i, line in enumerate(lines) if line.strip()]
     first = filled[0] if filled else None
     traced = [i for i in filled[:4] if _XTRACE.fullmatch(lines[i].strip())]

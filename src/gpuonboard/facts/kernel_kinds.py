@@ -15,7 +15,10 @@ A burst of one kind of line seconds apart (an AER flood's) is a window of the lo
 
 Whatever prefix a line carries (a syslog's or journal's `Mon DD hh:mm:ss host kernel: `, a bare
 `kernel: `, a label like `guest dmesg: `) its kind is that of the message after it, so the prefix
-never changes the judgement (measure37d 05, 06, 08, 13). A selection that keeps a driver's lines
+never changes the judgement (measure37d 05, 06, 08, 13). Nor does a log collector's stamp before
+every line (`docker logs -t`'s, a GitHub Actions job's `2024-05-01T12:00:00.1234567Z `), the same
+value on each: it is the time the collector took the lines in, not the kernel's; the kernel's own
+stamp after it, or none, is the line's time (round 37). A selection that keeps a driver's lines
 says nothing of the other driver's: gpu_xid reads a selection with the GPU driver's lines as the
 readings of kernel_quoted do (a `grep NVRM` keeps every Xid line), nvswitch_sxid one with the
 NVSwitch driver's."""
@@ -59,6 +62,9 @@ _SHAPE = lazy_re(
     r"|(?:scsi|sd|sr|sg) \d+:\d+:\d+:\d+: |scsi\d+ : |ata\d+(?:\.\d+)?: |nvme nvme\d+: |usb \d+-[\d.]+: "
     r"|BIOS-e820: |e820: |ACPI: |DMI: |EDAC |mce: |\[Hardware Error\]: |\[drm)"
 )
+# a log collector's stamp before a line (`docker logs -t`'s, a CI job's, Jenkins Timestamper's in
+# brackets): the same value on every line is no time the kernel gave its lines
+_COLLECTOR = lazy_re(r"^\s*\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?\]?\s+")
 # the boot's first lines: a log that holds them is no selection
 _BOOT = lazy_re(r"Linux version \d|\[\s*0\.000000\]|Command line: ")
 # the times a line carries: seconds since boot, an ISO date and time, a day and a time
@@ -112,7 +118,7 @@ def picked_kinds(lines: list[str]) -> PickedKinds | None:
     kinds = tuple(dict.fromkeys(k for k, _ in read))
     if not kinds or len(kinds) > PICKED_KINDS:
         return None
-    times = [_time(line) for _, line in read]
+    times = [_time(line) for line in _kernel_timed([line for _, line in read])]
     if all(t is None for t in times):
         return PickedKinds(kinds, "and carry no time stamps")
     gap = _widest_gap(times)
@@ -139,6 +145,17 @@ def _kind(line: str) -> str:
     if bracket := re.match(r"\[[^\]\n]{1,30}\]", message):  # (`[Hardware Error]:`, `[drm]`)
         return bracket.group(0)
     return re.sub(r"[\d.:]+", "", message.split()[0]) or ""
+
+
+def _kernel_timed(lines: list[str]) -> list[str]:
+    """The lines with a log collector's stamp cut off where every one begins with one and all of
+    them say the same time (`docker logs -t` of lines read at once): the kernel's own stamp, if
+    any, is after it. The lines as given otherwise."""
+    leads = [_COLLECTOR.match(line) for line in lines]
+    stamps = {m.group(0).strip() for m in leads if m}
+    if len(lines) < 2 or not all(leads) or len(stamps) != 1:
+        return lines
+    return [line[m.end() :] for line, m in zip(lines, leads, strict=True) if m]
 
 
 def _time(line: str) -> tuple[str, float] | None:

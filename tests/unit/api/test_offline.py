@@ -150,6 +150,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "journalctl-kernel-prefix__": "kernel_log",  # (a journal block with only its ` kernel:` heads)
         "journalctl__gpu-lost": "kernel_log",
         "journalctl__pve-aer": "kernel_log",
+        "journalctl__root-port-aer": "kernel_log",  # (round 37: a root port's fatal AER, a live box's too)
         # an author's excerpt of kernel lines (a monitor's CSV row above one, a wrapped grep's): its
         # name kept out of the dmesg inventories (test_joined_log, test_kernel_log_cut_r9/r10)
         # (round 36: its poster's comment and command lines above it: read under them, as a saved
@@ -205,6 +206,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # (round 37: a harness's one-line record of nvidia-smi's exit code and stdout: read once
         # normalised, the output taken off its line, api/exit_labelled.py)
         "session__harness-record-": None,
+        # (round 37: `sudo dmesg | grep error` then `| grep -i NVRM`: no nvidia-smi in it, the log's lines)
+        "session__two-dmesg-greps": "kernel_log",
         "session__": "nvidia_smi",
         # (round 37: an `lspci -nn` listing and `systemd-detect-virt`'s word: no output read, named in
         # a note; no Xid or NVLink row says they may hold one, api/test_sessions_r37.py)
@@ -214,6 +217,10 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "uname-a__": None,
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
+    if "__prompt__" in name:  # (round 37: under its own prompt line, read once it is taken off)
+        from gpuonboard.api.saved_text import strip_prompt
+
+        text = strip_prompt(text)
     assert detect_kind(text) == want
 
 
@@ -227,6 +234,8 @@ _SAVED_WITH_COMMAND = {
     "systemctl-status-nvidia-fabricmanager__active-running__b300-hgx-dell__prompt-and-pager-line"
     "__kr-bringup-report.txt",
     "nvidia-smi__b200__1gpu__driver580.95.05__vm-passthrough__lines-left-out-by-hand__ubicloud-blog.txt",
+    # (round 37: its root shell's `# cat /var/log/messages | grep fail` line above it)
+    "dmesg-syslog__grep-fail-bar1-failed-to-assign-rminitadapter-0x24__esxi-debian11-vm__zh-notes.txt",
     "nvidia-smi__gb200__1gpu__driver580.126.20__kubectl-logs-pod__whole-table__gang-scheduling-report.txt",
     "nvidia-smi__quadro-p1000__1gpu__driver410.78__docker-run-prompts__cut-after-gpu0-first-line__tensorflow-28171.txt",
     "nvidia-smi__geforce-name-cut__1gpu-12288mib__driver526.47__windows-wddm__prompt-glyph__cut-in-gpu0-compute-mode"
@@ -243,6 +252,7 @@ def test_no_real_output_loses_its_first_line_as_a_command() -> None:
         if (
             "copied-command" in path.name
             or "__prompt__" in path.name
+            or "-prompt__" in path.name  # (round 37: `__conda-prompt__`, `__pod-prompt__`)
             or path.name.startswith("session__")
             or path.name in _SAVED_WITH_COMMAND
         ):

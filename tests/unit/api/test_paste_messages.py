@@ -99,6 +99,10 @@ SMI_CAPTURES = sorted(
             "prompt-glyph",
             "hash-commented",  # (commented out line by line: a warning above is no line of it, round 35)
             "docker-compose-run",  # (under its own `docker-compose run` line, as kubectl-logs-pod's)
+            # (round 37: under its own prompt line, `$ nvidia-smi`, `/# nvidia-smi`: a warning above
+            # it is the shell's, as prompt-glyph's; integration/test_live_offline_same_box.py reads them)
+            "__prompt__",
+            "__pod-prompt__",
         )
     )
 )

@@ -75,6 +75,10 @@ LOST_GPU_CAPTURES = {
     # a GPU listed at another GPU's PCI address, ERR!: tests/unit/facts/test_audit_captures_r7.py
     "nvidia-smi__tesla-t4__2gpu-one-bus-id__driver545.23.08__gpu1-err.txt",
     # Windows' "Unable to detect the device handle" (a lost GPU): tests/unit/facts/test_nvidia_smi_failure.py
+    # round 37: Linux's "Unable to determine the device handle" alone (a lost GPU, no listing): its box
+    # with the lspci and dmesg of it, tests/integration/test_live_offline_same_box.py
+    "nvidia-smi__unable-device-handle-gpu3-unknown-error__8x-rtx-a4000__ru-blog.txt",
+    "nvidia-smi__unable-device-handle-gpu08-unknown-error__dgx-station-4x-v100__driver525.txt",
     "nvidia-smi__windows-unable-to-detect-device-handle-unknown-error__a10-gpu-pv__easy-gpu-pv-276.txt",
     # a table cut inside its header below a CUDA image's banner (no GPU row):
     # tests/unit/facts/test_container_banner.py
@@ -148,6 +152,9 @@ LOST_GPU_CAPTURES = {
         and not p.name.startswith("nvidia-smi-grep-driver__")
         # (`nvidia-smi --gpu-reset`'s refusal, no listing: api/test_sessions_r36.py)
         and not p.name.startswith("nvidia-smi-gpu-reset__")
+        # (`nvidia-smi | head -8` without its borders: the banner and the header, no GPU row,
+        # steps/checks/test_min_driver_banner_no_border_r37.py; round 37)
+        and "head-8-banner-only-no-borders" not in p.name
     )
     # (the derived utilisation streams the simulator's monitor and autostop watcher replay are
     # no listing)

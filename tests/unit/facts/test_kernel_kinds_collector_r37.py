@@ -1,0 +1,51 @@
+"""Kernel log sweep, round 37: a log collector's stamp before every line of a saved log of a few
+kinds (`docker logs -t`'s, a GitHub Actions job's, Jenkins Timestamper's), the same value on each,
+is the time the collector took the lines in, not the kernel's (facts/kernel_kinds.py). Before,
+the m37d 05 KB example (11 unstamped AER lines of 2 kinds, `kernel: ` prefix) behind such a stamp
+read as lines logged at one time, a burst with no gap, and gpu_xid and nvswitch_sxid passed
+("the log read starts after boot") where the lines as saved are unverified."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ..offline_judge import verdicts
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+KB_05 = "dmesg-syslog__kernel-prefix-no-stamps-aer-2-kinds-pcieport-pci__redhat-7128107.txt"
+# a collector's stamp as each writes it before a line
+COLLECTORS = [
+    "2024-05-01T12:00:00.1234567Z ",
+    "2024-05-01T12:00:00.123456789Z ",
+    "[2024-05-01T12:00:00.123Z] ",
+]
+
+
+def _stamped(lines: list[str], stamp: str) -> str:
+    return "".join(stamp + line + "\n" for line in lines)
+
+
+@pytest.mark.parametrize("stamp", COLLECTORS)
+def test_the_kb_example_behind_a_collectors_stamp_is_unverified_as_saved(tmp_path: Path, stamp: str) -> None:
+    lines = (REAL / KB_05).read_text(encoding="utf-8").splitlines()
+    got = verdicts(tmp_path, "journal.txt", _stamped(lines, stamp))
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        assert got[rule][0] == "unverified", (stamp, got[rule])
+        assert "2 kinds only (`pcieport`, `pci`) and carry no time stamps" in got[rule][1]
+
+
+@pytest.mark.parametrize("stamp", COLLECTORS)
+def test_the_kernels_own_stamps_after_a_collectors_are_its_times(tmp_path: Path, stamp: str) -> None:
+    """Behind the one collector stamp, the kernel's `[seconds]` stamps judge the gaps: seconds apart
+    is a burst of the log (a pass, as the lines alone), 2 h apart a selection (unverified)."""
+    lines = [line.split("kernel: ", 1)[1] for line in (REAL / KB_05).read_text(encoding="utf-8").splitlines()]
+    for hours, verdict in ((0, "pass"), (2, "unverified")):
+        own = [
+            f"kernel: [{5000 + (hours * 3600 if i == len(lines) - 1 else 0) + i}.000001] {line}"
+            for i, line in enumerate(lines)
+        ]
+        got = verdicts(tmp_path, "journal.txt", _stamped(own, stamp))
+        assert got["gpu_xid"][0] == verdict, (stamp, hours, got["gpu_xid"])
+        assert got["nvswitch_sxid"][0] == verdict, (stamp, hours, got["nvswitch_sxid"])
