@@ -340,7 +340,7 @@ def _session_outputs(
         read_one,
         notes,
         unread,
-        joined,
+        lambda kind, first, then: joined(kind, first, then, one_file=True),  # (one session's)
         lambda out: bool(out.in_container or out.partial or out.ran_elsewhere),
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
         output_cut,
