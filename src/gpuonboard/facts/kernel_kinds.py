@@ -84,9 +84,11 @@ class PickedKinds:
         )
 
     def for_xid(self) -> str:
-        """said() where none of its kinds is the GPU driver's (whose lines a grep keeps whole); ""."""
-        gpu = any(k == "NVRM" or (k.startswith("nvidia") and k != "nvidia-nvswitch") for k in self.kinds)
-        return "" if gpu else self.said()
+        """said() where none of its kinds is `NVRM` (the GPU driver's messages, Xid lines among
+        them, which a grep of NVRM or Xid keeps whole); "". A grep of `nvidia` keeps the PCI
+        driver's `nvidia 0000:02:00.0: ...` and the modules' `nvidia-modeset: ...` lines, never an
+        `NVRM: Xid` line: no exemption."""
+        return "" if "NVRM" in self.kinds else self.said()
 
     def for_sxid(self) -> str:
         """said() where none of its kinds is the NVSwitch driver's; ""."""
