@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from gpuonboard.api.kind_names import kind_name
-from gpuonboard.api.unread import disagreement, joined
+from gpuonboard.api.unread import disagreement, joined, one_session
 from gpuonboard.facts.host_errors import host_errors, log_lines
 from gpuonboard.facts.kernel_log import fault_key, parse_kernel_log
 from gpuonboard.facts.probe import ProbeOutput
@@ -384,7 +384,7 @@ def saved_apart(
     answers that agree; a kernel log whose every fault line the file holds). None where both or
     neither are sections, the two are read as one (two boots), or they may differ (refused)."""
     first = origin[kind]
-    if is_section(first) == is_section(where) or joined(kind, raw[kind], out):
+    if is_section(first) == is_section(where) or joined(kind, raw[kind], out, one_session(first, where)):
         return None
     (section, part), (saved, own) = (
         ((where, out), (first, raw[kind])) if is_section(where) else ((first, raw[kind]), (where, out))

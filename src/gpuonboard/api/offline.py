@@ -17,6 +17,7 @@ from pathlib import Path
 from gpuonboard.api import (
     bug_report,
     collect_env,
+    exit_labelled,
     kernel_run,
     output_runs,
     paste,
@@ -109,6 +110,21 @@ MAX_OUTPUT_BYTES = saved_file.MAX_OUTPUT_BYTES
 # with the recorded exit code, as the live run read them): what parse_facts reads, nvcc, and the
 # module file the table probe read after nvidia-smi failed (connection/probe_commands.py MODULE_READ)
 RAW_DIR_PROBES = frozenset({*CORE_NAMES, "nvcc", *FABRIC_KINDS, MODULE_PROBE})
+
+
+def _recorded_outputs(
+    path: Path, data: bytes, notes: list[str], cut: str = ""
+) -> list[tuple[str, ProbeOutput, str]]:
+    """_saved_outputs, each output a harness's record gave a non-zero status (`nvidia-smi -L
+    returncode=255; stdout=...`: exit_labelled) read with that status as its exit code, as a live
+    probe's is; a record of no output refused naming its status."""
+    codes = exit_labelled.recorded_codes(unquote(decode_saved(data)))
+    try:
+        return exit_labelled.with_codes(_saved_outputs(path, data, notes, cut), codes)
+    except UsageError as why:
+        if (said := exit_labelled.no_output_said(str(why), codes)) != str(why):
+            raise UsageError(said) from None
+        raise
 
 
 def _saved_outputs(
@@ -341,7 +357,7 @@ def _session_outputs(
         read_one,
         notes,
         unread,
-        joined,
+        lambda kind, first, then: joined(kind, first, then, one_file=True),  # (one session's)
         lambda out: bool(out.in_container or out.partial or out.ran_elsewhere),
         lambda out: failed_as_a_whole(f"{out.stdout}\n{out.stderr}"),
         output_cut,
@@ -570,7 +586,7 @@ def load_outputs(
             found = [(recorded[0], run_output(path, data, *recorded), str(path))]
         else:
             try:
-                found = _klog_quoted(data, _saved_outputs(path, data, session_notes, cut))
+                found = _klog_quoted(data, _recorded_outputs(path, data, session_notes, cut))
             except OtherOutputError as other:  # (beside other files: noted, those judged)
                 if not in_folder and len(marked) == 1:
                     raise

@@ -58,17 +58,44 @@ def joined_boots(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutpu
     return replace(base, history=(*base.history, *other.history, other.stdout))
 
 
-def joined_greps(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+def joined_greps(
+    kind: str, first: ProbeOutput, then: ProbeOutput, one_session: bool = False
+) -> ProbeOutput | None:
     """One kernel log of two of this boot that their commands each narrowed (`sudo dmesg | grep
     error`, then `sudo dmesg | grep -i NVRM` typed at one prompt: measure37d 19): two excerpts
     of the one log, no rival views. The first is judged, narrowed (a pass unverified), the other
     kept in its `beside`, each of its faults the first does not hold added once
-    (steps/checks/fabric_health.py). None otherwise (a whole log beside an excerpt, another boot's,
-    or one that read nothing: rivals, or joined_boots)."""
+    (steps/checks/fabric_health.py). None otherwise: a whole log beside an excerpt, another boot's,
+    one that read nothing (rivals, or joined_boots), two not known to be of one box and one boot
+    (not two commands of one saved session, `one_session`: two files, two boxes' perhaps; two
+    hosts named by the journal's lines; a rotated older log, `kern.log.1`, `syslog.2.gz`)."""
     outs = (first, *first.beside, then)
     if kind != "kernel_log" or any(not o.partial or o.earlier_boot or o.history or unread(o) for o in outs):
         return None
+    if not one_session or any(_ROTATED.search(o.partial) for o in outs):
+        return None
+    from gpuonboard.facts.kernel_wrap import host_of
+
+    named = {host for o in outs for line in o.stdout.splitlines() if (host := host_of(line))}
+    if len(named) > 1:
+        return None
     return replace(first, beside=(*first.beside, then, *then.beside))
+
+
+# a rotated log's file, as a command names it (`/var/log/kern.log.1`, `syslog.2.gz`,
+# `messages-20261129`): an older log than this boot's, perhaps another boot's
+_ROTATED = re.compile(
+    r"[\w-]*(?:\.log|syslog|messages|kern|dmesg|warn)(?:\.\d+|-\d{8})(?:\.gz|\.xz|\.bz2)?\b"
+)
+# where a session's command was read from: `FILE line 3 (`cmd`)`, `FILE lines 1-3 (...)`
+_SESSION_WHERE = re.compile(r"^(.+?) lines? \d+(?:-\d+)? \(")
+
+
+def one_session(where: str, other: str) -> bool:
+    """Whether two outputs were read from one saved file (two commands of one session, two pieces
+    of one script's output), by where each was read from."""
+    one, two = _SESSION_WHERE.match(where), _SESSION_WHERE.match(other)
+    return one is not None and two is not None and one.group(1) == two.group(1)
 
 
 # the probes whose saved outputs in different formats are views of one box, merged by their rule
@@ -426,12 +453,12 @@ def output_cut(kind: str, out: ProbeOutput) -> str:
     return ""
 
 
-def joined(kind: str, first: ProbeOutput, then: ProbeOutput) -> ProbeOutput | None:
+def joined(kind: str, first: ProbeOutput, then: ProbeOutput, one_file: bool = False) -> ProbeOutput | None:
     """Two outputs of one kind read as one (joined_boots, joined_formats, joined_memory,
-    joined_cpus); None where they are rivals."""
+    joined_cpus); None where they are rivals. `one_file`: both were read from one saved file."""
     return (
         joined_boots(kind, first, then)
-        or joined_greps(kind, first, then)  # (two greps of this boot's log: one log's excerpts)
+        or joined_greps(kind, first, then, one_file)  # (two greps of this boot's log, one session)
         or joined_mcelog(kind, first, then)  # (mcelog's records beside the kernel log: facts/mcelog)
         or joined_formats(kind, first, then)
         or joined_container(kind, first, then)
@@ -553,7 +580,10 @@ def keeps_first(
     if kind not in raw:
         return False
     both = (
-        (joined(kind, raw[kind], out) or joined_queries(kind, raw[kind], out, (origin[kind], where)))
+        (
+            joined(kind, raw[kind], out, one_session(origin[kind], where))
+            or joined_queries(kind, raw[kind], out, (origin[kind], where))
+        )
         if same_box
         else None
     )

@@ -84,6 +84,7 @@ def _may_show(path: Path, kind: str) -> bool:
     file (within _START, no NUL byte, UTF-8) none of whose lines could be of that output; True for
     one that cannot be looked at whole (unreadable, binary, compressed, longer)."""
     from gpuonboard.api.saved_kinds import log_line
+    from gpuonboard.facts.kernel_kinds import unstamped_kernel_line
 
     try:
         with path.open("rb") as f:
@@ -93,7 +94,9 @@ def _may_show(path: Path, kind: str) -> bool:
         return True
     if len(start) > _START or "\x00" in text or not text.strip():
         return True
-    if kind == "kernel_log" and any(log_line(line) for line in text.splitlines()):
+    if kind == "kernel_log" and any(
+        log_line(line) or unstamped_kernel_line(line) for line in text.splitlines()
+    ):
         return True
     return _SIGN[kind].search(text) is not None
 
@@ -117,6 +120,8 @@ def unread_rows(
     held = held or {}
 
     def may(p: Path, kind: str) -> bool:
+        if kind in held.get(p, ()):  # (a file the tool refused, saying it holds that kind)
+            return True
         said = could_hold(p, kind, held)
         named = _named_kind(p) in (kind, None) if said is None else said
         return named and _may_show(p, kind)

@@ -317,20 +317,22 @@ def _failed_listing(out: ProbeOutput) -> ProbeOutput:
     the device handle for gpu ADDR: Unknown Error", then the GPUs it could open): its GPU lines
     read, as the same output saved to a file is (each GPU listed, the lost one unreadable), the
     code kept in `exited`; a listing not whole (`partial`) unless a lost GPU's line explains the
-    code. A failure that lists no GPU (`Failed to initialize NVML: ...`) stays a failure."""
+    code (never a timeout's or a signal's: a stop is partial either way). A failure that lists
+    no GPU (`Failed to initialize NVML: ...`) stays a failure."""
     from gpuonboard.facts.gpu_list import parse_gpu_list
     from gpuonboard.facts.gpu_unopened import unopened_gpus
 
     if out.exit_code in (0, 127) or out.partial or not parse_gpu_list(out.stdout).gpus:
         return out
     read = dataclasses.replace(out, exit_code=0, exited=out.exit_code)
-    if unopened_gpus([out.stdout, out.stderr]):
-        return read
-    how = (
+    stop = (
         f"was stopped after {NVIDIA_SMI_TIMEOUT} s"
         if out.exit_code == TIMED_OUT
-        else stopped_said(out.exit_code) or f"failed ({out.failure(stdout=False)})"
+        else stopped_said(out.exit_code)
     )
+    if not stop and unopened_gpus([out.stdout, out.stderr]):
+        return read  # a stop cuts the listing short wherever it was, a lost GPU's line or not
+    how = stop or f"failed ({out.failure(stdout=False)})"
     return dataclasses.replace(
         read, partial=f"`nvidia-smi -L` {how}: what it printed before may leave GPUs out"
     )

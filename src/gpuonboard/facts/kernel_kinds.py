@@ -32,7 +32,7 @@ from datetime import datetime
 from gpuonboard.facts.kernel_wrap import program_of
 from gpuonboard.once import lazy_re
 
-__all__ = ["PICKED_GAP_S", "PICKED_KINDS", "PickedKinds", "picked_kinds"]
+__all__ = ["PICKED_GAP_S", "PICKED_KINDS", "PickedKinds", "picked_kinds", "unstamped_kernel_line"]
 
 # the kinds of line a grep keeps (api/saved_kinds._UNSTAMPED_LEAST: three make a log)
 PICKED_KINDS = 2
@@ -90,9 +90,11 @@ class PickedKinds:
         )
 
     def for_xid(self) -> str:
-        """said() where none of its kinds is the GPU driver's (whose lines a grep keeps whole); ""."""
-        gpu = any(k == "NVRM" or (k.startswith("nvidia") and k != "nvidia-nvswitch") for k in self.kinds)
-        return "" if gpu else self.said()
+        """said() where none of its kinds is `NVRM` (the GPU driver's messages, Xid lines among
+        them, which a grep of NVRM or Xid keeps whole); "". A grep of `nvidia` keeps the PCI
+        driver's `nvidia 0000:02:00.0: ...` and the modules' `nvidia-modeset: ...` lines, never an
+        `NVRM: Xid` line: no exemption."""
+        return "" if "NVRM" in self.kinds else self.said()
 
     def for_sxid(self) -> str:
         """said() where none of its kinds is the NVSwitch driver's; ""."""
@@ -127,6 +129,12 @@ def picked_kinds(lines: list[str]) -> PickedKinds | None:
     hours = gap[0] / 3600
     first, then = read[gap[1] - 1][1].strip(), read[gap[1]][1].strip()
     return PickedKinds(kinds, f"and {hours:.1f} h apart (`{first[:60]}`, then `{then[:60]}`)")
+
+
+def unstamped_kernel_line(line: str) -> bool:
+    """Whether a line is the kernel's by its shape alone (no head, no stamp: `pcieport
+    0000:00:02.0: AER: ...`, `NVRM: ...`, `nvme nvme0: ...`), a mail's quote marks left out."""
+    return _SHAPE.match(_QUOTE.sub("", line).strip()) is not None
 
 
 def _kind(line: str) -> str:

@@ -62,6 +62,15 @@ SYSLOG_LINE = re.compile(rf"{_JOURNAL_STAMP} \S+ [^\s:\[]+(?:\[\d+\])?: |{_MONOT
 # `2025-10-02T10:15:40,123456+00:00 NVRM: nvAssertFailed: ...` is the kernel's, no program's)
 _SYSLOG_PROGRAM = re.compile(rf"{_JOURNAL_STAMP} [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: ")
 # (short-monotonic's and short-delta's: program_of)
+# a syslog or journal line's host, before its program (`Dec  7 10:48:02 gpu-b kernel: `)
+_SYSLOG_HOST = re.compile(rf"{_JOURNAL_STAMP} ([^\s:]+) [^\s:\[]+(?:\[\d+\])?: ")
+
+
+def host_of(line: str) -> str | None:
+    """The host a syslog or journal line names (`gpu-b` of `Dec  7 10:48:02 gpu-b kernel: ...`);
+    None for a line that names none (dmesg's)."""
+    m = _SYSLOG_HOST.match(line.strip())
+    return None if m is None else m.group(1)
 
 
 def program_of(line: str, monotonic: bool | None = None) -> str | None:

@@ -320,7 +320,7 @@ LOST_LISTING = "nvidia-smi-L__geforce-rtx-4090__2gpu-gpu0-no-device-handle__env-
 H100_LISTING = "nvidia-smi-L__h100-80gb-hbm3__8gpu__ccr-buffalo.txt"
 
 
-@pytest.mark.parametrize("code", (*FAILURES, 124))
+@pytest.mark.parametrize("code", FAILURES)
 def test_a_failed_gpu_listing_of_L_is_read_as_its_saved_file_is(tmp_path: Path, code: int) -> None:
     """`nvidia-smi -L` naming a GPU it could not open, then the GPU it could, its call exiting
     `code`: live, the listing was dropped (only `-L` at exit 0 was read) and gpu_count and
@@ -339,6 +339,34 @@ def test_a_failed_gpu_listing_of_L_is_read_as_its_saved_file_is(tmp_path: Path, 
     assert {r: live[r] for r in ("gpu_model", "gpu_count", "vram", "gpu_health")} == {
         r: saved[r] for r in ("gpu_model", "gpu_count", "vram", "gpu_health")
     }
+
+
+@pytest.mark.parametrize(
+    ("code", "how"),
+    (
+        (124, "was stopped after 60 s"),
+        (137, "was stopped (exit 137: killed)"),
+        (143, "was stopped (exit 143: terminated)"),
+    ),
+)
+def test_a_stopped_L_listing_is_part_of_the_answer_even_after_a_lost_gpus_line(
+    tmp_path: Path, code: int, how: str
+) -> None:
+    """`nvidia-smi -L` stopped by the probe's timeout (124) or a signal (137, 143) after the lost
+    GPU's line and the GPU it could open: the lost GPU's line explains a failure nvidia-smi
+    reported itself, never a stop, which cuts the listing short wherever it was (more GPUs may
+    have followed). It was read as whole (gpu_count FAIL "2 (1 unreadable)", a hardware claim
+    from a killed listing); now it is part of the answer, the stop named (revS F3)."""
+    order = tmp_path / "order.yml"
+    order.write_text("gpu_count: 2\n")
+    raw = offline.load_outputs([str(REAL / LOST_LISTING)])
+    failed = {**raw, "nvidia_smi_list": dataclasses.replace(raw["nvidia_smi_list"], exit_code=code)}
+    facts = parse_facts(failed)
+    assert facts.raw["nvidia_smi_list"].partial == (
+        f"`nvidia-smi -L` {how}: what it printed before may leave GPUs out"
+    )
+    verdict, actual = _rules(facts, str(order))["gpu_count"]
+    assert verdict == "unverified" and f"`nvidia-smi -L` {how}" in actual
 
 
 @pytest.mark.parametrize("code", (*FAILURES, 124))
