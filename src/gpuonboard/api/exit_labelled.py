@@ -12,20 +12,20 @@ names one; the exit status itself is no output of the command, and a record of a
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.once import lazy_re
 
 _STATUS = r"(?:rc|returncode|return[ _]code|exit[ _]code|exit[ _]status|exit)"
 # a record naming its stream: [command] returncode=N; stdout=TEXT [; stderr=TEXT]
-_RECORD = re.compile(
+_RECORD = lazy_re(
     rf"^(?P<indent>\s*)(?:(?P<command>\S.*?)\s+)?{_STATUS}\s*[=:\s]\s*(?P<code>-?\d{{1,3}})\s*[;,]?\s*"
     r"(?:stdout|output)\s*[=:]\s*(?P<out>.*?)\s*(?:[;,]\s*stderr\s*[=:]\s*(?P<err>.*?))?\s*$"
 )
 # the status alone before the output, two spaces or a colon apart (`rc=255   Failed ...`,
 # `rc=1: No devices were found`); never `rc=0 errno=5` (a key=value log), nor `exit 0` typed
-_PREFIX = re.compile(r"^(?P<indent>\s*)rc\s*=\s*-?\d{1,3}(?:\s{2,}|\s*:\s+)(?P<out>[^\s=]+(?:\s.*)?)$")
+_PREFIX = lazy_re(r"^(?P<indent>\s*)rc\s*=\s*-?\d{1,3}(?:\s{2,}|\s*:\s+)(?P<out>[^\s=]+(?:\s.*)?)$")
 
 
 def _line(line: str) -> str:

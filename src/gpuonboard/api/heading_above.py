@@ -10,6 +10,7 @@ from gpuonboard.api import saved_text, transcript
 from gpuonboard.api.command_line import elsewhere, run
 from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
+from gpuonboard.once import lazy_re
 
 # a heading a script or a page printed above an output (`--- GPU 详细规格 ---`, `=== GPU ===`, a
 # Markdown `## GPUs` or `**GPU**`), or a line of prose that ends in a colon (`GPU info:`)
@@ -118,7 +119,7 @@ def csv_among_prose(text: str) -> tuple[str, str, str] | None:
 # why a CSV read from among prose with no copied command above it is no answer of the box's: a
 # document may quote one (a spec, a vendor's offer, a wish list); what it passes is capped
 QUOTED_CSV = "a CSV quoted among prose: save `nvidia-smi --query-gpu ...` of the box by itself"
-_QUERY_COMMAND = re.compile(r"(?:^|[\s;|&(])(?:\S*/)?nvidia-smi\s+(?:\S+\s+)*?--query-gpu[=\s]")
+_QUERY_COMMAND = lazy_re(r"(?:^|[\s;|&(])(?:\S*/)?nvidia-smi\s+(?:\S+\s+)*?--query-gpu[=\s]")
 
 
 def _query_command(line: str) -> bool:

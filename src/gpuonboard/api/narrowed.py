@@ -19,6 +19,7 @@ from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER, IN_STARTED_CONTAINE
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 from gpuonboard.masking import command_said
+from gpuonboard.once import lazy_re
 
 # the commands of a pipeline after the tool known to pass every line it gets (a pager, a tee, a
 # sort, a time stamper, a re-spacer): any other stage (grep and its z/xz/bz kin, head, awk, sed,
@@ -204,9 +205,9 @@ _OTHER_USER = re.compile(
 # a docker command line that asks a daemon other than the local one: `DOCKER_HOST=` or
 # `DOCKER_CONTEXT=` set before it, or `-H`/`--host`, `-c`/`--context` among docker's own options
 # (those between `docker` and `info`)
-_DOCKER_INFO = re.compile(r"(?P<env>(?:\S+=\S*\s+)*)(?:\S*/)?docker\s+(?P<options>(?:\S+\s+)*?)info\b")
-_OTHER_DAEMON = re.compile(r"(?:^|\s)(?:-H|--host|-c|--context)(?:[=\s]\S+|\S+)")
-_OTHER_DAEMON_ENV = re.compile(r"\bDOCKER_(?:HOST|CONTEXT)=\S*")
+_DOCKER_INFO = lazy_re(r"(?P<env>(?:\S+=\S*\s+)*)(?:\S*/)?docker\s+(?P<options>(?:\S+\s+)*?)info\b")
+_OTHER_DAEMON = lazy_re(r"(?:^|\s)(?:-H|--host|-c|--context)(?:[=\s]\S+|\S+)")
+_OTHER_DAEMON_ENV = lazy_re(r"\bDOCKER_(?:HOST|CONTEXT)=\S*")
 
 
 def _other_daemon(command: str) -> str:

@@ -34,6 +34,7 @@ from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.table_frames import looped
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.stderr_lines import split_stderr_lines
+from gpuonboard.once import lazy_re
 
 # the exit code of a saved nvidia-smi that printed only why it failed: a file keeps no exit code,
 # and any non-zero one reads as "it ran and failed", as the live probe's (not 124: it hung, nor
@@ -43,7 +44,7 @@ SAVED_FAILURE_EXIT = 1
 
 # `uname -a`'s line: the kernel's name, the host, its release, then its build (`#79-Ubuntu SMP
 # ...`, `#31~24.04.1-Ubuntu ...`, `#1 SMP ...`) and the machine
-_UNAME_ALL = re.compile(r"Linux\s+(?P<node>\S+)\s+(?P<release>\d+\.\d+[\w.+~-]*)\s+#\S+(?:\s+[ -~]*)?")
+_UNAME_ALL = lazy_re(r"Linux\s+(?P<node>\S+)\s+(?P<release>\d+\.\d+[\w.+~-]*)\s+#\S+(?:\s+[ -~]*)?")
 # `uname -r`'s (or /proc/sys/kernel/osrelease's) line, only under that command
 _RELEASE = re.compile(r"\d+\.\d+[\w.+~-]*")
 _UNAME_R = re.compile(

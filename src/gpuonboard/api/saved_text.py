@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from gpuonboard.api import glued, paste, saved_forms, transcript
 from gpuonboard.api.kernel_command import LINE_FILTERS
 from gpuonboard.errors import UsageError
+from gpuonboard.once import lazy_re
 
 _COMMANDS = transcript.COMMANDS  # (the commands whose saved output is judged, cat, ssh, sudo)
 # (the prompt's sign: a shell's `$ # % >`, starship's and powerlevel10k's `❯`, oh-my-zsh's `➜`,
@@ -153,12 +154,12 @@ def _uncommented(lines: list[str]) -> list[str]:
 # a comment mark at a line's start, after any indentation: a shell's or a config's `#`, C's and
 # JavaScript's `//`, an ini file's `;`, SQL's and Lua's `--` (a paste's stray Markdown backticks
 # before it, "```    #+-----+" of a fence that lost its newline, dropped with it)
-_COMMENT_MARK = re.compile(r"[ \t]*(?:`{1,3}[ \t]*)?(#|//|;|--)")
+_COMMENT_MARK = lazy_re(r"[ \t]*(?:`{1,3}[ \t]*)?(#|//|;|--)")
 
 
 # journalctl's own lines, no comment mark: `-- Logs begin at ... --`, `-- Journal begins at ... --`,
 # `-- No entries --`, `-- Boot <id> --`, `-- Reboot --`
-_JOURNAL_MARK = re.compile(r"[ \t]*-- \S.* --[ \t]*")
+_JOURNAL_MARK = lazy_re(r"[ \t]*-- \S.* --[ \t]*")
 
 
 def _one_mark(lines: Sequence[str]) -> str | None:
@@ -237,7 +238,7 @@ def _prompt_line(lines: Sequence[str]) -> int | None:
 
 
 # a shell's prompt before a command: its sign alone (`# `, `$ `) or after a user, host and path
-_SHELL_PROMPT = re.compile(r"(?:[\w.@:~/()\[\]-]*[$#]|[$#%])\s+\S")
+_SHELL_PROMPT = lazy_re(r"(?:[\w.@:~/()\[\]-]*[$#]|[$#%])\s+\S")
 
 
 def _prompt_under(lines: Sequence[str], first: int) -> int | None:

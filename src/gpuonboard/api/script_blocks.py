@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+from gpuonboard.once import lazy_re
+
 # a heading line a script prints between its sections (a word or few between dashes, equals
 # signs or hashes), with a blank line (or the text's start) above it
 _HEADING = re.compile(
@@ -126,7 +128,7 @@ GLUED = "(no line between)"
 # header lines that open an output of their own whatever stands above them: df's (`Filesystem`
 # then its size column: `Size`, `1K-blocks`, `Type` of -T), lsblk's (`NAME MAJ:MIN`); free's is
 # told by memory.opens_with_free_header
-_OPENING_HEADER = re.compile(
+_OPENING_HEADER = lazy_re(
     r"^[ \t]*(?:Filesystem[ \t]+(?:Size|1K-blocks|1024-blocks|Type)\b|NAME[ \t]+MAJ:MIN\b)"
 )
 

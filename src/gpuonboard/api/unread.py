@@ -17,6 +17,7 @@ from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER
 from gpuonboard.facts.infiniband import rdma_format
 from gpuonboard.facts.mcelog import joined_mcelog, mcelog_only
 from gpuonboard.facts.probe import ProbeOutput
+from gpuonboard.once import lazy_re
 
 if TYPE_CHECKING:
     from gpuonboard.facts.cpu import CpuInfo
@@ -84,11 +85,9 @@ def joined_greps(
 
 # a rotated log's file, as a command names it (`/var/log/kern.log.1`, `syslog.2.gz`,
 # `messages-20261129`): an older log than this boot's, perhaps another boot's
-_ROTATED = re.compile(
-    r"[\w-]*(?:\.log|syslog|messages|kern|dmesg|warn)(?:\.\d+|-\d{8})(?:\.gz|\.xz|\.bz2)?\b"
-)
+_ROTATED = lazy_re(r"[\w-]*(?:\.log|syslog|messages|kern|dmesg|warn)(?:\.\d+|-\d{8})(?:\.gz|\.xz|\.bz2)?\b")
 # where a session's command was read from: `FILE line 3 (`cmd`)`, `FILE lines 1-3 (...)`
-_SESSION_WHERE = re.compile(r"^(.+?) lines? \d+(?:-\d+)? \(")
+_SESSION_WHERE = lazy_re(r"^(.+?) lines? \d+(?:-\d+)? \(")
 
 
 def one_session(where: str, other: str) -> bool:

@@ -30,10 +30,10 @@ _FIELD = lazy_re(
     r"^[ \t]*(Context|Operating System|OSType|Kernel Version|Name|Total Memory):[ \t]*(.*?)[ \t]*$"
 )
 # (the VMs that carry a Linux daemon for macOS or Windows, by their OS name, kernel or host name)
-_VM_SYSTEM = re.compile(r"docker desktop|boot2docker|rancher desktop|orbstack", re.IGNORECASE)
-_VM_KERNEL = re.compile(r"linuxkit|microsoft|boot2docker|orbstack", re.IGNORECASE)
-_VM_NAME = re.compile(r"docker-desktop|colima|lima-.*|rancher-desktop|orbstack", re.IGNORECASE)
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)([KMGT]?)iB")
+_VM_SYSTEM = lazy_re(r"docker desktop|boot2docker|rancher desktop|orbstack", re.IGNORECASE)
+_VM_KERNEL = lazy_re(r"linuxkit|microsoft|boot2docker|orbstack", re.IGNORECASE)
+_VM_NAME = lazy_re(r"docker-desktop|colima|lima-.*|rancher-desktop|orbstack", re.IGNORECASE)
+_SIZE = lazy_re(r"(\d+(?:\.\d+)?)([KMGT]?)iB")
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 
 

@@ -13,17 +13,17 @@ times in one form and once in the other still counts three times."""
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 
 from gpuonboard.facts.kernel_event import KernelEvent
+from gpuonboard.once import lazy_re
 
 __all__ = ["once_per_report"]
 
 # a journal's or syslog's head as the reader keeps it (`6月 28 02:52:53 jjf-Super-Server`, with
 # `kernel:` or without), never dmesg's bracketed stamp
-_JOURNAL_HEAD = re.compile(r"^(?!\s*\[)[^\n]*\b\d\d:\d\d:\d\d\b")
-_DMESG_HEAD = re.compile(r"^\s*\[[^\]]+\]\s*$")
+_JOURNAL_HEAD = lazy_re(r"^(?!\s*\[)[^\n]*\b\d\d:\d\d:\d\d\b")
+_DMESG_HEAD = lazy_re(r"^\s*\[[^\]]+\]\s*$")
 
 
 def _key(event: KernelEvent) -> tuple[str, int, str, str, bool]:

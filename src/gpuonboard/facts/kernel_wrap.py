@@ -11,6 +11,7 @@ import re
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.kernel_cut import says_nothing
 from gpuonboard.facts.wrapped import all_wraps, join_wrap, wrap_width
+from gpuonboard.once import lazy_re
 
 # the live probe's header lines (`# source:`, `# first:`, `# dropped:`): no line of the log
 PROBE_HEADER = re.compile(r"^# (source|first|dropped): ?(.*)$")
@@ -63,7 +64,7 @@ SYSLOG_LINE = re.compile(rf"{_JOURNAL_STAMP} \S+ [^\s:\[]+(?:\[\d+\])?: |{_MONOT
 _SYSLOG_PROGRAM = re.compile(rf"{_JOURNAL_STAMP} [^\s:]+ ([^\s:\[]+)(?:\[\d+\])?: ")
 # (short-monotonic's and short-delta's: program_of)
 # a syslog or journal line's host, before its program (`Dec  7 10:48:02 gpu-b kernel: `)
-_SYSLOG_HOST = re.compile(rf"{_JOURNAL_STAMP} ([^\s:]+) [^\s:\[]+(?:\[\d+\])?: ")
+_SYSLOG_HOST = lazy_re(rf"{_JOURNAL_STAMP} ([^\s:]+) [^\s:\[]+(?:\[\d+\])?: ")
 
 
 def host_of(line: str) -> str | None:

@@ -5,13 +5,13 @@ version beside an older nvidia-smi: gpu_health/guest.py) or a Linux box's mixed 
 
 from __future__ import annotations
 
-import re
+from gpuonboard.once import lazy_re
 
 # the table's banner: `NVIDIA-SMI 580.102.01   Driver Version: 581.57` (R610: KMD Version); a
 # version at a line's end with digits on the next line is one a page's wrap cut (`535.183` /
 # `.06   CUDA Version: 12.2`): no version of its own (round 37)
 _WHOLE = r"(?![^\S\n]*\n[^\S\n]*[\d.])"
-_BANNER = re.compile(
+_BANNER = lazy_re(
     rf"NVIDIA-SMI\s+(\d+\.\d+(?:\.\d+)?){_WHOLE}\s.*?"
     rf"\b(?:Driver|KMD) Version:\s*(\d+\.\d+(?:\.\d+)?)\b{_WHOLE}"
 )

@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuonboard.once import lazy_re
+
 # NVIDIA vGPU type names, as a guest's nvidia-smi prints them: "GRID A100-4C" (older drivers),
 # "NVIDIA A100-4C", "NVIDIA RTXA6000-24Q", "GRID P4-1Q", "NVIDIA RTX Pro 6000 Blackwell DC-48C",
 # "GRID A100-2-10C" (MIG-backed: 2 compute slices, 10 GB): <board>-[<slices>-]<framebuffer GB>
@@ -23,7 +25,7 @@ _VGPU = re.compile(
 )
 # the word vGPU in a GPU's name ('NVIDIA vGPU-48GB', 'NVIDIA vGPU 32GB'): never a physical GPU's
 # (data/gpu_pci_ids.yml holds no name with it), so a share of one, named as such
-_SAYS_VGPU = re.compile(r"(?<![A-Za-z0-9])vGPU(?![A-Za-z])", re.IGNORECASE)
+_SAYS_VGPU = lazy_re(r"(?<![A-Za-z0-9])vGPU(?![A-Za-z])", re.IGNORECASE)
 _VGPU_ATTRIBUTES = {
     "ME": "with media extensions",
     "NOME": "without media extensions",

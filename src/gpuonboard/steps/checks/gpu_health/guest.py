@@ -7,18 +7,17 @@ driver is installed in the guest."""
 
 from __future__ import annotations
 
-import re
-
 from gpuonboard.connection.gather import Facts
+from gpuonboard.once import lazy_re
 from gpuonboard.steps.checks.driver_banner import banner_windows_driver
 
 # a WSL2 kernel's release (`6.6.87.2-microsoft-standard-WSL2`, `5.10.16.3-microsoft-standard-WSL2`,
 # `4.19.104-microsoft-standard`): uname's, a kernel log's banner, Python's `platform.platform()`
-_WSL_KERNEL = re.compile(r"\b\d+\.\d+[\w.]*-microsoft-standard(?:-WSL2)?\b")
+_WSL_KERNEL = lazy_re(r"\b\d+\.\d+[\w.]*-microsoft-standard(?:-WSL2)?\b")
 # the guest's mapped Windows driver files (`which nvidia-smi` -> /usr/lib/wsl/lib/nvidia-smi)
-_WSL_LIB = re.compile(r"/usr/lib/wsl/(?:lib|drivers)/[\w./-]*")
+_WSL_LIB = lazy_re(r"/usr/lib/wsl/(?:lib|drivers)/[\w./-]*")
 # the paravirtual GPU driver's kernel lines (`hv_vmbus: registering driver dxgkrnl`, `misc dxg:`)
-_DXG = re.compile(r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:")
+_DXG = lazy_re(r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:")
 
 
 def wsl_sign(facts: Facts) -> str | None:
