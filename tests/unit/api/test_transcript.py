@@ -71,6 +71,10 @@ def _readable_alone() -> list[Path]:
             # the command narrows the log; under another prompt's `./saved-output.sh` the session
             # reader does not read a bare command line inside a section, so the grep goes unsaid)
             both = both or "copied-command-under-poster-comments" in path.name
+            # (round 37: a --query-gpu CSV among a README's or notes' prose, read alone by the
+            # prose reader, capped; under a prompt it is one section of a session, where a
+            # section's own lines are its output: api/test_offline_csv_prose_r37.py)
+            both = both or "prose" in path.name
             # (round 36: a capture saved under its own copied command that narrows or places it,
             # `nvidia-smi | grep Driver`, `docker run --gpus all ... nvidia-smi`: a prompt typed
             # above makes that line part of another section, judged apart in

@@ -83,6 +83,9 @@ def test_the_trimmed_capture_is_not_failed_for_it() -> None:
         # (an author's excerpt from a GPU's record on, no header: a -q fragment, incomplete, never a
         # whole capture, round 36: facts/test_nvidia_smi_q_excerpt_r36.py)
         and "-excerpt__" not in p.name
+        # (a --query-gpu CSV among a README's or notes' prose: read, but what it passes is capped
+        # at unverified, a document may quote it, round 37: api/test_offline_csv_prose_r37.py)
+        and "prose" not in p.name
     ),
     ids=lambda p: p.name,
 )

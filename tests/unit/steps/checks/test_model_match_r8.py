@@ -185,6 +185,8 @@ def test_no_physical_gpu_name_of_the_captures_reads_as_a_vgpu() -> None:
         "GRID P100-16Q",
         "GRID V100-8C",
         "GRID A100X-2-10C",
+        # (round 37: a vGPU browser VM's trimmed -q -x, real/nvidia-smi-q-x__l40s-2q-vgpu__*)
+        "NVIDIA L40S-2Q",
     }, vgpus
     assert len(names) > 30  # the scan read the captures' names
 

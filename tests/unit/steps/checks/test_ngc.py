@@ -305,6 +305,8 @@ def _expected_class(name: str) -> str:
         return "unknown"
     if n == "nvidia rtx virtual workstation":  # a vGPU licence's product name (-q), not a GPU's
         return "unknown"
+    if n == "nvidia vgpu-48gb":  # AutoDL's renamed share (round 37): no class claimed
+        return "unknown"
     if n == "nvidia dgx display":  # a DGX Station's display adapter (round 35): no class claimed
         return "unknown"
     return "datacenter"
