@@ -59,6 +59,9 @@ KERNEL_LOG_DRIVER = (
     "|Linux version |-- (Reboot|Boot [0-9a-f]+) --|registering driver dxgkrnl"
     # (the kernel's lines that say why the driver failed a GPU: data/nvrm_faults.yml kernel_line)
     "|vmap allocation for size|mapping multiple BARs"
+    # (a BAR the kernel could not assign at boot: `pci 0000:13:00.0: BAR 1: failed to assign [mem
+    # ...]`, since 6.8 `BAR 1 [mem ...]: can't assign; no space`; nvrm_faults.yml bar_assign_failed)
+    "|BAR ?[0-9]+(: (failed to assign|no space for) \\[mem| \\[mem[^]]*\\]: (can't|failed to) assign)"
 )
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 # the host's own hardware errors (facts/host_errors.py, host_hw_errors): the memory controllers'

@@ -228,4 +228,8 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg__quote-marker-line-above-xid62-rminitadapter__gtx780__ubuntuforums-2019.txt",
         # (Xid 13 and RmInitAdapter before the stamps fall back to a reboot; round 35)
         "dmesg-syslog__xid13-x10-rminitadapter-x11-then-stamps-fall-to-4s-reboot__cctvserver-forum.txt",
+        # (a blog's `dmesg -T` of Xid 79 then 154 on GPU 3 of eight; an H800's Xid 13 and 43 with
+        # the poster's elision; round 37)
+        "dmesg-T__xid-79-154-gpu3__8x-rtx-a4000__ru-blog.txt",
+        "dmesg__xid-13-43-elided__h800__vrwkv.txt",
     }
