@@ -204,7 +204,13 @@ def test_bytes_after_a_whole_gzip_are_trailing_garbage_not_a_cut(tmp_path: Path,
     assert raw["kernel_log"].stdout == CLEAN_LOG and raw["kernel_log"].partial == ""
     assert any(f"{len(trailer)} byte(s) after the gzip stream's end" in n for n in notes), notes
     xid = next(c for c in health_checks(parse_facts(raw)) if c.name == "gpu_xid")
-    assert xid.verdict == "pass", xid
+    # (judged as the same log saved plain: round 37 reads these three lines of two kinds as
+    # lines picked from the log, unverified, whatever holds them)
+    plain = tmp_path / "dmesg.txt"
+    plain.write_text(CLEAN_LOG)
+    whole = next(c for c in health_checks(parse_facts(load_outputs([str(plain)]))) if c.name == "gpu_xid")
+    assert (xid.verdict, xid.actual) == (whole.verdict, whole.actual), xid
+    assert "cut" not in xid.actual
 
 
 def test_a_gzip_session_cut_in_its_last_member_cuts_its_last_command_only(tmp_path: Path) -> None:

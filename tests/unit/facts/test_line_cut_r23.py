@@ -142,7 +142,12 @@ def test_an_nvlink_block_cut_at_a_line_counts_only_the_links_listed(tmp_path: Pa
 
 
 def _captures() -> list[Path]:
-    return sorted(p for p in REAL.iterdir() if p.is_file() and p.name != "SOURCES.md")
+    # (round 37: a --query-gpu CSV among prose is capped at unverified by the prose around it, as a
+    # document may quote it; a cut that keeps the CSV's lines alone leaves no prose, a plain CSV:
+    # api/test_offline_csv_prose_r37.py)
+    return sorted(
+        p for p in REAL.iterdir() if p.is_file() and p.name != "SOURCES.md" and "prose" not in p.name
+    )
 
 
 def _order_of(facts: Facts) -> OrderSpec:
