@@ -573,7 +573,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         reader.first,
         reader.lines,
         reader.boots.boot + 1,
-        boot_first=_boot_first(reader),
+        boot_first=_boot_first(reader, gpu_driver_only(saved) is not None),
         dropped=reader.dropped,
         dropped_other=reader.dropped_other,
         dropped_host=reader.dropped_host,
@@ -596,7 +596,18 @@ def parse_kernel_log(text: str) -> KernelLog:
     )
 
 
-def _boot_first(reader: _Reader) -> str | None:
+# a line the NVIDIA driver's modules print as they load (the kernel's taint notes for the module,
+# the GPU driver's banner, its NVLink core's, nvidia-modeset's): a log of the driver's lines that
+# starts with one starts where the driver loaded
+_MODULE_LOAD = lazy_re(
+    r"NVRM: loading NVIDIA|\bnvidia\w*: (?:loading out-of-tree module|module license"
+    r"|module verification failed)|nvidia-nvlink: Nvlink Core is being initialized"
+    r"|nvidia-modeset: Loading NVIDIA",
+    re.I,
+)
+
+
+def _boot_first(reader: _Reader, nvrm_only: bool) -> str | None:
     """KernelLog.boot_first: the first line of the log's last boot where the log holds a line no
     grep for the drivers' would keep; or, where every line may be such a grep's, where that first
     line is stamped BOOT_LOAD_S or more into boot: a grep of a whole boot's driver lines starts
@@ -604,9 +615,9 @@ def _boot_first(reader: _Reader) -> str | None:
     reload, `[17256.647980] nvidia-nvswitch: Probing device ...`: measure38c 16's family). A first
     line that is the driver's load banner starts where the driver did, however late."""
     first = reader.boot_first
-    if reader.unfiltered or first is None:
+    if reader.unfiltered or first is None or nvrm_only:
         return first if reader.unfiltered else None
-    if _DRIVER_LOAD.search(first):  # (a grep from the driver's load on: all it logged, however late)
+    if _MODULE_LOAD.search(first):  # (a grep from the driver's load on: all it logged, however late)
         return None
     seconds = seconds_since_boot(first)
     return first if seconds is not None and seconds >= BOOT_LOAD_S else None

@@ -15,7 +15,7 @@ from gpuonboard.api.markdown_marks import markdown_unmarked
 from ..offline_judge import verdicts
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
-NOTES_18 = "dmesg-syslog__markdown-list-quote-italics-xid79-fallen-off-bus__rtx3060-notes.txt"
+NOTES_18 = "notes-md__list-item-quote-italics-syslog-xid79-fallen-off-bus__rtx3060.txt"
 ORDER = "gpu_model: GeForce RTX 3060\ngpu_count: 1\n"
 
 

@@ -116,9 +116,11 @@ def test_the_older_aer_burst_is_picked_too(tmp_path: Path) -> None:
 
 def test_a_driver_grep_late_in_boot_starts_after_boot_unless_at_the_drivers_load() -> None:
     """A grep of a whole boot's driver lines starts with the driver's load: its first line late
-    in boot and no banner says the log starts after boot; a late banner first is where the driver
-    loaded (a GPU's driver loaded on demand), all it logged."""
-    late = "[ 1399.140318] NVRM: GPU at PCI:0000:01:00: GPU-x\n[ 1399.2] NVRM: Xid (PCI:0000:01:00): 13, x\n"
+    in boot and no module's load says the log starts after boot; a late banner first is where the
+    driver loaded (a GPU's driver loaded on demand), all it logged. (A `grep NVRM`'s lines alone
+    are left as read: kernel_log._boot_first.)"""
+    late = "[ 1399.140318] nvidia 0000:01:00.0: irq 47 for MSI/MSI-X\n"
+    late += "[ 1399.2] NVRM: Xid (PCI:0000:01:00): 13, x\n"
     assert parse_kernel_log(late).covers_boot is False
     assert parse_kernel_log(_restamped(late, 4.0)).covers_boot is None
     banner = "[  150.1] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  525.125.06\n" + late
