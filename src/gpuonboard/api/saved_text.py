@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 
 from gpuonboard.api import glued, paste, saved_forms, transcript
 from gpuonboard.api.kernel_command import LINE_FILTERS
+from gpuonboard.api.markdown_marks import markdown_unmarked
 from gpuonboard.errors import UsageError
 from gpuonboard.once import lazy_re
 
@@ -78,8 +79,9 @@ def decode_saved(data: bytes) -> str:
 def unquote(text: str) -> str:
     """The text without a quote marker that every non-empty line carries (`> `, nested `> > `:
     a reply by mail, a markdown quote), or most do (paste.quoted): an nvidia-smi table quoted so read
-    no GPU row, and the driver rule failed."""
-    lines = text.split("\n")
+    no GPU row, and the driver rule failed. A Markdown list item's marker on every line and an
+    emphasis around a paragraph (api/markdown_marks) are dropped first."""
+    lines = markdown_unmarked(text.split("\n"))  # (a list item's marker, an emphasis: api/markdown_marks)
     was_quoted = False
     while paste.quoted(lines):
         lines = [re.sub(r"^\s*> ?", "", line) for line in lines]

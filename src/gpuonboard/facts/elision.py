@@ -2,10 +2,14 @@
 ASCII again after api/paste.py), `[...]`, `(...)`, and the same with a word saying so: `[snip]`,
 `<snip>`, `...<snip>...`, `[...snip...]`, `... snip ...`, `--snip--`, `[... 200 lines omitted ...]`,
 `<truncated>`, `(12 lines skipped)`, `... 40 more lines ...` (open-gpu-kernel-modules#626's journal
-holds `[...snip...]`). A listing that holds one is not whole: the devices, ports, CPUs or kernel
-lines it stands for are not known (leptonai/gpud#752's `ibstat` paste starts with `...` above its
-one CA). Values a paste redacted as `...` (`CA type: ...`) are no such line. This is the one
-definition every reader that checks for elisions uses."""
+holds `[...snip...]`), a forum poster's break line `-bk-` (measure38c 12: a syslog quoted as ten
+lines picked from four boots). A listing that holds one is not whole: the devices, ports, CPUs or
+kernel lines it stands for are not known (leptonai/gpud#752's `ibstat` paste starts with `...`
+above its one CA). Values a paste redacted as `...` (`CA type: ...`) are no such line. This is the
+one definition every reader that checks for elisions uses. `grep -A/-B/-C`'s `--` between the
+groups of lines it kept is GREP_GROUPS, apart: a reader that knows its groups reads it as grep's
+(nvidia-smi -q's records, facts/nvidia_smi/text_q.py), a kernel log as lines left out
+(elided_line)."""
 
 from __future__ import annotations
 
@@ -33,16 +37,27 @@ ELISION = lazy_re(
     rf"|(?:{_MARK}\s*)?{_OPEN}\s*(?:{_MARK}\s*)?{_NOTE}\s*(?:{_MARK}\s*)?{_CLOSE}(?:\s*{_MARK})?"
     rf"|{_MARK}\s*{_NOTE}\s*{_MARK}?"  # `--snip--`, `... snip ...`, `... 40 more lines`
     r"|snip(?:ped)?"  # `snip` alone on its line
+    r"|-{1,2}\s*(?:bk|break)\s*-{1,2}"  # a forum poster's break line, `-bk-`
     r")\s*$",
     re.M | re.I,
 )
+# `grep -A/-B/-C`'s separator between the groups of lines it kept: the lines between are not shown
+# (a table's `---` rule is none)
+GREP_GROUPS = lazy_re(r"^[ \t]*--[ \t]*$")
+
+
+def elided_line(line: str) -> bool:
+    """Whether `line` stands for lines left out of a log: an ELISION line, or grep's `--`."""
+    return ELISION.match(line) is not None or GREP_GROUPS.match(line) is not None
+
+
 # the words one of which every ELISION line holds (facts/may_hold): dots, or what its note says
 # was left out (`snip`, `omitted`, `40 more lines`)
 _WORDS = tuple(
     (word,)
     for word in (
         *("..", "\u2026", "more", "snip", "cut", "omitted", "skipped", "truncated", "elided"),
-        *("removed", "trimmed", "redacted", "deleted"),
+        *("removed", "trimmed", "redacted", "deleted", "-bk", "-break"),
     )
 )
 

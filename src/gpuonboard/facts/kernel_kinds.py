@@ -6,12 +6,17 @@ of many kinds (the boot's, the drivers', the devices'), a grep one or two.
 
 The rule (docs/guides/offline.md, "A kernel log of few kinds"): the kernel lines of a saved log
 (no live probe's header; no line of another program, which a journal window holds beside them)
-of at most PICKED_KINDS kinds, none of the boot's first lines among them, are a selection
-- where none carries a time stamp (`kernel: pcieport ...`, `guest dmesg: NVRM: ...`): what lies
+of at most PICKED_KINDS kinds, none of the boot's first lines among them, are a selection,
+whatever their stamps: a grep keeps each line's stamp as printed, so the stamps never tell a
+grep from the log. The sentence says what they show:
+- none carries a time stamp (`kernel: pcieport ...`, `guest dmesg: NVRM: ...`): what lies
   between them cannot be told, as for a `dmesg -t | grep` (api/saved_kinds.unstamped_kinds);
-- or where two lines one after the other are PICKED_GAP_S or more apart (`Jun 15 11:38:52`, then
-  `Jun 15 15:38:52`): a kernel that logs such lines over hours logs other lines between them.
-A burst of one kind of line seconds apart (an AER flood's) is a window of the log: no selection.
+- two lines one after the other are PICKED_GAP_S or more apart (`Jun 15 11:38:52`, then
+  `Jun 15 15:38:52`): a kernel that logs such lines over hours logs other lines between them;
+- else they are a burst, `within N s`: one event's lines (an AER error's four, measure38c 01's
+  `jan. 29 20:50:17 kevin kernel: pcieport ...`) or a flood's, picked out of the log as a `grep
+  pcieport` does. Before round 38 a burst was read as a window of the log and passed "no Xid"
+  (the log read starts after boot) where the same lines unstamped were refused.
 
 Whatever prefix a line carries (a syslog's or journal's `Mon DD hh:mm:ss host kernel: `, a bare
 `kernel: `, a label like `guest dmesg: `) its kind is that of the message after it, so the prefix
@@ -124,8 +129,9 @@ def picked_kinds(lines: list[str]) -> PickedKinds | None:
     if all(t is None for t in times):
         return PickedKinds(kinds, "and carry no time stamps")
     gap = _widest_gap(times)
-    if gap is None or gap[0] < PICKED_GAP_S:
-        return None
+    if gap is None or gap[0] < PICKED_GAP_S:  # (a grep keeps the stamps: they tell it from nothing)
+        span = _span(times)
+        return PickedKinds(kinds, f"within {span:.0f} s" if span is not None else "at one time")
     hours = gap[0] / 3600
     first, then = read[gap[1] - 1][1].strip(), read[gap[1]][1].strip()
     return PickedKinds(kinds, f"and {hours:.1f} h apart (`{first[:60]}`, then `{then[:60]}`)")
@@ -176,6 +182,14 @@ def _time(line: str) -> tuple[str, float] | None:
         day, h, mi, s = (int(g) for g in m.groups())
         return "day", ((day * 24 + h) * 60 + mi) * 60 + s
     return None
+
+
+def _span(times: list[tuple[str, float] | None]) -> float | None:
+    """The seconds from the first to the last of the times of the first's form (at least 1),
+    None where only one line carries one."""
+    known = [t for t in times if t is not None]
+    said = [t[1] for t in known if t[0] == known[0][0]] if known else []
+    return max(1.0, max(said) - min(said)) if len(said) > 1 else None
 
 
 def _widest_gap(times: list[tuple[str, float] | None]) -> tuple[float, int] | None:

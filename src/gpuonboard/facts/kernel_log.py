@@ -59,7 +59,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gpuonboard.facts.elision import ELISION, may_be_elided
+from gpuonboard.facts.elision import elided_line, may_be_elided
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
@@ -95,7 +95,7 @@ from gpuonboard.facts.kernel_quoted import (
     said_count,
 )
 from gpuonboard.facts.kernel_shapes import OTHERS_ONLY, journal_shaped
-from gpuonboard.facts.kernel_span import ends_before_driver, held_by_nouveau
+from gpuonboard.facts.kernel_span import BOOT_LOAD_S, ends_before_driver, held_by_nouveau, seconds_since_boot
 from gpuonboard.facts.kernel_text import by_text, log_text
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP as KERNEL_STAMP
 from gpuonboard.facts.kernel_wrap import PROBE_HEADER as _HEADER
@@ -143,7 +143,8 @@ class KernelLog:
     # for a kernel's own log
     sandbox: str | None = None
     # a saved log's (no `# first:`): the first line of its last boot, where the log holds lines
-    # no grep for the drivers' would keep (else its first line says nothing of where it starts)
+    # no grep for the drivers' would keep, or is stamped too late in boot for a grep of a whole
+    # boot's driver lines to start there (else its first line says nothing of where it starts)
     boot_first: str | None = None
     # a line that says lines were left out by hand (a paste's `...`, `[...]`, `[    ....    ]`),
     # as printed: what the log shows is not the whole of it; None where there is none
@@ -193,6 +194,8 @@ class KernelLog:
             return f"it is a tool's report quoting kernel lines (`{self.quoted[:80]}`), not the kernel log"
         if self.elided is None:
             return self.paged or self.pieced
+        if self.elided == "--":
+            return "lines were left out of it, marked `--` (grep's line between the groups of lines it kept)"
         return f"lines were left out of it by hand, marked `{self.elided}`"
 
     @property
@@ -570,7 +573,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         reader.first,
         reader.lines,
         reader.boots.boot + 1,
-        boot_first=reader.boot_first if reader.unfiltered else None,
+        boot_first=_boot_first(reader, gpu_driver_only(saved) is not None),
         dropped=reader.dropped,
         dropped_other=reader.dropped_other,
         dropped_host=reader.dropped_host,
@@ -593,11 +596,39 @@ def parse_kernel_log(text: str) -> KernelLog:
     )
 
 
-def _elided(text: str) -> str | None:
-    """The log's first line that says lines were left out by hand (elision.ELISION), as printed."""
-    if not may_be_elided(text):
+# a line the NVIDIA driver's modules print as they load (the kernel's taint notes for the module,
+# the GPU driver's banner, its NVLink core's, nvidia-modeset's): a log of the driver's lines that
+# starts with one starts where the driver loaded
+_MODULE_LOAD = lazy_re(
+    r"NVRM: loading NVIDIA|\bnvidia\w*: (?:loading out-of-tree module|module license"
+    r"|module verification failed)|nvidia-nvlink: Nvlink Core is being initialized"
+    r"|nvidia-modeset: Loading NVIDIA",
+    re.I,
+)
+
+
+def _boot_first(reader: _Reader, nvrm_only: bool) -> str | None:
+    """KernelLog.boot_first: the first line of the log's last boot where the log holds a line no
+    grep for the drivers' would keep; or, where every line may be such a grep's, where that first
+    line is stamped BOOT_LOAD_S or more into boot: a grep of a whole boot's driver lines starts
+    with the driver's load at boot, so the log starts after it (an author's excerpt around a
+    reload, `[17256.647980] nvidia-nvswitch: Probing device ...`: measure38c 16's family). A first
+    line that is the driver's load banner starts where the driver did, however late."""
+    first = reader.boot_first
+    if reader.unfiltered or first is None or nvrm_only:
+        return first if reader.unfiltered else None
+    if _MODULE_LOAD.search(first):  # (a grep from the driver's load on: all it logged, however late)
         return None
-    return next((line.strip() for line in text.splitlines() if ELISION.match(line)), None)
+    seconds = seconds_since_boot(first)
+    return first if seconds is not None and seconds >= BOOT_LOAD_S else None
+
+
+def _elided(text: str) -> str | None:
+    """The log's first line that says lines were left out (elision.elided_line: a paste's marker,
+    a forum's `-bk-`, grep's `--` between the groups of lines it kept), as printed."""
+    if not may_be_elided(text) and "--" not in text:
+        return None
+    return next((line.strip() for line in text.splitlines() if elided_line(line)), None)
 
 
 def _first_lines(lines: list[str], first: str | None) -> list[str]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD
+from gpuonboard.facts.kernel_span import BOOT_LOAD_S, seconds_since_boot
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 from gpuonboard.once import lazy_re
 
@@ -165,19 +166,31 @@ def driver_excerpt(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line is the NVIDIA GPU
     driver's (holds `NVRM` or `nvidia`: `nvidia 0000:01:00.0: irq 47 for MSI/MSI-X`, `[drm:nv_drm_load
     [nvidia_drm]] *ERROR* ...`, `caller ... [nvidia] mapping multiple BARs`), none the NVSwitch
-    driver's, and none its load banner (`NVRM: loading NVIDIA UNIX ...`): an author's excerpt
-    around a fault, picked from the log (no kernel log has only such lines, and a grep of a whole
-    boot's for the driver's words keeps its banner); what it left out, an SXid line among it, is
-    not known (measure35d 07, measure35e 22, 24: "no SXid in the kernel log" passed, while an
-    excerpt of NVRM lines alone was unverified). None where any line is another's."""
+    driver's, and none its load banner at boot (`NVRM: loading NVIDIA UNIX ...`, _boot_load): an
+    author's excerpt around a fault, picked from the log (no kernel log has only such lines, and a
+    grep of a whole boot's for the driver's words keeps its banner); what it left out, an SXid line
+    among it, is not known (measure35d 07, measure35e 22, 24: "no SXid in the kernel log" passed,
+    while an excerpt of NVRM lines alone was unverified). A banner stamped hours into boot is a
+    load after it (`rmmod` / `modprobe`, a GPU that fell off the bus probed again), whose excerpt
+    holds it and none of the boot's own load (measure38c 16: `[14387.274366] NVRM: loading ...`
+    below the fallen GPU's lines, and nvswitch_sxid passed). None where any line is another's."""
     said = _kernel_said(lines)
-    if not said or any(_NVSWITCH_LINE.search(line) or DRIVER_LOAD.search(line) for line in said):
+    if not said or any(_NVSWITCH_LINE.search(line) or _boot_load(line) for line in said):
         return None
     if not all("nvrm" in (text := _text(line)) or "nvidia" in text for line in said):
         return None
     return (
         None if _other_program_without(lines, "nvidia") and _other_program_without(lines, "nvrm") else said[0]
     )
+
+
+def _boot_load(line: str) -> bool:
+    """Whether `line` is the driver's load banner of the boot: stamped under BOOT_LOAD_S seconds
+    since boot, or with no such stamp (a wall clock's, none: when it was is not known)."""
+    if not DRIVER_LOAD.search(line):
+        return False
+    seconds = seconds_since_boot(line)
+    return seconds is None or seconds < BOOT_LOAD_S
 
 
 # a PCI device's address in a kernel line (`0000:17:00.0`, `PCI:0000:19:00`)

@@ -11,16 +11,28 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["EARLY_BOOT_S", "ends_before_driver", "held_by_nouveau"]
+__all__ = ["BOOT_LOAD_S", "EARLY_BOOT_S", "ends_before_driver", "held_by_nouveau", "seconds_since_boot"]
 
 # the seconds since boot under which a log without a driver line is read as ending before the
 # driver logged (the earliest driver load line in the real captures: 2.76 s; a box's boot with
 # many cores, its initramfs and udev, takes tens of seconds to load it)
 EARLY_BOOT_S = 60.0
+# the seconds since boot under which the driver's load banner is read as its load at boot (udev's
+# or the initramfs' modprobe: 2.8 s to 15 s in the real captures); one later is a load after boot
+# (`rmmod` / `modprobe`, a driver upgrade, a GPU that fell off the bus and was probed again: 1843 s,
+# 14387 s, 17257 s, 83260 s in the real captures), whose banner the lines before it do not share
+BOOT_LOAD_S = 120.0
 # a line's stamp in seconds since boot: dmesg's `[    0.869739]`, after a syslog's or journal's
 # head (`Sep 19 16:18:02 bubz kernel: [68183.615790]`), or a `-o short-monotonic` journal's
 _MONOTONIC = re.compile(r"^\s*(?:[^\[\n]{0,80}?\bkernel:\s*)?\[\s*(\d+\.\d+)\]")
 _DRIVER = re.compile(r"nvidia|nvrm|nvswitch|\bxid\b", re.IGNORECASE)
+
+
+def seconds_since_boot(line: str) -> float | None:
+    """The seconds since boot a line is stamped with (dmesg's `[ 1843.439669]`, after a syslog's or
+    journal's head); None where it carries no such stamp."""
+    m = _MONOTONIC.match(line)
+    return float(m.group(1)) if m else None
 
 
 def ends_before_driver(lines: list[str]) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.facts.elision import ELISION
+from gpuonboard.facts.elision import elided_line
 from gpuonboard.facts.kernel_cut import says_nothing
 from gpuonboard.facts.wrapped import all_wraps, join_wrap, wrap_width
 from gpuonboard.once import lazy_re
@@ -139,7 +139,7 @@ def unwrapped(lines: list[str], open_end: bool = False, words: dict[str, str] | 
         # its rest, not dmesg's indent: `Tainted: P       ` / `    OE     5.15.0-83-generic`)
         cut_in_blanks = can_join and out[-1][-1:].isspace()
         # (a poster's `...` for lines left out is a line of its own, never a wrap's piece)
-        elided = ELISION.match(line) is not None
+        elided = elided_line(line)
         if (
             stamped
             or (indented(line) and not cut_in_blanks)

@@ -210,6 +210,8 @@ def test_a_log_cut_just_before_an_xid_or_sxid_line_never_passes_where_the_whole_
         "dmesg-bug-report-grep__xid-79-fallen-off-bus-journal-zh-month-then-dmesg-same-event__4x-rtx4090-blog.txt",
         # (journalctl under a Polish locale: `kwi 15 ...`; round 20)
         "dmesg-journalctl-pl-locale__xid-38-109-ctx-switch-timeout__rtx5080.txt",
+        # (a forum's syslog quote of 4 boots with `-bk-` break lines, an Xid 69; round 38)
+        "syslog__bk-break-lines-4-boots-xid69-last-boot-banner-only__ubuntuforums-vaio.txt",
         # (a syslog mostly of gdm-x-session's lines; round 26)
         "dmesg-syslog__xid-79-fallen-off-bus__gdm-x-session-lines-outnumber-kernel__last-line-cut__pop-os-3363.txt",
         # (a GSP Timeout banner, then Xid 119; round 27)

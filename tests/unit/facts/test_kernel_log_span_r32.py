@@ -42,13 +42,14 @@ def test_a_log_of_pcie_lines_alone_starting_after_boot_does_not_cover_boot(shape
 
 
 @pytest.mark.parametrize("shape", ["syslog", "dmesg"])
-def test_its_pass_says_the_log_starts_after_boot(tmp_path: Path, shape: str) -> None:
+def test_it_says_the_log_starts_after_boot(tmp_path: Path, shape: str) -> None:
+    """(round 38: its lines, one kind's seconds apart, are picked: unverified, no longer a pass)"""
     text = read(AER) if shape == "syslog" else _plain_dmesg(read(AER))
     got = verdicts(tmp_path, "dmesg.txt", text)
     for rule in ("gpu_xid", "nvswitch_sxid"):
         verdict, actual = got[rule]
-        assert verdict == "pass"
-        assert "starts after boot" in actual
+        assert verdict == "unverified"
+        assert "starts after boot" in actual and "1 kind only (`pcieport`)" in actual
 
 
 def test_a_grep_for_the_gpu_driver_still_says_nothing_of_where_the_log_starts() -> None:

@@ -442,8 +442,8 @@ def _no_xid_lines(log: KernelLog) -> str:
         n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
         return (
             f"it holds only the NVIDIA driver's lines ({n}, first `{log.driver_excerpt[:80]}`), without"
-            " its load banner: an excerpt picked from the log, whose other lines (Xid lines among them)"
-            " are not known"
+            " its load banner at boot: an excerpt picked from the log, whose other lines (Xid lines among"
+            " them) are not known"
         )
     if log.nvidia_only is None:
         return _bus_excerpt(log)
@@ -463,8 +463,8 @@ def _no_nvswitch_lines(log: KernelLog) -> str:
     if log.nvrm_only is None and log.driver_excerpt is not None:
         return (
             f"it holds only the NVIDIA driver's lines ({n}, first `{log.driver_excerpt[:80]}`), without"
-            " its load banner: an excerpt picked from the log, whose other lines (the NVSwitch driver's"
-            " SXid lines among them) are not known"
+            " its load banner at boot: an excerpt picked from the log, whose other lines (the NVSwitch"
+            " driver's SXid lines among them) are not known"
         )
     if log.nvrm_only is None:
         return _bus_excerpt(log)
