@@ -24,9 +24,15 @@ from ..offline_judge import checks
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
-T420S = "syslog__nvidia-persistenced-untagged-pid-failed-to-query-devices-only__thinkpad-t420s__ubuntuforums-2016.txt"
+T420S = (
+    "syslog__nvidia-persistenced-untagged-pid-failed-to-query-devices-only"
+    "__thinkpad-t420s__ubuntuforums-2016.txt"
+)
 UPSTART = "dmesg-syslog__bbcode-color-persistenced-shutdown-then-upstart-kernel-init-line__ubuntuforums.txt"
-VBIOS = "dmesg-syslog__vbios-copy-failed-rminitadapter-0x30-minor-number-bearing__laptop__switch-screen-readme.txt"
+VBIOS = (
+    "dmesg-syslog__vbios-copy-failed-rminitadapter-0x30-minor-number-bearing"
+    "__laptop__switch-screen-readme.txt"
+)
 ROCKY = "journalctl-u-nvidia-persistenced__failed-to-query-devices-first-char-cut__rocky-615-hami-notes.txt"
 
 JOURNAL = "a journal of other programs' lines only"

@@ -23,7 +23,10 @@ from ...offline_judge import checks
 
 REAL = Path(__file__).parents[3] / "fixtures" / "real"
 
-BEARING = "dmesg-syslog__vbios-copy-failed-rminitadapter-0x30-minor-number-bearing__laptop__switch-screen-readme.txt"
+BEARING = (
+    "dmesg-syslog__vbios-copy-failed-rminitadapter-0x30-minor-number-bearing"
+    "__laptop__switch-screen-readme.txt"
+)
 G210M = (
     "log-excerpt__dmesg-vbios-copy-failed-rminitadapter-0x30__fence-blank-lines__g210m__ubuntuforums-2009.txt"
 )
@@ -107,6 +110,7 @@ def test_a_shortened_open_module_refusal_explains_the_probe_failure(tmp_path: Pa
     assert actual.endswith("the installed driver does not support this GPU -> install_driver"), actual
     assert "no PCI address" not in actual and "reboot" not in actual and "probe" not in actual
     assert "install an NVIDIA driver that supports this GPU" in detail
+    assert "the proprietary kernel module for a GPU the open one refuses" in detail
 
 
 @pytest.mark.parametrize(
