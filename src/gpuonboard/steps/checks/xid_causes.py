@@ -131,7 +131,8 @@ def _said(e: KernelEvent, used: set[tuple[str, str, int, bool]]) -> bool:
 
 def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) -> KernelEvent | None:
     """The cause row's event nearest to the failure at `at` (before it first), passing only
-    the same GPU's failures a cause may name (its repeat lines: a cause naming no GPU binds to
+    the same GPU's failures a cause may name (its repeat lines, or the same failure's other
+    sentence right next to it: _one_failure; a cause naming no GPU binds to
     the failure right next to it, never past another GPU's failure lines, revP F4); None where
     another line comes first on both sides."""
     e = events[at]
