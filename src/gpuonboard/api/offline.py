@@ -32,6 +32,7 @@ from gpuonboard.api.csv_among import csv_above_table
 from gpuonboard.api.failure_record import unmarked_failure
 from gpuonboard.api.heading_above import below_heading, csv_among_prose
 from gpuonboard.api.job_step import job_step_over_login
+from gpuonboard.api.journal_refusal import journal_without_kernel
 from gpuonboard.api.kind_names import SHOWN_KINDS
 from gpuonboard.api.labelled_listings import labelled_listings
 from gpuonboard.api.listed_first import listed_first
@@ -200,7 +201,22 @@ def _saved_outputs(
         except unjudged.UnjudgedOutput as why:  # (read, nothing judged: named, the rest judged)
             notes.append(str(why))
             return []
+        except UsageError as why:
+            raise _journal_refusal(path, raw, why) from None
     return _session_outputs(path, parts, notes, cut)
+
+
+def _journal_refusal(path: Path, raw: str, why: UsageError) -> UsageError:
+    """The refusal of a file read as no output: said as a journal of other programs' lines
+    (api/journal_refusal.py) where the text as given is one. A syslog or journal of one program
+    (`Mar 15 20:43:23 host nvidia-persistenced: Started (721)`, with or without its `[pid]`) is
+    read as that program's output without its line heads (paste._unstamped: a unit that printed
+    nvidia-smi's table); where that output is none this tool reads, the daemon's own log, the
+    refusal names what the file is, never "not a recognised command output" (measure38c 13)."""
+    if not str(why).startswith(f"{path}: {transcript.UNRECOGNISED} (expected "):
+        return why
+    said = journal_without_kernel(raw)
+    return why if said is None else UsageError(f"{path}: {said}")
 
 
 def _klog_quoted(

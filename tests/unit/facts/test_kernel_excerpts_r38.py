@@ -50,7 +50,7 @@ def test_a_reload_banner_hours_into_boot_is_no_boot_load(tmp_path: Path) -> None
     got = verdicts(tmp_path, "dmesg.txt", read(RELOAD_16), HGX)
     assert got["gpu_xid"][0] == "fail" and "0000:5d:00.0" in got["gpu_xid"][1]
     assert got["nvswitch_sxid"][0] == "unverified", got["nvswitch_sxid"]
-    assert "without its load banner at boot" in got["nvswitch_sxid"][1]
+    assert "without the driver's load banner at boot" in got["nvswitch_sxid"][1]
     assert "starts after boot" in got["nvswitch_sxid"][1]
 
 

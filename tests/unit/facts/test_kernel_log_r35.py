@@ -142,7 +142,8 @@ def test_an_excerpt_of_the_gpu_drivers_lines_says_nothing_of_sxids(path: Path) -
     assert health["gpu_xid"][0] == "fail"  # (RmInitAdapter failed: read as before)
     verdict, actual = health["nvswitch_sxid"]
     assert verdict == "unverified"
-    assert "it holds only the NVIDIA driver's lines" in actual
+    assert "it holds only lines with NVRM or `nvidia`" in actual
+    assert "without the driver's load banner" in actual
 
 
 def test_a_grep_of_the_drivers_lines_from_its_load_is_no_excerpt() -> None:

@@ -439,12 +439,7 @@ def _no_xid_lines(log: KernelLog) -> str:
     if log.picked is not None:  # (the NVSwitch driver's only: no_gpu_lines)
         return ""
     if log.nvidia_only is None and log.nvrm_only is None and log.driver_excerpt is not None:
-        n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
-        return (
-            f"it holds only the NVIDIA driver's lines ({n}, first `{log.driver_excerpt[:80]}`), without"
-            " its load banner at boot: an excerpt picked from the log, whose other lines (Xid lines among"
-            " them) are not known"
-        )
+        return _driver_excerpt(log, "Xid lines")
     if log.nvidia_only is None:
         return _bus_excerpt(log)
     count = log.said_lines or log.lines
@@ -455,17 +450,27 @@ def _no_xid_lines(log: KernelLog) -> str:
     )
 
 
+def _driver_excerpt(log: KernelLog, lost: str) -> str:
+    """Why a log whose every kernel line holds NVRM or `nvidia`, the driver's load banner not
+    among them (KernelLog.driver_excerpt), says nothing of the `lost` lines: its kernel lines
+    counted and the first named, as the other reasons do (said_lines: a syslog's lines of another
+    program, nvidia-persistenced's own, are no kernel line; upstart's `init: nvidia-persistenced
+    main process ...` is one, but not the driver's: measure38c 19)."""
+    count = log.said_lines or log.lines
+    n = f"{count} line{'s' if count != 1 else ''}"
+    return (
+        f"it holds only lines with NVRM or `nvidia` ({n}, first `{(log.driver_excerpt or '')[:80]}`),"
+        f" without the driver's load banner at boot: an excerpt picked from the log, whose other lines ({lost}"
+        " among them) are not known"
+    )
+
+
 def _no_nvswitch_lines(log: KernelLog) -> str:
     """Why a saved log says nothing of the NVSwitch driver's SXids: each of its lines holds
     `NVRM` (a `dmesg | grep NVRM` saved without its command), which no SXid line does, or is the
     GPU driver's, its load banner not among them (an excerpt around a fault); ""."""
-    n = f"{log.lines} line{'s' if log.lines != 1 else ''}"
     if log.nvrm_only is None and log.driver_excerpt is not None:
-        return (
-            f"it holds only the NVIDIA driver's lines ({n}, first `{log.driver_excerpt[:80]}`), without"
-            " its load banner at boot: an excerpt picked from the log, whose other lines (the NVSwitch"
-            " driver's SXid lines among them) are not known"
-        )
+        return _driver_excerpt(log, "the NVSwitch driver's SXid lines")
     if log.nvrm_only is None:
         return _bus_excerpt(log)
     count = log.said_lines or log.lines  # (the NVRM lines, not a page's bare `> ` mark above them)

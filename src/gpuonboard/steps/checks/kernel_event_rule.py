@@ -29,7 +29,9 @@ ASK = {
     # says which driver it needs)
     "install_driver": "ask the vendor to install an NVIDIA driver that supports this GPU, as the"
     " driver's message says (a newer branch; the open kernel modules, which Blackwell GPUs"
-    " require; or the legacy branch of a GPU the installed one dropped); it is no fault of the GPU",
+    " require; the proprietary kernel module for a GPU the open one refuses, `not supported by open"
+    " nvidia.ko`: one without the GSP; or the legacy branch of a GPU the installed one dropped); it is"
+    " no fault of the GPU",
     # (data/nvrm_faults.yml probe_not_called: nouveau or a framebuffer driver holds the GPU)
     "unload_other_driver": "ask the vendor to stop the other driver that holds the GPU (blacklist"
     " nouveau / rivafb / nvidiafb / rivatv, rebuild the initramfs, reboot) or reinstall the NVIDIA"

@@ -131,7 +131,8 @@ def _said(e: KernelEvent, used: set[tuple[str, str, int, bool]]) -> bool:
 
 def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) -> KernelEvent | None:
     """The cause row's event nearest to the failure at `at` (before it first), passing only
-    the same GPU's failures a cause may name (its repeat lines: a cause naming no GPU binds to
+    the same GPU's failures a cause may name (its repeat lines, or the same failure's other
+    sentence right next to it: _one_failure; a cause naming no GPU binds to
     the failure right next to it, never past another GPU's failure lines, revP F4); None where
     another line comes first on both sides."""
     e = events[at]
@@ -150,10 +151,27 @@ def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) ->
                 break
             if c.kind != "nvrm" or (c.load, c.earlier_boot) != (e.load, e.earlier_boot):
                 break
-            if c.fault not in effects or not _same_gpu(c, e):
+            if c.fault not in effects or not (_same_gpu(c, e) or _one_failure(events, i, at)):
                 break  # (another GPU's failure, or one naming none: the cause beyond is not this one's)
             i += step
     return None
+
+
+def _one_failure(events: Sequence[KernelEvent], i: int, at: int) -> bool:
+    """Whether the failure lines at `i` and `at`, next to each other, are the two sentences the
+    driver prints for one failure (osinit.c's `RmInitAdapter failed! (0x30:...)`, then nv.c's
+    `rm_init_adapter failed, device minor number 0`, older drivers' `rm_init_adapter failed for
+    device bearing minor number 0` or `rm_init_adapter(0) failed`): the same row's line in another
+    form, of the same driver load and boot, naming no other GPU. (Two lines of one form may be two
+    GPUs' failures: neither takes the other's cause.)"""
+    c, e = events[i], events[at]
+    row = next((f for f in load_nvrm_faults() if f.id == e.fault), None)
+    if abs(i - at) != 1 or row is None or c.fault != e.fault:
+        return False
+    if (c.load, c.earlier_boot) != (e.load, e.earlier_boot) or (c.pci and e.pci and not _same_gpu(c, e)):
+        return False
+    forms = [m.group(0).lower() if (m := row.pattern.search(x.message)) else "" for x in (c, e)]
+    return all(forms) and forms[0] != forms[1]
 
 
 def _same_gpu(c: KernelEvent, e: KernelEvent) -> bool:
