@@ -348,6 +348,9 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__autodl-vgpu-48gb__1gpu__driver570.124.04__ecc-off__fan99__easyedit-env.txt",
         # `nvidia-smi | head -8` without its borders: steps/checks/test_min_driver_banner_no_border_r37.py
         "nvidia-smi__head-8-banner-only-no-borders__driver590.48.01-cuda13.1__blackwell-scout-worker-report.txt",
+        # MIG-mode tables cut in or before `MIG devices:`: steps/checks/test_mig_devices_cut_r38.py
+        "nvidia-smi__h100-80gb-hbm3-mig__1gpu__driver550.90.07__memory-na__cut-in-mig-devices-header__diffusers-torchao-41.txt",
+        "nvidia-smi__a100-80g-mig__2gpu__driver510.108.03__cut-after-mig-devices-border__ollama-4814.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

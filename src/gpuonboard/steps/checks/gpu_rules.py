@@ -28,7 +28,7 @@ from gpuonboard.steps.checks.driver_banner import mixed_packages
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.gpu_share import share_advice
-from gpuonboard.steps.checks.mig_memory import mig_vram
+from gpuonboard.steps.checks.mig_memory import MIG_CUT_ADVICE, mig_vram, slices_cut_said
 from gpuonboard.steps.checks.missing_facts import (
     ELSEWHERE_ADVICE,
     NVLINK_VIEW_ADVICE,
@@ -586,6 +586,9 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return mig
     if not read and (unified := unified_vram(expected, whole)):
         return unified  # (a Jetson's or the GB10's memory is the system's: `Not Supported`)
+    if not read and (cut := slices_cut_said(whole, "memory")):
+        incomplete = incomplete_said_for(facts, "memory_total_mib") or "incomplete probe"
+        return Check("vram", expected, f"unknown: {cut}; {incomplete}", "unverified", MIG_CUT_ADVICE)
     if not read:
         refused = refused_said(facts)
         return Check(
@@ -604,10 +607,12 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if disputed := disputed_said(facts, "memory_total_mib"):  # (two sizes of one GPU: neither judged)
         return Check("vram", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
     ok = smallest >= order.vram_bytes * (1 - tolerance)
-    unread_sizes = [_at_bus(g) for g in facts.gpu.gpus if not g.faults and g.memory_total_mib is None]
-    incomplete = incomplete_said_for(facts, "memory_total_mib") or (
-        "; ".join(f"{g}: memory total not reported" for g in unread_sizes) if unread_sizes else ""
-    )
+    unsized = [g for g in whole if g.memory_total_mib is None]
+    unread_sizes = [_at_bus(g) for g in unsized if not g.mig_slices_cut]
+    sliced = slices_cut_said(unsized, "memory")
+    said = [f"{sliced}; incomplete probe"] if sliced else []
+    said += [f"{g}: memory total not reported" for g in unread_sizes]
+    incomplete = incomplete_said_for(facts, "memory_total_mib") or "; ".join(said)
     if ok and incomplete:
         return Check("vram", expected, f"{actual} of the GPUs read; {incomplete}", "unverified", RERUN_ADVICE)
     if ok:
