@@ -351,6 +351,8 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # MIG-mode tables cut in or before `MIG devices:`: steps/checks/test_mig_devices_cut_r38.py
         "nvidia-smi__h100-80gb-hbm3-mig__1gpu__driver550.90.07__memory-na__cut-in-mig-devices-header__diffusers-torchao-41.txt",
         "nvidia-smi__a100-80g-mig__2gpu__driver510.108.03__cut-after-mig-devices-border__ollama-4814.txt",
+        # a `-q -d PERFORMANCE` view, no GPU name: steps/checks/test_sections_view_name_r38.py
+        "nvidia-smi-q-d-performance__geforce-rtx-3080__1gpu__driver495.44__copied-command-idle-active__mangohud-636.txt",
         # the 270 drivers' -q (`GPU 0:2:0`, no process list): facts/test_text_q_270_layout_r38.py
         "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__gpu-0-2-0-head-mb-units-no-processes__microway-blog.txt",
     }

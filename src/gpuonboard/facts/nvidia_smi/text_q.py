@@ -678,6 +678,11 @@ def parse_text_q(text: str) -> GpuReport:
         closed += _lines_read_in_last(trees[-1], text.endswith("\n"))
         gpus[-1] = replace(gpus[-1], record_cut=True, parts_read=closed)
     complete = complete or lists_cut
+    # (a whole record that names no GPU: a `-q -d SECTION` view, which prints only those sections)
+    gpus = [
+        replace(g, sections_view=tuple(tree)) if not g.name and not g.record_cut and tree and not flat else g
+        for g, tree in zip(gpus, trees, strict=True)
+    ]
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     # (a version on the text's last line may be cut inside it, whatever newline an editor added)
     head = _whole_header(tree, every, warnings)

@@ -274,6 +274,26 @@ def _model_matches(
     return fails, warns, unknown
 
 
+SECTIONS_VIEW_ADVICE = (
+    "`nvidia-smi -q -d SECTION` prints only the sections asked for, never the GPU's name: save"
+    " `nvidia-smi -L` (or the whole `nvidia-smi -q`) beside it"
+)
+
+
+def _sections_view_said(gpus: Iterable[GpuInfo]) -> str:
+    """'a view of some sections of `nvidia-smi -q` (`-q -d ...`: Performance State, Clocks
+    Throttle Reasons), which prints no GPU name' where every GPU whose name was not read was read
+    by such a view (GpuInfo.sections_view), '' otherwise."""
+    nameless = [g for g in gpus if not g.faults and not g.name.strip()]
+    if not nameless or not all(g.sections_view for g in nameless):
+        return ""
+    shown = list(dict.fromkeys(s for g in nameless for s in g.sections_view))
+    return (
+        f"a view of some sections of `nvidia-smi -q` (`-q -d ...`: {', '.join(shown)}), which prints"
+        " no GPU name"
+    )
+
+
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     """Every GPU is the ordered model (names normalised); a failure names the word(s) that did
     not match or that mark another product; a name nvidia-smi's table cut warns. A GPU count
@@ -324,6 +344,12 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     # (each GPU's name read by a whole record of a whole GPU set: judged, whatever else was cut)
     named = incomplete_said_for(facts, "name")
     incomplete = named or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
+    viewed = _sections_view_said(facts.gpu.gpus) if nameless and not named else ""
+    if viewed and (verdict != "fail" or not (fails or faulty)):
+        # (a `-q -d SECTION` view prints no name: nothing cut or refused, the view is the answer)
+        return Check(
+            "gpu_model", expected, f"{actual}; {incomplete}: {viewed}", "unverified", SECTIONS_VIEW_ADVICE
+        )
     if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
