@@ -697,9 +697,9 @@ def _parse_frame(lines: list[str]) -> GpuReport:
     # cut after the GPU table closed, inside the MIG devices or Processes table: every GPU row
     # is whole, only the process lists may go on in the part cut away
     lists_cut = not whole and rows_whole and bool(gpus)
-    # (cut before the Processes table began: the `MIG devices:` table, printed after the GPU rows
-    # and before it, was cut or never reached)
-    slices_cut = not whole and bool(gpus) and not any(map(_TABLE_PROCESSES.search, lines))
+    # (cut after the GPU rows, before the Processes table began: the `MIG devices:` table, printed
+    # between, was cut; a table cut or left short otherwise says so of every rule it shortens)
+    slices_cut = lists_cut and not any(map(_TABLE_PROCESSES.search, lines))
     gpus = [
         replace(
             gpu,
