@@ -188,10 +188,12 @@ _Q_SECTION = re.compile(
     re.M,
 )
 # what such a section's lines say of a fault: a pending remap or retirement, an uncorrectable
-# count above 0, a remapping failure
+# count above 0, a remapping failure, a slowdown the clock event (throttle) reasons show active
+# (facts/gpu_views.py SLOWDOWNS: the throttling rule's fails; never Idle, a power cap or a setting)
 _Q_FAULT_LINE = re.compile(
     r"^[ \t]*((?:Pending(?: Page Blacklist| Page Retirement)?|Remapping Failure Occurred)[ \t]*:[ \t]*Yes"
-    r"|(?:Uncorrectable(?: Error)?|Double Bit ECC)[ \t]*:[ \t]*[1-9]\d*)[ \t]*$",
+    r"|(?:Uncorrectable(?: Error)?|Double Bit ECC)[ \t]*:[ \t]*[1-9]\d*"
+    r"|(?:HW|SW) (?:Thermal |Power Brake )?Slowdown[ \t]*:[ \t]*Active)[ \t]*$",
     re.M,
 )
 

@@ -348,6 +348,13 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__autodl-vgpu-48gb__1gpu__driver570.124.04__ecc-off__fan99__easyedit-env.txt",
         # `nvidia-smi | head -8` without its borders: steps/checks/test_min_driver_banner_no_border_r37.py
         "nvidia-smi__head-8-banner-only-no-borders__driver590.48.01-cuda13.1__blackwell-scout-worker-report.txt",
+        # MIG-mode tables cut in or before `MIG devices:`: steps/checks/test_mig_devices_cut_r38.py
+        "nvidia-smi__h100-80gb-hbm3-mig__1gpu__driver550.90.07__memory-na__cut-in-mig-devices-header__diffusers-torchao-41.txt",
+        "nvidia-smi__a100-80g-mig__2gpu__driver510.108.03__cut-after-mig-devices-border__ollama-4814.txt",
+        # a `-q -d PERFORMANCE` view, no GPU name: steps/checks/test_sections_view_name_r38.py
+        "nvidia-smi-q-d-performance__geforce-rtx-3080__1gpu__driver495.44__copied-command-idle-active__mangohud-636.txt",
+        # the 270 drivers' -q (`GPU 0:2:0`, no process list): facts/test_text_q_270_layout_r38.py
+        "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__gpu-0-2-0-head-mb-units-no-processes__microway-blog.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -84,6 +84,14 @@ class GpuInfo:
     # the MIG devices' rows of the table's `MIG devices:` section (their memory and volatile
     # ECC counts, where the GPU's own row says N/A in MIG mode); () where none was read
     mig_slices: tuple[MigSlice, ...] = ()
+    # in MIG mode, its `MIG devices:` rows may be in the part cut away: a table cut after its
+    # GPU rows, before that section closed (in its header, in its rows, or before it began); what
+    # only those rows give (each slice's memory, its volatile ECC count) is cut, never "not reported"
+    mig_slices_cut: bool = False
+    # this format's whole record of the GPU printed no name, only these sections (as labelled):
+    # a view of some sections, `nvidia-smi -q -d PERFORMANCE` (`Performance State`, `Clocks Event
+    # Reasons`), which never prints the name; () where the record names the GPU or was cut
+    sections_view: tuple[str, ...] = ()
     vbios: str | None = None
     product_brand: str | None = None  # e.g. "NVIDIA", "GeForce", "NVIDIA RTX"
     product_architecture: str | None = None  # e.g. "Ampere", "Ada Lovelace"

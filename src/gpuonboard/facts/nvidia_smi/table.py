@@ -697,6 +697,9 @@ def _parse_frame(lines: list[str]) -> GpuReport:
     # cut after the GPU table closed, inside the MIG devices or Processes table: every GPU row
     # is whole, only the process lists may go on in the part cut away
     lists_cut = not whole and rows_whole and bool(gpus)
+    # (cut after the GPU rows, before the Processes table began: the `MIG devices:` table, printed
+    # between, was cut; a table cut or left short otherwise says so of every rule it shortens)
+    slices_cut = lists_cut and not any(map(_TABLE_PROCESSES.search, lines))
     gpus = [
         replace(
             gpu,
@@ -707,6 +710,7 @@ def _parse_frame(lines: list[str]) -> GpuReport:
             processes_open=(processes_known and gpu.index in processes or lists_cut) and not of_every_gpu,
             mig_devices=len(slices[gpu.index]) if gpu.index in slices else None,
             mig_slices=tuple(slices.get(gpu.index, ())),
+            mig_slices_cut=slices_cut and gpu.mig_mode == "Enabled" and gpu.index not in slices,
         )
         for gpu in gpus
     ]

@@ -23,6 +23,14 @@ from gpuonboard.facts.nvidia_smi.model import (
     PowerReadings,
 )
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
+from gpuonboard.facts.nvidia_smi.text_q_end import (
+    _BDF_HEAD,
+    _OLD_HEAD,
+    _capabilities_missing,
+    _clocks_closed,
+    _cut_in_processes,
+    _text_block_cut,
+)
 from gpuonboard.facts.nvidia_smi.text_tree import (
     _TEXT_LINE,
     _indent,
@@ -422,6 +430,8 @@ def _text_gpu(
     )
     processes, processes_known = _text_processes(lines)
     faults, cell_faults = _text_faults(section)
+    # (drivers before R331 print the framebuffer's as `Memory Usage`, 270's in `Mb`: `5375 Mb`)
+    framebuffer = _tree_section(section, "FB Memory Usage", "Memory Usage")
     return GpuInfo(
         index=position,
         name=name or "",
@@ -431,8 +441,8 @@ def _text_gpu(
         pci_bus_id=_tree_get(section, "PCI", "Bus Id") or key[4:].strip(),
         pci_device_id=device_id(_tree_get(section, "PCI", "Device Id")),
         pci_subsystem_id=subsystem_id(_tree_get(section, "PCI", "Sub System Id")),
-        memory_total_mib=_unit_mib(_tree_get(section, "FB Memory Usage", "Total")),
-        memory_used_mib=_unit_mib(_tree_get(section, "FB Memory Usage", "Used")),
+        memory_total_mib=_unit_mib(_tree_get(framebuffer, "Total")),
+        memory_used_mib=_unit_mib(_tree_get(framebuffer, "Used")),
         memory_unified=_unified(_tree_raw(section, "FB Memory Usage", "Total")),
         ecc_mode=_on_off(_tree_get(section, "ECC Mode", "Current")),
         ecc_na=_is_na(_tree_raw(section, "ECC Mode", "Current")),
@@ -495,9 +505,6 @@ def _text_faults(section: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str
     return _field_faults(_tree_leaves(section), "Product Name")
 
 
-# Top-level sections of a -q GPU record that every complete record has, whatever the driver
-# (R450 .. R590 captures): a last record without one of them was cut off.
-_TEXT_RECORD_KEYS = ("Product Name", "PCI", "Processes")
 TEXT_CUT = "the nvidia-smi -q output ends mid-record: incomplete probe, rerun"
 TEXT_FLAT = (
     "the nvidia-smi -q text lost its indentation (a paste that collapsed runs of spaces or stripped"
@@ -511,61 +518,6 @@ TEXT_LISTS_CUT = (
     "the nvidia-smi -q output ends inside or after the last GPU record's Processes: every GPU's"
     " values were read, its process list may go on in the part cut away"
 )
-
-
-def _cut_in_processes(trees: Sequence[Mapping[str, Any]], attached: int | None) -> bool:
-    """Whether a cut -q output was cut inside or after its last record's `Processes` (every
-    record there, as many as `Attached GPUs` says): the record read its Product Name, PCI and
-    Processes header, so every section nvidia-smi prints before its process list was read."""
-    last = trees[-1]
-    if attached is not None and attached != len(trees):
-        return False
-    return "Processes" in last and all(key in last for key in _TEXT_RECORD_KEYS if key in trees[0])
-
-
-# a GPU record's head in the -q format of drivers before the 270 rewrite (`GPU 0:`, 2010's 260.19:
-# pastebin imQMLZpJ), whose records hold no PCI section and no process list; later drivers head
-# each record with its PCI address (`GPU 0000:04:00.0`)
-_OLD_HEAD = re.compile(r"^GPU \d+:$")
-
-
-def _text_block_cut(
-    first: Mapping[str, Any], last: Mapping[str, Any], single: bool, old: bool = False
-) -> bool:
-    """Whether the last -q GPU record ends early: it lacks a section the first record has (or,
-    when it is the only record, one that every full record has), or it ends at a 'Processes'
-    header with no entry under it (nvidia-smi prints 'Processes : None' for none). A record of
-    the format before 270 (`old`) has no Processes section to lack."""
-    if _tree_child(last, "Processes") == {}:
-        return True
-    if old and single:
-        return False
-    if not single:
-        # the sections every record has, and the first record's closing one (sections such as
-        # "MIG Devices" may differ from GPU to GPU on a mixed box; the record's end does not)
-        required = [key for key in _TEXT_RECORD_KEYS if key in first]
-        required += list(first)[-1:]
-        return any(key not in last for key in required)
-    if "Processes" in last:
-        return False
-    # `-q -d MEMORY` and friends print a few sections without the product name: not a cut
-    return "Product Name" in last or not last  # (one section alone: `-q -d TEMPERATURE`)
-
-
-# the first driver branch known to close each GPU's -q record with a `Capabilities` section
-# after its Processes (every real -q of 560.35.03 to 610.62 in tests/fixtures/real does)
-_CLOSED_BY_CAPABILITIES = 560
-
-
-def _capabilities_missing(tree: Mapping[str, Any], last: Mapping[str, Any]) -> bool:
-    """Whether a whole GPU record (its Product Name and Processes read) of a driver that closes
-    each record with `Capabilities` lacks it: the text was cut at a line end in or after the
-    record's Processes, the process list read may go on in the part cut away."""
-    raw = _tree_first(tree, ("KMD Version",), ("Driver Version",)) or ""
-    major = re.match(r"\s*(\d+)\.", raw)
-    if major is None or int(major.group(1)) < _CLOSED_BY_CAPABILITIES:
-        return False
-    return "Product Name" in last and "Processes" in last and _tree_child(last, "Capabilities") is None
 
 
 _TEXT_ELIDED = "the nvidia-smi -q text has lines left out by hand, marked `...`"
@@ -690,7 +642,9 @@ def parse_text_q(text: str) -> GpuReport:
     flat = any(_flattened(lines, read) for _, lines in blocks)
     if blocks:
         old = all(_OLD_HEAD.match(key) for key, _ in blocks)
-        if _text_block_cut(trees[0], trees[-1], len(blocks) == 1, old) or _capabilities_missing(
+        # (the 270 format's: whether its last record's Clocks section closed it)
+        bdf = _clocks_closed(blocks[-1][1]) if all(_BDF_HEAD.match(key) for key, _ in blocks) else None
+        if _text_block_cut(trees[0], trees[-1], len(blocks) == 1, old, bdf) or _capabilities_missing(
             tree, trees[-1]
         ):
             complete = False
@@ -724,6 +678,11 @@ def parse_text_q(text: str) -> GpuReport:
         closed += _lines_read_in_last(trees[-1], text.endswith("\n"))
         gpus[-1] = replace(gpus[-1], record_cut=True, parts_read=closed)
     complete = complete or lists_cut
+    # (a whole record that names no GPU: a `-q -d SECTION` view, which prints only those sections)
+    gpus = [
+        replace(g, sections_view=tuple(tree)) if not g.name and not g.record_cut and tree and not flat else g
+        for g, tree in zip(gpus, trees, strict=True)
+    ]
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"
     # (a version on the text's last line may be cut inside it, whatever newline an editor added)
     head = _whole_header(tree, every, warnings)

@@ -585,6 +585,11 @@ def parse_xml(text: str) -> GpuReport:
     warnings: list[str] = []
     may_fault = _texts_may_fault(root)
     gpus = [_xml_gpu(gpu, position, warnings, may_fault) for position, gpu in enumerate(root.findall("gpu"))]
+    # (a whole <gpu> with no <product_name>: a `-q -x -d SECTION` view, only those elements printed)
+    gpus = [
+        replace(g, sections_view=tuple(dict.fromkeys(c.tag for c in gpu))) if not g.name and len(gpu) else g
+        for g, gpu in zip(gpus, root.findall("gpu"), strict=True)
+    ]
     attached = _int(_xml_raw(root, "attached_gpus"))
     if attached is None:
         warnings.append("no <attached_gpus> in XML")

@@ -28,7 +28,7 @@ from gpuonboard.steps.checks.driver_banner import mixed_packages
 from gpuonboard.steps.checks.gpu_family import family_of
 from gpuonboard.steps.checks.gpu_identity import disagreements, named_by_id, placeholder_text
 from gpuonboard.steps.checks.gpu_share import share_advice
-from gpuonboard.steps.checks.mig_memory import mig_vram
+from gpuonboard.steps.checks.mig_memory import MIG_CUT_ADVICE, mig_vram, slices_cut_said
 from gpuonboard.steps.checks.missing_facts import (
     ELSEWHERE_ADVICE,
     NVLINK_VIEW_ADVICE,
@@ -274,6 +274,26 @@ def _model_matches(
     return fails, warns, unknown
 
 
+SECTIONS_VIEW_ADVICE = (
+    "`nvidia-smi -q -d SECTION` prints only the sections asked for, never the GPU's name: save"
+    " `nvidia-smi -L` (or the whole `nvidia-smi -q`) beside it"
+)
+
+
+def _sections_view_said(gpus: Iterable[GpuInfo]) -> str:
+    """'a view of some sections of `nvidia-smi -q` (`-q -d ...`: Performance State, Clocks
+    Throttle Reasons), which prints no GPU name' where every GPU whose name was not read was read
+    by such a view (GpuInfo.sections_view), '' otherwise."""
+    nameless = [g for g in gpus if not g.faults and not g.name.strip()]
+    if not nameless or not all(g.sections_view for g in nameless):
+        return ""
+    shown = list(dict.fromkeys(s for g in nameless for s in g.sections_view))
+    return (
+        f"a view of some sections of `nvidia-smi -q` (`-q -d ...`: {', '.join(shown)}), which prints"
+        " no GPU name"
+    )
+
+
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     """Every GPU is the ordered model (names normalised); a failure names the word(s) that did
     not match or that mark another product; a name nvidia-smi's table cut warns. A GPU count
@@ -324,6 +344,12 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     # (each GPU's name read by a whole record of a whole GPU set: judged, whatever else was cut)
     named = incomplete_said_for(facts, "name")
     incomplete = named or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
+    viewed = _sections_view_said(facts.gpu.gpus) if nameless and not named else ""
+    if viewed and (verdict != "fail" or not (fails or faulty)):
+        # (a `-q -d SECTION` view prints no name: nothing cut or refused, the view is the answer)
+        return Check(
+            "gpu_model", expected, f"{actual}; {incomplete}: {viewed}", "unverified", SECTIONS_VIEW_ADVICE
+        )
     if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)
@@ -586,6 +612,9 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return mig
     if not read and (unified := unified_vram(expected, whole)):
         return unified  # (a Jetson's or the GB10's memory is the system's: `Not Supported`)
+    if not read and (cut := slices_cut_said(whole, "memory")):
+        incomplete = incomplete_said_for(facts, "memory_total_mib") or "incomplete probe"
+        return Check("vram", expected, f"unknown: {cut}; {incomplete}", "unverified", MIG_CUT_ADVICE)
     if not read:
         refused = refused_said(facts)
         return Check(
@@ -604,10 +633,12 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
     if disputed := disputed_said(facts, "memory_total_mib"):  # (two sizes of one GPU: neither judged)
         return Check("vram", expected, f"{actual}; {disputed}", "unverified", DISAGREE_ADVICE)
     ok = smallest >= order.vram_bytes * (1 - tolerance)
-    unread_sizes = [_at_bus(g) for g in facts.gpu.gpus if not g.faults and g.memory_total_mib is None]
-    incomplete = incomplete_said_for(facts, "memory_total_mib") or (
-        "; ".join(f"{g}: memory total not reported" for g in unread_sizes) if unread_sizes else ""
-    )
+    unsized = [g for g in whole if g.memory_total_mib is None]
+    unread_sizes = [_at_bus(g) for g in unsized if not g.mig_slices_cut]
+    sliced = slices_cut_said(unsized, "memory")
+    said = [f"{sliced}; incomplete probe"] if sliced else []
+    said += [f"{g}: memory total not reported" for g in unread_sizes]
+    incomplete = incomplete_said_for(facts, "memory_total_mib") or "; ".join(said)
     if ok and incomplete:
         return Check("vram", expected, f"{actual} of the GPUs read; {incomplete}", "unverified", RERUN_ADVICE)
     if ok:

@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from gpuonboard.facts.nvidia_smi import GpuInfo
 from gpuonboard.steps.base import Check
+from gpuonboard.steps.checks.missing_facts import CUT_SAID
 from gpuonboard.units import format_bytes
 
 MIG_SLICES_SHORT = (
@@ -72,3 +73,26 @@ def with_slice_ecc(g: GpuInfo) -> GpuInfo:
 def slice_counts_only(g: GpuInfo) -> bool:
     """`g`'s volatile uncorrectable count is read only from its MIG slices' rows."""
     return g.ecc_volatile_uncorrectable is None and with_slice_ecc(g) is not g
+
+
+# where a GPU's MIG slices' rows were cut from the table (GpuInfo.mig_slices_cut)
+MIG_CUT_ADVICE = (
+    "the output was cut short in or before its `MIG devices:` table (printed after the GPU rows),"
+    " so what only that table gives is in the part cut away, not missing: an incomplete probe, no"
+    " evidence about the hardware; rerun `nvidia-smi` and save its whole output"
+)
+
+
+def slices_cut_said(gpus: list[GpuInfo], what: str) -> str:
+    """'GPU 0 is in MIG mode, where the table gives each slice's `what` on its row of the `MIG
+    devices:` table (the output was cut short ...)' where a GPU of `gpus` had its MIG slices'
+    rows cut away (their memory, their ECC counts are in the part cut), '' where none did."""
+    cut = [g for g in gpus if g.mig_slices_cut]
+    if not cut:
+        return ""
+    names = ", ".join(g.called() for g in cut)
+    return (
+        f"{names} {'is' if len(cut) == 1 else 'are'} in MIG mode, where the table gives each slice's"
+        f" {what} on its row of the `MIG devices:` table {CUT_SAID} in or before that table:"
+        " those rows are in the part cut away)"
+    )

@@ -18,7 +18,12 @@ from gpuonboard.steps.checks.gpu_health.common import (
     no_ecc_said,
     sandboxed_advice,
 )
-from gpuonboard.steps.checks.mig_memory import slice_counts_only, with_slice_ecc
+from gpuonboard.steps.checks.mig_memory import (
+    MIG_CUT_ADVICE,
+    slice_counts_only,
+    slices_cut_said,
+    with_slice_ecc,
+)
 from gpuonboard.steps.checks.ngc import gpu_class
 
 ECC_ENABLE_ADVICE = (
@@ -254,7 +259,10 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
             if sliced
             else []
         )
+        cut = [g for g in unread if g.mig_slices_cut]
+        unread = [g for g in unread if g not in cut]
         parts += [f"not reported for {gpu_list(unread, gpus)}"] if unread else []
+        parts += [slices_cut_said(cut, "volatile uncorrectable ECC count")] if cut else []
         return Check(
             "ecc_uncorrectable",
             "0",
@@ -271,6 +279,10 @@ def rule_ecc_errors(gpus: list[GpuInfo]) -> Check:
     unknown = [g for g in gpus if not g.faults and _ecc_mode_unknown(g)]
     if not any(g.ecc_mode == "Enabled" for g in gpus) and not unknown:
         return Check("ecc_uncorrectable", "0", "not applicable (ECC off or unsupported)", "pass")
+    if cut_said := slices_cut_said([g for g in gpus if not g.faults], "volatile uncorrectable ECC count"):
+        # (in MIG mode the table prints those counts on the slices' rows, and they were cut away)
+        actual = f"not read: {cut_said}; incomplete probe"
+        return Check("ecc_uncorrectable", "0", actual, "unverified", MIG_CUT_ADVICE)
     # ECC is on but this output carries no error counts (the plain table has only the volatile
     # column): an uncorrectable error could hide there, so it is unverified, not a pass
     return Check(
