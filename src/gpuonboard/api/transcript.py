@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from gpuonboard.api import glued, part_reasons, shell_opened
-from gpuonboard.api.command_line import CONTAINER_CLIS, LAUNCHERS, run, tool_name
+from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINES_UNREAD, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
@@ -460,6 +460,8 @@ def _part_tool(part: Section) -> str:
     located = program in _LOCATORS or (program == "command" and words[1:2] in (["-v"], ["-V"]))
     if located and not ran.container:
         return ""  # (`which nvidia-smi`: where it is, not its output)
+    if program in ENGINES_UNREAD and not ran.container:
+        return ""  # (`lxc list a1`: LXD's table of containers, no output read; measure38d 16)
     if ran.container or (program and program not in LAUNCHERS and not _READ_TOOL.fullmatch(program)):
         # (the program typed, inside its container or wrappers; a tool named among its arguments
         # is the command it runs (`vgpu_unlock nvidia-smi vgpu -s`, `mpirun -np 2 nvidia-smi`),
