@@ -439,6 +439,7 @@ _ENGINES = frozenset(
         "podman",
         "nerdctl",
         "nvidia-docker",
+        "pouch",  # (Alibaba's PouchContainer: docker's grammar, `pouch run -it -m 123m IMAGE sh`)
         "ctr",
         "docker-compose",
         "podman-compose",

@@ -737,8 +737,9 @@ def _refuse_two(
         from gpuonboard.api.state_change import KEEP_APART_ADVICE
 
         raise UsageError(
-            f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs that cannot be"
-            f" judged as one box before and after a change of its GPUs' state: {why}; {KEEP_APART_ADVICE}."
+            f"{name}: {first.where} and {part.where} are two {_outputs_said(kind, first, part)} that"
+            " cannot be judged as one box before and after a change of its GPUs' state:"
+            f" {why}; {KEEP_APART_ADVICE}."
         )
     # (how they differ, as a folder's refusal says it: api/unread.py disagreement)
     differ = (
@@ -747,7 +748,15 @@ def _refuse_two(
         else ""
     )
     raise UsageError(
-        f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs{differ},"
+        f"{name}: {first.where} and {part.where} are two {_outputs_said(kind, first, part)}{differ},"
         " which cannot both be judged as the box (one may show part of it, or the box changed"
         " between them): keep one of them in the file."
     )
+
+
+def _outputs_said(kind: str, *parts: Section) -> str:
+    """What two outputs of `kind` are, by their commands: a `cat /proc/meminfo` is no `free`
+    output, though read as one (measure38d 15)."""
+    if kind == "free" and any("/proc/meminfo" in part.command for part in parts):
+        return "memory outputs"  # (each named by its command: `cat /proc/meminfo`, `free -m`)
+    return f"{kind_name(kind)} outputs"
