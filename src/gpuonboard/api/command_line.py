@@ -45,6 +45,7 @@ from gpuonboard.masking import command_said
 __all__ = [
     "CONTAINER_CLIS",
     "LAUNCHERS",
+    "ENGINES_UNREAD",
     "Grammar",
     "container_log",
     "Option",
@@ -438,6 +439,7 @@ _ENGINES = frozenset(
         "podman",
         "nerdctl",
         "nvidia-docker",
+        "pouch",  # (Alibaba's PouchContainer: docker's grammar, `pouch run -it -m 123m IMAGE sh`)
         "ctr",
         "docker-compose",
         "podman-compose",
@@ -547,6 +549,9 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
 # the engines whose `logs` verb prints what a container's own command printed (`kubectl logs POD`,
 # `docker logs CTR`, `crictl logs ID`, `docker compose logs SERVICE`); LXD's, Proxmox's and ctr's have none
 _LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach", "ctr"}
+# LXD's, Incus' and Proxmox's CLIs, whose own output (`lxc list`'s table of containers, `lxc config
+# get`, `pct status`) no reader reads: only a command they run in a container (`lxc exec c1 -- free -m`)
+ENGINES_UNREAD = frozenset({"lxc", "incus", "pct", "lxc-attach"})
 # every CLI that runs a command in a container or prints a container's log, with the Kubernetes
 # distributions' own CLIs that run kubectl or crictl (api/transcript.py COMMANDS: a saved output
 # is read after a line that runs one)

@@ -12,7 +12,16 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpuonboard.api.command_line import KUBE_CLIS, Run, container_log, elsewhere, run, runs, tool_name
+from gpuonboard.api.command_line import (
+    KUBE_CLIS,
+    LAUNCHERS,
+    Run,
+    container_log,
+    elsewhere,
+    run,
+    runs,
+    tool_name,
+)
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import TYPE_FIELDS, lscpu_labels
 from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER
@@ -232,10 +241,46 @@ def ran_elsewhere(kind: str, command: str) -> str:
         # (docker/cli resolves the context `default` whenever -H or DOCKER_HOST is set: its
         # `Context: default` then names no daemon of the box's own; revT F1)
         return f"`{command.strip()}` asked the daemon `{other}` names, not the box's own"
+    if command and kind in _HOST_TOOLS:
+        said = [_host_launched(ran, _HOST_TOOLS[kind]) for ran in runs(command, _HOST_TOOLS[kind])]
+        return said[0] if said and all(said) else ""
     if not command or not kind.startswith("nvidia_smi"):
         return ""
     said = [_ran_elsewhere(ran) for ran in runs(command, ("nvidia-smi",))]
     return said[0] if said and all(said) else ""
+
+
+# the host outputs a launcher may run on another machine than the box: each kind's commands, and
+# the /proc file a saved `cat` of it reads
+_HOST_TOOLS = {
+    "free": ("free", "/proc/meminfo"),
+    "lscpu": ("lscpu", "/proc/cpuinfo"),
+    "df": ("df",),
+    "lsblk": ("lsblk",),
+    "numactl": ("numactl",),
+    "nproc": ("nproc",),
+}
+# where each launcher (command_line.LAUNCHERS) runs the command after it
+_LAUNCHED_ON = {
+    "srun": "on a node Slurm chose",
+    "salloc": "on a node Slurm chose",
+    "pdsh": "on the nodes pdsh was given",
+    "clush": "on the nodes clush was given",
+}
+
+
+def _host_launched(ran: Run, tools: tuple[str, ...]) -> str:
+    """ran_elsewhere's clause for one run of a host tool (lscpu, free, df, ...; "" where the
+    login's shell ran it): a Slurm job step or pdsh runs it on other machines, an HPC container
+    runtime (`apptainer exec IMG`) in a container whose view may not be the box's (the same
+    launchers as nvidia-smi's, command_line.LAUNCHERS)."""
+    head = ran.head
+    if ran.container or not head or tool_name(head[0]) not in LAUNCHERS:
+        return ""
+    at = next((i for i, word in enumerate(head) if tool_name(word) in tools or word in tools), len(head))
+    said = command_said(" ".join(head[:at]))
+    where = _LAUNCHED_ON.get(tool_name(head[0]), f"in a container `{said}` started")
+    return f"`{ran.said}` ran {where}, not certainly the box"
 
 
 def _ran_elsewhere(ran: Run) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.once import lazy_re
+
 # a saved `grep . /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max` (each line `FILE:VALUE`) or
 # `head` of them (`==> FILE <==` above each value): the files the live probe's cgroup walk reads,
 # and the ones it reads first of whether the login is in a container (PID 1's name and cgroups,
@@ -46,6 +48,23 @@ def cat_listing(command: str, text: str) -> str | None:
     return "".join(f"{path}:{value}\n" for path, value in zip(words[1:], values, strict=True))
 
 
+# each limit file's own form, as the kernel prints it (a number, `max`, v1's -1, a CPU list), and
+# its words: a value not in it was edited by hand (`131_072_000 # ie, 131 MB`: measure38d 19)
+_NUMBER, _SIGNED = lazy_re(r"\d+"), lazy_re(r"-?\d+")
+_CPU_LIST = lazy_re(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
+_FORMS = {
+    "memory.max": (lazy_re(r"\d+|max"), "a number or `max`", "the cgroup memory limit"),
+    "memory.limit_in_bytes": (_SIGNED, "a number", "the cgroup memory limit"),
+    "cpu.max": (lazy_re(r"(?:\d+|max)(?: \d+)?"), "a quota or `max`, then a period", "the cgroup CPU quota"),
+    "cpu.cfs_quota_us": (_SIGNED, "a number", "the cgroup CPU quota"),
+    "cpu.cfs_period_us": (_NUMBER, "a number", "the cgroup CPU period"),
+    **dict.fromkeys(
+        ("cpuset.cpus.effective", "cpuset.effective_cpus", "cpuset.cpus"),
+        (_CPU_LIST, "a CPU list, `0-7,16`", "the cgroup CPU set"),
+    ),
+}
+
+
 def _known(path: str) -> bool:
     """Whether a listed file is one the live probe reads (_CGROUP_FILE)."""
     return _CGROUP_KNOWN.fullmatch(path) is not None
@@ -55,7 +74,37 @@ def cgroup_limits(text: str) -> tuple[str, str] | None:
     """A saved listing of cgroup limit files as the live probe's `FILE<TAB>VALUE` lines (other
     files of the cgroup tree listed beside them skipped): (those lines, ""), or ("", why) where
     its limit files lie in folders off one chain from the root; None when the text is no such
-    listing or lists none of them."""
+    listing or lists none of them (edited_limit says where a value was edited)."""
+    known = _known_pairs(text)
+    if not known:
+        return None
+    if (apart := _siblings([path for path, _ in known])) is not None:
+        return "", (
+            f"a listing of cgroup limits from folders of the tree of which neither holds the other ({apart}),"
+            " so which are the login's own cannot be told: save the probe's own folders,"
+            " `grep . /sys/fs/cgroup/<the path in /proc/self/cgroup>/{memory.max,cpu.max,"
+            "cpuset.cpus.effective}` and the same files of each folder above it."
+        )
+    return "".join(f"{path}\t{value.strip()}\n" for path, value in known), ""
+
+
+def edited_limit(text: str) -> str | None:
+    """Why a saved listing of cgroup limit files is not read, where a value in it is not its file's
+    own form (`131_072_000 # ie, 131 MB`: digit separators, a `# note`, a unit added by hand;
+    measure38d 19): one clause naming the file and what to save; None otherwise."""
+    for path, value in _known_pairs(text):
+        form = _FORMS.get(path.rsplit("/", 1)[-1])
+        if form is not None and form[0].fullmatch(value.strip()) is None:
+            return (
+                f"{form[2]} `{path}` reads `{value.strip()}`, which is not the file's own form ({form[1]}),"
+                f" so it is not read: save the file's own value (`cat {path}` as it prints it)"
+            )
+    return None
+
+
+def _known_pairs(text: str) -> list[tuple[str, str]]:
+    """The (file, value) pairs of a saved listing of cgroup files (`grep .`'s `FILE:VALUE` lines,
+    `head`'s `==> FILE <==` above each value) whose file the live probe reads; [] for none."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     if lines and all(_CGROUP_GREP.fullmatch(line) for line in lines):
         pairs = [m.groups() for line in lines if (m := _CGROUP_GREP.fullmatch(line))]
@@ -68,18 +117,8 @@ def cgroup_limits(text: str) -> tuple[str, str] | None:
                 pairs.append((path, line))
                 path = ""
     else:
-        return None
-    known = [(path, value) for path, value in pairs if _known(path) and value.strip()]
-    if not known:
-        return None
-    if (apart := _siblings([path for path, _ in known])) is not None:
-        return "", (
-            f"a listing of cgroup limits from folders of the tree of which neither holds the other ({apart}),"
-            " so which are the login's own cannot be told: save the probe's own folders,"
-            " `grep . /sys/fs/cgroup/<the path in /proc/self/cgroup>/{memory.max,cpu.max,"
-            "cpuset.cpus.effective}` and the same files of each folder above it."
-        )
-    return "".join(f"{path}\t{value.strip()}\n" for path, value in known), ""
+        return []
+    return [(path, value) for path, value in pairs if _known(path) and value.strip()]
 
 
 # the root of the tree a cgroup file's folder is in: v2's one (`/sys/fs/cgroup/system.slice/x`:

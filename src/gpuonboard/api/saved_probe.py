@@ -25,6 +25,7 @@ from gpuonboard.api.narrowed import (
 )
 from gpuonboard.api.saved_kinds import nvidia_smi_failed, talos_cut
 from gpuonboard.api.saved_text import decode_saved
+from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unreadable import refuse_damaged_xml, refuse_unreadable
 from gpuonboard.errors import UsageError
 from gpuonboard.facts import disks, memory
@@ -87,6 +88,8 @@ def probe_form(where: str, text: str, command: str = "") -> tuple[str, ProbeOutp
     if (release := uname_release(text, command)) is not None:
         return "kernel", ProbeOutput(f"{release}\n", "", 0, host_name=_uname_node(text))
     text = saved_cgroup.cat_listing(command, text) or text
+    if (edited := saved_cgroup.edited_limit(text)) is not None:
+        raise UnjudgedOutput(f"{where}: {edited}.")  # (read, not judged: said, the rest judged)
     if (limits := saved_cgroup.cgroup_limits(text)) is not None:
         lines, why = limits
         if why:

@@ -49,10 +49,25 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
         if prefix:
             found[part.line] = prefix
             continue
-        if (opens := opened_shell(part.command)) and not part.text.strip():
+        if (opens := opened_shell(part.command)) and _engine_lines_only(part.text):
             prefix, host = opens, part.host
             found[part.line] = ""
     return found
+
+
+# the lines an engine prints of its own before the shell it opened (`WARNING: Current Kernel does not
+# support memory swap, discard --memory-swap`, docker's pull of the image): no output of a command
+_ENGINE_LINE = re.compile(
+    r"(?:WARNING|Warning|warning)\b.*|Unable to find image .* locally|\S+: Pulling from \S+"
+    r"|[0-9a-f]{12}: (?:Pulling fs layer|Waiting|Download complete|Pull complete|Already exists)"
+    r"|Digest: sha256:[0-9a-f]+|Status: (?:Downloaded newer image|Image is up to date) for \S+"
+)
+
+
+def _engine_lines_only(text: str) -> bool:
+    """Whether an opener's `text` holds nothing, or only its engine's own lines (_ENGINE_LINE): the
+    shell opened, nothing of a command printed (measure38d 15: pouch's swap warning)."""
+    return all(_ENGINE_LINE.fullmatch(line.strip()) for line in text.splitlines() if line.strip())
 
 
 def opener_said(where: str) -> str:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from gpuonboard.api import glued, part_reasons, shell_opened
-from gpuonboard.api.command_line import CONTAINER_CLIS, LAUNCHERS, run, tool_name
+from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINES_UNREAD, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
@@ -460,6 +460,8 @@ def _part_tool(part: Section) -> str:
     located = program in _LOCATORS or (program == "command" and words[1:2] in (["-v"], ["-V"]))
     if located and not ran.container:
         return ""  # (`which nvidia-smi`: where it is, not its output)
+    if program in ENGINES_UNREAD and not ran.container:
+        return ""  # (`lxc list a1`: LXD's table of containers, no output read; measure38d 16)
     if ran.container or (program and program not in LAUNCHERS and not _READ_TOOL.fullmatch(program)):
         # (the program typed, inside its container or wrappers; a tool named among its arguments
         # is the command it runs (`vgpu_unlock nvidia-smi vgpu -s`, `mpirun -np 2 nvidia-smi`),
@@ -735,8 +737,9 @@ def _refuse_two(
         from gpuonboard.api.state_change import KEEP_APART_ADVICE
 
         raise UsageError(
-            f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs that cannot be"
-            f" judged as one box before and after a change of its GPUs' state: {why}; {KEEP_APART_ADVICE}."
+            f"{name}: {first.where} and {part.where} are two {_outputs_said(kind, first, part)} that"
+            " cannot be judged as one box before and after a change of its GPUs' state:"
+            f" {why}; {KEEP_APART_ADVICE}."
         )
     # (how they differ, as a folder's refusal says it: api/unread.py disagreement)
     differ = (
@@ -745,7 +748,15 @@ def _refuse_two(
         else ""
     )
     raise UsageError(
-        f"{name}: {first.where} and {part.where} are two {kind_name(kind)} outputs{differ},"
+        f"{name}: {first.where} and {part.where} are two {_outputs_said(kind, first, part)}{differ},"
         " which cannot both be judged as the box (one may show part of it, or the box changed"
         " between them): keep one of them in the file."
     )
+
+
+def _outputs_said(kind: str, *parts: Section) -> str:
+    """What two outputs of `kind` are, by their commands: a `cat /proc/meminfo` is no `free`
+    output, though read as one (measure38d 15)."""
+    if kind == "free" and any("/proc/meminfo" in part.command for part in parts):
+        return "memory outputs"  # (each named by its command: `cat /proc/meminfo`, `free -m`)
+    return f"{kind_name(kind)} outputs"

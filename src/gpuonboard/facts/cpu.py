@@ -299,6 +299,10 @@ def parse_lscpu(text: str) -> CpuInfo:
     host, types = _split_types(pairs)
     if not {"Architecture", "CPU(s)", "On-line CPU(s) list"} & set(host):
         return _empty("output not recognised as lscpu")
+    if "Total CPU(s)" in host and "CPU(s)" not in host:
+        # (NanXiao's lscpu for FreeBSD and OpenBSD: its counts are its own, not util-linux's,
+        # and may be wrong, its Socket(s) one where two are fitted: measure38d 06)
+        return _empty("a BSD lscpu (`Total CPU(s):`), not util-linux's")
     warnings: list[str] = []
     logical = _int(host, "CPU(s)", warnings)
     offline = _cpu_list_count(host.get("Off-line CPU(s) list"))

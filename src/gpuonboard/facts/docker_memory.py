@@ -35,6 +35,10 @@ _VM_KERNEL = lazy_re(r"linuxkit|microsoft|boot2docker|orbstack", re.IGNORECASE)
 _VM_NAME = lazy_re(r"docker-desktop|colima|lima-.*|rancher-desktop|orbstack", re.IGNORECASE)
 _SIZE = lazy_re(r"(\d+(?:\.\d+)?)([KMGT]?)iB")
 _POWERS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
+# the fields docker info prints just before its `Name:`
+_BEFORE_NAME = frozenset(
+    {"Kernel Version", "Operating System", "OSType", "Architecture", "CPUs", "Total Memory"}
+)
 
 
 def _fields(text: str) -> dict[str, str]:
@@ -105,11 +109,36 @@ def docker_unproven(raw: Mapping[str, ProbeOutput], unit: str = "") -> str:
     fields = _fields(out.stdout)
     if _local_linux(fields) is None:
         return f"which may be a VM's or Docker Desktop's, not the box's{unit}"
-    return (
-        f"not shown to be the box's{unit}: its `Name: {fields.get('Name', '')}` is no host name the box's"
-        " other outputs show (a copied prompt's host, `uname -a`) and its `Kernel Version:` no"
-        " `uname -r` of the box's"
-    )
+    return f"not shown to be the box's{unit}: {_unmatched(out.stdout, fields, raw)}"
+
+
+def _unmatched(text: str, fields: dict[str, str], raw: Mapping[str, ProbeOutput]) -> str:
+    """Why a local Linux daemon's `docker info` is not matched to the box: its `Name:` (or that it
+    has none: a paste cut after `Total Memory:`, measure38d 14) and `Kernel Version:` against the
+    box's other outputs, or that none was given that names a host or a release."""
+    kernel = fields.get("Kernel Version")
+    release = f"its `Kernel Version: {kernel}`" if kernel else "it has no `Kernel Version:` line"
+    if fields.get("Name"):
+        name = f"its `Name: {fields['Name']}`"
+    else:
+        last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
+        label = last.partition(":")[0]
+        # (docker info prints `Name:` after these: an output that ends at one of them was cut there)
+        cut = f" (the output ends after `{label}:`, cut short)" if label in _BEFORE_NAME else ""
+        name = f"it has no `Name:` line{cut}"
+    others = [  # (a copied prompt's host above the docker info itself is one)
+        o
+        for kind, o in raw.items()
+        if o.stderr != "not probed" and (o.host_name or (kind == "kernel" and o.stdout))
+    ]
+    if not others:
+        return (
+            f"{name}, and no other output of the box was given (a copied prompt's host, `uname -a`)"
+            " to match its host name or kernel to"
+        )
+    if fields.get("Name"):
+        name += " is no host name the box's other outputs show (a copied prompt's host, `uname -a`)"
+    return f"{name}, and {release} is no `uname -r` of the box's"
 
 
 def read_docker_memory(raw: Mapping[str, ProbeOutput]) -> MemoryInfo | None:

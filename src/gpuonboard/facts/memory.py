@@ -429,13 +429,17 @@ def _free_unit(name: str, text: str, command: str = "") -> tuple[int, bool]:
         candidates = [u for u in candidates if u != 1]
     elif len(numbers) >= 3 and 1 in candidates:
         return 1, False
+    if _swap_says_kib(text) and 1 not in candidates:
+        # (its Swap total says KiB, whatever the file's name: 2097148 read as MiB is 2 TiB of
+        # swap, and 574552 beside `Mem: 251348` 561 GiB of it; plain free's KiB, even below the
+        # RAM floor, the 245.5 MiB of an old PC: measure38d 22)
+        return _KIB, False
     if len(candidates) == 1:
         return candidates[0], False
     if _KIB in candidates and named:  # (named for plain `free`: free.txt)
         # (a name says no flag: a `free -m` saved as free.txt is as likely; a MiB reading
-        # also plausible is kept as the range up to it, never taken as 1024x less RAM, unless
-        # its Swap total says KiB: 2097148 read as MiB is 2 TiB of swap)
-        return _KIB, _MIB in candidates and not _swap_says_kib(text)
+        # also plausible is kept as the range up to it, never taken as 1024x less RAM)
+        return _KIB, _MIB in candidates
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(
         f"{name}: cannot tell the unit of this free output (Mem total {total} reads as {readings});"

@@ -207,8 +207,8 @@ def test_docker_info_s_cpus_are_named_never_judged_as_the_box_s_cores(
     # its `Name:` or kernel is the box's: not shown to be the box's own, revT F1)
     whose = (
         "the machine docker runs on, not shown to be the box's cores: its `Name:"
-        " nvidia-container-toolkit-1-17-6-docker-28-0-0-rc-1` is no host name the box's other outputs"
-        " show (a copied prompt's host, `uname -a`) and its `Kernel Version:` no `uname -r` of the box's)"
+        " nvidia-container-toolkit-1-17-6-docker-28-0-0-rc-1`, and no other output of the box was given"
+        " (a copied prompt's host, `uname -a`) to match its host name or kernel to)"
         if "28.0.0" in name
         else "the machine docker runs on, which may be a VM's or Docker Desktop's, not the box's cores)"
     )

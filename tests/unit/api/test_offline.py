@@ -210,6 +210,12 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "session__harness-record-": None,
         # (round 37: `sudo dmesg | grep error` then `| grep -i NVRM`: no nvidia-smi in it, the log's lines)
         "session__two-dmesg-greps": "kernel_log",
+        # (round 38: a `> `-quoted session, `$ srun -p a64fx lscpu`: read part by part)
+        "session__srun-": None,
+        "session__cat-memory-max-": None,  # (round 38: a cgroup file's value, read by its form)
+        "session__lscpu-freebsd-": "lscpu",  # (round 38: a BSD lscpu under its prompt)
+        "session__pouch-run-": "free",  # (round 38: no nvidia-smi in it; read part by part)
+        "session__lxc-list-then-lxc-exec": "free",  # (round 38: no nvidia-smi in it; free's is the output)
         "session__": "nvidia_smi",
         # (round 37: an `lspci -nn` listing and `systemd-detect-virt`'s word: no output read, named in
         # a note; no Xid or NVLink row says they may hold one, api/test_sessions_r37.py)

@@ -122,6 +122,8 @@ def test_every_real_free_is_covered() -> None:
     either.add(
         "free-m__old-procps-capitalised-total-header__bold-markers-no-swap__hyperflex-hypercheck-10.txt"
     )
+    # round 38: a plain free whose Swap total says KiB, below the RAM floor (test_host_launched_r38.py)
+    either.add("free__old-pc-245mib-kib-swap-561mib__unit-flag-only-in-prose__rpimonitor-89.txt")
     assert real == cases | {n for n, *_ in ONE_LINE} | covered("free") | {CUT_AFTER_HEADER} | either
 
 
@@ -242,11 +244,18 @@ def test_free_k_m_h_are_told_apart() -> None:
 
 
 def test_free_that_could_be_kib_or_mib_is_refused() -> None:
-    """The real 2 GiB VM's `free` in an unnamed file: 1.9 GiB in KiB or 1.9 TiB in MiB."""
+    """The real 2 GiB VM's `free` in an unnamed file, its Swap row zeroed: 1.9 GiB in KiB or 1.9
+    TiB in MiB. As saved, its Swap total (2097148: 2 TiB as MiB) says KiB under any name (round
+    38: the file's name no longer decides whether the swap is looked at)."""
     from gpuonboard.errors import UsageError
     from gpuonboard.facts.memory import FreeFormatError, free_unit
 
-    text = (FIXTURES / "real/free__ubuntu-18.04-vm.txt").read_text()
+    saved = (FIXTURES / "real/free__ubuntu-18.04-vm.txt").read_text()
+    assert free_unit("mem.txt", saved) == 1024
+    text = saved.replace(
+        "Swap:       2097148         268     2096880", "Swap:             0           0           0"
+    )
+    assert text != saved
     with pytest.raises(FreeFormatError) as err:
         free_unit("mem.txt", text)
     assert isinstance(err.value, UsageError)

@@ -33,6 +33,7 @@ from gpuonboard.steps.checks.gpu_rules import (
 )
 from gpuonboard.steps.checks.host_rules import RAM_RESERVE_BYTES, rule_cpu, rule_data_disk, rule_ram
 from gpuonboard.steps.checks.interconnect_rule import rule_interconnect
+from gpuonboard.steps.checks.launched import launched_elsewhere
 from gpuonboard.steps.checks.missing_facts import RERUN_ADVICE, fault_advice
 from gpuonboard.steps.checks.model_match import (
     ModelMatch,
@@ -105,11 +106,11 @@ def evaluate(order: OrderSpec, facts: Facts, tolerance: dict[str, float] | None 
     if order.vram_bytes is not None:
         checks.append(named_beside(rule_vram(order, compute, tol["vram"]), shown))
     if order.cpu_cores is not None:
-        checks.append(rule_cpu(order, facts))
+        checks.append(launched_elsewhere(rule_cpu(order, facts), facts))
     if order.ram_bytes is not None:
-        checks.append(rule_ram(order, facts, tol["ram"]))
+        checks.append(launched_elsewhere(rule_ram(order, facts, tol["ram"]), facts))
     if order.data_disk is not None:
-        checks.append(rule_data_disk(order, facts, tol["disk"]))
+        checks.append(launched_elsewhere(rule_data_disk(order, facts, tol["disk"]), facts))
     if order.interconnect is not None:
         checks.append(rule_interconnect(order, facts))
     if order.min_driver is not None:

@@ -391,26 +391,46 @@ def _lscpu_unread(expected: str, facts: Facts) -> Check:
     )
 
 
-# lscpu's lines that count CPUs (any language's `CPU(s)`, `Core(s) per ...`, `Socket(s)`)
-_COUNT_LINE = lazy_re(r"^\s*(?:CPU\(s\)|Core\(s\) per \w+|Socket\(s\))\s*:.*$", re.M)
+# lscpu's lines that count CPUs (any language's `CPU(s)`, `Thread(s) per core`, `Core(s) per ...`,
+# `Socket(s)`; the BSD lscpu's `Total CPU(s)`), and the value each holds in lscpu's own form
+_COUNT_LINE = lazy_re(
+    r"^\s*(?:(?:Total |Active )?CPU\(s\)|Thread\(s\) per core|Core\(s\) per \w+|Socket\(s\))\s*:.*$", re.M
+)
+_COUNT_VALUE = lazy_re(r"[^:]*:\s*(?:\d+|-)\s*")
+# NanXiao's lscpu for FreeBSD and OpenBSD: `Total CPU(s):` (and `Active CPU(s):`), no `CPU(s):` line
+_BSD_LSCPU = lazy_re(r"^\s*Total CPU\(s\)\s*:", re.M)
 
 
 def _lscpu_text_unread(expected: str, text: str) -> Check:
     """cpu_cores where an lscpu's text was given and no count was read from it: the text is the
-    reason (a paste's notes or edits after its values), never the box; the lines named."""
-    lines = [" ".join(m.group(0).split()) for m in _COUNT_LINE.finditer(text)][:3]
-    shown = "; ".join(f"`{line[:80]}`" for line in lines)
+    reason (a paste's notes or edits after its values, a BSD lscpu), never the box; the lines not
+    in lscpu's form named (every count line where none is: measure38d 06)."""
+    lines = [" ".join(m.group(0).split()) for m in _COUNT_LINE.finditer(text)]
+    odd = [line for line in lines if not _COUNT_VALUE.fullmatch(line)]
+    shown = "; ".join(f"`{line[:80]}`" for line in (odd or lines)[:3])
+    if _BSD_LSCPU.search(text):
+        edited = f"; its count lines ({shown}) are not lscpu's own form either" if odd else ""
+        detail = (
+            "it is the BSD `lscpu` (NanXiao's, for FreeBSD and OpenBSD: `Total CPU(s):`, no `CPU(s):`"
+            f" line), whose counts are not util-linux's and are not read{edited}: give util-linux's"
+            " plain `lscpu` output of the box"
+        )
+    elif lines:
+        detail = (
+            f"its count lines ({shown}) are not lscpu's own form: give the plain `lscpu` output of the"
+            " box (without notes or edits after its values)"
+        )
+    else:
+        detail = (
+            "it holds no `CPU(s):`, `Core(s) per socket:` or `Socket(s):` line: give the plain `lscpu`"
+            " output of the box (without notes or edits after its values)"
+        )
     return Check(
         "cpu_cores",
         expected,
         "unknown: no CPU count could be read from the lscpu output",
         "unverified",
-        (
-            f"its count lines ({shown}) are not lscpu's own form"
-            if lines
-            else "it holds no `CPU(s):`, `Core(s) per socket:` or `Socket(s):` line"
-        )
-        + ": give the plain `lscpu` output of the box (without notes or edits after its values)",
+        detail,
     )
 
 
