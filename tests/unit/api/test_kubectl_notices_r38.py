@@ -11,7 +11,10 @@ import pytest
 from ..offline_judge import verdicts
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
-A30 = "nvidia-smi-L__a30__1gpu__kubectl-exec-driver-pod__defaulted-container-notice__gpu-operator-442.txt"
+A30 = (
+    "nvidia-smi-L__a30__1gpu__prompt__kubectl-exec-driver-pod"
+    "__defaulted-container-notice__gpu-operator-442.txt"
+)
 ORDER = "gpu_model: A30\ngpu_count: 1\n"
 
 

@@ -16,8 +16,8 @@ POD = (
     FIXTURES
     / "real"
     / (
-        "nvidia-smi__rtx-pro-6000-blackwell__1-mig-1g.24gb-slice__kmd610.43.02__kubectl-exec-it-bash-pod-shell"
-        "-ONE-command__hami-mig-blog-zh.txt"
+        "session__kubectl-exec-it-bash-pod-shell-ONE-command__nvidia-smi-rtx-pro-6000-blackwell"
+        "-1-mig-1g.24gb-kmd610__hami-blog-zh.txt"
     )
 )
 BASH_POD = (
