@@ -13,6 +13,7 @@ Real shapes (tests/fixtures/real/collect_env__*, check_env__*):
 
     CUDA available: True                    (check_env)
     GPU 0,1,2,3,4,5,6,7: NVIDIA B200        (one line for the GPUs of one name)
+    GPU 0: NVIDIA L40 (x8)                  (vLLM's sectioned report: a run of 8 GPUs of one name)
     CUDA Driver Version: 590.48.01
     NVIDIA Topology:                        (`nvidia-smi topo -m`'s matrix; collect_env's `GPU topology:`)
 
@@ -43,6 +44,7 @@ from dataclasses import dataclass
 from gpuonboard.api.transcript import command_of
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
+from gpuonboard.once import lazy_re
 
 # a line only these reports print (torch's collect_env and its copies; sglang's check_env)
 # (vLLM's newer report pads its labels: `Is CUDA available            : True`)
@@ -61,6 +63,9 @@ _GPU_LINE = re.compile(r"^GPU (\d+(?:,\d+)*): (.+?)\s*$")
 _MIG_LINE = re.compile(r"^\s*MIG\s+\S+\s+Device\s+\d+:")
 # torch's device name of a MIG slice (check_env): `NVIDIA A100-SXM4-80GB MIG 3g.40gb`
 _MIG_NAME = re.compile(r"^(.+?)\s+MIG\s+(\d+(?:c\.\d+)?g\.\d+gb\S*)$")
+# vLLM's newer report writes a run of GPUs of one name on one line: `GPU 0: NVIDIA L40 (x8)` is
+# eight L40s from GPU 0 on (never a name: no GPU's name ends in a count)
+_RUN_OF = lazy_re(r"^(.+?)\s*\(x(\d{1,3})\)$")
 # check_env's own lines: torch's view of the GPUs, whatever their position in the report
 _CHECK_ENV = re.compile(r"^(?:CUDA available: (?:True|False)\s*$|GPU \d+(?:,\d+)+: )", re.M)
 _DRIVER = re.compile(r"^(?:Nvidia driver version|CUDA Driver Versions?)\s*:[ \t]*(\S.*?)\s*$", re.M)
@@ -178,11 +183,21 @@ def _gpu_lines(lines: list[str]) -> list[str]:
             continue
         last = None
         if (m := _GPU_LINE.match(line.strip())) and "Compute Capability" not in line:
-            name, mig = m.group(2), _MIG_NAME.match(m.group(2))
+            name, indices = _named_run(m.group(1), m.group(2))
+            mig = _MIG_NAME.match(name)
             under = [f"  MIG {mig.group(2)}     Device  0:"] if mig else []
-            for i in m.group(1).split(","):
+            for i in indices:
                 last = gpus.setdefault(f"GPU {i}: {mig.group(1) if mig else name}", list(under))
     return [line for gpu, migs in gpus.items() for line in (gpu, *migs)]
+
+
+def _named_run(indices: str, name: str) -> tuple[str, list[str]]:
+    """The name and GPU indices of one GPU line: check_env's `GPU 0,1,2,3: NAME` the GPUs it names,
+    vLLM's `GPU 0: NAME (x8)` eight GPUs of that name from GPU 0 on."""
+    run = _RUN_OF.match(name)
+    if run is None or "," in indices or int(run.group(2)) < 1:
+        return name, indices.split(",")
+    return run.group(1), [str(int(indices) + k) for k in range(int(run.group(2)))]
 
 
 def _is_gpu_line(line: str) -> bool:

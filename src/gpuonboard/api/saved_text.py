@@ -46,8 +46,15 @@ _LABEL_LINE = transcript.LABEL_LINE  # (a poster's `Command: lscpu` line: its co
 _XTRACE = re.compile(r"\++ \S.*")
 _TRACE_MARK = re.compile(r"^(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)")
 # a line docker or podman prints while it pulls the image of a `docker run IMAGE CMD` above CMD's
-# output (on stderr; a terminal shows both)
+# output (on stderr; a terminal shows both); kubectl's own notices above `kubectl exec POD -- CMD`'s
+# output (stderr too): the container it chose (`Defaulted container "x" out of: x, y (init)`,
+# older kubectl's `Defaulting container name to x.` and its `Use 'kubectl describe pod/...'`
+# line), `Unable to use a TTY ...` (`-t` without a terminal) and the deprecated form's warning
 _PULL_LINE = re.compile(
+    r'Defaulted container "[^"]+" out of: .*|Defaulting container name to \S+\.?'
+    r"|Use 'kubectl describe pod/\S+(?: -n \S+)?' to see all of the containers in this pod\.?"
+    r"|Unable to use a TTY - input is not a terminal or the right kind of file"
+    r"|kubectl exec \[POD\] \[COMMAND\] is DEPRECATED .*|"
     r"Unable to find image '[^']+' locally|\S+: Pulling from \S+"
     r"|[0-9a-f]{12}: (?:Pull complete|Already exists|Pulling fs layer|Waiting|Verifying Checksum"
     r"|Download complete|Downloading|Extracting)\b.*"

@@ -282,7 +282,10 @@ def sections(text: str) -> list[Section] | None:
             login = _STARTED_ON if login else None
     out = _late_outputs_moved_up(out)
     read = [part for part in out if not part.empty]
-    return out if len(read) > 1 else None
+    # (one command typed at the prompt of a shell a command above opened in a container, `kubectl
+    # exec -it POD -- bash` then `root@POD:/# nvidia-smi`, is a session too: the prompt changed
+    # says where it ran; before, it was read as the box's bare output, m38e 03)
+    return out if len(read) > 1 or any(shell_opened.inside(out).values()) else None
 
 
 # a command word and its arguments after a prompt's sign (`ibswitches -C mlx5_0`, `rdma link`)

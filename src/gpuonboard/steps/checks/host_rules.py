@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import shlex
 
 from gpuonboard.connection.gather import Facts
 from gpuonboard.facts.cpu import (
@@ -229,6 +230,20 @@ def _lscpu_narrowed(check: Check, facts: Facts) -> Check:
         )
     if check.verdict not in ("pass", "warn") or out is None or not out.partial:
         return check
+    if check.verdict == "warn" and cpu is not None and _cores_capped_by_shown(cpu, out.partial):
+        # (`lscpu | grep -E "^(CPU\(s\)|Thread|Core|Socket)"`: the cores its lines count are the
+        # most the box has, fewer than ordered, as the whole lscpu says; m38e 01)
+        return Check(
+            check.name,
+            check.expected,
+            f"{check.actual}; {out.partial}",
+            "warn",
+            f"{check.detail}: the lines shown count {_counted(cpu.physical_cores or 0, 'core')}"
+            " (Socket(s) x Core(s) per socket), and a line the filter left out can only lower that"
+            " (another CPU type prints Core(s) per socket and Socket(s) lines of its own, which the"
+            " filter keeps, and none is shown); one may say CPUs are offline, fewer CPUs still:"
+            " save the whole `lscpu` of the box",
+        )
     return Check(
         check.name,
         check.expected,
@@ -237,6 +252,39 @@ def _lscpu_narrowed(check: Check, facts: Facts) -> Check:
         "a line the filter left out may say CPUs are offline (lscpu's Off-line CPU(s) list) or"
         " hold another CPU type: save the whole `lscpu` of the box",
     )
+
+
+# the narrowing of an lscpu by line-pattern filters only (`lscpu | grep -E '^CPU\(s\)|Core'`,
+# `lscpu | egrep ... | grep -v Flags`): the command the note quotes, and its filters' options
+_GREP_KEPT = lazy_re(r"^`(?P<command>[^`]+)` keeps only the lines e?f?grep let through")
+_GREPS = frozenset({"grep", "egrep", "fgrep"})
+# a grep option that keeps fewer matching lines than match, or prints other than the lines
+# (`-m 1`, `--max-count`, `-c`, `-l`, `-o`, `-q`)
+_GREP_CUTS = lazy_re(r"^(?:-[A-Za-z]*[mclLoq]|--(?:max-count|count|files|only|quiet|silent))")
+
+
+def _cores_capped_by_shown(cpu: CpuInfo, partial: str) -> bool:
+    """Whether the cores an lscpu narrowed by `partial` counts are the most the box has: read from
+    its Socket(s) and Core(s) per socket lines (the count's own) and kept by grep alone (a
+    pattern keeps every line that matches: a second CPU type's lines of
+    those labels too; no `-m`, `head` or `sed` that stops after some)."""
+    found = _GREP_KEPT.match(partial)
+    if found is None or cpu.sockets is None or cpu.cores_per_socket is None or cpu.physical_cores is None:
+        return False
+    try:
+        words = list(shlex.shlex(found.group("command"), posix=True, punctuation_chars=True))
+    except ValueError:  # (an unclosed quote)
+        return False
+    stages: list[list[str]] = [[]]
+    for word in words:
+        if word == "|":
+            stages.append([])
+        else:
+            stages[-1].append(word)
+    stages = stages[1:]
+    if not stages or any(not words or words[0].rsplit("/", 1)[-1] not in _GREPS for words in stages):
+        return False
+    return not any(_GREP_CUTS.match(word) for words in stages for word in words[1:])
 
 
 def _cpus_in_container(check: Check, order: OrderSpec, facts: Facts) -> Check:
