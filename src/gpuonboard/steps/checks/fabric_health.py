@@ -460,8 +460,8 @@ def _driver_excerpt(log: KernelLog, lost: str) -> str:
     n = f"{count} line{'s' if count != 1 else ''}"
     return (
         f"it holds only lines with NVRM or `nvidia` ({n}, first `{(log.driver_excerpt or '')[:80]}`),"
-        f" without the driver's load banner at boot: an excerpt picked from the log, whose other lines ({lost}"
-        " among them) are not known"
+        f" without the driver's load banner at boot: an excerpt picked from the log, whose other lines"
+        f" ({lost} among them) are not known"
     )
 
 
