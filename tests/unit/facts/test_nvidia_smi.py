@@ -354,7 +354,7 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         # a `-q -d PERFORMANCE` view, no GPU name: steps/checks/test_sections_view_name_r38.py
         "nvidia-smi-q-d-performance__geforce-rtx-3080__1gpu__driver495.44__copied-command-idle-active__mangohud-636.txt",
         # the 270 drivers' -q (`GPU 0:2:0`, no process list): facts/test_text_q_270_layout_r38.py
-        "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__gpu-0-2-0-head-mb-units-no-processes__microway-blog.txt",
+        "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__copied-command__gpu-0-2-0-head-no-processes__microway-blog.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

@@ -18,7 +18,7 @@ from ..offline_judge import checks
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 M2090 = REAL / (
-    "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__gpu-0-2-0-head-mb-units-no-processes"
+    "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__copied-command__gpu-0-2-0-head-no-processes"
     "__microway-blog.txt"
 )
 ORDER = "gpu_model: Tesla M2090\ngpu_count: 2\nvram: 5GB\n"
