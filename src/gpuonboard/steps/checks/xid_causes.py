@@ -178,7 +178,9 @@ def _kernel_after(events: Sequence[KernelEvent], i: int, row: NvrmFault) -> bool
     failure it caused), with no other failure after it in its driver load that it would come before."""
     c = events[i]
     return row.kernel_line and not any(
-        x.kind == "nvrm" and x.fault == events[i - 1].fault and (x.load, x.earlier_boot) == (c.load, c.earlier_boot)
+        x.kind == "nvrm"
+        and x.fault == events[i - 1].fault
+        and (x.load, x.earlier_boot) == (c.load, c.earlier_boot)
         for x in events[i + 1 :]
     )
 

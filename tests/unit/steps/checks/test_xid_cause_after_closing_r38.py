@@ -36,7 +36,9 @@ def _lines() -> list[str]:
 
 
 def _no_cause_failure(line: str, minor: int) -> str:
-    return line.replace("0x30:0xffff:660", "0x26:0x56:1474").replace("minor number 0", f"minor number {minor}")
+    return line.replace("0x30:0xffff:660", "0x26:0x56:1474").replace(
+        "minor number 0", f"minor number {minor}"
+    )
 
 
 @pytest.mark.parametrize("form", ["bearing", "pci"])
@@ -60,7 +62,9 @@ def test_a_cause_after_the_only_failures_closing_line_is_not_its_cause(tmp_path:
     """One GPU's failure, then a vbios line after its closing line (the next try, cut before its
     failure): the failure keeps replace; the vbios line is listed on its own."""
     vbios, rminit, closing = _lines()
-    verdict, actual = xid(tmp_path, "\n".join([_no_cause_failure(rminit, 0), _no_cause_failure(closing, 0), vbios, ""]))
+    verdict, actual = xid(
+        tmp_path, "\n".join([_no_cause_failure(rminit, 0), _no_cause_failure(closing, 0), vbios, ""])
+    )
     assert verdict == "fail"
     failure, cause = actual.split("; ", 1)
     assert RMINIT in failure and failure.endswith("-> replace"), actual
