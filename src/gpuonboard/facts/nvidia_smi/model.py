@@ -5,6 +5,7 @@ readers fill alike (PCIe link, memory health, power readings)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -361,3 +362,18 @@ class ClockReadings(TypedDict):
     clocks_sm_max_mhz: int | None
     clocks_applications_mhz: int | None
     clocks_default_applications_mhz: int | None
+
+
+# the whole record's sections no `-q -d SECTION` view prints (its identity: the name, brand,
+# architecture, UUID, VBIOS, PCI): a record that holds one is the whole `-q`, its name blank or
+# dropped, never a view of some sections (review N F4); labels as printed, or XML tags
+_IDENTITY_SECTIONS = frozenset(
+    {"product name", "product brand", "product architecture", "gpu uuid", "uuid", "vbios version", "pci"}
+)
+
+
+def a_sections_view(labels: Iterable[str]) -> bool:
+    """Whether a whole GPU record of these section labels (or XML tags), printing no name, is a
+    `-q -d SECTION` view: it holds some section and none of the identity a whole record prints."""
+    said = [label.replace("_", " ").strip().casefold() for label in labels]
+    return bool(said) and not _IDENTITY_SECTIONS.intersection(said)

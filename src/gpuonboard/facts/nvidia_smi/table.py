@@ -270,6 +270,17 @@ def _table_mig_devices(lines: Sequence[str]) -> dict[int, list[MigSlice]]:
     return {}
 
 
+def _no_mig_devices(lines: Sequence[str]) -> bool:
+    """Whether the `MIG devices:` table was read to its closing border on its one row, `No MIG
+    devices found`: a whole table that lists no MIG device."""
+    start = next((i for i, line in enumerate(lines) if "MIG devices:" in line), None)
+    if start is None:
+        return False
+    rest = [line.strip() for line in lines[start + 1 :]]
+    at = next((i for i, line in enumerate(rest) if "No MIG devices found" in line), None)
+    return at is not None and at + 1 < len(rest) and rest[at + 1].startswith("+")
+
+
 def _mig_slice(instance: str, cells: list[str]) -> MigSlice:
     """One MIG device's first row read: `|  0    5   0   0  |  29MiB / 33280MiB  | 32      0 |`."""
     memory = _TABLE_MEMORY.search(cells[1])
@@ -699,7 +710,9 @@ def _parse_frame(lines: list[str]) -> GpuReport:
     lists_cut = not whole and rows_whole and bool(gpus)
     # (cut after the GPU rows, before the Processes table began: the `MIG devices:` table, printed
     # between, was cut; a table cut or left short otherwise says so of every rule it shortens)
-    slices_cut = lists_cut and not any(map(_TABLE_PROCESSES.search, lines))
+    # (a `MIG devices:` table that closed on its `No MIG devices found` row was read whole: no
+    # slice row is in the part cut away, review N F2)
+    slices_cut = lists_cut and not any(map(_TABLE_PROCESSES.search, lines)) and not _no_mig_devices(lines)
     gpus = [
         replace(
             gpu,

@@ -21,6 +21,7 @@ from gpuonboard.facts.nvidia_smi.model import (
     MemoryHealth,
     PcieLink,
     PowerReadings,
+    a_sections_view,
 )
 from gpuonboard.facts.nvidia_smi.reasons import _reasons_from_states
 from gpuonboard.facts.nvidia_smi.text_q_end import (
@@ -680,7 +681,9 @@ def parse_text_q(text: str) -> GpuReport:
     complete = complete or lists_cut
     # (a whole record that names no GPU: a `-q -d SECTION` view, which prints only those sections)
     gpus = [
-        replace(g, sections_view=tuple(tree)) if not g.name and not g.record_cut and tree and not flat else g
+        replace(g, sections_view=tuple(tree))
+        if not g.name and not g.record_cut and a_sections_view(tree) and not flat
+        else g
         for g, tree in zip(gpus, trees, strict=True)
     ]
     # R610 marks "Driver Version" / "CUDA Version" deprecated for "KMD Version" / "CUDA UMD Version"

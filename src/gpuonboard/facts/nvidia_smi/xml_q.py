@@ -21,6 +21,7 @@ from gpuonboard.facts.nvidia_smi.model import (
     MemoryHealth,
     PcieLink,
     PowerReadings,
+    a_sections_view,
 )
 from gpuonboard.facts.nvidia_smi.reasons import NO_REASONS, Reasons, _reasons_from_states
 from gpuonboard.facts.nvidia_smi.values import (
@@ -587,7 +588,9 @@ def parse_xml(text: str) -> GpuReport:
     gpus = [_xml_gpu(gpu, position, warnings, may_fault) for position, gpu in enumerate(root.findall("gpu"))]
     # (a whole <gpu> with no <product_name>: a `-q -x -d SECTION` view, only those elements printed)
     gpus = [
-        replace(g, sections_view=tuple(dict.fromkeys(c.tag for c in gpu))) if not g.name and len(gpu) else g
+        replace(g, sections_view=tuple(dict.fromkeys(c.tag for c in gpu)))
+        if not g.name and a_sections_view(c.tag for c in gpu)
+        else g
         for g, gpu in zip(gpus, root.findall("gpu"), strict=True)
     ]
     attached = _int(_xml_raw(root, "attached_gpus"))

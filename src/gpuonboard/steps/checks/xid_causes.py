@@ -138,9 +138,14 @@ def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) ->
     e = events[at]
     for step in (-1, 1):
         i = at + step
+        closed = _closing(e)  # (walking on, past the failure's closing line: F1 of review N)
         while 0 <= i < len(events):
             c = events[i]
             row = _cause_of(c, e)
+            if row is not None and step > 0 and closed and not _kernel_after(events, i, row):
+                # (a driver's cause printed after a failure's closing nv.c line is the next
+                # failure's, another GPU's or the next try's: osinit.c prints it before its own)
+                return None
             if row is not None and row.boot_wide:
                 # (the kernel's line of its boot's PCI layout: its GPU's failures in any load)
                 if c.earlier_boot == e.earlier_boot and _same_gpu(c, e):
@@ -153,8 +158,31 @@ def _nearest_cause(events: Sequence[KernelEvent], at: int, effects: set[str]) ->
                 break
             if c.fault not in effects or not (_same_gpu(c, e) or _one_failure(events, i, at)):
                 break  # (another GPU's failure, or one naming none: the cause beyond is not this one's)
+            closed = closed or _closing(c)
             i += step
     return None
+
+
+def _closing(e: KernelEvent) -> bool:
+    """Whether the failure line `e` is nv.c's closing line of a failed initialisation (`rm_init_adapter
+    failed, device minor number 0`, the 2xx-3xx drivers' `rm_init_adapter(0) failed` and `... for device
+    bearing minor number 0`), printed after osinit.c's `RmInitAdapter failed!` and its cause."""
+    row = next((f for f in load_nvrm_faults() if f.id == e.fault), None)
+    m = row.pattern.search(e.message) if row is not None and e.kind == "nvrm" else None
+    return m is not None and m.group(0).lower().startswith("rm_init_adapter")
+
+
+def _kernel_after(events: Sequence[KernelEvent], i: int, row: NvrmFault) -> bool:
+    """Whether the cause at `i`, after a failure's closing line, is the kernel's own line (`kernel_line`)
+    that its log may print after the driver's (`caller ... [nvidia] mapping multiple BARs` below the
+    failure it caused), with no other failure after it in its driver load that it would come before."""
+    c = events[i]
+    return row.kernel_line and not any(
+        x.kind == "nvrm"
+        and x.fault == events[i - 1].fault
+        and (x.load, x.earlier_boot) == (c.load, c.earlier_boot)
+        for x in events[i + 1 :]
+    )
 
 
 def _one_failure(events: Sequence[KernelEvent], i: int, at: int) -> bool:

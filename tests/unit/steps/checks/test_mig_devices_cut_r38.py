@@ -103,3 +103,33 @@ def test_a_whole_mig_table_gives_the_slices_not_the_cut(tmp_path: Path) -> None:
     got = _judged(tmp_path, "whole.txt", "gpu_count: 1\nvram: 80GB\n", text)
     assert got["vram"][0] == "pass", got["vram"]
     assert "cut short" not in got["ecc_uncorrectable"][1], got["ecc_uncorrectable"]
+
+
+NO_MIG = [
+    "| MIG devices:                                                                            |",
+    "+------------------+----------------------------------+-----------+-----------------------+",
+    "| GPU  GI  CI  MIG |                     Memory-Usage |        Vol|      Shared           |",
+    "|      ID  ID  Dev |                       BAR1-Usage | SM     Unc| CE ENC DEC OFA JPG    |",
+    "|                  |                                  |        ECC|                       |",
+    "|==================+==================================+===========+=======================|",
+    "|  No MIG devices found                                                                   |",
+    "+-----------------------------------------------------------------------------------------+",
+]
+
+
+def test_a_closed_mig_table_with_no_mig_device_is_no_cut(tmp_path: Path) -> None:
+    """Review N F2: the H100 capture's `MIG devices:` table whole and closed on `No MIG devices
+    found`, the text ending before the Processes table: no slice row exists to be cut, so neither
+    rule says the slices' rows are in a part cut away (both stay unverified)."""
+    text = (REAL / H100).read_text(encoding="utf-8")
+    text = text[: text.index("| MIG devices:")] + "\n".join(NO_MIG) + "\n"
+    got = _judged(tmp_path, "no-mig-device.txt", "gpu_count: 1\nvram: 80GB\n", text)
+    for rule in ("vram", "ecc_uncorrectable"):
+        verdict, actual, _ = got[rule]
+        assert verdict == "unverified", actual
+        assert "cut short in or before" not in actual and "part cut away" not in actual, actual
+    # (cut inside that table before its closing border: the table's end is unread, as before)
+    got = _judged(
+        tmp_path, "no-mig-device-cut.txt", "gpu_count: 1\nvram: 80GB\n", text[: text.rindex("\n+") + 1]
+    )
+    _says_cut(got["vram"])

@@ -69,3 +69,18 @@ def test_a_record_that_names_its_gpu_is_judged(tmp_path: Path) -> None:
     )
     verdict, actual, _ = _model(tmp_path, "named.txt", "gpu_model: GeForce RTX 3080\ngpu_count: 1\n", text)
     assert verdict == "pass" and "view" not in actual, actual
+
+
+A10 = "nvidia-smi-q__a10__1gpu__driver535.129.03.txt"
+
+
+def test_a_whole_record_without_its_name_is_no_sections_view(tmp_path: Path) -> None:
+    """Review N F4: the real A10 `-q` with its `Product Name` left blank, or its line dropped:
+    the whole record (brand, architecture, PCI ...), its name not read, never a `-q -d` view."""
+    text = (REAL / A10).read_text(encoding="utf-8")
+    name = next(line for line in text.splitlines() if line.strip().startswith("Product Name"))
+    for edited in (text.replace(name, name.split(":")[0] + ":"), text.replace(name + "\n", "")):
+        verdict, actual, detail = _model(tmp_path, A10, "gpu_model: A10\ngpu_count: 1\n", edited)
+        assert verdict == "unverified", actual
+        assert "the name of 1 GPU(s) was not read" in actual, actual
+        assert "a view of some sections" not in actual and "prints no GPU name" not in actual, actual
