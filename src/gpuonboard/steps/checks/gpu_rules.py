@@ -643,8 +643,44 @@ def rule_vram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         return Check("vram", expected, f"{actual} of the GPUs read; {incomplete}", "unverified", RERUN_ADVICE)
     if ok:
         return Check("vram", expected, actual, "pass")
+    if reserve := _ecc_reserve_said(facts, order.vram_bytes * (1 - tolerance)):
+        return Check("vram", expected, f"{actual}; {reserve}", "unverified", ECC_RESERVE_ADVICE)
     return Check(
         "vram", expected, actual, "fail", _vram_short_detail(facts, order.vram_bytes * (1 - tolerance))
+    )
+
+
+# A GDDR5 board of the Fermi era (drivers up to R390, Fermi's last branch) with ECC on gives an
+# eighth of its memory to the check bits: a Tesla M2090's 6 GB reads `Total : 5375 Mb` (measure38b
+# 15, review N F3); Kepler's and later GDDR boards give a sixteenth or less, within the tolerance
+ECC_RESERVE_SHARE = 1 / 8
+ECC_RESERVE_LAST_MAJOR = 390
+ECC_RESERVE_ADVICE = (
+    "run `nvidia-smi -q -d ECC,MEMORY` on the host: with ECC off (`nvidia-smi -e 0`, then a reboot) the"
+    " total is the board's whole memory; or ask the vendor which card was installed"
+)
+
+
+def _ecc_reserve_said(facts: Facts, least_bytes: float) -> str:
+    """Why a total short of the order is not known to be a smaller card: every GPU short of it
+    has ECC on under a Fermi-era driver and is short by no more than the share ECC takes; ""."""
+    assert facts.gpu is not None
+    major = (facts.gpu.driver_version or "").split(".", 1)[0]
+    if not major.isdecimal() or int(major) > ECC_RESERVE_LAST_MAJOR:
+        return ""
+    short = [
+        g
+        for g in facts.gpu.gpus
+        if not g.faults and g.memory_total_mib is not None and g.memory_total_mib * 1024 * 1024 < least_bytes
+    ]
+    within = least_bytes * (1 - ECC_RESERVE_SHARE)
+    if not short or any(
+        g.ecc_mode != "Enabled" or (g.memory_total_mib or 0) * 1024 * 1024 < within for g in short
+    ):
+        return ""
+    return (
+        f"ECC is on (driver {facts.gpu.driver_version}): a board of that era gives up to an eighth of its"
+        " memory to ECC, so the total read is not the board's size"
     )
 
 
