@@ -68,7 +68,10 @@ def test_a_plain_free_whose_swap_and_ram_floor_disagree_is_both_readings(tmp_pat
     for name, copy in copies:
         verdict, actual = verdicts(tmp_path, name, copy, "ram: 1GB\n")["ram"]
         assert verdict == "unverified", (name, actual)
-        assert actual.startswith("245.5 MiB (257.4 MB) as plain free (KiB), 245.5 GiB as free -m"), (name, actual)
+        assert actual.startswith("245.5 MiB (257.4 MB) as plain free (KiB), 245.5 GiB as free -m"), (
+            name,
+            actual,
+        )
         assert verdicts(tmp_path, name, copy, "ram: 512GB\n")["ram"][0] == "fail", name
         assert verdicts(tmp_path, name, copy, "ram: 200MB\n")["ram"][0] == "pass", name
     # (its flag named: each reading as it is)
