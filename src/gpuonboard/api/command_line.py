@@ -557,6 +557,27 @@ ENGINES_UNREAD = frozenset({"lxc", "incus", "pct", "lxc-attach"})
 # is read after a line that runs one)
 CONTAINER_CLIS = _ENGINES | {"microk8s", "k3s", "minikube"}
 
+# the container engines' and kubectl's own lines, printed to stderr above a command's output (a
+# terminal shows both): an image's pull (docker's, podman's, for `docker run IMAGE CMD`), kubectl's
+# notices on an exec: the container it chose (`Defaulted container "x" out of: x, y (init)`, older
+# kubectl's `Defaulting container name to x.` and its `Use 'kubectl describe pod/...'` line),
+# `Unable to use a TTY ...` (`-t` without a terminal), the deprecated form's warning. The one
+# list: an output under its command starts after them (api/saved_text.py strip_prompt), a shell an
+# engine opened printed only them (api/shell_opened.py)
+ENGINE_OWN_LINE = re.compile(
+    r'Defaulted container "[^"]+" out of: .*|Defaulting container name to \S+\.?'
+    r"|Use 'kubectl describe pod/\S+(?: -n \S+)?' to see all of the containers in this pod\.?"
+    r"|Unable to use a TTY - input is not a terminal or the right kind of file"
+    r"|kubectl exec \[POD\] \[COMMAND\] is DEPRECATED .*"
+    r"|Unable to find image .+ locally|\S+: Pulling from \S+"
+    r"|[0-9a-f]{12}: (?:Pull complete|Already exists|Pulling fs layer|Waiting|Verifying Checksum"
+    r"|Download complete|Downloading|Extracting)\b.*"
+    r"|Digest: sha256:[0-9a-f]+|Status: (?:Downloaded newer image|Image is up to date) for \S+"
+    r"|Resolved \S+ as an alias .*|Trying to pull \S+|Getting image source signatures"
+    r"|Copying (?:blob|config) \S+.*"
+    r"|Writing manifest to image destination|Storing signatures"
+)
+
 
 # the launchers that run the command after them elsewhere than in the login's shell on the box,
 # other than the container engines above (Run.container): a Slurm job step or allocation (`srun`,

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import PurePosixPath
 
 from gpuonboard.api import glued, paste, saved_forms, transcript
+from gpuonboard.api.command_line import ENGINE_OWN_LINE
 from gpuonboard.api.kernel_command import LINE_FILTERS
 from gpuonboard.api.markdown_marks import markdown_unmarked
 from gpuonboard.errors import UsageError
@@ -45,24 +46,6 @@ _LABEL_LINE = transcript.LABEL_LINE  # (a poster's `Command: lscpu` line: its co
 # `++ hostname`), the others of a pipeline too (`+ tee out.txt`), in any order
 _XTRACE = re.compile(r"\++ \S.*")
 _TRACE_MARK = re.compile(r"^(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)")
-# a line docker or podman prints while it pulls the image of a `docker run IMAGE CMD` above CMD's
-# output (on stderr; a terminal shows both); kubectl's own notices above `kubectl exec POD -- CMD`'s
-# output (stderr too): the container it chose (`Defaulted container "x" out of: x, y (init)`,
-# older kubectl's `Defaulting container name to x.` and its `Use 'kubectl describe pod/...'`
-# line), `Unable to use a TTY ...` (`-t` without a terminal) and the deprecated form's warning
-_PULL_LINE = re.compile(
-    r'Defaulted container "[^"]+" out of: .*|Defaulting container name to \S+\.?'
-    r"|Use 'kubectl describe pod/\S+(?: -n \S+)?' to see all of the containers in this pod\.?"
-    r"|Unable to use a TTY - input is not a terminal or the right kind of file"
-    r"|kubectl exec \[POD\] \[COMMAND\] is DEPRECATED .*|"
-    r"Unable to find image '[^']+' locally|\S+: Pulling from \S+"
-    r"|[0-9a-f]{12}: (?:Pull complete|Already exists|Pulling fs layer|Waiting|Verifying Checksum"
-    r"|Download complete|Downloading|Extracting)\b.*"
-    r"|Digest: sha256:[0-9a-f]+|Status: (?:Downloaded newer image|Image is up to date) for \S+"
-    r"|Resolved \S+ as an alias .*|Trying to pull \S+|Getting image source signatures"
-    r"|Copying (?:blob|config) \S+.*"
-    r"|Writing manifest to image destination|Storing signatures"
-)
 # a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
 _TRAILING_PROMPT = re.compile(
     r"(?:[\w.-]+@[\w.-]+(?::[^\s<>]*)?|\[[\w.-]+@[^\]\n]*\]|PS [A-Za-z]:[^<>\n]*)?"
@@ -212,10 +195,10 @@ def strip_prompt(text: str) -> str:
         # as the same output saved without the prompt line is; m36b 04)
         lines = _first_line_unshifted(textwrap.dedent("\n".join(lines)).split("\n"))
     top = next(
-        (i for i, line in enumerate(lines) if line.strip() and not _PULL_LINE.fullmatch(line.strip())), 0
+        (i for i, line in enumerate(lines) if line.strip() and not ENGINE_OWN_LINE.fullmatch(line.strip())), 0
     )
     if any(line.strip() for line in lines[:top]):
-        lines = lines[top:]  # (`docker run IMAGE df`: the image's pull above the container's output)
+        lines = lines[top:]  # (`docker run IMAGE df`: the image's pull, kubectl's notices, above the output)
     last = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), None)
     if last is not None and _TRAILING_PROMPT.fullmatch(lines[last].strip()):
         lines = [*lines[:last], ""]

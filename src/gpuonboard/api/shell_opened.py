@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpuonboard.api.command_line import CONTAINER_CLIS, KUBE_CLIS
+from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINE_OWN_LINE, KUBE_CLIS
 from gpuonboard.api.part import Part
 
 # the shells an interactive exec opens (by the last word of its command)
@@ -55,26 +55,28 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
     return found
 
 
-# the lines an engine prints of its own before the shell it opened (`WARNING: Current Kernel does not
-# support memory swap, discard --memory-swap`, docker's pull of the image): no output of a command
-_ENGINE_LINE = re.compile(
-    r"(?:WARNING|Warning|warning)\b.*|Unable to find image .* locally|\S+: Pulling from \S+"
-    r"|[0-9a-f]{12}: (?:Pulling fs layer|Waiting|Download complete|Pull complete|Already exists)"
-    r"|Digest: sha256:[0-9a-f]+|Status: (?:Downloaded newer image|Image is up to date) for \S+"
-)
+# the lines an engine prints of its own before the shell it opened are command_line.ENGINE_OWN_LINE
+# (docker's pull of the image, kubectl's `Defaulted container ...`), or a warning: a shell prints
+# nothing of its own, so one there is its engine's (`WARNING: Current Kernel does not support
+# memory swap, discard --memory-swap`, pouch's)
+_WARNING_LINE = re.compile(r"(?:WARNING|Warning|warning)\b.*")
 
 
 def _engine_lines_only(text: str) -> bool:
-    """Whether an opener's `text` holds nothing, or only its engine's own lines (_ENGINE_LINE): the
-    shell opened, nothing of a command printed (measure38d 15: pouch's swap warning)."""
-    return all(_ENGINE_LINE.fullmatch(line.strip()) for line in text.splitlines() if line.strip())
+    """Whether an opener's `text` holds nothing, or only its engine's own lines (ENGINE_OWN_LINE, a
+    warning): the shell opened, nothing of a command printed (measure38d 15, review S F2)."""
+    return all(
+        ENGINE_OWN_LINE.fullmatch(line.strip()) or _WARNING_LINE.fullmatch(line.strip())
+        for line in text.splitlines()
+        if line.strip()
+    )
 
 
 def opener_said(where: str) -> str:
     """What a part that opened a shell in a container did, for a session's note."""
     return (
-        f"{where} opened a shell in the container (it printed nothing of its own; the commands typed"
-        " at that shell's prompt below it ran in the container, not on the box)"
+        f"{where} opened a shell in the container (it printed nothing but its engine's own lines, if"
+        " any; the commands typed at that shell's prompt below it ran in the container, not on the box)"
     )
 
 

@@ -414,7 +414,7 @@ def _read_part(
     one output); else why it is not read ("" for nothing to say). `shell`: "" where the part
     opened a shell in a container, the command prefix that runs a command there where the part
     was typed at that shell's prompt (api/shell_opened.py), None otherwise."""
-    if part.empty:
+    if part.empty or shell == "":  # (an opener printed nothing, or its engine's own lines only)
         return (
             shell_opened.opener_said(part.where)
             if shell == ""

@@ -429,16 +429,18 @@ def _free_unit(name: str, text: str, command: str = "") -> tuple[int, bool]:
         candidates = [u for u in candidates if u != 1]
     elif len(numbers) >= 3 and 1 in candidates:
         return 1, False
-    if _swap_says_kib(text) and 1 not in candidates:
-        # (its Swap total says KiB, whatever the file's name: 2097148 read as MiB is 2 TiB of
-        # swap, and 574552 beside `Mem: 251348` 561 GiB of it; plain free's KiB, even below the
-        # RAM floor, the 245.5 MiB of an old PC: measure38d 22)
-        return _KIB, False
+    if _swap_says_kib(text) and 1 not in candidates and _KIB not in candidates and _MIB in candidates:
+        # (its Swap total read as MiB is over 256 GiB of swap, so KiB stays a reading even below
+        # the RAM floor: `Mem: 251348` beside `Swap: 574552` is 245.5 MiB of an old PC or 245.5
+        # GiB, measure38d 22; the swap alone never settles it, a box given swap equal to its RAM
+        # shows as much in a real `free -m`: the RAM is the range between the two readings)
+        candidates = [_KIB, *candidates]
     if len(candidates) == 1:
         return candidates[0], False
-    if _KIB in candidates and named:  # (named for plain `free`: free.txt)
-        # (a name says no flag: a `free -m` saved as free.txt is as likely; a MiB reading
-        # also plausible is kept as the range up to it, never taken as 1024x less RAM)
+    if _KIB in candidates and (named or _swap_says_kib(text)):
+        # (named for plain `free` (free.txt), or a Swap total over 256 GiB read as MiB: a `free
+        # -m` saved so is as likely; a MiB reading also plausible is kept as the range up to it,
+        # never taken as 1024x less RAM, nor the other way round)
         return _KIB, _MIB in candidates
     readings = " or ".join(_UNIT_NAMES[u] for u in candidates) or "any unit (no plausible RAM size)"
     raise FreeFormatError(

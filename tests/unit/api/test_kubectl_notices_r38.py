@@ -1,5 +1,5 @@
 """kubectl's own stderr notices above `kubectl exec POD -- CMD`'s output are no part of it
-(api/saved_text.py _PULL_LINE; measure38b 08: `Defaulted container "x" out of: ...` made a pod's
+(api/command_line.py ENGINE_OWN_LINE; measure38b 08: `Defaulted container "x" out of: ...` made a pod's
 `nvidia-smi -L` "not a recognised command output")."""
 
 from __future__ import annotations

@@ -72,3 +72,25 @@ def test_the_device_plugin_sessions_pod_command_alone(tmp_path: Path) -> None:
     notes: list[str] = []
     table = offline.load_outputs([str(tmp_path / "cut.txt")], notes)["nvidia_smi_table"]
     assert "shows only the GPUs of the container it ran in" in table.partial, table.partial
+
+
+def test_kubectls_own_notice_under_the_opener_is_no_output(tmp_path: Path) -> None:
+    """kubectl's own stderr lines under `kubectl exec -it POD -- bash` (`Defaulted container ...`
+    of a pod with sidecars, `Unable to use a TTY ...`), as a pull line or a WARNING is: the shell
+    still opened (review S F2: the pod's table was judged the box's, gpu_count FAIL). One list
+    of the engines' and kubectl's own lines (api/command_line.py ENGINE_OWN_LINE) serves both."""
+    text = POD.read_text(encoding="utf-8")
+    opener = "kubectl exec -it pytorch-mig-demo-c9f7c8b49-sl5qh -- bash"
+    plain = verdicts(tmp_path, POD.name, text, ORDER)
+    for notice in (
+        'Defaulted container "pytorch" out of: pytorch, istio-proxy, istio-init (init)',
+        "Unable to use a TTY - input is not a terminal or the right kind of file",
+        "Defaulting container name to pytorch.",
+    ):
+        lines = text.split("\n")
+        at = next(i for i, line in enumerate(lines) if opener in line)
+        noticed = "\n".join([*lines[: at + 1], notice, *lines[at + 1 :]])
+        got = verdicts(tmp_path, POD.name, noticed, ORDER)
+        assert got["gpu_count"] == plain["gpu_count"] and got["gpu_count"][0] == "unverified", (notice, got)
+        said = _said(tmp_path / "pod.txt", noticed)
+        assert f"(`{opener}`) opened a shell in the container" in said, said

@@ -1,7 +1,8 @@
 """Host outputs a launcher ran (`srun -p a64fx lscpu`, `pdsh -w n[1-4] free -g`: api/narrowed.py
 ran_elsewhere, steps/checks/launched.py): another node's answer, never the box's (measure38d 05),
-as nvidia-smi's already were; and a plain `free` table whose Swap total says KiB read in KiB under
-any name (facts/memory.py _free_unit; measure38d 22)."""
+as nvidia-smi's already were; and a `free` table whose Swap total, read as MiB, is over 256 GiB:
+KiB stays a reading, even below the RAM floor, but never the only one (facts/memory.py
+_free_unit; measure38d 22, review S F1)."""
 
 from __future__ import annotations
 
@@ -56,22 +57,40 @@ def test_srun_lscpu_beside_the_boxs_own_is_a_note(tmp_path: Path) -> None:
     assert got["cpu_cores"][0] == "fail" and got["cpu_cores"][1].startswith("16 cores"), got["cpu_cores"]
 
 
-def test_a_plain_free_whose_swap_says_kib_is_read_in_kib_under_any_name(tmp_path: Path) -> None:
+def test_a_plain_free_whose_swap_and_ram_floor_disagree_is_both_readings(tmp_path: Path) -> None:
+    """measure38d 22: `Mem: 251348` is below the RAM floor in KiB (245.5 MiB), its `Swap: 574552`
+    over 256 GiB of swap in MiB. Neither reading is ruled out, so the RAM is the range between
+    them under any name (review S F1): a fail only where both fail, never a guess."""
     text = (REAL / FREE_22).read_text(encoding="utf-8")
     table = text.split("\n", 1)[1]
     respaced = table.replace("      ", "   ")
     copies = (("free-arch.txt", text), ("mem.txt", table), ("free.txt", table), ("out.txt", respaced))
     for name, copy in copies:
-        got = verdicts(tmp_path, name, copy, "ram: 1GB\n")
-        assert got["ram"] == ("fail", "245.5 MiB (257.4 MB)"), (name, got["ram"])
+        verdict, actual = verdicts(tmp_path, name, copy, "ram: 1GB\n")["ram"]
+        assert verdict == "unverified", (name, actual)
+        assert actual.startswith("245.5 MiB (257.4 MB) as plain free (KiB), 245.5 GiB as free -m"), (
+            name,
+            actual,
+        )
+        assert verdicts(tmp_path, name, copy, "ram: 512GB\n")["ram"][0] == "fail", name
+        assert verdicts(tmp_path, name, copy, "ram: 200MB\n")["ram"][0] == "pass", name
+    # (its flag named: each reading as it is)
+    assert verdicts(tmp_path, "free-k.txt", table, "ram: 1GB\n")["ram"][0] == "fail"
+    assert verdicts(tmp_path, "free-m.txt", table, "ram: 1GB\n")["ram"][0] == "pass"
 
 
-def test_a_plain_free_of_plausible_kib_and_mib_keeps_its_swap_check(tmp_path: Path) -> None:
-    # (a total plausible in both units: a Swap total of 2 TiB read as MiB says KiB, under any name)
-    table = (
-        "              total        used        free      shared  buff/cache   available\n"
-        "Mem:         515890       60264       14892         204      176192      176928\n"
-        "Swap:       2097148        1560     2095588\n"
-    )
-    for name in ("free.txt", "memory.txt"):
-        assert verdicts(tmp_path, name, table, "ram: 1GB\n")["ram"][0] == "fail", name
+def test_a_real_free_m_with_big_swap_is_never_read_in_kib(tmp_path: Path) -> None:
+    """A `free -m` saved without its command whose Swap total is over 256 GiB (a big box given swap
+    equal to its RAM): its MiB reading is kept, the RAM unverified where the readings disagree
+    (review S F1: it failed 195.3 MiB / 1007.5 MiB)."""
+    free_m = (REAL / FREE_M).read_text(encoding="utf-8")
+    header = free_m.splitlines()[0]
+    tables = {
+        "192GB": f"{header}\nMem: 200000 60264 14892 204 124844 136928\nSwap: 300000 1560 298440\n",
+        "1TB": f"{header}\nMem: 1031710 60264 14892 204 124844 136928\nSwap: 1048575 1560 1047015\n",
+    }
+    for order, table in tables.items():
+        for name in ("mem.txt", "free.txt"):
+            verdict, actual = verdicts(tmp_path, name, table, f"ram: {order}\n")["ram"]
+            assert verdict == "unverified" and "GiB as free -m" in actual, (name, order, actual)
+        assert verdicts(tmp_path, "free-m.txt", table, f"ram: {order}\n")["ram"][0] == "pass", order

@@ -373,7 +373,9 @@ def test_rows_a_page_ran_together_are_read_row_by_row(
     )
     gib = total_kib / 2**20
     assert verdicts(tmp_path, "free.txt", text, f"ram: {round(gib)}GB")["ram"][0] == "pass"
-    assert verdicts(tmp_path, "free.txt", text, f"ram: {round(gib) * 2}GB")["ram"][0] == "fail"
+    assert verdicts(tmp_path, "free-k.txt", text, f"ram: {round(gib) * 2}GB")["ram"][0] == "fail"
+    # (named for plain free only: its MiB reading, several TiB, is as plausible; round 38, F1)
+    assert verdicts(tmp_path, "free.txt", text, f"ram: {round(gib) * 2}GB")["ram"][0] == "unverified"
 
 
 def test_a_row_label_inside_another_line_is_no_row_of_free() -> None:
