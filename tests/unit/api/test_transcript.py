@@ -90,9 +90,13 @@ def _readable_alone() -> list[Path]:
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
             both = both or any(part.host for part in parts or [])
             # (a capture saved under its own one prompt naming its host, `root@gl8:...# ibv_devinfo`,
-            # a conda env's `(base) admini@5002544:~$ docker info` too)
+            # a conda env's `(base) admini@5002544:~$ docker info` too; round 38: a bracketed
+            # `[stephen@Hunt ~/src/lscpu]$ lscpu`, a quoted `> [user@ftp-a64n97 scripts]$ srun ...`)
             both = both or (
-                re.match(r"(?:\(\S+\) )?\S+@[\w.-]+:\S*\s*[#$] ", path.read_text(errors="replace"))
+                re.match(
+                    r"(?:> )?(?:\(\S+\) )?(?:\[\S+@[\w.-]+ [^\]\n]*\]|\S+@[\w.-]+:\S*)\s*[#$] ",
+                    path.read_text(errors="replace"),
+                )
                 is not None
             )
             out.append(path) if not both and "nproc" not in kinds else None

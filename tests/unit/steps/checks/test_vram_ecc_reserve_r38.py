@@ -10,7 +10,10 @@ from pathlib import Path
 from tests.unit.offline_judge import verdicts
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
-M2090 = "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__copied-command__gpu-0-2-0-head-no-processes__microway-blog.txt"
+M2090 = (
+    "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__copied-command"
+    "__gpu-0-2-0-head-no-processes__microway-blog.txt"
+)
 
 
 def _text() -> str:
