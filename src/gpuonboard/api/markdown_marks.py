@@ -1,8 +1,9 @@
 """A saved text's lines under the Markdown decoration a note or a README put around them, dropped
 before they are read (api/saved_text.unquote, with a quote's `> ` marks): a list item's marker on
-every line (`- `, `* `, `+ `: each log line one item), and an emphasis around a paragraph (`_`,
-`*`, `__`, `**` before its first word and after its last, a list item's marker and quote marks
-before it: `    - > _Mar 21 20:18:56 pc kernel: ...` ... `... has fallen off the bus._`).
+every line, the same on each (`- `, `* `, `+ `: each log line one item; `- a` / `+ b` is a diff),
+and an emphasis around a paragraph (`_`, `*`, `__`, `**` before its first word and after its
+last, a list item's marker and quote marks before it: `    - > _Mar 21 20:18:56 pc kernel: ...`
+... `... has fallen off the bus._`).
 
 No output read here starts every line with a list marker and a blank, or opens a line with an
 emphasis mark that a later line of its paragraph closes at its end. Before, measure38c 18's two
@@ -24,7 +25,7 @@ from gpuonboard.once import lazy_re
 __all__ = ["markdown_unmarked"]
 
 # a list item's marker at a line's start: its indent, `-`, `*` or `+`, a blank
-_ITEM = lazy_re(r"^[ \t]{0,8}[-*+][ \t]+(?=\S)")
+_ITEM = lazy_re(r"^[ \t]{0,8}(?P<mark>[-*+])[ \t]+(?=\S)")
 # a paragraph's first line under its decoration: indent, a list marker (`-`, `*`, `+`, `1.`),
 # quote marks, then an emphasis opener right before a word (group `em`)
 _OPENER = lazy_re(r"^[ \t]*(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?(?:>[ \t]?)*(?P<em>__|\*\*|_|\*)(?=[^\s_*])")
@@ -34,7 +35,10 @@ def markdown_unmarked(lines: list[str]) -> list[str]:
     """`lines` without their Markdown decoration (the module's): a list marker every non-empty
     line carries, and each emphasised paragraph's marks. Lines as given where there is none."""
     filled = [line for line in lines if line.strip()]
-    if len(filled) >= 2 and all(_ITEM.match(line) for line in filled):
+    # (the same marker on every line: a list is drawn with one, while `- old` / `+ new` lines are
+    # a diff's, no list: revK F7)
+    marks = {m.group("mark") if (m := _ITEM.match(line)) else None for line in filled}
+    if len(filled) >= 2 and len(marks) == 1 and None not in marks:
         lines = [_ITEM.sub("", line, count=1) for line in lines]
     out = list(lines)
     i = 0

@@ -1,15 +1,16 @@
-"""A line a paste put in place of lines it left out by hand: `...`, `…` (the typographic one is
-ASCII again after api/paste.py), `[...]`, `(...)`, and the same with a word saying so: `[snip]`,
-`<snip>`, `...<snip>...`, `[...snip...]`, `... snip ...`, `--snip--`, `[... 200 lines omitted ...]`,
+"""A line a paste put in place of lines it left out by hand: `...`, `…` (the typographic one is ASCII
+again after api/paste.py), `[...]`, `(...)`, and the same with a word saying so: `[snip]`, `<snip>`,
+`...<snip>...`, `[...snip...]`, `... snip ...`, `--snip--`, `[... 200 lines omitted ...]`,
 `<truncated>`, `(12 lines skipped)`, `... 40 more lines ...` (open-gpu-kernel-modules#626's journal
-holds `[...snip...]`), a forum poster's break line `-bk-` (measure38c 12: a syslog quoted as ten
-lines picked from four boots). A listing that holds one is not whole: the devices, ports, CPUs or
-kernel lines it stands for are not known (leptonai/gpud#752's `ibstat` paste starts with `...`
-above its one CA). Values a paste redacted as `...` (`CA type: ...`) are no such line. This is the
-one definition every reader that checks for elisions uses. `grep -A/-B/-C`'s `--` between the
-groups of lines it kept is GREP_GROUPS, apart: a reader that knows its groups reads it as grep's
-(nvidia-smi -q's records, facts/nvidia_smi/text_q.py), a kernel log as lines left out
-(elided_line)."""
+holds `[...snip...]`). A poster's own break line between kept lines (`-bk-`, `----`, `* * *`,
+`(break)`: measure38c 12's syslog quoted as ten lines picked from four boots) is HAND_BREAK. A
+listing that holds one is not whole: the devices, ports, CPUs or kernel lines it stands for are not
+known (leptonai/gpud#752's `ibstat` paste starts with `...` above its one CA). Values a paste
+redacted as `...` (`CA type: ...`) are no such line. This is the one definition every reader that
+checks for elisions uses. `grep -A/-B/-C`'s `--` between the groups of lines it kept is GREP_GROUPS,
+apart: a reader that knows its groups reads it as grep's (nvidia-smi -q's records,
+facts/nvidia_smi/text_q.py), a kernel log as lines left out where it stands between two kernel
+lines (hand_break, facts/kernel_log._elided)."""
 
 from __future__ import annotations
 
@@ -37,18 +38,38 @@ ELISION = lazy_re(
     rf"|(?:{_MARK}\s*)?{_OPEN}\s*(?:{_MARK}\s*)?{_NOTE}\s*(?:{_MARK}\s*)?{_CLOSE}(?:\s*{_MARK})?"
     rf"|{_MARK}\s*{_NOTE}\s*{_MARK}?"  # `--snip--`, `... snip ...`, `... 40 more lines`
     r"|snip(?:ped)?"  # `snip` alone on its line
-    r"|-{1,2}\s*(?:bk|break)\s*-{1,2}"  # a forum poster's break line, `-bk-`
     r")\s*$",
     re.M | re.I,
 )
 # `grep -A/-B/-C`'s separator between the groups of lines it kept: the lines between are not shown
 # (a table's `---` rule is none)
 GREP_GROUPS = lazy_re(r"^[ \t]*--[ \t]*$")
+# the marks a poster draws a break line of: dashes (ASCII, en, em: a forum's typography turns `-`
+# into them), asterisks, equals signs, tildes, underscores, dots, slashes
+_BREAK_MARK = r"[-*=~_./\u2013\u2014\u2026\u00b7\u2022]"
+# a poster's hand-made break between kept lines (measure38c 12's `-bk-`, revK F2): a line of marks
+# only (`----`, `***`, `* * *`, `=====`, `~~~`, `\u2014\u2014`, grep's `--`), or a word for a break
+# alone or in marks or brackets (`bk`, `-bk`, `(break)`, `[bk]`, `<bk>`, `/bk/`, `\u2014bk\u2014`,
+# `[cut]`, `(snip)`, `<...>`). It says lines were left out only between two kept lines
+# (facts/kernel_log: a Markdown rule above a log, a mail's `-- ` signature below it, say nothing)
+HAND_BREAK = lazy_re(
+    rf"^\s*(?:(?:{_BREAK_MARK}\s*){{2,}}"
+    rf"|(?:{_BREAK_MARK}\s*)*[\[(<{{]?\s*(?:{_BREAK_MARK}\s*)*(?:bk|break|snip(?:ped)?|cut|\.{{3}}|\u2026)"
+    rf"\s*(?:{_BREAK_MARK}\s*)*[\])>}}]?\s*(?:{_BREAK_MARK}\s*)*)$",
+    re.I,
+)
 
 
 def elided_line(line: str) -> bool:
-    """Whether `line` stands for lines left out of a log: an ELISION line, or grep's `--`."""
-    return ELISION.match(line) is not None or GREP_GROUPS.match(line) is not None
+    """Whether `line` stands for lines left out of a log: an ELISION line, grep's `--`, or a
+    poster's HAND_BREAK (never a wrapped line's piece: facts/kernel_wrap)."""
+    return ELISION.match(line) is not None or (len(line) <= 40 and HAND_BREAK.match(line) is not None)
+
+
+def hand_break(line: str) -> bool:
+    """Whether `line` is a break line that says lines were left out where it stands between two
+    kept lines: grep's `--` or a poster's HAND_BREAK, no ELISION line (that says so anywhere)."""
+    return len(line) <= 40 and ELISION.match(line) is None and HAND_BREAK.match(line) is not None
 
 
 # the words one of which every ELISION line holds (facts/may_hold): dots, or what its note says
@@ -57,7 +78,7 @@ _WORDS = tuple(
     (word,)
     for word in (
         *("..", "\u2026", "more", "snip", "cut", "omitted", "skipped", "truncated", "elided"),
-        *("removed", "trimmed", "redacted", "deleted", "-bk", "-break"),
+        *("removed", "trimmed", "redacted", "deleted"),
     )
 )
 

@@ -13,10 +13,13 @@ grep from the log. The sentence says what they show:
   between them cannot be told, as for a `dmesg -t | grep` (api/saved_kinds.unstamped_kinds);
 - two lines one after the other are PICKED_GAP_S or more apart (`Jun 15 11:38:52`, then
   `Jun 15 15:38:52`): a kernel that logs such lines over hours logs other lines between them;
-- else they are a burst, `within N s`: one event's lines (an AER error's four, measure38c 01's
-  `jan. 29 20:50:17 kevin kernel: pcieport ...`) or a flood's, picked out of the log as a `grep
-  pcieport` does. Before round 38 a burst was read as a window of the log and passed "no Xid"
-  (the log read starts after boot) where the same lines unstamped were refused.
+- else, within BURST_S, they are a burst, `within N s`: one event's lines (an AER error's four,
+  measure38c 01's `jan. 29 20:50:17 kevin kernel: pcieport ...`) or a flood's, picked out of the
+  log as a `grep pcieport` does. Before round 38 a burst was read as a window of the log and passed "no Xid"
+  (the log read starts after boot) where the same lines unstamped were refused;
+- else they span minutes or hours, `across N h` (a rented VM's `[UFW BLOCK]` lines 37 s apart
+  over 3 h): a flood of one kind that filled the ring buffer, or a grep for it, which the stamps
+  cannot tell apart (revK F6: "within 11153 s" called it a burst).
 
 Whatever prefix a line carries (a syslog's or journal's `Mon DD hh:mm:ss host kernel: `, a bare
 `kernel: `, a label like `guest dmesg: `) its kind is that of the message after it, so the prefix
@@ -44,6 +47,9 @@ PICKED_KINDS = 2
 # the gap between two lines one after the other that a log of few kinds does not show whole
 PICKED_GAP_S = 3600.0
 
+# the span under which lines of few kinds one after the other are one burst (one event's lines, a
+# flood's seconds apart); over it, lines of few kinds across minutes or hours
+BURST_S = 600.0
 # a line's head before the kernel's message: a syslog's or journal's up to `kernel: ` (its time,
 # the host's name), a bare `kernel: `, or a label naming the log (`dmesg: `, `guest dmesg: `)
 _HEAD = lazy_re(
@@ -89,9 +95,11 @@ class PickedKinds:
         """The sentence the Xid and SXid rules give: what the log is and what it may leave out."""
         named = ", ".join(f"`{k}`" for k in self.kinds)
         n = len(self.kinds)
+        # (a flood across hours may be the whole ring buffer or a grep: "may be" picked)
+        picked = "lines that may be picked" if self.why.startswith("across") else "lines picked"
         return (
-            f"its kernel lines are of {n} kind{'s' if n > 1 else ''} only ({named}) {self.why}: lines"
-            " picked from the log, whose other lines (Xid and SXid lines among them) are not known"
+            f"its kernel lines are of {n} kind{'s' if n > 1 else ''} only ({named}) {self.why}: {picked}"
+            " from the log, whose other lines (Xid and SXid lines among them) are not known"
         )
 
     def for_xid(self) -> str:
@@ -131,6 +139,9 @@ def picked_kinds(lines: list[str]) -> PickedKinds | None:
     gap = _widest_gap(times)
     if gap is None or gap[0] < PICKED_GAP_S:  # (a grep keeps the stamps: they tell it from nothing)
         span = _span(times)
+        if span is not None and span >= BURST_S:  # (a flood's lines over hours: no burst, revK F6)
+            across = f"{span / 3600:.1f} h" if span >= 3600 else f"{span / 60:.0f} min"
+            return PickedKinds(kinds, f"across {across}, which cannot be told from a grep of the log")
         return PickedKinds(kinds, f"within {span:.0f} s" if span is not None else "at one time")
     hours = gap[0] / 3600
     first, then = read[gap[1] - 1][1].strip(), read[gap[1]][1].strip()
@@ -156,8 +167,10 @@ def _kind(line: str) -> str:
         return "NVRM"
     if re.match(r"nvidia-nvswitch\d*:", message):
         return "nvidia-nvswitch"
-    if bracket := re.match(r"\[[^\]\n]{1,30}\]", message):  # (`[Hardware Error]:`, `[drm]`)
-        return bracket.group(0)
+    # (`[Hardware Error]:`, `[drm]`; an APEI record's number before it, `{35}[Hardware Error]:`, left
+    # out as a digit is: revK F5 named the kind `{}[Hardware`)
+    if bracket := re.match(r"(?:\{\d+\})?(\[[^\]\n]{1,30}\])", message):
+        return bracket.group(1)
     return re.sub(r"[\d.:]+", "", message.split()[0]) or ""
 
 

@@ -59,14 +59,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from gpuonboard.facts.elision import elided_line, may_be_elided
+from gpuonboard.facts.elision import ELISION, elided_line, hand_break, may_be_elided
 from gpuonboard.facts.extra_probes import KERNEL_LOG_BOOT, KERNEL_LOG_PATTERN
 from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
 from gpuonboard.facts.kernel_event import KernelEvent as KernelEvent
 from gpuonboard.facts.kernel_forms import once_per_report
 from gpuonboard.facts.kernel_instance import OpenedLine, ProbeLine, device_line, probe_line, tie_instances
-from gpuonboard.facts.kernel_kinds import PickedKinds, picked_kinds
+from gpuonboard.facts.kernel_kinds import PickedKinds, picked_kinds, unstamped_kernel_line
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
 from gpuonboard.facts.kernel_nvrm import NVRM as _NVRM
 from gpuonboard.facts.kernel_nvrm import NVRM_FAULTS_FILE as NVRM_FAULTS_FILE
@@ -86,6 +86,7 @@ from gpuonboard.facts.kernel_order import out_of_order
 from gpuonboard.facts.kernel_pager import pager_view
 from gpuonboard.facts.kernel_pieces import pieced
 from gpuonboard.facts.kernel_quoted import (
+    MODULE_LOAD,
     bus_excerpt,
     driver_excerpt,
     gpu_driver_only,
@@ -596,17 +597,6 @@ def parse_kernel_log(text: str) -> KernelLog:
     )
 
 
-# a line the NVIDIA driver's modules print as they load (the kernel's taint notes for the module,
-# the GPU driver's banner, its NVLink core's, nvidia-modeset's): a log of the driver's lines that
-# starts with one starts where the driver loaded
-_MODULE_LOAD = lazy_re(
-    r"NVRM: loading NVIDIA|\bnvidia\w*: (?:loading out-of-tree module|module license"
-    r"|module verification failed)|nvidia-nvlink: Nvlink Core is being initialized"
-    r"|nvidia-modeset: Loading NVIDIA",
-    re.I,
-)
-
-
 def _boot_first(reader: _Reader, nvrm_only: bool) -> str | None:
     """KernelLog.boot_first: the first line of the log's last boot where the log holds a line no
     grep for the drivers' would keep; or, where every line may be such a grep's, where that first
@@ -617,18 +607,45 @@ def _boot_first(reader: _Reader, nvrm_only: bool) -> str | None:
     first = reader.boot_first
     if reader.unfiltered or first is None or nvrm_only:
         return first if reader.unfiltered else None
-    if _MODULE_LOAD.search(first):  # (a grep from the driver's load on: all it logged, however late)
+    if MODULE_LOAD.search(first):  # (a grep from the driver's load on: all it logged, however late)
         return None
     seconds = seconds_since_boot(first)
     return first if seconds is not None and seconds >= BOOT_LOAD_S else None
 
 
 def _elided(text: str) -> str | None:
-    """The log's first line that says lines were left out (elision.elided_line: a paste's marker,
-    a forum's `-bk-`, grep's `--` between the groups of lines it kept), as printed."""
-    if not may_be_elided(text) and "--" not in text:
-        return None
-    return next((line.strip() for line in text.splitlines() if elided_line(line)), None)
+    """The log's first line that says lines were left out, as printed: a paste's marker
+    (elision.ELISION: `[...]`, `<snip>`) anywhere, or a break line (elision.hand_break: grep's `--`
+    between the groups of lines it kept, a poster's `-bk-`, `----`, `* * *`, `(break)`) between
+    two kernel lines, blank lines aside: above the first or below the last (a Markdown rule, a
+    mail's `-- ` signature) or beside prose, it says nothing (revK F2, F3). A blank line is none."""
+    lines = text.splitlines()
+    kept = [i for i, line in enumerate(lines) if line.strip()]
+    pasted = may_be_elided(
+        text
+    )  # (no ELISION line where none of its words is: a long log's lines unsearched)
+    for at, i in enumerate(kept):
+        line = lines[i]
+        if pasted and ELISION.match(line):
+            return line.strip()
+        if not hand_break(line):
+            continue
+        before = next((lines[j] for j in reversed(kept[:at]) if not elided_line(lines[j])), None)
+        after = next((lines[j] for j in kept[at + 1 :] if not elided_line(lines[j])), None)
+        if before is not None and after is not None and _kernel_line(before) and _kernel_line(after):
+            return line.strip()
+    return None
+
+
+# a kernel line without a stamp or a head as `dmesg -t` prints it: a subsystem's or a device's
+# tag and a colon (`NVRM: ...`, `pci 0000:00:01.0: ...`, `EXT4-fs (sda1): ...`)
+_TAGGED = lazy_re(r"^\s*(?:>\s?)*[\w.\-\[\]]+(?:\s+[\w.:\-()]+)?:\s+\S")
+
+
+def _kernel_line(line: str) -> bool:
+    """Whether `line` is a kernel line by its stamp, its journal's or syslog's head, its shape,
+    or a tag before a colon (a continuation line indented under one is one too)."""
+    return bool(KERNEL_STAMP.match(line.strip()) or unstamped_kernel_line(line) or _TAGGED.match(line))
 
 
 def _first_lines(lines: list[str], first: str | None) -> list[str]:

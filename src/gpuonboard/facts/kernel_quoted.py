@@ -13,7 +13,7 @@ from gpuonboard.facts.kernel_span import BOOT_LOAD_S, seconds_since_boot
 from gpuonboard.facts.kernel_wrap import KERNEL_STAMP
 from gpuonboard.once import lazy_re
 
-__all__ = ["bus_excerpt", "gpu_driver_only", "nvidia_only", "nvswitch_only", "quoting_report"]
+__all__ = ["MODULE_LOAD", "bus_excerpt", "gpu_driver_only", "nvidia_only", "nvswitch_only", "quoting_report"]
 
 # a driver's kernel line quoted inside another program's line: a quote mark (or `MESSAGE=`) right
 # before the driver's tag, after text that is no kernel stamp (`[XID found] (54 minutes ago) "`)
@@ -166,7 +166,7 @@ def driver_excerpt(lines: list[str]) -> str | None:
     """The first line of a saved log (no live probe's header) whose every line is the NVIDIA GPU
     driver's (holds `NVRM` or `nvidia`: `nvidia 0000:01:00.0: irq 47 for MSI/MSI-X`, `[drm:nv_drm_load
     [nvidia_drm]] *ERROR* ...`, `caller ... [nvidia] mapping multiple BARs`), none the NVSwitch
-    driver's, and none its load banner at boot (`NVRM: loading NVIDIA UNIX ...`, _boot_load): an
+    driver's, and none its load at boot (`NVRM: loading NVIDIA UNIX ...`, _holds_boot_load): an
     author's excerpt around a fault, picked from the log (no kernel log has only such lines, and a
     grep of a whole boot's for the driver's words keeps its banner); what it left out, an SXid line
     among it, is not known (measure35d 07, measure35e 22, 24: "no SXid in the kernel log" passed,
@@ -175,7 +175,7 @@ def driver_excerpt(lines: list[str]) -> str | None:
     holds it and none of the boot's own load (measure38c 16: `[14387.274366] NVRM: loading ...`
     below the fallen GPU's lines, and nvswitch_sxid passed). None where any line is another's."""
     said = _kernel_said(lines)
-    if not said or any(_NVSWITCH_LINE.search(line) or _boot_load(line) for line in said):
+    if not said or any(_NVSWITCH_LINE.search(line) for line in said) or _holds_boot_load(said):
         return None
     if not all("nvrm" in (text := _text(line)) or "nvidia" in text for line in said):
         return None
@@ -184,13 +184,47 @@ def driver_excerpt(lines: list[str]) -> str | None:
     )
 
 
-def _boot_load(line: str) -> bool:
-    """Whether `line` is the driver's load banner of the boot: stamped under BOOT_LOAD_S seconds
-    since boot, or with no such stamp (a wall clock's, none: when it was is not known)."""
-    if not DRIVER_LOAD.search(line):
-        return False
-    seconds = seconds_since_boot(line)
-    return seconds is None or seconds < BOOT_LOAD_S
+# a line the NVIDIA driver's modules print as they load, before the GPU driver's banner (the kernel's
+# taint notes for the module, printed once a boot: a grep from them on starts at the boot's load;
+# NVLink core's): a grep of the driver's lines that starts with one starts where the driver loaded
+MODULE_LOAD = lazy_re(
+    r"NVRM: loading NVIDIA|\bnvidia\w*: (?:loading out-of-tree module|module license"
+    r"|module verification failed)|nvidia-nvlink: Nvlink Core is being initialized"
+    r"|nvidia-modeset: Loading NVIDIA",
+    re.I,
+)
+# the taint notes the kernel prints at a boot's first load of the module only
+_TAINT = lazy_re(
+    r"\bnvidia\w*: (?:loading out-of-tree module|module license|module verification failed)", re.I
+)
+
+
+def _holds_boot_load(lines: list[str]) -> bool:
+    """Whether the driver's lines start where it loaded in a boot, whatever the lines' stamps
+    (dmesg's seconds, `-T`'s, a journal's wall clock, none): a boot's driver lines that start with
+    the modules' load lines (MODULE_LOAD, the taint notes the kernel prints at a boot's first load
+    of the module wherever they stand: a GPU Operator's driver container or a manual `modprobe`
+    loading at 312 s, its banner after its probe's lines: the grep starts at the load, as
+    kernel_log._boot_first reads it, revK F4), or with the banner itself stamped under BOOT_LOAD_S
+    seconds or with no such stamp. A banner after other driver lines of its boot (`NVRM: ... fallen
+    off the bus`, the probe's failure: measure38c 16, in any stamp form, revK F1), or first but
+    stamped hours into boot (the taint notes of the boot's first load are not before it), is a
+    reload's. A boot starts where the seconds since boot go back."""
+    fresh, last = True, None  # (fresh: no driver line yet in this boot)
+    for line in lines:
+        seconds = seconds_since_boot(line)
+        if seconds is not None and last is not None and seconds < last:
+            fresh = True  # (a new boot: its stamps start again)
+        last = seconds if seconds is not None else last
+        if _TAINT.search(line):
+            return True
+        if fresh and DRIVER_LOAD.search(line):
+            if seconds is None or seconds < BOOT_LOAD_S:
+                return True
+        elif fresh and MODULE_LOAD.search(line):
+            return True
+        fresh = False
+    return False
 
 
 # a PCI device's address in a kernel line (`0000:17:00.0`, `PCI:0000:19:00`)

@@ -67,3 +67,14 @@ def test_a_continued_line_keeps_its_indent_past_the_items_column() -> None:
     lines = ["- _[ 5.1] NVRM: The NVIDIA GPU 0000:b3:00.0", "                  NVRM: fallen off_"]
     got = markdown_unmarked(lines)
     assert got == ["[ 5.1] NVRM: The NVIDIA GPU 0000:b3:00.0", "               NVRM: fallen off"]
+
+
+@pytest.mark.parametrize("mark", ["-", "*", "+"])
+def test_a_list_marker_is_stripped_only_where_the_same_starts_every_line(mark: str) -> None:
+    """revK F7: a list is drawn with one marker; `- old` / `+ new` lines are a diff's, no list."""
+    lines = _lines()
+    assert markdown_unmarked([f"{mark} {line}" for line in lines]) == lines
+    mixed = [f"- {lines[0]}", f"+ {lines[1]}"]
+    assert markdown_unmarked(mixed) == mixed
+    mixed = [f"{mark} {lines[0]}", f"{'*' if mark != '*' else '-'} {lines[1]}"]
+    assert markdown_unmarked(mixed) == mixed

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.errors import UsageError
-from gpuonboard.facts.elision import ELISION, elided_line
+from gpuonboard.facts.elision import ELISION, elided_line, hand_break
 from gpuonboard.facts.kernel_kinds import picked_kinds
 from gpuonboard.facts.kernel_log import parse_kernel_log
 
@@ -54,10 +54,16 @@ def test_a_reload_banner_hours_into_boot_is_no_boot_load(tmp_path: Path) -> None
     assert "starts after boot" in got["nvswitch_sxid"][1]
 
 
-def test_the_same_excerpt_at_boot_keeps_its_banner(tmp_path: Path) -> None:
-    """The lines as a boot's load (first at 3.2 s): a grep of a whole boot's driver lines keeps
-    the banner, so the rule reads the banner by its time, not the lines' kind."""
-    got = verdicts(tmp_path, "dmesg.txt", _restamped(read(RELOAD_16), 3.2), HGX)
+def test_the_same_excerpt_at_boot_is_a_reload_unless_the_modules_load_starts_it(tmp_path: Path) -> None:
+    """The lines as early as 3.2 s are still a reload's: the banner follows the fallen GPU's lines
+    (revK F1: the stamps are no evidence); with the kernel's taint note for the module above them
+    the grep starts at the boot's load, and the banner is the boot's."""
+    early = _restamped(read(RELOAD_16), 3.2)
+    got = verdicts(tmp_path, "dmesg.txt", early, HGX)
+    assert got["nvswitch_sxid"][0] == "unverified", got["nvswitch_sxid"]
+    assert "without its load banner at boot" in got["nvswitch_sxid"][1]
+    loaded = "[    3.100000] nvidia: loading out-of-tree module taints kernel.\n" + early
+    got = verdicts(tmp_path, "dmesg.txt", loaded, HGX)
     assert got["nvswitch_sxid"][0] == "pass", got["nvswitch_sxid"]
     assert "starts after boot" not in got["nvswitch_sxid"][1]
 
@@ -68,7 +74,7 @@ def test_other_reload_excerpts_are_no_pass_without_their_caveat(tmp_path: Path) 
     # (the NVSwitch driver's lines in it: no excerpt of the GPU driver's alone, but it starts
     # 17256 s into boot, where no grep of a whole boot's driver lines starts)
     syslog = verdicts(tmp_path, "syslog.txt", read(RELOAD_SYSLOG), HGX)
-    assert syslog["nvswitch_sxid"][0] in ("pass", "unverified")
+    assert syslog["nvswitch_sxid"][0] == "pass", syslog["nvswitch_sxid"]
     assert "starts after boot" in syslog["nvswitch_sxid"][1], syslog["nvswitch_sxid"]
 
 
@@ -79,7 +85,13 @@ def test_break_lines_leave_the_quoted_syslog_unverified(tmp_path: Path) -> None:
     assert "Xid 69" in got["gpu_xid"][1] and got["gpu_xid"][0] != "pass"
 
 
-@pytest.mark.parametrize("marker", ["--", "--bk--", "-break-", "<snip>", "[...]"])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        *("--", "--bk--", "-break-", "<snip>", "[...]", "----", "***", "* * *", "=====", "(break)"),
+        *("[break]", "<bk>", "-bk", "bk", "/bk/", "\u2014bk\u2014", "\u2013bk\u2013", "[cut]"),
+    ],
+)
 def test_any_break_line_in_its_place_does_too(tmp_path: Path, marker: str) -> None:
     text = read(BREAKS_12).replace("\n-bk-\n", f"\n{marker}\n")
     got = verdicts(tmp_path, "syslog.txt", text, ONE)
@@ -87,12 +99,14 @@ def test_any_break_line_in_its_place_does_too(tmp_path: Path, marker: str) -> No
     assert f"marked `{marker}`" in got["nvswitch_sxid"][1]
 
 
-def test_grep_groups_are_apart_from_hand_elisions() -> None:
-    """`--` is grep's (nvidia-smi -q reads its records' groups by it), the rest a paste's."""
-    assert ELISION.match("-bk-") and ELISION.match(" --bk-- ")
-    assert ELISION.match("--") is None and elided_line("--") and elided_line("  --  ")
-    for line in ("---", "-- Reboot --", "-b-", "bk"):
-        assert not elided_line(line), line
+def test_break_lines_are_apart_from_hand_elisions() -> None:
+    """A paste's `[...]` says lines were left out anywhere; a break line (grep's `--`, a poster's
+    `-bk-`) only between kept lines (facts/kernel_log._elided)."""
+    assert ELISION.match("[...]") and not hand_break("[...]")
+    for line in ("--", "  --  ", "-bk-", " --bk-- ", "---", "bk", "(break)"):
+        assert hand_break(line) and elided_line(line) and ELISION.match(line) is None, line
+    for line in ("-- Reboot --", "-b-", "------------[ cut here ]------------ x", "cut here"):
+        assert not hand_break(line), line
 
 
 def test_one_aer_event_within_a_second_is_picked_as_its_unstamped_lines_are(tmp_path: Path) -> None:
