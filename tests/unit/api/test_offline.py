@@ -143,6 +143,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # kern.log / syslog excerpts of host hardware errors (EDAC, machine checks): host_hw_errors
         "kern-log__": "kernel_log",
         "syslog__edac": "kernel_log",
+        "journal-syslog__": "kernel_log",  # (round 38: a syslog of one AER event, nbfc #181)
         "syslog__apei": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
         "journalctl-k__": "kernel_log",

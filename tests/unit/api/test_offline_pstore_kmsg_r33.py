@@ -86,8 +86,12 @@ def test_a_panic_after_an_oops_is_that_crash_not_a_second() -> None:
 @pytest.mark.parametrize("name", KMSG)
 def test_raw_dev_kmsg_records_are_a_kernel_log(tmp_path: Path, name: str) -> None:
     judged = verdicts(tmp_path, name, (REAL / name).read_text())
-    assert judged["gpu_xid"][0] == "pass", judged["gpu_xid"]
-    assert judged["nvswitch_sxid"][0] == "pass", judged["nvswitch_sxid"]
+    # (round 38: GPUd's peermem capture is 2 kinds of record within 1 s, `nvidia-peermem` and a
+    # `test` line: records picked from the log, read as a kernel log but no pass of the boot)
+    picked = "peermem" in name
+    for rule in ("gpu_xid", "nvswitch_sxid"):
+        assert judged[rule][0] == ("unverified" if picked else "pass"), judged[rule]
+        assert not picked or "picked from the log" in judged[rule][1], judged[rule]
 
 
 def test_a_kmsg_record_is_read_as_dmesg_prints_it() -> None:

@@ -33,7 +33,10 @@ def test_mcelog_beside_a_kernel_log_leaves_xids_to_the_kernel_log(tmp_path: Path
     mcelog = (REAL / MCELOGS[0]).read_text()
     files = {"syslog.txt": MCE_LOGGED.read_text(), "mcelog.txt": mcelog}
     _, clean = judged_box(tmp_path / "a", files, "gpu_count: 1\n")
-    assert clean["gpu_xid"].verdict == "pass"
+    # (round 38: the forum's two syslog lines, `init:` and `mce:` 163 s apart, are lines of 2 kinds
+    # picked from the log: no pass of the whole boot, judged by the log, not by mcelog)
+    assert clean["gpu_xid"].verdict == "unverified"
+    assert "picked from the log" in clean["gpu_xid"].actual, clean["gpu_xid"].actual
     files = {"dmesg.txt": MCE_LOGGED.read_text() + XID79, "mcelog.txt": mcelog}
     _, faulty = judged_box(tmp_path / "b", files, "gpu_count: 1\n")
     assert faulty["gpu_xid"].verdict == "fail"
