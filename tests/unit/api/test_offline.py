@@ -144,6 +144,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "kern-log__": "kernel_log",
         "syslog__edac": "kernel_log",
         "journal-syslog__": "kernel_log",  # (round 38: a syslog of one AER event, nbfc #181)
+        "syslog__bk-": "kernel_log",  # (round 38: a forum's syslog quote with `-bk-` break lines)
+        "notes-md__": "kernel_log",  # (round 38: log lines in a Markdown note's list item)
         "syslog__apei": "kernel_log",
         "journalctl__no-entries": None,  # (an empty kernel journal: read apart, as the refusals are)
         "journalctl-k__": "kernel_log",
