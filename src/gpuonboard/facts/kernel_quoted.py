@@ -211,17 +211,22 @@ def _holds_boot_load(lines: list[str]) -> bool:
     stamped hours into boot (the taint notes of the boot's first load are not before it), is a
     reload's. A boot starts where the seconds since boot go back."""
     fresh, last = True, None  # (fresh: no driver line yet in this boot)
-    for line in lines:
+    last_banner = max((at for at, line in enumerate(lines) if DRIVER_LOAD.search(line)), default=-1)
+    for at, line in enumerate(lines):
         seconds = seconds_since_boot(line)
         if seconds is not None and last is not None and seconds < last:
             fresh = True  # (a new boot: its stamps start again)
         last = seconds if seconds is not None else last
-        if _TAINT.search(line):
+        # (the modules' load lines start the driver's lines only where its banner follows them: a
+        # grep from the load keeps it, `NVRM: loading NVIDIA UNIX ...`; a README's five lines of
+        # the taint note, NVLink core's and the probe's, no banner, are lines picked from the log)
+        banner_after = at <= last_banner
+        if _TAINT.search(line) and banner_after:
             return True
         if fresh and DRIVER_LOAD.search(line):
             if seconds is None or seconds < BOOT_LOAD_S:
                 return True
-        elif fresh and MODULE_LOAD.search(line):
+        elif fresh and MODULE_LOAD.search(line) and banner_after:
             return True
         fresh = False
     return False

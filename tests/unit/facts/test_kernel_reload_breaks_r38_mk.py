@@ -64,7 +64,7 @@ def test_a_reload_excerpt_is_unverified_in_every_stamp_form(tmp_path: Path, form
     text = form(read(RELOAD_16))  # type: ignore[operator]
     got = verdicts(tmp_path, "dmesg.txt", text, HGX)
     assert got["nvswitch_sxid"][0] == "unverified", got["nvswitch_sxid"]
-    assert "without its load banner at boot" in got["nvswitch_sxid"][1]
+    assert "load banner at boot" in got["nvswitch_sxid"][1]
     assert got["gpu_xid"][0] == "fail" and "0000:5d:00.0" in got["gpu_xid"][1]
 
 
@@ -74,7 +74,15 @@ def test_a_whole_driver_grep_of_a_late_load_is_no_excerpt(tmp_path: Path) -> Non
     grep = "".join(
         line + "\n" for line in read(LATE_LOAD).splitlines() if re.search("nvidia|nvrm", line, re.I)
     )
-    for text in (grep, re.sub(r"\[\s*16(\d)\.", lambda m: f"[  31{m.group(1)}.", grep)):
+    # (the real capture's driver refused the GPU and never printed its banner: its taint notes
+    # alone do not say the lines start at the load, as a README's five picked lines of a load
+    # show, api/test_offline_vgpu_host_q_r35.py; with the banner a grep keeps after them, they do)
+    got = verdicts(tmp_path, "dmesg.txt", grep, ONE)
+    assert got["nvswitch_sxid"][0] == "unverified", got["nvswitch_sxid"]
+    lines = grep.splitlines(keepends=True)
+    banner = "[  160.900000] NVRM: loading NVIDIA UNIX x86_64 Kernel Module  535.86.06  Fri Jul 14 2023\n"
+    loaded = "".join(lines[:3]) + banner + "".join(lines[3:])
+    for text in (loaded, re.sub(r"\[\s*16(\d)\.", lambda m: f"[  31{m.group(1)}.", loaded)):
         got = verdicts(tmp_path, "dmesg.txt", text, ONE)
         assert got["nvswitch_sxid"][0] == "pass", got["nvswitch_sxid"]
         assert "excerpt" not in got["nvswitch_sxid"][1]
@@ -87,7 +95,7 @@ def test_a_reload_banner_first_hours_into_boot_keeps_the_120_s_rule(tmp_path: Pa
     text = "\n".join(lines[at:]) + "\n"
     got = verdicts(tmp_path, "dmesg.txt", text, HGX)
     assert got["nvswitch_sxid"][0] == "unverified", got["nvswitch_sxid"]
-    assert "without its load banner at boot" in got["nvswitch_sxid"][1]
+    assert "load banner at boot" in got["nvswitch_sxid"][1]
 
 
 @pytest.mark.parametrize("tail", ["-- \nJohn Doe, ACME HPC\n", "--\n", "\n-- \n-- \nJohn Doe\n"])
