@@ -31,6 +31,9 @@ _ITEM = lazy_re(r"^[ \t]{0,8}(?P<mark>[-*+])[ \t]+(?=\S)")
 _OPENER = lazy_re(r"^[ \t]*(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?(?:>[ \t]?)*(?P<em>__|\*\*|_|\*)(?=[^\s_*])")
 
 
+_HEADING_WORDS = 4
+
+
 def markdown_unmarked(lines: list[str]) -> list[str]:
     """`lines` without their Markdown decoration (the module's): a list marker every non-empty
     line carries, and each emphasised paragraph's marks. Lines as given where there is none."""
@@ -44,7 +47,9 @@ def markdown_unmarked(lines: list[str]) -> list[str]:
     i = 0
     while i < len(out):
         end = _emphasis_end(out, i)
-        if end is None:
+        # (a lone emphasised line of a few words is a heading, `**GPU**`, said as one where it
+        # stands above an output: api/test_offline_heading_above_r35.py)
+        if end is None or (end == i and len(out[i].split()) <= _HEADING_WORDS):
             i += 1
             continue
         out[i : end + 1] = _unemphasised(out[i : end + 1])

@@ -37,6 +37,9 @@ CAPTURES = sorted(
     and "fence-blank-lines" not in p.name  # (kept inside its post's fence: a paste already, round 35)
     and "gha-stamped-klog"
     not in p.name  # (framed by a CI log and a klog record: api/test_offline_csv_among.py)
+    # (round 38: log lines in a Markdown note's list item and italics, a page's form already: a
+    # backtick at its end hides the italics' closer; api/test_markdown_marks_r38.py judges it)
+    and not p.name.startswith("notes-md__")
 )
 ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"
 

@@ -66,6 +66,10 @@ CAPTURES = sorted(
     # a transform that marks every line's end hides the italics' closer there:
     # api/test_markdown_marks_r38.py judges the note)
     and not p.name.startswith("notes-md__")
+    # (round 38: a `> `-quoted session of a cluster login, `$ srun -p ... lscpu`, a paste already: a
+    # collector's stamp or a unit's head before its quote marks is two pastes stacked;
+    # api/test_host_launched_r38.py judges it)
+    and not p.name.startswith("session__srun-")
 )
 # an order that asks for what most rules compare with (none of it is what a capture shows)
 ORDER = "gpu_count: 1\ncpu_cores: 8\nram: 64GB\nmin_driver: '470.57'\ninterconnect: nvlink\n"
