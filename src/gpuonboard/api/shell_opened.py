@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gpuonboard.api.command_line import CONTAINER_CLIS, KUBE_CLIS
 from gpuonboard.api.part import Part
+from gpuonboard.once import lazy_re
 
 # the shells an interactive exec opens (by the last word of its command)
 _SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "fish"})
@@ -57,7 +58,7 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
 
 # the lines an engine prints of its own before the shell it opened (`WARNING: Current Kernel does not
 # support memory swap, discard --memory-swap`, docker's pull of the image): no output of a command
-_ENGINE_LINE = re.compile(
+_ENGINE_LINE = lazy_re(
     r"(?:WARNING|Warning|warning)\b.*|Unable to find image .* locally|\S+: Pulling from \S+"
     r"|[0-9a-f]{12}: (?:Pulling fs layer|Waiting|Download complete|Pull complete|Already exists)"
     r"|Digest: sha256:[0-9a-f]+|Status: (?:Downloaded newer image|Image is up to date) for \S+"

@@ -80,16 +80,20 @@ def _readable_alone() -> list[Path]:
             # above makes that line part of another section, judged apart in
             # steps/checks/test_driver_grep_banner_r36.py and api/test_sessions_r36.py)
             both = both or any(
-                w in path.name for w in ("nvidia-smi-grep-driver__", "docker-run-gpus-all__copied-command")
+                w in path.name
+                for w in ("nvidia-smi-grep-driver__", "docker-run-gpus-all__copied-command", "session__srun-")
             )
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
             both = both or any(part.host for part in parts or [])
             # (a capture saved under its own one prompt naming its host, `root@gl8:...# ibv_devinfo`,
-            # a conda env's `(base) admini@5002544:~$ docker info` too)
+            # a conda env's `(base) admini@5002544:~$ docker info` too, a bracketed `[me@Hunt ~/src]$ lscpu`)
             both = both or (
-                re.match(r"(?:\(\S+\) )?\S+@[\w.-]+:\S*\s*[#$] ", path.read_text(errors="replace"))
+                re.match(
+                    r"(?:\(\S+\) )?(?:\S+@[\w.-]+:\S*\s*|\[\S+@[\w.-]+ [^\]]*\])[#$] ",
+                    path.read_text(errors="replace"),
+                )
                 is not None
             )
             out.append(path) if not both and "nproc" not in kinds else None
