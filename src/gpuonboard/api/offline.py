@@ -141,6 +141,8 @@ def _saved_outputs(
     if said := paste.typography_note(raw):  # (a quoted line shows the ASCII: said, m31d 24)
         notes.append(f"{path}: {said}.")
     pasted = unviewed(paste.normalise(raw))  # (a CI log view's gutter dropped)
+    if paste.quoted(pasted.split("\n")):
+        pasted = unquote(pasted)  # (a quote under stamps or `cat -n` numbers, undone with them)
     parts = transcript.sections(pasted)  # (first: a session may show part of a bug report among its commands)
     if parts is None and (typed := _typed_session(pasted)) is not None:
         pasted, parts = typed  # (commands typed without prompts, each above its output)

@@ -722,7 +722,9 @@ def quoted(lines: Sequence[str]) -> bool:
     below the quote is the sender's note, whatever its length, and counts for neither (before,
     a quoted table above a one-line note longer than its lines was not unquoted: no GPU read)."""
     rows = [line.rstrip() for line in lines]
-    filled = [i for i, line in enumerate(rows) if line]
+    # (a Markdown fence around the quote is the page's, no line of it: measure38d 05's quoted
+    # `srun ... lscpu` session in a ```console block)
+    filled = [i for i, line in enumerate(rows) if line and not _FENCE.match(line)]
     marked = {i: rows[i].lstrip().startswith(">") for i in filled}
     if not filled or all(marked.values()):
         return bool(filled)

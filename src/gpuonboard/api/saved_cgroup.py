@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import re
 
-from gpuonboard.once import lazy_re
-
 # a saved `grep . /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.max` (each line `FILE:VALUE`) or
 # `head` of them (`==> FILE <==` above each value): the files the live probe's cgroup walk reads,
 # and the ones it reads first of whether the login is in a container (PID 1's name and cgroups,
@@ -50,14 +48,14 @@ def cat_listing(command: str, text: str) -> str | None:
 
 # each limit file's own form, as the kernel prints it (a number, `max`, v1's -1, a CPU list), and
 # its words: a value not in it was edited by hand (`131_072_000 # ie, 131 MB`: measure38d 19)
-_NUMBER, _SIGNED = lazy_re(r"\d+"), lazy_re(r"-?\d+")
-_CPU_LIST = lazy_re(r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*")
+# (patterns matched by re's own cache: a value is checked only where a listing was given)
+_CPU_LIST = r"\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*"
 _FORMS = {
-    "memory.max": (lazy_re(r"\d+|max"), "a number or `max`", "the cgroup memory limit"),
-    "memory.limit_in_bytes": (_SIGNED, "a number", "the cgroup memory limit"),
-    "cpu.max": (lazy_re(r"(?:\d+|max)(?: \d+)?"), "a quota or `max`, then a period", "the cgroup CPU quota"),
-    "cpu.cfs_quota_us": (_SIGNED, "a number", "the cgroup CPU quota"),
-    "cpu.cfs_period_us": (_NUMBER, "a number", "the cgroup CPU period"),
+    "memory.max": (r"\d+|max", "a number or `max`", "the cgroup memory limit"),
+    "memory.limit_in_bytes": (r"-?\d+", "a number", "the cgroup memory limit"),
+    "cpu.max": (r"(?:\d+|max)(?: \d+)?", "a quota or `max`, then a period", "the cgroup CPU quota"),
+    "cpu.cfs_quota_us": (r"-?\d+", "a number", "the cgroup CPU quota"),
+    "cpu.cfs_period_us": (r"\d+", "a number", "the cgroup CPU period"),
     **dict.fromkeys(
         ("cpuset.cpus.effective", "cpuset.effective_cpus", "cpuset.cpus"),
         (_CPU_LIST, "a CPU list, `0-7,16`", "the cgroup CPU set"),
@@ -94,7 +92,7 @@ def edited_limit(text: str) -> str | None:
     measure38d 19): one clause naming the file and what to save; None otherwise."""
     for path, value in _known_pairs(text):
         form = _FORMS.get(path.rsplit("/", 1)[-1])
-        if form is not None and form[0].fullmatch(value.strip()) is None:
+        if form is not None and re.fullmatch(form[0], value.strip()) is None:
             return (
                 f"{form[2]} `{path}` reads `{value.strip()}`, which is not the file's own form ({form[1]}),"
                 f" so it is not read: save the file's own value (`cat {path}` as it prints it)"
