@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINE_OWN_LINE, KUBE_CLIS
 from gpuonboard.api.part import Part
+from gpuonboard.once import lazy_re
 
 # the shells an interactive exec opens (by the last word of its command)
 _SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "fish"})
@@ -59,7 +60,7 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
 # (docker's pull of the image, kubectl's `Defaulted container ...`), or a warning: a shell prints
 # nothing of its own, so one there is its engine's (`WARNING: Current Kernel does not support
 # memory swap, discard --memory-swap`, pouch's)
-_WARNING_LINE = re.compile(r"(?:WARNING|Warning|warning)\b.*")
+_WARNING_LINE = lazy_re(r"(?:WARNING|Warning|warning)\b.*")
 
 
 def _engine_lines_only(text: str) -> bool:
