@@ -598,7 +598,7 @@ def elsewhere(ran: Run, tools: Collection[str]) -> str:
         return " ".join(ran.container)
     head = ran.head
     if head and tool_name(head[0]) in LAUNCHERS:
-        at = next((i for i, word in enumerate(head) if tool_name(word) in tools), len(head))
+        at = next((i for i, word in enumerate(head) if tool_name(word) in tools or word in tools), len(head))
         return " ".join(head[:at])
     return ""
 

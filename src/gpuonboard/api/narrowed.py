@@ -14,7 +14,6 @@ from collections.abc import Sequence
 
 from gpuonboard.api.command_line import (
     KUBE_CLIS,
-    LAUNCHERS,
     Run,
     container_log,
     elsewhere,
@@ -274,12 +273,9 @@ def _host_launched(ran: Run, tools: tuple[str, ...]) -> str:
     login's shell ran it): a Slurm job step or pdsh runs it on other machines, an HPC container
     runtime (`apptainer exec IMG`) in a container whose view may not be the box's (the same
     launchers as nvidia-smi's, command_line.LAUNCHERS)."""
-    head = ran.head
-    if ran.container or not head or tool_name(head[0]) not in LAUNCHERS:
+    if ran.container or not (launched := elsewhere(ran, tools)):
         return ""
-    at = next((i for i, word in enumerate(head) if tool_name(word) in tools or word in tools), len(head))
-    said = command_said(" ".join(head[:at]))
-    where = _LAUNCHED_ON.get(tool_name(head[0]), f"in a container `{said}` started")
+    where = _LAUNCHED_ON.get(tool_name(ran.head[0]), f"in a container `{command_said(launched)}` started")
     return f"`{ran.said}` ran {where}, not certainly the box"
 
 
