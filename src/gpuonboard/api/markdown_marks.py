@@ -28,7 +28,9 @@ __all__ = ["markdown_unmarked"]
 _ITEM = lazy_re(r"^[ \t]{0,8}(?P<mark>[-*+])[ \t]+(?=\S)")
 # a paragraph's first line under its decoration: indent, a list marker (`-`, `*`, `+`, `1.`),
 # quote marks, then an emphasis opener right before a word (group `em`)
-_OPENER = lazy_re(r"^[ \t]*(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?(?:>[ \t]?)*(?P<em>__|\*\*|_|\*)(?=[^\s_*])")
+_OPENER = lazy_re(
+    r"^[ \t]*(?P<block>(?:(?:[-*+]|\d{1,3}[.)])[ \t]+)?(?:>[ \t]?)*)(?P<em>__|\*\*|_|\*)(?=[^\s_*])"
+)
 
 
 _HEADING_WORDS = 4
@@ -62,7 +64,10 @@ def _emphasis_end(lines: list[str], start: int) -> int | None:
     later one of its paragraph, ending in the same mark right after a word); None where it opens
     none or nothing closes it."""
     m = _OPENER.match(lines[start])
-    if m is None:
+    # (it opens a paragraph: the text's first line, one under a blank, or a list item's or a
+    # quote's; a line mid-paragraph that starts with `_` is a wrapped value's rest, as
+    # `_cw5n1h2txyewy\SearchHost.exe` of a Windows -q cut at one column, no emphasis)
+    if m is None or not (start == 0 or not lines[start - 1].strip() or m.group("block")):
         return None
     closer = re.compile(rf"(?<=[^\s_*]){re.escape(m.group('em'))}[ \t]*$")
     for end in range(start, len(lines)):

@@ -78,3 +78,23 @@ def test_a_list_marker_is_stripped_only_where_the_same_starts_every_line(mark: s
     assert markdown_unmarked(mixed) == mixed
     mixed = [f"{mark} {lines[0]}", f"{'*' if mark != '*' else '-'} {lines[1]}"]
     assert markdown_unmarked(mixed) == mixed
+
+
+def test_a_line_mid_paragraph_that_starts_with_an_underscore_opens_no_emphasis() -> None:
+    """A value cut at one column where its rest starts with `_` (a Windows -q's process path
+    `...MicrosoftWindows.Client.CBS` / `_cw5n1h2txyewy\\SearchHost.exe`) and a later value's
+    cut ending in `_`: no paragraph opens mid-paragraph, so nothing is taken off (before, the
+    lines between lost their `_` and the -q read as wrapped beyond rejoining)."""
+    lines = [
+        "            Name                          : C:\\Windows\\SystemApps\\MicrosoftWindows.Client.CBS",
+        "_cw5n1h2txyewy\\SearchHost.exe",
+        "            Type                          : C+G",
+        "            Name                          : C:\\Program Files\\WindowsApps\\Microsoft.YourPhone_",
+    ]
+    assert markdown_unmarked(lines) == lines
+    # (the same two lines as a paragraph of their own, under a blank: an emphasis, taken off)
+    assert markdown_unmarked(["", "_cw5n1h2 SearchHost.exe", "YourPhone_"]) == [
+        "",
+        "cw5n1h2 SearchHost.exe",
+        "YourPhone",
+    ]

@@ -104,8 +104,9 @@ def test_the_inforom_warning_beside_any_format_is_read_and_leaves_the_rest_as_it
     text = (REAL / name).read_text(errors="replace")
     plain = parse_any(text)
     target = next((g for g in plain.gpus if g.pci_bus_id), None)
-    if target is None or "infoROM is corrupted" in text:
-        pytest.skip("no GPU with a bus id, or the capture's own warning")
+    if target is None or "infoROM is corrupted" in text or target.pci_bus_id.count(".") != 1:
+        # (the 270-era `-q` prints `0:2:0`, an address no driver's infoROM warning names)
+        pytest.skip("no GPU with a bus id in today's form, or the capture's own warning")
     if [g.pci_bus_id for g in plain.gpus].count(target.pci_bus_id) > 1:
         pytest.skip("two GPUs listed at one address: the warning names both")
     domain, _, rest = target.pci_bus_id.partition(":")  # (nvidia-smi prints a 4-digit domain)

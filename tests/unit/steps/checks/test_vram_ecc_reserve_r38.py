@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.unit.offline_judge import verdicts
+from ...offline_judge import verdicts
 
 REAL = Path(__file__).resolve().parents[3] / "fixtures" / "real"
 M2090 = (
