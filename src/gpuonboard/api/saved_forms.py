@@ -612,8 +612,6 @@ def _unread_sentence(where: str, text: str) -> str:
     tool reads (naming the kinds it does read)."""
     if other := other_form(text):
         return f"{where}: {other}"
-    if named := named_output(text):  # (dcgmi's, `accelerate env`'s, top's graph mode: by name)
-        return f"{where}: {named}"
     if _LSCPU_RUN_TOGETHER.search(text):
         return (
             f"{where}: an lscpu output whose line breaks were lost (its fields run together on one"
@@ -707,4 +705,7 @@ def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[
             f" not one output this tool reads{named}): save the box's own"
             " outputs (`nvidia-smi`, `nvidia-smi -L`, `sudo dmesg -T`) run on the box, not in a container."
         )
+    if other_form(text) is None and (named := named_output(text)):
+        # (dcgmi's, `accelerate env`'s, top's graph mode: named alone; beside others a note)
+        raise UnjudgedOutput(f"{where}: {named}")
     raise UsageError(_unread_sentence(where, text))

@@ -13,6 +13,8 @@ import pytest
 from gpuonboard.api import offline
 from gpuonboard.errors import UsageError
 
+from ..offline_judge import judged_box
+
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 PUBLIC = Path(__file__).resolve().parents[2] / "fixtures" / "public"
 DISCOVERY = "dcgmi-discovery-l__4x-h100-null-names__host-socket-colon-prompt__cut-in-gpu2__dcgm-229.txt"
@@ -20,6 +22,7 @@ DIAG_TABLE = "dcgmi-diag-r2-table__t4-dcgm-3.3.1-driver535.129.03__cut-in-deploy
 ACCELERATE = "accelerate-env__rtx3070-laptop-system-ram-62.50gb__accelerate-2623.txt"
 LSCPU_E = "lscpu-extended-modelname__snapdragon-7-cpus__hash-prompt-poster-comment__util-linux-3062.txt"
 GENERIC = "not a recognised command output"
+H100_TABLE = "nvidia-smi__h100-80gb-hbm3__1gpu-of-8__driver545.23.08__prompt__princeton-della.txt"
 
 
 def _refusal(tmp_path: Path, text: str, name: str = "box.txt") -> str:
@@ -120,3 +123,16 @@ def test_accelerate_env_is_named_with_its_ram_and_gpu_type(tmp_path: Path) -> No
 def test_lscpu_e_of_chosen_columns_is_refused_as_lscpu_e(tmp_path: Path, text: str | None) -> None:
     said = _refusal(tmp_path, text or (REAL / LSCPU_E).read_text(encoding="utf-8"))
     assert "`lscpu -e` / `lscpu -p` (one line per CPU)" in said and "save plain `lscpu`" in said, said
+
+
+def test_beside_the_box_s_nvidia_smi_a_dcgmi_output_is_a_note(tmp_path: Path) -> None:
+    smi = (REAL / H100_TABLE).read_text(encoding="utf-8")
+    facts, judged = judged_box(
+        tmp_path,
+        {"nvidia-smi.txt": smi, "dcgmi.txt": (REAL / DISCOVERY).read_text(encoding="utf-8")},
+        "gpu_model: H100 80GB HBM3\n",
+    )
+    assert judged["gpu_model"].verdict in ("pass", "unverified") and "H100" in judged["gpu_model"].actual
+    notes: list[str] = []
+    offline.load_outputs([str(tmp_path / "box")], notes)
+    assert any("a `dcgmi discovery -l` listing of 4 GPUs" in n for n in notes), notes
