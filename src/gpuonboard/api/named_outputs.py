@@ -35,9 +35,12 @@ _DIAG_ROW = lazy_re(
 _BORDER = lazy_re(r"^[ \t]*\+[-=+]+\+[ \t]*$")
 # `dcgmi diag -j`'s document (DCGM 2.x/3.x `"DCGM GPU Diagnostic"`, 4.x `"DCGM Diagnostic"`)
 _DIAG_JSON = lazy_re(r"\{\s*\"DCGM (?:GPU )?Diagnostic\"\s*:")
-# `accelerate env`'s report: its version line, and its two lines of the box
-_ACCELERATE = lazy_re(r"^[ \t]*- `Accelerate` version:", re.M)
-_ACCELERATE_SAYS = lazy_re(r"^[ \t]*- (System RAM|GPU type): *(.+?)[ \t]*$", re.M)
+# Hugging Face's environment reports (`accelerate env`, `transformers env`, `diffusers-cli env`):
+# their first line, `- `Accelerate` version: 0.29.0` (`- 🤗 Diffusers version:`), with `- Platform:`
+# and `- Python version:` lines, under `Copy-and-paste the text below in your GitHub issue`
+_HF_VERSION = lazy_re(r"^[ \t]*- (?:🤗 )?`?([A-Za-z][\w-]*)`? version: ", re.M)
+_HF_SIGNS = lazy_re(r"^[ \t]*- Platform: .*\n(?:.*\n)*?[ \t]*- Python version: ", re.M)
+_HF_SAYS = lazy_re(r"^[ \t]*- (System RAM|GPU type|Accelerator): *(.+?)[ \t]*$", re.M)
 # procps top's memory summary in graph mode (key `m`): `GiB Mem : 28.2/7.8      [|||  ]`
 _TOP_GRAPH = lazy_re(r"^[ \t]*([KMGTPE]iB) Mem[ \t]*:[ \t]*(\d+(?:\.\d+)?)/(\S+)[ \t]*\[", re.M)
 
@@ -127,15 +130,20 @@ def _diag_json_sentence(text: str) -> str:
 
 
 def _accelerate_sentence(text: str) -> str:
-    """Hugging Face's `accelerate env` report: its System RAM and GPU type said, not judged."""
-    if not _ACCELERATE.search(text):
+    """Hugging Face's `accelerate env` (or `transformers env`, `diffusers-cli env`) report: its
+    System RAM and GPU type said, not judged."""
+    tool = _HF_VERSION.search(text)
+    if tool is None or not _HF_SIGNS.search(text):
         return ""
-    says = dict(_ACCELERATE_SAYS.findall(text))
+    says = dict(_HF_SAYS.findall(text))
     shown = "; ".join(f"{k}: {v}" for k, v in says.items())
+    name = tool.group(1).lower()
     return (
-        f"an `accelerate env` report{f' ({shown})' if shown else ''}: its GPU type is torch's name"
-        " of one GPU (no count, no driver) and its System RAM psutil's total rounded to hundredths,"
-        " which this tool does not read: save `nvidia-smi -q` and `free -k` of the box."
+        f"{'an' if name[0] in 'aeiou' else 'a'} `{name} env` report{f' ({shown})' if shown else ''},"
+        " Hugging Face's"
+        " environment report: its GPU type is torch's name of one GPU (no count, no driver) and its"
+        " System RAM psutil's total rounded to hundredths, which this tool does not read: save"
+        " `nvidia-smi -q` and `free -k` of the box."
     )
 
 

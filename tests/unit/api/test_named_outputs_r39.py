@@ -136,3 +136,10 @@ def test_beside_the_box_s_nvidia_smi_a_dcgmi_output_is_a_note(tmp_path: Path) ->
     notes: list[str] = []
     offline.load_outputs([str(tmp_path / "box")], notes)
     assert any("a `dcgmi discovery -l` listing of 4 GPUs" in n for n in notes), notes
+
+
+def test_a_transformers_env_report_of_the_same_shape_is_named(tmp_path: Path) -> None:
+    text = (REAL / ACCELERATE).read_text(encoding="utf-8")
+    text = text.replace("- `Accelerate` version: 0.29.0.dev0", "- `transformers` version: 4.40.0")
+    said = _refusal(tmp_path, text)
+    assert "a `transformers env` report (System RAM: 62.50 GB" in said, said
