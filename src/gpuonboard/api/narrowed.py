@@ -468,7 +468,7 @@ def _tools(kind: str) -> tuple[str, ...]:
         return ("ibstat", "ibstatus", "ibv_devinfo")
     if kind == "kernel_log":
         return tuple(sorted(KERNEL_LOG_TOOLS))
-    return ("nvidia-smi",) if kind.startswith(("nvidia_smi", "nvidia_topo")) else (kind,)
+    return ("nvidia-smi",) if kind.startswith(("nvidia_smi", "nvidia_topo", "nvidia_nvlink")) else (kind,)
 
 
 def _args_of(words: list[str], tools: tuple[str, ...]) -> tuple[str, list[str]] | None:

@@ -17,6 +17,7 @@ from gpuonboard.api.df_refusal import df_refusal, df_rows
 from gpuonboard.api.fabric_log import fabric_manager_log
 from gpuonboard.api.journal_refusal import journal_without_kernel
 from gpuonboard.api.kind_names import expected_outputs
+from gpuonboard.api.named_outputs import named_output
 from gpuonboard.api.saved_fragments import format_fragment, fragment_sentence
 from gpuonboard.api.smi_refusals import (
     OTHER_OPERATION,
@@ -61,6 +62,11 @@ __all__ = [
     "with_query_header",
 ]
 
+# `lscpu -e`'s column headers (util-linux lscpu-cpus.c): those no other table's header holds,
+# then any (`CPU`, `NODE`, ... beside one of the first)
+_LSCPU_OWN_COLUMN = r"MODELNAME|MAXMHZ|MINMHZ|SCALMHZ%|POLARIZATION|CONFIGURED|L1d:L1i:L2(?::L3)?"
+_LSCPU_COLUMN = rf"CPU|CORE|SOCKET|CLUSTER|NODE|BOOK|DRAWER|ADDRESS|ONLINE|MHZ|{_LSCPU_OWN_COLUMN}"
+
 # forms of a command this tool reads in another form: (its first line, what it is, what to save)
 _OTHER_FORMS = (
     (
@@ -70,7 +76,11 @@ _OTHER_FORMS = (
         "plain `lscpu`",
     ),
     (
-        re.compile(r"^\s*CPU\s+(?:NODE\s+)?SOCKET\s+CORE\b|^# The following is the parsable format"),
+        # (also the columns a user chose, `lscpu --extended=MODELNAME`'s lone `MODELNAME`: m39d 12)
+        re.compile(
+            r"^\s*CPU\s+(?:NODE\s+)?SOCKET\s+CORE\b|^# The following is the parsable format"
+            rf"|^\s*(?:(?:{_LSCPU_COLUMN})\s+)*(?:{_LSCPU_OWN_COLUMN})(?:\s+(?:{_LSCPU_COLUMN}))*\s*$"
+        ),
         "`lscpu -e` / `lscpu -p` (one line per CPU)",
         "plain `lscpu`",
     ),
@@ -695,4 +705,7 @@ def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[
             f" not one output this tool reads{named}): save the box's own"
             " outputs (`nvidia-smi`, `nvidia-smi -L`, `sudo dmesg -T`) run on the box, not in a container."
         )
+    if other_form(text) is None and (named := named_output(text)):
+        # (dcgmi's, `accelerate env`'s, top's graph mode: named alone; beside others a note)
+        raise UnjudgedOutput(f"{where}: {named}")
     raise UsageError(_unread_sentence(where, text))

@@ -23,6 +23,7 @@ from gpuonboard.facts.memory import (
     looks_like_free,
     looks_like_meminfo,
     looks_like_top_memory,
+    looks_like_vmstat_memory,
     numactl_top_cut,
 )
 from gpuonboard.facts.mount_table import looks_like_mount_table
@@ -476,6 +477,8 @@ def detect_kind(text: str) -> str | None:
     if looks_like_free(head) or looks_like_meminfo(head):  # (free in any language it speaks)
         return "free"
     if looks_like_top_memory(head):  # (procps top's `MiB Mem : ... total,`: MemTotal, as free's)
+        return "free"
+    if looks_like_vmstat_memory(head):  # (`vmstat -s`'s `4020152 K total memory`: MemTotal)
         return "free"
     if df_header(head) is not None:
         return "df"

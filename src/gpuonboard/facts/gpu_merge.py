@@ -400,11 +400,12 @@ def nvlink_listing(raw: Mapping[str, ProbeOutput]) -> tuple[list[GpuInfo], str, 
     """Where no `-L` was given: the GPU lines of `nvlink -s` (else of `nvlink -e`), NVML's
     names and UUIDs as `-L` prints them, read as `-L`'s (before, a saved `nvlink -s` alone was
     "no nvidia-smi output was given" for gpu_model and gpu_count). Whole where the listing is: it
-    starts at GPU 0, no GPU's block is cut in its header (whose name is then not kept: it may be
-    cut mid-word), no line was left out by hand (`......`) or could not be read, and no view of
-    some GPUs was said (a copied `-i 0`). A view no line says (`nvlink -s -i 0` saved without its
-    command) lists fewer GPUs with no sign: gpu_count never fails on this listing alone. Returns
-    the GPUs, why the listing is not whole ('' where it is) and its format's label."""
+    starts at GPU 0, no GPU's block is cut (in its header before its UUID, the name is then not
+    kept: it may be cut mid-word), no line was left out by hand (`......`) or could not be read,
+    and no view of some GPUs was said (a copied `-i 0`). A view no line says (`nvlink -s -i 0`
+    saved without its command) lists fewer GPUs with no sign: gpu_count never fails on this
+    listing alone. Returns the GPUs, why the listing is not whole ('' where it is) and its
+    format's label."""
     from gpuonboard.facts.elision import elided
     from gpuonboard.facts.nvlink import NvlinkErrors, NvlinkStatus, parse_nvlink_errors, parse_nvlink_status
 
@@ -430,11 +431,14 @@ def nvlink_listing(raw: Mapping[str, ProbeOutput]) -> tuple[list[GpuInfo], str, 
             or (f"it starts at GPU {indexes[0]}" if indexes != list(range(len(indexes))) else "")
             or out.partial
         )
+        # (a cut GPU's name kept where its header is whole, to its UUID's `)`: m39b 13)
         listed = [
-            ListedGpu(g.index, "" if g.index == blocks.cut_gpu else g.name, g.uuid) for g in blocks.gpus
+            ListedGpu(g.index, "" if g.index == blocks.cut_gpu and not g.uuid else g.name, g.uuid)
+            for g in blocks.gpus
         ]
-        call = NVIDIA_SMI_ARGS[name]
-        said = why and f"the `nvidia-smi {call}` listing is not whole: {why}"
+        capabilities = isinstance(blocks, NvlinkStatus) and blocks.capabilities_only
+        call = "nvlink -c` (capabilities)" if capabilities else f"{NVIDIA_SMI_ARGS[name]}`"
+        said = why and f"the `nvidia-smi {call} listing is not whole: {why}"
         return [_listed_gpu(g) for g in listed], said, label
     return [], "", "list"
 

@@ -30,6 +30,8 @@ __all__ = [
     "numactl_top_cut",
     "read_numactl_memory",
     "top_memory",
+    "looks_like_vmstat_memory",
+    "vmstat_memory",
 ]
 
 
@@ -454,8 +456,10 @@ def free_as_kib(name: str, text: str, command: str = "") -> str:
     they are, `-b` in KiB (exact), `-m`/`-g` with their unit on each size (`125Gi`), so that
     the whole units they were cut to are known (MemoryInfo.total_spread). `name`: the file's
     name, `command`: the command copied above the output ("" if none): their flags say the unit.
-    procps top's output (its summary's units are its own: read_memory) is left as it is."""
-    if not looks_like_free(text) and not looks_like_meminfo(text) and looks_like_top_memory(text):
+    procps top's and `vmstat -s`'s outputs (their units are their own: read_memory) are left as
+    they are."""
+    summary = looks_like_top_memory(text) or looks_like_vmstat_memory(text)
+    if summary and not looks_like_free(text) and not looks_like_meminfo(text):
         return text
     text = english_free(text)
     unit, unsure = _free_unit(name, text, command)
@@ -529,11 +533,41 @@ def looks_like_meminfo(text: str) -> bool:
     return _MEMTOTAL.search(text[:4000]) is not None
 
 
+# `vmstat -s`'s total memory line, /proc/meminfo's MemTotal in the unit `-S` names: `K` (KiB,
+# unless told), `k` (1000), `M` (MiB), `m` (10^6), truncated (procps vmstat.c unitConvert)
+_VMSTAT_TOTAL = lazy_re(r"^[ \t]*(\d+) ([kKmM]) total memory[ \t]*$", re.M)
+_VMSTAT_UNITS = {"K": 1024, "k": 1000, "M": 1 << 20, "m": 1000_000}
+
+
+def looks_like_vmstat_memory(text: str) -> bool:
+    """Whether a text holds `vmstat -s`'s `4020152 K total memory` line."""
+    return _VMSTAT_TOTAL.search(text[:4000]) is not None
+
+
+def vmstat_memory(text: str) -> MemoryInfo | None:
+    """The RAM `vmstat -s` gives (its `total memory`: MemTotal, exact in KiB, in `-S M` up to one
+    unit more), or None where the text holds no such line; two such lines must agree."""
+    found = set(_VMSTAT_TOTAL.findall(text[:200_000]))
+    if not found:
+        return None
+    if len(found) > 1:
+        said = (
+            "vmstat -s shows several different total memory lines (two boxes' outputs?): no total can be read"
+        )
+        return MemoryInfo(None, None, None, (said,))
+    figure, unit = found.pop()
+    size = _VMSTAT_UNITS[unit]
+    return MemoryInfo(int(figure) * size, None, None, total_spread=(0, size - 1 if size > 1024 else 0))
+
+
 def read_memory(text: str) -> MemoryInfo:
-    """The RAM of a `free -k` output (the probe's), of a saved `/proc/meminfo` (exact KiB), or of
-    procps top's memory summary (a saved `top -b`, where no free was given)."""
+    """The RAM of a `free -k` output (the probe's), of a saved `/proc/meminfo` (exact KiB), of
+    `vmstat -s` (MemTotal in KiB) or of procps top's memory summary (a saved `top -b`, where no
+    free was given)."""
     if looks_like_meminfo(text):
         return parse_meminfo(text)
+    if not looks_like_free(text) and (vmstat := vmstat_memory(text)) is not None:
+        return vmstat
     if not looks_like_free(text) and (top := top_memory(text)) is not None:
         return top
     return parse_free(text)
@@ -542,11 +576,13 @@ def read_memory(text: str) -> MemoryInfo:
 # procps top's memory summary line: old procps' `Mem:  264488144k total, ...` (KiB), procps-ng's
 # `KiB Mem :  16305960 total, ...`, `MiB Mem : 126426.1 total, ...` (`-E`/`E` scales it: KiB to EiB)
 _TOP_MEM = lazy_re(r"^[ \t]*(?:([KMGTPE])iB )?Mem[ \t]*:[ \t]*(\d+(?:\.(\d+))?)(k?)[ \t]+total,", re.M)
+# or in its graph mode (key `m`), the percentage used over the total: `GiB Mem : 28.2/7.8   [|| ]`
+_TOP_GRAPH_MEM = lazy_re(r"^[ \t]*([KMGTPE])iB Mem[ \t]*:[ \t]*\d+(?:\.\d+)?/(\d+\.(\d+))[ \t]+\[", re.M)
 
 
 def looks_like_top_memory(text: str) -> bool:
     """Whether a text holds procps top's memory summary line (`MiB Mem : 126426.1 total, ...`)."""
-    return _TOP_MEM.search(text[:8000]) is not None
+    return _TOP_MEM.search(text[:8000]) is not None or _TOP_GRAPH_MEM.search(text[:8000]) is not None
 
 
 def top_memory(text: str) -> MemoryInfo | None:
@@ -555,6 +591,9 @@ def top_memory(text: str) -> MemoryInfo | None:
     holds no such line. Two such lines (two frames, `top -n 2`) must agree; printed with decimals
     (`126426.1` MiB), the total spreads half its last digit either way."""
     found = _TOP_MEM.findall(text[:200_000])
+    found += [
+        (unit, figure, decimals, "") for unit, figure, decimals in _TOP_GRAPH_MEM.findall(text[:200_000])
+    ]
     if not found:
         return None
     if len({(unit, figure) for unit, figure, _, _ in found}) > 1:

@@ -14,7 +14,9 @@ Real shapes (tests/fixtures/real/nvidia-smi-nvlink-s__*):
 A PCIe box may also print nothing at all (the A10 capture of leptonai/gpud is empty). A link
 counts as active only with a speed figure: `<inactive>` or an unknown word is not evidence of
 a working link. `Link N, P2P is supported: true` lines (`nvlink -c`, pasted together with -s)
-are capability lines, not links, and are skipped.
+are capability lines, not links, and are skipped; a GPU's block of them alone (`nvlink -c`
+pasted alone) has the note CAPABILITIES (no link state: `capabilities_only`), its last one cut
+mid-line leaving the block cut (`cut_gpu`).
 
 A listing cut short (a dropped session, a scroll-back limit, a paste) can end inside a GPU's
 header (`GPU 1: NVIDIA H8`): its last GPU block then has no `Link N:` line and no note, and
@@ -72,7 +74,7 @@ class GpuNvlink:
     name: str
     uuid: str | None
     links: tuple[NvlinkLink, ...] = ()
-    note: str | None = None  # UNSUPPORTED / MIG_MODE / ALL_INACTIVE, else None
+    note: str | None = None  # UNSUPPORTED / MIG_MODE / ALL_INACTIVE / CAPABILITIES, else None
     note_text: str | None = None  # the driver's sentence behind `note`
 
     @property
@@ -158,6 +160,15 @@ class _Blocks(Generic[_B]):
 class NvlinkStatus(_Blocks[GpuNvlink]):
     """Every GPU block of `nvidia-smi nvlink -s`, in order, plus lines not understood."""
 
+    # `Link N, P2P is supported: true` lines read (`nvlink -c`'s, skipped: no link state)
+    capability_lines: int = 0
+
+    @property
+    def capabilities_only(self) -> bool:
+        """The listing is `nvidia-smi nvlink -c`'s (`--capabilities`) alone: capability lines and
+        no link line, so it shows what each link supports, never whether a link is up."""
+        return self.capability_lines > 0 and not any(g.links for g in self.gpus)
+
 
 _GPU = re.compile(r"^\s*GPU\s+(\d+):\s*(.*?)\s*\(UUID:\s*([^)]*?)\s*\)\s*(.*)$")
 _GPU_NO_UUID = lazy_re(r"^\s*GPU\s+(\d+):\s*(.*?)\s*()()$")
@@ -167,6 +178,10 @@ _SPEED = lazy_re(r"^(\d+(?:\.\d+)?)\s*GB/s$", re.I)
 # a link line with a speed in one match: what _LINK then _SPEED read of it (value, speed), for
 # the ~12 lines a GPU of a whole listing; a line it does not match is read as before
 _LINK_SPEED = re.compile(r"^\s*Link\s+(\d+):\s*((\d+(?:\.\d+)?)\s*(?i:GB/s))\s*$")
+# a whole capability line (`Link 0, P2P is supported: true`): a last one that is not is cut short
+_WHOLE_CAPABILITY = lazy_re(r"^\s*Link\s+\d+,\s[^:]*:\s*(?:true|false)\s*$", re.I)
+# what a GPU's block of capability lines alone says in place of links
+CAPABILITIES = "capabilities"
 # where a chat joined a link, note or GPU line onto the one before (`Link 0: 25.781 GB/s Link 1:
 # ...`, every two lines one): after a speed, `<inactive>`, a note's last word, the GPU line's `)`
 # or a paste's elision dots, bare or before a note (`...<snip>...`: facts/joined_entries.py);
@@ -199,6 +214,15 @@ def _note(text: str) -> str | None:
     return None
 
 
+def _with_links(gpu: GpuNvlink, links: list[NvlinkLink]) -> GpuNvlink:
+    """A GPU's block with its links put in (its `nvlink -c` note dropped where `-s` lines follow)."""
+    if not links:
+        return gpu
+    if gpu.note == CAPABILITIES:
+        gpu = replace(gpu, note=None, note_text=None)
+    return replace(gpu, links=tuple(links))
+
+
 def parse_nvlink_status(text: str) -> NvlinkStatus:
     """Parse `nvidia-smi nvlink -s` into per-GPU links (active when a speed is printed); a last
     GPU block with neither a link line nor a note is a listing cut short (not `complete`)."""
@@ -208,13 +232,22 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
     cut = ""  # (the next GPU's header, cut before its index: _cut_header)
     elided = ""  # (a line left out by hand: its first)
     last_elided = ""  # (the last line read, where it was one)
+    capability = 0  # (`nvlink -c`'s lines: skipped, counted)
 
     for line in (part for whole in text.splitlines() for part in entries(whole, _ENTRY_END, _ENTRY)):
         last_elided = last_elided if not line.strip() else ""
         if gpus and (m := _LINK_SPEED.match(line)):  # (no blank, capability or GPU line)
             links[-1].append(NvlinkLink(int(m.group(1)), float(m.group(3)), m.group(2)))
             continue
-        if not line.strip() or _CAPABILITY.match(line):
+        if not line.strip():
+            continue
+        if _CAPABILITY.match(line):
+            capability += 1
+            if gpus and not links[-1] and gpus[-1].note is None and _WHOLE_CAPABILITY.match(line):
+                said = "`nvidia-smi nvlink -c` lines only (what each link supports, not whether it is up)"
+                gpus[-1] = replace(gpus[-1], note=CAPABILITIES, note_text=said)
+            elif gpus and gpus[-1].note == CAPABILITIES and not _WHOLE_CAPABILITY.match(line):
+                gpus[-1] = replace(gpus[-1], note=None, note_text=None)  # (cut in it: cut_gpu)
             continue
         if m := _GPU.match(line) or _GPU_NO_UUID.match(line):
             gpus.append(GpuNvlink(int(m.group(1)), m.group(2), m.group(3) or None))
@@ -243,11 +276,12 @@ def parse_nvlink_status(text: str) -> NvlinkStatus:
             continue
         warnings.append(f"nvidia-smi nvlink -s: unexpected line {line.strip()!r}")
     return NvlinkStatus(
-        tuple(replace(g, links=tuple(ls)) if ls else g for g, ls in zip(gpus, links, strict=True)),
+        tuple(_with_links(g, ls) for g, ls in zip(gpus, links, strict=True)),
         tuple(warnings),
         cut,
         elided,
         last_elided,
+        capability,
     )
 
 
@@ -281,7 +315,7 @@ class GpuNvlinkErrors:
     name: str
     uuid: str | None
     links: dict[int, dict[str, int]]
-    note: str | None = None  # UNSUPPORTED / MIG_MODE / ALL_INACTIVE, else None
+    note: str | None = None  # UNSUPPORTED / MIG_MODE / ALL_INACTIVE / CAPABILITIES, else None
     note_text: str | None = None
     # per link, counter name (as printed) -> the value printed where it is no count (N/A, ERR!,
     # a BER figure): never a zero

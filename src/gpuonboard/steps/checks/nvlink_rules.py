@@ -217,6 +217,19 @@ def rule_nvlink(
             "unverified",
             "nvidia-smi nvlink -s gave nothing to read; run it on the box (as root) to see each GPU's links.",
         )
+    if nvlink_status.capabilities_only:  # (`nvlink -c` alone: what links support, no state)
+        cut_in = (
+            f"; cut short in GPU {nvlink_status.cut_gpu}'s block" if nvlink_status.cut_gpu is not None else ""
+        )
+        return Check(
+            "nvlink_links",
+            expected,
+            f"an `nvidia-smi nvlink -c` (capabilities) listing of {len(nvlink_status.gpus)} GPU(s){cut_in}:"
+            " no link's state",
+            "unverified",
+            "`nvidia-smi nvlink -c` shows what each link supports, never whether it is up: run"
+            " `nvidia-smi nvlink -s` on the box and save its whole output.",
+        )
     cut = nvlink_status.cut_gpu  # the GPU whose block the listing ends inside: never a pass
     # (or the next GPU's header cut before its index: the GPUs after the last read not known)
     where = nvlink_status.cut_where

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gpuonboard.connection.gather import Facts
-from gpuonboard.facts.memory import MEMORY_LIMIT_FILES, looks_like_meminfo
+from gpuonboard.facts.memory import MEMORY_LIMIT_FILES, looks_like_meminfo, looks_like_vmstat_memory
 from gpuonboard.inventory import OrderSpec
 from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.disk_rules import rule_data_disk as rule_data_disk
@@ -114,6 +114,8 @@ def _judge_ram(order: OrderSpec, facts: Facts, tolerance: float) -> Check:
         and looks_like_meminfo(said.stdout)
     ):
         actual += f", /proc/meminfo's MemTotal ({total >> 10} kB)"  # (what the box is: m35b 15)
+    elif said is not None and facts.memory.source == "free" and looks_like_vmstat_memory(said.stdout):
+        actual += f", vmstat -s's total memory (/proc/meminfo's MemTotal: {total >> 10} kB)"  # (m39d 14)
     if facts.memory.source == "numactl":
         actual += _numactl_summed(facts.memory.uncounted) + "".join(f"; {w}" for w in facts.memory.warnings)
     if facts.memory.source == "docker_info":
