@@ -672,7 +672,8 @@ def parse_table(text: str) -> GpuReport:
     head, frames = table_frames(lines)
     if len(frames) == 1 and not head:
         return _parse_frame(lines, text.endswith("\n"))
-    reports = [_parse_frame(frame) for frame in frames]
+    ended = text.endswith("\n")  # (only the last frame may end the text without a line end)
+    reports = [_parse_frame(frame, ended or n < len(frames) - 1) for n, frame in enumerate(frames)]
     # (whole to its Processes table's end; else whole in its GPU rows; else with GPU rows read)
     read = [n for n, report in enumerate(reports) if report.gpus]
     rows = [n for n in read if reports[n].complete]
