@@ -262,10 +262,13 @@ def test_r5_f1_gpus_listed_without_a_name_are_not_no_gpu() -> None:
     # a CSV of index, temperature, utilisation, memory (no `name`) lists 1 GPU: gpu_model said
     # "no GPU; the name of 1 GPU(s) was not read" (a claim that there is no GPU)
     c = rows(saved(BUSY), OrderSpec(gpu_model="H100", gpu_count=1))
+    # (round 39: and says why, the query has no `name` field, never the cut's advice)
     assert (c["gpu_model"].verdict, c["gpu_model"].actual) == (
         "unverified",
-        "1 GPU(s) listed; the name of 1 GPU(s) was not read",
+        "1 GPU(s) listed; the name of 1 GPU(s) was not read: the `--query-gpu` CSV has no name column"
+        " (its query asks for no `name`)",
     )
+    assert "add `name`" in c["gpu_model"].detail
     assert c["gpu_count"].verdict == "pass"
     # at 100 % with 78.7 GiB used: someone's job
     assert c["foreign_processes"].verdict == "fail"

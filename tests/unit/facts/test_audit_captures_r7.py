@@ -151,11 +151,14 @@ def test_r7_f7_one_gpus_ecc_count_is_not_every_gpus() -> None:
         "0 since boot on GPU 0 (no lifetime count); 0 since boot on GPU 7 (its MIG slices' volatile"
         " counts; no lifetime count); not reported for GPU 1, GPU 2, GPU 3, GPU 4, GPU 5, GPU 6",
     )  # (round 35: GPU 7's MIG devices row gives its slice's volatile count)
+    # (round 39: GPUs 0-2 are in MIG mode, their counts on the `MIG devices:` rows, which the
+    # `...` left out with the tail: said so, never "not reported")
     assert rules(H20_MIG)["ecc_uncorrectable"] == (
         "unverified",
-        "0 since boot on GPU 3, GPU 4, GPU 5, GPU 6, GPU 7 (no lifetime count); not reported for GPU 0,"
-        " GPU 1, GPU 2 (of what was read; incomplete probe: lines were left out by hand (`...` on line"
-        " 40))",  # (an unverified row of an output left short names how: since round 33, the `...`)
+        "0 since boot on GPU 3, GPU 4, GPU 5, GPU 6, GPU 7 (no lifetime count); GPU 0, GPU 1, GPU 2 are"
+        " in MIG mode, where the table gives each slice's volatile uncorrectable ECC count on its row of"
+        " the `MIG devices:` table (the output was cut short in or before that table: those rows are in"
+        " the part cut away)",
     )
 
 

@@ -355,6 +355,14 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-q-d-performance__geforce-rtx-3080__1gpu__driver495.44__copied-command-idle-active__mangohud-636.txt",
         # the 270 drivers' -q (`GPU 0:2:0`, no process list): facts/test_text_q_270_layout_r38.py
         "nvidia-smi-q__tesla-m2090__i0-1of2gpu__driver270.41.19__copied-command__gpu-0-2-0-head-no-processes__microway-blog.txt",
+        # tables cut in a GPU's rows and a CSV loop without name or memory.used:
+        # api/test_smi_tables_csvs_r39.py
+        "nvidia-smi__geforce-rtx-3090__1gpu__driver580.159.04__cut-mid-memory-cell__club3090-222.txt",
+        "nvidia-smi__grid-p40-24q-vgpu__driver535.261.03__prompt__cut-after-gpu0-name-no-persistence-cell"
+        "__localai-6928.txt",
+        "nvidia-smi__a800-sxm4-80gb-mig-enabled__1gpu__driver535.86.10__cut-after-gpu0-rows-before-mig-devices"
+        "__nvidia-gpu-exporter-203.txt",
+        "nvidia-smi-query-gpu-l__1gpu__13-samples__index-util-power-clocks-no-name-no-memory__ksysguard-gpu-27.txt",
     }
     # one-column CSVs of a field no rule reads, noted and not judged (api/test_offline_unjudged.py)
     unjudged = {

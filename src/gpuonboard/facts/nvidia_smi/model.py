@@ -230,6 +230,10 @@ class GpuInfo:
     # of one (an `-l` log without index, uuid or pci.bus_id): the rules then name the row, not a
     # GPU (its `index` is the row's place, not a GPU's index); None for a GPU known as one
     csv_row: int | None = None
+    # the CSV row (1-based) of the hottest of this GPU's samples in an `-l` log whose rows are
+    # told apart (by index, uuid or pci.bus_id): its `temperature_c` is that row's, the hottest
+    # sample, where a row other than the newest read a higher one; None otherwise
+    temperature_row: int | None = None
     # its `index` is its place in a `-q` of some of the GPUs (`-q -i 4`), not the GPU's number:
     # the rules name it by its PCI address
     unplaced: bool = False

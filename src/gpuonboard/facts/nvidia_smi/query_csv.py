@@ -570,10 +570,11 @@ def _one_row_per_gpu(
             rows = gpus[first::cycle]
             faults = tuple(dict.fromkeys(f for g in rows for f in g.faults))
             cells = tuple(dict.fromkeys(f for g in rows for f in g.cell_faults))
-            out.append(dataclasses.replace(rows[-1], index=rows[0].index, faults=faults, cell_faults=cells))
+            newest = dataclasses.replace(rows[-1], index=rows[0].index, faults=faults, cell_faults=cells)
+            out.append(_hottest_sample(newest, rows, first, cycle))
         warnings.append(
             f"the CSV holds {n} rows of {cycle} GPU(s): a query repeated over time (nvidia-smi -l);"
-            " each GPU is judged on its newest row"
+            " each GPU is judged on its newest row, its temperature on its hottest"
         )
         return out, ""
     warnings.append(
@@ -584,6 +585,20 @@ def _one_row_per_gpu(
     )
     rows = [dataclasses.replace(g, csv_row=i + 1) for i, g in enumerate(gpus)]
     return rows, f"its {n} CSV rows cannot be told apart as GPUs or as samples of one"
+
+
+def _hottest_sample(newest: GpuInfo, rows: Sequence[GpuInfo], first: int, cycle: int) -> GpuInfo:
+    """`newest` (a GPU's newest row of an `-l` log) with the temperature of its hottest row,
+    where an earlier row read a higher one (a GPU that ran hot during the log is judged so, as
+    the rows of a log not told apart are each judged), and that row's number (1-based, counting
+    the CSV's rows: GPU `first`'s rows are every `cycle`-th from it)."""
+    temps = [(g.temperature_c, i) for i, g in enumerate(rows) if g.temperature_c is not None]
+    if not temps or newest.temperature_c is None:
+        return newest
+    hottest, at = max(temps, key=lambda t: (t[0], -t[1]))
+    if hottest <= newest.temperature_c:
+        return newest
+    return dataclasses.replace(newest, temperature_c=hottest, temperature_row=first + at * cycle + 1)
 
 
 def _share_an_id(gpus: Sequence[GpuInfo]) -> bool:

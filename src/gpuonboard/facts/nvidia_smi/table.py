@@ -11,6 +11,8 @@ from dataclasses import replace
 from gpuonboard.facts.nvidia_smi.faults import _cell_fault, _faults, _gpu_faults, most_of_row
 from gpuonboard.facts.nvidia_smi.htop_processes import WRAPPER_PROCESSES, htop_processes
 from gpuonboard.facts.nvidia_smi.model import GpuInfo, GpuProcess, GpuReport, MigSlice
+from gpuonboard.facts.nvidia_smi.table_cut_rows import closed_cells as _closed_cells
+from gpuonboard.facts.nvidia_smi.table_cut_rows import second_row as _second_row
 from gpuonboard.facts.nvidia_smi.table_frames import FRAMES_READ, carry_frames, table_frames
 from gpuonboard.facts.nvidia_smi.table_joined import rows_apart
 from gpuonboard.facts.nvidia_smi.values import (
@@ -95,16 +97,21 @@ def looks_like_table(text: str) -> bool:
     return _TABLE_RULE.search(text) is not None or _TABLE_DRIVER_LABEL.search(text) is not None
 
 
-def _table_versions(text: str, warnings: list[str]) -> tuple[str | None, str | None]:
+def _table_versions(text: str, warnings: list[str], ended: bool = False) -> tuple[str | None, str | None]:
     """(driver, CUDA) from the header's version pairs, each label by its aliases. A value that
     may be cut is not read, and said: one that ends the output's last line, no closing `|` after
     it (a paste cut at `Driver Version: 580.15`), or one that runs into the border line under it
     (every line cut at a column, glued back). A banner that lost its `|` above the rest of the
-    table (a paste that collapsed its spaces) is whole."""
+    table (a paste that collapsed its spaces) is whole; so is one pasted without its borders
+    (`NVIDIA-SMI 470.129.06   Driver Version: 470.129.06   CUDA Version: 11.4`, no `|` before
+    `NVIDIA-SMI`) whose line ends (`ended`: a line end after it, the text's or a line's below):
+    only a text that stops on its last value with no line end may have cut it."""
     lines = text.splitlines()
     at = next((i for i, line in enumerate(lines) if "NVIDIA-SMI" in line), None)
     header = lines[at] if at is not None else text
     last = at is not None and not any(line.strip() for line in lines[at + 1 :])
+    unbordered = "|" not in header.split("NVIDIA-SMI", 1)[0]
+    last = last and not (unbordered and (ended or (at is not None and at + 1 < len(lines))))
     pairs: dict[str, str] = {}
     for match in _TABLE_VERSION_PAIR.finditer(header):
         label, value = match.group(1).casefold(), match.group(2)
@@ -147,21 +154,6 @@ def _cells(line: str) -> list[str]:
     if not stripped.startswith("|"):
         return []
     return stripped.strip("|").split("|")
-
-
-def _closed_cells(cells: list[str], line: str, at_end: bool) -> list[str]:
-    """`cells`, its last cell blank where `line` ends the output without its closing `|`: a
-    cell the cut went through (`59%      Def` of `Default`) is not read, but for the utilisation
-    ahead of it in the GPU-Util cell, whole where blanks part it from the compute mode cut
-    (`      8%      De`: 8 % read, the compute mode not)."""
-    if not at_end or not cells or line.rstrip().endswith("|"):
-        return cells
-    whole = _UTIL_BEFORE_CUT.match(cells[-1]) if len(cells) == 3 else None
-    return [*cells[:-1], whole.group(1) if whole else ""]
-
-
-# the GPU-Util cell's utilisation, blanks after it and a word begun (the compute mode, cut)
-_UTIL_BEFORE_CUT = re.compile(r"^(\s*\d{1,3}%)\s+\S+$")
 
 
 def _table_ecc(value: str) -> str | None:
@@ -521,6 +513,19 @@ def _row_begun(lines: Sequence[str], gpus: Sequence[GpuInfo]) -> int | None:
     return index if index > max(g.index for g in gpus) else None
 
 
+def _first_row_begun(lines: Sequence[str]) -> str:
+    """Where no GPU row was read and the output's last line begins the first GPU's row right
+    under the header rule (or a border), cut inside its name cell (`|   0  GRID P40-24Q`, no
+    persistence cell after it): the TABLE_ROW_BEGUN warning naming its index and the name cell
+    as far as it goes (the name, or the start of it); "" otherwise."""
+    text = [line for line in lines if line.strip()]
+    match = _ROW_BEGUN.match(text[-1]) if len(text) > 1 else None
+    if match is None or not (_TABLE_BORDER.match(text[-2]) or _TABLE_RULE.match(text[-2])):
+        return ""
+    shown = text[-1].strip()[1:].strip()[len(match.group(1)) :].strip()
+    return f"{TABLE_ROW_BEGUN}{match.group(1)} (its index read; its name cell cut after '{shown}')"
+
+
 def _unjoined(lines: list[str]) -> list[str]:
     """The table's lines with those a paste joined (a lost newline: `+----+----+|   7  NVIDIA
     H100 ...|`) apart again: every table line is as wide as its border (`+-----+`), so a line
@@ -651,7 +656,7 @@ def _table_gpus(
             if _gpu_row(row) or i + 1 + n == cut_row or _later_table(lines[i + 1 + n])
         )
         rows = rows[: next(ends, len(rows))]
-        second = rows[0] if rows and len(rows[0]) == 3 else ["", "", ""]
+        second = _second_row(rows[0], i + 1 == last) if rows else ["", "", ""]
         third = rows[1] if len(rows) > 1 else []
         gpus.append(_table_gpu(cells, second, third, warnings, driver_model_column))
         i += 1 + len(rows)
@@ -666,8 +671,9 @@ def parse_table(text: str) -> GpuReport:
     lines = _unjoined(_rewrapped(rows_apart(text.splitlines())))
     head, frames = table_frames(lines)
     if len(frames) == 1 and not head:
-        return _parse_frame(lines)
-    reports = [_parse_frame(frame) for frame in frames]
+        return _parse_frame(lines, text.endswith("\n"))
+    ended = text.endswith("\n")  # (only the last frame may end the text without a line end)
+    reports = [_parse_frame(frame, ended or n < len(frames) - 1) for n, frame in enumerate(frames)]
     # (whole to its Processes table's end; else whole in its GPU rows; else with GPU rows read)
     read = [n for n, report in enumerate(reports) if report.gpus]
     rows = [n for n in read if reports[n].complete]
@@ -690,10 +696,10 @@ def parse_table(text: str) -> GpuReport:
     return carry_frames(report, [r for n, r in enumerate(reports) if n != pick], orphan)
 
 
-def _parse_frame(lines: list[str]) -> GpuReport:
-    """One table's GPU report from its lines."""
+def _parse_frame(lines: list[str], ended: bool = True) -> GpuReport:
+    """One table's GPU report from its lines (`ended`: the text ended in a line end)."""
     warnings: list[str] = []
-    driver, cuda = _table_versions("\n".join(lines), warnings)
+    driver, cuda = _table_versions("\n".join(lines), warnings, ended)
     # the Windows driver model (WDDM / TCC) in the cell Linux prints persistence mode in: the
     # header says `Driver-Model` (R610+) or `TCC/WDDM` (older drivers)
     driver_model_column = any("Driver-Model" in line or "TCC/WDDM" in line for line in lines[:12])
@@ -712,7 +718,14 @@ def _parse_frame(lines: list[str]) -> GpuReport:
     # between, was cut; a table cut or left short otherwise says so of every rule it shortens)
     # (a `MIG devices:` table that closed on its `No MIG devices found` row was read whole: no
     # slice row is in the part cut away, review N F2)
-    slices_cut = lists_cut and not any(map(_TABLE_PROCESSES.search, lines)) and not _no_mig_devices(lines)
+    # (or cut inside the GPU rows, after a GPU's MIG cell read `Enabled`: its slices' rows come
+    # after every GPU's, in the part cut away; measure39a 22, the A800's ECC counts)
+    slices_cut = (
+        not whole
+        and bool(gpus)
+        and not any(map(_TABLE_PROCESSES.search, lines))
+        and not _no_mig_devices(lines)
+    )
     gpus = [
         replace(
             gpu,
@@ -739,6 +752,8 @@ def _parse_frame(lines: list[str]) -> GpuReport:
         warnings.append("no driver version ('Driver Version:' / 'KMD Version:') in nvidia-smi table")
     if not gpus:
         warnings.append("no GPU rows found in nvidia-smi table")
+        if begun_first := _first_row_begun(lines):
+            warnings.append(begun_first)
     # (nvidia-smi draws no table of no GPU, it says "No devices were found": a table whose rows
     # none could be read, its `|` lost in a paste, is mangled, never a whole answer)
     complete = whole or lists_cut

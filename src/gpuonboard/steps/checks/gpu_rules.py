@@ -13,6 +13,7 @@ from gpuonboard.connection.probe_commands import NVIDIA_SMI_TIMEOUT, TIMED_OUT
 from gpuonboard.facts.gpu_merge import VIEW_COUNTED
 from gpuonboard.facts.kernel_log import sandbox_of
 from gpuonboard.facts.nvidia_smi import GpuInfo
+from gpuonboard.facts.nvidia_smi.query_csv import NO_NAME
 from gpuonboard.facts.nvidia_smi.values import cuda_unread, no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
@@ -294,6 +295,25 @@ def _sections_view_said(gpus: Iterable[GpuInfo]) -> str:
     )
 
 
+CSV_NO_NAME_ADVICE = (
+    "a `--query-gpu` CSV prints only the fields its query asks for: add `name` (and"
+    " `memory.total`) to the `--query-gpu` list, or save `nvidia-smi -L` beside it"
+)
+
+
+def _nameless_view(facts: Facts) -> tuple[str, str]:
+    """(why, advice) where the GPUs whose names were not read were read by an output that
+    prints no name, nothing cut: a `-q -d` view of some sections, or a `--query-gpu` CSV whose
+    query has no `name` field (a monitoring script's: ksysguard's, an i3 bar's); ("", "")
+    otherwise (an output cut short, whose rerun advice stands)."""
+    if viewed := _sections_view_said(facts.gpu.gpus if facts.gpu else ()):
+        return viewed, SECTIONS_VIEW_ADVICE
+    gpu = facts.gpu
+    if gpu is not None and gpu.source == "csv" and NO_NAME in gpu.warnings:
+        return "the `--query-gpu` CSV has no name column (its query asks for no `name`)", CSV_NO_NAME_ADVICE
+    return "", ""
+
+
 def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     """Every GPU is the ordered model (names normalised); a failure names the word(s) that did
     not match or that mark another product; a name nvidia-smi's table cut warns. A GPU count
@@ -344,12 +364,11 @@ def rule_gpu_model(order: OrderSpec, facts: Facts) -> Check:
     # (each GPU's name read by a whole record of a whole GPU set: judged, whatever else was cut)
     named = incomplete_said_for(facts, "name")
     incomplete = named or (f"the name of {nameless} GPU(s) was not read" if nameless else "")
-    viewed = _sections_view_said(facts.gpu.gpus) if nameless and not named else ""
+    viewed, advice = _nameless_view(facts) if nameless and not named else ("", "")
     if viewed and (verdict != "fail" or not (fails or faulty)):
-        # (a `-q -d SECTION` view prints no name: nothing cut or refused, the view is the answer)
-        return Check(
-            "gpu_model", expected, f"{actual}; {incomplete}: {viewed}", "unverified", SECTIONS_VIEW_ADVICE
-        )
+        # (a `-q -d SECTION` view, or a CSV query without `name`, prints no name: nothing cut or
+        # refused, the view is the answer)
+        return Check("gpu_model", expected, f"{actual}; {incomplete}: {viewed}", "unverified", advice)
     if incomplete and (verdict != "fail" or ((nameless or placeholder) and not fails and not faulty)):
         # the GPUs read are the ordered model; those the output left out could not be judged
         return Check("gpu_model", expected, f"{actual}; {incomplete}", "unverified", RERUN_ADVICE)

@@ -379,7 +379,8 @@ def no_gpu_actual(facts: Facts, about: str = "gpus") -> str | None:
                 said += f" ({'; '.join(notes)[:240]})" if notes else ""
                 if kept := filtered_rows(raw):  # (`nvidia-smi | grep Driver`: no cut, a filter)
                     return f"unknown: {_rows_filtered(said, about, kept)}"
-                return f"unknown: {_rows_unread(said, about, whole=not notes)}"
+                begun = next((w for w in facts.gpu.warnings if w.startswith(TABLE_ROW_BEGUN)), "")
+                return f"unknown: {_rows_unread(said, about, whole=not notes, begun=begun)}"
             if VERSION_ONLY in facts.gpu.warnings:  # (`--version`: versions, never a GPU list)
                 cuda = facts.gpu.cuda_version or "unknown"
                 return f"unknown: {VERSION_ONLY} (driver {facts.gpu.driver_version}, CUDA {cuda})"
@@ -414,7 +415,7 @@ _JOINED_BEFORE = (
     r"|[^\s+]*[$#%>](?:[ \t]+(?:[^\s+]+[ \t]+){0,3}?\S*nvidia-smi[^\s+]*(?:[ \t]+-[^\s+]*){0,6})?"
 )
 _OWN_DRIVER_LINE = lazy_re(
-    r"^\s*(?:\|\s*NVIDIA-SMI\s+[\w.-]+\s+Driver Version:\s*(?P<table>[\d.]+)\s"
+    r"^\s*(?:(?:\|\s*)?NVIDIA-SMI\s+[\w.-]+\s+Driver Version:\s*(?P<table>[\d.]+)\s"
     r"|Driver Version\s*:\s*(?P<q>[\d.]+)\s*$)"
     rf"|^[ \t]*(?:(?:{_JOINED_BEFORE})[ \t]+)?"
     r"\+-{20,}\+[ \t]*\|[ \t]*NVIDIA-SMI[ \t]+[\w.-]+[ \t]+Driver Version:[ \t]*(?P<joined>[\d.]+)"
@@ -480,7 +481,9 @@ _TABLE_HEAD = lazy_re(
     r"\A(?:[ \t]*\n|[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \d{4}[ \t]*\n|Every .*\n)*"
     # (the top border optional: a poster's `nvidia-smi | head -8` with its borders left out, the
     # date line then the banner, measure37e 12: the banner is still the output's first line)
-    r"(?:[ \t]*\+-+\+[ \t]*\n)?[ \t]*\|\s*NVIDIA-SMI\s"
+    # (and the banner's own borders optional: the one line pasted without them, `NVIDIA-SMI
+    # 470.129.06   Driver Version: 470.129.06   CUDA Version: 11.4`, measure39e 19)
+    r"(?:[ \t]*\+-+\+[ \t]*\n)?[ \t]*(?:\|\s*)?NVIDIA-SMI\s"
 )
 _Q_HEAD = lazy_re(r"^[^\S\n]*=+NVSMI LOG=+\s*\n(?:.*\n)*?[^\S\n]*Driver Version\s*:", re.M)
 # the table's top border and banner at a line's start, anywhere in the text
@@ -517,10 +520,12 @@ def _under_output(text: str) -> bool:
 NO_ROW_READ = "nvidia-smi answered, but no GPU row of its output could be read (cut short or mangled)"
 
 
-def _rows_unread(said: str, about: str, whole: bool = False) -> str:
+def _rows_unread(said: str, about: str, whole: bool = False, begun: str = "") -> str:
     """The sentence of an nvidia-smi output whose banner (`said`: "driver 525.85.12, CUDA 12.0")
     was read and no GPU row, naming what the rule `about` does not know and why; `whole` where
-    the banner's versions were read with no note and no cut (then not said "not whole")."""
+    the banner's versions were read with no note and no cut (then not said "not whole");
+    `begun`: the table's TABLE_ROW_BEGUN warning where the cut went through the first GPU's
+    row, inside its name cell (then said so, never "before its GPU rows")."""
     if about == "driver":
         return f"{said}; incomplete probe: {NO_ROW_READ}"
     if about == "min_driver" and whole:
@@ -533,10 +538,14 @@ def _rows_unread(said: str, about: str, whole: bool = False) -> str:
             f"the driver version is not judged ({said} as the banner reads it, not whole), because"
             f" the output is cut short or mangled; incomplete probe: {NO_ROW_READ}"
         )
+    where = "is cut short or mangled before its GPU rows"
+    if begun:  # ("... first row of GPU 0 (its index read; its name cell cut after 'GRID P40-24Q')")
+        index, _, rest = begun[len(TABLE_ROW_BEGUN) :].partition(" ")
+        cell = rest.partition("; ")[2].rstrip(")")
+        where = f"is cut short inside the first row of GPU {index}" + (f", {cell}" if cell else "")
     return (
         "no GPU row could be read, so the GPUs (their count, model and memory) are not known: the"
-        f" nvidia-smi output gives {said} in its banner, then is cut short or mangled before its GPU"
-        " rows; incomplete probe"
+        f" nvidia-smi output gives {said} in its banner, then {where}; incomplete probe"
     )
 
 

@@ -155,6 +155,9 @@ LOST_GPU_CAPTURES = {
         # (`nvidia-smi | head -8` without its borders: the banner and the header, no GPU row,
         # steps/checks/test_min_driver_banner_no_border_r37.py; round 37)
         and "head-8-banner-only-no-borders" not in p.name
+        # (a table cut inside GPU 0's first row, after its name: no GPU row read,
+        # api/test_smi_tables_csvs_r39.py; round 39)
+        and "cut-after-gpu0-name-no-persistence-cell" not in p.name
         # (a --query-gpu CSV among a README's or notes' prose: read through the saved text's
         # clean-up only, api/test_offline_csv_prose_r37.py; round 37)
         and "prose" not in p.name

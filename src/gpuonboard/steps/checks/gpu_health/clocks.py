@@ -344,7 +344,9 @@ def rule_temperature(gpus: list[GpuInfo], warn_c: float, fail_c: float) -> Check
     g, hottest = max(temps, key=lambda x: x[1] or 0)
     assert hottest is not None
     limit = fail_c if g.temperature_slowdown_c is None else min(fail_c, g.temperature_slowdown_c - 2)
-    actual = f"{hottest} C on {gpu_label(g)}" + (
+    # (an `-l` log's hottest sample of the GPU, its row named)
+    row = f" (CSV row {g.temperature_row}, its hottest sample)" if g.temperature_row else ""
+    actual = f"{hottest} C on {gpu_label(g)}{row}" + (
         "".join(
             f" ({gpu_list(same, gpus)}: {same[0].temperature_c} C, no reading)"
             for t in dict.fromkeys(z.temperature_c for z in zero)

@@ -108,6 +108,44 @@ def _utilisation_alone(g: GpuInfo) -> bool:
     )
 
 
+def _utilisation_memory_unread(g: GpuInfo) -> bool:
+    """The GPU's only sign of work is its SM utilisation and no output read its memory used (a
+    `--query-gpu` CSV without `memory.used`, a monitoring script's: ksysguard's, an i3 bar's):
+    as with utilisation alone (_utilisation_alone), no job is seen, since a job holds memory and
+    whether this GPU holds any was not read (an idle Kepler board reads 100 % at 0 MiB, a GPU
+    driving a desktop works with no job); the busy mark on utilisation alone is no fail."""
+    # (not a GPU whose memory the driver cannot report, the GB10's unified memory, nor one whose
+    # process list a cut took: that list, cut away, is the reason then)
+    mems = [g.memory_used_mib] + [m for _f, _u, m, _e in usage_samples(g)]
+    util = g.utilization_gpu_pct
+    unread = all(m is None for m in mems) and not g.memory_unified and not _list_cut_away(g)
+    return util is not None and util >= BUSY_UTIL_PCT and unread and not _engine_work(g)
+
+
+def _memory_unread_check(unread: list[GpuInfo]) -> Check:
+    """foreign_processes where a GPU busy by utilisation alone had its memory used not read:
+    unverified, naming the fields missing."""
+    display = any(g.display_active is None for g in unread)
+    figures = "; ".join(
+        f"{gpu_label(g)} at {g.utilization_gpu_pct} % utilisation, its memory used not reported"
+        + (" (nor whether it drives a display)" if g.display_active is None else "")
+        + (", no process listed" if g.processes_known else ", no process list read")
+        for g in unread
+    )
+    fields = "memory.used" + (",display_active" if display else "")
+    return Check(
+        "foreign_processes",
+        "none",
+        figures,
+        "unverified",
+        "utilisation alone is no job's: a job holds GPU memory, and this output did not report the"
+        " memory used (a `--query-gpu` CSV without `memory.used`); an idle Kepler board reads 100 %"
+        f" at 0 MiB and a GPU that drives a desktop works with no job; add `{fields}` to the"
+        " `--query-gpu` list and rerun it, or save `nvidia-smi` (the table: its process list,"
+        " memory and display)",
+    )
+
+
 # Work shown beside utilisation with no memory held (_working_without_memory): the driver's own
 # `gpu_idle` clock event reason read Not Active, the SM clock at its max (90 % of it or more) and
 # the board drawing 40 % of its power limit or more. The real idle captures that read no
@@ -499,7 +537,9 @@ def rule_foreign_processes(
     unlisted = [g for g in unlisted if g not in display]
     # (utilisation with no memory held is no job's: an idle K80 with persistence mode off)
     alone = [g for g in unlisted if _utilisation_alone(g)]
-    unlisted = [g for g in unlisted if g not in alone]
+    # (utilisation with the memory used not read: whether a job holds memory is not known)
+    mem_unread = [g for g in unlisted if _utilisation_memory_unread(g)]
+    unlisted = [g for g in unlisted if g not in alone and g not in mem_unread]
     # (a little work, under the busy mark, with memory held: neither a job seen nor idle)
     light = [g for g in unlisted if _light_work(g) and not disagreement(g) and not _list_cut_away(g)]
     unlisted = [g for g in unlisted if g not in light]
@@ -532,6 +572,8 @@ def rule_foreign_processes(
         return _working_check(working, [g for g in alone if g not in working])
     if alone:
         return _utilisation_alone_check(alone, gpus)
+    if mem_unread:
+        return _memory_unread_check(mem_unread)
     if light:
         return _light_work_check(light)
     if in_view:
