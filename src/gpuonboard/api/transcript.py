@@ -478,7 +478,9 @@ def _part_tool(part: Section) -> str:
 
 def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]]) -> None:
     """Raise a UsageError where the session holds outputs of several boxes (glued, none read) or
-    ran its read commands on more than one host."""
+    ran its read commands on more than one host (`each`: the parts typed at the box's own prompts;
+    a shell a command opened in a container on it, `lxc-attach -n c1` then `[root@c1 ~]#`, is the
+    same box, its outputs the container's view: api/shell_opened.py)."""
     if several := next((got for _, got in each if isinstance(got, str) and glued.SEVERAL in got), None):
         raise UsageError(f"{name}: {several}.")  # (outputs of the box on it, none of them read)
     read = [part for part, got in each if not isinstance(got, str) and got]
@@ -573,7 +575,7 @@ def read(
     invent a fault, so the two are refused as rivals."""
     opened = shell_opened.inside(parts)  # (`kubectl exec -it POD -- sh`, then `/ # nvidia-smi`)
     each = [(part, _read_part(name, part, read_one, opened.get(part.line))) for part in parts]
-    _refuse_several_boxes(name, each)
+    _refuse_several_boxes(name, [(part, got) for part, got in each if not opened.get(part.line)])
     _refuse_reruns_answered_otherwise(name, each, unread, failed_whole)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)
