@@ -577,9 +577,49 @@ def _unfenced(text: str) -> str:
     fences = [at for at, line in enumerate(lines) if _FENCE.match(line)]
     if not fences:
         return text
-    if _paired(lines, fences):
+    if _closed_first(lines, fences):
+        # (a block whose opening fence was not copied, a page's words, then the next block: the
+        # words are no more of the output above, measure39a 19's prose after `command not found`)
+        lines[fences[0] + 1 : fences[1]] = [""] * (fences[1] - fences[0] - 1)
+        if len(fences) > 3 and _paired(lines, fences[1:]):
+            lines = _blocks_apart(lines, fences[1:])
+    elif not _paired(lines, fences):
+        return "\n".join(line for line in lines if not _FENCE.match(line))
+    else:
         lines = _blocks_apart(lines, fences)
-    return "\n".join(line for line in lines if not _FENCE.match(line))
+    # (a page of blocks: each fence a blank line, so that a session's line numbers are the page's,
+    # its last line dropped as before; measure39d 10 named `lscpu -p` of line 14 "line 12")
+    last = len(lines) - 1 if lines and _FENCE.match(lines[-1]) else -1
+    return "\n".join("" if _FENCE.match(line) else line for at, line in enumerate(lines) if at != last)
+
+
+def _page_words(words: Sequence[str]) -> bool:
+    """Whether lines between two blocks are a page's words (`My thought was ...`, `or`: a few
+    lines), not an output pasted outside a block: no prompt line, no output of a kind read here."""
+    from gpuonboard.api.saved_kinds import detect_kind
+    from gpuonboard.api.transcript import _prompt
+
+    said = [line for line in words if line.strip()]
+    return (
+        0 < len(said) <= _PAGE_WORDS
+        and not any(_prompt(line) for line in said)
+        and detect_kind("\n".join(said)) is None
+    )
+
+
+def _closed_first(lines: Sequence[str], fences: Sequence[int]) -> bool:
+    """Whether the first fence closes a block whose opening was not copied (a prompt line above
+    it, the text's first line) and the second opens the next, a page's words between them."""
+    from gpuonboard.api.transcript import _prompt
+
+    above = [line for line in lines[: fences[0]] if line.strip()]
+    return (
+        len(fences) >= 2
+        and bool(above)
+        and _prompt(above[0]) is not None
+        and lines[fences[0]].strip().strip("`~") == ""
+        and _page_words(lines[fences[0] + 1 : fences[1]])
+    )
 
 
 def _paired(lines: Sequence[str], fences: Sequence[int]) -> bool:
@@ -604,17 +644,27 @@ def _blocks_apart(lines: list[str], fences: Sequence[int]) -> list[str]:
     from gpuonboard.api.transcript import _TOOL, _prompt
 
     out = list(lines)
+    above = [at for at in range(fences[0]) if lines[at].strip()]
+    if len(above) == 1 and _command_title(lines[above[0]]):
+        out[above[0]] = f"$ {lines[above[0]].strip()}"  # (`lscpu -e` above the first block: its command)
     for n, close in enumerate(fences[1::2]):
         opening = fences[2 * n + 2] if 2 * n + 2 < len(fences) else len(lines)
         words = lines[close + 1 : opening]
         if not any(line.strip() for line in words):
             continue  # (a block right below another: one output the page fenced twice)
         said = [line for line in words if line.strip()]
-        if len(said) > _PAGE_WORDS or any(_prompt(line) for line in said) or detect_kind("\n".join(said)):
+        if not _page_words(said):
             continue  # (more lines than a page's sentence or two: an output pasted outside a block)
         out[close + 1 : opening] = [""] * len(words)
         if opening == len(lines):
             break  # (the page's words after its last block)
+        if len(said) == 1 and _command_title(said[0]):
+            # (a bare command above the block, `lscpu -p`: the block's command, as a prompt line's;
+            # it was left out and the block read under a bare prompt, measure39d 10)
+            out[close + 1 + next(at for at, line in enumerate(words) if line.strip())] = (
+                f"$ {said[0].strip()}"
+            )
+            continue
         first = next((at for at in range(opening + 1, fences[2 * n + 3]) if lines[at].strip()), None)
         if first is None or _prompt(lines[first]) is not None:
             continue
@@ -623,6 +673,24 @@ def _blocks_apart(lines: list[str], fences: Sequence[int]) -> list[str]:
         elif detect_kind("\n".join(lines[opening + 1 : fences[2 * n + 3]])) is None:
             out[opening] = "$"  # (a block of no output read here: a part of its own, noted)
     return out
+
+
+def _command_title(line: str) -> bool:
+    """Whether a page's line above a fenced block is a bare command of a tool read here, typed as a
+    title (`lscpu -p`, `cat /proc/meminfo`, `nvidia-smi | grep MiB`): the tool first, then only
+    options, paths or a pipe and what it runs; never a sentence that starts with a tool's name
+    (`free memory is low`)."""
+    from gpuonboard.api.transcript import _TOOL
+
+    words = line.split()
+    if not words or len(line) >= _LONGEST_COMMAND or not _TOOL.match(line.strip()):
+        return False
+    piped = False
+    for word in words[1:]:
+        piped = piped or word.startswith("|")
+        if not piped and not word.startswith(("-", "/", "~", ".", "|", ">", "2>")):
+            return False
+    return True
 
 
 # a Windows path running to a line's end, cut there by a wrap at a column (after a backslash or
