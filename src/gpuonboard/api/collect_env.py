@@ -80,6 +80,11 @@ _SMI_DRIVER = re.compile(
 )
 # lscpu's first line (below collect_env's `CPU:`, or vLLM's `==== CPU Info ====` banner)
 _LSCPU_FIRST = re.compile(r"^Architecture\s*:")
+# collect_env on Windows prints Win32_Processor's fields under `CPU:` (`Name: 12th Gen Intel(R) ...`,
+# `Manufacturer:`, `Family: 198`, `Architecture: 9`, `ProcessorType: 3`, ...), no lscpu: its
+# Architecture a number (lscpu's is a name, `x86_64`); the block starts below the `CPU:` label
+_WINDOWS_ARCHITECTURE = lazy_re(r"Architecture\s*:\s*\d+\s*")
+WINDOWS_CPU = "Windows CPU fields (Win32_Processor)"
 _TOPO_LABEL = re.compile(r"^(?:GPU topology|NVIDIA Topology)\s*:[ \t]*(.*)$")
 # an unindented `Label: value` line: the report's next field (a matrix row, `Legend:` are not)
 _FIELD = re.compile(r"^(?!GPU\d|NIC\d|Legend:|NIC Legend:)[A-Za-z][^:\n]*:(?:\s+\S|\s*$)")
@@ -305,7 +310,11 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
         found.append(EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", view))
     for i, line in enumerate(lines):
         if _LSCPU_FIRST.match(line) and not any(p.kind == "lscpu" for p in found):
-            found.append(EnvPart("lscpu", _lscpu(lines, i), "lscpu"))
+            if _WINDOWS_ARCHITECTURE.fullmatch(line):  # (from below `CPU:`: its Name, Manufacturer ...)
+                label = next((j for j in range(i - 1, -1, -1) if lines[j].strip() in ("CPU:", "")), i - 1)
+                found.append(EnvPart("lscpu", _lscpu(lines, label + 1), WINDOWS_CPU))
+            else:
+                found.append(EnvPart("lscpu", _lscpu(lines, i), "lscpu"))
         elif m := _TOPO_LABEL.match(line):
             matrix = _matrix(lines, i, m.group(1))
             if "GPU0" in matrix:
