@@ -77,7 +77,7 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
     so); a part at a prompt of the opener's own host ends the shell, and so does one whose prompt
     cannot be told from it (neither names a host): only a prompt that names another host than the
     opener's (`root@POD:/#` below `$ kubectl exec ...`), or none below one that names its host
-    (`/ #` below `root@ai18:~#`), is the shell's."""
+    (`/ #` below `root@ai18:~#`), is the shell's; `exit` typed there ends it."""
     found: dict[int, str] = {}
     prefix, host = "", None
     for part in parts:
@@ -85,6 +85,8 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
             prefix = ""  # (back at the box's prompt, or one not told from it: the shell was left)
         if prefix:
             found[part.line] = prefix
+            if part.command.split()[:1] in (["exit"], ["logout"]):
+                prefix = ""  # (the shell left: the next prompt is the box's, or another host's)
             continue
         if (opens := opened_shell(part.command)) and _engine_lines_only(part.text):
             prefix, host = opens, part.host

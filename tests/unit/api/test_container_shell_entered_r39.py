@@ -66,6 +66,17 @@ def test_prompt_change_without_opener_stays_refused(tmp_path: Path) -> None:
         offline.load_outputs([str(tmp_path / "s.txt")], [])
 
 
+def test_another_host_after_the_shell_exited_is_refused(tmp_path: Path) -> None:
+    """`exit` typed in the container ends its shell: a third host's prompt after it is no
+    container's view, and two hosts' outputs stay refused."""
+    host_free = "\n".join(LXC_ATTACH.split("\n")[1:4])
+    head = LXC_ATTACH[: LXC_ATTACH.index("[root@container ~]# uptime")]
+    text = f"{head}[root@container ~]# exit\n[root@other ~]# free -m\n{host_free}\n"
+    (tmp_path / "s.txt").write_text(text)
+    with pytest.raises(UsageError, match="2 hosts"):
+        offline.load_outputs([str(tmp_path / "s.txt")], [])
+
+
 @pytest.mark.parametrize(
     ("command", "prefix"),
     [
