@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 from gpuonboard.api import glued, part_reasons, shell_opened
 from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINES_UNREAD, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
+from gpuonboard.api.other_forms import named_form
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
@@ -439,7 +440,10 @@ def _read_part(
         if said := part_reasons.meminfo_cut(part):
             return said
         if tool in ("", *_FILTERS):
-            return f"{part.where} {_NOT_READ}"
+            # (an output of another form of a command read here, `lscpu -e`'s table under no
+            # command: named as saved alone it is, measure39d 10)
+            named = named_form(text)
+            return f"{part.where}: {named.rstrip('.')}" if named else f"{part.where} {_NOT_READ}"
         # (a command whose output this tool reads is never called unread: what it printed was not
         # recognised as its output; a command of it whose output is of a format not read says so)
         # (nor one its reader names, a container's log: said as that reader says it)

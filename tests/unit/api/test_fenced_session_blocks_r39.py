@@ -98,3 +98,11 @@ def test_not_found_then_table_joined_is_not_dropped(tmp_path: Path) -> None:
         "nvidia-smi was not found at line 1 (`-bash: nvidia-smi: command not found`), answered at line 3"
         in _warnings(tmp_path, joined)
     )
+
+
+def test_untitled_block_of_another_form_is_named_in_the_session(tmp_path: Path) -> None:
+    """The first block's title line taken out: its `lscpu -e` table, above the first prompt, is
+    named as saved alone it is (it was "not an output this tool reads")."""
+    said = _refusal(tmp_path, LSCPU_E_P.replace("lscpu -e\n", "", 1))
+    assert f"the text above its first prompt (`CPU NODE SOCKET CORE L1d:L1i:L2 ONLINE`): {LSCPU_SAID}" in said
+    assert f"line 13 (`lscpu -p`): {LSCPU_SAID}" in said, said
