@@ -65,7 +65,7 @@ def test_a_titled_block_of_an_output_read_is_read_under_its_command(tmp_path: Pa
 
 
 def test_prose_title_is_no_command() -> None:
-    from gpuonboard.api.paste import _command_title
+    from gpuonboard.api.paste_fences import _command_title
 
     assert _command_title("lscpu -p") and _command_title("nvidia-smi | grep MiB")
     assert not _command_title("free memory is low") and not _command_title("lscpu output below:")
