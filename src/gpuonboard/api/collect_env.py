@@ -80,6 +80,11 @@ _SMI_DRIVER = re.compile(
 )
 # lscpu's first line (below collect_env's `CPU:`, or vLLM's `==== CPU Info ====` banner)
 _LSCPU_FIRST = re.compile(r"^Architecture\s*:")
+# collect_env on Windows prints Win32_Processor's fields under `CPU:` (`Name: 12th Gen Intel(R) ...`,
+# `Manufacturer:`, `Family: 198`, `Architecture: 9`, `ProcessorType: 3`, ...), no lscpu: its
+# Architecture a number (lscpu's is a name, `x86_64`); the block starts below the `CPU:` label
+_WINDOWS_ARCHITECTURE = lazy_re(r"Architecture\s*:\s*\d+\s*")
+WINDOWS_CPU = "Windows CPU fields (Win32_Processor)"
 _TOPO_LABEL = re.compile(r"^(?:GPU topology|NVIDIA Topology)\s*:[ \t]*(.*)$")
 # an unindented `Label: value` line: the report's next field (a matrix row, `Legend:` are not)
 _FIELD = re.compile(r"^(?!GPU\d|NIC\d|Legend:|NIC Legend:)[A-Za-z][^:\n]*:(?:\s+\S|\s*$)")
@@ -262,6 +267,33 @@ def _to_end(kept: list[str]) -> str:
     return text if kept and kept[-1].strip() else text.rstrip("\n") + "\n"
 
 
+# a topology matrix's header: its GPU columns (`GPU0 GPU1`), then at least one column of another
+# device or of the GPUs' affinities (`NIC0`, `mlx5_0`, `CPU Affinity`): a header cut after its
+# GPUs (or inside them) proves nothing of how many the box has
+_TOPO_HEADER = lazy_re(r"[ \t]*(?P<gpus>GPU0(?:[ \t]+GPU\d+)*)[ \t]+(?!GPU\d)\S.*")
+
+
+def _topo_lists(lines: list[str], gpus: list[str]) -> bool:
+    """Whether the report's topology matrix (`NVIDIA Topology:`, `nvidia-smi topo -m`'s, which
+    CUDA_VISIBLE_DEVICES does not narrow) has a whole header line listing as many GPUs as torch's
+    list, GPU0 to GPU(n-1): then torch saw every GPU of the box (measure39e 06, 07)."""
+    listed = sum(1 for line in gpus if line.startswith("GPU "))
+    for i, line in enumerate(lines):
+        if (label := _TOPO_LABEL.match(line)) is None:
+            continue
+        at = (
+            i
+            if label.group(1).strip()
+            else next((j for j in range(i + 1, len(lines)) if lines[j].strip()), -1)
+        )
+        header = label.group(1) if at == i else lines[at] if at >= 0 else ""
+        whole = 0 <= at < len(lines) - 1  # (a line end after it: not cut inside)
+        found = _TOPO_HEADER.fullmatch(header)
+        if found and whole:
+            return found.group("gpus").split() == [f"GPU{n}" for n in range(listed)]
+    return False
+
+
 def parts(text: str) -> tuple[list[EnvPart], list[str]]:
     """The outputs the report holds, and what of it is said, not read (notes' clauses)."""
     lines = text.split("\n")
@@ -271,14 +303,18 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
         # (a last GPU line the text ends inside is kept open: -L's reader says a cut entry)
         tail = gpus[-1].strip().split(": ", 1)[-1]
         end = "" if text.rstrip(" \t").endswith(tail) and not text.endswith("\n") else "\n"
-        view = VISIBLE if _CHECK_ENV.search(text) else ""
+        view = VISIBLE if _CHECK_ENV.search(text) and not _topo_lists(lines, gpus) else ""
         if not view and (env := _CONTAINER_GPUS.search(text)) and env.group(1) != "all":
             view = _container(env.group(1))
         view = _list_cut(lines) or view or _other_kernel(text)
         found.append(EnvPart("nvidia_smi_list", "\n".join(gpus) + end, "GPU list", view))
     for i, line in enumerate(lines):
         if _LSCPU_FIRST.match(line) and not any(p.kind == "lscpu" for p in found):
-            found.append(EnvPart("lscpu", _lscpu(lines, i), "lscpu"))
+            if _WINDOWS_ARCHITECTURE.fullmatch(line):  # (from below `CPU:`: its Name, Manufacturer ...)
+                label = next((j for j in range(i - 1, -1, -1) if lines[j].strip() in ("CPU:", "")), i - 1)
+                found.append(EnvPart("lscpu", _lscpu(lines, label + 1), WINDOWS_CPU))
+            else:
+                found.append(EnvPart("lscpu", _lscpu(lines, i), "lscpu"))
         elif m := _TOPO_LABEL.match(line):
             matrix = _matrix(lines, i, m.group(1))
             if "GPU0" in matrix:

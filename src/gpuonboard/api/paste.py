@@ -28,6 +28,7 @@ import textwrap
 from collections.abc import Sequence
 
 from gpuonboard.api import exit_labelled, paste_frames
+from gpuonboard.api.paste_fences import FENCE, unfenced
 
 # every Unicode space separator but the plain space, and the ideographic space
 _SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
@@ -303,7 +304,7 @@ def _framed(text: str) -> str:
     text = _ESCAPES.sub("", text) if "\x1b" in text else text
     text = _RESIDUE.sub("", text) if _RESET_RESIDUE.search(text) else text
     text = _unguttered(_typography(_SPACES.sub(" ", _INVISIBLE.sub("", text)).translate(_BOX)))
-    return _unticked(_unprefixed(_unstamped(_unfenced(paste_frames.undetailed(_unpadded(text))))))
+    return _unticked(_unprefixed(_unstamped(unfenced(paste_frames.undetailed(_unpadded(text))))))
 
 
 # a Markdown backtick or three left on the first line's start or the last line's end (inline
@@ -556,75 +557,6 @@ def _kernel_said(lines: Sequence[str]) -> bool:
     return any(kernel_shaped(line) for line in lines)
 
 
-# a command line is short: a longer line in a block is output
-_LONGEST_COMMAND = 400
-# the most lines of a page's words between its blocks (`or`, `My thought was that ...`)
-_PAGE_WORDS = 3
-# a Markdown code fence line: ``` or ~~~, with the block's language after an opening one
-# (a language starts with a letter or digit: "```..." is a fence that lost its newline above an
-# elision, whose `...` is the output's)
-_FENCE = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[ \t]*(?:\w[\w+.-]*)?[ \t]*$")
-
-
-def _unfenced(text: str) -> str:
-    """A paste from a Markdown page or chat (```` ```console ```` above the output, ```` ``` ````
-    below) as the output without those lines; a fence at one end only (the other left out of
-    the copy), or below a prompt line copied above the block (`root@box:~# nvidia-smi -q -x`,
-    whose XML was then not read), or around each command of a session, is dropped too. No tool
-    read here prints such a line. On a page of blocks, the words between them are kept apart
-    from the output above (_blocks_apart)."""
-    lines = text.split("\n")
-    fences = [at for at, line in enumerate(lines) if _FENCE.match(line)]
-    if not fences:
-        return text
-    if _paired(lines, fences):
-        lines = _blocks_apart(lines, fences)
-    return "\n".join(line for line in lines if not _FENCE.match(line))
-
-
-def _paired(lines: Sequence[str], fences: Sequence[int]) -> bool:
-    """Whether the fences open and close blocks in pairs (an even number, no closing one naming a
-    language) and something follows the first block (a page's words, or another block)."""
-    return (
-        len(fences) % 2 == 0
-        and all(lines[at].strip().strip("`~") == "" for at in fences[1::2])
-        and any(line.strip() for line in lines[fences[1] + 1 :])
-    )
-
-
-def _blocks_apart(lines: list[str], fences: Sequence[int]) -> list[str]:
-    """The lines of a page of fenced blocks with each block's output kept apart from what follows
-    it: the page's words after a block (`My thought was ...`, `or`: a few lines) that are no output
-    and hold no prompt line are left out, not read as more of the output above them. A block after them is no
-    more of that output either: its first line, a bare command of a tool read here
-    (`nvidia-smi --query-gpu=name --format=csv`, its output below), gets a prompt, so that it is a
-    command of its own; a block of no output read here (a file the page shows) starts at a bare
-    prompt. A block of an output read here without its command stays as it was read before."""
-    from gpuonboard.api.saved_kinds import detect_kind
-    from gpuonboard.api.transcript import _TOOL, _prompt
-
-    out = list(lines)
-    for n, close in enumerate(fences[1::2]):
-        opening = fences[2 * n + 2] if 2 * n + 2 < len(fences) else len(lines)
-        words = lines[close + 1 : opening]
-        if not any(line.strip() for line in words):
-            continue  # (a block right below another: one output the page fenced twice)
-        said = [line for line in words if line.strip()]
-        if len(said) > _PAGE_WORDS or any(_prompt(line) for line in said) or detect_kind("\n".join(said)):
-            continue  # (more lines than a page's sentence or two: an output pasted outside a block)
-        out[close + 1 : opening] = [""] * len(words)
-        if opening == len(lines):
-            break  # (the page's words after its last block)
-        first = next((at for at in range(opening + 1, fences[2 * n + 3]) if lines[at].strip()), None)
-        if first is None or _prompt(lines[first]) is not None:
-            continue
-        if _TOOL.match(lines[first].strip()) and len(lines[first]) < _LONGEST_COMMAND:
-            out[first] = f"$ {lines[first].strip()}"
-        elif detect_kind("\n".join(lines[opening + 1 : fences[2 * n + 3]])) is None:
-            out[opening] = "$"  # (a block of no output read here: a part of its own, noted)
-    return out
-
-
 # a Windows path running to a line's end, cut there by a wrap at a column (after a backslash or
 # inside a name): from its drive (`C:\\Program Files\\NVIDIA Corporation\\`), or the whole line
 # where it goes on a path cut so above (a path over 3+ lines: `...\\WinGet` / `\\Packages\\...\\bin\\`
@@ -724,7 +656,7 @@ def quoted(lines: Sequence[str]) -> bool:
     rows = [line.rstrip() for line in lines]
     # (a Markdown fence around the quote is the page's, no line of it: measure38d 05's quoted
     # `srun ... lscpu` session in a ```console block)
-    filled = [i for i, line in enumerate(rows) if line and not _FENCE.match(line)]
+    filled = [i for i, line in enumerate(rows) if line and not FENCE.match(line)]
     marked = {i: rows[i].lstrip().startswith(">") for i in filled}
     if not filled or all(marked.values()):
         return bool(filled)

@@ -10,29 +10,65 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINE_OWN_LINE, KUBE_CLIS
+from gpuonboard.api.command_line import ENGINE_OWN_LINE, run, tool_name
 from gpuonboard.api.part import Part
 from gpuonboard.once import lazy_re
 
-# the shells an interactive exec opens (by the last word of its command)
+# the shells an interactive exec opens (by the name of the program it runs)
 _SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "ksh", "fish"})
-# the verbs that run a command in a container (kubectl's and the engines')
-_VERBS = frozenset({"exec", "run"})
+# the engines whose exec opens a terminal without being asked (LXD's, Incus', Proxmox's, LXC's);
+# docker's, podman's, kubectl's, crictl's read no terminal without `-i` (`-it`, `--stdin`)
+_INTERACTIVE = frozenset({"lxc", "incus", "pct", "lxc-attach"})
+# an option asking for the terminal: `-i`, `-it`, `-ti`, `--stdin`, `--interactive`, `--tty`
+_TERMINAL = lazy_re(r"-[a-z]*[it][a-z]*|--(?:stdin|interactive|tty)(?:=true)?")
+# a shell's option that gives it a command (`bash -c CMD`, `sh -lc CMD`): no interactive shell
+_GIVEN = lazy_re(r"-[a-z]*c[a-z]*")
+# the commands that open a shell in a container with no shell named, each with the words that run
+# one command there instead: Proxmox's `pct enter VMID` (`pct exec VMID --`), LXD's and Incus'
+# `lxc|incus shell NAME` (`lxc exec NAME --`), OpenShift's `oc rsh POD` (`oc exec -it POD --`); and
+# LXC's `lxc-attach [-n] NAME` given no command (command_line's grammar of it: its words, then `--`)
+_NO_SHELL_NAMED = lazy_re(
+    r"(?:sudo\s+)?(?:pct\s+enter\s+(?P<vmid>\d+)|(?P<lxd>lxc|incus)\s+shell\s+(?P<instance>[\w.:-]+)"
+    r"|oc\s+rsh\s+(?P<pod>[\w.-]+))"
+)
 
 
 def opened_shell(command: str) -> str:
     """The prefix that runs a command where `command` opened a shell (`kubectl exec -it POD --`
     of `kubectl exec -it POD -- sh`: a command typed at that shell's prompt ran as `kubectl exec
-    -it POD -- nvidia-smi`); "" where `command` opens no shell in a container."""
+    -it POD -- nvidia-smi`); "" where `command` opens no shell in a container. What runs in a
+    container is read as every command line is (command_line.run, Run.container): its command a
+    shell given no command (`bash`, `/bin/bash -l`), or none where the engine opens one by itself
+    (`lxc-attach -n c1`, `pct enter 101`, `lxc shell c1`, `oc rsh POD`)."""
     words = command.split()
-    if len(words) < 3 or "|" in words or words[-1].rsplit("/", 1)[-1] not in _SHELLS:
+    if not words or "|" in words:
         return ""
-    cli = words[0].rsplit("/", 1)[-1]
-    if cli not in CONTAINER_CLIS | KUBE_CLIS or not _VERBS & set(words[1:-1]):
+    if (bare := _NO_SHELL_NAMED.fullmatch(" ".join(words))) is not None:
+        return _bare_prefix(bare)
+    ran = run(command, _SHELLS)
+    if len(ran.head) > 1 and tool_name(ran.head[0]) == "lxc-attach" and not ran.container:
+        return f"{' '.join(ran.head)} --"  # (a shell of its own: no command after its options)
+    if not ran.container or ran.inside < 1 or len(ran.stages) != 1:
         return ""
-    if not any(w in ("-it", "-ti", "-i", "--stdin", "--interactive") for w in words[1:-1]):
+    shell = ran.head
+    if tool_name(shell[0]) not in _SHELLS or any(
+        not w.startswith("-") or _GIVEN.fullmatch(w) for w in shell[1:]
+    ):
+        return ""
+    if tool_name(ran.container[0]) not in _INTERACTIVE and not any(
+        _TERMINAL.fullmatch(w) for w in ran.container
+    ):
         return ""  # (`docker run img bash` without a terminal runs a shell that reads nothing)
-    return " ".join(words[:-1])
+    return " ".join(ran.container)
+
+
+def _bare_prefix(bare: re.Match[str]) -> str:
+    """The words that run one command where an engine opened a shell with none named (_NO_SHELL_NAMED)."""
+    if bare.group("vmid"):
+        return f"pct exec {bare.group('vmid')} --"
+    if bare.group("lxd"):
+        return f"{bare.group('lxd')} exec {bare.group('instance')} --"
+    return f"oc exec -it {bare.group('pod')} --"
 
 
 def inside(parts: Sequence[Part]) -> dict[int, str]:
@@ -41,7 +77,7 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
     so); a part at a prompt of the opener's own host ends the shell, and so does one whose prompt
     cannot be told from it (neither names a host): only a prompt that names another host than the
     opener's (`root@POD:/#` below `$ kubectl exec ...`), or none below one that names its host
-    (`/ #` below `root@ai18:~#`), is the shell's."""
+    (`/ #` below `root@ai18:~#`), is the shell's; `exit` typed there ends it."""
     found: dict[int, str] = {}
     prefix, host = "", None
     for part in parts:
@@ -49,6 +85,8 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
             prefix = ""  # (back at the box's prompt, or one not told from it: the shell was left)
         if prefix:
             found[part.line] = prefix
+            if part.command.split()[:1] in (["exit"], ["logout"]):
+                prefix = ""  # (the shell left: the next prompt is the box's, or another host's)
             continue
         if (opens := opened_shell(part.command)) and _engine_lines_only(part.text):
             prefix, host = opens, part.host

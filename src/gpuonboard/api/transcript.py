@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 from gpuonboard.api import glued, part_reasons, shell_opened
 from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINES_UNREAD, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
+from gpuonboard.api.other_forms import named_form
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
 from gpuonboard.errors import UsageError
@@ -439,7 +440,10 @@ def _read_part(
         if said := part_reasons.meminfo_cut(part):
             return said
         if tool in ("", *_FILTERS):
-            return f"{part.where} {_NOT_READ}"
+            # (an output of another form of a command read here, `lscpu -e`'s table under no
+            # command: named as saved alone it is, measure39d 10)
+            named = named_form(text)
+            return f"{part.where}: {named.rstrip('.')}" if named else f"{part.where} {_NOT_READ}"
         # (a command whose output this tool reads is never called unread: what it printed was not
         # recognised as its output; a command of it whose output is of a format not read says so)
         # (nor one its reader names, a container's log: said as that reader says it)
@@ -478,7 +482,9 @@ def _part_tool(part: Section) -> str:
 
 def _refuse_several_boxes(name: str, each: Sequence[tuple[Section, list[tuple[str, T, str]] | str]]) -> None:
     """Raise a UsageError where the session holds outputs of several boxes (glued, none read) or
-    ran its read commands on more than one host."""
+    ran its read commands on more than one host (`each`: the parts typed at the box's own prompts;
+    a shell a command opened in a container on it, `lxc-attach -n c1` then `[root@c1 ~]#`, is the
+    same box, its outputs the container's view: api/shell_opened.py)."""
     if several := next((got for _, got in each if isinstance(got, str) and glued.SEVERAL in got), None):
         raise UsageError(f"{name}: {several}.")  # (outputs of the box on it, none of them read)
     read = [part for part, got in each if not isinstance(got, str) and got]
@@ -573,7 +579,7 @@ def read(
     invent a fault, so the two are refused as rivals."""
     opened = shell_opened.inside(parts)  # (`kubectl exec -it POD -- sh`, then `/ # nvidia-smi`)
     each = [(part, _read_part(name, part, read_one, opened.get(part.line))) for part in parts]
-    _refuse_several_boxes(name, each)
+    _refuse_several_boxes(name, [(part, got) for part, got in each if not opened.get(part.line)])
     _refuse_reruns_answered_otherwise(name, each, unread, failed_whole)
     found: dict[str, tuple[Section, T, str]] = {}  # kind -> its output
     skipped: list[tuple[int, str]] = []  # (line, why its output is not read)

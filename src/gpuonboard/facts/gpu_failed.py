@@ -188,3 +188,30 @@ def _answered_later(failed_at: str, listed_at: str) -> tuple[int, int] | None:
         return None
     lines = int(failed["line"]), int(listed["line"])
     return lines if lines[0] < lines[1] else None
+
+
+def missing_in_session(raw: Mapping[str, ProbeOutput], lister: tuple[str, str, int] | None) -> list[str]:
+    """A note for each nvidia-smi output of a saved session that says the tool was not found
+    (`-bash: nvidia-smi: command not found`) beside a listing of the same session: before it, the
+    driver's tools installed (or another image booted) between them, "nvidia-smi was not found at
+    line 1 (...), answered at line 7"; after it, said with the listing's line. It was dropped
+    unsaid where the listing was read (measure39a 19)."""
+    if lister is None:
+        return []
+    listed = _SESSION_LINE.match(lister[1])
+    notes = []
+    for name, _, _ in [*GPU_SOURCES, (LIST_PROBE, "list", None)]:
+        got = raw.get(name)
+        if got is None or not got.absent or (at := _SESSION_LINE.match(got.saved_as)) is None:
+            continue
+        if listed is None or at["file"] != listed["file"]:
+            continue
+        said = next((line.strip() for line in got.stderr.splitlines() if line.strip()), "")
+        shown = f" (`{said[:120]}`)" if said else ""
+        lines = int(at["line"]), int(listed["line"])
+        notes.append(
+            f"nvidia-smi was not found at line {lines[0]}{shown}, answered at line {lines[1]}"
+            if lines[0] < lines[1]
+            else f"nvidia-smi was not found at line {lines[0]}{shown}, after line {lines[1]} listed the GPUs"
+        )
+    return notes

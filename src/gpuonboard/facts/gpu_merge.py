@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from gpuonboard.facts import gpu_agree
 from gpuonboard.facts.container_banner import banner_lines
 from gpuonboard.facts.csvtext import csv_rows
-from gpuonboard.facts.gpu_failed import failed_outputs, failure_clashes
+from gpuonboard.facts.gpu_failed import failed_outputs, failure_clashes, missing_in_session
 from gpuonboard.facts.gpu_fields import _FIELD_RANK, _merge_gpu
 from gpuonboard.facts.gpu_ids import bus_key
 from gpuonboard.facts.gpu_list import GpuList, ListedGpu
@@ -284,6 +284,7 @@ def merge(
     lister = _lister(reports, got.files, listed, listed_as)
     notes: list[str] = []  # (failures that are a call's own, or that a later listing superseded)
     failed = failure_clashes(failed_outputs(raw, parse, lister[2] if lister else 0, notes), lister, notes)
+    notes += missing_in_session(raw, lister)  # (a session's `command not found` before its listing)
     union = _union(reports, listed, unopened, listed_whole, unread, failed, listed_as)
     merged = _with_inforom(union, [*outputs, *warned])
     # (whose banner gave the CUDA version kept: a container's exec'd nvidia-smi tells its own)

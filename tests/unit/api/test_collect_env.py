@@ -132,8 +132,13 @@ def test_collect_env_fewer_gpus_than_ordered_fail_as_missing(tmp_path: Path) -> 
 def test_check_env_gpus_are_those_torch_sees(tmp_path: Path) -> None:
     """sglang#24834's check_env: `GPU 0,1,2,3,4,5,6,7: NVIDIA B200` is torch's view of the GPUs
     (torch.cuda.device_count), which CUDA_VISIBLE_DEVICES narrows: its count is of the visible
-    GPUs, never a claim that the box has no others (unverified, the reason said)."""
-    rules, err, _ = facts(tmp_path, SGLANG.read_text(), "gpu_model: B200\ngpu_count: 16\n")
+    GPUs, never a claim that the box has no others (unverified, the reason said). (The report cut
+    before its `NVIDIA Topology:`, whose whole header listing the same 8 would make the list the
+    box's whole set: round 39.)"""
+    text = SGLANG.read_text()
+    rules, err, _ = facts(
+        tmp_path, text[: text.index("NVIDIA Topology:")], "gpu_model: B200\ngpu_count: 16\n"
+    )
     count = rules["gpu_count"]
     assert count["verdict"] == "unverified" and "8 listed" in count["actual"]
     assert "CUDA_VISIBLE_DEVICES" in count["actual"]
@@ -174,11 +179,13 @@ def test_check_env_s_several_driver_versions_are_not_read_as_one() -> None:
 
 def test_check_env_group_line_is_one_gpu_per_index() -> None:
     """sglang#19404: one line names the 8 GPUs of one name; its `... Compute Capability: 10.0`
-    line is no GPU; its topology matrix (cut short in the report) and NVCC line are read too."""
+    line is no GPU; its topology matrix (cut short in the report) and NVCC line are read too. The
+    matrix's header is whole and lists GPU0 to GPU7, as many as torch's list: the box's whole set
+    (round 39), not torch's narrowed view."""
     found, _ = collect_env.parts(SGLANG_16NIC.read_text())
     kinds = {part.kind: part for part in found}
     assert kinds["nvidia_smi_list"].text.splitlines() == [f"GPU {i}: NVIDIA B200" for i in range(8)]
-    assert kinds["nvidia_smi_list"].partial == collect_env.VISIBLE
+    assert kinds["nvidia_smi_list"].partial == ""
     assert kinds["nvidia_topo"].text.splitlines()[1].startswith("GPU0     X      NV18")
     assert kinds["nvcc"].text == "Cuda compilation tools, release 13.1, V13.1.115\n"
 

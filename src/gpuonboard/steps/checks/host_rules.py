@@ -445,6 +445,12 @@ _COUNT_LINE = lazy_re(
     r"^\s*(?:(?:Total |Active )?CPU\(s\)|Thread\(s\) per core|Core\(s\) per \w+|Socket\(s\))\s*:.*$", re.M
 )
 _COUNT_VALUE = lazy_re(r"[^:]*:\s*(?:\d+|-)\s*")
+# Win32_Processor's fields, which torch's collect_env prints on Windows in place of lscpu (`Name:`,
+# `Manufacturer: GenuineIntel`, `Family: 198`, `Architecture: 9`, `ProcessorType: 3`, `DeviceID: CPU0`)
+_WINDOWS_CPU = lazy_re(
+    r"^\s*(?:Manufacturer\s*:|Architecture\s*:\s*\d+\s*$|ProcessorType\s*:|DeviceID\s*:\s*CPU\d|MaxClockSpeed\s*:)",
+    re.M,
+)
 # NanXiao's lscpu for FreeBSD and OpenBSD: `Total CPU(s):` (and `Active CPU(s):`), no `CPU(s):` line
 _BSD_LSCPU = lazy_re(r"^\s*Total CPU\(s\)\s*:", re.M)
 
@@ -456,6 +462,8 @@ def _lscpu_text_unread(expected: str, text: str) -> Check:
     lines = [" ".join(m.group(0).split()) for m in _COUNT_LINE.finditer(text)]
     odd = [line for line in lines if not _COUNT_VALUE.fullmatch(line)]
     shown = "; ".join(f"`{line[:80]}`" for line in (odd or lines)[:3])
+    if _WINDOWS_CPU.search(text):
+        return _windows_cpu_unread(expected, text)
     if _BSD_LSCPU.search(text):
         edited = f"; its count lines ({shown}) are not lscpu's own form either" if odd else ""
         detail = (
@@ -479,6 +487,25 @@ def _lscpu_text_unread(expected: str, text: str) -> Check:
         "unknown: no CPU count could be read from the lscpu output",
         "unverified",
         detail,
+    )
+
+
+def _windows_cpu_unread(expected: str, text: str) -> Check:
+    """cpu_cores of a collect_env run on Windows: its CPU block is Win32_Processor's fields (name,
+    maker, family, clocks), which count no cores; never lscpu's (measure39e 20)."""
+    last = text.rstrip(" \t").rsplit("\n", 1)[-1].strip()
+    cut = ""
+    if last and not text.endswith("\n"):
+        cut = f"; the block is cut short (its last line, `{last[:40]}`, ends without a line end)"
+    return Check(
+        "cpu_cores",
+        expected,
+        "unknown: collect_env's Windows CPU fields (Win32_Processor) give no core count",
+        "unverified",
+        "torch's collect_env on Windows prints the processor's Name, Manufacturer, Family,"
+        f" Architecture ... (Win32_Processor), no lscpu and no core count{cut}: give the box's"
+        " `Get-CimInstance Win32_Processor | Select-Object NumberOfCores, NumberOfLogicalProcessors`"
+        " (PowerShell), or `lscpu` where it runs Linux",
     )
 
 
