@@ -20,7 +20,10 @@ TEMPLATE = (
     "nvidia-smi__rtx4090-535.129.03__template-checkbox-label-kubectl-exec-driver-ctr-indented-fence-CUT"
     "__gpu-operator-607.txt"
 )
-KUBECTL_L = "nvidia-smi-L__a30__1gpu__prompt__kubectl-exec-driver-pod__defaulted-container-notice__gpu-operator-442.txt"
+KUBECTL_L = (
+    "nvidia-smi-L__a30__1gpu__prompt__kubectl-exec-driver-pod__defaulted-container-notice"
+    "__gpu-operator-442.txt"
+)
 IN_CONTAINER = "shows only the GPUs of the container it ran in"
 
 

@@ -46,7 +46,10 @@ def test_one_step_and_its_listing(tmp_path: Path, number: str) -> None:
     assert verdicts(tmp_path, "s.txt", text, ORDER)["gpu_model"] == ("pass", "1 x NVIDIA GeForce RTX 2060")
 
 
-KUBECTL_L = "nvidia-smi-L__a30__1gpu__prompt__kubectl-exec-driver-pod__defaulted-container-notice__gpu-operator-442.txt"
+KUBECTL_L = (
+    "nvidia-smi-L__a30__1gpu__prompt__kubectl-exec-driver-pod__defaulted-container-notice"
+    "__gpu-operator-442.txt"
+)
 TABLE = (
     "nvidia-smi__tesla-t4-cgpu-share-3231mib__1gpu__driver418.87.01__kubectl-exec-pod__copied-command"
     "__table-on-one-line__aliyun-ack-edge.txt"
