@@ -13,16 +13,19 @@ the copied command, as a prompt line is (api/saved_text.py, api/typed_commands.p
   measure39e 17), where the same table under a prompt line of that command is unverified.
 
 A list item's marker, a task list's box, a heading's `#` marks and an emphasis may stand before
-the label's words (`- [x] `, `3. `, `## `, `**`).
+the label's words (`- [x] `, `3. `, `## `, `**`). A label a page or a terminal wrapped inside its
+code span (the template's line is 150 columns) is read joined again (wrapped_label).
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from gpuonboard.api.command_line import CONTAINER_CLIS
 from gpuonboard.api.transcript import COMMANDS, LONGEST_PROMPT, command_of
 from gpuonboard.once import lazy_re
 
-__all__ = ["LABEL_LINE", "label_command"]
+__all__ = ["LABEL_LINE", "label_command", "wrapped_label"]
 
 # a poster's label or caption line naming the command above its output (`Command: numactl
 # --hardware`, `Output of nvidia-smi -L:`, `**Output of `lscpu`:**`, `Running free -m:`): the
@@ -69,3 +72,30 @@ def label_command(line: str) -> str | None:
     # (a container CLI's name alone, `using `ctr`:`, names no command that printed an output)
     commands = [said for said in named if _COMMAND.fullmatch(said) and said not in CONTAINER_CLIS]
     return commands[-1] if commands else None
+
+
+# the most lines a wrapped label is read over (its first and those its code span goes on on)
+_WRAPPED_LINES = 4
+
+
+def wrapped_label(lines: Sequence[str], at: int) -> tuple[str, int] | None:
+    """(the label line `at` starts joined with the lines it was wrapped onto, the index of its
+    last line) where line `at` holds a backtick and is no label alone, and it and the lines after
+    it, each joined where a code span is open across its start or it holds one (a page's wrap
+    before the code: `... from the driver` / `container: `kubectl exec ...``), make a label naming
+    a command (label_command); joined with a blank (a mail's or a page's word wrap drops the
+    blank it broke at; a terminal's cut at a column keeps it on the next line: the same words).
+    None otherwise."""
+    line = lines[at].strip()
+    if "`" not in line or len(line) > LONGEST_PROMPT or label_command(line):
+        return None
+    joined, end = line, at
+    while end + 1 < min(len(lines), at + _WRAPPED_LINES):
+        end += 1
+        below = lines[end].strip()
+        if not below or (joined.count("`") % 2 == 0 and "`" not in below):
+            return None
+        joined += f" {below}"
+        if joined.count("`") % 2 == 0 and label_command(joined):
+            return joined, end
+    return None

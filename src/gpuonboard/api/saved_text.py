@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 from gpuonboard.api import glued, paste, saved_forms, transcript
 from gpuonboard.api.command_line import ENGINE_OWN_LINE
 from gpuonboard.api.kernel_command import LINE_FILTERS
-from gpuonboard.api.label_lines import label_command
+from gpuonboard.api.label_lines import label_command, wrapped_label
 from gpuonboard.api.markdown_marks import markdown_unmarked
 from gpuonboard.errors import UsageError
 from gpuonboard.once import lazy_re
@@ -256,14 +256,14 @@ def _first_prompt_line(lines: Sequence[str]) -> int | None:
     traced = [i for i in filled[:4] if _XTRACE.fullmatch(lines[i].strip())]
     if traced and traced == filled[: len(traced)]:  # (a traced pipeline: its tool's line of them)
         first = next((i for i in traced if _COMMAND_LINE.fullmatch(lines[i].strip())), first)
-    if first is not None and _typed_line(lines[first]):
+    if first is not None and (_typed_line(lines[first]) or wrapped_label(lines, first)):
         return first
     # (a poster's comment lines above the command: `# To check for GPU error messages` over `sudo
     # dmesg | grep -iE "nouveau|nvidia|pci" | grep -i "error"`, `# Errror` over `nvidia-smi`; before,
     # the comment was read as the first line, so the command was not found: the kernel log under it
     # was refused as no recognised output (an Xid 79 hidden, m36e 12), or read as the whole log)
     for n, i in enumerate(filled[: _COMMENTS_ABOVE + 1]):
-        if n and i != filled[-1] and _typed_line(lines[i]):
+        if n and i != filled[-1] and (_typed_line(lines[i]) or wrapped_label(lines, i)):
             return i  # (a command with output under it, below the comments)
         if not lines[i].lstrip().startswith("#"):
             return None
@@ -294,7 +294,7 @@ def _traced_command(lines: Sequence[str], first: int) -> str:
     its `tee` left out. Before, only the tool's line was read: a `dmesg -T | grep NVRM` was taken
     for the whole log (nvswitch_sxid passed on SXid lines the grep cannot let through)."""
     line = lines[first].strip()
-    if label := label_command(line):
+    if label := label_command(continued(lines, first)[0]):
         return label  # (a poster's label: its command alone)
     if not line.startswith("+"):
         return _uncommented_prompt(_TRACE_MARK.sub("", continued(lines, first)[0]))
@@ -330,6 +330,8 @@ def continued(lines: Sequence[str], first: int) -> tuple[str, int]:
     last line): a command whose line ends in `\\` goes on on the next (`sudo journalctl -k \\` /
     `  --since ... \\` / `  --no-pager | grep -iE 'nvrm|xid'`, bash's PS2 `> ` before each).
     Before, the command was read up to the backslash, and its rest as the output's first lines."""
+    if (label := wrapped_label(lines, first)) is not None:
+        return label  # (a poster's label wrapped inside its code span: its lines joined again)
     line, end = lines[first].strip(), first
     while line.endswith("\\") and end + 1 < len(lines) and lines[end + 1].strip():
         end += 1

@@ -7,13 +7,14 @@ own (gpu_count and nvidia_driver passed); under a `$ kubectl exec ...` prompt it
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from gpuonboard.api.label_lines import label_command
 
-from ..offline_judge import verdicts
+from ..offline_judge import column_wrapped, verdicts
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 TEMPLATE = (
@@ -101,3 +102,17 @@ def test_the_command_a_label_names(line: str, command: str) -> None:
 )
 def test_what_names_no_command_is_no_label_command(line: str, command: str | None) -> None:
     assert label_command(line) == command
+
+
+@pytest.mark.parametrize("width", [60, 80, 100])
+def test_a_label_wrapped_inside_its_code_is_read_joined(tmp_path: Path, width: int) -> None:
+    """The real template's label line (150 columns) wrapped by a page's word wrap or cut at a
+    terminal's column, inside its `kubectl exec ...` code span: read joined, as whole."""
+    text = (REAL / TEMPLATE).read_text()
+    label, rest = text.split("\n", 1)
+    for pasted in (
+        "\n".join(textwrap.wrap(label, width)) + "\n" + rest,
+        column_wrapped(label, width) + "\n" + rest,
+    ):
+        got = verdicts(tmp_path, "smi.txt", pasted, "gpu_count: 1\n")
+        assert got["gpu_count"][0] == "unverified" and IN_CONTAINER in got["gpu_count"][1]
