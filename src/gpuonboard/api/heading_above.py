@@ -1,6 +1,11 @@
-"""Heading lines a script or a page printed above an nvidia-smi CSV, XML or `-L` listing
-(`--- GPU ---`, `GPU info:`): read as no part of the output, never where such a line is a copied
-prompt or command (which narrows what the output lists)."""
+"""Heading lines a script or a page printed above an output (`--- GPU ---`, `GPU info:`, a
+poster's `**2x AMD Opteron(TM) Processor 6272:**` or `Here is my numactl output:`): read as no
+part of the output, never where such a line is a copied prompt or command (which narrows what the
+output lists). One rule for every kind whose detection or reader starts at the text's top: an
+nvidia-smi CSV, XML or `-L` listing, whose reader reads its first line as the output's; and any
+output detected below the headings and not with them (`numactl -H`, `df`, `lsblk`, `-L`). Before,
+a heading above a whole `numactl -H` made it "not a recognised command output", where the same
+heading above an lscpu (detected by its lines anywhere) was read (measure39d 20)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import re
 
 from gpuonboard.api import saved_text, transcript
 from gpuonboard.api.command_line import elsewhere, run
+from gpuonboard.api.saved_kinds import detect_kind
 from gpuonboard.facts.nvidia_smi import parse_any
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.once import lazy_re
@@ -30,16 +36,21 @@ def below_heading(text: str) -> tuple[str, str] | None:
     most two heading lines (_HEADING, blank lines between) stand above an nvidia-smi CSV's header,
     XML or `-L` listing (a script's `--- GPU ---` over its `--query-gpu` CSV, a doc's `GPU info:`):
     no line of the output, which its reader read as the output's first (before, such a CSV was
-    "listed no GPU (output not recognised as any nvidia-smi format)"). None otherwise, and where
+    "listed no GPU (output not recognised as any nvidia-smi format)"); or above any output whose
+    kind is detected from the lines below them and not from the text as given (a poster's heading
+    over `numactl -H`: module doc). None otherwise, and where
     a line above is a copied prompt or command (_typed: a root's `# nvidia-smi -L -i 0`), which
     the saved output's own reader reads as the command that printed it."""
     lines = text.split("\n")
     filled = [i for i, line in enumerate(lines) if line.strip()]
+    known: bool | None = None  # (whether the text as given is of a kind detected: asked once)
     for n, first in enumerate(filled[1:3], start=1):
         above = [lines[i].strip() for i in filled[:n]]
         if not all(_HEADING.fullmatch(line) and not _typed(line) for line in above):
             return None
-        if is_query_header(lines[first]) or _OUTPUT_START.match(lines[first]):
+        if not (starts := is_query_header(lines[first]) or bool(_OUTPUT_START.match(lines[first]))):
+            known = detect_kind(text) is not None if known is None else known
+        if starts or (not known and detect_kind("\n".join(lines[first:])) is not None):
             shown = "`, `".join(line[:80] for line in above)
             said = (
                 f"line{'s' if n > 1 else ''} `{shown}` above the output (a heading a script or a page"

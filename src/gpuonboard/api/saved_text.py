@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 from gpuonboard.api import glued, paste, saved_forms, transcript
 from gpuonboard.api.command_line import ENGINE_OWN_LINE
 from gpuonboard.api.kernel_command import LINE_FILTERS
+from gpuonboard.api.label_lines import label_command, wrapped_label
 from gpuonboard.api.markdown_marks import markdown_unmarked
 from gpuonboard.errors import UsageError
 from gpuonboard.once import lazy_re
@@ -30,22 +31,24 @@ _PROMPT_LINE = re.compile(
     rf"(?P<command>(?:[^\n]{{0,400}}?[\s/\\'\"(])?{_COMMANDS}(?:[\s'\"|;&)][^\n]*)?)"
 )
 # (a tool's name right before `<` or `>` is no command: `<free>19948 MiB</free>` of a -q -x)
+# an issue's numbered step before the command it types (`2. nvidia-smi -L`, `3.sudo docker run ...`;
+# never a host's `10.0.0.1$`): the step's prompt (api/numbered_steps.py)
+_STEP_NUMBER = r"\d{1,2}[.)](?:[ \t]+|(?=[A-Za-z/]))"
 # the command alone, pasted above its output without the prompt (`nvidia-smi -L`, `sudo dmesg -T`,
 # `/usr/bin/nvidia-smi`): no tool's output starts with one of these names followed by a space or
 # the line's end (nvcc's own first line is `nvcc: NVIDIA (R) ...`)
 # (a Windows path too: `C:\Windows\System32\nvidia-smi.exe`, `"C:\Program Files\...\nvidia-smi.exe"`)
 _COMMAND_LINE = re.compile(
-    rf"(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)?"
+    rf"(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*|{_STEP_NUMBER})?"
     rf"\(?(?:sudo\s+)?(?:\"[^\"\n]*[/\\]|\S*[/\\])?{_COMMANDS}\"?(?:[\s|;&)][^\n]*)?"
 )
-_LABEL_LINE = transcript.LABEL_LINE  # (a poster's `Command: lscpu` line: its copied command)
 # (`+ nvidia-smi`: the command as a shell's `set -x` traces it above the output, in a CI job's log
 # or a script's; `!nvidia-smi`: a Jupyter or IPython cell's shell command, `In [3]: !nvidia-smi`
 # with IPython's prompt: before, that line was read as the output's, a kernel log's first line)
 # a line a shell's `set -x` prints for each command it runs (PS4's `+`, one more for each nesting:
 # `++ hostname`), the others of a pipeline too (`+ tee out.txt`), in any order
 _XTRACE = re.compile(r"\++ \S.*")
-_TRACE_MARK = re.compile(r"^(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*)")
+_TRACE_MARK = re.compile(rf"^(?:In \[\d*\]:\s*!\s*|\++\s+|!\s*|{_STEP_NUMBER})")
 # a last line that is the next prompt (`root@gpu-01:~# `, `$`, `[root@gpu01 ~]# exit`)
 _TRAILING_PROMPT = re.compile(
     r"(?:[\w.-]+@[\w.-]+(?::[^\s<>]*)?|\[[\w.-]+@[^\]\n]*\]|PS [A-Za-z]:[^<>\n]*)?"
@@ -253,14 +256,14 @@ def _first_prompt_line(lines: Sequence[str]) -> int | None:
     traced = [i for i in filled[:4] if _XTRACE.fullmatch(lines[i].strip())]
     if traced and traced == filled[: len(traced)]:  # (a traced pipeline: its tool's line of them)
         first = next((i for i in traced if _COMMAND_LINE.fullmatch(lines[i].strip())), first)
-    if first is not None and _typed_line(lines[first]):
+    if first is not None and (_typed_line(lines[first]) or wrapped_label(lines, first)):
         return first
     # (a poster's comment lines above the command: `# To check for GPU error messages` over `sudo
     # dmesg | grep -iE "nouveau|nvidia|pci" | grep -i "error"`, `# Errror` over `nvidia-smi`; before,
     # the comment was read as the first line, so the command was not found: the kernel log under it
     # was refused as no recognised output (an Xid 79 hidden, m36e 12), or read as the whole log)
     for n, i in enumerate(filled[: _COMMENTS_ABOVE + 1]):
-        if n and i != filled[-1] and _typed_line(lines[i]):
+        if n and i != filled[-1] and (_typed_line(lines[i]) or wrapped_label(lines, i)):
             return i  # (a command with output under it, below the comments)
         if not lines[i].lstrip().startswith("#"):
             return None
@@ -279,7 +282,7 @@ def _typed_line(line: str) -> bool:
     text = line.strip()
     return bool(
         _PROMPT_LINE.fullmatch(text)
-        or _LABEL_LINE.fullmatch(text)
+        or label_command(text)
         or (_COMMAND_LINE.fullmatch(text) and not saved_forms.VERSION_LINE.fullmatch(text))
     )
 
@@ -291,8 +294,8 @@ def _traced_command(lines: Sequence[str], first: int) -> str:
     its `tee` left out. Before, only the tool's line was read: a `dmesg -T | grep NVRM` was taken
     for the whole log (nvswitch_sxid passed on SXid lines the grep cannot let through)."""
     line = lines[first].strip()
-    if label := _LABEL_LINE.fullmatch(line):
-        return label.group("command").strip()  # (a poster's label: its command alone)
+    if label := label_command(continued(lines, first)[0]):
+        return label  # (a poster's label: its command alone)
     if not line.startswith("+"):
         return _uncommented_prompt(_TRACE_MARK.sub("", continued(lines, first)[0]))
     depth = len(line) - len(line.lstrip("+"))
@@ -327,6 +330,8 @@ def continued(lines: Sequence[str], first: int) -> tuple[str, int]:
     last line): a command whose line ends in `\\` goes on on the next (`sudo journalctl -k \\` /
     `  --since ... \\` / `  --no-pager | grep -iE 'nvrm|xid'`, bash's PS2 `> ` before each).
     Before, the command was read up to the backslash, and its rest as the output's first lines."""
+    if (label := wrapped_label(lines, first)) is not None:
+        return label  # (a poster's label wrapped inside its code span: its lines joined again)
     line, end = lines[first].strip(), first
     while line.endswith("\\") and end + 1 < len(lines) and lines[end + 1].strip():
         end += 1

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
-from gpuonboard.api import glued, part_reasons, shell_opened
+from gpuonboard.api import glued, numbered_steps, part_reasons, shell_opened
 from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINES_UNREAD, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
 from gpuonboard.api.other_forms import named_form
@@ -54,6 +54,16 @@ _TOOL = re.compile(rf"(?:^|[\s/\\$#%>('\"]){COMMANDS}(?=[\s|;&<>)'\"]|$)")
 _READ_TOOL = re.compile(COMMANDS)  # (a program's name, its path left off: tool_name)
 # an option that may take the next word as its value (`-m`, `--module`; not `-N1`, `--gres=gpu:1`)
 _BARE_OPTION = re.compile(r"-[A-Za-z]|--[A-Za-z][\w-]*")
+
+
+# a command of a tool whose output is read, typed alone (`nvidia-smi -L`, `sudo docker run ...
+# nvidia-smi`, `/usr/bin/lscpu`)
+_TYPED_READ = re.compile(rf"(?:sudo\s+(?:-\S+\s+)*)?(?:\S*/)?{COMMANDS}(?:\s.*)?")
+
+
+def runs_read_tool(command: str) -> bool:
+    """Whether `command` runs a tool whose output is read (_TYPED_READ)."""
+    return _TYPED_READ.fullmatch(command) is not None
 
 
 def names_tool(line: str) -> bool:
@@ -226,17 +236,6 @@ def command_of(line: str) -> str:
     return found[0] if found is not None else line.strip()
 
 
-# a poster's label or caption line naming the command above its output (`Command: numactl
-# --hardware`, `Output of nvidia-smi -L:`, `**Output of `lscpu`:**`, `Running free -m:`): the
-# copied command, as a prompt line is
-LABEL_LINE = re.compile(
-    r"(?:#+\s*|\*\*)?(?i:command|cmd|output of|output from|result of|results of|running)\s*:?\s*"
-    r"(?:\*\*\s*)?[`'\"]*"
-    rf"(?P<command>(?:sudo\s+)?(?:\S*[/\\])?{COMMANDS}(?:[\s|;&][^\n`'\"]*?)?)"
-    r"[`'\"]*\s*:?\s*(?:\*\*)?:?"
-)
-
-
 def _head(line: str) -> tuple[str, str | None, str | None] | None:
     """(the command, the host, the output a paste glued onto the line or None) of a prompt line;
     None when the line is not one. The output of a line holding several commands' outputs
@@ -258,6 +257,10 @@ def sections(text: str) -> list[Section] | None:
     lines = text.split("\n")
     found = [(i, head) for i, line in enumerate(lines) if (head := _head(line)) is not None]
     found = sorted(found + _glued_sign_heads(lines, {i for i, _ in found}))
+    # (an issue's numbered steps, `2. nvidia-smi -L` above its GPU line: each step's number its prompt)
+    found = sorted(
+        found + numbered_steps.step_heads(lines, {i for i, _ in found}, runs_read_tool, _LONGEST_PROMPT)
+    )
     heads = [(i, (command, host)) for i, (command, host, _) in found]
     lines = _first_prompt_lines_dropped(lines, [i for i, _ in heads])
     on_line = {i: top for i, (_, _, top) in found if top is not None}  # (outputs glued onto prompt lines)

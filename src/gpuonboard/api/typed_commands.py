@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuonboard.api.transcript import COMMANDS, LABEL_LINE, LONGEST_PROMPT, is_prompt, names_tool
+from gpuonboard.api.label_lines import label_command
+from gpuonboard.api.transcript import COMMANDS, LONGEST_PROMPT, is_prompt, names_tool
 
 # a command typed with no prompt before it, as a page shows one (`nvidia-smi`, `sudo docker exec
 # -it app nvidia-smi`): ASCII words from a tool whose output is read, not ending in a colon (a
@@ -97,8 +98,8 @@ def _read_typed_commands(lines: list[str]) -> list[str]:
         stripped = line.strip()
         if not output or len(line) >= LONGEST_PROMPT or is_prompt(line):
             out.append("")
-        elif label := LABEL_LINE.fullmatch(stripped):
-            out.append(label.group("command").strip())
+        elif label := label_command(stripped):
+            out.append(label)
         elif (at == 0 or not lines[at - 1].strip()) and _TYPED.fullmatch(stripped):
             out.append(stripped)
         else:

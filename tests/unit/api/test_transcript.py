@@ -85,6 +85,10 @@ def _readable_alone() -> list[Path]:
             # (round 38: likewise a whole `-q` saved under its own bare `nvidia-smi -i 0 -q` line, a
             # view of GPU 0 of 2: under another prompt that line is no command, the view unsaid)
             both = both or any("shows only the GPUs it asked for" in out.partial for out in kinds.values())
+            # (round 39: a table under its own label line naming its command in inline code, an
+            # issue template's `Output from running ...: `kubectl exec ... -- nvidia-smi``: the
+            # container's view alone; under another prompt that line is no command, the view unsaid)
+            both = both or any("of the container it ran in" in out.partial for out in kinds.values())
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))

@@ -196,6 +196,10 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi-version__wsl2-driver552.22-nvml550.76-cuda12.4__copied-command__llm-c-388.txt",
         "nvidia-smi__quadro-rtx-4000__2gpu-cut-in-gpu1__driver535.129.03__akash-provider-configs-12.txt",
         "nvidia-smi-query-gpu__geforce-rtx-4080-super__1gpu__driver595.71.05__idle.csv",
+        # a table under an issue template's label line naming its command in inline code, the
+        # driver container's view (api/test_label_lines_r39.py)
+        "nvidia-smi__rtx4090-535.129.03__template-checkbox-label-kubectl-exec-driver-ctr-indented-fence-CUT"
+        "__gpu-operator-607.txt",
         # a -q -x trimmed by its contributor (steps/checks/test_gpu_rules.py NO_VERSION)
         "nvidia-smi-q-x__geforce-gtx-1070-ti__1gpu__driver-unknown__trimmed.xml",
         "nvidia-smi-q__grid-p40-24q-vgpu__1gpu__driver535.161.08__cut-after-minor-number__ollama-6364.txt",
