@@ -90,3 +90,16 @@ def test_a_quote_is_cut_at_a_words_end() -> None:
         cut = word_cut(line, most)
         assert cut == line or (cut.endswith(" ...") and line.startswith(cut[:-4])), cut
         assert "[NV_" not in cut or "[NV_WARN_NOTHING_TO_DO]" in cut, cut
+
+
+FALLEN = REAL / "dmesg__nvrm-fallen-off-bus-no-xid__driver570.158.01.txt"
+
+
+def test_a_paste_begun_inside_the_drivers_message_about_a_gpu_is_headless(tmp_path: Path) -> None:
+    lines = FALLEN.read_text().splitlines(keepends=True)
+    assert parse_kernel_log(FALLEN.read_text()).headless == ""
+    text = "".join(lines[1:])  # (its `The NVIDIA GPU 0000:b3:00.0` line not in the paste)
+    assert "starts inside a message of the GPU driver" in parse_kernel_log(text).headless
+    # (the fault it shows still fails)
+    verdict, actual = verdicts(tmp_path, "dmesg.txt", text)["gpu_xid"]
+    assert verdict == "fail" and "fallen off the bus" in actual, actual
