@@ -19,6 +19,7 @@ import re
 from gpuonboard.api.fabric_log import nothing_to_do
 from gpuonboard.facts.kernel_headless import word_cut
 from gpuonboard.facts.kernel_wrap import program_of
+from gpuonboard.once import lazy_re
 
 __all__ = ["journal_without_kernel"]
 
@@ -29,9 +30,9 @@ _FAILURE = re.compile(r"\b(?:fail(?:ed|ure)?|error|unable|cannot|could not)\b", 
 _NVIDIA = re.compile(r"nvidia|\bnv-fabricmanager\b|nvswitch", re.IGNORECASE)
 # the service manager's own lines about a unit (`nvidia-fabricmanager.service: Control process
 # exited, code=exited, status=1/FAILURE`): its summary, after the unit's own words
-_SERVICE_MANAGER = re.compile(r"^(?:systemd|init)$")
+_SERVICE_MANAGER = lazy_re(r"^(?:systemd|init)$")
 # the NVIDIA fabric manager's programs and unit
-_FABRIC = re.compile(r"fabric-?manager", re.IGNORECASE)
+_FABRIC = lazy_re(r"fabric-?manager", re.IGNORECASE)
 _LEAST = 2  # (lines of other programs)
 _QUOTE_MOST = 200  # (characters of a quoted line, cut at a word's end)
 
