@@ -20,10 +20,10 @@ from gpuonboard.errors import UsageError
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 GPU_OPERATOR = REAL / (
-    "journal__nvidia-fabricmanager-nothing-to-do-no-nvswitch__zh-locale-month__a40x2__gpu-operator-610.txt"
+    "journalctl-u-nvidia-fabricmanager__nothing-to-do-no-nvswitch__zh-locale-month__a40x2__gpu-operator-610.txt"
 )
 CUBE = REAL / (
-    "journal__nvidia-fabricmanager-start-sh-pre-nvl5-nothing-to-do__content-begin-end-markers"
+    "journalctl-u-nvidia-fabricmanager__start-sh-pre-nvl5-nothing-to-do__content-begin-end-markers"
     "__rtx4090x2__cube-studio-29.txt"
 )
 PERSISTENCED = REAL / (
