@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.facts.kernel_headless import word_cut
+
 # a Fabric Manager log line's head: its time (`[Feb 25 2025 13:59:45]`), level and thread
 _FM_LINE = re.compile(
     r"^\[\w{3} \d{1,2} \d{4} \d\d:\d\d:\d\d\] \[(INFO|WARNING|ERROR|FATAL|DEBUG)\] \[tid \d+\] "
@@ -48,10 +50,26 @@ def fabric_manager_log(text: str) -> str | None:
     if not lines or len(heads) < (1 if typed else _FM_LEAST) or not _FM_LINE.match(lines[0]):
         return None
     bad = next((m.string for m in heads if m.group(1) in ("ERROR", "FATAL")), "")
-    shown = f"; it logs `{' '.join(bad.split())[:160]}`" if bad else f" ({len(heads)} lines, none an error)"
+    shown = f"; it logs `{word_cut(bad, 200)}`" if bad else f" ({len(heads)} lines, none an error)"
     return (
-        f"a Fabric Manager log (nv-fabricmanager's own record of its work{shown}), which this tool"
+        f"a Fabric Manager log (nv-fabricmanager's own record of its work{shown}{nothing_to_do(text)}),"
+        " which this tool"
         " does not judge: save `systemctl is-active nvidia-fabricmanager` in a file named *fabric*,"
         " `nvidia-smi -q` (its Fabric State and Status) and the kernel log (`sudo dmesg -T`, its"
         " NVSwitch SXid lines) of the box."
+    )
+
+
+def nothing_to_do(text: str) -> str:
+    """What the fabric manager's `NV_WARN_NOTHING_TO_DO` means where `text` (its log or journal)
+    shows it (`request to query NVSwitch device information from NVSwitch driver failed with
+    error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]`), as a clause: the NVSwitch driver found no
+    NVSwitch, expected on a box without one, a fault on an NVSwitch box; "" where it does not."""
+    if "NV_WARN_NOTHING_TO_DO" not in text:
+        return ""
+    return (
+        ": the fabric manager stopped because the NVSwitch driver found no NVSwitch"
+        " (`NV_WARN_NOTHING_TO_DO`), which is expected on a box without NVSwitches (PCIe GPUs, alone or"
+        " joined by NVLink bridges) and a fault on an NVSwitch box (HGX, DGX), whose GPUs then cannot"
+        " use their NVLink fabric"
     )

@@ -4,21 +4,37 @@ at that priority. It holds no kernel line, so no Xid or SXid can be read from it
 journal of other programs' entries only is no kernel log); it is refused saying so and naming
 what it does show of the GPU's driver (`Failed to insert module 'nvidia_drm'`, nvidia-persistenced's
 `Failed to query NVIDIA devices`), where it shows a failure. Before, it was refused as "not a
-recognised command output" (measure35d 22, 24)."""
+recognised command output" (measure35d 22, 24).
+
+A failing unit's own program says why before systemd's generic `Control process exited ...
+status=1/FAILURE`: its lines are quoted first, whole up to a word's end (never cut inside a token,
+`[NV_WARN_NOTHING_TO_DO]`). A journal of the NVIDIA fabric manager (`nv-fabricmanager[PID]:`,
+`nvidia-fabricmanager-start.sh[PID]:`, the `nvidia-fabricmanager.service` unit) is named so, with
+what its error code means and what the `fabric_manager` rule reads instead (measure39c 10, 11)."""
 
 from __future__ import annotations
 
 import re
 
+from gpuonboard.api.fabric_log import nothing_to_do
+from gpuonboard.facts.kernel_headless import word_cut
 from gpuonboard.facts.kernel_wrap import program_of
+from gpuonboard.once import lazy_re
 
 __all__ = ["journal_without_kernel"]
 
 # a line a program logs of a failure (`Failed to ...`, `Error running ...`, `... failed to initialize`)
 _FAILURE = re.compile(r"\b(?:fail(?:ed|ure)?|error|unable|cannot|could not)\b", re.IGNORECASE)
-# the GPU driver's stack among the programs or in a line (its modules, daemons and units)
-_NVIDIA = re.compile(r"nvidia", re.IGNORECASE)
+# the GPU driver's stack among the programs or in a line (its modules, daemons and units; the
+# fabric manager's `nv-fabricmanager` and its NVSwitch words)
+_NVIDIA = re.compile(r"nvidia|\bnv-fabricmanager\b|nvswitch", re.IGNORECASE)
+# the service manager's own lines about a unit (`nvidia-fabricmanager.service: Control process
+# exited, code=exited, status=1/FAILURE`): its summary, after the unit's own words
+_SERVICE_MANAGER = lazy_re(r"^(?:systemd|init)$")
+# the NVIDIA fabric manager's programs and unit
+_FABRIC = lazy_re(r"fabric-?manager", re.IGNORECASE)
 _LEAST = 2  # (lines of other programs)
+_QUOTE_MOST = 200  # (characters of a quoted line, cut at a word's end)
 
 
 def journal_without_kernel(text: str) -> str | None:
@@ -31,17 +47,37 @@ def journal_without_kernel(text: str) -> str | None:
         return None
     kinds = list(dict.fromkeys(re.sub(r"\[\d+\]$", "", p) for _, p in named))
     shown = ", ".join(kinds[:4]) + (" ..." if len(kinds) > 4 else "")
-    failures = [line for line, _ in named if _FAILURE.search(_message(line))]
+    failures = [(line, p) for line, p in named if _FAILURE.search(_message(line))]
     # (the GPU stack's failures first, two at most: `Failed to insert module 'nvidia_drm'`, and
-    # nvidia-persistenced's `Failed to query NVIDIA devices`)
-    ours = [line for line in failures if _NVIDIA.search(line)] or failures
-    quoted = list(dict.fromkeys(" ".join(_message(line).split())[:110] for line in ours))[:2]
+    # nvidia-persistenced's `Failed to query NVIDIA devices`; a unit's own words before the service
+    # manager's summary of it)
+    ours = [(line, p) for line, p in failures if _NVIDIA.search(line)] or failures
+    ours.sort(key=lambda pair: _SERVICE_MANAGER.match(re.sub(r"\[\d+\]$", "", pair[1])) is not None)
+    quoted = list(dict.fromkeys(word_cut(_message(line), _QUOTE_MOST) for line, _ in ours))[:2]
     said = "; it shows " + " and ".join(f"`{q}`" for q in quoted) if quoted else ""
+    lines_of = f"{len(named)} lines of {shown}"
+    if any(_FABRIC.search(p) or _FABRIC.search(line) for line, p in named):
+        return _fabric_manager(lines_of, said, text)
     return (
-        f"a journal of other programs' lines only ({len(named)} lines of {shown}), no line of the"
-        f" kernel's{said}: no Xid or SXid can be read from it (the NVIDIA driver logs them in the"
+        f"a journal of other programs' lines only ({lines_of}), no line of the kernel's{said}: no Xid or"
+        " SXid can be read from it (the NVIDIA driver logs them in the"
         " kernel log): save the kernel log of the box (`sudo dmesg -T`, or `journalctl -k -b`)"
         " and its nvidia-smi."
+    )
+
+
+def _fabric_manager(lines_of: str, said: str, text: str) -> str:
+    """The refusal of a journal of the NVIDIA fabric manager (`lines_of`: whose lines it holds; `said`:
+    the failures it shows): named so, its error code said where it is the NVSwitch driver's "no
+    NVSwitch", and what `fabric_manager` and the kernel-log rules read instead."""
+    return (
+        f"an nvidia-fabricmanager journal ({lines_of}; no line of the kernel's){said}{nothing_to_do(text)};"
+        " this"
+        " tool does not judge the fabric manager from its journal; `fabric_manager` reads `systemctl"
+        " is-active nvidia-fabricmanager` saved in a file named *fabric* (e.g. fabric.txt) and the"
+        " box's `nvidia-smi -q` (its Fabric section), and no Xid or SXid can be read from a journal"
+        " without the kernel's lines: save those and the kernel log of the box (`sudo dmesg -T`, or"
+        " `journalctl -k -b`)."
     )
 
 

@@ -56,7 +56,7 @@ _KERNEL_SHAPE = re.compile(
     r"^(?:Linux version \d\S*\s+\(|(?:Kernel )?[Cc]ommand line: |BIOS-e820: |BIOS-provided physical RAM map"
     r"|e820: |ACPI: |DMI: |SMBIOS \d|\S+ [0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: "
     r"|(?:scsi|sd|sr|sg) \d+:\d+:\d+:\d+: |scsi\d+ : |ata\d+(?:\.\d+)?: |nvme nvme\d+: |usb \d+-[\d.]+: "
-    r"|nvidia(?:-\w+)?: |NVRM: |EDAC |mce: |\[Hardware Error\]: |\[drm(?::\S+(?: \[\w+\])?)?\] )"
+    r"|nvidia(?:-\w+)?: |NVRM: |nvgpu: |EDAC |mce: |\[Hardware Error\]: |\[drm(?::\S+(?: \[\w+\])?)?\] )"
 )
 
 # a kernel log line: one that starts with a kernel log's stamp (facts/kernel_log.py KERNEL_STAMP:
@@ -72,6 +72,10 @@ _KERNEL_LINE = re.compile(
     rf"^(?!{_ISO_TIME})(?:{KERNEL_STAMP.pattern})|^{_DMESG_ISO}|^{_ISO_TIME}[^\n]{{0,60}}?\bkernel: "
     rf"|^{_ISO_TIME}\S* +(?:{_KERNEL_SHAPE.pattern[1:]})"
     r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
+    # (the Jetson / Orin / Thor iGPU's driver, as NVRM is the discrete GPU's: `nvgpu: 17000000.gpu
+    # gv11b_fb_mmu_fault_info_dump:294  [ERR]  [MMU FAULT] ...`, a serial console's or `journalctl -o
+    # cat`'s line without a stamp: measure39c 19)
+    r"|(?:^|\s)nvgpu: \S+ "
 )
 # a line's ISO time at its head, whoever printed it
 _ISO_HEAD = re.compile(rf"^{_ISO_TIME}")

@@ -62,6 +62,9 @@ KERNEL_LOG_DRIVER = (
     # (a BAR the kernel could not assign at boot: `pci 0000:13:00.0: BAR 1: failed to assign [mem
     # ...]`, since 6.8 `BAR 1 [mem ...]: can't assign; no space`; nvrm_faults.yml bar_assign_failed)
     "|BAR ?[0-9]+(: (failed to assign|no space for) \\[mem| \\[mem[^]]*\\]: (can't|failed to) assign)"
+    # (the Jetson iGPU driver's error lines, `nvgpu: 17000000.gpu <function>:<line>  [ERR]  ...`:
+    # data/nvrm_faults.yml nvgpu_*, GPU fault events without an Xid)
+    "|nvgpu: .*\\[ERR\\]"
 )
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 # the host's own hardware errors (facts/host_errors.py, host_hw_errors): the memory controllers'

@@ -36,7 +36,7 @@ from dataclasses import replace
 
 from gpuonboard.facts.kernel_event import KernelEvent
 from gpuonboard.facts.kernel_nvrm import load_nvrm_faults
-from gpuonboard.once import lazy_re
+from gpuonboard.once import lazy_re, loaded_once
 
 # the driver's instance number heading a resource manager message: "GPU6 _kgspBootGspRm: ..."
 _INSTANCE_HEAD = lazy_re(r"^GPU(\d+)\s+\w+:")
@@ -133,7 +133,11 @@ def _banner_of(events: Sequence[KernelEvent], at: int, code: int, instance: str 
 
 
 # the rows that name why a GPU failed to initialise (data/nvrm_faults.yml cause_of)
-_CAUSES = frozenset(f.id for f in load_nvrm_faults() if f.cause_of)
+@loaded_once
+def _causes() -> frozenset[str]:
+    """The rows that name a failure's cause (read when a log is, not at import: the table's
+    patterns are compiled once, by the first log read)."""
+    return frozenset(f.id for f in load_nvrm_faults() if f.cause_of)
 
 
 def tie_instances(
@@ -166,7 +170,7 @@ def tie_instances(
             said = f"tied by the `GPU {pci}: RmInitAdapter failed!` line right after it"
             out[i] = replace(e, pci=pci, pci_from=said)
             continue
-        init = e.fault == "rm_init_adapter_failed" or e.fault in _CAUSES
+        init = e.fault == "rm_init_adapter_failed" or e.fault in _causes()
         if init and (pci := _opened_gpu(events, i, opened)):
             said = (
                 f"tied by the kernel's `nvidia {pci}: irq ... for MSI` line before it, the GPU being opened"

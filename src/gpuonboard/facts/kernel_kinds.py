@@ -69,7 +69,7 @@ _STAMP = lazy_re(
 # SCSI, ATA, NVMe or USB device's, the firmware's, EDAC's, the machine check's, the GPU or the
 # NVSwitch driver's
 _SHAPE = lazy_re(
-    r"^(?:\S+ [0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: |NVRM\b|nvidia(?:-\w+)?\d*: "
+    r"^(?:\S+ [0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]: |NVRM\b|nvidia(?:-\w+)?\d*: |nvgpu: "
     r"|(?:scsi|sd|sr|sg) \d+:\d+:\d+:\d+: |scsi\d+ : |ata\d+(?:\.\d+)?: |nvme nvme\d+: |usb \d+-[\d.]+: "
     r"|BIOS-e820: |e820: |ACPI: |DMI: |EDAC |mce: |\[Hardware Error\]: |\[drm)"
 )

@@ -65,6 +65,7 @@ from gpuonboard.facts.gpu_ids import pci_domain
 from gpuonboard.facts.kernel_cut import ends_unfinished, line_heads, whole_when_cut
 from gpuonboard.facts.kernel_event import KernelEvent as KernelEvent
 from gpuonboard.facts.kernel_forms import once_per_report
+from gpuonboard.facts.kernel_headless import headless_start
 from gpuonboard.facts.kernel_instance import OpenedLine, ProbeLine, device_line, probe_line, tie_instances
 from gpuonboard.facts.kernel_kinds import PickedKinds, picked_kinds, unstamped_kernel_line
 from gpuonboard.facts.kernel_nvrm import DRIVER_LOAD as _DRIVER_LOAD
@@ -185,6 +186,9 @@ class KernelLog:
     pieced: str = ""
     # a saved log whose kernel lines are of a few kinds, picked from it (facts/kernel_kinds.py)
     kinds_picked: PickedKinds | None = None
+    # a saved log that starts inside a driver's multi-line record (facts/kernel_headless.py: its
+    # first SXid line a `Data {...}` line, its first NVRM line a report's row): why; ""
+    headless: str = ""
 
     @property
     def left_out(self) -> str:
@@ -591,6 +595,7 @@ def parse_kernel_log(text: str) -> KernelLog:
         driver_excerpt=driver_excerpt(saved),
         bus_excerpt=bus_excerpt(saved),
         kinds_picked=picked_kinds(saved),
+        headless=headless_start(saved) if reader.first is None else "",
         early_end=ends_before_driver(saved) or held_by_nouveau(saved),
         pieced=pieced(given.splitlines()) or out_of_order(reader.boots.disorder),
         paged=pager_view(given.splitlines(), any(re.search(KERNEL_LOG_BOOT, line) for line in firsts)),

@@ -197,6 +197,13 @@ _GPU_GOES_ON = lazy_re(
 )
 
 
+def gpu_message_tail(text: str) -> bool:
+    """Whether an NVRM line's text (after the tag) is a later line of the driver's message about
+    one GPU (_GPU_GOES_ON: `(PCI ID: 10de:26b5) installed in this system has`, `fallen off the bus
+    and is not responding to commands.`), never its head (`The NVIDIA GPU 0000:b3:00.0`)."""
+    return _GPU_GOES_ON.match(text.strip()) is not None
+
+
 def open_gpu_message(message: Message | None) -> bool:
     """True while `message` is one of the driver's messages about one GPU (_GPU_HEAD) that has not
     yet ended its sentence: the driver's next lines go on with it."""

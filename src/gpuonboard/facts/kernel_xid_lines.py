@@ -128,6 +128,14 @@ def _mig_split(address: str) -> tuple[str, str | None]:
 _SEVERITY_NUMBER = {"0": "non-fatal", "1": "fatal"}  # NVSWITCH_ERROR_SEVERITY_NONFATAL = 0, FATAL
 
 
+def sxid_continuation(message: str) -> str:
+    """`Severity` or `Data` where an SXid line's message (after its code) is that continuation
+    line of a record (_nvswitch_dump_error_entry), never its first; "" otherwise."""
+    if _SXID_WORD.match(message):
+        return ""
+    return "Data" if _SXID_DATA.match(message) else "Severity" if _SXID_SEVERITY.match(message) else ""
+
+
 def _sxid_continues(first: KernelEvent, line: KernelEvent, severity_seen: bool) -> bool:
     """True when an SXid line continues the open event `first` of the same switch, address and
     code: a line without the driver's Fatal / Non-fatal word that is its `Data {...}` line, or

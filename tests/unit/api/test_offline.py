@@ -134,6 +134,8 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # of a -q, a vgpu listing and a dmesg: its -q's kind; a simulator's banner: refused
         "journalctl-b-1-p3__": None,
         "journalctl-u-nvidia-persistenced__": None,
+        # (round 39: the fabric manager's journal, refused naming it and its cause: api/journal_refusal.py)
+        "journalctl-u-nvidia-fabricmanager__": None,
         # (round 38) a syslog of the daemon's own lines, no `[pid]` in its tag: refused as its journal
         "syslog__nvidia-persistenced": None,
         "mcelog__": "kernel_log",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpuonboard.facts.kernel_log import load_nvrm_faults, parse_kernel_log
+from gpuonboard.steps.checks.xid_catalogue import ROW_WARNINGS
 from gpuonboard.steps.checks.xid_rules import FAILING, rule_xid
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
@@ -108,7 +109,9 @@ def test_every_fault_row_fails_the_box() -> None:
         "probe_failed",
         "gsp_init_failed",
     }
-    assert all(r.action in FAILING for r in rows)
+    # (but the Jetson driver's rows, whose application faults and own errors warn: measure39c 19, 20)
+    assert all(r.action in FAILING for r in rows if not r.id.startswith("nvgpu_"))
+    assert all(r.action in (*FAILING, *ROW_WARNINGS) for r in rows)
 
 
 def test_nvlink_discovery_failure_without_an_xid_fails_the_box() -> None:

@@ -208,7 +208,12 @@ def test_a_journal_of_other_programs_only_is_no_kernel_log(tmp_path: Path) -> No
 
 # the HGX syslog without its fault's lines (those of 0000:5d:00.0, its probe and the fall): a
 # kernel log with no Xid, whose whole reading passes gpu_xid
-HGX_CLEAN = "".join(line + "\n" for line in HGX.splitlines() if not re.search(r"5d:00|probe|fallen", line))
+# (the fallen GPU's message left out whole: its middle line, `NVRM: (PCI ID: 10de:2330) installed in
+# this system has`, left alone starts inside that message, a sign of lines left out (facts/
+# kernel_headless.py, round 39); another driver's line stands in its place, as a whole log has them)
+HGX_CLEAN = "".join(
+    line + "\n" for line in HGX.splitlines() if not re.search(r"5d:00|probe|fallen", line)
+).replace("NVRM: (PCI ID: 10de:2330) installed in this system has", "ipmi_si IPI0001:00: IPMI handler")
 PERSISTENCED = {
     "_TRANSPORT": "stdout",
     "SYSLOG_IDENTIFIER": "nvidia-persistenced",

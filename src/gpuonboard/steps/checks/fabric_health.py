@@ -541,14 +541,17 @@ def _kernel_log_checks(facts: Facts, gpus: Sequence[GpuInfo]) -> list[Check | No
     narrowed = out.partial or log.left_out or log.no_gpu_lines or _no_xid_lines(log) or log.cut_by_cap
     narrowed = narrowed or log.early_end  # (a log that ends before the driver logged: facts/kernel_span)
     narrowed = narrowed or (log.kinds_picked.for_xid() if log.kinds_picked else "")  # (facts/kernel_kinds)
+    narrowed = narrowed or log.headless  # (a paste begun inside a driver's record: facts/kernel_headless)
     covers = None if out.partial else log.covers_boot  # (`| grep`: its first line says nothing)
     xid = rule_xid(events, ok, why, pairs, covers, narrowed, slice_)
     xid = _with_crashes(xid, [] if out.earlier_boot else nvidia_crashes(out.stdout))
     xid = _in_dump(xid, dump_fragment(out.stdout))
     xid = _crash_record(xid, out)
     narrowed = (
-        out.partial or log.left_out or _no_nvswitch_lines(log) or log.driver_cut_by_cap or log.early_end
-    ) or (log.kinds_picked.for_sxid() if log.kinds_picked else "")
+        (out.partial or log.left_out or _no_nvswitch_lines(log) or log.driver_cut_by_cap or log.early_end)
+        or (log.kinds_picked.for_sxid() if log.kinds_picked else "")
+        or log.headless
+    )
     sxid = rule_sxid(log.events, ok, why, covers, narrowed)
     # (the host's own hardware errors: a row only where the log shows one; read as the log's
     # readers read it, a paste's wrap joined: a DIMM's name the wrap cut is whole again)

@@ -16,7 +16,7 @@ from gpuonboard.facts.kernel_log import KernelEvent, NvrmFault, load_nvrm_faults
 from gpuonboard.facts.kernel_nvrm import REPORT_LINE, REPORT_WORDS
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check
-from gpuonboard.steps.checks.xid_catalogue import NOTED, cleared_by_reset, xid_action
+from gpuonboard.steps.checks.xid_catalogue import IGPU_ERROR, NOTED, cleared_by_reset, xid_action
 from gpuonboard.steps.checks.xid_causes import CAUSE
 
 # what the renter asks the vendor to do, per action
@@ -183,6 +183,7 @@ def summarise(
                 REBOOTED_SINCE,
                 "watch",
                 NOTED,
+                IGPU_ERROR,
                 "check_app",
                 "ignore",
             )
@@ -324,6 +325,13 @@ def _warn_detail(actions: Sequence[str], what: str) -> str:
             " (no Xid 79, GSP failure or GPU fallen off the bus, no 0xbadf41.. value or PRI timeout):"
             " no fault on their own; watch for them with other signs under your own load, and ask the"
             " vendor if they come with any."
+        )
+    if IGPU_ERROR in actions:
+        return (
+            "errors of the Jetson GPU driver (nvgpu `[ERR]` lines), which no Xid catalogue covers: read"
+            " them (`dmesg | grep nvgpu`), as some are printed on working boards at boot and others are a"
+            " fault's lines; ask the vendor whether they come back after a clean boot and under your own"
+            " load before accepting the box."
         )
     if "check_app" in actions:
         return (

@@ -97,6 +97,10 @@ def _name(row: Mapping[str, object]) -> str:
 # the action of a known driver message alone in its boot's log (data/nvrm_faults.yml `noise`): a
 # warning naming it, never a fault; its event's `fault` is its row's id with _NOISE and "alone"
 NOTED = "noted"
+# the Jetson GPU driver's (nvgpu) own `[ERR]` lines: no Xid catalogue covers them, so they warn
+IGPU_ERROR = "igpu_error"
+# the actions of data/nvrm_faults.yml rows that warn rather than fail
+ROW_WARNINGS = ("check_app", IGPU_ERROR)
 _NOISE = ":noise-"
 
 
@@ -144,7 +148,8 @@ def xid_action(event: KernelEvent) -> tuple[str, str]:
             return "replace", "NVRM fault not in data/nvrm_faults.yml"
         if noise == "alone" and fault.noise_name:
             return NOTED, fault.noise_name
-        return (fault.action if fault.action in FAILING else "replace"), fault.name
+        # (a row that warns: an application's fault, the Jetson driver's own errors)
+        return (fault.action if fault.action in (*FAILING, *ROW_WARNINGS) else "replace"), fault.name
     xids, sxids = load_xid_catalogue()
     entry = (sxids if event.kind == "sxid" else xids).get(event.code)
     if entry is None:
