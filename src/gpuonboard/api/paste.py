@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import re
 import textwrap
+import unicodedata
 from collections.abc import Sequence
 
 from gpuonboard.api import exit_labelled, paste_frames
@@ -166,9 +167,15 @@ def _uncp437(text: str) -> str:
             char = bytes(_CP437[c] for c in m.group()).decode("utf-8")
         except UnicodeError:
             return m.group()
-        return m.group() if char.isalpha() else char
+        # (a console prints lines, spaces, quotes, dashes, signs: a modifier or an unassigned
+        # character is the box's own `═╡` read as UTF-8's bytes, U+0375: no mojibake)
+        return char if unicodedata.category(char) in _CONSOLE_CATEGORIES else m.group()
 
     return _CP437_MOJIBAKE.sub(back, text) if _CP437_MOJIBAKE.search(text) else text
+
+
+# the kinds of character a UTF-8 console output holds that code page 437 shows as mojibake
+_CONSOLE_CATEGORIES = frozenset({"Zs", "Pd", "Pi", "Pf", "Po", "Ps", "Pe", "So", "Sm", "Sc", "No"})
 
 
 def _cp1252_byte(char: str) -> int:

@@ -70,6 +70,7 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "lscpu-line-breaks-lost": None,  # a page that ran its fields together: refused naming it
         "lscpu-numa-section-only": None,  # lscpu's NUMA section alone: refused naming the whole lscpu
         "lscpu-C__": None,  # lscpu's cache table: refused naming it, no CPU count (round 37)
+        "lscpu-extended-modelname__": None,  # lscpu -e of chosen columns: refused naming it (round 39)
         "lscpu": "lscpu",
         "proc-cpuinfo__armv7": None,  # 32-bit ARM's form: refused naming it (saved_forms.uncounted_cpuinfo)
         "proc-cpuinfo__ibm-z": None,  # IBM Z's form: refused naming it
@@ -223,6 +224,11 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "session__lscpu-freebsd-": "lscpu",  # (round 38: a BSD lscpu under its prompt)
         "session__pouch-run-": "free",  # (round 38: no nvidia-smi in it; read part by part)
         "session__lxc-list-then-lxc-exec": "free",  # (round 38: no nvidia-smi in it; free's is the output)
+        # (round 39: a host's free, then the container it enters: free's; two lscpu forms not read,
+        # and numbered steps: read as a session, no one kind)
+        "session__free-m-host-then-lxc-attach": "free",
+        "session__lscpu-e-then-lscpu-p": None,
+        "session__numbered-steps": None,
         "session__": "nvidia_smi",
         # (round 37: an `lspci -nn` listing and `systemd-detect-virt`'s word: no output read, named in
         # a note; no Xid or NVLink row says they may hold one, api/test_sessions_r37.py)
@@ -230,9 +236,17 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "systemd-detect-virt__": None,
         # `uname -a` under its copied prompt: read by its form as the kernel release (api/saved_probe.py)
         "uname-a__": None,
+        # (round 39: DCGM's listing and diagnostics, accelerate env's report: refused naming them;
+        # vmstat -s's and top's graph-mode memory lines: free's)
+        "dcgmi-": None,
+        "accelerate-env__": None,
+        "vmstat-s__": "free",
+        "top-graph-mode__": "free",
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
-    if "__prompt__" in name:  # (round 37: under its own prompt line, read once it is taken off)
+    if (
+        "__prompt__" in name or "__gt-prompt__" in name
+    ):  # (round 37: under its own prompt line, read once it is taken off)
         from gpuonboard.api.saved_text import strip_prompt
 
         text = strip_prompt(text)
@@ -255,6 +269,13 @@ _SAVED_WITH_COMMAND = {
     "nvidia-smi__quadro-p1000__1gpu__driver410.78__docker-run-prompts__cut-after-gpu0-first-line__tensorflow-28171.txt",
     "nvidia-smi__geforce-name-cut__1gpu-12288mib__driver526.47__windows-wddm__prompt-glyph__cut-in-gpu0-compute-mode"
     "__wsl-9099.txt",
+    # (round 39: its root shell's `# lscpu --extended=MODELNAME` line above it)
+    # (round 39: an issue template's label line naming its command in inline code, a copied command)
+    "nvidia-smi__rtx4090-535.129.03__template-checkbox-label-kubectl-exec-driver-ctr-indented-fence-CUT"
+    "__gpu-operator-607.txt",
+    # (round 39: a miner's issue with the step `1. nvidia-smi` above its CSV: a numbered step's command)
+    "nvidia-smi-query-gpu__noheader-among-miner-lines__8x-rtx-a4000__rainbowminer-1796.txt",
+    "lscpu-extended-modelname__snapdragon-7-cpus__hash-prompt-poster-comment__util-linux-3062.txt",
 }
 
 

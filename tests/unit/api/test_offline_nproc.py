@@ -195,16 +195,15 @@ FLUFFI_176 = (
 )
 
 
-def test_a_session_on_two_hosts_is_refused_as_that_never_as_nproc_unread(tmp_path: Path) -> None:
-    """siemens/fluffi#176's session as stored (`nproc` on host s1901, then inside the LXD
-    container nproc-demo): refused as a session of two hosts, naming them; no `nproc` is called
-    "not an output this tool reads". (Before: "holding no output this tool reads (...; line 3
-    (`nproc`) is not an output this tool reads; ...)".)"""
-    with pytest.raises(UsageError) as err:
-        checks(tmp_path, "session.txt", FLUFFI_176.read_text())
-    said = str(err.value)
-    assert "ran commands on 2 hosts (s1901, nproc-demo)" in said
-    assert "(`nproc`) is not an output" not in said
+def test_a_session_that_enters_a_container_reads_the_host_s_nproc(tmp_path: Path) -> None:
+    """siemens/fluffi#176's session as stored (`nproc` on host s1901, then `lxc exec nproc-demo
+    /bin/bash` and `nproc` inside that LXD container): one box, the container entered by the
+    command typed on the host (round 39: refused before as "2 hosts (s1901, nproc-demo)"). Its
+    nproc is the host's 16, never the container's 3; no `nproc` is "not an output this tool
+    reads"."""
+    facts, checks = judged_box(tmp_path, {"session.txt": FLUFFI_176.read_text()}, "cpu_cores: 16\n")
+    assert facts.nproc == 16
+    assert "not an output this tool reads" not in checks["cpu_cores"].actual
 
 
 def test_a_sessions_nproc_under_its_prompt_is_read(tmp_path: Path) -> None:

@@ -187,6 +187,10 @@ def test_every_real_lscpu_is_covered() -> None:
     refused.add("lscpu__gb10-cortex-x925-a725__paste-ends-at-second-type-sockets__hyperion-842.txt")
     # round 37: `lscpu -C`'s cache table, refused naming it (api/test_host_readers_r37.py)
     refused.add("lscpu-C__caches-table-4-levels__copied-command__zh-vector-notes.txt")
+    # round 39: `lscpu --extended=MODELNAME`, refused as lscpu -e (api/test_named_outputs_r39.py)
+    refused.add(
+        "lscpu-extended-modelname__snapdragon-7-cpus__hash-prompt-poster-comment__util-linux-3062.txt"
+    )
     assert {p.name for p in (FIXTURES / "real").glob("lscpu*")} == cases | covered("lscpu") | refused
 
 

@@ -48,6 +48,8 @@ _TABLE_VERSION_LABELS = {"driver": ("kmd", "driver"), "cuda": ("cuda umd", "cuda
 # its version labels say
 _TABLE_DRIVER_LABEL = lazy_re(r"\b(?:Driver|KMD) Version:")
 _TABLE_RULE = lazy_re(r"(?m)^[^\S\n]*\|=+[=+|]*\|?\s*$")
+# the same rule as a box-drawn paste's `╞═══╪═══╡` reads once normalised (`+===+===+`)
+_ANY_RULE = lazy_re(r"^[^\S\n]*[|+]=+[=+|]*[|+]?\s*$")
 # the first column's right cell: persistence mode on Linux, the driver model on Windows
 # (or a fault marker in that cell: `[N/A]`, `[Unknown Error]`: the GPU's row all the same)
 _MARKER = r"ERR!|\[[^\]|]+\]|Unknown Error"
@@ -520,7 +522,7 @@ def _first_row_begun(lines: Sequence[str]) -> str:
     as far as it goes (the name, or the start of it); "" otherwise."""
     text = [line for line in lines if line.strip()]
     match = _ROW_BEGUN.match(text[-1]) if len(text) > 1 else None
-    if match is None or not (_TABLE_BORDER.match(text[-2]) or _TABLE_RULE.match(text[-2])):
+    if match is None or not (_TABLE_BORDER.match(text[-2]) or _ANY_RULE.match(text[-2])):
         return ""
     shown = text[-1].strip()[1:].strip()[len(match.group(1)) :].strip()
     return f"{TABLE_ROW_BEGUN}{match.group(1)} (its index read; its name cell cut after '{shown}')"

@@ -529,7 +529,11 @@ def test_memory_on_a_gpu_driving_a_display_with_no_process_listed_is_a_desktops(
 TABLES = sorted(
     p.name
     for p in REAL.glob("nvidia-smi__*")
-    if parse_any(p.read_text(errors="replace")).source == "table" and "collapsed-spaces" not in p.name
+    if parse_any(p.read_text(errors="replace")).source == "table"
+    and "collapsed-spaces" not in p.name
+    # (round 39: its top border indented one space under its fence, its last border cut: no
+    # border line of the table's width is left to tell two joined rows apart)
+    and "indented-fence-CUT" not in p.name
 )
 
 
