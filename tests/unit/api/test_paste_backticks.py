@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import tempfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -84,12 +85,15 @@ _LEFT = known_limits("paste_backticks")
 
 @pytest.mark.parametrize("ticked", sorted(TICKED))
 def test_every_real_capture_with_a_stray_backtick_is_judged_as_itself(tmp_path: Path, ticked: str) -> None:
-    """Every real capture (but the GT 730's, which has its own backtick) with a backtick before
-    its first line, one after its last, or three at each end without their newlines: judged as
+    """Every real capture (but the GT 730's, which has its own backtick), each under one of the
+    three: a backtick before its first line, one after its last, or three at each end without
+    their newlines: judged as
     the capture itself, every verdict and actual the same, or refused with a sentence (an
     output known only by its file name); never another verdict."""
     moved = []
-    for name in CAPTURES:
+    # (each capture under one of the three, by its name: round 39, the suite's time)
+    at = sorted(TICKED).index(ticked)
+    for name in (n for n in CAPTURES if (zlib.crc32(n.encode()) + at) % len(TICKED) == 0):
         if (ticked, name) in _LEFT:
             continue
         text = (REAL / name).read_text(encoding="utf-8")

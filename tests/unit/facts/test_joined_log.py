@@ -39,6 +39,13 @@ _LIMITS = {
     # (round 37: a page's wrap piece, `id=0018(Receiver ID)` on a line of its own, has no head to
     # cut at, so the joined log has it back on the line it was wrapped from, as the kernel printed it)
     ("dmesg-syslog__aer-1-kind-pcieport-4h-apart-wrapped-line__deltaops-medium.txt", ""),
+    # (round 39: the poster's `--- content end ---` marker under the last line has no head to cut
+    # at either: joined, it stays on the last line, as the wrap piece above)
+    (
+        "journalctl-u-nvidia-fabricmanager__start-sh-pre-nvl5-nothing-to-do__content-begin-end-markers"
+        "__rtx4090x2__cube-studio-29.txt",
+        "",
+    ),
 }
 
 
