@@ -5,9 +5,8 @@ command it sits under, a bare prompt's or none (api/transcript.py: measure39d 10
 
 from __future__ import annotations
 
-import re
-
 from gpuonboard.facts.probe import first_line
+from gpuonboard.once import lazy_re
 
 # `lscpu -e`'s column headers (util-linux lscpu-cpus.c): those no other table's header holds,
 # then any (`CPU`, `NODE`, ... beside one of the first)
@@ -18,13 +17,13 @@ _LSCPU_COLUMN = rf"CPU|CORE|SOCKET|CLUSTER|NODE|BOOK|DRAWER|ADDRESS|ONLINE|MHZ|{
 _OTHER_FORMS = (
     (
         # (`lscpu --caches` / `-C`: one row a cache, `NAME ONE-SIZE ALL-SIZE WAYS TYPE LEVEL ...`: m37b 24)
-        re.compile(r"^\s*NAME\s+ONE-SIZE\s+ALL-SIZE\b"),
+        lazy_re(r"^\s*NAME\s+ONE-SIZE\s+ALL-SIZE\b"),
         "`lscpu --caches` (lscpu's table of the CPU caches, which holds no CPU count)",
         "plain `lscpu`",
     ),
     (
         # (also the columns a user chose, `lscpu --extended=MODELNAME`'s lone `MODELNAME`: m39d 12)
-        re.compile(
+        lazy_re(
             r"^\s*CPU\s+(?:NODE\s+)?SOCKET\s+CORE\b|^# The following is the parsable format"
             rf"|^\s*(?:(?:{_LSCPU_COLUMN})\s+)*(?:{_LSCPU_OWN_COLUMN})(?:\s+(?:{_LSCPU_COLUMN}))*\s*$"
         ),
@@ -33,7 +32,7 @@ _OTHER_FORMS = (
     ),
     (
         # (any field after lscpu's first, Architecture: `lscpu | grep CPU` from `CPU op-mode(s):`)
-        re.compile(
+        lazy_re(
             r"^\s*(?:CPU\(s\)|On-line CPU\(s\) list|Off-line CPU\(s\) list|Model name|Socket\(s\)"
             r"|Core\(s\) per (?:socket|cluster)|Thread\(s\) per core|CPU op-mode\(s\)|Byte Order"
             r"|Address sizes|Vendor ID|CPU family|NUMA node(?:\(s\)|\d+ CPU\(s\))|BogoMIPS"
