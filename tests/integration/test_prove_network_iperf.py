@@ -99,3 +99,26 @@ def test_a_connection_from_this_host_to_itself_is_not_a_network_figure(
     assert "Gbit/s received" in ip["actual"]
     assert ip["actual"].endswith("but the connection went from 127.0.0.1 to 127.0.0.1: this host to itself")
     assert ip["detail"].startswith("not a network figure: 127.0.0.1 is an address of this host")
+
+
+def test_a_taken_port_is_said_at_once_not_after_the_client_gave_up(
+    project: Project, hosts: dict[str, TestHost]
+) -> None:
+    """A port bound by something else (here a socket that never listens; on a box, any outgoing
+    connection's own port: the random range overlaps Linux's ephemeral ports): iperf3's server
+    exits at once. The client was refused for 15 s and the check said "Connection refused"; the
+    server's end is now seen and said (a random port is tried again on another: the CI flake)."""
+    with socket.socket() as taken:  # bound, not listening: the iperf3 server cannot listen there
+        taken.bind(("0.0.0.0", 0))
+        port = taken.getsockname()[1]
+        _write(project, hosts, iperf_address="127.0.0.1", iperf_port=port)
+        r = project.cli(
+            "provision", "--host", "iperfa", "--playbook", "prove", "--only", "network", timeout=90
+        )
+        assert r.returncode == 0, r.stdout + r.stderr
+        ip = project.rules("iperfa")["iperf3_iperfb"]
+    assert ip["verdict"] == "warn", ip
+    assert ip["actual"] == (
+        f"no result: the iperf3 server on iperfb could not listen on port {port} (vars.iperf_port): the"
+        " port is in use there; name a free port, or leave vars.iperf_port unset for a random one"
+    )

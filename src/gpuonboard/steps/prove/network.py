@@ -30,6 +30,12 @@ from gpuonboard.steps.prove.rules import _summary
 
 IPERF_PORTS = (30000, 39999)  # random server port in this range unless vars.iperf_port is set
 IPERF_LISTEN_WAIT_S = 15.0  # how long the client retries a server not listening yet
+IPERF_SERVER_STARTS = 3  # a random port taken (an outgoing connection's own port): another one
+# a process that ended and was not reaped yet (a zombie: kill -0 still finds it) is no server
+_ALIVE = (
+    "kill -0 {pid} 2>/dev/null || exit 1; s=$(cat /proc/{pid}/stat 2>/dev/null) || exit 0;"
+    ' case "${{s##*) }}" in Z*|X*) exit 1;; esac'
+)
 IPERF_CLIENT_SLACK_S = 10  # the host stops the client this long after its test should have ended
 
 
@@ -264,6 +270,19 @@ def iperf_hung(address: str, port: int, limit: int) -> str:
     )
 
 
+def iperf_unserved(peer: str, port: int, fixed: bool) -> str:
+    """The peer's iperf3 server ended before it listened on `port` (`fixed`: vars.iperf_port)."""
+    if fixed:
+        return (
+            f"the iperf3 server on {peer} could not listen on port {port} (vars.iperf_port): the port is"
+            " in use there; name a free port, or leave vars.iperf_port unset for a random one"
+        )
+    return (
+        f"the iperf3 server on {peer} could not listen on {IPERF_SERVER_STARTS} random ports (the last"
+        f" {port}): each ended at once; set vars.iperf_port to a port free there"
+    )
+
+
 # --------------------------------------------------------------------------- peers
 
 
@@ -457,30 +476,49 @@ class NetworkStep(Step):
         try:
             if not other.run(shell.sh_c("command -v iperf3"), timeout=30).ok:
                 return {"error": f"iperf3 is not installed on {peer_name} (apt-get install iperf3)"}
-            port = iperf_port(peer) or IPERF_PORTS[0] + secrets.randbelow(IPERF_PORTS[1] - IPERF_PORTS[0])
-            server = shell.join(["timeout", str(seconds + 30), "iperf3", "-s", "-1", "-p", str(port)])
-            started = other.run(shell.background(server, "/dev/null"), timeout=30)
-            pid = started.stdout.strip().splitlines()[-1] if started.ok and started.stdout.strip() else ""
-            try:
-                limit = seconds + slack
-                argv = ["iperf3", "-c", address, "-p", str(port), "-J", "-t", str(seconds)]
-                client = shell.join(["timeout", str(limit), *argv])  # never left waiting on the host
-                r: dict[str, Any] = {"error": "not run"}
-                deadline = time.monotonic() + IPERF_LISTEN_WAIT_S
-                for attempt in range(100):  # the server needs a moment to listen (a busy host: seconds)
-                    out = ctx.runner.run(client, timeout=limit + 10)
-                    if out.exit_code == 124:  # the host's `timeout` stopped a client that hung
-                        r = {"error": iperf_hung(address, port, limit)}
-                        break
-                    r = parse_iperf3(out.stdout or out.stderr)
-                    refused = "refused" in str(r["error"]).lower()
-                    if not refused or time.monotonic() > deadline:
-                        break
-                    time.sleep(min(1.0, 0.2 * (attempt + 1)))
-                r.update(peer=peer_name, address=address, port=port)
-                return r
-            finally:
-                if pid.isdecimal():
-                    other.run(shell.sh_c(f"kill {int(pid)} 2>/dev/null; true"), timeout=30)
+            fixed = iperf_port(peer)
+            r: dict[str, Any] = {"error": "not run"}
+            for _start in range(IPERF_SERVER_STARTS if fixed is None else 1):
+                port = fixed or IPERF_PORTS[0] + secrets.randbelow(IPERF_PORTS[1] - IPERF_PORTS[0])
+                server = shell.join(["timeout", str(seconds + 30), "iperf3", "-s", "-1", "-p", str(port)])
+                started = other.run(shell.background(server, "/dev/null"), timeout=30)
+                pid = started.stdout.strip().splitlines()[-1] if started.ok and started.stdout.strip() else ""
+                try:
+                    r = self._iperf_client(ctx, other, pid, address, port, seconds, seconds + slack)
+                finally:
+                    if pid.isdecimal():
+                        other.run(shell.sh_c(f"kill {int(pid)} 2>/dev/null; true"), timeout=30)
+                if not r.get("server_gone"):
+                    break
+            if r.pop("server_gone", False):
+                r["error"] = iperf_unserved(peer_name, port, fixed is not None)
+            r.update(peer=peer_name, address=address, port=port)
+            return r
         finally:
             other.close()
+
+    @staticmethod
+    def _iperf_client(
+        ctx: StepContext, other: Any, pid: str, address: str, port: int, seconds: int, limit: int
+    ) -> dict[str, Any]:
+        """Run the client here (under `timeout limit` on the host: never left waiting there),
+        retrying while the server is not listening yet; `server_gone` when the peer's server
+        ended without listening (its port taken: iperf3 exits at once)."""
+        argv = ["iperf3", "-c", address, "-p", str(port), "-J", "-t", str(seconds)]
+        client = shell.join(["timeout", str(limit), *argv])
+        alive = shell.sh_c(_ALIVE.format(pid=int(pid))) if pid.isdecimal() else ""
+        r: dict[str, Any] = {"error": "not run"}
+        deadline = time.monotonic() + IPERF_LISTEN_WAIT_S
+        for attempt in range(100):  # the server needs a moment to listen (a busy host: seconds)
+            out = ctx.runner.run(client, timeout=limit + 10)
+            if out.exit_code == 124:  # the host's `timeout` stopped a client that hung
+                return {"error": iperf_hung(address, port, limit)}
+            r = parse_iperf3(out.stdout or out.stderr)
+            if "refused" not in str(r["error"]).lower():
+                return r
+            if alive and not other.run(alive, timeout=30).ok:
+                return {**r, "server_gone": True}
+            if time.monotonic() > deadline:
+                return r
+            time.sleep(min(1.0, 0.2 * (attempt + 1)))
+        return r
