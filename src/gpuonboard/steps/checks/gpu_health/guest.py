@@ -21,15 +21,17 @@ _DXG = lazy_re(r"\bregistering driver dxgkrnl\b|\bmisc dxg: dxgk:")
 
 
 def wsl_sign(facts: Facts) -> str | None:
-    """What says the login is a WSL2 guest (the first sign found), or None."""
+    """What says the login is a WSL2 guest (the first sign found), or None. Each pattern runs
+    only on an output that holds its literal part (a plain `in`): an 8-GPU box's outputs are
+    hundreds of kilobytes where the kernel pattern's digits backtrack (8 ms a host before)."""
     texts = [facts.kernel or "", *(out.stdout for out in facts.raw.values())]
     for text in texts:
-        if m := _WSL_KERNEL.search(text):
+        if "-microsoft-standard" in text and (m := _WSL_KERNEL.search(text)):
             return f"kernel {m.group(0)}"
     for text in texts:
-        if m := _WSL_LIB.search(text):
+        if "/usr/lib/wsl/" in text and (m := _WSL_LIB.search(text)):
             return f"{m.group(0)}, the WSL2 guest's mapped Windows driver"
-        if _DXG.search(text):
+        if "dxg" in text and _DXG.search(text):
             return "the dxgkrnl paravirtual GPU driver in its kernel log"
     for text in texts:
         if pair := banner_windows_driver(text):
