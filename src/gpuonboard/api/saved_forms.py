@@ -135,7 +135,8 @@ def uncounted_cpuinfo(text: str) -> str | None:
     return next((what for pattern, what in _UNCOUNTED_CPUINFO if pattern.search(head)), None)
 
 
-# the keys of an `nvidia-smi -q` GPU block no other output prints (a paste may have dedented them)
+# the keys of an `nvidia-smi -q` GPU block no other output prints (a paste may have dedented them;
+# a Processes record's too: a WSL2 block's list of C+G records is often what is left of a paste)
 _Q_KEY = re.compile(
     r"^[ \t]*(GPU UUID|VBIOS Version|Minor Number|MultiGPU Board|Board ID|GPU Part Number|Inforom Version"
     r"|GPU Operation Mode|GPU Virtualization Mode|Bus Id|Sub System Id|GPU Link Info|Persistence Mode"
@@ -143,7 +144,8 @@ _Q_KEY = re.compile(
     r"|Remapped Rows|Clocks Event Reasons|Clocks Throttle Reasons"
     r"|vGPU Software Licensed Product|License Status|Encoder Stats|FBC Stats|Ecc Mode|ECC Errors"
     r"|Pending Page Blacklist|GPU Current Temp|GPU Shutdown Temp|Replays Since Reset|Power Readings"
-    r"|Applications Clocks|Max Clocks|Performance State)\b",
+    r"|Applications Clocks|Max Clocks|Performance State|GPU instance ID|Compute instance ID"
+    r"|Used GPU Memory)\b",
     re.M,
 )
 # nvidia-smi table's Processes section: its title or column header lines

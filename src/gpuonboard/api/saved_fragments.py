@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.once import lazy_re
+
 __all__ = ["format_fragment", "fragment_sentence"]
 
 
@@ -18,15 +20,17 @@ def fragment_sentence(what: str, lacks: str, unknown: str, command: str, shows: 
     return f"{what}, without {lacks}, so {unknown} are not known{shows}: save the whole `{command}` output."
 
 
-# elements only nvidia-smi -q -x's GPU record holds (`<fb_memory_usage>`, `<performance_state>`)
-_XML_ELEMENT = re.compile(
-    r"^[^\S\n]*<(product_name|product_brand|uuid|minor_number|vbios_version|pci|pci_bus_id|pci_gpu_link_info"
-    r"|pci_bridge_chip|replay_counter|tx_util|rx_util|fan_speed|performance_state"
-    r"|clocks_(?:throttle|event)_reasons|fb_memory_usage|bar1_memory_usage|compute_mode|utilization"
-    r"|ecc_mode|ecc_errors|retired_pages|remapped_rows|temperature|power_readings|gpu_power_readings"
-    r"|clocks|applications_clocks|max_clocks|processes|persistence_mode|display_mode)\b[^<>]*>",
-    re.M,
+# elements only nvidia-smi -q -x's GPU record holds (`<fb_memory_usage>`, `<performance_state>`),
+# and the ones named after them (`<clocks_event_reason_gpu_idle>`, `<pci_bus_id>`)
+_XML_KNOWN = lazy_re(
+    r"(?:product_name|product_brand|uuid|minor_number|vbios_version|pci|replay_counter|tx_util|rx_util"
+    r"|fan_speed|performance_state|clocks_(?:throttle|event)_reason|fb_memory_usage|bar1_memory_usage"
+    r"|compute_mode|utilization|ecc_mode|ecc_errors|retired_pages|remapped_rows|temperature"
+    r"|power_readings|gpu_power_readings|clocks|applications_clocks|max_clocks|processes"
+    r"|persistence_mode|display_mode)\w*"
 )
+# an element's opening tag at a line's start (`<volatile>`, `<gpu_temp>`)
+_XML_OPENING = lazy_re(r"^[^\S\n]*<([a-z][a-z0-9_]*)\b[^<>]*>", re.M)
 _XML_ROOT = re.compile(r"<nvidia_smi_log\b|<\?xml\b")
 _XML_GPU = re.compile(r"<gpu\s+id=")
 # a row of topo -m's matrix (`GPU7    NV18    NV18 ...  X   NODE`) and its header line (the
@@ -41,7 +45,10 @@ def format_fragment(text: str) -> str | None:
     """The sentence for a fragment of `nvidia-smi -q -x` or `nvidia-smi topo -m` (see the
     module), None for any other text."""
     head = text[:8000]
-    if len(set(_XML_ELEMENT.findall(head))) >= 3 and not _XML_ROOT.search(head):
+    # (three elements or more, one of the record's own: a section alone is its element and its
+    # children, `<ecc_errors>` with `<volatile>`, `<aggregate>` ..., 1Panel#10990's clocks_event_reasons)
+    names = set(_XML_OPENING.findall(head))
+    if len(names) >= 3 and any(map(_XML_KNOWN.fullmatch, names)) and not _XML_ROOT.search(head):
         lacks = "the `<nvidia_smi_log>` header above them (driver_version, attached_gpus)"
         if not _XML_GPU.search(head):
             lacks += " and the record's `<gpu id=...>` line"

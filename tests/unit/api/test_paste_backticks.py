@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import tempfile
-import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from gpuonboard.errors import UsageError
 
 from ..known_limits import known_limits
 from ..offline_judge import verdicts
+from ..shares import share
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 GT730 = (
@@ -92,8 +92,7 @@ def test_every_real_capture_with_a_stray_backtick_is_judged_as_itself(tmp_path: 
     output known only by its file name); never another verdict."""
     moved = []
     # (each capture under one of the three, by its name: round 39, the suite's time)
-    at = sorted(TICKED).index(ticked)
-    for name in (n for n in CAPTURES if (zlib.crc32(n.encode()) + at) % len(TICKED) == 0):
+    for name in share(CAPTURES, ticked, TICKED):
         if (ticked, name) in _LEFT:
             continue
         text = (REAL / name).read_text(encoding="utf-8")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import re
 import tempfile
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -29,6 +28,7 @@ from gpuonboard.api import offline, paste
 from gpuonboard.errors import UsageError
 
 from ..offline_judge import column_wrapped
+from ..shares import share
 
 REAL = Path(__file__).parents[2] / "fixtures" / "real"
 # (but a capture kept inside its page's own `<details>` section and fence, a paste already, whose
@@ -319,9 +319,7 @@ SHARE = 3
 def _share(transform: str, group: Sequence[str] = ()) -> list[str]:
     """The captures `transform` reads: of `group` (its test's transforms, all by default), each
     reads a third (a half of two), each capture read under every third of them."""
-    order = sorted(group or TRANSFORMS)
-    at, share = order.index(transform), min(SHARE, len(order))
-    return [name for name in CAPTURES if (zlib.crc32(name.encode()) + at) % share == 0]
+    return share(CAPTURES, transform, group or TRANSFORMS, SHARE)
 
 
 def test_every_capture_is_read_by_a_share_of_the_transforms() -> None:

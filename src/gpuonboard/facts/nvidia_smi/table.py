@@ -232,7 +232,8 @@ _TABLE_TOKEN = lazy_re(r"\[[^\]|]+\]|Unknown Error|\S+")
 # `╞═══╡` reads as `+=====+`, the Processes table's header rule of a table cut under it)
 _TABLE_BORDER = lazy_re(r"^\s*\+-[-+]*\+\s*$")
 _TABLE_CUT = (
-    "the nvidia-smi table output is cut short before its Processes table closes: incomplete probe, rerun"
+    "the nvidia-smi table output is cut short before the end of its GPU rows or of its Processes"
+    " table: incomplete probe, rerun"
 )
 _TABLE_LISTS_CUT = (
     "the nvidia-smi table output is cut short after its GPU rows, before its Processes table closes:"
@@ -485,6 +486,16 @@ def _table_gpu(
     )
 
 
+def _in_mig_mode(gpu: GpuInfo) -> bool:
+    """`gpu` is in MIG mode by its `MIG M.` cell, or, that cell not read (a table cut inside the
+    GPU's rows), by its `Volatile Uncorr. ECC` cell's `On`: the table's cell of a GPU in MIG mode,
+    whose counts are its slices' (every real table with `On` there reads `Enabled` below it;
+    measure40a 16, an H100 cut in its second row)."""
+    if gpu.mig_mode is not None:
+        return gpu.mig_mode == "Enabled"
+    return gpu.ecc_mode == "Enabled" and gpu.ecc_volatile_uncorrectable is None and not gpu.ecc_na
+
+
 def _table_complete(lines: Sequence[str]) -> bool:
     """Whether the table output ran to its end: the default output always closes with the
     Processes table, and its last box line is a whole closing border. A cut inside a GPU row,
@@ -735,10 +746,13 @@ def _parse_frame(lines: list[str], ended: bool = True) -> GpuReport:
             # a GPU with no row in a list cut short: its rows may be in the part cut away, its
             # list unread, never "none" (a busy GPU read as listing no process failed)
             processes_known=processes_known and (of_every_gpu or gpu.index in processes),
-            processes_open=(processes_known and gpu.index in processes or lists_cut) and not of_every_gpu,
+            # (a table cut anywhere before its process list closed: the list comes after every
+            # GPU row, so it is in the part cut away; one cut at a GPU's closing border is no
+            # table of GPU rows alone, measure40a 10's desktop read as "no process listed")
+            processes_open=(processes_known and gpu.index in processes or not whole) and not of_every_gpu,
             mig_devices=len(slices[gpu.index]) if gpu.index in slices else None,
             mig_slices=tuple(slices.get(gpu.index, ())),
-            mig_slices_cut=slices_cut and gpu.mig_mode == "Enabled" and gpu.index not in slices,
+            mig_slices_cut=slices_cut and _in_mig_mode(gpu) and gpu.index not in slices,
         )
         for gpu in gpus
     ]
