@@ -67,3 +67,13 @@ def test_a_core_dump_with_its_xid_119_line_is_that_xid_listed_once(tmp_path: Pat
     verdict, actual = verdicts(tmp_path, "dmesg.txt", WHOLE.read_text(), A100)["gpu_xid"]
     assert verdict == "fail", actual
     assert actual == "GPU at PCI 0000:0b:00: Xid 119 GSP RPC Timeout -> reset_gpu", actual
+
+
+def test_one_core_dump_counts_once_and_two_count_twice(tmp_path: Path) -> None:
+    # (each line's label, `TRACE: 03`, is a form of its own: a dump of nine lines is one fault)
+    one = TRACE.read_text()
+    _verdict, actual = verdicts(tmp_path, "dmesg.txt", one, A100)["gpu_xid"]
+    assert "record) -> reset_gpu" in actual and " x9" not in actual, actual
+    two = one + one.replace("21:27:51", "21:37:51")
+    _verdict, actual = verdicts(tmp_path, "dmesg.txt", two, A100)["gpu_xid"]
+    assert "record) x2 -> reset_gpu" in actual, actual
