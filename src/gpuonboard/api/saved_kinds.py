@@ -15,6 +15,7 @@ from gpuonboard.facts.disks import df_header, looks_like_lsblk_pairs
 from gpuonboard.facts.elision import ELISION
 from gpuonboard.facts.gpu_unopened import names_unopened
 from gpuonboard.facts.infiniband import no_rdma_device
+from gpuonboard.facts.kernel_kinds import driver_name
 from gpuonboard.facts.kernel_log import KERNEL_STAMP
 from gpuonboard.facts.kernel_shapes import TALOS_LINE, journal_shaped, plain_kernel_text
 from gpuonboard.facts.kernel_wrap import indented, program_of
@@ -113,7 +114,7 @@ def _shape_family(shape: str) -> str:
     # (DRM's lines, `[drm] Initialized nvidia-drm ...`, `[drm:nv_drm_load [nvidia_drm]] ...`: one kind)
     if shape.startswith("[drm"):
         return "[drm]"
-    return re.sub(r"[\d.:]+", "", shape.split()[0]) if shape.split() else shape
+    return driver_name(shape.split()[0]) if shape.split() else shape
 
 
 def kernel_shaped(line: str) -> bool:

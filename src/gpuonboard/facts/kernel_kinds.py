@@ -40,7 +40,15 @@ from datetime import datetime
 from gpuonboard.facts.kernel_wrap import program_of
 from gpuonboard.once import lazy_re
 
-__all__ = ["PICKED_GAP_S", "PICKED_KINDS", "PickedKinds", "picked_kinds", "unstamped_kernel_line"]
+__all__ = [
+    "PICKED_GAP_S",
+    "PICKED_KINDS",
+    "PickedKinds",
+    "driver_name",
+    "line_time",
+    "picked_kinds",
+    "unstamped_kernel_line",
+]
 
 # the kinds of line a grep keeps (api/saved_kinds._UNSTAMPED_LEAST: three make a log)
 PICKED_KINDS = 2
@@ -79,6 +87,8 @@ _COLLECTOR = lazy_re(r"^\s*\[?\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-
 # the boot's first lines: a log that holds them is no selection
 _BOOT = lazy_re(r"Linux version \d|\[\s*0\.000000\]|Command line: ")
 # the times a line carries: seconds since boot, an ISO date and time, a day and a time
+# (a device's instance at the end of a first word ending in `:`: `ata1.00:`, `eth0:`, `audit(17.1:5):`)
+_INSTANCE = lazy_re(r"(?:(?<=[A-Za-z_-])\d+(?:[.:-]\d+)*|\([^)]*\))?:$")
 _SECONDS = lazy_re(r"\[\s*(\d+\.\d+)\]")
 _ISO = lazy_re(r"(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d:\d\d)")
 _DAY_TIME = lazy_re(r"(?<![\d:])(\d{1,2})\s+(\d\d):(\d\d):(\d\d)(?![\d:])")
@@ -133,7 +143,7 @@ def picked_kinds(lines: list[str]) -> PickedKinds | None:
     kinds = tuple(dict.fromkeys(k for k, _ in read))
     if not kinds or len(kinds) > PICKED_KINDS:
         return None
-    times = [_time(line) for line in _kernel_timed([line for _, line in read])]
+    times = [line_time(line) for line in _kernel_timed([line for _, line in read])]
     if all(t is None for t in times):
         return PickedKinds(kinds, "and carry no time stamps")
     gap = _widest_gap(times)
@@ -155,8 +165,9 @@ def unstamped_kernel_line(line: str) -> bool:
 
 
 def _kind(line: str) -> str:
-    """The kind of a kernel line (its message's first word, digits left out), "" where the line
-    is none of the kernel's by a head, a stamp or its shape (a page's wrap piece, a tool's line)."""
+    """The kind of a kernel line (its message's first word, a device's instance left out:
+    driver_name), "" where the line is none of the kernel's by a head, a stamp or its shape (a
+    page's wrap piece, a tool's line)."""
     head = _HEAD.match(line)
     message = line[head.end() :] if head else line.strip()
     stamp = _STAMP.match(message)
@@ -171,7 +182,16 @@ def _kind(line: str) -> str:
     # out as a digit is: revK F5 named the kind `{}[Hardware`)
     if bracket := re.match(r"(?:\{\d+\})?(\[[^\]\n]{1,30}\])", message):
         return bracket.group(1)
-    return re.sub(r"[\d.:]+", "", message.split()[0]) or ""
+    return driver_name(message.split()[0])
+
+
+def driver_name(word: str) -> str:
+    """A message's first word as a kind: a driver's name before a device's address whole
+    (`ath9k`, `rtl8192ee`, `mlx5_core`, `i915`); a device's name ending in `:` less its instance
+    (`ata1.00:` and `eth0:` -> `ata`, `eth`)."""
+    if not word.endswith(":"):
+        return word
+    return _INSTANCE.sub("", word) or word.rstrip(":")
 
 
 def _kernel_timed(lines: list[str]) -> list[str]:
@@ -185,7 +205,7 @@ def _kernel_timed(lines: list[str]) -> list[str]:
     return [line[m.end() :] for line, m in zip(lines, leads, strict=True) if m]
 
 
-def _time(line: str) -> tuple[str, float] | None:
+def line_time(line: str) -> tuple[str, float] | None:
     """The time a line carries (its form, seconds), None where it carries none."""
     if m := _SECONDS.search(line):
         return "boot", float(m.group(1))

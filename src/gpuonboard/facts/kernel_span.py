@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+from gpuonboard.facts.kernel_kinds import line_time
+from gpuonboard.once import lazy_re
+
 __all__ = ["BOOT_LOAD_S", "EARLY_BOOT_S", "ends_before_driver", "held_by_nouveau", "seconds_since_boot"]
 
 # the seconds since boot under which a log without a driver line is read as ending before the
@@ -44,12 +47,52 @@ def ends_before_driver(lines: list[str]) -> str:
     if not filled or any(_DRIVER.search(line) for line in filled):
         return ""
     m = _MONOTONIC.match(filled[-1])
-    if m is None or float(m.group(1)) >= EARLY_BOOT_S:
+    if m is None:
+        return _ends_after_boot_mark(filled)
+    if float(m.group(1)) >= EARLY_BOOT_S:
         return ""
     last = filled[-1].strip()
     return (
         f"it ends {m.group(1)} s into boot (`{last[:80]}`), before the GPU driver logged anything:"
         " a log that holds no line of the driver yet holds none of its faults"
+    )
+
+
+# a line only a boot logs, in its first seconds (the kernel's first words; systemd's udev coldplug,
+# which loads the devices' drivers, and its wait for it; the kernel handing over to init; the
+# memory controllers' EDAC and MCE set-up): the anchor of a wall-clock-stamped log's span
+_BOOT_MARK = lazy_re(
+    r"Linux version \d|\bCommand line: |\budev Coldplug\b|\bTrigger udev\b|Coldplug All udev"
+    r"|Wait for (?:Complete Device Initiali[sz]ation|udev To Complete)|Run /\S*init as init process"
+    r"|Freeing unused kernel|\bEDAC MC\d*: Giving out device|MCE: In-kernel MCE decoding enabled",
+    re.IGNORECASE,
+)
+
+
+def _ends_after_boot_mark(filled: list[str]) -> str:
+    """ends_before_driver for a log stamped with the wall clock (a journal's or syslog's `Oct 14
+    15:45:43`, an ISO time), which says no seconds since boot: it ends early in boot where a line
+    only a boot logs (_BOOT_MARK: udev's coldplug, the kernel's first words) is in it and its last
+    line is stamped less than EARLY_BOOT_S after that line's (measure40c 18: a journal's second of
+    EDAC set-up and udev coldplug passed "no Xid in the kernel log")."""
+    mark = next((line for line in filled if _BOOT_MARK.search(line)), None)
+    start = line_time(mark) if mark is not None else None
+    end = line_time(filled[-1])
+    if (
+        mark is None
+        or start is None
+        or end is None
+        or start[0] != end[0]
+        or not 0 <= end[1] - start[1] < EARLY_BOOT_S
+    ):
+        return ""
+    said = _BOOT_MARK.search(mark)
+    assert said is not None
+    span = max(1, round(end[1] - start[1]))
+    return (
+        f"it ends during boot, {span} s after the boot's `{said.group(0)}` line (its last line:"
+        f" `{filled[-1].strip()[:80]}`), before the GPU driver logged anything: a log that holds no"
+        " line of the driver yet holds none of its faults"
     )
 
 

@@ -150,11 +150,17 @@ def action_now(event: KernelEvent, action: str) -> str:
     return action
 
 
-def rebooted_since_advice(what: str, reset: str) -> str:
-    """The advice for faults of a log's earlier boot whose reset or reboot that reboot did."""
+def rebooted_since_advice(what: str, reset: str, kinds: Sequence[str] = ()) -> str:
+    """The advice for faults of an earlier boot whose reset or reboot that reboot did: the earlier
+    boot of a log that spans boots, or the one boot a `journalctl -b -1` reads (measure40c 02: it
+    was said to "span more than one boot"). `kinds`: the kinds of those events (`nvrm`, a driver's
+    fault sentence, is no {what}: named so, never "these Xids")."""
+    said = {"nvrm": "driver faults"}
+    names = list(dict.fromkeys(said.get(k, f"{what}s") for k in kinds)) or [f"{what}s"]
+    these = " and ".join(names) + (f", no {what} among them," if names == ["driver faults"] else "")
     return (
-        f"the kernel log spans more than one boot: these {what}s were logged before the box's last"
-        f" reboot, which did the {reset} or reboot they asked for; ask the vendor what caused them,"
+        f"these {these} were logged in a boot before the one the box runs now, whose end, the box's"
+        f" last reboot, did the {reset} or reboot they asked for; ask the vendor what caused them,"
         " and watch for them again under your own load."
     )
 
@@ -301,17 +307,18 @@ def event_rule(
         return Check(
             name, expected, actual, "fail", f"{ask[0].upper()}{ask[1:]}{per}, before accepting the box."
         )
-    warning = _warn_detail(actions, what)
+    since = [e.kind for e in events if action_now(e, xid_action(e)[0]) == REBOOTED_SINCE]
+    warning = _warn_detail(actions, what, since)
     if warning:
         return Check(name, expected, actual, "warn", warning)
     return Check(name, expected, actual, "pass", f"informational {what}s only (NVIDIA's catalogue: ignore).")
 
 
-def _warn_detail(actions: Sequence[str], what: str) -> str:
+def _warn_detail(actions: Sequence[str], what: str, since: Sequence[str] = ()) -> str:
     """The advice of a log whose worst event only warns (a reboot since, a non-fatal one, a known
     harmless driver message, an application's fault), in that order; '' where none warns."""
     if REBOOTED_SINCE in actions:
-        return rebooted_since_advice(what, "GPU reset")
+        return rebooted_since_advice(what, "GPU reset", since)
     if "watch" in actions:
         return (
             f"{what}s the driver logged as non-fatal (recovered: no reset needed now); watch for them"

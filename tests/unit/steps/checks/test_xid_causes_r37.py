@@ -160,9 +160,11 @@ def test_every_cause_row_is_read_as_the_cause_in_its_real_logs(tmp_path: Path, r
     names = [n for n in _REAL_NAMED.findall(source) if (REAL / n).is_file()]
     assert names, row.id
     judged = 0
+    # (the failures it names: RmInitAdapter's, a failed probe's, round 40's 64-bit BAR)
+    failures = [f.name for f in load_nvrm_faults() if f.id in row.cause_of]
     for name in names:
         _verdict, actual, _ = xid(tmp_path, (REAL / name).read_text(errors="replace"))
-        if RMINIT not in actual:
+        if not any(failure in actual for failure in failures):
             continue  # (a log of the row's own fault, with no failure it names)
         judged += 1
         assert row.name in actual and f"-> {row.action}" in actual, (name, actual)
