@@ -177,6 +177,9 @@ class Section:
     host: str | None
     text: str
     what: str = ""
+    # typed as a script's or a notebook's shell escape, `!nvidia-smi -L` at the line's start: the
+    # script's line, not a terminal's, so no output below it is none saved, not none printed
+    escape: bool = False
 
     @property
     def where(self) -> str:
@@ -277,10 +280,10 @@ def sections(text: str) -> list[Section] | None:
             start += 1
         body = "\n".join([*([on_line[i]] if i in on_line else []), *lines[start:end]])
         body += "\n" if end < len(lines) else ""  # (a next prompt: it ended)
-        out.append(Section(i + 1, command, host or login, body))
+        out.append(Section(i + 1, command, host or login, body, escape=lines[i].lstrip().startswith("!")))
         if (ssh := _SSH_LOGIN.fullmatch(command)) is not None:
             # the commands before it ran on the machine the session started on
-            out = [Section(p.line, p.command, p.host or _STARTED_ON, p.text) for p in out]
+            out = [replace(p, host=p.host or _STARTED_ON) for p in out]
             login = ssh.group("host")
         elif command.strip() in ("exit", "logout"):
             login = _STARTED_ON if login else None
@@ -422,6 +425,8 @@ def _read_part(
         return (
             shell_opened.opener_said(part.where)
             if shell == ""
+            else f"{part.where} has no output saved below it (a script's `!` shell-escape line)"
+            if part.reads and part.escape
             else f"{part.where} printed nothing"
             if part.reads
             else ""
