@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 from gpuonboard.api import glued, numbered_steps, part_reasons, shell_opened
 from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINES_UNREAD, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
+from gpuonboard.api.lost_heads import lost_head_queries
 from gpuonboard.api.other_forms import named_form
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
@@ -260,6 +261,8 @@ def sections(text: str) -> list[Section] | None:
     lines = text.split("\n")
     found = [(i, head) for i, line in enumerate(lines) if (head := _head(line)) is not None]
     found = sorted(found + _glued_sign_heads(lines, {i for i, _ in found}))
+    # (a copied `--query-gpu` line whose start a copy lost, `gpu=memory.total,... --format=csv`)
+    found = sorted(found + lost_head_queries(lines, {i for i, _ in found}, _LONGEST_PROMPT))
     # (an issue's numbered steps, `2. nvidia-smi -L` above its GPU line: each step's number its prompt)
     found = sorted(
         found + numbered_steps.step_heads(lines, {i for i, _ in found}, runs_read_tool, _LONGEST_PROMPT)
