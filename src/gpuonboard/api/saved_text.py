@@ -240,8 +240,13 @@ def _prompt_line(lines: Sequence[str]) -> int | None:
     return first
 
 
-# a shell's prompt before a command: its sign alone (`# `, `$ `) or after a user, host and path
-_SHELL_PROMPT = lazy_re(r"(?:[\w.@:~/()\[\]-]*[$#]|[$#%])\s+\S")
+# a shell's prompt before a command: its sign alone (`# `, `$ `) or after a user, host and path,
+# also a user@host and a path a blank apart (`cuser1@cgpu-1 ~$`) after a bracketed counter or
+# time (`[0741] `)
+_SHELL_PROMPT = lazy_re(
+    r"(?:`{3}[ \t]*)?(?:\[[^\]\s]{1,20}\][ \t]*)?"
+    r"(?:[\w.@:~/()\[\]-]*[$#]|[\w.-]+@[\w.-]+:?[ \t]+[~/][\w./-]*[$#]|[$#%])\s+\S"
+)
 
 
 def _prompt_under(lines: Sequence[str], first: int) -> int | None:

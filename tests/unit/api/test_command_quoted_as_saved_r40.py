@@ -52,3 +52,18 @@ def test_binds_ports_and_tags_are_shown(command: str) -> None:
 def test_secret_fields_stay_masked(command: str, secret: str) -> None:
     said = command_said(command)
     assert secret not in said and MASK in said, said
+
+
+@pytest.mark.parametrize("above", ["!nvidia-smi", "$ nvidia-smi"])
+@pytest.mark.parametrize("fence", ["", "```"])
+def test_the_launchers_prompt_under_another_prompt_is_the_command(
+    tmp_path: Path, above: str, fence: str
+) -> None:
+    """The capture under a notebook cell's or a shell's prompt line (its fence glued on or not):
+    the prompt right under it, `[0741] cuser1@cgpu-1 ~$ singularity ...` (a counter, then a user
+    and a path a blank apart), is the command whose output follows (saved_text._SHELL_PROMPT);
+    before, the line above was, and the launcher's view was lost (gpu_count passed)."""
+    text = (REAL / SINGULARITY).read_text(encoding="utf-8").removeprefix("```")
+    got = verdicts(tmp_path, "box.txt", f"{above}\n{fence}{text}", ORDER.replace("4", "1", 1))
+    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
+    assert "`singularity exec" in got["gpu_count"][1] and "its launcher gave the job" in got["gpu_count"][1]
