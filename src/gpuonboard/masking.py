@@ -344,6 +344,10 @@ def _passes_data(operator: str) -> bool:
     return bool(operator) and operator not in ("&&", "||", ";", "&", ";;") and not operator.startswith("<")
 
 
+# a published port (`docker run -p 8080:80`, `-p 127.0.0.1:8080:80/tcp`): no password
+_PORT_MAP = lazy_re(r"(?:[0-9.]{1,39}:){1,2}[0-9]{1,5}(?:-[0-9]{1,5})?(?:/(?:tcp|udp|sctp))?")
+
+
 def _soft_value_shown(word: str, program: str) -> bool:
     """The word after `-a`/`-k`/`-p`/`-P` given apart, shown only where it cannot be their secret
     value: a flag, a number, a local path of plain parts, any word after a power command's -P/-p."""
@@ -351,6 +355,7 @@ def _soft_value_shown(word: str, program: str) -> bool:
         program in _POWER
         or word.startswith("-")
         or bool(re.fullmatch(r"\+?[0-9]{1,8}", word))
+        or bool(_PORT_MAP.fullmatch(word))
         or (bool(_PATH.fullmatch(word)) and not _looks_random(word))
     )
 
@@ -605,11 +610,33 @@ def _apart_value(kind: str, program: str, word: str) -> set[str]:
     return {_password_of(kind, word)}
 
 
+# a part of a field's name that is a secret's word whole (`X-Api-Key`'s `key`, `token`)
+_SECRET_PART = lazy_re(
+    r"pass(word|wd|phrase)?|pwd?|token|secret|key|apikey|auth(orization)?|cred(ential)?s?|cookie|bearer|sig(nature)?"
+)
+
+
+def _names_field(word: str, hit: re.Match[str]) -> bool:
+    """Whether _NAMED_VALUE's `hit` in `word` is a field's name and value: not a variable's
+    expansion (`--home $PWD:/srv`), and `NAME:VALUE` in one word, an image's tag, a host's port
+    or a bind's two paths (`authelia:latest`) more often than a field, only where a part of
+    NAME is a secret's word itself (`token:T`, `X-Api-Key:K`)."""
+    if word[: hit.start()].endswith(("$", "${")):
+        return False
+    if word[hit.end(1)] == ":" and not word[hit.end(1) + 1 :].startswith((" ", "\t")):
+        return any(_SECRET_PART.fullmatch(part) for part in re.split(r"[-_.]", hit.group(1).lower()))
+    return True
+
+
 def _named_secrets(word: str) -> set[str]:
     """A secret-named `NAME=VALUE` or `NAME: VALUE`'s value inside `word` (its last word: `Bearer
     T`'s `T`), a URL's userinfo password and its secret-named query values."""
     found: set[str] = set()
-    for name, value in _NAMED_VALUE.findall(word.lstrip("-")):
+    bare = word.lstrip("-")
+    for hit in _NAMED_VALUE.finditer(bare):
+        name, value = hit.group(1), hit.group(2)
+        if not _names_field(bare, hit):
+            continue
         if names_secret(name) and "//" not in value and value.strip():
             found.add(value.split()[-1])  # (`Bearer T`'s token)
     for userinfo in re.findall(r"//([^/@\s]+)@", word):

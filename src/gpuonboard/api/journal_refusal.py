@@ -34,6 +34,10 @@ _SERVICE_MANAGER = lazy_re(r"^(?:systemd|init)$")
 # the NVIDIA fabric manager's programs and unit
 _FABRIC = lazy_re(r"fabric-?manager", re.IGNORECASE)
 _LEAST = 2  # (lines of other programs)
+# `systemctl status UNIT`'s first line (`● mcelog.service - Machine Check ...`; `○` inactive, `×`
+# failed, `*` without UTF-8) and its `Active:` field
+_STATUS_HEAD = lazy_re(r"^[ \t]*[●○×*↻][ \t]+(\S+?)(?:\.service)?[ \t]+-[ \t]")
+_STATUS_ACTIVE = lazy_re(r"^[ \t]+Active:[ \t]+(\S+(?:[ \t]+\([^)]*\))?)")
 _QUOTE_MOST = 200  # (characters of a quoted line, cut at a word's end)
 
 
@@ -41,6 +45,7 @@ def journal_without_kernel(text: str) -> str | None:
     """The sentence refusing a journal of other programs' lines only (see the module); None for
     any other text (one with a kernel line, or too few journal lines)."""
     lines = [line for line in text.splitlines() if line.strip()]
+    status, lines = _status_head(lines)
     programs = [program_of(line) for line in lines]
     named = [(line, p) for line, p in zip(lines, programs, strict=True) if p is not None]
     if len(named) < _LEAST or len(named) * 2 < len(lines) or any(p == "kernel" for _, p in named):
@@ -59,11 +64,29 @@ def journal_without_kernel(text: str) -> str | None:
     if any(_FABRIC.search(p) or _FABRIC.search(line) for line, p in named):
         return _fabric_manager(lines_of, said, text)
     return (
-        f"a journal of other programs' lines only ({lines_of}), no line of the kernel's{said}: no Xid or"
-        " SXid can be read from it (the NVIDIA driver logs them in the"
+        f"{status}a journal of other programs' lines only ({lines_of}), no line of the kernel's{said}:"
+        " no Xid or SXid can be read from it (the NVIDIA driver logs them in the"
         " kernel log): save the kernel log of the box (`sudo dmesg -T`, or `journalctl -k -b`)"
         " and its nvidia-smi."
     )
+
+
+def _status_head(lines: list[str]) -> tuple[str, list[str]]:
+    """A `systemctl status UNIT`'s head (its `● UNIT - Description` line, its `Loaded:`,
+    `Active:`, `Main PID:` fields) above the journal lines it ends with, and the lines pasted above
+    that head (other commands, `lsmod | grep edac`): said, and left out of the journal's lines;
+    ("", lines) where no such head is there."""
+    head = next((i for i, line in enumerate(lines) if _STATUS_HEAD.match(line)), None)
+    if head is None:
+        return "", lines
+    body = lines[head + 1 :]
+    first = next((i for i, line in enumerate(body) if program_of(line) is not None), len(body))
+    if not any(_STATUS_ACTIVE.match(line) for line in body[:first]):
+        return "", lines
+    unit = _STATUS_HEAD.match(lines[head])
+    active = next(m.group(1) for line in body[:first] if (m := _STATUS_ACTIVE.match(line)))
+    above = " (below other commands' lines)" if head > 0 else ""
+    return f"`systemctl status {unit.group(1) if unit else ''}` (Active: {active}){above} and ", body[first:]
 
 
 def _fabric_manager(lines_of: str, said: str, text: str) -> str:

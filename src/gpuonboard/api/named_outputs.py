@@ -2,8 +2,9 @@
 they show and what to save instead (never the generic "not a recognised command output", whose
 list of the outputs read never names them): DCGM's `dcgmi` (its diagnostics as a text table or
 as `-j` JSON, its `discovery -l` / `group -l` / `health -c` tables), Hugging Face's `accelerate
-env` report, and procps top's memory summary in its graph mode (`GiB Mem : 28.2/7.8 [ ... ]`)
-where its total could not be read."""
+env` report, procps top's memory summary in its graph mode (`GiB Mem : 28.2/7.8 [ ... ]`)
+where its total could not be read, a gpu_burn run (its `nvidia-smi -L` lines, then its progress
+lines), and the host error counts of rasdaemon's `ras-mc-ctl`, `edac-util` and `mcelog --client`."""
 
 from __future__ import annotations
 
@@ -46,12 +47,78 @@ _TOP_GRAPH = lazy_re(r"^[ \t]*([KMGTPE]iB) Mem[ \t]*:[ \t]*(\d+(?:\.\d+)?)/(\S+)
 
 _SAVE_SMI = "save `nvidia-smi -q` (or its table) of the box"
 
+# gpu_burn's progress line (`11.7%  proc'd: 2947 (7124 Gflop/s) - 2664 (6963 Gflop/s)   errors: 0
+# - 0   temps: 56 C - 73 C`: one `proc'd` pair per GPU), and the `nvidia-smi -L` lines it prints first
+_BURN_PROGRESS = lazy_re(r"^[ \t]*\d+(?:\.\d+)?%[ \t]+proc'd:[^\n]*?errors:[ \t]*([^\n]*?)[ \t]+temps:", re.M)
+_BURN_LISTED = lazy_re(r"^[ \t]*GPU \d+: (.+?) \(UUID: GPU-", re.M)
+# rasdaemon's `ras-mc-ctl --summary` / `--errors` (`No Memory errors.`, `MCE records summary:`,
+# `PCIe AER events summary:`), its `--error-count` table (`Label  CE  UE`), `edac-util -v`
+# (`mc0: csrow0: ch0: 0 Corrected Errors`, `edac-util: No errors to report.`), and `mcelog
+# --client`'s records (`Hardware event. This is not a software error.`)
+_RAS_SIGN = lazy_re(
+    r"^[ \t]*(?:No (?:Memory|PCIe AER|ARM processor|Extlog|devlink|disk|MCE) errors\."
+    r"|(?:MCE records|Memory controller events|PCIe AER events|Extlog records|ARM processor events)"
+    r"(?: summary)?:"
+    r"|Label[ \t]+CE[ \t]+UE"
+    r"|mc\d+: (?:csrow\d+: )?(?:ch\d+: )?\d+ (?:Un)?[Cc]orrected Errors"
+    r"|edac-util: No errors to report\."
+    r"|Hardware event\. This is not a software error\.)",
+    re.M,
+)
+_RAS_NONE = lazy_re(r"No (.+) errors\.")
+_RAS_COMMAND = lazy_re(r"(?:^|[\s$#>])((?:ras-mc-ctl|edac-util|mcelog)(?:[ \t]+-[^\n]*?)?)[ \t]*$", re.M)
+
 
 def named_output(text: str) -> str:
     """The sentence refusing an output of a tool this tool does not read offline (dcgmi's,
     `accelerate env`'s, top's graph mode), naming what it shows and what to save; "" for any
     other text."""
-    return _dcgmi_sentence(text) or _accelerate_sentence(text) or _top_graph_sentence(text)
+    return (
+        _dcgmi_sentence(text)
+        or _accelerate_sentence(text)
+        or _top_graph_sentence(text)
+        or _gpu_burn_sentence(text)
+        or _ras_sentence(text)
+    )
+
+
+def _gpu_burn_sentence(text: str) -> str:
+    """gpu_burn's run (`./gpu_burn 60`, `docker run ... gpu_burn`): the `nvidia-smi -L` lines it
+    prints first named, its progress lines (errors, temperatures) not read."""
+    progress = _BURN_PROGRESS.findall(text)
+    if not progress:
+        return ""
+    listed = _BURN_LISTED.findall(text)
+    names = sorted(set(listed))
+    gpus = f"{len(listed)} x {names[0]}" if len(names) == 1 else ", ".join(listed)
+    begun = f", begun by the `nvidia-smi -L` lines it prints ({gpus})" if listed else ""
+    return (
+        f"gpu_burn's own output{begun}: its progress lines (`NN.N%  proc'd: ... errors: ...  temps:"
+        f" ...`; the last read says errors {progress[-1].strip()}) are a burn-in run's, which this tool"
+        " does not read: save `nvidia-smi -L` and `nvidia-smi -q` (or its table) of the box, and"
+        " `sudo dmesg -T` for the Xid errors a burn-in may raise."
+    )
+
+
+def _ras_sentence(text: str) -> str:
+    """rasdaemon's `ras-mc-ctl`, `edac-util`'s or `mcelog --client`'s host error summary: what
+    it says (its `No ... errors.` and summary lines), not read."""
+    if not _RAS_SIGN.search(text):
+        return ""
+    command = _RAS_COMMAND.search(text)
+    what = f"`{command.group(1).strip()}`" if command else "a host error summary"
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _RAS_COMMAND.search(ln)]
+    nones = [
+        ln.removeprefix("No ").removesuffix(" errors.") for ln in lines if re.fullmatch(r"No .+ errors\.", ln)
+    ]
+    said = [ln for ln in lines if not re.fullmatch(r"No .+ errors\.", ln) and not ln.endswith(":")][:2]
+    shows = "; ".join(([f"no {', '.join(nones)} errors"] if nones else []) + [f"`{ln[:80]}`" for ln in said])
+    return (
+        f"{what} output (rasdaemon's, EDAC's or mcelog's count of the host's hardware errors"
+        f"{f': {shows}' if shows else ''}), which this tool does not read: host_hw_errors reads"
+        " the machine-check, EDAC and PCIe AER errors from the kernel log: save `sudo dmesg -T`"
+        " (or `journalctl -k -b`) of the box."
+    )
 
 
 def _dcgmi_sentence(text: str) -> str:

@@ -63,6 +63,7 @@ from gpuonboard.api.saved_text import (
     decode_saved,
     prompt_command,
     strip_prompt,
+    uncommented,
     unglued,
     unquote,
 )
@@ -347,6 +348,9 @@ def _session_outputs(
                 (k, dataclasses.replace(o, partial=o.partial or why), w.removeprefix(where))
                 for k, o, w in got
             ]
+        text = uncommented(
+            text
+        )  # (its lines commented out, `% Driver Version : ...`: as in a file of its own)
         if (stacked := csv_above_table(text)) is not None:  # (as in a file of its own)
             text, left = stacked
             notes.append(f"{where}: {left}.")

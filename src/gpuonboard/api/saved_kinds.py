@@ -378,7 +378,7 @@ def _failure_line(text: str) -> str | None:
         failed = not _KERNEL_LINE.search(line)
     else:
         failed = any(
-            line.lstrip().startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip())
+            line.lstrip(" \t`").startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip(" \t`"))
             for line in own
         )
     return line if failed else None
@@ -387,11 +387,12 @@ def _failure_line(text: str) -> str | None:
 _OWN_FAILURES = ("NVIDIA-SMI has failed", "Failed to initialize NVML:")
 # a line of nvidia-smi's own when it fails: its words at the line's start (after a table's `|`),
 # `NVIDIA-SMI has failed ...`, `No devices were found`, `Failed to initialize NVML: ...`, `Unable
-# to determine the device handle for GPU ...`, or a warning of its own (`WARNING: infoROM ...`);
+# to determine the device handle for GPU ...`, or a warning of its own (`WARNING: infoROM ...`),
+# behind a poster's Markdown inline-code backtick too (`` `Failed to initialize NVML: ...` ``);
 # and the NVIDIA Container Toolkit's `nvidia-container-cli: initialization error: nvml error: ...`
 # (inside docker's `Error response from daemon: ...` too), NVML's answer on the host, as before
 _OWN_FAILURE_LINE = re.compile(
-    r"[\s|]*(?:(?-i:NVIDIA-SMI)\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
+    r"[\s|`]*(?:(?-i:NVIDIA-SMI)\b|No devices were found|(?:Failed|Unable) to \w|WARNING:)"
     r"|.*\bnvidia-container-cli: initialization error: nvml error:",
     re.I,
 )

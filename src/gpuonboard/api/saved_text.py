@@ -110,6 +110,13 @@ _COMMENT_LINE = re.compile(r"[ \t]*(?:\d+\t[ \t]*)?#")
 _MARKDOWN_ESCAPE = re.compile(r"\\([#*_|`\[\]])")
 
 
+def uncommented(text: str) -> str:
+    """The text of one command's output in a saved session without the comment mark each of its
+    lines carries (_uncommented), as in a file of its own: a MATLAB script's `!nvidia-smi -q`
+    with its output quoted below as `% ` comment lines (measure40b 10)."""
+    return "\n".join(_uncommented(text.split("\n")))
+
+
 def _uncommented(lines: list[str]) -> list[str]:
     """The lines without the comment mark that every line of the output carries (below a copied
     prompt line, if any, or on it too): a paste commented out as a shell script's or a config's
@@ -147,9 +154,10 @@ def _uncommented(lines: list[str]) -> list[str]:
 
 
 # a comment mark at a line's start, after any indentation: a shell's or a config's `#`, C's and
-# JavaScript's `//`, an ini file's `;`, SQL's and Lua's `--` (a paste's stray Markdown backticks
+# JavaScript's `//`, an ini file's `;`, SQL's and Lua's `--`, MATLAB's and TeX's `%` with a blank
+# after it (a bare `%` starts top's `%Cpu(s):`) (a paste's stray Markdown backticks
 # before it, "```    #+-----+" of a fence that lost its newline, dropped with it)
-_COMMENT_MARK = lazy_re(r"[ \t]*(?:`{1,3}[ \t]*)?(#|//|;|--)")
+_COMMENT_MARK = lazy_re(r"[ \t]*(?:`{1,3}[ \t]*)?(#|//|;|--|%(?=[ \t]|$))")
 
 
 # journalctl's own lines, no comment mark: `-- Logs begin at ... --`, `-- Journal begins at ... --`,
@@ -232,8 +240,13 @@ def _prompt_line(lines: Sequence[str]) -> int | None:
     return first
 
 
-# a shell's prompt before a command: its sign alone (`# `, `$ `) or after a user, host and path
-_SHELL_PROMPT = lazy_re(r"(?:[\w.@:~/()\[\]-]*[$#]|[$#%])\s+\S")
+# a shell's prompt before a command: its sign alone (`# `, `$ `) or after a user, host and path,
+# also a user@host and a path a blank apart (`cuser1@cgpu-1 ~$`) after a bracketed counter or
+# time (`[0741] `)
+_SHELL_PROMPT = lazy_re(
+    r"(?:`{3}[ \t]*)?(?:\[[^\]\s]{1,20}\][ \t]*)?"
+    r"(?:[\w.@:~/()\[\]-]*[$#]|[\w.-]+@[\w.-]+:?[ \t]+[~/][\w./-]*[$#]|[$#%])\s+\S"
+)
 
 
 def _prompt_under(lines: Sequence[str], first: int) -> int | None:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NoReturn, TypeVar
 from gpuonboard.api import glued, numbered_steps, part_reasons, shell_opened
 from gpuonboard.api.command_line import CONTAINER_CLIS, ENGINES_UNREAD, LAUNCHERS, run, tool_name
 from gpuonboard.api.kind_names import kind_name
+from gpuonboard.api.lost_heads import lost_head_queries
 from gpuonboard.api.other_forms import named_form
 from gpuonboard.api.unjudged import UnjudgedOutput
 from gpuonboard.api.unread import disagreement, gives_way, joined_said
@@ -177,6 +178,9 @@ class Section:
     host: str | None
     text: str
     what: str = ""
+    # typed as a script's or a notebook's shell escape, `!nvidia-smi -L` at the line's start: the
+    # script's line, not a terminal's, so no output below it is none saved, not none printed
+    escape: bool = False
 
     @property
     def where(self) -> str:
@@ -257,6 +261,8 @@ def sections(text: str) -> list[Section] | None:
     lines = text.split("\n")
     found = [(i, head) for i, line in enumerate(lines) if (head := _head(line)) is not None]
     found = sorted(found + _glued_sign_heads(lines, {i for i, _ in found}))
+    # (a copied `--query-gpu` line whose start a copy lost, `gpu=memory.total,... --format=csv`)
+    found = sorted(found + lost_head_queries(lines, {i for i, _ in found}, _LONGEST_PROMPT))
     # (an issue's numbered steps, `2. nvidia-smi -L` above its GPU line: each step's number its prompt)
     found = sorted(
         found + numbered_steps.step_heads(lines, {i for i, _ in found}, runs_read_tool, _LONGEST_PROMPT)
@@ -277,10 +283,10 @@ def sections(text: str) -> list[Section] | None:
             start += 1
         body = "\n".join([*([on_line[i]] if i in on_line else []), *lines[start:end]])
         body += "\n" if end < len(lines) else ""  # (a next prompt: it ended)
-        out.append(Section(i + 1, command, host or login, body))
+        out.append(Section(i + 1, command, host or login, body, escape=lines[i].lstrip().startswith("!")))
         if (ssh := _SSH_LOGIN.fullmatch(command)) is not None:
             # the commands before it ran on the machine the session started on
-            out = [Section(p.line, p.command, p.host or _STARTED_ON, p.text) for p in out]
+            out = [replace(p, host=p.host or _STARTED_ON) for p in out]
             login = ssh.group("host")
         elif command.strip() in ("exit", "logout"):
             login = _STARTED_ON if login else None
@@ -422,6 +428,8 @@ def _read_part(
         return (
             shell_opened.opener_said(part.where)
             if shell == ""
+            else f"{part.where} has no output saved below it (a script's `!` shell-escape line)"
+            if part.reads and part.escape
             else f"{part.where} printed nothing"
             if part.reads
             else ""

@@ -148,11 +148,25 @@ def _cause_of(line: str) -> tuple[str, bool] | None:
     return advice, any(not line[: m.start()].strip(" |\t") for m in starts)
 
 
+def _unticked(line: str) -> str:
+    """`line` without a poster's Markdown inline-code backticks: the pair around the whole line
+    (`` `Failed to initialize NVML: ...` ``), or the one backtick left at its start or end where
+    the inline code spans lines (`` `Failed to initialize NVML...`` then ``...shut down NVML...` ``);
+    a backtick inside the line, with its partner there, is the message's own."""
+    if line.count("`") == 2 and line.startswith("`") and line.endswith("`") and len(line) > 2:
+        return line[1:-1].strip()
+    if line.count("`") == 1 and (line.startswith("`") or line.endswith("`")):
+        return line.strip("`").strip()
+    return line
+
+
 def nvidia_smi_failure(stdout: str, stderr: str) -> tuple[str, str]:
     """nvidia-smi's own line saying why it read no GPU (the first naming a known cause, one whose
     cause's words begin the line first, else its first line; '' when it printed nothing) and what
-    to do about that cause ('' when unknown: the caller adds UNKNOWN_CAUSE_ADVICE or its own)."""
-    lines = [ln.strip() for ln in (stderr + "\n" + stdout).splitlines() if ln.strip()]
+    to do about that cause ('' when unknown: the caller adds UNKNOWN_CAUSE_ADVICE or its own);
+    a poster's inline-code backticks around the line are not quoted."""
+    lines = [_unticked(ln.strip()) for ln in (stderr + "\n" + stdout).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if ln]
     causes = [(line, *cause) for line in lines if (cause := _cause_of(line)) is not None]
     # (nvidia-smi's own line, a cause's words at the line's start, before another tool's line
     # quoting them after its own words: `NVIDIA GPU Details | Failed: Unable to determine ...`)

@@ -183,6 +183,11 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         # `systemctl status nvidia-fabricmanager`: the service's state (test_fabric_manager_status_r34)
         "systemctl-status-nvidia-fabricmanager__": "fabric_manager",
         "unstamped-kernel-lines__": None,  # two kinds of kernel line without stamps: refused
+        # (round 40) a gpu_burn run, rasdaemon's error counts, a mcelog unit's status and journal:
+        # refused naming them (test_host_tool_outputs_r40)
+        "gpu-burn__": None,
+        "ras-mc-ctl-summary__": None,
+        "systemctl-status-mcelog__": None,
         "podman-info": "podman_info",  # (shown, not judged)
         # the driver's version file: read by its form (facts/driver_module.py, api/saved_forms.py)
         "proc-driver-nvidia-version__": None,

@@ -89,6 +89,9 @@ def _readable_alone() -> list[Path]:
             # issue template's `Output from running ...: `kubectl exec ... -- nvidia-smi``: the
             # container's view alone; under another prompt that line is no command, the view unsaid)
             both = both or any("of the container it ran in" in out.partial for out in kinds.values())
+            # (round 40: a launcher's own line glued after a fence and a prompt's counter,
+            # "```[0741] cuser1@cgpu-1 ~$ singularity exec ... nvidia-smi": its job's view alone)
+            both = both or any("its launcher gave the job" in out.partial for out in kinds.values())
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
