@@ -177,17 +177,28 @@ def _line_cuts(text: str) -> Iterator[tuple[str, str]]:
     `nvidia-nvswitchN:` tag up to its last character (without its newline), for every NVRM and
     NVSwitch line of the log; but a cut the line already reads as a line of a known shape at
     (the driver's load banner from `loading NVIDIA UNIX` on: kernel_cut.whole_when_cut), which is
-    whole however it went on (round 29: it read as a driver message cut short)."""
-    at = 0
+    whole however it went on (round 29: it read as a driver message cut short). Past a line's
+    first words a third of the cuts (_cut_here)."""
+    at = lines = 0
     for line in text.splitlines(keepends=True):
         body = line.rstrip("\r\n")
         tag = TAG.search(body)
         if tag is not None:
             rule = "xid" if tag.group(0) == "NVRM:" else "sxid"
             for end in range(tag.end(), len(body) + 1):
-                if not whole_when_cut(body[tag.end() : end]):
+                said = body[tag.end() : end]
+                if _cut_here(len(said), len(body) - end, lines) and not whole_when_cut(said):
                     yield text[: at + end], rule
+            lines += 1
         at += len(line)
+
+
+def _cut_here(into: int, left: int, line: int) -> bool:
+    """Whether to cut a driver line `into` characters after its tag, `left` before its end: in
+    its first 24 characters (the words that name its kind, its code) and its last 4 every time,
+    elsewhere every third character, the third shifted from line to line (every place of a line's
+    shape cut in some line: round 40, the suite's time)."""
+    return into < 24 or left < 4 or (into + line) % 3 == 0
 
 
 def _codes(events: tuple[KernelEvent, ...], kind: str) -> set[int]:
