@@ -5,8 +5,8 @@
 # temp file of a file to send: kept as that file's partial, resumed from, unless a bigger partial
 # is there) or `R<path>` (a temp or partial of a file not to send: removed), relative to DIR;
 # prints "tidied A|R" per file it moved or removed.
-# A template: uploadlock.STOP_FN replaces __ENV__ (UPLOAD_ENV), __WAIT__ (STOP_WAIT_S) and
-# __PARTIAL__ (rsync's partial dir) when loaded.
+# A template: uploadlock.STOP_FN replaces __ENV__ (UPLOAD_ENV), __WAIT__ (STOP_WAIT_S),
+# __GRACE__ (STOP_GRACE_S) and __PARTIAL__ (rsync's partial dir) when loaded.
 # Run by: uploadlock.take_command (STOP_FN, put before upload_take.sh).
 
 stop() {
@@ -19,9 +19,18 @@ stop() {
     grep -qszx "__ENV__=$1-$2" "$e" && continue
     g=$(pg "$p"); case $g in ''|*[!0-9]*|0|1) continue ;; esac
     [ "$g" = "$mine" ] && continue
-    case " $gs " in *" $g "*) ;; *) gs="$gs $g"; n=$((n + 1)) ;; esac
+    case " $gs " in *" $g "*) ;; *) gs="$gs $g" ;; esac
   done
-  for g in $gs; do kill -TERM "-$g" 2>/dev/null; done  # (dash's kill takes no `--`)
+  # a run that just ended may still be ending on the host (its rsync reads the EOF of a channel
+  # sshd closes a moment later, later on a loaded host): a grace of __GRACE__ s before it is
+  # counted as left running and stopped
+  i=0; alive=$gs
+  while [ -n "$alive" ] && [ $i -lt $((__GRACE__ * 10)) ]; do
+    sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); left=$alive; alive=
+    for g in $left; do kill -0 "-$g" 2>/dev/null && alive="$alive $g"; done
+  done
+  gs=$alive
+  for g in $gs; do kill -TERM "-$g" 2>/dev/null; n=$((n + 1)); done  # (dash's kill takes no `--`)
   i=0; alive=$gs
   while [ -n "$alive" ] && [ $i -lt $((__WAIT__ * 10)) ]; do
     sleep 0.1 2>/dev/null || sleep 1; i=$((i + 1)); alive=

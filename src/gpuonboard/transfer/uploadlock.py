@@ -345,6 +345,7 @@ def listing_stdin(entries: Iterable[tuple[str, str, int, int]]) -> bytes:
 # which the host's sshd never hears of, and which held its temp file instead of a partial one
 UPLOAD_ENV = "GPUONBOARD_UPLOAD"
 STOP_WAIT_S = 10  # how long stopped processes get to end (rsync keeps its partial file) before SIGKILL
+STOP_GRACE_S = 3  # how long an earlier run's processes get to end on their own before they are stopped
 # `stop TAG RUN`: SIGTERM the process groups holding this login's processes marked `TAG-<other
 # run>` (one per remote command: an rsync, a shard stream), wait for them, SIGKILL what is left;
 # prints "stopped <groups>". `tidy DIR`: stdin holds
@@ -353,7 +354,7 @@ STOP_WAIT_S = 10  # how long stopped processes get to end (rsync keeps its parti
 # file not to send: removed), relative to DIR; prints "tidied A|R" per file it moved or removed.
 STOP_FN = "\n" + sh.load("upload_stop_fns").replace("__ENV__", UPLOAD_ENV).replace(
     "__WAIT__", str(STOP_WAIT_S)
-).replace("__PARTIAL__", ".gpuonboard-rsync-partial")
+).replace("__GRACE__", str(STOP_GRACE_S)).replace("__PARTIAL__", ".gpuonboard-rsync-partial")
 
 
 def mark(tag: str, run: str) -> str:

@@ -34,8 +34,8 @@ ORDER = (
     "order:\n  gpu_model: H100\n  gpu_count: 8\n  ram: 64GB\n  cpu_cores: 32\n  min_driver: '550'\n"
     "  vram: 80G\n  disk: 1TB\n  interconnect: nvlink\n  rdma: 8x400G InfiniBand\n"
 )
-# (seconds: a reader that is linear in its input takes a fraction of this on a loaded test
-# machine; the shapes fixed here took minutes, or for ever, at these sizes)
+# (CPU seconds: a reader that is linear in its input takes a fraction of this; the shapes fixed
+# here took minutes, or for ever, at these sizes)
 BOUND = 3.0
 
 # one real output of each kind offline judging reads or shows
@@ -109,11 +109,14 @@ def _read(tmp_path: Path, text: str, name: str = "saved.txt") -> list[str]:
 
 
 def _timed(what: str, run: Callable[[], list[str]]) -> list[str]:
-    start = time.perf_counter()
-    with _within(BOUND * 4, what):
+    """`run`'s notes; its CPU time (this process's: the wall time of a test machine shared with
+    the suite's other workers moved by 60 % under load, round 40's CI) under BOUND, and a wall
+    clock stop far above it (a reader that never ends)."""
+    start = time.process_time()
+    with _within(BOUND * 10, what):
         notes = run()
-    took = time.perf_counter() - start
-    assert took < BOUND, f"{what}: {took:.1f} s"
+    took = time.process_time() - start
+    assert took < BOUND, f"{what}: {took:.1f} s of CPU"
     return notes
 
 
@@ -143,10 +146,10 @@ def test_a_megabyte_line_is_read_in_time_linear_in_it(tmp_path: Path) -> None:
     in a time that grows with the line, not its square (one table-version pattern took minutes)."""
     lines = (REAL / KINDS["docker_info"]).read_text().splitlines(keepends=True)
     text = "".join(lines[:2]) + "a" * 1_000_000 + "\n" + "".join(lines[2:])
-    start = time.perf_counter()
-    with _within(60, "1 MB line"):
+    start = time.process_time()
+    with _within(120, "1 MB line"):
         _read(tmp_path, text)
-    assert time.perf_counter() - start < 20
+    assert time.process_time() - start < 20
 
 
 def test_the_old_docker_version_layout_beside_its_docker_info_is_each_read(tmp_path: Path) -> None:
