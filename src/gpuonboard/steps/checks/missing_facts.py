@@ -18,7 +18,7 @@ from gpuonboard.connection.gather import Facts
 from gpuonboard.connection.probe_commands import NVIDIA_SMI_TIMEOUT, TIMED_OUT
 from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
-from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER
+from gpuonboard.facts.gpu_views import ASKED_FOR, IN_RUNNING_CONTAINER, RUNTIME_GIVEN
 from gpuonboard.facts.nvidia_smi.sniff import UNRECOGNISED, VERSION_ONLY
 from gpuonboard.facts.nvidia_smi.table import TABLE_ROW_BEGUN
 from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
@@ -161,7 +161,11 @@ def view_floor(facts: Facts) -> str:
     one index, are on the box: a floor read whole (m34b 08). "" otherwise: rows that may be
     samples of one GPU, outputs that disagree, a GPU listed twice."""
     report = facts.gpu
-    if report is None or not report.gap or report.disagreements or not report.gap.startswith(REPORT_VIEWS):
+    if report is None or not report.gap or report.disagreements:
+        return ""
+    # (a report's view, a `-i N` asked for, an HPC runtime's on the login's machine: the box's own
+    # GPUs; a container's, a pod's, a job step's may be another node's, api/narrowed.py)
+    if not report.gap.startswith(REPORT_VIEWS) and not report.gap.endswith((ASKED_FOR, RUNTIME_GIVEN)):
         return ""
     views = {o.partial for o in facts.raw.values()} | {
         b.partial for o in facts.raw.values() for b in o.beside
