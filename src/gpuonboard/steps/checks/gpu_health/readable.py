@@ -28,6 +28,7 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.acceptance import fault_advice
 from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label, sandboxed_advice
 from gpuonboard.steps.checks.gpu_health.readings import UNREAL_ADVICE, impossible_readings
+from gpuonboard.steps.checks.missing_facts import not_found_said
 
 
 def _unreal_check(unreal: list[str], faults: list[str]) -> Check:
@@ -157,8 +158,8 @@ def rule_nothing_checked(facts: Facts) -> Check:
     line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
     quoted = f": {line[:160]}" if line else ""
     if not facts.nvidia_smi_present:
-        actual = "nothing checked: nvidia-smi not found (no NVIDIA driver)"
-        advice = NOT_FOUND_ADVICE
+        said, advice = not_found_said(facts)
+        actual = f"nothing checked: {said}" + (" (no NVIDIA driver)" if advice == NOT_FOUND_ADVICE else "")
     elif raw is not None and raw.exit_code == TIMED_OUT:
         actual = "nothing checked: nvidia-smi did not answer (stopped)"
         advice = HUNG_ADVICE
