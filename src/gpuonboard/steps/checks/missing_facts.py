@@ -70,7 +70,7 @@ def driver_not_given(facts: Facts, expected: str) -> Check:
         advice = f"{topo}: add the saved `nvidia-smi -q -x` output to judge it"
         return Check("nvidia_driver", expected, actual, "unverified", advice)
     check = not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
-    if said := loaded_module_said(facts):  # (the module loaded, but whether it reads the GPUs: not known)
+    if said := driver_loaded_said(facts):  # (the module loaded, but whether it reads the GPUs: not known)
         return replace(check, actual=f"{check.actual} ({said}; whether it reports the GPUs is not known)")
     return check
 
@@ -88,7 +88,7 @@ def driver_loaded_said(facts: Facts) -> str:
     /proc/driver/nvidia/gpus/<bus>/information, /proc/driver/nvidia/version), "" where none does."""
     out = facts.raw.get(GPU_INFO_PROBE)
     if out is not None and out.exit_code == 0 and (said := information_said(out.stdout)):
-        return said
+        return f"the NVIDIA kernel driver is loaded ({said})"
     return loaded_module_said(facts)
 
 
@@ -99,7 +99,7 @@ def not_found_said(facts: Facts) -> tuple[str, str]:
     if not (loaded := driver_loaded_said(facts)):
         return "nvidia-smi not found", NOT_FOUND_ADVICE
     return (
-        f"nvidia-smi not found, though the NVIDIA kernel driver is loaded ({loaded})",
+        f"nvidia-smi not found, though {loaded}",
         "the NVIDIA kernel driver is loaded and drives the GPU, but its utilities are missing here:"
         " nvidia-smi is not on the login user's PATH (a container given the GPU without the"
         " driver's `utility` capability, NVIDIA_DRIVER_CAPABILITIES, or the driver's utilities"

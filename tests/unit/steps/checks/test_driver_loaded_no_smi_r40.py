@@ -65,3 +65,12 @@ def test_two_information_files_are_read_each() -> None:
     assert looks_like_gpu_information(two)
     assert [g.bus for g in gpu_information(two)] == ["0000:07:00.0", "0000:08:00.0"]
     assert not looks_like_gpu_information("Model: something\nColor: red\n")
+
+
+def test_the_information_file_alone_is_read_and_judges_nothing(tmp_path: Path) -> None:
+    """The dstack capture's information file saved alone: read (was "not a recognised command
+    output"), the driver said loaded, nvidia_driver unverified (no nvidia-smi output given)."""
+    alone = (REAL / DSTACK).read_text().split("information \n", 1)[1]
+    verdict, actual, _ = _driver_row(tmp_path, alone)
+    assert verdict == "unverified"
+    assert "the NVIDIA kernel driver is loaded (/proc/driver/nvidia/gpus/0000:07:00.0/information" in actual
