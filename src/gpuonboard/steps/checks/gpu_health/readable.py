@@ -44,6 +44,21 @@ def _unreal_check(unreal: list[str], faults: list[str]) -> Check:
     )
 
 
+def _sensor_read(g: GpuInfo) -> bool:
+    """Whether any of `g`'s sensors was read (a temperature, a power draw, a clock, a utilisation,
+    the memory in use, an ECC count)."""
+    readings = (
+        g.temperature_c,
+        g.power_draw_w,
+        g.clocks_sm_mhz,
+        g.utilization_gpu_pct,
+        g.memory_used_mib,
+        g.ecc_volatile_uncorrectable,
+        g.ecc_aggregate_uncorrectable,
+    )
+    return g.power_read or any(value is not None for value in readings)
+
+
 def rule_sensor_faults(
     gpus: list[GpuInfo], unplaced: Sequence[str] = (), sandbox: str | None = None
 ) -> Check | None:
@@ -67,6 +82,17 @@ def rule_sensor_faults(
         return _unreal_check(unreal, found + other)
     if not found and not other:
         return None
+    if not found and not any(map(_sensor_read, gpus)):
+        # (a record cut before its first sensor, `-q` cut after Product Architecture: no sensor
+        # was read, none said readable; measure40b 20)
+        return Check(
+            "sensor_faults",
+            "every sensor readable",
+            f"no sensor read; not read (no sensor, no check uses it): {'; '.join(other)}",
+            "unverified",
+            "no GPU's sensor (temperature, power draw, clocks, utilisation, memory in use, ECC"
+            " counts) is in the output given: save the whole `nvidia-smi -q` of the box",
+        )
     if not found:
         return Check(
             "sensor_faults",
