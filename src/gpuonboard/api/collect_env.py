@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from gpuonboard.api.transcript import command_of
 from gpuonboard.facts.elision import ELISION
-from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
+from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE, ENV_PLATFORM_PROBE
 from gpuonboard.once import lazy_re
 
 # a line only these reports print (torch's collect_env and its copies; sglang's check_env)
@@ -340,6 +340,10 @@ def parts(text: str) -> tuple[list[EnvPart], list[str]]:
             f"its driver line ({driver.group(0).strip()}) is not judged: save `nvidia-smi` of the box"
             " to judge it"
         )
+    if found and (platform := _PLATFORM_KERNEL.search(text)):
+        # (Python's `platform.platform()` names uname's release: a WSL2 guest's kernel,
+        # `5.15.153.1-microsoft-standard-WSL2`, says the GPU is the Windows host's)
+        found.append(EnvPart(ENV_PLATFORM_PROBE, platform.group(1) + "\n", "platform line"))
     if not gpus:
         said.append(_no_gpu_lines(lines, text))
     return found, said

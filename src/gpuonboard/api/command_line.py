@@ -429,8 +429,10 @@ def _watch(words: list[str]) -> str | None:
 KUBE_CLIS = frozenset({"kubectl", "oc", "k", "microk8s.kubectl"})  # (the last: the snap's own name)
 # engines that only enter a running container (`crictl exec CTR cmd`, LXD's and Incus's `lxc|incus
 # exec CTR -- cmd`, Proxmox's `pct exec 101 -- cmd`, LXC's own `lxc-attach -n c1 -- cmd`, which
-# names no verb): their `run` (crictl's from config files) or `launch` shows no command
-_EXEC_ONLY = frozenset({"crictl", "lxc", "incus", "pct", "lxc-attach"})
+# names no verb), Ray's `ray exec CLUSTER.yaml -- cmd` (on the cluster's head node, in Ray's
+# container where the cluster's YAML names one: the words `ray attach CLUSTER.yaml`'s shell runs a
+# command with, api/shell_opened.py): their `run` (crictl's from config files) or `launch` shows no command
+_EXEC_ONLY = frozenset({"crictl", "lxc", "incus", "pct", "lxc-attach", "ray"})
 # container engines: their `run` starts a container for the command after the image, their `exec`
 # runs it in one already running (`kubectl run|exec ... -- command`); compose's name a service
 _ENGINES = frozenset(
@@ -448,7 +450,7 @@ _ENGINES = frozenset(
     }
 )
 # the engines whose exec takes the command after `--` (`lxc exec c1 -- free -h`)
-_DASHED = KUBE_CLIS | {"lxc", "incus", "pct", "lxc-attach"}
+_DASHED = KUBE_CLIS | {"lxc", "incus", "pct", "lxc-attach", "ray"}
 # the options before the verb that take a value (`kubectl -n NS exec`, `docker -H HOST exec`,
 # `docker-compose -f FILE run`)
 _GLOBAL_VALUED = frozenset(
@@ -548,14 +550,15 @@ def _in_container(name: str, words: list[str], tools: Collection[str]) -> tuple[
 
 # the engines whose `logs` verb prints what a container's own command printed (`kubectl logs POD`,
 # `docker logs CTR`, `crictl logs ID`, `docker compose logs SERVICE`); LXD's, Proxmox's and ctr's have none
-_LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach", "ctr"}
+_LOGGED = _ENGINES - {"lxc", "incus", "pct", "lxc-attach", "ctr", "ray"}
 # LXD's, Incus' and Proxmox's CLIs, whose own output (`lxc list`'s table of containers, `lxc config
 # get`, `pct status`) no reader reads: only a command they run in a container (`lxc exec c1 -- free -m`)
 ENGINES_UNREAD = frozenset({"lxc", "incus", "pct", "lxc-attach"})
 # every CLI that runs a command in a container or prints a container's log, with the Kubernetes
 # distributions' own CLIs that run kubectl or crictl (api/transcript.py COMMANDS: a saved output
 # is read after a line that runs one)
-CONTAINER_CLIS = _ENGINES | {"microk8s", "k3s", "minikube"}
+# (Ray's CLI not among them: its `ray status`, `ray up` print no container's output read)
+CONTAINER_CLIS = (_ENGINES - {"ray"}) | {"microk8s", "k3s", "minikube"}
 
 # the container engines' and kubectl's own lines, printed to stderr above a command's output (a
 # terminal shows both): an image's pull (docker's, podman's, for `docker run IMAGE CMD`), kubectl's

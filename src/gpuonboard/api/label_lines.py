@@ -3,7 +3,8 @@ the copied command, as a prompt line is (api/saved_text.py, api/typed_commands.p
 
 - A label's keyword before the command (`Command: numactl --hardware`, `Output of nvidia-smi -L:`,
   `**Output of `lscpu`:**`, `Running free -m:`), LABEL_LINE;
-- or a line that names it in inline code and ends in a colon, after that code or right before it (an
+- or a line that names it in inline code (or in quotes, as prose names a command: `EG this
+  "docker exec -it frigate nvidia-smi" shows:`) and ends in a colon, after that code or right before it (an
   issue template's `- [x] Output from running `nvidia-smi` from the driver container: `kubectl
   exec DRIVER_POD_NAME -n OPERATOR_NAMESPACE -c nvidia-driver-ctr -- nvidia-smi``, `Output of
   `docker info`:`, `` `nvidia-smi` shows: ``): its last code span that is a command of a tool
@@ -41,8 +42,11 @@ LABEL_LINE = lazy_re(
 _DECORATION = lazy_re(
     r"[ \t]*(?:(?:[-*+]|\d{1,2}[.)])[ \t]+)?(?:\[[ xX]\][ \t]*)?(?:#{1,6}[ \t]+)?(?:\*\*|__|\*|_)?"
 )
-# an inline code span (one backtick each side)
-_CODE = lazy_re(r"`([^`\n]+)`")
+# an inline code span (one backtick each side), or a command named in quotes inside a poster's
+# sentence, as prose names it (`EG this "docker exec -it frigate nvidia-smi" shows:`, `Here's
+# what 'nvidia-smi -L' says:`; typographic quotes come here as ASCII ones): the same span; a
+# single quote only off a word (an apostrophe, `Here's`, opens none)
+_CODE = lazy_re(r"`(?P<b>[^`\n]+)`|\"(?P<d>[^\"\n]+)\"|(?<!\w)'(?P<s>[^'\n]+)'(?!\w)")
 # a command of a tool whose output is read (`kubectl exec POD -- nvidia-smi`, `sudo lscpu`,
 # `/usr/bin/nvidia-smi -L`), a prompt's sign before it dropped (command_of)
 _COMMAND = lazy_re(rf"(?:sudo\s+(?:-\S+\s+)*)?(?:\S*[/\\])?{COMMANDS}(?:\s.*)?")
@@ -68,7 +72,7 @@ def label_command(line: str) -> str | None:
     colon_before = not after.strip(" \t*_") and bool(_COLON_END.search(rest[: last.start()]))
     if not (colon_after or colon_before):
         return None
-    named = [command_of(span.group(1)) for span in spans]
+    named = [command_of(next(part for part in span.groups() if part is not None)) for span in spans]
     # (a container CLI's name alone, `using `ctr`:`, names no command that printed an output)
     commands = [said for said in named if _COMMAND.fullmatch(said) and said not in CONTAINER_CLIS]
     return commands[-1] if commands else None

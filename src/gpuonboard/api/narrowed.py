@@ -23,7 +23,7 @@ from gpuonboard.api.command_line import (
 )
 from gpuonboard.api.kernel_command import KERNEL_LOG_TOOLS, kernel_log_mixed, kernel_log_narrowed, log_runs
 from gpuonboard.facts.cpu import TYPE_FIELDS, lscpu_labels
-from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER
+from gpuonboard.facts.gpu_views import ASKED_FOR, IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER, RUNTIME_GIVEN
 from gpuonboard.facts.probe import ProbeOutput
 from gpuonboard.facts.topo import PCIE_PATHS_ONLY
 from gpuonboard.masking import command_said
@@ -87,6 +87,11 @@ def narrowed(kind: str, command: str) -> str:
     return next((why for ran in found if (why := _narrowed_run(kind, ran))), "")
 
 
+# the HPC container runtimes a launcher word may name that run on the login's own machine
+# (command_line.LAUNCHERS less Slurm's and the many-host shells)
+_LOCAL_RUNTIMES = frozenset({"apptainer", "singularity", "enroot"})
+
+
 def _narrowed_run(kind: str, ran: Run) -> str:
     """narrowed for one command of the copied line."""
     if kind == "nvidia_topo" and _matrix_pci_run(ran):
@@ -117,14 +122,17 @@ def _narrowed_run(kind: str, ran: Run) -> str:
             return f"{said} lists the filesystems of {where}, not the box's"
         if tool == "nvidia-smi" and not (started and _every_gpu(ran.container)):
             return f"{said} shows only the GPUs of {where}"
-    if tool == "nvidia-smi" and not ran.container and elsewhere(ran, ("nvidia-smi",)):
-        # (a launcher's job sees the GPUs it was given: `srun --gres=gpu:2`, a Slurm job's cgroup
-        # under `apptainer exec --nv`; `pdsh`/`clush` another host's: never known to be the box's all)
+    if tool == "nvidia-smi" and not ran.container and (launcher := elsewhere(ran, ("nvidia-smi",))):
+        if launcher.split()[0].rsplit("/", 1)[-1] in _LOCAL_RUNTIMES:
+            # (on the login's own machine: `--nv` binds the host's GPUs, a job's cgroup may narrow them)
+            return f"{said} {RUNTIME_GIVEN}"
+        # (a launcher's job sees the GPUs it was given: `srun --gres=gpu:2`; `pdsh`/`clush`
+        # another host's: never known to be the box's all)
         return f"{said} shows only the GPUs its launcher gave the job (a share of the box's)"
     if tool == "df" and _df_narrows(args):
         return f"{said} lists only some of the box's filesystems"
     if tool == "nvidia-smi" and _asks_for_gpus(args):
-        return f"{said} shows only the GPUs it asked for"
+        return f"{said} {ASKED_FOR}"
     if kind == "rdma_ports" and _asks_for_ports(tool, args):
         return f"{said} lists only the devices or ports it asked for"
     return ""

@@ -82,7 +82,7 @@ from gpuonboard.facts.driver_module import MODULE_PROBE
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED, SAVE_AGAIN
 from gpuonboard.facts.gpu_failed import failed_as_a_whole
 from gpuonboard.facts.gpu_list import ends_at_name, parse_gpu_list
-from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE
+from gpuonboard.facts.gpu_probes import ENV_DRIVER_PROBE, ENV_PLATFORM_PROBE
 from gpuonboard.facts.gpu_retired import RETIRED_PROBE
 from gpuonboard.facts.joined_log import glued_to_log, unjoined
 from gpuonboard.facts.nvidia_smi import parse_any
@@ -441,7 +441,7 @@ def _env_outputs(
     inside, filtered = report_in_container(command), report_filtered(command)
     for part in found:
         where = f"{name} (collect_env: {part.what})"
-        if part.kind == ENV_DRIVER_PROBE:  # (a version, no output of a command of its own)
+        if part.kind in (ENV_DRIVER_PROBE, ENV_PLATFORM_PROBE):  # (a version, no output of its own)
             out.append((part.kind, ProbeOutput(part.text, "", 0), where))
             continue
         kind, probe = read_as(path, where, part.kind, part.text, "", "", "")

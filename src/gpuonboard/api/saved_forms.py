@@ -35,6 +35,7 @@ from gpuonboard.errors import UsageError
 from gpuonboard.facts.csvtext import csv_rows
 from gpuonboard.facts.driver_module import MODULE_PROBE, looks_like_module_file
 from gpuonboard.facts.extra_probes import KERNEL_LOG_REFUSED
+from gpuonboard.facts.gpu_information import GPU_INFO_PROBE, looks_like_gpu_information
 from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER
 from gpuonboard.facts.kernel_refusal import refusal as kernel_log_refusal
 from gpuonboard.facts.named import tool_words
@@ -639,6 +640,8 @@ def without_kind(where: str, text: str, copied: str, warned: str = "") -> tuple[
         return TABLE_PROBE, part
     if looks_like_module_file(text):  # (/proc/driver/nvidia/version: facts/driver_module.py)
         return MODULE_PROBE, ProbeOutput(text, "", 0)
+    if looks_like_gpu_information(text):  # (/proc/driver/nvidia/gpus/*/information: the driver loaded)
+        return GPU_INFO_PROBE, ProbeOutput(text, "", 0)
     if (shape := _shape_refusal(where, text)) is not None:
         raise UsageError(shape)
     if (missing := missing_output(where, text, copied)) is not None:

@@ -1,9 +1,10 @@
 """A saved session's command that opened a shell in a container (`kubectl exec -it POD -- sh`,
-`docker exec -it app bash`, `docker run -it --gpus all IMAGE bash`) and the commands typed at that
-shell's prompt below it (`/ # nvidia-smi`, `root@pod:/# nvidia-smi`): those ran in the container,
-as `kubectl exec POD -- nvidia-smi` does, so each is read as that command (the container's view, a
-tool missing there the container's answer), and the opener is said to have opened the shell,
-never to have "printed nothing". A prompt of the box's own host again ends the shell (`exit`)."""
+`docker exec -it app bash`, `docker run -it --gpus all IMAGE bash`, Ray's `ray attach
+CLUSTER.yaml`) and the commands typed at that shell's prompt below it (`/ # nvidia-smi`,
+`root@pod:/# nvidia-smi`): those ran in the container, as `kubectl exec POD -- nvidia-smi` does,
+so each is read as that command (the container's view, a tool missing there the container's
+answer), and the opener is said to have opened the shell, never to have "printed nothing". A
+prompt of the box's own host again ends the shell (`exit`)."""
 
 from __future__ import annotations
 
@@ -26,10 +27,15 @@ _GIVEN = lazy_re(r"-[a-z]*c[a-z]*")
 # the commands that open a shell in a container with no shell named, each with the words that run
 # one command there instead: Proxmox's `pct enter VMID` (`pct exec VMID --`), LXD's and Incus'
 # `lxc|incus shell NAME` (`lxc exec NAME --`), OpenShift's `oc rsh POD` (`oc exec -it POD --`); and
-# LXC's `lxc-attach [-n] NAME` given no command (command_line's grammar of it: its words, then `--`)
+# LXC's `lxc-attach [-n] NAME` given no command (command_line's grammar of it: its words, then `--`);
+# Ray's `ray attach [OPTIONS] CLUSTER.yaml` (a shell on the cluster's head node, in Ray's container
+# where the cluster's YAML names one, as `docker exec -it ray_container bash` opens: `ray exec
+# CLUSTER.yaml --`), its options of no value (`--tmux`, `--screen`, `--no-config-cache`) or `-n NAME`
 _NO_SHELL_NAMED = lazy_re(
     r"(?:sudo\s+)?(?:pct\s+enter\s+(?P<vmid>\d+)|(?P<lxd>lxc|incus)\s+shell\s+(?P<instance>[\w.:-]+)"
-    r"|oc\s+rsh\s+(?P<pod>[\w.-]+))"
+    r"|oc\s+rsh\s+(?P<pod>[\w.-]+)"
+    r"|ray\s+attach(?:\s+(?:-n|--cluster-name)\s+\S+|\s+--?[a-z][\w-]*)*\s+(?P<cluster>\S+\.ya?ml)"
+    r"(?:\s+(?:-n|--cluster-name)\s+\S+|\s+--?[a-z][\w-]*)*)"
 )
 
 
@@ -68,6 +74,8 @@ def _bare_prefix(bare: re.Match[str]) -> str:
         return f"pct exec {bare.group('vmid')} --"
     if bare.group("lxd"):
         return f"{bare.group('lxd')} exec {bare.group('instance')} --"
+    if bare.group("cluster"):
+        return f"ray exec {bare.group('cluster')} --"
     return f"oc exec -it {bare.group('pod')} --"
 
 
@@ -99,13 +107,22 @@ def inside(parts: Sequence[Part]) -> dict[int, str]:
 # nothing of its own, so one there is its engine's (`WARNING: Current Kernel does not support
 # memory swap, discard --memory-swap`, pouch's)
 _WARNING_LINE = lazy_re(r"(?:WARNING|Warning|warning)\b.*")
+# Ray's own lines as `ray attach` reaches the head node: its log lines (`2025-01-07 13:21:06,751
+# INFO util.py:382 -- ...`), its provider cache's, `Fetched IP: 35.179.101.82`, ssh's own
+_RAY_OWN_LINE = lazy_re(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\s+(?:INFO|WARNING|WARN|DEBUG)\s+\S+:\d+ -- .*"
+    r"|Loaded cached provider configuration|If you experience issues with the cloud provider, .*"
+    r"|Fetched IP: \S+|Shared connection to \S+ closed\."
+)
 
 
 def _engine_lines_only(text: str) -> bool:
     """Whether an opener's `text` holds nothing, or only its engine's own lines (ENGINE_OWN_LINE, a
     warning): the shell opened, nothing of a command printed (measure38d 15, review S F2)."""
     return all(
-        ENGINE_OWN_LINE.fullmatch(line.strip()) or _WARNING_LINE.fullmatch(line.strip())
+        ENGINE_OWN_LINE.fullmatch(line.strip())
+        or _WARNING_LINE.fullmatch(line.strip())
+        or _RAY_OWN_LINE.fullmatch(line.strip())
         for line in text.splitlines()
         if line.strip()
     )

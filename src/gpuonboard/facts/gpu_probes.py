@@ -14,6 +14,10 @@ LIST_PROBE = "nvidia_smi_list"
 # the driver version a saved torch or vLLM collect_env report read from the box's nvidia-smi
 # (its `Nvidia driver version:` line, the table's banner value): a version answer, no GPU row
 ENV_DRIVER_PROBE = "collect_env_driver"
+# the kernel's release a saved collect_env report's `Python platform: Linux-RELEASE-ARCH-with-...`
+# line names (Python's `platform.platform()`): no uname output of its own, read by the signs of a
+# guest only (steps/checks/gpu_health/guest.py: a WSL2 guest's `-microsoft-standard-WSL2`)
+ENV_PLATFORM_PROBE = "collect_env_platform"
 # every probe whose output lists GPUs
 GPU_PROBES: tuple[str, ...] = (*(name for name, _, _ in GPU_SOURCES), LIST_PROBE)
 APPS_PROBE = "nvidia_smi_apps"

@@ -22,6 +22,17 @@ from gpuonboard.facts.nvidia_smi.reasons import CLOCK_EVENT_REASONS
 IN_RUNNING_CONTAINER = "the container it ran in"
 IN_STARTED_CONTAINER = "a container it started"
 CONTAINER_VIEWS = (IN_RUNNING_CONTAINER, IN_STARTED_CONTAINER)
+# how an output's copied command says it listed some of the box's own GPUs (api/narrowed.py): a
+# `-i N` it asked for, or an HPC container runtime on the login's own machine (`apptainer|singularity
+# exec --nv`, `enroot`: the host's GPUs, unless a job's cgroup or NVIDIA_VISIBLE_DEVICES narrows
+# them). Each hides GPUs, never makes them up: the GPUs it lists are on the box, a floor
+# (steps/checks/missing_facts.py view_floor); a container's, a pod's or a job step's on another
+# node (`kubectl exec`, `srun`, `pdsh`) may be another machine's
+ASKED_FOR = "shows only the GPUs it asked for"
+RUNTIME_GIVEN = (
+    "shows the GPUs its container runtime was given (with `--nv` the host's, unless a job's cgroup"
+    " or NVIDIA_VISIBLE_DEVICES narrows them)"
+)
 
 __all__ = ["HIGHEST", "SLOWDOWNS", "fault_evidence", "fault_seen", "view_label", "view_match", "with_views"]
 

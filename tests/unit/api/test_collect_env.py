@@ -222,7 +222,8 @@ def test_vllm_padded_labels_are_read() -> None:
         text = text.replace(f"{label}:", f"{label:<29}:")
     assert collect_env.looks_like_collect_env(text)
     found, said = collect_env.parts(text)
-    assert [p.kind for p in found] == ["nvidia_smi_list", "lscpu", "collect_env_driver"]
+    kinds = ["nvidia_smi_list", "lscpu", "collect_env_driver", "collect_env_platform"]
+    assert [p.kind for p in found] == kinds
     assert found[0].text.count("NVIDIA H20") == 8 and not found[0].partial
     # the padded driver line is read too (round 28: the box's driver, no longer a note)
     assert found[2].text == "550.144.03\n" and not said

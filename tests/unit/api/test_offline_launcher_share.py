@@ -43,13 +43,13 @@ def test_one_task_of_a_srun_listing_is_a_share_not_the_box(tmp_path: Path) -> No
         "srun --nodes=1 --ntasks=2 --gpus-per-task=1 nvidia-smi -L",
         "srun -p gpu --gres=gpu:1 nvidia-smi",
         "salloc --gres=gpu:2 nvidia-smi -q",
-        "apptainer exec --nv pytorch.sif nvidia-smi -L",
-        "singularity exec --nv img.sif nvidia-smi",
         "pdsh -w node01 nvidia-smi -L",
     ],
 )
 def test_a_launchers_nvidia_smi_is_a_view(command: str) -> None:
-    """Each launcher of command_line.LAUNCHERS running nvidia-smi: a view of some GPUs."""
+    """Each launcher of command_line.LAUNCHERS whose job may run on another node running
+    nvidia-smi: a view of some GPUs (apptainer's and singularity's on the login's own machine:
+    api/test_view_floor_r40.py)."""
     assert "its launcher gave the job" in narrowed("nvidia_smi_list", command)
 
 

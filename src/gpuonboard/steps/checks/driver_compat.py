@@ -19,7 +19,6 @@ from gpuonboard.connection.probe_commands import TIMED_OUT
 from gpuonboard.facts.nvidia_smi.values import no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
-    NOT_FOUND_ADVICE,
     UNKNOWN_CAUSE_ADVICE,
     nvidia_smi_failure,
 )
@@ -33,6 +32,7 @@ from gpuonboard.steps.checks.missing_facts import (
     cuda_in_container,
     disputed_said,
     incomplete_said,
+    not_found_said,
 )
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/pytorch:24.08-py3"
@@ -288,7 +288,7 @@ def driver_failure(facts: Facts) -> tuple[str, str]:
     line quoted and advised by cause: `facts.nvidia_smi_failure`). Also the container step's."""
     raw = facts.gpu_raw if "nvidia_smi" in facts.raw else None
     if not facts.nvidia_smi_present:
-        return "no NVIDIA driver answered", NOT_FOUND_ADVICE
+        return "no NVIDIA driver answered", not_found_said(facts)[1]
     if raw is not None and raw.exit_code == TIMED_OUT:
         return "nvidia-smi did not answer (stopped)", HUNG_ADVICE
     line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)

@@ -18,7 +18,6 @@ from gpuonboard.facts.nvidia_smi.values import cuda_unread, no_cuda
 from gpuonboard.facts.nvidia_smi_failure import (
     HUNG_ADVICE,
     NO_DEVICES_ADVICE,
-    NOT_FOUND_ADVICE,
     NOT_LOADED_ADVICE,
     UNKNOWN_CAUSE_ADVICE,
     nvidia_smi_failure,
@@ -48,6 +47,7 @@ from gpuonboard.steps.checks.missing_facts import (
     no_gpu_actual,
     no_gpu_detail,
     no_version_said,
+    not_found_said,
     nvlink_view,
     refused_said,
     row_begun,
@@ -127,13 +127,8 @@ def rule_driver(facts: Facts) -> Check:
     if gpu_not_given(facts) and facts.gpu is None:
         return driver_not_given(facts, expected)
     if not facts.nvidia_smi_present:
-        return Check(
-            "nvidia_driver",
-            "NVIDIA driver installed (nvidia-smi)",
-            "nvidia-smi not found",
-            "fail",
-            NOT_FOUND_ADVICE,
-        )
+        actual, advice = not_found_said(facts)
+        return Check("nvidia_driver", "NVIDIA driver installed (nvidia-smi)", actual, "fail", advice)
     refused = refused_said(facts)
     problem = no_gpu_actual(facts, "driver")
     unread = facts.unread_not_a_fault() if problem else ""

@@ -18,10 +18,16 @@ from gpuonboard.connection.gather import Facts
 from gpuonboard.connection.probe_commands import NVIDIA_SMI_TIMEOUT, TIMED_OUT
 from gpuonboard.facts.driver_module import MODULE_FILE, MODULE_PROBE, module_file_version
 from gpuonboard.facts.gpu_agree import field_whole
-from gpuonboard.facts.gpu_views import IN_RUNNING_CONTAINER
+from gpuonboard.facts.gpu_information import GPU_INFO_PROBE, information_said
+from gpuonboard.facts.gpu_views import ASKED_FOR, IN_RUNNING_CONTAINER, RUNTIME_GIVEN
 from gpuonboard.facts.nvidia_smi.sniff import UNRECOGNISED, VERSION_ONLY
 from gpuonboard.facts.nvidia_smi.table import TABLE_ROW_BEGUN
-from gpuonboard.facts.nvidia_smi_failure import answered_unread, nvidia_smi_failure, stopped_said
+from gpuonboard.facts.nvidia_smi_failure import (
+    NOT_FOUND_ADVICE,
+    answered_unread,
+    nvidia_smi_failure,
+    stopped_said,
+)
 from gpuonboard.facts.topo import rows_read as topo_rows_read
 from gpuonboard.once import lazy_re
 from gpuonboard.steps.base import Check, Verdict
@@ -64,7 +70,7 @@ def driver_not_given(facts: Facts, expected: str) -> Check:
         advice = f"{topo}: add the saved `nvidia-smi -q -x` output to judge it"
         return Check("nvidia_driver", expected, actual, "unverified", advice)
     check = not_judged("nvidia_driver", expected, "nvidia-smi", "nvidia-smi -q -x")
-    if said := loaded_module_said(facts):  # (the module loaded, but whether it reads the GPUs: not known)
+    if said := driver_loaded_said(facts):  # (the module loaded, but whether it reads the GPUs: not known)
         return replace(check, actual=f"{check.actual} ({said}; whether it reports the GPUs is not known)")
     return check
 
@@ -75,6 +81,31 @@ def loaded_module_said(facts: Facts) -> str:
     out = facts.raw.get(MODULE_PROBE)
     module = module_file_version(out.stdout) if out is not None and out.exit_code == 0 else None
     return f"the loaded kernel module is {module.version} ({MODULE_FILE})" if module else ""
+
+
+def driver_loaded_said(facts: Facts) -> str:
+    """What given says the NVIDIA kernel driver is loaded (a GPU's
+    /proc/driver/nvidia/gpus/<bus>/information, /proc/driver/nvidia/version), "" where none does."""
+    out = facts.raw.get(GPU_INFO_PROBE)
+    if out is not None and out.exit_code == 0 and (said := information_said(out.stdout)):
+        return f"the NVIDIA kernel driver is loaded ({said})"
+    return loaded_module_said(facts)
+
+
+def not_found_said(facts: Facts) -> tuple[str, str]:
+    """(actual, advice) where nvidia-smi is not on the login's PATH: with a loaded driver's file
+    given beside it, its utilities are what is missing (a container without the driver's
+    `utility` capability), never the driver (measure40d 09); else NOT_FOUND_ADVICE's."""
+    if not (loaded := driver_loaded_said(facts)):
+        return "nvidia-smi not found", NOT_FOUND_ADVICE
+    return (
+        f"nvidia-smi not found, though {loaded}",
+        "the NVIDIA kernel driver is loaded and drives the GPU, but its utilities are missing here:"
+        " nvidia-smi is not on the login user's PATH (a container given the GPU without the"
+        " driver's `utility` capability, NVIDIA_DRIVER_CAPABILITIES, or the driver's utilities"
+        " package, nvidia-utils-<branch>, not installed); ask the vendor to provide nvidia-smi"
+        " there and run the check again",
+    )
 
 
 def no_gpu_detail(facts: Facts) -> str:
@@ -161,7 +192,11 @@ def view_floor(facts: Facts) -> str:
     one index, are on the box: a floor read whole (m34b 08). "" otherwise: rows that may be
     samples of one GPU, outputs that disagree, a GPU listed twice."""
     report = facts.gpu
-    if report is None or not report.gap or report.disagreements or not report.gap.startswith(REPORT_VIEWS):
+    if report is None or not report.gap or report.disagreements:
+        return ""
+    # (a report's view, a `-i N` asked for, an HPC runtime's on the login's machine: the box's own
+    # GPUs; a container's, a pod's, a job step's may be another node's, api/narrowed.py)
+    if not report.gap.startswith(REPORT_VIEWS) and not report.gap.endswith((ASKED_FOR, RUNTIME_GIVEN)):
         return ""
     views = {o.partial for o in facts.raw.values()} | {
         b.partial for o in facts.raw.values() for b in o.beside

@@ -28,6 +28,7 @@ from gpuonboard.steps.base import Check
 from gpuonboard.steps.checks.acceptance import fault_advice
 from gpuonboard.steps.checks.gpu_health.common import BLOCKED_ADVICE, gpu_label, sandboxed_advice
 from gpuonboard.steps.checks.gpu_health.readings import UNREAL_ADVICE, impossible_readings
+from gpuonboard.steps.checks.missing_facts import not_found_said
 
 
 def _unreal_check(unreal: list[str], faults: list[str]) -> Check:
@@ -41,6 +42,21 @@ def _unreal_check(unreal: list[str], faults: list[str]) -> Check:
         UNREAL_ADVICE
         + ("; and a reading the driver cannot make (named) often means a failing sensor" if faults else ""),
     )
+
+
+def _sensor_read(g: GpuInfo) -> bool:
+    """Whether any of `g`'s sensors was read (a temperature, a power draw, a clock, a utilisation,
+    the memory in use, an ECC count)."""
+    readings = (
+        g.temperature_c,
+        g.power_draw_w,
+        g.clocks_sm_mhz,
+        g.utilization_gpu_pct,
+        g.memory_used_mib,
+        g.ecc_volatile_uncorrectable,
+        g.ecc_aggregate_uncorrectable,
+    )
+    return g.power_read or any(value is not None for value in readings)
 
 
 def rule_sensor_faults(
@@ -66,6 +82,17 @@ def rule_sensor_faults(
         return _unreal_check(unreal, found + other)
     if not found and not other:
         return None
+    if not found and not any(map(_sensor_read, gpus)):
+        # (a record cut before its first sensor, `-q` cut after Product Architecture: no sensor
+        # was read, none said readable; measure40b 20)
+        return Check(
+            "sensor_faults",
+            "every sensor readable",
+            f"no sensor read; not read (no sensor, no check uses it): {'; '.join(other)}",
+            "unverified",
+            "no GPU's sensor (temperature, power draw, clocks, utilisation, memory in use, ECC"
+            " counts) is in the output given: save the whole `nvidia-smi -q` of the box",
+        )
     if not found:
         return Check(
             "sensor_faults",
@@ -157,8 +184,8 @@ def rule_nothing_checked(facts: Facts) -> Check:
     line, advice = ("", "") if raw is None else nvidia_smi_failure(raw.stdout, raw.stderr)
     quoted = f": {line[:160]}" if line else ""
     if not facts.nvidia_smi_present:
-        actual = "nothing checked: nvidia-smi not found (no NVIDIA driver)"
-        advice = NOT_FOUND_ADVICE
+        said, advice = not_found_said(facts)
+        actual = f"nothing checked: {said}" + (" (no NVIDIA driver)" if advice == NOT_FOUND_ADVICE else "")
     elif raw is not None and raw.exit_code == TIMED_OUT:
         actual = "nothing checked: nvidia-smi did not answer (stopped)"
         advice = HUNG_ADVICE

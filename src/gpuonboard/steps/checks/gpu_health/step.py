@@ -395,6 +395,7 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
     # (the sandbox's line only where a reading nvidia-smi could not make asks for it: the two rules
     # below read it for an `ERR!` cell, a GPU's or an unplaced one, only)
     sandbox = sandbox_of(facts.raw) if unplaced or any(g.cell_faults for g in gpus) else None
+    wsl = wsl_sign(facts)  # (a WSL2 guest: virtualization warns, foreign_processes reads no list)
     rules: list[Callable[[], Check | None]] = [
         lambda: rule_recovery_action(gpus),
         lambda: rule_ecc_mode(gpus, sandbox),
@@ -411,11 +412,12 @@ def _gpu_rules(facts: Facts, thresholds: Mapping[str, float] | None) -> list[Che
             _processes_cut(facts),
             facts.gpu.driver_version if facts.gpu else None,
             _container_view(facts),
+            wsl,
         ),
         lambda: rule_persistence(gpus),
         lambda: rule_compute_mode(gpus),
         lambda: rule_mig(gpus),
-        lambda: rule_virtualization(gpus, wsl_sign(facts)),
+        lambda: rule_virtualization(gpus, wsl),
         lambda: rule_vgpu_license(gpus),
     ]
     checks = [_unread_cells(c, gpus) for r in rules if (c := r()) is not None]

@@ -481,7 +481,11 @@ def _work_seen(
 
 
 def rule_foreign_processes(
-    gpus: list[GpuInfo], cut: bool = False, driver_version: str | None = None, container: str = ""
+    gpus: list[GpuInfo],
+    cut: bool = False,
+    driver_version: str | None = None,
+    container: str = "",
+    wsl: str | None = None,
 ) -> Check:
     """Nobody else's job runs on 'your' GPUs.
 
@@ -504,7 +508,10 @@ def rule_foreign_processes(
     (_judge_unlisted: an empty list is judged by its own output's figures); and, in a
     container's or pod's view (`container`: how the nvidia-smi read ran there), a GPU holding
     more memory than an idle one's with no process listed, at any utilisation: a container's
-    nvidia-smi never lists another container's processes (_held_in_view_check).
+    nvidia-smi never lists another container's processes (_held_in_view_check); and, on a
+    WSL2 guest (`wsl`: its sign, guest.wsl_sign), a GPU with no process listed whose figures show
+    work or memory held: they count the Windows host's own use of the card (its desktop's), its
+    Disp.A is never On there and it lists no process (_wsl_guest_check).
     """
 
     def fmt(g: GpuInfo, p: GpuProcess) -> str:
@@ -535,6 +542,9 @@ def rule_foreign_processes(
     # (a list the cut took may hold the job that holds it: never a desktop's from the cut)
     display = [g for g in unlisted if _busy(g) and _display_held(g) and not _list_cut_away(g)]
     unlisted = [g for g in unlisted if g not in display]
+    # (a WSL2 guest: its figures count the Windows host's own use, and it lists no process)
+    guest = [g for g in unlisted if wsl and (_busy(g) or _held_in_view(g))]
+    unlisted = [g for g in unlisted if g not in guest]
     # (utilisation with no memory held is no job's: an idle K80 with persistence mode off)
     alone = [g for g in unlisted if _utilisation_alone(g)]
     # (utilisation with the memory used not read: whether a job holds memory is not known)
@@ -568,6 +578,8 @@ def rule_foreign_processes(
             " (a compute job's rows) may be in the part cut from this output: rerun `nvidia-smi` and"
             " save its whole output",
         )
+    if guest and wsl:
+        return _wsl_guest_check(guest, wsl)
     if working := [g for g in alone if _working_without_memory(g)]:
         return _working_check(working, [g for g in alone if g not in working])
     if alone:
@@ -606,6 +618,26 @@ def _held_in_view_check(held: list[GpuInfo], container: str) -> Check:
         "a container's or pod's nvidia-smi lists only its own processes, never another container's:"
         " the memory held may be another container's job at rest; run `nvidia-smi` on the host"
         " itself (not in a container): an idle GPU holds a few MiB at most",
+    )
+
+
+def _wsl_guest_check(held: list[GpuInfo], wsl: str) -> Check:
+    """foreign_processes where, on a WSL2 guest, GPUs show work or hold memory with no process
+    listed: unverified (the figures count the Windows host's own use; no list is kept there)."""
+    figures = "; ".join(
+        _busy(g)
+        or f"{gpu_label(g)} at {g.utilization_gpu_pct} % utilisation with {g.memory_used_mib} MiB used"
+        for g in held
+    )
+    return Check(
+        "foreign_processes",
+        "none",
+        f"{figures}, no process listed, on a WSL2 guest ({wsl})",
+        "unverified",
+        "in a WSL2 guest nvidia-smi's memory and utilisation count the Windows host's own use of the"
+        " card (its desktop's, its programs'), its Disp.A never reads On and it lists none of the"
+        " host's processes, so whether another job holds the GPU cannot be told here: look at the"
+        " Windows host's own `nvidia-smi` (or its Task Manager)",
     )
 
 
