@@ -76,6 +76,8 @@ def typography_note(text: str) -> str | None:
     """What a note says where `text` holds typographic quotes or an ellipsis that normalise reads
     as ASCII (`couldn‘t` read as `couldn't`): a line quoted from it shows the ASCII, not the
     characters as printed; None where it holds none."""
+    if text.isascii():
+        return None
     found = sorted({ch for ch in text if ord(ch) in _TYPOGRAPHY})
     if not found or _typography(text) == text:  # (in a JSON's strings: kept as printed)
         return None

@@ -31,6 +31,7 @@ from gpuonboard.facts.mount_table import looks_like_mount_table
 from gpuonboard.facts.nvidia_smi.query_csv import is_query_header
 from gpuonboard.facts.nvidia_smi.sniff import Q_RECORD
 from gpuonboard.facts.nvidia_smi_failure import nvidia_smi_failure
+from gpuonboard.once import lazy_re
 
 # recognised and shown, not judged (no rule reads them offline): kind -> what it is
 
@@ -69,15 +70,31 @@ _KERNEL_SHAPE = re.compile(
 # digits) is, or an ISO time before a line of the kernel's shape (_KERNEL_SHAPE)
 _ISO_TIME = r"\d{4}-\d\d-\d\dT\d\d:\d\d"
 _DMESG_ISO = rf"{_ISO_TIME}:\d\d,\d{{6}}[+-]\d\d:?\d\d "
-_KERNEL_LINE = re.compile(
-    rf"^(?!{_ISO_TIME})(?:{KERNEL_STAMP.pattern})|^{_DMESG_ISO}|^{_ISO_TIME}[^\n]{{0,60}}?\bkernel: "
-    rf"|^{_ISO_TIME}\S* +(?:{_KERNEL_SHAPE.pattern[1:]})"
-    r"|NVRM: |nvidia-nvswitch\d+: SXid|^# source: (?:dmesg|sudo -n dmesg|journalctl)"
-    # (the Jetson / Orin / Thor iGPU's driver, as NVRM is the discrete GPU's: `nvgpu: 17000000.gpu
-    # gv11b_fb_mmu_fault_info_dump:294  [ERR]  [MMU FAULT] ...`, a serial console's or `journalctl -o
-    # cat`'s line without a stamp: measure39c 19)
-    r"|(?:^|\s)nvgpu: \S+ "
+# (the head alternatives matched at the line's start, the others looked for by their words
+# first: one pattern of both searched every line at every column, a tenth of a sweep's time)
+_KERNEL_HEAD = lazy_re(
+    rf"(?!{_ISO_TIME})(?:{KERNEL_STAMP.pattern})|{_DMESG_ISO}|{_ISO_TIME}[^\n]{{0,60}}?\bkernel: "
+    rf"|{_ISO_TIME}\S* +(?:{_KERNEL_SHAPE.pattern[1:]})"
+    r"|# source: (?:dmesg|sudo -n dmesg|journalctl)"
 )
+_SXID_WORD = lazy_re(r"nvidia-nvswitch\d+: SXid")
+# (the Jetson / Orin / Thor iGPU's driver, as NVRM is the discrete GPU's: `nvgpu: 17000000.gpu
+# gv11b_fb_mmu_fault_info_dump:294  [ERR]  [MMU FAULT] ...`, a serial console's or `journalctl -o
+# cat`'s line without a stamp: measure39c 19)
+_NVGPU_WORD = lazy_re(r"(?:^|\s)nvgpu: \S+ ")
+
+
+def _kernel_marked(line: str) -> bool:
+    """The line starts with a kernel log's stamp (or a capture's `# source: dmesg` line), or is an
+    NVRM, SXid or nvgpu line."""
+    return (
+        _KERNEL_HEAD.match(line) is not None
+        or "NVRM: " in line
+        or ("SXid" in line and _SXID_WORD.search(line) is not None)
+        or ("nvgpu: " in line and _NVGPU_WORD.search(line) is not None)
+    )
+
+
 # a line's ISO time at its head, whoever printed it
 _ISO_HEAD = re.compile(rf"^{_ISO_TIME}")
 _UNSTAMPED_LEAST = 3
@@ -120,7 +137,7 @@ def _shape_family(shape: str) -> str:
 def kernel_shaped(line: str) -> bool:
     """The line, read with no journal or syslog head, would be the kernel's: it starts with a
     kernel log's stamp, or is an NVRM or SXid line."""
-    return bool(_KERNEL_LINE.search(line))
+    return _kernel_marked(line)
 
 
 # a `talosctl dmesg` line that ends inside its head, before any message: `10.20.30.29: kern:    info`,
@@ -139,16 +156,19 @@ def talos_cut(text: str) -> str:
     return f"its last line ends inside its head, before its message (`{lines[-1].strip()[:80]}`)"
 
 
-def _messages(lines: list[str]) -> list[str]:
+def _messages(lines: list[str], most: int | None = None) -> list[str]:
     """The lines without the continuation lines of a message: journald prints a multi-line
     message's further lines indented to its message's column (`journalctl -k --no-hostname`:
     `Aug 18 23:50:24 kernel: NVRM: ... Check failed: ...` then `                        [NV_ERR_
     INVALID_STATE] ...`), dmesg to its stamp's; each is part of the message above it, a kernel
-    line or another program's, not a line of no log (m32d: such a journal was refused)."""
+    line or another program's, not a line of no log (m32d: such a journal was refused). The
+    first `most` of them, where given (a reader of a text's head: an 8-GPU `-q` is thousands)."""
     out: list[str] = []
     for line in lines:
         if out and indented(line) and (_kernel_line(out[-1]) or _other_program(out[-1])):
             continue
+        if len(out) == most:
+            break
         out.append(line)
     return out
 
@@ -161,7 +181,7 @@ def _kernel_line(line: str) -> bool:
         return program == "kernel"
     if talos := TALOS_LINE.match(line):
         return talos.group("facility") == "kern"
-    return bool(_KERNEL_LINE.search(line))
+    return _kernel_marked(line)
 
 
 def _other_program(line: str) -> bool:
@@ -302,7 +322,7 @@ def detect_fabric_kind(text: str) -> str | None:
         lines = [line for line in plain.splitlines() if line.strip()]
         if not lines:  # (its kernel log is empty: KernelLog.no_log says so)
             return "kernel_log" if journal_shaped(text) else None
-    lines = _messages(lines)
+    lines = _messages(lines, 201)  # (only its first 200 are read, and whether there are more)
     kernel = sum(1 for line in lines[:200] if _kernel_line(line))
     # (a log printed without stamps: its lines' shapes, several of them and a quarter of its lines
     # at least, the others those of drivers no list names: `bonding: bond0: ...`, `lo: ...`)
@@ -375,7 +395,7 @@ def _failure_line(text: str) -> str | None:
         return None
     line, advice = nvidia_smi_failure("\n".join(own), "")
     if advice:
-        failed = not _KERNEL_LINE.search(line)
+        failed = not _kernel_marked(line)
     else:
         failed = any(
             line.lstrip(" \t`").startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip(" \t`"))
