@@ -319,16 +319,22 @@ def _framed(text: str) -> str:
 # a Markdown backtick or three left on the first line's start or the last line's end (inline
 # code's, or a fence's that lost its newline: "`<?xml version=...", "...</nvidia_smi_log>```")
 _HEAD_TICKS = re.compile(r"\A(\s*)`{1,3}(?=[^`\n])")
-_TAIL_TICKS = re.compile(r"(?<=[^`\s])`{1,3}(\s*)\Z")
+# (after the last line's own trailing blanks too: `...zhaoxin   Shanghai ````, round 40)
+_TAIL_TICKS = re.compile(r"(?<=[^`\s])([ \t]*)`{1,3}(\s*)\Z")
 
 
 def _unticked(text: str) -> str:
     """The text without a paste's stray Markdown backticks before its first line or after its
-    last, where what is left is an output read here (no tool read here prints one there)."""
+    last, where what is left is an output read here (no tool read here prints one there), or a
+    session whose first line is a prompt (round 40: `` `(env) user@host:~$ ray attach ... ``)."""
     from gpuonboard.api.saved_kinds import detect_kind
+    from gpuonboard.api.transcript import is_prompt
 
-    bare = _TAIL_TICKS.sub(r"\1", _HEAD_TICKS.sub(r"\1", text, count=1), count=1)
-    if bare == text or detect_kind(exit_labelled.unlabelled(bare)) is None:
+    bare = _TAIL_TICKS.sub(r"\1\2", _HEAD_TICKS.sub(r"\1", text, count=1), count=1)
+    if bare == text:
+        return text
+    first = next((line for line in bare.splitlines() if line.strip()), "")
+    if detect_kind(exit_labelled.unlabelled(bare)) is None and not is_prompt(first):
         return text  # (an output recorded beside its exit code is one read here)
     return bare
 

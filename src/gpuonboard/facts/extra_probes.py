@@ -65,6 +65,9 @@ KERNEL_LOG_DRIVER = (
     # (the Jetson iGPU driver's error lines, `nvgpu: 17000000.gpu <function>:<line>  [ERR]  ...`:
     # data/nvrm_faults.yml nvgpu_*, GPU fault events without an Xid)
     "|nvgpu: .*\\[ERR\\]"
+    # (a GSP-CrashCat report's line the firmware prints without the driver's tag: `GSP task
+    # watchdog timeout @ pc:...`, `GSP task exception ...`: nvrm_faults.yml gsp_crashcat_task)
+    "|GSP task (watchdog timeout|exception)"
 )
 KERNEL_LOG_PATTERN = f"{KERNEL_LOG_DRIVER}|[Uu]ncorrect"
 # the host's own hardware errors (facts/host_errors.py, host_hw_errors): the memory controllers'

@@ -136,11 +136,14 @@ def test_an_earlier_boots_clean_log_through_ssh_is_no_pass(tmp_path: Path) -> No
 
 
 def test_this_boots_whole_log_with_stderr_redirected_is_judged(tmp_path: Path) -> None:
-    """`journalctl -k -b 0 --no-pager 2>&1`: `2>&1` was read as a match (only some lines)."""
+    """`journalctl -k -b 0 --no-pager 2>&1`: `2>&1` was read as a match (only some lines). The
+    log is the boot's first second (its banner lines): since round 40 it ends during boot, before
+    the GPU driver logged anything (unverified for that, never for a match)."""
     xid = _gpu_xid(
         tmp_path, "journalctl-k-b-0__ubuntu-20.04-forum__boot-banner__stderr-redirect__derived.txt"
     )
-    assert xid.verdict == "pass", xid
+    assert xid.verdict == "unverified", xid
+    assert "it ends during boot" in xid.actual and "grep" not in xid.actual, xid
 
 
 MINDMINER = "nvidia-smi-query-gpu-nounits__geforce-rtx-2080-ti__1gpu__driver442.19__unknown-error-cell.csv"

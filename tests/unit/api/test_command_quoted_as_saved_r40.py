@@ -62,8 +62,11 @@ def test_the_launchers_prompt_under_another_prompt_is_the_command(
     """The capture under a notebook cell's or a shell's prompt line (its fence glued on or not):
     the prompt right under it, `[0741] cuser1@cgpu-1 ~$ singularity ...` (a counter, then a user
     and a path a blank apart), is the command whose output follows (saved_text._SHELL_PROMPT);
-    before, the line above was, and the launcher's view was lost (gpu_count passed)."""
+    before, the line above was, and the launcher's view was lost. With 1 GPU ordered, the 3 the
+    runtime's view lists pass on that floor (round 40's sess fix), said as that view's."""
     text = (REAL / SINGULARITY).read_text(encoding="utf-8").removeprefix("```")
     got = verdicts(tmp_path, "box.txt", f"{above}\n{fence}{text}", ORDER.replace("4", "1", 1))
-    assert got["gpu_count"][0] == "unverified", got["gpu_count"]
-    assert "`singularity exec" in got["gpu_count"][1] and "its launcher gave the job" in got["gpu_count"][1]
+    verdict, actual = got["gpu_count"]
+    assert verdict == "pass", actual
+    assert actual.startswith("3 listed; at least 3 on the box: `singularity exec"), actual
+    assert "its container runtime was given" in actual

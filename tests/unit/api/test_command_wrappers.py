@@ -87,6 +87,9 @@ def test_a_grep_under_any_prompt_is_no_pass(tmp_path: Path, prompt: str) -> None
 
 
 def test_a_commented_out_boot_is_this_boots_whole_log(tmp_path: Path) -> None:
-    """`journalctl -k --no-pager # -b -1 next time`: was an earlier boot's (unverified)."""
+    """`journalctl -k --no-pager # -b -1 next time`: was an earlier boot's (unverified). The log
+    is the boot's first second: since round 40 it ends during boot (unverified for that, and
+    said as this boot's, never an earlier one's)."""
     xid = _gpu_xid(tmp_path, "journalctl-k-comment-b-1__ubuntu-20.04-forum__boot-banner__derived.txt")
-    assert xid.verdict == "pass", xid
+    assert xid.verdict == "unverified", xid
+    assert "it ends during boot" in xid.actual and "earlier boot" not in xid.actual, xid

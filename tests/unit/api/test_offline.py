@@ -234,6 +234,10 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "session__free-m-host-then-lxc-attach": "free",
         "session__lscpu-e-then-lscpu-p": None,
         "session__numbered-steps": None,
+        # (round 40: a Ray container's shell whose nvidia-smi failed, then the host's login; a
+        # container whose nvidia-smi is missing, then a driver's information file: no table)
+        "session__ray-attach-container-": None,
+        "session__nvidia-smi-command-not-found-then-proc-driver": None,
         "session__": "nvidia_smi",
         # (round 37: an `lspci -nn` listing and `systemd-detect-virt`'s word: no output read, named in
         # a note; no Xid or NVLink row says they may hold one, api/test_sessions_r37.py)
@@ -247,6 +251,10 @@ def test_every_real_fixture_is_recognised(name: str, kind: None) -> None:
         "accelerate-env__": None,
         "vmstat-s__": "free",
         "top-graph-mode__": "free",
+        # (round 40: a wall-clock journal of a boot's first second; NVML's failure as inline code)
+        "journal__": "kernel_log",
+        "journalctl-b-1-grep-tail__": "kernel_log",  # (round 40: one earlier boot's grep, read)
+        "nvml-failure__": "nvidia_smi",
     }
     want = next(v for k, v in expected.items() if name.startswith(k))
     if (
@@ -281,6 +289,16 @@ _SAVED_WITH_COMMAND = {
     # (round 39: a miner's issue with the step `1. nvidia-smi` above its CSV: a numbered step's command)
     "nvidia-smi-query-gpu__noheader-among-miner-lines__8x-rtx-a4000__rainbowminer-1796.txt",
     "lscpu-extended-modelname__snapdragon-7-cpus__hash-prompt-poster-comment__util-linux-3062.txt",
+    # (round 40: the poster's sentence naming its command in double quotes above the table)
+    "nvidia-smi__geforce-gt1030-525.85.12__prose-double-quoted-docker-exec-label-CUT-in-processes-header"
+    "__frigate-5483.txt",
+    # (round 40: its label line `` `nvidia-smi` output : `` above the fenced table)
+    "nvidia-smi__geforce-rtx-4080__1gpu__driver551.61__windows-wddm__display-on-1620mib__fenced-cut-at-gpu-border"
+    "__nerfstudio-2930.txt",
+    # (round 40: its fence glued to the `[0741] cuser1@cgpu-1 ~$ singularity exec ...` prompt line)
+    "nvidia-smi__singularity-home-pwd-bind-cut-after-gpu2__gtx1080ti-396.26__singularity-1548.txt",
+    # (round 40: its label line `nvidia-smi result:` above the inline-code failure)
+    "nvml-failure__blocked-by-os-inline-code-backticks-across-lines-under-prose__wsl2-rtx3080__wsl-7627.txt",
 }
 
 

@@ -116,13 +116,14 @@ def test_a_real_desktop_table_cut_after_its_gpu_rows_never_says_no_process_liste
     tmp_path: Path, name: str
 ) -> None:
     """Each whole table of a display's GPU, cut at the border under its GPU rows (before the
-    Processes section): unverified; whole, it is judged as before."""
+    Processes section): unverified, for the cut (or, a WSL2 guest's, for the guest: its figures
+    count the Windows host's own use, round 40's sess fix), never a desktop's warn."""
     lines = (REAL / name).read_text().splitlines(keepends=True)
     title = next(i for i, line in enumerate(lines) if "Processes:" in line)
     border = max(i for i in range(title) if lines[i].lstrip().startswith("+-"))
     verdict, actual = _foreign(tmp_path, name, "".join(lines[: border + 1]))
     assert verdict == "unverified", (name, actual)
-    assert "no process listed" not in actual
+    assert "part cut away" in actual or "on a WSL2 guest" in actual, (name, actual)
 
 
 def _ecc(tmp_path: Path, name: str, text: str) -> str:

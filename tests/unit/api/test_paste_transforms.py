@@ -306,6 +306,25 @@ _LEFT = {
         "quoted-then-wrapped",
         "dmesg-pstore-erst__panic-part2-then-part1-named__tainted-p-crash-test__driver550__gpud.txt",
     ),
+    # (round 40: a capture's own prompt line under the cell's `!journalctl` is not its command, so
+    # `-b -1`'s earlier boot is lost and its faults fail as this boot's: tests/unit/known_limits.yml
+    # says why, for paste_kinds' copy of the class)
+    (
+        "jupyter-cell",
+        "journalctl-b-1-grep-tail__prompt__rpc-failed-0xf-no-xid-previous-boot__rtx5090__ogkm-1080.txt",
+    ),
+    # (round 40: a Talos log of NVRM lines only under the cell's `!talosctl dmesg` line: the command
+    # says the whole log, so no SXid passes where the capture, a pick of one driver's lines, is
+    # unverified: the transform's command judges it)
+    ("jupyter-cell", "talosctl-dmesg__gsp-coredump-kflcn-trace-lines-only-headless__a100x8__ogkm-1118.txt"),
+    ("jupyter-cell", "talosctl-dmesg__gsp-coredump-trace-then-kgsplogxid119-xid119__a100x8__vllm-40652.txt"),
+}
+# (round 40: a session whose only GPU fact is `nvidia-smi: command not found` under its prompt:
+# behind a line prefix or a hard break its prompt is no prompt, so nothing says nvidia-smi was
+# run, and nvidia_driver is unverified where the session fails it: never a pass)
+_PROMPT_ONLY = {
+    "session__nvidia-smi-command-not-found-then-proc-driver-nvidia-gpus-information__a10-firmware-535.129.03"
+    "__dstack-1356.txt"
 }
 
 
@@ -418,6 +437,8 @@ def test_every_real_capture_with_markdown_hard_breaks_is_judged_as_itself(
         text = (REAL / name).read_text(encoding="utf-8")
         if (whole := _whole(name)) is None or re.search(r"\\[ \t]*$", text, re.MULTILINE):
             continue  # (refused whole, or its lines end in a backslash already: a paste of a paste)
+        if name in _PROMPT_ONLY:
+            continue
         moved += _pasted_moved(tmp_path / "pasted", name, TRANSFORMS[transform](text, ""), order, whole)
     assert not moved, f"{len(moved)} moved:\n" + "\n".join(moved[:40])
 
@@ -455,7 +476,7 @@ def test_every_real_capture_saved_by_a_log_collector_or_a_terminal_is_judged_as_
     order = offline.load_order(str(tmp_path / "order.yml"))
     moved = []
     for name in _share(transform, COLLECTED):
-        if (whole := _whole(name)) is None:
+        if (whole := _whole(name)) is None or name in _PROMPT_ONLY:
             continue  # (refused whole: nothing to compare)
         if transform == "nbsp-all-cp1252" and "posters-hash-notes-after-values" in name:
             # (a known limit, round 36: the blanks before a poster's `#` note, each `&nbsp;` read
@@ -591,7 +612,7 @@ def test_every_real_capture_under_a_launcher_s_line_prefix_is_judged_as_itself(t
     order = offline.load_order(str(tmp_path / "order.yml"))
     moved = []
     for name in CAPTURES:
-        if name == SKYPILOT or (whole := _whole(name)) is None:
+        if name == SKYPILOT or name in _PROMPT_ONLY or (whole := _whole(name)) is None:
             continue
         text = (REAL / name).read_text(encoding="utf-8")
         for prefix in ("(sky-cmd, pid=13008) ", "(pid=4321) "):

@@ -91,7 +91,11 @@ def _readable_alone() -> list[Path]:
             both = both or any("of the container it ran in" in out.partial for out in kinds.values())
             # (round 40: a launcher's own line glued after a fence and a prompt's counter,
             # "```[0741] cuser1@cgpu-1 ~$ singularity exec ... nvidia-smi": its job's view alone)
-            both = both or any("its launcher gave the job" in out.partial for out in kinds.values())
+            both = both or any(
+                w in out.partial
+                for out in kinds.values()
+                for w in ("its launcher gave", "container runtime was given")
+            )
             # (a saved session whose own prompts name its host, `jesse@Jesse:~$`: under gpu-1's
             # prompt it is two boxes' commands, refused as such)
             parts = transcript.sections(paste.normalise(path.read_text(errors="replace")))
@@ -101,7 +105,8 @@ def _readable_alone() -> list[Path]:
             # `[stephen@Hunt ~/src/lscpu]$ lscpu`, a quoted `> [user@ftp-a64n97 scripts]$ srun ...`)
             both = both or (
                 re.match(
-                    r"(?:> )?(?:\(\S+\) )?(?:\[\S+@[\w.-]+ [^\]\n]*\]|\S+@[\w.-]+:\S*)\s*[#$] ",
+                    # (round 40: a fence's line above it, sonar#247's "```" then `[root@gpu-10 ~]#`)
+                    r"(?:```\n)?(?:> )?(?:\(\S+\) )?(?:\[\S+@[\w.-]+ [^\]\n]*\]|\S+@[\w.-]+:\S*)\s*[#$] ",
                     path.read_text(errors="replace"),
                 )
                 is not None

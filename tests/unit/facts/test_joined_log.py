@@ -46,6 +46,10 @@ _LIMITS = {
         "__rtx4090x2__cube-studio-29.txt",
         "",
     ),
+    # (round 40: a GSP-CrashCat report's `GSP task watchdog timeout @ pc:...` line, which the
+    # firmware prints without the driver's tag, has no head to cut at: joined, it stays on the
+    # NVRM line above it, as the wrap pieces above)
+    ("dmesg-unprefixed__gsp-crashcat-report-task-watchdog-timeout__rtx5070__ogkm-1307.txt", ""),
 }
 
 

@@ -35,7 +35,9 @@ BAR = (
     REAL
     / "dmesg__64bit-bar-above-4gb-no-bridge-window-nvrm-continuation-probe-failed__gtx960m__bumblebee-739.txt"
 )
-PREVIOUS = REAL / "journalctl-b-1-grep-tail__rpc-failed-0xf-no-xid-previous-boot__rtx5090__ogkm-1080.txt"
+PREVIOUS = (
+    REAL / "journalctl-b-1-grep-tail__prompt__rpc-failed-0xf-no-xid-previous-boot__rtx5090__ogkm-1080.txt"
+)
 ATH9K = REAL / "dmesg__ath9k-aer-corrected-rxerr-wifi-not-gpu__rtx3060-laptop__dasharo-issues-639.txt"
 RTL = (
     REAL

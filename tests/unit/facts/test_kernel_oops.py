@@ -91,12 +91,13 @@ def test_taint_and_module_come_from_the_crash_itself() -> None:
 def test_a_crash_before_the_last_reboot_is_said_as_an_earlier_boots(tmp_path: Path) -> None:
     """The real general protection fault report (k8s-device-plugin#941) put by the test before
     the real two-boots journal's `-- Reboot --` line: the crash was of a boot the box has left, so
-    gpu_xid says it as logged before the last reboot and passes (it warned as this boot's)."""
+    gpu_xid says it as logged before the last reboot (it warned as this boot's); the last boot's
+    log is its first second, so it is unverified for that (round 40), never a warn."""
     lines = (REAL / TWO_BOOTS).read_text().splitlines(keepends=True)
     at = next(i for i, line in enumerate(lines) if line.startswith("-- Reboot --"))
     text = "".join([*lines[:at], (REAL / GPF).read_text(), *lines[at:]])
     verdict, actual = verdicts(tmp_path, "dmesg.txt", text, ORDER)["gpu_xid"]
-    assert verdict == "pass", actual
+    assert verdict == "unverified" and "it ends during boot" in actual, actual
     assert "SMP NOPTI` (logged before the log's last reboot) (process ufep" in actual
 
 

@@ -235,6 +235,20 @@ def test_every_real_nvidia_smi_output_is_covered() -> None:
         "nvidia-smi__gtx-1050-ti__1gpu__driver430.14-cuda-na__bus-id-redacted__cut-at-processes__telegraf-6258.txt",
         "nvidia-smi-q__tesla-v100-sxm2-16gb__8gpu__driver550.127.05__host-max-unknown-error.txt",
         "nvidia-smi-q-x__geforce-gt-730__1gpu__driver460.67__stray-leading-backtick__cut__sysmontask-60.xml",
+        # round 40's: a MIG table cut in its second row and a table cut at its GPU's border
+        # (api/test_parts_and_cuts_r40.py), a table under a sentence quoting its command, a
+        # singularity table under a glued prompt (the sess and named fixers' r40 tests), a `-q`
+        # cut before any sensor (sensor_faults, r40), two CSVs of one query (refused naming both)
+        "nvidia-smi__h100-pcie-mig-ecc-cell-on__1gpu__driver570.124.06__prompt__cut-in-gpu0-second-row__sonar-247.txt",
+        "nvidia-smi__geforce-rtx-4080__1gpu__driver551.61__windows-wddm__display-on-1620mib__fenced-cut-at-gpu-border"
+        "__nerfstudio-2930.txt",
+        "nvidia-smi__geforce-gt1030-525.85.12__prose-double-quoted-docker-exec-label-CUT-in-processes-header"
+        "__frigate-5483.txt",
+        "nvidia-smi__singularity-home-pwd-bind-cut-after-gpu2__gtx1080ti-396.26__singularity-1548.txt",
+        "nvidia-smi-q__a10g-8-attached__gpu0-product-brand-unknown-error__driver535.161.08__cut-at-display"
+        "__dcgm-exporter-319.txt",
+        "nvidia-smi-query-gpu-csv-noheader__two-blocks-second-command-head-lost-na-vs-not-supported__2004mib"
+        "__i3pystatus-776.txt",
         # a WSL2 table whose banner reads `CUDA Version: ERR!` (steps/checks/test_gpu_rules.py)
         "nvidia-smi__geforce-rtx-3060-name-cut__1gpu__driver546.80__wsl2__cuda-err__cut-in-gpu-row__wsl-11589.txt",
         # Windows' lost-GPU sentence (facts/test_nvidia_smi_failure.py) and a table cut in its
