@@ -147,21 +147,21 @@ DMESG_H = "dmesg-H__rtx3090-aarch64-rockchip__bar-invalid-fallen-off-bus-no-xid.
 def test_r8_b4_every_time_form_of_dmesg_h_reads_as_a_kernel_log_line() -> None:
     """`dmesg -H` stamps `[Nov18 10:51]` then `[  +0.000040]`: the file was recognised only
     because half its lines say NVRM; a log of the same form with fewer would be refused."""
-    from gpuonboard.api.saved_kinds import _KERNEL_LINE, detect_kind
+    from gpuonboard.api.saved_kinds import detect_kind, kernel_shaped
 
     text = read(DMESG_H)
     stamped = [line for line in text.splitlines() if line and not line.startswith(" ")]
-    assert all(_KERNEL_LINE.search(line) for line in stamped)
+    assert all(kernel_shaped(line) for line in stamped)
     quiet = "\n".join(line for line in stamped if "NVRM" not in line)  # its other 14 lines
     assert detect_kind(quiet) == "kernel_log"
     for line in (
         "Oct 02 10:41:07.123456 gpu01 kernel: nvidia-nvlink: Nvlink Core is being initialized",
         "2024-01-03T07:39:45.355375+00:00 gpu01 kernel: nvidia: loading out-of-tree module",
     ):  # journalctl -o short-precise, RFC 3339 syslog
-        assert _KERNEL_LINE.search(line), line
+        assert kernel_shaped(line), line
     # not a kernel line: iperf3's text report, a prompt
-    assert not _KERNEL_LINE.search("[  5]   0.00-1.00   sec  1.10 GBytes  9.42 Gbits/sec")
-    assert not _KERNEL_LINE.search("[root@gpu01 ~]# dmesg -H")
+    assert not kernel_shaped("[  5]   0.00-1.00   sec  1.10 GBytes  9.42 Gbits/sec")
+    assert not kernel_shaped("[root@gpu01 ~]# dmesg -H")
     facts = saved(DMESG_H)
     events = facts.raw["kernel_log"].stdout  # read as the kernel log probe
     assert "fallen off the bus" in events
