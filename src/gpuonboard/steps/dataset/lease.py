@@ -9,7 +9,7 @@ import os
 import secrets
 import time
 
-from gpuonboard import machine
+from gpuonboard import children, machine
 from gpuonboard.steps.base import StepContext
 from gpuonboard.steps.dataset.common import shown
 from gpuonboard.steps.dataset.hostdirs import taken_sentence
@@ -34,12 +34,34 @@ def take_lease(
     Once it is held, what earlier runs of this copy still run on the host is stopped (a
     dropped link's receiver: it keeps what arrived as a partial file), and the rsync temp
     files they left are kept as partial files to resume from or removed (work.stopped)."""
-    target = work.target
     tidy = uploadlock.tidy_stdin(work.resume, work.leftovers)
     token = secrets.token_hex(8)
     path = uploadlock.lease_path(opts.dest, opts.dirname)
     owner = uploadlock.owner_id(ctx.project / ".gpuonboard" / "locks")
-    holder, ended = uploadlock.holder_text(), 0
+    holder = uploadlock.holder_text()
+    # (an interrupt while the take command runs: its lease may be written on the host already,
+    # this run not told yet; the host's earlier runs' processes it stops get a grace first, so the
+    # window is seconds: give back the lease of this token, which removes none but ours)
+    pending = uploadlock.Lease(path, token)
+    key = children.on_interrupt(lambda: give_back_lease(ctx, pending, timeout=5))
+    try:
+        return _take(ctx, opts, work, plain, pending, owner, holder, tidy)
+    finally:
+        children.done(key)
+
+
+def _take(
+    ctx: StepContext,
+    opts: DatasetOptions,
+    work: Work,
+    plain: str,
+    pending: uploadlock.Lease,
+    owner: str,
+    holder: str,
+    tidy: bytes,
+) -> tuple[uploadlock.Lease | None, str]:
+    """take_lease's commands: (the lease, "") or (None, the failure sentence)."""
+    target, path, token, ended = work.target, pending.path, pending.token, 0
     while True:
         take = uploadlock.take_command(
             target,
