@@ -84,9 +84,9 @@ _SXID_WORD = lazy_re(r"nvidia-nvswitch\d+: SXid")
 _NVGPU_WORD = lazy_re(r"(?:^|\s)nvgpu: \S+ ")
 
 
-def _kernel_marked(line: str) -> bool:
-    """The line starts with a kernel log's stamp (or a capture's `# source: dmesg` line), or is an
-    NVRM, SXid or nvgpu line."""
+def kernel_shaped(line: str) -> bool:
+    """The line, read with no journal or syslog head, would be the kernel's: it starts with a
+    kernel log's stamp (or a capture's `# source: dmesg` line), or is an NVRM, SXid or nvgpu line."""
     return (
         _KERNEL_HEAD.match(line) is not None
         or "NVRM: " in line
@@ -134,12 +134,6 @@ def _shape_family(shape: str) -> str:
     return driver_name(shape.split()[0]) if shape.split() else shape
 
 
-def kernel_shaped(line: str) -> bool:
-    """The line, read with no journal or syslog head, would be the kernel's: it starts with a
-    kernel log's stamp, or is an NVRM or SXid line."""
-    return _kernel_marked(line)
-
-
 # a `talosctl dmesg` line that ends inside its head, before any message: `10.20.30.29: kern:    info`,
 # `10.20.30.29: kern:  notice: [2023-04-02T08:2`, `10.20.30.29: ke`
 _TALOS_HEAD_ONLY = re.compile(r"^\S+: (?:\w+: *\w+(?:: \[[^\]]*\]?:?)?|\w*:?)\s*$")
@@ -181,7 +175,7 @@ def _kernel_line(line: str) -> bool:
         return program == "kernel"
     if talos := TALOS_LINE.match(line):
         return talos.group("facility") == "kern"
-    return _kernel_marked(line)
+    return kernel_shaped(line)
 
 
 def _other_program(line: str) -> bool:
@@ -395,7 +389,7 @@ def _failure_line(text: str) -> str | None:
         return None
     line, advice = nvidia_smi_failure("\n".join(own), "")
     if advice:
-        failed = not _kernel_marked(line)
+        failed = not kernel_shaped(line)
     else:
         failed = any(
             line.lstrip(" \t`").startswith(_OWN_FAILURES) or saved_forms.STATE_ERROR.match(line.strip(" \t`"))
